@@ -1,0 +1,95 @@
+import type { Queryable } from '../app/db.ts';
+import { ParameterError } from '../app/errors.ts';
+import { newHashId, newSecret } from '../app/hash-id.ts';
+import { hashSecret, verifySecret } from '../app/keys.ts';
+
+export type EnvironmentType = 'monitoring' | 'connectivity';
+
+export const MONITORING_RIGHTS = ['READ', 'STATIC', 'ISSUES', 'AUDIT_TRAIL', 'USERS', 'EXPORT', 'SENSORS', 'REPORTS', 'THRESHOLDS', 'ENVIRONMENT_ADMIN'];
+export const CONNECTIVITY_RIGHTS = ['ENVIRONMENT_ADMIN'];
+
+export interface EnvironmentRecord {
+  id: number;
+  hashId: string;
+  type: EnvironmentType;
+  name: string;
+  settings: Record<string, unknown>;
+  createdAt: Date;
+}
+
+export interface Account {
+  id: number;
+  hashId: string;
+  name: string;
+  rights: string[];
+  environment: EnvironmentRecord;
+}
+
+const ENV_COLUMNS = `e.id AS env_id, e.hash_id AS env_hash_id, e.type AS env_type, e.name AS env_name, e.settings AS env_settings, e.created_at AS env_created_at`;
+
+function toEnvironment(r: Record<string, unknown>): EnvironmentRecord {
+  return {
+    id: r.env_id as number,
+    hashId: r.env_hash_id as string,
+    type: r.env_type as EnvironmentType,
+    name: r.env_name as string,
+    settings: r.env_settings as Record<string, unknown>,
+    createdAt: r.env_created_at as Date,
+  };
+}
+
+export async function createEnvironment(db: Queryable, type: EnvironmentType, name: string): Promise<EnvironmentRecord> {
+  if (type !== 'monitoring' && type !== 'connectivity') throw new ParameterError('type must be monitoring or connectivity');
+  if (!name || name.length > 255) throw new ParameterError('name must be 1 to 255 characters');
+  const { rows } = await db.query(
+    `INSERT INTO environment (hash_id, type, name) VALUES ($1, $2, $3)
+     RETURNING id AS env_id, hash_id AS env_hash_id, type AS env_type, name AS env_name, settings AS env_settings, created_at AS env_created_at`,
+    [newHashId(), type, name],
+  );
+  return toEnvironment(rows[0]);
+}
+
+/** Creates a machine account; the returned assertion (`<hashId>:<secret>`) is shown once and stored only as a slow hash. */
+export async function createMachineAccount(db: Queryable, environmentHashId: string, rights: string[], name = 'machine account'): Promise<{ hashId: string; assertion: string }> {
+  const { rows } = await db.query<{ id: number; type: EnvironmentType }>('SELECT id, type FROM environment WHERE hash_id = $1 AND deleted_at IS NULL', [environmentHashId]);
+  if (rows.length === 0) throw new ParameterError(`environment ${environmentHashId} does not exist`);
+  const allowed = rows[0].type === 'monitoring' ? MONITORING_RIGHTS : CONNECTIVITY_RIGHTS;
+  const bad = rights.filter((r) => !allowed.includes(r));
+  if (bad.length > 0 || rights.length === 0) {
+    throw new ParameterError(`rights must be a non-empty list of ${allowed.join(', ')} for a ${rows[0].type} environment${bad.length ? `; unknown: ${bad.join(', ')}` : ''}`);
+  }
+  const hashId = newHashId();
+  const secret = newSecret();
+  await db.query('INSERT INTO machine_account (hash_id, environment_id, name, secret_hash, rights) VALUES ($1, $2, $3, $4, $5)', [
+    hashId, rows[0].id, name, await hashSecret(secret), rights,
+  ]);
+  return { hashId, assertion: `${hashId}:${secret}` };
+}
+
+export async function loadAccount(db: Queryable, hashId: string): Promise<Account | null> {
+  const { rows } = await db.query(
+    `SELECT a.id, a.hash_id, a.name, a.rights, ${ENV_COLUMNS}
+       FROM machine_account a JOIN environment e ON e.id = a.environment_id
+      WHERE a.hash_id = $1 AND a.revoked_at IS NULL AND e.deleted_at IS NULL`,
+    [hashId],
+  );
+  if (rows.length === 0) return null;
+  const r = rows[0];
+  return { id: r.id as number, hashId: r.hash_id as string, name: r.name as string, rights: r.rights as string[], environment: toEnvironment(r) };
+}
+
+/** Checks an assertion; null when it names no live account or the secret is wrong. */
+export async function verifyAssertion(db: Queryable, assertion: string): Promise<Account | null> {
+  const sep = assertion.indexOf(':');
+  if (sep <= 0) return null;
+  const hashId = assertion.slice(0, sep);
+  const { rows } = await db.query<{ secret_hash: string }>('SELECT secret_hash FROM machine_account WHERE hash_id = $1 AND revoked_at IS NULL', [hashId]);
+  if (rows.length === 0) return null;
+  if (!(await verifySecret(assertion.slice(sep + 1), rows[0].secret_hash))) return null;
+  return loadAccount(db, hashId);
+}
+
+export async function revokeMachineAccount(db: Queryable, hashId: string): Promise<boolean> {
+  const { rowCount } = await db.query('UPDATE machine_account SET revoked_at = now() WHERE hash_id = $1 AND revoked_at IS NULL', [hashId]);
+  return (rowCount ?? 0) > 0;
+}

@@ -1,0 +1,19 @@
+import type { Config } from './config.ts';
+import type { AppContext } from './context.ts';
+import { openDb } from './db.ts';
+import { deriveKeys } from './keys.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { createRedis } from './redis.ts';
+
+/** Opens the stores a process needs and derives its keys. */
+export async function createContext(config: Config, log: Logger = createLogger(config.logLevel)): Promise<AppContext> {
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
+  const redis = createRedis(config.redisUrl);
+  redis.on('error', (err) => log.warn({ err: err.message }, 'redis connection problem'));
+  return { config, log, db, redis, keys: deriveKeys(config.secretKey, config.internalToken) };
+}
+
+export async function closeContext(ctx: AppContext): Promise<void> {
+  await ctx.redis.quit().catch(() => ctx.redis.disconnect());
+  await ctx.db.close();
+}

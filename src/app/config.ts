@@ -1,0 +1,115 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+
+export type Role = 'all' | 'api' | 'gateway' | 'worker';
+const ROLES: Role[] = ['all', 'api', 'gateway', 'worker'];
+
+/** The one validated configuration object. Nothing else reads process.env. */
+export interface Config {
+  role: Role;
+  databaseUrl: string | null;
+  redisUrl: string;
+  dataDir: string;
+  certsDir: string;
+  apiHost: string;
+  apiPort: number;
+  httpsDevicePort: number;
+  coapsPort: number;
+  coapPort: number | null;
+  logLevel: string;
+  /** 32-byte server key; JWT signing key and PSK encryption key are derived from it. */
+  secretKey: Buffer;
+  tokenLifetimeSeconds: number;
+  monitoringCoreUrl: string;
+  internalToken: string;
+  sandboxMemoryMb: number;
+  sandboxTimeoutMs: number;
+  workerConcurrency: number;
+  gatewayWaitMs: number;
+  deviceBodyLimitBytes: number;
+  shutdownGraceMs: number;
+  queueName: string;
+}
+
+/** Configuration variables: name → [default shown in the README, meaning]. */
+export const CONFIG_VARIABLES: Record<string, [string, string]> = {
+  ROLE: ['all', 'all, api, gateway or worker (also the first CLI argument)'],
+  DATABASE_URL: ['unset → embedded PGlite in DATA_DIR', 'PostgreSQL connection string'],
+  REDIS_URL: ['redis://127.0.0.1:6379', 'Redis for queues, caches, counters'],
+  DATA_DIR: ['./data', 'embedded database and other local state (the generated secret key)'],
+  CERTS_DIR: ['./certs', 'CA, server and development device certificates'],
+  API_HOST: ['0.0.0.0', 'address the REST API binds to'],
+  API_PORT: ['8080', 'REST API (HTTP)'],
+  HTTPS_DEVICE_PORT: ['8443', 'device HTTPS (TLS 1.2 PSK)'],
+  COAPS_PORT: ['5684', 'CoAP over DTLS'],
+  COAP_PORT: ['unset → off', 'plain CoAP, opt-in'],
+  LOG_LEVEL: ['info', 'pino level'],
+  SECRET_KEY: ['unset → generated once into DATA_DIR/secret.key', '64 hex digits; signs tokens and encrypts device keys at rest. Every process of a deployment needs the same one'],
+  TOKEN_LIFETIME_SECONDS: ['2592000 (30 days)', 'lifetime of a machine login token'],
+  MONITORING_CORE_URL: ['http://127.0.0.1:$API_PORT', 'where workers push condition reports'],
+  INTERNAL_TOKEN: ['derived from SECRET_KEY', 'bearer token workers present to the monitoring core'],
+  SANDBOX_MEMORY_MB: ['64', 'memory limit of one supplier isolate'],
+  SANDBOX_TIMEOUT_MS: ['1000', 'wall-clock limit of one run of supplier code'],
+  WORKER_CONCURRENCY: ['64', 'jobs a worker process runs at once'],
+  GATEWAY_WAIT_MS: ['5000', 'how long a device request waits for its handler before it gets 202 (the job stays queued)'],
+  DEVICE_BODY_LIMIT_BYTES: ['65536', 'largest device request body'],
+  SHUTDOWN_GRACE_MS: ['10000', 'how long SIGTERM waits for in-flight jobs'],
+  QUEUE_NAME: ['device-events', 'BullMQ queue name'],
+};
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = 2 ** 31): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new Error(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+function loadSecretKey(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
+  const raw = env.SECRET_KEY;
+  if (raw) {
+    if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new Error('SECRET_KEY must be 64 hex digits');
+    return Buffer.from(raw, 'hex');
+  }
+  const file = path.join(dataDir, 'secret.key');
+  if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('hex'), { mode: 0o600 });
+  return key;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: string): Config {
+  const role = (roleArg ?? env.ROLE ?? 'all') as Role;
+  if (!ROLES.includes(role)) throw new Error(`ROLE must be one of ${ROLES.join(', ')}, got "${role}"`);
+  const dataDir = path.resolve(env.DATA_DIR ?? './data');
+  const apiPort = int(env, 'API_PORT', 8080, 0, 65535);
+  const secretKey = loadSecretKey(env, dataDir);
+  return {
+    role,
+    databaseUrl: env.DATABASE_URL || null,
+    redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    dataDir,
+    certsDir: path.resolve(env.CERTS_DIR ?? './certs'),
+    apiHost: env.API_HOST || '0.0.0.0',
+    apiPort,
+    httpsDevicePort: int(env, 'HTTPS_DEVICE_PORT', 8443, 0, 65535),
+    coapsPort: int(env, 'COAPS_PORT', 5684, 0, 65535),
+    coapPort: env.COAP_PORT ? int(env, 'COAP_PORT', 5683, 0, 65535) : null,
+    logLevel: env.LOG_LEVEL || 'info',
+    secretKey,
+    tokenLifetimeSeconds: int(env, 'TOKEN_LIFETIME_SECONDS', 30 * 24 * 3600, 60),
+    monitoringCoreUrl: env.MONITORING_CORE_URL || `http://127.0.0.1:${apiPort}`,
+    internalToken: env.INTERNAL_TOKEN || '',
+    sandboxMemoryMb: int(env, 'SANDBOX_MEMORY_MB', 64, 8, 4096),
+    sandboxTimeoutMs: int(env, 'SANDBOX_TIMEOUT_MS', 1000, 10, 60_000),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 64, 1, 10_000),
+    gatewayWaitMs: int(env, 'GATEWAY_WAIT_MS', 5000, 10, 120_000),
+    deviceBodyLimitBytes: int(env, 'DEVICE_BODY_LIMIT_BYTES', 65536, 1, 64 * 1024 * 1024),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    queueName: env.QUEUE_NAME || 'device-events',
+  };
+}

@@ -1,0 +1,14 @@
+import type { Config } from './config.ts';
+import type { Db } from './db.ts';
+import type { ServerKeys } from './keys.ts';
+import type { Logger } from './logger.ts';
+import type { Redis } from './redis.ts';
+
+/** What every role is handed: configuration and the stores. */
+export interface AppContext {
+  config: Config;
+  log: Logger;
+  db: Db;
+  redis: Redis;
+  keys: ServerKeys;
+}

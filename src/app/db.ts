@@ -1,0 +1,98 @@
+import { readdirSync, readFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import type { Logger } from './logger.ts';
+
+// bigint columns (ids, counts) come back as JS numbers: ours stay far below 2^53
+pg.types.setTypeParser(20, (v: string) => Number(v));
+
+export type Row = Record<string, unknown>;
+export interface Queryable {
+  query<T extends Row = Row>(sql: string, params?: unknown[]): Promise<{ rows: T[]; rowCount: number | null }>;
+}
+
+/** The system of record: a pg pool, on PostgreSQL or on embedded PGlite through its socket server. */
+export interface Db extends Queryable {
+  tx<T>(fn: (client: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  readonly embedded: boolean;
+}
+
+const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+
+async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
+  await db.query('SELECT pg_advisory_lock(7245001)');
+  try {
+    await db.query('CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    const done = new Set((await db.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
+    for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort()) {
+      if (done.has(file)) continue;
+      await db.query('BEGIN');
+      try {
+        await db.query(readFileSync(path.join(MIGRATIONS_DIR, file), 'utf8'));
+        await db.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
+        await db.query('COMMIT');
+        log?.info({ migration: file }, 'migration applied');
+      } catch (err) {
+        await db.query('ROLLBACK');
+        throw err;
+      }
+    }
+  } finally {
+    await db.query('SELECT pg_advisory_unlock(7245001)');
+  }
+}
+
+function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>): Db {
+  return {
+    embedded,
+    query: (sql, params) => pool.query(sql, params as unknown[]) as never,
+    async tx(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn(client as unknown as Queryable);
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    async close() {
+      await pool.end();
+      await onClose();
+    },
+  };
+}
+
+/** Opens the database named by `databaseUrl`, or embedded PGlite under `dataDir`, and migrates it. */
+export async function openDb(opts: { databaseUrl: string | null; dataDir: string; poolSize?: number; log?: Logger; migrate?: boolean }): Promise<Db> {
+  let db: Db;
+  if (opts.databaseUrl) {
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10 });
+    pool.on('error', (err) => opts.log?.error({ err }, 'idle database connection failed'));
+    db = wrapPool(pool, false, async () => undefined);
+  } else {
+    const { PGlite } = await import('@electric-sql/pglite');
+    const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
+    const dir = path.join(opts.dataDir, 'pglite');
+    mkdirSync(dir, { recursive: true });
+    const pglite = await PGlite.create(dir);
+    const server = new PGLiteSocketServer({ db: pglite, port: 0, host: '127.0.0.1' });
+    await server.start();
+    const [host, port] = server.getServerConn().split(':');
+    // PGlite is single-connection: one pooled client keeps statements strictly in order
+    const pool = new pg.Pool({ host, port: Number(port), user: 'postgres', database: 'postgres', max: 1 });
+    db = wrapPool(pool, true, async () => {
+      await server.stop();
+      await pglite.close();
+    });
+    opts.log?.info({ dir }, 'embedded PGlite database');
+  }
+  if (opts.migrate !== false) await applyMigrations(db, opts.log);
+  return db;
+}

@@ -1,0 +1,57 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes, scrypt, timingSafeEqual, createHash } from 'node:crypto';
+import { promisify } from 'node:util';
+
+const scryptAsync = promisify(scrypt) as (pw: string, salt: Buffer, len: number, opts: object) => Promise<Buffer>;
+
+/** Keys derived from the one server secret, each for one purpose. */
+export interface ServerKeys {
+  jwt: Uint8Array;
+  pskEncryption: Buffer;
+  internalToken: string;
+}
+
+export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): ServerKeys {
+  const derive = (info: string) => Buffer.from(hkdfSync('sha256', secretKey, Buffer.alloc(0), info, 32));
+  return {
+    jwt: new Uint8Array(derive('jwt-hs256')),
+    pskEncryption: derive('psk-at-rest'),
+    internalToken: internalTokenOverride || derive('internal-token').toString('base64url'),
+  };
+}
+
+/** Encrypts a device key for storage: AES-256-GCM, iv ‖ tag ‖ ciphertext. */
+export function encryptSecret(key: Buffer, plain: Buffer, aad: string): Buffer {
+  const iv = randomBytes(12);
+  const c = createCipheriv('aes-256-gcm', key, iv);
+  c.setAAD(Buffer.from(aad));
+  const body = Buffer.concat([c.update(plain), c.final()]);
+  return Buffer.concat([iv, c.getAuthTag(), body]);
+}
+
+export function decryptSecret(key: Buffer, sealed: Buffer, aad: string): Buffer {
+  const d = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, 12));
+  d.setAAD(Buffer.from(aad));
+  d.setAuthTag(sealed.subarray(12, 28));
+  return Buffer.concat([d.update(sealed.subarray(28)), d.final()]);
+}
+
+const SCRYPT = { N: 16384, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+
+/** A slow hash of an account secret: `scrypt$<salt>$<hash>`. */
+export async function hashSecret(secret: string): Promise<string> {
+  const salt = randomBytes(16);
+  const hash = await scryptAsync(secret, salt, 32, SCRYPT);
+  return `scrypt$${salt.toString('base64url')}$${hash.toString('base64url')}`;
+}
+
+export async function verifySecret(secret: string, stored: string): Promise<boolean> {
+  const [scheme, salt, hash] = stored.split('$');
+  if (scheme !== 'scrypt' || !salt || !hash) return false;
+  const expected = Buffer.from(hash, 'base64url');
+  const actual = await scryptAsync(secret, Buffer.from(salt, 'base64url'), expected.length, SCRYPT);
+  return timingSafeEqual(actual, expected);
+}
+
+export function sha256Hex(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}

@@ -1,0 +1,81 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import qs from 'qs';
+import type { AppContext } from '../app/context.ts';
+import { ApiVersionError, OutdatedClientError } from '../app/errors.ts';
+import type { Account } from '../accounts/store.ts';
+import { authenticate, authorize, type RouteRights } from './auth.ts';
+import { errorHandler } from './errors.ts';
+
+export const SUPPORTED_API_VERSIONS = [4, 5];
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** `environment` (default): token + Environment-Hash-Id; `account`: token only; `none`: public. */
+    auth?: 'environment' | 'account' | 'none';
+    rights?: RouteRights;
+    /** false for operational endpoints (health, metrics, OpenAPI, internal) that take no Api-Version. */
+    apiVersion?: boolean;
+  }
+  interface FastifyRequest {
+    account: Account;
+    apiVersion: number;
+  }
+}
+
+function checkApiVersion(raw: string | string[] | undefined): number {
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined || !/^\d+$/.test(value)) throw new ApiVersionError('Header Api-Version is required and must be an integer, e.g. Api-Version: 5');
+  const version = Number(value);
+  if (version < SUPPORTED_API_VERSIONS[0]) throw new OutdatedClientError(`Api-Version ${version} is no longer supported; use ${SUPPORTED_API_VERSIONS.join(' or ')}`);
+  if (version > SUPPORTED_API_VERSIONS[SUPPORTED_API_VERSIONS.length - 1]) throw new ApiVersionError(`Api-Version ${version} is not supported; use ${SUPPORTED_API_VERSIONS.join(' or ')}`);
+  return version;
+}
+
+/** The REST API's Fastify instance with headers, auth and errors as hooks; features register routes on it. */
+export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.log.child({ role: 'api' }),
+    disableRequestLogging: true,
+    querystringParser: (s) => qs.parse(s, { depth: 10, arrayLimit: 10_000 }) as Record<string, unknown>,
+    bodyLimit: 16 * 1024 * 1024,
+    ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false } },
+  });
+  app.decorateRequest('account', null as unknown as Account);
+  app.decorateRequest('apiVersion', 0);
+  // `Accept: text/json` and `Content-Type: text/json` work like application/json
+  app.addContentTypeParser(['text/json'], { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((request, reply) => {
+    reply.status(404).send({ key: 'not_found_error', message: `No operation ${request.method} ${request.url.split('?')[0]}` });
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Asset monitoring and device connectivity API',
+        version: String(SUPPORTED_API_VERSIONS[SUPPORTED_API_VERSIONS.length - 1]),
+        description: 'Every operation needs the header Api-Version (4 or 5). Environment-scoped operations need Environment-Hash-Id. Errors are {key, message}. Find operations page with an opaque keyset nextPageOffset.',
+      },
+      components: { securitySchemes: { 'jwt-token': { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      security: [{ 'jwt-token': [] }],
+    },
+  });
+
+  app.addHook('onRequest', async (request) => {
+    const config = request.routeOptions.config;
+    if (config.apiVersion === false || request.is404) return;
+    request.apiVersion = checkApiVersion(request.headers['api-version']);
+    const mode = config.auth ?? 'environment';
+    if (mode === 'none') return;
+    request.account = await authenticate(ctx, request);
+    if (mode === 'environment') {
+      const header = request.headers['environment-hash-id'];
+      authorize(request.account, Array.isArray(header) ? header[0] : header, config.rights);
+    }
+  });
+
+  app.get('/openapi.json', { config: { apiVersion: false }, schema: { hide: true } }, async () => app.swagger());
+  return app;
+}

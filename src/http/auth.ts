@@ -1,0 +1,46 @@
+import { SignJWT, jwtVerify } from 'jose';
+import type { FastifyRequest } from 'fastify';
+import { AuthenticationError, NotFoundError, RightError } from '../app/errors.ts';
+import { loadAccount, type Account } from '../accounts/store.ts';
+import type { AppContext } from '../app/context.ts';
+
+/** Rights an operation needs per environment type; a type that is absent cannot use the operation. */
+export interface RouteRights {
+  connectivity?: string;
+  monitoring?: string;
+}
+
+export async function signToken(ctx: AppContext, account: Account): Promise<string> {
+  return new SignJWT({ env: account.environment.hashId })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(account.hashId)
+    .setIssuedAt()
+    .setExpirationTime(`${ctx.config.tokenLifetimeSeconds}s`)
+    .sign(ctx.keys.jwt);
+}
+
+/** Resolves the bearer token to a live account (revoked accounts' tokens stop working at once). */
+export async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<Account> {
+  const header = request.headers.authorization;
+  if (!header || !header.startsWith('Bearer ')) throw new AuthenticationError();
+  let subject: string | undefined;
+  try {
+    const { payload } = await jwtVerify(header.slice(7), ctx.keys.jwt, { algorithms: ['HS256'] });
+    subject = payload.sub;
+  } catch {
+    throw new AuthenticationError('The token is invalid or has expired; log in again');
+  }
+  const account = subject ? await loadAccount(ctx.db, subject) : null;
+  if (!account) throw new AuthenticationError('The account of this token no longer exists or was revoked');
+  return account;
+}
+
+/** Checks Environment-Hash-Id and the operation's rights for the account. */
+export function authorize(account: Account, environmentHashId: string | undefined, rights: RouteRights | undefined): void {
+  // another environment's hashId is answered like one that does not exist: tenants learn nothing of each other
+  if (environmentHashId !== account.environment.hashId) throw new NotFoundError('environment', environmentHashId);
+  if (!rights) return;
+  const needed = rights[account.environment.type];
+  if (needed === undefined) throw new RightError(`This operation is not available in a ${account.environment.type} environment`);
+  if (needed !== '' && !account.rights.includes(needed)) throw new RightError(`This operation needs the right ${needed}`);
+}

@@ -1,0 +1,45 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../app/errors.ts';
+
+interface AjvError { instancePath?: string; message?: string; params?: Record<string, unknown>; keyword?: string }
+
+/** Names the offending field of a schema validation error: `body.psk must NOT have more than 512 characters`. */
+function describeValidation(err: FastifyError): string {
+  const first = (err.validation as AjvError[] | undefined)?.[0];
+  if (!first) return err.message;
+  const context = (err as FastifyError & { validationContext?: string }).validationContext ?? 'body';
+  let field = (first.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.');
+  if (first.keyword === 'required' && first.params?.missingProperty) {
+    field = field ? `${field}.${first.params.missingProperty}` : String(first.params.missingProperty);
+    return `${context === 'body' ? '' : `${context} `}${field} is required`.trim();
+  }
+  if (first.keyword === 'additionalProperties' && first.params?.additionalProperty) {
+    return `${field ? `${field}.` : ''}${first.params.additionalProperty} is not allowed`;
+  }
+  const subject = field || context;
+  let message = `${subject} ${first.message ?? 'is invalid'}`;
+  if (first.keyword === 'enum' && Array.isArray(first.params?.allowedValues)) message += `: ${(first.params.allowedValues as unknown[]).join(', ')}`;
+  return message;
+}
+
+/** The one place errors become `{ key, message }` bodies and statuses. */
+export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (err instanceof AppError) {
+    reply.status(err.status).send({ key: err.key, message: err.message, ...(err.details === undefined ? {} : { details: err.details }) });
+    return;
+  }
+  if (err.validation) {
+    reply.status(400).send({ key: 'parameter_error', message: describeValidation(err) });
+    return;
+  }
+  if (err.statusCode === 413) {
+    reply.status(413).send({ key: 'parameter_error', message: 'request body is too large' });
+    return;
+  }
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+    reply.status(400).send({ key: 'parameter_error', message: err.message });
+    return;
+  }
+  request.log.error({ err }, 'unhandled error');
+  reply.status(500).send({ key: 'server_error', message: 'An internal error occurred; it has been logged.' });
+}

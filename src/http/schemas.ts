@@ -1,0 +1,34 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+/** Schemas shared by many routes. */
+export const HashId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-zA-Z0-9]+$' });
+export const HashIdParams = Type.Object({ hashId: HashId });
+export const StringOrTranslations = Type.Union([
+  Type.String({ minLength: 1, maxLength: 255 }),
+  Type.Object({ en: Type.String({ maxLength: 255 }) }, { additionalProperties: Type.String({ maxLength: 255 }) }),
+]);
+export const ValuePair = Type.Object({ orderOfMagnitude: Type.Integer({ minimum: -128, maximum: 127 }), significand: Type.Integer({ minimum: -2147483648, maximum: 2147483647 }) });
+export const Timestamp = Type.String({ format: 'date-time' });
+export const FieldConfiguration = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }), type: Type.Optional(Type.String()) }, { additionalProperties: true });
+export const FieldConfigurations = Type.Array(FieldConfiguration, { maxItems: 50 });
+export const Fields = Type.Record(Type.String(), Type.Unknown());
+
+export const FindQuery = Type.Object({
+  sortBy: Type.Optional(Type.String()),
+  descending: Type.Optional(Type.Boolean()),
+  rowsPerPage: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+  search: Type.Optional(Type.String({ maxLength: 255 })),
+  offset: Type.Optional(Type.String({ maxLength: 1024 })),
+  updatedAfter: Type.Optional(Timestamp),
+});
+
+export function Page<T extends TSchema>(row: T) {
+  return Type.Object({ nextPageOffset: Type.Union([Type.String(), Type.Null()]), rows: Type.Array(row) });
+}
+
+export const NoContent = { 204: Type.Null() };
+
+/** The display text of a stringOrTranslations (search and sorting use it). */
+export function nameText(name: string | Record<string, string>): string {
+  return typeof name === 'string' ? name : (name.en ?? Object.values(name)[0] ?? '');
+}

@@ -1,0 +1,99 @@
+import type { Queryable } from '../../app/db.ts';
+import { NotFoundError } from '../../app/errors.ts';
+import { findPage, type FindQuery } from '../../app/find.ts';
+import { newHashId } from '../../app/hash-id.ts';
+
+type Name = string | Record<string, string>;
+interface ValuePair { orderOfMagnitude: number; significand: number }
+
+export interface QuantityInput {
+  name: Name;
+  color?: string;
+  unit: string;
+  defaultOrderOfMagnitude: number;
+  defaultCriticallyLowThreshold?: ValuePair | null;
+  defaultLowThreshold?: ValuePair | null;
+  defaultHighThreshold?: ValuePair | null;
+  defaultCriticallyHighThreshold?: ValuePair | null;
+  disableSiPrefixes?: boolean;
+}
+
+export interface Quantity extends Required<QuantityInput> { hashId: string }
+
+const SELECT = `q.hash_id, q.name, q.color, q.unit, q.default_order_of_magnitude, q.default_critically_low_threshold,
+  q.default_low_threshold, q.default_high_threshold, q.default_critically_high_threshold, q.disable_si_prefixes`;
+
+function toQuantity(r: Record<string, unknown>): Quantity {
+  return {
+    hashId: r.hash_id as string,
+    name: r.name as Name,
+    color: r.color as string,
+    unit: r.unit as string,
+    defaultOrderOfMagnitude: r.default_order_of_magnitude as number,
+    defaultCriticallyLowThreshold: r.default_critically_low_threshold as ValuePair | null,
+    defaultLowThreshold: r.default_low_threshold as ValuePair | null,
+    defaultHighThreshold: r.default_high_threshold as ValuePair | null,
+    defaultCriticallyHighThreshold: r.default_critically_high_threshold as ValuePair | null,
+    disableSiPrefixes: r.disable_si_prefixes as boolean,
+  };
+}
+
+const nameText = (n: Name) => (typeof n === 'string' ? n : (n.en ?? Object.values(n)[0] ?? ''));
+
+export async function addQuantity(db: Queryable, environmentId: number, q: QuantityInput): Promise<string> {
+  const hashId = newHashId();
+  await db.query(
+    `INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude,
+       default_critically_low_threshold, default_low_threshold, default_high_threshold, default_critically_high_threshold, disable_si_prefixes)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`,
+    [hashId, environmentId, JSON.stringify(q.name), nameText(q.name), q.color ?? '#1f77b4', q.unit, q.defaultOrderOfMagnitude,
+      JSON.stringify(q.defaultCriticallyLowThreshold ?? null), JSON.stringify(q.defaultLowThreshold ?? null),
+      JSON.stringify(q.defaultHighThreshold ?? null), JSON.stringify(q.defaultCriticallyHighThreshold ?? null), q.disableSiPrefixes ?? false],
+  );
+  return hashId;
+}
+
+export async function getQuantity(db: Queryable, environmentId: number, hashId: string): Promise<Quantity> {
+  const { rows } = await db.query(`SELECT ${SELECT} FROM quantity q WHERE q.environment_id = $1 AND q.hash_id = $2 AND q.deleted_at IS NULL`, [environmentId, hashId]);
+  if (rows.length === 0) throw new NotFoundError('quantity', hashId);
+  return toQuantity(rows[0]);
+}
+
+export async function findQuantities(db: Queryable, environmentId: number, query: FindQuery) {
+  const page = await findPage(db, {
+    from: 'quantity q', select: SELECT, idColumn: 'q.id',
+    where: ['q.environment_id = $1', 'q.deleted_at IS NULL'], params: [environmentId],
+    sortable: { hashId: 'q.hash_id', name: 'q.name_text' }, search: ['q.name_text', 'q.hash_id', 'q.unit'], updatedColumn: 'q.updated_at',
+  }, query);
+  return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ quantity: toQuantity(r) })) };
+}
+
+const COLUMNS: Record<keyof QuantityInput, string> = {
+  name: 'name', color: 'color', unit: 'unit', defaultOrderOfMagnitude: 'default_order_of_magnitude',
+  defaultCriticallyLowThreshold: 'default_critically_low_threshold', defaultLowThreshold: 'default_low_threshold',
+  defaultHighThreshold: 'default_high_threshold', defaultCriticallyHighThreshold: 'default_critically_high_threshold',
+  disableSiPrefixes: 'disable_si_prefixes',
+};
+
+export async function updateQuantity(db: Queryable, environmentId: number, hashId: string, patch: Partial<QuantityInput>): Promise<void> {
+  const sets: string[] = [];
+  const params: unknown[] = [environmentId, hashId];
+  for (const [key, value] of Object.entries(patch) as [keyof QuantityInput, unknown][]) {
+    if (value === undefined || !(key in COLUMNS)) continue;
+    params.push(typeof value === 'object' ? JSON.stringify(value) : value);
+    sets.push(`${COLUMNS[key]} = $${params.length}`);
+    if (key === 'name') {
+      params.push(nameText(value as Name));
+      sets.push(`name_text = $${params.length}`);
+    }
+  }
+  const { rowCount } = await db.query(
+    `UPDATE quantity SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`, params);
+  if (!rowCount) throw new NotFoundError('quantity', hashId);
+}
+
+export async function deleteQuantity(db: Queryable, environmentId: number, hashId: string): Promise<void> {
+  // soft delete: measurements keep referring to it
+  const { rowCount } = await db.query('UPDATE quantity SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL', [environmentId, hashId]);
+  if (!rowCount) throw new NotFoundError('quantity', hashId);
+}
