@@ -1,0 +1,48 @@
+import type { AppContext } from '../../app/context.ts';
+import { decryptSecret } from '../../app/keys.ts';
+import type { Redis } from '../../app/redis.ts';
+
+/** What the gateway knows of a device once its PSK identity is resolved. */
+export interface PskCredential {
+  deviceHashId: string;
+  environmentHashId: string;
+  key: Buffer;
+}
+
+interface Cached { d: string; e: string; s: string }
+
+const POSITIVE_TTL_S = 300;
+const NEGATIVE_TTL_S = 5;
+const cacheKey = (identity: string) => `psk:${identity}`;
+
+/** The AAD that binds a sealed key to its identity, so a sealed key moved to another row does not open. */
+export const pskAad = (identity: string) => `psk:${identity}`;
+
+/**
+ * Looks a PSK identity up: Redis first (the key stays sealed there), PostgreSQL on a miss.
+ * Unknown identities are cached briefly too, so a scanning client cannot hammer the database.
+ */
+export async function lookupPskCredential(ctx: AppContext, identity: string): Promise<PskCredential | null> {
+  const cached = await ctx.redis.get(cacheKey(identity));
+  let entry: Cached | null;
+  if (cached !== null) {
+    entry = cached === '' ? null : (JSON.parse(cached) as Cached);
+  } else {
+    const { rows } = await ctx.db.query<{ hash_id: string; env_hash_id: string; psk_sealed: Buffer }>(
+      `SELECT d.hash_id, e.hash_id AS env_hash_id, d.psk_sealed
+         FROM device d JOIN environment e ON e.id = d.environment_id JOIN device_type t ON t.id = d.device_type_id
+        WHERE d.psk_identity = $1 AND t.deleted_at IS NULL AND e.deleted_at IS NULL`,
+      [identity],
+    );
+    entry = rows.length === 0 ? null : { d: rows[0].hash_id, e: rows[0].env_hash_id, s: rows[0].psk_sealed.toString('base64') };
+    await ctx.redis.set(cacheKey(identity), entry ? JSON.stringify(entry) : '', 'EX', entry ? POSITIVE_TTL_S : NEGATIVE_TTL_S);
+  }
+  if (!entry) return null;
+  return { deviceHashId: entry.d, environmentHashId: entry.e, key: decryptSecret(ctx.keys.pskEncryption, Buffer.from(entry.s, 'base64'), pskAad(identity)) };
+}
+
+/** Drops cached credentials after a device (or its type) is deleted or re-keyed. */
+export async function invalidateCredentials(redis: Redis, identities: (string | null)[]): Promise<void> {
+  const keys = identities.filter((i): i is string => !!i).map(cacheKey);
+  if (keys.length > 0) await redis.del(...keys);
+}
