@@ -21,7 +21,8 @@ export interface Config {
   /** 32-byte server key; JWT signing key and PSK encryption key are derived from it. */
   secretKey: Buffer;
   tokenLifetimeSeconds: number;
-  monitoringCoreUrl: string;
+  /** null: this process's own API (role all), or http://127.0.0.1:API_PORT */
+  monitoringCoreUrl: string | null;
   internalToken: string;
   sandboxMemoryMb: number;
   sandboxTimeoutMs: number;
@@ -102,7 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     logLevel: env.LOG_LEVEL || 'info',
     secretKey,
     tokenLifetimeSeconds: int(env, 'TOKEN_LIFETIME_SECONDS', 30 * 24 * 3600, 60),
-    monitoringCoreUrl: env.MONITORING_CORE_URL || `http://127.0.0.1:${apiPort}`,
+    monitoringCoreUrl: env.MONITORING_CORE_URL || null,
     internalToken: env.INTERNAL_TOKEN || '',
     sandboxMemoryMb: int(env, 'SANDBOX_MEMORY_MB', 64, 8, 4096),
     sandboxTimeoutMs: int(env, 'SANDBOX_TIMEOUT_MS', 1000, 10, 60_000),

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import qs from 'qs';
 import type { AppContext } from '../app/context.ts';
@@ -35,7 +35,7 @@ function checkApiVersion(raw: string | string[] | undefined): number {
 /** The REST API's Fastify instance with headers, auth and errors as hooks; features register routes on it. */
 export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: ctx.log.child({ role: 'api' }),
+    loggerInstance: ctx.log.child({ role: 'api' }) as unknown as FastifyBaseLogger,
     disableRequestLogging: true,
     querystringParser: (s) => qs.parse(s, { depth: 10, arrayLimit: 10_000 }) as Record<string, unknown>,
     bodyLimit: 16 * 1024 * 1024,

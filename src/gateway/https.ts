@@ -1,0 +1,113 @@
+import http from 'node:http';
+import type net from 'node:net';
+import type { AppContext } from '../app/context.ts';
+import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
+import type { DeviceQueue } from '../pipeline/queue.ts';
+import { createPskTlsServer, type PskTlsConnection } from '../tls/index.ts';
+import { deviceCounters } from './metrics.ts';
+import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
+
+export interface HttpsDeviceListener {
+  tcp: net.Server;
+  port(): number;
+  close(): Promise<void>;
+}
+
+interface DeviceSession { deviceHashId: string; environmentHashId: string; pskIdentity: string }
+
+function send(res: http.ServerResponse, status: number, body: unknown): void {
+  const payload = Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': payload.length });
+  res.end(payload);
+}
+
+/**
+ * The device-facing HTTPS listener (TLS 1.2 PSK): every request becomes a WebRequest, is
+ * queued durably, and is answered with what the device type's handler returned.
+ */
+export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQueue, port: number): Promise<HttpsDeviceListener> {
+  const sessions = new WeakMap<PskTlsConnection, DeviceSession>();
+  const tcp = createPskTlsServer({
+    lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity))?.key ?? null,
+  });
+  const server = http.createServer({ keepAliveTimeout: 60_000, requestTimeout: 30_000 }, (req, res) => {
+    const conn = req.socket as unknown as PskTlsConnection;
+    const session = sessions.get(conn);
+    if (!session) {
+      send(res, 401, { key: 'authentication_error', message: 'no authenticated device session' });
+      return;
+    }
+    handleRequest(ctx, queue, session, conn, req, res).catch((err: Error) => {
+      ctx.log.error({ err: err.message }, 'device request failed');
+      if (!res.headersSent) send(res, 503, { key: 'unavailable_error', message: 'the request could not be queued; try again' });
+    });
+  });
+  tcp.on('secureConnection', (conn: PskTlsConnection) => {
+    lookupPskCredential(ctx, conn.pskIdentity).then((cred) => {
+      if (!cred) {
+        conn.destroy();
+        return;
+      }
+      sessions.set(conn, { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: conn.pskIdentity });
+      server.emit('connection', conn);
+    }, () => conn.destroy());
+  });
+  tcp.on('tlsClientError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
+    deviceCounters.handshakeFailures.inc({ protocol: 'https' });
+    ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
+  });
+  await new Promise<void>((resolve) => tcp.listen(port, resolve));
+  return {
+    tcp,
+    port: () => (tcp.address() as net.AddressInfo).port,
+    async close() {
+      await new Promise<void>((resolve) => {
+        tcp.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      server.close();
+    },
+  };
+}
+
+async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: DeviceSession, conn: PskTlsConnection, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const limit = ctx.config.deviceBodyLimitBytes;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      send(res, 413, { key: 'parameter_error', message: `body exceeds ${limit} bytes` });
+      return;
+    }
+    chunks.push(chunk);
+  }
+  const url = new URL(req.url ?? '/', 'https://device');
+  const request = webRequest({
+    url: { protocol: 'https', host: req.headers.host ?? '', path: url.pathname, query: parseQuery(url.searchParams) },
+    method: (req.method ?? 'GET').toUpperCase(),
+    headers: req.headers as Record<string, string | string[]>,
+    body: typedBody(Buffer.concat(chunks), req.headers['content-type']),
+    ip: conn.remoteAddress,
+    pskIdentity: session.pskIdentity,
+  });
+  deviceCounters.requests.inc({ protocol: 'https' });
+  const outcome = await queue.addAndWait({
+    kind: 'incomingRequest', deviceHashId: session.deviceHashId, environmentHashId: session.environmentHashId,
+    webRequest: request, receivedAt: new Date().toISOString(),
+  }, ctx.config.gatewayWaitMs);
+  if (outcome.state === 'pending') {
+    send(res, 202, { status: 'accepted', message: 'queued; no answer from the handler in time' });
+    return;
+  }
+  if (outcome.state === 'failed' || !outcome.result.answer) {
+    send(res, 503, { key: 'unavailable_error', message: 'the request was queued but could not be processed yet' });
+    return;
+  }
+  const answer = outcome.result.answer;
+  const { payload, contentType } = encodeAnswerBody(answer.body);
+  const headers: Record<string, string | number> = { ...answer.headers, 'content-length': payload.length };
+  if (contentType && !Object.keys(answer.headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = contentType;
+  res.writeHead(answer.statusCode, headers);
+  res.end(payload);
+}

@@ -1,0 +1,7 @@
+import { Counter } from 'prom-client';
+
+/** Device-edge counters exported on /metrics. */
+export const deviceCounters = {
+  requests: new Counter({ name: 'gateway_device_requests_total', help: 'Device requests received', labelNames: ['protocol'] }),
+  handshakeFailures: new Counter({ name: 'gateway_handshake_failures_total', help: 'Failed device handshakes', labelNames: ['protocol'] }),
+};

@@ -1,0 +1,55 @@
+/**
+ * Group commit: callers add items and await; items that arrive together are written in one
+ * flush (one SQL statement, one HTTP request). A caller's promise settles when its own batch
+ * is stored, so an acknowledged item is never only in memory.
+ */
+export class Batcher<T> {
+  private pending: { item: T; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private inFlight = 0;
+  private idleWaiters: (() => void)[] = [];
+  private readonly flushFn: (items: T[]) => Promise<void>;
+  private readonly maxItems: number;
+  private readonly maxDelayMs: number;
+  private readonly maxConcurrentFlushes: number;
+
+  constructor(flushFn: (items: T[]) => Promise<void>, opts: { maxItems?: number; maxDelayMs?: number; maxConcurrentFlushes?: number } = {}) {
+    this.flushFn = flushFn;
+    this.maxItems = opts.maxItems ?? 200;
+    this.maxDelayMs = opts.maxDelayMs ?? 5;
+    this.maxConcurrentFlushes = opts.maxConcurrentFlushes ?? 2;
+  }
+
+  add(item: T): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ item, resolve, reject });
+      if (this.pending.length >= this.maxItems) this.kick();
+      else if (!this.timer) this.timer = setTimeout(() => this.kick(), this.maxDelayMs);
+    });
+  }
+
+  private kick(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (this.pending.length === 0 || this.inFlight >= this.maxConcurrentFlushes) return;
+    const batch = this.pending.splice(0, this.maxItems);
+    this.inFlight++;
+    this.flushFn(batch.map((b) => b.item)).then(
+      () => batch.forEach((b) => b.resolve()),
+      (err) => batch.forEach((b) => b.reject(err)),
+    ).finally(() => {
+      this.inFlight--;
+      if (this.pending.length > 0) this.kick();
+      else if (this.inFlight === 0) this.idleWaiters.splice(0).forEach((w) => w());
+    });
+  }
+
+  /** Resolves once everything added so far is flushed. */
+  async drain(): Promise<void> {
+    if (this.pending.length > 0) this.kick();
+    if (this.pending.length === 0 && this.inFlight === 0) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+}

@@ -1,0 +1,142 @@
+import { createHash } from 'node:crypto';
+import type { Sandbox } from '../sandbox/runner.ts';
+import type { ExecCall, HandlerRun, ParsedReport } from '../sandbox/types.ts';
+import type { ConditionReportIn } from '../monitoring/reports/store.ts';
+import type { ActivityRow } from '../connectivity/activities/store.ts';
+import type { DeviceContextLoader, DeviceRecord } from './device-context.ts';
+import type { DeviceAnswer, DeviceJob, DeviceJobResult } from './jobs.ts';
+
+/** What processing a job needs; each is a real store or client, passed in so the logic is testable alone. */
+export interface ProcessDeps {
+  sandbox: Sandbox;
+  loader: DeviceContextLoader;
+  pushReport(report: ConditionReportIn): Promise<void>;
+  writeActivity(row: ActivityRow): Promise<void>;
+  touchDevice(deviceId: number, at: Date): Promise<void>;
+  applyDeviceCall(device: DeviceRecord, call: ExecCall, at: Date): Promise<void>;
+}
+
+interface LogLine { type: 'log' | 'error'; message: string }
+interface SubActivity { hashId: string; createdAt: string; triggerType: string; failed: boolean; log: LogLine[]; triggerData: unknown }
+
+/** Ids derived from the job id: a retried job produces the same report and activity ids, so nothing is stored twice. */
+export function derivedHashId(jobId: string, label: string): string {
+  const digest = createHash('sha256').update(`${jobId}:${label}`).digest();
+  let n = digest.readBigUInt64BE(0);
+  let out = String.fromCharCode(97 + Number(n % 26n));
+  n /= 26n;
+  for (let i = 1; i < 12; i++) {
+    out += 'abcdefghijklmnopqrstuvwxyz0123456789'[Number(n % 36n)];
+    n /= 36n;
+  }
+  return out;
+}
+
+const logsOf = (lines: string[]): LogLine[] => lines.map((message) => ({ type: 'log', message }));
+
+function failureAnswer(run: Extract<HandlerRun, { ok: false }>): DeviceAnswer {
+  const status = run.error.kind === 'timeout' ? 504 : 500;
+  return { statusCode: status, headers: {}, body: { type: 'json', data: { key: 'handler_error', message: `The device type's event handler failed (${run.error.kind})` } } };
+}
+
+/** Runs one device contact: the event handler, then what it asked for (reports, device updates). */
+export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: DeviceJob): Promise<DeviceJobResult> {
+  const startedAt = new Date();
+  const activityHashId = derivedHashId(jobId, 'activity');
+  const device = await deps.loader.device(job.deviceHashId);
+  if (!device || device.deviceType.deleted) {
+    return { answer: { statusCode: 403, headers: {}, body: { type: 'json', data: { key: 'right_error', message: 'This device no longer has access' } } }, activityHashId, failed: true };
+  }
+  const touched = deps.touchDevice(device.id, new Date(job.receivedAt));
+  const deviceView = {
+    hashId: device.hashId, supplierDeviceIdentifier: device.supplierDeviceIdentifier, deviceTypeHashId: device.deviceType.hashId,
+    fields: device.fields, lastOnlineAt: device.lastOnlineAt, nextReportBefore: device.nextReportBefore,
+  };
+  const run = await deps.sandbox.runEventHandler({
+    isolationKey: device.environmentHashId,
+    source: device.deviceType.eventHandler,
+    args: { device: deviceView, scheduledCommands: [], event: { type: 'incomingRequest', webRequest: job.webRequest } },
+  });
+
+  const log = logsOf(run.logs);
+  if (!run.ok) log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
+  const activities: SubActivity[] = [];
+  const work: Promise<void>[] = [];
+  run.calls.forEach((call, index) => {
+    const hashId = derivedHashId(jobId, `call:${index}`);
+    if (call.name === 'parseReport') {
+      work.push(parseReport(deps, device, deviceView, call.args, hashId).then((a) => { activities[index] = a; }));
+    } else {
+      const at = new Date();
+      work.push(deps.applyDeviceCall(device, call, at).then(
+        () => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: false, log: [], triggerData: call.args }; },
+        (err: Error) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: err.message }], triggerData: call.args }; },
+      ));
+    }
+  });
+  await Promise.all(work);
+
+  const answer: DeviceAnswer = run.ok
+    ? (run.result ? { statusCode: run.result.statusCode, headers: run.result.headers, body: run.result.body } : { statusCode: 204, headers: {}, body: null })
+    : failureAnswer(run);
+  await deps.writeActivity({
+    hashId: activityHashId, environmentId: device.environmentId, deviceId: device.id, deviceTypeId: device.deviceType.id,
+    triggerType: 'handleIncomingRequest', triggerData: { request: job.webRequest, response: answer }, failed: !run.ok,
+    log, activities, startedAt, finishedAt: new Date(),
+  });
+  await touched;
+  return { answer, activityHashId, failed: !run.ok };
+}
+
+async function parseReport(
+  deps: ProcessDeps, device: DeviceRecord, deviceView: Record<string, unknown>,
+  args: { reportTypeHashId: string; payload: string; generatedAt: string | null }, hashId: string,
+): Promise<SubActivity> {
+  const createdAt = new Date().toISOString();
+  const base = { hashId, createdAt, triggerType: 'parseReport' };
+  const reportType = await deps.loader.reportType(device.environmentId, args.reportTypeHashId);
+  if (!reportType) {
+    return { ...base, failed: true, log: [{ type: 'error', message: `report type ${args.reportTypeHashId} does not exist in this environment` }], triggerData: { payload: args.payload } };
+  }
+  const run = await deps.sandbox.runReportParser({
+    isolationKey: device.environmentHashId, source: reportType.parser,
+    args: { payload: args.payload, device: deviceView as never },
+  });
+  const triggerData: Record<string, unknown> = { reportType: { hashId: reportType.hashId, name: reportType.name }, payload: args.payload };
+  const log = logsOf(run.logs);
+  if (!run.ok) {
+    log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
+    return { ...base, failed: true, log, triggerData };
+  }
+  const report: ParsedReport = run.result;
+  const quantities = await deps.loader.quantitiesOf(device.environmentId);
+  const unknown = report.measurements.findIndex((m) => !quantities.has(m.quantityHashId));
+  if (unknown >= 0) {
+    log.push({ type: 'error', message: `measurements[${unknown}].quantityHashId ${report.measurements[unknown].quantityHashId} is not a quantity of this environment` });
+    return { ...base, failed: true, log, triggerData };
+  }
+  const perChannel = new Map<number, number>();
+  const generatedAt = args.generatedAt ?? report.generatedAt;
+  const reportIn: ConditionReportIn = {
+    hashId: derivedHashId(hashId, 'report'),
+    environmentHashId: device.environmentHashId,
+    deviceHashId: device.hashId,
+    reportTypeHashId: reportType.hashId,
+    generatedAt,
+    fields: report.fields ?? {},
+    payload: args.payload,
+    measurements: report.measurements.map((m, i) => {
+      const channelMeasurementIndex = perChannel.get(m.channelIndex) ?? 0;
+      perChannel.set(m.channelIndex, channelMeasurementIndex + 1);
+      return { hashId: derivedHashId(hashId, `m${i}`), channelIndex: m.channelIndex, channelMeasurementIndex, quantityHashId: m.quantityHashId, generatedAt: m.generatedAt, orderOfMagnitude: m.orderOfMagnitude, significand: m.significand };
+    }),
+  };
+  await deps.pushReport(reportIn);
+  triggerData.reportHashId = reportIn.hashId;
+  triggerData.fields = reportIn.fields;
+  triggerData.observations = reportIn.measurements.map((m) => ({
+    measurement: { hashId: m.hashId, reportHashId: reportIn.hashId, generatedAt: m.generatedAt, channelIndex: m.channelIndex, channelMeasurementIndex: m.channelMeasurementIndex, pinHashId: null, orderOfMagnitude: m.orderOfMagnitude, significand: m.significand },
+    quantity: quantities.get(m.quantityHashId),
+  }));
+  return { ...base, failed: false, log, triggerData };
+}

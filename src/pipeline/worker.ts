@@ -1,0 +1,83 @@
+import { Worker } from 'bullmq';
+import type { AppContext } from '../app/context.ts';
+import { createRedis } from '../app/redis.ts';
+import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
+import { Sandbox } from '../sandbox/runner.ts';
+import type { ExecCall } from '../sandbox/types.ts';
+import { Batcher } from './batcher.ts';
+import { DeviceContextLoader, type DeviceRecord } from './device-context.ts';
+import type { DeviceJob, DeviceJobResult } from './jobs.ts';
+import { MonitoringCoreClient } from './monitoring-client.ts';
+import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
+
+export interface DeviceWorker {
+  worker: Worker<DeviceJob, DeviceJobResult>;
+  close(): Promise<void>;
+}
+
+/** The worker role: takes device jobs from the queue and runs the suppliers' code on them. */
+export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): DeviceWorker {
+  const sandbox = new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs });
+  const loader = new DeviceContextLoader(ctx.db);
+  const monitoring = new MonitoringCoreClient(monitoringCoreUrl, ctx.keys.internalToken);
+  const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db, rows), { maxItems: 250, maxDelayMs: 5 });
+  // lastOnlineAt: the latest contact per device wins; one UPDATE per batch
+  const touches = new Batcher<{ id: number; at: Date }>(async (items) => {
+    const latest = new Map<number, Date>();
+    for (const t of items) if ((latest.get(t.id)?.getTime() ?? 0) < t.at.getTime()) latest.set(t.id, t.at);
+    await ctx.db.query(
+      `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
+         FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`,
+      [[...latest.keys()], [...latest.values()]],
+    );
+  }, { maxItems: 500, maxDelayMs: 20 });
+
+  const deps: ProcessDeps = {
+    sandbox,
+    loader,
+    pushReport: (r) => monitoring.push(r),
+    writeActivity: (row) => activities.add(row),
+    touchDevice: (id, at) => touches.add({ id, at }),
+    applyDeviceCall: (device, call, at) => applyDeviceCall(ctx, loader, device, call, at),
+  };
+
+  const worker = new Worker<DeviceJob, DeviceJobResult>(
+    ctx.config.queueName,
+    async (job) => processDeviceJob(deps, job.id as string, job.data),
+    { connection: createRedis(ctx.config.redisUrl), concurrency: ctx.config.workerConcurrency, autorun: true },
+  );
+  worker.on('failed', (job, err) => ctx.log.warn({ jobId: job?.id, err: err.message }, 'device job failed; it will be retried'));
+  worker.on('error', (err) => ctx.log.error({ err: err.message }, 'worker error'));
+
+  return {
+    worker,
+    async close() {
+      await worker.close();
+      await Promise.all([activities.drain(), touches.drain()]);
+      await monitoring.close();
+      sandbox.dispose();
+    },
+  };
+}
+
+/** exec calls that change the device itself. Command and firmware calls arrive with those features. */
+async function applyDeviceCall(ctx: AppContext, loader: DeviceContextLoader, device: DeviceRecord, call: ExecCall, at: Date): Promise<void> {
+  switch (call.name) {
+    case 'setDeviceFields':
+      await ctx.db.query('UPDATE device SET fields = fields || $2::jsonb, updated_at = now() WHERE id = $1', [device.id, JSON.stringify(call.args.fields)]);
+      loader.forgetDevice(device.hashId);
+      return;
+    case 'expectNextReportBefore':
+      await ctx.db.query('UPDATE device SET next_report_before = $2, updated_at = now() WHERE id = $1', [device.id, call.args.before]);
+      loader.forgetDevice(device.hashId);
+      return;
+    case 'increaseReportingCounter': {
+      const when = call.args.at ? new Date(call.args.at) : at;
+      const hour = when.toISOString().slice(0, 13);
+      await ctx.redis.hincrby(`counters:${device.hashId}:${hour}`, 'reportingCounter', 1);
+      return;
+    }
+    default:
+      throw new Error(`exec.${call.name} is not supported by this deployment yet`);
+  }
+}

@@ -1,0 +1,72 @@
+import type { FastifyInstance } from 'fastify';
+import { register as metricsRegistry, collectDefaultMetrics } from 'prom-client';
+import type { AppContext } from './app/context.ts';
+import type { Role } from './app/config.ts';
+import { createHttpApp } from './http/app.ts';
+import { registerRoutes } from './http/routes.ts';
+import { reportIngestRoutes } from './monitoring/reports/routes.ts';
+import { startHttpsDeviceListener, type HttpsDeviceListener } from './gateway/https.ts';
+import { DeviceQueue } from './pipeline/queue.ts';
+import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
+
+export interface RunningService {
+  api: FastifyInstance | null;
+  https: HttpsDeviceListener | null;
+  worker: DeviceWorker | null;
+  apiPort(): number;
+  /** Graceful: listeners stop accepting, in-flight jobs finish (bounded), queues close. */
+  stop(): Promise<void>;
+}
+
+let defaultMetrics = false;
+
+/** Starts the roles of one process: `all` is api + gateway + worker. */
+export async function startService(ctx: AppContext, role: Role): Promise<RunningService> {
+  const has = (r: Role) => role === 'all' || role === r;
+  if (!defaultMetrics) {
+    collectDefaultMetrics();
+    defaultMetrics = true;
+  }
+  let ready = false;
+  let api: FastifyInstance | null = null;
+  // every role answers /health and /metrics; the api role serves the REST interface beside them
+  api = await createHttpApp(ctx);
+  api.get('/health', { config: { apiVersion: false }, schema: { hide: true } }, async (_req, reply) => {
+    if (!ready) return reply.status(503).send({ status: 'starting' });
+    return { status: 'ok' };
+  });
+  api.get('/metrics', { config: { apiVersion: false }, schema: { hide: true } }, async (_req, reply) => {
+    reply.header('content-type', metricsRegistry.contentType).send(await metricsRegistry.metrics());
+  });
+  if (has('api')) {
+    await registerRoutes(api, ctx);
+    await reportIngestRoutes(api, ctx);
+  }
+  await api.listen({ port: ctx.config.apiPort, host: ctx.config.apiHost });
+
+  const apiPort = (api.server.address() as { port: number }).port;
+  const worker = has('worker') ? startDeviceWorker(ctx, ctx.config.monitoringCoreUrl ?? `http://127.0.0.1:${apiPort}`) : null;
+  let queue: DeviceQueue | null = null;
+  let https: HttpsDeviceListener | null = null;
+  if (has('gateway')) {
+    queue = new DeviceQueue(ctx);
+    await queue.ready();
+    https = await startHttpsDeviceListener(ctx, queue, ctx.config.httpsDevicePort);
+  }
+  if (worker) await worker.worker.waitUntilReady();
+  ready = true;
+  ctx.log.info({ role, apiPort: (api.server.address() as { port: number }).port, httpsDevicePort: https?.port() }, 'service ready');
+
+  return {
+    api, https, worker,
+    apiPort: () => (api.server.address() as { port: number }).port,
+    async stop() {
+      ready = false;
+      await https?.close();
+      const grace = new Promise<void>((resolve) => setTimeout(resolve, ctx.config.shutdownGraceMs).unref());
+      await Promise.race([worker?.close(), grace]);
+      await queue?.close();
+      await api.close();
+    },
+  };
+}
