@@ -1,0 +1,14 @@
+// `npm start`: runs the service on Node.js 24 (installed from the npm registry into .tools/ when
+// the machine's Node is older), with embedded defaults: PGlite in ./data, a private Redis if none answers.
+import { execFileSync, spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+let node = process.execPath;
+if (Number(process.versions.node.split('.')[0]) < 24) {
+  node = path.join(execFileSync('bash', [path.join(root, 'scripts/node24.sh')], { encoding: 'utf8' }).trim(), 'node');
+}
+const child = spawn(node, ['--disable-warning=ExperimentalWarning', path.join(root, 'src/main.ts'), ...process.argv.slice(2)], { stdio: 'inherit' });
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
