@@ -1,0 +1,393 @@
+// Runs supplier code in isolated-vm.
+//
+// Isolation: one ivm.Isolate per isolationKey (the supplier's connectivity environment), with
+// the memory limit. Code of different suppliers never shares an isolate (separate heaps).
+// Speed: inside an isolate, one context per compiled code hash, prepared once (runtime + user
+// script run, so `handle` is defined) and reused; a run is ONE async `apply` on a Reference to
+// the in-sandbox wrapper, passing the args as a JSON string and getting one JSON string back.
+// Recycling: a context is retired after `recycleAfterRuns` runs and after any failed run, so
+// state left in globals can't accumulate; a new one is prepared on the next run.
+// Failures: thrown error -> 'error'; wall-clock limit -> 'timeout' (isolated-vm terminates the
+// script and the isolate stays usable: only the context is retired); memory limit -> 'memory'
+// (isolated-vm disposes the whole isolate: the entry is dropped and recreated on the next run).
+
+import ivm from 'isolated-vm';
+import { compileUserCode, mapStackToSource, USER_JS_FILENAME, type CompileResult } from './compile.ts';
+import { validateIdentifierResult, validateIncomingRequestResponse, validateParsedReport, type Validation } from './report.ts';
+import { RUNTIME_FILENAME, runtimeSource, DEFAULT_RUNTIME_LIMITS, type RuntimeLimits } from './runtime.ts';
+import type {
+  EventHandlerArgs,
+  ExecCall,
+  HandlerRun,
+  IdentifierArgs,
+  IdentifierRun,
+  ParserArgs,
+  ParserRun,
+  RunError,
+  RunErrorKind,
+  RunOutcome,
+} from './types.ts';
+
+export interface SandboxOptions {
+  /** per isolate (= per isolationKey), MiB; default 64, isolated-vm's minimum is 8 */
+  memoryLimitMb: number;
+  /** wall-clock limit of one run, ms; default 1000 (a new context's top-level code gets its own limit) */
+  timeoutMs: number;
+  /** isolates kept (LRU, evicted ones are disposed); default 64 */
+  maxIsolates?: number;
+  /** compiled codes (contexts) kept per isolate (LRU); default 32 */
+  maxContextsPerIsolate?: number;
+  /** a context is replaced after this many runs; default 1000 */
+  recycleAfterRuns?: number;
+  /** log lines per run (200), chars per log line (2000), exec calls per run (1000) */
+  runtimeLimits?: Partial<RuntimeLimits>;
+  /** isolated-vm reports that V8 lost control of an isolate; the host should drain and restart */
+  onCatastrophicError?: (message: string) => void;
+}
+
+type Kind = 'handler' | 'parser' | 'identifier';
+
+interface ContextEntry {
+  ready: Promise<void>;
+  context: ivm.Context | null;
+  run: ivm.Reference | null;
+  collect: ivm.Reference | null;
+  runs: number;
+  inflight: number;
+  retired: boolean;
+  released: boolean;
+}
+
+interface CodeSlot {
+  script: Promise<ivm.Script> | null;
+  ctx: ContextEntry | null;
+}
+
+interface IsolateEntry {
+  key: string;
+  isolate: ivm.Isolate;
+  runtime: Promise<ivm.Script> | null;
+  codes: Map<string, CodeSlot>;
+  inflight: number;
+  evicted: boolean;
+}
+
+interface SandboxOut {
+  ok: boolean;
+  result?: unknown;
+  invalidResult?: boolean;
+  error?: { name: string; message: string; stack: string };
+  calls: ExecCall[];
+  logs: string[];
+}
+
+const DEFAULTS = { memoryLimitMb: 64, timeoutMs: 1000, maxIsolates: 64, maxContextsPerIsolate: 32, recycleAfterRuns: 1000 };
+
+export class Sandbox {
+  readonly memoryLimitMb: number;
+  readonly timeoutMs: number;
+  readonly maxIsolates: number;
+  readonly maxContextsPerIsolate: number;
+  readonly recycleAfterRuns: number;
+  private readonly runtimeJs: string;
+  private readonly onCatastrophicError: ((message: string) => void) | undefined;
+  private readonly isolates = new Map<string, IsolateEntry>();
+  private seq = 0;
+  private disposed = false;
+
+  constructor(opts: Partial<SandboxOptions> = {}) {
+    this.memoryLimitMb = Math.max(8, opts.memoryLimitMb ?? DEFAULTS.memoryLimitMb);
+    this.timeoutMs = Math.max(1, opts.timeoutMs ?? DEFAULTS.timeoutMs);
+    this.maxIsolates = Math.max(1, opts.maxIsolates ?? DEFAULTS.maxIsolates);
+    this.maxContextsPerIsolate = Math.max(1, opts.maxContextsPerIsolate ?? DEFAULTS.maxContextsPerIsolate);
+    this.recycleAfterRuns = Math.max(1, opts.recycleAfterRuns ?? DEFAULTS.recycleAfterRuns);
+    this.runtimeJs = runtimeSource({ ...DEFAULT_RUNTIME_LIMITS, ...opts.runtimeLimits });
+    this.onCatastrophicError = opts.onCatastrophicError;
+  }
+
+  /** Device type event handler. `result` is the (validated) answer for incomingRequest events, else null. */
+  async runEventHandler(input: { isolationKey: string; source: string; args: EventHandlerArgs }): Promise<HandlerRun> {
+    const isRequest = input.args?.event?.type === 'incomingRequest';
+    return this.execute('handler', input, (raw) =>
+      isRequest ? validateIncomingRequestResponse(raw) : { ok: true, value: null, notes: [] },
+    );
+  }
+
+  /** Report type parser. */
+  async runReportParser(input: { isolationKey: string; source: string; args: ParserArgs }): Promise<ParserRun> {
+    const runAt = new Date();
+    return this.execute('parser', input, (raw) => validateParsedReport(raw, runAt));
+  }
+
+  /** Webhook / certificate identifier. */
+  async runIdentifier(input: { isolationKey: string; source: string; args: IdentifierArgs | unknown }): Promise<IdentifierRun> {
+    return this.execute('identifier', input, validateIdentifierResult);
+  }
+
+  /** Number of live isolates (diagnostics). */
+  get isolateCount(): number {
+    return this.isolates.size;
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    for (const entry of this.isolates.values()) disposeIsolate(entry);
+    this.isolates.clear();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private async execute<R>(
+    kind: Kind,
+    input: { isolationKey: string; source: string; args: unknown },
+    validate: (raw: unknown) => Validation<R>,
+  ): Promise<RunOutcome<R>> {
+    const t0 = performance.now();
+    const done = (partial: { calls?: ExecCall[]; logs?: string[] }, error: RunError): RunOutcome<R> => ({
+      ok: false,
+      error,
+      calls: partial.calls ?? [],
+      logs: partial.logs ?? [],
+      durationMs: performance.now() - t0,
+    });
+
+    if (this.disposed) return done({}, { kind: 'error', message: 'the sandbox has been disposed' });
+
+    const compiled: CompileResult = compileUserCode(input.source);
+    if (!compiled.ok) {
+      return done({}, {
+        kind: 'compile',
+        message: `${compiled.message} (line ${compiled.line}, column ${compiled.column})`,
+        line: compiled.line,
+        column: compiled.column,
+      });
+    }
+
+    let json: string;
+    try {
+      json = JSON.stringify(input.args ?? null);
+    } catch (error) {
+      return done({}, { kind: 'error', message: `arguments are not serialisable: ${messageOf(error)}` });
+    }
+
+    const iso = this.isolateFor(input.isolationKey);
+    iso.inflight++;
+    let ctx: ContextEntry | null = null;
+    try {
+      ctx = this.contextFor(iso, compiled.hash, compiled.js);
+      ctx.inflight++;
+      try {
+        await ctx.ready;
+      } catch (error) {
+        const failure = this.classify(iso, ctx, error);
+        if (failure.stack) failure.stack = mapStackToSource(compiled.hash, failure.stack);
+        return done({}, { ...failure, message: `while running the code's top level: ${failure.message}` });
+      }
+      if (++ctx.runs >= this.recycleAfterRuns) this.retire(iso, ctx);
+
+      const runId = ++this.seq;
+      let out: string;
+      try {
+        out = (await ctx.run!.apply(undefined, [kind, runId, json], { timeout: this.timeoutMs })) as string;
+      } catch (error) {
+        const failure = this.classify(iso, ctx, error);
+        const partial = failure.kind === 'memory' ? {} : await this.collect(ctx, runId);
+        return done(partial, failure);
+      }
+
+      const parsed = JSON.parse(out) as SandboxOut;
+      if (!parsed.ok) {
+        this.retire(iso, ctx);
+        const e = parsed.error ?? { name: 'Error', message: 'unknown error', stack: '' };
+        const stack = e.stack ? mapStackToSource(compiled.hash, e.stack) : undefined;
+        return done(parsed, {
+          kind: parsed.invalidResult ? 'invalid-result' : 'error',
+          message: `${e.name}: ${e.message}`,
+          ...(stack ? { stack } : {}),
+        });
+      }
+      const checked = validate(parsed.result);
+      if (!checked.ok) return done(parsed, { kind: 'invalid-result', message: checked.message });
+      const logs = checked.notes.length > 0 ? [...parsed.logs, ...checked.notes] : parsed.logs;
+      return { ok: true, result: checked.value, calls: parsed.calls, logs, durationMs: performance.now() - t0 };
+    } catch (error) {
+      // Not expected (our own bug or an isolate disposed under us): never let it escape.
+      if (ctx) this.retire(iso, ctx);
+      return done({}, { kind: iso.isolate.isDisposed ? 'memory' : 'error', message: messageOf(error) });
+    } finally {
+      if (ctx) {
+        ctx.inflight--;
+        if (ctx.retired && ctx.inflight === 0) releaseContext(ctx);
+      }
+      iso.inflight--;
+      if ((iso.evicted || iso.isolate.isDisposed) && iso.inflight === 0) disposeIsolate(iso);
+    }
+  }
+
+  /** Classifies a failure of an isolated-vm call and retires what must not be reused. */
+  private classify(iso: IsolateEntry, ctx: ContextEntry, error: unknown): { kind: RunErrorKind; message: string; stack?: string } {
+    const message = messageOf(error);
+    if (iso.isolate.isDisposed || /memory limit|isolate (is|was) disposed/i.test(message)) {
+      this.dropIsolate(iso);
+      return { kind: 'memory', message: `memory limit of ${this.memoryLimitMb} MiB exceeded (${message})` };
+    }
+    this.retire(iso, ctx);
+    if (/timed out/i.test(message)) {
+      return { kind: 'timeout', message: `execution exceeded the time limit of ${this.timeoutMs} ms` };
+    }
+    // Errors thrown by the top-level code (run outside the wrapper) come here too.
+    const stack = error instanceof Error && typeof error.stack === 'string' ? error.stack : undefined;
+    return { kind: 'error', message, ...(stack ? { stack: cleanHostStack(stack) } : {}) };
+  }
+
+  /** Logs and calls gathered by a run that was terminated. */
+  private async collect(ctx: ContextEntry, runId: number): Promise<{ calls?: ExecCall[]; logs?: string[] }> {
+    try {
+      const out = (await ctx.collect!.apply(undefined, [runId], { timeout: 100 })) as string;
+      return JSON.parse(out) as { calls: ExecCall[]; logs: string[] };
+    } catch {
+      return {};
+    }
+  }
+
+  private isolateFor(key: string): IsolateEntry {
+    let entry = this.isolates.get(key);
+    if (entry && entry.isolate.isDisposed) {
+      this.isolates.delete(key);
+      entry = undefined;
+    }
+    if (entry) {
+      this.isolates.delete(key);
+      this.isolates.set(key, entry);
+      return entry;
+    }
+    const isolate = new ivm.Isolate({
+      memoryLimit: this.memoryLimitMb,
+      onCatastrophicError: (message: string) => {
+        console.error(`isolated-vm catastrophic error in isolate ${key}: ${message}`);
+        this.onCatastrophicError?.(message);
+      },
+    });
+    entry = { key, isolate, runtime: null, codes: new Map(), inflight: 0, evicted: false };
+    this.isolates.set(key, entry);
+    while (this.isolates.size > this.maxIsolates) {
+      const oldestKey = this.isolates.keys().next().value as string;
+      const oldest = this.isolates.get(oldestKey)!;
+      this.isolates.delete(oldestKey);
+      oldest.evicted = true;
+      if (oldest.inflight === 0) disposeIsolate(oldest);
+    }
+    return entry;
+  }
+
+  private dropIsolate(iso: IsolateEntry): void {
+    if (this.isolates.get(iso.key) === iso) this.isolates.delete(iso.key);
+    iso.evicted = true;
+  }
+
+  private contextFor(iso: IsolateEntry, hash: string, js: string): ContextEntry {
+    let slot = iso.codes.get(hash);
+    if (slot) {
+      iso.codes.delete(hash);
+      iso.codes.set(hash, slot);
+    } else {
+      slot = { script: null, ctx: null };
+      iso.codes.set(hash, slot);
+      while (iso.codes.size > this.maxContextsPerIsolate) {
+        const oldestHash = iso.codes.keys().next().value as string;
+        const oldest = iso.codes.get(oldestHash)!;
+        iso.codes.delete(oldestHash);
+        if (oldest.ctx) this.retire(iso, oldest.ctx);
+        void oldest.script?.then((s) => s.release()).catch(() => {});
+      }
+    }
+    if (slot.ctx && !slot.ctx.retired) return slot.ctx;
+    const ctx: ContextEntry = {
+      ready: Promise.resolve(),
+      context: null,
+      run: null,
+      collect: null,
+      runs: 0,
+      inflight: 0,
+      retired: false,
+      released: false,
+    };
+    ctx.ready = this.prepare(iso, slot, ctx, js);
+    ctx.ready.catch(() => {}); // observed by the runs awaiting it
+    slot.ctx = ctx;
+    return ctx;
+  }
+
+  /** New context: runtime first (keeps the genuine builtins), then the supplier's top level. */
+  private async prepare(iso: IsolateEntry, slot: CodeSlot, ctx: ContextEntry, js: string): Promise<void> {
+    const context = await iso.isolate.createContext();
+    ctx.context = context;
+    iso.runtime ??= iso.isolate.compileScript(this.runtimeJs, { filename: RUNTIME_FILENAME });
+    const runtime = await iso.runtime;
+    const api = (await runtime.run(context, { reference: true, timeout: this.timeoutMs })) as ivm.Reference;
+    ctx.run = (await api.get('run', { reference: true })) as ivm.Reference;
+    ctx.collect = (await api.get('collect', { reference: true })) as ivm.Reference;
+    api.release();
+    slot.script ??= iso.isolate.compileScript(js, { filename: USER_JS_FILENAME });
+    let script: ivm.Script;
+    try {
+      script = await slot.script;
+    } catch (error) {
+      slot.script = null;
+      throw error;
+    }
+    await script.run(context, { timeout: this.timeoutMs });
+  }
+
+  private retire(iso: IsolateEntry, ctx: ContextEntry): void {
+    if (ctx.retired) return;
+    ctx.retired = true;
+    for (const slot of iso.codes.values()) if (slot.ctx === ctx) slot.ctx = null;
+    if (ctx.inflight === 0) releaseContext(ctx);
+  }
+}
+
+function releaseContext(ctx: ContextEntry): void {
+  if (ctx.released) return;
+  ctx.released = true;
+  // The context may still be being prepared: release once that settles.
+  void ctx.ready
+    .catch(() => {})
+    .then(() => {
+      for (const r of [ctx.run, ctx.collect]) {
+        try {
+          r?.release();
+        } catch {
+          // isolate gone
+        }
+      }
+      try {
+        ctx.context?.release();
+      } catch {
+        // isolate gone
+      }
+      ctx.run = ctx.collect = ctx.context = null;
+    });
+}
+
+function disposeIsolate(entry: IsolateEntry): void {
+  entry.evicted = true;
+  try {
+    if (!entry.isolate.isDisposed) entry.isolate.dispose();
+  } catch {
+    // already disposed
+  }
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+/** Keeps the supplier-facing part of an isolated-vm error stack (drops host frames). */
+function cleanHostStack(stack: string): string {
+  return stack
+    .split('\n')
+    .filter((line) => !/^\s+at /.test(line) || line.includes(USER_JS_FILENAME))
+    .join('\n');
+}
