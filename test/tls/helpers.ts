@@ -44,6 +44,9 @@ export interface SClientOptions {
   extraArgs?: string[];
   env?: Record<string, string>;
   timeoutMs?: number;
+  /** Protocol version flag, default -tls1_2. */
+  version?: string;
+  onSpawn?: (child: ChildProcessWithoutNullStreams) => void;
   /** Called with the accumulated stdout after every chunk; lets a test drive a conversation. */
   onStdout?: (stdout: string, child: ChildProcessWithoutNullStreams) => void;
 }
@@ -53,7 +56,7 @@ export function sClient(o: SClientOptions): Promise<SClientResult> {
     's_client',
     '-connect',
     `127.0.0.1:${o.port}`,
-    '-tls1_2',
+    o.version ?? '-tls1_2',
     '-psk',
     o.pskHex,
     '-psk_identity',
@@ -71,6 +74,7 @@ export function sClient(o: SClientOptions): Promise<SClientResult> {
     o.onStdout?.(stdout, child);
   });
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  o.onSpawn?.(child);
   if (o.input !== undefined) child.stdin.end(o.input);
   const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 10_000);
   return new Promise((resolve) => {
