@@ -2,11 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../app/context.ts';
 import { accountRoutes } from '../accounts/routes.ts';
 import { quantityRoutes } from '../monitoring/quantities/routes.ts';
+import { deviceTypeRoutes } from '../connectivity/device-types/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
   accountRoutes,
   quantityRoutes,
+  deviceTypeRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

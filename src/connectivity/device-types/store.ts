@@ -1,0 +1,240 @@
+import type { Db, Queryable } from '../../app/db.ts';
+import { NotFoundError, ParameterError } from '../../app/errors.ts';
+import { findPage, type FindQuery } from '../../app/find.ts';
+import { newHashId } from '../../app/hash-id.ts';
+import type { Redis } from '../../app/redis.ts';
+import { getQuantity, type Quantity } from '../../monitoring/quantities/store.ts';
+import { invalidateCredentials } from '../devices/credentials.ts';
+import { compileOnSave } from '../user-code.ts';
+
+type Name = string | Record<string, string>;
+const nameText = (n: Name) => (typeof n === 'string' ? n : (n.en ?? Object.values(n)[0] ?? ''));
+export interface FieldConfiguration { key: string; type?: string; [member: string]: unknown }
+interface Series { quantityHashId: string; color?: string | null }
+interface ChannelChart { title: Name | null; series: Series[] }
+export interface Channel { name: Name; pinFieldConfigurations: FieldConfiguration[]; defaultPinName?: Name; charts?: ChannelChart[] }
+interface Chart { title: Name | null; series: (Series & { channelIndex: number })[] }
+
+/** The SDK's update form of a field configuration array item: `{existingKey?, fieldConfiguration}`. */
+export type UpdatableFieldConfiguration = FieldConfiguration | { existingKey?: string; fieldConfiguration: FieldConfiguration };
+
+export interface DeviceTypeInput {
+  name: Name;
+  eventHandler: string;
+  fieldConfigurations: FieldConfiguration[];
+  pinGroupFieldConfigurations: FieldConfiguration[];
+  channels: Channel[];
+  charts?: Chart[];
+  commandTypeHashIds: string[];
+  measurementCycleCommandTypeHashId?: string | null;
+  identifierFieldKey?: string | null;
+}
+
+export interface DeviceTypePatch extends Partial<Omit<DeviceTypeInput, 'fieldConfigurations' | 'pinGroupFieldConfigurations' | 'channels'>> {
+  fieldConfigurations?: UpdatableFieldConfiguration[];
+  pinGroupFieldConfigurations?: UpdatableFieldConfiguration[];
+  channels?: (Omit<Channel, 'pinFieldConfigurations'> & { pinFieldConfigurations: UpdatableFieldConfiguration[] })[];
+}
+
+export interface DeviceType {
+  hashId: string;
+  name: Name;
+  fieldConfigurations: FieldConfiguration[];
+  pinGroupFieldConfigurations: FieldConfiguration[];
+  channels: Channel[];
+  charts: Chart[];
+  commandTypeHashIds: string[];
+  measurementCycleCommandTypeHashId: string | null;
+  identifierFieldKey: string | null;
+}
+
+/** What a device type is inside the service: its JSON plus the ids and code the API does not show. */
+export interface DeviceTypeRecord {
+  id: number;
+  deviceType: DeviceType;
+  eventHandler: string;
+  subscriptionHashId: string;
+}
+
+export const DEVICE_TYPE_SELECT = `t.id AS type_id, t.hash_id AS type_hash_id, t.name AS type_name, t.field_configurations AS type_field_configurations,
+  t.pin_group_field_configurations AS type_pin_group_field_configurations, t.channels AS type_channels, t.charts AS type_charts,
+  t.command_type_hash_ids AS type_command_type_hash_ids, t.measurement_cycle_command_type_hash_id AS type_measurement_cycle_command_type_hash_id,
+  t.identifier_field_key AS type_identifier_field_key`;
+
+/** Builds the DeviceType JSON from a row selected with DEVICE_TYPE_SELECT (device and activity queries join it too). */
+export function toDeviceType(r: Record<string, unknown>): DeviceType {
+  return {
+    hashId: r.type_hash_id as string,
+    name: r.type_name as Name,
+    fieldConfigurations: r.type_field_configurations as FieldConfiguration[],
+    pinGroupFieldConfigurations: r.type_pin_group_field_configurations as FieldConfiguration[],
+    channels: r.type_channels as Channel[],
+    charts: r.type_charts as Chart[],
+    commandTypeHashIds: r.type_command_type_hash_ids as string[],
+    measurementCycleCommandTypeHashId: r.type_measurement_cycle_command_type_hash_id as string | null,
+    identifierFieldKey: r.type_identifier_field_key as string | null,
+  };
+}
+
+const unwrap = (list: UpdatableFieldConfiguration[]): FieldConfiguration[] =>
+  list.map((c) => ('fieldConfiguration' in c && !('key' in c) ? c.fieldConfiguration as FieldConfiguration : c as FieldConfiguration));
+
+function uniqueKeys(field: string, list: FieldConfiguration[]): void {
+  const seen = new Set<string>();
+  for (const c of list) {
+    if (seen.has(c.key)) throw new ParameterError(`${field}: key ${c.key} is used twice`);
+    seen.add(c.key);
+  }
+}
+
+/** Quantity hashIds a device type's charts and channel charts refer to, each once. */
+function chartQuantityHashIds(t: Pick<DeviceType, 'charts' | 'channels'>): string[] {
+  const ids = new Set<string>();
+  for (const chart of t.charts) for (const s of chart.series) ids.add(s.quantityHashId);
+  for (const channel of t.channels) for (const chart of channel.charts ?? []) for (const s of chart.series) ids.add(s.quantityHashId);
+  return [...ids];
+}
+
+/** The rules across members that a schema cannot state; checked on the complete (merged) device type. */
+async function checkDeviceType(db: Queryable, environmentId: number, t: Omit<DeviceType, 'hashId'>): Promise<void> {
+  uniqueKeys('fieldConfigurations', t.fieldConfigurations);
+  uniqueKeys('pinGroupFieldConfigurations', t.pinGroupFieldConfigurations);
+  t.channels.forEach((c, i) => uniqueKeys(`channels[${i}].pinFieldConfigurations`, c.pinFieldConfigurations));
+  if (t.measurementCycleCommandTypeHashId !== null && !t.commandTypeHashIds.includes(t.measurementCycleCommandTypeHashId)) {
+    throw new ParameterError(`measurementCycleCommandTypeHashId must be one of commandTypeHashIds (${t.measurementCycleCommandTypeHashId} is not)`);
+  }
+  if (t.identifierFieldKey !== null && !t.fieldConfigurations.some((c) => c.key === t.identifierFieldKey)) {
+    throw new ParameterError(`identifierFieldKey must be a key of fieldConfigurations (${t.identifierFieldKey} is not)`);
+  }
+  t.charts.forEach((chart, i) => chart.series.forEach((s, j) => {
+    if (s.channelIndex >= t.channels.length) {
+      throw new ParameterError(`charts[${i}].series[${j}].channelIndex ${s.channelIndex} has no channel (the device type has ${t.channels.length})`);
+    }
+  }));
+  const wanted = chartQuantityHashIds(t);
+  if (wanted.length === 0) return;
+  const { rows } = await db.query<{ hash_id: string }>(
+    'SELECT hash_id FROM quantity WHERE environment_id = $1 AND hash_id = ANY($2) AND deleted_at IS NULL', [environmentId, wanted]);
+  const found = new Set(rows.map((r) => r.hash_id));
+  const missing = wanted.find((id) => !found.has(id));
+  if (missing) throw new ParameterError(`charts: quantityHashId ${missing} is not a quantity of this environment`);
+}
+
+export async function addDeviceType(db: Queryable, environmentId: number, input: DeviceTypeInput): Promise<{ hashId: string; subscriptionHashId: string }> {
+  const t: Omit<DeviceType, 'hashId'> = {
+    name: input.name,
+    fieldConfigurations: input.fieldConfigurations,
+    pinGroupFieldConfigurations: input.pinGroupFieldConfigurations,
+    channels: input.channels,
+    charts: input.charts ?? [],
+    commandTypeHashIds: input.commandTypeHashIds,
+    measurementCycleCommandTypeHashId: input.measurementCycleCommandTypeHashId ?? null,
+    identifierFieldKey: input.identifierFieldKey ?? null,
+  };
+  await checkDeviceType(db, environmentId, t);
+  const eventHandlerHash = compileOnSave('eventHandler', input.eventHandler);
+  const hashId = newHashId();
+  const subscriptionHashId = newHashId();
+  await db.query(
+    `INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, field_configurations,
+       pin_group_field_configurations, channels, charts, command_type_hash_ids, measurement_cycle_command_type_hash_id,
+       identifier_field_key, subscription_hash_id)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)`,
+    [hashId, environmentId, JSON.stringify(t.name), nameText(t.name), input.eventHandler, eventHandlerHash,
+      JSON.stringify(t.fieldConfigurations), JSON.stringify(t.pinGroupFieldConfigurations), JSON.stringify(t.channels),
+      JSON.stringify(t.charts), JSON.stringify(t.commandTypeHashIds), t.measurementCycleCommandTypeHashId, t.identifierFieldKey, subscriptionHashId],
+  );
+  return { hashId, subscriptionHashId };
+}
+
+/** A live device type of the environment, or a not_found_error (also for another environment's). */
+export async function loadDeviceType(db: Queryable, environmentId: number, hashId: string, forUpdate = false): Promise<DeviceTypeRecord> {
+  const { rows } = await db.query(
+    `SELECT ${DEVICE_TYPE_SELECT}, t.event_handler, t.subscription_hash_id FROM device_type t
+      WHERE t.environment_id = $1 AND t.hash_id = $2 AND t.deleted_at IS NULL${forUpdate ? ' FOR UPDATE' : ''}`,
+    [environmentId, hashId]);
+  if (rows.length === 0) throw new NotFoundError('deviceType', hashId);
+  return { id: rows[0].type_id as number, deviceType: toDeviceType(rows[0]), eventHandler: rows[0].event_handler as string, subscriptionHashId: rows[0].subscription_hash_id as string };
+}
+
+export async function getDeviceType(db: Queryable, environmentId: number, hashId: string) {
+  const record = await loadDeviceType(db, environmentId, hashId);
+  const chartQuantities: Quantity[] = [];
+  for (const id of chartQuantityHashIds(record.deviceType)) {
+    // a quantity deleted after the chart was made is left out rather than failing the get
+    const quantity = await getQuantity(db, environmentId, id).catch((err: unknown) => {
+      if (err instanceof NotFoundError) return null;
+      throw err;
+    });
+    if (quantity) chartQuantities.push(quantity);
+  }
+  return {
+    deviceType: record.deviceType,
+    eventHandler: record.eventHandler,
+    // command types are not stored yet (another resource): nothing to expand
+    commandTypes: [] as unknown[],
+    subscriptionHashId: record.subscriptionHashId,
+    chartQuantities,
+  };
+}
+
+export async function findDeviceTypes(db: Queryable, environmentId: number, query: FindQuery) {
+  const page = await findPage(db, {
+    from: 'device_type t', select: DEVICE_TYPE_SELECT, idColumn: 't.id',
+    where: ['t.environment_id = $1', 't.deleted_at IS NULL'], params: [environmentId],
+    sortable: { hashId: 't.hash_id', name: 't.name_text' }, search: ['t.name_text', 't.hash_id'], updatedColumn: 't.updated_at',
+  }, query);
+  return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ deviceType: toDeviceType(r) })) };
+}
+
+export async function updateDeviceType(db: Db, environmentId: number, hashId: string, patch: DeviceTypePatch): Promise<void> {
+  await db.tx(async (client) => {
+    const current = await loadDeviceType(client, environmentId, hashId, true);
+    const old = current.deviceType;
+    if (patch.channels && patch.channels.length < old.channels.length) {
+      throw new ParameterError(`channels cannot be removed: the device type has ${old.channels.length} channels, the update has ${patch.channels.length}`);
+    }
+    const t: DeviceType = {
+      hashId,
+      name: patch.name ?? old.name,
+      fieldConfigurations: patch.fieldConfigurations ? unwrap(patch.fieldConfigurations) : old.fieldConfigurations,
+      pinGroupFieldConfigurations: patch.pinGroupFieldConfigurations ? unwrap(patch.pinGroupFieldConfigurations) : old.pinGroupFieldConfigurations,
+      channels: patch.channels ? patch.channels.map((c) => ({ ...c, pinFieldConfigurations: unwrap(c.pinFieldConfigurations) })) : old.channels,
+      charts: patch.charts ?? old.charts,
+      commandTypeHashIds: patch.commandTypeHashIds ?? old.commandTypeHashIds,
+      measurementCycleCommandTypeHashId: patch.measurementCycleCommandTypeHashId === undefined ? old.measurementCycleCommandTypeHashId : patch.measurementCycleCommandTypeHashId,
+      identifierFieldKey: patch.identifierFieldKey === undefined ? old.identifierFieldKey : patch.identifierFieldKey,
+    };
+    await checkDeviceType(client, environmentId, t);
+    const eventHandler = patch.eventHandler ?? current.eventHandler;
+    const eventHandlerHash = patch.eventHandler === undefined ? null : compileOnSave('eventHandler', patch.eventHandler);
+    await client.query(
+      `UPDATE device_type SET name = $2, name_text = $3, event_handler = $4, event_handler_hash = COALESCE($5, event_handler_hash),
+         field_configurations = $6, pin_group_field_configurations = $7, channels = $8, charts = $9, command_type_hash_ids = $10,
+         measurement_cycle_command_type_hash_id = $11, identifier_field_key = $12, updated_at = now()
+       WHERE id = $1`,
+      [current.id, JSON.stringify(t.name), nameText(t.name), eventHandler, eventHandlerHash, JSON.stringify(t.fieldConfigurations),
+        JSON.stringify(t.pinGroupFieldConfigurations), JSON.stringify(t.channels), JSON.stringify(t.charts),
+        JSON.stringify(t.commandTypeHashIds), t.measurementCycleCommandTypeHashId, t.identifierFieldKey],
+    );
+    if (t.identifierFieldKey !== old.identifierFieldKey) {
+      // userFacingIdentifier follows the field the type names, for every device of the type
+      await client.query(
+        `UPDATE device SET user_facing_identifier = CASE WHEN $2::text IS NULL THEN NULL ELSE fields ->> $2::text END, updated_at = now()
+          WHERE device_type_id = $1`, [current.id, t.identifierFieldKey]);
+    }
+  });
+}
+
+/** Soft delete: the type's devices lose access at once (the credential lookup skips deleted types). */
+export async function deleteDeviceType(db: Db, redis: Redis, environmentId: number, hashId: string): Promise<void> {
+  const identities = await db.tx(async (client) => {
+    const { rows } = await client.query<{ id: number }>(
+      'UPDATE device_type SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL RETURNING id',
+      [environmentId, hashId]);
+    if (rows.length === 0) throw new NotFoundError('deviceType', hashId);
+    const devices = await client.query<{ psk_identity: string | null }>('SELECT psk_identity FROM device WHERE device_type_id = $1 AND psk_identity IS NOT NULL', [rows[0].id]);
+    return devices.rows.map((d) => d.psk_identity);
+  });
+  await invalidateCredentials(redis, identities);
+}
