@@ -12,7 +12,7 @@ export function runPskDevice(opts: { port: number; identity: string; key: Buffer
       checkServerIdentity: () => undefined,
       pskCallback: () => ({ psk: opts.key, identity: opts.identity }),
     });
-    let buffer = Buffer.alloc(0);
+    let buffer: Buffer = Buffer.alloc(0);
     let sentAt = 0;
     const send = () => {
       if (Date.now() >= opts.until) {
