@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import qs from 'qs';
 import type { AppContext } from '../app/context.ts';
@@ -36,8 +36,8 @@ function checkApiVersion(raw: string | string[] | undefined): number {
 export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log.child({ role: 'api' }) as unknown as FastifyBaseLogger,
-    disableRequestLogging: true,
-    querystringParser: (s) => qs.parse(s, { depth: 10, arrayLimit: 10_000 }) as Record<string, unknown>,
+    logController: new LogController({ disableRequestLogging: true }),
+    routerOptions: { querystringParser: (s) => qs.parse(s, { depth: 10, arrayLimit: 10_000 }) as Record<string, unknown> },
     bodyLimit: 16 * 1024 * 1024,
     ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false } },
   });
