@@ -3,12 +3,14 @@ import type { AppContext } from '../app/context.ts';
 import { accountRoutes } from '../accounts/routes.ts';
 import { quantityRoutes } from '../monitoring/quantities/routes.ts';
 import { deviceTypeRoutes } from '../connectivity/device-types/routes.ts';
+import { deviceRoutes } from '../connectivity/devices/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
   accountRoutes,
   quantityRoutes,
   deviceTypeRoutes,
+  deviceRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

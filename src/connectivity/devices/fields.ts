@@ -1,0 +1,74 @@
+import { ParameterError } from '../../app/errors.ts';
+import type { FieldConfiguration } from '../device-types/store.ts';
+
+export type Fields = Record<string, unknown>;
+/** `fieldsToServerUpdate`: the whole object, or a list of `{key, value}` changes. */
+export type FieldsUpdate = Fields | { key: string; value: unknown }[];
+
+const FILE_INPUTS = new Set(['file', 'files']);
+
+function checkValue(config: FieldConfiguration, value: unknown): void {
+  const at = `fields.${config.key}`;
+  if (value === null) {
+    if (config.allowNull === false) throw new ParameterError(`${at} may not be null`);
+    return;
+  }
+  if (FILE_INPUTS.has(config.inputType as string)) throw new ParameterError(`${at}: file fields cannot be set through this operation`);
+  const type = config.type ?? 'string';
+  const ok = type === 'string' || type === 'hashId' ? typeof value === 'string'
+    : type === 'number' ? typeof value === 'number' && Number.isFinite(value)
+      : type === 'integer' ? Number.isInteger(value)
+        : type === 'boolean' ? typeof value === 'boolean'
+          : true;
+  if (!ok) throw new ParameterError(`${at} must be of type ${type}`);
+  if (Array.isArray(config.valueOptions) && config.valueOptions.length > 0
+    && !config.valueOptions.some((o) => (o as { value?: unknown }).value === value)) {
+    throw new ParameterError(`${at} must be one of the valueOptions of its field configuration`);
+  }
+  if (typeof value === 'number') {
+    if (typeof config.lowerbound === 'number' && value < config.lowerbound) throw new ParameterError(`${at} must be at least ${config.lowerbound}`);
+    if (typeof config.upperbound === 'number' && value > config.upperbound) throw new ParameterError(`${at} must be at most ${config.upperbound}`);
+  }
+  if (typeof value === 'string' && typeof config.regex === 'string' && config.regex !== '') {
+    let re: RegExp | null = null;
+    try {
+      re = new RegExp(config.regex);
+    } catch {
+      // a configuration with a broken regex does not block its form
+    }
+    if (re && !re.test(value)) throw new ParameterError(`${at} does not match the pattern ${config.regex}`);
+  }
+}
+
+/** The values a new object starts with: each configured defaultValue. */
+export function defaultFields(configs: FieldConfiguration[]): Fields {
+  const fields: Fields = {};
+  for (const c of configs) if (c.defaultValue !== undefined) fields[c.key] = c.defaultValue;
+  return fields;
+}
+
+/**
+ * Applies a fields update against the configuration that governs it. The object form replaces
+ * every field (missing keys fall back to their defaultValue); the list form changes only its keys.
+ */
+export function applyFieldsUpdate(configs: FieldConfiguration[], current: Fields, update: FieldsUpdate): Fields {
+  const byKey = new Map(configs.map((c) => [c.key, c]));
+  const changes: [string, unknown][] = Array.isArray(update) ? update.map((u) => [u.key, u.value]) : Object.entries(update);
+  const next = Array.isArray(update) ? { ...current } : defaultFields(configs);
+  for (const [key, value] of changes) {
+    const config = byKey.get(key);
+    if (!config) throw new ParameterError(`fields.${key} is not a field of the device type (its keys: ${[...byKey.keys()].join(', ') || 'none'})`);
+    checkValue(config, value === undefined ? null : value);
+    next[key] = value === undefined ? null : value;
+  }
+  // keys the configuration no longer has are dropped on the next write
+  for (const key of Object.keys(next)) if (!byKey.has(key)) delete next[key];
+  return next;
+}
+
+/** The value of the identifier field as text, or null when the type names none or it is empty. */
+export function identifierOf(fields: Fields, identifierFieldKey: string | null): string | null {
+  if (identifierFieldKey === null) return null;
+  const value = fields[identifierFieldKey];
+  return value === null || value === undefined ? null : String(value);
+}

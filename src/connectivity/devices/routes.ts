@@ -1,0 +1,42 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../app/context.ts';
+import { FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
+import type { FieldsUpdate } from './fields.ts';
+import { addDeviceWithPsk, deleteDevices, findDevices, getDevice, updateDevice } from './store.ts';
+
+const AddWithPskBody = Type.Object({
+  supplierDeviceIdentifier: Type.String({ minLength: 1, maxLength: 255 }),
+  deviceTypeHashId: HashId,
+  // the key in hex as openssl -psk and gnutls --pskkey take it: 1..256 bytes
+  psk: Type.String({ minLength: 2, maxLength: 512, pattern: '^([0-9a-fA-F]{2})+$' }),
+  pskIdentity: Type.String({ minLength: 1, maxLength: 255 }),
+}, { additionalProperties: false });
+const UpdateBody = Type.Object({
+  fields: Type.Union([
+    Type.Record(Type.String(), Type.Unknown()),
+    Type.Array(Type.Object({ key: Type.String({ minLength: 1 }), value: Type.Unknown() }, { additionalProperties: false })),
+  ]),
+}, { additionalProperties: false });
+const DeleteBody = Type.Object({ hashIds: Type.Array(HashId, { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
+
+const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
+const tags = ['device'];
+const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
+
+export async function deviceRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.post('/device/psk', { config: { rights }, schema: { tags, summary: 'device addWithPsk', body: AddWithPskBody } }, async (request) => ({
+    hashId: await addDeviceWithPsk(ctx, request.account.environment.id, request.body as Static<typeof AddWithPskBody>),
+  }));
+  // registered before /device/:hashId so the static path wins
+  app.post('/device/delete', { config: { rights }, schema: { tags, summary: 'device delete (multi)', body: DeleteBody } }, async (request, reply) => {
+    await deleteDevices(ctx.db, ctx.redis, request.account.environment.id, (request.body as Static<typeof DeleteBody>).hashIds);
+    reply.status(204).send();
+  });
+  app.get('/device/', { config: { rights }, schema: { tags, summary: 'device find', querystring: FindQuery } }, async (request) =>
+    findDevices(ctx.db, request.account.environment.id, request.query as Static<typeof FindQuery>));
+  app.get('/device/:hashId', { config: { rights }, schema: { tags, summary: 'device get', params: HashIdParams } }, async (request) =>
+    getDevice(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+  app.post('/device/:hashId', { config: { rights }, schema: { tags, summary: 'device update', params: HashIdParams, body: UpdateBody } }, async (request) =>
+    updateDevice(ctx.db, request.account.environment.id, hashIdOf(request.params), (request.body as Static<typeof UpdateBody>).fields as FieldsUpdate));
+}

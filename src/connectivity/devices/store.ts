@@ -1,0 +1,135 @@
+import type { AppContext } from '../../app/context.ts';
+import type { Db, Queryable } from '../../app/db.ts';
+import { ConflictError, NotFoundError } from '../../app/errors.ts';
+import { findPage, type FindQuery } from '../../app/find.ts';
+import { newHashId } from '../../app/hash-id.ts';
+import { encryptSecret } from '../../app/keys.ts';
+import type { Redis } from '../../app/redis.ts';
+import { DEVICE_TYPE_SELECT, loadDeviceType, toDeviceType } from '../device-types/store.ts';
+import { invalidateCredentials, pskAad } from './credentials.ts';
+import { applyFieldsUpdate, defaultFields, identifierOf, type Fields, type FieldsUpdate } from './fields.ts';
+
+export interface Device {
+  hashId: string;
+  supplierHashId: string;
+  supplierDeviceIdentifier: string;
+  deviceTypeHashId: string;
+  fields: Fields;
+  measurementCycle: unknown;
+  nextReportBefore: string | null;
+  lastOnlineAt: string | null;
+  validated: boolean;
+  userFacingIdentifier: string;
+}
+
+/**
+ * Columns of a device's JSON. The query joins `environment de` on the device's environment and
+ * the device's own type under `typeAlias`. Never selects the sealed key.
+ */
+export const deviceSelect = (typeAlias: string) => `d.id AS device_id, d.hash_id AS device_hash_id, de.hash_id AS device_env_hash_id,
+  d.supplier_device_identifier, ${typeAlias}.hash_id AS device_type_hash_id, d.fields AS device_fields, d.measurement_cycle,
+  d.next_report_before, d.last_online_at, d.validated, d.user_facing_identifier`;
+
+const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);
+
+export function toDevice(r: Record<string, unknown>): Device {
+  return {
+    hashId: r.device_hash_id as string,
+    supplierHashId: r.device_env_hash_id as string,
+    supplierDeviceIdentifier: r.supplier_device_identifier as string,
+    deviceTypeHashId: r.device_type_hash_id as string,
+    fields: r.device_fields as Fields,
+    measurementCycle: r.measurement_cycle ?? null,
+    nextReportBefore: iso(r.next_report_before),
+    lastOnlineAt: iso(r.last_online_at),
+    validated: r.validated as boolean,
+    // without an identifier field the hashId is what users see
+    userFacingIdentifier: (r.user_facing_identifier as string | null) ?? (r.device_hash_id as string),
+  };
+}
+
+const FROM = 'device d JOIN environment de ON de.id = d.environment_id JOIN device_type t ON t.id = d.device_type_id';
+const SELECT = `${deviceSelect('t')}, ${DEVICE_TYPE_SELECT}`;
+
+function toRow(r: Record<string, unknown>) {
+  // environmentName/-HashId name the monitoring environment that claimed the device and pinGroup
+  // its location there: devices cannot be claimed yet, so a supplier always sees null
+  return { device: toDevice(r), deviceType: toDeviceType(r), environmentName: null, environmentHashId: null, pinGroup: null };
+}
+
+export interface AddWithPsk {
+  supplierDeviceIdentifier: string;
+  deviceTypeHashId: string;
+  /** hexadecimal, validated by the route */
+  psk: string;
+  pskIdentity: string;
+}
+
+const isUniqueViolation = (err: unknown): err is { code: string; constraint?: string } =>
+  typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
+
+export async function addDeviceWithPsk(ctx: Pick<AppContext, 'db' | 'redis' | 'keys'>, environmentId: number, input: AddWithPsk): Promise<string> {
+  const type = await loadDeviceType(ctx.db, environmentId, input.deviceTypeHashId);
+  const fields = defaultFields(type.deviceType.fieldConfigurations);
+  const hashId = newHashId();
+  const sealed = encryptSecret(ctx.keys.pskEncryption, Buffer.from(input.psk, 'hex'), pskAad(input.pskIdentity));
+  try {
+    await ctx.db.query(
+      `INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, user_facing_identifier, fields, psk_identity, psk_sealed)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [hashId, environmentId, type.id, input.supplierDeviceIdentifier, identifierOf(fields, type.deviceType.identifierFieldKey),
+        JSON.stringify(fields), input.pskIdentity, sealed]);
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    // the identity is unique across the deployment, so this may be another tenant's device: say nothing about it
+    if (err.constraint?.includes('psk_identity')) throw new ConflictError(`pskIdentity ${input.pskIdentity} is already in use`);
+    throw new ConflictError(`supplierDeviceIdentifier ${input.supplierDeviceIdentifier} is already used by another device of this environment`);
+  }
+  // a device that knocked before it was provisioned left a short "unknown identity" entry
+  await invalidateCredentials(ctx.redis, [input.pskIdentity]);
+  return hashId;
+}
+
+export async function getDevice(db: Queryable, environmentId: number, hashId: string) {
+  const { rows } = await db.query(`SELECT ${SELECT} FROM ${FROM} WHERE d.environment_id = $1 AND d.hash_id = $2`, [environmentId, hashId]);
+  if (rows.length === 0) throw new NotFoundError('device', hashId);
+  return toRow(rows[0]);
+}
+
+export async function findDevices(db: Queryable, environmentId: number, query: FindQuery) {
+  const page = await findPage(db, {
+    from: FROM, select: SELECT, idColumn: 'd.id',
+    where: ['d.environment_id = $1'], params: [environmentId],
+    sortable: { hashId: 'd.hash_id', supplierDeviceIdentifier: 'd.supplier_device_identifier' },
+    search: ['d.hash_id', 'd.supplier_device_identifier', "COALESCE(d.user_facing_identifier, '')"],
+    updatedColumn: 'd.updated_at',
+  }, query);
+  return { nextPageOffset: page.nextPageOffset, rows: page.rows.map(toRow) };
+}
+
+export async function updateDevice(db: Db, environmentId: number, hashId: string, update: FieldsUpdate): Promise<{ device: Device }> {
+  return db.tx(async (client) => {
+    const { rows } = await client.query(`SELECT ${SELECT} FROM ${FROM} WHERE d.environment_id = $1 AND d.hash_id = $2 FOR UPDATE OF d`, [environmentId, hashId]);
+    if (rows.length === 0) throw new NotFoundError('device', hashId);
+    const type = toDeviceType(rows[0]);
+    const fields = applyFieldsUpdate(type.fieldConfigurations, rows[0].device_fields as Fields, update);
+    await client.query('UPDATE device SET fields = $2, user_facing_identifier = $3, updated_at = now() WHERE id = $1',
+      [rows[0].device_id, JSON.stringify(fields), identifierOf(fields, type.identifierFieldKey)]);
+    return { device: toDevice({ ...rows[0], device_fields: fields, user_facing_identifier: identifierOf(fields, type.identifierFieldKey) }) };
+  });
+}
+
+/** Deletes all of `hashIds` or none: one of another environment (or unknown) is a not_found_error. */
+export async function deleteDevices(db: Db, redis: Redis, environmentId: number, hashIds: string[]): Promise<void> {
+  const wanted = [...new Set(hashIds)];
+  const identities = await db.tx(async (client) => {
+    const { rows } = await client.query<{ id: number; hash_id: string; psk_identity: string | null }>(
+      'SELECT id, hash_id, psk_identity FROM device WHERE environment_id = $1 AND hash_id = ANY($2) FOR UPDATE', [environmentId, wanted]);
+    const found = new Set(rows.map((r) => r.hash_id));
+    const missing = wanted.filter((h) => !found.has(h));
+    if (missing.length > 0) throw new NotFoundError(missing.length === 1 ? 'device' : 'devices', missing.join(', '));
+    await client.query('DELETE FROM device WHERE id = ANY($1)', [rows.map((r) => r.id)]);
+    return rows.map((r) => r.psk_identity);
+  });
+  await invalidateCredentials(redis, identities);
+}
