@@ -4,6 +4,7 @@ import { accountRoutes } from '../accounts/routes.ts';
 import { quantityRoutes } from '../monitoring/quantities/routes.ts';
 import { deviceTypeRoutes } from '../connectivity/device-types/routes.ts';
 import { deviceRoutes } from '../connectivity/devices/routes.ts';
+import { activityRoutes } from '../connectivity/activities/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -11,6 +12,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   quantityRoutes,
   deviceTypeRoutes,
   deviceRoutes,
+  activityRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -1,0 +1,23 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../app/context.ts';
+import { FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
+import { findActivities, getActivity } from './store.ts';
+
+// the SDK's query: the table query plus filters
+const ActivityQuery = Type.Composite([FindQuery, Type.Object({
+  deviceHashId: Type.Optional(Type.Union([Type.Null(), HashId])),
+  deviceTypeHashId: Type.Optional(Type.Union([Type.Null(), HashId])),
+  triggerType: Type.Optional(Type.String({ maxLength: 64 })),
+  failed: Type.Optional(Type.Boolean()),
+})]);
+
+const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
+const tags = ['supplier-activity'];
+
+export async function activityRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.get('/supplier-activity/', { config: { rights }, schema: { tags, summary: 'supplier activity find', querystring: ActivityQuery } }, async (request) =>
+    findActivities(ctx.db, request.account.environment.id, request.query as Static<typeof ActivityQuery>));
+  app.get('/supplier-activity/:hashId', { config: { rights }, schema: { tags, summary: 'supplier activity get', params: HashIdParams } }, async (request) =>
+    getActivity(ctx.db, request.account.environment.id, (request.params as { hashId: string }).hashId));
+}

@@ -1,0 +1,113 @@
+import type { Queryable } from '../../app/db.ts';
+import { NotFoundError } from '../../app/errors.ts';
+import { findPage, type FindQuery } from '../../app/find.ts';
+import { DEVICE_TYPE_SELECT, toDeviceType } from '../device-types/store.ts';
+import { deviceSelect, toDevice } from '../devices/store.ts';
+
+/** One run of supplier code as the worker records it. */
+export interface ActivityRow {
+  hashId: string;
+  environmentId: number;
+  deviceId: number | null;
+  deviceTypeId: number | null;
+  triggerType: string;
+  triggerData: unknown;
+  failed: boolean;
+  log: { type: 'log' | 'error'; message: string }[];
+  activities: unknown[];
+  startedAt: Date;
+  finishedAt: Date;
+}
+
+const COLUMNS = ['hash_id', 'environment_id', 'device_id', 'device_type_id', 'trigger_type', 'trigger_data', 'failed', 'log', 'activities', 'started_at', 'finished_at'];
+// PostgreSQL takes at most 65535 parameters per statement
+const ROWS_PER_STATEMENT = Math.floor(65535 / COLUMNS.length);
+
+/**
+ * Stores a batch of activities in one multi-row INSERT. Idempotent: a retried job writes the
+ * same hashIds again, and those rows are skipped.
+ */
+export async function insertActivities(db: Queryable, rows: ActivityRow[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
+    const chunk = rows.slice(start, start + ROWS_PER_STATEMENT);
+    const params: unknown[] = [];
+    const tuples = chunk.map((r) => {
+      params.push(r.hashId, r.environmentId, r.deviceId, r.deviceTypeId, r.triggerType, JSON.stringify(r.triggerData ?? null), r.failed,
+        JSON.stringify(r.log), JSON.stringify(r.activities), r.startedAt, r.finishedAt);
+      const base = params.length - COLUMNS.length;
+      return `(${COLUMNS.map((_, i) => `$${base + i + 1}`).join(', ')})`;
+    });
+    await db.query(`INSERT INTO supplier_activity (${COLUMNS.join(', ')}) VALUES ${tuples.join(', ')} ON CONFLICT (hash_id) DO NOTHING`, params);
+  }
+}
+
+// the device and the type are shown as they are now, deleted type included: the activity happened under it
+const FROM = `supplier_activity a
+  LEFT JOIN device d ON d.id = a.device_id
+  LEFT JOIN environment de ON de.id = d.environment_id
+  LEFT JOIN device_type dt ON dt.id = d.device_type_id
+  LEFT JOIN device_type t ON t.id = a.device_type_id`;
+const SELECT = `a.hash_id AS activity_hash_id, a.created_at AS activity_created_at, a.trigger_type, a.failed, ${deviceSelect('dt')}, ${DEVICE_TYPE_SELECT}`;
+
+function summary(r: Record<string, unknown>) {
+  return {
+    activity: {
+      hashId: r.activity_hash_id as string,
+      createdAt: (r.activity_created_at as Date).toISOString(),
+      triggerType: r.trigger_type as string,
+      failed: r.failed as boolean,
+    },
+    device: r.device_id === null ? null : toDevice(r),
+    deviceType: r.type_id === null ? null : toDeviceType(r),
+  };
+}
+
+export interface ActivityQuery extends FindQuery {
+  deviceHashId?: string | null;
+  deviceTypeHashId?: string | null;
+  triggerType?: string;
+  failed?: boolean;
+}
+
+/** The environment's activities, newest first by default; filters per the SDK's query. */
+export async function findActivities(db: Queryable, environmentId: number, query: ActivityQuery) {
+  const where = ['a.environment_id = $1'];
+  const params: unknown[] = [environmentId];
+  if (query.deviceHashId) {
+    params.push(query.deviceHashId);
+    where.push(`d.hash_id = $${params.length}`);
+  }
+  if (query.deviceTypeHashId) {
+    params.push(query.deviceTypeHashId);
+    where.push(`t.hash_id = $${params.length}`);
+  }
+  if (query.triggerType) {
+    params.push(query.triggerType);
+    where.push(`a.trigger_type = $${params.length}`);
+  }
+  if (query.failed !== undefined) {
+    params.push(query.failed);
+    where.push(`a.failed = $${params.length}`);
+  }
+  const page = await findPage(db, {
+    from: FROM, select: SELECT, idColumn: 'a.id', where, params,
+    // millisecond precision: the page offset carries the sort value as an ISO string, and rows of one
+    // batch share a microsecond timestamp that an ISO string cannot hold
+    sortable: { createdAt: "date_trunc('milliseconds', a.created_at)", hashId: 'a.hash_id' },
+    search: ['a.hash_id', 'a.trigger_type', 'd.hash_id', 'd.supplier_device_identifier'],
+    updatedColumn: 'a.created_at',
+  }, { ...query, sortBy: query.sortBy ?? 'createdAt' });
+  return { nextPageOffset: page.nextPageOffset, rows: page.rows.map(summary) };
+}
+
+export async function getActivity(db: Queryable, environmentId: number, hashId: string) {
+  const { rows } = await db.query(
+    `SELECT ${SELECT}, a.trigger_data, a.log, a.activities FROM ${FROM} WHERE a.environment_id = $1 AND a.hash_id = $2`, [environmentId, hashId]);
+  if (rows.length === 0) throw new NotFoundError('activity', hashId);
+  const { activity, device, deviceType } = summary(rows[0]);
+  return {
+    device,
+    deviceType,
+    activity: { ...activity, log: rows[0].log, triggerData: rows[0].trigger_data, activities: rows[0].activities },
+  };
+}
