@@ -5,6 +5,7 @@ import { quantityRoutes } from '../monitoring/quantities/routes.ts';
 import { deviceTypeRoutes } from '../connectivity/device-types/routes.ts';
 import { deviceRoutes } from '../connectivity/devices/routes.ts';
 import { activityRoutes } from '../connectivity/activities/routes.ts';
+import { reportTypeRoutes } from '../connectivity/report-types/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -13,6 +14,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   deviceTypeRoutes,
   deviceRoutes,
   activityRoutes,
+  reportTypeRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
