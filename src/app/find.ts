@@ -63,15 +63,15 @@ export async function findPage<T extends Row>(db: Queryable, spec: FindSpec, que
   }
   const dir = descending ? 'DESC' : 'ASC';
   params.push(rowsPerPage + 1);
-  const sql = `SELECT ${spec.select}, ${sortExpr} AS "__sort", ${spec.idColumn} AS "__id" FROM ${spec.from}
+  const sql = `SELECT ${spec.select}, (${sortExpr})::text AS "__sort", ${spec.idColumn} AS "__id" FROM ${spec.from}
     WHERE ${where.join(' AND ')} ORDER BY ${sortExpr} ${dir}, ${spec.idColumn} ${dir} LIMIT $${params.length}`;
   const { rows } = await db.query<T & { __sort: unknown; __id: number }>(sql, params);
   let nextPageOffset: string | null = null;
   if (rows.length > rowsPerPage) {
     rows.length = rowsPerPage;
     const last = rows[rows.length - 1];
-    const sortValue = last.__sort instanceof Date ? last.__sort.toISOString() : last.__sort;
-    nextPageOffset = Buffer.from(JSON.stringify([sortValue, last.__id])).toString('base64url');
+    // the sort value travels as PostgreSQL's own text form: timestamps keep their microseconds
+    nextPageOffset = Buffer.from(JSON.stringify([last.__sort, last.__id])).toString('base64url');
   }
   for (const r of rows) {
     delete (r as Row).__sort;

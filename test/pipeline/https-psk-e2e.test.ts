@@ -94,11 +94,11 @@ describe('a device report over HTTPS TLS-PSK, end to end (openssl s_client as th
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ ok: true, device: 'logger-1', commands: 0 });
 
-    const activities = await api.request<{ rows: { hashId: string; triggerType: string; failed: boolean }[] }>('GET', '/supplier-activity/');
-    const run = activities.body.rows.find((r) => r.triggerType === 'handleIncomingRequest' && !r.failed);
+    const activities = await api.request<{ rows: { activity: { hashId: string; triggerType: string; failed: boolean } }[] }>('GET', '/supplier-activity/');
+    const run = activities.body.rows.map((r) => r.activity).find((r) => r.triggerType === 'handleIncomingRequest' && !r.failed);
     expect(run).toBeDefined();
-    const one = await api.request<{ supplierActivity?: unknown } & Record<string, unknown>>('GET', `/supplier-activity/${run!.hashId}`);
-    const activity = (one.body.supplierActivity ?? one.body) as { log: { message: string }[]; activities: { triggerType: string; failed: boolean; triggerData: { observations: { measurement: { significand: number; orderOfMagnitude: number } }[] } }[] };
+    const one = await api.request<{ activity: unknown }>('GET', `/supplier-activity/${run!.hashId}`);
+    const activity = one.body.activity as { log: { message: string }[]; activities: { triggerType: string; failed: boolean; triggerData: { observations: { measurement: { significand: number; orderOfMagnitude: number } }[] } }[] };
     expect(activity.log.map((l) => l.message)).toContain(`request POST /report from ${device.identity}`);
     expect(activity.activities[0].triggerType).toBe('parseReport');
     expect(activity.activities[0].failed).toBe(false);
@@ -132,11 +132,11 @@ describe('a device report over HTTPS TLS-PSK, end to end (openssl s_client as th
     const res = await deviceRequest(path, '{}');
     expect(res.status).toBe(status);
     expect(JSON.parse(res.body)).toMatchObject({ key: 'handler_error' });
-    const rows = (await api.request<{ rows: { hashId: string; failed: boolean; triggerData: { request: { url: { path: string } } } }[] }>('GET', '/supplier-activity/?rowsPerPage=50')).body.rows;
-    const failed = rows.find((r) => r.failed && r.triggerData?.request?.url?.path === path);
+    const rows = (await api.request<{ rows: { activity: { hashId: string; failed: boolean } }[] }>('GET', '/supplier-activity/?rowsPerPage=50&failed=true')).body.rows;
+    const details = await Promise.all(rows.map(async (r) => (await api.request<{ activity: { failed: boolean; log: { type: string; message: string }[]; triggerData: { request: { url: { path: string } } } } }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
+    const failed = details.find((a) => a.failed && a.triggerData.request.url.path === path);
     expect(failed).toBeDefined();
-    const detail = await api.request<Record<string, unknown>>('GET', `/supplier-activity/${failed!.hashId}`);
-    const log = ((detail.body.supplierActivity ?? detail.body) as { log: { type: string; message: string }[] }).log;
+    const log = failed!.log;
     const error = log.find((l) => l.type === 'error');
     expect(error?.message).toContain(kind);
     expect(error?.message).toContain(message);
