@@ -12,8 +12,8 @@
  */
 import net from 'node:net';
 import { Duplex } from 'node:stream';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Hash } from 'node:crypto';
+import { createHash, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Hash, KeyObject } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from './alert.ts';
 import {
   ExtensionType,
@@ -101,6 +101,7 @@ export class PskTlsConnection extends Duplex {
   #closeTimer: NodeJS.Timeout | undefined;
   #socketClosing = false;
   #socketPaused = false;
+  #corked = false;
   #gotCloseNotify = false;
   #sentCloseNotify = false;
 
@@ -110,7 +111,7 @@ export class PskTlsConnection extends Duplex {
   #ems = false;
   #secureRenegotiation = false;
   #identity: string | undefined;
-  #master: Buffer = EMPTY;
+  #master: KeyObject | undefined;
   #clientProtection: RecordProtection | null = null;
   #serverProtection: RecordProtection | null = null;
   #readProtection: RecordProtection | null = null;
@@ -252,21 +253,25 @@ export class PskTlsConnection extends Duplex {
       return;
     }
     const socket = this.#socket;
-    let ok: boolean;
-    if (data.length <= MAX_PLAINTEXT_LENGTH) {
-      ok = socket.write(this.#seal(ContentType.application_data, data));
-    } else {
+    // Coalesce every record produced in this tick (e.g. several pipelined HTTP responses) into one writev.
+    if (!this.#corked) {
+      this.#corked = true;
       socket.cork();
-      ok = true;
-      for (let o = 0; o < data.length; o += MAX_PLAINTEXT_LENGTH) {
-        const slice = data.subarray(o, Math.min(o + MAX_PLAINTEXT_LENGTH, data.length));
-        ok = socket.write(this.#seal(ContentType.application_data, slice));
-      }
-      socket.uncork();
+      process.nextTick(this.#uncork);
+    }
+    let ok = true;
+    for (let o = 0; o < data.length; o += MAX_PLAINTEXT_LENGTH) {
+      const slice = o === 0 && data.length <= MAX_PLAINTEXT_LENGTH ? data : data.subarray(o, o + MAX_PLAINTEXT_LENGTH);
+      ok = socket.write(this.#seal(ContentType.application_data, slice));
     }
     if (ok) cb();
     else socket.once('drain', () => cb());
   }
+
+  #uncork = (): void => {
+    this.#corked = false;
+    this.#socket.uncork();
+  };
 
   // ---- record layer glue ----------------------------------------------------------------------------------------
 
@@ -476,9 +481,11 @@ export class PskTlsConnection extends Duplex {
       }
       const suite = this.#suite!;
       const preMaster = pskPreMasterSecret(psk);
-      this.#master = this.#ems
-        ? extendedMasterSecret(preMaster, this.#transcript.copy().digest())
-        : masterSecret(preMaster, this.#clientRandom, this.#serverRandom);
+      this.#master = createSecretKey(
+        this.#ems
+          ? extendedMasterSecret(preMaster, this.#transcript.copy().digest())
+          : masterSecret(preMaster, this.#clientRandom, this.#serverRandom),
+      );
       const block = keyExpansion(this.#master, this.#serverRandom, this.#clientRandom, keyBlockLength(suite));
       const k = splitKeyBlock(block, suite.macKeyLength, suite.encKeyLength, suite.fixedIvLength);
       this.#clientProtection = suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv);
@@ -493,11 +500,11 @@ export class PskTlsConnection extends Duplex {
   }
 
   #onClientFinished(msg: HandshakeMessage): void {
-    const expected = verifyData(this.#master, 'client', this.#transcript.copy().digest());
+    const expected = verifyData(this.#master!, 'client', this.#transcript.copy().digest());
     const got = parseFinished(msg.body);
     if (!timingSafeEqual(expected, got)) throw new TlsAlert(AlertDescription.decrypt_error, 'client Finished mismatch');
     this.#transcript.update(msg.raw);
-    const finished = encodeHandshake(HandshakeType.finished, verifyData(this.#master, 'server', this.#transcript.digest()));
+    const finished = encodeHandshake(HandshakeType.finished, verifyData(this.#master!, 'server', this.#transcript.digest()));
     const ccs = encodePlaintextRecord(ContentType.change_cipher_spec, TLS12, CCS_FRAGMENT);
     this.#writeProtection = this.#serverProtection;
     this.#writeSeq = 0;

@@ -55,6 +55,10 @@ async function startHarness(opts: { handshakeTimeoutMs?: number; lookupDelayMs?:
     req.on('data', (d: string) => (body += d));
     req.on('end', () => {
       res.setHeader('content-type', 'text/plain');
+      if (req.url === '/big') {
+        res.end('y'.repeat(100_000) + 'END');
+        return;
+      }
       res.end(
         `BODY<n=${n} url=${req.url} id=${c.pskIdentity} suite=${c.cipherSuite} ems=${c.extendedMasterSecret} ` +
           `port=${c.remotePort} len=${body.length}>\n`,
@@ -113,6 +117,12 @@ describe('PSK TLS server ↔ openssl s_client, HTTP through node:http', () => {
     const req = `POST /up HTTP/1.1\r\nHost: gw\r\nContent-Length: ${payload.length}\r\nConnection: close\r\n\r\n${payload}`;
     const r = await sClient({ port: h.port, identity: IDENTITY, pskHex: PSK_HEX, cipher: OPENSSL_CIPHERS.TLS_PSK_WITH_AES_128_GCM_SHA256, input: req });
     expect(bodies(r.stdout)[0]).toContain('len=65536');
+  });
+
+  it('response larger than one record (100 KB) arrives intact', async () => {
+    const r = await sClient({ port: h.port, identity: IDENTITY, pskHex: PSK_HEX, cipher: OPENSSL_CIPHERS.TLS_PSK_WITH_AES_128_CCM_8, input: get('/big', true) });
+    const body = r.stdout.slice(r.stdout.indexOf('\r\n\r\n') + 4);
+    expect(body).toBe('y'.repeat(100_000) + 'END');
   });
 
   it('without extended_master_secret (openssl Options = -ExtendedMasterSecret) the legacy master secret works', async () => {
