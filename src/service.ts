@@ -53,7 +53,7 @@ export async function startService(ctx: AppContext, role: Role): Promise<Running
     await queue.ready();
     https = await startHttpsDeviceListener(ctx, queue, ctx.config.httpsDevicePort);
   }
-  if (worker) await worker.worker.waitUntilReady();
+  if (worker) await worker.ready();
   ready = true;
   ctx.log.info({ role, apiPort: (api.server.address() as { port: number }).port, httpsDevicePort: https?.port() }, 'service ready');
 

@@ -32,6 +32,12 @@ export function derivedHashId(jobId: string, label: string): string {
   return out;
 }
 
+/** A store write awaited later: marked handled now so a failure before the await cannot crash the process. */
+function handledLater(p: Promise<void>): Promise<void> {
+  p.catch(() => undefined);
+  return p;
+}
+
 const logsOf = (lines: string[]): LogLine[] => lines.map((message) => ({ type: 'log', message }));
 
 function failureAnswer(run: Extract<HandlerRun, { ok: false }>): DeviceAnswer {
@@ -47,7 +53,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   if (!device || device.deviceType.deleted) {
     return { answer: { statusCode: 403, headers: {}, body: { type: 'json', data: { key: 'right_error', message: 'This device no longer has access' } } }, activityHashId, failed: true };
   }
-  const touched = deps.touchDevice(device.id, new Date(job.receivedAt));
+  const touched = handledLater(deps.touchDevice(device.id, new Date(job.receivedAt)));
   const deviceView = {
     hashId: device.hashId, supplierDeviceIdentifier: device.supplierDeviceIdentifier, deviceTypeHashId: device.deviceType.hashId,
     fields: device.fields, lastOnlineAt: device.lastOnlineAt, nextReportBefore: device.nextReportBefore,
@@ -62,10 +68,15 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   if (!run.ok) log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
   const activities: SubActivity[] = [];
   const work: Promise<void>[] = [];
+  // reports are pushed while the activity is written: both must be stored before the job completes
+  const stored: Promise<void>[] = [touched];
   run.calls.forEach((call, index) => {
     const hashId = derivedHashId(jobId, `call:${index}`);
     if (call.name === 'parseReport') {
-      work.push(parseReport(deps, device, deviceView, call.args, hashId).then((a) => { activities[index] = a; }));
+      work.push(parseReport(deps, device, deviceView, call.args, hashId).then((a) => {
+        activities[index] = a.activity;
+        if (a.pushed) stored.push(a.pushed);
+      }));
     } else {
       const at = new Date();
       work.push(deps.applyDeviceCall(device, call, at).then(
@@ -79,24 +90,24 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   const answer: DeviceAnswer = run.ok
     ? (run.result ? { statusCode: run.result.statusCode, headers: run.result.headers, body: run.result.body } : { statusCode: 204, headers: {}, body: null })
     : failureAnswer(run);
-  await deps.writeActivity({
+  stored.push(deps.writeActivity({
     hashId: activityHashId, environmentId: device.environmentId, deviceId: device.id, deviceTypeId: device.deviceType.id,
     triggerType: 'handleIncomingRequest', triggerData: { request: job.webRequest, response: answer }, failed: !run.ok,
     log, activities, startedAt, finishedAt: new Date(),
-  });
-  await touched;
+  }));
+  await Promise.all(stored);
   return { answer, activityHashId, failed: !run.ok };
 }
 
 async function parseReport(
   deps: ProcessDeps, device: DeviceRecord, deviceView: Record<string, unknown>,
   args: { reportTypeHashId: string; payload: string; generatedAt: string | null }, hashId: string,
-): Promise<SubActivity> {
+): Promise<{ activity: SubActivity; pushed?: Promise<void> }> {
   const createdAt = new Date().toISOString();
   const base = { hashId, createdAt, triggerType: 'parseReport' };
   const reportType = await deps.loader.reportType(device.environmentId, args.reportTypeHashId);
   if (!reportType) {
-    return { ...base, failed: true, log: [{ type: 'error', message: `report type ${args.reportTypeHashId} does not exist in this environment` }], triggerData: { payload: args.payload } };
+    return { activity: { ...base, failed: true, log: [{ type: 'error', message: `report type ${args.reportTypeHashId} does not exist in this environment` }], triggerData: { payload: args.payload } } };
   }
   const run = await deps.sandbox.runReportParser({
     isolationKey: device.environmentHashId, source: reportType.parser,
@@ -106,14 +117,14 @@ async function parseReport(
   const log = logsOf(run.logs);
   if (!run.ok) {
     log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
-    return { ...base, failed: true, log, triggerData };
+    return { activity: { ...base, failed: true, log, triggerData } };
   }
   const report: ParsedReport = run.result;
   const quantities = await deps.loader.quantitiesOf(device.environmentId);
   const unknown = report.measurements.findIndex((m) => !quantities.has(m.quantityHashId));
   if (unknown >= 0) {
     log.push({ type: 'error', message: `measurements[${unknown}].quantityHashId ${report.measurements[unknown].quantityHashId} is not a quantity of this environment` });
-    return { ...base, failed: true, log, triggerData };
+    return { activity: { ...base, failed: true, log, triggerData } };
   }
   const perChannel = new Map<number, number>();
   const generatedAt = args.generatedAt ?? report.generatedAt;
@@ -131,12 +142,12 @@ async function parseReport(
       return { hashId: derivedHashId(hashId, `m${i}`), channelIndex: m.channelIndex, channelMeasurementIndex, quantityHashId: m.quantityHashId, generatedAt: m.generatedAt, orderOfMagnitude: m.orderOfMagnitude, significand: m.significand };
     }),
   };
-  await deps.pushReport(reportIn);
+  const pushed = handledLater(deps.pushReport(reportIn));
   triggerData.reportHashId = reportIn.hashId;
   triggerData.fields = reportIn.fields;
   triggerData.observations = reportIn.measurements.map((m) => ({
     measurement: { hashId: m.hashId, reportHashId: reportIn.hashId, generatedAt: m.generatedAt, channelIndex: m.channelIndex, channelMeasurementIndex: m.channelMeasurementIndex, pinHashId: null, orderOfMagnitude: m.orderOfMagnitude, significand: m.significand },
     quantity: quantities.get(m.quantityHashId),
   }));
-  return { ...base, failed: false, log, triggerData };
+  return { activity: { ...base, failed: false, log, triggerData }, pushed };
 }

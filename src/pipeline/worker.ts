@@ -11,9 +11,11 @@ import { MonitoringCoreClient } from './monitoring-client.ts';
 import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
 
 export interface DeviceWorker {
-  worker: Worker<DeviceJob, DeviceJobResult>;
+  ready(): Promise<void>;
   close(): Promise<void>;
 }
+
+const WORKER_FETCHERS = 8;
 
 /** The worker role: takes device jobs from the queue and runs the suppliers' code on them. */
 export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): DeviceWorker {
@@ -41,18 +43,24 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
     applyDeviceCall: (device, call, at) => applyDeviceCall(ctx, loader, device, call, at),
   };
 
-  const worker = new Worker<DeviceJob, DeviceJobResult>(
-    ctx.config.queueName,
-    async (job) => processDeviceJob(deps, job.id as string, job.data),
-    { connection: createRedis(ctx.config.redisUrl), concurrency: ctx.config.workerConcurrency, autorun: true },
-  );
-  worker.on('failed', (job, err) => ctx.log.warn({ jobId: job?.id, err: err.message }, 'device job failed; it will be retried'));
-  worker.on('error', (err) => ctx.log.error({ err: err.message }, 'worker error'));
+  // A BullMQ worker fetches its jobs one Redis round trip at a time; several workers on their
+  // own connections fetch in parallel, so the queue never waits on one fetch loop.
+  const fetchers = Math.max(1, Math.min(WORKER_FETCHERS, ctx.config.workerConcurrency));
+  const workers = Array.from({ length: fetchers }, () => {
+    const w = new Worker<DeviceJob, DeviceJobResult>(
+      ctx.config.queueName,
+      async (job) => processDeviceJob(deps, job.id as string, job.data),
+      { connection: createRedis(ctx.config.redisUrl), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers), autorun: true },
+    );
+    w.on('failed', (job, err) => ctx.log.warn({ jobId: job?.id, err: err.message }, 'device job failed; it will be retried'));
+    w.on('error', (err) => ctx.log.error({ err: err.message }, 'worker error'));
+    return w;
+  });
 
   return {
-    worker,
+    ready: async () => { await Promise.all(workers.map((w) => w.waitUntilReady())); },
     async close() {
-      await worker.close();
+      await Promise.all(workers.map((w) => w.close()));
       await Promise.all([activities.drain(), touches.drain()]);
       await monitoring.close();
       sandbox.dispose();
