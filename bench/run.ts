@@ -1,9 +1,10 @@
 // npm run bench: N simulated devices over TLS 1.2 PSK keep-alive for a fixed time against the
-// service (role all, a child process on real PostgreSQL and Redis). Prints a table and writes
+// service (child processes in each layout below, on real PostgreSQL and Redis). Prints a table and writes
 // bench/results.json. Options: --devices 100 --seconds 15 --warmup 3
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -57,7 +58,18 @@ function pct(sorted: number[], p: number): number {
   return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-async function main(): Promise<void> {
+interface Row {
+  name: string; reportsPerSecond: number; p50Ms: number; p99Ms: number; acknowledged: number; stored: number; lost: number; errors: number; target: string;
+}
+
+/** One layout of the service: the role list of each process it runs. */
+interface Layout { name: string; processes: string[] }
+const LAYOUTS: Layout[] = [
+  { name: '1 process (all)', processes: ['all'] },
+  { name: '2 processes (api,gateway | worker)', processes: ['api,gateway', 'worker'] },
+];
+
+async function freshDatabase(): Promise<string> {
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
@@ -65,13 +77,20 @@ async function main(): Promise<void> {
   await admin.end();
   const dbUrl = new URL(ADMIN_URL);
   dbUrl.pathname = `/${DB_NAME}`;
-  const db = await openDb({ databaseUrl: dbUrl.toString(), dataDir: '/tmp' });
+  return dbUrl.toString();
+}
 
-  const env = { ...process.env, DATABASE_URL: dbUrl.toString(), API_PORT: String(API_PORT), HTTPS_DEVICE_PORT: String(HTTPS_PORT), SECRET_KEY: '22'.repeat(32), LOG_LEVEL: 'warn', QUEUE_NAME: `bench-${Date.now()}`, DATA_DIR: '/tmp/gridgate-bench' };
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', path.join(root, 'src/main.ts'), 'all'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+async function runLayout(layout: Layout): Promise<Row> {
+  const dbUrl = await freshDatabase();
+  const db = await openDb({ databaseUrl: dbUrl, dataDir: '/tmp' });
   const base = `http://127.0.0.1:${API_PORT}`;
+  const common = { ...process.env, DATABASE_URL: dbUrl, HTTPS_DEVICE_PORT: String(HTTPS_PORT), SECRET_KEY: '22'.repeat(32), LOG_LEVEL: 'warn', QUEUE_NAME: `bench-${Date.now()}`, DATA_DIR: '/tmp/gridgate-bench', MONITORING_CORE_URL: base };
+  // each process answers /health on its own API_PORT; the first one carries the REST API
+  const children = layout.processes.map((roles, i) => spawn(process.execPath, ['--disable-warning=ExperimentalWarning', path.join(root, 'src/main.ts'), roles], {
+    env: { ...common, API_PORT: String(API_PORT + i) }, stdio: ['ignore', 'inherit', 'inherit'],
+  }));
   try {
-    await waitHealthy(base, child);
+    await Promise.all(children.map((c, i) => waitHealthy(`http://127.0.0.1:${API_PORT + i}`, c)));
     const environment = await createEnvironment(db, 'connectivity', 'bench');
     const account = await createMachineAccount(db, environment.hashId, ['ENVIRONMENT_ADMIN']);
     const { jwt } = await api(base, { 'api-version': '5' }, 'POST', '/authentication/machine-login', { assertion: account.assertion });
@@ -97,15 +116,15 @@ async function main(): Promise<void> {
     const errors = stats.reduce((a, s) => a + s.errors, 0);
     const latencies = stats.flatMap((s) => s.latenciesMs).sort((a, b) => a - b);
 
-    // every acknowledged report must be stored (the worker acks only after the monitoring core stored it)
+    // every acknowledged report must be stored (a job completes only after the monitoring core stored its report)
     let stored = 0;
     for (let i = 0; i < 100; i++) {
       stored = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM condition_report WHERE environment_id = $1', [environment.id])).rows[0].n;
       if (stored >= acked) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    const row = {
-      name: `HTTPS TLS-PSK reports, ${DEVICES} devices keep-alive`,
+    return {
+      name: `HTTPS TLS-PSK reports, ${DEVICES} devices keep-alive, ${layout.name}`,
       reportsPerSecond: Math.round(measured / SECONDS),
       p50Ms: Number(pct(latencies, 50).toFixed(2)),
       p99Ms: Number(pct(latencies, 99).toFixed(2)),
@@ -115,14 +134,19 @@ async function main(): Promise<void> {
       errors,
       target: '>= 2000 reports/s, p99 <= 100 ms, 0 lost',
     };
-    const results = { date: new Date().toISOString(), node: process.version, cpus: (await import('node:os')).cpus().length, seconds: SECONDS, rows: [row] };
-    writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
-    console.table(results.rows.map((r) => ({ benchmark: r.name, 'reports/s': r.reportsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, acked: r.acknowledged, stored: r.stored, lost: r.lost, errors: r.errors })));
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : undefined)));
     await db.close();
   }
+}
+
+async function main(): Promise<void> {
+  const rows: Row[] = [];
+  for (const layout of LAYOUTS) rows.push(await runLayout(layout));
+  const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows };
+  writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  console.table(rows.map((r) => ({ benchmark: r.name, 'reports/s': r.reportsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, acked: r.acknowledged, stored: r.stored, lost: r.lost, errors: r.errors })));
 }
 
 main().catch((err) => {

@@ -44,7 +44,7 @@ async function serve(roleArg: string | undefined): Promise<void> {
   const log = createLogger(config.logLevel);
   const redis = await ensureRedis(config.redisUrl, config.dataDir, log);
   const ctx = await createContext(config, log);
-  const service = await startService(ctx, config.role);
+  const service = await startService(ctx, config.roles);
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;

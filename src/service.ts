@@ -21,8 +21,8 @@ export interface RunningService {
 let defaultMetrics = false;
 
 /** Starts the roles of one process: `all` is api + gateway + worker. */
-export async function startService(ctx: AppContext, role: Role): Promise<RunningService> {
-  const has = (r: Role) => role === 'all' || role === r;
+export async function startService(ctx: AppContext, roles: Role[]): Promise<RunningService> {
+  const has = (r: Role) => roles.includes('all') || roles.includes(r);
   if (!defaultMetrics) {
     collectDefaultMetrics();
     defaultMetrics = true;
@@ -55,7 +55,7 @@ export async function startService(ctx: AppContext, role: Role): Promise<Running
   }
   if (worker) await worker.ready();
   ready = true;
-  ctx.log.info({ role, apiPort: (api.server.address() as { port: number }).port, httpsDevicePort: https?.port() }, 'service ready');
+  ctx.log.info({ roles, apiPort: (api.server.address() as { port: number }).port, httpsDevicePort: https?.port() }, 'service ready');
 
   return {
     api, https, worker,

@@ -7,7 +7,8 @@ const ROLES: Role[] = ['all', 'api', 'gateway', 'worker'];
 
 /** The one validated configuration object. Nothing else reads process.env. */
 export interface Config {
-  role: Role;
+  /** the roles this process runs; `all` stands for api, gateway and worker */
+  roles: Role[];
   databaseUrl: string | null;
   redisUrl: string;
   dataDir: string;
@@ -35,7 +36,7 @@ export interface Config {
 
 /** Configuration variables: name → [default shown in the README, meaning]. */
 export const CONFIG_VARIABLES: Record<string, [string, string]> = {
-  ROLE: ['all', 'all, api, gateway or worker (also the first CLI argument)'],
+  ROLE: ['all', 'all, or a comma-separated list of api, gateway, worker (also the first CLI argument)'],
   DATABASE_URL: ['unset → embedded PGlite in DATA_DIR', 'PostgreSQL connection string'],
   REDIS_URL: ['redis://127.0.0.1:6379', 'Redis for queues, caches, counters'],
   DATA_DIR: ['./data', 'embedded database and other local state (the generated secret key)'],
@@ -84,13 +85,14 @@ function loadSecretKey(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: string): Config {
-  const role = (roleArg ?? env.ROLE ?? 'all') as Role;
-  if (!ROLES.includes(role)) throw new Error(`ROLE must be one of ${ROLES.join(', ')}, got "${role}"`);
+  const roles = (roleArg ?? env.ROLE ?? 'all').split(',').map((r) => r.trim()) as Role[];
+  const unknown = roles.filter((r) => !ROLES.includes(r));
+  if (unknown.length > 0 || roles.length === 0) throw new Error(`ROLE must be one or more of ${ROLES.join(', ')} (comma-separated), got "${unknown.join(',')}"`);
   const dataDir = path.resolve(env.DATA_DIR ?? './data');
   const apiPort = int(env, 'API_PORT', 8080, 0, 65535);
   const secretKey = loadSecretKey(env, dataDir);
   return {
-    role,
+    roles,
     databaseUrl: env.DATABASE_URL || null,
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     dataDir,

@@ -45,7 +45,7 @@ const device = { identity: `dev-${randomBytes(4).toString('hex')}`, key: randomB
 
 beforeAll(async () => {
   ctx = await testContext({ SANDBOX_TIMEOUT_MS: '300', SANDBOX_MEMORY_MB: '32' });
-  service = await startService(ctx, 'all');
+  service = await startService(ctx, ['all']);
   port = service.https!.port();
   const env = await createEnvironment(ctx.db, 'connectivity', 'e2e supplier');
   const account = await createMachineAccount(ctx.db, env.hashId, ['ENVIRONMENT_ADMIN']);
