@@ -1,6 +1,6 @@
 // npm run bench: N simulated devices over TLS 1.2 PSK keep-alive for a fixed time against the
 // service (child processes in each layout below, on real PostgreSQL and Redis). Prints a table and writes
-// bench/results.json. Options: --devices 100 --seconds 15 --warmup 3
+// bench/results.json. Options: --devices 100 --seconds 15 --warmup 3 --layouts all|1|2
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { createEnvironment, createMachineAccount } from '../src/accounts/store.t
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({ options: { devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' } } });
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' } } });
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
@@ -143,7 +143,7 @@ async function runLayout(layout: Layout): Promise<Row> {
 
 async function main(): Promise<void> {
   const rows: Row[] = [];
-  for (const layout of LAYOUTS) rows.push(await runLayout(layout));
+  for (const layout of LAYOUTS.filter((l, i) => values.layouts === 'all' || values.layouts.split(',').includes(String(i + 1)))) rows.push(await runLayout(layout));
   const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows };
   writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
   console.table(rows.map((r) => ({ benchmark: r.name, 'reports/s': r.reportsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, acked: r.acknowledged, stored: r.stored, lost: r.lost, errors: r.errors })));

@@ -100,7 +100,7 @@ async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: Devic
     send(res, 202, { status: 'accepted', message: 'queued; no answer from the handler in time' });
     return;
   }
-  if (outcome.state === 'failed' || !outcome.result.answer) {
+  if (!outcome.result.answer) {
     send(res, 503, { key: 'unavailable_error', message: 'the request was queued but could not be processed yet' });
     return;
   }

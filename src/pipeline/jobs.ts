@@ -11,6 +11,12 @@ export interface DeviceRequestJob {
 
 export type DeviceJob = DeviceRequestJob;
 
+/** What BullMQ carries: the device jobs one gateway queued together, each answered on its own. */
+export interface DeviceBatchJob {
+  gatewayId: string;
+  items: { itemId: string; job: DeviceJob }[];
+}
+
 /** What the device is answered, whatever the protocol it came in on. */
 export interface DeviceAnswer {
   statusCode: number;

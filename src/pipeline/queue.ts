@@ -1,69 +1,102 @@
-import { Queue, QueueEvents } from 'bullmq';
+import { Queue } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { newHashId } from '../app/hash-id.ts';
-import { createRedis } from '../app/redis.ts';
-import type { DeviceJob, DeviceJobResult } from './jobs.ts';
+import { createRedis, type Redis } from '../app/redis.ts';
+import type { DeviceBatchJob, DeviceJob, DeviceJobResult } from './jobs.ts';
 
-export const JOB_NAME = 'device';
+export const JOB_NAME = 'device-batch';
 
-export type WaitOutcome = { state: 'completed'; result: DeviceJobResult } | { state: 'failed'; reason: string } | { state: 'pending' };
+/** Where workers publish the answers for the requests a gateway is holding. */
+export const answerChannel = (gatewayId: string) => `gridgate:answers:${gatewayId}`;
+
+export interface PublishedAnswer { itemId: string; result: DeviceJobResult }
+
+export type WaitOutcome = { state: 'completed'; result: DeviceJobResult } | { state: 'pending' };
+
+const BATCH_MAX_ITEMS = 64;
+const BATCH_MAX_DELAY_MS = 2;
 
 /**
- * The gateway's side of the queue: add a job durably, then wait (bounded) for its result.
- * One QueueEvents stream per process serves every waiting request.
+ * The gateway's side of the queue. Device requests that arrive together are queued as one
+ * durable BullMQ job (a queue-level group commit: BullMQ's per-job cost is paid once per batch,
+ * not once per report). Each request's answer comes back on its own over Redis pub/sub as soon
+ * as the worker has stored what that request produced; a request not answered within the bound
+ * stays queued and is processed anyway.
  */
 export class DeviceQueue {
-  readonly queue: Queue<DeviceJob, DeviceJobResult>;
-  private readonly events: QueueEvents;
+  readonly queue: Queue<DeviceBatchJob, void>;
+  readonly gatewayId = newHashId(12);
+  private readonly subscriber: Redis;
   private readonly waiters = new Map<string, (o: WaitOutcome) => void>();
+  private pending: { itemId: string; job: DeviceJob; queued: { resolve(): void; reject(err: unknown): void } }[] = [];
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(ctx: AppContext) {
     this.queue = new Queue(ctx.config.queueName, {
       connection: createRedis(ctx.config.redisUrl),
       defaultJobOptions: {
-        attempts: 3,
+        attempts: 5,
         backoff: { type: 'exponential', delay: 200 },
         removeOnComplete: { age: 300, count: 10_000 },
         removeOnFail: { age: 7 * 24 * 3600 },
       },
     });
-    this.events = new QueueEvents(ctx.config.queueName, { connection: createRedis(ctx.config.redisUrl) });
-    this.events.on('completed', ({ jobId, returnvalue }) => {
-      this.waiters.get(jobId)?.({ state: 'completed', result: (typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue) as DeviceJobResult });
-    });
-    this.events.on('failed', ({ jobId, failedReason }) => {
-      this.waiters.get(jobId)?.({ state: 'failed', reason: failedReason });
+    this.subscriber = createRedis(ctx.config.redisUrl);
+    this.subscriber.on('message', (_channel: string, message: string) => {
+      for (const answer of JSON.parse(message) as PublishedAnswer[]) {
+        this.waiters.get(answer.itemId)?.({ state: 'completed', result: answer.result });
+      }
     });
   }
 
   async ready(): Promise<void> {
-    await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady()]);
+    await this.queue.waitUntilReady();
+    await this.subscriber.subscribe(answerChannel(this.gatewayId));
   }
 
-  /** Queues the job; resolves with its result, or `pending` when it is not done within `waitMs` (it stays queued). */
+  /** Queues the job durably; resolves with its result, or `pending` when not answered within `waitMs`. Rejects when it could not be queued. */
   async addAndWait(job: DeviceJob, waitMs: number): Promise<WaitOutcome> {
-    const jobId = newHashId(16);
+    const itemId = newHashId(16);
     const outcome = new Promise<WaitOutcome>((resolve) => {
       const timer = setTimeout(() => finish({ state: 'pending' }), waitMs);
       const finish = (o: WaitOutcome) => {
         clearTimeout(timer);
-        this.waiters.delete(jobId);
+        this.waiters.delete(itemId);
         resolve(o);
       };
-      this.waiters.set(jobId, finish);
+      this.waiters.set(itemId, finish);
     });
     try {
-      await this.queue.add(JOB_NAME, job, { jobId });
+      await new Promise<void>((resolve, reject) => {
+        this.pending.push({ itemId, job, queued: { resolve, reject } });
+        if (this.pending.length >= BATCH_MAX_ITEMS) this.flush();
+        else if (!this.timer) this.timer = setTimeout(() => this.flush(), BATCH_MAX_DELAY_MS);
+      });
     } catch (err) {
-      this.waiters.get(jobId)?.({ state: 'pending' });
+      this.waiters.get(itemId)?.({ state: 'pending' });
       throw err;
     }
     return outcome;
   }
 
+  private flush(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const batch = this.pending.splice(0);
+    if (batch.length === 0) return;
+    const data: DeviceBatchJob = { gatewayId: this.gatewayId, items: batch.map((b) => ({ itemId: b.itemId, job: b.job })) };
+    this.queue.add(JOB_NAME, data, { jobId: newHashId(16) }).then(
+      () => batch.forEach((b) => b.queued.resolve()),
+      (err) => batch.forEach((b) => b.queued.reject(err)),
+    );
+  }
+
   async close(): Promise<void> {
+    this.flush();
     for (const w of [...this.waiters.values()]) w({ state: 'pending' });
-    await this.events.close();
+    await this.subscriber.quit().catch(() => this.subscriber.disconnect());
     await this.queue.close();
   }
 }

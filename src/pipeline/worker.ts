@@ -6,7 +6,8 @@ import { Sandbox } from '../sandbox/runner.ts';
 import type { ExecCall } from '../sandbox/types.ts';
 import { Batcher } from './batcher.ts';
 import { DeviceContextLoader, type DeviceRecord } from './device-context.ts';
-import type { DeviceJob, DeviceJobResult } from './jobs.ts';
+import type { DeviceBatchJob } from './jobs.ts';
+import { answerChannel, type PublishedAnswer } from './queue.ts';
 import { MonitoringCoreClient } from './monitoring-client.ts';
 import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
 
@@ -15,7 +16,7 @@ export interface DeviceWorker {
   close(): Promise<void>;
 }
 
-const WORKER_FETCHERS = 8;
+const WORKER_FETCHERS = 2;
 
 /** The worker role: takes device jobs from the queue and runs the suppliers' code on them. */
 export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): DeviceWorker {
@@ -32,7 +33,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
          FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`,
       [[...latest.keys()], [...latest.values()]],
     );
-  }, { maxItems: 500, maxDelayMs: 20 });
+  }, { maxItems: 500, maxDelayMs: 5 });
 
   const deps: ProcessDeps = {
     sandbox,
@@ -46,10 +47,25 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
   // A BullMQ worker fetches its jobs one Redis round trip at a time; several workers on their
   // own connections fetch in parallel, so the queue never waits on one fetch loop.
   const fetchers = Math.max(1, Math.min(WORKER_FETCHERS, ctx.config.workerConcurrency));
+  // answers go back to the gateway holding the request as soon as each is stored, a publish per gateway and tick
+  const answers = new Batcher<{ gatewayId: string; answer: PublishedAnswer }>(async (items) => {
+    const byGateway = new Map<string, PublishedAnswer[]>();
+    for (const { gatewayId, answer } of items) byGateway.set(gatewayId, [...(byGateway.get(gatewayId) ?? []), answer]);
+    await Promise.all([...byGateway].map(([gatewayId, list]) => ctx.redis.publish(answerChannel(gatewayId), JSON.stringify(list))));
+  }, { maxItems: 200, maxDelayMs: 0, maxConcurrentFlushes: 4 });
+
+  const processBatch = async (jobId: string, batch: DeviceBatchJob) => {
+    await Promise.all(batch.items.map(async ({ itemId, job }, index) => {
+      const result = await processDeviceJob(deps, `${jobId}:${index}`, job);
+      // an answer nobody waits for any more (the gateway answered 202 or restarted) is simply dropped
+      answers.add({ gatewayId: batch.gatewayId, answer: { itemId, result } }).catch(() => undefined);
+    }));
+  };
+
   const workers = Array.from({ length: fetchers }, () => {
-    const w = new Worker<DeviceJob, DeviceJobResult>(
+    const w = new Worker<DeviceBatchJob, void>(
       ctx.config.queueName,
-      async (job) => processDeviceJob(deps, job.id as string, job.data),
+      async (job) => processBatch(job.id as string, job.data),
       { connection: createRedis(ctx.config.redisUrl), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers), autorun: true },
     );
     w.on('failed', (job, err) => ctx.log.warn({ jobId: job?.id, err: err.message }, 'device job failed; it will be retried'));
@@ -61,7 +77,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
     ready: async () => { await Promise.all(workers.map((w) => w.waitUntilReady())); },
     async close() {
       await Promise.all(workers.map((w) => w.close()));
-      await Promise.all([activities.drain(), touches.drain()]);
+      await Promise.all([activities.drain(), touches.drain(), answers.drain()]);
       await monitoring.close();
       sandbox.dispose();
     },
