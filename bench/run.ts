@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { openDb } from '../src/app/db.ts';
 import { createEnvironment, createMachineAccount } from '../src/accounts/store.ts';
+import { cpuMeter } from './cpu.ts';
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -59,7 +60,7 @@ function pct(sorted: number[], p: number): number {
 }
 
 interface Row {
-  name: string; reportsPerSecond: number; p50Ms: number; p99Ms: number; acknowledged: number; stored: number; lost: number; errors: number; target: string;
+  name: string; cpuMsPerReport: Record<string, number>; reportsPerSecond: number; p50Ms: number; p99Ms: number; acknowledged: number; stored: number; lost: number; errors: number; target: string;
 }
 
 /** One layout of the service: the role list of each process it runs. */
@@ -110,7 +111,19 @@ async function runLayout(layout: Layout): Promise<Row> {
 
     const warmupEnd = Date.now() + WARMUP * 1000;
     const end = warmupEnd + SECONDS * 1000;
+    const servicePids = new Set(children.map((c) => c.pid));
+    let meter: (() => Record<string, number>) | null = null;
+    const startMeter = setTimeout(() => {
+      meter = cpuMeter({
+        service: (p) => servicePids.has(p.pid),
+        'bench client': (p) => p.pid === process.pid,
+        redis: (p) => p.comm.startsWith('redis-server'),
+        postgres: (p) => p.comm.startsWith('postgres'),
+      });
+    }, Math.max(0, warmupEnd - Date.now()));
     const stats: DeviceStats[] = await Promise.all(devices.map((d) => runPskDevice({ port: HTTPS_PORT, identity: d.identity, key: d.key, measureFrom: warmupEnd, until: end })));
+    clearTimeout(startMeter);
+    const cpu = (meter as (() => Record<string, number>) | null)?.() ?? {};
     const acked = stats.reduce((a, s) => a + s.acknowledged + s.acknowledgedWarmup, 0);
     const measured = stats.reduce((a, s) => a + s.acknowledged, 0);
     const errors = stats.reduce((a, s) => a + s.errors, 0);
@@ -123,7 +136,9 @@ async function runLayout(layout: Layout): Promise<Row> {
       if (stored >= acked) break;
       await new Promise((r) => setTimeout(r, 100));
     }
+    const cpuMsPerReport = Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(((v * 1000) / Math.max(1, measured)).toFixed(3))]));
     return {
+      cpuMsPerReport,
       name: `HTTPS TLS-PSK reports, ${DEVICES} devices keep-alive, ${layout.name}`,
       reportsPerSecond: Math.round(measured / SECONDS),
       p50Ms: Number(pct(latencies, 50).toFixed(2)),
@@ -147,6 +162,8 @@ async function main(): Promise<void> {
   const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows };
   writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
   console.table(rows.map((r) => ({ benchmark: r.name, 'reports/s': r.reportsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, acked: r.acknowledged, stored: r.stored, lost: r.lost, errors: r.errors })));
+  console.log('CPU ms per report, by process (service counts its isolated-vm threads):');
+  console.table(rows.map((r) => ({ benchmark: r.name, ...r.cpuMsPerReport })));
 }
 
 main().catch((err) => {
