@@ -15,6 +15,7 @@ export type WaitOutcome = { state: 'completed'; result: DeviceJobResult } | { st
 
 const BATCH_MAX_ITEMS = 64;
 const BATCH_MAX_DELAY_MS = 2;
+const MAX_ADDS_IN_FLIGHT = 2;
 
 /**
  * The gateway's side of the queue. Device requests that arrive together are queued as one
@@ -30,6 +31,7 @@ export class DeviceQueue {
   private readonly waiters = new Map<string, (o: WaitOutcome) => void>();
   private pending: { itemId: string; job: DeviceJob; queued: { resolve(): void; reject(err: unknown): void } }[] = [];
   private timer: NodeJS.Timeout | null = null;
+  private addsInFlight = 0;
 
   constructor(ctx: AppContext) {
     this.queue = new Queue(ctx.config.queueName, {
@@ -70,7 +72,7 @@ export class DeviceQueue {
       await new Promise<void>((resolve, reject) => {
         this.pending.push({ itemId, job, queued: { resolve, reject } });
         if (this.pending.length >= BATCH_MAX_ITEMS) this.flush();
-        else if (!this.timer) this.timer = setTimeout(() => this.flush(), BATCH_MAX_DELAY_MS);
+        else if (!this.timer && this.addsInFlight < MAX_ADDS_IN_FLIGHT) this.timer = setTimeout(() => this.flush(), BATCH_MAX_DELAY_MS);
       });
     } catch (err) {
       this.waiters.get(itemId)?.({ state: 'pending' });
@@ -84,13 +86,18 @@ export class DeviceQueue {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    const batch = this.pending.splice(0);
+    const batch = this.pending.splice(0, BATCH_MAX_ITEMS);
     if (batch.length === 0) return;
     const data: DeviceBatchJob = { gatewayId: this.gatewayId, items: batch.map((b) => ({ itemId: b.itemId, job: b.job })) };
+    this.addsInFlight++;
     this.queue.add(JOB_NAME, data, { jobId: newHashId(16) }).then(
       () => batch.forEach((b) => b.queued.resolve()),
       (err) => batch.forEach((b) => b.queued.reject(err)),
-    );
+    ).finally(() => {
+      this.addsInFlight--;
+      // while adds were in flight, requests gathered for the next batch: the busier, the larger
+      if (this.pending.length > 0 && !this.timer) this.flush();
+    });
   }
 
   async close(): Promise<void> {

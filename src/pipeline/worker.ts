@@ -17,6 +17,7 @@ export interface DeviceWorker {
 }
 
 const WORKER_FETCHERS = 2;
+const TOUCH_RESOLUTION_MS = 1000;
 
 /** The worker role: takes device jobs from the queue and runs the suppliers' code on them. */
 export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): DeviceWorker {
@@ -35,12 +36,20 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
     );
   }, { maxItems: 500, maxDelayMs: 5 });
 
+  const lastTouch = new Map<number, number>();
   const deps: ProcessDeps = {
     sandbox,
     loader,
     pushReport: (r) => monitoring.push(r),
     writeActivity: (row) => activities.add(row),
-    touchDevice: (id, at) => touches.add({ id, at }),
+    touchDevice: (id, at) => {
+      // lastOnlineAt is kept to TOUCH_RESOLUTION_MS: a device reporting every 100 ms costs one row update a second, not ten
+      const last = lastTouch.get(id) ?? 0;
+      if (at.getTime() - last < TOUCH_RESOLUTION_MS) return Promise.resolve();
+      if (lastTouch.size > 100_000) lastTouch.clear();
+      lastTouch.set(id, at.getTime());
+      return touches.add({ id, at });
+    },
     applyDeviceCall: (device, call, at) => applyDeviceCall(ctx, loader, device, call, at),
   };
 
