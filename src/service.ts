@@ -62,7 +62,9 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
     apiPort: () => (api.server.address() as { port: number }).port,
     async stop() {
       ready = false;
-      await https?.close();
+      // the gateway first: its requests in flight are answered while the worker still runs
+      await https?.close(ctx.config.shutdownGraceMs);
+      // jobs a worker does not finish in time stay in Redis (BullMQ hands them to the next worker)
       const grace = new Promise<void>((resolve) => setTimeout(resolve, ctx.config.shutdownGraceMs).unref());
       await Promise.race([worker?.close(), grace]);
       await queue?.close();

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -69,25 +69,47 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
   };
 }
 
+const EMBEDDED_PORT_FILE = 'pglite.port';
+
+/** The embedded database of a service already running on this DATA_DIR, if there is one that answers. */
+async function attachToRunningEmbedded(dataDir: string, poolSize?: number): Promise<Db | null> {
+  const file = path.join(dataDir, EMBEDDED_PORT_FILE);
+  if (!existsSync(file)) return null;
+  const pool = new pg.Pool({ host: '127.0.0.1', port: Number(readFileSync(file, 'utf8')), user: 'postgres', database: 'postgres', max: poolSize ?? 1, connectionTimeoutMillis: 2000 });
+  try {
+    await pool.query('SELECT 1');
+    return wrapPool(pool, true, async () => undefined);
+  } catch {
+    await pool.end().catch(() => undefined);
+    return null;
+  }
+}
+
 /** Opens the database named by `databaseUrl`, or embedded PGlite under `dataDir`, and migrates it. */
 export async function openDb(opts: { databaseUrl: string | null; dataDir: string; poolSize?: number; log?: Logger; migrate?: boolean }): Promise<Db> {
-  let db: Db;
+  let db: Db | null;
   if (opts.databaseUrl) {
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10 });
     pool.on('error', (err) => opts.log?.error({ err }, 'idle database connection failed'));
     db = wrapPool(pool, false, async () => undefined);
+  } else if ((db = await attachToRunningEmbedded(opts.dataDir, opts.poolSize))) {
+    // another process of this machine (the running service) holds the embedded database: use its socket
+    opts.log?.info('attached to the embedded database of the running service');
   } else {
     const { PGlite } = await import('@electric-sql/pglite');
     const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
     const dir = path.join(opts.dataDir, 'pglite');
     mkdirSync(dir, { recursive: true });
     const pglite = await PGlite.create(dir);
-    const server = new PGLiteSocketServer({ db: pglite, port: 0, host: '127.0.0.1' });
+    const server = new PGLiteSocketServer({ db: pglite, port: 0, host: '127.0.0.1', maxConnections: 16 });
     await server.start();
     const [host, port] = server.getServerConn().split(':');
+    const portFile = path.join(opts.dataDir, EMBEDDED_PORT_FILE);
+    writeFileSync(portFile, port);
     // PGlite is single-connection: one pooled client keeps statements strictly in order
     const pool = new pg.Pool({ host, port: Number(port), user: 'postgres', database: 'postgres', max: 1 });
     db = wrapPool(pool, true, async () => {
+      rmSync(portFile, { force: true });
       await server.stop();
       await pglite.close();
     });

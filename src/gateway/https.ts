@@ -10,7 +10,8 @@ import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-reque
 export interface HttpsDeviceListener {
   tcp: net.Server;
   port(): number;
-  close(): Promise<void>;
+  /** Stops accepting, lets requests in flight get their answers (bounded by `graceMs`), then closes every connection. */
+  close(graceMs: number): Promise<void>;
 }
 
 interface DeviceSession { deviceHashId: string; environmentHashId: string; pskIdentity: string }
@@ -27,6 +28,8 @@ function send(res: http.ServerResponse, status: number, body: unknown): void {
  */
 export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQueue, port: number): Promise<HttpsDeviceListener> {
   const sessions = new WeakMap<PskTlsConnection, DeviceSession>();
+  let inFlight = 0;
+  let closing = false;
   const tcp = createPskTlsServer({
     lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity))?.key ?? null,
   });
@@ -37,10 +40,12 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       send(res, 401, { key: 'authentication_error', message: 'no authenticated device session' });
       return;
     }
+    if (closing) res.setHeader('connection', 'close');
+    inFlight++;
     handleRequest(ctx, queue, session, conn, req, res).catch((err: Error) => {
       ctx.log.error({ err: err.message }, 'device request failed');
       if (!res.headersSent) send(res, 503, { key: 'unavailable_error', message: 'the request could not be queued; try again' });
-    });
+    }).finally(() => { inFlight--; });
   });
   tcp.on('secureConnection', (conn: PskTlsConnection) => {
     lookupPskCredential(ctx, conn.pskIdentity).then((cred) => {
@@ -60,11 +65,13 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
   return {
     tcp,
     port: () => (tcp.address() as net.AddressInfo).port,
-    async close() {
-      await new Promise<void>((resolve) => {
-        tcp.close(() => resolve());
-        server.closeIdleConnections();
-      });
+    async close(graceMs) {
+      closing = true;
+      tcp.close();
+      server.closeIdleConnections();
+      const deadline = Date.now() + graceMs;
+      while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      server.closeAllConnections();
       server.close();
     },
   };

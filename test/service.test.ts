@@ -1,0 +1,121 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openDb } from '../src/app/db.ts';
+import { connectivityClient, pskDevice } from './support/provision.ts';
+import { pskHttpRequest } from './support/psk-client.ts';
+
+const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
+const children: ChildProcess[] = [];
+afterAll(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGKILL'); });
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+async function startProcess(env: Record<string, string>, args: string[] = []): Promise<{ child: ChildProcess; base: string; httpsPort: number; exited: Promise<number | null> }> {
+  const apiPort = await freePort();
+  const httpsPort = await freePort();
+  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, ...args], {
+    env: { PATH: process.env.PATH, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', LOG_LEVEL: 'warn', QUEUE_NAME: `svc-${process.pid}-${apiPort}`, SECRET_KEY: '33'.repeat(32), API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort), ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const base = `http://127.0.0.1:${apiPort}`;
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);
+    const ok = await fetch(`${base}/health`).then((r) => r.status === 200, () => false);
+    if (ok) return { child, base, httpsPort, exited };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('service did not become healthy');
+}
+
+function admin(env: Record<string, string>, ...args: string[]): Record<string, string> {
+  const out = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'admin', ...args], { env: { PATH: process.env.PATH, SECRET_KEY: '33'.repeat(32), ...env }, encoding: 'utf8' });
+  if (out.status !== 0) throw new Error(out.stderr);
+  const lines = out.stdout.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0]);
+}
+
+describe('the service process', () => {
+  it('starts with no configuration on embedded PGlite; the admin CLI works beside it; SIGTERM exits cleanly', async () => {
+    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-embedded-'));
+    const { child, base, exited } = await startProcess({ DATA_DIR });
+    const env = admin({ DATA_DIR }, 'create-environment', '--type', 'connectivity', '--name', 'Embedded');
+    expect(env).toMatchObject({ type: 'connectivity', name: 'Embedded', hashId: expect.stringMatching(/^[a-z0-9]+$/) });
+    const account = admin({ DATA_DIR }, 'create-machine-account', '--environment', env.hashId, '--rights', 'ENVIRONMENT_ADMIN');
+    expect(Object.keys(account).sort()).toEqual(['assertion', 'hashId']);
+    const login = await fetch(`${base}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '5' }, body: JSON.stringify({ assertion: account.assertion }) });
+    expect(login.status).toBe(200);
+    expect(((await login.json()) as { environment: { hashId: string } }).environment.hashId).toBe(env.hashId);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  }, 120_000);
+
+  it('on SIGTERM answers the requests in flight, finishes their jobs, and loses nothing it accepted', async () => {
+    const DATABASE_URL = process.env.DATABASE_URL!;
+    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-stop-'));
+    const { child, base, httpsPort, exited } = await startProcess({ DATABASE_URL, DATA_DIR, SHUTDOWN_GRACE_MS: '8000' });
+    const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: DATA_DIR, migrate: false });
+    try {
+      const api = await connectivityClient(db, base);
+      // a handler that takes ~300 ms, so requests are still running when SIGTERM arrives
+      const device = await pskDevice(api, `function handle(args: Arguments, exec: Exec) {
+        const until = Date.now() + 300; while (Date.now() < until) {}
+        exec.addLog('done');
+        return { statusCode: 200, body: { ok: true } };
+      }`);
+      const requests = Array.from({ length: 8 }, (_, i) => pskHttpRequest({ port: httpsPort, identity: device.identity, key: device.key, path: `/r${i}`, body: '{}' }));
+      await new Promise((r) => setTimeout(r, 150));
+      child.kill('SIGTERM');
+      const answers = await Promise.all(requests);
+      expect(await exited).toBe(0);
+      const accepted = answers.filter((a) => a && (a.status === 200 || a.status === 202));
+      expect(accepted).toHaveLength(8);
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1 AND NOT a.failed`, [device.hashId]);
+      expect(rows[0].n).toBe(8);
+      // and nothing accepts new connections any more
+      expect(await pskHttpRequest({ port: httpsPort, identity: device.identity, key: device.key, path: '/late', body: '{}' })).toBeNull();
+    } finally {
+      await db.close();
+    }
+  }, 60_000);
+
+  it('answers 202 when the handler is not done within GATEWAY_WAIT_MS, and still processes the request', async () => {
+    const DATABASE_URL = process.env.DATABASE_URL!;
+    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-wait-'));
+    const { child, base, httpsPort, exited } = await startProcess({ DATABASE_URL, DATA_DIR, GATEWAY_WAIT_MS: '100' });
+    const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: DATA_DIR, migrate: false });
+    try {
+      const api = await connectivityClient(db, base);
+      const device = await pskDevice(api, `function handle(args: Arguments, exec: Exec) {
+        const until = Date.now() + 400; while (Date.now() < until) {}
+        return { statusCode: 200, body: { ok: true } };
+      }`);
+      const answer = await pskHttpRequest({ port: httpsPort, identity: device.identity, key: device.key, path: '/slow', body: '{}' });
+      expect(answer?.status).toBe(202);
+      expect(JSON.parse(answer!.body)).toMatchObject({ status: 'accepted' });
+      let n = 0;
+      for (let i = 0; i < 50 && n === 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        n = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1', [device.hashId])).rows[0].n;
+      }
+      expect(n).toBe(1);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+      await db.close();
+    }
+  }, 60_000);
+});
