@@ -111,11 +111,10 @@ async function runLayout(layout: Layout): Promise<Row> {
 
     const warmupEnd = Date.now() + WARMUP * 1000;
     const end = warmupEnd + SECONDS * 1000;
-    const servicePids = new Set(children.map((c) => c.pid));
     let meter: (() => Record<string, number>) | null = null;
     const startMeter = setTimeout(() => {
       meter = cpuMeter({
-        service: (p) => servicePids.has(p.pid),
+        ...Object.fromEntries(children.map((c, i) => [`service ${layout.processes[i]}`, (p: { pid: number }) => p.pid === c.pid])),
         'bench client': (p) => p.pid === process.pid,
         redis: (p) => p.comm.startsWith('redis-server'),
         postgres: (p) => p.comm.startsWith('postgres'),

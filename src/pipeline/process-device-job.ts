@@ -19,16 +19,14 @@ export interface ProcessDeps {
 interface LogLine { type: 'log' | 'error'; message: string }
 interface SubActivity { hashId: string; createdAt: string; triggerType: string; failed: boolean; log: LogLine[]; triggerData: unknown }
 
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+
 /** Ids derived from the job id: a retried job produces the same report and activity ids, so nothing is stored twice. */
 export function derivedHashId(jobId: string, label: string): string {
   const digest = createHash('sha256').update(`${jobId}:${label}`).digest();
-  let n = digest.readBigUInt64BE(0);
-  let out = String.fromCharCode(97 + Number(n % 26n));
-  n /= 26n;
-  for (let i = 1; i < 12; i++) {
-    out += 'abcdefghijklmnopqrstuvwxyz0123456789'[Number(n % 36n)];
-    n /= 36n;
-  }
+  // 12 characters from 12 digest bytes (the modulo bias is irrelevant for identifiers); a letter first
+  let out = ALPHABET[digest[0] % 26];
+  for (let i = 1; i < 12; i++) out += ALPHABET[digest[i] % 36];
   return out;
 }
 

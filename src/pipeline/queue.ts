@@ -14,8 +14,8 @@ export interface PublishedAnswer { itemId: string; result: DeviceJobResult }
 export type WaitOutcome = { state: 'completed'; result: DeviceJobResult } | { state: 'pending' };
 
 const BATCH_MAX_ITEMS = 64;
-const BATCH_MAX_DELAY_MS = 2;
-const MAX_ADDS_IN_FLIGHT = 2;
+const BATCH_MAX_DELAY_MS = 3;
+const MAX_ADDS_IN_FLIGHT = 1;
 
 /**
  * The gateway's side of the queue. Device requests that arrive together are queued as one
