@@ -14,7 +14,7 @@ export interface PublishedAnswer { itemId: string; result: DeviceJobResult }
 export type WaitOutcome = { state: 'completed'; result: DeviceJobResult } | { state: 'pending' };
 
 const BATCH_MAX_ITEMS = 64;
-const BATCH_MAX_DELAY_MS = 3;
+const BATCH_MAX_DELAY_MS = 6;
 const MAX_ADDS_IN_FLIGHT = 1;
 
 /**

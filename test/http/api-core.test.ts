@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { revokeMachineAccount } from '../../src/accounts/store.ts';
 import { startTestApi, type TestApi } from '../helpers.ts';
 
 let api: TestApi;
@@ -45,6 +46,23 @@ describe('REST core', () => {
     expect(otherEnv.status).toBe(404);
     const garbageToken = await a.request('GET', '/quantity/quantities', undefined, { authorization: 'Bearer abc.def.ghi' });
     expect(garbageToken.status).toBe(401);
+  });
+
+  it('stops accepting the tokens of a revoked account at once', async () => {
+    const a = await api.login('connectivity');
+    expect((await a.request('GET', '/quantity/quantities')).status).toBe(200);
+    const payload = JSON.parse(Buffer.from(a.token.split('.')[1], 'base64url').toString()) as { sub: string };
+    expect(await revokeMachineAccount(api.ctx.db, payload.sub)).toBe(true);
+    const after = await a.request<{ key: string }>('GET', '/quantity/quantities');
+    expect(after.status).toBe(401);
+    expect(after.body.key).toBe('authentication_error');
+  });
+
+  it('parses bracket-notation queries as qs does', async () => {
+    const a = await api.login('connectivity');
+    const bad = await a.request<{ key: string; message: string }>('GET', '/quantity/quantities?rowsPerPage[0]=1&rowsPerPage[1]=2');
+    expect(bad.status).toBe(400);
+    expect(bad.body.message).toContain('rowsPerPage');
   });
 
   it('checks rights per operation', async () => {
