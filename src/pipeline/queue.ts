@@ -39,7 +39,7 @@ export class DeviceQueue {
       defaultJobOptions: {
         attempts: 5,
         backoff: { type: 'exponential', delay: 200 },
-        removeOnComplete: { age: 300, count: 10_000 },
+        removeOnComplete: true, // the activity log in PostgreSQL is the record of what ran
         removeOnFail: { age: 7 * 24 * 3600 },
       },
     });
