@@ -11,7 +11,7 @@ export class MonitoringCoreClient {
   constructor(baseUrl: string, token: string) {
     this.pool = new Pool(baseUrl, { connections: 4, pipelining: 1, keepAliveTimeout: 30_000 });
     this.token = token;
-    this.batcher = new Batcher((reports) => this.send(reports), { maxItems: 250, maxDelayMs: 5, maxConcurrentFlushes: 3 });
+    this.batcher = new Batcher((reports) => this.send(reports), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4 });
   }
 
   push(report: ConditionReportIn): Promise<void> {

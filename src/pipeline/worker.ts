@@ -24,7 +24,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
   const sandbox = new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs });
   const loader = new DeviceContextLoader(ctx.db);
   const monitoring = new MonitoringCoreClient(monitoringCoreUrl, ctx.keys.internalToken);
-  const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db, rows), { maxItems: 250, maxDelayMs: 5 });
+  const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4 });
   // lastOnlineAt: the latest contact per device wins; one UPDATE per batch
   const touches = new Batcher<{ id: number; at: Date }>(async (items) => {
     const latest = new Map<number, Date>();
