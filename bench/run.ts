@@ -8,8 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { openDb } from '../src/app/db.ts';
+import { openDb, recreateDatabase } from '../src/app/db.ts';
 import { createEnvironment, createMachineAccount } from '../src/accounts/store.ts';
 import { cpuMeter } from './cpu.ts';
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
@@ -70,19 +69,9 @@ const LAYOUTS: Layout[] = [
   { name: '2 processes (api,gateway | worker)', processes: ['api,gateway', 'worker'] },
 ];
 
-async function freshDatabase(): Promise<string> {
-  const admin = new pg.Client({ connectionString: ADMIN_URL });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${DB_NAME}`);
-  await admin.end();
-  const dbUrl = new URL(ADMIN_URL);
-  dbUrl.pathname = `/${DB_NAME}`;
-  return dbUrl.toString();
-}
 
 async function runLayout(layout: Layout): Promise<Row> {
-  const dbUrl = await freshDatabase();
+  const dbUrl = await recreateDatabase(ADMIN_URL, DB_NAME);
   const db = await openDb({ databaseUrl: dbUrl, dataDir: '/tmp' });
   const base = `http://127.0.0.1:${API_PORT}`;
   const common = { ...process.env, DATABASE_URL: dbUrl, HTTPS_DEVICE_PORT: String(HTTPS_PORT), SECRET_KEY: '22'.repeat(32), LOG_LEVEL: 'warn', QUEUE_NAME: `bench-${Date.now()}`, DATA_DIR: '/tmp/gridgate-bench', MONITORING_CORE_URL: base };

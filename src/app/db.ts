@@ -118,3 +118,19 @@ export async function openDb(opts: { databaseUrl: string | null; dataDir: string
   if (opts.migrate !== false) await applyMigrations(db, opts.log);
   return db;
 }
+
+/** Drops and creates database `name` on the server of `adminUrl`; returns its URL (tests and benchmarks start clean). */
+export async function recreateDatabase(adminUrl: string, name: string): Promise<string> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: ${name}`);
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
