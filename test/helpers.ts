@@ -46,10 +46,11 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function startTestApi(ctx?: AppContext): Promise<TestApi> {
+export async function startTestApi(ctx?: AppContext, ...extra: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[]): Promise<TestApi> {
   const context = ctx ?? (await testContext());
   const app = await createHttpApp(context);
   await registerRoutes(app, context);
+  for (const register of extra) await register(app, context);
   await app.ready();
   return {
     ctx: context,
