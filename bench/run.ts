@@ -1,6 +1,6 @@
 // npm run bench: N simulated devices over TLS 1.2 PSK keep-alive for a fixed time against the
 // service (child processes in each layout below, on real PostgreSQL and Redis). Prints a table and writes
-// bench/results.json. Options: --devices 100 --seconds 15 --warmup 3 --layouts all|1|2
+// bench/results.json. Options: --devices 100 --seconds 15 --warmup 3 --layouts all|1|2|3
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -67,6 +67,7 @@ interface Layout { name: string; processes: string[] }
 const LAYOUTS: Layout[] = [
   { name: '1 process (all)', processes: ['all'] },
   { name: '2 processes (api,gateway | worker)', processes: ['api,gateway', 'worker'] },
+  { name: '2 processes (api | gateway,worker)', processes: ['api', 'gateway,worker'] },
 ];
 
 
