@@ -1,7 +1,8 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
-import { FieldConfiguration, FindQuery, HashId, HashIdParams, StringOrTranslations } from '../../http/schemas.ts';
+import { crudRoutes } from '../../http/crud.ts';
+import { FieldConfiguration, HashId, StringOrTranslations } from '../../http/schemas.ts';
 import { addDeviceType, deleteDeviceType, findDeviceTypes, getDeviceType, updateDeviceType, type DeviceTypeInput, type DeviceTypePatch } from './store.ts';
 
 const FieldConfigurations = (maxItems: number) => Type.Array(FieldConfiguration, { maxItems });
@@ -51,23 +52,15 @@ const UpdateBody = Type.Partial(Type.Object({
   shimmable: Type.Boolean(),
 }), { additionalProperties: false });
 
-const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
-const tags = ['device-type'];
-const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
-
 export async function deviceTypeRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  app.post('/device-type/', { config: { rights }, schema: { tags, summary: 'device-type add', body: AddBody } }, async (request) =>
-    addDeviceType(ctx.db, request.account.environment.id, request.body as Static<typeof AddBody> as DeviceTypeInput));
-  app.get('/device-type/', { config: { rights }, schema: { tags, summary: 'device-type find', querystring: FindQuery } }, async (request) =>
-    findDeviceTypes(ctx.db, request.account.environment.id, request.query as Static<typeof FindQuery>));
-  app.get('/device-type/:hashId', { config: { rights }, schema: { tags, summary: 'device-type get', params: HashIdParams } }, async (request) =>
-    getDeviceType(ctx.db, request.account.environment.id, hashIdOf(request.params)));
-  app.post('/device-type/:hashId', { config: { rights }, schema: { tags, summary: 'device-type update', params: HashIdParams, body: UpdateBody } }, async (request, reply) => {
-    await updateDeviceType(ctx.db, request.account.environment.id, hashIdOf(request.params), request.body as Static<typeof UpdateBody> as DeviceTypePatch);
-    reply.status(204).send();
-  });
-  app.delete('/device-type/:hashId', { config: { rights }, schema: { tags, summary: 'device-type delete', params: HashIdParams } }, async (request, reply) => {
-    await deleteDeviceType(ctx.db, ctx.redis, request.account.environment.id, hashIdOf(request.params));
-    reply.status(204).send();
+  crudRoutes<DeviceTypeInput, DeviceTypePatch>(app, {
+    base: '/device-type/', noun: 'device-type', rights: { connectivity: 'ENVIRONMENT_ADMIN' }, addBody: AddBody, updateBody: UpdateBody,
+    operations: {
+      add: (env, body) => addDeviceType(ctx.db, env, body),
+      find: (env, query) => findDeviceTypes(ctx.db, env, query),
+      get: (env, hashId) => getDeviceType(ctx.db, env, hashId),
+      update: (env, hashId, patch) => updateDeviceType(ctx.db, env, hashId, patch),
+      remove: (env, hashId) => deleteDeviceType(ctx.db, ctx.redis, env, hashId),
+    },
   });
 }

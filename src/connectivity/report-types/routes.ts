@@ -1,7 +1,8 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
-import { FieldConfiguration, FindQuery, HashIdParams } from '../../http/schemas.ts';
+import { crudRoutes } from '../../http/crud.ts';
+import { FieldConfiguration } from '../../http/schemas.ts';
 import { addReportType, deleteReportType, findReportTypes, getReportType, updateReportType, type ReportTypeInput, type ReportTypePatch } from './store.ts';
 
 const Configurations = Type.Array(FieldConfiguration, { maxItems: 50 });
@@ -26,24 +27,15 @@ const UpdateBody = Type.Object({
   retryFailedSince: Type.Optional(Type.String({ format: 'date-time' })),
 }, { additionalProperties: false });
 
-const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
-const tags = ['supplier-report-type'];
-const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
-
 export async function reportTypeRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  app.post('/supplier-report-type/', { config: { rights }, schema: { tags, summary: 'supplier report type add', body: AddBody } }, async (request) => ({
-    hashId: await addReportType(ctx.db, request.account.environment.id, request.body as Static<typeof AddBody> as ReportTypeInput),
-  }));
-  app.get('/supplier-report-type/', { config: { rights }, schema: { tags, summary: 'supplier report type find', querystring: FindQuery } }, async (request) =>
-    findReportTypes(ctx.db, request.account.environment.id, request.query as Static<typeof FindQuery>));
-  app.get('/supplier-report-type/:hashId', { config: { rights }, schema: { tags, summary: 'supplier report type get', params: HashIdParams } }, async (request) =>
-    getReportType(ctx.db, request.account.environment.id, hashIdOf(request.params)));
-  app.post('/supplier-report-type/:hashId', { config: { rights }, schema: { tags, summary: 'supplier report type update', params: HashIdParams, body: UpdateBody } }, async (request, reply) => {
-    await updateReportType(ctx.db, request.account.environment.id, hashIdOf(request.params), request.body as Static<typeof UpdateBody> as ReportTypePatch);
-    reply.status(204).send();
-  });
-  app.delete('/supplier-report-type/:hashId', { config: { rights }, schema: { tags, summary: 'supplier report type delete', params: HashIdParams } }, async (request, reply) => {
-    await deleteReportType(ctx.db, request.account.environment.id, hashIdOf(request.params));
-    reply.status(204).send();
+  crudRoutes<ReportTypeInput, ReportTypePatch>(app, {
+    base: '/supplier-report-type/', noun: 'supplier-report-type', rights: { connectivity: 'ENVIRONMENT_ADMIN' }, addBody: AddBody, updateBody: UpdateBody,
+    operations: {
+      add: async (env, body) => ({ hashId: await addReportType(ctx.db, env, body) }),
+      find: (env, query) => findReportTypes(ctx.db, env, query),
+      get: (env, hashId) => getReportType(ctx.db, env, hashId),
+      update: (env, hashId, patch) => updateReportType(ctx.db, env, hashId, patch),
+      remove: (env, hashId) => deleteReportType(ctx.db, env, hashId),
+    },
   });
 }

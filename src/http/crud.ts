@@ -1,0 +1,54 @@
+import type { TSchema } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { FindQuery as FindQueryType } from '../app/find.ts';
+import type { RouteRights } from './auth.ts';
+import { FindQuery, HashIdParams } from './schemas.ts';
+
+/** The five operations of a resource, each scoped to the caller's environment. */
+export interface CrudOperations<TAdd, TPatch> {
+  /** returns the add response, e.g. `{ hashId }` */
+  add(environmentId: number, body: TAdd): Promise<unknown>;
+  find(environmentId: number, query: FindQueryType): Promise<unknown>;
+  get(environmentId: number, hashId: string): Promise<unknown>;
+  update(environmentId: number, hashId: string, patch: TPatch): Promise<void>;
+  remove(environmentId: number, hashId: string): Promise<void>;
+}
+
+export interface CrudOptions<TAdd, TPatch> {
+  /** e.g. `/supplier-report-type/`; add and find live here, the rest under `<base><hashId>` */
+  base: string;
+  /** where find lives when it is not `base` (quantities: `/quantity/quantities`) */
+  findPath?: string;
+  /** the seed's name of the resource, for the OpenAPI summaries: `device-type` */
+  noun: string;
+  rights: RouteRights;
+  /** rights of find and get when they differ (monitoring READ) */
+  readRights?: RouteRights;
+  addBody: TSchema;
+  updateBody: TSchema;
+  operations: CrudOperations<TAdd, TPatch>;
+}
+
+const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
+
+/** Registers add / find / get / update / delete with the interface's paths, statuses and schemas. */
+export function crudRoutes<TAdd, TPatch>(app: FastifyInstance, o: CrudOptions<TAdd, TPatch>): void {
+  const tags = [o.noun];
+  const read = { rights: o.readRights ?? o.rights };
+  const write = { rights: o.rights };
+  const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;
+  app.post(o.base, { config: write, schema: { tags, summary: `${o.noun} add`, body: o.addBody } }, async (request) =>
+    o.operations.add(env(request), request.body as TAdd));
+  app.get(o.findPath ?? o.base, { config: read, schema: { tags, summary: `${o.noun} find`, querystring: FindQuery } }, async (request) =>
+    o.operations.find(env(request), request.query as FindQueryType));
+  app.get(`${o.base}:hashId`, { config: read, schema: { tags, summary: `${o.noun} get`, params: HashIdParams } }, async (request) =>
+    o.operations.get(env(request), hashIdOf(request.params)));
+  app.post(`${o.base}:hashId`, { config: write, schema: { tags, summary: `${o.noun} update`, params: HashIdParams, body: o.updateBody } }, async (request, reply) => {
+    await o.operations.update(env(request), hashIdOf(request.params), request.body as TPatch);
+    reply.status(204).send();
+  });
+  app.delete(`${o.base}:hashId`, { config: write, schema: { tags, summary: `${o.noun} delete`, params: HashIdParams } }, async (request, reply) => {
+    await o.operations.remove(env(request), hashIdOf(request.params));
+    reply.status(204).send();
+  });
+}
