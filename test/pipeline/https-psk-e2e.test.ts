@@ -44,7 +44,7 @@ let port: number;
 const device = { identity: `dev-${randomBytes(4).toString('hex')}`, key: randomBytes(16).toString('hex'), hashId: '' };
 
 beforeAll(async () => {
-  ctx = await testContext({ SANDBOX_TIMEOUT_MS: '300', SANDBOX_MEMORY_MB: '32' });
+  ctx = await testContext({ SANDBOX_TIMEOUT_MS: '300', SANDBOX_MEMORY_MB: '32', DEVICE_BODY_LIMIT_BYTES: '4096' });
   service = await startService(ctx, ['all']);
   port = service.https!.port();
   const env = await createEnvironment(ctx.db, 'connectivity', 'e2e supplier');
@@ -143,6 +143,14 @@ describe('a device report over HTTPS TLS-PSK, end to end (openssl s_client as th
     // the worker keeps serving
     const after = await deviceRequest('/report', JSON.stringify({ t: Date.now(), v: 2 }));
     expect(after.status).toBe(200);
+  });
+
+  it('answers a body over DEVICE_BODY_LIMIT_BYTES with 413 naming the limit, and queues nothing', async () => {
+    const before = await countJobs();
+    const res = await deviceRequest('/report', JSON.stringify({ t: Date.now(), v: 1, pad: 'x'.repeat(5000) }));
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toEqual({ key: 'parameter_error', message: 'body exceeds 4096 bytes' });
+    expect(await countJobs()).toBe(before);
   });
 
   it('refuses an unknown identity and a wrong key at the handshake and queues nothing', async () => {
