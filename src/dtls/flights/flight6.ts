@@ -1,0 +1,12 @@
+/**
+ * Flight 6: ChangeCipherSpec + Finished, sent once the client's Finished verified. The Finished goes out in
+ * epoch 1 under the server write keys.
+ */
+import { HandshakeType } from '../../tls/messages.ts';
+import { verifyData } from '../../tls/prf.ts';
+import type { KeyObject } from 'node:crypto';
+import type { HandshakeMessage } from '../handshake.ts';
+
+export function flight6Finished(master: KeyObject, transcriptHash: Buffer, messageSeq: number): HandshakeMessage {
+  return { type: HandshakeType.finished, messageSeq, body: verifyData(master, 'server', transcriptHash) };
+}

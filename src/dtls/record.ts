@@ -1,0 +1,139 @@
+/**
+ * DTLS 1.2 record layer (RFC 6347 §4.1): the 13-byte header (type, version, epoch, 48-bit sequence number, length),
+ * several records per datagram, per-epoch protection and anti-replay. Knows nothing of the handshake: the caller
+ * installs a RecordProtection for an epoch and asks to open or seal records.
+ *
+ * Records that fail the MAC, arrive for an epoch without keys, or replay an old sequence number are silently
+ * dropped (`open` returns null), as §4.1.2.7 recommends.
+ */
+import { ContentType } from '../tls/record.ts';
+import type { RecordProtection } from '../tls/suites/index.ts';
+import { ReplayWindow } from './replay.ts';
+
+export { ContentType };
+
+export const DTLS12 = 0xfefd;
+/** DTLS 1.0: the record version some clients put on their first ClientHello. */
+export const DTLS10 = 0xfeff;
+export const RECORD_HEADER_LENGTH = 13;
+/** DTLSCiphertext.length limit: 2^14 + 2048. */
+export const MAX_RECORD_LENGTH = 16384 + 2048;
+export const MAX_SEQUENCE = 2 ** 48 - 1;
+
+export interface DtlsRecord {
+  type: number;
+  version: number;
+  epoch: number;
+  seq: number;
+  fragment: Buffer;
+}
+
+/** Splits a datagram into records. Stops at the first malformed header; what was parsed before is kept. */
+export function parseDatagram(datagram: Buffer): DtlsRecord[] {
+  const out: DtlsRecord[] = [];
+  let o = 0;
+  while (datagram.length - o >= RECORD_HEADER_LENGTH) {
+    const type = datagram[o];
+    const version = datagram.readUInt16BE(o + 1);
+    const length = datagram.readUInt16BE(o + 11);
+    const end = o + RECORD_HEADER_LENGTH + length;
+    if (type < ContentType.change_cipher_spec || type > ContentType.application_data) break;
+    if (datagram[o + 1] !== 0xfe || length > MAX_RECORD_LENGTH || end > datagram.length) break;
+    out.push({
+      type,
+      version,
+      epoch: datagram.readUInt16BE(o + 3),
+      seq: datagram.readUIntBE(o + 5, 6),
+      fragment: datagram.subarray(o + RECORD_HEADER_LENGTH, end),
+    });
+    o = end;
+  }
+  return out;
+}
+
+export function writeRecordHeader(out: Buffer, offset: number, r: Omit<DtlsRecord, 'fragment'>, length: number): void {
+  out[offset] = r.type;
+  out.writeUInt16BE(r.version, offset + 1);
+  out.writeUInt16BE(r.epoch, offset + 3);
+  out.writeUIntBE(r.seq, offset + 5, 6);
+  out.writeUInt16BE(length, offset + 11);
+}
+
+export function encodeRecord(r: DtlsRecord): Buffer {
+  const out = Buffer.allocUnsafe(RECORD_HEADER_LENGTH + r.fragment.length);
+  writeRecordHeader(out, 0, r, r.fragment.length);
+  r.fragment.copy(out, RECORD_HEADER_LENGTH);
+  return out;
+}
+
+/** The 8-byte epoch ‖ sequence_number that RFC 6347 §4.1.2.1 puts in the MAC/AAD input (the suites' `seq`). */
+export function sequenceInput(epoch: number, seq: number, out: Buffer = Buffer.allocUnsafe(8)): Buffer {
+  out.writeUInt16BE(epoch, 0);
+  out.writeUIntBE(seq, 2, 6);
+  return out;
+}
+
+interface ReadEpoch {
+  protection: RecordProtection | null;
+  replay: ReplayWindow;
+}
+
+/** Read and write state of one association: epochs, sequence numbers, protection, anti-replay. */
+export class RecordLayer {
+  readonly #read = new Map<number, ReadEpoch>([[0, { protection: null, replay: new ReplayWindow() }]]);
+  readonly #writeSeq = new Map<number, number>([[0, 0]]);
+  readonly #writeProtection = new Map<number, RecordProtection | null>([[0, null]]);
+  readonly #seqBuf = Buffer.alloc(8);
+
+  /** Starts epoch 0 writes at `seq` (RFC 6347 §4.2.1: continue from the ClientHello's record sequence number). */
+  setInitialWriteSequence(seq: number): void {
+    this.#writeSeq.set(0, seq);
+  }
+
+  installReadEpoch(epoch: number, protection: RecordProtection): void {
+    this.#read.set(epoch, { protection, replay: new ReplayWindow() });
+  }
+
+  installWriteEpoch(epoch: number, protection: RecordProtection): void {
+    this.#writeProtection.set(epoch, protection);
+    this.#writeSeq.set(epoch, 0);
+  }
+
+  hasReadEpoch(epoch: number): boolean {
+    return this.#read.has(epoch);
+  }
+
+  /**
+   * Verifies, decrypts and replay-checks a record. 'drop' (unknown epoch, replay, oversize) and 'bad_mac' both
+   * mean: discard it; the caller may treat 'bad_mac' during the handshake as a wrong key.
+   */
+  open(r: DtlsRecord): Buffer | 'drop' | 'bad_mac' {
+    const state = this.#read.get(r.epoch);
+    if (!state || !state.replay.check(r.seq)) return 'drop';
+    let data = r.fragment;
+    if (state.protection) {
+      try {
+        data = state.protection.open(sequenceInput(r.epoch, r.seq, this.#seqBuf), r.type, r.version, r.fragment);
+      } catch {
+        return 'bad_mac';
+      }
+      if (data.length > 16384) return 'drop';
+    }
+    state.replay.accept(r.seq);
+    return data;
+  }
+
+  /** Protects and frames one record in `epoch` with the next write sequence number. */
+  seal(epoch: number, type: number, data: Buffer): Buffer {
+    const seq = this.#writeSeq.get(epoch);
+    if (seq === undefined) throw new Error(`no write state for epoch ${epoch}`);
+    if (seq > MAX_SEQUENCE) throw new Error('record sequence number exhausted');
+    this.#writeSeq.set(epoch, seq + 1);
+    const prot = this.#writeProtection.get(epoch);
+    const header = { type, version: DTLS12, epoch, seq };
+    if (!prot) return encodeRecord({ ...header, fragment: data });
+    const out = prot.seal(sequenceInput(epoch, seq, this.#seqBuf), type, DTLS12, data, RECORD_HEADER_LENGTH);
+    writeRecordHeader(out, 0, header, out.length - RECORD_HEADER_LENGTH);
+    return out;
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * DTLS 1.2 server (RFC 6347) for PSK devices, on node:dgram and node:crypto, reusing the TLS 1.2 primitives in
+ * `../tls/` (PRF and key schedule, message codecs, the CCM_8 / GCM / CBC-SHA256 suites).
+ *
+ * Layers, each in its own module:
+ *   server.ts   datagrams in and out, peers keyed by address:port, stateless cookie check, limits
+ *   cookie.ts   HMAC cookie with a rotating secret; flights/flight2.ts sends HelloVerifyRequest
+ *   session.ts  one association: the handshake state machine, flight (re)transmission, application data
+ *   flights/    what the server sends: flight 2 (HelloVerifyRequest), 4 (ServerHello, ServerHelloDone), 6 (CCS, Finished)
+ *   handshake.ts  handshake header, fragmentation, reassembly    record.ts / replay.ts  records, epochs, anti-replay
+ *
+ * Before a ClientHello carries a valid cookie the server keeps nothing and sends only a HelloVerifyRequest no
+ * larger than the ClientHello, so a spoofed source address costs neither memory nor amplification.
+ *
+ * Not yet: session resumption (the ServerHello carries an empty session_id), Connection ID (RFC 9146), certificate
+ * suites (ECDHE-ECDSA), a per-source-address session limit and handshake rate limit. A first ClientHello must fit
+ * one record (it is not reassembled statelessly).
+ */
+import dgram from 'node:dgram';
+import { EventEmitter } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { AlertDescription, AlertLevel, TlsAlert } from '../tls/alert.ts';
+import { HandshakeType, parseClientHello } from '../tls/messages.ts';
+import { CIPHER_SUITES } from '../tls/suites/index.ts';
+import { CookieSecrets } from './cookie.ts';
+import { helloVerifyRequestDatagram } from './flights/flight2.ts';
+import { parseHandshakeFragments } from './handshake.ts';
+import { ContentType, DTLS10, encodeRecord, parseDatagram } from './record.ts';
+import type { DtlsRecord } from './record.ts';
+import { DtlsSession } from './session.ts';
+import type { SessionConfig, SessionHost } from './session.ts';
+
+export { DtlsSession };
+
+export interface DtlsServerOptions {
+  /** A bound (or to-be-bound) UDP socket, or a port to bind on `host`. Default: port 0. */
+  socket?: dgram.Socket | number;
+  /** Address to bind when `socket` is a port. Default '0.0.0.0'. */
+  host?: string;
+  lookupPsk(identity: string): Promise<Buffer | null>;
+  /** Largest datagram the server sends. Default 1200. */
+  mtu?: number;
+  /** A handshake not complete after this long is abandoned. Default 30 000 ms. */
+  handshakeTimeoutMs?: number;
+  /** Established sessions at most; new handshakes beyond it are dropped. Default 10 000. */
+  maxSessions?: number;
+  /** Handshakes in progress at most. Default 1 000. */
+  maxHandshakes?: number;
+  /** A session with no authentic record for this long is closed. Default 600 000 ms. */
+  idleTimeoutMs?: number;
+  /** Cookie secret rotation period. Default 60 000 ms. */
+  cookieRotationMs?: number;
+}
+
+export interface HandshakeErrorInfo {
+  remoteAddress: string;
+  remotePort: number;
+  pskIdentity?: string;
+}
+
+const DEFAULTS = {
+  mtu: 1200,
+  handshakeTimeoutMs: 30_000,
+  maxSessions: 10_000,
+  maxHandshakes: 1_000,
+  idleTimeoutMs: 600_000,
+  cookieRotationMs: 60_000,
+  initialRetransmitMs: 1_000,
+  maxRetransmitMs: 60_000,
+};
+
+/**
+ * Emits 'listening', 'session' (session: DtlsSession, after a completed handshake), 'handshakeError'
+ * (err: Error, info: HandshakeErrorInfo) and 'error' (socket errors).
+ */
+export class DtlsServer extends EventEmitter {
+  readonly socket: dgram.Socket;
+  readonly #config: SessionConfig;
+  readonly #maxSessions: number;
+  readonly #maxHandshakes: number;
+  readonly #cookies = new CookieSecrets();
+  readonly #rotation: NodeJS.Timeout;
+  readonly #peers = new Map<string, DtlsSession>();
+  #handshakes = 0;
+  #closed = false;
+
+  constructor(opts: DtlsServerOptions) {
+    super();
+    const mtu = opts.mtu ?? DEFAULTS.mtu;
+    if (mtu < 64) throw new Error('mtu must be at least 64 bytes');
+    this.#config = {
+      lookupPsk: opts.lookupPsk,
+      suites: CIPHER_SUITES,
+      mtu,
+      handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
+      idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
+      initialRetransmitMs: DEFAULTS.initialRetransmitMs,
+      maxRetransmitMs: DEFAULTS.maxRetransmitMs,
+    };
+    this.#maxSessions = opts.maxSessions ?? DEFAULTS.maxSessions;
+    this.#maxHandshakes = opts.maxHandshakes ?? DEFAULTS.maxHandshakes;
+    this.#rotation = setInterval(() => this.#cookies.rotate(), opts.cookieRotationMs ?? DEFAULTS.cookieRotationMs);
+    this.#rotation.unref();
+    if (opts.socket instanceof dgram.Socket) {
+      this.socket = opts.socket;
+    } else {
+      this.socket = dgram.createSocket('udp4');
+      this.socket.bind(opts.socket ?? 0, opts.host ?? '0.0.0.0');
+    }
+    this.socket.on('message', this.#onMessage);
+    this.socket.on('listening', () => this.emit('listening'));
+    this.socket.on('error', (err) => this.emit('error', err));
+  }
+
+  address(): AddressInfo {
+    return this.socket.address();
+  }
+
+  /** Established sessions. */
+  get sessionCount(): number {
+    return this.#peers.size - this.#handshakes;
+  }
+
+  /** Closes every session (close_notify), stops all timers and closes the socket. */
+  close(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#closed = true;
+    clearInterval(this.#rotation);
+    for (const s of [...this.#peers.values()]) s.close();
+    this.socket.off('message', this.#onMessage);
+    return new Promise((resolve) => this.socket.close(() => resolve()));
+  }
+
+  #onMessage = (datagram: Buffer, rinfo: dgram.RemoteInfo): void => {
+    try {
+      const records = parseDatagram(datagram);
+      if (records.length === 0) return;
+      const key = `${rinfo.address}:${rinfo.port}`;
+      const session = this.#peers.get(key);
+      // A ClientHello in epoch 0 to an established session means the client restarted (RFC 6347 §4.2.8):
+      // it goes through the cookie check like any new client; everything else belongs to the session.
+      if (session && !(session.established && isClientHello(records[0]))) {
+        session.handleRecords(records);
+        return;
+      }
+      this.#onClientHello(records[0], datagram.length, rinfo, session);
+    } catch {
+      // A malformed datagram from a peer without a session: drop it.
+    }
+  };
+
+  #onClientHello(r: DtlsRecord, datagramLength: number, rinfo: dgram.RemoteInfo, old: DtlsSession | undefined): void {
+    if (!isClientHello(r)) return;
+    const [f] = parseHandshakeFragments(r.fragment);
+    if (f.fragmentOffset !== 0 || f.body.length !== f.length) return;
+    const ch = parseClientHello(f.body, { dtls: true });
+    if (!this.#cookies.verify(rinfo.address, rinfo.port, ch)) {
+      const hvr = helloVerifyRequestDatagram(this.#cookies.make(rinfo.address, rinfo.port, ch), r.seq, f.messageSeq);
+      if (hvr.length <= datagramLength) this.#send(hvr, rinfo.port, rinfo.address);
+      return;
+    }
+    if (this.#handshakes >= this.#maxHandshakes || this.sessionCount >= this.#maxSessions) return;
+    old?.close();
+    const peer = { address: rinfo.address, port: rinfo.port };
+    const key = `${peer.address}:${peer.port}`;
+    let handshaking = true;
+    const host: SessionHost = {
+      send: (d) => this.#send(d, peer.port, peer.address),
+      established: (s) => {
+        handshaking = false;
+        this.#handshakes--;
+        this.emit('session', s);
+      },
+      handshakeFailed: (s, err) => {
+        const info: HandshakeErrorInfo = { remoteAddress: s.remoteAddress, remotePort: s.remotePort };
+        if (s.pskIdentity !== undefined) info.pskIdentity = s.pskIdentity;
+        this.emit('handshakeError', err, info);
+      },
+      closed: (s) => {
+        if (this.#peers.get(key) !== s) return;
+        if (handshaking) this.#handshakes--;
+        this.#peers.delete(key);
+      },
+    };
+    let session: DtlsSession;
+    try {
+      session = new DtlsSession(host, this.#config, peer, {
+        ch,
+        msg: { type: f.type, messageSeq: f.messageSeq, body: f.body },
+        recordSeq: r.seq,
+      });
+    } catch (err) {
+      const description = err instanceof TlsAlert ? err.description : AlertDescription.internal_error;
+      const alert = encodeRecord({ type: ContentType.alert, version: DTLS10, epoch: 0, seq: r.seq, fragment: Buffer.from([AlertLevel.fatal, description]) });
+      this.#send(alert, rinfo.port, rinfo.address);
+      this.emit('handshakeError', err, { remoteAddress: rinfo.address, remotePort: rinfo.port });
+      return;
+    }
+    this.#handshakes++;
+    this.#peers.set(key, session);
+  }
+
+  #send(datagram: Buffer, port: number, address: string): void {
+    try {
+      this.socket.send(datagram, port, address, (err) => {
+        if (err && !this.#closed) this.emit('error', err);
+      });
+    } catch (err) {
+      if (!this.#closed) this.emit('error', err);
+    }
+  }
+}
+
+function isClientHello(r: DtlsRecord): boolean {
+  return r.type === ContentType.handshake && r.epoch === 0 && r.fragment.length > 0 && r.fragment[0] === HandshakeType.client_hello;
+}
+
+export function createDtlsServer(opts: DtlsServerOptions): DtlsServer {
+  return new DtlsServer(opts);
+}

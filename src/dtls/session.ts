@@ -1,0 +1,404 @@
+/**
+ * One DTLS association with a peer address:port, from the ClientHello with a valid cookie to close. The handshake
+ * state machine is all in `#onHandshakeMessage`:
+ *
+ *   (ClientHello with cookie: send flight 4)          wait_client_key_exchange
+ *   wait_client_key_exchange ──ClientKeyExchange──▶ psk_lookup        (records queued, async lookupPsk)
+ *   psk_lookup ──PSK found, keys derived──▶ wait_finished                (epoch 1 readable)
+ *   wait_finished ──Finished ok──▶ (send flight 6) established           (emit 'session')
+ *   established: application data both ways; a retransmitted client flight 5 gets flight 6 again;
+ *                new handshake messages → warning no_renegotiation; close_notify → close.
+ *
+ * Flight sending follows pion/dtls: the last flight is kept, retransmitted on a timer that doubles from 1 s to
+ * 60 s, and re-sent at once when the peer retransmits its previous flight.
+ */
+import { EventEmitter } from 'node:events';
+import { createHash, createSecretKey, timingSafeEqual } from 'node:crypto';
+import type { Hash, KeyObject } from 'node:crypto';
+import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/alert.ts';
+import { HandshakeType, parseClientKeyExchangePsk, parseFinished } from '../tls/messages.ts';
+import type { ClientHello } from '../tls/messages.ts';
+import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from '../tls/prf.ts';
+import { keyBlockLength } from '../tls/suites/index.ts';
+import type { CipherSuite, RecordProtection } from '../tls/suites/index.ts';
+import { flight4, negotiate } from './flights/flight4.ts';
+import type { Negotiated } from './flights/flight4.ts';
+import { flight6Finished } from './flights/flight6.ts';
+import {
+  HANDSHAKE_HEADER_LENGTH,
+  HandshakeReassembler,
+  fragmentMessage,
+  parseHandshakeFragments,
+  transcriptBytes,
+} from './handshake.ts';
+import type { HandshakeMessage } from './handshake.ts';
+import { ContentType, RECORD_HEADER_LENGTH, RecordLayer } from './record.ts';
+import type { DtlsRecord } from './record.ts';
+
+export interface SessionConfig {
+  lookupPsk(identity: string): Promise<Buffer | null>;
+  suites: readonly CipherSuite[];
+  mtu: number;
+  handshakeTimeoutMs: number;
+  idleTimeoutMs: number;
+  initialRetransmitMs: number;
+  maxRetransmitMs: number;
+}
+
+/** What a session needs from its server: a way to send datagrams to its peer and to report its life cycle. */
+export interface SessionHost {
+  send(datagram: Buffer): void;
+  established(session: DtlsSession): void;
+  handshakeFailed(session: DtlsSession, err: Error): void;
+  closed(session: DtlsSession): void;
+}
+
+type State = 'wait_client_key_exchange' | 'psk_lookup' | 'wait_finished' | 'established' | 'closed';
+
+/** Handshake messages of one flight; `changeCipherSpec` puts a CCS before them and the messages in epoch 1. */
+interface Flight {
+  messages: HandshakeMessage[];
+  changeCipherSpec: boolean;
+}
+
+const MAX_QUEUED_RECORDS = 32;
+const CCS = Buffer.from([1]);
+
+/** Emits 'data' (Buffer) and 'close'. Created by the server; handed out through its 'session' event. */
+export class DtlsSession extends EventEmitter {
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  pskIdentity: string | undefined;
+
+  readonly #host: SessionHost;
+  readonly #config: SessionConfig;
+  readonly #records = new RecordLayer();
+  readonly #transcript: Hash = createHash('sha256');
+  readonly #reassembler: HandshakeReassembler;
+  readonly #negotiated: Negotiated;
+  #state: State = 'wait_client_key_exchange';
+  #nextSendSeq: number;
+  #flight: Flight | undefined;
+  #queued: DtlsRecord[] = [];
+  #master: KeyObject | undefined;
+  #serverWrite: RecordProtection | undefined;
+  #retransmitMs: number;
+  #retransmitTimer: NodeJS.Timeout | undefined;
+  #handshakeTimer: NodeJS.Timeout | undefined;
+  #idleTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * Starts the handshake from a ClientHello whose cookie the server verified: negotiates and sends flight 4.
+   * Throws TlsAlert when nothing acceptable was offered (the server then answers with a plaintext alert).
+   */
+  constructor(host: SessionHost, config: SessionConfig, peer: { address: string; port: number }, clientHello: { ch: ClientHello; msg: HandshakeMessage; recordSeq: number }) {
+    super();
+    const { ch, msg, recordSeq } = clientHello;
+    this.#host = host;
+    this.#config = config;
+    this.remoteAddress = peer.address;
+    this.remotePort = peer.port;
+    this.#retransmitMs = config.initialRetransmitMs;
+    this.#negotiated = negotiate(ch, config.suites);
+    this.#reassembler = new HandshakeReassembler(msg.messageSeq + 1);
+    this.#records.setInitialWriteSequence(recordSeq);
+    this.#transcript.update(transcriptBytes(msg));
+    const messages = flight4(ch, this.#negotiated, msg.messageSeq);
+    for (const m of messages) this.#transcript.update(transcriptBytes(m));
+    this.#nextSendSeq = msg.messageSeq + messages.length;
+    this.#handshakeTimer = setTimeout(() => this.#fail(new Error('DTLS handshake timeout'), undefined), config.handshakeTimeoutMs);
+    this.#sendFlight({ messages, changeCipherSpec: false });
+  }
+
+  /** IANA name of the negotiated suite. */
+  get cipherSuite(): string {
+    return this.#negotiated.suite.name;
+  }
+  get extendedMasterSecret(): boolean {
+    return this.#negotiated.extendedMasterSecret;
+  }
+  get established(): boolean {
+    return this.#state === 'established';
+  }
+
+  /** Sends application data (split into records of at most what fits one datagram). */
+  send(data: Buffer): void {
+    if (this.#state !== 'established') throw new Error('DTLS session is not established');
+    const max = Math.max(1, this.#config.mtu - RECORD_HEADER_LENGTH - this.#negotiated.suite.maxOverhead);
+    let o = 0;
+    do {
+      this.#host.send(this.#records.seal(1, ContentType.application_data, data.subarray(o, o + max)));
+      o += max;
+    } while (o < data.length);
+  }
+
+  /** Sends close_notify and forgets the session. */
+  close(): void {
+    if (this.#state === 'closed') return;
+    if (this.#state === 'established') this.#sendAlert(AlertLevel.warning, AlertDescription.close_notify);
+    this.#end();
+  }
+
+  // ---- records in --------------------------------------------------------------------------------------------
+
+  /** Handles the records of one datagram from the peer. Never throws. */
+  handleRecords(records: DtlsRecord[]): void {
+    let retransmit = false;
+    for (const r of records) {
+      if (this.#state === 'closed') return;
+      if (this.#state === 'psk_lookup') {
+        if (this.#queued.length < MAX_QUEUED_RECORDS) this.#queued.push(r);
+        continue;
+      }
+      try {
+        if (this.#onRecord(r)) retransmit = true;
+      } catch (err) {
+        if (this.#state === 'established') continue; // garbage inside an authentic session record: ignore it
+        this.#fail(err, err instanceof TlsAlert ? err.description : AlertDescription.internal_error);
+        return;
+      }
+    }
+    // Once per datagram at most, so a flood of duplicates cannot make us send more than we receive.
+    if (retransmit && this.#flight) this.#sendFlight(this.#flight, false);
+  }
+
+  /** Returns true when the record shows the peer retransmitting its previous flight. */
+  #onRecord(r: DtlsRecord): boolean {
+    const data = this.#records.open(r);
+    if (data === 'bad_mac') {
+      // RFC 6347 §4.1.2.7 allows a fatal alert instead of silent discard. Before the handshake is complete an
+      // epoch-1 record that fails authentication means the client derived other keys: a wrong PSK.
+      if (this.#state === 'wait_finished') throw new TlsAlert(AlertDescription.bad_record_mac, 'client Finished record failed authentication (wrong PSK?)');
+      return false;
+    }
+    if (data === 'drop') return false;
+    this.#refreshIdle();
+    switch (r.type) {
+      case ContentType.handshake:
+        return this.#onHandshakeRecord(data);
+      case ContentType.change_cipher_spec:
+        if (data.length !== 1 || data[0] !== 1) throw new TlsAlert(AlertDescription.decode_error, 'bad ChangeCipherSpec');
+        return false; // epoch 1 keys are installed when derived; the CCS itself carries nothing we need
+      case ContentType.alert:
+        this.#onAlert(data);
+        return false;
+      case ContentType.application_data:
+        if (this.#state !== 'established' || r.epoch === 0) return false;
+        if (data.length > 0) this.emit('data', data);
+        return false;
+      default:
+        return false;
+    }
+  }
+
+  #onHandshakeRecord(data: Buffer): boolean {
+    let retransmit = false;
+    for (const f of parseHandshakeFragments(data)) {
+      const res = this.#reassembler.push(f);
+      if (res === 'old') retransmit = true;
+    }
+    this.#drainHandshake();
+    return retransmit;
+  }
+
+  /** False while the PSK lookup runs or after the end: handshake messages then wait in the reassembler. */
+  #processing(): boolean {
+    return this.#state !== 'psk_lookup' && this.#state !== 'closed';
+  }
+
+  #drainHandshake(): void {
+    if (!this.#processing()) return;
+    for (let msg = this.#reassembler.next(); msg; msg = this.#reassembler.next()) {
+      this.#onHandshakeMessage(msg);
+      if (!this.#processing()) break;
+    }
+  }
+
+  #onAlert(data: Buffer): void {
+    if (data.length !== 2) throw new TlsAlert(AlertDescription.decode_error, 'bad alert');
+    const [level, description] = data;
+    if (description === AlertDescription.close_notify) {
+      if (this.#state === 'established') {
+        this.#sendAlert(AlertLevel.warning, AlertDescription.close_notify);
+        this.#end();
+      } else {
+        this.#fail(new Error('peer sent close_notify during the handshake'), undefined);
+      }
+    } else if (level === AlertLevel.fatal) {
+      if (this.#state === 'established') this.#end();
+      else this.#fail(new TlsPeerAlert(description), undefined);
+    }
+  }
+
+  // ---- handshake state machine ------------------------------------------------------------------------------
+
+  #onHandshakeMessage(msg: HandshakeMessage): void {
+    switch (this.#state) {
+      case 'wait_client_key_exchange':
+        expectType(msg, HandshakeType.client_key_exchange);
+        this.#transcript.update(transcriptBytes(msg));
+        this.pskIdentity = parseClientKeyExchangePsk(msg.body).toString('utf8');
+        this.#state = 'psk_lookup';
+        this.#startPskLookup(this.pskIdentity);
+        return;
+      case 'wait_finished':
+        expectType(msg, HandshakeType.finished);
+        this.#onClientFinished(msg);
+        return;
+      case 'established':
+        // We never renegotiate (RFC 5746): refuse politely and keep the session.
+        this.#sendAlert(AlertLevel.warning, AlertDescription.no_renegotiation);
+        return;
+      default:
+        throw new TlsAlert(AlertDescription.unexpected_message, `unexpected handshake message ${msg.type}`);
+    }
+  }
+
+  #startPskLookup(identity: string): void {
+    let p: Promise<Buffer | null>;
+    try {
+      p = Promise.resolve(this.#config.lookupPsk(identity));
+    } catch (err) {
+      p = Promise.reject(err);
+    }
+    p.then(
+      (psk) => this.#onPsk(psk),
+      (err: unknown) => this.#fail(err, AlertDescription.internal_error),
+    );
+  }
+
+  #onPsk(psk: Buffer | null): void {
+    if (this.#state !== 'psk_lookup') return; // failed or closed meanwhile
+    try {
+      if (!psk) throw new TlsAlert(AlertDescription.unknown_psk_identity, `unknown PSK identity ${JSON.stringify(this.pskIdentity)}`);
+      if (!Buffer.isBuffer(psk) || psk.length === 0 || psk.length > 0xffff) {
+        throw new TlsAlert(AlertDescription.internal_error, 'lookupPsk returned an invalid key');
+      }
+      const n = this.#negotiated;
+      const preMaster = pskPreMasterSecret(psk);
+      this.#master = createSecretKey(
+        n.extendedMasterSecret
+          ? extendedMasterSecret(preMaster, this.#transcript.copy().digest())
+          : masterSecret(preMaster, n.clientRandom, n.serverRandom),
+      );
+      const suite = n.suite;
+      const k = splitKeyBlock(
+        keyExpansion(this.#master, n.serverRandom, n.clientRandom, keyBlockLength(suite)),
+        suite.macKeyLength,
+        suite.encKeyLength,
+        suite.fixedIvLength,
+      );
+      this.#records.installReadEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv));
+      this.#serverWrite = suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv);
+      this.#state = 'wait_finished';
+      this.#drainHandshake();
+    } catch (err) {
+      this.#fail(err, err instanceof TlsAlert ? err.description : AlertDescription.internal_error);
+      return;
+    }
+    const queued = this.#queued;
+    this.#queued = [];
+    if (this.#state === 'wait_finished') this.handleRecords(queued);
+  }
+
+  #onClientFinished(msg: HandshakeMessage): void {
+    const expected = verifyData(this.#master!, 'client', this.#transcript.copy().digest());
+    if (!timingSafeEqual(expected, parseFinished(msg.body))) {
+      throw new TlsAlert(AlertDescription.decrypt_error, 'client Finished mismatch');
+    }
+    this.#transcript.update(transcriptBytes(msg));
+    const finished = flight6Finished(this.#master!, this.#transcript.digest(), this.#nextSendSeq++);
+    this.#records.installWriteEpoch(1, this.#serverWrite!);
+    this.#state = 'established';
+    clearTimeout(this.#handshakeTimer);
+    // Flight 6 is the last flight: it is not retransmitted on a timer, only when the client repeats flight 5.
+    this.#sendFlight({ messages: [finished], changeCipherSpec: true }, false);
+    this.#refreshIdle();
+    this.#host.established(this);
+  }
+
+  // ---- flights out ------------------------------------------------------------------------------------------
+
+  /** Sends a flight packed into datagrams of at most `mtu` bytes; arms the retransmission timer unless told not to. */
+  #sendFlight(flight: Flight, arm = true): void {
+    this.#flight = flight;
+    const mtu = this.#config.mtu;
+    const datagrams: Buffer[] = [];
+    let current: Buffer[] = [];
+    let size = 0;
+    const add = (record: Buffer): void => {
+      if (size + record.length > mtu && current.length > 0) {
+        datagrams.push(Buffer.concat(current));
+        current = [];
+        size = 0;
+      }
+      current.push(record);
+      size += record.length;
+    };
+    let epoch = 0;
+    if (flight.changeCipherSpec) {
+      add(this.#records.seal(0, ContentType.change_cipher_spec, CCS));
+      epoch = 1;
+    }
+    const overhead = RECORD_HEADER_LENGTH + HANDSHAKE_HEADER_LENGTH + (epoch === 1 ? this.#negotiated.suite.maxOverhead : 0);
+    for (const msg of flight.messages) {
+      for (const frag of fragmentMessage(msg, mtu - overhead)) add(this.#records.seal(epoch, ContentType.handshake, frag));
+    }
+    if (current.length > 0) datagrams.push(Buffer.concat(current));
+    for (const d of datagrams) this.#host.send(d);
+    clearTimeout(this.#retransmitTimer);
+    if (arm && this.#state !== 'established') {
+      this.#retransmitTimer = setTimeout(this.#onRetransmitTimer, this.#retransmitMs);
+    }
+  }
+
+  #onRetransmitTimer = (): void => {
+    if (this.#state === 'closed' || this.#state === 'established' || !this.#flight) return;
+    this.#retransmitMs = Math.min(this.#retransmitMs * 2, this.#config.maxRetransmitMs);
+    this.#sendFlight(this.#flight);
+  };
+
+  #sendAlert(level: number, description: number): void {
+    const epoch = this.#state === 'established' ? 1 : 0;
+    try {
+      this.#host.send(this.#records.seal(epoch, ContentType.alert, Buffer.from([level, description])));
+    } catch {
+      // sequence space exhausted: nothing sensible left to send
+    }
+  }
+
+  #refreshIdle(): void {
+    if (this.#state !== 'established') return;
+    if (this.#idleTimer) this.#idleTimer.refresh();
+    else this.#idleTimer = setTimeout(() => this.close(), this.#config.idleTimeoutMs);
+  }
+
+  /** Ends a handshake: optional fatal alert to the peer, then the server's 'handshakeError'. */
+  #fail(err: unknown, alert: number | undefined): void {
+    if (this.#state === 'closed') return;
+    if (this.#state === 'established') {
+      this.#end();
+      return;
+    }
+    if (alert !== undefined) this.#sendAlert(AlertLevel.fatal, alert);
+    this.#end(err instanceof Error ? err : new Error(String(err)));
+  }
+
+  #end(handshakeError?: Error): void {
+    const wasEstablished = this.#state === 'established';
+    this.#state = 'closed';
+    clearTimeout(this.#retransmitTimer);
+    clearTimeout(this.#handshakeTimer);
+    clearTimeout(this.#idleTimer);
+    this.#queued = [];
+    if (handshakeError) this.#host.handshakeFailed(this, handshakeError);
+    this.#host.closed(this);
+    if (wasEstablished) this.emit('close');
+  }
+}
+
+function expectType(msg: HandshakeMessage, type: number): void {
+  if (msg.type !== type) {
+    throw new TlsAlert(AlertDescription.unexpected_message, `expected handshake type ${type}, got ${msg.type}`);
+  }
+}

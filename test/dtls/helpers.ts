@@ -1,0 +1,113 @@
+/** Test helpers: a DTLS echo server on 127.0.0.1:0 and an openssl s_client -dtls1_2 runner. */
+import dgram from 'node:dgram';
+import { once } from 'node:events';
+import { spawn } from 'node:child_process';
+import { createDtlsServer } from '../../src/dtls/server.ts';
+import type { DtlsServer, DtlsServerOptions, DtlsSession, HandshakeErrorInfo } from '../../src/dtls/server.ts';
+
+export const PSK_HEX = '00112233445566778899aabbccddeeff';
+export const IDENTITY = 'device-1';
+
+export interface EchoServer {
+  server: DtlsServer;
+  port: number;
+  sessions: DtlsSession[];
+  errors: Array<{ err: Error; info: HandshakeErrorInfo }>;
+  /** Every datagram the server sent, in order. */
+  sent: Buffer[];
+}
+
+/** A server that answers every application record with `echo:` + the data. */
+export async function startEchoServer(opts: Partial<DtlsServerOptions> = {}): Promise<EchoServer> {
+  const socket = dgram.createSocket('udp4');
+  const sent: Buffer[] = [];
+  const send = socket.send.bind(socket) as (...args: unknown[]) => void;
+  (socket as unknown as { send: (...args: unknown[]) => void }).send = (...args: unknown[]) => {
+    if (Buffer.isBuffer(args[0])) sent.push(Buffer.from(args[0]));
+    send(...args);
+  };
+  socket.bind(0, '127.0.0.1');
+  await once(socket, 'listening');
+  const server = createDtlsServer({
+    socket,
+    lookupPsk: async (identity) => (identity === IDENTITY ? Buffer.from(PSK_HEX, 'hex') : null),
+    ...opts,
+  });
+  const result: EchoServer = { server, port: server.address().port, sessions: [], errors: [], sent };
+  server.on('session', (s: DtlsSession) => {
+    result.sessions.push(s);
+    s.on('data', (d: Buffer) => s.send(Buffer.concat([Buffer.from('echo:'), d])));
+  });
+  server.on('handshakeError', (err: Error, info: HandshakeErrorInfo) => result.errors.push({ err, info }));
+  return result;
+}
+
+export interface DtlsClientResult {
+  stdout: string;
+  stderr: string;
+  /** True when the expected echo appeared on stdout. */
+  echoed: boolean;
+}
+
+/**
+ * Runs `openssl s_client -dtls1_2 -quiet`, writes `line`, and ends the process as soon as `echo:<line>` shows on
+ * stdout, or when it exits by itself, or after `timeoutMs`.
+ */
+export function dtlsClient(o: {
+  port: number;
+  cipher: string;
+  identity?: string;
+  pskHex?: string;
+  line?: string;
+  extraArgs?: string[];
+  timeoutMs?: number;
+  /** After the echo, end stdin instead of killing: without -quiet, s_client then sends close_notify and exits. */
+  closeNotify?: boolean;
+}): Promise<DtlsClientResult> {
+  const line = o.line ?? 'hello dtls';
+  const child = spawn('openssl', [
+    's_client',
+    '-dtls1_2',
+    '-connect',
+    `127.0.0.1:${o.port}`,
+    '-psk',
+    o.pskHex ?? PSK_HEX,
+    '-psk_identity',
+    o.identity ?? IDENTITY,
+    '-cipher',
+    o.cipher,
+    ...(o.closeNotify ? [] : ['-quiet']),
+    ...(o.extraArgs ?? []),
+  ]);
+  let stdout = '';
+  let stderr = '';
+  let echoed = false;
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    stdout += d;
+    if (!echoed && stdout.includes(`echo:${line}`)) {
+      echoed = true;
+      if (o.closeNotify) child.stdin.end();
+      else child.kill('SIGTERM');
+    }
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdin.on('error', () => {});
+  // s_client reads stdin only once the handshake is done; a line written now waits in the pipe.
+  child.stdin.write(`${line}\n`);
+  const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 10_000);
+  return new Promise((resolve) => {
+    child.on('close', () => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, echoed });
+    });
+  });
+}
+
+/** Waits until `cond` holds, polling every 20 ms, for at most `ms`. */
+export async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
