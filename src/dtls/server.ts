@@ -116,6 +116,11 @@ export class DtlsServer extends EventEmitter {
     return this.socket.address();
   }
 
+  /** Handshakes in progress. */
+  get handshakeCount(): number {
+    return this.#handshakes;
+  }
+
   /** Established sessions. */
   get sessionCount(): number {
     return this.#peers.size - this.#handshakes;

@@ -15,6 +15,10 @@ export interface EchoServer {
   errors: Array<{ err: Error; info: HandshakeErrorInfo }>;
   /** Every datagram the server sent, in order. */
   sent: Buffer[];
+  /** Every datagram the server received, in order. */
+  received: Buffer[];
+  /** Application data the sessions delivered, as strings. */
+  data: string[];
 }
 
 /** A server that answers every application record with `echo:` + the data. */
@@ -26,6 +30,8 @@ export async function startEchoServer(opts: Partial<DtlsServerOptions> = {}): Pr
     if (Buffer.isBuffer(args[0])) sent.push(Buffer.from(args[0]));
     send(...args);
   };
+  const received: Buffer[] = [];
+  socket.on('message', (d) => received.push(d));
   socket.bind(0, '127.0.0.1');
   await once(socket, 'listening');
   const server = createDtlsServer({
@@ -33,9 +39,10 @@ export async function startEchoServer(opts: Partial<DtlsServerOptions> = {}): Pr
     lookupPsk: async (identity) => (identity === IDENTITY ? Buffer.from(PSK_HEX, 'hex') : null),
     ...opts,
   });
-  const result: EchoServer = { server, port: server.address().port, sessions: [], errors: [], sent };
+  const result: EchoServer = { server, port: server.address().port, sessions: [], errors: [], sent, received, data: [] };
   server.on('session', (s: DtlsSession) => {
     result.sessions.push(s);
+    s.on('data', (d: Buffer) => result.data.push(d.toString()));
     s.on('data', (d: Buffer) => s.send(Buffer.concat([Buffer.from('echo:'), d])));
   });
   server.on('handshakeError', (err: Error, info: HandshakeErrorInfo) => result.errors.push({ err, info }));
@@ -61,6 +68,9 @@ export function dtlsClient(o: {
   line?: string;
   extraArgs?: string[];
   timeoutMs?: number;
+  /** More lines, each written once the previous one came back; `onEcho(i)` runs before line i+1 is written. */
+  moreLines?: string[];
+  onEcho?: (i: number) => void | Promise<void>;
   /** After the echo, end stdin instead of killing: without -quiet, s_client then sends close_notify and exits. */
   closeNotify?: boolean;
 }): Promise<DtlsClientResult> {
@@ -82,13 +92,23 @@ export function dtlsClient(o: {
   let stdout = '';
   let stderr = '';
   let echoed = false;
+  const lines = [line, ...(o.moreLines ?? [])];
+  let waiting = 0;
   child.stdout.setEncoding('utf8').on('data', (d: string) => {
     stdout += d;
-    if (!echoed && stdout.includes(`echo:${line}`)) {
+    if (echoed || waiting < 0 || !stdout.includes(`echo:${lines[waiting]}\n`)) return;
+    const i = waiting;
+    waiting = -1; // until onEcho settles
+    void Promise.resolve(o.onEcho?.(i)).then(() => {
+      if (i + 1 < lines.length) {
+        waiting = i + 1;
+        child.stdin.write(`${lines[i + 1]}\n`);
+        return;
+      }
       echoed = true;
       if (o.closeNotify) child.stdin.end();
       else child.kill('SIGTERM');
-    }
+    });
   });
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   child.stdin.on('error', () => {});

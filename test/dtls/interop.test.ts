@@ -82,4 +82,15 @@ describe('DTLS 1.2 PSK server ↔ openssl s_client -dtls1_2', () => {
     await waitFor(() => closed);
     expect(srv.server.sessionCount).toBe(0);
   });
+
+  it('an idle session expires after idleTimeoutMs and emits close', async () => {
+    srv = await startEchoServer({ idleTimeoutMs: 1500 });
+    let closed = false;
+    srv.server.on('session', (s) => s.on('close', () => (closed = true)));
+    const res = await dtlsClient({ port: srv.port, cipher: 'PSK-AES128-CCM8:@SECLEVEL=0' });
+    expect(res.echoed).toBe(true);
+    // openssl was killed without close_notify: only the idle timer can end the session
+    await waitFor(() => closed, 6000);
+    expect(srv.server.sessionCount).toBe(0);
+  });
 });

@@ -1,0 +1,90 @@
+/**
+ * Garbage, truncated and mutated ClientHellos and records thrown at the server for a bounded time: no crash, no
+ * session, and a well-behaved openssl client still gets its echo afterwards.
+ */
+import { randomBytes, randomInt } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { encodeRecord, parseDatagram } from '../../src/dtls/record.ts';
+import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
+import { dtlsClient, startEchoServer, waitFor } from './helpers.ts';
+import type { EchoServer } from './helpers.ts';
+
+let srv: EchoServer | undefined;
+const peers: RawPeer[] = [];
+afterEach(async () => {
+  await srv?.server.close();
+  srv = undefined;
+  for (const p of peers.splice(0)) p.close();
+});
+
+function mutate(d: Buffer): Buffer {
+  const out = Buffer.from(d);
+  const n = 1 + randomInt(4);
+  for (let i = 0; i < n; i++) out[randomInt(out.length)] = randomInt(256);
+  return out;
+}
+
+describe('DTLS server under hostile input', () => {
+  it('survives 1.5 s of garbage, truncated and mutated datagrams, creates no session, then serves openssl', async () => {
+    srv = await startEchoServer({ handshakeTimeoutMs: 1000 });
+    const p = await new RawPeer(srv.port).open();
+    peers.push(p);
+
+    // A real cookie, so some mutated ClientHellos get past the cookie check and reach the handshake code.
+    const ch = clientHello();
+    p.send(clientHelloDatagram(ch, 0, 0));
+    await waitFor(() => p.received.length > 0);
+    const cookie = p.received[0].fragments[0].body.subarray(3);
+    const ch2 = clientHelloDatagram({ ...ch, cookie }, 1, 1);
+    const ch1 = clientHelloDatagram(clientHello(), 0, 0);
+
+    const generators: Array<() => Buffer> = [
+      () => randomBytes(1 + randomInt(300)),
+      () => ch1.subarray(0, randomInt(ch1.length)),
+      () => mutate(ch1),
+      () => mutate(ch2),
+      () => ch2.subarray(0, randomInt(ch2.length)),
+      () => encodeRecord({ type: 20 + randomInt(4), version: 0xfefd, epoch: randomInt(3), seq: randomInt(1000), fragment: randomBytes(randomInt(200)) }),
+      () => Buffer.concat([ch2, randomBytes(randomInt(50))]),
+      () => ch2,
+    ];
+    const end = Date.now() + 1500;
+    let sent = 0;
+    while (Date.now() < end) {
+      // Bounded rate: 50 datagrams, then yield to the event loop (and the other engineer's benchmark).
+      for (let i = 0; i < 50; i++) p.send(generators[sent++ % generators.length]());
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(sent).toBeGreaterThan(500);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(srv.sessions).toEqual([]);
+    expect(srv.server.sessionCount).toBe(0);
+
+    const res = await dtlsClient({ port: srv.port, cipher: 'PSK-AES128-CCM8:@SECLEVEL=0', line: 'still alive' });
+    expect(res.stdout).toContain('echo:still alive\n');
+    expect(srv.sessions).toHaveLength(1);
+  });
+
+  it('replayed and forged records in an established session are dropped; the session keeps working', async () => {
+    srv = await startEchoServer();
+    const res = await dtlsClient({
+      port: srv.port,
+      cipher: 'PSK-AES128-GCM-SHA256',
+      line: 'one',
+      moreLines: ['two'],
+      onEcho: async (i) => {
+        if (i !== 0) return;
+        const session = srv!.sessions[0];
+        // Everything openssl sent so far, again (handshake and the record carrying "one"), plus forgeries.
+        for (const d of srv!.received) session.handleRecords(parseDatagram(d));
+        for (let seq = 0; seq < 100; seq++) {
+          session.handleRecords([{ type: 23, version: 0xfefd, epoch: 1, seq: 1000 + seq, fragment: randomBytes(40) }]);
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      },
+    });
+    expect(res.stdout).toContain('echo:one\n');
+    expect(res.stdout).toContain('echo:two\n');
+    expect(srv.data).toEqual(['one\n', 'two\n']);
+  });
+});
