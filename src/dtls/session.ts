@@ -78,6 +78,8 @@ export class DtlsSession extends EventEmitter {
   readonly #negotiated: Negotiated;
   #state: State = 'wait_client_key_exchange';
   #nextSendSeq: number;
+  /** message_seq of the first message of the client flight we wait for (or would wait for after the last). */
+  #awaitedFlightStart: number;
   #flight: Flight | undefined;
   #queued: DtlsRecord[] = [];
   #master: KeyObject | undefined;
@@ -101,6 +103,7 @@ export class DtlsSession extends EventEmitter {
     this.#retransmitMs = config.initialRetransmitMs;
     this.#negotiated = negotiate(ch, config.suites);
     this.#reassembler = new HandshakeReassembler(msg.messageSeq + 1);
+    this.#awaitedFlightStart = msg.messageSeq + 1;
     this.#records.setInitialWriteSequence(recordSeq);
     this.#transcript.update(transcriptBytes(msg));
     const messages = flight4(ch, this.#negotiated, msg.messageSeq);
@@ -172,6 +175,9 @@ export class DtlsSession extends EventEmitter {
       return false;
     }
     if (data === 'drop') return false;
+    // Once established, epoch 0 carries only retransmissions of the client's last flight; a plaintext alert or
+    // data there could come from anyone who knows the address.
+    if (this.#state === 'established' && r.epoch === 0 && r.type !== ContentType.handshake) return false;
     this.#refreshIdle();
     switch (r.type) {
       case ContentType.handshake:
@@ -194,8 +200,8 @@ export class DtlsSession extends EventEmitter {
   #onHandshakeRecord(data: Buffer): boolean {
     let retransmit = false;
     for (const f of parseHandshakeFragments(data)) {
-      const res = this.#reassembler.push(f);
-      if (res === 'old') retransmit = true;
+      // A message from before the flight we now await means our last flight was lost: send it again.
+      if (this.#reassembler.push(f) === 'old' && f.messageSeq < this.#awaitedFlightStart) retransmit = true;
     }
     this.#drainHandshake();
     return retransmit;
@@ -238,6 +244,7 @@ export class DtlsSession extends EventEmitter {
         expectType(msg, HandshakeType.client_key_exchange);
         this.#transcript.update(transcriptBytes(msg));
         this.pskIdentity = parseClientKeyExchangePsk(msg.body).toString('utf8');
+        clearTimeout(this.#retransmitTimer); // flight 5 has begun: flight 4 arrived
         this.#state = 'psk_lookup';
         this.#startPskLookup(this.pskIdentity);
         return;
@@ -307,6 +314,7 @@ export class DtlsSession extends EventEmitter {
       throw new TlsAlert(AlertDescription.decrypt_error, 'client Finished mismatch');
     }
     this.#transcript.update(transcriptBytes(msg));
+    this.#awaitedFlightStart = this.#reassembler.nextSeq;
     const finished = flight6Finished(this.#master!, this.#transcript.digest(), this.#nextSendSeq++);
     this.#records.installWriteEpoch(1, this.#serverWrite!);
     this.#state = 'established';

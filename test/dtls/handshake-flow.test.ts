@@ -1,8 +1,14 @@
 /** The server's first flights seen from a hand-driven peer: cookie exchange, retransmission, limits, timeouts. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseHandshakeFragments } from '../../src/dtls/handshake.ts';
+import { createHash } from 'node:crypto';
+import { parseHandshakeFragments, transcriptBytes } from '../../src/dtls/handshake.ts';
+import { RecordLayer } from '../../src/dtls/record.ts';
+import { encodeClientHello, encodeClientKeyExchangePsk, parseServerHello } from '../../src/tls/messages.ts';
+import { extendedMasterSecret, keyExpansion, pskPreMasterSecret, splitKeyBlock, verifyData } from '../../src/tls/prf.ts';
+import { cipherSuiteById, keyBlockLength } from '../../src/tls/suites/index.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
-import { startEchoServer, waitFor } from './helpers.ts';
+import type { Received } from './raw-client.ts';
+import { IDENTITY, PSK_HEX, startEchoServer, waitFor } from './helpers.ts';
 import type { EchoServer } from './helpers.ts';
 
 let srv: EchoServer | undefined;
@@ -98,5 +104,72 @@ describe('DTLS cookie exchange and flights', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(b.received).toEqual([]);
     expect(srv.server.handshakeCount).toBe(1);
+  });
+});
+
+describe('a complete handshake by a hand-driven peer built from the RFC primitives', () => {
+  it('the server answers a repeated flight 5 with flight 6 again, and the session then carries data', async () => {
+    srv = await startEchoServer();
+    const p = await peer(srv.port);
+    const psk = Buffer.from(PSK_HEX, 'hex');
+    const ch = clientHello();
+    p.send(clientHelloDatagram(ch, 0, 0));
+    await waitFor(() => p.received.length > 0);
+    const cookie = p.received.shift()!.fragments[0].body.subarray(3);
+    const ch2 = { ...ch, cookie };
+    p.send(clientHelloDatagram(ch2, 1, 1));
+    await waitFor(() => p.received.length > 0);
+    const [shFrag, shdFrag] = p.received.shift()!.fragments;
+    const sh = parseServerHello(shFrag.body);
+    expect(sh.cipherSuite).toBe(0x00a8);
+    const suite = cipherSuiteById(sh.cipherSuite)!;
+
+    const transcript = createHash('sha256');
+    const ch2Body = encodeClientHello(ch2, { dtls: true });
+    transcript.update(transcriptBytes({ type: 1, messageSeq: 1, body: ch2Body }));
+    transcript.update(transcriptBytes({ type: shFrag.type, messageSeq: shFrag.messageSeq, body: shFrag.body }));
+    transcript.update(transcriptBytes({ type: shdFrag.type, messageSeq: shdFrag.messageSeq, body: shdFrag.body }));
+    const cke = { type: 16, messageSeq: 2, body: encodeClientKeyExchangePsk(Buffer.from(IDENTITY)) };
+    transcript.update(transcriptBytes(cke));
+    const master = extendedMasterSecret(pskPreMasterSecret(psk), transcript.copy().digest());
+    const k = splitKeyBlock(keyExpansion(master, sh.random, ch.random, keyBlockLength(suite)), 0, 16, 4);
+    const fin = { type: 20, messageSeq: 3, body: verifyData(master, 'client', transcript.copy().digest()) };
+    transcript.update(transcriptBytes(fin));
+    const expectedServerFinished = verifyData(master, 'server', transcript.digest());
+
+    const rl = new RecordLayer();
+    rl.setInitialWriteSequence(2);
+    rl.installWriteEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv));
+    rl.installReadEpoch(1, suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv));
+    const flight5 = (): Buffer =>
+      Buffer.concat([
+        rl.seal(0, 22, transcriptBytes(cke)),
+        rl.seal(0, 20, Buffer.from([1])),
+        rl.seal(1, 22, transcriptBytes(fin)),
+      ]);
+    const serverFinished = (d: Received): Buffer | undefined => {
+      const rec = d.records.find((r) => r.epoch === 1 && r.type === 22);
+      const plain = rec && rl.open(rec);
+      return Buffer.isBuffer(plain) ? parseHandshakeFragments(plain)[0].body : undefined;
+    };
+
+    const epoch1 = (d: Received): boolean => d.records.some((r) => r.epoch === 1);
+    p.send(flight5());
+    const f6 = await p.take(epoch1); // (a timer retransmission of flight 4 may come first on a slow machine)
+    expect(f6.records.map((r) => [r.type, r.epoch])).toEqual([
+      [20, 0],
+      [22, 1],
+    ]);
+    expect(serverFinished(f6)).toEqual(expectedServerFinished);
+    await waitFor(() => srv!.sessions.length === 1);
+
+    // Our flight 5 "was not acknowledged": repeat it, the server repeats flight 6 (fresh record numbers).
+    p.send(flight5());
+    expect(serverFinished(await p.take(epoch1))).toEqual(expectedServerFinished);
+
+    p.send(rl.seal(1, 23, Buffer.from('by hand')));
+    const echo = rl.open((await p.take((d) => d.records.some((r) => r.type === 23))).records[0]);
+    expect(echo).toEqual(Buffer.from('echo:by hand'));
+    expect(srv.sessions).toHaveLength(1);
   });
 });

@@ -52,6 +52,17 @@ export class RawPeer {
     return this;
   }
 
+  /** Waits for the first received datagram matching `pred`, removing it and everything before it. */
+  async take(pred: (r: Received) => boolean, ms = 5000): Promise<Received> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const i = this.received.findIndex(pred);
+      if (i >= 0) return this.received.splice(0, i + 1)[i];
+      if (Date.now() > end) throw new Error('expected datagram not received in time');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
   send(d: Buffer): void {
     this.socket.send(d, this.#port, '127.0.0.1');
   }
