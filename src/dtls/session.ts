@@ -144,7 +144,7 @@ export class DtlsSession extends EventEmitter {
 
   // ---- records in --------------------------------------------------------------------------------------------
 
-  /** Handles the records of one datagram from the peer. Never throws. */
+  /** Handles the records of one datagram from the peer (called by the server). Never throws. */
   handleRecords(records: DtlsRecord[]): void {
     let retransmit = false;
     for (const r of records) {

@@ -93,4 +93,13 @@ describe('DTLS 1.2 PSK server ↔ openssl s_client -dtls1_2', () => {
     await waitFor(() => closed, 6000);
     expect(srv.server.sessionCount).toBe(0);
   });
+
+  it('maxSessions: with one session open, a second client does not get a session', async () => {
+    srv = await startEchoServer({ maxSessions: 1 });
+    const first = await dtlsClient({ port: srv.port, cipher: 'PSK-AES128-GCM-SHA256', line: 'first' });
+    expect(first.echoed).toBe(true); // killed without close_notify: the session stays until idle expiry
+    const second = await dtlsClient({ port: srv.port, cipher: 'PSK-AES128-GCM-SHA256', line: 'second', timeoutMs: 2500 });
+    expect(second.stdout).not.toContain('echo:second');
+    expect(srv.sessions).toHaveLength(1);
+  });
 });
