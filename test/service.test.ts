@@ -118,4 +118,30 @@ describe('the service process', () => {
       await db.close();
     }
   }, 60_000);
+
+  it('spawns a private redis-server when none answers at REDIS_URL, and stops it on SIGTERM', async () => {
+    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-redis-'));
+    const port = await freePort();
+    const { child, exited } = await startProcess({ DATABASE_URL: process.env.DATABASE_URL!, DATA_DIR, REDIS_URL: `redis://127.0.0.1:${port}` });
+    const ping = spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' });
+    expect(ping.stdout.trim()).toBe('PONG');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    let after = 'PONG';
+    for (let i = 0; i < 50 && after === 'PONG'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      after = spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.trim();
+    }
+    expect(after).not.toBe('PONG');
+  }, 60_000);
+
+  it('exits with one clear sentence when no Redis answers and none can be started', async () => {
+    const port = await freePort();
+    const out = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN], {
+      env: { PATH: path.dirname(process.execPath), REDIS_URL: `redis://127.0.0.1:${port}`, DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'gridgate-noredis-')), LOG_LEVEL: 'silent' },
+      encoding: 'utf8', timeout: 30_000,
+    });
+    expect(out.status).toBe(1);
+    expect(out.stderr.trim()).toBe(`No Redis answers at redis://127.0.0.1:${port}. Start one (e.g. "apt-get install redis-server && redis-server --daemonize yes") or set REDIS_URL to a Redis that runs.`);
+  }, 60_000);
 });
