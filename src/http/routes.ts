@@ -6,6 +6,8 @@ import { deviceTypeRoutes } from '../connectivity/device-types/routes.ts';
 import { deviceRoutes } from '../connectivity/devices/routes.ts';
 import { activityRoutes } from '../connectivity/activities/routes.ts';
 import { reportTypeRoutes } from '../connectivity/report-types/routes.ts';
+import { commandTypeRoutes } from '../connectivity/command-types/routes.ts';
+import { counterKeyRoutes } from '../connectivity/counter-keys/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -15,6 +17,8 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   deviceRoutes,
   activityRoutes,
   reportTypeRoutes,
+  commandTypeRoutes,
+  counterKeyRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lookupPskCredential } from '../../src/connectivity/devices/credentials.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
-import { addDeviceType, deviceTypeBody, field, findAll } from './fixtures.ts';
+import { addCommandType, addDeviceType, deviceTypeBody, field, findAll } from './fixtures.ts';
 
 let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
@@ -34,11 +34,13 @@ describe('device types', () => {
     const c = await api.login('connectivity');
     const volt = await addQuantity(c, 'Potential');
     const amp = await addQuantity(c, 'Current');
+    const c1 = await addCommandType(c, { name: 'Cycle' });
+    const c2 = await addCommandType(c, { name: 'Reboot' });
     const add = await c.request<{ hashId: string; subscriptionHashId: string }>('POST', '/device-type/', deviceTypeBody({
       channels: [{ name: 'Red wire', pinFieldConfigurations: [field('depth', 'number')], defaultPinName: 'Anode', charts: [{ title: 'Red', series: [{ quantityHashId: amp, color: null }] }] }],
       charts: [{ title: 'Potentials', series: [{ channelIndex: 0, quantityHashId: volt, color: '#ff00ff' }] }],
-      commandTypeHashIds: ['c1', 'c2'],
-      measurementCycleCommandTypeHashId: 'c1',
+      commandTypeHashIds: [c1, c2],
+      measurementCycleCommandTypeHashId: c1,
       identifierFieldKey: 'serial',
     }));
     expect(add.status).toBe(200);
@@ -54,12 +56,15 @@ describe('device types', () => {
         pinGroupFieldConfigurations: [],
         channels: [{ name: 'Red wire', pinFieldConfigurations: [field('depth', 'number')], defaultPinName: 'Anode', charts: [{ title: 'Red', series: [{ quantityHashId: amp, color: null }] }] }],
         charts: [{ title: 'Potentials', series: [{ channelIndex: 0, quantityHashId: volt, color: '#ff00ff' }] }],
-        commandTypeHashIds: ['c1', 'c2'],
-        measurementCycleCommandTypeHashId: 'c1',
+        commandTypeHashIds: [c1, c2],
+        measurementCycleCommandTypeHashId: c1,
         identifierFieldKey: 'serial',
       },
       eventHandler: deviceTypeBody().eventHandler,
-      commandTypes: [],
+      commandTypes: [
+        { hashId: c1, name: 'Cycle', start: 'optional', end: 'disabled', fieldConfigurations: [field('interval', 'integer')], channelSelect: 'off', environmentAccess: 'full' },
+        { hashId: c2, name: 'Reboot', start: 'optional', end: 'disabled', fieldConfigurations: [field('interval', 'integer')], channelSelect: 'off', environmentAccess: 'full' },
+      ],
       subscriptionHashId: add.body.subscriptionHashId,
       chartQuantities: expect.any(Array),
     });
@@ -82,7 +87,7 @@ describe('device types', () => {
       name: { en: 'Renamed', nl: 'Hernoemd' },
       channels: [{ name: 'Red wire', pinFieldConfigurations: [] }, { name: 'Blue wire', pinFieldConfigurations: [field('x')] }],
       measurementCycleCommandTypeHashId: null,
-      commandTypeHashIds: ['c1', 'c2'],
+      commandTypeHashIds: [c1, c2],
     });
     expect(after.body.chartQuantities.map((q) => q.hashId)).toEqual([volt]);
 
@@ -111,6 +116,7 @@ describe('device types', () => {
     const many = <T>(n: number, make: (i: number) => T) => Array.from({ length: n }, (_, i) => make(i));
     const channel = (i: number) => ({ name: `ch${i}`, pinFieldConfigurations: [] });
     const chart = { title: null, series: [] };
+    const commandTypes = await Promise.all(many(60, (i) => addCommandType(c, { name: `Command ${i}` })));
     await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ eventHandler: 'x'.repeat(1_000_001) })), 'eventHandler', '1000000');
     await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ fieldConfigurations: many(51, (i) => field(`f${i}`)) })), 'fieldConfigurations', '50');
     await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ pinGroupFieldConfigurations: many(51, (i) => field(`f${i}`)) })), 'pinGroupFieldConfigurations', '50');
@@ -121,7 +127,7 @@ describe('device types', () => {
     // the limits themselves are allowed
     const full = await c.request('POST', '/device-type/', deviceTypeBody({
       fieldConfigurations: many(50, (i) => field(`f${i}`)), pinGroupFieldConfigurations: many(50, (i) => field(`f${i}`)),
-      channels: many(60, channel), charts: many(5, () => chart), commandTypeHashIds: many(60, (i) => `c${i}`),
+      channels: many(60, channel), charts: many(5, () => chart), commandTypeHashIds: commandTypes,
     }));
     expect(full.status).toBe(200);
     // limits hold on update too
@@ -136,16 +142,18 @@ describe('device types', () => {
 
   it('refuses to shrink channels and checks the rules across members', async () => {
     const c = await api.login('connectivity');
-    const hashId = await addDeviceType(c, { commandTypeHashIds: ['c1'] });
+    const c1 = await addCommandType(c);
+    const c9 = await addCommandType(c);
+    const hashId = await addDeviceType(c, { commandTypeHashIds: [c1] });
     await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { channels: [{ name: 'only one', pinFieldConfigurations: [] }] }), 'channels cannot be removed');
-    await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { measurementCycleCommandTypeHashId: 'c9' }), 'measurementCycleCommandTypeHashId', 'commandTypeHashIds');
-    expect((await c.request('POST', `/device-type/${hashId}`, { measurementCycleCommandTypeHashId: 'c1' })).status).toBe(204);
+    await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { measurementCycleCommandTypeHashId: c9 }), 'measurementCycleCommandTypeHashId', 'commandTypeHashIds');
+    expect((await c.request('POST', `/device-type/${hashId}`, { measurementCycleCommandTypeHashId: c1 })).status).toBe(204);
     // removing the command type the cycle refers to is refused, clearing both is fine
     await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { commandTypeHashIds: [] }), 'measurementCycleCommandTypeHashId');
     expect((await c.request('POST', `/device-type/${hashId}`, { commandTypeHashIds: [], measurementCycleCommandTypeHashId: null })).status).toBe(204);
     await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { identifierFieldKey: 'nope' }), 'identifierFieldKey', 'fieldConfigurations');
     expect((await c.request('POST', `/device-type/${hashId}`, { identifierFieldKey: 'serial' })).status).toBe(204);
-    await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ measurementCycleCommandTypeHashId: 'c1' })), 'measurementCycleCommandTypeHashId');
+    await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ measurementCycleCommandTypeHashId: c1 })), 'measurementCycleCommandTypeHashId');
     await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ identifierFieldKey: 'nope' })), 'identifierFieldKey');
     await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ fieldConfigurations: [field('a'), field('a')] })), 'fieldConfigurations', 'twice');
     await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ charts: [{ title: null, series: [{ channelIndex: 5, quantityHashId: 'q' }] }] })), 'charts[0].series[0].channelIndex');

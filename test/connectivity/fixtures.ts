@@ -48,3 +48,13 @@ export async function findAll<T>(client: ApiClient, url: string, rowsPerPage = 2
   } while (offset);
   return rows;
 }
+
+export function commandTypeBody(overrides: Record<string, unknown> = {}) {
+  return { name: 'Measurement cycle', fieldConfigurations: [field('interval', 'integer')], ...overrides };
+}
+
+export async function addCommandType(client: ApiClient, overrides: Record<string, unknown> = {}): Promise<string> {
+  const r = await client.request<{ hashId: string }>('POST', '/command-type/', commandTypeBody(overrides));
+  if (r.status !== 200) throw new Error(`command type add failed: ${JSON.stringify(r.body)}`);
+  return r.body.hashId;
+}

@@ -4,6 +4,7 @@ import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { Redis } from '../../app/redis.ts';
 import { getQuantity, type Quantity } from '../../monitoring/quantities/store.ts';
+import { liveCommandTypes } from '../command-types/store.ts';
 import { invalidateCredentials } from '../devices/credentials.ts';
 import { compileOnSave } from '../user-code.ts';
 
@@ -76,10 +77,12 @@ export function toDeviceType(r: Record<string, unknown>): DeviceType {
   };
 }
 
-const unwrap = (list: UpdatableFieldConfiguration[]): FieldConfiguration[] =>
+/** The plain field configurations of an update's array (`{existingKey?, fieldConfiguration}` items unwrapped). */
+export const unwrap = (list: UpdatableFieldConfiguration[]): FieldConfiguration[] =>
   list.map((c) => ('fieldConfiguration' in c && !('key' in c) ? c.fieldConfiguration as FieldConfiguration : c as FieldConfiguration));
 
-function uniqueKeys(field: string, list: FieldConfiguration[]): void {
+/** A parameter_error naming `field` when two configurations share a key. */
+export function uniqueKeys(field: string, list: FieldConfiguration[]): void {
   const seen = new Set<string>();
   for (const c of list) {
     if (seen.has(c.key)) throw new ParameterError(`${field}: key ${c.key} is used twice`);
@@ -95,7 +98,10 @@ function chartQuantityHashIds(t: Pick<DeviceType, 'charts' | 'channels'>): strin
   return [...ids];
 }
 
-/** The rules across members that a schema cannot state; checked on the complete (merged) device type. */
+/**
+ * The rules across members that a schema cannot state; checked on the complete (merged) device type.
+ * Run inside the transaction that stores it: the listed command types are share-locked (see deleteCommandType).
+ */
 async function checkDeviceType(db: Queryable, environmentId: number, t: Omit<DeviceType, 'hashId'>): Promise<void> {
   uniqueKeys('fieldConfigurations', t.fieldConfigurations);
   uniqueKeys('pinGroupFieldConfigurations', t.pinGroupFieldConfigurations);
@@ -111,6 +117,11 @@ async function checkDeviceType(db: Queryable, environmentId: number, t: Omit<Dev
       throw new ParameterError(`charts[${i}].series[${j}].channelIndex ${s.channelIndex} has no channel (the device type has ${t.channels.length})`);
     }
   }));
+  if (t.commandTypeHashIds.length > 0) {
+    const live = new Set((await liveCommandTypes(db, environmentId, t.commandTypeHashIds, true)).map((c) => c.hashId));
+    const unknown = t.commandTypeHashIds.filter((id) => !live.has(id));
+    if (unknown.length > 0) throw new ParameterError(`commandTypeHashIds: ${unknown.join(', ')} ${unknown.length > 1 ? 'are not command types' : 'is not a command type'} of this environment`);
+  }
   const wanted = chartQuantityHashIds(t);
   if (wanted.length === 0) return;
   const { rows } = await db.query<{ hash_id: string }>(
@@ -120,7 +131,8 @@ async function checkDeviceType(db: Queryable, environmentId: number, t: Omit<Dev
   if (missing) throw new ParameterError(`charts: quantityHashId ${missing} is not a quantity of this environment`);
 }
 
-export async function addDeviceType(db: Queryable, environmentId: number, input: DeviceTypeInput): Promise<{ hashId: string; subscriptionHashId: string }> {
+/** In a transaction: the command types it lists stay share-locked until it is stored, so a concurrent command-type delete sees it. */
+export async function addDeviceType(db: Db, environmentId: number, input: DeviceTypeInput): Promise<{ hashId: string; subscriptionHashId: string }> {
   const t: Omit<DeviceType, 'hashId'> = {
     name: input.name,
     fieldConfigurations: input.fieldConfigurations,
@@ -131,20 +143,22 @@ export async function addDeviceType(db: Queryable, environmentId: number, input:
     measurementCycleCommandTypeHashId: input.measurementCycleCommandTypeHashId ?? null,
     identifierFieldKey: input.identifierFieldKey ?? null,
   };
-  await checkDeviceType(db, environmentId, t);
-  const eventHandlerHash = compileOnSave('eventHandler', input.eventHandler);
-  const hashId = newHashId();
-  const subscriptionHashId = newHashId();
-  await db.query(
-    `INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, field_configurations,
-       pin_group_field_configurations, channels, charts, command_type_hash_ids, measurement_cycle_command_type_hash_id,
-       identifier_field_key, subscription_hash_id)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)`,
-    [hashId, environmentId, JSON.stringify(t.name), nameText(t.name), input.eventHandler, eventHandlerHash,
-      JSON.stringify(t.fieldConfigurations), JSON.stringify(t.pinGroupFieldConfigurations), JSON.stringify(t.channels),
-      JSON.stringify(t.charts), JSON.stringify(t.commandTypeHashIds), t.measurementCycleCommandTypeHashId, t.identifierFieldKey, subscriptionHashId],
-  );
-  return { hashId, subscriptionHashId };
+  return db.tx(async (client) => {
+    await checkDeviceType(client, environmentId, t);
+    const eventHandlerHash = compileOnSave('eventHandler', input.eventHandler);
+    const hashId = newHashId();
+    const subscriptionHashId = newHashId();
+    await client.query(
+      `INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, field_configurations,
+         pin_group_field_configurations, channels, charts, command_type_hash_ids, measurement_cycle_command_type_hash_id,
+         identifier_field_key, subscription_hash_id)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)`,
+      [hashId, environmentId, JSON.stringify(t.name), nameText(t.name), input.eventHandler, eventHandlerHash,
+        JSON.stringify(t.fieldConfigurations), JSON.stringify(t.pinGroupFieldConfigurations), JSON.stringify(t.channels),
+        JSON.stringify(t.charts), JSON.stringify(t.commandTypeHashIds), t.measurementCycleCommandTypeHashId, t.identifierFieldKey, subscriptionHashId],
+    );
+    return { hashId, subscriptionHashId };
+  });
 }
 
 /** A live device type of the environment, or a not_found_error (also for another environment's). */
@@ -171,8 +185,7 @@ export async function getDeviceType(db: Queryable, environmentId: number, hashId
   return {
     deviceType: record.deviceType,
     eventHandler: record.eventHandler,
-    // command types are not stored yet (another resource): nothing to expand
-    commandTypes: [] as unknown[],
+    commandTypes: await liveCommandTypes(db, environmentId, record.deviceType.commandTypeHashIds),
     subscriptionHashId: record.subscriptionHashId,
     chartQuantities,
   };
