@@ -16,6 +16,7 @@ import { EventEmitter } from 'node:events';
 import { createHash, createSecretKey, timingSafeEqual } from 'node:crypto';
 import type { Hash, KeyObject } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/alert.ts';
+import { lookupPskSafely, requirePsk } from '../tls/psk.ts';
 import { HandshakeType, parseClientKeyExchangePsk, parseFinished } from '../tls/messages.ts';
 import type { ClientHello } from '../tls/messages.ts';
 import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from '../tls/prf.ts';
@@ -262,13 +263,7 @@ export class DtlsSession extends EventEmitter {
   }
 
   #startPskLookup(identity: string): void {
-    let p: Promise<Buffer | null>;
-    try {
-      p = Promise.resolve(this.#config.lookupPsk(identity));
-    } catch (err) {
-      p = Promise.reject(err);
-    }
-    p.then(
+    lookupPskSafely(this.#config.lookupPsk, identity).then(
       (psk) => this.#onPsk(psk),
       (err: unknown) => this.#fail(err, AlertDescription.internal_error),
     );
@@ -277,12 +272,9 @@ export class DtlsSession extends EventEmitter {
   #onPsk(psk: Buffer | null): void {
     if (this.#state !== 'psk_lookup') return; // failed or closed meanwhile
     try {
-      if (!psk) throw new TlsAlert(AlertDescription.unknown_psk_identity, `unknown PSK identity ${JSON.stringify(this.pskIdentity)}`);
-      if (!Buffer.isBuffer(psk) || psk.length === 0 || psk.length > 0xffff) {
-        throw new TlsAlert(AlertDescription.internal_error, 'lookupPsk returned an invalid key');
-      }
+      const key = requirePsk(psk, this.pskIdentity);
       const n = this.#negotiated;
-      const preMaster = pskPreMasterSecret(psk);
+      const preMaster = pskPreMasterSecret(key);
       this.#master = createSecretKey(
         n.extendedMasterSecret
           ? extendedMasterSecret(preMaster, this.#transcript.copy().digest())

@@ -29,6 +29,7 @@ import {
 } from './messages.ts';
 import type { ClientHello, Extension } from './messages.ts';
 import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from './prf.ts';
+import { lookupPskSafely, requirePsk } from './psk.ts';
 import {
   ContentType,
   HandshakeReassembler,
@@ -460,13 +461,7 @@ export class PskTlsConnection extends Duplex {
   }
 
   #startPskLookup(identity: string): void {
-    let p: Promise<Buffer | null>;
-    try {
-      p = Promise.resolve(this.#config.lookupPsk(identity));
-    } catch (err) {
-      p = Promise.reject(err);
-    }
-    p.then(
+    lookupPskSafely(this.#config.lookupPsk, identity).then(
       (psk) => this.#onPsk(psk),
       (err: unknown) => this.#fail(err, AlertDescription.internal_error),
     );
@@ -475,12 +470,9 @@ export class PskTlsConnection extends Duplex {
   #onPsk(psk: Buffer | null): void {
     if (this.#state !== 'psk_lookup') return; // connection went away meanwhile
     try {
-      if (!psk) throw new TlsAlert(AlertDescription.unknown_psk_identity, `unknown PSK identity ${JSON.stringify(this.#identity)}`);
-      if (!Buffer.isBuffer(psk) || psk.length === 0 || psk.length > 0xffff) {
-        throw new TlsAlert(AlertDescription.internal_error, 'lookupPsk returned an invalid key');
-      }
+      const key = requirePsk(psk, this.#identity);
       const suite = this.#suite!;
-      const preMaster = pskPreMasterSecret(psk);
+      const preMaster = pskPreMasterSecret(key);
       this.#master = createSecretKey(
         this.#ems
           ? extendedMasterSecret(preMaster, this.#transcript.copy().digest())
