@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, mkdirSync, rmSync, writeFileSync
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { NotFoundError } from './errors.ts';
 import type { Logger } from './logger.ts';
 
 // bigint columns (ids, counts) come back as JS numbers: ours stay far below 2^53
@@ -133,4 +134,14 @@ export async function recreateDatabase(adminUrl: string, name: string): Promise<
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/**
+ * Soft-deletes the environment's object `hashId` in `table` (rows that refer to it keep working);
+ * a missing or already deleted object is a NotFoundError naming `what`.
+ */
+export async function softDelete(db: Queryable, table: string, what: string, environmentId: number, hashId: string): Promise<void> {
+  const { rowCount } = await db.query(
+    `UPDATE ${table} SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`, [environmentId, hashId]);
+  if (!rowCount) throw new NotFoundError(what, hashId);
 }

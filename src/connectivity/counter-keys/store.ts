@@ -1,4 +1,4 @@
-import type { Queryable } from '../../app/db.ts';
+import { softDelete, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
@@ -40,7 +40,5 @@ export async function updateCounterKey(db: Queryable, environmentId: number, has
 
 /** Soft delete. */
 export async function deleteCounterKey(db: Queryable, environmentId: number, hashId: string): Promise<void> {
-  const { rowCount } = await db.query(
-    'UPDATE connectivity_counter_key SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL', [environmentId, hashId]);
-  if (!rowCount) throw new NotFoundError('deviceConnectivityCounterKey', hashId);
+  await softDelete(db, 'connectivity_counter_key', 'deviceConnectivityCounterKey', environmentId, hashId);
 }

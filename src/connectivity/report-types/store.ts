@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../../app/db.ts';
+import { softDelete, type Db, type Queryable } from '../../app/db.ts';
 import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
@@ -99,6 +99,5 @@ export async function updateReportType(db: Db, environmentId: number, hashId: st
 
 /** Soft delete: condition reports keep referring to it. */
 export async function deleteReportType(db: Queryable, environmentId: number, hashId: string): Promise<void> {
-  const { rowCount } = await db.query('UPDATE report_type SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL', [environmentId, hashId]);
-  if (!rowCount) throw new NotFoundError('reportType', hashId);
+  await softDelete(db, 'report_type', 'reportType', environmentId, hashId);
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../app/db.ts';
+import { softDelete, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
@@ -94,6 +94,5 @@ export async function updateQuantity(db: Queryable, environmentId: number, hashI
 
 export async function deleteQuantity(db: Queryable, environmentId: number, hashId: string): Promise<void> {
   // soft delete: measurements keep referring to it
-  const { rowCount } = await db.query('UPDATE quantity SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL', [environmentId, hashId]);
-  if (!rowCount) throw new NotFoundError('quantity', hashId);
+  await softDelete(db, 'quantity', 'quantity', environmentId, hashId);
 }
