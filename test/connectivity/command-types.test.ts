@@ -1,21 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi } from '../helpers.ts';
-import { addCommandType, addDeviceType, commandTypeBody, deviceTypeBody, field, findAll } from './fixtures.ts';
+import { addCommandType, addDeviceType, commandTypeBody, deviceTypeBody, field, findAll, expectParameterError, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
 afterAll(async () => { await api.close(); });
 
-interface ErrorBody { key: string; message: string; details?: unknown }
 interface CommandType {
   hashId: string; name: string | Record<string, string>; start: string; end: string;
   fieldConfigurations: unknown[]; channelSelect: string; environmentAccess: string;
-}
-
-async function expectParameterError(r: { status: number; body: unknown }, ...words: string[]) {
-  expect(r.status).toBe(400);
-  expect((r.body as ErrorBody).key).toBe('parameter_error');
-  for (const w of words) expect((r.body as ErrorBody).message).toContain(w);
 }
 
 const many = <T>(n: number, make: (i: number) => T) => Array.from({ length: n }, (_, i) => make(i));

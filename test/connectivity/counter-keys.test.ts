@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
-import { findAll } from './fixtures.ts';
+import { findAll, expectParameterError, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
 afterAll(async () => { await api.close(); });
 
-interface ErrorBody { key: string; message: string }
 interface CounterKey { hashId: string; name: string }
 const BASE = '/device-connectivity-counter-key/';
 
@@ -14,12 +13,6 @@ async function add(c: ApiClient, name = 'Messages received'): Promise<string> {
   const r = await c.request<{ hashId: string }>('POST', BASE, { name });
   expect(r.status).toBe(200);
   return r.body.hashId;
-}
-
-async function expectParameterError(r: { status: number; body: unknown }, ...words: string[]) {
-  expect(r.status).toBe(400);
-  expect((r.body as ErrorBody).key).toBe('parameter_error');
-  for (const w of words) expect((r.body as ErrorBody).message).toContain(w);
 }
 
 describe('device connectivity counter keys', () => {

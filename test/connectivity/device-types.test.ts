@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lookupPskCredential } from '../../src/connectivity/devices/credentials.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
-import { addCommandType, addDeviceType, deviceTypeBody, field, findAll } from './fixtures.ts';
+import { addCommandType, addDeviceType, deviceTypeBody, field, findAll, expectParameterError, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
 afterAll(async () => { await api.close(); });
 
-interface ErrorBody { key: string; message: string; details?: unknown }
 interface DeviceTypeGet {
   deviceType: Record<string, unknown> & { hashId: string; channels: unknown[] };
   eventHandler: string;
@@ -20,13 +19,6 @@ async function addQuantity(c: ApiClient, name: string): Promise<string> {
   const r = await c.request<{ hashId: string }>('POST', '/quantity/', { name, unit: 'V', defaultOrderOfMagnitude: -3 });
   expect(r.status).toBe(200);
   return r.body.hashId;
-}
-
-async function expectParameterError(r: { status: number; body: unknown }, ...words: string[]) {
-  expect(r.status).toBe(400);
-  const body = r.body as ErrorBody;
-  expect(body.key).toBe('parameter_error');
-  for (const w of words) expect(body.message).toContain(w);
 }
 
 describe('device types', () => {

@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lookupPskCredential } from '../../src/connectivity/devices/credentials.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
-import { addDeviceType, field, findAll } from './fixtures.ts';
+import { addDeviceType, field, findAll, expectParameterError, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
 afterAll(async () => { await api.close(); });
 
-interface ErrorBody { key: string; message: string }
 interface Device {
   hashId: string; supplierHashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string; fields: Record<string, unknown>;
   measurementCycle: unknown; nextReportBefore: string | null; lastOnlineAt: string | null; validated: boolean; userFacingIdentifier: string;
@@ -21,12 +20,6 @@ const PSK = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
 
 async function addDevice(c: ApiClient, deviceTypeHashId: string, more: Record<string, unknown> = {}) {
   return c.request<{ hashId: string } & ErrorBody>('POST', '/device/psk', { supplierDeviceIdentifier: `dev-${counter++}`, deviceTypeHashId, psk: PSK, pskIdentity: identity(), ...more });
-}
-
-async function expectParameterError(r: { status: number; body: unknown }, ...words: string[]) {
-  expect(r.status).toBe(400);
-  expect((r.body as ErrorBody).key).toBe('parameter_error');
-  for (const w of words) expect((r.body as ErrorBody).message).toContain(w);
 }
 
 describe('devices', () => {

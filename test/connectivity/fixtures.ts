@@ -1,4 +1,15 @@
+import { expect } from 'vitest';
 import type { ApiClient } from '../helpers.ts';
+
+export interface ErrorBody { key: string; message: string; details?: unknown }
+
+/** A 400 parameter_error whose message names each of `words` (the field and its limit). */
+export function expectParameterError(r: { status: number; body: unknown }, ...words: string[]): void {
+  expect(r.status).toBe(400);
+  const body = r.body as ErrorBody;
+  expect(body.key).toBe('parameter_error');
+  for (const w of words) expect(body.message).toContain(w);
+}
 
 /** A valid event handler in the style suppliers write. */
 export const EVENT_HANDLER = `function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {

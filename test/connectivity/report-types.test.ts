@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
-import { field, findAll, PARSER } from './fixtures.ts';
+import { field, findAll, PARSER, expectParameterError, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
 afterAll(async () => { await api.close(); });
 
-interface ErrorBody { key: string; message: string; details?: unknown }
 interface ReportType { hashId: string; name: string; fieldConfigurations: Record<string, unknown[]>; deletedAt: string | null }
 
 const body = (more: Record<string, unknown> = {}) => ({
@@ -20,12 +19,6 @@ async function add(c: ApiClient, more: Record<string, unknown> = {}): Promise<st
   const r = await c.request<{ hashId: string }>('POST', '/supplier-report-type/', body(more));
   expect(r.status).toBe(200);
   return r.body.hashId;
-}
-
-async function expectParameterError(r: { status: number; body: unknown }, ...words: string[]) {
-  expect(r.status).toBe(400);
-  expect((r.body as ErrorBody).key).toBe('parameter_error');
-  for (const w of words) expect((r.body as ErrorBody).message).toContain(w);
 }
 
 describe('supplier report types', () => {
