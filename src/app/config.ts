@@ -16,6 +16,8 @@ export interface Config {
   apiHost: string;
   apiPort: number;
   httpsDevicePort: number;
+  /** host name devices and third parties reach the device ports at: webhook URLs carry it */
+  publicHost: string;
   coapsPort: number;
   coapPort: number | null;
   logLevel: string;
@@ -32,6 +34,16 @@ export interface Config {
   deviceBodyLimitBytes: number;
   shutdownGraceMs: number;
   queueName: string;
+  /** largest firmware image (decoded bytes) */
+  firmwareMaxBytes: number;
+  /** memory the gateway spends on hot firmware images, by sha256 */
+  firmwareCacheBytes: number;
+  /** hosts exec.sendRequest may reach (lower case; `*.example.com` matches subdomains); empty: none */
+  outboundAllowedHosts: string[];
+  outboundTimeoutMs: number;
+  outboundMaxResponseBytes: number;
+  /** PEM file of extra CA certificates outbound requests trust (besides the system's), or null */
+  outboundCaFile: string | null;
 }
 
 /** Configuration variables: name → [default shown in the README, meaning]. */
@@ -40,10 +52,11 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   DATABASE_URL: ['unset → embedded PGlite in DATA_DIR', 'PostgreSQL connection string'],
   REDIS_URL: ['redis://127.0.0.1:6379', 'Redis for queues, caches, counters'],
   DATA_DIR: ['./data', 'embedded database and other local state (the generated secret key)'],
-  CERTS_DIR: ['./certs', 'CA, server and development device certificates'],
+  CERTS_DIR: ['./certs', 'device CA, server certificate for the TLS and DTLS device ports, example device certificate (created by npm run certs, and at start when missing)'],
   API_HOST: ['0.0.0.0', 'address the REST API binds to'],
   API_PORT: ['8080', 'REST API (HTTP)'],
   HTTPS_DEVICE_PORT: ['8443', 'device HTTPS (TLS 1.2 PSK)'],
+  PUBLIC_HOST: ['localhost', 'host name in the webhook URLs the API hands out (https://PUBLIC_HOST:HTTPS_DEVICE_PORT/webhook/...)'],
   COAPS_PORT: ['5684', 'CoAP over DTLS'],
   COAP_PORT: ['unset → off', 'plain CoAP, opt-in'],
   LOG_LEVEL: ['info', 'pino level'],
@@ -58,6 +71,12 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   DEVICE_BODY_LIMIT_BYTES: ['65536', 'largest device request body'],
   SHUTDOWN_GRACE_MS: ['10000', 'how long SIGTERM waits for in-flight jobs'],
   QUEUE_NAME: ['device-events', 'BullMQ queue name'],
+  FIRMWARE_MAX_BYTES: ['8388608 (8 MiB)', 'largest firmware image'],
+  FIRMWARE_CACHE_BYTES: ['67108864 (64 MiB)', 'memory a gateway process keeps hot firmware images in (by sha256)'],
+  OUTBOUND_ALLOWED_HOSTS: ['empty → none', 'comma-separated hosts exec.sendRequest may reach over HTTPS (`*.example.com` for subdomains)'],
+  OUTBOUND_TIMEOUT_MS: ['5000', 'time limit of one outbound request (connect to last byte)'],
+  OUTBOUND_MAX_RESPONSE_BYTES: ['65536', 'response bytes read from an outbound request; the rest is cut off'],
+  OUTBOUND_CA_FILE: ['unset', 'PEM file of extra CA certificates outbound requests trust'],
 };
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = 2 ** 31): number {
@@ -100,6 +119,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     apiHost: env.API_HOST || '0.0.0.0',
     apiPort,
     httpsDevicePort: int(env, 'HTTPS_DEVICE_PORT', 8443, 0, 65535),
+    publicHost: env.PUBLIC_HOST || 'localhost',
     coapsPort: int(env, 'COAPS_PORT', 5684, 0, 65535),
     coapPort: env.COAP_PORT ? int(env, 'COAP_PORT', 5683, 0, 65535) : null,
     logLevel: env.LOG_LEVEL || 'info',
@@ -114,5 +134,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     deviceBodyLimitBytes: int(env, 'DEVICE_BODY_LIMIT_BYTES', 65536, 1, 64 * 1024 * 1024),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     queueName: env.QUEUE_NAME || 'device-events',
+    firmwareMaxBytes: int(env, 'FIRMWARE_MAX_BYTES', 8 * 1024 * 1024, 1, 1024 * 1024 * 1024),
+    firmwareCacheBytes: int(env, 'FIRMWARE_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 31),
+    outboundAllowedHosts: (env.OUTBOUND_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
+    outboundTimeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 5000, 10, 120_000),
+    outboundMaxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 65536, 0, 16 * 1024 * 1024),
+    outboundCaFile: env.OUTBOUND_CA_FILE || null,
   };
 }

@@ -8,6 +8,8 @@ import { activityRoutes } from '../connectivity/activities/routes.ts';
 import { reportTypeRoutes } from '../connectivity/report-types/routes.ts';
 import { commandTypeRoutes } from '../connectivity/command-types/routes.ts';
 import { counterKeyRoutes } from '../connectivity/counter-keys/routes.ts';
+import { webhookRoutes } from '../connectivity/webhooks/routes.ts';
+import { firmwareRoutes } from '../connectivity/firmware/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -19,6 +21,8 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   reportTypeRoutes,
   commandTypeRoutes,
   counterKeyRoutes,
+  webhookRoutes,
+  firmwareRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
