@@ -1,0 +1,131 @@
+// What every bench scenario shares: the service started as child processes on real PostgreSQL and Redis (fresh
+// database `gridgate_bench`), an environment with a logged-in machine account, and a provisioned report type, device
+// type and PSK devices whose handler parses one JSON measurement per report.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openDb, recreateDatabase, type Db } from '../src/app/db.ts';
+import { createEnvironment, createMachineAccount } from '../src/accounts/store.ts';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const DB_NAME = 'gridgate_bench';
+export const API_PORT = 18080;
+export const HTTPS_PORT = 18443;
+export const COAPS_PORT = 15684;
+
+export const HANDLER = `
+function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
+  if (args.event.type !== 'incomingRequest') return;
+  const body = args.event.webRequest.body;
+  if (!body || body.type !== 'json') return { statusCode: 400, body: ['parameter_error', 'POST JSON'] };
+  exec.parseReport({ reportTypeHashId: REPORT_TYPE, payload: JSON.stringify(body.data) });
+  return { statusCode: 200, body: { commands: args.scheduledCommands.map((c) => c.command.hashId) } };
+}`;
+export const PARSER = `
+function handle(args: { payload: string }, exec: Exec) {
+  const d = JSON.parse(args.payload) as { v: number; t: number };
+  return { generatedAt: new Date(d.t), measurements: [{ channelIndex: 0, quantityHashId: QUANTITY, generatedAt: new Date(d.t), orderOfMagnitude: -2, significand: d.v * 100 }] };
+}`;
+
+export async function api(base: string, headers: Record<string, string>, method: string, url: string, body?: unknown): Promise<Record<string, string>> {
+  const res = await fetch(base + url, { method, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as Record<string, string>;
+}
+
+async function waitHealthy(base: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error('service exited during start');
+    try {
+      if ((await fetch(`${base}/health`)).ok) return;
+    } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('service did not become healthy');
+}
+
+export function pct(sorted: number[], p: number): number {
+  return sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export interface BenchService {
+  base: string;
+  db: Db;
+  children: ChildProcess[];
+  stop(): Promise<void>;
+}
+
+/** Starts one child process per role list (`['all']`, `['api,gateway', 'worker']`, ...) on a fresh database. */
+export async function startBenchService(processes: string[], env: Record<string, string> = {}): Promise<BenchService> {
+  const dbUrl = await recreateDatabase(ADMIN_URL, DB_NAME);
+  const db = await openDb({ databaseUrl: dbUrl, dataDir: '/tmp' });
+  const base = `http://127.0.0.1:${API_PORT}`;
+  const common = {
+    ...process.env, DATABASE_URL: dbUrl, HTTPS_DEVICE_PORT: String(HTTPS_PORT), COAPS_PORT: String(COAPS_PORT), SECRET_KEY: '22'.repeat(32),
+    LOG_LEVEL: 'warn', QUEUE_NAME: `bench-${Date.now()}`, DATA_DIR: '/tmp/gridgate-bench', CERTS_DIR: '/tmp/gridgate-bench/certs', MONITORING_CORE_URL: base, ...env,
+  };
+  // each process answers /health on its own API_PORT; the first one carries the REST API
+  const children = processes.map((roles, i) => spawn(process.execPath, ['--disable-warning=ExperimentalWarning', path.join(root, 'src/main.ts'), roles], {
+    env: { ...common, API_PORT: String(API_PORT + i) }, stdio: ['ignore', 'inherit', 'inherit'],
+  }));
+  const stop = async () => {
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : undefined)));
+    await db.close();
+  };
+  try {
+    await Promise.all(children.map((c, i) => waitHealthy(`http://127.0.0.1:${API_PORT + i}`, c)));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { base, db, children, stop };
+}
+
+export interface BenchDevice { identity: string; key: Buffer; hashId: string }
+export interface Provisioned {
+  environment: { id: number; hashId: string };
+  /** headers of the logged-in machine account (Api-Version, Environment-Hash-Id, Authorization) */
+  headers: Record<string, string>;
+  deviceTypeHashId: string;
+  devices: BenchDevice[];
+}
+
+/**
+ * A connectivity environment with the bench handler and parser and `devices` PSK devices. `sharedKey` gives every
+ * device the same key (the native load generator takes one key for all its sessions).
+ */
+export async function provision(svc: BenchService, devices: number, opts: { sharedKey?: Buffer; deviceType?: Record<string, unknown> } = {}): Promise<Provisioned> {
+  const environment = await createEnvironment(svc.db, 'connectivity', 'bench');
+  const account = await createMachineAccount(svc.db, environment.hashId, ['ENVIRONMENT_ADMIN']);
+  const { jwt } = await api(svc.base, { 'api-version': '5' }, 'POST', '/authentication/machine-login', { assertion: account.assertion });
+  const h = { 'api-version': '5', 'environment-hash-id': environment.hashId, authorization: `Bearer ${jwt}` };
+  const quantity = await api(svc.base, h, 'POST', '/quantity/', { name: 'Level', unit: 'm', defaultOrderOfMagnitude: -2 });
+  const reportType = await api(svc.base, h, 'POST', '/supplier-report-type/', { name: 'Level', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const QUANTITY = "${quantity.hashId}";${PARSER}` });
+  const deviceType = await api(svc.base, h, 'POST', '/device-type/', {
+    name: 'Bench device', eventHandler: `const REPORT_TYPE = "${reportType.hashId}";${HANDLER}`,
+    fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Level', pinFieldConfigurations: [], defaultPinName: 'L', charts: [] }], commandTypeHashIds: [],
+    ...opts.deviceType,
+  });
+  const list: BenchDevice[] = [];
+  const prefix = `bench-${randomBytes(3).toString('hex')}-`;
+  for (let i = 0; i < devices; i++) {
+    const d = { identity: `${prefix}${i}`, key: opts.sharedKey ?? randomBytes(16) };
+    const added = await api(svc.base, h, 'POST', '/device/psk', { supplierDeviceIdentifier: `bench-${i}`, deviceTypeHashId: deviceType.hashId, psk: d.key.toString('hex'), pskIdentity: d.identity });
+    list.push({ ...d, hashId: added.hashId });
+  }
+  return { environment, headers: h, deviceTypeHashId: deviceType.hashId, devices: list };
+}
+
+/** Condition reports stored for the environment, waiting (≤ 10 s) until at least `expected` are there. */
+export async function storedReports(db: Db, environmentId: number, expected: number): Promise<number> {
+  let stored = 0;
+  for (let i = 0; i < 100; i++) {
+    stored = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM condition_report WHERE environment_id = $1', [environmentId])).rows[0].n;
+    if (stored >= expected) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return stored;
+}
