@@ -7,7 +7,10 @@ import { deviceRoutes } from '../connectivity/devices/routes.ts';
 import { activityRoutes } from '../connectivity/activities/routes.ts';
 import { reportTypeRoutes } from '../connectivity/report-types/routes.ts';
 import { commandTypeRoutes } from '../connectivity/command-types/routes.ts';
+import { commandRoutes } from '../connectivity/commands/routes.ts';
 import { counterKeyRoutes } from '../connectivity/counter-keys/routes.ts';
+import { counterRoutes } from '../connectivity/counters/routes.ts';
+import { claimRoutes } from '../connectivity/devices/claim-routes.ts';
 import { webhookRoutes } from '../connectivity/webhooks/routes.ts';
 import { firmwareRoutes } from '../connectivity/firmware/routes.ts';
 
@@ -20,7 +23,10 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   activityRoutes,
   reportTypeRoutes,
   commandTypeRoutes,
+  commandRoutes,
   counterKeyRoutes,
+  counterRoutes,
+  claimRoutes,
   webhookRoutes,
   firmwareRoutes,
 ];

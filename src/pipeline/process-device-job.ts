@@ -14,6 +14,8 @@ export interface ProcessDeps {
   writeActivity(row: ActivityRow): Promise<void>;
   touchDevice(deviceId: number, at: Date): Promise<void>;
   applyDeviceCall(device: DeviceRecord, call: ExecCall, at: Date): Promise<void>;
+  /** a connectivity counter of the device (src/connectivity/counters/): never waits */
+  count(deviceHashId: string, key: string, at: Date): void;
 }
 
 interface LogLine { type: 'log' | 'error'; message: string }
@@ -49,6 +51,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   const activityHashId = derivedHashId(jobId, 'activity');
   const device = await deps.loader.device(job.deviceHashId);
   if (!device || device.deviceType.deleted) {
+    if (device) deps.count(device.hashId, 'refusedContacts', startedAt);
     return { answer: { statusCode: 403, headers: {}, body: { type: 'json', data: { key: 'right_error', message: 'This device no longer has access' } } }, activityHashId, failed: true };
   }
   const touched = handledLater(deps.touchDevice(device.id, new Date(job.receivedAt)));
@@ -63,7 +66,10 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   });
 
   const log = logsOf(run.logs);
-  if (!run.ok) log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
+  if (!run.ok) {
+    log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
+    deps.count(device.hashId, 'handlerFailures', startedAt);
+  }
   const activities: SubActivity[] = [];
   const work: Promise<void>[] = [];
   // reports are pushed while the activity is written: both must be stored before the job completes
@@ -73,6 +79,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
     if (call.name === 'parseReport') {
       work.push(parseReport(deps, device, deviceView, call.args, hashId).then((a) => {
         activities[index] = a.activity;
+        deps.count(device.hashId, a.activity.failed ? 'reportFailures' : 'reports', startedAt);
         if (a.pushed) stored.push(a.pushed);
       }));
     } else {

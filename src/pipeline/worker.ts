@@ -2,6 +2,9 @@ import { Worker } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { createRedis } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
+import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
+import { startCounterFlusher } from '../connectivity/counters/store.ts';
+import { updateDevice } from '../connectivity/devices/store.ts';
 import { Sandbox } from '../sandbox/runner.ts';
 import type { ExecCall } from '../sandbox/types.ts';
 import { Batcher } from './batcher.ts';
@@ -51,7 +54,10 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
       return touches.add({ id, at });
     },
     applyDeviceCall: (device, call, at) => applyDeviceCall(ctx, loader, device, call, at),
+    count: (deviceHashId, key, at) => countDeviceEvent(ctx, deviceHashId, key, at),
   };
+  // connectivity counters: Redis hourly hashes copied to PostgreSQL (see the README's decisions)
+  const counterFlusher = startCounterFlusher(ctx);
 
   // A BullMQ worker fetches its jobs one Redis round trip at a time; several workers on their
   // own connections fetch in parallel, so the queue never waits on one fetch loop.
@@ -86,7 +92,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
     ready: async () => { await Promise.all(workers.map((w) => w.waitUntilReady())); },
     async close() {
       await Promise.all(workers.map((w) => w.close()));
-      await Promise.all([activities.drain(), touches.drain(), answers.drain()]);
+      await Promise.all([activities.drain(), touches.drain(), answers.drain(), counterRecorder(ctx).drain()]);
+      await counterFlusher.stop();
       await monitoring.close();
       sandbox.dispose();
     },
@@ -97,19 +104,18 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
 async function applyDeviceCall(ctx: AppContext, loader: DeviceContextLoader, device: DeviceRecord, call: ExecCall, at: Date): Promise<void> {
   switch (call.name) {
     case 'setDeviceFields':
-      await ctx.db.query('UPDATE device SET fields = fields || $2::jsonb, updated_at = now() WHERE id = $1', [device.id, JSON.stringify(call.args.fields)]);
+      // the keys given change, validated against the device type's field configurations like a device update;
+      // an invalid value fails this call (its activity shows why), not the run
+      await updateDevice(ctx.db, device.environmentId, device.hashId, Object.entries(call.args.fields).map(([key, value]) => ({ key, value })));
       loader.forgetDevice(device.hashId);
       return;
     case 'expectNextReportBefore':
       await ctx.db.query('UPDATE device SET next_report_before = $2, updated_at = now() WHERE id = $1', [device.id, call.args.before]);
       loader.forgetDevice(device.hashId);
       return;
-    case 'increaseReportingCounter': {
-      const when = call.args.at ? new Date(call.args.at) : at;
-      const hour = when.toISOString().slice(0, 13);
-      await ctx.redis.hincrby(`counters:${device.hashId}:${hour}`, 'reportingCounter', 1);
+    case 'increaseReportingCounter':
+      countDeviceEvent(ctx, device.hashId, 'reportingCounter', call.args.at ? new Date(call.args.at) : at);
       return;
-    }
     default:
       throw new Error(`exec.${call.name} is not supported by this deployment yet`);
   }

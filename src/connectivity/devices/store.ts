@@ -48,13 +48,17 @@ export function toDevice(r: Record<string, unknown>): Device {
   };
 }
 
-const FROM = 'device d JOIN environment de ON de.id = d.environment_id JOIN device_type t ON t.id = d.device_type_id';
-const SELECT = `${deviceSelect('t')}, ${DEVICE_TYPE_SELECT}`;
+const FROM = `device d JOIN environment de ON de.id = d.environment_id JOIN device_type t ON t.id = d.device_type_id
+  LEFT JOIN environment ce ON ce.id = d.claimed_environment_id`;
+const SELECT = `${deviceSelect('t')}, ${DEVICE_TYPE_SELECT}, ce.hash_id AS claimed_env_hash_id, ce.name AS claimed_env_name`;
 
 function toRow(r: Record<string, unknown>) {
-  // environmentName/-HashId name the monitoring environment that claimed the device and pinGroup
-  // its location there: devices cannot be claimed yet, so a supplier always sees null
-  return { device: toDevice(r), deviceType: toDeviceType(r), environmentName: null, environmentHashId: null, pinGroup: null };
+  // environmentName/-HashId name the monitoring environment that claimed the device (null while
+  // the supplier holds it) and pinGroup its location there: linking arrives with the monitoring side
+  return {
+    device: toDevice(r), deviceType: toDeviceType(r),
+    environmentName: (r.claimed_env_name as string | null) ?? null, environmentHashId: (r.claimed_env_hash_id as string | null) ?? null, pinGroup: null,
+  };
 }
 
 export interface AddWithPsk {
@@ -119,15 +123,20 @@ export async function updateDevice(db: Db, environmentId: number, hashId: string
   });
 }
 
-/** Deletes all of `hashIds` or none: one of another environment (or unknown) is a not_found_error. */
+/** Deletes all of `hashIds` or none: one of another environment (or unknown) is a not_found_error, a claimed one a conflict_error. */
 export async function deleteDevices(db: Db, redis: Redis, environmentId: number, hashIds: string[]): Promise<void> {
   const wanted = [...new Set(hashIds)];
   const identities = await db.tx(async (client) => {
-    const { rows } = await client.query<{ id: number; hash_id: string; psk_identity: string | null }>(
-      'SELECT id, hash_id, psk_identity FROM device WHERE environment_id = $1 AND hash_id = ANY($2) FOR UPDATE', [environmentId, wanted]);
+    const { rows } = await client.query<{ id: number; hash_id: string; psk_identity: string | null; claimed: boolean }>(
+      `SELECT id, hash_id, psk_identity, claimed_environment_id IS NOT NULL AS claimed FROM device
+        WHERE environment_id = $1 AND hash_id = ANY($2) FOR UPDATE`, [environmentId, wanted]);
     const found = new Set(rows.map((r) => r.hash_id));
     const missing = wanted.filter((h) => !found.has(h));
     if (missing.length > 0) throw new NotFoundError(missing.length === 1 ? 'device' : 'devices', missing.join(', '));
+    const claimed = rows.filter((r) => r.claimed).map((r) => r.hash_id);
+    if (claimed.length > 0) {
+      throw new ConflictError(`device ${claimed.join(', ')} is claimed by a monitoring environment and cannot be deleted until it is unclaimed; nothing was deleted`);
+    }
     await client.query('DELETE FROM device WHERE id = ANY($1)', [rows.map((r) => r.id)]);
     return rows.map((r) => r.psk_identity);
   });

@@ -1,0 +1,111 @@
+import type { AppContext } from '../../app/context.ts';
+import type { Redis } from '../../app/redis.ts';
+
+/**
+ * The counters the service itself keeps for every device, by key (the field name in the hourly
+ * Redis hash), with the name the counters route shows for them.
+ */
+export const BUILTIN_COUNTERS = {
+  contacts: 'Authenticated contacts',
+  handshakeFailures: 'Failed handshakes of a known identity',
+  refusedContacts: 'Contacts refused (device type deleted)',
+  handlerFailures: 'Event handler failures',
+  reports: 'Reports stored (parseReport)',
+  reportFailures: 'Reports that failed to parse',
+  commandsSent: 'Commands marked as sent',
+  reportingCounter: 'increaseReportingCounter calls',
+  reportsLate: 'Reports late',
+} as const;
+export type BuiltinCounterKey = keyof typeof BUILTIN_COUNTERS;
+
+/** Hashes live this long in Redis; the flusher has copied them to PostgreSQL long before. */
+export const COUNTER_TTL_SECONDS = 3 * 24 * 3600;
+/** The set of `<deviceHashId>:<hour>` hashes written since the last flush. */
+export const DIRTY_SET = 'counters:dirty';
+
+/** `2026-11-22T01`: the hour a counter increment belongs to (UTC). */
+export const hourOf = (at: Date) => at.toISOString().slice(0, 13);
+export const counterHashKey = (deviceHashId: string, hour: string) => `counters:${deviceHashId}:${hour}`;
+
+const MAX_DELAY_MS = 50;
+const MAX_ENTRIES = 1000;
+
+/**
+ * Collects increments in memory and writes them as one Redis pipeline every MAX_DELAY_MS (or
+ * sooner when many devices are counted): a device contact costs a Map update, not a round trip.
+ * Each hash gets its TTL and is marked dirty for the flusher in the same pipeline.
+ */
+export class CounterRecorder {
+  private pending = new Map<string, Map<string, number>>();
+  private entries = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> = Promise.resolve();
+  private readonly redis: Redis;
+  private readonly onError: (err: Error) => void;
+
+  constructor(redis: Redis, onError: (err: Error) => void) {
+    this.redis = redis;
+    this.onError = onError;
+  }
+
+  count(deviceHashId: string, key: string, at: Date = new Date(), by = 1): void {
+    const member = `${deviceHashId}:${hourOf(at)}`;
+    let fields = this.pending.get(member);
+    if (!fields) {
+      fields = new Map();
+      this.pending.set(member, fields);
+    }
+    if (!fields.has(key)) this.entries++;
+    fields.set(key, (fields.get(key) ?? 0) + by);
+    if (this.entries >= MAX_ENTRIES) this.flush();
+    else if (!this.timer) this.timer = setTimeout(() => this.flush(), MAX_DELAY_MS);
+  }
+
+  private flush(): Promise<void> {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    if (this.pending.size === 0) return this.flushing;
+    const batch = this.pending;
+    this.pending = new Map();
+    this.entries = 0;
+    const pipeline = this.redis.pipeline();
+    for (const [member, fields] of batch) {
+      const colon = member.lastIndexOf(':');
+      const key = counterHashKey(member.slice(0, colon), member.slice(colon + 1));
+      for (const [field, by] of fields) pipeline.hincrby(key, field, by);
+      pipeline.expire(key, COUNTER_TTL_SECONDS);
+    }
+    // after the increments: a flusher that takes the member before this SADD reads the new values anyway
+    pipeline.sadd(DIRTY_SET, ...batch.keys());
+    const written = pipeline.exec().then(() => undefined, (err: Error) => this.onError(err));
+    this.flushing = Promise.all([this.flushing, written]).then(() => undefined);
+    return this.flushing;
+  }
+
+  /** Writes everything counted so far. */
+  drain(): Promise<void> {
+    return this.flush();
+  }
+}
+
+const recorders = new WeakMap<AppContext, CounterRecorder>();
+
+/** The process's recorder for this context (one per Redis connection). */
+export function counterRecorder(ctx: Pick<AppContext, 'redis' | 'log'>): CounterRecorder {
+  let recorder = recorders.get(ctx as AppContext);
+  if (!recorder) {
+    recorder = new CounterRecorder(ctx.redis, (err) => ctx.log.warn({ err: err.message }, 'connectivity counters could not be written'));
+    recorders.set(ctx as AppContext, recorder);
+  }
+  return recorder;
+}
+
+/**
+ * Counts one event of a device (a contact, a handshake failure, ...) under `key`, in the hour of
+ * `at`. Never waits and never throws: listeners (HTTPS, CoAP, webhooks) call it on their hot path.
+ */
+export function countDeviceEvent(ctx: Pick<AppContext, 'redis' | 'log'>, deviceHashId: string, key: BuiltinCounterKey | (string & {}), at?: Date): void {
+  counterRecorder(ctx).count(deviceHashId, key, at);
+}
