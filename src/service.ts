@@ -6,6 +6,7 @@ import { createHttpApp } from './http/app.ts';
 import { registerRoutes } from './http/routes.ts';
 import { reportIngestRoutes } from './monitoring/reports/routes.ts';
 import { startHttpsDeviceListener, type HttpsDeviceListener } from './gateway/https.ts';
+import { ensureCertificates } from './pki/files.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
 import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
 
@@ -26,6 +27,11 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   if (!defaultMetrics) {
     collectDefaultMetrics();
     defaultMetrics = true;
+  }
+  // the device CA signs supplier certificates (api); the server certificate serves the device ports (gateway)
+  if (has('api') || has('gateway')) {
+    const written = await ensureCertificates(ctx.config);
+    if (written.length > 0) ctx.log.info({ certsDir: ctx.config.certsDir, written }, 'created missing certificates');
   }
   let ready = false;
   let api: FastifyInstance | null = null;
