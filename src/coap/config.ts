@@ -1,0 +1,36 @@
+/** CoAP transmission parameters (RFC 7252 §4.8) and this server's bounds, with their defaults in one place. */
+export interface CoapConfig {
+  /** ACK_TIMEOUT: first wait for the ACK of a separate (Confirmable) response. */
+  ackTimeoutMs: number;
+  /** ACK_RANDOM_FACTOR: the first wait is ACK_TIMEOUT × a random value in [1, factor]. */
+  ackRandomFactor: number;
+  /** MAX_RETRANSMIT: retransmissions of a Confirmable response before giving up. */
+  maxRetransmit: number;
+  /** EXCHANGE_LIFETIME: how long a message id is remembered for deduplication. */
+  exchangeLifetimeMs: number;
+  /** An answer ready within this window rides on the ACK (piggybacked); later ones go in a separate response. */
+  piggybackMs: number;
+  /** Largest request body, reassembled from Block1 or in one datagram (4.13 with Size1 above it). */
+  maxBodyBytes: number;
+  /** Block size exponent this server prefers for Block2 (6 = 1024 bytes); a client's smaller one is honoured. */
+  preferredSzx: number;
+  /** Message ids remembered per peer; the oldest goes first when full. */
+  maxDedupEntries: number;
+  /** Block1 uploads reassembled at once per peer. */
+  maxUploads: number;
+  /** Large answers kept per peer while the client fetches their Block2 blocks. */
+  maxBlock2Answers: number;
+}
+
+export const COAP_DEFAULTS: CoapConfig = {
+  ackTimeoutMs: 2_000,
+  ackRandomFactor: 1.5,
+  maxRetransmit: 4,
+  exchangeLifetimeMs: 247_000,
+  piggybackMs: 1_000,
+  maxBodyBytes: 65_536,
+  preferredSzx: 6,
+  maxDedupEntries: 256,
+  maxUploads: 2,
+  maxBlock2Answers: 4,
+};

@@ -1,0 +1,253 @@
+/**
+ * One CoAP peer as seen by a server (RFC 7252, RFC 7959), independent of the transport: a DTLS session or a plain
+ * UDP address both hand datagrams to `receive` and give a `send`. The layers, in the order a datagram meets them:
+ *
+ *   decode       malformed → dropped (a Confirmable one gets a Reset); ping (Empty CON) → Reset
+ *   matcher      ACK/RST stop the retransmission of our separate response; a duplicate CON message id gets the
+ *                reply stored for it (piggybacked response or empty ACK), a duplicate NON nothing
+ *   blockwise    Block1 uploads reassembled (2.31 Continue per block), Block2 answers sliced and kept while fetched
+ *   handler      the request with its whole body; its answer is piggybacked when ready within `piggybackMs`,
+ *                else an empty ACK goes first and the answer follows as a Confirmable response, retransmitted
+ *                (ACK_TIMEOUT × random factor, doubling, MAX_RETRANSMIT times) until ACKed or Reset
+ */
+import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { Block1Assembler, blockSize, decodeBlock, encodeBlock, sliceBlock } from './block.ts';
+import type { BlockOption } from './block.ts';
+import { COAP_DEFAULTS } from './config.ts';
+import type { CoapConfig } from './config.ts';
+import { METHODS, decode, emptyMessage, encode, encodeUint, option, stringOptions, uintOption, unrecognisedCritical } from './message.ts';
+import type { CoapMessage, CoapOption } from './message.ts';
+
+export interface CoapRequest {
+  method: string;
+  token: Buffer;
+  /** The options of the request (of its last block when it came in Block1 blocks). */
+  options: CoapOption[];
+  /** The whole body, reassembled when it came in Block1 blocks. */
+  payload: Buffer;
+  confirmable: boolean;
+}
+
+export interface CoapResponse {
+  /** 'c.dd', e.g. '2.05' */
+  code: string;
+  options?: CoapOption[];
+  payload?: Buffer;
+}
+
+export type CoapHandler = (request: CoapRequest) => Promise<CoapResponse>;
+
+export interface CoapEndpointOptions extends Partial<CoapConfig> {
+  send(datagram: Buffer): void;
+  handler: CoapHandler;
+}
+
+interface Seen { expires: number; reply: Buffer | null }
+interface Outstanding { datagram: Buffer; timer: NodeJS.Timeout; retransmits: number; waitMs: number }
+interface LargeAnswer { response: CoapResponse; payload: Buffer; etag: Buffer; expires: number }
+
+const text = (code: string, message: string, options: CoapOption[] = []): CoapResponse => ({ code, options, payload: Buffer.from(message) });
+
+/** Emits 'malformed' (reason: string) for a datagram dropped or Reset, and 'giveUp' (messageId) when a separate response was never acknowledged. */
+export class CoapEndpoint extends EventEmitter {
+  readonly #config: CoapConfig;
+  readonly #send: (datagram: Buffer) => void;
+  readonly #handler: CoapHandler;
+  readonly #seen = new Map<number, Seen>();
+  readonly #outstanding = new Map<number, Outstanding>();
+  readonly #uploads: Block1Assembler;
+  readonly #answers = new Map<string, LargeAnswer>();
+  #nextMessageId = Math.floor(Math.random() * 0x10000);
+  #running = 0;
+  #closed = false;
+
+  constructor(opts: CoapEndpointOptions) {
+    super();
+    const { send, handler, ...config } = opts;
+    this.#config = { ...COAP_DEFAULTS, ...Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) };
+    this.#send = send;
+    this.#handler = handler;
+    this.#uploads = new Block1Assembler({ maxBytes: this.#config.maxBodyBytes, maxUploads: this.#config.maxUploads, lifetimeMs: this.#config.exchangeLifetimeMs });
+  }
+
+  /** Requests whose handler is still running plus separate responses not yet acknowledged. */
+  get pending(): number {
+    return this.#running + this.#outstanding.size;
+  }
+
+  /** Message ids remembered for deduplication (bounded by `maxDedupEntries`). */
+  get remembered(): number {
+    return this.#seen.size;
+  }
+
+  receive(datagram: Buffer): void {
+    if (this.#closed) return;
+    const d = decode(datagram);
+    if (d.kind !== 'message') {
+      if (d.kind === 'malformed' && d.confirmable && d.messageId !== null) this.#send(emptyMessage('RST', d.messageId));
+      this.emit('malformed', d.reason);
+      return;
+    }
+    const m = d.message;
+    if (m.type === 'ACK' || m.type === 'RST') {
+      const o = this.#outstanding.get(m.messageId);
+      if (o) {
+        clearTimeout(o.timer);
+        this.#outstanding.delete(m.messageId);
+      }
+      return;
+    }
+    const codeClass = Number(m.code.split('.')[0]);
+    if (m.code === '0.00' || codeClass !== 0) {
+      // a ping, or a response/reserved class where we sent no request: reject a Confirmable one (RFC 7252 §4.2)
+      if (m.type === 'CON') this.#send(emptyMessage('RST', m.messageId));
+      return;
+    }
+    const now = Date.now();
+    const seen = this.#seen.get(m.messageId);
+    if (seen && seen.expires > now) {
+      if (m.type === 'CON' && seen.reply) this.#send(seen.reply);
+      return;
+    }
+    const entry = this.#remember(m.messageId, now);
+    this.#request(m, entry, now);
+  }
+
+  /** Stops every timer and forgets every exchange. */
+  close(): void {
+    this.#closed = true;
+    for (const o of this.#outstanding.values()) clearTimeout(o.timer);
+    this.#outstanding.clear();
+    this.#seen.clear();
+    this.#answers.clear();
+    this.#uploads.clear();
+  }
+
+  #remember(messageId: number, now: number): Seen {
+    for (const [id, s] of this.#seen) {
+      if (s.expires > now && this.#seen.size < this.#config.maxDedupEntries) break;
+      this.#seen.delete(id);
+    }
+    const entry: Seen = { expires: now + this.#config.exchangeLifetimeMs, reply: null };
+    this.#seen.delete(messageId);
+    this.#seen.set(messageId, entry);
+    return entry;
+  }
+
+  #request(m: CoapMessage, entry: Seen, now: number): void {
+    const immediate = (res: CoapResponse) => this.#respond(m, entry, res, false);
+    const method = METHODS[m.code];
+    if (!method) return immediate(text('4.05', `method ${m.code} is not supported`));
+    const bad = unrecognisedCritical(m.options);
+    if (bad.length > 0) return immediate(text('4.02', `unrecognised critical option ${bad.join(', ')}`));
+    if (option(m.options, 'Proxy-Uri') || option(m.options, 'Proxy-Scheme')) return immediate(text('5.05', 'this server is not a proxy'));
+    const key = `${method} ${stringOptions(m.options, 'Uri-Path').join('/')}?${stringOptions(m.options, 'Uri-Query').join('&')}`;
+    const block2Value = option(m.options, 'Block2');
+    const block2 = block2Value ? decodeBlock(block2Value) : null;
+    if (block2Value && !block2) return immediate(text('4.02', 'Block2 option longer than 3 bytes'));
+    const block1Value = option(m.options, 'Block1');
+    const limit = this.#config.maxBodyBytes;
+    const tooLarge = () => immediate(text('4.13', `body exceeds ${limit} bytes`, [{ name: 'Size1', value: encodeUint(limit) }]));
+    let body = m.payload;
+    let block1Echo: CoapOption | null = null;
+    if (block1Value) {
+      const block1 = decodeBlock(block1Value);
+      if (!block1) return immediate(text('4.02', 'Block1 option longer than 3 bytes'));
+      const result = this.#uploads.add(key, block1, m.payload, uintOption(m.options, 'Size1'), now);
+      if (result === 'continue') return immediate({ code: '2.31', options: [{ name: 'Block1', value: encodeBlock(block1) }] });
+      if (!Buffer.isBuffer(result)) {
+        return result.code === '4.13' ? tooLarge() : immediate(text(result.code, result.message));
+      }
+      body = result;
+      block1Echo = { name: 'Block1', value: encodeBlock({ ...block1, more: false }) };
+    } else if (m.payload.length > limit || (uintOption(m.options, 'Size1') ?? 0) > limit) {
+      return tooLarge();
+    }
+
+    const szx = Math.min(block2?.szx ?? this.#config.preferredSzx, this.#config.preferredSzx);
+    if (block2 && block2.num > 0) {
+      const kept = this.#answers.get(key);
+      if (kept && kept.expires > now) return immediate(this.#block(key, kept, block2.num, szx));
+    }
+
+    // the handler: piggybacked if it answers within the window, else empty ACK now and a separate response later
+    let separate = false;
+    const window = m.type === 'CON'
+      ? setTimeout(() => {
+        separate = true;
+        entry.reply = emptyMessage('ACK', m.messageId);
+        this.#send(entry.reply);
+      }, this.#config.piggybackMs)
+      : null;
+    this.#running++;
+    this.#handler({ method, token: m.token, options: m.options, payload: body, confirmable: m.type === 'CON' })
+      .catch((err: Error) => text('5.00', err.message))
+      .then((res) => {
+        if (window) clearTimeout(window);
+        if (this.#closed) return;
+        let shaped = this.#shape(key, res, block2?.num ?? 0, szx, Date.now());
+        if (block1Echo) shaped = { ...shaped, options: [...(shaped.options ?? []), block1Echo] };
+        this.#respond(m, entry, shaped, separate);
+      })
+      .finally(() => { this.#running--; });
+  }
+
+  /** A response whose payload exceeds the block size becomes its block `num`, the whole kept for the next blocks. */
+  #shape(key: string, res: CoapResponse, num: number, szx: number, now: number): CoapResponse {
+    const payload = res.payload ?? Buffer.alloc(0);
+    if (num === 0 && payload.length <= blockSize(szx)) return res;
+    const etag = createHash('sha256').update(payload).digest().subarray(0, 8);
+    const answer: LargeAnswer = { response: res, payload, etag, expires: now + this.#config.exchangeLifetimeMs };
+    this.#answers.delete(key);
+    if (this.#answers.size >= this.#config.maxBlock2Answers) this.#answers.delete(this.#answers.keys().next().value as string);
+    this.#answers.set(key, answer);
+    return this.#block(key, answer, num, szx);
+  }
+
+  #block(key: string, answer: LargeAnswer, num: number, szx: number): CoapResponse {
+    const slice = sliceBlock(answer.payload, num, szx);
+    if (!slice) return text('4.02', `block ${num} is beyond the ${answer.payload.length}-byte answer`);
+    if (!slice.more) this.#answers.delete(key);
+    const block: BlockOption = { num, more: slice.more, szx };
+    const own = (answer.response.options ?? []).filter((o) => !['Block2', 'Size2', 'ETag'].includes(o.name));
+    return {
+      code: answer.response.code,
+      options: [...own, { name: 'Block2', value: encodeBlock(block) }, { name: 'Size2', value: encodeUint(answer.payload.length) }, { name: 'ETag', value: answer.etag }],
+      payload: slice.payload,
+    };
+  }
+
+  #respond(m: CoapMessage, entry: Seen, res: CoapResponse, separate: boolean): void {
+    const piggybacked = m.type === 'CON' && !separate;
+    const messageId = piggybacked ? m.messageId : this.#newMessageId();
+    const type = piggybacked ? 'ACK' : m.type === 'CON' ? 'CON' : 'NON';
+    const datagram = encode({ type, code: res.code, messageId, token: m.token, options: [...(res.options ?? [])], payload: res.payload ?? Buffer.alloc(0) });
+    if (piggybacked) entry.reply = datagram;
+    this.#send(datagram);
+    if (type === 'CON') this.#retransmit(messageId, datagram);
+  }
+
+  #retransmit(messageId: number, datagram: Buffer): void {
+    const { ackTimeoutMs, ackRandomFactor } = this.#config;
+    const o: Outstanding = { datagram, retransmits: 0, waitMs: ackTimeoutMs * (1 + Math.random() * (ackRandomFactor - 1)), timer: undefined as unknown as NodeJS.Timeout };
+    const fire = () => {
+      if (o.retransmits >= this.#config.maxRetransmit) {
+        this.#outstanding.delete(messageId);
+        this.emit('giveUp', messageId);
+        return;
+      }
+      o.retransmits++;
+      this.#send(o.datagram);
+      o.waitMs *= 2;
+      o.timer = setTimeout(fire, o.waitMs);
+    };
+    o.timer = setTimeout(fire, o.waitMs);
+    this.#outstanding.set(messageId, o);
+  }
+
+  #newMessageId(): number {
+    this.#nextMessageId = (this.#nextMessageId + 1) & 0xffff;
+    return this.#nextMessageId;
+  }
+}
