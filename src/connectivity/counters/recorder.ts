@@ -20,8 +20,12 @@ export type BuiltinCounterKey = keyof typeof BUILTIN_COUNTERS;
 
 /** Hashes live this long in Redis; the flusher has copied them to PostgreSQL long before. */
 export const COUNTER_TTL_SECONDS = 3 * 24 * 3600;
-/** The set of `<deviceHashId>:<hour>` hashes written since the last flush. */
-export const DIRTY_SET = 'counters:dirty';
+/**
+ * The set of `<deviceHashId>:<hour>` hashes written since the last flush: one per deployment,
+ * named after its queue (every gateway and worker of a deployment shares QUEUE_NAME), so two
+ * deployments on one Redis never flush each other's counters into the wrong database.
+ */
+export const dirtySetOf = (ctx: Pick<AppContext, 'config'>) => `counters:dirty:${ctx.config.queueName}`;
 
 /** `2026-11-22T01`: the hour a counter increment belongs to (UTC). */
 export const hourOf = (at: Date) => at.toISOString().slice(0, 13);
@@ -41,10 +45,12 @@ export class CounterRecorder {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private readonly redis: Redis;
+  private readonly dirtySet: string;
   private readonly onError: (err: Error) => void;
 
-  constructor(redis: Redis, onError: (err: Error) => void) {
+  constructor(redis: Redis, dirtySet: string, onError: (err: Error) => void) {
     this.redis = redis;
+    this.dirtySet = dirtySet;
     this.onError = onError;
   }
 
@@ -78,7 +84,7 @@ export class CounterRecorder {
       pipeline.expire(key, COUNTER_TTL_SECONDS);
     }
     // after the increments: a flusher that takes the member before this SADD reads the new values anyway
-    pipeline.sadd(DIRTY_SET, ...batch.keys());
+    pipeline.sadd(this.dirtySet, ...batch.keys());
     const written = pipeline.exec().then(() => undefined, (err: Error) => this.onError(err));
     this.flushing = Promise.all([this.flushing, written]).then(() => undefined);
     return this.flushing;
@@ -93,10 +99,10 @@ export class CounterRecorder {
 const recorders = new WeakMap<AppContext, CounterRecorder>();
 
 /** The process's recorder for this context (one per Redis connection). */
-export function counterRecorder(ctx: Pick<AppContext, 'redis' | 'log'>): CounterRecorder {
+export function counterRecorder(ctx: Pick<AppContext, 'redis' | 'log' | 'config'>): CounterRecorder {
   let recorder = recorders.get(ctx as AppContext);
   if (!recorder) {
-    recorder = new CounterRecorder(ctx.redis, (err) => ctx.log.warn({ err: err.message }, 'connectivity counters could not be written'));
+    recorder = new CounterRecorder(ctx.redis, dirtySetOf(ctx), (err) => ctx.log.warn({ err: err.message }, 'connectivity counters could not be written'));
     recorders.set(ctx as AppContext, recorder);
   }
   return recorder;
@@ -106,6 +112,6 @@ export function counterRecorder(ctx: Pick<AppContext, 'redis' | 'log'>): Counter
  * Counts one event of a device (a contact, a handshake failure, ...) under `key`, in the hour of
  * `at`. Never waits and never throws: listeners (HTTPS, CoAP, webhooks) call it on their hot path.
  */
-export function countDeviceEvent(ctx: Pick<AppContext, 'redis' | 'log'>, deviceHashId: string, key: BuiltinCounterKey | (string & {}), at?: Date): void {
+export function countDeviceEvent(ctx: Pick<AppContext, 'redis' | 'log' | 'config'>, deviceHashId: string, key: BuiltinCounterKey | (string & {}), at?: Date): void {
   counterRecorder(ctx).count(deviceHashId, key, at);
 }

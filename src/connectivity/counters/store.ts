@@ -1,8 +1,8 @@
 import type { AppContext } from '../../app/context.ts';
 import { NotFoundError, ParameterError } from '../../app/errors.ts';
-import { BUILTIN_COUNTERS, COUNTER_TTL_SECONDS, DIRTY_SET, counterHashKey, hourOf } from './recorder.ts';
+import { BUILTIN_COUNTERS, COUNTER_TTL_SECONDS, counterHashKey, dirtySetOf, hourOf } from './recorder.ts';
 
-type Ctx = Pick<AppContext, 'db' | 'redis' | 'log'>;
+type Ctx = Pick<AppContext, 'db' | 'redis' | 'log' | 'config'>;
 
 const HOUR_MS = 3600_000;
 /** The longest range one counters request may cover: 31 days of hours. */
@@ -19,7 +19,7 @@ const hourStart = (hour: string) => new Date(`${hour}:00:00.000Z`);
 export async function flushCounters(ctx: Ctx, maxHashes = 20_000): Promise<number> {
   let copied = 0;
   while (copied < maxHashes) {
-    const members = (await ctx.redis.spop(DIRTY_SET, FLUSH_CHUNK)) as string[];
+    const members = (await ctx.redis.spop(dirtySetOf(ctx), FLUSH_CHUNK)) as string[];
     if (members.length === 0) break;
     try {
       const pipeline = ctx.redis.pipeline();
@@ -51,7 +51,7 @@ export async function flushCounters(ctx: Ctx, maxHashes = 20_000): Promise<numbe
       }
     } catch (err) {
       // put them back: the next flush tries again
-      await ctx.redis.sadd(DIRTY_SET, ...members).catch(() => undefined);
+      await ctx.redis.sadd(dirtySetOf(ctx), ...members).catch(() => undefined);
       throw err;
     }
     copied += members.length;

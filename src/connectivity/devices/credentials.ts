@@ -7,9 +7,11 @@ export interface PskCredential {
   deviceHashId: string;
   environmentHashId: string;
   key: Buffer;
+  /** its device type was deleted: the device may still authenticate, but every request is refused */
+  refused: boolean;
 }
 
-interface Cached { d: string; e: string; s: string }
+interface Cached { d: string; e: string; s: string; r?: 1 }
 
 const POSITIVE_TTL_S = 300;
 const NEGATIVE_TTL_S = 5;
@@ -28,17 +30,21 @@ export async function lookupPskCredential(ctx: AppContext, identity: string): Pr
   if (cached !== null) {
     entry = cached === '' ? null : (JSON.parse(cached) as Cached);
   } else {
-    const { rows } = await ctx.db.query<{ hash_id: string; env_hash_id: string; psk_sealed: Buffer }>(
-      `SELECT d.hash_id, e.hash_id AS env_hash_id, d.psk_sealed
+    // a device whose type was deleted still completes the handshake, so it gets a clear 403 rather than an alert
+    const { rows } = await ctx.db.query<{ hash_id: string; env_hash_id: string; psk_sealed: Buffer; type_deleted: boolean }>(
+      `SELECT d.hash_id, e.hash_id AS env_hash_id, d.psk_sealed, t.deleted_at IS NOT NULL AS type_deleted
          FROM device d JOIN environment e ON e.id = d.environment_id JOIN device_type t ON t.id = d.device_type_id
-        WHERE d.psk_identity = $1 AND t.deleted_at IS NULL AND e.deleted_at IS NULL`,
+        WHERE d.psk_identity = $1 AND e.deleted_at IS NULL`,
       [identity],
     );
-    entry = rows.length === 0 ? null : { d: rows[0].hash_id, e: rows[0].env_hash_id, s: rows[0].psk_sealed.toString('base64') };
+    entry = rows.length === 0 ? null : { d: rows[0].hash_id, e: rows[0].env_hash_id, s: rows[0].psk_sealed.toString('base64'), ...(rows[0].type_deleted ? { r: 1 as const } : {}) };
     await ctx.redis.set(cacheKey(identity), entry ? JSON.stringify(entry) : '', 'EX', entry ? POSITIVE_TTL_S : NEGATIVE_TTL_S);
   }
   if (!entry) return null;
-  return { deviceHashId: entry.d, environmentHashId: entry.e, key: decryptSecret(ctx.keys.pskEncryption, Buffer.from(entry.s, 'base64'), pskAad(identity)) };
+  return {
+    deviceHashId: entry.d, environmentHashId: entry.e, refused: entry.r === 1,
+    key: decryptSecret(ctx.keys.pskEncryption, Buffer.from(entry.s, 'base64'), pskAad(identity)),
+  };
 }
 
 /** Drops cached credentials after a device (or its type) is deleted or re-keyed. */
