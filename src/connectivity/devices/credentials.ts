@@ -23,8 +23,10 @@ export const pskAad = (identity: string) => `psk:${identity}`;
 /**
  * Looks a PSK identity up: Redis first (the key stays sealed there), PostgreSQL on a miss.
  * Unknown identities are cached briefly too, so a scanning client cannot hammer the database.
+ * A device whose type was deleted is unknown unless `includeRefused` (a listener that answers it
+ * with a clear 403 / 4.03 after the handshake asks for it).
  */
-export async function lookupPskCredential(ctx: AppContext, identity: string): Promise<PskCredential | null> {
+export async function lookupPskCredential(ctx: AppContext, identity: string, opts: { includeRefused?: boolean } = {}): Promise<PskCredential | null> {
   const cached = await ctx.redis.get(cacheKey(identity));
   let entry: Cached | null;
   if (cached !== null) {
@@ -40,7 +42,7 @@ export async function lookupPskCredential(ctx: AppContext, identity: string): Pr
     entry = rows.length === 0 ? null : { d: rows[0].hash_id, e: rows[0].env_hash_id, s: rows[0].psk_sealed.toString('base64'), ...(rows[0].type_deleted ? { r: 1 as const } : {}) };
     await ctx.redis.set(cacheKey(identity), entry ? JSON.stringify(entry) : '', 'EX', entry ? POSITIVE_TTL_S : NEGATIVE_TTL_S);
   }
-  if (!entry) return null;
+  if (!entry || (entry.r === 1 && !opts.includeRefused)) return null;
   return {
     deviceHashId: entry.d, environmentHashId: entry.e, refused: entry.r === 1,
     key: decryptSecret(ctx.keys.pskEncryption, Buffer.from(entry.s, 'base64'), pskAad(identity)),
