@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import type { AppContext } from '../app/context.ts';
+import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { createPskTlsServer, type PskTlsConnection } from '../tls/index.ts';
@@ -14,7 +15,8 @@ export interface HttpsDeviceListener {
   close(graceMs: number): Promise<void>;
 }
 
-interface DeviceSession { deviceHashId: string; environmentHashId: string; pskIdentity: string }
+/** `refused`: the device's type was deleted; it authenticates but every request gets 403 */
+interface DeviceSession { deviceHashId: string; environmentHashId: string; pskIdentity: string; refused: boolean }
 
 function send(res: http.ServerResponse, status: number, body: unknown): void {
   const payload = Buffer.from(JSON.stringify(body));
@@ -31,13 +33,21 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
   let inFlight = 0;
   let closing = false;
   const tcp = createPskTlsServer({
-    lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity))?.key ?? null,
+    lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
   });
   const server = http.createServer({ keepAliveTimeout: 60_000, requestTimeout: 30_000 }, (req, res) => {
     const conn = req.socket as unknown as PskTlsConnection;
     const session = sessions.get(conn);
     if (!session) {
       send(res, 401, { key: 'authentication_error', message: 'no authenticated device session' });
+      return;
+    }
+    countDeviceEvent(ctx, session.deviceHashId, 'contacts');
+    if (session.refused) {
+      countDeviceEvent(ctx, session.deviceHashId, 'refusedContacts');
+      deviceCounters.refused.inc({ protocol: 'https', reason: 'device_type_deleted' });
+      res.setHeader('connection', 'close');
+      send(res, 403, { key: 'right_error', message: 'The device type of this device was deleted: the device no longer has access' });
       return;
     }
     if (closing) res.setHeader('connection', 'close');
@@ -48,18 +58,24 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
     }).finally(() => { inFlight--; });
   });
   tcp.on('secureConnection', (conn: PskTlsConnection) => {
-    lookupPskCredential(ctx, conn.pskIdentity).then((cred) => {
+    lookupPskCredential(ctx, conn.pskIdentity, { includeRefused: true }).then((cred) => {
       if (!cred) {
         conn.destroy();
         return;
       }
-      sessions.set(conn, { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: conn.pskIdentity });
+      sessions.set(conn, { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: conn.pskIdentity, refused: cred.refused });
       server.emit('connection', conn);
     }, () => conn.destroy());
   });
   tcp.on('tlsClientError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
     deviceCounters.handshakeFailures.inc({ protocol: 'https' });
     ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
+    // a known identity that failed (wrong key, aborted handshake) counts on its device; unknown ones count nowhere
+    if (info.pskIdentity !== undefined) {
+      lookupPskCredential(ctx, info.pskIdentity, { includeRefused: true }).then((cred) => {
+        if (cred) countDeviceEvent(ctx, cred.deviceHashId, 'handshakeFailures');
+      }, () => undefined);
+    }
   });
   await new Promise<void>((resolve) => tcp.listen(port, resolve));
   return {
@@ -73,6 +89,7 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       server.closeAllConnections();
       server.close();
+      await counterRecorder(ctx).drain();
     },
   };
 }
