@@ -5,6 +5,7 @@ import { counterRecorder, countDeviceEvent } from '../connectivity/counters/reco
 import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { createPskTlsServer, type PskTlsConnection } from '../tls/index.ts';
+import { firmwareRequestHashId, serveFirmwareOverHttps } from './firmware.ts';
 import { deviceCounters } from './metrics.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 
@@ -95,6 +96,9 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
 }
 
 async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: DeviceSession, conn: PskTlsConnection, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  // firmware downloads are served here, from the image store: no queue, no handler
+  const firmwareHashId = firmwareRequestHashId(req.method, req.url);
+  if (firmwareHashId) return serveFirmwareOverHttps(ctx, { hashId: session.deviceHashId }, firmwareHashId, req, res);
   const limit = ctx.config.deviceBodyLimitBytes;
   const chunks: Buffer[] = [];
   let size = 0;

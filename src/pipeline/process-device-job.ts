@@ -3,6 +3,8 @@ import type { Sandbox } from '../sandbox/runner.ts';
 import type { ExecCall, HandlerRun, ParsedReport } from '../sandbox/types.ts';
 import type { ConditionReportIn } from '../monitoring/reports/store.ts';
 import type { ActivityRow } from '../connectivity/activities/store.ts';
+import { FIRMWARE_OFFER_HEADER, type FirmwareOffer } from '../connectivity/firmware/offer.ts';
+import { MAX_REQUESTS_PER_RUN, type OutboundOutcome, type SendRequestArgs } from './outbound.ts';
 import type { DeviceContextLoader, DeviceRecord } from './device-context.ts';
 import type { DeviceAnswer, DeviceJob, DeviceJobResult } from './jobs.ts';
 
@@ -14,6 +16,10 @@ export interface ProcessDeps {
   writeActivity(row: ActivityRow): Promise<void>;
   touchDevice(deviceId: number, at: Date): Promise<void>;
   applyDeviceCall(device: DeviceRecord, call: ExecCall, at: Date): Promise<void>;
+  /** exec.offerFirmware: an image of the device's own type, or why not (src/connectivity/firmware/offer.ts) */
+  offerFirmware(device: DeviceRecord, firmwareHashId: string): Promise<FirmwareOffer>;
+  /** exec.sendRequest, made after the run (src/pipeline/outbound.ts) */
+  sendRequest(args: SendRequestArgs): Promise<OutboundOutcome>;
   /** a connectivity counter of the device (src/connectivity/counters/): never waits */
   count(deviceHashId: string, key: string, at: Date): void;
 }
@@ -74,6 +80,8 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   const work: Promise<void>[] = [];
   // reports are pushed while the activity is written: both must be stored before the job completes
   const stored: Promise<void>[] = [touched];
+  const offers: string[] = [];
+  let requests = 0;
   run.calls.forEach((call, index) => {
     const hashId = derivedHashId(jobId, `call:${index}`);
     if (call.name === 'parseReport') {
@@ -82,6 +90,10 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
         deps.count(device.hashId, a.activity.failed ? 'reportFailures' : 'reports', startedAt);
         if (a.pushed) stored.push(a.pushed);
       }));
+    } else if (call.name === 'offerFirmware' || call.name === 'sendRequest') {
+      const at = new Date().toISOString();
+      const outcome = call.name === 'offerFirmware' ? offerActivity(deps, device, call.args.firmwareHashId, offers, index) : requestActivity(deps, call.args, ++requests);
+      work.push(outcome.then((o) => { activities[index] = { hashId, createdAt: at, triggerType: call.name, ...o }; }));
     } else {
       const at = new Date();
       work.push(deps.applyDeviceCall(device, call, at).then(
@@ -95,6 +107,8 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   const answer: DeviceAnswer = run.ok
     ? (run.result ? { statusCode: run.result.statusCode, headers: run.result.headers, body: run.result.body } : { statusCode: 204, headers: {}, body: null })
     : failureAnswer(run);
+  const offered = offers.filter((o) => o !== undefined);
+  if (answer && run.ok && offered.length > 0) answer.headers = { ...answer.headers, [FIRMWARE_OFFER_HEADER]: offered.join(', ') };
   stored.push(deps.writeActivity({
     hashId: activityHashId, environmentId: device.environmentId, deviceId: device.id, deviceTypeId: device.deviceType.id,
     triggerType: 'handleIncomingRequest', triggerData: { request: job.webRequest, response: answer }, failed: !run.ok,
@@ -155,4 +169,24 @@ async function parseReport(
     quantity: quantities.get(m.quantityHashId),
   }));
   return { activity: { ...base, failed: false, log, triggerData }, pushed };
+}
+
+type CallOutcome = Pick<SubActivity, 'failed' | 'log' | 'triggerData'>;
+
+/** exec.offerFirmware: the reference goes into the answer (`offers[index]`, in call order), the outcome onto the activity. */
+async function offerActivity(deps: ProcessDeps, device: DeviceRecord, firmwareHashId: string, offers: string[] | null, index: number): Promise<CallOutcome> {
+  if (!offers) return { failed: true, log: [{ type: 'error', message: 'not offered: only the answer to a device request can carry firmware; this event has none' }], triggerData: { firmwareHashId } };
+  const offer = await deps.offerFirmware(device, firmwareHashId);
+  if (!offer.ok) return { failed: true, log: [{ type: 'error', message: offer.message }], triggerData: { firmwareHashId } };
+  offers[index] = offer.reference;
+  return { failed: false, log: [{ type: 'log', message: `${FIRMWARE_OFFER_HEADER}: ${offer.reference}` }], triggerData: { firmwareHashId, firmware: offer.firmware } };
+}
+
+/** exec.sendRequest, the `nth` of the run: made now, after the run, with its result (or refusal) on the activity. */
+async function requestActivity(deps: ProcessDeps, args: SendRequestArgs, nth: number): Promise<CallOutcome> {
+  if (nth > MAX_REQUESTS_PER_RUN) {
+    return { failed: true, log: [{ type: 'error', message: `not sent: at most ${MAX_REQUESTS_PER_RUN} sendRequest calls per run` }], triggerData: { request: args } };
+  }
+  const outcome = await deps.sendRequest(args);
+  return { failed: outcome.failed, log: [{ type: outcome.failed ? 'error' : 'log', message: outcome.message }], triggerData: outcome.triggerData };
 }

@@ -5,6 +5,7 @@ import { insertActivities, type ActivityRow } from '../connectivity/activities/s
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { startCounterFlusher } from '../connectivity/counters/store.ts';
 import { updateDevice } from '../connectivity/devices/store.ts';
+import { offerFirmware } from '../connectivity/firmware/offer.ts';
 import { Sandbox } from '../sandbox/runner.ts';
 import type { ExecCall } from '../sandbox/types.ts';
 import { Batcher } from './batcher.ts';
@@ -12,6 +13,7 @@ import { DeviceContextLoader, type DeviceRecord } from './device-context.ts';
 import type { DeviceBatchJob } from './jobs.ts';
 import { answerChannel, type PublishedAnswer } from './queue.ts';
 import { MonitoringCoreClient } from './monitoring-client.ts';
+import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
 
 export interface DeviceWorker {
@@ -27,6 +29,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
   const sandbox = new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs });
   const loader = new DeviceContextLoader(ctx.db);
   const monitoring = new MonitoringCoreClient(monitoringCoreUrl, ctx.keys.internalToken);
+  const outbound = OutboundClient.fromConfig(ctx.config);
   const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4 });
   // lastOnlineAt: the latest contact per device wins; one UPDATE per batch
   const touches = new Batcher<{ id: number; at: Date }>(async (items) => {
@@ -54,6 +57,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
       return touches.add({ id, at });
     },
     applyDeviceCall: (device, call, at) => applyDeviceCall(ctx, loader, device, call, at),
+    offerFirmware: (device, firmwareHashId) => offerFirmware(ctx.db, { environmentId: device.environmentId, deviceTypeId: device.deviceType.id, deviceTypeHashId: device.deviceType.hashId }, firmwareHashId),
+    sendRequest: (args) => outbound.send(args),
     count: (deviceHashId, key, at) => countDeviceEvent(ctx, deviceHashId, key, at),
   };
   // connectivity counters: Redis hourly hashes copied to PostgreSQL (see the README's decisions)
@@ -95,6 +100,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
       await Promise.all([activities.drain(), touches.drain(), answers.drain(), counterRecorder(ctx).drain()]);
       await counterFlusher.stop();
       await monitoring.close();
+      await outbound.close();
       sandbox.dispose();
     },
   };

@@ -1,0 +1,232 @@
+import type http from 'node:http';
+import type { AppContext } from '../app/context.ts';
+
+// Devices download firmware over their own authenticated session, served by the gateway itself
+// (no queue, no handler). `readFirmwareRange` knows no protocol: the HTTPS listener serves it
+// with Range, the CoAP listener with Block2.
+
+/** The authenticated device asking. */
+export interface FirmwareDevice { hashId: string }
+
+/** What a device learns of an image: enough to resume and verify a download. */
+export interface FirmwareImageInfo {
+  hashId: string;
+  version: string;
+  size: number;
+  /** hex; also the ETag */
+  sha256: string;
+}
+
+export type FirmwareRead =
+  | { status: 'ok'; firmware: FirmwareImageInfo; offset: number; bytes: Buffer }
+  /** unknown, deleted, or of another environment: the device learns nothing of other tenants */
+  | { status: 'not_found'; message: string }
+  /** an image of another device type of the same environment */
+  | { status: 'forbidden'; message: string }
+  | { status: 'range_not_satisfiable'; firmware: FirmwareImageInfo; message: string };
+
+interface ImageRecord extends FirmwareImageInfo { id: number; environmentId: number; deviceTypeId: number; deviceTypeHashId: string }
+interface DeviceRecord { environmentId: number; deviceTypeId: number }
+
+/** Metadata is cached this long: a device reading block after block costs no query per block. */
+const META_TTL_MS = 2000;
+
+class TtlCache<V> {
+  private readonly map = new Map<string, { at: number; value: Promise<V> }>();
+  get(key: string, load: () => Promise<V>): Promise<V> {
+    const hit = this.map.get(key);
+    if (hit && Date.now() - hit.at < META_TTL_MS) return hit.value;
+    const value = load();
+    this.map.set(key, { at: Date.now(), value });
+    value.catch(() => this.map.delete(key));
+    if (this.map.size > 10_000) this.map.delete(this.map.keys().next().value as string);
+    return value;
+  }
+}
+
+/** Whole images by sha256, least recently used first out, bounded by FIRMWARE_CACHE_BYTES. */
+class ImageCache {
+  private readonly images = new Map<string, Promise<Buffer>>();
+  private readonly sizes = new Map<string, number>();
+  private bytes = 0;
+  private readonly budget: number;
+  constructor(budget: number) { this.budget = budget; }
+
+  /** Images larger than half the budget are never cached: they are read range by range. */
+  fits(size: number): boolean { return size <= this.budget / 2; }
+
+  get(sha256: string, size: number, load: () => Promise<Buffer>): Promise<Buffer> {
+    const hit = this.images.get(sha256);
+    if (hit) {
+      // Map keeps insertion order: re-inserting marks it most recently used
+      this.images.delete(sha256);
+      this.images.set(sha256, hit);
+      return hit;
+    }
+    while (this.bytes + size > this.budget && this.images.size > 0) {
+      const oldest = this.images.keys().next().value as string;
+      this.drop(oldest);
+    }
+    const value = load();
+    this.images.set(sha256, value);
+    this.sizes.set(sha256, size);
+    this.bytes += size;
+    value.catch(() => this.drop(sha256));
+    return value;
+  }
+
+  private drop(sha256: string): void {
+    if (!this.images.delete(sha256)) return;
+    this.bytes -= this.sizes.get(sha256) ?? 0;
+    this.sizes.delete(sha256);
+  }
+}
+
+interface FirmwareState { devices: TtlCache<DeviceRecord | null>; images: TtlCache<ImageRecord | null>; bytes: ImageCache }
+const states = new WeakMap<AppContext, FirmwareState>();
+
+function stateOf(ctx: AppContext): FirmwareState {
+  let state = states.get(ctx);
+  if (!state) {
+    state = { devices: new TtlCache(), images: new TtlCache(), bytes: new ImageCache(ctx.config.firmwareCacheBytes) };
+    states.set(ctx, state);
+  }
+  return state;
+}
+
+function loadDevice(ctx: AppContext, hashId: string): Promise<DeviceRecord | null> {
+  return stateOf(ctx).devices.get(hashId, async () => {
+    const { rows } = await ctx.db.query<{ environment_id: number; device_type_id: number }>(
+      `SELECT d.environment_id, d.device_type_id FROM device d JOIN device_type t ON t.id = d.device_type_id
+        WHERE d.hash_id = $1 AND t.deleted_at IS NULL`, [hashId]);
+    return rows.length === 0 ? null : { environmentId: rows[0].environment_id, deviceTypeId: rows[0].device_type_id };
+  });
+}
+
+function loadImage(ctx: AppContext, hashId: string): Promise<ImageRecord | null> {
+  return stateOf(ctx).images.get(hashId, async () => {
+    const { rows } = await ctx.db.query(
+      `SELECT f.id, f.hash_id, f.environment_id, f.device_type_id, t.hash_id AS device_type_hash_id, f.version, f.size, f.sha256
+         FROM firmware f JOIN device_type t ON t.id = f.device_type_id WHERE f.hash_id = $1`, [hashId]);
+    if (rows.length === 0) return null;
+    const r = rows[0];
+    return {
+      id: r.id as number, hashId: r.hash_id as string, environmentId: r.environment_id as number, deviceTypeId: r.device_type_id as number,
+      deviceTypeHashId: r.device_type_hash_id as string, version: r.version as string, size: r.size as number, sha256: r.sha256 as string,
+    };
+  });
+}
+
+const info = (image: ImageRecord): FirmwareImageInfo => ({ hashId: image.hashId, version: image.version, size: image.size, sha256: image.sha256 });
+
+/**
+ * Reads `length` bytes of firmware `hashId` from `offset` for `device` (fewer at the end of the
+ * image; `length` 0 reads only the metadata). The device must be of the image's device type.
+ */
+export async function readFirmwareRange(ctx: AppContext, device: FirmwareDevice, hashId: string, offset: number, length: number): Promise<FirmwareRead> {
+  const [own, image] = await Promise.all([loadDevice(ctx, device.hashId), loadImage(ctx, hashId)]);
+  if (!own || !image || image.environmentId !== own.environmentId) return { status: 'not_found', message: `firmware ${hashId} not found` };
+  if (image.deviceTypeId !== own.deviceTypeId) {
+    return { status: 'forbidden', message: `firmware ${hashId} is for device type ${image.deviceTypeHashId}, not this device's` };
+  }
+  if (!Number.isSafeInteger(offset) || offset < 0 || (offset >= image.size && !(offset === 0 && image.size === 0)) || !Number.isSafeInteger(length) || length < 0) {
+    return { status: 'range_not_satisfiable', firmware: info(image), message: `offset ${offset} is outside firmware ${hashId} of ${image.size} bytes` };
+  }
+  const end = Math.min(image.size, offset + length);
+  if (end === offset) return { status: 'ok', firmware: info(image), offset, bytes: Buffer.alloc(0) };
+  const state = stateOf(ctx);
+  let bytes: Buffer;
+  if (state.bytes.fits(image.size)) {
+    const whole = await state.bytes.get(image.sha256, image.size, async () => {
+      const { rows } = await ctx.db.query<{ data: Buffer }>('SELECT data FROM firmware WHERE id = $1', [image.id]);
+      if (rows.length === 0) throw new Error(`firmware ${hashId} was deleted while it was read`);
+      return rows[0].data;
+    });
+    bytes = whole.subarray(offset, end);
+  } else {
+    // STORAGE EXTERNAL: PostgreSQL reads only the slice's chunks
+    const { rows } = await ctx.db.query<{ data: Buffer }>('SELECT substring(data FROM $2 FOR $3) AS data FROM firmware WHERE id = $1', [image.id, offset + 1, end - offset]);
+    if (rows.length === 0) return { status: 'not_found', message: `firmware ${hashId} not found` };
+    bytes = rows[0].data;
+  }
+  return { status: 'ok', firmware: info(image), offset, bytes };
+}
+
+const FIRMWARE_PATH = /^\/firmware\/([a-zA-Z0-9]{1,64})\/?$/;
+
+/** The firmware hashId of a device's `GET|HEAD /firmware/<hashId>`, or null for every other request. */
+export function firmwareRequestHashId(method: string | undefined, url: string | undefined): string | null {
+  if (method !== 'GET' && method !== 'HEAD') return null;
+  const path = (url ?? '/').split('?')[0];
+  return FIRMWARE_PATH.exec(path)?.[1] ?? null;
+}
+
+/** A single `bytes=` range of a `size`-byte image: [start, endExclusive], 'ignore' for another unit, null when unsatisfiable or malformed. */
+export function parseRange(header: string, size: number): [number, number] | 'ignore' | null {
+  const m = /^\s*([A-Za-z]+)=(.*)$/.exec(header);
+  if (!m) return null;
+  if (m[1].toLowerCase() !== 'bytes') return 'ignore';
+  // one range per request: a device resumes a download, it does not ask for pieces of it
+  const spec = /^\s*(\d*)-(\d*)\s*$/.exec(m[2]);
+  if (!spec || (spec[1] === '' && spec[2] === '')) return null;
+  if (spec[1] === '') {
+    const suffix = Number(spec[2]);
+    if (suffix === 0 || size === 0) return null;
+    return [Math.max(0, size - suffix), size];
+  }
+  const start = Number(spec[1]);
+  const last = spec[2] === '' ? size - 1 : Math.min(Number(spec[2]), size - 1);
+  if (start >= size || last < start) return null;
+  return [start, last + 1];
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const payload = Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': payload.length });
+  res.end(payload);
+}
+
+const etagOf = (sha256: string) => `"${sha256}"`;
+const etagMatches = (header: string, etag: string) =>
+  header.split(',').some((t) => { const v = t.trim(); return v === '*' || v.replace(/^W\//, '') === etag; });
+
+/** HTTPS `GET|HEAD /firmware/<hashId>`: Range (206, 416), ETag (the sha256), If-None-Match (304), If-Range. */
+export async function serveFirmwareOverHttps(ctx: AppContext, device: FirmwareDevice, hashId: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const meta = await readFirmwareRange(ctx, device, hashId, 0, 0);
+  if (meta.status === 'not_found') return sendJson(res, 404, { key: 'not_found_error', message: meta.message });
+  if (meta.status === 'forbidden') return sendJson(res, 403, { key: 'right_error', message: meta.message });
+  const { firmware } = meta;
+  const etag = etagOf(firmware.sha256);
+  const common = { etag, 'accept-ranges': 'bytes', 'x-firmware-version': encodeURIComponent(firmware.version) };
+  const ifNoneMatch = req.headers['if-none-match'];
+  if (ifNoneMatch && etagMatches(ifNoneMatch, etag)) {
+    res.writeHead(304, common);
+    res.end();
+    return;
+  }
+  let start = 0;
+  let end = firmware.size;
+  let status = 200;
+  const range = req.headers.range;
+  const ifRange = req.headers['if-range'] as string | undefined;
+  // If-Range with another validator: the image changed under the device, so it gets the whole new one
+  if (range !== undefined && (ifRange === undefined || ifRange.trim() === etag)) {
+    const parsed = parseRange(range, firmware.size);
+    if (parsed === null) {
+      return sendJson(res, 416, { key: 'parameter_error', message: `Range ${range} is not one satisfiable byte range of firmware ${hashId} (${firmware.size} bytes)` },
+        { ...common, 'content-range': `bytes */${firmware.size}` });
+    }
+    if (parsed !== 'ignore') [start, end, status] = [parsed[0], parsed[1], 206];
+  }
+  const headers: Record<string, string | number> = { ...common, 'content-type': 'application/octet-stream', 'content-length': end - start };
+  if (status === 206) headers['content-range'] = `bytes ${start}-${end - 1}/${firmware.size}`;
+  if (req.method === 'HEAD') {
+    res.writeHead(status, headers);
+    res.end();
+    return;
+  }
+  const read = await readFirmwareRange(ctx, device, hashId, start, end - start);
+  if (read.status !== 'ok') return sendJson(res, 404, { key: 'not_found_error', message: `firmware ${hashId} not found` });
+  res.writeHead(status, headers);
+  res.end(read.bytes);
+}

@@ -1,0 +1,228 @@
+import { createHash, randomBytes } from 'node:crypto';
+import tls from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeContext } from '../../src/app/bootstrap.ts';
+import type { AppContext } from '../../src/app/context.ts';
+import { startService, type RunningService } from '../../src/service.ts';
+import { testContext } from '../helpers.ts';
+import { opensslPsk } from '../support/openssl.ts';
+import { connectivityClient, pskDevice, type RestClient } from '../support/provision.ts';
+
+// A handler that offers the firmware images the device names in its report, and answers with its own header and body.
+const HANDLER = `function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
+  if (args.event.type !== 'incomingRequest') return;
+  const body = args.event.webRequest.body;
+  const offer = body !== undefined && body.type === 'json' ? ((body.data as { offer?: string[] }).offer ?? []) : [];
+  offer.forEach((id) => exec.offerFirmware(id));
+  return { statusCode: 200, headers: { 'x-own': 'kept' }, body: { ok: true } };
+}`;
+
+interface Device { hashId: string; identity: string; key: Buffer }
+interface Response { status: number; headers: Record<string, string>; body: Buffer }
+
+const CACHE_BYTES = 200_000;
+let ctx: AppContext;
+let service: RunningService;
+let port: number;
+let api: RestClient;
+let other: RestClient;
+let d1: Device; // device type T1
+let d2: Device; // device type T2, same environment
+let dB: Device; // another environment
+const small = randomBytes(50_000); // cached whole (below half of FIRMWARE_CACHE_BYTES)
+const big = randomBytes(300_000); // read range by range from PostgreSQL
+const f: Record<'small' | 'big' | 'ofT2', string> = { small: '', big: '', ofT2: '' };
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** Requests over one TLS 1.2 PSK connection (node:tls, i.e. OpenSSL as the device), answers as raw bytes. */
+function deviceRequests(device: Device, requests: { method?: string; path: string; headers?: Record<string, string>; body?: string }[]): Promise<Response[]> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({
+      host: '127.0.0.1', port, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: 'PSK-AES128-GCM-SHA256',
+      checkServerIdentity: () => undefined, pskCallback: () => ({ psk: device.key, identity: device.identity }),
+    });
+    const chunks: Buffer[] = [];
+    socket.on('secureConnect', () => {
+      socket.write(requests.map((r, i) => {
+        const head = [`${r.method ?? 'GET'} ${r.path} HTTP/1.1`, 'Host: device.test', ...Object.entries(r.headers ?? {}).map(([k, v]) => `${k}: ${v}`)];
+        if (r.body !== undefined) head.push('Content-Type: application/json', `Content-Length: ${Buffer.byteLength(r.body)}`);
+        if (i === requests.length - 1) head.push('Connection: close');
+        return `${head.join('\r\n')}\r\n\r\n${r.body ?? ''}`;
+      }).join(''));
+    });
+    socket.on('data', (d: Buffer) => chunks.push(d));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const raw = Buffer.concat(chunks);
+      const out: Response[] = [];
+      let at = 0;
+      while (at < raw.length) {
+        const end = raw.indexOf('\r\n\r\n', at);
+        if (end < 0) break;
+        const [statusLine, ...lines] = raw.subarray(at, end).toString('latin1').split('\r\n');
+        const headers: Record<string, string> = {};
+        for (const l of lines) headers[l.slice(0, l.indexOf(':')).trim().toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
+        const status = Number(statusLine.split(' ')[1]);
+        // a HEAD and a 304 carry no body whatever Content-Length says
+        const bodyless = requests[out.length]?.method === 'HEAD' || status === 304;
+        const length = bodyless ? 0 : Number(headers['content-length'] ?? 0);
+        out.push({ status, headers, body: raw.subarray(end + 4, end + 4 + length) });
+        at = end + 4 + length;
+      }
+      resolve(out);
+    });
+  });
+}
+const one = async (device: Device, path: string, headers?: Record<string, string>, method?: string) => (await deviceRequests(device, [{ path, headers, method }]))[0];
+
+async function activitiesOf(client: RestClient, device: Device) {
+  const rows = (await client.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${device.hashId}&rowsPerPage=100`)).body.rows;
+  return Promise.all(rows.map(async (r) => (await client.request<{ activity: { triggerData: { response: { headers: Record<string, string> } }; activities: { triggerType: string; failed: boolean; log: { type: string; message: string }[]; triggerData: Record<string, unknown> }[] } }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
+}
+
+beforeAll(async () => {
+  ctx = await testContext({ FIRMWARE_CACHE_BYTES: String(CACHE_BYTES) });
+  service = await startService(ctx, ['all']);
+  port = service.https!.port();
+  const base = `http://127.0.0.1:${service.apiPort()}`;
+  api = await connectivityClient(ctx.db, base);
+  other = await connectivityClient(ctx.db, base);
+  [d1, d2, dB] = await Promise.all([pskDevice(api, HANDLER), pskDevice(api, HANDLER), pskDevice(other, HANDLER)]);
+  const typeOf = async (client: RestClient, d: Device) => (await client.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d.hashId}`)).body.device.deviceTypeHashId;
+  const add = async (client: RestClient, type: string, version: string, image: Buffer) => {
+    const r = await client.request<{ hashId: string }>('POST', '/firmware/', { deviceTypeHashId: type, version, data: image.toString('base64') });
+    expect(r.status).toBe(200);
+    return r.body.hashId;
+  };
+  const [t1, t2] = await Promise.all([typeOf(api, d1), typeOf(api, d2)]);
+  f.small = await add(api, t1, '1.0.0', small);
+  f.big = await add(api, t1, '2.0 "beta"', big);
+  f.ofT2 = await add(api, t2, '1.0.0', randomBytes(1000));
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await closeContext(ctx);
+});
+
+describe('exec.offerFirmware', () => {
+  it('adds an x-firmware reference to the answer, leaving the handler\'s headers and body alone, and shows it on the activity', async () => {
+    const [res] = await deviceRequests(d1, [{ method: 'POST', path: '/report', body: JSON.stringify({ offer: [f.small, f.big] }) }]);
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body.toString())).toEqual({ ok: true });
+    expect(res.headers['x-own']).toBe('kept');
+    expect(res.headers['x-firmware']).toBe(
+      `/firmware/${f.small}; sha256=${sha256(small)}; size=${small.length}; version=1.0.0, ` +
+      `/firmware/${f.big}; sha256=${sha256(big)}; size=${big.length}; version=${encodeURIComponent('2.0 "beta"')}`);
+    const activity = (await activitiesOf(api, d1)).find((a) => a.activities.some((s) => s.triggerType === 'offerFirmware'));
+    expect(activity?.triggerData.response.headers['x-firmware']).toBe(res.headers['x-firmware']);
+    expect(activity?.activities.map((s) => [s.triggerType, s.failed])).toEqual([['offerFirmware', false], ['offerFirmware', false]]);
+    expect(activity?.activities[0].triggerData).toMatchObject({ firmwareHashId: f.small, firmware: { version: '1.0.0', size: small.length, sha256: sha256(small) } });
+  });
+
+  it('fails, visibly on the activity, an offer of another device type\'s or another environment\'s image, and offers nothing', async () => {
+    const [res] = await deviceRequests(d1, [{ method: 'POST', path: '/report', body: JSON.stringify({ offer: [f.ofT2, 'nosuchimage'] }) }]);
+    expect(res.status).toBe(200);
+    expect(res.headers['x-firmware']).toBeUndefined();
+    const [fromB] = await deviceRequests(dB, [{ method: 'POST', path: '/report', body: JSON.stringify({ offer: [f.small] }) }]);
+    expect(fromB.headers['x-firmware']).toBeUndefined();
+
+    const failed = (await activitiesOf(api, d1)).flatMap((a) => a.activities).filter((s) => s.triggerType === 'offerFirmware' && s.failed);
+    expect(failed.map((s) => s.log[0].message)).toEqual(expect.arrayContaining([
+      expect.stringMatching(new RegExp(`firmware ${f.ofT2} is for device type \\w+, not for this device's type`)),
+      'firmware nosuchimage does not exist in this environment',
+    ]));
+    const ofB = (await activitiesOf(other, dB)).flatMap((a) => a.activities);
+    expect(ofB).toEqual([expect.objectContaining({ triggerType: 'offerFirmware', failed: true, log: [{ type: 'error', message: `firmware ${f.small} does not exist in this environment` }] })]);
+  });
+});
+
+describe('device download over HTTPS (TLS-PSK)', () => {
+  it('serves the whole image with its ETag, and ranges of it (206) that resume to the same bytes', async () => {
+    for (const [hashId, image] of [[f.small, small], [f.big, big]] as const) {
+      const whole = await one(d1, `/firmware/${hashId}`);
+      expect(whole.status).toBe(200);
+      expect(whole.headers).toMatchObject({ etag: `"${sha256(image)}"`, 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream', 'content-length': String(image.length) });
+      expect(sha256(whole.body)).toBe(sha256(image));
+
+      // a download resumed piece by piece on one connection
+      const pieces = [];
+      for (let start = 0; start < image.length; start += 65_536) pieces.push({ path: `/firmware/${hashId}`, headers: { Range: `bytes=${start}-${Math.min(start + 65_535, image.length - 1)}`, 'If-Range': `"${sha256(image)}"` } });
+      const parts = await deviceRequests(d1, pieces);
+      expect(parts.map((p) => p.status)).toEqual(pieces.map(() => 206));
+      expect(parts[0].headers['content-range']).toBe(`bytes 0-${Math.min(65_535, image.length - 1)}/${image.length}`);
+      expect(sha256(Buffer.concat(parts.map((p) => p.body)))).toBe(sha256(image));
+    }
+  });
+
+  it('answers open and suffix ranges, 416 for unsatisfiable or malformed ones, 304 for If-None-Match, and HEAD', async () => {
+    const size = small.length;
+    const [open, suffix, beyond, inverted, malformed, twoRanges, otherUnit, notModified, staleIfRange, head] = await deviceRequests(d1, [
+      { path: `/firmware/${f.small}`, headers: { Range: 'bytes=49000-' } },
+      { path: `/firmware/${f.small}`, headers: { Range: 'bytes=-10' } },
+      { path: `/firmware/${f.small}`, headers: { Range: `bytes=${size}-` } },
+      { path: `/firmware/${f.small}`, headers: { Range: 'bytes=20-10' } },
+      { path: `/firmware/${f.small}`, headers: { Range: 'bytes=abc' } },
+      { path: `/firmware/${f.small}`, headers: { Range: 'bytes=0-1,5-6' } },
+      { path: `/firmware/${f.small}`, headers: { Range: 'pages=1-2' } },
+      { path: `/firmware/${f.small}`, headers: { 'If-None-Match': `"other", "${sha256(small)}"` } },
+      { path: `/firmware/${f.small}`, headers: { Range: 'bytes=0-9', 'If-Range': '"an-older-image"' } },
+      { path: `/firmware/${f.small}`, method: 'HEAD' },
+    ]);
+    expect(open.status).toBe(206);
+    expect(open.headers['content-range']).toBe(`bytes 49000-${size - 1}/${size}`);
+    expect(open.body.equals(small.subarray(49000))).toBe(true);
+    expect(suffix.status).toBe(206);
+    expect(suffix.body.equals(small.subarray(size - 10))).toBe(true);
+    for (const bad of [beyond, inverted, malformed, twoRanges]) {
+      expect(bad.status).toBe(416);
+      expect(bad.headers['content-range']).toBe(`bytes */${size}`);
+      expect(JSON.parse(bad.body.toString()).key).toBe('parameter_error');
+    }
+    expect(otherUnit.status).toBe(200);
+    expect(otherUnit.body.length).toBe(size);
+    expect(notModified.status).toBe(304);
+    expect(notModified.headers.etag).toBe(`"${sha256(small)}"`);
+    expect(staleIfRange.status).toBe(200);
+    expect(staleIfRange.body.length).toBe(size);
+    expect(head.status).toBe(200);
+    expect(head.headers['content-length']).toBe(String(size));
+  });
+
+  it('works for openssl s_client with PSK-AES128-CCM8 as the device', async () => {
+    const out = await opensslPsk({
+      port, identity: d1.identity, keyHex: d1.key.toString('hex'), cipher: 'PSK-AES128-CCM8:@SECLEVEL=0',
+      input: `GET /firmware/${f.small} HTTP/1.1\r\nHost: gw\r\nRange: bytes=100-199\r\nConnection: close\r\n\r\n`,
+    });
+    const raw = Buffer.from(out.stdout, 'latin1');
+    const body = raw.subarray(raw.indexOf('\r\n\r\n') + 4);
+    expect(out.stdout).toMatch(/^HTTP\/1\.1 206/);
+    expect(body.equals(small.subarray(100, 200))).toBe(true);
+  });
+
+  it('refuses another device type\'s device (403) and another environment\'s (404), runs no handler and queues nothing', async () => {
+    const before = await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM supplier_activity');
+    const wrongType = await one(d2, `/firmware/${f.small}`);
+    expect(wrongType.status).toBe(403);
+    expect(JSON.parse(wrongType.body.toString())).toEqual({ key: 'right_error', message: expect.stringContaining(f.small) });
+    const own = await one(d2, `/firmware/${f.ofT2}`);
+    expect(own.status).toBe(200);
+    const otherEnv = await one(dB, `/firmware/${f.small}`);
+    expect(otherEnv.status).toBe(404);
+    expect(JSON.parse(otherEnv.body.toString()).key).toBe('not_found_error');
+    expect((await one(d1, '/firmware/nosuchimage')).status).toBe(404);
+    const after = await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM supplier_activity');
+    expect(after.rows[0].n).toBe(before.rows[0].n);
+  });
+
+  it('stops serving a deleted image', async () => {
+    const type = (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d1.hashId}`)).body.device.deviceTypeHashId;
+    const image = randomBytes(500);
+    const added = await api.request<{ hashId: string }>('POST', '/firmware/', { deviceTypeHashId: type, version: 'short-lived', data: image.toString('base64') });
+    expect((await one(d1, `/firmware/${added.body.hashId}`)).body.equals(image)).toBe(true);
+    expect((await api.request('DELETE', `/firmware/${added.body.hashId}`)).status).toBe(204);
+    // metadata is cached for at most 2 s
+    await new Promise((r) => setTimeout(r, 2100));
+    expect((await one(d1, `/firmware/${added.body.hashId}`)).status).toBe(404);
+  });
+});
