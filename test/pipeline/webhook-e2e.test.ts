@@ -245,6 +245,11 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
     const big = JSON.stringify({ ...ttsUplink('0004A30B001C0599', 3000, 0, new Date().toISOString()), padding: 'x'.repeat(9000) });
     const tooLarge = await post(webhookUrl, big);
     expect(tooLarge).toMatchObject({ status: 413, json: { key: 'parameter_error', message: expect.stringContaining('8192') } });
+    // without a content-length (chunked), the limit is counted while reading
+    async function* chunks() { for (let i = 0; i < 10; i++) yield Buffer.alloc(1024, 0x20); }
+    const chunked = await undiciRequest(webhookUrl, { method: 'POST', body: chunks(), headers: { 'content-type': 'application/json' }, dispatcher: agent });
+    expect(chunked.statusCode).toBe(413);
+    expect(await chunked.body.json()).toMatchObject({ key: 'parameter_error' });
 
     // nothing reached the queue or the database
     expect(queued).toBe(queuedBefore);
