@@ -34,6 +34,9 @@ export interface Config {
   deviceBodyLimitBytes: number;
   shutdownGraceMs: number;
   queueName: string;
+  /** SMTP server for command mail (`smtp://user:pass@host:587`), or null: mail is logged instead */
+  smtpUrl: string | null;
+  mailFrom: string;
   /** largest firmware image (decoded bytes) */
   firmwareMaxBytes: number;
   /** memory the gateway spends on hot firmware images, by sha256 */
@@ -71,10 +74,12 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   DEVICE_BODY_LIMIT_BYTES: ['65536', 'largest device request body'],
   SHUTDOWN_GRACE_MS: ['10000', 'how long SIGTERM waits for in-flight jobs'],
   QUEUE_NAME: ['device-events', 'BullMQ queue name'],
+  SMTP_URL: ['unset → mail is logged (info), not sent', 'SMTP server for the mail a command\'s `email` addresses get when the device executes it, e.g. smtp://user:pass@mail.example.com:587'],
+  MAIL_FROM: ['gridgate <noreply@localhost>', 'sender of that mail'],
   FIRMWARE_MAX_BYTES: ['8388608 (8 MiB)', 'largest firmware image'],
   FIRMWARE_CACHE_BYTES: ['67108864 (64 MiB)', 'memory a gateway process keeps hot firmware images in (by sha256)'],
   OUTBOUND_ALLOWED_HOSTS: ['empty → none', 'comma-separated hosts exec.sendRequest may reach over HTTPS (`*.example.com` for subdomains)'],
-  OUTBOUND_TIMEOUT_MS: ['3000', 'time limit of one outbound request (connect to last byte); the device\'s answer waits for it'],
+  OUTBOUND_TIMEOUT_MS: ['5000', 'time limit of one outbound request (connect to last byte)'],
   OUTBOUND_MAX_RESPONSE_BYTES: ['65536', 'response bytes read from an outbound request; the rest is cut off'],
   OUTBOUND_CA_FILE: ['unset', 'PEM file of extra CA certificates outbound requests trust'],
 };
@@ -134,10 +139,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     deviceBodyLimitBytes: int(env, 'DEVICE_BODY_LIMIT_BYTES', 65536, 1, 64 * 1024 * 1024),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     queueName: env.QUEUE_NAME || 'device-events',
+    smtpUrl: env.SMTP_URL || null,
+    mailFrom: env.MAIL_FROM || 'gridgate <noreply@localhost>',
     firmwareMaxBytes: int(env, 'FIRMWARE_MAX_BYTES', 8 * 1024 * 1024, 1, 1024 * 1024 * 1024),
     firmwareCacheBytes: int(env, 'FIRMWARE_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 31),
     outboundAllowedHosts: (env.OUTBOUND_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
-    outboundTimeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 3000, 10, 120_000),
+    outboundTimeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 5000, 10, 120_000),
     outboundMaxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 65536, 0, 16 * 1024 * 1024),
     outboundCaFile: env.OUTBOUND_CA_FILE || null,
   };

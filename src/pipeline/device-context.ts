@@ -85,6 +85,17 @@ export class DeviceContextLoader {
     });
   }
 
+  /**
+   * reportLate: whether the expectation `before` (set at `setAt`) still stands and no contact came
+   * since. Read fresh, not cached. lastOnlineAt is kept to a second, so a contact within a second
+   * of the one that set the expectation may go unseen; handlers renew the expectation on each report.
+   */
+  async reportStillLate(deviceId: number, before: string, setAt: string): Promise<boolean> {
+    const { rows } = await this.db.query(
+      'SELECT next_report_before = $2::timestamptz AS same, last_online_at > $3::timestamptz AS contacted FROM device WHERE id = $1', [deviceId, before, setAt]);
+    return rows.length > 0 && rows[0].same === true && rows[0].contacted !== true;
+  }
+
   /** The device's own copy changed (fields, nextReportBefore): read it afresh next time. */
   forgetDevice(hashId: string): void { this.devices.delete(hashId); }
 }

@@ -9,10 +9,28 @@ export interface DeviceRequestJob {
   receivedAt: string;
 }
 
-export type DeviceJob = DeviceRequestJob;
+/** What happened to the device outside a contact; the handler runs with it and no device waits for an answer. */
+export type DeviceEvent =
+  | { type: 'newCommand' | 'commandDue' | 'deletedCommand'; commandHashId: string }
+  /** `before`: the expectation that ran out; `setAt`: when it was set (a contact after it makes the job a no-op) */
+  | { type: 'reportLate'; before: string; setAt: string };
+
+/** A device event, queued by the API (commands) or a worker (expectNextReportBefore), maybe delayed. */
+export interface DeviceEventJob {
+  kind: 'event';
+  /** unique per occurrence: the activity's hashId derives from it, so a retry stores one activity */
+  eventId: string;
+  deviceHashId: string;
+  environmentHashId: string;
+  event: DeviceEvent;
+  queuedAt: string;
+}
+
+export type DeviceJob = DeviceRequestJob | DeviceEventJob;
 
 /** What BullMQ carries: the device jobs one gateway queued together, each answered on its own. */
 export interface DeviceBatchJob {
+  /** '' for device events: no gateway waits for their answers */
   gatewayId: string;
   items: { itemId: string; job: DeviceJob }[];
 }

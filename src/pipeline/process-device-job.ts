@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Sandbox } from '../sandbox/runner.ts';
-import type { ExecCall, HandlerRun, ParsedReport } from '../sandbox/types.ts';
+import type { CommandTypeView, CommandView, ExecCall, HandlerEvent, HandlerRun, ParsedReport } from '../sandbox/types.ts';
 import type { ConditionReportIn } from '../monitoring/reports/store.ts';
 import type { ActivityRow } from '../connectivity/activities/store.ts';
 import { FIRMWARE_OFFER_HEADER, type FirmwareOffer } from '../connectivity/firmware/offer.ts';
 import { MAX_REQUESTS_PER_RUN, type OutboundOutcome, type SendRequestArgs } from './outbound.ts';
 import type { DeviceContextLoader, DeviceRecord } from './device-context.ts';
-import type { DeviceAnswer, DeviceJob, DeviceJobResult } from './jobs.ts';
+import type { DeviceAnswer, DeviceEventJob, DeviceJob, DeviceJobResult } from './jobs.ts';
 
 /** What processing a job needs; each is a real store or client, passed in so the logic is testable alone. */
 export interface ProcessDeps {
@@ -22,6 +22,31 @@ export interface ProcessDeps {
   sendRequest(args: SendRequestArgs): Promise<OutboundOutcome>;
   /** a connectivity counter of the device (src/connectivity/counters/): never waits */
   count(deviceHashId: string, key: string, at: Date): void;
+  /** `args.scheduledCommands`: the device's commands not yet sent or dropped, oldest first */
+  scheduledCommands(deviceId: number): Promise<ScheduledCommand[]>;
+  /** the command a command event names (deleted ones included), or null */
+  commandOfEvent(commandHashId: string): Promise<(ScheduledCommand & { droppedAt: string | null }) | null>;
+  /** reportLate: whether expectation `before`, set at `setAt`, still stands with no contact since */
+  reportStillLate(deviceId: number, before: string, setAt: string): Promise<boolean>;
+}
+
+export interface ScheduledCommand { command: CommandView; commandType: CommandTypeView }
+
+const EVENT_TRIGGERS = { newCommand: 'handleNewCommand', commandDue: 'handleCommandDue', deletedCommand: 'handleDeletedCommand', reportLate: 'handleReportLate' } as const;
+
+/** The handler event of an event job and what its activity shows, or null when the event no longer applies. */
+async function resolveEvent(deps: ProcessDeps, deviceHashId: string, deviceId: number, job: DeviceEventJob): Promise<{ event: HandlerEvent; triggerData: unknown } | null> {
+  const e = job.event;
+  if (e.type === 'reportLate') {
+    // a newer expectation, or a contact since this one was set, makes the job a no-op
+    return (await deps.reportStillLate(deviceId, e.before, e.setAt)) ? { event: { type: 'reportLate' }, triggerData: {} } : null;
+  }
+  const found = await deps.commandOfEvent(e.commandHashId);
+  if (!found || found.command.deviceHashId !== deviceHashId) return null;
+  // a command deleted or dropped before it fell due is not due any more
+  if (e.type === 'commandDue' && (found.command.deletedAt || found.droppedAt)) return null;
+  const shown = { command: found.command, commandType: found.commandType };
+  return { event: { type: e.type, ...shown }, triggerData: shown };
 }
 
 interface LogLine { type: 'log' | 'error'; message: string }
@@ -51,16 +76,31 @@ function failureAnswer(run: Extract<HandlerRun, { ok: false }>): DeviceAnswer {
   return { statusCode: status, headers: {}, body: { type: 'json', data: { key: 'handler_error', message: `The device type's event handler failed (${run.error.kind})` } } };
 }
 
-/** Runs one device contact: the event handler, then what it asked for (reports, device updates). */
+/**
+ * Runs one device contact or device event: the event handler, then what it asked for (reports,
+ * device updates, commands). Only a contact is answered; an event's result carries no answer.
+ */
 export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: DeviceJob): Promise<DeviceJobResult> {
   const startedAt = new Date();
   const activityHashId = derivedHashId(jobId, 'activity');
   const device = await deps.loader.device(job.deviceHashId);
+  if (job.kind === 'event' && (!device || device.deviceType.deleted)) return { answer: null, activityHashId, failed: false };
   if (!device || device.deviceType.deleted) {
     if (device) deps.count(device.hashId, 'refusedContacts', startedAt);
     return { answer: { statusCode: 403, headers: {}, body: { type: 'json', data: { key: 'right_error', message: 'This device no longer has access' } } }, activityHashId, failed: true };
   }
-  const touched = handledLater(deps.touchDevice(device.id, new Date(job.receivedAt)));
+  let event: HandlerEvent;
+  let eventTriggerData: unknown = null;
+  if (job.kind === 'event') {
+    const resolved = await resolveEvent(deps, device.hashId, device.id, job);
+    if (!resolved) return { answer: null, activityHashId, failed: false };
+    ({ event, triggerData: eventTriggerData } = resolved);
+    if (event.type === 'reportLate') deps.count(device.hashId, 'reportsLate', startedAt);
+  } else {
+    event = { type: 'incomingRequest', webRequest: job.webRequest };
+  }
+  // an event is not a contact: only requests move lastOnlineAt
+  const touched = job.kind === 'event' ? Promise.resolve() : handledLater(deps.touchDevice(device.id, new Date(job.receivedAt)));
   const deviceView = {
     hashId: device.hashId, supplierDeviceIdentifier: device.supplierDeviceIdentifier, deviceTypeHashId: device.deviceType.hashId,
     fields: device.fields, lastOnlineAt: device.lastOnlineAt, nextReportBefore: device.nextReportBefore,
@@ -68,7 +108,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   const run = await deps.sandbox.runEventHandler({
     isolationKey: device.environmentHashId,
     source: device.deviceType.eventHandler,
-    args: { device: deviceView, scheduledCommands: [], event: { type: 'incomingRequest', webRequest: job.webRequest } },
+    args: { device: deviceView, scheduledCommands: await deps.scheduledCommands(device.id), event },
   });
 
   const log = logsOf(run.logs);
@@ -92,7 +132,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
       }));
     } else if (call.name === 'offerFirmware' || call.name === 'sendRequest') {
       const at = new Date().toISOString();
-      const outcome = call.name === 'offerFirmware' ? offerActivity(deps, device, call.args.firmwareHashId, offers, index) : requestActivity(deps, call.args, ++requests);
+      const outcome = call.name === 'offerFirmware' ? offerActivity(deps, device, call.args.firmwareHashId, job.kind !== 'event' ? offers : null, index) : requestActivity(deps, call.args, ++requests);
       work.push(outcome.then((o) => { activities[index] = { hashId, createdAt: at, triggerType: call.name, ...o }; }));
     } else {
       const at = new Date();
@@ -104,14 +144,15 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   });
   await Promise.all(work);
 
-  const answer: DeviceAnswer = run.ok
+  const answer: DeviceAnswer | null = job.kind === 'event' ? null : run.ok
     ? (run.result ? { statusCode: run.result.statusCode, headers: run.result.headers, body: run.result.body } : { statusCode: 204, headers: {}, body: null })
     : failureAnswer(run);
   const offered = offers.filter((o) => o !== undefined);
   if (answer && run.ok && offered.length > 0) answer.headers = { ...answer.headers, [FIRMWARE_OFFER_HEADER]: offered.join(', ') };
   stored.push(deps.writeActivity({
     hashId: activityHashId, environmentId: device.environmentId, deviceId: device.id, deviceTypeId: device.deviceType.id,
-    triggerType: 'handleIncomingRequest', triggerData: { request: job.webRequest, response: answer }, failed: !run.ok,
+    triggerType: job.kind === 'event' ? EVENT_TRIGGERS[job.event.type] : 'handleIncomingRequest',
+    triggerData: job.kind === 'event' ? eventTriggerData : { request: job.webRequest, response: answer }, failed: !run.ok,
     log, activities, startedAt, finishedAt: new Date(),
   }));
   await Promise.all(stored);

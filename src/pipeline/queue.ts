@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { newHashId } from '../app/hash-id.ts';
 import { createRedis, type Redis } from '../app/redis.ts';
-import type { DeviceBatchJob, DeviceJob, DeviceJobResult } from './jobs.ts';
+import type { DeviceBatchJob, DeviceEventJob, DeviceJob, DeviceJobResult } from './jobs.ts';
 
 export const JOB_NAME = 'device-batch';
 
@@ -104,6 +104,68 @@ export class DeviceQueue {
     this.flush();
     for (const w of [...this.waiters.values()]) w({ state: 'pending' });
     await this.subscriber.quit().catch(() => this.subscriber.disconnect());
+    await this.queue.close();
+  }
+}
+
+/** When and how an event job is queued. */
+export interface EventJobOptions {
+  /** run no earlier than this many ms from now (a BullMQ delayed job, not a poll) */
+  delayMs?: number;
+  /** a fixed job id, so the job can be removed later (e.g. `commandDue-<commandHashId>`) */
+  jobId?: string;
+  /** a newer job with the same key replaces a still-delayed older one (one reportLate per device) */
+  replaceKey?: string;
+}
+
+/**
+ * Device events (command lifecycle, reportLate) go into the same queue as device requests, as
+ * batches of one with no gateway waiting, so the same workers run them through the handler.
+ */
+export class DeviceEventQueue {
+  readonly queue: Queue<DeviceBatchJob, void>;
+
+  constructor(ctx: AppContext) {
+    this.queue = new Queue(ctx.config.queueName, {
+      connection: createRedis(ctx.config.redisUrl),
+      defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 200 }, removeOnComplete: true, removeOnFail: { age: 7 * 24 * 3600 } },
+    });
+  }
+
+  async add(jobs: { job: DeviceEventJob; opts?: EventJobOptions }[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.queue.addBulk(jobs.map(({ job, opts }) => ({
+      name: JOB_NAME,
+      data: { gatewayId: '', items: [{ itemId: job.eventId, job }] },
+      opts: {
+        jobId: opts?.jobId ?? newHashId(16),
+        ...(opts?.delayMs ? { delay: Math.max(0, Math.round(opts.delayMs)) } : {}),
+        ...(opts?.replaceKey ? { deduplication: { id: opts.replaceKey, replace: true, keepLastIfActive: true } } : {}),
+      },
+    })));
+  }
+
+  /**
+   * exec.expectNextReportBefore: a reportLate job at `before`, replacing the device's earlier one.
+   * A cleared (null) or renewed expectation, or a contact in time, makes a job that still runs a no-op.
+   */
+  async expectReport(device: { hashId: string; environmentHashId: string }, before: string | null, setAt: Date): Promise<void> {
+    if (before === null) return;
+    await this.add([{
+      job: {
+        kind: 'event', eventId: newHashId(16), deviceHashId: device.hashId, environmentHashId: device.environmentHashId,
+        event: { type: 'reportLate', before, setAt: setAt.toISOString() }, queuedAt: setAt.toISOString(),
+      },
+      opts: { delayMs: Math.max(1, Date.parse(before) - Date.now()), replaceKey: `reportLate-${device.hashId}` },
+    }]);
+  }
+
+  /** Removes a job not yet run (a deleted command's commandDue); a missing or running job is left alone. */
+  async remove(jobId: string): Promise<void> {
+    await this.queue.remove(jobId).catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
     await this.queue.close();
   }
 }

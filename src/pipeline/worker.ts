@@ -1,17 +1,19 @@
 import { Worker } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
+import { createMailer } from '../app/mailer.ts';
 import { createRedis } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { startCounterFlusher } from '../connectivity/counters/store.ts';
 import { updateDevice } from '../connectivity/devices/store.ts';
+import { commandPipeline } from '../connectivity/commands/pipeline.ts';
 import { offerFirmware } from '../connectivity/firmware/offer.ts';
 import { Sandbox } from '../sandbox/runner.ts';
 import type { ExecCall } from '../sandbox/types.ts';
 import { Batcher } from './batcher.ts';
 import { DeviceContextLoader, type DeviceRecord } from './device-context.ts';
 import type { DeviceBatchJob } from './jobs.ts';
-import { answerChannel, type PublishedAnswer } from './queue.ts';
+import { answerChannel, DeviceEventQueue, type PublishedAnswer } from './queue.ts';
 import { MonitoringCoreClient } from './monitoring-client.ts';
 import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
@@ -28,6 +30,9 @@ const TOUCH_RESOLUTION_MS = 1000;
 export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): DeviceWorker {
   const sandbox = new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs });
   const loader = new DeviceContextLoader(ctx.db);
+  const mailer = createMailer(ctx.config, ctx.log);
+  const commands = commandPipeline(ctx, mailer);
+  const events = new DeviceEventQueue(ctx);
   const monitoring = new MonitoringCoreClient(monitoringCoreUrl, ctx.keys.internalToken);
   const outbound = OutboundClient.fromConfig(ctx.config);
   const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4 });
@@ -56,7 +61,14 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
       lastTouch.set(id, at.getTime());
       return touches.add({ id, at });
     },
-    applyDeviceCall: (device, call, at) => applyDeviceCall(ctx, loader, device, call, at),
+    applyDeviceCall: async (device, call, at) => {
+      if (await commands.apply(device, call, at)) return;
+      await applyDeviceCall(ctx, loader, device, call, at);
+      if (call.name === 'expectNextReportBefore') await events.expectReport(device, call.args.before, at);
+    },
+    scheduledCommands: (deviceId) => commands.scheduledCommands(deviceId),
+    commandOfEvent: (hashId) => commands.commandOfEvent(hashId),
+    reportStillLate: (deviceId, before, setAt) => loader.reportStillLate(deviceId, before, setAt),
     offerFirmware: (device, firmwareHashId) => offerFirmware(ctx.db, { environmentId: device.environmentId, deviceTypeId: device.deviceType.id, deviceTypeHashId: device.deviceType.hashId }, firmwareHashId),
     sendRequest: (args) => outbound.send(args),
     count: (deviceHashId, key, at) => countDeviceEvent(ctx, deviceHashId, key, at),
@@ -77,8 +89,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
   const processBatch = async (jobId: string, batch: DeviceBatchJob) => {
     await Promise.all(batch.items.map(async ({ itemId, job }, index) => {
       const result = await processDeviceJob(deps, `${jobId}:${index}`, job);
-      // an answer nobody waits for any more (the gateway answered 202 or restarted) is simply dropped
-      answers.add({ gatewayId: batch.gatewayId, answer: { itemId, result } }).catch(() => undefined);
+      // an answer nobody waits for any more (the gateway answered 202 or restarted) is simply dropped; events have no gateway
+      if (batch.gatewayId) answers.add({ gatewayId: batch.gatewayId, answer: { itemId, result } }).catch(() => undefined);
     }));
   };
 
@@ -100,6 +112,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
       await Promise.all([activities.drain(), touches.drain(), answers.drain(), counterRecorder(ctx).drain()]);
       await counterFlusher.stop();
       await monitoring.close();
+      await Promise.all([events.close(), mailer.close()]);
       await outbound.close();
       sandbox.dispose();
     },

@@ -70,7 +70,7 @@ export interface CommandView {
 
 export interface CommandTypeView {
   hashId: string;
-  name?: string;
+  name?: string | Record<string, string>;
   [key: string]: unknown;
 }
 

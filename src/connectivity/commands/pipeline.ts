@@ -1,0 +1,92 @@
+import type { AppContext } from '../../app/context.ts';
+import type { Mailer } from '../../app/mailer.ts';
+import type { DeviceRecord } from '../../pipeline/device-context.ts';
+import type { ExecCall } from '../../sandbox/types.ts';
+import { nameText } from '../../http/schemas.ts';
+import { countDeviceEvent } from '../counters/recorder.ts';
+import { commandForEvent, dropCommand, markCommandSent, scheduledCommandsOf, type Command, type CommandRecord } from './store.ts';
+import type { CommandType } from '../command-types/store.ts';
+
+type Scheduled = { command: Command; commandType: CommandType };
+
+/**
+ * `args.scheduledCommands` for every run. The runs of one queue batch ask together, so their
+ * devices are read in one query (a device contact costs a share of one indexed query, not one each).
+ */
+export class ScheduledCommandsLoader {
+  private waiting = new Map<number, ((list: Scheduled[]) => void)[]>();
+  private failing: ((err: unknown) => void)[] = [];
+  private scheduled = false;
+  private readonly ctx: Pick<AppContext, 'db'>;
+
+  constructor(ctx: Pick<AppContext, 'db'>) { this.ctx = ctx; }
+
+  load(deviceId: number): Promise<Scheduled[]> {
+    return new Promise((resolve, reject) => {
+      this.waiting.set(deviceId, [...(this.waiting.get(deviceId) ?? []), resolve]);
+      this.failing.push(reject);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    const waiting = this.waiting;
+    const failing = this.failing;
+    this.waiting = new Map();
+    this.failing = [];
+    this.scheduled = false;
+    scheduledCommandsOf(this.ctx.db, [...waiting.keys()]).then(
+      (byDevice) => { for (const [id, resolvers] of waiting) for (const r of resolvers) r(byDevice.get(id) ?? []); },
+      (err) => { for (const f of failing) f(err); },
+    );
+  }
+}
+
+/** The handler's view of a command (plain JSON). */
+const view = (r: Scheduled) => ({ command: { ...r.command }, commandType: { ...r.commandType } });
+
+function executedMail(r: CommandRecord, device: DeviceRecord, sentAt: Date) {
+  const type = nameText(r.commandType.name);
+  return {
+    to: r.command.email,
+    subject: `Command "${type}" sent to device ${device.supplierDeviceIdentifier}`,
+    text: [
+      `The device ${device.supplierDeviceIdentifier} (${device.hashId}) received command ${r.command.hashId} ("${type}") at ${sentAt.toISOString()}.`,
+      r.command.startAt ? `It executes it at ${r.command.startAt}.` : `It executes it ${r.command.delay} s after receiving it.`,
+      `Fields: ${JSON.stringify(r.command.fields)}`,
+      r.command.channelIndices.length > 0 ? `Channels: ${r.command.channelIndices.join(', ')}` : '',
+    ].filter(Boolean).join('\n'),
+  };
+}
+
+/** What the worker needs of commands: scheduledCommands, the command of an event, and the exec calls on commands. */
+export function commandPipeline(ctx: AppContext, mailer: Mailer) {
+  const loader = new ScheduledCommandsLoader(ctx);
+  return {
+    scheduledCommands: async (deviceId: number) => (await loader.load(deviceId)).map(view),
+    async commandOfEvent(hashId: string) {
+      const r = await commandForEvent(ctx.db, hashId);
+      return r && { ...view(r), droppedAt: r.droppedAt };
+    },
+    /** markCommandAsSent and dropCommand; false for any other call */
+    async apply(device: DeviceRecord, call: ExecCall, at: Date): Promise<boolean> {
+      if (call.name === 'markCommandAsSent') {
+        const sent = await markCommandSent(ctx.db, device.id, call.args.commandHashId, at);
+        // null: sent by an earlier try of this job, which counted and mailed already
+        if (sent) {
+          countDeviceEvent(ctx, device.hashId, 'commandsSent', at);
+          if (sent.command.email.length > 0) mailer.send(executedMail(sent, device, at));
+        }
+        return true;
+      }
+      if (call.name === 'dropCommand') {
+        await dropCommand(ctx.db, device.id, call.args.commandHashId, call.args.markAsDeleted);
+        return true;
+      }
+      return false;
+    },
+  };
+}

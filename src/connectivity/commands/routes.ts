@@ -1,0 +1,53 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../app/context.ts';
+import { DeviceEventQueue } from '../../pipeline/queue.ts';
+import { FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
+import { queuedCommandEvents } from './events.ts';
+import { addCommands, deleteCommand, deleteCommands, findCommands, getCommand, type CommandInput, type CommandQuery } from './store.ts';
+
+const OneOf = <T extends string>(values: T[]) => Type.Unsafe<T>({ type: 'string', enum: values });
+const MAX_DELAY_SECONDS = 10 * 365 * 24 * 3600;
+
+const AddBody = Type.Object({
+  objectType: OneOf<'device' | 'pinGroup'>(['device', 'pinGroup']),
+  objectHashIds: Type.Array(HashId, { minItems: 1, maxItems: 40 }),
+  commandTypeHashId: HashId,
+  fields: Type.Record(Type.String(), Type.Unknown()),
+  startAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+  delay: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_DELAY_SECONDS })),
+  endAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+  channelIndices: Type.Optional(Type.Array(Type.Integer({ minimum: 0, maximum: 59 }), { maxItems: 60 })),
+  email: Type.Array(Type.String({ format: 'email', maxLength: 254 }), { maxItems: 30 }),
+}, { additionalProperties: false });
+const DeleteMultiBody = Type.Object({ hashIds: Type.Array(HashId, { maxItems: 30 }) }, { additionalProperties: false });
+const Query = Type.Object({ ...FindQuery.properties, deviceHashId: Type.Optional(HashId), pinGroupHashId: Type.Optional(HashId) });
+
+const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
+const tags = ['command'];
+
+/**
+ * Commands (seed: command add / find / get / delete / deleteMulti). Each lifecycle step is queued
+ * as an event for the device type's handler. Monitoring rights (M-SENSORS, M-READ) come with claimed devices.
+ */
+export async function commandRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const queue = new DeviceEventQueue(ctx);
+  app.addHook('onClose', async () => queue.close());
+  const events = queuedCommandEvents(queue);
+  const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;
+
+  app.post('/command/', { config: { rights }, schema: { tags, summary: 'command add', body: AddBody } }, async (request, reply) => {
+    await addCommands(ctx.db, events, env(request), request.account.id, request.body as Static<typeof AddBody> as CommandInput);
+    reply.status(204).send();
+  });
+  app.get('/command/', { config: { rights }, schema: { tags, summary: 'command find', querystring: Query } }, async (request) =>
+    findCommands(ctx.db, env(request), request.query as CommandQuery));
+  app.get('/command/:hashId', { config: { rights }, schema: { tags, summary: 'command get', params: HashIdParams } }, async (request) =>
+    getCommand(ctx.db, env(request), (request.params as { hashId: string }).hashId));
+  app.delete('/command/:hashId', { config: { rights }, schema: { tags, summary: 'command delete', params: HashIdParams } }, async (request, reply) => {
+    await deleteCommand(ctx.db, events, env(request), (request.params as { hashId: string }).hashId);
+    reply.status(204).send();
+  });
+  app.delete('/command/', { config: { rights }, schema: { tags, summary: 'command deleteMulti', body: DeleteMultiBody } }, async (request) =>
+    deleteCommands(ctx.db, events, env(request), (request.body as Static<typeof DeleteMultiBody>).hashIds));
+}
