@@ -28,6 +28,7 @@ import { parseHandshakeFragments } from './handshake.ts';
 import { ContentType, DTLS10, encodeRecord, parseDatagram } from './record.ts';
 import type { DtlsRecord } from './record.ts';
 import { DtlsSession } from './session.ts';
+import { SessionCache } from './session-cache.ts';
 import type { SessionConfig, SessionHost } from './session.ts';
 
 export { DtlsSession };
@@ -50,6 +51,10 @@ export interface DtlsServerOptions {
   idleTimeoutMs?: number;
   /** Cookie secret rotation period. Default 60 000 ms. */
   cookieRotationMs?: number;
+  /** Sessions kept for resumption by session id at most (the oldest go first); 0 disables resumption. Default 10 000. */
+  sessionCacheSize?: number;
+  /** A cached session can be resumed for this long after its full handshake. Default 86 400 000 ms (24 h). */
+  sessionLifetimeMs?: number;
 }
 
 export interface HandshakeErrorInfo {
@@ -65,6 +70,8 @@ const DEFAULTS = {
   maxHandshakes: 1_000,
   idleTimeoutMs: 600_000,
   cookieRotationMs: 60_000,
+  sessionCacheSize: 10_000,
+  sessionLifetimeMs: 86_400_000,
   initialRetransmitMs: 1_000,
   maxRetransmitMs: 60_000,
 };
@@ -91,6 +98,8 @@ export class DtlsServer extends EventEmitter {
     this.#config = {
       lookupPsk: opts.lookupPsk,
       suites: CIPHER_SUITES,
+      cache: new SessionCache(opts.sessionCacheSize ?? DEFAULTS.sessionCacheSize, opts.sessionLifetimeMs ?? DEFAULTS.sessionLifetimeMs),
+      resumable: () => true,
       mtu,
       handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,

@@ -2,10 +2,12 @@
  * One DTLS association with a peer address:port, from the ClientHello with a valid cookie to close. The handshake
  * state machine is all in `#onHandshakeMessage`:
  *
- *   (ClientHello with cookie: send flight 4)          wait_client_key_exchange
+ *   (ClientHello with cookie, full handshake: send flight 4)    wait_client_key_exchange
  *   wait_client_key_exchange ──ClientKeyExchange──▶ psk_lookup        (records queued, async lookupPsk)
  *   psk_lookup ──PSK found, keys derived──▶ wait_finished                (epoch 1 readable)
- *   wait_finished ──Finished ok──▶ (send flight 6) established           (emit 'session')
+ *   wait_finished ──Finished ok──▶ (send flight 6) established           (emit 'session'; session id cached)
+ *   (ClientHello resuming a cached session id: send flight 4b = ServerHello, CCS, Finished)   wait_finished
+ *   wait_finished ──Finished ok──▶ established                           (abbreviated handshake, nothing sent)
  *   established: application data both ways; a retransmitted client flight 5 gets flight 6 again;
  *                new handshake messages → warning no_renegotiation; close_notify → close.
  *
@@ -14,7 +16,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { createHash, createSecretKey, timingSafeEqual } from 'node:crypto';
-import type { Hash, KeyObject } from 'node:crypto';
+import type { Hash, KeyObject, X509Certificate } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/alert.ts';
 import { lookupPskSafely, requirePsk } from '../tls/psk.ts';
 import { HandshakeType, parseClientKeyExchangePsk, parseFinished } from '../tls/messages.ts';
@@ -22,7 +24,7 @@ import type { ClientHello } from '../tls/messages.ts';
 import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from '../tls/prf.ts';
 import { keyBlockLength } from '../tls/suites/index.ts';
 import type { CipherSuite, RecordProtection } from '../tls/suites/index.ts';
-import { flight4, negotiate } from './flights/flight4.ts';
+import { flight4, negotiate, serverHello } from './flights/flight4.ts';
 import type { Negotiated } from './flights/flight4.ts';
 import { flight6Finished } from './flights/flight6.ts';
 import {
@@ -35,10 +37,14 @@ import {
 import type { HandshakeMessage } from './handshake.ts';
 import { ContentType, RECORD_HEADER_LENGTH, RecordLayer } from './record.ts';
 import type { DtlsRecord } from './record.ts';
+import type { CachedSession, SessionCache } from './session-cache.ts';
 
 export interface SessionConfig {
   lookupPsk(identity: string): Promise<Buffer | null>;
   suites: readonly CipherSuite[];
+  cache: SessionCache;
+  /** Whether a cached session may be resumed now (PSK sessions: always; certificate sessions: chain still trusted). */
+  resumable(s: CachedSession): boolean;
   mtu: number;
   handshakeTimeoutMs: number;
   idleTimeoutMs: number;
@@ -56,10 +62,10 @@ export interface SessionHost {
 
 type State = 'wait_client_key_exchange' | 'psk_lookup' | 'wait_finished' | 'established' | 'closed';
 
-/** Handshake messages of one flight; `changeCipherSpec` puts a CCS before them and the messages in epoch 1. */
+/** One flight: `plain` handshake messages in epoch 0, then, when `encrypted` is not empty, a CCS and those in epoch 1. */
 interface Flight {
-  messages: HandshakeMessage[];
-  changeCipherSpec: boolean;
+  plain: HandshakeMessage[];
+  encrypted: HandshakeMessage[];
 }
 
 const MAX_QUEUED_RECORDS = 32;
@@ -70,6 +76,8 @@ export class DtlsSession extends EventEmitter {
   readonly remoteAddress: string;
   readonly remotePort: number;
   pskIdentity: string | undefined;
+  /** The client's verified certificate chain, device certificate first (empty for PSK sessions). */
+  peerCertificates: X509Certificate[] = [];
 
   readonly #host: SessionHost;
   readonly #config: SessionConfig;
@@ -83,6 +91,7 @@ export class DtlsSession extends EventEmitter {
   #awaitedFlightStart: number;
   #flight: Flight | undefined;
   #queued: DtlsRecord[] = [];
+  #masterBytes: Buffer | undefined;
   #master: KeyObject | undefined;
   #serverWrite: RecordProtection | undefined;
   #retransmitMs: number;
@@ -102,16 +111,47 @@ export class DtlsSession extends EventEmitter {
     this.remoteAddress = peer.address;
     this.remotePort = peer.port;
     this.#retransmitMs = config.initialRetransmitMs;
-    this.#negotiated = negotiate(ch, config.suites);
+    const n = negotiate(ch, { suites: config.suites, cache: config.cache, stillValid: config.resumable });
+    this.#negotiated = n;
     this.#reassembler = new HandshakeReassembler(msg.messageSeq + 1);
     this.#awaitedFlightStart = msg.messageSeq + 1;
     this.#records.setInitialWriteSequence(recordSeq);
     this.#transcript.update(transcriptBytes(msg));
-    const messages = flight4(ch, this.#negotiated, msg.messageSeq);
-    for (const m of messages) this.#transcript.update(transcriptBytes(m));
-    this.#nextSendSeq = msg.messageSeq + messages.length;
+    this.#nextSendSeq = msg.messageSeq; // the server's message_seq continues from the ClientHello's (RFC 6347 §4.2.2)
     this.#handshakeTimer = setTimeout(() => this.#fail(new Error('DTLS handshake timeout'), undefined), config.handshakeTimeoutMs);
-    this.#sendFlight({ messages, changeCipherSpec: false });
+    if (n.resumed) this.#startAbbreviated(n.resumed);
+    else this.#startFull();
+  }
+
+  #startFull(): void {
+    const messages = flight4(this.#negotiated, this.#nextSendSeq);
+    for (const m of messages) this.#transcript.update(transcriptBytes(m));
+    this.#nextSendSeq += messages.length;
+    this.#sendFlight({ plain: messages, encrypted: [] });
+  }
+
+  /** Flight 4b (RFC 5246 §7.3 abbreviated handshake): ServerHello with the client's session id, CCS, Finished. */
+  #startAbbreviated(cached: CachedSession): void {
+    this.pskIdentity = cached.pskIdentity;
+    this.peerCertificates = cached.peerCertificates;
+    const sh = serverHello(this.#negotiated, this.#nextSendSeq++);
+    this.#transcript.update(transcriptBytes(sh));
+    this.#installKeys(cached.masterSecret);
+    this.#records.installWriteEpoch(1, this.#serverWrite!);
+    const finished = flight6Finished(this.#master!, this.#transcript.copy().digest(), this.#nextSendSeq++);
+    this.#transcript.update(transcriptBytes(finished));
+    this.#state = 'wait_finished';
+    this.#sendFlight({ plain: [sh], encrypted: [finished] });
+  }
+
+  /** Whether this session was resumed from the cache by an abbreviated handshake. */
+  get resumed(): boolean {
+    return this.#negotiated.resumed !== undefined;
+  }
+
+  /** The session id (resumption handle) of this session. */
+  get sessionId(): Buffer {
+    return this.#negotiated.sessionId;
   }
 
   /** IANA name of the negotiated suite. */
@@ -232,6 +272,8 @@ export class DtlsSession extends EventEmitter {
         this.#fail(new Error('peer sent close_notify during the handshake'), undefined);
       }
     } else if (level === AlertLevel.fatal) {
+      // RFC 5246 §7.2.2: a session ended by a fatal alert must not be resumed.
+      this.#config.cache.delete(this.#negotiated.sessionId);
       if (this.#state === 'established') this.#end();
       else this.#fail(new TlsPeerAlert(description), undefined);
     }
@@ -273,22 +315,7 @@ export class DtlsSession extends EventEmitter {
     if (this.#state !== 'psk_lookup') return; // failed or closed meanwhile
     try {
       const key = requirePsk(psk, this.pskIdentity);
-      const n = this.#negotiated;
-      const preMaster = pskPreMasterSecret(key);
-      this.#master = createSecretKey(
-        n.extendedMasterSecret
-          ? extendedMasterSecret(preMaster, this.#transcript.copy().digest())
-          : masterSecret(preMaster, n.clientRandom, n.serverRandom),
-      );
-      const suite = n.suite;
-      const k = splitKeyBlock(
-        keyExpansion(this.#master, n.serverRandom, n.clientRandom, keyBlockLength(suite)),
-        suite.macKeyLength,
-        suite.encKeyLength,
-        suite.fixedIvLength,
-      );
-      this.#records.installReadEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv));
-      this.#serverWrite = suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv);
+      this.#installKeys(this.#deriveMaster(pskPreMasterSecret(key)));
       this.#state = 'wait_finished';
       this.#drainHandshake();
     } catch (err) {
@@ -300,6 +327,30 @@ export class DtlsSession extends EventEmitter {
     if (this.#state === 'wait_finished') this.handleRecords(queued);
   }
 
+  /** RFC 5246 §8.1 / RFC 7627 §4: the master secret from a premaster secret (the transcript now ends with ClientKeyExchange). */
+  #deriveMaster(preMaster: Buffer): Buffer {
+    const n = this.#negotiated;
+    return n.extendedMasterSecret
+      ? extendedMasterSecret(preMaster, this.#transcript.copy().digest())
+      : masterSecret(preMaster, n.clientRandom, n.serverRandom);
+  }
+
+  /** Key expansion: epoch 1 becomes readable; the server write protection waits for our CCS. */
+  #installKeys(master: Buffer): void {
+    const n = this.#negotiated;
+    this.#masterBytes = master;
+    this.#master = createSecretKey(master);
+    const suite = n.suite;
+    const k = splitKeyBlock(
+      keyExpansion(this.#master, n.serverRandom, n.clientRandom, keyBlockLength(suite)),
+      suite.macKeyLength,
+      suite.encKeyLength,
+      suite.fixedIvLength,
+    );
+    this.#records.installReadEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv));
+    this.#serverWrite = suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv);
+  }
+
   #onClientFinished(msg: HandshakeMessage): void {
     const expected = verifyData(this.#master!, 'client', this.#transcript.copy().digest());
     if (!timingSafeEqual(expected, parseFinished(msg.body))) {
@@ -307,12 +358,22 @@ export class DtlsSession extends EventEmitter {
     }
     this.#transcript.update(transcriptBytes(msg));
     this.#awaitedFlightStart = this.#reassembler.nextSeq;
-    const finished = flight6Finished(this.#master!, this.#transcript.digest(), this.#nextSendSeq++);
-    this.#records.installWriteEpoch(1, this.#serverWrite!);
-    this.#state = 'established';
     clearTimeout(this.#handshakeTimer);
-    // Flight 6 is the last flight: it is not retransmitted on a timer, only when the client repeats flight 5.
-    this.#sendFlight({ messages: [finished], changeCipherSpec: true }, false);
+    clearTimeout(this.#retransmitTimer);
+    if (this.resumed) {
+      // Abbreviated handshake: the client's Finished ends it; a repeat of it needs no answer.
+      this.#state = 'established';
+      this.#flight = undefined;
+    } else {
+      const finished = flight6Finished(this.#master!, this.#transcript.digest(), this.#nextSendSeq++);
+      this.#records.installWriteEpoch(1, this.#serverWrite!);
+      this.#state = 'established';
+      // Flight 6 is the last flight: it is not retransmitted on a timer, only when the client repeats flight 5.
+      this.#sendFlight({ plain: [], encrypted: [finished] }, false);
+      const n = this.#negotiated;
+      const cached = { masterSecret: this.#masterBytes!, suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, peerCertificates: this.peerCertificates };
+      this.#config.cache.store(n.sessionId, this.pskIdentity === undefined ? cached : { ...cached, pskIdentity: this.pskIdentity });
+    }
     this.#refreshIdle();
     this.#host.established(this);
   }
@@ -335,14 +396,15 @@ export class DtlsSession extends EventEmitter {
       current.push(record);
       size += record.length;
     };
-    let epoch = 0;
-    if (flight.changeCipherSpec) {
-      add(this.#records.seal(0, ContentType.change_cipher_spec, CCS));
-      epoch = 1;
+    const header = RECORD_HEADER_LENGTH + HANDSHAKE_HEADER_LENGTH;
+    for (const msg of flight.plain) {
+      for (const frag of fragmentMessage(msg, mtu - header)) add(this.#records.seal(0, ContentType.handshake, frag));
     }
-    const overhead = RECORD_HEADER_LENGTH + HANDSHAKE_HEADER_LENGTH + (epoch === 1 ? this.#negotiated.suite.maxOverhead : 0);
-    for (const msg of flight.messages) {
-      for (const frag of fragmentMessage(msg, mtu - overhead)) add(this.#records.seal(epoch, ContentType.handshake, frag));
+    if (flight.encrypted.length > 0) {
+      add(this.#records.seal(0, ContentType.change_cipher_spec, CCS));
+      for (const msg of flight.encrypted) {
+        for (const frag of fragmentMessage(msg, mtu - header - this.#negotiated.suite.maxOverhead)) add(this.#records.seal(1, ContentType.handshake, frag));
+      }
     }
     if (current.length > 0) datagrams.push(Buffer.concat(current));
     for (const d of datagrams) this.#host.send(d);

@@ -1,7 +1,10 @@
 /**
- * Flight 4: ServerHello + ServerHelloDone, the answer to a ClientHello with a valid cookie. Chooses the suite
- * (server preference order), extended_master_secret when offered (RFC 7627), and echoes renegotiation_info when
- * the client signalled it by extension or SCSV (RFC 5746). No ServerKeyExchange: no PSK identity hint is sent.
+ * Flight 4 of a full handshake: ServerHello (+ Certificate, ServerKeyExchange, CertificateRequest for ECDHE_ECDSA)
+ * + ServerHelloDone, the answer to a ClientHello with a valid cookie that does not resume a session. Also the
+ * negotiation both flight 4 and flight 4b (resumption) start from: the suite (server preference order, PSK
+ * first), extended_master_secret when offered (RFC 7627), renegotiation_info echoed when the client signalled it
+ * by extension or SCSV (RFC 5746), and whether the offered session id resumes a cached session (RFC 7627 §5.3
+ * decides when the EMS state of the two handshakes differs). No PSK identity hint is sent.
  */
 import { randomBytes } from 'node:crypto';
 import { AlertDescription, TlsAlert } from '../../tls/alert.ts';
@@ -16,45 +19,84 @@ import type { ClientHello, Extension } from '../../tls/messages.ts';
 import type { CipherSuite } from '../../tls/suites/index.ts';
 import type { HandshakeMessage } from '../handshake.ts';
 import { DTLS12 } from '../record.ts';
+import type { CachedSession, SessionCache } from '../session-cache.ts';
 
 export interface Negotiated {
   suite: CipherSuite;
   extendedMasterSecret: boolean;
+  secureRenegotiation: boolean;
   clientRandom: Buffer;
   serverRandom: Buffer;
+  /** The session id the ServerHello carries: the client's when resuming, a new one otherwise. */
+  sessionId: Buffer;
+  /** Set when the ClientHello resumes this cached session (abbreviated handshake). */
+  resumed?: CachedSession;
+  /** Extensions the ServerHello carries beyond renegotiation_info and extended_master_secret (e.g. connection_id). */
+  extraExtensions: Extension[];
 }
 
-export function negotiate(ch: ClientHello, suites: readonly CipherSuite[]): Negotiated {
+export interface NegotiateOptions {
+  suites: readonly CipherSuite[];
+  cache: SessionCache;
+  /** Whether a cached session may still be resumed now (e.g. its certificate chain is still trusted). */
+  stillValid(s: CachedSession): boolean;
+}
+
+export function negotiate(ch: ClientHello, o: NegotiateOptions): Negotiated {
   // DTLS versions count down: 0xFEFD (1.2) < 0xFEFF (1.0).
   if (ch.clientVersion > DTLS12) throw new TlsAlert(AlertDescription.protocol_version, 'client does not offer DTLS 1.2');
   if (!ch.compressionMethods.includes(0)) throw new TlsAlert(AlertDescription.illegal_parameter, 'no null compression');
-  const suite = suites.find((s) => ch.cipherSuites.includes(s.id));
-  if (!suite) throw new TlsAlert(AlertDescription.handshake_failure, 'no shared cipher suite');
   const ri = findExtension(ch.extensions, ExtensionType.renegotiation_info);
   if (ri && !(ri.data.length === 1 && ri.data[0] === 0)) {
     throw new TlsAlert(AlertDescription.handshake_failure, 'non-empty renegotiation_info in initial handshake');
   }
-  const ems = findExtension(ch.extensions, ExtensionType.extended_master_secret);
-  if (ems && ems.data.length !== 0) throw new TlsAlert(AlertDescription.decode_error, 'bad extended_master_secret');
-  return { suite, extendedMasterSecret: ems !== undefined, clientRandom: Buffer.from(ch.random), serverRandom: randomBytes(32) };
+  const emsExt = findExtension(ch.extensions, ExtensionType.extended_master_secret);
+  if (emsExt && emsExt.data.length !== 0) throw new TlsAlert(AlertDescription.decode_error, 'bad extended_master_secret');
+  const ems = emsExt !== undefined;
+  const base = {
+    secureRenegotiation: ri !== undefined || ch.cipherSuites.includes(TLS_EMPTY_RENEGOTIATION_INFO_SCSV),
+    clientRandom: Buffer.from(ch.random),
+    serverRandom: randomBytes(32),
+    extraExtensions: [],
+  };
+
+  const cached = ch.sessionId.length > 0 ? o.cache.get(ch.sessionId) : undefined;
+  const cachedSuite = cached && ch.cipherSuites.includes(cached.suiteId) ? o.suites.find((s) => s.id === cached.suiteId) : undefined;
+  if (cached && cachedSuite && o.stillValid(cached)) {
+    // RFC 7627 §5.3: a session made with EMS must not be resumed without it; one made without EMS is not resumed
+    // by a client that now offers it (a full handshake follows instead).
+    if (cached.extendedMasterSecret && !ems) {
+      throw new TlsAlert(AlertDescription.handshake_failure, 'resumption of an extended_master_secret session without the extension');
+    }
+    if (cached.extendedMasterSecret === ems) {
+      return { ...base, suite: cachedSuite, extendedMasterSecret: ems, sessionId: Buffer.from(ch.sessionId), resumed: cached };
+    }
+  }
+  const suite = o.suites.find((s) => ch.cipherSuites.includes(s.id));
+  if (!suite) throw new TlsAlert(AlertDescription.handshake_failure, 'no shared cipher suite');
+  return { ...base, suite, extendedMasterSecret: ems, sessionId: o.cache.newId() };
 }
 
-export function flight4(ch: ClientHello, n: Negotiated, firstMessageSeq: number): HandshakeMessage[] {
+export function serverHello(n: Negotiated, messageSeq: number): HandshakeMessage {
   const extensions: Extension[] = [];
-  const secureRenegotiation =
-    findExtension(ch.extensions, ExtensionType.renegotiation_info) !== undefined ||
-    ch.cipherSuites.includes(TLS_EMPTY_RENEGOTIATION_INFO_SCSV);
-  if (secureRenegotiation) extensions.push({ type: ExtensionType.renegotiation_info, data: Buffer.from([0]) });
+  if (n.secureRenegotiation) extensions.push({ type: ExtensionType.renegotiation_info, data: Buffer.from([0]) });
   if (n.extendedMasterSecret) extensions.push({ type: ExtensionType.extended_master_secret, data: Buffer.alloc(0) });
-  const serverHello = encodeServerHello({
+  extensions.push(...n.extraExtensions);
+  const body = encodeServerHello({
     serverVersion: DTLS12,
     random: n.serverRandom,
-    sessionId: Buffer.alloc(0), // no resumption yet
+    sessionId: n.sessionId,
     cipherSuite: n.suite.id,
     extensions,
   });
-  return [
-    { type: HandshakeType.server_hello, messageSeq: firstMessageSeq, body: serverHello },
-    { type: HandshakeType.server_hello_done, messageSeq: firstMessageSeq + 1, body: Buffer.alloc(0) },
-  ];
+  return { type: HandshakeType.server_hello, messageSeq, body };
+}
+
+/** Full handshake: ServerHello, the suite's key-exchange messages (none for PSK), ServerHelloDone. */
+export function flight4(n: Negotiated, firstMessageSeq: number, keyExchange: Array<{ type: number; body: Buffer }> = []): HandshakeMessage[] {
+  let seq = firstMessageSeq;
+  const out = [serverHello(n, seq++)];
+  for (const m of keyExchange) out.push({ type: m.type, messageSeq: seq++, body: m.body });
+  out.push({ type: HandshakeType.server_hello_done, messageSeq: seq, body: Buffer.alloc(0) });
+  return out;
 }

@@ -1,0 +1,65 @@
+/**
+ * Server-side session cache for resumption by session id (RFC 5246 §7.3, RFC 6347 §4.2): what an abbreviated
+ * handshake needs to rebuild keys (master secret, suite, extended_master_secret flag) and who the peer was (PSK
+ * identity or verified certificate chain). Bounded: the oldest entry goes when full; entries expire after a
+ * lifetime counted from the full handshake that created them (a resumption does not extend it).
+ */
+import { randomBytes } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
+
+export const SESSION_ID_LENGTH = 32;
+
+export interface CachedSession {
+  masterSecret: Buffer;
+  suiteId: number;
+  extendedMasterSecret: boolean;
+  pskIdentity?: string;
+  peerCertificates: X509Certificate[];
+  expiresAt: number;
+}
+
+export class SessionCache {
+  readonly #max: number;
+  readonly #lifetimeMs: number;
+  /** Insertion order = age order, so the first key is the oldest. */
+  readonly #entries = new Map<string, CachedSession>();
+
+  constructor(maxEntries: number, lifetimeMs: number) {
+    this.#max = maxEntries;
+    this.#lifetimeMs = lifetimeMs;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** A fresh random session id (the ServerHello of every full handshake carries one). */
+  newId(): Buffer {
+    return randomBytes(SESSION_ID_LENGTH);
+  }
+
+  store(id: Buffer, s: Omit<CachedSession, 'expiresAt'>, now = Date.now()): void {
+    if (this.#max <= 0 || id.length === 0) return;
+    const key = id.toString('hex');
+    this.#entries.delete(key);
+    while (this.#entries.size >= this.#max) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#entries.set(key, { ...s, masterSecret: Buffer.from(s.masterSecret), expiresAt: now + this.#lifetimeMs });
+  }
+
+  /** The live entry for `id`, or undefined (unknown, expired — then removed — or an id of the wrong size). */
+  get(id: Buffer, now = Date.now()): CachedSession | undefined {
+    if (id.length !== SESSION_ID_LENGTH) return undefined;
+    const key = id.toString('hex');
+    const e = this.#entries.get(key);
+    if (!e) return undefined;
+    if (e.expiresAt <= now) {
+      this.#entries.delete(key);
+      return undefined;
+    }
+    return e;
+  }
+
+  delete(id: Buffer): void {
+    this.#entries.delete(id.toString('hex'));
+  }
+}
