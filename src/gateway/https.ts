@@ -3,11 +3,14 @@ import type net from 'node:net';
 import type { AppContext } from '../app/context.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
+import { certificateRefusal, serveCertificateTls } from '../pki/https-tls.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
+import type { CertificateView } from '../sandbox/types.ts';
 import { createPskTlsServer, type PskTlsConnection } from '../tls/index.ts';
 import { firmwareRequestHashId, serveFirmwareOverHttps } from './firmware.ts';
 import { deviceCounters } from './metrics.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
+import { isWebhookPath, WebhookHandler } from './webhook.ts';
 
 export interface HttpsDeviceListener {
   tcp: net.Server;
@@ -17,7 +20,7 @@ export interface HttpsDeviceListener {
 }
 
 /** `refused`: the device's type was deleted; it authenticates but every request gets 403 */
-interface DeviceSession { deviceHashId: string; environmentHashId: string; pskIdentity: string; refused: boolean }
+interface DeviceSession { deviceHashId: string; environmentHashId: string; pskIdentity?: string; certificate?: CertificateView; refused: boolean }
 
 function send(res: http.ServerResponse, status: number, body: unknown): void {
   const payload = Buffer.from(JSON.stringify(body));
@@ -26,21 +29,31 @@ function send(res: http.ServerResponse, status: number, body: unknown): void {
 }
 
 /**
- * The device-facing HTTPS listener (TLS 1.2 PSK): every request becomes a WebRequest, is
+ * The device-facing HTTPS listener (TLS 1.2 PSK, and mutual TLS with device certificates on the same
+ * port: src/pki/https-tls.ts): every request becomes a WebRequest, is
  * queued durably, and is answered with what the device type's handler returned.
  */
 export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQueue, port: number): Promise<HttpsDeviceListener> {
-  const sessions = new WeakMap<PskTlsConnection, DeviceSession>();
+  const sessions = new WeakMap<object, DeviceSession>();
   let inFlight = 0;
   let closing = false;
+  const webhooks = new WebhookHandler(ctx, queue);
   const tcp = createPskTlsServer({
     lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
   });
   const server = http.createServer({ keepAliveTimeout: 60_000, requestTimeout: 30_000 }, (req, res) => {
     const conn = req.socket as unknown as PskTlsConnection;
     const session = sessions.get(conn);
+    if (!session && isWebhookPath(req.url)) {
+      // a webhook sender has no device session: the secret in its URL authenticates it (src/gateway/webhook.ts)
+      if (closing) res.setHeader('connection', 'close');
+      inFlight++;
+      webhooks.serve(req, res).finally(() => { inFlight--; });
+      return;
+    }
     if (!session) {
-      send(res, 401, { key: 'authentication_error', message: 'no authenticated device session' });
+      // no device session: a certificate-TLS connection without a client certificate (webhooks), or whose certificate named no device
+      send(res, 401, { key: 'authentication_error', message: certificateRefusal(conn) ?? 'no authenticated device session' });
       return;
     }
     countDeviceEvent(ctx, session.deviceHashId, 'contacts');
@@ -78,6 +91,17 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       }, () => undefined);
     }
   });
+  // the same port serves certificate TLS: ClientHellos without our PSK suites go to node:tls (src/pki/https-tls.ts)
+  serveCertificateTls(ctx, tcp, {
+    onConnection(conn, device) {
+      if (device) sessions.set(conn, { deviceHashId: device.deviceHashId, environmentHashId: device.environmentHashId, certificate: device.certificate, refused: false });
+      server.emit('connection', conn);
+    },
+    onRefused(reason, remoteAddress) {
+      deviceCounters.handshakeFailures.inc({ protocol: 'https' });
+      ctx.log.debug({ err: reason, remoteAddress }, 'device certificate refused');
+    },
+  });
   await new Promise<void>((resolve) => tcp.listen(port, resolve));
   return {
     tcp,
@@ -90,6 +114,7 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       server.closeAllConnections();
       server.close();
+      webhooks.close();
       await counterRecorder(ctx).drain();
     },
   };
@@ -118,6 +143,7 @@ async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: Devic
     body: typedBody(Buffer.concat(chunks), req.headers['content-type']),
     ip: conn.remoteAddress,
     pskIdentity: session.pskIdentity,
+    certificate: session.certificate ?? null,
   });
   deviceCounters.requests.inc({ protocol: 'https' });
   const outcome = await queue.addAndWait({
