@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { counterHashKey, counterRecorder, countDeviceEvent, dirtySetOf, BUILTIN_COUNTERS } from '../../src/connectivity/counters/recorder.ts';
+import { counterHashKey, counterRecorder, countDeviceEvent, dirtySetOf, BUILTIN_COUNTERS, COUNTER_TTL_SECONDS, CounterRecorder } from '../../src/connectivity/counters/recorder.ts';
 import { flushCounters } from '../../src/connectivity/counters/store.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addDeviceType, expectParameterError } from './fixtures.ts';
@@ -110,6 +110,27 @@ describe('connectivity counters', () => {
     const m = await api.login('monitoring');
     expect((await m.request('GET', `/device/device/${hashId}/connectivity-counters`)).status).toBe(403);
     expect((await a.request('GET', `/device/device/nosuchdevice/connectivity-counters`)).status).toBe(404);
+  });
+
+  it('writes large batches whole: every hash gets its increments, its TTL and its dirty mark', async () => {
+    const ctx = { ...api.ctx, config: { ...api.ctx.config, queueName: `${api.ctx.config.queueName}-bulk` } };
+    const recorder = new CounterRecorder(api.ctx.redis, dirtySetOf(ctx), (err) => { throw err; });
+    const at = new Date();
+    const ids = Array.from({ length: 1500 }, (_, i) => `bulk${process.pid}x${i}`);
+    for (const id of ids) {
+      recorder.count(id, 'contacts', at);
+      recorder.count(id, 'reports', at, 2);
+    }
+    recorder.count(ids[0], 'contacts', at);
+    await recorder.drain();
+    const hour = at.toISOString().slice(0, 13);
+    expect(await api.ctx.redis.scard(dirtySetOf(ctx))).toBe(1500);
+    expect(await api.ctx.redis.hgetall(counterHashKey(ids[0], hour))).toEqual({ contacts: '2', reports: '2' });
+    expect(await api.ctx.redis.hgetall(counterHashKey(ids[1499], hour))).toEqual({ contacts: '1', reports: '2' });
+    const ttl = await api.ctx.redis.ttl(counterHashKey(ids[777], hour));
+    expect(ttl).toBeGreaterThan(COUNTER_TTL_SECONDS - 60);
+    expect(ttl).toBeLessThanOrEqual(COUNTER_TTL_SECONDS);
+    await api.ctx.redis.del(dirtySetOf(ctx), ...ids.map((id) => counterHashKey(id, hour)));
   });
 
   it("a flush copies only its own deployment's counters (the dirty set is per QUEUE_NAME) and drops deleted devices", async () => {
