@@ -131,3 +131,44 @@ export async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+export interface GnutlsResult {
+  stdout: string;
+  stderr: string;
+  /** True when `echo:<line>` came back. */
+  echoed: boolean;
+}
+
+/**
+ * Runs `gnutls-cli --udp` against the server, writes `line` once the handshake is done (gnutls-cli reads stdin in
+ * its "Simple Client Mode"), ends stdin once `echo:<line>` shows (gnutls-cli then sends close_notify), or kills it
+ * after `timeoutMs`.
+ */
+export function gnutlsClient(o: { port: number; args: string[]; line?: string; timeoutMs?: number }): Promise<GnutlsResult> {
+  const line = o.line ?? 'hello gnutls';
+  const child = spawn('gnutls-cli', ['--udp', '-p', String(o.port), ...o.args, '127.0.0.1']);
+  let stdout = '';
+  let stderr = '';
+  let echoed = false;
+  let written = false;
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    stdout += d;
+    if (!written && stdout.includes('Simple Client Mode')) {
+      written = true;
+      child.stdin.write(`${line}\n`);
+    }
+    if (!echoed && stdout.includes(`echo:${line}\n`)) {
+      echoed = true;
+      child.stdin.end();
+    }
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdin.on('error', () => {});
+  const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 10_000);
+  return new Promise((resolve) => {
+    child.on('close', () => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, echoed });
+    });
+  });
+}
