@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { connectivityClient, type RestClient } from '../support/provision.ts';
+import { parseHttpResponse, type RawHttpResponse } from '../support/openssl.ts';
 import { pskHttpRequest } from '../support/psk-client.ts';
 
 const PARSER = `
@@ -83,6 +85,37 @@ async function counters(d: Dev): Promise<Record<string, number>> {
   return Object.fromEntries(r.body.map((e) => [e.key, e.total]));
 }
 
+/** One TLS-PSK connection (node:tls) carrying several keep-alive requests, one at a time. */
+async function keepAliveSession(d: Dev): Promise<{ request(path: string, body: unknown): Promise<RawHttpResponse>; close(): void }> {
+  const socket = tls.connect({
+    host: '127.0.0.1', port, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: 'PSK-AES128-GCM-SHA256',
+    checkServerIdentity: () => undefined, pskCallback: () => ({ psk: d.key, identity: d.identity }),
+  });
+  await new Promise<void>((resolve, reject) => { socket.once('secureConnect', resolve); socket.once('error', reject); });
+  let raw = '';
+  let waiting: (() => void) | null = null;
+  socket.on('data', (chunk: Buffer) => { raw += chunk.toString('latin1'); waiting?.(); });
+  return {
+    async request(path, body) {
+      raw = '';
+      const text = JSON.stringify(body);
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        try {
+          const res = parseHttpResponse(raw);
+          if (res.body.length >= Number(res.headers['content-length'] ?? 0)) return res;
+        } catch {
+          // not all of it yet
+        }
+        if (Date.now() > deadline) throw new Error(`no complete answer: ${raw.slice(0, 200)}`);
+        await new Promise<void>((resolve) => { waiting = resolve; setTimeout(resolve, 50); });
+      }
+    },
+    close: () => socket.destroy(),
+  };
+}
+
 /** Counters reach Redis in batches (tens of ms): poll until they show what is expected. */
 async function expectCounters(d: Dev, expected: Record<string, number>): Promise<void> {
   const deadline = Date.now() + 5000;
@@ -155,5 +188,21 @@ describe('connectivity health over the HTTPS TLS-PSK device port', () => {
     await expectCounters(d, { contacts: 3, refusedContacts: 2, reports: 1 });
     const activitiesAfter = (await api.request<{ rows: unknown[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=100`)).body.rows.length;
     expect(activitiesAfter).toBe(activitiesBefore);
+  });
+
+  it('a session opened before the delete is refused by the worker once its device cache expires (≤ 2 s), counted too', async () => {
+    const d = await newDevice();
+    const session = await keepAliveSession(d);
+    try {
+      expect((await session.request('/report', { v: 1 })).status).toBe(200);
+      expect((await api.request('DELETE', `/device-type/${d.typeHashId}`)).status).toBe(204);
+      await new Promise((r) => setTimeout(r, 2200));
+      const res = await session.request('/report', { v: 2 });
+      expect(res.status).toBe(403);
+      expect(JSON.parse(res.body)).toMatchObject({ key: 'right_error' });
+    } finally {
+      session.close();
+    }
+    await expectCounters(d, { contacts: 2, reports: 1, refusedContacts: 1 });
   });
 });
