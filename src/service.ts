@@ -6,6 +6,7 @@ import { createHttpApp } from './http/app.ts';
 import { registerRoutes } from './http/routes.ts';
 import { reportIngestRoutes } from './monitoring/reports/routes.ts';
 import { startHttpsDeviceListener, type HttpsDeviceListener } from './gateway/https.ts';
+import { startCoapDeviceListener, type CoapDeviceListener } from './gateway/coap.ts';
 import { ensureCertificates } from './pki/files.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
 import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
@@ -13,6 +14,7 @@ import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
 export interface RunningService {
   api: FastifyInstance | null;
   https: HttpsDeviceListener | null;
+  coap: CoapDeviceListener | null;
   worker: DeviceWorker | null;
   apiPort(): number;
   /** Graceful: listeners stop accepting, in-flight jobs finish (bounded), queues close. */
@@ -54,22 +56,24 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   const worker = has('worker') ? startDeviceWorker(ctx, ctx.config.monitoringCoreUrl ?? `http://127.0.0.1:${apiPort}`) : null;
   let queue: DeviceQueue | null = null;
   let https: HttpsDeviceListener | null = null;
+  let coap: CoapDeviceListener | null = null;
   if (has('gateway')) {
     queue = new DeviceQueue(ctx);
     await queue.ready();
     https = await startHttpsDeviceListener(ctx, queue, ctx.config.httpsDevicePort);
+    coap = await startCoapDeviceListener(ctx, queue, { coapsPort: ctx.config.coapsPort, coapPort: ctx.config.coapPort });
   }
   if (worker) await worker.ready();
   ready = true;
-  ctx.log.info({ roles, apiPort: (api.server.address() as { port: number }).port, httpsDevicePort: https?.port() }, 'service ready');
+  ctx.log.info({ roles, apiPort: (api.server.address() as { port: number }).port, httpsDevicePort: https?.port(), coapsPort: coap?.coapsPort(), coapPort: coap?.coapPort() }, 'service ready');
 
   return {
-    api, https, worker,
+    api, https, coap, worker,
     apiPort: () => (api.server.address() as { port: number }).port,
     async stop() {
       ready = false;
       // the gateway first: its requests in flight are answered while the worker still runs
-      await https?.close(ctx.config.shutdownGraceMs);
+      await Promise.all([https?.close(ctx.config.shutdownGraceMs), coap?.close(ctx.config.shutdownGraceMs)]);
       // jobs a worker does not finish in time stay in Redis (BullMQ hands them to the next worker)
       const grace = new Promise<void>((resolve) => setTimeout(resolve, ctx.config.shutdownGraceMs).unref());
       await Promise.race([worker?.close(), grace]);

@@ -21,6 +21,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     SECRET_KEY: TEST_SECRET,
     API_PORT: '0',
     HTTPS_DEVICE_PORT: '0',
+    COAPS_PORT: '0',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     QUEUE_NAME: `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
     ...overrides,

@@ -24,7 +24,7 @@ async function startProcess(env: Record<string, string>, args: string[] = []): P
   const apiPort = await freePort();
   const httpsPort = await freePort();
   const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, ...args], {
-    env: { PATH: process.env.PATH, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', LOG_LEVEL: 'warn', QUEUE_NAME: `svc-${process.pid}-${apiPort}`, SECRET_KEY: '33'.repeat(32), API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort), ...env },
+    env: { PATH: process.env.PATH, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', LOG_LEVEL: 'warn', QUEUE_NAME: `svc-${process.pid}-${apiPort}`, SECRET_KEY: '33'.repeat(32), API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort), COAPS_PORT: '0', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(child);

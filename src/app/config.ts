@@ -20,6 +20,10 @@ export interface Config {
   publicHost: string;
   coapsPort: number;
   coapPort: number | null;
+  /** PSK identities allowed on plain CoAP; a device names its own with the Uri-Query `psk-identity=` */
+  coapPlainIdentities: string[];
+  /** a CoAP answer ready within this window rides on the ACK; later ones come as a separate response */
+  coapPiggybackMs: number;
   logLevel: string;
   /** 32-byte server key; JWT signing key and PSK encryption key are derived from it. */
   secretKey: Buffer;
@@ -62,6 +66,8 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   PUBLIC_HOST: ['localhost', 'host name in the webhook URLs the API hands out (https://PUBLIC_HOST:HTTPS_DEVICE_PORT/webhook/...)'],
   COAPS_PORT: ['5684', 'CoAP over DTLS'],
   COAP_PORT: ['unset → off', 'plain CoAP, opt-in'],
+  COAP_PLAIN_IDENTITIES: ['unset → none', 'comma-separated PSK identities that may use plain CoAP (Uri-Query psk-identity=...); every other plain request gets 4.01'],
+  COAP_PIGGYBACK_MS: ['1000', 'a CoAP answer ready within this window is piggybacked on the ACK, later ones follow as a separate response'],
   LOG_LEVEL: ['info', 'pino level'],
   SECRET_KEY: ['unset → generated once into DATA_DIR/secret.key', '64 hex digits; signs tokens and encrypts device keys at rest. Every process of a deployment needs the same one'],
   TOKEN_LIFETIME_SECONDS: ['2592000 (30 days)', 'lifetime of a machine login token'],
@@ -127,6 +133,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     publicHost: env.PUBLIC_HOST || 'localhost',
     coapsPort: int(env, 'COAPS_PORT', 5684, 0, 65535),
     coapPort: env.COAP_PORT ? int(env, 'COAP_PORT', 5683, 0, 65535) : null,
+    coapPlainIdentities: (env.COAP_PLAIN_IDENTITIES ?? '').split(',').map((i) => i.trim()).filter((i) => i !== ''),
+    coapPiggybackMs: int(env, 'COAP_PIGGYBACK_MS', 1000, 0, 60_000),
     logLevel: env.LOG_LEVEL || 'info',
     secretKey,
     tokenLifetimeSeconds: int(env, 'TOKEN_LIFETIME_SECONDS', 30 * 24 * 3600, 60),

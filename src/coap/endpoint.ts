@@ -41,19 +41,21 @@ export type CoapHandler = (request: CoapRequest) => Promise<CoapResponse>;
 export interface CoapEndpointOptions extends Partial<CoapConfig> {
   send(datagram: Buffer): void;
   handler: CoapHandler;
+  /** The body of an error this layer answers itself (4.02, 4.08, 4.13, ...). Default: the message as text (RFC 7252 §5.5.2). */
+  diagnostic?(code: string, message: string): { payload: Buffer; options: CoapOption[] };
 }
 
 interface Seen { expires: number; reply: Buffer | null }
 interface Outstanding { datagram: Buffer; timer: NodeJS.Timeout; retransmits: number; waitMs: number }
 interface LargeAnswer { response: CoapResponse; payload: Buffer; etag: Buffer; expires: number }
 
-const text = (code: string, message: string, options: CoapOption[] = []): CoapResponse => ({ code, options, payload: Buffer.from(message) });
 
 /** Emits 'malformed' (reason: string) for a datagram dropped or Reset, and 'giveUp' (messageId) when a separate response was never acknowledged. */
 export class CoapEndpoint extends EventEmitter {
   readonly #config: CoapConfig;
   readonly #send: (datagram: Buffer) => void;
   readonly #handler: CoapHandler;
+  readonly #diagnostic: NonNullable<CoapEndpointOptions['diagnostic']>;
   readonly #seen = new Map<number, Seen>();
   readonly #outstanding = new Map<number, Outstanding>();
   readonly #uploads: Block1Assembler;
@@ -64,7 +66,8 @@ export class CoapEndpoint extends EventEmitter {
 
   constructor(opts: CoapEndpointOptions) {
     super();
-    const { send, handler, ...config } = opts;
+    const { send, handler, diagnostic, ...config } = opts;
+    this.#diagnostic = diagnostic ?? ((_code, message) => ({ payload: Buffer.from(message), options: [] }));
     this.#config = { ...COAP_DEFAULTS, ...Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) };
     this.#send = send;
     this.#handler = handler;
@@ -124,6 +127,11 @@ export class CoapEndpoint extends EventEmitter {
     this.#uploads.clear();
   }
 
+  #error(code: string, message: string, options: CoapOption[] = []): CoapResponse {
+    const d = this.#diagnostic(code, message);
+    return { code, options: [...options, ...d.options], payload: d.payload };
+  }
+
   #remember(messageId: number, now: number): Seen {
     for (const [id, s] of this.#seen) {
       if (s.expires > now && this.#seen.size < this.#config.maxDedupEntries) break;
@@ -138,26 +146,26 @@ export class CoapEndpoint extends EventEmitter {
   #request(m: CoapMessage, entry: Seen, now: number): void {
     const immediate = (res: CoapResponse) => this.#respond(m, entry, res, false);
     const method = METHODS[m.code];
-    if (!method) return immediate(text('4.05', `method ${m.code} is not supported`));
+    if (!method) return immediate(this.#error('4.05', `method ${m.code} is not supported`));
     const bad = unrecognisedCritical(m.options);
-    if (bad.length > 0) return immediate(text('4.02', `unrecognised critical option ${bad.join(', ')}`));
-    if (option(m.options, 'Proxy-Uri') || option(m.options, 'Proxy-Scheme')) return immediate(text('5.05', 'this server is not a proxy'));
+    if (bad.length > 0) return immediate(this.#error('4.02', `unrecognised critical option ${bad.join(', ')}`));
+    if (option(m.options, 'Proxy-Uri') || option(m.options, 'Proxy-Scheme')) return immediate(this.#error('5.05', 'this server is not a proxy'));
     const key = `${method} ${stringOptions(m.options, 'Uri-Path').join('/')}?${stringOptions(m.options, 'Uri-Query').join('&')}`;
     const block2Value = option(m.options, 'Block2');
     const block2 = block2Value ? decodeBlock(block2Value) : null;
-    if (block2Value && !block2) return immediate(text('4.02', 'Block2 option longer than 3 bytes'));
+    if (block2Value && !block2) return immediate(this.#error('4.02', 'Block2 option longer than 3 bytes'));
     const block1Value = option(m.options, 'Block1');
     const limit = this.#config.maxBodyBytes;
-    const tooLarge = () => immediate(text('4.13', `body exceeds ${limit} bytes`, [{ name: 'Size1', value: encodeUint(limit) }]));
+    const tooLarge = () => immediate(this.#error('4.13', `body exceeds ${limit} bytes`, [{ name: 'Size1', value: encodeUint(limit) }]));
     let body = m.payload;
     let block1Echo: CoapOption | null = null;
     if (block1Value) {
       const block1 = decodeBlock(block1Value);
-      if (!block1) return immediate(text('4.02', 'Block1 option longer than 3 bytes'));
+      if (!block1) return immediate(this.#error('4.02', 'Block1 option longer than 3 bytes'));
       const result = this.#uploads.add(key, block1, m.payload, uintOption(m.options, 'Size1'), now);
       if (result === 'continue') return immediate({ code: '2.31', options: [{ name: 'Block1', value: encodeBlock(block1) }] });
       if (!Buffer.isBuffer(result)) {
-        return result.code === '4.13' ? tooLarge() : immediate(text(result.code, result.message));
+        return result.code === '4.13' ? tooLarge() : immediate(this.#error(result.code, result.message));
       }
       body = result;
       block1Echo = { name: 'Block1', value: encodeBlock({ ...block1, more: false }) };
@@ -182,7 +190,7 @@ export class CoapEndpoint extends EventEmitter {
       : null;
     this.#running++;
     this.#handler({ method, token: m.token, options: m.options, payload: body, confirmable: m.type === 'CON' })
-      .catch((err: Error) => text('5.00', err.message))
+      .catch((err: Error) => this.#error('5.00', err.message))
       .then((res) => {
         if (window) clearTimeout(window);
         if (this.#closed) return;
@@ -207,7 +215,7 @@ export class CoapEndpoint extends EventEmitter {
 
   #block(key: string, answer: LargeAnswer, num: number, szx: number): CoapResponse {
     const slice = sliceBlock(answer.payload, num, szx);
-    if (!slice) return text('4.02', `block ${num} is beyond the ${answer.payload.length}-byte answer`);
+    if (!slice) return this.#error('4.02', `block ${num} is beyond the ${answer.payload.length}-byte answer`);
     if (!slice.more) this.#answers.delete(key);
     const block: BlockOption = { num, more: slice.more, szx };
     const own = (answer.response.options ?? []).filter((o) => !['Block2', 'Size2', 'ETag'].includes(o.name));

@@ -16,8 +16,8 @@ export function typedBody(payload: Buffer, contentType: string | undefined): Web
   return { type: 'hex', data: payload.toString('hex') };
 }
 
-/** Splits `a=1&b=2&b=3` into the WebRequest query (repeated keys become arrays). */
-export function parseQuery(search: URLSearchParams): Record<string, string | string[]> {
+/** Splits `a=1&b=2&b=3` (or key/value pairs, as CoAP's Uri-Query options give them) into the WebRequest query (repeated keys become arrays). */
+export function parseQuery(search: URLSearchParams | Iterable<[string, string]>): Record<string, string | string[]> {
   const query: Record<string, string | string[]> = {};
   for (const [key, value] of search) {
     const prev = query[key];

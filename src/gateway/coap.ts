@@ -1,0 +1,229 @@
+/**
+ * The device-facing CoAP listeners: `coaps` (CoAP over our DTLS 1.2 PSK server) and, only when COAP_PORT is set,
+ * plain `coap`. Each request becomes a WebRequest, is queued durably like an HTTPS one, and is answered with what the
+ * device type's handler returned, its status mapped to a CoAP code (RFC 8075) and its body type to a Content-Format.
+ *
+ * Plain CoAP has no handshake to authenticate by, so it is never anonymous: a device names its PSK identity in the
+ * Uri-Query `psk-identity=<identity>` (taken out of the query its handler sees) and only identities the operator
+ * lists in COAP_PLAIN_IDENTITIES are accepted; everything else gets 4.01. It is meant for development and private
+ * networks: anyone who can reach the port can claim a listed identity.
+ */
+import dgram from 'node:dgram';
+import type { AppContext } from '../app/context.ts';
+import { CoapEndpoint, CoapUdpServer, ContentFormat, encodeUint, optionText, stringOptions, uintOption } from '../coap/index.ts';
+import type { CoapOption, CoapRequest, CoapResponse } from '../coap/index.ts';
+import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
+import { createDtlsServer } from '../dtls/server.ts';
+import type { DtlsServer, DtlsSession } from '../dtls/server.ts';
+import type { DeviceAnswer } from '../pipeline/jobs.ts';
+import type { DeviceQueue } from '../pipeline/queue.ts';
+import { deviceCounters } from './metrics.ts';
+import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
+
+export interface CoapDeviceListener {
+  dtls: DtlsServer;
+  udp: dgram.Socket | null;
+  coapsPort(): number;
+  coapPort(): number | null;
+  /** Refuses new requests (5.03), lets requests in flight get their answers (bounded by `graceMs`), then closes every session. */
+  close(graceMs: number): Promise<void>;
+}
+
+interface Device { deviceHashId: string; environmentHashId: string; pskIdentity: string }
+
+/** The Uri-Query parameter a plain-CoAP device names its PSK identity with. */
+export const PLAIN_IDENTITY_QUERY = 'psk-identity';
+
+const STATUS_TO_CODE: Record<number, string> = {
+  200: '2.05', 201: '2.01', 202: '2.04', 204: '2.04', 400: '4.00', 401: '4.01', 402: '4.02', 403: '4.03', 404: '4.04', 405: '4.05',
+  406: '4.06', 408: '4.08', 409: '4.09', 412: '4.12', 413: '4.13', 415: '4.15', 422: '4.22', 429: '4.29',
+  500: '5.00', 501: '5.01', 502: '5.02', 503: '5.03', 504: '5.04',
+};
+
+/** An HTTP status as a CoAP response code (RFC 8075 §7); statuses without an equivalent fall back to their class. */
+export function coapCode(status: number): string {
+  return STATUS_TO_CODE[status] ?? (status >= 200 && status < 300 ? '2.05' : status >= 400 && status < 500 ? '4.00' : '5.00');
+}
+
+const BODY_FORMAT: Record<string, number> = { json: ContentFormat.json, string: ContentFormat.text, hex: ContentFormat.octetStream };
+const FORMAT_MEDIA_TYPE: Record<number, string> = { [ContentFormat.json]: 'application/json', [ContentFormat.text]: 'text/plain' };
+/** Options that only frame the exchange; the handler sees the whole request instead. */
+const TRANSPORT_OPTIONS = new Set(['Uri-Path', 'Uri-Query', 'Block1', 'Block2', 'Size1', 'Size2']);
+
+function json(code: string, body: unknown): CoapResponse {
+  return { code, options: [{ name: 'Content-Format', value: encodeUint(ContentFormat.json) }], payload: Buffer.from(JSON.stringify(body)) };
+}
+
+/** Errors of the exchange layer (4.13 and friends) in the service's `{ key, message }` shape. */
+function diagnostic(code: string, message: string): { payload: Buffer; options: CoapOption[] } {
+  const key = code.startsWith('4.') ? 'parameter_error' : 'unavailable_error';
+  return { payload: Buffer.from(JSON.stringify({ key, message })), options: [{ name: 'Content-Format', value: encodeUint(ContentFormat.json) }] };
+}
+
+function answerResponse(answer: DeviceAnswer): CoapResponse {
+  const { payload } = encodeAnswerBody(answer.body);
+  const options: CoapOption[] = answer.body ? [{ name: 'Content-Format', value: encodeUint(BODY_FORMAT[answer.body.type] ?? ContentFormat.json) }] : [];
+  return { code: coapCode(answer.statusCode), options, payload };
+}
+
+/**
+ * The device-facing CoAP listeners: coaps on the DTLS PSK server (the same `addWithPsk` devices as HTTPS) and plain
+ * coap when `coapPort` is not null.
+ */
+export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueue, ports: { coapsPort: number; coapPort: number | null }): Promise<CoapDeviceListener> {
+  let closing = false;
+  let inFlight = 0;
+  const endpoints = new Set<CoapEndpoint>();
+  const coapConfig = { piggybackMs: ctx.config.coapPiggybackMs, maxBodyBytes: ctx.config.deviceBodyLimitBytes, diagnostic };
+  const malformed = (protocol: string) => (reason: string) => ctx.log.debug({ protocol, reason }, 'coap datagram dropped');
+
+  async function serve(device: Device, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
+    if (closing) return json('5.03', { key: 'unavailable_error', message: 'the gateway is shutting down; try again' });
+    inFlight++;
+    try {
+      return await handleRequest(ctx, queue, device, req, protocol, ip, query);
+    } catch (err) {
+      ctx.log.error({ err: (err as Error).message }, 'device request failed');
+      return json('5.03', { key: 'unavailable_error', message: 'the request could not be queued; try again' });
+    } finally {
+      inFlight--;
+    }
+  }
+
+  const dtls = createDtlsServer({
+    socket: ports.coapsPort,
+    lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity))?.key ?? null,
+  });
+  dtls.on('handshakeError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
+    deviceCounters.handshakeFailures.inc({ protocol: 'coaps' });
+    ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
+  });
+  dtls.on('session', (session: DtlsSession) => {
+    // datagrams that arrive while the device is looked up wait (a few) for it
+    const early: Buffer[] = [];
+    const hold = (d: Buffer) => { if (early.length < 16) early.push(d); };
+    session.on('data', hold);
+    const identity = session.pskIdentity ?? '';
+    lookupPskCredential(ctx, identity).then((cred) => {
+      session.off('data', hold);
+      if (!cred) {
+        session.close();
+        return;
+      }
+      const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity };
+      const endpoint = new CoapEndpoint({
+        ...coapConfig,
+        send: (d) => session.send(d),
+        handler: (req) => serve(device, req, 'coaps', session.remoteAddress, queryPairs(req.options)),
+      });
+      endpoint.on('malformed', malformed('coaps'));
+      endpoints.add(endpoint);
+      session.on('data', (d: Buffer) => endpoint.receive(d));
+      session.on('close', () => {
+        endpoint.close();
+        endpoints.delete(endpoint);
+      });
+      for (const d of early) endpoint.receive(d);
+    }, () => session.close());
+  });
+  dtls.on('error', (err: Error) => ctx.log.warn({ err: err.message }, 'coaps socket error'));
+  await listening(dtls.socket);
+
+  let udp: dgram.Socket | null = null;
+  let plain: CoapUdpServer | null = null;
+  if (ports.coapPort !== null) {
+    const allowed = new Set(ctx.config.coapPlainIdentities);
+    udp = dgram.createSocket('udp4');
+    udp.bind(ports.coapPort);
+    await listening(udp);
+    udp.on('error', (err) => ctx.log.warn({ err: err.message }, 'coap socket error'));
+    plain = new CoapUdpServer({
+      ...coapConfig,
+      socket: udp,
+      handler: async (req, peer) => {
+        const pairs = queryPairs(req.options);
+        const identity = pairs.find(([k]) => k === PLAIN_IDENTITY_QUERY)?.[1];
+        const cred = identity !== undefined && allowed.has(identity) ? await lookupPskCredential(ctx, identity) : null;
+        if (!identity || !cred) {
+          deviceCounters.handshakeFailures.inc({ protocol: 'coap' });
+          return json('4.01', { key: 'authentication_error', message: `plain CoAP needs the Uri-Query ${PLAIN_IDENTITY_QUERY}=<identity> of a device the operator allowed` });
+        }
+        const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity };
+        return serve(device, req, 'coap', peer.address, pairs.filter(([k]) => k !== PLAIN_IDENTITY_QUERY));
+      },
+    });
+    plain.on('malformed', malformed('coap'));
+  }
+
+  return {
+    dtls,
+    udp,
+    coapsPort: () => dtls.address().port,
+    coapPort: () => (udp ? udp.address().port : null),
+    async close(graceMs) {
+      closing = true;
+      const deadline = Date.now() + graceMs;
+      const busy = () => inFlight > 0 || [...endpoints].some((e) => e.pending > 0) || (plain?.pending ?? 0) > 0;
+      while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      for (const e of endpoints) e.close();
+      plain?.close();
+      await dtls.close();
+      if (udp) await new Promise<void>((resolve) => udp!.close(() => resolve()));
+    },
+  };
+}
+
+function listening(socket: dgram.Socket): Promise<void> {
+  return new Promise((resolve, reject) => {
+    try {
+      socket.address();
+      resolve();
+      return;
+    } catch {
+      // not bound yet
+    }
+    const onError = (err: Error) => reject(err);
+    socket.once('error', onError);
+    socket.once('listening', () => {
+      socket.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+/** Uri-Query options as key/value pairs (`k=v`; a bare `k` has the value ''). */
+function queryPairs(options: CoapOption[]): [string, string][] {
+  return stringOptions(options, 'Uri-Query').map((q) => {
+    const i = q.indexOf('=');
+    return i < 0 ? [q, ''] : [q.slice(0, i), q.slice(i + 1)];
+  });
+}
+
+async function handleRequest(ctx: AppContext, queue: DeviceQueue, device: Device, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
+  const headers: Record<string, string | string[]> = {};
+  for (const o of req.options) {
+    if (TRANSPORT_OPTIONS.has(o.name)) continue;
+    const name = o.name.toLowerCase();
+    const prev = headers[name];
+    const value = optionText(o);
+    headers[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+  }
+  const format = uintOption(req.options, 'Content-Format');
+  const request = webRequest({
+    url: { protocol, host: stringOptions(req.options, 'Uri-Host')[0] ?? '', path: `/${stringOptions(req.options, 'Uri-Path').join('/')}`, query: parseQuery(query) },
+    method: req.method,
+    headers,
+    body: typedBody(req.payload, format === undefined ? undefined : FORMAT_MEDIA_TYPE[format]),
+    ip,
+    pskIdentity: device.pskIdentity,
+  });
+  deviceCounters.requests.inc({ protocol });
+  const outcome = await queue.addAndWait({
+    kind: 'incomingRequest', deviceHashId: device.deviceHashId, environmentHashId: device.environmentHashId,
+    webRequest: request, receivedAt: new Date().toISOString(),
+  }, ctx.config.gatewayWaitMs);
+  // HTTPS says 202; CoAP has no "accepted": 2.04 with the same body as the 202
+  if (outcome.state === 'pending') return json('2.04', { status: 'accepted', message: 'queued; no answer from the handler in time' });
+  if (!outcome.result.answer) return json('5.03', { key: 'unavailable_error', message: 'the request was queued but could not be processed yet' });
+  return answerResponse(outcome.result.answer);
+}

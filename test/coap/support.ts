@@ -1,0 +1,211 @@
+/** CoAP end-to-end set-up: the service on real PostgreSQL/Redis, a PSK device with a reporting handler, real clients. */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { generate, parse } from 'coap-packet';
+import type { Packet, ParsedPacket } from 'coap-packet';
+import { dtls } from 'node-dtls-client';
+import { expect } from 'vitest';
+import { closeContext } from '../../src/app/bootstrap.ts';
+import type { AppContext } from '../../src/app/context.ts';
+import { startService, type RunningService } from '../../src/service.ts';
+import { testContext } from '../helpers.ts';
+import { connectivityClient, type RestClient } from '../support/provision.ts';
+
+const PARSER = `
+function handle(args: { payload: string }, exec: Exec) {
+  const data = JSON.parse(args.payload) as { t: number; v: number };
+  return {
+    generatedAt: new Date(data.t),
+    measurements: [{ channelIndex: 0, quantityHashId: QUANTITY, generatedAt: new Date(data.t), orderOfMagnitude: -3, significand: data.v * 1000 }],
+  };
+}`;
+
+/** The device type's event handler: reports are parsed; /big, /echo, /slow and /hex answer what their names say. */
+const HANDLER = `
+const REPORT_TYPE = "__REPORT_TYPE__";
+function handle(args: ArgumentsForIncomingRequestEvent, exec: Exec): IncomingRequestResponse;
+function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
+  if (args.event.type !== 'incomingRequest') return;
+  const r = args.event.webRequest;
+  const data = r.body !== undefined && r.body.type === 'json' ? r.body.data as { m?: string } : {};
+  exec.addLog(r.url.protocol + ' ' + r.method + ' ' + r.url.path + ' from ' + (r.pskIdentity ?? '?') + ' ' + JSON.stringify(r.url.query) + ' m=' + (data.m ?? ''));
+  if (r.url.path === '/big') {
+    let s = '';
+    for (let i = 0; i < 60; i++) s += 'line ' + String(i).padStart(4, '0') + ' of the large answer\\n';
+    return { statusCode: 200, body: { type: 'string', data: s } };
+  }
+  if (r.url.path === '/echo') {
+    return { statusCode: 201, body: { protocol: r.url.protocol, method: r.method, path: r.url.path, query: r.url.query, headers: r.headers, body: r.body ?? null, pskIdentity: r.pskIdentity ?? null, ip: r.ip } };
+  }
+  if (r.url.path === '/hex') return { statusCode: 200, body: { type: 'hex', data: 'deadbeef' } };
+  if (r.url.path === '/missing') return { statusCode: 404, body: ['not_found_error', 'no such thing'] };
+  if (r.url.path === '/slow') { const end = Date.now() + 700; while (Date.now() < end) { /* slower than the piggyback window */ } }
+  if (r.body === undefined || r.body.type !== 'json') return { statusCode: 400, body: ['parameter_error', 'POST JSON'] };
+  exec.parseReport({ reportTypeHashId: REPORT_TYPE, payload: JSON.stringify(r.body.data) });
+  return { statusCode: 200, body: { ok: true, device: args.device.supplierDeviceIdentifier, m: data.m ?? null } };
+}`;
+
+export const BIG_ANSWER = Array.from({ length: 60 }, (_, i) => `line ${String(i).padStart(4, '0')} of the large answer\n`).join('');
+
+export interface CoapWorld {
+  ctx: AppContext;
+  service: RunningService;
+  api: RestClient;
+  /** the PSK is ASCII so libcoap's `-k` can carry it */
+  device: { hashId: string; identity: string; key: string; keyHex: string };
+  coapsPort: number;
+  close(): Promise<void>;
+}
+
+/** Starts the whole service (`all`) and provisions a quantity, a report type, a device type and a PSK device. */
+export async function startCoapWorld(overrides: Record<string, string> = {}): Promise<CoapWorld> {
+  const ctx = await testContext({ SANDBOX_TIMEOUT_MS: '2000', DEVICE_BODY_LIMIT_BYTES: '4096', COAP_PIGGYBACK_MS: '300', ...overrides });
+  const service = await startService(ctx, ['all']);
+  const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
+  const quantity = await api.request('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: -3 });
+  const reportType = await api.request('POST', '/supplier-report-type/', {
+    name: 'Voltage report', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const QUANTITY = "${quantity.body.hashId}";\n${PARSER}`,
+  });
+  expect(reportType.status).toBe(200);
+  const deviceType = await api.request('POST', '/device-type/', {
+    name: 'CoAP logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId),
+    fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [],
+  });
+  expect(deviceType.status).toBe(200);
+  const identity = `coap-${randomBytes(4).toString('hex')}`;
+  const key = randomBytes(8).toString('hex');
+  const keyHex = Buffer.from(key, 'ascii').toString('hex');
+  const added = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: deviceType.body.hashId, psk: keyHex, pskIdentity: identity });
+  expect(added.status).toBe(200);
+  return {
+    ctx, service, api,
+    device: { hashId: added.body.hashId, identity, key, keyHex },
+    coapsPort: service.coap!.coapsPort(),
+    async close() {
+      await service.stop();
+      await closeContext(ctx);
+    },
+  };
+}
+
+export const marker = () => `m${randomBytes(5).toString('hex')}`;
+
+/** A report body with a unique generation time, so its measurement can be found. */
+export function report(v: number): { body: string; t: number; m: string } {
+  const t = Date.parse('2026-11-01T00:00:00Z') + Math.floor(Math.random() * 1e9);
+  const m = marker();
+  return { body: JSON.stringify({ t, v, m }), t, m };
+}
+
+/** The measurements stored for the device at generation time `t`. */
+export async function storedAt(world: CoapWorld, t: number): Promise<number[]> {
+  const { rows } = await world.ctx.db.query<{ significand: number }>(
+    'SELECT m.significand FROM measurement m JOIN device d ON d.id = m.device_id WHERE d.hash_id = $1 AND m.generated_at = $2', [world.device.hashId, new Date(t)]);
+  return rows.map((r) => r.significand);
+}
+
+export interface ActivityDetails { hashId: string; triggerType: string; failed: boolean; log: { type: string; message: string }[]; activities: { triggerType: string; failed: boolean }[] }
+
+/** The handler runs (newest first, up to 50) whose log contains `text`. */
+export async function runsLogging(api: RestClient, text: string): Promise<ActivityDetails[]> {
+  const list = await api.request<{ rows: { activity: { hashId: string; triggerType: string } }[] }>('GET', '/supplier-activity/?rowsPerPage=50');
+  expect(list.status).toBe(200);
+  const runs = list.body.rows.filter((r) => r.activity.triggerType === 'handleIncomingRequest');
+  const details = await Promise.all(runs.map(async (r) => (await api.request<{ activity: ActivityDetails }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
+  return details.filter((a) => a.log.some((l) => l.message.includes(text)));
+}
+
+export interface ProcessResult { stdout: string; stderr: string; code: number | null }
+
+export function run(bin: string, args: string[], timeoutMs = 20_000): Promise<ProcessResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString('latin1'); });
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.on('error', reject);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, code });
+    });
+  });
+}
+
+/** libcoap's coap-client over DTLS PSK (`-u`/`-k`), `-B` bounding the wait. */
+export function coapClient(bin: 'coap-client-openssl' | 'coap-client-gnutls', world: CoapWorld, uri: string, args: string[]): Promise<ProcessResult> {
+  return run(bin, ['-B', '15', '-u', world.device.identity, '-k', world.device.key, ...args, `coaps://127.0.0.1:${world.coapsPort}${uri}`]);
+}
+
+let mbedtlsBinary: string | null = null;
+
+/** Compiles test/support/mbedtls-coap-client.c against libmbedtls-dev; fails with a clear message when it cannot. */
+export function mbedtlsClient(): string {
+  if (mbedtlsBinary) return mbedtlsBinary;
+  const source = path.resolve(import.meta.dirname, '../support/mbedtls-coap-client.c');
+  if (!existsSync('/usr/include/mbedtls/ssl.h')) throw new Error('mbedTLS headers missing: install libmbedtls-dev (apt-get install libmbedtls-dev gcc)');
+  const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'mbedtls-coap-')), 'mbedtls-coap-client');
+  try {
+    execFileSync('gcc', ['-O1', '-Wall', '-o', out, source, '-lmbedtls', '-lmbedx509', '-lmbedcrypto'], { stdio: 'pipe' });
+  } catch (err) {
+    const e = err as { code?: string; stderr?: Buffer };
+    if (e.code === 'ENOENT') throw new Error('gcc missing: install gcc and libmbedtls-dev to build the mbedTLS CoAP client', { cause: err });
+    throw new Error(`building the mbedTLS CoAP client failed: ${e.stderr?.toString() ?? String(err)}`, { cause: err });
+  }
+  mbedtlsBinary = out;
+  return out;
+}
+
+/** A DTLS PSK session from node-dtls-client carrying hand-built CoAP messages; received messages are queued. */
+export class DtlsCoapPeer {
+  readonly received: ParsedPacket[] = [];
+  readonly raw: Buffer[] = [];
+  #socket: ReturnType<typeof dtls.createSocket> | null = null;
+
+  static async connect(port: number, identity: string, key: Buffer, cipher: string = 'TLS_PSK_WITH_AES_128_CCM_8'): Promise<DtlsCoapPeer> {
+    const peer = new DtlsCoapPeer();
+    await new Promise<void>((resolve, reject) => {
+      const socket = dtls.createSocket({ type: 'udp4', address: '127.0.0.1', port, psk: { [identity]: key }, timeout: 5000, ciphers: [cipher as never] });
+      peer.#socket = socket;
+      socket.on('connected', () => resolve());
+      socket.on('error', reject);
+      socket.on('message', (m: Buffer) => {
+        peer.raw.push(m);
+        try {
+          peer.received.push(parse(m));
+        } catch {
+          // kept raw only
+        }
+      });
+    });
+    return peer;
+  }
+
+  send(datagram: Buffer): void {
+    this.#socket!.send(datagram);
+  }
+
+  request(p: Packet): Buffer {
+    const datagram = generate(p);
+    this.send(datagram);
+    return datagram;
+  }
+
+  /** Waits until `count` messages have arrived in all. */
+  async waitFor(count: number, timeoutMs = 10_000): Promise<ParsedPacket[]> {
+    const end = Date.now() + timeoutMs;
+    while (this.raw.length < count) {
+      if (Date.now() > end) throw new Error(`expected ${count} CoAP messages, got ${this.raw.length}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return this.received;
+  }
+
+  close(): void {
+    this.#socket?.close();
+  }
+}
