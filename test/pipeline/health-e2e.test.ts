@@ -66,6 +66,9 @@ async function newDevice(): Promise<Dev> {
     fieldConfigurations: [
       { key: 'serial', name: 'Serial', type: 'string', regex: '^S-[0-9]+$' },
       { key: 'depth', name: 'Depth', type: 'number', lowerbound: 0 },
+      // no type: the SDK derives it from inputType and the valueOptions
+      { key: 'active', name: 'Active', inputType: 'checkbox' },
+      { key: 'rate', name: 'Rate', inputType: 'select', valueOptions: [{ text: 'slow', value: 60 }, { text: 'fast', value: 5 }] },
     ],
     pinGroupFieldConfigurations: [], channels: [{ name: 'Level', pinFieldConfigurations: [], defaultPinName: 'L', charts: [] }], commandTypeHashIds: [],
   });
@@ -148,15 +151,17 @@ describe('connectivity health over the HTTPS TLS-PSK device port', () => {
 
   it('setDeviceFields is validated against the field configurations: a bad value fails that call in the activity log, not the run', async () => {
     const d = await newDevice();
-    const ok = await send(d, '/fields', { serial: 'S-42', depth: 3.5 });
+    const ok = await send(d, '/fields', { serial: 'S-42', depth: 3.5, active: true, rate: 5 });
     expect(ok?.status).toBe(200);
     let got = await api.request<{ device: { fields: Record<string, unknown>; userFacingIdentifier: string } }>('GET', `/device/${d.hashId}`);
-    expect(got.body.device.fields).toEqual({ serial: 'S-42', depth: 3.5 });
+    expect(got.body.device.fields).toEqual({ serial: 'S-42', depth: 3.5, active: true, rate: 5 });
     // userFacingIdentifier follows the type's identifierFieldKey
     expect(got.body.device.userFacingIdentifier).toBe('S-42');
 
     for (const [bad, reason] of [[{ depth: 'deep' }, 'fields.depth must be of type number'], [{ depth: -1 }, 'fields.depth must be at least 0'],
-      [{ serial: 'X' }, 'fields.serial does not match'], [{ colour: 'red' }, 'fields.colour is not a field of the device type']] as const) {
+      [{ serial: 'X' }, 'fields.serial does not match'], [{ colour: 'red' }, 'fields.colour is not a field of the device type'],
+      [{ active: 'yes' }, 'fields.active must be of type boolean'], [{ rate: '5' }, 'fields.rate must be of type number'],
+      [{ rate: 7 }, 'fields.rate must be one of the valueOptions']] as const) {
       const res = await send(d, '/fields', bad);
       expect(res?.status).toBe(200);
       const rows = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=1`)).body.rows;
@@ -168,11 +173,19 @@ describe('connectivity health over the HTTPS TLS-PSK device port', () => {
       expect(run.activities[0].log[0].message).toContain(reason);
     }
     got = await api.request('GET', `/device/${d.hashId}`);
-    expect(got.body.device.fields).toEqual({ serial: 'S-42', depth: 3.5 });
+    expect(got.body.device.fields).toEqual({ serial: 'S-42', depth: 3.5, active: true, rate: 5 });
     // only the keys given change; null clears one
     expect((await send(d, '/fields', { depth: null }))?.status).toBe(200);
     got = await api.request('GET', `/device/${d.hashId}`);
-    expect(got.body.device.fields).toEqual({ serial: 'S-42', depth: null });
+    expect(got.body.device.fields).toEqual({ serial: 'S-42', depth: null, active: true, rate: 5 });
+    // the identifier follows the field
+    expect((await send(d, '/fields', { serial: 'S-43' }))?.status).toBe(200);
+    got = await api.request('GET', `/device/${d.hashId}`);
+    expect(got.body.device.userFacingIdentifier).toBe('S-43');
+    // device update (REST) applies the same rules
+    const update = await api.request<{ key: string; message: string }>('POST', `/device/${d.hashId}`, { fields: [{ key: 'active', value: 'yes' }] });
+    expect(update.status).toBe(400);
+    expect(update.body).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('fields.active must be of type boolean') });
   });
 
   it('a device whose type was deleted completes the handshake and gets a clear 403 at the gateway, counted; nothing is queued', async () => {

@@ -7,6 +7,17 @@ export type FieldsUpdate = Fields | { key: string; value: unknown }[];
 
 const FILE_INPUTS = new Set(['file', 'files']);
 
+/** The value type a configuration governs; the SDK lets `type` default from `inputType` and the valueOptions. */
+function typeOf(config: FieldConfiguration): string {
+  if (typeof config.type === 'string') return config.type;
+  if (config.inputType === 'switch' || config.inputType === 'checkbox') return 'boolean';
+  if (config.inputType === 'pinGroupHashId' || config.inputType === 'pinHashId') return 'hashId';
+  const first: unknown = Array.isArray(config.valueOptions) ? (config.valueOptions[0] as { value?: unknown } | undefined)?.value : undefined;
+  if (typeof first === 'number') return 'number';
+  if (typeof first === 'boolean') return 'boolean';
+  return 'string';
+}
+
 function checkValue(config: FieldConfiguration, value: unknown): void {
   const at = `fields.${config.key}`;
   if (value === null) {
@@ -14,7 +25,7 @@ function checkValue(config: FieldConfiguration, value: unknown): void {
     return;
   }
   if (FILE_INPUTS.has(config.inputType as string)) throw new ParameterError(`${at}: file fields cannot be set through this operation`);
-  const type = config.type ?? 'string';
+  const type = typeOf(config);
   const ok = type === 'string' || type === 'hashId' ? typeof value === 'string'
     : type === 'number' ? typeof value === 'number' && Number.isFinite(value)
       : type === 'integer' ? Number.isInteger(value)
