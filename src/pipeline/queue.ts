@@ -108,6 +108,12 @@ export class DeviceQueue {
   }
 }
 
+/**
+ * reportLate runs this long after the expected time: lastOnlineAt is written up to a second after a
+ * contact (worker TOUCH_RESOLUTION_MS), and a contact just before the deadline must be seen.
+ */
+const REPORT_LATE_GRACE_MS = 1200;
+
 /** When and how an event job is queued. */
 export interface EventJobOptions {
   /** run no earlier than this many ms from now (a BullMQ delayed job, not a poll) */
@@ -156,7 +162,7 @@ export class DeviceEventQueue {
         kind: 'event', eventId: newHashId(16), deviceHashId: device.hashId, environmentHashId: device.environmentHashId,
         event: { type: 'reportLate', before, setAt: setAt.toISOString() }, queuedAt: setAt.toISOString(),
       },
-      opts: { delayMs: Math.max(1, Date.parse(before) - Date.now()), replaceKey: `reportLate-${device.hashId}` },
+      opts: { delayMs: Math.max(1, Date.parse(before) - Date.now() + REPORT_LATE_GRACE_MS), replaceKey: `reportLate-${device.hashId}` },
     }]);
   }
 

@@ -48,6 +48,17 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
   }, { maxItems: 500, maxDelayMs: 5 });
 
   const lastTouch = new Map<number, number>();
+  // contacts inside the resolution are written once it has passed (trailing edge): reportLate must see every contact
+  const trailing = new Map<number, Date>();
+  let trailingTimer: NodeJS.Timeout | null = null;
+  const flushTrailing = () => {
+    trailingTimer = null;
+    for (const [id, at] of trailing) {
+      lastTouch.set(id, at.getTime());
+      touches.add({ id, at }).catch((err: Error) => ctx.log.warn({ err: err.message }, 'lastOnlineAt could not be written'));
+    }
+    trailing.clear();
+  };
   const deps: ProcessDeps = {
     sandbox,
     loader,
@@ -56,7 +67,11 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
     touchDevice: (id, at) => {
       // lastOnlineAt is kept to TOUCH_RESOLUTION_MS: a device reporting every 100 ms costs one row update a second, not ten
       const last = lastTouch.get(id) ?? 0;
-      if (at.getTime() - last < TOUCH_RESOLUTION_MS) return Promise.resolve();
+      if (at.getTime() - last < TOUCH_RESOLUTION_MS) {
+        if ((trailing.get(id)?.getTime() ?? 0) < at.getTime()) trailing.set(id, at);
+        trailingTimer ??= setTimeout(flushTrailing, TOUCH_RESOLUTION_MS);
+        return Promise.resolve();
+      }
       if (lastTouch.size > 100_000) lastTouch.clear();
       lastTouch.set(id, at.getTime());
       return touches.add({ id, at });
@@ -109,6 +124,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
     ready: async () => { await Promise.all(workers.map((w) => w.waitUntilReady())); },
     async close() {
       await Promise.all(workers.map((w) => w.close()));
+      if (trailingTimer) clearTimeout(trailingTimer);
+      flushTrailing();
       await Promise.all([activities.drain(), touches.drain(), answers.drain(), counterRecorder(ctx).drain()]);
       await counterFlusher.stop();
       await monitoring.close();

@@ -1,0 +1,222 @@
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { Queue } from 'bullmq';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeContext } from '../../src/app/bootstrap.ts';
+import type { AppContext } from '../../src/app/context.ts';
+import { startService, type RunningService } from '../../src/service.ts';
+import { testContext } from '../helpers.ts';
+import { connectivityClient, type RestClient } from '../support/provision.ts';
+import { pskHttpRequest } from '../support/psk-client.ts';
+
+// The handler a supplier would write: pending commands go into every answer; /ack marks them sent,
+// /drop drops them, /expect expects the next report within EXPECT_MS; events are logged.
+const HANDLER = `
+const EXPECT_MS = 800;
+function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
+  const event = args.event;
+  if (event.type !== 'incomingRequest') {
+    exec.addLog(event.type + ' ' + ('command' in event ? event.command.hashId : '-') + ' scheduled=' + args.scheduledCommands.map((c) => c.command.hashId).join(','));
+    return;
+  }
+  const path = event.webRequest.url.path;
+  const pending = args.scheduledCommands;
+  if (path === '/ack') pending.forEach((c) => exec.markCommandAsSent(c.command.hashId));
+  if (path === '/drop') pending.forEach((c) => exec.dropCommand(c.command.hashId));
+  if (path === '/expect') exec.expectNextReportBefore(new Date(Date.now() + EXPECT_MS));
+  return { statusCode: 200, body: { commands: pending.map((c) => ({ id: c.command.hashId, type: c.commandType.hashId, fields: c.command.fields })) } };
+}`;
+
+interface Mail { to: string[]; text: string }
+interface ActivityDetail { hashId: string; triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown>; activities: { triggerType: string; failed: boolean; log: { message: string }[] }[] }
+interface Command { hashId: string; sentAt: string | null; deletedAt: string | null; fields: Record<string, unknown> }
+
+let ctx: AppContext;
+let service: RunningService;
+let smtp: SMTPServer;
+let api: RestClient;
+let port: number;
+let commandTypeHashId: string;
+const mails: Mail[] = [];
+
+async function newDevice(): Promise<{ hashId: string; identity: string; key: Buffer }> {
+  const type = await api.request('POST', '/device-type/', {
+    name: 'Valve', eventHandler: HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [],
+    channels: [{ name: 'Valve', pinFieldConfigurations: [] }], commandTypeHashIds: [commandTypeHashId],
+  });
+  expect(type.status).toBe(200);
+  const identity = `valve-${randomBytes(6).toString('hex')}`;
+  const key = randomBytes(16);
+  const device = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type.body.hashId, psk: key.toString('hex'), pskIdentity: identity });
+  expect(device.status).toBe(200);
+  return { hashId: device.body.hashId, identity, key };
+}
+
+/** One device contact over TLS-PSK; the handler's answer. */
+async function contact(device: { identity: string; key: Buffer }, path: string): Promise<{ status: number; commands: { id: string; type: string; fields: Record<string, unknown> }[] }> {
+  const res = await pskHttpRequest({ port, identity: device.identity, key: device.key, path, body: '{}' });
+  if (!res) throw new Error('no answer');
+  return { status: res.status, commands: (JSON.parse(res.body) as { commands: { id: string; type: string; fields: Record<string, unknown> }[] }).commands };
+}
+
+async function addCommand(deviceHashId: string, more: Record<string, unknown> = {}): Promise<Command> {
+  const before = new Set((await commandsOf(deviceHashId)).map((c) => c.hashId));
+  const r = await api.request('POST', '/command/', { objectType: 'device', objectHashIds: [deviceHashId], commandTypeHashId, fields: { position: 40 }, email: [], delay: 600, ...more });
+  expect(r.status).toBe(204);
+  const added = (await commandsOf(deviceHashId)).filter((c) => !before.has(c.hashId));
+  expect(added).toHaveLength(1);
+  return added[0];
+}
+
+async function commandsOf(deviceHashId: string): Promise<Command[]> {
+  const r = await api.request<{ rows: { command: Command }[] }>('GET', `/command/?deviceHashId=${deviceHashId}&rowsPerPage=100`);
+  return r.body.rows.map((x) => x.command);
+}
+
+/** The activities of `triggerType` for the device, waiting up to `ms` until `enough` of them exist. */
+async function activities(deviceHashId: string, triggerType: string, enough = 1, ms = 10_000): Promise<ActivityDetail[]> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const page = await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${deviceHashId}&triggerType=${triggerType}&rowsPerPage=100`);
+    if (page.body.rows.length >= enough || Date.now() > until) {
+      return Promise.all(page.body.rows.map(async (r) => (await api.request<{ activity: ActivityDetail }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function counter(deviceHashId: string, key: string): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < 30; i++) {
+    const hour = new Date().toISOString().slice(0, 13);
+    total = Number(await ctx.redis.hget(`counters:${deviceHashId}:${hour}`, key) ?? 0);
+    if (total > 0) return total;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return total;
+}
+
+beforeAll(async () => {
+  smtp = new SMTPServer({
+    authOptional: true, disabledCommands: ['STARTTLS'], logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        mails.push({ to: session.envelope.rcptTo.map((r) => r.address), text: Buffer.concat(chunks).toString('utf8') });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
+  const smtpPort = (smtp.server.address() as AddressInfo).port;
+  ctx = await testContext({ SMTP_URL: `smtp://127.0.0.1:${smtpPort}`, MAIL_FROM: 'gridgate <gateway@example.com>' });
+  service = await startService(ctx, ['all']);
+  port = service.https!.port();
+  api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
+  const type = await api.request('POST', '/command-type/', { name: 'Open valve', fieldConfigurations: [{ key: 'position', name: 'Position', type: 'integer' }] });
+  expect(type.status).toBe(200);
+  commandTypeHashId = type.body.hashId;
+});
+
+afterAll(async () => {
+  await service?.stop();
+  const queue = new Queue(ctx.config.queueName, { connection: ctx.redis });
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
+  await closeContext(ctx);
+  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+});
+
+describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
+  it('runs newCommand, hands the command to the device on its next contact until it is marked sent, counts and mails it', async () => {
+    const device = await newDevice();
+    const command = await addCommand(device.hashId, { email: ['operator@example.com', 'field@example.com'] });
+
+    const [added] = await activities(device.hashId, 'handleNewCommand');
+    expect(added.failed).toBe(false);
+    expect(added.triggerData).toMatchObject({ command: { hashId: command.hashId }, commandType: { hashId: commandTypeHashId } });
+    expect(added.log.map((l) => l.message)).toContain(`newCommand ${command.hashId} scheduled=${command.hashId}`);
+
+    // the device asks: the answer carries the pending command, again and again until it is marked sent
+    expect((await contact(device, '/report')).commands).toEqual([{ id: command.hashId, type: commandTypeHashId, fields: { position: 40 } }]);
+    expect((await contact(device, '/ack')).commands.map((c) => c.id)).toEqual([command.hashId]);
+    expect((await contact(device, '/report')).commands).toEqual([]);
+
+    const got = await api.request<{ command: Command }>('GET', `/command/${command.hashId}`);
+    expect(got.body.command.sentAt).not.toBeNull();
+    const acks = await activities(device.hashId, 'handleIncomingRequest', 3);
+    const marking = acks.flatMap((a) => a.activities).find((a) => a.triggerType === 'markCommandAsSent');
+    expect(marking?.failed).toBe(false);
+    expect(await counter(device.hashId, 'commandsSent')).toBe(1);
+
+    for (let i = 0; i < 100 && mails.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    const mail = mails.find((m) => m.text.includes(command.hashId));
+    expect(mail?.to.sort()).toEqual(['field@example.com', 'operator@example.com']);
+    expect(mail?.text).toContain('From: gridgate <gateway@example.com>');
+    expect(mail?.text).toContain(device.identity);
+    expect(mail?.text).toContain('Open valve');
+  });
+
+  it('fires commandDue from a delayed job at add time + delay', async () => {
+    const device = await newDevice();
+    const command = await addCommand(device.hashId, { delay: 1 });
+    const queued = Date.now();
+    const [due] = await activities(device.hashId, 'handleCommandDue');
+    expect(due).toBeDefined();
+    expect(due.triggerData).toMatchObject({ command: { hashId: command.hashId } });
+    expect(due.log.map((l) => l.message)).toContain(`commandDue ${command.hashId} scheduled=${command.hashId}`);
+    expect(Date.now() - queued).toBeGreaterThanOrEqual(500);
+  });
+
+  it('drops a command (exec.dropCommand): it leaves scheduledCommands but is not deleted', async () => {
+    const device = await newDevice();
+    const command = await addCommand(device.hashId);
+    expect((await contact(device, '/drop')).commands.map((c) => c.id)).toEqual([command.hashId]);
+    expect((await contact(device, '/report')).commands).toEqual([]);
+    expect((await api.request<{ command: Command }>('GET', `/command/${command.hashId}`)).body.command).toMatchObject({ sentAt: null, deletedAt: null });
+  });
+
+  it('deletes an unsent command (deletedCommand runs, commandDue never does) and refuses to delete one the device holds', async () => {
+    const device = await newDevice();
+    const unsent = await addCommand(device.hashId, { delay: 2 });
+    expect((await api.request('DELETE', `/command/${unsent.hashId}`)).status).toBe(204);
+    const [deleted] = await activities(device.hashId, 'handleDeletedCommand');
+    expect(deleted.triggerData).toMatchObject({ command: { hashId: unsent.hashId, deletedAt: expect.any(String) } });
+    expect(deleted.log.map((l) => l.message)).toContain(`deletedCommand ${unsent.hashId} scheduled=`);
+    expect((await contact(device, '/report')).commands).toEqual([]);
+
+    const held = await addCommand(device.hashId, { delay: 0, startAt: new Date(Date.now() + 3600_000).toISOString() });
+    await contact(device, '/ack');
+    const refused = await api.request<{ key: string; message: string }>('DELETE', `/command/${held.hashId}`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toContain('cannot be told');
+    // the delay of the deleted command has passed: its commandDue was taken back
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await activities(device.hashId, 'handleCommandDue', 1, 0)).toEqual([]);
+  });
+
+  it('fires reportLate when an expected report does not come, and not when it comes in time', async () => {
+    const late = await newDevice();
+    await contact(late, '/expect');
+    const [fired] = await activities(late.hashId, 'handleReportLate');
+    expect(fired).toBeDefined();
+    expect(fired.log.map((l) => l.message)).toContain('reportLate - scheduled=');
+    expect(await counter(late.hashId, 'reportsLate')).toBe(1);
+
+    const punctual = await newDevice();
+    await contact(punctual, '/expect');
+    await new Promise((r) => setTimeout(r, 400));
+    await contact(punctual, '/report');
+    // the expectation's job has run by now (800 ms + grace), as a no-op
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await activities(punctual.hashId, 'handleReportLate', 1, 0)).toEqual([]);
+    // a newer expectation replaces the older one: one reportLate, not two
+    const renewing = await newDevice();
+    await contact(renewing, '/expect');
+    await contact(renewing, '/expect');
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await activities(renewing.hashId, 'handleReportLate', 2, 0)).toHaveLength(1);
+  });
+});
