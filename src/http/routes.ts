@@ -13,6 +13,7 @@ import { counterRoutes } from '../connectivity/counters/routes.ts';
 import { claimRoutes } from '../connectivity/devices/claim-routes.ts';
 import { webhookRoutes } from '../connectivity/webhooks/routes.ts';
 import { firmwareRoutes } from '../connectivity/firmware/routes.ts';
+import { supplierCertificateRoutes } from '../connectivity/supplier-certificates/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -29,6 +30,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   claimRoutes,
   webhookRoutes,
   firmwareRoutes,
+  supplierCertificateRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
