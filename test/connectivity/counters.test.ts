@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { counterHashKey, counterRecorder, countDeviceEvent, dirtySetOf, BUILTIN_COUNTERS, COUNTER_TTL_SECONDS, CounterRecorder } from '../../src/connectivity/counters/recorder.ts';
-import { flushCounters } from '../../src/connectivity/counters/store.ts';
+import { COUNTER_RETENTION_DAYS, flushCounters, pruneCounters } from '../../src/connectivity/counters/store.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addDeviceType, expectParameterError } from './fixtures.ts';
 
@@ -110,6 +110,21 @@ describe('connectivity counters', () => {
     const m = await api.login('monitoring');
     expect((await m.request('GET', `/device/device/${hashId}/connectivity-counters`)).status).toBe(403);
     expect((await a.request('GET', `/device/device/nosuchdevice/connectivity-counters`)).status).toBe(404);
+  });
+
+  it('prunes hours older than the retention from PostgreSQL', async () => {
+    const c = await api.login('connectivity');
+    const hashId = await device(c);
+    const now = new Date('2026-11-22T12:00:00Z');
+    const day = 24 * 3600_000;
+    const old = new Date(now.getTime() - (COUNTER_RETENTION_DAYS + 1) * day);
+    const kept = new Date(now.getTime() - (COUNTER_RETENTION_DAYS - 1) * day);
+    await api.ctx.db.query(
+      `INSERT INTO device_counter_hour (device_id, hour, key, value) SELECT id, unnest($2::timestamptz[]), 'contacts', 5 FROM device WHERE hash_id = $1`,
+      [hashId, [old, kept]]);
+    expect(await pruneCounters(api.ctx, now)).toBeGreaterThanOrEqual(1);
+    const rows = await api.ctx.db.query<{ hour: Date }>('SELECT c.hour FROM device_counter_hour c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1', [hashId]);
+    expect(rows.rows.map((r) => r.hour.toISOString())).toEqual([kept.toISOString()]);
   });
 
   it('writes large batches whole: every hash gets its increments, its TTL and its dirty mark', async () => {

@@ -7,6 +7,8 @@ type Ctx = Pick<AppContext, 'db' | 'redis' | 'log' | 'config'>;
 const HOUR_MS = 3600_000;
 /** The longest range one counters request may cover: 31 days of hours. */
 export const MAX_RANGE_HOURS = 744;
+/** Hours older than this are pruned from PostgreSQL. */
+export const COUNTER_RETENTION_DAYS = 400;
 const FLUSH_CHUNK = 500;
 
 const hourStart = (hour: string) => new Date(`${hour}:00:00.000Z`);
@@ -59,13 +61,26 @@ export async function flushCounters(ctx: Ctx, maxHashes = 20_000): Promise<numbe
   return copied;
 }
 
+/** Deletes the hours older than COUNTER_RETENTION_DAYS. Returns how many rows went. */
+export async function pruneCounters(ctx: Pick<AppContext, 'db'>, now = new Date()): Promise<number> {
+  const { rowCount } = await ctx.db.query('DELETE FROM device_counter_hour WHERE hour < $1', [new Date(now.getTime() - COUNTER_RETENTION_DAYS * 24 * HOUR_MS)]);
+  return rowCount ?? 0;
+}
+
 export interface CounterFlusher { stop(): Promise<void> }
 
-/** Flushes every `intervalMs` (each process that writes counters may run one; they do not conflict). */
+/** Flushes every `intervalMs` and prunes once an hour (each worker runs one; they do not conflict). */
 export function startCounterFlusher(ctx: Ctx, intervalMs = 15_000): CounterFlusher {
   let running: Promise<unknown> = Promise.resolve();
+  let prunedAt = 0;
   const tick = () => {
-    running = flushCounters(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'connectivity counters flush failed; retried next time'));
+    running = (async () => {
+      await flushCounters(ctx);
+      if (Date.now() - prunedAt > HOUR_MS) {
+        prunedAt = Date.now();
+        await pruneCounters(ctx);
+      }
+    })().catch((err: Error) => ctx.log.warn({ err: err.message }, 'connectivity counters flush failed; retried next time'));
   };
   const timer = setInterval(tick, intervalMs);
   timer.unref();
