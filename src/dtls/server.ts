@@ -27,6 +27,7 @@ import { helloVerifyRequestDatagram } from './flights/flight2.ts';
 import { parseHandshakeFragments } from './handshake.ts';
 import { ContentType, DTLS10, encodeRecord, parseDatagram } from './record.ts';
 import type { DtlsRecord } from './record.ts';
+import { AddressLimits } from './limits.ts';
 import { DtlsSession } from './session.ts';
 import { SessionCache } from './session-cache.ts';
 import type { SessionConfig, SessionHost } from './session.ts';
@@ -55,6 +56,12 @@ export interface DtlsServerOptions {
   sessionCacheSize?: number;
   /** A cached session can be resumed for this long after its full handshake. Default 86 400 000 ms (24 h). */
   sessionLifetimeMs?: number;
+  /** Handshakes in progress + sessions one source IP address may hold; more ClientHellos are dropped. Default 100. */
+  maxSessionsPerAddress?: number;
+  /** Handshakes per second one source IP address may start, sustained (token bucket refill). Default 10. */
+  handshakeRatePerAddress?: number;
+  /** Handshakes one source IP address may start in a burst (token bucket size). Default 20. */
+  handshakeBurstPerAddress?: number;
 }
 
 export interface HandshakeErrorInfo {
@@ -72,6 +79,9 @@ const DEFAULTS = {
   cookieRotationMs: 60_000,
   sessionCacheSize: 10_000,
   sessionLifetimeMs: 86_400_000,
+  maxSessionsPerAddress: 100,
+  handshakeRatePerAddress: 10,
+  handshakeBurstPerAddress: 20,
   initialRetransmitMs: 1_000,
   maxRetransmitMs: 60_000,
 };
@@ -85,6 +95,7 @@ export class DtlsServer extends EventEmitter {
   readonly #config: SessionConfig;
   readonly #maxSessions: number;
   readonly #maxHandshakes: number;
+  readonly #limits: AddressLimits;
   readonly #cookies = new CookieSecrets();
   readonly #rotation: NodeJS.Timeout;
   readonly #peers = new Map<string, DtlsSession>();
@@ -108,6 +119,15 @@ export class DtlsServer extends EventEmitter {
     };
     this.#maxSessions = opts.maxSessions ?? DEFAULTS.maxSessions;
     this.#maxHandshakes = opts.maxHandshakes ?? DEFAULTS.maxHandshakes;
+    const limits = {
+      maxSessionsPerAddress: opts.maxSessionsPerAddress ?? DEFAULTS.maxSessionsPerAddress,
+      handshakeRatePerAddress: opts.handshakeRatePerAddress ?? DEFAULTS.handshakeRatePerAddress,
+      handshakeBurstPerAddress: opts.handshakeBurstPerAddress ?? DEFAULTS.handshakeBurstPerAddress,
+    };
+    for (const [name, v] of Object.entries(limits)) {
+      if (!(Number.isFinite(v) && v >= 0)) throw new Error(`${name} must be a non-negative number`);
+    }
+    this.#limits = new AddressLimits(limits);
     this.#rotation = setInterval(() => this.#cookies.rotate(), opts.cookieRotationMs ?? DEFAULTS.cookieRotationMs);
     this.#rotation.unref();
     if (opts.socket instanceof dgram.Socket) {
@@ -133,6 +153,11 @@ export class DtlsServer extends EventEmitter {
   /** Established sessions. */
   get sessionCount(): number {
     return this.#peers.size - this.#handshakes;
+  }
+
+  /** Handshakes in progress + sessions held by one source IP address. */
+  sessionsFrom(address: string): number {
+    return this.#limits.sessions(address);
   }
 
   /** Closes every session (close_notify), stops all timers and closes the socket. */
@@ -175,6 +200,7 @@ export class DtlsServer extends EventEmitter {
     }
     if (this.#handshakes >= this.#maxHandshakes || this.sessionCount >= this.#maxSessions) return;
     old?.close();
+    if (!this.#limits.admit(rinfo.address)) return;
     const peer = { address: rinfo.address, port: rinfo.port };
     const key = `${peer.address}:${peer.port}`;
     let handshaking = true;
@@ -194,6 +220,7 @@ export class DtlsServer extends EventEmitter {
         if (this.#peers.get(key) !== s) return;
         if (handshaking) this.#handshakes--;
         this.#peers.delete(key);
+        this.#limits.removed(peer.address);
       },
     };
     let session: DtlsSession;
@@ -212,6 +239,7 @@ export class DtlsServer extends EventEmitter {
     }
     this.#handshakes++;
     this.#peers.set(key, session);
+    this.#limits.added(peer.address);
   }
 
   #send(datagram: Buffer, port: number, address: string): void {

@@ -46,8 +46,9 @@ export class RawPeer {
     });
   }
 
-  async open(): Promise<this> {
-    this.socket.bind(0, '127.0.0.1');
+  /** Binds to `address` (any 127.x.y.z works on Linux loopback: a second "source address" for limit tests). */
+  async open(address = '127.0.0.1'): Promise<this> {
+    this.socket.bind(0, address);
     await once(this.socket, 'listening');
     return this;
   }

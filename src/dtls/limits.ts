@@ -1,0 +1,79 @@
+/**
+ * Per-source-address admission for new handshakes: how many associations (handshaking or established) one IP
+ * address may hold, and a token bucket on how fast it may start handshakes. Checked only after the cookie
+ * proved the address, so a spoofed flood cannot use up someone else's allowance.
+ */
+
+export interface AddressLimitOptions {
+  /** Associations (handshakes in progress + sessions) per source address at most. */
+  maxSessionsPerAddress: number;
+  /** Handshakes per second a source address may start, sustained. */
+  handshakeRatePerAddress: number;
+  /** Handshakes a source address may start in a burst (the bucket's size). */
+  handshakeBurstPerAddress: number;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** Buckets kept at most; beyond it the full ones (addresses that behaved) are forgotten first. */
+const MAX_BUCKETS = 100_000;
+
+export class AddressLimits {
+  readonly #o: AddressLimitOptions;
+  readonly #sessions = new Map<string, number>();
+  readonly #buckets = new Map<string, Bucket>();
+
+  constructor(o: AddressLimitOptions) {
+    this.#o = o;
+  }
+
+  /** Associations now counted for `address`. */
+  sessions(address: string): number {
+    return this.#sessions.get(address) ?? 0;
+  }
+
+  /** True (and a token spent) when `address` may start a handshake now. */
+  admit(address: string, now = Date.now()): boolean {
+    if (this.sessions(address) >= this.#o.maxSessionsPerAddress) return false;
+    const burst = this.#o.handshakeBurstPerAddress;
+    let b = this.#buckets.get(address);
+    if (b) {
+      b.tokens = Math.min(burst, b.tokens + ((now - b.at) / 1000) * this.#o.handshakeRatePerAddress);
+      b.at = now;
+    } else {
+      if (this.#buckets.size >= MAX_BUCKETS) this.#prune(now);
+      b = { tokens: burst, at: now };
+      this.#buckets.set(address, b);
+    }
+    if (b.tokens < 1) return false;
+    b.tokens -= 1;
+    return true;
+  }
+
+  added(address: string): void {
+    this.#sessions.set(address, this.sessions(address) + 1);
+  }
+
+  removed(address: string): void {
+    const n = this.sessions(address) - 1;
+    if (n > 0) this.#sessions.set(address, n);
+    else this.#sessions.delete(address);
+  }
+
+  /** Drops buckets that have refilled (they behave exactly like a new one), or the oldest half if none has. */
+  #prune(now: number): void {
+    const { handshakeRatePerAddress: rate, handshakeBurstPerAddress: burst } = this.#o;
+    for (const [k, b] of this.#buckets) {
+      if (b.tokens + ((now - b.at) / 1000) * rate >= burst) this.#buckets.delete(k);
+    }
+    if (this.#buckets.size < MAX_BUCKETS) return;
+    let n = this.#buckets.size / 2;
+    for (const k of this.#buckets.keys()) {
+      if (n-- <= 0) break;
+      this.#buckets.delete(k);
+    }
+  }
+}

@@ -1,0 +1,89 @@
+/** Per-source-address limits: associations per address and a handshake-rate token bucket, seen by hand-driven peers. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { AddressLimits } from '../../src/dtls/limits.ts';
+import { createDtlsServer } from '../../src/dtls/server.ts';
+import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
+import { startEchoServer, waitFor } from './helpers.ts';
+import type { EchoServer } from './helpers.ts';
+
+let srv: EchoServer | undefined;
+const peers: RawPeer[] = [];
+afterEach(async () => {
+  await srv?.server.close();
+  srv = undefined;
+  for (const p of peers.splice(0)) p.close();
+});
+
+/** Does a cookie exchange from `address` and sends ClientHello 2: true when a ServerHello comes back. */
+async function getsServerHello(port: number, address = '127.0.0.1'): Promise<boolean> {
+  const p = await new RawPeer(port).open(address);
+  peers.push(p);
+  const ch = clientHello();
+  p.send(clientHelloDatagram(ch, 0, 0));
+  await waitFor(() => p.received.length > 0);
+  const cookie = p.received.shift()!.fragments[0].body.subarray(3);
+  p.send(clientHelloDatagram({ ...ch, cookie }, 1, 1));
+  try {
+    await p.take((d) => d.fragments.some((f) => f.type === 2), 400);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('DTLS per-address limits', () => {
+  it('maxSessionsPerAddress: the third association from 127.0.0.1 is refused, 127.0.0.2 still gets one', async () => {
+    srv = await startEchoServer({ maxSessionsPerAddress: 2 });
+    expect(await getsServerHello(srv.port)).toBe(true);
+    expect(await getsServerHello(srv.port)).toBe(true);
+    expect(srv.server.sessionsFrom('127.0.0.1')).toBe(2);
+    expect(await getsServerHello(srv.port)).toBe(false);
+    expect(await getsServerHello(srv.port, '127.0.0.2')).toBe(true);
+    expect(srv.server.handshakeCount).toBe(3);
+  });
+
+  it('an association that ends frees its place for the address', async () => {
+    srv = await startEchoServer({ maxSessionsPerAddress: 1, handshakeTimeoutMs: 300 });
+    expect(await getsServerHello(srv.port)).toBe(true);
+    expect(await getsServerHello(srv.port)).toBe(false);
+    await waitFor(() => srv!.server.sessionsFrom('127.0.0.1') === 0); // the handshake timed out
+    expect(await getsServerHello(srv.port)).toBe(true);
+  });
+
+  it('handshake rate: after a burst of 3 the address must wait for tokens; another address is not affected', async () => {
+    srv = await startEchoServer({ handshakeBurstPerAddress: 3, handshakeRatePerAddress: 2 });
+    for (let i = 0; i < 3; i++) expect(await getsServerHello(srv.port)).toBe(true);
+    expect(await getsServerHello(srv.port)).toBe(false);
+    expect(await getsServerHello(srv.port, '127.0.0.3')).toBe(true);
+    await new Promise((r) => setTimeout(r, 600)); // 2 per second: one token back after 500 ms
+    expect(await getsServerHello(srv.port)).toBe(true);
+  });
+
+  it('defaults are in place and invalid limits are refused at construction', () => {
+    expect(() => createDtlsServer({ socket: 0, lookupPsk: async () => null, handshakeRatePerAddress: -1 })).toThrow(/handshakeRatePerAddress/);
+    expect(() => createDtlsServer({ socket: 0, lookupPsk: async () => null, maxSessionsPerAddress: Number.NaN })).toThrow(/maxSessionsPerAddress/);
+  });
+});
+
+describe('AddressLimits token bucket', () => {
+  it('spends one token per handshake and refills at the configured rate, capped at the burst', () => {
+    const l = new AddressLimits({ maxSessionsPerAddress: 100, handshakeRatePerAddress: 1, handshakeBurstPerAddress: 2 });
+    expect([l.admit('a', 0), l.admit('a', 0), l.admit('a', 0)]).toEqual([true, true, false]);
+    expect(l.admit('a', 999)).toBe(false);
+    expect(l.admit('a', 1000)).toBe(true);
+    expect(l.admit('a', 100_000)).toBe(true);
+    expect(l.admit('a', 100_000)).toBe(true);
+    expect(l.admit('a', 100_000)).toBe(false);
+    expect(l.admit('b', 100_000)).toBe(true);
+  });
+
+  it('counts associations per address', () => {
+    const l = new AddressLimits({ maxSessionsPerAddress: 1, handshakeRatePerAddress: 100, handshakeBurstPerAddress: 100 });
+    l.added('a');
+    expect(l.admit('a')).toBe(false);
+    expect(l.admit('b')).toBe(true);
+    l.removed('a');
+    expect(l.sessions('a')).toBe(0);
+    expect(l.admit('a')).toBe(true);
+  });
+});
