@@ -11,7 +11,6 @@ import { firmwareRequestHashId, serveFirmwareOverHttps } from './firmware.ts';
 import { deviceCounters } from './metrics.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 import { isWebhookPath, WebhookHandler } from './webhook.ts';
-import { isWebhookPath, WebhookHandler } from './webhook.ts';
 
 export interface HttpsDeviceListener {
   tcp: net.Server;
@@ -39,20 +38,12 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
   let inFlight = 0;
   let closing = false;
   const webhooks = new WebhookHandler(ctx, queue);
-  const webhooks = new WebhookHandler(ctx, queue);
   const tcp = createPskTlsServer({
     lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
   });
   const server = http.createServer({ keepAliveTimeout: 60_000, requestTimeout: 30_000 }, (req, res) => {
     const conn = req.socket as unknown as PskTlsConnection;
     const session = sessions.get(conn);
-    if (!session && isWebhookPath(req.url)) {
-      // a webhook sender has no device session: the secret in its URL authenticates it (src/gateway/webhook.ts)
-      if (closing) res.setHeader('connection', 'close');
-      inFlight++;
-      webhooks.serve(req, res).finally(() => { inFlight--; });
-      return;
-    }
     if (!session && isWebhookPath(req.url)) {
       // a webhook sender has no device session: the secret in its URL authenticates it (src/gateway/webhook.ts)
       if (closing) res.setHeader('connection', 'close');
@@ -123,7 +114,6 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       server.closeAllConnections();
       server.close();
-      webhooks.close();
       webhooks.close();
       await counterRecorder(ctx).drain();
     },
