@@ -25,6 +25,8 @@ export interface DeviceWorker {
 
 const WORKER_FETCHERS = 2;
 const TOUCH_RESOLUTION_MS = 1000;
+const COUNTER_PAST_LIMIT_MS = 48 * 3600_000;
+const COUNTER_FUTURE_LIMIT_MS = 24 * 3600_000;
 
 /** The worker role: takes device jobs from the queue and runs the suppliers' code on them. */
 export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): DeviceWorker {
@@ -149,9 +151,15 @@ async function applyDeviceCall(ctx: AppContext, loader: DeviceContextLoader, dev
       await ctx.db.query('UPDATE device SET next_report_before = $2, updated_at = now() WHERE id = $1', [device.id, call.args.before]);
       loader.forgetDevice(device.hashId);
       return;
-    case 'increaseReportingCounter':
-      countDeviceEvent(ctx, device.hashId, 'reportingCounter', call.args.at ? new Date(call.args.at) : at);
+    case 'increaseReportingCounter': {
+      const when = call.args.at ? new Date(call.args.at) : at;
+      // hours outside this window may no longer (or not yet) have their Redis hash: the count could be lost
+      if (when.getTime() < at.getTime() - COUNTER_PAST_LIMIT_MS || when.getTime() > at.getTime() + COUNTER_FUTURE_LIMIT_MS) {
+        throw new Error('increaseReportingCounter: at may lie at most 48 hours in the past and 24 hours in the future');
+      }
+      countDeviceEvent(ctx, device.hashId, 'reportingCounter', when);
       return;
+    }
     default:
       throw new Error(`exec.${call.name} is not supported by this deployment yet`);
   }

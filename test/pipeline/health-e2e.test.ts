@@ -23,6 +23,10 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   const request = args.event.webRequest;
   const body = (request.body !== undefined && request.body.type === 'json' ? request.body.data : {}) as Record<string, unknown>;
   if (request.url.path === '/throw') throw new Error('supplier bug');
+  if (request.url.path === '/count-at') {
+    exec.increaseReportingCounter(new Date(Date.now() + (body.offsetHours as number) * 3600 * 1000));
+    return { statusCode: 204 };
+  }
   if (request.url.path === '/fields') {
     exec.setDeviceFields(body);
     return { statusCode: 200, body: { fields: args.device.fields } };
@@ -147,6 +151,31 @@ describe('connectivity health over the HTTPS TLS-PSK device port', () => {
     const r = await api.request<Entry[]>('GET', `/device/device/${d.hashId}/connectivity-counters`);
     const contacts = r.body.find((e) => e.key === 'contacts')!;
     expect(contacts.values).toEqual([{ hour: `${new Date().toISOString().slice(0, 13)}:00:00.000Z`, value: 4 }]);
+  });
+
+  it('increaseReportingCounter(at) counts in the hour of at, within 48 hours back and 24 ahead; outside, that call fails visibly', async () => {
+    const d = await newDevice();
+    expect((await send(d, '/count-at', { offsetHours: -20 }))?.status).toBe(204);
+    expect((await send(d, '/count-at', { offsetHours: -49 }))?.status).toBe(204);
+    expect((await send(d, '/count-at', { offsetHours: 25 }))?.status).toBe(204);
+    const from = new Date(Date.now() - 60 * 3600_000).toISOString();
+    const to = new Date(Date.now() + 30 * 3600_000).toISOString();
+    const deadline = Date.now() + 5000;
+    let entry: Entry | undefined;
+    for (;;) {
+      const r = await api.request<Entry[]>('GET', `/device/device/${d.hashId}/connectivity-counters?from=${from}&to=${to}`);
+      entry = r.body.find((e) => e.key === 'reportingCounter');
+      if (entry?.total === 1 || Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const hour = new Date(Math.floor((Date.now() - 20 * 3600_000) / 3600_000) * 3600_000).toISOString();
+    expect(entry?.values).toEqual([{ hour, value: 1 }]);
+    const rows = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=2`)).body.rows;
+    for (const row of rows) {
+      const run = (await api.request<{ activity: { activities: { triggerType: string; failed: boolean; log: { message: string }[] }[] } }>('GET', `/supplier-activity/${row.activity.hashId}`)).body.activity;
+      expect(run.activities[0]).toMatchObject({ triggerType: 'increaseReportingCounter', failed: true });
+      expect(run.activities[0].log[0].message).toContain('at most 48 hours in the past and 24 hours in the future');
+    }
   });
 
   it('setDeviceFields is validated against the field configurations: a bad value fails that call in the activity log, not the run', async () => {
