@@ -56,12 +56,14 @@ describe('libcoap coap-client over DTLS PSK', () => {
     await expectReportStored(r, 2500);
   });
 
-  it('coap-client-openssl: a wrong key fails the handshake and queues nothing', async () => {
+  it('coap-client-openssl: a wrong key fails the handshake, is counted, and queues nothing', async () => {
     const before = await countJobs();
     const res = await run('coap-client-openssl', ['-B', '5', '-u', world.device.identity, '-k', 'not-the-key', '-m', 'post', '-e', '{}', `coaps://127.0.0.1:${world.coapsPort}/report`]);
     expect(res.stdout).toContain('bad record mac');
     expect(res.stdout).not.toContain('"ok"');
     expect(await countJobs()).toBe(before);
+    const metrics = await (await fetch(`http://127.0.0.1:${world.service.apiPort()}/metrics`)).text();
+    expect(metrics).toMatch(/gateway_handshake_failures_total\{protocol="coaps"\} [1-9]/);
   });
 });
 

@@ -61,7 +61,7 @@ export interface CoapWorld {
 }
 
 /** Starts the whole service (`all`) and provisions a quantity, a report type, a device type and a PSK device. */
-export async function startCoapWorld(overrides: Record<string, string> = {}): Promise<CoapWorld> {
+export async function startCoapWorld(overrides: Record<string, string> = {}, identity = `coap-${randomBytes(4).toString('hex')}`): Promise<CoapWorld> {
   const ctx = await testContext({ SANDBOX_TIMEOUT_MS: '2000', DEVICE_BODY_LIMIT_BYTES: '4096', COAP_PIGGYBACK_MS: '300', ...overrides });
   const service = await startService(ctx, ['all']);
   const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
@@ -75,7 +75,6 @@ export async function startCoapWorld(overrides: Record<string, string> = {}): Pr
     fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [],
   });
   expect(deviceType.status).toBe(200);
-  const identity = `coap-${randomBytes(4).toString('hex')}`;
   const key = randomBytes(8).toString('hex');
   const keyHex = Buffer.from(key, 'ascii').toString('hex');
   const added = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: deviceType.body.hashId, psk: keyHex, pskIdentity: identity });

@@ -1,0 +1,36 @@
+/** Stopping the service: a CoAP request in flight still gets its answer, new ones get 5.03, then the sessions close. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeContext } from '../../src/app/bootstrap.ts';
+import { encodeUint } from '../../src/coap/message.ts';
+import { DtlsCoapPeer, report, startCoapWorld, storedAt, type CoapWorld } from './support.ts';
+
+let world: CoapWorld;
+beforeAll(async () => { world = await startCoapWorld({ SHUTDOWN_GRACE_MS: '8000' }); });
+afterAll(async () => { await closeContext(world.ctx); });
+
+describe('graceful close of the CoAP listener', () => {
+  it('answers the request in flight, refuses new ones with 5.03, then closes the DTLS sessions and the socket', async () => {
+    const peer = await DtlsCoapPeer.connect(world.coapsPort, world.device.identity, Buffer.from(world.device.key));
+    const r = report(10);
+    const json = { name: 'Content-Format' as const, value: encodeUint(50) };
+    peer.request({ confirmable: true, code: 'POST', messageId: 1, token: Buffer.from('inflight'), options: [{ name: 'Uri-Path', value: Buffer.from('slow') }, json], payload: Buffer.from(r.body) });
+    await new Promise((res) => setTimeout(res, 100)); // the job is queued and its handler is running
+    const stopped = world.service.stop();
+    peer.request({ confirmable: true, code: 'POST', messageId: 2, token: Buffer.from('late'), options: [{ name: 'Uri-Path', value: Buffer.from('report') }, json], payload: Buffer.from(report(11).body) });
+    const late = (await peer.waitFor(1))[0];
+    expect(late).toMatchObject({ ack: true, code: '5.03', messageId: 2 });
+    expect(JSON.parse(late.payload.toString())).toMatchObject({ key: 'unavailable_error' });
+    await peer.waitFor(3); // empty ACK of the slow request, then its separate response
+    const answer = peer.received.find((p) => p.token.toString() === 'inflight' && p.code === '2.05')!;
+    expect(JSON.parse(answer.payload.toString())).toEqual({ ok: true, device: world.device.identity, m: r.m });
+    peer.send(Buffer.from([0x60, 0, answer.messageId >> 8, answer.messageId & 0xff]));
+    await stopped;
+    expect(await storedAt(world, r.t)).toEqual([10000]);
+    expect(world.service.coap!.dtls.sessionCount).toBe(0);
+    const before = peer.raw.length;
+    peer.request({ confirmable: true, code: 'GET', messageId: 3, token: Buffer.from('after'), options: [{ name: 'Uri-Path', value: Buffer.from('hex') }] });
+    await new Promise((res) => setTimeout(res, 500));
+    expect(peer.raw).toHaveLength(before); // nobody listens any more
+    peer.close();
+  });
+});
