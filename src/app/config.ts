@@ -85,7 +85,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   FIRMWARE_MAX_BYTES: ['8388608 (8 MiB)', 'largest firmware image'],
   FIRMWARE_CACHE_BYTES: ['67108864 (64 MiB)', 'memory a gateway process keeps hot firmware images in (by sha256)'],
   OUTBOUND_ALLOWED_HOSTS: ['empty → none', 'comma-separated hosts exec.sendRequest may reach over HTTPS (`*.example.com` for subdomains)'],
-  OUTBOUND_TIMEOUT_MS: ['5000', 'time limit of one outbound request (connect to last byte)'],
+  OUTBOUND_TIMEOUT_MS: ['3000', 'time limit of one outbound request (connect to last byte); the device\'s answer waits for it'],
   OUTBOUND_MAX_RESPONSE_BYTES: ['65536', 'response bytes read from an outbound request; the rest is cut off'],
   OUTBOUND_CA_FILE: ['unset', 'PEM file of extra CA certificates outbound requests trust'],
 };
@@ -152,7 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     firmwareMaxBytes: int(env, 'FIRMWARE_MAX_BYTES', 8 * 1024 * 1024, 1, 1024 * 1024 * 1024),
     firmwareCacheBytes: int(env, 'FIRMWARE_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 31),
     outboundAllowedHosts: (env.OUTBOUND_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
-    outboundTimeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 5000, 10, 120_000),
+    outboundTimeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 3000, 10, 120_000),
     outboundMaxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 65536, 0, 16 * 1024 * 1024),
     outboundCaFile: env.OUTBOUND_CA_FILE || null,
   };

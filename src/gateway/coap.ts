@@ -17,6 +17,7 @@ import { createDtlsServer } from '../dtls/server.ts';
 import type { DtlsServer, DtlsSession } from '../dtls/server.ts';
 import type { DeviceAnswer } from '../pipeline/jobs.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
+import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from './firmware.ts';
 import { deviceCounters } from './metrics.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 
@@ -63,6 +64,7 @@ function diagnostic(code: string, message: string): { payload: Buffer; options: 
 function answerResponse(answer: DeviceAnswer): CoapResponse {
   const { payload } = encodeAnswerBody(answer.body);
   const options: CoapOption[] = answer.body ? [{ name: 'Content-Format', value: encodeUint(BODY_FORMAT[answer.body.type] ?? ContentFormat.json) }] : [];
+  options.push(...firmwareOfferOptions(answer.headers));
   return { code: coapCode(answer.statusCode), options, payload };
 }
 
@@ -200,6 +202,9 @@ function queryPairs(options: CoapOption[]): [string, string][] {
 }
 
 async function handleRequest(ctx: AppContext, queue: DeviceQueue, device: Device, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
+  // firmware downloads are served here, from the image store: no queue, no handler
+  const firmwareHashId = coapFirmwareHashId(req);
+  if (firmwareHashId) return serveFirmwareOverCoap(ctx, { hashId: device.deviceHashId }, firmwareHashId, req);
   const headers: Record<string, string | string[]> = {};
   for (const o of req.options) {
     if (TRANSPORT_OPTIONS.has(o.name)) continue;

@@ -1,9 +1,11 @@
 import type http from 'node:http';
 import type { AppContext } from '../app/context.ts';
+import { ContentFormat, encodeUint, stringOptions, type CoapOption, type CoapRequest, type CoapResponse } from '../coap/index.ts';
+import { FIRMWARE_OFFER_HEADER } from '../connectivity/firmware/offer.ts';
 
 // Devices download firmware over their own authenticated session, served by the gateway itself
 // (no queue, no handler). `readFirmwareRange` knows no protocol: the HTTPS listener serves it
-// with Range, the CoAP listener with Block2.
+// with Range, the CoAP listener with Block2 (both in this file).
 
 /** The authenticated device asking. */
 export interface FirmwareDevice { hashId: string }
@@ -229,4 +231,48 @@ export async function serveFirmwareOverHttps(ctx: AppContext, device: FirmwareDe
   if (read.status !== 'ok') return sendJson(res, 404, { key: 'not_found_error', message: `firmware ${hashId} not found` });
   res.writeHead(status, headers);
   res.end(read.bytes);
+}
+
+/** CoAP `GET /firmware/<hashId>`: the firmware hashId, or null for every other request. */
+export function coapFirmwareHashId(req: CoapRequest): string | null {
+  const path = stringOptions(req.options, 'Uri-Path');
+  return req.method === 'GET' && path.length === 2 && path[0] === 'firmware' && /^[a-zA-Z0-9]{1,64}$/.test(path[1]) ? path[1] : null;
+}
+
+const coapJson = (code: string, body: unknown): CoapResponse =>
+  ({ code, options: [{ name: 'Content-Format', value: encodeUint(ContentFormat.json) }], payload: Buffer.from(JSON.stringify(body)) });
+
+/**
+ * CoAP `GET /firmware/<hashId>`: the image as one response that the endpoint's blockwise layer
+ * (src/coap/endpoint.ts) cuts into the Block2 blocks the device asks for, any size 16..1024 and
+ * from any block on, with Size2 and ETag = the first 8 bytes of the image's sha256. A request
+ * carrying that ETag gets 2.03 Valid without the image.
+ */
+export async function serveFirmwareOverCoap(ctx: AppContext, device: FirmwareDevice, hashId: string, req: CoapRequest): Promise<CoapResponse> {
+  const meta = await readFirmwareRange(ctx, device, hashId, 0, 0);
+  if (meta.status === 'not_found') return coapJson('4.04', { key: 'not_found_error', message: meta.message });
+  if (meta.status === 'forbidden') return coapJson('4.03', { key: 'right_error', message: meta.message });
+  const etag = Buffer.from(meta.firmware.sha256, 'hex').subarray(0, 8);
+  if (req.options.some((o) => o.name === 'ETag' && o.value.equals(etag))) return { code: '2.03', options: [{ name: 'ETag', value: etag }] };
+  const read = await readFirmwareRange(ctx, device, hashId, 0, meta.firmware.size);
+  if (read.status !== 'ok') return coapJson('4.04', { key: 'not_found_error', message: `firmware ${hashId} not found` });
+  return {
+    code: '2.05',
+    options: [{ name: 'Content-Format', value: encodeUint(ContentFormat.octetStream) }, { name: 'ETag', value: etag }, { name: 'Size2', value: encodeUint(read.firmware.size) }],
+    payload: read.bytes,
+  };
+}
+
+/**
+ * The elective option (experimental range, RFC 7252 §12.2) a CoAP answer carries each firmware
+ * offer in: the text of one `x-firmware` reference, repeated once per offer.
+ */
+export const COAP_FIRMWARE_OPTION = 65000;
+
+/** The CoAP options for the `x-firmware` offers of an answer's headers (none when there are none). */
+export function firmwareOfferOptions(headers: Record<string, string>): CoapOption[] {
+  const value = headers[FIRMWARE_OFFER_HEADER];
+  if (!value) return [];
+  // a reference holds no ", ": its version is percent-encoded
+  return value.split(', ').map((reference) => ({ name: String(COAP_FIRMWARE_OPTION), value: Buffer.from(reference) }));
 }

@@ -1,10 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
+import { DtlsCoapPeer, run } from '../coap/support.ts';
 import { opensslPsk } from '../support/openssl.ts';
 import { connectivityClient, pskDevice, type RestClient } from '../support/provision.ts';
 
@@ -215,6 +219,18 @@ describe('device download over HTTPS (TLS-PSK)', () => {
     expect(after.rows[0].n).toBe(before.rows[0].n);
   });
 
+  it('serves an image of the default size limit (8 MiB) whole', async () => {
+    const type = (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d1.hashId}`)).body.device.deviceTypeHashId;
+    const image = randomBytes(ctx.config.firmwareMaxBytes);
+    expect(image.length).toBe(8 * 1024 * 1024);
+    const added = await api.request<{ hashId: string }>('POST', '/firmware/', { deviceTypeHashId: type, version: 'full-size', data: image.toString('base64') });
+    expect(added.status).toBe(200);
+    const got = await one(d1, `/firmware/${added.body.hashId}`);
+    expect(got.status).toBe(200);
+    expect(got.body.length).toBe(image.length);
+    expect(sha256(got.body)).toBe(sha256(image));
+  });
+
   it('stops serving a deleted image', async () => {
     const type = (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d1.hashId}`)).body.device.deviceTypeHashId;
     const image = randomBytes(500);
@@ -224,5 +240,106 @@ describe('device download over HTTPS (TLS-PSK)', () => {
     // metadata is cached for at most 2 s
     await new Promise((r) => setTimeout(r, 2100));
     expect((await one(d1, `/firmware/${added.body.hashId}`)).status).toBe(404);
+  });
+});
+
+describe('device download over CoAP (DTLS PSK, Block2)', () => {
+  // libcoap's -k takes the key as text: these devices get ASCII keys
+  const coapDevice = async (type: string) => {
+    const identity = `coapfw-${randomBytes(4).toString('hex')}`;
+    const key = randomBytes(8).toString('hex');
+    const r = await api.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type, psk: Buffer.from(key).toString('hex'), pskIdentity: identity });
+    expect(r.status).toBe(200);
+    return { hashId: r.body.hashId, identity, key };
+  };
+  const image = randomBytes(5000);
+  let fw = '';
+  let c1: { hashId: string; identity: string; key: string };
+  let c2: { hashId: string; identity: string; key: string };
+  const outDir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-fw-'));
+  const coapGet = async (device: { identity: string; key: string }, uri: string, args: string[]) => {
+    const out = path.join(outDir, `${randomBytes(4).toString('hex')}.bin`);
+    const res = await run('coap-client-openssl', ['-B', '20', '-u', device.identity, '-k', device.key, ...args, '-o', out, `coaps://127.0.0.1:${service.coap!.coapsPort()}${uri}`], 60_000);
+    let bytes = Buffer.alloc(0);
+    try { bytes = readFileSync(out); } catch { /* nothing written */ }
+    return { ...res, bytes };
+  };
+
+  beforeAll(async () => {
+    const typeOf = async (d: Device) => (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d.hashId}`)).body.device.deviceTypeHashId;
+    const [t1, t2] = await Promise.all([typeOf(d1), typeOf(d2)]);
+    [c1, c2] = await Promise.all([coapDevice(t1), coapDevice(t2)]);
+    const r = await api.request<{ hashId: string }>('POST', '/firmware/', { deviceTypeHashId: t1, version: 'coap-1', data: image.toString('base64') });
+    fw = r.body.hashId;
+  });
+
+  it.each([16, 32, 64, 128, 256, 512, 1024])('coap-client-openssl -b %i fetches the image byte for byte', async (size) => {
+    const res = await coapGet(c1, `/firmware/${fw}`, ['-b', String(size)]);
+    expect(sha256(res.bytes)).toBe(sha256(image));
+  });
+
+  it('serves any block first (coap-client-openssl -b num,size: a resumed download) and an image read range by range from PostgreSQL', async () => {
+    // with a block number libcoap asks for just that block: its bytes are the image's from num * size (312 × 16 is the short last one)
+    for (const [num, size] of [[37, 64], [2, 1024], [312, 16]]) {
+      const resumed = await coapGet(c1, `/firmware/${fw}`, ['-b', `${num},${size}`]);
+      expect({ num, size, length: resumed.bytes.length, same: resumed.bytes.equals(image.subarray(num * size, (num + 1) * size)) }).toEqual({ num, size, length: Math.min(size, image.length - num * size), same: true });
+    }
+    const whole = await coapGet(c1, `/firmware/${f.big}`, ['-b', '1024']);
+    expect(sha256(whole.bytes)).toBe(sha256(big));
+  });
+
+  it('answers each block with Block2, Size2 and the ETag (sha256 prefix); 2.03 for a known ETag; 4.03 for another device type, 4.04 for unknown', async () => {
+    const peer = await DtlsCoapPeer.connect(service.coap!.coapsPort(), c1.identity, Buffer.from(c1.key));
+    const other = await DtlsCoapPeer.connect(service.coap!.coapsPort(), c2.identity, Buffer.from(c2.key));
+    try {
+      const etag = Buffer.from(sha256(image), 'hex').subarray(0, 8);
+      const get = (p: DtlsCoapPeer, messageId: number, options: { name: string; value: Buffer }[]) =>
+        p.request({ confirmable: true, code: 'GET', messageId, token: Buffer.from([messageId]), options });
+      // block 5 of 32 bytes, asked first (a resumed download)
+      get(peer, 1, [{ name: 'Uri-Path', value: Buffer.from('firmware') }, { name: 'Uri-Path', value: Buffer.from(fw) }, { name: 'Block2', value: Buffer.from([5 * 16 + 1]) }]);
+      get(peer, 2, [{ name: 'Uri-Path', value: Buffer.from('firmware') }, { name: 'Uri-Path', value: Buffer.from(fw) }, { name: 'ETag', value: etag }]);
+      get(peer, 3, [{ name: 'Uri-Path', value: Buffer.from('firmware') }, { name: 'Uri-Path', value: Buffer.from('nosuchimage') }]);
+      get(other, 4, [{ name: 'Uri-Path', value: Buffer.from('firmware') }, { name: 'Uri-Path', value: Buffer.from(fw) }]);
+      await peer.waitFor(3);
+      await other.waitFor(1);
+      const byToken = (list: typeof peer.received, t: number) => list.find((m) => m.token[0] === t)!;
+      const opt = (m: (typeof peer.received)[number], name: string) => m.options.find((o) => o.name === name)?.value;
+      const block = byToken(peer.received, 1);
+      expect(block.code).toBe('2.05');
+      expect(block.payload.equals(image.subarray(160, 192))).toBe(true);
+      expect(opt(block, 'Block2')).toEqual(Buffer.from([5 * 16 + 8 + 1]));
+      expect(opt(block, 'Size2')?.readUIntBE(0, opt(block, 'Size2')!.length)).toBe(image.length);
+      expect(opt(block, 'ETag')).toEqual(etag);
+      const valid = byToken(peer.received, 2);
+      expect(valid.code).toBe('2.03');
+      expect(valid.payload.length).toBe(0);
+      expect(byToken(peer.received, 3).code).toBe('4.04');
+      const refused = byToken(other.received, 4);
+      expect(refused.code).toBe('4.03');
+      expect(JSON.parse(refused.payload.toString()).key).toBe('right_error');
+    } finally {
+      peer.close();
+      other.close();
+    }
+  });
+
+  it('carries the offer of exec.offerFirmware in the CoAP answer as option 65000', async () => {
+    const peer = await DtlsCoapPeer.connect(service.coap!.coapsPort(), c1.identity, Buffer.from(c1.key));
+    try {
+      peer.request({
+        confirmable: true, code: 'POST', messageId: 9, token: Buffer.from([9]),
+        options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: Buffer.from([50]) }],
+        payload: Buffer.from(JSON.stringify({ offer: [fw, f.small] })),
+      });
+      const [answer] = await peer.waitFor(1);
+      expect(answer.code).toBe('2.05');
+      expect(JSON.parse(answer.payload.toString())).toEqual({ ok: true });
+      expect(answer.options.filter((o) => o.name === '65000').map((o) => o.value.toString())).toEqual([
+        `/firmware/${fw}; sha256=${sha256(image)}; size=${image.length}; version=coap-1`,
+        `/firmware/${f.small}; sha256=${sha256(small)}; size=${small.length}; version=1.0.0`,
+      ]);
+    } finally {
+      peer.close();
+    }
   });
 });
