@@ -1,6 +1,7 @@
 // npm run bench: N simulated devices over TLS 1.2 PSK keep-alive for a fixed time against the
 // service (child processes in each layout below, on real PostgreSQL and Redis). Prints a table and writes
-// bench/results.json. Options: --devices 100 --seconds 15 --warmup 3 --layouts all|1|2|3
+// bench/results.json. Options: --devices 100 --seconds 15 --warmup 3 --layouts all|1|2|3|none
+// --webhooks on|off --webhook-senders 50 (the webhook row: bench/webhooks.ts)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,8 +9,9 @@ import { parseArgs } from 'node:util';
 import { cpuMeter } from './cpu.ts';
 import { pct, provision, root, startBenchService, storedReports, HTTPS_PORT } from './harness.ts';
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
+import { webhookRow } from './webhooks.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' } } });
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' } } });
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
@@ -75,6 +77,7 @@ async function runLayout(layout: Layout): Promise<Row> {
 async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const layout of LAYOUTS.filter((l, i) => values.layouts === 'all' || values.layouts.split(',').includes(String(i + 1)))) rows.push(await runLayout(layout));
+  if (values.webhooks !== 'off') rows.push(await webhookRow({ senders: Number(values['webhook-senders']), devicesPerSender: 10, seconds: SECONDS, warmup: WARMUP }));
   const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows };
   writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
   console.table(rows.map((r) => ({ benchmark: r.name, 'reports/s': r.reportsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, acked: r.acknowledged, stored: r.stored, lost: r.lost, errors: r.errors })));

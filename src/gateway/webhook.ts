@@ -173,7 +173,9 @@ export class WebhookHandler {
     let device: FoundDevice;
     try {
       device = await this.devices.get(`${target.environmentId}\n${deviceTypeHashId}\n${deviceIdentifier}`, () =>
-        findOrCreateDevice(this.ctx, { environmentId: target.environmentId, deviceTypeHashId, supplierDeviceIdentifier: deviceIdentifier }));
+        findOrCreateDevice(this.ctx, {
+          environmentId: target.environmentId, environmentHashId: target.environmentHashId, deviceTypeHashId, supplierDeviceIdentifier: deviceIdentifier,
+        }));
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err;
       this.ctx.log.warn({ webhookHashId: target.hashId, error: err.message }, 'webhook identifier named no usable device');

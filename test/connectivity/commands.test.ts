@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMailer } from '../../src/app/mailer.ts';
 import type { DeviceBatchJob } from '../../src/pipeline/jobs.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addCommandType, addDeviceType, expectParameterError, field, findAll, type ErrorBody } from './fixtures.ts';
@@ -225,6 +227,17 @@ describe('commands', () => {
     expectParameterError(await b.c.request('POST', '/command/', body(a.deviceHashIds, b.commandTypeHashId)), 'objectHashIds', 'not a device of this environment');
     expectParameterError(await b.c.request('POST', '/command/', body(b.deviceHashIds, a.commandTypeHashId)), 'commandTypeHashId', 'not a command type of this environment');
     expect((await a.c.request<{ command: Command }>('GET', `/command/${command.hashId}`)).body.command.deletedAt).toBeNull();
+  });
+
+  it('logs command mail at info level when SMTP_URL is not set, rather than dropping it', async () => {
+    const lines: string[] = [];
+    const mailer = createMailer({ smtpUrl: null, mailFrom: 'gridgate <noreply@example.com>' }, pino({ level: 'info' }, { write: (line: string) => { lines.push(line); } }));
+    mailer.send({ to: ['ops@example.com'], subject: 'Command sent', text: 'command c1 was sent' });
+    await mailer.drain();
+    expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([expect.objectContaining({
+      level: 30, msg: expect.stringContaining('SMTP_URL'),
+      mail: { from: 'gridgate <noreply@example.com>', to: ['ops@example.com'], subject: 'Command sent', text: 'command c1 was sent' },
+    })]);
   });
 
   it('is for connectivity environments only', async () => {

@@ -29,6 +29,9 @@ describe('findOrCreateDevice', () => {
     // by environment id this time: same device, not created again
     const second = await findOrCreateDevice(api.ctx, { environmentId: first.environmentId, deviceTypeHashId: typeHashId, supplierDeviceIdentifier: 'eui-0004a30b001c0530' });
     expect(second).toEqual({ ...first, created: false });
+    // both given (a caller that has just loaded the environment): no lookup, same answer
+    expect(await findOrCreateDevice(api.ctx, { environmentId: first.environmentId, environmentHashId: first.environmentHashId, deviceTypeHashId: typeHashId, supplierDeviceIdentifier: 'eui-0004a30b001c0530' }))
+      .toEqual(second);
     expect(await countDevices(c, 'eui-0004a30b001c0530')).toBe(1);
   });
 

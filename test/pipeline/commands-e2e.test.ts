@@ -25,6 +25,7 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   if (path === '/ack') pending.forEach((c) => exec.markCommandAsSent(c.command.hashId));
   if (path === '/drop') pending.forEach((c) => exec.dropCommand(c.command.hashId));
   if (path === '/expect') exec.expectNextReportBefore(new Date(Date.now() + EXPECT_MS));
+  if (path === '/steal') exec.markCommandAsSent(String(event.webRequest.url.query.id));
   return { statusCode: 200, body: { commands: pending.map((c) => ({ id: c.command.hashId, type: c.commandType.hashId, fields: c.command.fields })) } };
 }`;
 
@@ -157,6 +158,16 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
     expect(mail?.text).toContain('From: gridgate <gateway@example.com>');
     expect(mail?.text).toContain(device.identity);
     expect(mail?.text).toContain('Open valve');
+  });
+
+  it('lets a handler mark only its own device\'s commands', async () => {
+    const owner = await newDevice();
+    const thief = await newDevice();
+    const command = await addCommand(owner.hashId);
+    await contact(thief, `/steal?id=${command.hashId}`);
+    const [run] = await activities(thief.hashId, 'handleIncomingRequest');
+    expect(run.activities).toEqual([expect.objectContaining({ triggerType: 'markCommandAsSent', failed: true, log: [expect.objectContaining({ message: expect.stringContaining('not a command of this device') })] })]);
+    expect((await contact(owner, '/report')).commands.map((c) => c.id)).toEqual([command.hashId]);
   });
 
   it('fires commandDue from a delayed job at add time + delay', async () => {

@@ -5,7 +5,10 @@ import { toDeviceType, DEVICE_TYPE_SELECT } from '../device-types/store.ts';
 import { defaultFields, identifierOf } from './fields.ts';
 
 export interface FindOrCreateInput {
-  /** the connectivity environment, by id or by hashId (one of the two) */
+  /**
+   * the connectivity environment, by id or by hashId; with both, the caller vouches that they name
+   * one live connectivity environment (it just loaded them), and the lookup is skipped
+   */
   environmentId?: number;
   environmentHashId?: string;
   /** the type a new device gets; an existing device keeps its own */
@@ -27,6 +30,7 @@ export interface FoundDevice {
 export const SUPPLIER_DEVICE_IDENTIFIER_MAX = 255;
 
 async function resolveEnvironment(ctx: Pick<AppContext, 'db'>, input: FindOrCreateInput): Promise<{ id: number; hashId: string }> {
+  if (input.environmentId !== undefined && input.environmentHashId !== undefined) return { id: input.environmentId, hashId: input.environmentHashId };
   const byId = input.environmentId !== undefined;
   const { rows } = await ctx.db.query<{ id: number; hash_id: string }>(
     `SELECT id, hash_id FROM environment WHERE ${byId ? 'id' : 'hash_id'} = $1 AND type = 'connectivity' AND deleted_at IS NULL`,
