@@ -1,0 +1,26 @@
+// What the DTLS server (src/dtls/, ECDHE-ECDSA suites) needs from the PKI: the server key and chain
+// from CERTS_DIR and the trust anchors, which follow supplier certificate changes at runtime.
+import { createPrivateKey, type KeyObject, type X509Certificate } from 'node:crypto';
+import type { AppContext } from '../app/context.ts';
+import { loadServerCredentials } from './files.ts';
+import { currentTrust, trustAnchors } from './trust.ts';
+
+export interface DtlsCertificateOptions {
+  /** the server certificate's ECDSA P-256 private key */
+  key: KeyObject;
+  /** server certificate first, then the device CA */
+  chain: X509Certificate[];
+  /** the device CA and the live supplier certificates, as of now (never waits) */
+  trustAnchors: () => X509Certificate[];
+}
+
+/**
+ * The `certificate` option of createDtlsServer. Loads the trust anchors once before returning, so
+ * the first handshake already sees every supplier certificate. After the handshake, the listener
+ * hands `session.peerCertificates` to identifyCertificateDevice (src/pki/device-identity.ts).
+ */
+export async function dtlsCertificateOptions(ctx: AppContext): Promise<DtlsCertificateOptions> {
+  const creds = loadServerCredentials(ctx.config);
+  await currentTrust(ctx);
+  return { key: createPrivateKey(creds.key), chain: creds.chain, trustAnchors: () => trustAnchors(ctx) };
+}
