@@ -56,8 +56,9 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       send(res, 401, { key: 'authentication_error', message: certificateRefusal(conn) ?? 'no authenticated device session' });
       return;
     }
-    countDeviceEvent(ctx, session.deviceHashId, 'contacts');
+    // contacts: the worker counts the queued requests (whatever listener queued them); the gateway those it answers itself
     if (session.refused) {
+      countDeviceEvent(ctx, session.deviceHashId, 'contacts');
       countDeviceEvent(ctx, session.deviceHashId, 'refusedContacts');
       deviceCounters.refused.inc({ protocol: 'https', reason: 'device_type_deleted' });
       res.setHeader('connection', 'close');
@@ -123,13 +124,17 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
 async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: DeviceSession, conn: PskTlsConnection, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   // firmware downloads are served here, from the image store: no queue, no handler
   const firmwareHashId = firmwareRequestHashId(req.method, req.url);
-  if (firmwareHashId) return serveFirmwareOverHttps(ctx, { hashId: session.deviceHashId }, firmwareHashId, req, res);
+  if (firmwareHashId) {
+    countDeviceEvent(ctx, session.deviceHashId, 'contacts');
+    return serveFirmwareOverHttps(ctx, { hashId: session.deviceHashId }, firmwareHashId, req, res);
+  }
   const limit = ctx.config.deviceBodyLimitBytes;
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > limit) {
+      countDeviceEvent(ctx, session.deviceHashId, 'contacts');
       send(res, 413, { key: 'parameter_error', message: `body exceeds ${limit} bytes` });
       return;
     }

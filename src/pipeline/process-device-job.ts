@@ -86,7 +86,10 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   const device = await deps.loader.device(job.deviceHashId);
   if (job.kind === 'event' && (!device || device.deviceType.deleted)) return { answer: null, activityHashId, failed: false };
   if (!device || device.deviceType.deleted) {
-    if (device) deps.count(device.hashId, 'refusedContacts', startedAt);
+    if (device && job.kind === 'incomingRequest') {
+      deps.count(device.hashId, 'contacts', new Date(job.receivedAt));
+      deps.count(device.hashId, 'refusedContacts', new Date(job.receivedAt));
+    }
     return { answer: { statusCode: 403, headers: {}, body: { type: 'json', data: { key: 'right_error', message: 'This device no longer has access' } } }, activityHashId, failed: true };
   }
   let event: HandlerEvent;
@@ -101,6 +104,8 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   }
   // an event is not a contact: only requests move lastOnlineAt
   const touched = job.kind === 'event' ? Promise.resolve() : handledLater(deps.touchDevice(device.id, new Date(job.receivedAt)));
+  // every queued request is a contact, whichever listener (HTTPS, CoAP, webhook) authenticated it
+  if (job.kind === 'incomingRequest') deps.count(device.hashId, 'contacts', new Date(job.receivedAt));
   const deviceView = {
     hashId: device.hashId, supplierDeviceIdentifier: device.supplierDeviceIdentifier, deviceTypeHashId: device.deviceType.hashId,
     fields: device.fields, lastOnlineAt: device.lastOnlineAt, nextReportBefore: device.nextReportBefore,

@@ -141,16 +141,18 @@ describe('connectivity health over the HTTPS TLS-PSK device port', () => {
     expect((await send(d, '/report', { v: 2 }))?.status).toBe(200);
     expect((await send(d, '/report', { nope: true }))?.status).toBe(200);
     expect((await send(d, '/throw', {}))?.status).toBe(500);
+    // answered by the gateway itself (never queued): still a contact
+    expect((await send(d, '/report', { pad: 'x'.repeat(70_000) }))?.status).toBe(413);
     // wrong key for this identity: the handshake fails, no HTTP answer
     expect(await send(d, '/report', { v: 3 }, randomBytes(16))).toBeNull();
     // an unknown identity counts on no device
     expect(await pskHttpRequest({ port, identity: `nobody-${randomBytes(4).toString('hex')}`, key: d.key, path: '/report', body: '{}' })).toBeNull();
-    await expectCounters(d, { contacts: 4, reports: 2, reportFailures: 1, reportingCounter: 3, handlerFailures: 1, handshakeFailures: 1, refusedContacts: 0 });
+    await expectCounters(d, { contacts: 5, reports: 2, reportFailures: 1, reportingCounter: 3, handlerFailures: 1, handshakeFailures: 1, refusedContacts: 0 });
 
     // the counts are per hour, and a flush to PostgreSQL keeps them
     const r = await api.request<Entry[]>('GET', `/device/device/${d.hashId}/connectivity-counters`);
     const contacts = r.body.find((e) => e.key === 'contacts')!;
-    expect(contacts.values).toEqual([{ hour: `${new Date().toISOString().slice(0, 13)}:00:00.000Z`, value: 4 }]);
+    expect(contacts.values).toEqual([{ hour: `${new Date().toISOString().slice(0, 13)}:00:00.000Z`, value: 5 }]);
   });
 
   it('increaseReportingCounter(at) counts in the hour of at, within 48 hours back and 24 ahead; outside, that call fails visibly', async () => {
