@@ -13,9 +13,13 @@ import { opensslPsk } from '../support/openssl.ts';
 import { connectivityClient, pskDevice, type RestClient } from '../support/provision.ts';
 
 // A handler that offers the firmware images the device names in its report, and answers with its own header and body.
+// A reportLate event offers firmware too: that run has no answer to carry it.
 const HANDLER = `function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
+  if (args.event.type === 'reportLate') { exec.offerFirmware('anyimage'); return; }
   if (args.event.type !== 'incomingRequest') return;
   const body = args.event.webRequest.body;
+  const expectIn = body !== undefined && body.type === 'json' ? (body.data as { expectIn?: number }).expectIn : undefined;
+  if (expectIn !== undefined) exec.expectNextReportBefore(new Date(Date.now() + expectIn));
   const offer = body !== undefined && body.type === 'json' ? ((body.data as { offer?: string[] }).offer ?? []) : [];
   offer.forEach((id) => exec.offerFirmware(id));
   return { statusCode: 200, headers: { 'x-own': 'kept' }, body: { ok: true } };
@@ -138,6 +142,20 @@ describe('exec.offerFirmware', () => {
     ]));
     const ofB = (await activitiesOf(other, dB)).flatMap((a) => a.activities);
     expect(ofB).toEqual([expect.objectContaining({ triggerType: 'offerFirmware', failed: true, log: [{ type: 'error', message: `firmware ${f.small} does not exist in this environment` }] })]);
+  });
+});
+
+describe('exec.offerFirmware in a run for an event', () => {
+  it('fails visibly: only the answer to a device request can carry an offer', async () => {
+    const late = await pskDevice(api, HANDLER);
+    const [res] = await deviceRequests(late, [{ method: 'POST', path: '/report', body: JSON.stringify({ expectIn: 200 }) }]);
+    expect(res.status).toBe(200);
+    let offer: { failed: boolean; log: { type: string; message: string }[] } | undefined;
+    for (let i = 0; i < 100 && !offer; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      offer = (await activitiesOf(api, late)).flatMap((a) => a.activities).find((s) => s.triggerType === 'offerFirmware');
+    }
+    expect(offer).toMatchObject({ failed: true, log: [{ type: 'error', message: 'not offered: only the answer to a device request can carry firmware; this event has none' }] });
   });
 });
 
