@@ -8,6 +8,7 @@ import { testContext } from '../helpers.ts';
 import { connectivityClient, type RestClient } from '../support/provision.ts';
 import { parseHttpResponse, type RawHttpResponse } from '../support/openssl.ts';
 import { pskHttpRequest } from '../support/psk-client.ts';
+import { DtlsCoapPeer } from '../coap/support.ts';
 
 const PARSER = `
 function handle(args: { payload: string }, exec: Exec) {
@@ -153,6 +154,23 @@ describe('connectivity health over the HTTPS TLS-PSK device port', () => {
     const r = await api.request<Entry[]>('GET', `/device/device/${d.hashId}/connectivity-counters`);
     const contacts = r.body.find((e) => e.key === 'contacts')!;
     expect(contacts.values).toEqual([{ hour: `${new Date().toISOString().slice(0, 13)}:00:00.000Z`, value: 5 }]);
+  });
+
+  it('counts a CoAP request over DTLS like an HTTPS one (the worker counts every queued contact)', async () => {
+    const d = await newDevice();
+    const peer = await DtlsCoapPeer.connect(service.coap!.coapsPort(), d.identity, d.key);
+    try {
+      peer.request({
+        confirmable: true, code: 'POST', messageId: 7, token: Buffer.from('hc'),
+        options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: Buffer.from([50]) }],
+        payload: Buffer.from(JSON.stringify({ v: 7 })),
+      });
+      const [res] = await peer.waitFor(1);
+      expect(res.code).toBe('2.05');
+    } finally {
+      peer.close();
+    }
+    await expectCounters(d, { contacts: 1, reports: 1, reportingCounter: 1 });
   });
 
   it('increaseReportingCounter(at) counts in the hour of at, within 48 hours back and 24 ahead; outside, that call fails visibly', async () => {
