@@ -47,7 +47,7 @@ class TtlCache<V> {
 }
 
 /** Whole images by sha256, least recently used first out, bounded by FIRMWARE_CACHE_BYTES. */
-class ImageCache {
+export class ImageCache {
   private readonly images = new Map<string, Promise<Buffer>>();
   private readonly sizes = new Map<string, number>();
   private bytes = 0;

@@ -6,6 +6,7 @@ import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
+import { ImageCache } from '../../src/gateway/firmware.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { DtlsCoapPeer, run } from '../coap/support.ts';
@@ -359,5 +360,26 @@ describe('device download over CoAP (DTLS PSK, Block2)', () => {
     } finally {
       peer.close();
     }
+  });
+});
+
+describe('the gateway\'s image cache', () => {
+  it('keeps whole images by sha256 within its byte budget, least recently used out, and never caches one over half of it', async () => {
+    const cache = new ImageCache(100);
+    const loads: string[] = [];
+    const get = (sha: string) => cache.get(sha, 40, async () => { loads.push(sha); return Buffer.alloc(40); });
+    await get('a');
+    await get('b');
+    await get('a'); // a hit: a is now the most recently used
+    await get('c'); // 120 > 100: b goes
+    await get('a');
+    await get('b');
+    expect(loads).toEqual(['a', 'b', 'c', 'b']);
+    expect(cache.fits(50)).toBe(true);
+    expect(cache.fits(51)).toBe(false);
+    // a failed load is not kept
+    await expect(cache.get('d', 10, async () => { throw new Error('gone'); })).rejects.toThrow('gone');
+    await cache.get('d', 10, async () => { loads.push('d'); return Buffer.alloc(10); });
+    expect(loads.at(-1)).toBe('d');
   });
 });
