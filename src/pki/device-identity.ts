@@ -36,7 +36,8 @@ export class CertificateRefused extends Error {
   }
 }
 
-const POSITIVE_TTL_MS = 5 * 60_000;
+// bounded so a deleted device is found-or-created again soon after (nothing else invalidates this cache)
+const POSITIVE_TTL_MS = 60_000;
 // a failing identifier is not re-run for every reconnect of a device in a loop
 const NEGATIVE_TTL_MS = 5_000;
 const MAX_ENTRIES = 50_000;

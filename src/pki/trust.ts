@@ -24,7 +24,8 @@ export interface TrustSnapshot {
   supplierByFingerprint: Map<string, SupplierAnchor>;
 }
 
-const VERSION_KEY = 'pki:trust-version';
+// one counter per deployment: its processes share QUEUE_NAME (as they share the counters' keys)
+const versionKey = (ctx: AppContext) => `${ctx.config.queueName}:pki:trust-version`;
 const REFRESH_MS = 1000;
 
 interface TrustState {
@@ -81,7 +82,7 @@ export async function currentTrust(ctx: AppContext): Promise<TrustSnapshot> {
   if (state.snapshot && !state.dirty && now - state.checkedAt < REFRESH_MS) return state.snapshot;
   state.loading = (async () => {
     try {
-      const version = await ctx.redis.get(VERSION_KEY);
+      const version = await ctx.redis.get(versionKey(ctx));
       state.checkedAt = Date.now();
       if (state.snapshot && !state.dirty && version === state.version) return state.snapshot;
       state.dirty = false;
@@ -109,5 +110,5 @@ export function trustAnchors(ctx: AppContext): X509Certificate[] {
 /** After a supplier certificate is added, deleted or its identifier changed: every process reloads. */
 export async function invalidateTrust(ctx: AppContext): Promise<void> {
   stateOf(ctx).dirty = true;
-  await ctx.redis.incr(VERSION_KEY);
+  await ctx.redis.incr(versionKey(ctx));
 }

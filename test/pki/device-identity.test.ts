@@ -106,3 +106,24 @@ describe('identifyCertificateDevice (the CoAP/DTLS entry)', () => {
     await vi.waitFor(() => expect(fingerprints()).not.toContain(fp), { timeout: 3000, interval: 20 });
   });
 });
+
+describe('trust anchors across processes', () => {
+  it('a gateway process (its own context) sees a supplier certificate added through another process within about a second', async () => {
+    const { currentTrust } = await import('../../src/pki/trust.ts');
+    const { closeContext } = await import('../../src/app/bootstrap.ts');
+    // one deployment: the same CERTS_DIR, database, Redis and QUEUE_NAME
+    const gateway = await testContext({ CERTS_DIR: api.ctx.config.certsDir, QUEUE_NAME: api.ctx.config.queueName });
+    try {
+      const before = await currentTrust(gateway);
+      const csr = await opensslCsr(work, 'xproc', '/CN=Cross process supplier');
+      const added = await a.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'x', csr: csr.csrPem, identifier: identifier(deviceType) });
+      const fp = new X509Certificate(added.body.certificate).fingerprint256;
+      expect(before.supplierByFingerprint.has(fp)).toBe(false);
+      await vi.waitFor(async () => expect((await currentTrust(gateway)).supplierByFingerprint.has(fp)).toBe(true), { timeout: 3000, interval: 100 });
+      await a.request('DELETE', `/supplier-certificate/${added.body.hashId}`);
+      await vi.waitFor(async () => expect((await currentTrust(gateway)).supplierByFingerprint.has(fp)).toBe(false), { timeout: 3000, interval: 100 });
+    } finally {
+      await closeContext(gateway);
+    }
+  });
+});
