@@ -75,8 +75,12 @@ export class OutboundClient {
     });
   }
 
-  /** Makes the request, or refuses it; never throws: every outcome is something to show on the activity. */
-  async send(args: SendRequestArgs): Promise<OutboundOutcome> {
+  /**
+   * Makes the request, or refuses it; never throws: every outcome is something to show on the activity.
+   * `idempotencyKey` (stable when a failed job is retried and the request made again) goes out as
+   * `Idempotency-Key` unless the handler set that header itself.
+   */
+  async send(args: SendRequestArgs, idempotencyKey?: string): Promise<OutboundOutcome> {
     const triggerData: OutboundOutcome['triggerData'] = { request: args, response: null, durationMs: null, error: null };
     const refuse = (error: string): OutboundOutcome => ({ failed: true, message: `${args.method} ${args.url} refused: ${error}`, triggerData: { ...triggerData, error } });
     let url: URL;
@@ -94,7 +98,9 @@ export class OutboundClient {
     }
     if (!HTTP_TOKEN.test(args.method)) return refuse(`method ${JSON.stringify(args.method)} is not an HTTP method`);
     const headers: Record<string, string | string[]> = { ...args.headers };
-    if (args.body && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = CONTENT_TYPES[args.body.type];
+    const has = (name: string) => Object.keys(headers).some((h) => h.toLowerCase() === name);
+    if (idempotencyKey && !has('idempotency-key')) headers['idempotency-key'] = idempotencyKey;
+    if (args.body && !has('content-type')) headers['content-type'] = CONTENT_TYPES[args.body.type];
 
     const started = performance.now();
     const signal = AbortSignal.timeout(this.options.timeoutMs);

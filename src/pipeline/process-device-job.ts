@@ -19,7 +19,7 @@ export interface ProcessDeps {
   /** exec.offerFirmware: an image of the device's own type, or why not (src/connectivity/firmware/offer.ts) */
   offerFirmware(device: DeviceRecord, firmwareHashId: string): Promise<FirmwareOffer>;
   /** exec.sendRequest, made after the run (src/pipeline/outbound.ts) */
-  sendRequest(args: SendRequestArgs): Promise<OutboundOutcome>;
+  sendRequest(args: SendRequestArgs, idempotencyKey: string): Promise<OutboundOutcome>;
   /** a connectivity counter of the device (src/connectivity/counters/): never waits */
   count(deviceHashId: string, key: string, at: Date): void;
   /** `args.scheduledCommands`: the device's commands not yet sent or dropped, oldest first */
@@ -137,7 +137,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
       }));
     } else if (call.name === 'offerFirmware' || call.name === 'sendRequest') {
       const at = new Date().toISOString();
-      const outcome = call.name === 'offerFirmware' ? offerActivity(deps, device, call.args.firmwareHashId, job.kind !== 'event' ? offers : null, index) : requestActivity(deps, call.args, ++requests);
+      const outcome = call.name === 'offerFirmware' ? offerActivity(deps, device, call.args.firmwareHashId, job.kind !== 'event' ? offers : null, index) : requestActivity(deps, call.args, ++requests, hashId);
       work.push(outcome.then((o) => { activities[index] = { hashId, createdAt: at, triggerType: call.name, ...o }; }));
     } else {
       const at = new Date();
@@ -228,11 +228,11 @@ async function offerActivity(deps: ProcessDeps, device: DeviceRecord, firmwareHa
   return { failed: false, log: [{ type: 'log', message: `${FIRMWARE_OFFER_HEADER}: ${offer.reference}` }], triggerData: { firmwareHashId, firmware: offer.firmware } };
 }
 
-/** exec.sendRequest, the `nth` of the run: made now, after the run, with its result (or refusal) on the activity. */
-async function requestActivity(deps: ProcessDeps, args: SendRequestArgs, nth: number): Promise<CallOutcome> {
+/** exec.sendRequest, the `nth` of the run: made now, after the run, with its result (or refusal) on the activity; the sub-activity's hashId is its Idempotency-Key. */
+async function requestActivity(deps: ProcessDeps, args: SendRequestArgs, nth: number, hashId: string): Promise<CallOutcome> {
   if (nth > MAX_REQUESTS_PER_RUN) {
     return { failed: true, log: [{ type: 'error', message: `not sent: at most ${MAX_REQUESTS_PER_RUN} sendRequest calls per run` }], triggerData: { request: args } };
   }
-  const outcome = await deps.sendRequest(args);
+  const outcome = await deps.sendRequest(args, hashId);
   return { failed: outcome.failed, log: [{ type: outcome.failed ? 'error' : 'log', message: outcome.message }], triggerData: outcome.triggerData };
 }

@@ -87,7 +87,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
     commandOfEvent: (hashId) => commands.commandOfEvent(hashId),
     reportStillLate: (deviceId, before, setAt) => loader.reportStillLate(deviceId, before, setAt),
     offerFirmware: (device, firmwareHashId) => offerFirmware(ctx.db, { environmentId: device.environmentId, deviceTypeId: device.deviceType.id, deviceTypeHashId: device.deviceType.hashId }, firmwareHashId),
-    sendRequest: (args) => outbound.send(args),
+    sendRequest: (args, idempotencyKey) => outbound.send(args, idempotencyKey),
     count: (deviceHashId, key, at) => countDeviceEvent(ctx, deviceHashId, key, at),
   };
   // connectivity counters: Redis hourly hashes copied to PostgreSQL (see the README's decisions)

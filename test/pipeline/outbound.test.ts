@@ -103,6 +103,10 @@ describe('outbound requests (src/pipeline/outbound.ts, undici)', () => {
       expect(received[before + 1]).toMatchObject({ method: 'PUT', headers: { 'content-type': 'application/octet-stream' } });
       expect(received[before + 1].body.equals(Buffer.from('00ff10', 'hex'))).toBe(true);
       // redirects are not followed: the handler sees the 302
+      // the idempotency key goes out unless the handler set its own
+      await c.send(req(`${base}/keyed`), 'k-123');
+      await c.send(req(`${base}/keyed`, { headers: { 'Idempotency-Key': 'own' } }), 'k-123');
+      expect(received.slice(before + 2).map((r) => r.headers['idempotency-key'])).toEqual(['k-123', 'own']);
       const moved = await c.send(req(`${base}/moved`, { method: 'GET' }));
       expect(moved.triggerData.response).toMatchObject({ statusCode: 302, headers: { location: 'https://elsewhere.example/' } });
     } finally {
@@ -178,7 +182,7 @@ describe('exec.sendRequest end to end (device over HTTPS TLS-PSK → handler →
 
   async function lastRun() {
     const rows = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${device.hashId}&rowsPerPage=1`)).body.rows;
-    return (await api.request<{ activity: { log: { message: string }[]; activities: { triggerType: string; failed: boolean; log: { type: string; message: string }[]; triggerData: { error: string | null; durationMs: number | null; response: { statusCode: number; body: unknown; truncated: boolean } | null } }[] } }>('GET', `/supplier-activity/${rows[0].activity.hashId}`)).body.activity;
+    return (await api.request<{ activity: { log: { message: string }[]; activities: { hashId: string; triggerType: string; failed: boolean; log: { type: string; message: string }[]; triggerData: { error: string | null; durationMs: number | null; response: { statusCode: number; body: unknown; truncated: boolean } | null } }[] } }>('GET', `/supplier-activity/${rows[0].activity.hashId}`)).body.activity;
   }
 
   it('records status, duration and body of an allowed request, and a refused host, on the run\'s activity', async () => {
@@ -199,6 +203,8 @@ describe('exec.sendRequest end to end (device over HTTPS TLS-PSK → handler →
     expect(big.triggerData.response).toMatchObject({ statusCode: 200, truncated: true });
     // the allowed two reached the third party, the refused one did not
     expect(received.slice(before).map((r) => [r.url, r.headers['x-n']])).toEqual([['/hook', '0'], ['/big', '2']]);
+    // each carries its sub-activity's hashId as Idempotency-Key: a retried job sends the same key again
+    expect(received.slice(before).map((r) => r.headers['idempotency-key'])).toEqual([ok.hashId, big.hashId]);
   });
 
   it(`makes at most ${MAX_REQUESTS_PER_RUN} requests per run and shows the rest as refused; a slow endpoint fails only its call`, async () => {
