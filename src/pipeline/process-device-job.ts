@@ -15,7 +15,8 @@ export interface ProcessDeps {
   pushReport(report: ConditionReportIn): Promise<void>;
   writeActivity(row: ActivityRow): Promise<void>;
   touchDevice(deviceId: number, at: Date): Promise<void>;
-  applyDeviceCall(device: DeviceRecord, call: ExecCall, at: Date): Promise<void>;
+  /** resolves to the activity's triggerData when it is not simply the call's arguments */
+  applyDeviceCall(device: DeviceRecord, call: ExecCall, at: Date): Promise<unknown>;
   /** exec.offerFirmware: an image of the device's own type, or why not (src/connectivity/firmware/offer.ts) */
   offerFirmware(device: DeviceRecord, firmwareHashId: string): Promise<FirmwareOffer>;
   /** exec.sendRequest, made after the run (src/pipeline/outbound.ts) */
@@ -142,7 +143,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
     } else {
       const at = new Date();
       work.push(deps.applyDeviceCall(device, call, at).then(
-        () => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: false, log: [], triggerData: call.args }; },
+        (triggerData) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: false, log: [], triggerData: triggerData ?? call.args }; },
         (err: Error) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: err.message }], triggerData: call.args }; },
       ));
     }

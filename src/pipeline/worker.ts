@@ -5,7 +5,7 @@ import { createRedis } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { startCounterFlusher } from '../connectivity/counters/store.ts';
-import { updateDevice } from '../connectivity/devices/store.ts';
+import { updateDeviceFields } from '../connectivity/devices/store.ts';
 import { commandPipeline } from '../connectivity/commands/pipeline.ts';
 import { offerFirmware } from '../connectivity/firmware/offer.ts';
 import { Sandbox } from '../sandbox/runner.ts';
@@ -80,8 +80,9 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
     },
     applyDeviceCall: async (device, call, at) => {
       if (await commands.apply(device, call, at)) return;
-      await applyDeviceCall(ctx, loader, device, call, at);
+      const triggerData = await applyDeviceCall(ctx, loader, device, call, at);
       if (call.name === 'expectNextReportBefore') await events.expectReport(device, call.args.before, at);
+      return triggerData;
     },
     scheduledCommands: (deviceId) => commands.scheduledCommands(deviceId),
     commandOfEvent: (hashId) => commands.commandOfEvent(hashId),
@@ -138,15 +139,18 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
   };
 }
 
-/** exec calls that change the device itself. Command and firmware calls arrive with those features. */
-async function applyDeviceCall(ctx: AppContext, loader: DeviceContextLoader, device: DeviceRecord, call: ExecCall, at: Date): Promise<void> {
+/** exec calls that change the device itself; returns the activity's triggerData when it is not the call's arguments. */
+async function applyDeviceCall(ctx: AppContext, loader: DeviceContextLoader, device: DeviceRecord, call: ExecCall, at: Date): Promise<unknown> {
   switch (call.name) {
-    case 'setDeviceFields':
+    case 'setDeviceFields': {
       // the keys given change, validated against the device type's field configurations like a device update;
       // an invalid value fails this call (its activity shows why), not the run
-      await updateDevice(ctx.db, device.environmentId, device.hashId, Object.entries(call.args.fields).map(([key, value]) => ({ key, value })));
+      const { before, after } = await updateDeviceFields(ctx.db, device.environmentId, device.hashId, Object.entries(call.args.fields).map(([key, value]) => ({ key, value })));
       loader.forgetDevice(device.hashId);
-      return;
+      // the SDK's setDeviceFields activity: the keys that changed, before and after
+      const changed = Object.keys(call.args.fields).filter((k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null));
+      return { diff: { old: Object.fromEntries(changed.map((k) => [k, before[k] ?? null])), new: Object.fromEntries(changed.map((k) => [k, after[k] ?? null])) } };
+    }
     case 'expectNextReportBefore':
       await ctx.db.query('UPDATE device SET next_report_before = $2, updated_at = now() WHERE id = $1', [device.id, call.args.before]);
       loader.forgetDevice(device.hashId);

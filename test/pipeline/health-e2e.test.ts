@@ -202,6 +202,11 @@ describe('connectivity health over the HTTPS TLS-PSK device port', () => {
     const d = await newDevice();
     const ok = await send(d, '/fields', { serial: 'S-42', depth: 3.5, active: true, rate: 5 });
     expect(ok?.status).toBe(200);
+    // the activity shows what changed, as the SDK's setDeviceFields activity does
+    const latest = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=1`)).body.rows[0];
+    const setRun = (await api.request<{ activity: { activities: { triggerType: string; failed: boolean; triggerData: unknown }[] } }>('GET', `/supplier-activity/${latest.activity.hashId}`)).body.activity;
+    expect(setRun.activities[0]).toMatchObject({ triggerType: 'setDeviceFields', failed: false,
+      triggerData: { diff: { old: { serial: null, depth: null, active: null, rate: null }, new: { serial: 'S-42', depth: 3.5, active: true, rate: 5 } } } });
     let got = await api.request<{ device: { fields: Record<string, unknown>; userFacingIdentifier: string } }>('GET', `/device/${d.hashId}`);
     expect(got.body.device.fields).toEqual({ serial: 'S-42', depth: 3.5, active: true, rate: 5 });
     // userFacingIdentifier follows the type's identifierFieldKey

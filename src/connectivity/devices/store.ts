@@ -112,14 +112,20 @@ export async function findDevices(db: Queryable, environmentId: number, query: F
 }
 
 export async function updateDevice(db: Db, environmentId: number, hashId: string, update: FieldsUpdate): Promise<{ device: Device }> {
+  return { device: (await updateDeviceFields(db, environmentId, hashId, update)).device };
+}
+
+/** Applies a fields update (validated against the device type) and returns the device with the fields before and after. */
+export async function updateDeviceFields(db: Db, environmentId: number, hashId: string, update: FieldsUpdate): Promise<{ device: Device; before: Fields; after: Fields }> {
   return db.tx(async (client) => {
     const { rows } = await client.query(`SELECT ${SELECT} FROM ${FROM} WHERE d.environment_id = $1 AND d.hash_id = $2 FOR UPDATE OF d`, [environmentId, hashId]);
     if (rows.length === 0) throw new NotFoundError('device', hashId);
     const type = toDeviceType(rows[0]);
-    const fields = applyFieldsUpdate(type.fieldConfigurations, rows[0].device_fields as Fields, update);
+    const before = rows[0].device_fields as Fields;
+    const fields = applyFieldsUpdate(type.fieldConfigurations, before, update);
     await client.query('UPDATE device SET fields = $2, user_facing_identifier = $3, updated_at = now() WHERE id = $1',
       [rows[0].device_id, JSON.stringify(fields), identifierOf(fields, type.identifierFieldKey)]);
-    return { device: toDevice({ ...rows[0], device_fields: fields, user_facing_identifier: identifierOf(fields, type.identifierFieldKey) }) };
+    return { device: toDevice({ ...rows[0], device_fields: fields, user_facing_identifier: identifierOf(fields, type.identifierFieldKey) }), before, after: fields };
   });
 }
 
