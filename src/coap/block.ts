@@ -24,7 +24,31 @@ export function encodeBlock(b: BlockOption): Buffer {
 }
 
 /** Why a Block1 upload cannot continue, as the response code to send. */
-export type Block1Refusal = { code: '4.00' | '4.08' | '4.13'; message: string };
+export type Block1Refusal = { code: '4.00' | '4.08' | '4.13' | '5.03'; message: string };
+
+/** Bytes of unfinished uploads, shared by every peer of a listener, so many peers cannot together hold unbounded memory. */
+export class UploadBudget {
+  readonly totalBytes: number;
+  #available: number;
+  constructor(totalBytes: number) {
+    this.totalBytes = totalBytes;
+    this.#available = totalBytes;
+  }
+
+  get available(): number {
+    return this.#available;
+  }
+
+  take(n: number): boolean {
+    if (n > this.#available) return false;
+    this.#available -= n;
+    return true;
+  }
+
+  give(n: number): void {
+    this.#available = Math.min(this.totalBytes, this.#available + n);
+  }
+}
 
 interface Upload { chunks: Buffer[]; size: number; expires: number }
 
@@ -38,11 +62,13 @@ export class Block1Assembler {
   readonly #maxBytes: number;
   readonly #maxUploads: number;
   readonly #lifetimeMs: number;
+  readonly #budget: UploadBudget;
 
-  constructor(opts: { maxBytes: number; maxUploads: number; lifetimeMs: number }) {
+  constructor(opts: { maxBytes: number; maxUploads: number; lifetimeMs: number; budget?: UploadBudget }) {
     this.#maxBytes = opts.maxBytes;
     this.#maxUploads = opts.maxUploads;
     this.#lifetimeMs = opts.lifetimeMs;
+    this.#budget = opts.budget ?? new UploadBudget(opts.maxBytes * opts.maxUploads);
   }
 
   get size(): number {
@@ -54,41 +80,52 @@ export class Block1Assembler {
    * upload is then forgotten). `size1` is the total the client announced, if it did.
    */
   add(key: string, block: BlockOption, payload: Buffer, size1: number | undefined, now: number): Buffer | 'continue' | Block1Refusal {
-    for (const [k, u] of this.#uploads) if (u.expires <= now) this.#uploads.delete(k);
+    for (const [k, u] of this.#uploads) if (u.expires <= now) this.#drop(k);
     const tooLarge: Block1Refusal = { code: '4.13', message: `body exceeds ${this.#maxBytes} bytes` };
     if (block.szx === 7) return { code: '4.00', message: 'block size exponent 7 (BERT) is not for UDP' };
     if (size1 !== undefined && size1 > this.#maxBytes) return tooLarge;
     const size = blockSize(block.szx);
     if (block.more && payload.length !== size) {
-      this.#uploads.delete(key);
+      this.#drop(key);
       return { code: '4.00', message: `block ${block.num} carries ${payload.length} bytes, not ${size}` };
     }
     const offset = block.num * size;
     let upload = this.#uploads.get(key);
     if (offset === 0) {
       upload = { chunks: [], size: 0, expires: 0 };
-      this.#uploads.delete(key);
-      if (this.#uploads.size >= this.#maxUploads) this.#uploads.delete(this.#uploads.keys().next().value as string);
+      this.#drop(key);
+      if (this.#uploads.size >= this.#maxUploads) this.#drop(this.#uploads.keys().next().value as string);
       this.#uploads.set(key, upload);
     }
     if (!upload || upload.size !== offset) {
-      this.#uploads.delete(key);
+      this.#drop(key);
       return { code: '4.08', message: `block ${block.num} does not follow the blocks received` };
     }
     if (upload.size + payload.length > this.#maxBytes) {
-      this.#uploads.delete(key);
+      this.#drop(key);
       return tooLarge;
+    }
+    if (!this.#budget.take(payload.length)) {
+      this.#drop(key);
+      return { code: '5.03', message: 'too many uploads in progress; try again later' };
     }
     upload.chunks.push(payload);
     upload.size += payload.length;
     upload.expires = now + this.#lifetimeMs;
     if (block.more) return 'continue';
-    this.#uploads.delete(key);
+    this.#drop(key);
     return Buffer.concat(upload.chunks);
   }
 
   clear(): void {
-    this.#uploads.clear();
+    for (const key of [...this.#uploads.keys()]) this.#drop(key);
+  }
+
+  #drop(key: string): void {
+    const upload = this.#uploads.get(key);
+    if (!upload) return;
+    this.#budget.give(upload.size);
+    this.#uploads.delete(key);
   }
 }
 

@@ -5,6 +5,7 @@
  *   decode       malformed → dropped (a Confirmable one gets a Reset); ping (Empty CON) → Reset
  *   matcher      ACK/RST stop the retransmission of our separate response; a duplicate CON message id gets the
  *                reply stored for it (piggybacked response or empty ACK), a duplicate NON nothing
+ *   admit        an optional check before anything is buffered (plain CoAP's identity)
  *   blockwise    Block1 uploads reassembled (2.31 Continue per block), Block2 answers sliced and kept while fetched
  *   handler      the request with its whole body; its answer is piggybacked when ready within `piggybackMs`,
  *                else an empty ACK goes first and the answer follows as a Confirmable response, retransmitted
@@ -13,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Block1Assembler, blockSize, decodeBlock, encodeBlock, sliceBlock } from './block.ts';
-import type { BlockOption } from './block.ts';
+import type { BlockOption, UploadBudget } from './block.ts';
 import { COAP_DEFAULTS } from './config.ts';
 import type { CoapConfig } from './config.ts';
 import { METHODS, decode, emptyMessage, encode, encodeUint, option, stringOptions, uintOption, unrecognisedCritical } from './message.ts';
@@ -43,6 +44,10 @@ export interface CoapEndpointOptions extends Partial<CoapConfig> {
   handler: CoapHandler;
   /** The body of an error this layer answers itself (4.02, 4.08, 4.13, ...). Default: the message as text (RFC 7252 §5.5.2). */
   diagnostic?(code: string, message: string): { payload: Buffer; options: CoapOption[] };
+  /** Runs on every request before block-wise reassembly: a response refuses it (e.g. 4.01), null lets it through. */
+  admit?(request: { method: string; options: CoapOption[] }): CoapResponse | null;
+  /** Bytes of unfinished Block1 uploads this endpoint may hold, shared with other endpoints (5.03 when spent). */
+  uploadBudget?: UploadBudget;
 }
 
 interface Seen { expires: number; reply: Buffer | null }
@@ -56,6 +61,7 @@ export class CoapEndpoint extends EventEmitter {
   readonly #send: (datagram: Buffer) => void;
   readonly #handler: CoapHandler;
   readonly #diagnostic: NonNullable<CoapEndpointOptions['diagnostic']>;
+  readonly #admit: CoapEndpointOptions['admit'];
   readonly #seen = new Map<number, Seen>();
   readonly #outstanding = new Map<number, Outstanding>();
   readonly #uploads: Block1Assembler;
@@ -66,12 +72,13 @@ export class CoapEndpoint extends EventEmitter {
 
   constructor(opts: CoapEndpointOptions) {
     super();
-    const { send, handler, diagnostic, ...config } = opts;
+    const { send, handler, diagnostic, admit, uploadBudget, ...config } = opts;
+    this.#admit = admit;
     this.#diagnostic = diagnostic ?? ((_code, message) => ({ payload: Buffer.from(message), options: [] }));
     this.#config = { ...COAP_DEFAULTS, ...Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) };
     this.#send = send;
     this.#handler = handler;
-    this.#uploads = new Block1Assembler({ maxBytes: this.#config.maxBodyBytes, maxUploads: this.#config.maxUploads, lifetimeMs: this.#config.exchangeLifetimeMs });
+    this.#uploads = new Block1Assembler({ maxBytes: this.#config.maxBodyBytes, maxUploads: this.#config.maxUploads, lifetimeMs: this.#config.exchangeLifetimeMs, budget: uploadBudget });
   }
 
   /** Requests whose handler is still running plus separate responses not yet acknowledged. */
@@ -150,6 +157,8 @@ export class CoapEndpoint extends EventEmitter {
     const bad = unrecognisedCritical(m.options);
     if (bad.length > 0) return immediate(this.#error('4.02', `unrecognised critical option ${bad.join(', ')}`));
     if (option(m.options, 'Proxy-Uri') || option(m.options, 'Proxy-Scheme')) return immediate(this.#error('5.05', 'this server is not a proxy'));
+    const refused = this.#admit?.({ method, options: m.options });
+    if (refused) return immediate(refused);
     const key = `${method} ${stringOptions(m.options, 'Uri-Path').join('/')}?${stringOptions(m.options, 'Uri-Query').join('&')}`;
     const block2Value = option(m.options, 'Block2');
     const block2 = block2Value ? decodeBlock(block2Value) : null;

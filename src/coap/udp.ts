@@ -3,13 +3,16 @@ import type dgram from 'node:dgram';
 import { EventEmitter } from 'node:events';
 import type { CoapConfig } from './config.ts';
 import { COAP_DEFAULTS } from './config.ts';
+import { UploadBudget } from './block.ts';
 import { CoapEndpoint } from './endpoint.ts';
-import type { CoapRequest, CoapResponse } from './endpoint.ts';
+import type { CoapEndpointOptions, CoapRequest, CoapResponse } from './endpoint.ts';
 
 export interface UdpPeer { address: string; port: number }
 
-export interface CoapUdpServerOptions extends Partial<CoapConfig> {
+export interface CoapUdpServerOptions extends Partial<CoapConfig>, Pick<CoapEndpointOptions, 'diagnostic' | 'admit'> {
   socket: dgram.Socket;
+  /** Bytes of unfinished Block1 uploads over all peers. Default: 64 uploads of `maxBodyBytes`. */
+  uploadBudget?: UploadBudget;
   handler(request: CoapRequest, peer: UdpPeer): Promise<CoapResponse>;
   /** Peers with state at once; a datagram from a new peer beyond it evicts the longest-idle peer with nothing pending. Default 10 000. */
   maxPeers?: number;
@@ -24,10 +27,12 @@ export class CoapUdpServer extends EventEmitter {
   readonly #opts: CoapUdpServerOptions;
   readonly #sweep: NodeJS.Timeout;
   readonly #idleMs: number;
+  readonly #budget: UploadBudget;
 
   constructor(opts: CoapUdpServerOptions) {
     super();
     this.#opts = opts;
+    this.#budget = opts.uploadBudget ?? new UploadBudget(64 * (opts.maxBodyBytes ?? COAP_DEFAULTS.maxBodyBytes));
     this.#socket = opts.socket;
     this.#idleMs = opts.exchangeLifetimeMs ?? COAP_DEFAULTS.exchangeLifetimeMs;
     this.#socket.on('message', this.#onMessage);
@@ -64,6 +69,7 @@ export class CoapUdpServer extends EventEmitter {
       const { socket: _socket, handler, maxPeers: _maxPeers, ...config } = this.#opts;
       const endpoint = new CoapEndpoint({
         ...config,
+        uploadBudget: this.#budget,
         send: (d) => this.#socket.send(d, address.port, address.address),
         handler: (req) => handler(req, address),
       });

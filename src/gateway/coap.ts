@@ -10,7 +10,7 @@
  */
 import dgram from 'node:dgram';
 import type { AppContext } from '../app/context.ts';
-import { CoapEndpoint, CoapUdpServer, ContentFormat, encodeUint, optionText, stringOptions, uintOption } from '../coap/index.ts';
+import { CoapEndpoint, CoapUdpServer, ContentFormat, UploadBudget, encodeUint, optionText, stringOptions, uintOption } from '../coap/index.ts';
 import type { CoapOption, CoapRequest, CoapResponse } from '../coap/index.ts';
 import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
 import { createDtlsServer } from '../dtls/server.ts';
@@ -76,7 +76,9 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
   let closing = false;
   let inFlight = 0;
   const endpoints = new Set<CoapEndpoint>();
-  const coapConfig = { piggybackMs: ctx.config.coapPiggybackMs, maxBodyBytes: ctx.config.deviceBodyLimitBytes, diagnostic };
+  // unfinished Block1 uploads of all devices together hold at most 64 bodies of the largest size
+  const uploadBudget = new UploadBudget(64 * ctx.config.deviceBodyLimitBytes);
+  const coapConfig = { piggybackMs: ctx.config.coapPiggybackMs, maxBodyBytes: ctx.config.deviceBodyLimitBytes, diagnostic, uploadBudget };
   const malformed = (protocol: string) => (reason: string) => ctx.log.debug({ protocol, reason }, 'coap datagram dropped');
 
   async function serve(device: Device, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
@@ -139,17 +141,21 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     udp.bind(ports.coapPort);
     await listening(udp);
     udp.on('error', (err) => ctx.log.warn({ err: err.message }, 'coap socket error'));
+    const refuse = () => {
+      deviceCounters.handshakeFailures.inc({ protocol: 'coap' });
+      return json('4.01', { key: 'authentication_error', message: `plain CoAP needs the Uri-Query ${PLAIN_IDENTITY_QUERY}=<identity> of a device the operator allowed` });
+    };
+    const plainIdentity = (options: CoapOption[]) => queryPairs(options).find(([k]) => k === PLAIN_IDENTITY_QUERY)?.[1];
     plain = new CoapUdpServer({
       ...coapConfig,
       socket: udp,
+      // before any block is buffered: only listed identities get that far
+      admit: (req) => (allowed.has(plainIdentity(req.options) ?? '') ? null : refuse()),
       handler: async (req, peer) => {
         const pairs = queryPairs(req.options);
-        const identity = pairs.find(([k]) => k === PLAIN_IDENTITY_QUERY)?.[1];
-        const cred = identity !== undefined && allowed.has(identity) ? await lookupPskCredential(ctx, identity) : null;
-        if (!identity || !cred) {
-          deviceCounters.handshakeFailures.inc({ protocol: 'coap' });
-          return json('4.01', { key: 'authentication_error', message: `plain CoAP needs the Uri-Query ${PLAIN_IDENTITY_QUERY}=<identity> of a device the operator allowed` });
-        }
+        const identity = plainIdentity(req.options) ?? '';
+        const cred = await lookupPskCredential(ctx, identity);
+        if (!cred) return refuse();
         const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity };
         return serve(device, req, 'coap', peer.address, pairs.filter(([k]) => k !== PLAIN_IDENTITY_QUERY));
       },

@@ -3,7 +3,7 @@ import dgram from 'node:dgram';
 import { generate, parse } from 'coap-packet';
 import type { ParsedPacket, Packet } from 'coap-packet';
 import { describe, expect, it } from 'vitest';
-import { CoapEndpoint, CoapUdpServer } from '../../src/coap/index.ts';
+import { CoapEndpoint, CoapUdpServer, UploadBudget } from '../../src/coap/index.ts';
 import type { CoapEndpointOptions, CoapRequest, CoapResponse } from '../../src/coap/index.ts';
 import { decodeBlock, encodeBlock } from '../../src/coap/block.ts';
 import { decodeUint, encodeUint } from '../../src/coap/message.ts';
@@ -227,6 +227,34 @@ describe('CoAP endpoint: block-wise transfers (RFC 7959)', () => {
     expect(h.calls).toHaveLength(1);
   });
 
+  it('unfinished uploads of all endpoints share one byte budget: 5.03 when spent, returned when an upload ends', async () => {
+    const budget = new UploadBudget(48);
+    const a = harness(async (r) => ({ code: '2.04', payload: Buffer.from(String(r.payload.length)) }), { uploadBudget: budget });
+    const b = harness(async (r) => ({ code: '2.04', payload: Buffer.from(String(r.payload.length)) }), { uploadBudget: budget });
+    const sixteen = Buffer.alloc(16, 2);
+    a.endpoint.receive(req({ code: 'POST', messageId: 1, options: [block1(0, true, 0)], payload: sixteen }));
+    a.endpoint.receive(req({ code: 'POST', messageId: 2, options: [block1(1, true, 0)], payload: sixteen }));
+    b.endpoint.receive(req({ code: 'POST', messageId: 1, options: [block1(0, true, 0)], payload: sixteen }));
+    expect(budget.available).toBe(0);
+    b.endpoint.receive(req({ code: 'POST', messageId: 2, options: [block1(1, true, 0)], payload: sixteen }));
+    expect(b.parsed().map((p) => p.code)).toEqual(['2.31', '5.03']);
+    expect(budget.available).toBe(16); // b's refused upload gave its block back
+    a.endpoint.receive(req({ code: 'POST', messageId: 3, options: [block1(2, false, 0)], payload: Buffer.alloc(5) }));
+    await waitFor(() => a.sent.length === 3);
+    expect(parse(a.sent[2]).payload.toString()).toBe('37');
+    expect(budget.available).toBe(48);
+  });
+
+  it('admit refuses a request before any block is buffered', async () => {
+    const budget = new UploadBudget(1000);
+    const h = harness(async () => ({ code: '2.04' }), { uploadBudget: budget, admit: (r) => (r.options.some((o) => o.name === 'Uri-Query') ? null : { code: '4.01', payload: Buffer.from('who?') }) });
+    h.endpoint.receive(req({ code: 'POST', messageId: 1, options: [block1(0, true, 0)], payload: Buffer.alloc(16) }));
+    h.endpoint.receive(req({ code: 'POST', messageId: 2, options: [{ name: 'Uri-Query', value: Buffer.from('id=x') }, block1(0, true, 0)], payload: Buffer.alloc(16) }));
+    expect(h.parsed().map((p) => [p.code, p.payload.toString()])).toEqual([['4.01', 'who?'], ['2.31', '']]);
+    expect(budget.available).toBe(984);
+    expect(h.calls).toHaveLength(0);
+  });
+
   it('without a Block2 option a large answer is split at the preferred 1024 bytes', async () => {
     const h = harness(async () => ({ code: '2.05', payload: Buffer.alloc(1500, 7) }));
     h.endpoint.receive(req({ code: 'GET', messageId: 1 }));
@@ -238,6 +266,31 @@ describe('CoAP endpoint: block-wise transfers (RFC 7959)', () => {
 });
 
 describe('CoAP over a plain UDP socket', () => {
+  it('holds at most maxPeers peers: a new one evicts the longest idle', async () => {
+    const socket = dgram.createSocket('udp4');
+    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+    const server = new CoapUdpServer({ socket, maxPeers: 2, handler: async () => ({ code: '2.05' }) });
+    const clients = await Promise.all([0, 1, 2].map(async () => {
+      const c = dgram.createSocket('udp4');
+      await new Promise<void>((r) => c.bind(0, '127.0.0.1', r));
+      return c;
+    }));
+    try {
+      for (const c of clients) {
+        await new Promise<void>((resolve) => {
+          c.once('message', () => resolve());
+          c.send(req({ code: 'GET', messageId: 1 }), socket.address().port, '127.0.0.1');
+        });
+        expect(server.peerCount).toBeLessThanOrEqual(2);
+      }
+      expect(server.peerCount).toBe(2);
+    } finally {
+      server.close();
+      socket.close();
+      for (const c of clients) c.close();
+    }
+  });
+
   it('keeps one endpoint per peer and answers each at its own address', async () => {
     const socket = dgram.createSocket('udp4');
     await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
