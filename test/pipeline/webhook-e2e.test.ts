@@ -195,6 +195,11 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
     expect(await countRows('device')).toBe(1);
     const reports = await ctx.db.query('SELECT 1 FROM condition_report r JOIN device d ON d.id = r.device_id WHERE d.hash_id = $1', [device.hashId]);
     expect(reports.rows).toHaveLength(2);
+    // each uplink is a contact of the device
+    await vi.waitFor(async () => {
+      const counters = await api.request<{ key: string; total: number }[]>('GET', `/device/device/${device.hashId}/connectivity-counters`);
+      expect(counters.body.find((c) => c.key === 'contacts')?.total).toBe(2);
+    }, { timeout: 2000, interval: 100 });
   });
 
   it('passes the rest of the path and the query to the handler', async () => {
