@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import type { AppContext } from '../app/context.ts';
+import { countHandshakeFailure } from '../connectivity/counters/handshake.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
 import { certificateRefusal, serveCertificateTls } from '../pki/https-tls.ts';
@@ -85,12 +86,7 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
   tcp.on('tlsClientError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
     deviceCounters.handshakeFailures.inc({ protocol: 'https' });
     ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
-    // a known identity that failed (wrong key, aborted handshake) counts on its device; unknown ones count nowhere
-    if (info.pskIdentity !== undefined) {
-      lookupPskCredential(ctx, info.pskIdentity, { includeRefused: true }).then((cred) => {
-        if (cred) countDeviceEvent(ctx, cred.deviceHashId, 'handshakeFailures');
-      }, () => undefined);
-    }
+    countHandshakeFailure(ctx, info.pskIdentity);
   });
   // the same port serves certificate TLS: ClientHellos without our PSK suites go to node:tls (src/pki/https-tls.ts)
   serveCertificateTls(ctx, tcp, {
