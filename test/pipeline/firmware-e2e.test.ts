@@ -353,7 +353,7 @@ describe('device download over CoAP (DTLS PSK, Block2)', () => {
       const [answer] = await peer.waitFor(1);
       expect(answer.code).toBe('2.05');
       expect(JSON.parse(answer.payload.toString())).toEqual({ ok: true });
-      expect(answer.options.filter((o) => o.name === '65000').map((o) => o.value.toString())).toEqual([
+      expect(answer.options.filter((o) => String(o.name) === '65000').map((o) => o.value.toString())).toEqual([
         `/firmware/${fw}; sha256=${sha256(image)}; size=${image.length}; version=coap-1`,
         `/firmware/${f.small}; sha256=${sha256(small)}; size=${small.length}; version=1.0.0`,
       ]);
