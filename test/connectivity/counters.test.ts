@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { counterHashKey, counterRecorder, countDeviceEvent, dirtySetOf, BUILTIN_COUNTERS, COUNTER_TTL_SECONDS, CounterRecorder } from '../../src/connectivity/counters/recorder.ts';
-import { COUNTER_RETENTION_DAYS, flushCounters, pruneCounters } from '../../src/connectivity/counters/store.ts';
+import { COUNTER_RETENTION_DAYS, flushCounters, pruneCounters, startCounterFlusher } from '../../src/connectivity/counters/store.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addDeviceType, expectParameterError } from './fixtures.ts';
 
@@ -110,6 +110,18 @@ describe('connectivity counters', () => {
     const m = await api.login('monitoring');
     expect((await m.request('GET', `/device/device/${hashId}/connectivity-counters`)).status).toBe(403);
     expect((await a.request('GET', `/device/device/nosuchdevice/connectivity-counters`)).status).toBe(404);
+  });
+
+  it('a stopping flusher copies what is left to PostgreSQL', async () => {
+    const c = await api.login('connectivity');
+    const hashId = await device(c);
+    const flusher = startCounterFlusher(api.ctx, 3_600_000);
+    countDeviceEvent(api.ctx, hashId, 'handlerFailures');
+    await counterRecorder(api.ctx).drain();
+    await flusher.stop();
+    const rows = await api.ctx.db.query<{ key: string; value: number }>(
+      'SELECT c.key, c.value FROM device_counter_hour c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1', [hashId]);
+    expect(rows.rows.map((r) => [r.key, Number(r.value)])).toEqual([['handlerFailures', 1]]);
   });
 
   it('prunes hours older than the retention from PostgreSQL', async () => {

@@ -85,9 +85,11 @@ export function startCounterFlusher(ctx: Ctx, intervalMs = 15_000): CounterFlush
   const timer = setInterval(tick, intervalMs);
   timer.unref();
   return {
+    /** Stops the timer and flushes once more, so a deployment shut down whole leaves nothing only in Redis. */
     async stop() {
       clearInterval(timer);
       await running;
+      await flushCounters(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'connectivity counters: last flush failed; the next worker copies them'));
     },
   };
 }
