@@ -4,6 +4,7 @@ import type { AppContext } from '../app/context.ts';
 import { countHandshakeFailure } from '../connectivity/counters/handshake.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
+import { disposeCertificateIdentity } from '../pki/device-identity.ts';
 import { certificateRefusal, serveCertificateTls } from '../pki/https-tls.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import type { CertificateView } from '../sandbox/types.ts';
@@ -111,6 +112,7 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       server.closeAllConnections();
       server.close();
+      disposeCertificateIdentity(ctx);
       webhooks.close();
       await counterRecorder(ctx).drain();
     },
