@@ -63,7 +63,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   API_HOST: ['0.0.0.0', 'address the REST API binds to'],
   API_PORT: ['8080', 'REST API (HTTP)'],
   HTTPS_DEVICE_PORT: ['8443', 'device HTTPS (TLS 1.2 PSK)'],
-  PUBLIC_HOST: ['localhost', 'host name in the webhook URLs the API hands out (https://PUBLIC_HOST:HTTPS_DEVICE_PORT/webhook/...)'],
+  PUBLIC_HOST: ['localhost', 'host name in the webhook URLs the API hands out (https://PUBLIC_HOST:HTTPS_DEVICE_PORT/webhook/...), also named by the server certificate'],
   COAPS_PORT: ['5684', 'CoAP over DTLS'],
   COAP_PORT: ['unset → off', 'plain CoAP, opt-in'],
   COAP_PLAIN_IDENTITIES: ['unset → none', 'comma-separated PSK identities that may use plain CoAP (Uri-Query psk-identity=...); every other plain request gets 4.01'],
