@@ -4,10 +4,16 @@
  * installs a RecordProtection for an epoch and asks to open or seal records.
  *
  * Records that fail the MAC, arrive for an epoch without keys, or replay an old sequence number are silently
- * dropped (`open` returns null), as §4.1.2.7 recommends.
+ * dropped (`open` returns 'drop' or 'bad_mac'), as §4.1.2.7 recommends.
+ *
+ * With a Connection ID (RFC 9146) an epoch's records use the tls12_cid format (content type 25, the CID in the
+ * header, the real type inside the encryption): `installReadEpoch`/`installWriteEpoch` take the CID and its
+ * protection; an epoch with a read CID accepts only tls12_cid records carrying exactly that CID.
  */
 import { ContentType } from '../tls/record.ts';
 import type { RecordProtection } from '../tls/suites/index.ts';
+import { CONTENT_TYPE_TLS12_CID } from './cid.ts';
+import type { CidAeadProtection } from './cid.ts';
 import { ReplayWindow } from './replay.ts';
 
 export { ContentType };
@@ -21,31 +27,42 @@ export const MAX_RECORD_LENGTH = 16384 + 2048;
 export const MAX_SEQUENCE = 2 ** 48 - 1;
 
 export interface DtlsRecord {
+  /** Content type; for a tls12_cid record 25 until `RecordLayer.open` replaces it by the real (inner) type. */
   type: number;
   version: number;
   epoch: number;
   seq: number;
   fragment: Buffer;
+  /** tls12_cid records only: the connection id from the header. */
+  cid?: Buffer;
 }
 
-/** Splits a datagram into records. Stops at the first malformed header; what was parsed before is kept. */
-export function parseDatagram(datagram: Buffer): DtlsRecord[] {
+/**
+ * Splits a datagram into records. Stops at the first malformed header; what was parsed before is kept.
+ * tls12_cid records are recognised only when `cidLength` (the length of the CIDs this endpoint issues) is given.
+ */
+export function parseDatagram(datagram: Buffer, cidLength = 0): DtlsRecord[] {
   const out: DtlsRecord[] = [];
   let o = 0;
   while (datagram.length - o >= RECORD_HEADER_LENGTH) {
     const type = datagram[o];
+    const withCid = type === CONTENT_TYPE_TLS12_CID && cidLength > 0;
+    if (!withCid && (type < ContentType.change_cipher_spec || type > ContentType.application_data)) break;
+    const headerLength = RECORD_HEADER_LENGTH + (withCid ? cidLength : 0);
+    if (datagram.length - o < headerLength) break;
     const version = datagram.readUInt16BE(o + 1);
-    const length = datagram.readUInt16BE(o + 11);
-    const end = o + RECORD_HEADER_LENGTH + length;
-    if (type < ContentType.change_cipher_spec || type > ContentType.application_data) break;
+    const length = datagram.readUInt16BE(o + headerLength - 2);
+    const end = o + headerLength + length;
     if (datagram[o + 1] !== 0xfe || length > MAX_RECORD_LENGTH || end > datagram.length) break;
-    out.push({
+    const r: DtlsRecord = {
       type,
       version,
       epoch: datagram.readUInt16BE(o + 3),
       seq: datagram.readUIntBE(o + 5, 6),
-      fragment: datagram.subarray(o + RECORD_HEADER_LENGTH, end),
-    });
+      fragment: datagram.subarray(o + headerLength, end),
+    };
+    if (withCid) r.cid = datagram.subarray(o + 11, o + 11 + cidLength);
+    out.push(r);
     o = end;
   }
   return out;
@@ -76,6 +93,13 @@ export function sequenceInput(epoch: number, seq: number, out: Buffer = Buffer.a
 interface ReadEpoch {
   protection: RecordProtection | null;
   replay: ReplayWindow;
+  cid?: EpochCid;
+}
+
+/** The CID of one direction of an epoch and the protection of its tls12_cid records. */
+export interface EpochCid {
+  cid: Buffer;
+  protection: CidAeadProtection;
 }
 
 /** Read and write state of one association: epochs, sequence numbers, protection, anti-replay. */
@@ -83,20 +107,31 @@ export class RecordLayer {
   readonly #read = new Map<number, ReadEpoch>([[0, { protection: null, replay: new ReplayWindow() }]]);
   readonly #writeSeq = new Map<number, number>([[0, 0]]);
   readonly #writeProtection = new Map<number, RecordProtection | null>([[0, null]]);
+  readonly #writeCid = new Map<number, EpochCid>();
   readonly #seqBuf = Buffer.alloc(8);
+  /** Whether the last record `open` accepted had the highest sequence number of its epoch so far (RFC 9146 §6). */
+  lastOpenedWasNewest = false;
 
   /** Starts epoch 0 writes at `seq` (RFC 6347 §4.2.1: continue from the ClientHello's record sequence number). */
   setInitialWriteSequence(seq: number): void {
     this.#writeSeq.set(0, seq);
   }
 
-  installReadEpoch(epoch: number, protection: RecordProtection): void {
-    this.#read.set(epoch, { protection, replay: new ReplayWindow() });
+  installReadEpoch(epoch: number, protection: RecordProtection, cid?: EpochCid): void {
+    this.#read.set(epoch, cid ? { protection, replay: new ReplayWindow(), cid } : { protection, replay: new ReplayWindow() });
   }
 
-  installWriteEpoch(epoch: number, protection: RecordProtection): void {
+  installWriteEpoch(epoch: number, protection: RecordProtection, cid?: EpochCid): void {
     this.#writeProtection.set(epoch, protection);
     this.#writeSeq.set(epoch, 0);
+    if (cid) this.#writeCid.set(epoch, cid);
+    else this.#writeCid.delete(epoch);
+  }
+
+  /** Bytes a sealed record in `epoch` carries beyond the suite's overhead: the CID and the inner content type. */
+  cidOverhead(epoch: number): number {
+    const c = this.#writeCid.get(epoch);
+    return c ? c.cid.length + 1 : 0;
   }
 
   hasReadEpoch(epoch: number): boolean {
@@ -108,10 +143,22 @@ export class RecordLayer {
    * mean: discard it; the caller may treat 'bad_mac' during the handshake as a wrong key.
    */
   open(r: DtlsRecord): Buffer | 'drop' | 'bad_mac' {
+    this.lastOpenedWasNewest = false;
     const state = this.#read.get(r.epoch);
     if (!state || !state.replay.check(r.seq)) return 'drop';
+    if ((r.type === CONTENT_TYPE_TLS12_CID) !== (state.cid !== undefined)) return 'drop';
     let data = r.fragment;
-    if (state.protection) {
+    if (state.cid) {
+      if (!r.cid || !r.cid.equals(state.cid.cid)) return 'drop';
+      try {
+        const inner = state.cid.protection.open(r.version, r.epoch, r.seq, r.cid, r.fragment);
+        r.type = inner.type;
+        data = inner.content;
+      } catch {
+        return 'bad_mac';
+      }
+      if (data.length > 16384) return 'drop';
+    } else if (state.protection) {
       try {
         data = state.protection.open(sequenceInput(r.epoch, r.seq, this.#seqBuf), r.type, r.version, r.fragment);
       } catch {
@@ -119,6 +166,7 @@ export class RecordLayer {
       }
       if (data.length > 16384) return 'drop';
     }
+    this.lastOpenedWasNewest = state.replay.isNewest(r.seq);
     state.replay.accept(r.seq);
     return data;
   }
@@ -129,6 +177,15 @@ export class RecordLayer {
     if (seq === undefined) throw new Error(`no write state for epoch ${epoch}`);
     if (seq > MAX_SEQUENCE) throw new Error('record sequence number exhausted');
     this.#writeSeq.set(epoch, seq + 1);
+    const cid = this.#writeCid.get(epoch);
+    if (cid) {
+      const headerLength = RECORD_HEADER_LENGTH + cid.cid.length;
+      const out = cid.protection.seal(DTLS12, epoch, seq, cid.cid, type, data, headerLength);
+      writeRecordHeader(out, 0, { type: CONTENT_TYPE_TLS12_CID, version: DTLS12, epoch, seq }, 0);
+      cid.cid.copy(out, 11);
+      out.writeUInt16BE(out.length - headerLength, headerLength - 2);
+      return out;
+    }
     const prot = this.#writeProtection.get(epoch);
     const header = { type, version: DTLS12, epoch, seq };
     if (!prot) return encodeRecord({ ...header, fragment: data });

@@ -17,6 +17,11 @@ export class ReplayWindow {
     return ((this.#bits >> diff) & 1n) === 0n;
   }
 
+  /** True when `seq` is above every sequence number accepted so far. */
+  isNewest(seq: number): boolean {
+    return BigInt(seq) > this.#top;
+  }
+
   /** Marks `seq` as received, shifting the window when it is the new highest. */
   accept(seq: number): void {
     const s = BigInt(seq);

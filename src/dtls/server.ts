@@ -17,11 +17,13 @@
  * one record (it is not reassembled statelessly).
  */
 import dgram from 'node:dgram';
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { AlertDescription, AlertLevel, TlsAlert } from '../tls/alert.ts';
 import { HandshakeType, parseClientHello } from '../tls/messages.ts';
 import { CIPHER_SUITES } from '../tls/suites/index.ts';
+import { CONTENT_TYPE_TLS12_CID, SERVER_CID_LENGTH } from './cid.ts';
 import { CookieSecrets } from './cookie.ts';
 import { helloVerifyRequestDatagram } from './flights/flight2.ts';
 import { parseHandshakeFragments } from './handshake.ts';
@@ -99,6 +101,8 @@ export class DtlsServer extends EventEmitter {
   readonly #cookies = new CookieSecrets();
   readonly #rotation: NodeJS.Timeout;
   readonly #peers = new Map<string, DtlsSession>();
+  /** Sessions that negotiated a Connection ID, by the CID we issued (hex). */
+  readonly #byCid = new Map<string, DtlsSession>();
   #handshakes = 0;
   #closed = false;
 
@@ -172,8 +176,13 @@ export class DtlsServer extends EventEmitter {
 
   #onMessage = (datagram: Buffer, rinfo: dgram.RemoteInfo): void => {
     try {
-      const records = parseDatagram(datagram);
+      const records = parseDatagram(datagram, SERVER_CID_LENGTH);
       if (records.length === 0) return;
+      if (records[0].type === CONTENT_TYPE_TLS12_CID) {
+        // RFC 9146: a record with our CID finds its session whatever address it comes from.
+        this.#byCid.get(records[0].cid!.toString('hex'))?.handleRecords(records, { address: rinfo.address, port: rinfo.port });
+        return;
+      }
       const key = `${rinfo.address}:${rinfo.port}`;
       const session = this.#peers.get(key);
       // A ClientHello in epoch 0 to an established session means the client restarted (RFC 6347 §4.2.8):
@@ -202,10 +211,27 @@ export class DtlsServer extends EventEmitter {
     old?.close();
     if (!this.#limits.admit(rinfo.address)) return;
     const peer = { address: rinfo.address, port: rinfo.port };
-    const key = `${peer.address}:${peer.port}`;
+    let key = `${peer.address}:${peer.port}`;
     let handshaking = true;
     const host: SessionHost = {
       send: (d) => this.#send(d, peer.port, peer.address),
+      allocateCid: () => {
+        let cid: Buffer;
+        do cid = randomBytes(SERVER_CID_LENGTH);
+        while (this.#byCid.has(cid.toString('hex')));
+        return cid;
+      },
+      migrated: (s, from) => {
+        if (this.#peers.get(key) !== s) return;
+        this.#peers.delete(key);
+        this.#limits.removed(from.address);
+        peer.address = s.remoteAddress;
+        peer.port = s.remotePort;
+        key = `${peer.address}:${peer.port}`;
+        this.#peers.get(key)?.close(); // a stale association at the address the device now uses
+        this.#peers.set(key, s);
+        this.#limits.added(peer.address);
+      },
       established: (s) => {
         handshaking = false;
         this.#handshakes--;
@@ -221,6 +247,7 @@ export class DtlsServer extends EventEmitter {
         if (handshaking) this.#handshakes--;
         this.#peers.delete(key);
         this.#limits.removed(peer.address);
+        if (s.connectionId) this.#byCid.delete(s.connectionId.toString('hex'));
       },
     };
     let session: DtlsSession;
@@ -240,6 +267,7 @@ export class DtlsServer extends EventEmitter {
     this.#handshakes++;
     this.#peers.set(key, session);
     this.#limits.added(peer.address);
+    if (session.connectionId) this.#byCid.set(session.connectionId.toString('hex'), session);
   }
 
   #send(datagram: Buffer, port: number, address: string): void {

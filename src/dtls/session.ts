@@ -19,7 +19,7 @@ import { createHash, createSecretKey, timingSafeEqual } from 'node:crypto';
 import type { Hash, KeyObject, X509Certificate } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/alert.ts';
 import { lookupPskSafely, requirePsk } from '../tls/psk.ts';
-import { HandshakeType, parseClientKeyExchangePsk, parseFinished } from '../tls/messages.ts';
+import { HandshakeType, findExtension, parseClientKeyExchangePsk, parseFinished } from '../tls/messages.ts';
 import type { ClientHello } from '../tls/messages.ts';
 import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from '../tls/prf.ts';
 import { keyBlockLength } from '../tls/suites/index.ts';
@@ -36,7 +36,14 @@ import {
 } from './handshake.ts';
 import type { HandshakeMessage } from './handshake.ts';
 import { ContentType, RECORD_HEADER_LENGTH, RecordLayer } from './record.ts';
-import type { DtlsRecord } from './record.ts';
+import type { DtlsRecord, EpochCid } from './record.ts';
+import {
+  CidAeadProtection,
+  EXTENSION_CONNECTION_ID,
+  encodeConnectionIdExtension,
+  parseConnectionIdExtension,
+  suiteSupportsCid,
+} from './cid.ts';
 import type { CachedSession, SessionCache } from './session-cache.ts';
 
 export interface SessionConfig {
@@ -58,6 +65,10 @@ export interface SessionHost {
   established(session: DtlsSession): void;
   handshakeFailed(session: DtlsSession, err: Error): void;
   closed(session: DtlsSession): void;
+  /** A connection id no other session of this server uses (SERVER_CID_LENGTH bytes). */
+  allocateCid(): Buffer;
+  /** The session moved to a new address/port (RFC 9146 §6); its remoteAddress/remotePort already say the new one. */
+  migrated(session: DtlsSession, from: { address: string; port: number }): void;
 }
 
 type State = 'wait_client_key_exchange' | 'psk_lookup' | 'wait_finished' | 'established' | 'closed';
@@ -71,10 +82,18 @@ interface Flight {
 const MAX_QUEUED_RECORDS = 32;
 const CCS = Buffer.from([1]);
 
-/** Emits 'data' (Buffer) and 'close'. Created by the server; handed out through its 'session' event. */
+/**
+ * Emits 'data' (Buffer), 'close', and 'migrate' ({ address, port } it came from) when an authentic tls12_cid record
+ * moved it to a new address/port. Created by the server; handed out through its 'session' event.
+ */
 export class DtlsSession extends EventEmitter {
-  readonly remoteAddress: string;
-  readonly remotePort: number;
+  /** Where the peer is now; changes only through Connection ID migration (see 'migrate'). */
+  remoteAddress: string;
+  remotePort: number;
+  /** The CID this server issued for the session (the client puts it in its records), if one was negotiated. */
+  readonly connectionId: Buffer | undefined;
+  /** The CID the client asked the server to put in its records (may be empty), if one was negotiated. */
+  readonly peerConnectionId: Buffer | undefined;
   pskIdentity: string | undefined;
   /** The client's verified certificate chain, device certificate first (empty for PSK sessions). */
   peerCertificates: X509Certificate[] = [];
@@ -94,6 +113,7 @@ export class DtlsSession extends EventEmitter {
   #masterBytes: Buffer | undefined;
   #master: KeyObject | undefined;
   #serverWrite: RecordProtection | undefined;
+  #serverWriteCid: EpochCid | undefined;
   #retransmitMs: number;
   #retransmitTimer: NodeJS.Timeout | undefined;
   #handshakeTimer: NodeJS.Timeout | undefined;
@@ -113,6 +133,13 @@ export class DtlsSession extends EventEmitter {
     this.#retransmitMs = config.initialRetransmitMs;
     const n = negotiate(ch, { suites: config.suites, cache: config.cache, stillValid: config.resumable });
     this.#negotiated = n;
+    // RFC 9146 §3: the client's extension holds the CID it wants to receive; ours holds the one we want to receive.
+    const offered = findExtension(ch.extensions, EXTENSION_CONNECTION_ID);
+    if (offered && suiteSupportsCid(n.suite.id)) {
+      this.peerConnectionId = Buffer.from(parseConnectionIdExtension(offered.data));
+      this.connectionId = host.allocateCid();
+      n.extraExtensions.push({ type: EXTENSION_CONNECTION_ID, data: encodeConnectionIdExtension(this.connectionId) });
+    }
     this.#reassembler = new HandshakeReassembler(msg.messageSeq + 1);
     this.#awaitedFlightStart = msg.messageSeq + 1;
     this.#records.setInitialWriteSequence(recordSeq);
@@ -137,7 +164,7 @@ export class DtlsSession extends EventEmitter {
     const sh = serverHello(this.#negotiated, this.#nextSendSeq++);
     this.#transcript.update(transcriptBytes(sh));
     this.#installKeys(cached.masterSecret);
-    this.#records.installWriteEpoch(1, this.#serverWrite!);
+    this.#records.installWriteEpoch(1, this.#serverWrite!, this.#serverWriteCid);
     const finished = flight6Finished(this.#master!, this.#transcript.copy().digest(), this.#nextSendSeq++);
     this.#transcript.update(transcriptBytes(finished));
     this.#state = 'wait_finished';
@@ -168,7 +195,7 @@ export class DtlsSession extends EventEmitter {
   /** Sends application data (split into records of at most what fits one datagram). */
   send(data: Buffer): void {
     if (this.#state !== 'established') throw new Error('DTLS session is not established');
-    const max = Math.max(1, this.#config.mtu - RECORD_HEADER_LENGTH - this.#negotiated.suite.maxOverhead);
+    const max = Math.max(1, this.#config.mtu - RECORD_HEADER_LENGTH - this.#negotiated.suite.maxOverhead - this.#records.cidOverhead(1));
     let o = 0;
     do {
       this.#host.send(this.#records.seal(1, ContentType.application_data, data.subarray(o, o + max)));
@@ -185,8 +212,11 @@ export class DtlsSession extends EventEmitter {
 
   // ---- records in --------------------------------------------------------------------------------------------
 
-  /** Handles the records of one datagram from the peer (called by the server). Never throws. */
-  handleRecords(records: DtlsRecord[]): void {
+  /**
+   * Handles the records of one datagram from the peer (called by the server). Never throws. `from` is where the
+   * datagram came from when it was routed here by its connection id rather than by address.
+   */
+  handleRecords(records: DtlsRecord[], from?: { address: string; port: number }): void {
     let retransmit = false;
     for (const r of records) {
       if (this.#state === 'closed') return;
@@ -195,7 +225,7 @@ export class DtlsSession extends EventEmitter {
         continue;
       }
       try {
-        if (this.#onRecord(r)) retransmit = true;
+        if (this.#onRecord(r, from)) retransmit = true;
       } catch (err) {
         if (this.#state === 'established') continue; // garbage inside an authentic session record: ignore it
         this.#fail(err, err instanceof TlsAlert ? err.description : AlertDescription.internal_error);
@@ -206,8 +236,21 @@ export class DtlsSession extends EventEmitter {
     if (retransmit && this.#flight) this.#sendFlight(this.#flight, false);
   }
 
+  /**
+   * RFC 9146 §6: an authentic tls12_cid record, newer than any before it, from another address/port moves the
+   * session there. Only an established session moves (the handshake finishes where it started).
+   */
+  #maybeMigrate(from: { address: string; port: number }): void {
+    if (this.#state !== 'established' || (from.address === this.remoteAddress && from.port === this.remotePort)) return;
+    const old = { address: this.remoteAddress, port: this.remotePort };
+    this.remoteAddress = from.address;
+    this.remotePort = from.port;
+    this.#host.migrated(this, old);
+    this.emit('migrate', old);
+  }
+
   /** Returns true when the record shows the peer retransmitting its previous flight. */
-  #onRecord(r: DtlsRecord): boolean {
+  #onRecord(r: DtlsRecord, from: { address: string; port: number } | undefined): boolean {
     const data = this.#records.open(r);
     if (data === 'bad_mac') {
       // RFC 6347 §4.1.2.7 allows a fatal alert instead of silent discard. Before the handshake is complete an
@@ -216,6 +259,8 @@ export class DtlsSession extends EventEmitter {
       return false;
     }
     if (data === 'drop') return false;
+    // Before the record's content is acted on, so an answer to it already goes to the new address.
+    if (from && r.cid !== undefined && this.#records.lastOpenedWasNewest) this.#maybeMigrate(from);
     // Once established, epoch 0 carries only retransmissions of the client's last flight; a plaintext alert or
     // data there could come from anyone who knows the address.
     if (this.#state === 'established' && r.epoch === 0 && r.type !== ContentType.handshake) return false;
@@ -347,8 +392,12 @@ export class DtlsSession extends EventEmitter {
       suite.encKeyLength,
       suite.fixedIvLength,
     );
-    this.#records.installReadEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv));
+    const readCid = this.connectionId ? { cid: this.connectionId, protection: new CidAeadProtection(suite.id, k.clientKey, k.clientIv) } : undefined;
+    this.#records.installReadEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv), readCid);
     this.#serverWrite = suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv);
+    if (this.peerConnectionId && this.peerConnectionId.length > 0) {
+      this.#serverWriteCid = { cid: this.peerConnectionId, protection: new CidAeadProtection(suite.id, k.serverKey, k.serverIv) };
+    }
   }
 
   #onClientFinished(msg: HandshakeMessage): void {
@@ -366,7 +415,7 @@ export class DtlsSession extends EventEmitter {
       this.#flight = undefined;
     } else {
       const finished = flight6Finished(this.#master!, this.#transcript.digest(), this.#nextSendSeq++);
-      this.#records.installWriteEpoch(1, this.#serverWrite!);
+      this.#records.installWriteEpoch(1, this.#serverWrite!, this.#serverWriteCid);
       this.#state = 'established';
       // Flight 6 is the last flight: it is not retransmitted on a timer, only when the client repeats flight 5.
       this.#sendFlight({ plain: [], encrypted: [finished] }, false);
@@ -403,7 +452,7 @@ export class DtlsSession extends EventEmitter {
     if (flight.encrypted.length > 0) {
       add(this.#records.seal(0, ContentType.change_cipher_spec, CCS));
       for (const msg of flight.encrypted) {
-        for (const frag of fragmentMessage(msg, mtu - header - this.#negotiated.suite.maxOverhead)) add(this.#records.seal(1, ContentType.handshake, frag));
+        for (const frag of fragmentMessage(msg, mtu - header - this.#negotiated.suite.maxOverhead - this.#records.cidOverhead(1))) add(this.#records.seal(1, ContentType.handshake, frag));
       }
     }
     if (current.length > 0) datagrams.push(Buffer.concat(current));

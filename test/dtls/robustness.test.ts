@@ -5,16 +5,20 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeRecord, parseDatagram } from '../../src/dtls/record.ts';
+import { parseServerHello } from '../../src/tls/messages.ts';
+import { CidClient } from '../support/cid-client/client.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
-import { dtlsClient, startEchoServer, waitFor } from './helpers.ts';
+import { IDENTITY, PSK_HEX, dtlsClient, startEchoServer, waitFor } from './helpers.ts';
 import type { EchoServer } from './helpers.ts';
 
 let srv: EchoServer | undefined;
 const peers: RawPeer[] = [];
+const cidClients: CidClient[] = [];
 afterEach(async () => {
   await srv?.server.close();
   srv = undefined;
   for (const p of peers.splice(0)) p.close();
+  for (const c of cidClients.splice(0)) c.close();
 });
 
 function mutate(d: Buffer): Buffer {
@@ -86,5 +90,75 @@ describe('DTLS server under hostile input', () => {
     expect(res.stdout).toContain('echo:one\n');
     expect(res.stdout).toContain('echo:two\n');
     expect(srv.data).toEqual(['one\n', 'two\n']);
+  });
+
+  it('CID records: 1 s of forged, truncated, mutated and misdirected tls12_cid datagrams from other ports; the session neither moves nor breaks', async () => {
+    srv = await startEchoServer();
+    const c = new CidClient(srv.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex') });
+    cidClients.push(c);
+    await c.connect();
+    await waitFor(() => srv!.sessions.length === 1);
+    const session = srv.sessions[0];
+    const home = session.remotePort;
+    c.send('warm up');
+    await c.waitForData((d) => d === 'echo:warm up');
+    const cid = session.connectionId!;
+    const valid = c.sealApplicationData('valid but replayed', 1); // seq 1 was "warm up": a replay
+    const attacker = await new RawPeer(srv.port).open();
+    peers.push(attacker);
+    const header = (epoch: number, seq: number, id: Buffer, len: number): Buffer => {
+      const h = Buffer.alloc(13 + id.length);
+      h[0] = 25;
+      h.writeUInt16BE(0xfefd, 1);
+      h.writeUInt16BE(epoch, 3);
+      h.writeUIntBE(seq, 5, 6);
+      id.copy(h, 11);
+      h.writeUInt16BE(len, 11 + id.length);
+      return h;
+    };
+    const generators: Array<() => Buffer> = [
+      () => { const b = randomBytes(randomInt(60)); return Buffer.concat([header(1, 1000 + randomInt(1e6), cid, b.length), b]); },
+      () => { const b = randomBytes(randomInt(60)); return Buffer.concat([header(randomInt(4), randomInt(1e6), randomBytes(8), b.length), b]); },
+      () => mutate(valid),
+      () => valid.subarray(0, randomInt(valid.length)),
+      () => valid,
+      () => Buffer.concat([header(1, 5, cid, 2000), randomBytes(10)]),
+      () => Buffer.concat([valid, randomBytes(randomInt(40))]),
+    ];
+    const end = Date.now() + 1000;
+    let sent = 0;
+    while (Date.now() < end) {
+      for (let i = 0; i < 50; i++) attacker.send(generators[sent++ % generators.length]());
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(sent).toBeGreaterThan(300);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(session.remotePort).toBe(home);
+    expect(session.established).toBe(true);
+    expect(srv.data).toEqual(['warm up']);
+    c.send('still here');
+    await c.waitForData((d) => d === 'echo:still here');
+  });
+
+  it('ClientHellos offering garbage session ids (random, short, all-zero) get a full handshake with a fresh id', async () => {
+    srv = await startEchoServer({ handshakeBurstPerAddress: 100 });
+    const seen = new Set<string>();
+    for (const sid of [randomBytes(32), randomBytes(1), Buffer.alloc(32), randomBytes(31), randomBytes(32)]) {
+      const p = await new RawPeer(srv.port).open();
+      peers.push(p);
+      const ch = { ...clientHello(), sessionId: sid };
+      p.send(clientHelloDatagram(ch, 0, 0));
+      await waitFor(() => p.received.length > 0);
+      const cookie = p.received.shift()!.fragments[0].body.subarray(3);
+      p.send(clientHelloDatagram({ ...ch, cookie }, 1, 1));
+      const got = await p.take((d) => d.fragments.some((f) => f.type === 2));
+      const sh = parseServerHello(got.fragments.find((f) => f.type === 2)!.body);
+      expect(sh.sessionId).toHaveLength(32);
+      expect(sh.sessionId.equals(sid)).toBe(false);
+      expect(got.fragments.map((f) => f.type)).toEqual([2, 14]); // a full handshake: ServerHelloDone follows, no Finished
+      seen.add(sh.sessionId.toString('hex'));
+    }
+    expect(seen.size).toBe(5);
+    expect(srv.sessions).toEqual([]);
   });
 });

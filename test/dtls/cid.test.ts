@@ -1,0 +1,92 @@
+/**
+ * Connection ID (RFC 9146) proven with test/support/cid-client, a DTLS client written from the RFCs that shares no
+ * code with the server: handshake with CID, data, NAT rebinding to a new source port, data again.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { CidClient } from '../support/cid-client/client.ts';
+import { IDENTITY, PSK_HEX, dtlsClient, startEchoServer, waitFor } from './helpers.ts';
+import type { EchoServer } from './helpers.ts';
+import type { DtlsSession } from '../../src/dtls/server.ts';
+
+let srv: EchoServer | undefined;
+const clients: CidClient[] = [];
+afterEach(async () => {
+  await srv?.server.close();
+  srv = undefined;
+  for (const c of clients.splice(0)) c.close();
+});
+
+async function connected(port: number): Promise<CidClient> {
+  const c = new CidClient(port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex') });
+  clients.push(c);
+  await c.connect();
+  return c;
+}
+
+describe('DTLS Connection ID (RFC 9146) with an independent client', () => {
+  it('issues a CID, follows the client to a new source port, answers there, and keeps one session', async () => {
+    srv = await startEchoServer();
+    const c = await connected(srv.port);
+    await waitFor(() => srv!.sessions.length === 1);
+    const session = srv.sessions[0];
+    expect(session.connectionId).toHaveLength(8);
+    expect(c.serverCid).toEqual(session.connectionId);
+    expect(session.peerConnectionId).toEqual(c.clientCid);
+
+    c.send('before');
+    const first = await c.waitForData((s) => s === 'echo:before');
+    expect(first.localPort).toBe(c.localPort);
+    const oldPort = c.localPort;
+
+    const moves: Array<{ address: string; port: number }> = [];
+    session.on('migrate', (from: { address: string; port: number }) => moves.push(from));
+    await c.rebind();
+    expect(c.localPort).not.toBe(oldPort);
+    c.send('after', 3); // with padding inside the DTLSInnerPlaintext
+    const second = await c.waitForData((s) => s === 'echo:after');
+    expect(second.localPort).toBe(c.localPort); // the answer went to the new port
+    expect(session.remotePort).toBe(c.localPort);
+    expect(moves).toEqual([{ address: '127.0.0.1', port: oldPort }]);
+    expect(srv.server.sessionCount).toBe(1);
+    expect(srv.server.sessionsFrom('127.0.0.1')).toBe(1);
+    expect(srv.sessions).toHaveLength(1);
+    expect(srv.data).toEqual(['before', 'after']);
+  });
+
+  it('a replayed (older) record from another port is dropped and does not move the session', async () => {
+    srv = await startEchoServer();
+    const c = await connected(srv.port);
+    await waitFor(() => srv!.sessions.length === 1);
+    const session: DtlsSession = srv.sessions[0];
+    c.send('one');
+    await c.waitForData((s) => s === 'echo:one');
+    const homePort = c.localPort;
+    const replay = c.sealApplicationData('one', 1); // epoch 1 seq 1 was "one" (seq 0 was the Finished)
+    await c.rebind();
+    c.sendRaw(replay);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(session.remotePort).toBe(homePort);
+    expect(srv.data).toEqual(['one']);
+  });
+
+  it('a forged record carrying the session CID from another port is dropped and moves nothing', async () => {
+    srv = await startEchoServer();
+    const c = await connected(srv.port);
+    await waitFor(() => srv!.sessions.length === 1);
+    const homePort = c.localPort;
+    const forged = c.sealApplicationData('forged', 50);
+    forged[forged.length - 1] ^= 1; // break the CCM tag
+    await c.rebind();
+    c.sendRaw(forged);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(srv.sessions[0].remotePort).toBe(homePort);
+    expect(srv.data).toEqual([]);
+  });
+
+  it('openssl, which does not offer connection_id, gets no CID and still works alongside', async () => {
+    srv = await startEchoServer();
+    const res = await dtlsClient({ port: srv.port, cipher: 'PSK-AES128-CCM8:@SECLEVEL=0' });
+    expect(res.echoed).toBe(true);
+    expect(srv.sessions[0].connectionId).toBeUndefined();
+  });
+});
