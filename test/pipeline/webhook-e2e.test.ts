@@ -265,6 +265,22 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
     expect(await countRows('device')).toBe(devicesBefore);
   });
 
+  it('creates one device when the first uplinks of a new device arrive together', async () => {
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) =>
+      post(webhookUrl, JSON.stringify(ttsUplink('0004A30B001C05BB', 3000 + i, 0, new Date().toISOString(), i)))));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    const { rows } = await ctx.db.query('SELECT hash_id FROM device WHERE supplier_device_identifier = $1', ['0004a30b001c05bb']);
+    expect(rows).toHaveLength(1);
+  });
+
+  it('answers an identifier that runs past the time limit with a 400, and the next request is served', async () => {
+    const hook = await api.request<{ url: string }>('POST', '/supplier-webhook/', { name: 'loops', identifier: 'function handle(args: { request: WebRequest }) { while (true) {} }' });
+    const res = await post(localUrl(hook.body.url), JSON.stringify(ttsUplink('0004A30B001C05CC', 3000, 0, new Date().toISOString())));
+    expect(res).toMatchObject({ status: 400, json: { key: 'identifier_error', message: expect.stringContaining('timeout') } });
+    const next = await post(webhookUrl, JSON.stringify(ttsUplink('0004A30B001C0530', 3000, 0, new Date().toISOString())));
+    expect(next.status).toBe(200);
+  });
+
   it('stops answering once the webhook is deleted', async () => {
     const hook = await api.request<{ hashId: string; url: string }>('POST', '/supplier-webhook/', { name: 'short-lived', identifier: IDENTIFIER.replace('__DEVICE_TYPE__', deviceTypeHashId) });
     const url = localUrl(hook.body.url);
