@@ -10,6 +10,9 @@
  *       in flight at a time (closed loop); the round trip is measured from send to the piggybacked answer;
  *       <path> "put:/example_data" sends PUT instead of POST (libcoap's coap-server answers PUT there)
  *
+ *   dtls-load idle <host> <port> <seconds> <sessions> psk <identity> <keyhex>
+ *       opens <sessions> PSK sessions, prints "connected <n>", holds them idle for <seconds>, then closes them
+ *
  * Prints one JSON line: {"ok":n,"errors":n,"hist":[[bucket,count],...]} where bucket b holds latencies in
  * [1.02^b, 1.02^(b+1)) microseconds; bench/dtls.ts merges the lines of parallel processes.
  */
@@ -257,6 +260,24 @@ static void coap_load(SSL_CTX *ctx, double seconds, int count, const char *prefi
     }
 }
 
+static void idle(SSL_CTX *ctx, double seconds, int count) {
+  SSL **ssl = calloc(count, sizeof *ssl);
+  int *fd = calloc(count, sizeof *fd);
+  for (int i = 0; i < count; i++) {
+    ssl[i] = dtls_connect(ctx, &fd[i], NULL);
+    if (ssl[i]) ok_count++; else err_count++;
+  }
+  printf("connected %lu\n", ok_count);
+  fflush(stdout);
+  usleep((useconds_t)(seconds * 1e6));
+  for (int i = 0; i < count; i++)
+    if (ssl[i]) {
+      SSL_shutdown(ssl[i]);
+      SSL_free(ssl[i]);
+      close(fd[i]);
+    }
+}
+
 int main(int argc, char **argv) {
   if (argc < 6) {
     fprintf(stderr, "usage: see the header of dtls-load.c\n");
@@ -270,6 +291,8 @@ int main(int argc, char **argv) {
   srand(getpid() ^ (unsigned)time(NULL));
   if (strcmp(argv[1], "hs") == 0) {
     handshakes(make_ctx(argv, argc, 5), seconds);
+  } else if (strcmp(argv[1], "idle") == 0 && argc >= 9) {
+    idle(make_ctx(argv, argc, 6), seconds, atoi(argv[5]));
   } else if (strcmp(argv[1], "coap") == 0 && argc >= 11) {
     SSL_CTX *ctx = make_ctx(argv, argc, 6);
     coap_load(ctx, seconds, atoi(argv[5]), argv[7], atoi(argv[9]), argv[10]);

@@ -1,17 +1,21 @@
 // npm run bench: N simulated devices over TLS 1.2 PSK keep-alive for a fixed time against the
 // service (child processes in each layout below, on real PostgreSQL and Redis). Prints a table and writes
 // bench/results.json. Options: --devices 100 --seconds 15 --warmup 3 --layouts all|1|2|3|none
+// --commands 100 (devices of the command delivery row, bench/commands.ts; 0 skips it)
 // --webhooks on|off --webhook-senders 50 (the webhook row: bench/webhooks.ts)
+// --dtls on|off --idle-sessions 2000 (DTLS server rows: handshakes/s, memory per idle session; bench/dtls.ts)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { runCommandDelivery, type CommandRow } from './commands.ts';
 import { cpuMeter } from './cpu.ts';
+import { dtlsServerRows, type BenchRow } from './dtls.ts';
 import { pct, provision, root, startBenchService, storedReports, HTTPS_PORT } from './harness.ts';
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
 import { webhookRow } from './webhooks.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' } } });
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' } } });
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
@@ -78,11 +82,15 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const layout of LAYOUTS.filter((l, i) => values.layouts === 'all' || values.layouts.split(',').includes(String(i + 1)))) rows.push(await runLayout(layout));
   if (values.webhooks !== 'off') rows.push(await webhookRow({ senders: Number(values['webhook-senders']), devicesPerSender: 10, seconds: SECONDS, warmup: WARMUP }));
-  const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows };
+  const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];
+  const dtlsRows: BenchRow[] = values.dtls === 'off' ? [] : await dtlsServerRows({ seconds: Math.max(SECONDS, 20), idleSessions: Number(values['idle-sessions']), procs: 4 });
+  const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows, commandRows, dtlsRows };
   writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
   console.table(rows.map((r) => ({ benchmark: r.name, 'reports/s': r.reportsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, acked: r.acknowledged, stored: r.stored, lost: r.lost, errors: r.errors })));
   console.log('CPU ms per report, by process (service counts its isolated-vm threads):');
   console.table(rows.map((r) => ({ benchmark: r.name, ...r.cpuMsPerReport })));
+  if (dtlsRows.length > 0) console.table(dtlsRows.map((r) => ({ benchmark: r.name, value: r.value, unit: r.unit, 'p50 ms': r.p50Ms ?? '', 'p99 ms': r.p99Ms ?? '', errors: r.errors ?? '', target: r.target, detail: r.detail ?? '' })));
+  if (commandRows.length > 0) console.table(commandRows.map((r) => ({ benchmark: r.name, added: r.commandsAdded, delivered: r.delivered, lost: r.lost, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, 'report p50/p99 ms': `${r.reportP50Ms}/${r.reportP99Ms}`, errors: r.errors })));
 }
 
 main().catch((err) => {

@@ -1,0 +1,28 @@
+// A DTLS server alone (no CoAP, no pipeline), as a child process of bench/dtls.ts: every PSK identity maps to one key
+// (what the service's Redis-cached lookup returns on a hit) and every session echoes what it receives. On IPC
+// message 'memory' it collects garbage and answers the heap, external and RSS figures, to measure the memory an idle
+// established session holds. Run with --expose-gc.
+import { createDtlsServer } from '../src/dtls/server.ts';
+
+const key = Buffer.from(process.env.BENCH_PSK ?? '', 'hex');
+const server = createDtlsServer({
+  socket: Number(process.env.BENCH_PORT ?? 0), host: '127.0.0.1', lookupPsk: async () => key,
+  maxSessions: 100_000, maxHandshakes: 10_000,
+  // every bench client comes from 127.0.0.1: the per-address limits must not be what is measured
+  maxSessionsPerAddress: 100_000, handshakeRatePerAddress: 1_000_000, handshakeBurstPerAddress: 1_000_000,
+});
+let sessions = 0;
+server.on('session', (s) => {
+  sessions++;
+  s.on('data', (d: Buffer) => s.send(d));
+  s.on('close', () => { sessions--; });
+});
+server.on('handshakeError', () => undefined);
+server.on('listening', () => process.send?.({ ready: server.address().port }));
+process.on('message', (m) => {
+  if (m !== 'memory') return;
+  for (let i = 0; i < 3; i++) (globalThis as { gc?: () => void }).gc?.();
+  const u = process.memoryUsage();
+  process.send?.({ sessions, heapUsed: u.heapUsed, external: u.external, arrayBuffers: u.arrayBuffers, rss: u.rss });
+});
+process.on('SIGTERM', () => { void server.close().then(() => process.exit(0)); });

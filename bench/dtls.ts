@@ -1,0 +1,113 @@
+// DTLS and CoAP rows of `npm run bench`. The load comes from bench/dtls-load.c (OpenSSL, native, compiled here with
+// gcc) so the client's CPU stays small next to the server's:
+//   - full PSK handshakes/s against the DTLS server alone (bench/dtls-server.ts), 20 s by default
+//   - memory per idle established session (heap + external after GC, and RSS) of the DTLS server alone
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { root } from './harness.ts';
+
+export interface BenchRow { name: string; value: number; unit: string; p50Ms?: number; p99Ms?: number; errors?: number; detail?: string; target: string }
+
+const LOAD = path.join(root, 'bench/.build/dtls-load');
+
+/** Compiles the load generator when its source is newer than the binary. */
+export function buildLoadGenerator(): string {
+  const src = path.join(root, 'bench/dtls-load.c');
+  if (!existsSync(LOAD) || statSync(LOAD).mtimeMs < statSync(src).mtimeMs) {
+    mkdirSync(path.dirname(LOAD), { recursive: true });
+    execFileSync('gcc', ['-O2', '-o', LOAD, src, '-lssl', '-lcrypto', '-lm'], { stdio: 'inherit' });
+  }
+  return LOAD;
+}
+
+interface LoadResult { ok: number; errors: number; hist: [number, number][] }
+
+/** Runs `procs` load generators in parallel and merges their counts and latency histograms. */
+export async function runLoad(procs: number, args: (i: number) => string[]): Promise<{ ok: number; errors: number; p50Ms: number; p99Ms: number }> {
+  const results = await Promise.all(Array.from({ length: procs }, (_, i) => new Promise<LoadResult>((resolve, reject) => {
+    const child = spawn(LOAD, args(i), { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.on('exit', (code) => {
+      const line = out.trim().split('\n').pop() ?? '';
+      if (code !== 0 || !line.startsWith('{')) reject(new Error(`dtls-load exited ${code}: ${out}`));
+      else resolve(JSON.parse(line) as LoadResult);
+    });
+  })));
+  const hist = new Map<number, number>();
+  for (const r of results) for (const [b, n] of r.hist) hist.set(b, (hist.get(b) ?? 0) + n);
+  const ok = results.reduce((a, r) => a + r.ok, 0);
+  const quantile = (q: number) => {
+    let seen = 0;
+    for (const [b, n] of [...hist].sort((x, y) => x[0] - y[0])) {
+      seen += n;
+      if (seen >= q * ok) return 1.02 ** (b + 0.5) / 1000;
+    }
+    return 0;
+  };
+  return { ok, errors: results.reduce((a, r) => a + r.errors, 0), p50Ms: Number(quantile(0.5).toFixed(2)), p99Ms: Number(quantile(0.99).toFixed(2)) };
+}
+
+interface MemoryFigures { sessions: number; heapUsed: number; external: number; arrayBuffers: number; rss: number }
+
+function startDtlsServer(psk: Buffer): Promise<{ child: ChildProcess; port: number; memory(): Promise<MemoryFigures> }> {
+  const child = fork(path.join(root, 'bench/dtls-server.ts'), [], {
+    execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning'], env: { ...process.env, BENCH_PSK: psk.toString('hex'), BENCH_PORT: '0' },
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`bench DTLS server exited ${code}`)));
+    child.once('message', (m: { ready: number }) => resolve({
+      child, port: m.ready,
+      memory: () => new Promise((res) => {
+        child.once('message', (f) => res(f as MemoryFigures));
+        child.send('memory');
+      }),
+    }));
+  });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.removeAllListeners('exit');
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+export async function dtlsServerRows(opts: { seconds: number; idleSessions: number; procs: number }): Promise<BenchRow[]> {
+  buildLoadGenerator();
+  const psk = randomBytes(16);
+  const rows: BenchRow[] = [];
+  const srv = await startDtlsServer(psk);
+  try {
+    const hs = await runLoad(opts.procs, () => ['hs', '127.0.0.1', String(srv.port), String(opts.seconds), 'psk', 'bench', psk.toString('hex')]);
+    rows.push({
+      name: `DTLS 1.2 full PSK handshakes (CCM_8), ${opts.procs} OpenSSL clients back to back, ${opts.seconds} s`,
+      value: Math.round(hs.ok / opts.seconds), unit: 'handshakes/s', p50Ms: hs.p50Ms, p99Ms: hs.p99Ms, errors: hs.errors, target: '>= 1500 handshakes/s',
+    });
+
+    await new Promise((r) => setTimeout(r, 500));
+    const before = await srv.memory();
+    const holder = spawn(LOAD, ['idle', '127.0.0.1', String(srv.port), '30', String(opts.idleSessions), 'psk', 'idle', psk.toString('hex')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const connected = await new Promise<number>((resolve) => {
+      holder.stdout.on('data', (d: Buffer) => {
+        const m = /connected (\d+)/.exec(d.toString());
+        if (m) resolve(Number(m[1]));
+      });
+    });
+    const after = await srv.memory();
+    holder.kill('SIGKILL');
+    const per = (a: number, b: number) => Math.round((b - a) / Math.max(1, after.sessions - before.sessions));
+    const heapPer = per(before.heapUsed + before.external, after.heapUsed + after.external);
+    rows.push({
+      name: `memory per idle established DTLS session (${connected} sessions; heap + external after GC)`,
+      value: heapPer, unit: 'bytes/session', detail: `RSS ${per(before.rss, after.rss)} bytes/session; sessions counted by the server ${after.sessions - before.sessions}`,
+      target: '<= 4096 bytes/session',
+    });
+  } finally {
+    await stop(srv.child);
+  }
+  return rows;
+}
