@@ -12,6 +12,8 @@ import dgram from 'node:dgram';
 import type { AppContext } from '../app/context.ts';
 import { CoapEndpoint, CoapUdpServer, ContentFormat, UploadBudget, encodeUint, optionText, stringOptions, uintOption } from '../coap/index.ts';
 import type { CoapOption, CoapRequest, CoapResponse } from '../coap/index.ts';
+import { countHandshakeFailure } from '../connectivity/counters/handshake.ts';
+import { countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
 import { createDtlsServer } from '../dtls/server.ts';
 import type { DtlsServer, DtlsSession } from '../dtls/server.ts';
@@ -30,7 +32,8 @@ export interface CoapDeviceListener {
   close(graceMs: number): Promise<void>;
 }
 
-interface Device { deviceHashId: string; environmentHashId: string; pskIdentity: string }
+/** `refused`: the device's type was deleted; it authenticates but every request gets 4.03 */
+interface Device { deviceHashId: string; environmentHashId: string; pskIdentity: string; refused: boolean }
 
 /** The Uri-Query parameter a plain-CoAP device names its PSK identity with. */
 export const PLAIN_IDENTITY_QUERY = 'psk-identity';
@@ -83,6 +86,13 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
 
   async function serve(device: Device, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
     if (closing) return json('5.03', { key: 'unavailable_error', message: 'the gateway is shutting down; try again' });
+    // contacts: the worker counts the queued requests; the gateway those it answers itself
+    if (device.refused) {
+      countDeviceEvent(ctx, device.deviceHashId, 'contacts');
+      countDeviceEvent(ctx, device.deviceHashId, 'refusedContacts');
+      deviceCounters.refused.inc({ protocol, reason: 'device_type_deleted' });
+      return json('4.03', { key: 'right_error', message: 'The device type of this device was deleted: the device no longer has access' });
+    }
     inFlight++;
     try {
       return await handleRequest(ctx, queue, device, req, protocol, ip, query);
@@ -96,10 +106,11 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
 
   const dtls = createDtlsServer({
     socket: ports.coapsPort,
-    lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity))?.key ?? null,
+    lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
   });
   dtls.on('handshakeError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
     deviceCounters.handshakeFailures.inc({ protocol: 'coaps' });
+    countHandshakeFailure(ctx, info.pskIdentity);
     ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
   });
   dtls.on('session', (session: DtlsSession) => {
@@ -108,13 +119,13 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     const hold = (d: Buffer) => { if (early.length < 16) early.push(d); };
     session.on('data', hold);
     const identity = session.pskIdentity ?? '';
-    lookupPskCredential(ctx, identity).then((cred) => {
+    lookupPskCredential(ctx, identity, { includeRefused: true }).then((cred) => {
       session.off('data', hold);
       if (!cred) {
         session.close();
         return;
       }
-      const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity };
+      const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity, refused: cred.refused };
       const endpoint = new CoapEndpoint({
         ...coapConfig,
         send: (d) => session.send(d),
@@ -154,9 +165,9 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       handler: async (req, peer) => {
         const pairs = queryPairs(req.options);
         const identity = plainIdentity(req.options) ?? '';
-        const cred = await lookupPskCredential(ctx, identity);
+        const cred = await lookupPskCredential(ctx, identity, { includeRefused: true });
         if (!cred) return refuse();
-        const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity };
+        const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity, refused: cred.refused };
         return serve(device, req, 'coap', peer.address, pairs.filter(([k]) => k !== PLAIN_IDENTITY_QUERY));
       },
     });

@@ -231,6 +231,44 @@ describe('mbedTLS (the stack of most cellular modules)', () => {
   });
 });
 
+describe('connectivity counters and a deleted device type', () => {
+  async function counters(hashId: string, expected: Record<string, number>): Promise<void> {
+    const deadline = Date.now() + 5000;
+    let got: Record<string, number> = {};
+    do {
+      const r = await world.api.request<{ key: string; total: number }[]>('GET', `/device/device/${hashId}/connectivity-counters`);
+      expect(r.status).toBe(200);
+      got = Object.fromEntries(r.body.map((e) => [e.key, e.total]));
+      if (Object.entries(expected).every(([k, v]) => got[k] === v)) break;
+      await new Promise((res) => setTimeout(res, 50));
+    } while (Date.now() < deadline);
+    expect(got).toMatchObject(expected);
+  }
+
+  it('a wrong key counts a handshake failure on the device; after its type is deleted it still shakes hands and gets 4.03, counted, nothing queued', async () => {
+    const d = await world.newDevice();
+    const r = report(12);
+    const ok = await DtlsCoapPeer.connect(world.coapsPort, d.identity, Buffer.from(d.key));
+    ok.request({ confirmable: true, code: 'POST', messageId: 1, token: Buffer.from('a'), options: [...uriPath('report'), json], payload: Buffer.from(r.body) });
+    expect((await ok.waitFor(1))[0].code).toBe('2.05');
+    ok.close();
+    await coapClient('coap-client-openssl', { ...world, device: { ...world.device, identity: d.identity, key: 'wrong-key' } }, '/report', ['-B', '3', '-m', 'post', '-e', '{}']);
+    expect((await world.api.request('DELETE', `/device-type/${d.typeHashId}`)).status).toBe(204);
+    const peer = await DtlsCoapPeer.connect(world.coapsPort, d.identity, Buffer.from(d.key));
+    try {
+      peer.request({ confirmable: true, code: 'POST', messageId: 2, token: Buffer.from('b'), options: [...uriPath('report'), json], payload: Buffer.from(report(13).body) });
+      const [refused] = await peer.waitFor(1);
+      expect(refused).toMatchObject({ ack: true, code: '4.03' });
+      expect(JSON.parse(refused.payload.toString())).toEqual({ key: 'right_error', message: 'The device type of this device was deleted: the device no longer has access' });
+    } finally {
+      peer.close();
+    }
+    await counters(d.hashId, { contacts: 2, refusedContacts: 1, reports: 1, handshakeFailures: 1 });
+    const runs = await world.api.request<{ rows: unknown[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=100`);
+    expect(runs.body.rows).toHaveLength(1);
+  });
+});
+
 describe('tenant isolation', () => {
   it("another environment's account sees none of this device's CoAP runs", async () => {
     const other = await connectivityClient(world.ctx.db, `http://127.0.0.1:${world.service.apiPort()}`);

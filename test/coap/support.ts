@@ -57,6 +57,8 @@ export interface CoapWorld {
   /** the PSK is ASCII so libcoap's `-k` can carry it */
   device: { hashId: string; identity: string; key: string; keyHex: string };
   coapsPort: number;
+  /** another device type with the same handler, and a PSK device of it */
+  newDevice(): Promise<{ hashId: string; identity: string; key: string; typeHashId: string }>;
   close(): Promise<void>;
 }
 
@@ -75,6 +77,18 @@ export async function startCoapWorld(overrides: Record<string, string> = {}, ide
     fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [],
   });
   expect(deviceType.status).toBe(200);
+  const newDevice = async () => {
+    const type = await api.request('POST', '/device-type/', {
+      name: 'CoAP logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId),
+      fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [],
+    });
+    expect(type.status).toBe(200);
+    const id = `coap-${randomBytes(4).toString('hex')}`;
+    const k = randomBytes(8).toString('hex');
+    const device = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type.body.hashId, psk: Buffer.from(k).toString('hex'), pskIdentity: id });
+    expect(device.status).toBe(200);
+    return { hashId: device.body.hashId, identity: id, key: k, typeHashId: type.body.hashId };
+  };
   const key = randomBytes(8).toString('hex');
   const keyHex = Buffer.from(key, 'ascii').toString('hex');
   const added = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: deviceType.body.hashId, psk: keyHex, pskIdentity: identity });
@@ -83,6 +97,7 @@ export async function startCoapWorld(overrides: Record<string, string> = {}, ide
     ctx, service, api,
     device: { hashId: added.body.hashId, identity, key, keyHex },
     coapsPort: service.coap!.coapsPort(),
+    newDevice,
     async close() {
       await service.stop();
       await closeContext(ctx);
