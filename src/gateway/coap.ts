@@ -106,6 +106,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
 
   const dtls = createDtlsServer({
     socket: ports.coapsPort,
+    ...ctx.config.dtls,
     lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
   });
   dtls.on('handshakeError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {

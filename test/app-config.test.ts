@@ -1,0 +1,17 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { CONFIG_VARIABLES, loadConfig } from '../src/app/config.ts';
+
+describe('configuration', () => {
+  it('the README configuration table lists every variable the service reads', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const missing = Object.keys(CONFIG_VARIABLES).filter((name) => !readme.includes(`| \`${name}\` |`));
+    expect(missing).toEqual([]);
+  });
+
+  it('DTLS limits come from the environment and are validated', () => {
+    const c = loadConfig({ DTLS_MAX_SESSIONS_PER_ADDRESS: '7', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '3', DTLS_MTU: '600' });
+    expect(c.dtls).toMatchObject({ maxSessionsPerAddress: 7, handshakeRatePerAddress: 3, mtu: 600, maxSessions: 10_000 });
+    expect(() => loadConfig({ DTLS_MTU: '100' })).toThrow(/DTLS_MTU must be an integer between 256/);
+  });
+});
