@@ -77,6 +77,7 @@ export class CounterRecorder {
   }
 
   count(deviceHashId: string, key: string, at: Date = new Date(), by = 1): void {
+    if (Number.isNaN(at.getTime())) return;
     const member = `${deviceHashId}:${hourOf(at)}`;
     let fields = this.pending.get(member);
     if (!fields) {
