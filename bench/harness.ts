@@ -91,6 +91,8 @@ export interface Provisioned {
   headers: Record<string, string>;
   deviceTypeHashId: string;
   devices: BenchDevice[];
+  /** device i has PSK identity `${identityPrefix}${i}` */
+  identityPrefix: string;
 }
 
 /**
@@ -116,7 +118,7 @@ export async function provision(svc: BenchService, devices: number, opts: { shar
     const added = await api(svc.base, h, 'POST', '/device/psk', { supplierDeviceIdentifier: `bench-${i}`, deviceTypeHashId: deviceType.hashId, psk: d.key.toString('hex'), pskIdentity: d.identity });
     list.push({ ...d, hashId: added.hashId });
   }
-  return { environment, headers: h, deviceTypeHashId: deviceType.hashId, devices: list };
+  return { environment, headers: h, deviceTypeHashId: deviceType.hashId, devices: list, identityPrefix: prefix };
 }
 
 /** Condition reports stored for the environment, waiting (≤ 10 s) until at least `expected` are there. */

@@ -1,0 +1,50 @@
+// CoAP over DTLS rows of `npm run bench`: reports/s end to end (device → DTLS → CoAP → queue → handler + parser →
+// monitoring core → piggybacked answer) with `sessions` concurrent PSK sessions, each keeping one CON POST in flight;
+// then the same load against libcoap's coap-server-openssl (C, OpenSSL; PUT answered by its example_data resource),
+// reported beside ours as a ratio, so we know how far we are from a native stack that does no work per request.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { buildLoadGenerator, runLoad, type BenchRow } from './dtls.ts';
+import { COAPS_PORT, provision, startBenchService, storedReports } from './harness.ts';
+
+/** DTLS limits opened up: every bench session comes from 127.0.0.1. */
+const OPEN_LIMITS = { DTLS_MAX_SESSIONS_PER_ADDRESS: '100000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '1000000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '1000000' };
+const LIBCOAP_PORT = 25683;
+
+export async function coapRows(opts: { sessions: number; seconds: number; procs: number }): Promise<BenchRow[]> {
+  buildLoadGenerator();
+  // libcoap's -k takes the key as text, so the shared key is printable
+  const key = Buffer.from(`bench-${randomBytes(5).toString('hex')}`);
+  const per = Math.ceil(opts.sessions / opts.procs);
+  const rows: BenchRow[] = [];
+
+  const svc = await startBenchService(['all'], OPEN_LIMITS);
+  let ours: Awaited<ReturnType<typeof runLoad>>;
+  try {
+    const p = await provision(svc, per * opts.procs, { sharedKey: key });
+    ours = await runLoad(opts.procs, (i) => ['coap', '127.0.0.1', String(COAPS_PORT), String(opts.seconds), String(per), 'psk', p.identityPrefix, key.toString('hex'), String(i * per), '/report']);
+    const stored = await storedReports(svc.db, p.environment.id, ours.ok);
+    rows.push({
+      name: `CoAP/DTLS PSK reports end to end, ${per * opts.procs} sessions (1 CON in flight each), 1 process (all), ${opts.seconds} s`,
+      value: Math.round(ours.ok / opts.seconds), unit: 'reports/s', p50Ms: ours.p50Ms, p99Ms: ours.p99Ms, errors: ours.errors,
+      detail: `answered ${ours.ok}, stored ${stored}, lost ${Math.max(0, ours.ok - stored)}`, target: '>= 2000 reports/s, p99 <= 100 ms',
+    });
+  } finally {
+    await svc.stop();
+  }
+
+  const server = spawn('coap-server-openssl', ['-A', '127.0.0.1', '-p', String(LIBCOAP_PORT), '-k', key.toString(), '-v', '0'], { stdio: 'ignore' });
+  try {
+    await new Promise((r) => setTimeout(r, 500));
+    if (server.exitCode !== null) throw new Error('coap-server-openssl did not start (apt-get install libcoap3-bin)');
+    const native = await runLoad(opts.procs, () => ['coap', '127.0.0.1', String(LIBCOAP_PORT + 1), String(opts.seconds), String(per), 'psk', 'native', key.toString('hex'), '0', 'put:/example_data']);
+    rows.push({
+      name: `same load against libcoap coap-server-openssl (PUT /example_data, no pipeline), ${opts.seconds} s`,
+      value: Math.round(native.ok / opts.seconds), unit: 'requests/s', p50Ms: native.p50Ms, p99Ms: native.p99Ms, errors: native.errors,
+      detail: `ours / libcoap = ${(ours.ok / Math.max(1, native.ok)).toFixed(3)}`, target: 'reference',
+    });
+  } finally {
+    server.kill('SIGTERM');
+  }
+  return rows;
+}
