@@ -8,6 +8,9 @@ export type ChainCheck =
   | { ok: true; /** device certificate, then the anchor that signed it */ chain: X509Certificate[]; anchor: X509Certificate }
   | { ok: false; reason: string };
 
+const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
+const ANY_EXTENDED_KEY_USAGE = '2.5.29.37.0';
+
 function validAt(cert: X509Certificate, now: Date): string | null {
   if (now < new Date(cert.validFrom)) return `not valid before ${new Date(cert.validFrom).toISOString()}`;
   if (now > new Date(cert.validTo)) return `expired on ${new Date(cert.validTo).toISOString()}`;
@@ -19,6 +22,11 @@ export function verifyChain(presented: X509Certificate[], anchors: readonly X509
   const leaf = presented[0];
   if (!leaf) return { ok: false, reason: 'no client certificate' };
   if (leaf.ca) return { ok: false, reason: 'the client certificate is a CA certificate, not a device certificate' };
+  // node's `keyUsage` lists the extended key usages; without the extension any use is allowed
+  const usages = leaf.keyUsage;
+  if (usages && !usages.includes(CLIENT_AUTH) && !usages.includes(ANY_EXTENDED_KEY_USAGE)) {
+    return { ok: false, reason: 'the client certificate is not for client authentication (extendedKeyUsage lacks clientAuth)' };
+  }
   const leafValidity = validAt(leaf, now);
   if (leafValidity) return { ok: false, reason: `the client certificate ${leafValidity}` };
   for (const anchor of anchors) {

@@ -54,6 +54,16 @@ describe('npm run certs (ensureCertificates)', () => {
     expect(pub(['pkey', '-in', f('server.key'), '-pubout'])).toBe(pub(['x509', '-in', f('server.pem'), '-noout', '-pubkey']));
   });
 
+  it('npm run certs runs the script with CERTS_DIR and PUBLIC_HOST from the environment, and says when nothing was to do', () => {
+    const dir = tmp();
+    const env = { ...process.env, CERTS_DIR: dir, PUBLIC_HOST: 'devices.example.org', DATA_DIR: tmp() };
+    const first = execFileSync('npm', ['run', '-s', 'certs'], { encoding: 'utf8', env, cwd: path.resolve(import.meta.dirname, '../..') });
+    expect(first).toContain('wrote ca.pem, ca.key, server.pem, server.key, device.pem, device.key');
+    expect(new X509Certificate(readFileSync(path.join(dir, 'server.pem'))).checkHost('devices.example.org')).toBe('devices.example.org');
+    const second = execFileSync('npm', ['run', '-s', 'certs'], { encoding: 'utf8', env, cwd: path.resolve(import.meta.dirname, '../..') });
+    expect(second).toContain('certificates present and valid');
+  });
+
   it('says what to do when the files are missing', () => {
     expect(() => loadServerCredentials({ certsDir: tmp() })).toThrow(/npm run certs/);
   });

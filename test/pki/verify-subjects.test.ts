@@ -41,6 +41,9 @@ describe('verifyChain', () => {
     const old = await opensslDeviceCert(dir, 'old', '/CN=old', ca.cert, ca.key, { expired: true });
     expect(verifyChain([cert(old.cert)], [cert(ca.cert)])).toEqual({ ok: false, reason: expect.stringContaining('expired on 2021-01-01') });
     expect(verifyChain([cert(ca.cert)], [cert(ca.cert)])).toEqual({ ok: false, reason: expect.stringContaining('CA certificate') });
+    // a certificate meant for servers only
+    const serverOnly = await opensslDeviceCert(dir, 'server-only', '/CN=server-only', ca.cert, ca.key, { extendedKeyUsage: 'serverAuth' });
+    expect(verifyChain([cert(serverOnly.cert)], [cert(ca.cert)])).toEqual({ ok: false, reason: expect.stringContaining('clientAuth') });
     expect(verifyChain([], [cert(ca.cert)])).toEqual({ ok: false, reason: 'no client certificate' });
 
     // an intermediate under the anchor that is not itself an anchor (a deleted supplier certificate) is not trusted
