@@ -287,9 +287,12 @@ export async function commandForEvent(db: Queryable, hashId: string): Promise<Co
 export async function scheduledCommandsOf(db: Queryable, deviceIds: number[]): Promise<Map<number, { command: Command; commandType: CommandType }[]>> {
   const out = new Map<number, { command: Command; commandType: CommandType }[]>();
   if (deviceIds.length === 0) return out;
-  const { rows } = await db.query(
-    `SELECT ${SELECT} FROM ${FROM} WHERE c.device_id = ANY($1) AND c.sent_at IS NULL AND c.dropped_at IS NULL AND c.deleted_at IS NULL ORDER BY c.id`,
-    [deviceIds]);
+  // most contacts find nothing: a one-table query on the partial index plans and runs in a fraction of the joined one
+  const pending = await db.query<{ id: number }>(
+    'SELECT id FROM command WHERE device_id = ANY($1) AND sent_at IS NULL AND dropped_at IS NULL AND deleted_at IS NULL', [deviceIds]);
+  if (pending.rows.length === 0) return out;
+  const { rows } = await db.query(`SELECT ${SELECT} FROM ${FROM} WHERE c.id = ANY($1) AND c.sent_at IS NULL AND c.dropped_at IS NULL AND c.deleted_at IS NULL ORDER BY c.id`,
+    [pending.rows.map((r) => r.id)]);
   for (const r of rows) {
     const record = toRecord(r);
     const list = out.get(record.deviceId) ?? [];
