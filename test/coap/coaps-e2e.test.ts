@@ -48,6 +48,15 @@ describe('libcoap coap-client over DTLS PSK', () => {
     expect(runs[0].log[0].message).toBe(`coaps GET /big from ${world.device.identity} {"m":"${m}"} m=`);
   });
 
+  it('coap-client-gnutls: a POST whose body goes up in Block1 blocks and whose answer comes down in Block2 blocks (-b 64)', async () => {
+    const m = `updown${Date.now()}`;
+    const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'coap-big-')), 'answer');
+    await coapClient('coap-client-gnutls', world, `/big?m=${m}`, ['-m', 'post', '-b', '64', '-t', '50', '-e', JSON.stringify({ pad: 'x'.repeat(300) }), '-o', out]);
+    expect(readFileSync(out, 'latin1')).toBe(BIG_ANSWER);
+    const runs = await runsLogging(world.api, `"m":"${m}"`);
+    expect(runs.map((a) => a.log[0].message)).toEqual([`coaps POST /big from ${world.device.identity} {"m":"${m}"} m=`]);
+  });
+
   it('coap-client-openssl: a Block1 upload (-b 64) reaches the handler whole', async () => {
     const r = report(2.5);
     const padded = JSON.stringify({ ...JSON.parse(r.body), pad: 'p'.repeat(300) });
@@ -205,11 +214,37 @@ describe('node-dtls-client: one PSK session carrying several reports', () => {
       peer.send(Buffer.from([0x50, 0x02, 0x00, 0x05, 0xff])); // NON with an empty payload after the marker: dropped
       peer.send(Buffer.from([0x40, 0x00, 0x00, 0x06])); // ping: RST
       await peer.waitFor(3);
+      // then 300 pseudo-random datagrams that are not CoAP version 1 (nothing answers those)
+      let seed = 12345;
+      const rand = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+      for (let i = 0; i < 300; i++) {
+        const junk = Buffer.from(Array.from({ length: 1 + Math.floor(rand() * 120) }, () => Math.floor(rand() * 256)));
+        junk[0] &= 0x3f; // version 0
+        peer.send(junk);
+        if (i % 50 === 49) await new Promise((res) => setTimeout(res, 20)); // paced: UDP buffers are finite
+      }
+      await new Promise((res) => setTimeout(res, 300));
+      expect(peer.raw).toHaveLength(3);
       expect(peer.raw.slice(0, 3)).toEqual([Buffer.from([0x70, 0, 0x54, 0x20]), Buffer.from([0x70, 0, 0x12, 0x34]), Buffer.from([0x70, 0, 0, 6])]);
+      // and 300 random version-1 datagrams (RSTs or error responses may come back; the handler must not be reached with junk twice)
+      for (let i = 0; i < 300; i++) {
+        const junk = Buffer.from(Array.from({ length: 4 + Math.floor(rand() * 80) }, () => Math.floor(rand() * 256)));
+        junk[0] = 0x40 | (junk[0] & 0x3f);
+        junk[1] &= 0xe0; // never a method code: the handler is not run for junk
+        peer.send(junk);
+        if (i % 50 === 49) await new Promise((res) => setTimeout(res, 20));
+      }
       const r = report(6);
-      peer.send(generate({ confirmable: true, code: 'POST', messageId: 42, token: Buffer.from('ok'), options: [...uriPath('report'), json], payload: Buffer.from(r.body) }));
-      await peer.waitFor(4);
-      expect(JSON.parse(peer.received[3].payload.toString())).toEqual({ ok: true, device: world.device.identity, m: r.m });
+      const request = generate({ confirmable: true, code: 'POST', messageId: 42, token: Buffer.from('ok-token'), options: [...uriPath('report'), json], payload: Buffer.from(r.body) });
+      const deadline = Date.now() + 10_000;
+      let answer: ParsedPacket | undefined;
+      for (let tick = 0; !answer && Date.now() < deadline; tick++) {
+        if (tick % 50 === 0) peer.send(request); // retransmitted like a CoAP client would (same message id: deduplicated)
+        await new Promise((res) => setTimeout(res, 20));
+        answer = peer.received.find((p) => p.token.toString() === 'ok-token');
+      }
+      expect(answer).toBeDefined();
+      expect(JSON.parse(answer!.payload.toString())).toEqual({ ok: true, device: world.device.identity, m: r.m });
       await expectReportStored(r, 6000);
     } finally {
       peer.close();
