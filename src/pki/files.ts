@@ -126,7 +126,8 @@ export async function ensureCertificates(config: { certsDir: string; publicHost?
   if (upToDate()) return [];
   return withLock(config.certsDir, async () => {
     if (upToDate()) return [];
-    const { createRootCa, distinguishedName, importPrivateKey, issueDeviceCertificate, issueServerCertificate } = await import('./x509.ts');
+    // @peculiar/x509 only when something is to be made: a start with every file in place does not load it
+    const { createRootCa, distinguishedName, importPrivateKey, issueDeviceCertificate, issueServerCertificate, x509 } = await import('./x509.ts');
     const written: string[] = [];
     let caPem: string;
     let caKeyPem: string;
@@ -142,7 +143,6 @@ export async function ensureCertificates(config: { certsDir: string; publicHost?
       writeAtomically(file(config, 'caCert'), caPem, 0o644);
       written.push(CERT_FILES.caCert, CERT_FILES.caKey);
     }
-    const { x509 } = await import('./x509.ts');
     const ca = { certificate: new x509.X509Certificate(caPem), key: await importPrivateKey(caKeyPem) };
     const caNode = new X509Certificate(caPem);
     const server = readCert(file(config, 'serverCert'));
