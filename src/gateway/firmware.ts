@@ -1,5 +1,6 @@
 import type http from 'node:http';
 import type { AppContext } from '../app/context.ts';
+import { TtlCache } from '../app/ttl-cache.ts';
 import { ContentFormat, encodeUint, stringOptions, type CoapOption, type CoapRequest, type CoapResponse } from '../coap/index.ts';
 import { FIRMWARE_OFFER_HEADER } from '../connectivity/firmware/offer.ts';
 
@@ -32,19 +33,6 @@ interface DeviceRecord { environmentId: number; deviceTypeId: number }
 
 /** Metadata is cached this long: a device reading block after block costs no query per block. */
 const META_TTL_MS = 2000;
-
-class TtlCache<V> {
-  private readonly map = new Map<string, { at: number; value: Promise<V> }>();
-  get(key: string, load: () => Promise<V>): Promise<V> {
-    const hit = this.map.get(key);
-    if (hit && Date.now() - hit.at < META_TTL_MS) return hit.value;
-    const value = load();
-    this.map.set(key, { at: Date.now(), value });
-    value.catch(() => this.map.delete(key));
-    if (this.map.size > 10_000) this.map.delete(this.map.keys().next().value as string);
-    return value;
-  }
-}
 
 /** Whole images by sha256, least recently used first out, bounded by FIRMWARE_CACHE_BYTES. */
 export class ImageCache {
@@ -90,7 +78,7 @@ const states = new WeakMap<AppContext, FirmwareState>();
 function stateOf(ctx: AppContext): FirmwareState {
   let state = states.get(ctx);
   if (!state) {
-    state = { devices: new TtlCache(), images: new TtlCache(), bytes: new ImageCache(ctx.config.firmwareCacheBytes) };
+    state = { devices: new TtlCache(META_TTL_MS, 10_000), images: new TtlCache(META_TTL_MS, 10_000), bytes: new ImageCache(ctx.config.firmwareCacheBytes) };
     states.set(ctx, state);
   }
   return state;

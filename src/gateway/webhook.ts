@@ -10,6 +10,7 @@
 import type http from 'node:http';
 import type { AppContext } from '../app/context.ts';
 import { AppError } from '../app/errors.ts';
+import { TtlCache } from '../app/ttl-cache.ts';
 import { findOrCreateDevice, type FoundDevice } from '../connectivity/devices/find-or-create.ts';
 import { loadWebhookTarget, openWebhookSecret, secretMatches } from '../connectivity/webhooks/store.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
@@ -63,21 +64,6 @@ function json(statusCode: number, key: string, message: string): HttpAnswer {
 }
 
 const NOT_FOUND = () => json(404, 'not_found_error', 'no webhook at this URL');
-
-class TtlCache<V> {
-  private readonly map = new Map<string, { at: number; value: Promise<V> }>();
-  private readonly ttlMs: number;
-  constructor(ttlMs: number) { this.ttlMs = ttlMs; }
-  get(key: string, load: () => Promise<V>): Promise<V> {
-    const hit = this.map.get(key);
-    if (hit && Date.now() - hit.at < this.ttlMs) return hit.value;
-    const value = load();
-    this.map.set(key, { at: Date.now(), value });
-    value.catch(() => this.map.delete(key));
-    if (this.map.size > 50_000) this.map.delete(this.map.keys().next().value as string);
-    return value;
-  }
-}
 
 /** Serves webhook URLs on a connection that carries no device session. */
 export class WebhookHandler {

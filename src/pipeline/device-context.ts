@@ -1,4 +1,5 @@
 import type { Queryable } from '../app/db.ts';
+import { TtlCache } from '../app/ttl-cache.ts';
 
 export interface DeviceRecord {
   id: number;
@@ -14,24 +15,6 @@ export interface DeviceRecord {
 
 export interface ReportTypeRecord { id: number; hashId: string; name: string; parser: string }
 export interface QuantityRecord { hashId: string; name: unknown; unit: string; color: string }
-
-/** A small time-bounded cache: workers read the same device and type thousands of times a second. */
-class TtlCache<V> {
-  private readonly map = new Map<string, { at: number; value: Promise<V> }>();
-  private readonly ttlMs: number;
-  constructor(ttlMs: number) { this.ttlMs = ttlMs; }
-  get(key: string, load: () => Promise<V>): Promise<V> {
-    const now = Date.now();
-    const hit = this.map.get(key);
-    if (hit && now - hit.at < this.ttlMs) return hit.value;
-    const value = load();
-    this.map.set(key, { at: now, value });
-    value.catch(() => this.map.delete(key));
-    if (this.map.size > 50_000) this.map.delete(this.map.keys().next().value as string);
-    return value;
-  }
-  delete(key: string): void { this.map.delete(key); }
-}
 
 const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);
 
