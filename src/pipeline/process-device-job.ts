@@ -16,7 +16,8 @@ export interface ProcessDeps {
   writeActivity(row: ActivityRow): Promise<void>;
   touchDevice(deviceId: number, at: Date): Promise<void>;
   /** resolves to the activity's triggerData when it is not simply the call's arguments */
-  applyDeviceCall(device: DeviceRecord, call: ExecCall, at: Date): Promise<unknown>;
+  /** `callHashId` is stable across retries of the job: what a call creates can take it as its id */
+  applyDeviceCall(device: DeviceRecord, call: ExecCall, at: Date, callHashId: string): Promise<unknown>;
   /** exec.offerFirmware: an image of the device's own type, or why not (src/connectivity/firmware/offer.ts) */
   offerFirmware(device: DeviceRecord, firmwareHashId: string): Promise<FirmwareOffer>;
   /** exec.sendRequest, made after the run (src/pipeline/outbound.ts) */
@@ -142,7 +143,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
       work.push(outcome.then((o) => { activities[index] = { hashId, createdAt: at, triggerType: call.name, ...o }; }));
     } else {
       const at = new Date();
-      work.push(deps.applyDeviceCall(device, call, at).then(
+      work.push(deps.applyDeviceCall(device, call, at, hashId).then(
         (triggerData) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: false, log: [], triggerData: triggerData ?? call.args }; },
         (err: Error) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: err.message }], triggerData: call.args }; },
       ));

@@ -33,8 +33,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
   const sandbox = new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs });
   const loader = new DeviceContextLoader(ctx.db);
   const mailer = createMailer(ctx.config, ctx.log);
-  const commands = commandPipeline(ctx, mailer);
   const events = new DeviceEventQueue(ctx);
+  const commands = commandPipeline(ctx, mailer, events);
   const monitoring = new MonitoringCoreClient(monitoringCoreUrl, ctx.keys.internalToken);
   const outbound = OutboundClient.fromConfig(ctx.config);
   const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4 });
@@ -78,8 +78,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): D
       lastTouch.set(id, at.getTime());
       return touches.add({ id, at });
     },
-    applyDeviceCall: async (device, call, at) => {
-      if (await commands.apply(device, call, at)) return;
+    applyDeviceCall: async (device, call, at, callHashId) => {
+      if (commands.handles(call)) return commands.apply(device, call, at, callHashId);
       const triggerData = await applyDeviceCall(ctx, loader, device, call, at);
       if (call.name === 'expectNextReportBefore') await events.expectReport(device, call.args.before, at);
       return triggerData;

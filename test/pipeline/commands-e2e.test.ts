@@ -26,11 +26,12 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   if (path === '/drop') pending.forEach((c) => exec.dropCommand(c.command.hashId));
   if (path === '/expect') exec.expectNextReportBefore(new Date(Date.now() + EXPECT_MS));
   if (path === '/steal') exec.markCommandAsSent(String(event.webRequest.url.query.id));
+  if (path === '/schedule') exec.scheduleCommand({ commandTypeHashId: String(event.webRequest.url.query.type), fields: { position: Number(event.webRequest.url.query.position) } });
   return { statusCode: 200, body: { commands: pending.map((c) => ({ id: c.command.hashId, type: c.commandType.hashId, fields: c.command.fields })) } };
 }`;
 
 interface Mail { to: string[]; text: string }
-interface ActivityDetail { hashId: string; triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown>; activities: { triggerType: string; failed: boolean; log: { message: string }[] }[] }
+interface ActivityDetail { hashId: string; triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown>; activities: { triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown> }[] }
 interface Command { hashId: string; sentAt: string | null; deletedAt: string | null; fields: Record<string, unknown> }
 
 let ctx: AppContext;
@@ -150,6 +151,7 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
     const acks = await activities(device.hashId, 'handleIncomingRequest', 3);
     const marking = acks.flatMap((a) => a.activities).find((a) => a.triggerType === 'markCommandAsSent');
     expect(marking?.failed).toBe(false);
+    expect(marking?.triggerData).toMatchObject({ command: { hashId: command.hashId, sentAt: expect.any(String) }, commandType: { hashId: commandTypeHashId } });
     expect(await counter(device.hashId, 'commandsSent')).toBe(1);
 
     for (let i = 0; i < 100 && mails.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
@@ -168,6 +170,25 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
     const [run] = await activities(thief.hashId, 'handleIncomingRequest');
     expect(run.activities).toEqual([expect.objectContaining({ triggerType: 'markCommandAsSent', failed: true, log: [expect.objectContaining({ message: expect.stringContaining('not a command of this device') })] })]);
     expect((await contact(owner, '/report')).commands.map((c) => c.id)).toEqual([command.hashId]);
+  });
+
+  it('lets the handler schedule a command for its own device (exec.scheduleCommand), validated like command add', async () => {
+    const device = await newDevice();
+    await contact(device, `/schedule?type=${commandTypeHashId}&position=7`);
+    const [run] = await activities(device.hashId, 'handleIncomingRequest');
+    expect(run.activities[0]).toMatchObject({ triggerType: 'scheduleCommand', failed: false, triggerData: { command: { fields: { position: 7 }, userHashId: null } } });
+    const scheduled = (run.activities[0].triggerData as { command: Command }).command;
+    const [announced] = await activities(device.hashId, 'handleNewCommand');
+    expect(announced.triggerData).toMatchObject({ command: { hashId: scheduled.hashId } });
+    expect((await contact(device, '/report')).commands).toEqual([{ id: scheduled.hashId, type: commandTypeHashId, fields: { position: 7 } }]);
+
+    await contact(device, '/schedule?type=nosuchtype&position=1');
+    await contact(device, `/schedule?type=${commandTypeHashId}&position=1.5`);
+    const failed = (await activities(device.hashId, 'handleIncomingRequest', 5)).flatMap((a) => a.activities).filter((a) => a.triggerType === 'scheduleCommand' && a.failed);
+    const messages = failed.map((a) => a.log[0].message);
+    expect(messages).toHaveLength(2);
+    expect(messages).toEqual(expect.arrayContaining([expect.stringContaining('commandTypeHashId: nosuchtype'), expect.stringContaining('fields.position')]));
+    expect((await commandsOf(device.hashId)).map((c) => c.hashId)).toEqual([scheduled.hashId]);
   });
 
   it('fires commandDue from a delayed job at add time + delay', async () => {

@@ -4,7 +4,9 @@ import type { DeviceRecord } from '../../pipeline/device-context.ts';
 import type { ExecCall } from '../../sandbox/types.ts';
 import { nameText } from '../../http/schemas.ts';
 import { countDeviceEvent } from '../counters/recorder.ts';
-import { commandForEvent, dropCommand, markCommandSent, scheduledCommandsOf, type Command, type CommandRecord } from './store.ts';
+import type { DeviceEventQueue } from '../../pipeline/queue.ts';
+import { queuedCommandEvents } from './events.ts';
+import { addCommands, commandForEvent, dropCommand, markCommandSent, scheduledCommandsOf, type Command, type CommandRecord } from './store.ts';
 import type { CommandType } from '../command-types/store.ts';
 
 type Scheduled = { command: Command; commandType: CommandType };
@@ -47,6 +49,8 @@ export class ScheduledCommandsLoader {
 
 /** The handler's view of a command (plain JSON). */
 const view = (r: Scheduled) => ({ command: { ...r.command }, commandType: { ...r.commandType } });
+/** What a command call's activity shows (the SDK's markCommandAsSent triggerData). */
+const shown = (r: CommandRecord) => ({ command: r.command, commandType: r.commandType });
 
 function executedMail(r: CommandRecord, device: DeviceRecord, sentAt: Date) {
   const type = nameText(r.commandType.name);
@@ -62,31 +66,42 @@ function executedMail(r: CommandRecord, device: DeviceRecord, sentAt: Date) {
   };
 }
 
+const COMMAND_CALLS = new Set<ExecCall['name']>(['markCommandAsSent', 'dropCommand', 'scheduleCommand']);
+
 /** What the worker needs of commands: scheduledCommands, the command of an event, and the exec calls on commands. */
-export function commandPipeline(ctx: AppContext, mailer: Mailer) {
+export function commandPipeline(ctx: AppContext, mailer: Mailer, queue: DeviceEventQueue) {
   const loader = new ScheduledCommandsLoader(ctx);
+  const events = queuedCommandEvents(queue);
   return {
     scheduledCommands: async (deviceId: number) => (await loader.load(deviceId)).map(view),
     async commandOfEvent(hashId: string) {
       const r = await commandForEvent(ctx.db, hashId);
       return r && { ...view(r), droppedAt: r.droppedAt };
     },
-    /** markCommandAsSent and dropCommand; false for any other call */
-    async apply(device: DeviceRecord, call: ExecCall, at: Date): Promise<boolean> {
+    handles: (call: ExecCall) => COMMAND_CALLS.has(call.name),
+    /**
+     * markCommandAsSent, dropCommand and scheduleCommand (a command for the device itself, made like
+     * command add, its hashId the call's own so a retried job adds it once). Returns the activity's triggerData.
+     */
+    async apply(device: DeviceRecord, call: ExecCall, at: Date, callHashId: string): Promise<unknown> {
       if (call.name === 'markCommandAsSent') {
         const sent = await markCommandSent(ctx.db, device.id, call.args.commandHashId, at);
         // null: sent by an earlier try of this job, which counted and mailed already
-        if (sent) {
-          countDeviceEvent(ctx, device.hashId, 'commandsSent', at);
-          if (sent.command.email.length > 0) mailer.send(executedMail(sent, device, at));
-        }
-        return true;
+        if (!sent) return {};
+        countDeviceEvent(ctx, device.hashId, 'commandsSent', at);
+        if (sent.command.email.length > 0) mailer.send(executedMail(sent, device, at));
+        return shown(sent);
       }
-      if (call.name === 'dropCommand') {
-        await dropCommand(ctx.db, device.id, call.args.commandHashId, call.args.markAsDeleted);
-        return true;
+      if (call.name === 'dropCommand') return shown(await dropCommand(ctx.db, device.id, call.args.commandHashId, call.args.markAsDeleted));
+      if (call.name === 'scheduleCommand') {
+        const [hashId] = await addCommands(ctx.db, events, device.environmentId, null, {
+          objectType: 'device', objectHashIds: [device.hashId], commandTypeHashId: call.args.commandTypeHashId, fields: call.args.fields,
+          startAt: call.args.startAt, endAt: call.args.endAt, channelIndices: call.args.channelIndices ?? [], email: [],
+        }, [callHashId]);
+        const added = hashId === undefined ? null : await commandForEvent(ctx.db, hashId);
+        return added ? shown(added) : {};
       }
-      return false;
+      throw new Error(`exec.${call.name} is not a command call`);
     },
   };
 }

@@ -145,7 +145,9 @@ interface TargetDevice { id: number; hashId: string; typeHashId: string; channel
  * Adds one command per device of `objectHashIds` (all or none), then tells each device's handler
  * (`newCommand`) and schedules its `commandDue`.
  */
-export async function addCommands(db: Db, events: CommandEvents, environmentId: number, accountId: number, input: CommandInput): Promise<string[]> {
+export async function addCommands(
+  db: Db, events: CommandEvents, environmentId: number, accountId: number | null, input: CommandInput, fixedHashIds?: string[],
+): Promise<string[]> {
   if (input.objectType === 'pinGroup') {
     throw new ParameterError('objectType pinGroup: a command for a location goes to the device linked to that location, and locations (pin groups) are not part of this deployment yet; give objectType device with the devices\' hashIds');
   }
@@ -179,13 +181,15 @@ export async function addCommands(db: Db, events: CommandEvents, environmentId: 
       }
     }
     const { rows: typeRows } = await client.query<{ id: number }>('SELECT id FROM command_type WHERE environment_id = $1 AND hash_id = $2', [environmentId, commandType.hashId]);
-    const hashIds = wanted.map(() => newHashId());
-    await client.query(
+    const hashIds = fixedHashIds ?? wanted.map(() => newHashId());
+    // a fixed hashId seen before is a retried job's command: it is not added (nor announced) twice
+    const { rows: inserted } = await client.query<{ hash_id: string }>(
       `INSERT INTO command (hash_id, environment_id, device_id, command_type_id, created_by, fields, start_at, delay, end_at, channel_indices, email)
-       SELECT h, $2, dev, $4, $5, $6, $7, $8, $9, $10, $11 FROM unnest($1::text[], $3::bigint[]) AS u(h, dev)`,
+       SELECT h, $2, dev, $4, $5, $6, $7, $8, $9, $10, $11 FROM unnest($1::text[], $3::bigint[]) AS u(h, dev)
+       ON CONFLICT (hash_id) DO NOTHING RETURNING hash_id`,
       [hashIds, environmentId, wanted.map((h) => devices.get(h)!.id), typeRows[0].id, accountId, JSON.stringify(fields),
         input.startAt ?? null, input.delay ?? 0, input.endAt ?? null, JSON.stringify(indices), JSON.stringify(input.email)]);
-    const { rows: added } = await client.query(`SELECT ${SELECT} FROM ${FROM} WHERE c.hash_id = ANY($1) ORDER BY c.id`, [hashIds]);
+    const { rows: added } = await client.query(`SELECT ${SELECT} FROM ${FROM} WHERE c.hash_id = ANY($1) ORDER BY c.id`, [inserted.map((r) => r.hash_id)]);
     return added.map(toRecord);
   });
   await events.added(records);
@@ -319,9 +323,11 @@ export async function markCommandSent(db: Queryable, deviceId: number, hashId: s
 }
 
 /** exec.dropCommand: the command leaves scheduledCommands; `markAsDeleted` also deletes it. */
-export async function dropCommand(db: Queryable, deviceId: number, hashId: string, markAsDeleted: boolean): Promise<void> {
+export async function dropCommand(db: Queryable, deviceId: number, hashId: string, markAsDeleted: boolean): Promise<CommandRecord> {
   const { rowCount } = await db.query(
     `UPDATE command SET dropped_at = COALESCE(dropped_at, now()), deleted_at = CASE WHEN $3 THEN COALESCE(deleted_at, now()) ELSE deleted_at END, updated_at = now()
       WHERE device_id = $1 AND hash_id = $2`, [deviceId, hashId, markAsDeleted]);
-  if (!rowCount) throw new Error(`command ${hashId} is not a command of this device`);
+  const { rows } = rowCount ? await db.query(`SELECT ${SELECT} FROM ${FROM} WHERE c.device_id = $1 AND c.hash_id = $2`, [deviceId, hashId]) : { rows: [] };
+  if (rows.length === 0) throw new Error(`command ${hashId} is not a command of this device`);
+  return toRecord(rows[0]);
 }
