@@ -14,6 +14,8 @@ export interface CoapConfig {
   maxBodyBytes: number;
   /** Block size exponent this server prefers for Block2 (6 = 1024 bytes); a client's smaller one is honoured. */
   preferredSzx: number;
+  /** Largest message sent: an answer that would not fit goes in Block2 blocks, smaller ones if its options are large. */
+  maxMessageBytes: number;
   /** Message ids remembered per peer; the oldest goes first when full. */
   maxDedupEntries: number;
   /** Block1 uploads reassembled at once per peer. */
@@ -30,6 +32,7 @@ export const COAP_DEFAULTS: CoapConfig = {
   piggybackMs: 1_000,
   maxBodyBytes: 65_536,
   preferredSzx: 6,
+  maxMessageBytes: 1152,
   maxDedupEntries: 256,
   maxUploads: 2,
   maxBlock2Answers: 4,

@@ -52,7 +52,8 @@ export interface CoapEndpointOptions extends Partial<CoapConfig> {
 
 interface Seen { expires: number; reply: Buffer | null }
 interface Outstanding { datagram: Buffer; timer: NodeJS.Timeout; retransmits: number; waitMs: number }
-interface LargeAnswer { response: CoapResponse; payload: Buffer; etag: Buffer; expires: number }
+/** `szx`: the largest block size whose message fits `maxMessageBytes` with this answer's options */
+interface LargeAnswer { response: CoapResponse; payload: Buffer; etag: Buffer; expires: number; szx: number }
 
 
 /** Emits 'malformed' (reason: string) for a datagram dropped or Reset, and 'giveUp' (messageId) when a separate response was never acknowledged. */
@@ -203,26 +204,43 @@ export class CoapEndpoint extends EventEmitter {
       .then((res) => {
         if (window) clearTimeout(window);
         if (this.#closed) return;
-        let shaped = this.#shape(key, res, block2?.num ?? 0, szx, Date.now());
-        if (block1Echo) shaped = { ...shaped, options: [...(shaped.options ?? []), block1Echo] };
-        this.#respond(m, entry, shaped, separate);
+        try {
+          let shaped = this.#shape(key, res, block2?.num ?? 0, szx, Date.now());
+          if (block1Echo) shaped = { ...shaped, options: [...(shaped.options ?? []), block1Echo] };
+          this.#respond(m, entry, shaped, separate);
+        } catch (err) {
+          // an answer that cannot be encoded (an option coap-packet refuses): the device still gets an answer
+          this.#respond(m, entry, this.#error('5.00', `the answer could not be encoded: ${(err as Error).message}`), separate);
+        }
       })
       .finally(() => { this.#running--; });
   }
 
-  /** A response whose payload exceeds the block size becomes its block `num`, the whole kept for the next blocks. */
-  #shape(key: string, res: CoapResponse, num: number, szx: number, now: number): CoapResponse {
+  /**
+   * A response whose payload exceeds the block size, or would make the message larger than `maxMessageBytes`, becomes
+   * its block `num` (at a smaller size when its options leave no room for the asked one), the whole kept for the next blocks.
+   */
+  #shape(key: string, res: CoapResponse, num: number, askedSzx: number, now: number): CoapResponse {
     const payload = res.payload ?? Buffer.alloc(0);
-    if (num === 0 && payload.length <= blockSize(szx)) return res;
+    const max = this.#config.maxMessageBytes;
+    const own = (res.options ?? []).filter((o) => !['Block2', 'Size2', 'ETag'].includes(o.name));
+    const headroom = (options: CoapOption[]) => encode({ type: 'ACK', code: res.code, messageId: 0, token: Buffer.alloc(8), options, payload: Buffer.alloc(0) }).length + 1;
+    if (num === 0 && payload.length <= blockSize(askedSzx) && headroom(res.options ?? []) + payload.length <= max) return res;
+    const blockOptions = [...own, { name: 'Block2', value: Buffer.alloc(3) }, { name: 'Size2', value: Buffer.alloc(4) }, { name: 'ETag', value: Buffer.alloc(8) }];
+    let szx = this.#config.preferredSzx;
+    while (szx > 0 && headroom(blockOptions) + blockSize(szx) > max) szx--;
     const etag = createHash('sha256').update(payload).digest().subarray(0, 8);
-    const answer: LargeAnswer = { response: res, payload, etag, expires: now + this.#config.exchangeLifetimeMs };
+    const answer: LargeAnswer = { response: res, payload, etag, expires: now + this.#config.exchangeLifetimeMs, szx };
     this.#answers.delete(key);
     if (this.#answers.size >= this.#config.maxBlock2Answers) this.#answers.delete(this.#answers.keys().next().value as string);
     this.#answers.set(key, answer);
-    return this.#block(key, answer, num, szx);
+    return this.#block(key, answer, num, askedSzx);
   }
 
-  #block(key: string, answer: LargeAnswer, num: number, szx: number): CoapResponse {
+  /** Block `num` at the size the client asked for, or at the answer's largest that fits (RFC 7959 §2.4: the client then continues at ours). */
+  #block(key: string, answer: LargeAnswer, askedNum: number, askedSzx: number): CoapResponse {
+    const szx = Math.min(askedSzx, answer.szx);
+    const num = askedNum * 2 ** (askedSzx - szx);
     const slice = sliceBlock(answer.payload, num, szx);
     if (!slice) return this.#error('4.02', `block ${num} is beyond the ${answer.payload.length}-byte answer`);
     if (!slice.more) this.#answers.delete(key);

@@ -129,7 +129,13 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity, refused: cred.refused };
       const endpoint = new CoapEndpoint({
         ...coapConfig,
-        send: (d) => session.send(d),
+        // one CoAP message must stay one DTLS record: 1200-byte datagrams less the largest record overhead
+        // (header 13, CBC-SHA256 IV + MAC + padding 64, a Connection ID)
+        maxMessageBytes: 1100,
+        send: (d) => {
+          // a session closed in the meantime: the device will retransmit on a new one
+          if (session.established) session.send(d);
+        },
         handler: (req) => serve(device, req, 'coaps', session.remoteAddress, queryPairs(req.options)),
       });
       endpoint.on('malformed', malformed('coaps'));

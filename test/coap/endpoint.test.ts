@@ -255,6 +255,33 @@ describe('CoAP endpoint: block-wise transfers (RFC 7959)', () => {
     expect(h.calls).toHaveLength(0);
   });
 
+  it('an answer whose options leave no room for 1024-byte blocks goes in smaller ones; every message fits maxMessageBytes', async () => {
+    const options = Array.from({ length: 4 }, () => ({ name: '65000', value: Buffer.alloc(100, 0x61) }));
+    const answer = Buffer.from(Array.from({ length: 2000 }, (_, i) => i & 0xff));
+    const h = harness(async () => ({ code: '2.05', options, payload: answer }), { maxMessageBytes: 1100 });
+    const got: Buffer[] = [];
+    let next = { num: 0, szx: 6 };
+    for (let i = 0; i < 10; i++) {
+      h.endpoint.receive(req({ code: 'GET', messageId: 10 + i, options: [{ name: 'Block2', value: encodeBlock({ ...next, more: false }) }] }));
+      await waitFor(() => h.sent.length === i + 1);
+      expect(h.sent[i].length).toBeLessThanOrEqual(1100);
+      const res = parse(h.sent[i]);
+      const b = decodeBlock(opt(res, 'Block2')!)!;
+      expect(b.szx).toBe(5); // 512: 400 bytes of options leave no room for 1024
+      got.push(res.payload);
+      if (!b.more) break;
+      next = { num: b.num + 1, szx: b.szx }; // the client continues at the server's size (RFC 7959 §2.4)
+    }
+    expect(Buffer.concat(got)).toEqual(answer);
+    expect(h.calls).toHaveLength(1);
+    // a client that keeps asking for 1024-byte blocks: its block 1 (offset 1024) comes as block 2 of 512
+    h.endpoint.receive(req({ code: 'GET', messageId: 50, options: [{ name: 'Block2', value: encodeBlock({ num: 1, more: false, szx: 6 }) }] }));
+    await waitFor(() => h.sent.length === got.length + 1);
+    const late = parse(h.sent[got.length]);
+    expect(decodeBlock(opt(late, 'Block2')!)).toEqual({ num: 2, more: true, szx: 5 });
+    expect(late.payload).toEqual(answer.subarray(1024, 1536));
+  });
+
   it('without a Block2 option a large answer is split at the preferred 1024 bytes', async () => {
     const h = harness(async () => ({ code: '2.05', payload: Buffer.alloc(1500, 7) }));
     h.endpoint.receive(req({ code: 'GET', messageId: 1 }));
