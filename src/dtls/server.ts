@@ -17,12 +17,15 @@
  * one record (it is not reassembled statelessly).
  */
 import dgram from 'node:dgram';
-import { randomBytes } from 'node:crypto';
+import { KeyObject, X509Certificate, createPrivateKey, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { AlertDescription, AlertLevel, TlsAlert } from '../tls/alert.ts';
 import { HandshakeType, parseClientHello } from '../tls/messages.ts';
 import { CIPHER_SUITES } from '../tls/suites/index.ts';
+import { ECDHE_ECDSA_SUITES } from '../tls/ecdhe-ecdsa.ts';
+import { chainStillValid } from '../tls/x509-chain.ts';
+import type { ServerCertificate } from './flights/flight4-certificate.ts';
 import { CONTENT_TYPE_TLS12_CID, SERVER_CID_LENGTH } from './cid.ts';
 import { CookieSecrets } from './cookie.ts';
 import { helloVerifyRequestDatagram } from './flights/flight2.ts';
@@ -42,6 +45,16 @@ export interface DtlsServerOptions {
   /** Address to bind when `socket` is a port. Default '0.0.0.0'. */
   host?: string;
   lookupPsk(identity: string): Promise<Buffer | null>;
+  /**
+   * Server certificate for the ECDHE_ECDSA suites (offered only when given; PSK suites stay preferred): an EC P-256
+   * private key, its certificate chain (server certificate first; X509Certificate objects or PEM), and the trust
+   * anchors client chains must lead to — a function, called at each check, so anchors can change at runtime.
+   */
+  certificate?: {
+    key: KeyObject | string | Buffer;
+    chain: Array<X509Certificate | string | Buffer> | string;
+    trustAnchors: () => X509Certificate[];
+  };
   /** Largest datagram the server sends. Default 1200. */
   mtu?: number;
   /** A handshake not complete after this long is abandoned. Default 30 000 ms. */
@@ -110,11 +123,14 @@ export class DtlsServer extends EventEmitter {
     super();
     const mtu = opts.mtu ?? DEFAULTS.mtu;
     if (mtu < 64) throw new Error('mtu must be at least 64 bytes');
+    const certificate = opts.certificate ? serverCertificate(opts.certificate) : undefined;
     this.#config = {
       lookupPsk: opts.lookupPsk,
-      suites: CIPHER_SUITES,
+      suites: certificate ? [...CIPHER_SUITES, ...ECDHE_ECDSA_SUITES] : CIPHER_SUITES,
       cache: new SessionCache(opts.sessionCacheSize ?? DEFAULTS.sessionCacheSize, opts.sessionLifetimeMs ?? DEFAULTS.sessionLifetimeMs),
-      resumable: () => true,
+      // A certificate session resumes only while its chain is still valid and trusted (anchors may have changed).
+      ...(certificate ? { certificate } : {}),
+      resumable: (s) => s.peerCertificates.length === 0 || (certificate !== undefined && chainStillValid(s.peerCertificates, certificate.trustAnchors())),
       mtu,
       handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
@@ -279,6 +295,20 @@ export class DtlsServer extends EventEmitter {
       if (!this.#closed) this.emit('error', err);
     }
   }
+}
+
+/** Normalises and checks the certificate option: P-256 key matching the first certificate of the chain. */
+function serverCertificate(o: NonNullable<DtlsServerOptions['certificate']>): ServerCertificate {
+  const key = o.key instanceof KeyObject ? o.key : createPrivateKey(o.key);
+  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+    throw new Error('certificate.key must be an EC P-256 (prime256v1) private key');
+  }
+  const items = typeof o.chain === 'string' ? (o.chain.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []) : o.chain;
+  const chain = items.map((c) => (c instanceof X509Certificate ? c : new X509Certificate(c)));
+  if (chain.length === 0) throw new Error('certificate.chain is empty');
+  if (!chain[0].checkPrivateKey(key)) throw new Error('certificate.key does not match the first certificate of certificate.chain');
+  if (typeof o.trustAnchors !== 'function') throw new Error('certificate.trustAnchors must be a function returning X509Certificate[]');
+  return { key, chainDer: chain.map((c) => c.raw), trustAnchors: o.trustAnchors };
 }
 
 function isClientHello(r: DtlsRecord): boolean {

@@ -25,6 +25,11 @@ import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, s
 import { keyBlockLength } from '../tls/suites/index.ts';
 import type { CipherSuite, RecordProtection } from '../tls/suites/index.ts';
 import { flight4, negotiate, serverHello } from './flights/flight4.ts';
+import { certificateKeyExchange } from './flights/flight4-certificate.ts';
+import type { ServerCertificate } from './flights/flight4-certificate.ts';
+import { isEcdheEcdsa, parseCertificate, verifyCertificateVerify } from '../tls/ecdhe-ecdsa.ts';
+import type { EphemeralP256 } from '../tls/ecdhe-ecdsa.ts';
+import { verifyClientChain } from '../tls/x509-chain.ts';
 import type { Negotiated } from './flights/flight4.ts';
 import { flight6Finished } from './flights/flight6.ts';
 import {
@@ -48,6 +53,8 @@ import type { CachedSession, SessionCache } from './session-cache.ts';
 
 export interface SessionConfig {
   lookupPsk(identity: string): Promise<Buffer | null>;
+  /** Present when the ECDHE_ECDSA suites are offered. */
+  certificate?: ServerCertificate;
   suites: readonly CipherSuite[];
   cache: SessionCache;
   /** Whether a cached session may be resumed now (PSK sessions: always; certificate sessions: chain still trusted). */
@@ -71,7 +78,14 @@ export interface SessionHost {
   migrated(session: DtlsSession, from: { address: string; port: number }): void;
 }
 
-type State = 'wait_client_key_exchange' | 'psk_lookup' | 'wait_finished' | 'established' | 'closed';
+type State =
+  | 'wait_client_certificate'
+  | 'wait_client_key_exchange'
+  | 'wait_certificate_verify'
+  | 'psk_lookup'
+  | 'wait_finished'
+  | 'established'
+  | 'closed';
 
 /** One flight: `plain` handshake messages in epoch 0, then, when `encrypted` is not empty, a CCS and those in epoch 1. */
 interface Flight {
@@ -114,6 +128,9 @@ export class DtlsSession extends EventEmitter {
   #master: KeyObject | undefined;
   #serverWrite: RecordProtection | undefined;
   #serverWriteCid: EpochCid | undefined;
+  /** ECDHE_ECDSA only: our ephemeral key, and the handshake messages so far (what CertificateVerify signs). */
+  #ephemeral: EphemeralP256 | undefined;
+  #signedMessages: Buffer[] | undefined;
   #retransmitMs: number;
   #retransmitTimer: NodeJS.Timeout | undefined;
   #handshakeTimer: NodeJS.Timeout | undefined;
@@ -143,7 +160,8 @@ export class DtlsSession extends EventEmitter {
     this.#reassembler = new HandshakeReassembler(msg.messageSeq + 1);
     this.#awaitedFlightStart = msg.messageSeq + 1;
     this.#records.setInitialWriteSequence(recordSeq);
-    this.#transcript.update(transcriptBytes(msg));
+    this.#signedMessages = []; // until #startFull knows whether a CertificateVerify will need them
+    this.#addToTranscript(msg);
     this.#nextSendSeq = msg.messageSeq; // the server's message_seq continues from the ClientHello's (RFC 6347 §4.2.2)
     this.#handshakeTimer = setTimeout(() => this.#fail(new Error('DTLS handshake timeout'), undefined), config.handshakeTimeoutMs);
     if (n.resumed) this.#startAbbreviated(n.resumed);
@@ -151,22 +169,40 @@ export class DtlsSession extends EventEmitter {
   }
 
   #startFull(): void {
-    const messages = flight4(this.#negotiated, this.#nextSendSeq);
-    for (const m of messages) this.#transcript.update(transcriptBytes(m));
+    const n = this.#negotiated;
+    let keyExchange: Array<{ type: number; body: Buffer }> = [];
+    if (isEcdheEcdsa(n.suite.id)) {
+      const kx = certificateKeyExchange(n, this.#config.certificate!);
+      this.#ephemeral = kx.ephemeral;
+      keyExchange = kx.messages;
+      this.#state = 'wait_client_certificate';
+    } else {
+      this.#signedMessages = undefined;
+    }
+    const messages = flight4(n, this.#nextSendSeq, keyExchange);
+    for (const m of messages) this.#addToTranscript(m);
     this.#nextSendSeq += messages.length;
     this.#sendFlight({ plain: messages, encrypted: [] });
   }
 
+  /** Hashes a handshake message into the transcript (and keeps it while a CertificateVerify may need it). */
+  #addToTranscript(msg: HandshakeMessage): void {
+    const bytes = transcriptBytes(msg);
+    this.#transcript.update(bytes);
+    this.#signedMessages?.push(bytes);
+  }
+
   /** Flight 4b (RFC 5246 §7.3 abbreviated handshake): ServerHello with the client's session id, CCS, Finished. */
   #startAbbreviated(cached: CachedSession): void {
+    this.#signedMessages = undefined;
     this.pskIdentity = cached.pskIdentity;
     this.peerCertificates = cached.peerCertificates;
     const sh = serverHello(this.#negotiated, this.#nextSendSeq++);
-    this.#transcript.update(transcriptBytes(sh));
+    this.#addToTranscript(sh);
     this.#installKeys(cached.masterSecret);
     this.#records.installWriteEpoch(1, this.#serverWrite!, this.#serverWriteCid);
     const finished = flight6Finished(this.#master!, this.#transcript.copy().digest(), this.#nextSendSeq++);
-    this.#transcript.update(transcriptBytes(finished));
+    this.#addToTranscript(finished);
     this.#state = 'wait_finished';
     this.#sendFlight({ plain: [sh], encrypted: [finished] });
   }
@@ -255,7 +291,7 @@ export class DtlsSession extends EventEmitter {
     if (data === 'bad_mac') {
       // RFC 6347 §4.1.2.7 allows a fatal alert instead of silent discard. Before the handshake is complete an
       // epoch-1 record that fails authentication means the client derived other keys: a wrong PSK.
-      if (this.#state === 'wait_finished') throw new TlsAlert(AlertDescription.bad_record_mac, 'client Finished record failed authentication (wrong PSK?)');
+      if (this.#state === 'wait_finished') throw new TlsAlert(AlertDescription.bad_record_mac, 'client Finished record failed authentication (wrong key?)');
       return false;
     }
     if (data === 'drop') return false;
@@ -328,13 +364,32 @@ export class DtlsSession extends EventEmitter {
 
   #onHandshakeMessage(msg: HandshakeMessage): void {
     switch (this.#state) {
+      case 'wait_client_certificate':
+        expectType(msg, HandshakeType.certificate);
+        clearTimeout(this.#retransmitTimer); // flight 5 has begun: flight 4 arrived
+        this.peerCertificates = verifyClientChain(parseCertificate(msg.body), this.#config.certificate!.trustAnchors());
+        this.#addToTranscript(msg);
+        this.#state = 'wait_client_key_exchange';
+        return;
       case 'wait_client_key_exchange':
         expectType(msg, HandshakeType.client_key_exchange);
-        this.#transcript.update(transcriptBytes(msg));
+        this.#addToTranscript(msg);
+        if (this.#ephemeral) {
+          this.#installKeys(this.#deriveMaster(this.#ephemeral.premasterFromClientKeyExchange(msg.body)));
+          this.#state = 'wait_certificate_verify';
+          return;
+        }
         this.pskIdentity = parseClientKeyExchangePsk(msg.body).toString('utf8');
         clearTimeout(this.#retransmitTimer); // flight 5 has begun: flight 4 arrived
         this.#state = 'psk_lookup';
         this.#startPskLookup(this.pskIdentity);
+        return;
+      case 'wait_certificate_verify':
+        expectType(msg, HandshakeType.certificate_verify);
+        verifyCertificateVerify(msg.body, Buffer.concat(this.#signedMessages!), this.peerCertificates[0].publicKey);
+        this.#signedMessages = undefined;
+        this.#addToTranscript(msg);
+        this.#state = 'wait_finished';
         return;
       case 'wait_finished':
         expectType(msg, HandshakeType.finished);
@@ -405,7 +460,7 @@ export class DtlsSession extends EventEmitter {
     if (!timingSafeEqual(expected, parseFinished(msg.body))) {
       throw new TlsAlert(AlertDescription.decrypt_error, 'client Finished mismatch');
     }
-    this.#transcript.update(transcriptBytes(msg));
+    this.#addToTranscript(msg);
     this.#awaitedFlightStart = this.#reassembler.nextSeq;
     clearTimeout(this.#handshakeTimer);
     clearTimeout(this.#retransmitTimer);

@@ -1,5 +1,6 @@
 /**
- * Flight 4 of a full handshake: ServerHello (+ Certificate, ServerKeyExchange, CertificateRequest for ECDHE_ECDSA)
+ * Flight 4 of a full handshake: ServerHello (+ Certificate, ServerKeyExchange, CertificateRequest for ECDHE_ECDSA,
+ * built by flights/flight4-certificate.ts)
  * + ServerHelloDone, the answer to a ClientHello with a valid cookie that does not resume a session. Also the
  * negotiation both flight 4 and flight 4b (resumption) start from: the suite (server preference order, PSK
  * first), extended_master_secret when offered (RFC 7627), renegotiation_info echoed when the client signalled it
@@ -17,6 +18,7 @@ import {
 } from '../../tls/messages.ts';
 import type { ClientHello, Extension } from '../../tls/messages.ts';
 import type { CipherSuite } from '../../tls/suites/index.ts';
+import { ExtensionTypeEc, SERVER_EC_POINT_FORMATS, clientAcceptsP256Ecdsa, isEcdheEcdsa } from '../../tls/ecdhe-ecdsa.ts';
 import type { HandshakeMessage } from '../handshake.ts';
 import { DTLS12 } from '../record.ts';
 import type { CachedSession, SessionCache } from '../session-cache.ts';
@@ -33,6 +35,8 @@ export interface Negotiated {
   resumed?: CachedSession;
   /** Extensions the ServerHello carries beyond renegotiation_info and extended_master_secret (e.g. connection_id). */
   extraExtensions: Extension[];
+  /** RFC 8422 §5.2: a ServerHello of an ECC suite answers the client's ec_point_formats with its own. */
+  clientSentPointFormats: boolean;
 }
 
 export interface NegotiateOptions {
@@ -58,6 +62,7 @@ export function negotiate(ch: ClientHello, o: NegotiateOptions): Negotiated {
     clientRandom: Buffer.from(ch.random),
     serverRandom: randomBytes(32),
     extraExtensions: [],
+    clientSentPointFormats: findExtension(ch.extensions, ExtensionTypeEc.ec_point_formats) !== undefined,
   };
 
   const cached = ch.sessionId.length > 0 ? o.cache.get(ch.sessionId) : undefined;
@@ -72,7 +77,9 @@ export function negotiate(ch: ClientHello, o: NegotiateOptions): Negotiated {
       return { ...base, suite: cachedSuite, extendedMasterSecret: ems, sessionId: Buffer.from(ch.sessionId), resumed: cached };
     }
   }
-  const suite = o.suites.find((s) => ch.cipherSuites.includes(s.id));
+  // An ECDHE_ECDSA suite only for a client that accepts P-256, uncompressed points and ECDSA-SHA256.
+  const ecOk = clientAcceptsP256Ecdsa(ch.extensions);
+  const suite = o.suites.find((s) => ch.cipherSuites.includes(s.id) && (ecOk || !isEcdheEcdsa(s.id)));
   if (!suite) throw new TlsAlert(AlertDescription.handshake_failure, 'no shared cipher suite');
   return { ...base, suite, extendedMasterSecret: ems, sessionId: o.cache.newId() };
 }
@@ -82,6 +89,7 @@ export function serverHello(n: Negotiated, messageSeq: number): HandshakeMessage
   if (n.secureRenegotiation) extensions.push({ type: ExtensionType.renegotiation_info, data: Buffer.from([0]) });
   if (n.extendedMasterSecret) extensions.push({ type: ExtensionType.extended_master_secret, data: Buffer.alloc(0) });
   extensions.push(...n.extraExtensions);
+  if (isEcdheEcdsa(n.suite.id) && n.clientSentPointFormats) extensions.push(SERVER_EC_POINT_FORMATS);
   const body = encodeServerHello({
     serverVersion: DTLS12,
     random: n.serverRandom,
