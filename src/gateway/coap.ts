@@ -82,7 +82,10 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
   // unfinished Block1 uploads of all devices together hold at most 64 bodies of the largest size
   const uploadBudget = new UploadBudget(64 * ctx.config.deviceBodyLimitBytes);
   const coapConfig = { piggybackMs: ctx.config.coapPiggybackMs, maxBodyBytes: ctx.config.deviceBodyLimitBytes, diagnostic, uploadBudget };
-  const malformed = (protocol: string) => (reason: string) => ctx.log.debug({ protocol, reason }, 'coap datagram dropped');
+  const malformed = (protocol: string) => (reason: string) => {
+    deviceCounters.coapMalformed.inc({ protocol });
+    ctx.log.debug({ protocol, reason }, 'coap datagram dropped');
+  };
 
   async function serve(device: Device, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
     if (closing) return json('5.03', { key: 'unavailable_error', message: 'the gateway is shutting down; try again' });

@@ -244,6 +244,8 @@ describe('node-dtls-client: one PSK session carrying several reports', () => {
         answer = peer.received.find((p) => p.token.toString() === 'ok-token');
       }
       expect(answer).toBeDefined();
+      const metrics = await (await fetch(`http://127.0.0.1:${world.service.apiPort()}/metrics`)).text();
+      expect(Number(/gateway_coap_malformed_total\{protocol="coaps"\} (\d+)/.exec(metrics)?.[1])).toBeGreaterThanOrEqual(200);
       expect(JSON.parse(answer!.payload.toString())).toEqual({ ok: true, device: world.device.identity, m: r.m });
       await expectReportStored(r, 6000);
     } finally {
