@@ -1,20 +1,33 @@
 /**
- * DTLS 1.2 server (RFC 6347) for PSK devices, on node:dgram and node:crypto, reusing the TLS 1.2 primitives in
- * `../tls/` (PRF and key schedule, message codecs, the CCM_8 / GCM / CBC-SHA256 suites).
+ * DTLS 1.2 server (RFC 6347) for PSK and certificate devices, on node:dgram and node:crypto, reusing the TLS 1.2
+ * primitives in `../tls/` (PRF and key schedule, message codecs, the CCM_8 / GCM / CBC-SHA256 PSK suites, and
+ * ecdhe-ecdsa.ts / x509-chain.ts for the certificate suites).
+ *
+ * Suites in preference order: PSK CCM_8, GCM, CBC-SHA256, then — only when `certificate` is configured —
+ * ECDHE_ECDSA CCM_8 and GCM on P-256 (client certificate required, chain checked against `trustAnchors()`).
  *
  * Layers, each in its own module:
- *   server.ts   datagrams in and out, peers keyed by address:port, stateless cookie check, limits
+ *   server.ts   datagrams in and out, peers keyed by address:port (or by Connection ID), stateless cookie check,
+ *               limits (handshakes, sessions, per source address: sessions and a handshake token bucket)
  *   cookie.ts   HMAC cookie with a rotating secret; flights/flight2.ts sends HelloVerifyRequest
- *   session.ts  one association: the handshake state machine, flight (re)transmission, application data
- *   flights/    what the server sends: flight 2 (HelloVerifyRequest), 4 (ServerHello, ServerHelloDone), 6 (CCS, Finished)
+ *   session.ts  one association: the handshake state machine, flight (re)transmission, application data, migration
+ *   flights/    what the server sends: flight 2 (HelloVerifyRequest), 4 (ServerHello … ServerHelloDone; the
+ *               certificate messages in flight4-certificate.ts), 4b in session.ts (resumption: ServerHello, CCS,
+ *               Finished), 6 (CCS, Finished)
+ *   session-cache.ts  resumption by session id (bounded, expiring; RFC 7627 §5.3 EMS rules in flights/flight4.ts)
+ *   limits.ts   per-source-address admission          cid.ts  RFC 9146 Connection ID: extension, tls12_cid records
  *   handshake.ts  handshake header, fragmentation, reassembly    record.ts / replay.ts  records, epochs, anti-replay
  *
  * Before a ClientHello carries a valid cookie the server keeps nothing and sends only a HelloVerifyRequest no
- * larger than the ClientHello, so a spoofed source address costs neither memory nor amplification.
+ * larger than the ClientHello, so a spoofed source address costs neither memory nor amplification. Per-address
+ * limits are checked only after the cookie, so a spoofed flood cannot exhaust someone else's allowance.
  *
- * Not yet: session resumption (the ServerHello carries an empty session_id), Connection ID (RFC 9146), certificate
- * suites (ECDHE-ECDSA), a per-source-address session limit and handshake rate limit. A first ClientHello must fit
- * one record (it is not reassembled statelessly).
+ * Connection ID: offered by the client → an 8-byte CID is issued (AEAD suites only; a CBC session declines), records
+ * of type tls12_cid find their session by CID whatever their source, and an authentic record newer than any before
+ * from another address/port moves the session there ('migrate' on the session); answers follow it.
+ *
+ * Limits of this implementation: a first ClientHello must fit one record (it is not reassembled statelessly);
+ * renegotiation is refused (no_renegotiation warning); no session tickets (RFC 5077); DTLS 1.3 is not spoken.
  */
 import dgram from 'node:dgram';
 import { KeyObject, X509Certificate, createPrivateKey, randomBytes } from 'node:crypto';

@@ -1,7 +1,7 @@
 /**
  * Throwaway test PKI made with the openssl CLI in a temp dir: a root CA, an intermediate CA, the DTLS server's
- * certificate (SAN 127.0.0.1/localhost), devices issued by the root and by the intermediate, an expired device, and a
- * device of a rogue CA nobody trusts. All keys EC P-256.
+ * certificate (SAN 127.0.0.1/localhost), devices issued by the root and by the intermediate, an expired device, a
+ * certificate "issued" by a device (not a CA), and a device of a rogue CA nobody trusts. All keys EC P-256.
  */
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -51,6 +51,7 @@ export function makeTestPki(): TestPki {
   issue(dir, 'device', 'device-cert-1', 'ca', { ext: LEAF });
   issue(dir, 'device2', 'device-of-supplier', 'inter', { ext: LEAF });
   issue(dir, 'expired', 'device-expired', 'ca', { days: -1, ext: LEAF });
+  issue(dir, 'minted', 'device-minted-by-a-device', 'device', { ext: LEAF }); // issuer is not a CA
   rootCa(dir, 'rogue', 'Rogue CA');
   issue(dir, 'stranger', 'device-of-rogue', 'rogue', { ext: LEAF });
   const read = (f: string): string => readFileSync(join(dir, f), 'utf8');
