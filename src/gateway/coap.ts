@@ -132,9 +132,9 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity, refused: cred.refused };
       const endpoint = new CoapEndpoint({
         ...coapConfig,
-        // one CoAP message must stay one DTLS record: 1200-byte datagrams less the largest record overhead
-        // (header 13, CBC-SHA256 IV + MAC + padding 64, a Connection ID)
-        maxMessageBytes: 1100,
+        // one CoAP message must stay one DTLS record: the datagram size less the largest record overhead
+        // (header 13, CBC-SHA256 IV + MAC + padding 64, and 32 for the peer's Connection ID)
+        maxMessageBytes: ctx.config.dtls.mtu - 13 - 64 - 32,
         send: (d) => {
           // a session closed in the meantime: the device will retransmit on a new one
           if (session.established) session.send(d);
