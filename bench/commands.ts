@@ -4,6 +4,7 @@
 // pending command to the device and marks it sent, as a supplier's would.
 import tls from 'node:tls';
 import { cpuMeter } from './cpu.ts';
+import { onResponses, postJson } from './http1.ts';
 import { api, pct, provision, startBenchService, HTTPS_PORT, type BenchDevice } from './harness.ts';
 
 export interface CommandRow {
@@ -33,7 +34,6 @@ function reportingDevice(d: BenchDevice, until: number, onCommand: (seq: number)
       host: '127.0.0.1', port: HTTPS_PORT, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: 'PSK-AES128-GCM-SHA256',
       checkServerIdentity: () => undefined, pskCallback: () => ({ psk: d.key, identity: d.identity }),
     });
-    let buffer: Buffer = Buffer.alloc(0);
     let timer: NodeJS.Timeout | null = null;
     let sentAt = 0;
     const send = () => {
@@ -43,27 +43,17 @@ function reportingDevice(d: BenchDevice, until: number, onCommand: (seq: number)
       }
       sentAt = Date.now();
       const body = JSON.stringify({ v: 1, t: sentAt });
-      socket.write(`POST /report HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      postJson(socket, '/report', 'bench', body);
     };
     // devices start at random phases within the interval, as real ones do
     socket.on('secureConnect', () => { timer = setTimeout(send, Math.random() * REPORT_INTERVAL_MS); });
-    socket.on('data', (chunk: Buffer) => {
-      buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
-      for (;;) {
-        const headEnd = buffer.indexOf('\r\n\r\n');
-        if (headEnd < 0) return;
-        const head = buffer.subarray(0, headEnd).toString('latin1');
-        const length = Number(/content-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
-        if (buffer.length < headEnd + 4 + length) return;
-        const payload = buffer.subarray(headEnd + 4, headEnd + 4 + length).toString('utf8');
-        buffer = buffer.subarray(headEnd + 4 + length);
-        if (head.slice(9, 12) === '200') {
-          onAnswer(Date.now() - sentAt);
-          for (const seq of (JSON.parse(payload) as { commands: number[] }).commands) onCommand(seq);
-        } else onError();
-        // the next report one interval after the previous one started
-        timer = setTimeout(send, Math.max(0, sentAt + REPORT_INTERVAL_MS - Date.now()));
-      }
+    onResponses(socket, (status, payload) => {
+      if (status === 200) {
+        onAnswer(Date.now() - sentAt);
+        for (const seq of (JSON.parse(payload.toString('utf8')) as { commands: number[] }).commands) onCommand(seq);
+      } else onError();
+      // the next report one interval after the previous one started
+      timer = setTimeout(send, Math.max(0, sentAt + REPORT_INTERVAL_MS - Date.now()));
     });
     socket.on('error', onError);
     socket.on('close', () => {

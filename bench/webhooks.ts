@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import tls from 'node:tls';
 import { cpuMeter } from './cpu.ts';
+import { onResponses, postJson } from './http1.ts';
 import { api, pct, provision, startBenchService, storedReports, HTTPS_PORT } from './harness.ts';
 
 export interface WebhookRow {
@@ -55,7 +56,6 @@ function runSender(opts: { port: number; ca: Buffer; path: string; devices: stri
   const stats: SenderStats = { acknowledged: 0, acknowledgedWarmup: 0, errors: 0, latenciesMs: [] };
   return new Promise((resolve) => {
     const socket = tls.connect({ host: '127.0.0.1', servername: 'localhost', port: opts.port, ca: opts.ca, minVersion: 'TLSv1.2' });
-    let buffer: Buffer = Buffer.alloc(0);
     let sentAt = 0;
     let n = 0;
     const send = () => {
@@ -65,26 +65,17 @@ function runSender(opts: { port: number; ca: Buffer; path: string; devices: stri
       }
       const body = uplink(opts.devices[n % opts.devices.length], n++);
       sentAt = performance.now();
-      socket.write(`POST ${opts.path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      postJson(socket, opts.path, 'localhost', body);
     };
     socket.on('secureConnect', send);
-    socket.on('data', (chunk: Buffer) => {
-      buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
-      for (;;) {
-        const headEnd = buffer.indexOf('\r\n\r\n');
-        if (headEnd < 0) return;
-        const head = buffer.subarray(0, headEnd).toString('latin1');
-        const length = Number(/content-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
-        if (buffer.length < headEnd + 4 + length) return;
-        buffer = buffer.subarray(headEnd + 4 + length);
-        if (Number(head.slice(9, 12)) === 200) {
-          if (Date.now() >= opts.measureFrom) {
-            stats.acknowledged++;
-            stats.latenciesMs.push(performance.now() - sentAt);
-          } else stats.acknowledgedWarmup++;
-        } else stats.errors++;
-        send();
-      }
+    onResponses(socket, (status) => {
+      if (status === 200) {
+        if (Date.now() >= opts.measureFrom) {
+          stats.acknowledged++;
+          stats.latenciesMs.push(performance.now() - sentAt);
+        } else stats.acknowledgedWarmup++;
+      } else stats.errors++;
+      send();
     });
     socket.on('error', () => { stats.errors++; });
     socket.on('close', () => resolve(stats));
