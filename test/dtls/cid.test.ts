@@ -7,13 +7,17 @@ import { CidClient } from '../support/cid-client/client.ts';
 import { IDENTITY, PSK_HEX, dtlsClient, startEchoServer, waitFor } from './helpers.ts';
 import type { EchoServer } from './helpers.ts';
 import type { DtlsSession } from '../../src/dtls/server.ts';
+import { parseServerHello } from '../../src/tls/messages.ts';
+import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
 
 let srv: EchoServer | undefined;
 const clients: CidClient[] = [];
+const peers: RawPeer[] = [];
 afterEach(async () => {
   await srv?.server.close();
   srv = undefined;
   for (const c of clients.splice(0)) c.close();
+  for (const p of peers.splice(0)) p.close();
 });
 
 async function connected(port: number): Promise<CidClient> {
@@ -88,5 +92,25 @@ describe('DTLS Connection ID (RFC 9146) with an independent client', () => {
     const res = await dtlsClient({ port: srv.port, cipher: 'PSK-AES128-CCM8:@SECLEVEL=0' });
     expect(res.echoed).toBe(true);
     expect(srv.sessions[0].connectionId).toBeUndefined();
+  });
+
+  it.each([
+    ['TLS_PSK_WITH_AES_128_GCM_SHA256', 0x00a8, true],
+    ['TLS_PSK_WITH_AES_128_CCM_8', 0xc0a8, true],
+    ['TLS_PSK_WITH_AES_128_CBC_SHA256', 0x00ae, false], // CBC declines the extension
+  ])('%s: an 8-byte CID in the ServerHello: %s', async (_name, suite, issued) => {
+    srv = await startEchoServer();
+    const p = await new RawPeer(srv.port).open();
+    peers.push(p);
+    const ch = { ...clientHello(), cipherSuites: [suite], extensions: [{ type: 23, data: Buffer.alloc(0) }, { type: 54, data: Buffer.from('00', 'hex') }] };
+    p.send(clientHelloDatagram(ch, 0, 0));
+    await waitFor(() => p.received.length > 0);
+    const cookie = p.received.shift()!.fragments[0].body.subarray(3);
+    p.send(clientHelloDatagram({ ...ch, cookie }, 1, 1));
+    const got = await p.take((d) => d.fragments.some((f) => f.type === 2));
+    const sh = parseServerHello(got.fragments.find((f) => f.type === 2)!.body);
+    const ext = sh.extensions.find((e) => e.type === 54);
+    expect(ext !== undefined).toBe(issued);
+    if (ext) expect(ext.data[0]).toBe(8);
   });
 });
