@@ -1,11 +1,24 @@
 // A DTLS server alone (no CoAP, no pipeline), as a child process of bench/dtls.ts: every PSK identity maps to one key
 // (what the service's Redis-cached lookup returns on a hit) and every session echoes what it receives. On IPC
 // message 'memory' it collects garbage and answers the heap, external and RSS figures, to measure the memory an idle
-// established session holds. Run with --expose-gc.
+// established session holds. With BENCH_CERT_DIR (server.pem, server.key, ca.pem) it also offers the ECDHE-ECDSA
+// suites and requires client certificates chained to ca.pem. Run with --expose-gc.
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { createDtlsServer } from '../src/dtls/server.ts';
 
 const key = Buffer.from(process.env.BENCH_PSK ?? '', 'hex');
+const certDir = process.env.BENCH_CERT_DIR;
+const anchors = certDir ? [new X509Certificate(readFileSync(path.join(certDir, 'ca.pem')))] : [];
 const server = createDtlsServer({
+  ...(certDir ? {
+    certificate: {
+      key: readFileSync(path.join(certDir, 'server.key')),
+      chain: [readFileSync(path.join(certDir, 'server.pem')), readFileSync(path.join(certDir, 'ca.pem'))],
+      trustAnchors: () => anchors,
+    },
+  } : {}),
   socket: Number(process.env.BENCH_PORT ?? 0), host: '127.0.0.1', lookupPsk: async () => key,
   maxSessions: 100_000, maxHandshakes: 10_000,
   // every bench client comes from 127.0.0.1: the per-address limits must not be what is measured

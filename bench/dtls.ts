@@ -1,10 +1,12 @@
 // DTLS and CoAP rows of `npm run bench`. The load comes from bench/dtls-load.c (OpenSSL, native, compiled here with
 // gcc) so the client's CPU stays small next to the server's:
 //   - full PSK handshakes/s against the DTLS server alone (bench/dtls-server.ts), 20 s by default
+//   - full ECDHE-ECDSA handshakes/s with a client certificate (P-256 chain made with the openssl CLI)
 //   - memory per idle established session (heap + external after GC, and RSS) of the DTLS server alone
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { root } from './harness.ts';
 
@@ -52,9 +54,23 @@ export async function runLoad(procs: number, args: (i: number) => string[]): Pro
 
 interface MemoryFigures { sessions: number; heapUsed: number; external: number; arrayBuffers: number; rss: number }
 
-function startDtlsServer(psk: Buffer): Promise<{ child: ChildProcess; port: number; memory(): Promise<MemoryFigures> }> {
+/** A throwaway P-256 CA, a server certificate and a client certificate (clientAuth), made with the openssl CLI. */
+function makeCertificates(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-bench-certs-'));
+  const sh = (cmd: string) => execFileSync('bash', ['-c', cmd], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  sh('openssl ecparam -name prime256v1 -genkey -noout -out ca.key && openssl req -x509 -new -key ca.key -subj /CN=bench-ca -days 2 -out ca.pem '
+    + '-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign');
+  for (const [name, eku] of [['server', 'serverAuth'], ['client', 'clientAuth']]) {
+    sh(`openssl ecparam -name prime256v1 -genkey -noout -out ${name}.key && openssl req -new -key ${name}.key -subj /CN=bench-${name} -out ${name}.csr`
+      + ` && printf 'extendedKeyUsage=${eku}\\nsubjectAltName=DNS:localhost,IP:127.0.0.1\\n' > ${name}.ext`
+      + ` && openssl x509 -req -in ${name}.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile ${name}.ext -out ${name}.pem`);
+  }
+  return dir;
+}
+
+function startDtlsServer(psk: Buffer, certDir?: string): Promise<{ child: ChildProcess; port: number; memory(): Promise<MemoryFigures> }> {
   const child = fork(path.join(root, 'bench/dtls-server.ts'), [], {
-    execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning'], env: { ...process.env, BENCH_PSK: psk.toString('hex'), BENCH_PORT: '0' },
+    execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning'], env: { ...process.env, BENCH_PSK: psk.toString('hex'), BENCH_PORT: '0', ...(certDir ? { BENCH_CERT_DIR: certDir } : {}) },
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bench DTLS server exited ${code}`)));
@@ -80,8 +96,14 @@ export async function dtlsServerRows(opts: { seconds: number; idleSessions: numb
   buildLoadGenerator();
   const psk = randomBytes(16);
   const rows: BenchRow[] = [];
-  const srv = await startDtlsServer(psk);
+  const certDir = makeCertificates();
+  const srv = await startDtlsServer(psk, certDir);
   try {
+    const ecdsa = await runLoad(opts.procs, () => ['hs', '127.0.0.1', String(srv.port), String(opts.seconds), 'cert', path.join(certDir, 'client.pem'), path.join(certDir, 'client.key'), path.join(certDir, 'ca.pem')]);
+    rows.push({
+      name: `DTLS 1.2 full ECDHE-ECDSA handshakes (P-256, client certificate verified), ${opts.procs} OpenSSL clients, ${opts.seconds} s`,
+      value: Math.round(ecdsa.ok / opts.seconds), unit: 'handshakes/s', p50Ms: ecdsa.p50Ms, p99Ms: ecdsa.p99Ms, errors: ecdsa.errors, target: '>= 300 handshakes/s',
+    });
     const hs = await runLoad(opts.procs, () => ['hs', '127.0.0.1', String(srv.port), String(opts.seconds), 'psk', 'bench', psk.toString('hex')]);
     rows.push({
       name: `DTLS 1.2 full PSK handshakes (CCM_8), ${opts.procs} OpenSSL clients back to back, ${opts.seconds} s`,
