@@ -2,14 +2,19 @@
  * One DTLS association with a peer address:port, from the ClientHello with a valid cookie to close. The handshake
  * state machine is all in `#onHandshakeMessage`:
  *
- *   (ClientHello with cookie, full handshake: send flight 4)    wait_client_key_exchange
+ *   (ClientHello with cookie, full handshake, PSK suite: send flight 4)    wait_client_key_exchange
  *   wait_client_key_exchange ──ClientKeyExchange──▶ psk_lookup        (records queued, async lookupPsk)
  *   psk_lookup ──PSK found, keys derived──▶ wait_finished                (epoch 1 readable)
+ *   (… ECDHE_ECDSA suite: flight 4 adds Certificate, ServerKeyExchange, CertificateRequest)   wait_client_certificate
+ *   wait_client_certificate ──Certificate, chain verified──▶ wait_client_key_exchange
+ *   wait_client_key_exchange ──ClientKeyExchange, ECDH, keys derived──▶ wait_certificate_verify
+ *   wait_certificate_verify ──signature ok──▶ wait_finished
  *   wait_finished ──Finished ok──▶ (send flight 6) established           (emit 'session'; session id cached)
  *   (ClientHello resuming a cached session id: send flight 4b = ServerHello, CCS, Finished)   wait_finished
  *   wait_finished ──Finished ok──▶ established                           (abbreviated handshake, nothing sent)
  *   established: application data both ways; a retransmitted client flight 5 gets flight 6 again;
- *                new handshake messages → warning no_renegotiation; close_notify → close.
+ *                new handshake messages → warning no_renegotiation; close_notify → close;
+ *                an authentic, newest tls12_cid record from another address moves the session (RFC 9146 §6).
  *
  * Flight sending follows pion/dtls: the last flight is kept, retransmitted on a timer that doubles from 1 s to
  * 60 s, and re-sent at once when the peer retransmits its previous flight.

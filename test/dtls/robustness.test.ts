@@ -8,7 +8,9 @@ import { encodeRecord, parseDatagram } from '../../src/dtls/record.ts';
 import { parseServerHello } from '../../src/tls/messages.ts';
 import { CidClient } from '../support/cid-client/client.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
-import { IDENTITY, PSK_HEX, dtlsClient, startEchoServer, waitFor } from './helpers.ts';
+import { IDENTITY, PSK_HEX, dtlsClient, gnutlsClient, startEchoServer, waitFor } from './helpers.ts';
+import { makeTestPki } from './pki.ts';
+import { encodeFragment } from '../../src/dtls/handshake.ts';
 import type { EchoServer } from './helpers.ts';
 
 let srv: EchoServer | undefined;
@@ -160,5 +162,56 @@ describe('DTLS server under hostile input', () => {
     }
     expect(seen.size).toBe(5);
     expect(srv.sessions).toEqual([]);
+  });
+
+  it('garbage client Certificate messages (random DER, bad lengths, truncated chains) are refused with an alert; a real device still connects', async () => {
+    const pki = makeTestPki();
+    try {
+      srv = await startEchoServer({
+        handshakeBurstPerAddress: 1000,
+        certificate: { key: pki.read('server.key'), chain: pki.read('server.pem'), trustAnchors: () => [pki.cert('ca')] },
+      });
+      const real = pki.cert('device').raw;
+      const entry = (b: Buffer): Buffer => Buffer.concat([Buffer.from([b.length >> 16, (b.length >> 8) & 0xff, b.length & 0xff]), b]);
+      const list = (...entries: Buffer[]): Buffer => entry(Buffer.concat(entries.map(entry)));
+      const bodies: Array<() => Buffer> = [
+        () => randomBytes(randomInt(1, 300)),
+        () => list(randomBytes(randomInt(1, 400))),
+        () => list(real.subarray(0, randomInt(real.length))),
+        () => list(mutate(real)),
+        () => Buffer.concat([Buffer.from([0xff, 0xff, 0xff]), randomBytes(20)]),
+        () => list(real, randomBytes(100)),
+        () => list(...Array.from({ length: 8 }, () => real)),
+        () => entry(Buffer.alloc(0)),
+      ];
+      const EC_EXTS = [{ type: 23, data: Buffer.alloc(0) }, { type: 10, data: Buffer.from('00020017', 'hex') }, { type: 13, data: Buffer.from('00020403', 'hex') }];
+      let alerts = 0;
+      for (let i = 0; i < 24; i++) {
+        const p = await new RawPeer(srv.port).open();
+        peers.push(p);
+        const ch = { ...clientHello(), cipherSuites: [0xc0ae], extensions: EC_EXTS };
+        p.send(clientHelloDatagram(ch, 0, 0));
+        await waitFor(() => p.received.length > 0);
+        const cookie = p.received.shift()!.fragments[0].body.subarray(3);
+        p.send(clientHelloDatagram({ ...ch, cookie }, 1, 1));
+        await p.take((d) => d.fragments.some((f) => f.type === 14));
+        const body = bodies[i % bodies.length]();
+        p.send(encodeRecord({ type: 22, version: 0xfefd, epoch: 0, seq: 2, fragment: encodeFragment(11, 2, body.length, 0, body) }));
+        const got = await p.take((d) => d.records.some((r) => r.type === 21), 2000).catch(() => undefined);
+        if (got) alerts++;
+        p.close();
+        peers.splice(peers.indexOf(p), 1);
+      }
+      expect(alerts).toBe(24);
+      expect(srv.sessions).toEqual([]);
+      const res = await gnutlsClient({
+        port: srv.port,
+        args: ['--priority', 'NORMAL:-VERS-ALL:+VERS-DTLS1.2:-KX-ALL:+ECDHE-ECDSA', '--x509cafile', pki.pem('ca'), '--x509certfile', pki.pem('device'), '--x509keyfile', pki.key('device')],
+        line: 'after certificate garbage',
+      });
+      expect(res.echoed).toBe(true);
+    } finally {
+      pki.remove();
+    }
   });
 });
