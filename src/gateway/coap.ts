@@ -18,6 +18,9 @@ import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
 import { createDtlsServer } from '../dtls/server.ts';
 import type { DtlsServer, DtlsSession } from '../dtls/server.ts';
 import type { DeviceAnswer } from '../pipeline/jobs.ts';
+import { CertificateRefused, identifyCertificateDevice } from '../pki/device-identity.ts';
+import { dtlsCertificateOptions } from '../pki/dtls.ts';
+import type { CertificateView } from '../sandbox/types.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from './firmware.ts';
 import { deviceCounters } from './metrics.ts';
@@ -32,8 +35,11 @@ export interface CoapDeviceListener {
   close(graceMs: number): Promise<void>;
 }
 
-/** `refused`: the device's type was deleted; it authenticates but every request gets 4.03 */
-interface Device { deviceHashId: string; environmentHashId: string; pskIdentity: string; refused: boolean }
+/**
+ * The device of a session: by its PSK identity, or by its client certificate (then `certificate` is what its handler
+ * sees). `refused`: the device's type was deleted; it authenticates but every request gets 4.03.
+ */
+interface Device { deviceHashId: string; environmentHashId: string; pskIdentity?: string; certificate?: CertificateView; refused: boolean }
 
 /** The Uri-Query parameter a plain-CoAP device names its PSK identity with. */
 export const PLAIN_IDENTITY_QUERY = 'psk-identity';
@@ -107,9 +113,15 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     }
   }
 
+  // certificate devices (ECDHE-ECDSA) beside the PSK ones; without usable server credentials coaps serves PSK only
+  const certificate = await dtlsCertificateOptions(ctx).catch((err: Error) => {
+    ctx.log.warn({ err: err.message }, 'coaps has no server certificate: PSK devices only');
+    return undefined;
+  });
   const dtls = createDtlsServer({
     socket: ports.coapsPort,
     ...ctx.config.dtls,
+    ...(certificate ? { certificate } : {}),
     lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
   });
   dtls.on('handshakeError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
@@ -117,19 +129,38 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     countHandshakeFailure(ctx, info.pskIdentity);
     ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
   });
+
+  /** The device a session stands for; a refusal (every request gets 4.01 with it); or null: the session is closed. */
+  async function sessionDevice(session: DtlsSession): Promise<Device | { refusal: string } | null> {
+    if (session.peerCertificates.length > 0) {
+      try {
+        const d = await identifyCertificateDevice(ctx, session.peerCertificates);
+        return { deviceHashId: d.deviceHashId, environmentHashId: d.environmentHashId, certificate: d.certificate, refused: false };
+      } catch (err) {
+        // a good chain whose identifier names no device is told why (as HTTPS does); an untrusted one is closed
+        if (err instanceof CertificateRefused && err.stage === 'identifier') return { refusal: err.message };
+        deviceCounters.handshakeFailures.inc({ protocol: 'coaps' });
+        ctx.log.debug({ err: (err as Error).message, remoteAddress: session.remoteAddress }, 'device certificate refused');
+        return null;
+      }
+    }
+    const identity = session.pskIdentity ?? '';
+    const cred = await lookupPskCredential(ctx, identity, { includeRefused: true });
+    return cred ? { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity, refused: cred.refused } : null;
+  }
+
   dtls.on('session', (session: DtlsSession) => {
     // datagrams that arrive while the device is looked up wait (a few) for it
     const early: Buffer[] = [];
     const hold = (d: Buffer) => { if (early.length < 16) early.push(d); };
     session.on('data', hold);
-    const identity = session.pskIdentity ?? '';
-    lookupPskCredential(ctx, identity, { includeRefused: true }).then((cred) => {
+    sessionDevice(session).then((device) => {
       session.off('data', hold);
-      if (!cred) {
+      if (!session.established) return; // closed while it was looked up
+      if (!device) {
         session.close();
         return;
       }
-      const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity, refused: cred.refused };
       const endpoint = new CoapEndpoint({
         ...coapConfig,
         // one CoAP message must stay one DTLS record: the datagram size less the largest record overhead
@@ -139,7 +170,9 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
           // a session closed in the meantime: the device will retransmit on a new one
           if (session.established) session.send(d);
         },
-        handler: (req) => serve(device, req, 'coaps', session.remoteAddress, queryPairs(req.options)),
+        handler: 'refusal' in device
+          ? async () => json('4.01', { key: 'authentication_error', message: device.refusal })
+          : (req) => serve(device, req, 'coaps', session.remoteAddress, queryPairs(req.options)),
       });
       endpoint.on('malformed', malformed('coaps'));
       endpoints.add(endpoint);
@@ -149,7 +182,10 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
         endpoints.delete(endpoint);
       });
       for (const d of early) endpoint.receive(d);
-    }, () => session.close());
+    }, (err: Error) => {
+      ctx.log.warn({ err: err.message }, 'coaps session could not be attributed to a device');
+      session.close();
+    });
   });
   dtls.on('error', (err: Error) => ctx.log.warn({ err: err.message }, 'coaps socket error'));
   await listening(dtls.socket);
@@ -247,7 +283,8 @@ async function handleRequest(ctx: AppContext, queue: DeviceQueue, device: Device
     headers,
     body: typedBody(req.payload, format === undefined ? undefined : FORMAT_MEDIA_TYPE[format]),
     ip,
-    pskIdentity: device.pskIdentity,
+    ...(device.pskIdentity !== undefined ? { pskIdentity: device.pskIdentity } : {}),
+    certificate: device.certificate ?? null,
   });
   deviceCounters.requests.inc({ protocol });
   const outcome = await queue.addAndWait({

@@ -92,7 +92,7 @@ describe('the request as the handler sees it, and the answer as the device gets 
       expect(JSON.parse(res.payload.toString())).toEqual({
         protocol: 'coaps', method: 'PUT', path: '/echo', query: { a: ['1', '2'], flag: '' },
         headers: { 'content-format': '0', accept: '50', etag: 'cafe' },
-        body: { type: 'string', data: 'plain text' }, pskIdentity: world.device.identity, ip: '127.0.0.1',
+        body: { type: 'string', data: 'plain text' }, pskIdentity: world.device.identity, ip: '127.0.0.1', certificate: null,
       });
 
       peer.request({ confirmable: true, code: 'POST', messageId: 11, token: Buffer.from('j'), options: [...uriPath('echo'), json], payload: Buffer.from('{"a":[1]}') });

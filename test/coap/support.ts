@@ -38,7 +38,7 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
     return { statusCode: 200, body: { type: 'string', data: s } };
   }
   if (r.url.path === '/echo') {
-    return { statusCode: 201, body: { protocol: r.url.protocol, method: r.method, path: r.url.path, query: r.url.query, headers: r.headers, body: r.body ?? null, pskIdentity: r.pskIdentity ?? null, ip: r.ip } };
+    return { statusCode: 201, body: { protocol: r.url.protocol, method: r.method, path: r.url.path, query: r.url.query, headers: r.headers, body: r.body ?? null, pskIdentity: r.pskIdentity ?? null, ip: r.ip, certificate: r.certificate } };
   }
   if (r.url.path === '/hex') return { statusCode: 200, body: { type: 'hex', data: 'deadbeef' } };
   if (r.url.path === '/missing') return { statusCode: 404, body: ['not_found_error', 'no such thing'] };
@@ -56,6 +56,8 @@ export interface CoapWorld {
   api: RestClient;
   /** the PSK is ASCII so libcoap's `-k` can carry it */
   device: { hashId: string; identity: string; key: string; keyHex: string };
+  /** the device type of `device`, its handler the one above */
+  deviceTypeHashId: string;
   coapsPort: number;
   /** another device type with the same handler, and a PSK device of it */
   newDevice(): Promise<{ hashId: string; identity: string; key: string; typeHashId: string }>;
@@ -96,6 +98,7 @@ export async function startCoapWorld(overrides: Record<string, string> = {}, ide
   return {
     ctx, service, api,
     device: { hashId: added.body.hashId, identity, key, keyHex },
+    deviceTypeHashId: deviceType.body.hashId,
     coapsPort: service.coap!.coapsPort(),
     newDevice,
     async close() {
@@ -114,10 +117,10 @@ export function report(v: number): { body: string; t: number; m: string } {
   return { body: JSON.stringify({ t, v, m }), t, m };
 }
 
-/** The measurements stored for the device at generation time `t`. */
-export async function storedAt(world: CoapWorld, t: number): Promise<number[]> {
+/** The measurements stored for the device (the world's PSK device unless another is named) at generation time `t`. */
+export async function storedAt(world: CoapWorld, t: number, deviceHashId = world.device.hashId): Promise<number[]> {
   const { rows } = await world.ctx.db.query<{ significand: number }>(
-    'SELECT m.significand FROM measurement m JOIN device d ON d.id = m.device_id WHERE d.hash_id = $1 AND m.generated_at = $2', [world.device.hashId, new Date(t)]);
+    'SELECT m.significand FROM measurement m JOIN device d ON d.id = m.device_id WHERE d.hash_id = $1 AND m.generated_at = $2', [deviceHashId, new Date(t)]);
   return rows.map((r) => r.significand);
 }
 
