@@ -6,13 +6,13 @@
  *   seq_num_placeholder (8 × 0xff) ‖ tls12_cid ‖ cid_length ‖ tls12_cid ‖ version ‖ epoch ‖ sequence_number ‖ cid
  *   ‖ length_of_DTLSInnerPlaintext
  *
- * Only the AEAD suites (AES-CCM_8, AES-GCM) negotiate a CID here; a CBC-SHA256 session declines the extension
- * (the server simply does not echo it, which RFC 9146 §3 allows) rather than carry a second MAC-then-encrypt code
- * path for a legacy suite.
+ * For the CBC-SHA256 suite (MAC-then-encrypt, §5.1) the same bytes, followed by the DTLSInnerPlaintext, are the
+ * HMAC input; the record is then IV ‖ CBC(inner ‖ MAC ‖ padding) as in RFC 5246 §6.2.3.2.
  */
-import { createCipheriv, createDecipheriv, createSecretKey } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, randomFillSync, timingSafeEqual } from 'node:crypto';
 import type { CipherCCMTypes, KeyObject } from 'node:crypto';
 import { AlertDescription, TlsAlert } from '../tls/alert.ts';
+import type { CipherSuite } from '../tls/suites/index.ts';
 
 export const EXTENSION_CONNECTION_ID = 54;
 export const CONTENT_TYPE_TLS12_CID = 25;
@@ -29,8 +29,34 @@ const AEAD_SUITES = new Map<number, { algorithm: 'aes-128-ccm' | 'aes-128-gcm'; 
   [0xc02b, { algorithm: 'aes-128-gcm', tagLength: 16 }], // TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
 ]);
 
+const CBC_SHA256_SUITES = new Set([0x00ae]); // TLS_PSK_WITH_AES_128_CBC_SHA256
+
 export function suiteSupportsCid(suiteId: number): boolean {
-  return AEAD_SUITES.has(suiteId);
+  return AEAD_SUITES.has(suiteId) || CBC_SHA256_SUITES.has(suiteId);
+}
+
+/** Protection of tls12_cid records in one direction. */
+export interface CidProtection {
+  /** Most bytes `seal` adds to the content (inner type, explicit nonce or IV, tag or MAC and padding). */
+  readonly overhead: number;
+  /** Returns the protected fragment of DTLSInnerPlaintext{content, type} after `headroom` free bytes. */
+  seal(version: number, epoch: number, seq: number, cid: Buffer, type: number, content: Buffer, headroom: number): Buffer;
+  /** Verifies and decrypts; returns the real content type and content. Throws bad_record_mac on any failure. */
+  open(version: number, epoch: number, seq: number, cid: Buffer, fragment: Buffer): { type: number; content: Buffer };
+}
+
+/** The CID protection for one direction of `suite`, from the same key material as its ordinary protection. */
+export function createCidProtection(suite: CipherSuite, macKey: Buffer, encKey: Buffer, fixedIv: Buffer): CidProtection {
+  if (CBC_SHA256_SUITES.has(suite.id)) return new CidCbcSha256Protection(macKey, encKey);
+  return new CidAeadProtection(suite.id, encKey, fixedIv);
+}
+
+/** The real type is the last non-zero byte of a DTLSInnerPlaintext; everything after it is padding. */
+function splitInner(inner: Buffer): { type: number; content: Buffer } {
+  let i = inner.length - 1;
+  while (i >= 0 && inner[i] === 0) i--;
+  if (i < 0) throw new TlsAlert(AlertDescription.unexpected_message, 'DTLSInnerPlaintext without a content type');
+  return { type: inner[i], content: inner.subarray(0, i) };
 }
 
 /** ConnectionId extension body: opaque cid<0..2^8-1>. */
@@ -58,7 +84,7 @@ export function cidAdditionalData(version: number, epoch: number, seq: number, c
 }
 
 /** AEAD protection of tls12_cid records in one direction (nonce = fixed_iv ‖ epoch ‖ seq, as for ordinary records). */
-export class CidAeadProtection {
+export class CidAeadProtection implements CidProtection {
   readonly #key: KeyObject;
   readonly #algorithm: CipherCCMTypes;
   readonly #tagLength: number;
@@ -112,10 +138,65 @@ export class CidAeadProtection {
     } catch {
       throw new TlsAlert(AlertDescription.bad_record_mac, 'tls12_cid record failed authentication');
     }
-    // The real type is the last non-zero byte; everything after it is padding.
-    let i = inner.length - 1;
-    while (i >= 0 && inner[i] === 0) i--;
-    if (i < 0) throw new TlsAlert(AlertDescription.unexpected_message, 'DTLSInnerPlaintext without a content type');
-    return { type: inner[i], content: inner.subarray(0, i) };
+    return splitInner(inner);
+  }
+}
+
+const BLOCK = 16;
+const MAC = 32;
+
+/**
+ * AES-128-CBC + HMAC-SHA256 (MAC-then-encrypt) for tls12_cid records, RFC 9146 §5.1. Padding and MAC failures
+ * look alike (bad_record_mac) and the MAC is always computed, as in the suite's ordinary protection.
+ */
+export class CidCbcSha256Protection implements CidProtection {
+  readonly #macKey: KeyObject;
+  readonly #encKey: KeyObject;
+  readonly overhead = 1 + BLOCK + MAC + BLOCK;
+
+  constructor(macKey: Buffer, encKey: Buffer) {
+    this.#macKey = createSecretKey(macKey);
+    this.#encKey = createSecretKey(encKey);
+  }
+
+  seal(version: number, epoch: number, seq: number, cid: Buffer, type: number, content: Buffer, headroom: number): Buffer {
+    const inner = Buffer.concat([content, Buffer.from([type])]);
+    const mac = createHmac('sha256', this.#macKey).update(cidAdditionalData(version, epoch, seq, cid, inner.length)).update(inner).digest();
+    const padLen = BLOCK - 1 - ((inner.length + MAC) % BLOCK);
+    const out = Buffer.allocUnsafe(headroom + BLOCK + inner.length + MAC + padLen + 1);
+    randomFillSync(out, headroom, BLOCK);
+    const cipher = createCipheriv('aes-128-cbc', this.#encKey, out.subarray(headroom, headroom + BLOCK)).setAutoPadding(false);
+    let o = headroom + BLOCK;
+    o += cipher.update(inner).copy(out, o);
+    o += cipher.update(mac).copy(out, o);
+    o += cipher.update(Buffer.alloc(padLen + 1, padLen)).copy(out, o);
+    cipher.final().copy(out, o);
+    return out;
+  }
+
+  open(version: number, epoch: number, seq: number, cid: Buffer, fragment: Buffer): { type: number; content: Buffer } {
+    const n = fragment.length;
+    if (n < BLOCK + 48 || n % BLOCK !== 0) throw new TlsAlert(AlertDescription.bad_record_mac, 'bad CBC record length');
+    const decipher = createDecipheriv('aes-128-cbc', this.#encKey, fragment.subarray(0, BLOCK)).setAutoPadding(false);
+    const dec = decipher.update(fragment.subarray(BLOCK));
+    decipher.final();
+    const L = dec.length;
+    const pad = dec[L - 1];
+    // good = 1 iff pad + 1 + MAC < L (at least the inner type byte remains) and every padding byte equals pad.
+    let good = ((L - MAC - 2 - pad) >>> 31) ^ 1;
+    let diff = 0;
+    for (let i = 0; i < Math.min(256, L); i++) {
+      const inPad = ((pad - i) >>> 31) ^ 1; // 1 iff i <= pad
+      diff |= inPad * (dec[L - 1 - i] ^ pad);
+    }
+    good &= (diff - 1) >>> 31; // 1 iff diff === 0
+    const innerLen = L - MAC - 1 - (pad & -good);
+    const mac = createHmac('sha256', this.#macKey)
+      .update(cidAdditionalData(version, epoch, seq, cid, innerLen))
+      .update(dec.subarray(0, innerLen))
+      .digest();
+    const macOk = timingSafeEqual(mac, dec.subarray(innerLen, innerLen + MAC)) ? 1 : 0;
+    if ((macOk & good) !== 1) throw new TlsAlert(AlertDescription.bad_record_mac, 'tls12_cid record failed authentication');
+    return splitInner(dec.subarray(0, innerLen));
   }
 }

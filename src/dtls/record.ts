@@ -13,7 +13,7 @@
 import { ContentType } from '../tls/record.ts';
 import type { RecordProtection } from '../tls/suites/index.ts';
 import { CONTENT_TYPE_TLS12_CID } from './cid.ts';
-import type { CidAeadProtection } from './cid.ts';
+import type { CidProtection } from './cid.ts';
 import { ReplayWindow } from './replay.ts';
 
 export { ContentType };
@@ -99,7 +99,7 @@ interface ReadEpoch {
 /** The CID of one direction of an epoch and the protection of its tls12_cid records. */
 export interface EpochCid {
   cid: Buffer;
-  protection: CidAeadProtection;
+  protection: CidProtection;
 }
 
 /** Read and write state of one association: epochs, sequence numbers, protection, anti-replay. */

@@ -22,7 +22,7 @@
  * larger than the ClientHello, so a spoofed source address costs neither memory nor amplification. Per-address
  * limits are checked only after the cookie, so a spoofed flood cannot exhaust someone else's allowance.
  *
- * Connection ID: offered by the client → an 8-byte CID is issued (AEAD suites only; a CBC session declines), records
+ * Connection ID: offered by the client → an 8-byte CID is issued (every suite: AEAD and MAC-then-encrypt), records
  * of type tls12_cid find their session by CID whatever their source, and an authentic record newer than any before
  * from another address/port moves the session there ('migrate' on the session); answers follow it.
  *

@@ -48,8 +48,8 @@ import type { HandshakeMessage } from './handshake.ts';
 import { ContentType, RECORD_HEADER_LENGTH, RecordLayer } from './record.ts';
 import type { DtlsRecord, EpochCid } from './record.ts';
 import {
-  CidAeadProtection,
   EXTENSION_CONNECTION_ID,
+  createCidProtection,
   encodeConnectionIdExtension,
   parseConnectionIdExtension,
   suiteSupportsCid,
@@ -452,11 +452,11 @@ export class DtlsSession extends EventEmitter {
       suite.encKeyLength,
       suite.fixedIvLength,
     );
-    const readCid = this.connectionId ? { cid: this.connectionId, protection: new CidAeadProtection(suite.id, k.clientKey, k.clientIv) } : undefined;
+    const readCid = this.connectionId ? { cid: this.connectionId, protection: createCidProtection(suite, k.clientMacKey, k.clientKey, k.clientIv) } : undefined;
     this.#records.installReadEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv), readCid);
     this.#serverWrite = suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv);
     if (this.peerConnectionId && this.peerConnectionId.length > 0) {
-      this.#serverWriteCid = { cid: this.peerConnectionId, protection: new CidAeadProtection(suite.id, k.serverKey, k.serverIv) };
+      this.#serverWriteCid = { cid: this.peerConnectionId, protection: createCidProtection(suite, k.serverMacKey, k.serverKey, k.serverIv) };
     }
   }
 

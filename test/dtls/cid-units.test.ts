@@ -1,6 +1,7 @@
 /** Connection ID primitives (RFC 9146) with fixed vectors: additional data, tls12_cid record sealing and parsing. */
 import { describe, expect, it } from 'vitest';
-import { CidAeadProtection, cidAdditionalData, encodeConnectionIdExtension, parseConnectionIdExtension } from '../../src/dtls/cid.ts';
+import { createCipheriv, createHmac } from 'node:crypto';
+import { CidAeadProtection, CidCbcSha256Protection, cidAdditionalData, encodeConnectionIdExtension, parseConnectionIdExtension } from '../../src/dtls/cid.ts';
 import { RecordLayer, parseDatagram } from '../../src/dtls/record.ts';
 import { TLS_PSK_WITH_AES_128_CCM_8 } from '../../src/tls/suites/index.ts';
 
@@ -62,5 +63,32 @@ describe('RFC 9146 primitives', () => {
     expect(encodeConnectionIdExtension(CID).toString('hex')).toBe('04aabbccdd');
     expect(parseConnectionIdExtension(Buffer.from('00', 'hex'))).toHaveLength(0);
     expect(() => parseConnectionIdExtension(Buffer.from('05aabb', 'hex'))).toThrow(/connection_id/);
+  });
+
+  it('CBC-SHA256 (RFC 9146 §5.1): HMAC over the CID additional data ‖ inner plaintext, then IV ‖ CBC(inner ‖ MAC ‖ padding)', () => {
+    const macKey = Buffer.alloc(32, 0x11);
+    const encKey = Buffer.alloc(16, 0x22);
+    const iv = Buffer.alloc(16, 0x33);
+    // Built here step by step from the RFC text, independently of src/dtls/cid.ts.
+    const inner = Buffer.from('hi\x17\x00\x00', 'latin1'); // content, real type 23, two bytes of zero padding
+    const aad = Buffer.from('ffffffffffffffff190419fefd0001000000000005aabbccdd0005', 'hex');
+    const mac = createHmac('sha256', macKey).update(aad).update(inner).digest();
+    const padLen = 16 - 1 - ((inner.length + 32) % 16);
+    const c = createCipheriv('aes-128-cbc', encKey, iv).setAutoPadding(false);
+    const body = Buffer.concat([iv, c.update(Buffer.concat([inner, mac, Buffer.alloc(padLen + 1, padLen)])), c.final()]);
+    const p = new CidCbcSha256Protection(macKey, encKey);
+    expect(p.open(0xfefd, 1, 5, CID, body)).toEqual({ type: 23, content: Buffer.from('hi') });
+    const wrongSeq = () => p.open(0xfefd, 1, 6, CID, body);
+    expect(wrongSeq).toThrow(expect.objectContaining({ description: 20 }));
+    const bent = Buffer.from(body);
+    bent[20] ^= 1;
+    expect(() => p.open(0xfefd, 1, 5, CID, bent)).toThrow(expect.objectContaining({ description: 20 }));
+    // and what it seals, it opens (random IV, so no fixed vector)
+    for (const len of [0, 1, 14, 15, 16, 100]) {
+      const content = Buffer.alloc(len, 7);
+      const sealed = p.seal(0xfefd, 2, 9, CID, 22, content, 0);
+      expect(p.open(0xfefd, 2, 9, CID, sealed)).toEqual({ type: 22, content });
+      expect(sealed.length - len).toBeLessThanOrEqual(p.overhead);
+    }
   });
 });

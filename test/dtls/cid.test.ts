@@ -20,19 +20,23 @@ afterEach(async () => {
   for (const p of peers.splice(0)) p.close();
 });
 
-async function connected(port: number): Promise<CidClient> {
-  const c = new CidClient(port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex') });
+async function connected(port: number, suite: 'ccm8' | 'cbc' = 'ccm8'): Promise<CidClient> {
+  const c = new CidClient(port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex'), suite });
   clients.push(c);
   await c.connect();
   return c;
 }
 
 describe('DTLS Connection ID (RFC 9146) with an independent client', () => {
-  it('issues a CID, follows the client to a new source port, answers there, and keeps one session', async () => {
+  it.each([
+    ['ccm8', 'TLS_PSK_WITH_AES_128_CCM_8'],
+    ['cbc', 'TLS_PSK_WITH_AES_128_CBC_SHA256'],
+  ] as const)('%s: issues a CID, follows the client to a new source port, answers there, and keeps one session', async (suite, suiteName) => {
     srv = await startEchoServer();
-    const c = await connected(srv.port);
+    const c = await connected(srv.port, suite);
     await waitFor(() => srv!.sessions.length === 1);
     const session = srv.sessions[0];
+    expect(session.cipherSuite).toBe(suiteName);
     expect(session.connectionId).toHaveLength(8);
     expect(c.serverCid).toEqual(session.connectionId);
     expect(session.peerConnectionId).toEqual(c.clientCid);
@@ -97,12 +101,14 @@ describe('DTLS Connection ID (RFC 9146) with an independent client', () => {
   it.each([
     ['TLS_PSK_WITH_AES_128_GCM_SHA256', 0x00a8, true],
     ['TLS_PSK_WITH_AES_128_CCM_8', 0xc0a8, true],
-    ['TLS_PSK_WITH_AES_128_CBC_SHA256', 0x00ae, false], // CBC declines the extension
-  ])('%s: an 8-byte CID in the ServerHello: %s', async (_name, suite, issued) => {
+    ['TLS_PSK_WITH_AES_128_CBC_SHA256', 0x00ae, true],
+    ['TLS_PSK_WITH_AES_128_CBC_SHA256 without the extension', 0x00ae, false],
+  ])('%s: an 8-byte CID in the ServerHello: %s', async (name, suite, issued) => {
     srv = await startEchoServer();
     const p = await new RawPeer(srv.port).open();
     peers.push(p);
-    const ch = { ...clientHello(), cipherSuites: [suite], extensions: [{ type: 23, data: Buffer.alloc(0) }, { type: 54, data: Buffer.from('00', 'hex') }] };
+    const exts = [{ type: 23, data: Buffer.alloc(0) }, ...(name.includes('without') ? [] : [{ type: 54, data: Buffer.from('00', 'hex') }])];
+    const ch = { ...clientHello(), cipherSuites: [suite], extensions: exts };
     p.send(clientHelloDatagram(ch, 0, 0));
     await waitFor(() => p.received.length > 0);
     const cookie = p.received.shift()!.fragments[0].body.subarray(3);

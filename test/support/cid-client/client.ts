@@ -1,6 +1,6 @@
 /**
- * A test-only DTLS 1.2 client for TLS_PSK_WITH_AES_128_CCM_8 with a Connection ID (RFC 9146), written from
- * RFC 5246, RFC 6347, RFC 6655 and RFC 9146 on node:crypto and node:dgram alone. It imports NOTHING from src/ (see
+ * A test-only DTLS 1.2 client for TLS_PSK_WITH_AES_128_CCM_8 (or TLS_PSK_WITH_AES_128_CBC_SHA256) with a Connection
+ * ID (RFC 9146), written from RFC 5246, RFC 6347, RFC 6655, RFC 5487 and RFC 9146 on node:crypto and node:dgram alone. It imports NOTHING from src/ (see
  * crypto.ts): no peer installable here speaks RFC 9146, so this independent client is the other side of the proof.
  *
  * Deliberately small: one suite, extended_master_secret, no fragmentation of its own messages, no retransmission
@@ -10,7 +10,8 @@
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ccm8Keys, openCidRecord, prf, pskPremaster, sealCidRecord } from './crypto.ts';
+import { keyBlock, openCidRecord, openCidRecordCbc, prf, pskPremaster, sealCidRecord, sealCidRecordCbc } from './crypto.ts';
+import type { Keys } from './crypto.ts';
 
 const HANDSHAKE = 22;
 const CCS = 20;
@@ -25,6 +26,7 @@ const FINISHED = 20;
 const EXT_EMS = 23;
 const EXT_CONNECTION_ID = 54;
 const PSK_AES_128_CCM_8 = 0xc0a8;
+const PSK_AES_128_CBC_SHA256 = 0x00ae;
 
 interface Rec {
   type: number;
@@ -66,6 +68,8 @@ export interface CidClientOptions {
   psk: Buffer;
   /** The CID the server must put in the records it sends us (RFC 9146 allows empty). Default: 4 random bytes. */
   clientCid?: Buffer;
+  /** Default 'ccm8'. */
+  suite?: 'ccm8' | 'cbc';
 }
 
 export class CidClient {
@@ -79,7 +83,7 @@ export class CidClient {
   readonly #port: number;
   readonly #o: CidClientOptions;
   readonly #inbox: Rec[] = [];
-  #keys!: ReturnType<typeof ccm8Keys>;
+  #keys!: Keys;
   #epoch0Seq = 0;
   #epoch1Seq = 0;
 
@@ -111,7 +115,10 @@ export class CidClient {
       if (cidLen) r.cid = d.subarray(o + 11, o + 11 + cidLen);
       o += 13 + cidLen + len;
       if (r.type === TLS12_CID && this.#keys) {
-        const inner = openCidRecord(this.#keys.serverKey, this.#keys.serverIv, r.epoch, r.seq, r.cid!, r.body);
+        const k = this.#keys;
+        const inner = this.#cbc
+          ? openCidRecordCbc(k.serverMac, k.serverKey, r.epoch, r.seq, r.cid!, r.body)
+          : openCidRecord(k.serverKey, k.serverIv, r.epoch, r.seq, r.cid!, r.body);
         if (!inner) continue;
         if (inner.type === APPLICATION_DATA) {
           this.received.push({ data: inner.content, localPort: s.address().port });
@@ -134,8 +141,23 @@ export class CidClient {
     }
   }
 
+  get #cbc(): boolean {
+    return this.#o.suite === 'cbc';
+  }
+
+  #seal(seq: number, type: number, content: Buffer, padding = 0): Buffer {
+    const k = this.#keys;
+    return this.#cbc
+      ? sealCidRecordCbc(k.clientMac, k.clientKey, 1, seq, this.serverCid, type, content, padding)
+      : sealCidRecord(k.clientKey, k.clientIv, 1, seq, this.serverCid, type, content, padding);
+  }
+
   #send(...records: Buffer[]): void {
     this.socket.send(Buffer.concat(records), this.#port, '127.0.0.1');
+  }
+
+  get #suiteId(): number {
+    return this.#cbc ? PSK_AES_128_CBC_SHA256 : PSK_AES_128_CCM_8;
   }
 
   #clientHello(random: Buffer, cookie: Buffer): Buffer {
@@ -145,7 +167,7 @@ export class CidClient {
     ]);
     return Buffer.concat([
       u16(0xfefd), random, Buffer.from([0]), Buffer.from([cookie.length]), cookie,
-      u16(2), u16(PSK_AES_128_CCM_8), Buffer.from([1, 0]), u16(exts.length), exts,
+      u16(2), u16(this.#suiteId), Buffer.from([1, 0]), u16(exts.length), exts,
     ]);
   }
 
@@ -169,7 +191,7 @@ export class CidClient {
     const serverRandom = shBody.subarray(2, 34);
     let o = 34;
     o += 1 + shBody[o]; // session_id
-    if (shBody.readUInt16BE(o) !== PSK_AES_128_CCM_8) throw new Error('cid-client: server chose another suite');
+    if (shBody.readUInt16BE(o) !== this.#suiteId) throw new Error('cid-client: server chose another suite');
     o += 3; // suite + compression
     const extEnd = o + 2 + shBody.readUInt16BE(o);
     let ems = false;
@@ -190,13 +212,13 @@ export class CidClient {
     const cke = handshakeMessage(CLIENT_KEY_EXCHANGE, 2, Buffer.concat([u16(identity.length), identity]));
     transcript.update(cke);
     const master = prf(pskPremaster(this.#o.psk), 'extended master secret', transcript.copy().digest(), 48);
-    this.#keys = ccm8Keys(master, serverRandom, clientRandom);
+    this.#keys = keyBlock(master, serverRandom, clientRandom, this.#cbc);
     const fin = handshakeMessage(FINISHED, 3, prf(master, 'client finished', transcript.copy().digest(), 12));
     transcript.update(fin);
     this.#send(
       plainRecord(HANDSHAKE, 0, this.#epoch0Seq++, cke),
       plainRecord(CCS, 0, this.#epoch0Seq++, Buffer.from([1])),
-      sealCidRecord(this.#keys.clientKey, this.#keys.clientIv, 1, this.#epoch1Seq++, this.serverCid, HANDSHAKE, fin),
+      this.#seal(this.#epoch1Seq++, HANDSHAKE, fin),
     );
     await this.#take((r) => r.type === CCS);
     const sfin = await this.#take((r) => r.type === HANDSHAKE && r.epoch === 1 && r.body[0] === FINISHED);
@@ -206,14 +228,12 @@ export class CidClient {
 
   /** Sends application data in a tls12_cid record (optionally with zero padding inside the encryption). */
   send(data: Buffer | string, padding = 0): void {
-    const k = this.#keys;
-    this.#send(sealCidRecord(k.clientKey, k.clientIv, 1, this.#epoch1Seq++, this.serverCid, APPLICATION_DATA, Buffer.from(data), padding));
+    this.#send(this.#seal(this.#epoch1Seq++, APPLICATION_DATA, Buffer.from(data), padding));
   }
 
   /** A record as `send` would build it, without sending (for replay tests). */
   sealApplicationData(data: Buffer | string, seq: number): Buffer {
-    const k = this.#keys;
-    return sealCidRecord(k.clientKey, k.clientIv, 1, seq, this.serverCid, APPLICATION_DATA, Buffer.from(data));
+    return this.#seal(seq, APPLICATION_DATA, Buffer.from(data));
   }
 
   /** Raw datagram out of the current socket. */

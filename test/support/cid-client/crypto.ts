@@ -7,9 +7,10 @@
  *   RFC 4279 §2      plain-PSK premaster secret
  *   RFC 7627 §4      extended master secret over the session hash
  *   RFC 6655 §3      AES-128-CCM_8: nonce = client/server_write_IV(4) ‖ explicit nonce(8), 8-byte tag
- *   RFC 9146 §4–5    tls12_cid records: DTLSInnerPlaintext and their additional data
+ *   RFC 5487         AES-128-CBC + HMAC-SHA256, MAC-then-encrypt with an explicit random IV (RFC 5246 §6.2.3.2)
+ *   RFC 9146 §4–5    tls12_cid records: DTLSInnerPlaintext and their additional data (AEAD §5.3, MAC §5.1)
  */
-import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 
 export function pSha256(secret: Buffer, seed: Buffer, length: number): Buffer {
   const chunks: Buffer[] = [];
@@ -34,10 +35,23 @@ export function pskPremaster(psk: Buffer): Buffer {
   return Buffer.concat([n, Buffer.alloc(psk.length), n, psk]);
 }
 
-/** CCM_8 key block: no MAC keys; client key, server key (16 each), client IV, server IV (4 each). */
-export function ccm8Keys(master: Buffer, serverRandom: Buffer, clientRandom: Buffer): { clientKey: Buffer; serverKey: Buffer; clientIv: Buffer; serverIv: Buffer } {
-  const kb = prf(master, 'key expansion', Buffer.concat([serverRandom, clientRandom]), 40);
-  return { clientKey: kb.subarray(0, 16), serverKey: kb.subarray(16, 32), clientIv: kb.subarray(32, 36), serverIv: kb.subarray(36, 40) };
+export interface Keys {
+  clientMac: Buffer;
+  serverMac: Buffer;
+  clientKey: Buffer;
+  serverKey: Buffer;
+  clientIv: Buffer;
+  serverIv: Buffer;
+}
+
+/** RFC 5246 §6.3 key block: MAC keys (32 each for CBC-SHA256, none for CCM_8), AES keys (16 each), IVs (4 each for CCM_8). */
+export function keyBlock(master: Buffer, serverRandom: Buffer, clientRandom: Buffer, cbc: boolean): Keys {
+  const macLen = cbc ? 32 : 0;
+  const ivLen = cbc ? 0 : 4;
+  const kb = prf(master, 'key expansion', Buffer.concat([serverRandom, clientRandom]), 2 * (macLen + 16 + ivLen));
+  let o = 0;
+  const take = (n: number): Buffer => kb.subarray(o, (o += n));
+  return { clientMac: take(macLen), serverMac: take(macLen), clientKey: take(16), serverKey: take(16), clientIv: take(ivLen), serverIv: take(ivLen) };
 }
 
 const TLS12_CID = 25;
@@ -57,6 +71,39 @@ export function cidAad(epoch: number, seq: number, cid: Buffer, innerLength: num
   return Buffer.concat([Buffer.alloc(8, 0xff), Buffer.from([TLS12_CID, cid.length, TLS12_CID]), DTLS12, epochSeq(epoch, seq), cid, len]);
 }
 
+function cidHeader(epoch: number, seq: number, cid: Buffer, length: number): Buffer {
+  const len = Buffer.alloc(2);
+  len.writeUInt16BE(length);
+  return Buffer.concat([Buffer.from([TLS12_CID]), DTLS12, epochSeq(epoch, seq), cid, len]);
+}
+
+/** A whole tls12_cid record under AES-128-CBC + HMAC-SHA256: IV ‖ CBC(inner ‖ HMAC(aad ‖ inner) ‖ padding). */
+export function sealCidRecordCbc(macKey: Buffer, key: Buffer, epoch: number, seq: number, cid: Buffer, type: number, content: Buffer, padding = 0): Buffer {
+  const inner = Buffer.concat([content, Buffer.from([type]), Buffer.alloc(padding)]);
+  const mac = createHmac('sha256', macKey).update(cidAad(epoch, seq, cid, inner.length)).update(inner).digest();
+  const padLen = 15 - ((inner.length + 32) % 16);
+  const iv = randomBytes(16);
+  const c = createCipheriv('aes-128-cbc', key, iv).setAutoPadding(false);
+  const body = Buffer.concat([iv, c.update(Buffer.concat([inner, mac, Buffer.alloc(padLen + 1, padLen)])), c.final()]);
+  return Buffer.concat([cidHeader(epoch, seq, cid, body.length), body]);
+}
+
+/** Opens a CBC tls12_cid record body (test code: plain checks, no constant-time care). */
+export function openCidRecordCbc(macKey: Buffer, key: Buffer, epoch: number, seq: number, cid: Buffer, body: Buffer): { type: number; content: Buffer } | null {
+  if (body.length < 64 || body.length % 16 !== 0) return null;
+  const d = createDecipheriv('aes-128-cbc', key, body.subarray(0, 16)).setAutoPadding(false);
+  const dec = Buffer.concat([d.update(body.subarray(16)), d.final()]);
+  const pad = dec[dec.length - 1];
+  const innerLen = dec.length - 1 - pad - 32;
+  if (innerLen < 1) return null;
+  const mac = createHmac('sha256', macKey).update(cidAad(epoch, seq, cid, innerLen)).update(dec.subarray(0, innerLen)).digest();
+  if (!mac.equals(dec.subarray(innerLen, innerLen + 32))) return null;
+  const inner = dec.subarray(0, innerLen);
+  let i = inner.length - 1;
+  while (i >= 0 && inner[i] === 0) i--;
+  return i < 0 ? null : { type: inner[i], content: inner.subarray(0, i) };
+}
+
 /** A whole tls12_cid record: header with `cid`, explicit nonce = epoch ‖ seq, CCM_8 over content ‖ type ‖ padding. */
 export function sealCidRecord(key: Buffer, iv: Buffer, epoch: number, seq: number, cid: Buffer, type: number, content: Buffer, padding = 0): Buffer {
   const inner = Buffer.concat([content, Buffer.from([type]), Buffer.alloc(padding)]);
@@ -64,9 +111,7 @@ export function sealCidRecord(key: Buffer, iv: Buffer, epoch: number, seq: numbe
   const c = createCipheriv('aes-128-ccm', key, Buffer.concat([iv, explicit]), { authTagLength: 8 });
   c.setAAD(cidAad(epoch, seq, cid, inner.length), { plaintextLength: inner.length });
   const body = Buffer.concat([explicit, c.update(inner), c.final(), c.getAuthTag()]);
-  const len = Buffer.alloc(2);
-  len.writeUInt16BE(body.length);
-  return Buffer.concat([Buffer.from([TLS12_CID]), DTLS12, explicit, cid, len, body]);
+  return Buffer.concat([cidHeader(epoch, seq, cid, body.length), body]);
 }
 
 /** Opens the body of a tls12_cid record; returns the inner type and content, or null when authentication fails. */
