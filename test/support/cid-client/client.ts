@@ -8,7 +8,6 @@
  * source port, as a NAT rebinding would.
  */
 import dgram from 'node:dgram';
-import { once } from 'node:events';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { keyBlock, openCidRecord, openCidRecordCbc, prf, pskPremaster, sealCidRecord, sealCidRecordCbc } from './crypto.ts';
 import type { Keys } from './crypto.ts';
@@ -100,8 +99,7 @@ export class CidClient {
   async #bind(): Promise<void> {
     const s = dgram.createSocket('udp4');
     s.on('message', (d) => this.#onDatagram(d, s));
-    s.bind(0, '127.0.0.1');
-    await once(s, 'listening');
+    await new Promise<void>((resolve) => s.bind(0, '127.0.0.1', resolve));
     this.socket = s;
   }
 
