@@ -67,7 +67,9 @@ export async function startBenchService(processes: string[], env: Record<string,
     LOG_LEVEL: 'warn', QUEUE_NAME: `bench-${Date.now()}`, DATA_DIR: '/tmp/gridgate-bench', CERTS_DIR: '/tmp/gridgate-bench/certs', MONITORING_CORE_URL: base, ...env,
   };
   // each process answers /health on its own API_PORT; the first one carries the REST API
-  const children = processes.map((roles, i) => spawn(process.execPath, ['--disable-warning=ExperimentalWarning', path.join(root, 'src/main.ts'), roles], {
+  // BENCH_CPU_PROF=<dir>: each service process writes a V8 CPU profile there when it exits (open it in Chrome DevTools)
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+  const children = processes.map((roles, i) => spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...profile, path.join(root, 'src/main.ts'), roles], {
     env: { ...common, API_PORT: String(API_PORT + i) }, stdio: ['ignore', 'inherit', 'inherit'],
   }));
   const stop = async () => {

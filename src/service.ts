@@ -10,6 +10,7 @@ import { startCoapDeviceListener, type CoapDeviceListener } from './gateway/coap
 import { ensureCertificates } from './pki/files.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
 import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
+import { isOwnApi } from './pipeline/monitoring-client.ts';
 
 export interface RunningService {
   api: FastifyInstance | null;
@@ -53,7 +54,9 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   await api.listen({ port: ctx.config.apiPort, host: ctx.config.apiHost });
 
   const apiPort = (api.server.address() as { port: number }).port;
-  const worker = has('worker') ? startDeviceWorker(ctx, ctx.config.monitoringCoreUrl ?? `http://127.0.0.1:${apiPort}`) : null;
+  const monitoringCoreUrl = ctx.config.monitoringCoreUrl ?? `http://127.0.0.1:${apiPort}`;
+  // a worker beside the API stores reports itself instead of posting them to its own port
+  const worker = has('worker') ? startDeviceWorker(ctx, monitoringCoreUrl, { localMonitoringCore: has('api') && isOwnApi(monitoringCoreUrl, apiPort) }) : null;
   let queue: DeviceQueue | null = null;
   let https: HttpsDeviceListener | null = null;
   let coap: CoapDeviceListener | null = null;

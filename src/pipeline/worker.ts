@@ -28,14 +28,18 @@ const TOUCH_RESOLUTION_MS = 1000;
 const COUNTER_PAST_LIMIT_MS = 48 * 3600_000;
 const COUNTER_FUTURE_LIMIT_MS = 24 * 3600_000;
 
-/** The worker role: takes device jobs from the queue and runs the suppliers' code on them. */
-export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string): DeviceWorker {
+/**
+ * The worker role: takes device jobs from the queue and runs the suppliers' code on them.
+ * `localMonitoringCore`: the monitoring core runs in this process, so reports go to its store
+ * directly rather than over HTTP to `monitoringCoreUrl`.
+ */
+export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, opts: { localMonitoringCore?: boolean } = {}): DeviceWorker {
   const sandbox = new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs });
   const loader = new DeviceContextLoader(ctx.db);
   const mailer = createMailer(ctx.config, ctx.log);
   const events = new DeviceEventQueue(ctx);
   const commands = commandPipeline(ctx, mailer, events);
-  const monitoring = new MonitoringCoreClient(monitoringCoreUrl, ctx.keys.internalToken);
+  const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db } : { url: monitoringCoreUrl, token: ctx.keys.internalToken });
   const outbound = OutboundClient.fromConfig(ctx.config);
   const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4 });
   // lastOnlineAt: the latest contact per device wins; one UPDATE per batch
