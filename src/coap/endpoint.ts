@@ -65,8 +65,10 @@ export class CoapEndpoint extends EventEmitter {
   readonly #admit: CoapEndpointOptions['admit'];
   readonly #seen = new Map<number, Seen>();
   readonly #outstanding = new Map<number, Outstanding>();
-  readonly #uploads: Block1Assembler;
-  readonly #answers = new Map<string, LargeAnswer>();
+  // created on first use: most devices never upload in blocks nor fetch large answers
+  #uploads: Block1Assembler | null = null;
+  #answers: Map<string, LargeAnswer> | null = null;
+  readonly #uploadBudget: UploadBudget | undefined;
   #nextMessageId = Math.floor(Math.random() * 0x10000);
   #running = 0;
   #closed = false;
@@ -79,7 +81,7 @@ export class CoapEndpoint extends EventEmitter {
     this.#config = { ...COAP_DEFAULTS, ...Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) };
     this.#send = send;
     this.#handler = handler;
-    this.#uploads = new Block1Assembler({ maxBytes: this.#config.maxBodyBytes, maxUploads: this.#config.maxUploads, lifetimeMs: this.#config.exchangeLifetimeMs, budget: uploadBudget });
+    this.#uploadBudget = uploadBudget;
   }
 
   /** Requests whose handler is still running plus separate responses not yet acknowledged. */
@@ -131,8 +133,8 @@ export class CoapEndpoint extends EventEmitter {
     for (const o of this.#outstanding.values()) clearTimeout(o.timer);
     this.#outstanding.clear();
     this.#seen.clear();
-    this.#answers.clear();
-    this.#uploads.clear();
+    this.#answers?.clear();
+    this.#uploads?.clear();
   }
 
   #error(code: string, message: string, options: CoapOption[] = []): CoapResponse {
@@ -172,6 +174,7 @@ export class CoapEndpoint extends EventEmitter {
     if (block1Value) {
       const block1 = decodeBlock(block1Value);
       if (!block1) return immediate(this.#error('4.02', 'Block1 option longer than 3 bytes'));
+      this.#uploads ??= new Block1Assembler({ maxBytes: limit, maxUploads: this.#config.maxUploads, lifetimeMs: this.#config.exchangeLifetimeMs, budget: this.#uploadBudget });
       const result = this.#uploads.add(key, block1, m.payload, uintOption(m.options, 'Size1'), now);
       if (result === 'continue') return immediate({ code: '2.31', options: [{ name: 'Block1', value: encodeBlock(block1) }] });
       if (!Buffer.isBuffer(result)) {
@@ -185,7 +188,7 @@ export class CoapEndpoint extends EventEmitter {
 
     const szx = Math.min(block2?.szx ?? this.#config.preferredSzx, this.#config.preferredSzx);
     if (block2 && block2.num > 0) {
-      const kept = this.#answers.get(key);
+      const kept = this.#answers?.get(key);
       if (kept && kept.expires > now) return immediate(this.#block(key, kept, block2.num, szx));
     }
 
@@ -225,12 +228,15 @@ export class CoapEndpoint extends EventEmitter {
     const max = this.#config.maxMessageBytes;
     const own = (res.options ?? []).filter((o) => !['Block2', 'Size2', 'ETag'].includes(o.name));
     const headroom = (options: CoapOption[]) => encode({ type: 'ACK', code: res.code, messageId: 0, token: Buffer.alloc(8), options, payload: Buffer.alloc(0) }).length + 1;
-    if (num === 0 && payload.length <= blockSize(askedSzx) && headroom(res.options ?? []) + payload.length <= max) return res;
+    // header 4, token ≤ 8, payload marker 1, and an option never takes more than 5 bytes besides its value
+    const bound = (res.options ?? []).reduce((n, o) => n + 5 + o.value.length, 13);
+    if (num === 0 && payload.length <= blockSize(askedSzx) && (bound + payload.length <= max || headroom(res.options ?? []) + payload.length <= max)) return res;
     const blockOptions = [...own, { name: 'Block2', value: Buffer.alloc(3) }, { name: 'Size2', value: Buffer.alloc(4) }, { name: 'ETag', value: Buffer.alloc(8) }];
     let szx = this.#config.preferredSzx;
     while (szx > 0 && headroom(blockOptions) + blockSize(szx) > max) szx--;
     const etag = createHash('sha256').update(payload).digest().subarray(0, 8);
     const answer: LargeAnswer = { response: res, payload, etag, expires: now + this.#config.exchangeLifetimeMs, szx };
+    this.#answers ??= new Map();
     this.#answers.delete(key);
     if (this.#answers.size >= this.#config.maxBlock2Answers) this.#answers.delete(this.#answers.keys().next().value as string);
     this.#answers.set(key, answer);
@@ -243,7 +249,7 @@ export class CoapEndpoint extends EventEmitter {
     const num = askedNum * 2 ** (askedSzx - szx);
     const slice = sliceBlock(answer.payload, num, szx);
     if (!slice) return this.#error('4.02', `block ${num} is beyond the ${answer.payload.length}-byte answer`);
-    if (!slice.more) this.#answers.delete(key);
+    if (!slice.more) this.#answers?.delete(key);
     const block: BlockOption = { num, more: slice.more, szx };
     const own = (answer.response.options ?? []).filter((o) => !['Block2', 'Size2', 'ETag'].includes(o.name));
     return {
