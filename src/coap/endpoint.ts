@@ -9,7 +9,8 @@
  *   blockwise    Block1 uploads reassembled (2.31 Continue per block), Block2 answers sliced and kept while fetched
  *   handler      the request with its whole body; its answer is piggybacked when ready within `piggybackMs`,
  *                else an empty ACK goes first and the answer follows as a Confirmable response, retransmitted
- *                (ACK_TIMEOUT × random factor, doubling, MAX_RETRANSMIT times) until ACKed or Reset
+ *                (ACK_TIMEOUT × random factor, doubling, MAX_RETRANSMIT times) until ACKed or Reset; a NON request
+ *                gets a NON response unless its No-Response option (RFC 7967) declines that class
  */
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -260,6 +261,7 @@ export class CoapEndpoint extends EventEmitter {
   }
 
   #respond(m: CoapMessage, entry: Seen, res: CoapResponse, separate: boolean): void {
+    if (m.type === 'NON' && suppressed(m.options, res.code)) return;
     const piggybacked = m.type === 'CON' && !separate;
     const messageId = piggybacked ? m.messageId : this.#newMessageId();
     const type = piggybacked ? 'ACK' : m.type === 'CON' ? 'CON' : 'NON';
@@ -291,4 +293,12 @@ export class CoapEndpoint extends EventEmitter {
     this.#nextMessageId = (this.#nextMessageId + 1) & 0xffff;
     return this.#nextMessageId;
   }
+}
+
+/** RFC 7967: a NON request's No-Response option names the response classes the client does not want (2: 2.xx, 8: 4.xx, 16: 5.xx). */
+function suppressed(options: CoapOption[], code: string): boolean {
+  const mask = uintOption(options, 'No-Response');
+  if (mask === undefined) return false;
+  const bit = ({ '2': 2, '4': 8, '5': 16 } as Record<string, number>)[code[0]] ?? 0;
+  return (mask & bit) !== 0;
 }

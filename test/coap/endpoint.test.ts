@@ -108,6 +108,18 @@ describe('CoAP endpoint: reliability and deduplication', () => {
     expect(h.calls).toHaveLength(1);
   });
 
+  it('a NON request with No-Response (RFC 7967) gets no response of the classes it declines', async () => {
+    const h = harness(async (r) => ({ code: r.payload.toString() }));
+    const non = (id: number, mask: number, code: string) => generate({ confirmable: false, code: 'POST', messageId: id, token: Buffer.from([id]), options: [{ name: 'No-Response', value: encodeUint(mask) }], payload: Buffer.from(code) });
+    h.endpoint.receive(non(1, 2, '2.04')); // declines 2.xx
+    h.endpoint.receive(non(2, 2, '4.00')); // declines 2.xx only: 4.00 comes
+    h.endpoint.receive(non(3, 26, '5.00')); // declines all
+    h.endpoint.receive(non(4, 0, '2.05')); // 0: interested in everything
+    await sleep(30);
+    expect(h.calls).toHaveLength(4);
+    expect(h.parsed().map((p) => [p.code, p.token[0]])).toEqual([['4.00', 2], ['2.05', 4]]);
+  });
+
   it('remembers at most maxDedupEntries message ids', async () => {
     const h = harness(async () => ({ code: '2.04' }), { maxDedupEntries: 16 });
     for (let id = 0; id < 40; id++) h.endpoint.receive(req({ code: 'POST', messageId: id }));
