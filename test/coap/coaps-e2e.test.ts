@@ -261,10 +261,23 @@ describe('mbedTLS (the stack of most cellular modules)', () => {
     const coap = generate({ confirmable: true, code: 'POST', messageId: 4321, token: Buffer.from('mbed'), options: [...uriPath('report'), json], payload: Buffer.from(r.body) });
     const res = await run(bin, ['127.0.0.1', String(world.coapsPort), world.device.identity, world.device.keyHex, coap.toString('hex')]);
     expect(res.stderr).toContain('suite=TLS-PSK-WITH-AES-128-CCM-8');
-    expect(res.stderr).toContain('code=2.05');
+    expect(res.stderr).toContain('type=ACK code=2.05');
+    expect(res.stderr).not.toContain('empty-ack');
     expect(res.code).toBe(0);
     expect(JSON.parse(res.stdout)).toEqual({ ok: true, device: world.device.identity, m: r.m });
     await expectReportStored(r, 7500);
+  });
+});
+
+describe('mbedTLS and a separate response', () => {
+  it('the C client gets the empty ACK, then the Confirmable answer of a slow handler, which it ACKs', async () => {
+    const bin = mbedtlsClient();
+    const r = report(8.25);
+    const coap = generate({ confirmable: true, code: 'POST', messageId: 999, token: Buffer.from('slowmbed'), options: [...uriPath('slow'), json], payload: Buffer.from(r.body) });
+    const res = await run(bin, ['127.0.0.1', String(world.coapsPort), world.device.identity, world.device.keyHex, coap.toString('hex')]);
+    expect(res.stderr).toContain('empty-ack\ntype=CON code=2.05');
+    expect(JSON.parse(res.stdout)).toEqual({ ok: true, device: world.device.identity, m: r.m });
+    expect(await storedAt(world, r.t)).toEqual([8250]);
   });
 });
 

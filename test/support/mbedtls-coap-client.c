@@ -1,8 +1,8 @@
 /*
  * A CoAP-over-DTLS device as a cellular module would run it: mbedTLS (Debian's libmbedtls-dev, 2.28), DTLS 1.2,
  * PSK with TLS-PSK-WITH-AES-128-CCM-8 only. Sends one CoAP message given as hex and prints the payload of the
- * response to stdout; the response code goes to stderr as "code=c.dd". An empty ACK (separate response coming)
- * is skipped and the Confirmable response that follows is ACKed.
+ * response to stdout; its type and code go to stderr as "type=ACK code=c.dd". An empty ACK (a separate response
+ * is coming) is reported as "empty-ack" and skipped, and the Confirmable response that follows is ACKed.
  *
  *   mbedtls-coap-client <host> <port> <psk-identity> <psk-hex> <coap-message-hex>
  *
@@ -104,12 +104,15 @@ int main(int argc, char **argv) {
         size_t len = (size_t)ret;
         if (len < 4) continue;
         int type = (response[0] >> 4) & 3;
-        if (type == 2 && response[1] == 0) continue; /* empty ACK: the answer follows separately */
+        if (type == 2 && response[1] == 0) { /* empty ACK: the answer follows separately */
+            fprintf(stderr, "empty-ack\n");
+            continue;
+        }
         if (type == 0) { /* a Confirmable (separate) response: ACK it */
             unsigned char ack[4] = { 0x60, 0, response[2], response[3] };
             mbedtls_ssl_write(&ssl, ack, sizeof ack);
         }
-        fprintf(stderr, "code=%d.%02d\n", response[1] >> 5, response[1] & 0x1f);
+        fprintf(stderr, "type=%s code=%d.%02d\n", type == 0 ? "CON" : type == 1 ? "NON" : "ACK", response[1] >> 5, response[1] & 0x1f);
         size_t off = payload_offset(response, len);
         fwrite(response + off, 1, len - off, stdout);
         break;
