@@ -14,6 +14,8 @@ export interface CachedSession {
   suiteId: number;
   extendedMasterSecret: boolean;
   pskIdentity?: string;
+  /** PSK sessions: a fingerprint of the key, so a resumption can see the identity's key is still the same. */
+  pskHash?: Buffer;
   peerCertificates: X509Certificate[];
   expiresAt: number;
 }

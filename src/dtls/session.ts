@@ -10,6 +10,7 @@
  *   wait_client_key_exchange ──ClientKeyExchange, ECDH, keys derived──▶ wait_certificate_verify
  *   wait_certificate_verify ──signature ok──▶ wait_finished
  *   wait_finished ──Finished ok──▶ (send flight 6) established           (emit 'session'; session id cached)
+ *   (ClientHello resuming a cached PSK session id)  resume_lookup ──same PSK──▶ (flight 4b) | ──else──▶ (flight 4)
  *   (ClientHello resuming a cached session id: send flight 4b = ServerHello, CCS, Finished)   wait_finished
  *   wait_finished ──Finished ok──▶ established                           (abbreviated handshake, nothing sent)
  *   established: application data both ways; a retransmitted client flight 5 gets flight 6 again;
@@ -88,6 +89,7 @@ type State =
   | 'wait_client_key_exchange'
   | 'wait_certificate_verify'
   | 'psk_lookup'
+  | 'resume_lookup'
   | 'wait_finished'
   | 'established'
   | 'closed';
@@ -130,6 +132,8 @@ export class DtlsSession extends EventEmitter {
   #flight: Flight | undefined;
   #queued: DtlsRecord[] = [];
   #masterBytes: Buffer | undefined;
+  /** Fingerprint of the PSK of a full PSK handshake, cached with the session for the resumption check. */
+  #pskHash: Buffer | undefined;
   #master: KeyObject | undefined;
   #serverWrite: RecordProtection | undefined;
   #serverWriteCid: EpochCid | undefined;
@@ -169,8 +173,36 @@ export class DtlsSession extends EventEmitter {
     this.#addToTranscript(msg);
     this.#nextSendSeq = msg.messageSeq; // the server's message_seq continues from the ClientHello's (RFC 6347 §4.2.2)
     this.#handshakeTimer = setTimeout(() => this.#fail(new Error('DTLS handshake timeout'), undefined), config.handshakeTimeoutMs);
-    if (n.resumed) this.#startAbbreviated(n.resumed);
+    if (n.resumed?.pskHash) this.#confirmResumption(n.resumed, n.resumed.pskHash);
+    else if (n.resumed) this.#startAbbreviated(n.resumed);
     else this.#startFull();
+  }
+
+  /**
+   * A PSK session resumes only while its identity still has the same key (a deleted device or a changed key must
+   * not live on in the cache): the lookup runs first, records wait, and a mismatch turns into a full handshake.
+   */
+  #confirmResumption(cached: CachedSession, pskHash: Buffer): void {
+    this.#state = 'resume_lookup';
+    lookupPskSafely(this.#config.lookupPsk, cached.pskIdentity ?? '').then(
+      (psk) => {
+        if (this.#state !== 'resume_lookup') return; // failed or closed meanwhile
+        const n = this.#negotiated;
+        if (psk && Buffer.isBuffer(psk) && timingSafeEqual(pskFingerprint(psk), pskHash)) {
+          this.#startAbbreviated(cached);
+        } else {
+          this.#config.cache.delete(n.sessionId);
+          delete n.resumed;
+          n.sessionId = this.#config.cache.newId();
+          this.#state = 'wait_client_key_exchange';
+          this.#startFull();
+        }
+        const queued = this.#queued;
+        this.#queued = [];
+        this.handleRecords(queued);
+      },
+      (err: unknown) => this.#fail(err, AlertDescription.internal_error),
+    );
   }
 
   #startFull(): void {
@@ -261,7 +293,7 @@ export class DtlsSession extends EventEmitter {
     let retransmit = false;
     for (const r of records) {
       if (this.#state === 'closed') return;
-      if (this.#state === 'psk_lookup') {
+      if (this.#state === 'psk_lookup' || this.#state === 'resume_lookup') {
         if (this.#queued.length < MAX_QUEUED_RECORDS) this.#queued.push(r);
         continue;
       }
@@ -336,7 +368,7 @@ export class DtlsSession extends EventEmitter {
 
   /** False while the PSK lookup runs or after the end: handshake messages then wait in the reassembler. */
   #processing(): boolean {
-    return this.#state !== 'psk_lookup' && this.#state !== 'closed';
+    return this.#state !== 'psk_lookup' && this.#state !== 'resume_lookup' && this.#state !== 'closed';
   }
 
   #drainHandshake(): void {
@@ -420,6 +452,7 @@ export class DtlsSession extends EventEmitter {
     if (this.#state !== 'psk_lookup') return; // failed or closed meanwhile
     try {
       const key = requirePsk(psk, this.pskIdentity);
+      this.#pskHash = pskFingerprint(key);
       this.#installKeys(this.#deriveMaster(pskPreMasterSecret(key)));
       this.#state = 'wait_finished';
       this.#drainHandshake();
@@ -481,7 +514,7 @@ export class DtlsSession extends EventEmitter {
       this.#sendFlight({ plain: [], encrypted: [finished] }, false);
       const n = this.#negotiated;
       const cached = { masterSecret: this.#masterBytes!, suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, peerCertificates: this.peerCertificates };
-      this.#config.cache.store(n.sessionId, this.pskIdentity === undefined ? cached : { ...cached, pskIdentity: this.pskIdentity });
+      this.#config.cache.store(n.sessionId, this.pskIdentity === undefined || !this.#pskHash ? cached : { ...cached, pskIdentity: this.pskIdentity, pskHash: this.#pskHash });
     }
     this.#refreshIdle();
     this.#host.established(this);
@@ -566,6 +599,11 @@ export class DtlsSession extends EventEmitter {
     this.#host.closed(this);
     if (wasEstablished) this.emit('close');
   }
+}
+
+/** What the session cache keeps of a PSK: enough to see it changed, not the key itself. */
+function pskFingerprint(psk: Buffer): Buffer {
+  return createHash('sha256').update('gridgate dtls psk fingerprint\0').update(psk).digest();
 }
 
 function expectType(msg: HandshakeMessage, type: number): void {

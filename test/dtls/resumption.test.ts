@@ -58,6 +58,29 @@ describe('DTLS session resumption ↔ openssl s_client -sess_out/-sess_in', () =
     expect(srv.sessions.map((s) => s.resumed)).toEqual([false, false]);
   });
 
+  it('a PSK session is not resumed once its identity has another key or is gone: full handshake, and the lookup decides', async () => {
+    const keys = new Map([[IDENTITY, Buffer.from(PSK_HEX, 'hex')]]);
+    srv = await startEchoServer({ lookupPsk: async (id) => keys.get(id) ?? null });
+    const file = join(dir, 'd.pem');
+    expect((await dtlsClient({ port: srv.port, cipher: CCM8, line: 'a', extraArgs: ['-sess_out', file], closeNotify: true })).echoed).toBe(true);
+    // unchanged key: resumed
+    const same = await dtlsClient({ port: srv.port, cipher: CCM8, line: 'b', extraArgs: ['-sess_in', file], closeNotify: true });
+    expect(same.stdout).toContain('Reused, ');
+    expect(same.echoed).toBe(true);
+    // the device got a new key: the cached session is dropped, the client's new key works in a full handshake
+    const newKey = 'aabbccddeeff00112233445566778899';
+    keys.set(IDENTITY, Buffer.from(newKey, 'hex'));
+    const rekeyed = await dtlsClient({ port: srv.port, cipher: CCM8, line: 'c', pskHex: newKey, extraArgs: ['-sess_in', file], closeNotify: true });
+    expect(rekeyed.stdout).toContain('New, ');
+    expect(rekeyed.echoed).toBe(true);
+    // the device is deleted: no resumption, and the full handshake ends in unknown_psk_identity
+    keys.clear();
+    const gone = await dtlsClient({ port: srv.port, cipher: CCM8, line: 'd', pskHex: newKey, extraArgs: ['-sess_in', file], timeoutMs: 3000 });
+    expect(gone.echoed).toBe(false);
+    expect(gone.stderr).toContain('unknown psk identity');
+    expect(srv.sessions.map((s) => s.resumed)).toEqual([false, true, false]);
+  });
+
   it('sessionCacheSize 0 disables resumption', async () => {
     srv = await startEchoServer({ sessionCacheSize: 0 });
     const file = join(dir, 'c.pem');
