@@ -22,6 +22,8 @@ export interface CoapConfig {
   maxUploads: number;
   /** Large answers kept per peer while the client fetches their Block2 blocks. */
   maxBlock2Answers: number;
+  /** Requests of one peer whose handler runs at once; beyond it 5.03 with Max-Age 1. */
+  maxInFlight: number;
 }
 
 export const COAP_DEFAULTS: CoapConfig = {
@@ -36,4 +38,5 @@ export const COAP_DEFAULTS: CoapConfig = {
   maxDedupEntries: 256,
   maxUploads: 2,
   maxBlock2Answers: 4,
+  maxInFlight: 8,
 };

@@ -193,6 +193,10 @@ export class CoapEndpoint extends EventEmitter {
       if (kept && kept.expires > now) return immediate(this.#block(key, kept, block2.num, szx));
     }
 
+    if (this.#running >= this.#config.maxInFlight) {
+      // RFC 7252 asks clients for one outstanding request (NSTART 1); a peer far beyond that waits its turn
+      return immediate(this.#error('5.03', `more than ${this.#config.maxInFlight} requests of this peer in progress; try again`, [{ name: 'Max-Age', value: encodeUint(1) }]));
+    }
     // the handler: piggybacked if it answers within the window, else empty ACK now and a separate response later
     let separate = false;
     const window = m.type === 'CON'

@@ -121,7 +121,7 @@ describe('CoAP endpoint: reliability and deduplication', () => {
   });
 
   it('remembers at most maxDedupEntries message ids', async () => {
-    const h = harness(async () => ({ code: '2.04' }), { maxDedupEntries: 16 });
+    const h = harness(async () => ({ code: '2.04' }), { maxDedupEntries: 16, maxInFlight: 100 });
     for (let id = 0; id < 40; id++) h.endpoint.receive(req({ code: 'POST', messageId: id }));
     await waitFor(() => h.sent.length === 40);
     expect(h.endpoint.remembered).toBe(16);
@@ -129,6 +129,22 @@ describe('CoAP endpoint: reliability and deduplication', () => {
     h.endpoint.receive(req({ code: 'POST', messageId: 0 })); // forgotten: a new request
     await waitFor(() => h.sent.length === 42);
     expect(h.calls).toHaveLength(41);
+  });
+
+  it('a peer with maxInFlight requests running gets 5.03 with Max-Age for the next, and is served again after', async () => {
+    const releases: (() => void)[] = [];
+    const h = harness((r) => new Promise((resolve) => releases.push(() => resolve({ code: '2.04', payload: r.payload }))), { maxInFlight: 2, piggybackMs: 5000 });
+    for (let id = 1; id <= 3; id++) h.endpoint.receive(req({ code: 'POST', messageId: id, payload: Buffer.from([id]) }));
+    expect(h.parsed().map((p) => [p.code, p.messageId])).toEqual([['5.03', 3]]);
+    expect(decodeUint(opt(h.parsed()[0], 'Max-Age')!)).toBe(1);
+    for (const release of releases) release();
+    await waitFor(() => h.sent.length === 3);
+    h.endpoint.receive(req({ code: 'POST', messageId: 4, payload: Buffer.from([4]) }));
+    await sleep(10);
+    releases[2]();
+    await waitFor(() => h.sent.length === 4);
+    expect(h.parsed().map((p) => p.code)).toEqual(['5.03', '2.04', '2.04', '2.04']);
+    expect(h.calls).toHaveLength(3);
   });
 
   it('a handler that throws answers 5.00', async () => {
