@@ -7,7 +7,7 @@
  *                reply stored for it (piggybacked response or empty ACK), a duplicate NON nothing
  *   admit        an optional check before anything is buffered (plain CoAP's identity)
  *   blockwise    Block1 uploads reassembled (2.31 Continue per block), Block2 answers sliced and kept while fetched
- *   handler      the request with its whole body; its answer is piggybacked when ready within `piggybackMs`,
+ *   handler      the request with its whole body (at most `maxInFlight` at once per peer); its answer is piggybacked when ready within `piggybackMs`,
  *                else an empty ACK goes first and the answer follows as a Confirmable response, retransmitted
  *                (ACK_TIMEOUT × random factor, doubling, MAX_RETRANSMIT times) until ACKed or Reset; a NON request
  *                gets a NON response unless its No-Response option (RFC 7967) declines that class
@@ -55,7 +55,6 @@ interface Seen { expires: number; reply: Buffer | null }
 interface Outstanding { datagram: Buffer; timer: NodeJS.Timeout; retransmits: number; waitMs: number }
 /** `szx`: the largest block size whose message fits `maxMessageBytes` with this answer's options */
 interface LargeAnswer { response: CoapResponse; payload: Buffer; etag: Buffer; expires: number; szx: number }
-
 
 /** Emits 'malformed' (reason: string) for a datagram dropped or Reset, and 'giveUp' (messageId) when a separate response was never acknowledged. */
 export class CoapEndpoint extends EventEmitter {
