@@ -14,13 +14,15 @@ describe('graceful close of the CoAP listener', () => {
     const r = report(10);
     const json = { name: 'Content-Format' as const, value: encodeUint(50) };
     peer.request({ confirmable: true, code: 'POST', messageId: 1, token: Buffer.from('inflight'), options: [{ name: 'Uri-Path', value: Buffer.from('slow') }, json], payload: Buffer.from(r.body) });
-    await new Promise((res) => setTimeout(res, 100)); // the job is queued and its handler is running
+    // the empty ACK: the request is in the gateway's hands, its handler slower than the piggyback window
+    await peer.waitFor(1);
+    expect(peer.raw[0]).toEqual(Buffer.from([0x60, 0, 0, 1]));
     const stopped = world.service.stop();
     peer.request({ confirmable: true, code: 'POST', messageId: 2, token: Buffer.from('late'), options: [{ name: 'Uri-Path', value: Buffer.from('report') }, json], payload: Buffer.from(report(11).body) });
-    const late = (await peer.waitFor(1))[0];
+    await peer.waitFor(3); // the refusal of the late request and the separate response of the slow one, in either order
+    const late = peer.received.find((p) => p.token.toString() === 'late')!;
     expect(late).toMatchObject({ ack: true, code: '5.03', messageId: 2 });
     expect(JSON.parse(late.payload.toString())).toMatchObject({ key: 'unavailable_error' });
-    await peer.waitFor(3); // empty ACK of the slow request, then its separate response
     const answer = peer.received.find((p) => p.token.toString() === 'inflight' && p.code === '2.05')!;
     expect(JSON.parse(answer.payload.toString())).toEqual({ ok: true, device: world.device.identity, m: r.m });
     peer.send(Buffer.from([0x60, 0, answer.messageId >> 8, answer.messageId & 0xff]));
