@@ -34,7 +34,7 @@ import { flight4, negotiate, serverHello } from './flights/flight4.ts';
 import { certificateKeyExchange } from './flights/flight4-certificate.ts';
 import type { ServerCertificate } from './flights/flight4-certificate.ts';
 import { isEcdheEcdsa, parseCertificate, verifyCertificateVerify } from '../tls/ecdhe-ecdsa.ts';
-import type { EphemeralP256 } from '../tls/ecdhe-ecdsa.ts';
+import type { EphemeralEcdhe } from '../tls/ecdhe-ecdsa.ts';
 import { verifyClientChain } from '../tls/x509-chain.ts';
 import type { Negotiated } from './flights/flight4.ts';
 import { flight6Finished } from './flights/flight6.ts';
@@ -138,7 +138,7 @@ export class DtlsSession extends EventEmitter {
   #serverWrite: RecordProtection | undefined;
   #serverWriteCid: EpochCid | undefined;
   /** ECDHE_ECDSA only: our ephemeral key, and the handshake messages so far (what CertificateVerify signs). */
-  #ephemeral: EphemeralP256 | undefined;
+  #ephemeral: EphemeralEcdhe | undefined;
   #signedMessages: Buffer[] | undefined;
   #retransmitMs: number;
   #retransmitTimer: NodeJS.Timeout | undefined;
@@ -252,6 +252,12 @@ export class DtlsSession extends EventEmitter {
   /** The session id (resumption handle) of this session. */
   get sessionId(): Buffer {
     return this.#negotiated.sessionId;
+  }
+
+  /** The ECDHE group of a full certificate handshake ('x25519' or 'secp256r1'), undefined otherwise. */
+  get ecdheGroup(): 'x25519' | 'secp256r1' | undefined {
+    const g = this.#ephemeral?.group;
+    return g === undefined ? undefined : g === 29 ? 'x25519' : 'secp256r1';
   }
 
   /** IANA name of the negotiated suite. */

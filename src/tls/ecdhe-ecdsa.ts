@@ -1,11 +1,12 @@
 /**
- * ECDHE_ECDSA on secp256r1 for TLS/DTLS 1.2 (RFC 8422, RFC 7251, RFC 5289): the two suites RFC 7252 names for
+ * ECDHE_ECDSA for TLS/DTLS 1.2 (RFC 8422, RFC 7251, RFC 5289): the two suites RFC 7252 names for
  * certificate-authenticated CoAP, and the message bodies their handshake adds — Certificate (RFC 5246 §7.4.2),
- * ServerKeyExchange with named-curve ECDHE parameters signed by the server's ECDSA key (RFC 8422 §5.4),
+ * ServerKeyExchange with named-curve ECDHE parameters (x25519 when the client offers it, else secp256r1) signed by
+ * the server's ECDSA P-256 key (RFC 8422 §5.4),
  * CertificateRequest for ecdsa_sign (§7.4.4), the client's ECDH public value (RFC 8422 §5.7) and CertificateVerify
  * (§7.4.8). Signatures are ecdsa_secp256r1_sha256 (0x0403), DER-encoded as TLS carries them.
  */
-import { createECDH, sign, verify } from 'node:crypto';
+import { createECDH, createPublicKey, diffieHellman, generateKeyPairSync, sign, verify } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { AlertDescription, TlsAlert } from './alert.ts';
 import { ByteReader, findExtension } from './messages.ts';
@@ -42,6 +43,7 @@ export function isEcdheEcdsa(suiteId: number): boolean {
 
 export const ExtensionTypeEc = { supported_groups: 10, ec_point_formats: 11, signature_algorithms: 13 } as const;
 export const SECP256R1 = 23;
+export const X25519 = 29;
 export const ECDSA_SECP256R1_SHA256 = 0x0403;
 const NAMED_CURVE = 3;
 const UNCOMPRESSED = 0;
@@ -61,22 +63,25 @@ function u16List(data: Buffer): number[] {
 }
 
 /**
- * Whether a ClientHello allows ECDHE_ECDSA with secp256r1, uncompressed points and ecdsa_secp256r1_sha256
- * (an absent extension means the RFC default, which includes them).
+ * The ECDHE group for ECDHE_ECDSA with this ClientHello, or undefined when it cannot be done: x25519 when offered,
+ * else secp256r1 (also when supported_groups is absent); uncompressed points and ecdsa_secp256r1_sha256 (our
+ * server key) must be allowed too (an absent extension means the RFC default, which includes them).
  */
-export function clientAcceptsP256Ecdsa(exts: Extension[]): boolean {
-  const groups = findExtension(exts, ExtensionTypeEc.supported_groups);
-  if (groups && !u16List(groups.data).includes(SECP256R1)) return false;
+export function chooseEcdheGroup(exts: Extension[]): number | undefined {
+  const groupsExt = findExtension(exts, ExtensionTypeEc.supported_groups);
+  const groups = groupsExt ? u16List(groupsExt.data) : [SECP256R1];
+  const group = [X25519, SECP256R1].find((g) => groups.includes(g));
+  if (group === undefined) return undefined;
   const formats = findExtension(exts, ExtensionTypeEc.ec_point_formats);
   if (formats) {
     const r = new ByteReader(formats.data);
     const list = r.vec8();
     r.end();
-    if (!list.includes(UNCOMPRESSED)) return false;
+    if (!list.includes(UNCOMPRESSED)) return undefined;
   }
   const sigs = findExtension(exts, ExtensionTypeEc.signature_algorithms);
-  if (sigs && !u16List(sigs.data).includes(ECDSA_SECP256R1_SHA256)) return false;
-  return true;
+  if (sigs && !u16List(sigs.data).includes(ECDSA_SECP256R1_SHA256)) return undefined;
+  return group;
 }
 
 /** ServerHello ec_point_formats: uncompressed only (RFC 8422 §5.2). */
@@ -110,27 +115,59 @@ export function parseCertificate(body: Buffer): Buffer[] {
   return out;
 }
 
-/** One ephemeral P-256 key pair and its ServerECDHParams (curve_type named_curve, secp256r1, uncompressed point). */
-export class EphemeralP256 {
-  readonly #ecdh = createECDH('prime256v1');
-  readonly params: Buffer;
+/** DER SubjectPublicKeyInfo prefix of an X25519 key (RFC 8410): the 32 raw bytes follow. */
+const X25519_SPKI_PREFIX = Buffer.from('302a300506032b656e032100', 'hex');
 
-  constructor() {
-    const point = this.#ecdh.generateKeys();
-    this.params = Buffer.concat([Buffer.from([NAMED_CURVE, 0, SECP256R1, point.length]), point]);
+/**
+ * One ephemeral ECDHE key pair and its ServerECDHParams (curve_type named_curve, the group, the public value:
+ * an uncompressed point for secp256r1, 32 bytes for x25519 per RFC 8422 §5.11).
+ */
+export class EphemeralEcdhe {
+  readonly group: number;
+  readonly params: Buffer;
+  readonly #premaster: (peer: Buffer) => Buffer;
+
+  constructor(group: number = SECP256R1) {
+    this.group = group;
+    let pub: Buffer;
+    if (group === X25519) {
+      const { privateKey, publicKey } = generateKeyPairSync('x25519');
+      pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(X25519_SPKI_PREFIX.length);
+      this.#premaster = (peer) => {
+        if (peer.length !== 32) throw new TlsAlert(AlertDescription.illegal_parameter, 'client x25519 value is not 32 bytes');
+        let shared: Buffer;
+        try {
+          shared = diffieHellman({ privateKey, publicKey: createPublicKey({ key: Buffer.concat([X25519_SPKI_PREFIX, peer]), format: 'der', type: 'spki' }) });
+        } catch {
+          shared = Buffer.alloc(32); // OpenSSL refuses an all-zero result itself
+        }
+        // RFC 8422 §5.11 / RFC 7748 §6.1: an all-zero result means a low-order point; abort.
+        if (shared.every((b) => b === 0)) throw new TlsAlert(AlertDescription.illegal_parameter, 'client x25519 value of low order');
+        return shared;
+      };
+    } else if (group === SECP256R1) {
+      const ecdh = createECDH('prime256v1');
+      pub = ecdh.generateKeys();
+      this.#premaster = (peer) => {
+        if (peer.length !== 65 || peer[0] !== 4) throw new TlsAlert(AlertDescription.illegal_parameter, 'client ECDH point is not an uncompressed P-256 point');
+        try {
+          return ecdh.computeSecret(peer);
+        } catch {
+          throw new TlsAlert(AlertDescription.illegal_parameter, 'client ECDH point is not on the curve');
+        }
+      };
+    } else {
+      throw new Error(`unsupported ECDHE group ${group}`);
+    }
+    this.params = Buffer.concat([Buffer.from([NAMED_CURVE, group >> 8, group & 0xff, pub.length]), pub]);
   }
 
-  /** The premaster secret (the shared point's x coordinate) from the client's ClientKeyExchange body. */
+  /** The premaster secret (P-256: the shared point's x coordinate; x25519: the shared secret) from a ClientKeyExchange body. */
   premasterFromClientKeyExchange(body: Buffer): Buffer {
     const r = new ByteReader(body);
-    const point = r.vec8();
+    const value = r.vec8();
     r.end();
-    if (point.length !== 65 || point[0] !== 4) throw new TlsAlert(AlertDescription.illegal_parameter, 'client ECDH point is not an uncompressed P-256 point');
-    try {
-      return this.#ecdh.computeSecret(point);
-    } catch {
-      throw new TlsAlert(AlertDescription.illegal_parameter, 'client ECDH point is not on the curve');
-    }
+    return this.#premaster(value);
   }
 }
 

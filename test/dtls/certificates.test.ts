@@ -70,7 +70,16 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
     expect(s.cipherSuite).toBe(suite);
     expect(s.peerCertificates[0].subject).toBe('CN=device-cert-1');
     expect(s.pskIdentity).toBeUndefined();
+    expect(s.ecdheGroup).toBe('x25519'); // openssl offers x25519 first
     expect(srv!.errors).toEqual([]);
+  });
+
+  it('a client limited to P-256 (-curves prime256v1) gets a secp256r1 key exchange', async () => {
+    await certServer();
+    const res = await opensslCert({ port: srv!.port, device: 'device', cipher: 'ECDHE-ECDSA-AES128-CCM8', extra: ['-curves', 'prime256v1'] });
+    expect(res.stdout).toContain('Server Temp Key: ECDH, prime256v1, 256 bits');
+    expect(res.echoed).toBe(true);
+    expect(srv!.sessions[0].ecdheGroup).toBe('secp256r1');
   });
 
   it('a device of the intermediate (supplier) CA, sending its chain, is accepted; peerCertificates lists device first', async () => {

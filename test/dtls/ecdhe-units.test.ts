@@ -2,8 +2,8 @@
 import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  EphemeralP256,
-  clientAcceptsP256Ecdsa,
+  EphemeralEcdhe,
+  chooseEcdheGroup,
   encodeCertificate,
   encodeCertificateRequest,
   encodeServerKeyExchange,
@@ -36,7 +36,7 @@ describe('ECDHE_ECDSA codecs', () => {
   });
 
   it('ServerKeyExchange: named_curve secp256r1 params, 0x0403, DER signature over client_random ‖ server_random ‖ params', () => {
-    const e = new EphemeralP256();
+    const e = new EphemeralEcdhe();
     expect(e.params.subarray(0, 5).toString('hex')).toBe('0300174104');
     expect(e.params).toHaveLength(4 + 65);
     const key = createPrivateKey(pki.read('server.key'));
@@ -50,9 +50,22 @@ describe('ECDHE_ECDSA codecs', () => {
     expect(verify('sha256', Buffer.concat([sr, cr, e.params]), createPublicKey(key), sig)).toBe(false);
   });
 
+  it('x25519: params are named_curve 29 with a 32-byte value; both sides agree; low-order values are illegal_parameter', () => {
+    const server = new EphemeralEcdhe(29);
+    const client = new EphemeralEcdhe(29);
+    expect(server.params.subarray(0, 4).toString('hex')).toBe('03001d20');
+    expect(server.params).toHaveLength(36);
+    const a = server.premasterFromClientKeyExchange(Buffer.concat([Buffer.from([32]), client.params.subarray(4)]));
+    expect(a).toEqual(client.premasterFromClientKeyExchange(Buffer.concat([Buffer.from([32]), server.params.subarray(4)])));
+    for (const low of [Buffer.alloc(32), Buffer.concat([Buffer.from([1]), Buffer.alloc(31)])]) {
+      expect(() => server.premasterFromClientKeyExchange(Buffer.concat([Buffer.from([32]), low]))).toThrow(expect.objectContaining({ description: 47 }));
+    }
+    expect(() => server.premasterFromClientKeyExchange(Buffer.concat([Buffer.from([31]), Buffer.alloc(31, 9)]))).toThrow(expect.objectContaining({ description: 47 }));
+  });
+
   it('ECDH: both sides derive the same premaster; points off the curve or compressed are illegal_parameter', () => {
-    const server = new EphemeralP256();
-    const client = new EphemeralP256();
+    const server = new EphemeralEcdhe();
+    const client = new EphemeralEcdhe();
     const clientPoint = client.params.subarray(4);
     const cke = Buffer.concat([Buffer.from([65]), clientPoint]);
     const a = server.premasterFromClientKeyExchange(cke);
@@ -79,13 +92,14 @@ describe('ECDHE_ECDSA codecs', () => {
     expect(() => verifyCertificateVerify(rsa, msgs, pub)).toThrow(expect.objectContaining({ description: 47 }));
   });
 
-  it('the client offer must allow P-256, uncompressed points and ECDSA-SHA256 (absent extensions allow them)', () => {
+  it('group choice: x25519 when offered, else secp256r1; uncompressed points and ECDSA-SHA256 required (absent extensions allow them)', () => {
     const ext = (type: number, hex: string) => ({ type, data: Buffer.from(hex, 'hex') });
-    expect(clientAcceptsP256Ecdsa([])).toBe(true);
-    expect(clientAcceptsP256Ecdsa([ext(10, '0004001d0017'), ext(11, '0100'), ext(13, '000408040403')])).toBe(true);
-    expect(clientAcceptsP256Ecdsa([ext(10, '0002001d')])).toBe(false); // x25519 only
-    expect(clientAcceptsP256Ecdsa([ext(11, '0101')])).toBe(false); // compressed only
-    expect(clientAcceptsP256Ecdsa([ext(13, '00020804')])).toBe(false); // RSA-PSS only
+    expect(chooseEcdheGroup([])).toBe(23);
+    expect(chooseEcdheGroup([ext(10, '00040017001d'), ext(11, '0100'), ext(13, '000408040403')])).toBe(29);
+    expect(chooseEcdheGroup([ext(10, '000400180017')])).toBe(23); // secp384r1, secp256r1
+    expect(chooseEcdheGroup([ext(10, '00020018')])).toBeUndefined(); // secp384r1 only
+    expect(chooseEcdheGroup([ext(11, '0101')])).toBeUndefined(); // compressed only
+    expect(chooseEcdheGroup([ext(13, '00020804')])).toBeUndefined(); // RSA-PSS only
   });
 });
 

@@ -1,11 +1,11 @@
 /**
  * The ECDHE_ECDSA part of flight 4 (between ServerHello and ServerHelloDone): the server's Certificate chain, a
- * ServerKeyExchange with fresh P-256 ECDHE parameters signed by the server key, and a CertificateRequest for
+ * ServerKeyExchange with fresh ECDHE parameters (x25519 or P-256) signed by the server key, and a CertificateRequest for
  * ecdsa_sign (devices must present a certificate).
  */
 import type { KeyObject, X509Certificate } from 'node:crypto';
 import { HandshakeType } from '../../tls/messages.ts';
-import { EphemeralP256, encodeCertificate, encodeCertificateRequest, encodeServerKeyExchange } from '../../tls/ecdhe-ecdsa.ts';
+import { EphemeralEcdhe, encodeCertificate, encodeCertificateRequest, encodeServerKeyExchange } from '../../tls/ecdhe-ecdsa.ts';
 import type { Negotiated } from './flight4.ts';
 
 /** The server's certificate configuration as the sessions use it. */
@@ -16,8 +16,8 @@ export interface ServerCertificate {
   trustAnchors(): X509Certificate[];
 }
 
-export function certificateKeyExchange(n: Negotiated, cert: ServerCertificate): { ephemeral: EphemeralP256; messages: Array<{ type: number; body: Buffer }> } {
-  const ephemeral = new EphemeralP256();
+export function certificateKeyExchange(n: Negotiated, cert: ServerCertificate): { ephemeral: EphemeralEcdhe; messages: Array<{ type: number; body: Buffer }> } {
+  const ephemeral = new EphemeralEcdhe(n.ecdheGroup);
   return {
     ephemeral,
     messages: [

@@ -18,7 +18,7 @@ import {
 } from '../../tls/messages.ts';
 import type { ClientHello, Extension } from '../../tls/messages.ts';
 import type { CipherSuite } from '../../tls/suites/index.ts';
-import { ExtensionTypeEc, SERVER_EC_POINT_FORMATS, clientAcceptsP256Ecdsa, isEcdheEcdsa } from '../../tls/ecdhe-ecdsa.ts';
+import { ExtensionTypeEc, SERVER_EC_POINT_FORMATS, chooseEcdheGroup, isEcdheEcdsa } from '../../tls/ecdhe-ecdsa.ts';
 import type { HandshakeMessage } from '../handshake.ts';
 import { DTLS12 } from '../record.ts';
 import type { CachedSession, SessionCache } from '../session-cache.ts';
@@ -37,6 +37,8 @@ export interface Negotiated {
   extraExtensions: Extension[];
   /** RFC 8422 §5.2: a ServerHello of an ECC suite answers the client's ec_point_formats with its own. */
   clientSentPointFormats: boolean;
+  /** ECDHE_ECDSA full handshakes: the named group of the key exchange. */
+  ecdheGroup?: number;
 }
 
 export interface NegotiateOptions {
@@ -77,11 +79,13 @@ export function negotiate(ch: ClientHello, o: NegotiateOptions): Negotiated {
       return { ...base, suite: cachedSuite, extendedMasterSecret: ems, sessionId: Buffer.from(ch.sessionId), resumed: cached };
     }
   }
-  // An ECDHE_ECDSA suite only for a client that accepts P-256, uncompressed points and ECDSA-SHA256.
-  const ecOk = clientAcceptsP256Ecdsa(ch.extensions);
-  const suite = o.suites.find((s) => ch.cipherSuites.includes(s.id) && (ecOk || !isEcdheEcdsa(s.id)));
+  // An ECDHE_ECDSA suite only for a client that accepts one of our groups, uncompressed points and ECDSA-SHA256.
+  const group = chooseEcdheGroup(ch.extensions);
+  const suite = o.suites.find((s) => ch.cipherSuites.includes(s.id) && (group !== undefined || !isEcdheEcdsa(s.id)));
   if (!suite) throw new TlsAlert(AlertDescription.handshake_failure, 'no shared cipher suite');
-  return { ...base, suite, extendedMasterSecret: ems, sessionId: o.cache.newId() };
+  const n: Negotiated = { ...base, suite, extendedMasterSecret: ems, sessionId: o.cache.newId() };
+  if (group !== undefined && isEcdheEcdsa(suite.id)) n.ecdheGroup = group;
+  return n;
 }
 
 export function serverHello(n: Negotiated, messageSeq: number): HandshakeMessage {
