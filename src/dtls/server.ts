@@ -4,7 +4,9 @@
  * ecdhe-ecdsa.ts / x509-chain.ts for the certificate suites).
  *
  * Suites in preference order: PSK CCM_8, GCM, CBC-SHA256, then — only when `certificate` is configured —
- * ECDHE_ECDSA CCM_8 and GCM on P-256 (client certificate required, chain checked against `trustAnchors()`).
+ * ECDHE_ECDSA CCM_8 and GCM (ECDHE on x25519 when offered, else secp256r1; ECDSA P-256 server key; client
+ * certificate required, its chain checked against `trustAnchors()` at each handshake and before each resumption).
+ * Resumption by session id: PSK sessions only after the identity's key was looked up again and is unchanged.
  *
  * Layers, each in its own module:
  *   server.ts   datagrams in and out, peers keyed by address:port (or by Connection ID), stateless cookie check,
