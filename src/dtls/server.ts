@@ -98,6 +98,8 @@ export interface HandshakeErrorInfo {
   remoteAddress: string;
   remotePort: number;
   pskIdentity?: string;
+  /** Subject of the device certificate a refused client sent (certificate suites). */
+  certificateSubject?: string;
 }
 
 const DEFAULTS = {
@@ -271,6 +273,7 @@ export class DtlsServer extends EventEmitter {
       handshakeFailed: (s, err) => {
         const info: HandshakeErrorInfo = { remoteAddress: s.remoteAddress, remotePort: s.remotePort };
         if (s.pskIdentity !== undefined) info.pskIdentity = s.pskIdentity;
+        if (s.offeredCertificateSubject !== undefined) info.certificateSubject = s.offeredCertificateSubject;
         this.emit('handshakeError', err, info);
       },
       closed: (s) => {

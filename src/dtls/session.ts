@@ -22,7 +22,8 @@
  */
 import { EventEmitter } from 'node:events';
 import { createHash, createSecretKey, timingSafeEqual } from 'node:crypto';
-import type { Hash, KeyObject, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
+import type { Hash, KeyObject } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/alert.ts';
 import { lookupPskSafely, requirePsk } from '../tls/psk.ts';
 import { HandshakeType, findExtension, parseClientKeyExchangePsk, parseFinished } from '../tls/messages.ts';
@@ -118,6 +119,8 @@ export class DtlsSession extends EventEmitter {
   pskIdentity: string | undefined;
   /** The client's verified certificate chain, device certificate first (empty for PSK sessions). */
   peerCertificates: X509Certificate[] = [];
+  /** Subject of the device certificate the client sent, verified or not (for refusal reports). */
+  offeredCertificateSubject: string | undefined;
 
   readonly #host: SessionHost;
   readonly #config: SessionConfig;
@@ -410,7 +413,11 @@ export class DtlsSession extends EventEmitter {
       case 'wait_client_certificate':
         expectType(msg, HandshakeType.certificate);
         clearTimeout(this.#retransmitTimer); // flight 5 has begun: flight 4 arrived
-        this.peerCertificates = verifyClientChain(parseCertificate(msg.body), this.#config.certificate!.trustAnchors());
+        {
+          const chain = parseCertificate(msg.body);
+          this.offeredCertificateSubject = leafSubject(chain[0]);
+          this.peerCertificates = verifyClientChain(chain, this.#config.certificate!.trustAnchors());
+        }
         this.#addToTranscript(msg);
         this.#state = 'wait_client_key_exchange';
         return;
@@ -604,6 +611,15 @@ export class DtlsSession extends EventEmitter {
     if (handshakeError) this.#host.handshakeFailed(this, handshakeError);
     this.#host.closed(this);
     if (wasEstablished) this.emit('close');
+  }
+}
+
+function leafSubject(der: Buffer | undefined): string | undefined {
+  if (!der) return undefined;
+  try {
+    return new X509Certificate(der).subject;
+  } catch {
+    return undefined;
   }
 }
 

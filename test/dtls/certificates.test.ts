@@ -113,6 +113,7 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
     expect(res.stderr).toContain(`alert ${alert}`);
     await waitFor(() => srv!.errors.length > 0);
     expect(srv!.errors[0].err.message).toMatch(message);
+    expect(srv!.errors[0].info.certificateSubject).toBe(pki.cert(device).subject);
     expect(srv!.sessions).toEqual([]);
   });
 
