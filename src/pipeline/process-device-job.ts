@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Sandbox } from '../sandbox/runner.ts';
 import type { CommandTypeView, CommandView, ExecCall, HandlerEvent, HandlerRun, ParsedReport } from '../sandbox/types.ts';
 import type { ConditionReportIn } from '../monitoring/reports/store.ts';
@@ -58,7 +58,7 @@ const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
 /** Ids derived from the job id: a retried job produces the same report and activity ids, so nothing is stored twice. */
 export function derivedHashId(jobId: string, label: string): string {
-  const digest = createHash('sha256').update(`${jobId}:${label}`).digest();
+  const digest = hash('sha256', `${jobId}:${label}`, 'buffer');
   // 12 characters from 12 digest bytes (the modulo bias is irrelevant for identifiers); a letter first
   let out = ALPHABET[digest[0] % 26];
   for (let i = 1; i < 12; i++) out += ALPHABET[digest[i] % 36];

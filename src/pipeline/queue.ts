@@ -13,6 +13,20 @@ export interface PublishedAnswer { itemId: string; result: DeviceJobResult }
 
 export type WaitOutcome = { state: 'completed'; result: DeviceJobResult } | { state: 'pending' };
 
+/** The gateways of this process by id: a worker beside them hands answers over in memory instead of through Redis. */
+const localGateways = new Map<string, (answers: PublishedAnswer[]) => void>();
+
+/**
+ * Gives answers to the gateway `gatewayId` when it runs in this process (role `all`, or gateway and
+ * worker together) and returns true; false means it is elsewhere and the answers go over Redis pub/sub.
+ */
+export function deliverLocally(gatewayId: string, answers: PublishedAnswer[]): boolean {
+  const deliver = localGateways.get(gatewayId);
+  if (!deliver) return false;
+  deliver(answers);
+  return true;
+}
+
 const BATCH_MAX_ITEMS = 64;
 const BATCH_MAX_DELAY_MS = 6;
 const MAX_ADDS_IN_FLIGHT = 1;
@@ -44,16 +58,17 @@ export class DeviceQueue {
       },
     });
     this.subscriber = createRedis(ctx.config.redisUrl);
-    this.subscriber.on('message', (_channel: string, message: string) => {
-      for (const answer of JSON.parse(message) as PublishedAnswer[]) {
-        this.waiters.get(answer.itemId)?.({ state: 'completed', result: answer.result });
-      }
-    });
+    this.subscriber.on('message', (_channel: string, message: string) => this.answered(JSON.parse(message) as PublishedAnswer[]));
+  }
+
+  private answered(answers: PublishedAnswer[]): void {
+    for (const answer of answers) this.waiters.get(answer.itemId)?.({ state: 'completed', result: answer.result });
   }
 
   async ready(): Promise<void> {
     await this.queue.waitUntilReady();
     await this.subscriber.subscribe(answerChannel(this.gatewayId));
+    localGateways.set(this.gatewayId, (answers) => this.answered(answers));
   }
 
   /** Queues the job durably; resolves with its result, or `pending` when not answered within `waitMs`. Rejects when it could not be queued. */
@@ -102,6 +117,7 @@ export class DeviceQueue {
 
   async close(): Promise<void> {
     this.flush();
+    localGateways.delete(this.gatewayId);
     for (const w of [...this.waiters.values()]) w({ state: 'pending' });
     await this.subscriber.quit().catch(() => this.subscriber.disconnect());
     await this.queue.close();

@@ -13,7 +13,7 @@ import type { ExecCall } from '../sandbox/types.ts';
 import { Batcher } from './batcher.ts';
 import { DeviceContextLoader, type DeviceRecord } from './device-context.ts';
 import type { DeviceBatchJob } from './jobs.ts';
-import { answerChannel, DeviceEventQueue, type PublishedAnswer } from './queue.ts';
+import { answerChannel, deliverLocally, DeviceEventQueue, type PublishedAnswer } from './queue.ts';
 import { MonitoringCoreClient } from './monitoring-client.ts';
 import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
@@ -101,7 +101,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   // A BullMQ worker fetches its jobs one Redis round trip at a time; several workers on their
   // own connections fetch in parallel, so the queue never waits on one fetch loop.
   const fetchers = Math.max(1, Math.min(WORKER_FETCHERS, ctx.config.workerConcurrency));
-  // answers go back to the gateway holding the request as soon as each is stored, a publish per gateway and tick
+  // answers go back to the gateway holding the request as soon as each is stored: in memory when that gateway
+  // runs in this process, else a Redis publish per gateway and tick
   const answers = new Batcher<{ gatewayId: string; answer: PublishedAnswer }>(async (items) => {
     const byGateway = new Map<string, PublishedAnswer[]>();
     for (const { gatewayId, answer } of items) byGateway.set(gatewayId, [...(byGateway.get(gatewayId) ?? []), answer]);
@@ -112,7 +113,9 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     await Promise.all(batch.items.map(async ({ itemId, job }, index) => {
       const result = await processDeviceJob(deps, `${jobId}:${index}`, job);
       // an answer nobody waits for any more (the gateway answered 202 or restarted) is simply dropped; events have no gateway
-      if (batch.gatewayId) answers.add({ gatewayId: batch.gatewayId, answer: { itemId, result } }).catch(() => undefined);
+      if (batch.gatewayId && !deliverLocally(batch.gatewayId, [{ itemId, result }])) {
+        answers.add({ gatewayId: batch.gatewayId, answer: { itemId, result } }).catch(() => undefined);
+      }
     }));
   };
 
