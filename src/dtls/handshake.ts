@@ -90,7 +90,8 @@ interface Partial {
  */
 export class HandshakeReassembler {
   #next: number;
-  readonly #partial = new Map<number, Partial>();
+  /** Messages being assembled; created on demand and dropped when empty (an idle session holds none). */
+  #partial: Map<number, Partial> | undefined;
 
   constructor(nextSeq = 0) {
     this.#next = nextSeq;
@@ -104,6 +105,7 @@ export class HandshakeReassembler {
     if (f.messageSeq < this.#next) return 'old';
     if (f.messageSeq >= this.#next + MAX_AHEAD) return 'ignored';
     if (f.length > MAX_MESSAGE_LENGTH) throw new TlsAlert(AlertDescription.handshake_failure, 'handshake message too large');
+    this.#partial ??= new Map();
     let p = this.#partial.get(f.messageSeq);
     if (!p) {
       p = { type: f.type, body: Buffer.alloc(f.length), have: new Uint8Array(f.length), missing: f.length };
@@ -123,9 +125,10 @@ export class HandshakeReassembler {
 
   /** The next complete message in order, or null. */
   next(): HandshakeMessage | null {
-    const p = this.#partial.get(this.#next);
+    const p = this.#partial?.get(this.#next);
     if (!p || p.missing > 0) return null;
-    this.#partial.delete(this.#next);
+    this.#partial!.delete(this.#next);
+    if (this.#partial!.size === 0) this.#partial = undefined;
     return { type: p.type, messageSeq: this.#next++, body: p.body };
   }
 }

@@ -102,40 +102,49 @@ export interface EpochCid {
   protection: CidProtection;
 }
 
-/** Read and write state of one association: epochs, sequence numbers, protection, anti-replay. */
+/** Scratch for the 8-byte MAC/AAD sequence input: filled and consumed synchronously within one seal or open. */
+const SEQ_SCRATCH = Buffer.alloc(8);
+
+/**
+ * Read and write state of one association: epochs, sequence numbers, protection, anti-replay. A session has epoch 0
+ * and, after the handshake, epoch 1 (renegotiation is refused), so the state is a few fields per epoch, not maps:
+ * an idle session holds thousands of these.
+ */
 export class RecordLayer {
-  readonly #read = new Map<number, ReadEpoch>([[0, { protection: null, replay: new ReplayWindow() }]]);
-  readonly #writeSeq = new Map<number, number>([[0, 0]]);
-  readonly #writeProtection = new Map<number, RecordProtection | null>([[0, null]]);
-  readonly #writeCid = new Map<number, EpochCid>();
-  readonly #seqBuf = Buffer.alloc(8);
+  #read0: ReadEpoch = { protection: null, replay: new ReplayWindow() };
+  #read1: ReadEpoch | undefined;
+  #writeSeq0 = 0;
+  #writeSeq1: number | undefined;
+  #writeProtection1: RecordProtection | undefined;
+  #writeCid1: EpochCid | undefined;
   /** Whether the last record `open` accepted had the highest sequence number of its epoch so far (RFC 9146 §6). */
   lastOpenedWasNewest = false;
 
   /** Starts epoch 0 writes at `seq` (RFC 6347 §4.2.1: continue from the ClientHello's record sequence number). */
   setInitialWriteSequence(seq: number): void {
-    this.#writeSeq.set(0, seq);
+    this.#writeSeq0 = seq;
   }
 
   installReadEpoch(epoch: number, protection: RecordProtection, cid?: EpochCid): void {
-    this.#read.set(epoch, cid ? { protection, replay: new ReplayWindow(), cid } : { protection, replay: new ReplayWindow() });
+    if (epoch !== 1) throw new Error('only epoch 1 follows the handshake');
+    this.#read1 = cid ? { protection, replay: new ReplayWindow(), cid } : { protection, replay: new ReplayWindow() };
   }
 
   installWriteEpoch(epoch: number, protection: RecordProtection, cid?: EpochCid): void {
-    this.#writeProtection.set(epoch, protection);
-    this.#writeSeq.set(epoch, 0);
-    if (cid) this.#writeCid.set(epoch, cid);
-    else this.#writeCid.delete(epoch);
+    if (epoch !== 1) throw new Error('only epoch 1 follows the handshake');
+    this.#writeProtection1 = protection;
+    this.#writeSeq1 = 0;
+    this.#writeCid1 = cid;
   }
 
   /** Bytes a sealed record in `epoch` carries beyond the suite's overhead: the CID and the inner content type. */
   cidOverhead(epoch: number): number {
-    const c = this.#writeCid.get(epoch);
+    const c = epoch === 1 ? this.#writeCid1 : undefined;
     return c ? c.cid.length + 1 : 0;
   }
 
   hasReadEpoch(epoch: number): boolean {
-    return this.#read.has(epoch);
+    return epoch === 0 || (epoch === 1 && this.#read1 !== undefined);
   }
 
   /**
@@ -144,7 +153,7 @@ export class RecordLayer {
    */
   open(r: DtlsRecord): Buffer | 'drop' | 'bad_mac' {
     this.lastOpenedWasNewest = false;
-    const state = this.#read.get(r.epoch);
+    const state = r.epoch === 0 ? this.#read0 : r.epoch === 1 ? this.#read1 : undefined;
     if (!state || !state.replay.check(r.seq)) return 'drop';
     if ((r.type === CONTENT_TYPE_TLS12_CID) !== (state.cid !== undefined)) return 'drop';
     let data = r.fragment;
@@ -160,7 +169,7 @@ export class RecordLayer {
       if (data.length > 16384) return 'drop';
     } else if (state.protection) {
       try {
-        data = state.protection.open(sequenceInput(r.epoch, r.seq, this.#seqBuf), r.type, r.version, r.fragment);
+        data = state.protection.open(sequenceInput(r.epoch, r.seq, SEQ_SCRATCH), r.type, r.version, r.fragment);
       } catch {
         return 'bad_mac';
       }
@@ -173,11 +182,12 @@ export class RecordLayer {
 
   /** Protects and frames one record in `epoch` with the next write sequence number. */
   seal(epoch: number, type: number, data: Buffer): Buffer {
-    const seq = this.#writeSeq.get(epoch);
+    const seq = epoch === 0 ? this.#writeSeq0 : epoch === 1 ? this.#writeSeq1 : undefined;
     if (seq === undefined) throw new Error(`no write state for epoch ${epoch}`);
     if (seq > MAX_SEQUENCE) throw new Error('record sequence number exhausted');
-    this.#writeSeq.set(epoch, seq + 1);
-    const cid = this.#writeCid.get(epoch);
+    if (epoch === 0) this.#writeSeq0 = seq + 1;
+    else this.#writeSeq1 = seq + 1;
+    const cid = epoch === 1 ? this.#writeCid1 : undefined;
     if (cid) {
       const headerLength = RECORD_HEADER_LENGTH + cid.cid.length;
       const out = cid.protection.seal(DTLS12, epoch, seq, cid.cid, type, data, headerLength);
@@ -186,10 +196,10 @@ export class RecordLayer {
       out.writeUInt16BE(out.length - headerLength, headerLength - 2);
       return out;
     }
-    const prot = this.#writeProtection.get(epoch);
+    const prot = epoch === 1 ? this.#writeProtection1 : undefined;
     const header = { type, version: DTLS12, epoch, seq };
     if (!prot) return encodeRecord({ ...header, fragment: data });
-    const out = prot.seal(sequenceInput(epoch, seq, this.#seqBuf), type, DTLS12, data, RECORD_HEADER_LENGTH);
+    const out = prot.seal(sequenceInput(epoch, seq, SEQ_SCRATCH), type, DTLS12, data, RECORD_HEADER_LENGTH);
     writeRecordHeader(out, 0, header, out.length - RECORD_HEADER_LENGTH);
     return out;
   }

@@ -130,10 +130,51 @@ export class DtlsServer extends EventEmitter {
   readonly #limits: AddressLimits;
   readonly #cookies = new CookieSecrets();
   readonly #rotation: NodeJS.Timeout;
+  /** One sweep for all sessions instead of a timer each: closes those idle longer than idleTimeoutMs. */
+  readonly #idleSweep: NodeJS.Timeout;
   readonly #peers = new Map<string, DtlsSession>();
   /** Sessions that negotiated a Connection ID, by the CID we issued (hex). */
   readonly #byCid = new Map<string, DtlsSession>();
-  #handshakes = 0;
+  /** Sessions whose handshake runs (their count is what maxHandshakes bounds). */
+  readonly #handshaking = new Set<DtlsSession>();
+  /** One host for every session (a session passes itself): an idle session holds no closures of its own. */
+  readonly #host: SessionHost = {
+    send: (s, d) => this.#send(d, s.remotePort, s.remoteAddress),
+    allocateCid: () => {
+      let cid: Buffer;
+      do cid = randomBytes(SERVER_CID_LENGTH);
+      while (this.#byCid.has(cid.toString('hex')));
+      return cid;
+    },
+    migrated: (s, from) => {
+      const oldKey = `${from.address}:${from.port}`;
+      if (this.#peers.get(oldKey) !== s) return;
+      this.#peers.delete(oldKey);
+      this.#limits.removed(from.address);
+      const key = `${s.remoteAddress}:${s.remotePort}`;
+      this.#peers.get(key)?.close(); // a stale association at the address the device now uses
+      this.#peers.set(key, s);
+      this.#limits.added(s.remoteAddress);
+    },
+    established: (s) => {
+      this.#handshaking.delete(s);
+      this.emit('session', s);
+    },
+    handshakeFailed: (s, err) => {
+      const info: HandshakeErrorInfo = { remoteAddress: s.remoteAddress, remotePort: s.remotePort };
+      if (s.pskIdentity !== undefined) info.pskIdentity = s.pskIdentity;
+      if (s.offeredCertificateSubject !== undefined) info.certificateSubject = s.offeredCertificateSubject;
+      this.emit('handshakeError', err, info);
+    },
+    closed: (s) => {
+      this.#handshaking.delete(s);
+      const key = `${s.remoteAddress}:${s.remotePort}`;
+      if (this.#peers.get(key) !== s) return;
+      this.#peers.delete(key);
+      this.#limits.removed(s.remoteAddress);
+      if (s.connectionId) this.#byCid.delete(s.connectionId.toString('hex'));
+    },
+  };
   #closed = false;
 
   constructor(opts: DtlsServerOptions) {
@@ -167,6 +208,12 @@ export class DtlsServer extends EventEmitter {
     this.#limits = new AddressLimits(limits);
     this.#rotation = setInterval(() => this.#cookies.rotate(), opts.cookieRotationMs ?? DEFAULTS.cookieRotationMs);
     this.#rotation.unref();
+    const idleMs = this.#config.idleTimeoutMs;
+    this.#idleSweep = setInterval(() => {
+      const before = Date.now() - idleMs;
+      for (const s of this.#peers.values()) s.closeIfIdleSince(before); // closing deletes; Map iteration allows it
+    }, Math.max(100, Math.min(idleMs / 4, 10_000)));
+    this.#idleSweep.unref();
     if (opts.socket instanceof dgram.Socket) {
       this.socket = opts.socket;
     } else {
@@ -184,12 +231,12 @@ export class DtlsServer extends EventEmitter {
 
   /** Handshakes in progress. */
   get handshakeCount(): number {
-    return this.#handshakes;
+    return this.#handshaking.size;
   }
 
   /** Established sessions. */
   get sessionCount(): number {
-    return this.#peers.size - this.#handshakes;
+    return this.#peers.size - this.#handshaking.size;
   }
 
   /** Handshakes in progress + sessions held by one source IP address. */
@@ -202,6 +249,7 @@ export class DtlsServer extends EventEmitter {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
     clearInterval(this.#rotation);
+    clearInterval(this.#idleSweep);
     for (const s of [...this.#peers.values()]) s.close();
     this.socket.off('message', this.#onMessage);
     return new Promise((resolve) => this.socket.close(() => resolve()));
@@ -240,53 +288,14 @@ export class DtlsServer extends EventEmitter {
       if (hvr.length <= datagramLength) this.#send(hvr, rinfo.port, rinfo.address);
       return;
     }
-    if (this.#handshakes >= this.#maxHandshakes || this.sessionCount >= this.#maxSessions) return;
+    if (this.#handshaking.size >= this.#maxHandshakes || this.sessionCount >= this.#maxSessions) return;
     old?.close();
     if (!this.#limits.admit(rinfo.address)) return;
     const peer = { address: rinfo.address, port: rinfo.port };
-    let key = `${peer.address}:${peer.port}`;
-    let handshaking = true;
-    const host: SessionHost = {
-      send: (d) => this.#send(d, peer.port, peer.address),
-      allocateCid: () => {
-        let cid: Buffer;
-        do cid = randomBytes(SERVER_CID_LENGTH);
-        while (this.#byCid.has(cid.toString('hex')));
-        return cid;
-      },
-      migrated: (s, from) => {
-        if (this.#peers.get(key) !== s) return;
-        this.#peers.delete(key);
-        this.#limits.removed(from.address);
-        peer.address = s.remoteAddress;
-        peer.port = s.remotePort;
-        key = `${peer.address}:${peer.port}`;
-        this.#peers.get(key)?.close(); // a stale association at the address the device now uses
-        this.#peers.set(key, s);
-        this.#limits.added(peer.address);
-      },
-      established: (s) => {
-        handshaking = false;
-        this.#handshakes--;
-        this.emit('session', s);
-      },
-      handshakeFailed: (s, err) => {
-        const info: HandshakeErrorInfo = { remoteAddress: s.remoteAddress, remotePort: s.remotePort };
-        if (s.pskIdentity !== undefined) info.pskIdentity = s.pskIdentity;
-        if (s.offeredCertificateSubject !== undefined) info.certificateSubject = s.offeredCertificateSubject;
-        this.emit('handshakeError', err, info);
-      },
-      closed: (s) => {
-        if (this.#peers.get(key) !== s) return;
-        if (handshaking) this.#handshakes--;
-        this.#peers.delete(key);
-        this.#limits.removed(peer.address);
-        if (s.connectionId) this.#byCid.delete(s.connectionId.toString('hex'));
-      },
-    };
+    const key = `${peer.address}:${peer.port}`;
     let session: DtlsSession;
     try {
-      session = new DtlsSession(host, this.#config, peer, {
+      session = new DtlsSession(this.#host, this.#config, peer, {
         ch,
         msg: { type: f.type, messageSeq: f.messageSeq, body: f.body },
         recordSeq: r.seq,
@@ -298,7 +307,8 @@ export class DtlsServer extends EventEmitter {
       this.emit('handshakeError', err, { remoteAddress: rinfo.address, remotePort: rinfo.port });
       return;
     }
-    this.#handshakes++;
+    if (session.closed) return;
+    this.#handshaking.add(session);
     this.#peers.set(key, session);
     this.#limits.added(peer.address);
     if (session.connectionId) this.#byCid.set(session.connectionId.toString('hex'), session);

@@ -9,6 +9,13 @@ import type { X509Certificate } from 'node:crypto';
 
 export const SESSION_ID_LENGTH = 32;
 
+/** Entries live for hours: their bytes (master secret and key fingerprint together) get memory of their own rather than a slice of a shared pool slab. */
+function owned(b: Buffer): Buffer {
+  const copy = Buffer.alloc(b.length);
+  b.copy(copy);
+  return copy;
+}
+
 export interface CachedSession {
   masterSecret: Buffer;
   suiteId: number;
@@ -45,7 +52,9 @@ export class SessionCache {
     const key = id.toString('hex');
     this.#entries.delete(key);
     while (this.#entries.size >= this.#max) this.#entries.delete(this.#entries.keys().next().value!);
-    this.#entries.set(key, { ...s, masterSecret: Buffer.from(s.masterSecret), expiresAt: now + this.#lifetimeMs });
+    const secrets = owned(s.pskHash ? Buffer.concat([s.masterSecret, s.pskHash]) : s.masterSecret);
+    const masterSecret = secrets.subarray(0, s.masterSecret.length);
+    this.#entries.set(key, { ...s, masterSecret, ...(s.pskHash ? { pskHash: secrets.subarray(s.masterSecret.length) } : {}), expiresAt: now + this.#lifetimeMs });
   }
 
   /** The live entry for `id`, or undefined (unknown, expired — then removed — or an id of the wrong size). */

@@ -74,8 +74,10 @@ export interface SessionConfig {
 }
 
 /** What a session needs from its server: a way to send datagrams to its peer and to report its life cycle. */
+/** What a session needs from its server; one host serves every session, so each call names the session. */
 export interface SessionHost {
-  send(datagram: Buffer): void;
+  /** Sends to the session's current remoteAddress/remotePort. */
+  send(session: DtlsSession, datagram: Buffer): void;
   established(session: DtlsSession): void;
   handshakeFailed(session: DtlsSession, err: Error): void;
   closed(session: DtlsSession): void;
@@ -102,6 +104,16 @@ interface Flight {
 }
 
 const MAX_QUEUED_RECORDS = 32;
+const EMPTY = Buffer.alloc(0);
+/** The queue of an established session: records are never queued again once the handshake is over. */
+const NO_RECORDS: DtlsRecord[] = [];
+/** A copy in its own (unpooled) memory. */
+const owned = (b: Buffer): Buffer => {
+  const copy = Buffer.alloc(b.length);
+  b.copy(copy);
+  return copy;
+};
+const ownedMessage = (m: HandshakeMessage): HandshakeMessage => ({ ...m, body: owned(m.body) });
 const CCS = Buffer.from([1]);
 
 /**
@@ -125,9 +137,10 @@ export class DtlsSession extends EventEmitter {
   readonly #host: SessionHost;
   readonly #config: SessionConfig;
   readonly #records = new RecordLayer();
-  readonly #transcript: Hash = createHash('sha256');
+  /** Handshake-only state (transcript, negotiation details, secrets) is dropped once established: see #shed. */
+  #transcript: Hash | undefined = createHash('sha256');
   readonly #reassembler: HandshakeReassembler;
-  readonly #negotiated: Negotiated;
+  #negotiated: Negotiated;
   #state: State = 'wait_client_key_exchange';
   #nextSendSeq: number;
   /** message_seq of the first message of the client flight we wait for (or would wait for after the last). */
@@ -146,7 +159,8 @@ export class DtlsSession extends EventEmitter {
   #retransmitMs: number;
   #retransmitTimer: NodeJS.Timeout | undefined;
   #handshakeTimer: NodeJS.Timeout | undefined;
-  #idleTimer: NodeJS.Timeout | undefined;
+  /** When the last authentic record arrived (ms); the server's idle sweep closes sessions quiet for too long. */
+  #lastActive = 0;
 
   /**
    * Starts the handshake from a ClientHello whose cookie the server verified: negotiates and sends flight 4.
@@ -228,7 +242,7 @@ export class DtlsSession extends EventEmitter {
   /** Hashes a handshake message into the transcript (and keeps it while a CertificateVerify may need it). */
   #addToTranscript(msg: HandshakeMessage): void {
     const bytes = transcriptBytes(msg);
-    this.#transcript.update(bytes);
+    this.#transcript!.update(bytes);
     this.#signedMessages?.push(bytes);
   }
 
@@ -241,7 +255,7 @@ export class DtlsSession extends EventEmitter {
     this.#addToTranscript(sh);
     this.#installKeys(cached.masterSecret);
     this.#records.installWriteEpoch(1, this.#serverWrite!, this.#serverWriteCid);
-    const finished = flight6Finished(this.#master!, this.#transcript.copy().digest(), this.#nextSendSeq++);
+    const finished = flight6Finished(this.#master!, this.#transcript!.copy().digest(), this.#nextSendSeq++);
     this.#addToTranscript(finished);
     this.#state = 'wait_finished';
     this.#sendFlight({ plain: [sh], encrypted: [finished] });
@@ -259,7 +273,7 @@ export class DtlsSession extends EventEmitter {
 
   /** The ECDHE group of a full certificate handshake ('x25519' or 'secp256r1'), undefined otherwise. */
   get ecdheGroup(): 'x25519' | 'secp256r1' | undefined {
-    const g = this.#ephemeral?.group;
+    const g = this.#negotiated.ecdheGroup ?? this.#ephemeral?.group;
     return g === undefined ? undefined : g === 29 ? 'x25519' : 'secp256r1';
   }
 
@@ -269,6 +283,16 @@ export class DtlsSession extends EventEmitter {
   }
   get extendedMasterSecret(): boolean {
     return this.#negotiated.extendedMasterSecret;
+  }
+  /** Closes an established session that has had no authentic record since `before` (ms); true when it did. */
+  closeIfIdleSince(before: number): boolean {
+    if (this.#state !== 'established' || this.#lastActive >= before) return false;
+    this.close();
+    return true;
+  }
+
+  get closed(): boolean {
+    return this.#state === 'closed';
   }
   get established(): boolean {
     return this.#state === 'established';
@@ -280,7 +304,7 @@ export class DtlsSession extends EventEmitter {
     const max = Math.max(1, this.#config.mtu - RECORD_HEADER_LENGTH - this.#negotiated.suite.maxOverhead - this.#records.cidOverhead(1));
     let o = 0;
     do {
-      this.#host.send(this.#records.seal(1, ContentType.application_data, data.subarray(o, o + max)));
+      this.#host.send(this, this.#records.seal(1, ContentType.application_data, data.subarray(o, o + max)));
       o += max;
     } while (o < data.length);
   }
@@ -358,6 +382,8 @@ export class DtlsSession extends EventEmitter {
         return false;
       case ContentType.application_data:
         if (this.#state !== 'established' || r.epoch === 0) return false;
+        // Data in epoch 1 shows the client has our Finished: flight 6 will not be asked for again (RFC 6347 §4.2.4).
+        this.#flight = undefined;
         if (data.length > 0) this.emit('data', data);
         return false;
       default:
@@ -482,7 +508,7 @@ export class DtlsSession extends EventEmitter {
   #deriveMaster(preMaster: Buffer): Buffer {
     const n = this.#negotiated;
     return n.extendedMasterSecret
-      ? extendedMasterSecret(preMaster, this.#transcript.copy().digest())
+      ? extendedMasterSecret(preMaster, this.#transcript!.copy().digest())
       : masterSecret(preMaster, n.clientRandom, n.serverRandom);
   }
 
@@ -507,7 +533,7 @@ export class DtlsSession extends EventEmitter {
   }
 
   #onClientFinished(msg: HandshakeMessage): void {
-    const expected = verifyData(this.#master!, 'client', this.#transcript.copy().digest());
+    const expected = verifyData(this.#master!, 'client', this.#transcript!.copy().digest());
     if (!timingSafeEqual(expected, parseFinished(msg.body))) {
       throw new TlsAlert(AlertDescription.decrypt_error, 'client Finished mismatch');
     }
@@ -520,7 +546,7 @@ export class DtlsSession extends EventEmitter {
       this.#state = 'established';
       this.#flight = undefined;
     } else {
-      const finished = flight6Finished(this.#master!, this.#transcript.digest(), this.#nextSendSeq++);
+      const finished = flight6Finished(this.#master!, this.#transcript!.digest(), this.#nextSendSeq++);
       this.#records.installWriteEpoch(1, this.#serverWrite!, this.#serverWriteCid);
       this.#state = 'established';
       // Flight 6 is the last flight: it is not retransmitted on a timer, only when the client repeats flight 5.
@@ -529,8 +555,37 @@ export class DtlsSession extends EventEmitter {
       const cached = { masterSecret: this.#masterBytes!, suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, peerCertificates: this.peerCertificates };
       this.#config.cache.store(n.sessionId, this.pskIdentity === undefined || !this.#pskHash ? cached : { ...cached, pskIdentity: this.pskIdentity, pskHash: this.#pskHash });
     }
+    this.#shed();
     this.#refreshIdle();
     this.#host.established(this);
+  }
+
+  /**
+   * An established session keeps only what its records need (the record layer's keys and windows, the suite, the
+   * session id, and flight 6 for a client that repeats flight 5): the transcript, the master secret, the ECDHE key,
+   * the negotiation's buffers (slices of the ClientHello's datagram) and the handshake timers go. Long-lived small
+   * buffers are copied into their own memory so they do not hold a 64 KiB receive buffer alive.
+   */
+  #shed(): void {
+    const n = this.#negotiated;
+    this.#negotiated = {
+      suite: n.suite, extendedMasterSecret: n.extendedMasterSecret, secureRenegotiation: n.secureRenegotiation,
+      clientRandom: EMPTY, serverRandom: EMPTY, sessionId: owned(n.sessionId), extraExtensions: [],
+      clientSentPointFormats: n.clientSentPointFormats, ecdheGroup: this.#ephemeral?.group ?? n.ecdheGroup,
+      ...(n.resumed ? { resumed: n.resumed } : {}),
+    };
+    this.#transcript = undefined;
+    this.#masterBytes = undefined;
+    this.#master = undefined;
+    this.#pskHash = undefined;
+    this.#serverWrite = undefined;
+    this.#serverWriteCid = undefined;
+    this.#ephemeral = undefined;
+    this.#signedMessages = undefined;
+    this.#handshakeTimer = undefined;
+    this.#retransmitTimer = undefined;
+    this.#queued = NO_RECORDS;
+    if (this.#flight) this.#flight = { plain: this.#flight.plain.map(ownedMessage), encrypted: this.#flight.encrypted.map(ownedMessage) };
   }
 
   // ---- flights out ------------------------------------------------------------------------------------------
@@ -562,23 +617,23 @@ export class DtlsSession extends EventEmitter {
       }
     }
     if (current.length > 0) datagrams.push(Buffer.concat(current));
-    for (const d of datagrams) this.#host.send(d);
+    for (const d of datagrams) this.#host.send(this, d);
     clearTimeout(this.#retransmitTimer);
     if (arm && this.#state !== 'established') {
-      this.#retransmitTimer = setTimeout(this.#onRetransmitTimer, this.#retransmitMs);
+      this.#retransmitTimer = setTimeout(() => this.#onRetransmitTimer(), this.#retransmitMs);
     }
   }
 
-  #onRetransmitTimer = (): void => {
+  #onRetransmitTimer(): void {
     if (this.#state === 'closed' || this.#state === 'established' || !this.#flight) return;
     this.#retransmitMs = Math.min(this.#retransmitMs * 2, this.#config.maxRetransmitMs);
     this.#sendFlight(this.#flight);
-  };
+  }
 
   #sendAlert(level: number, description: number): void {
     const epoch = this.#state === 'established' ? 1 : 0;
     try {
-      this.#host.send(this.#records.seal(epoch, ContentType.alert, Buffer.from([level, description])));
+      this.#host.send(this, this.#records.seal(epoch, ContentType.alert, Buffer.from([level, description])));
     } catch {
       // sequence space exhausted: nothing sensible left to send
     }
@@ -586,8 +641,7 @@ export class DtlsSession extends EventEmitter {
 
   #refreshIdle(): void {
     if (this.#state !== 'established') return;
-    if (this.#idleTimer) this.#idleTimer.refresh();
-    else this.#idleTimer = setTimeout(() => this.close(), this.#config.idleTimeoutMs);
+    this.#lastActive = Date.now();
   }
 
   /** Ends a handshake: optional fatal alert to the peer, then the server's 'handshakeError'. */
@@ -606,7 +660,6 @@ export class DtlsSession extends EventEmitter {
     this.#state = 'closed';
     clearTimeout(this.#retransmitTimer);
     clearTimeout(this.#handshakeTimer);
-    clearTimeout(this.#idleTimer);
     this.#queued = [];
     if (handshakeError) this.#host.handshakeFailed(this, handshakeError);
     this.#host.closed(this);

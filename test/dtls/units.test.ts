@@ -65,6 +65,25 @@ describe('anti-replay window', () => {
     expect(w.check(100)).toBe(false);
     expect(w.check(2 ** 48 - 1)).toBe(true);
   });
+
+  it('agrees with a set-based model over 20 000 random accepts and checks (shifts across both 32-bit words)', () => {
+    const w = new ReplayWindow();
+    const seen = new Set<number>();
+    let top = -1;
+    let seed = 7;
+    const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % n; };
+    const model = (seq: number) => seq > top || (top - seq < 64 && !seen.has(seq));
+    for (let i = 0; i < 20_000; i++) {
+      const seq = Math.max(0, top + rand(80) - 66 + (rand(10) === 0 ? rand(200) : 0));
+      expect(w.check(seq)).toBe(model(seq));
+      if (model(seq)) {
+        w.accept(seq);
+        seen.add(seq);
+        top = Math.max(top, seq);
+      }
+    }
+    expect(top).toBeGreaterThan(1000);
+  });
 });
 
 describe('stateless cookie', () => {

@@ -9,34 +9,41 @@ import type { RecordProtection } from './types.ts';
 import { writeAdditionalData } from './types.ts';
 
 const EXPLICIT_NONCE = 8;
+/**
+ * Nonce and AAD scratch shared by every protection: filled and consumed synchronously inside one seal or open, so
+ * an idle session (of which a server holds thousands) carries no buffers of its own for them.
+ */
+const NONCE = Buffer.alloc(12);
+const AAD = Buffer.alloc(13);
 
 export class AeadProtection implements RecordProtection {
   private readonly key: KeyObject;
   private readonly algorithm: CipherCCMTypes | CipherGCMTypes;
   private readonly ccm: boolean;
   private readonly tagLength: number;
-  private readonly nonce = Buffer.alloc(12);
-  private readonly aad = Buffer.alloc(13);
+  /** fixed_iv (4 bytes) as a number */
+  private readonly fixedIv: number;
 
   constructor(algorithm: CipherCCMTypes | CipherGCMTypes, tagLength: number, encKey: Buffer, fixedIv: Buffer) {
     this.algorithm = algorithm;
     this.ccm = algorithm.endsWith('-ccm');
     this.tagLength = tagLength;
     this.key = createSecretKey(encKey);
-    fixedIv.copy(this.nonce, 0, 0, 4);
+    this.fixedIv = fixedIv.readUInt32BE(0);
   }
 
   seal(seq: Buffer, type: number, version: number, plaintext: Buffer, headroom: number): Buffer {
     const len = plaintext.length;
     const out = Buffer.allocUnsafe(headroom + EXPLICIT_NONCE + len + this.tagLength);
     seq.copy(out, headroom, 0, 8);
-    seq.copy(this.nonce, 4, 0, 8);
-    writeAdditionalData(this.aad, seq, type, version, len);
+    NONCE.writeUInt32BE(this.fixedIv, 0);
+    seq.copy(NONCE, 4, 0, 8);
+    writeAdditionalData(AAD, seq, type, version, len);
     // The options object is typed per-mode in @types/node; authTagLength is accepted by both CCM and GCM.
-    const cipher = createCipheriv(this.algorithm as CipherCCMTypes, this.key, this.nonce, {
+    const cipher = createCipheriv(this.algorithm as CipherCCMTypes, this.key, NONCE, {
       authTagLength: this.tagLength,
     });
-    cipher.setAAD(this.aad, { plaintextLength: len });
+    cipher.setAAD(AAD, { plaintextLength: len });
     let o = headroom + EXPLICIT_NONCE;
     o += cipher.update(plaintext).copy(out, o);
     o += cipher.final().copy(out, o);
@@ -47,13 +54,14 @@ export class AeadProtection implements RecordProtection {
   open(seq: Buffer, type: number, version: number, fragment: Buffer): Buffer {
     const ctLen = fragment.length - EXPLICIT_NONCE - this.tagLength;
     if (ctLen < 0) throw new TlsAlert(AlertDescription.bad_record_mac, 'record too short for AEAD');
-    fragment.copy(this.nonce, 4, 0, EXPLICIT_NONCE);
-    writeAdditionalData(this.aad, seq, type, version, ctLen);
-    const decipher = createDecipheriv(this.algorithm as CipherCCMTypes, this.key, this.nonce, {
+    NONCE.writeUInt32BE(this.fixedIv, 0);
+    fragment.copy(NONCE, 4, 0, EXPLICIT_NONCE);
+    writeAdditionalData(AAD, seq, type, version, ctLen);
+    const decipher = createDecipheriv(this.algorithm as CipherCCMTypes, this.key, NONCE, {
       authTagLength: this.tagLength,
     });
     decipher.setAuthTag(fragment.subarray(EXPLICIT_NONCE + ctLen));
-    decipher.setAAD(this.aad, { plaintextLength: ctLen });
+    decipher.setAAD(AAD, { plaintextLength: ctLen });
     try {
       const pt = decipher.update(fragment.subarray(EXPLICIT_NONCE, EXPLICIT_NONCE + ctLen));
       const fin = decipher.final();
