@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { prf, pskPreMasterSecret, verifyData, masterSecret, extendedMasterSecret } from '../../src/tls/prf.ts';
+import { prf, pskPreMasterSecret, verifyData, masterSecret, extendedMasterSecret, keyExpansion, splitKeyBlock } from '../../src/tls/prf.ts';
 import { AeadProtection } from '../../src/tls/suites/aead.ts';
 import { CIPHER_SUITES, keyBlockLength } from '../../src/tls/suites/index.ts';
 import { TlsAlert, AlertDescription } from '../../src/tls/alert.ts';
@@ -32,7 +32,7 @@ describe('TLS 1.2 PRF (P_SHA256)', () => {
     expect(prf(secret, 'test label', seed, 100).toString('hex')).toBe(expected.toString('hex'));
   });
 
-  it('matches openssl TLS1-PRF for other lengths (when openssl kdf is available)', () => {
+  it('matches openssl TLS1-PRF for other lengths', () => {
     for (const len of [12, 48, 72, 104]) {
       let out: string;
       try {
@@ -42,11 +42,29 @@ describe('TLS 1.2 PRF (P_SHA256)', () => {
           '-kdfopt', `hexseed:${Buffer.concat([Buffer.from('key expansion'), seed]).toString('hex')}`,
           'TLS1-PRF',
         ], { encoding: 'utf8' });
-      } catch {
-        return; // openssl kdf not available
+      } catch (err) {
+        throw new Error(`openssl kdf (OpenSSL ≥ 3) is needed for this vector: ${(err as Error).message}`, { cause: err });
       }
       expect(prf(secret, 'key expansion', seed, len).toString('hex')).toBe(out.trim().replace(/:/g, '').toLowerCase());
     }
+  });
+
+  it('key expansion: the key block is PRF(master, "key expansion", server_random ‖ client_random), split client-first (RFC 5246 §6.3)', () => {
+    const master = hex('0c 8b 24 19 6d d1 a9 77 4d 1a 68 07 91 4c 0c 1b 2f 6e 7c 1e 0b 91 38 34 69 66 17 3e 67 fc 2f 5b 30 4a 33 3a f4 ad e2 a6 2e 28 6e 5f 0e 47 4e 41');
+    const clientRandom = Buffer.alloc(32, 0xc1);
+    const serverRandom = Buffer.alloc(32, 0x5e);
+    // independent computation: OpenSSL's TLS1-PRF over the RFC's seed order (server random first)
+    const openssl = execFileSync('openssl', [
+      'kdf', '-keylen', '40', '-kdfopt', 'digest:SHA256', '-kdfopt', `hexsecret:${master.toString('hex')}`,
+      '-kdfopt', `hexseed:${Buffer.concat([Buffer.from('key expansion'), serverRandom, clientRandom]).toString('hex')}`, 'TLS1-PRF',
+    ], { encoding: 'utf8' }).trim().replace(/:/g, '').toLowerCase();
+    const block = keyExpansion(master, serverRandom, clientRandom, 40);
+    expect(block.toString('hex')).toBe(openssl);
+    // AES-128-CCM_8: no MAC keys, 16-byte keys, 4-byte implicit IVs
+    const k = splitKeyBlock(block, 0, 16, 4);
+    expect([k.clientKey, k.serverKey, k.clientIv, k.serverIv].map((b) => b.toString('hex'))).toEqual([
+      openssl.slice(0, 32), openssl.slice(32, 64), openssl.slice(64, 72), openssl.slice(72, 80),
+    ]);
   });
 
   it('derives master / extended master secret / verify_data with the RFC labels and lengths', () => {
