@@ -58,6 +58,8 @@ export interface CoapWorld {
   device: { hashId: string; identity: string; key: string; keyHex: string };
   /** the device type of `device`, its handler the one above */
   deviceTypeHashId: string;
+  /** the report type the handler parses reports with (`{ t, v }`: one measurement of v at time t) */
+  reportTypeHashId: string;
   coapsPort: number;
   /** another device type with the same handler, and a PSK device of it */
   newDevice(): Promise<{ hashId: string; identity: string; key: string; typeHashId: string }>;
@@ -99,6 +101,7 @@ export async function startCoapWorld(overrides: Record<string, string> = {}, ide
     ctx, service, api,
     device: { hashId: added.body.hashId, identity, key, keyHex },
     deviceTypeHashId: deviceType.body.hashId,
+    reportTypeHashId: reportType.body.hashId,
     coapsPort: service.coap!.coapsPort(),
     newDevice,
     async close() {
@@ -210,6 +213,29 @@ export class DtlsCoapPeer {
     const datagram = generate(p);
     this.send(datagram);
     return datagram;
+  }
+
+  /**
+   * Sends a CON request and resolves with its response, piggybacked or separate (a separate CON response is ACKed);
+   * the request is retransmitted every 2 s until answered, as a CoAP client does.
+   */
+  async exchange(p: Packet & { token: Buffer; messageId: number }, timeoutMs = 15_000): Promise<ParsedPacket> {
+    const datagram = this.request({ ...p, confirmable: true });
+    const end = Date.now() + timeoutMs;
+    let resendAt = Date.now() + 2000;
+    for (;;) {
+      const answer = this.received.find((r) => r.code !== '0.00' && r.token.equals(p.token) && (r.confirmable || r.messageId === p.messageId));
+      if (answer) {
+        if (answer.confirmable) this.send(Buffer.from([0x60, 0, answer.messageId >> 8, answer.messageId & 0xff]));
+        return answer;
+      }
+      if (Date.now() > end) throw new Error(`no CoAP answer to message ${p.messageId} within ${timeoutMs} ms`);
+      if (Date.now() > resendAt && !this.received.some((r) => r.ack && r.messageId === p.messageId)) {
+        this.send(datagram);
+        resendAt = Date.now() + 2000;
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
   }
 
   /** Waits until `count` messages have arrived in all. */

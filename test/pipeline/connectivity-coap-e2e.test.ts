@@ -1,0 +1,325 @@
+/**
+ * Issue #3's device-side behaviour with the device on CoAP over DTLS (a PSK device on node-dtls-client): commands
+ * and their events, expectNextReportBefore/reportLate, setDeviceFields validation, a deleted device type, and the
+ * connectivity counters, each checked in what the device receives and in what is stored.
+ */
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import type { ParsedPacket } from 'coap-packet';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeUint, encodeUint } from '../../src/coap/message.ts';
+import { connectivityClient } from '../support/provision.ts';
+import { DtlsCoapPeer, report, startCoapWorld, storedAt, type CoapWorld } from '../coap/support.ts';
+
+// What a supplier would write for a CoAP device: pending commands go into every answer; /ack marks them sent,
+// /expect expects the next report within EXPECT_MS, /fields sets device fields, /report parses a report.
+const HANDLER = `
+const REPORT_TYPE = "__REPORT_TYPE__";
+const EXPECT_MS = 1500;
+function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
+  const event = args.event;
+  if (event.type !== 'incomingRequest') {
+    exec.addLog(event.type + ' ' + ('command' in event ? event.command.hashId : '-') + ' scheduled=' + args.scheduledCommands.map((c) => c.command.hashId).join(','));
+    return;
+  }
+  const r = event.webRequest;
+  const body = (r.body !== undefined && r.body.type === 'json' ? r.body.data : {}) as Record<string, unknown>;
+  const pending = args.scheduledCommands;
+  exec.addLog(r.url.protocol + ' ' + r.method + ' ' + r.url.path + ' ' + JSON.stringify(body));
+  if (r.url.path === '/ack') pending.forEach((c) => exec.markCommandAsSent(c.command.hashId));
+  if (r.url.path === '/expect') exec.expectNextReportBefore(new Date(Date.now() + EXPECT_MS));
+  if (r.url.path === '/fields') exec.setDeviceFields(body);
+  if (r.url.path === '/report') exec.parseReport({ reportTypeHashId: REPORT_TYPE, payload: JSON.stringify(body) });
+  return { statusCode: 200, body: { commands: pending.map((c) => ({ id: c.command.hashId, type: c.commandType.hashId, fields: c.command.fields })), fields: args.device.fields } };
+}`;
+
+interface Dev { hashId: string; identity: string; key: Buffer; typeHashId: string }
+interface Answer { commands: { id: string; type: string; fields: Record<string, unknown> }[]; fields: Record<string, unknown> }
+interface SubActivity { triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown> }
+interface ActivityDetail { hashId: string; createdAt: string; triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown>; activities: SubActivity[] }
+interface Command { hashId: string; createdAt: string; sentAt: string | null; fields: Record<string, unknown> }
+interface DeviceView { fields: Record<string, unknown>; userFacingIdentifier: string; lastOnlineAt: string | null; nextReportBefore: string | null }
+interface CounterEntry { key: string; total: number; values: { hour: string; value: number }[] }
+
+const REFUSAL = { key: 'right_error', message: 'The device type of this device was deleted: the device no longer has access' };
+
+let world: CoapWorld;
+let queue: Queue;
+let commandTypeHashId: string;
+
+beforeAll(async () => {
+  world = await startCoapWorld();
+  queue = new Queue(world.ctx.config.queueName, { connection: world.ctx.redis });
+  const type = await world.api.request('POST', '/command-type/', { name: 'Open valve', fieldConfigurations: [{ key: 'position', name: 'Position', type: 'integer' }] });
+  expect(type.status).toBe(200);
+  commandTypeHashId = type.body.hashId;
+});
+
+afterAll(async () => {
+  await queue?.close();
+  await world?.close();
+});
+
+/** A device type with the handler above (serial is its identifier field) and one PSK device of it. */
+async function newDevice(): Promise<Dev> {
+  const type = await world.api.request('POST', '/device-type/', {
+    name: 'CoAP valve', eventHandler: HANDLER.replace('__REPORT_TYPE__', world.reportTypeHashId), identifierFieldKey: 'serial',
+    fieldConfigurations: [
+      { key: 'serial', name: 'Serial', type: 'string', regex: '^S-[0-9]+$' },
+      { key: 'depth', name: 'Depth', type: 'number', lowerbound: 0 },
+    ],
+    pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [commandTypeHashId],
+  });
+  expect(type.status).toBe(200);
+  const identity = `coapvalve-${randomBytes(5).toString('hex')}`;
+  const key = randomBytes(16);
+  const device = await world.api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type.body.hashId, psk: key.toString('hex'), pskIdentity: identity });
+  expect(device.status).toBe(200);
+  return { hashId: device.body.hashId, identity, key, typeHashId: type.body.hashId };
+}
+
+const session = (d: Dev) => DtlsCoapPeer.connect(world.coapsPort, d.identity, d.key);
+
+let messageId = 1;
+
+/** One CON POST of JSON to `path`, on `peer` or on a DTLS session of its own; the CoAP answer as the device gets it. */
+async function contact(d: Dev, path: string, body: unknown = {}, peer?: DtlsCoapPeer): Promise<{ code: string; format: number | null; packet: ParsedPacket; body: unknown }> {
+  const own = peer ?? await session(d);
+  try {
+    const packet = await own.exchange({
+      code: 'POST', messageId: messageId++ & 0xffff, token: randomBytes(4),
+      options: [{ name: 'Uri-Path', value: Buffer.from(path.slice(1)) }, { name: 'Content-Format', value: encodeUint(50) }],
+      payload: Buffer.from(JSON.stringify(body)),
+    });
+    const format = packet.options.find((o) => o.name === 'Content-Format');
+    return { code: packet.code, format: format ? decodeUint(format.value) : null, packet, body: packet.payload.length > 0 ? JSON.parse(packet.payload.toString()) : null };
+  } finally {
+    if (!peer) own.close();
+  }
+}
+
+/** A contact the handler answers 2.05 with JSON: the answer's commands and the fields the run saw. */
+async function answered(d: Dev, path: string, body: unknown = {}, peer?: DtlsCoapPeer): Promise<Answer> {
+  const res = await contact(d, path, body, peer);
+  expect(res.code).toBe('2.05');
+  expect(res.format).toBe(50);
+  return res.body as Answer;
+}
+
+async function addCommand(deviceHashId: string, more: Record<string, unknown> = {}): Promise<Command> {
+  const r = await world.api.request('POST', '/command/', { objectType: 'device', objectHashIds: [deviceHashId], commandTypeHashId, fields: { position: 40 }, email: [], delay: 600, ...more });
+  expect(r.status).toBe(204);
+  const list = await world.api.request<{ rows: { command: Command }[] }>('GET', `/command/?deviceHashId=${deviceHashId}&rowsPerPage=100`);
+  expect(list.body.rows).toHaveLength(1);
+  return list.body.rows[0].command;
+}
+
+/** The device's activities of `triggerType` (newest first), waiting up to `ms` until at least `enough` exist. */
+async function activities(deviceHashId: string, triggerType: string, enough = 1, ms = 10_000): Promise<ActivityDetail[]> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const page = await world.api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${deviceHashId}&triggerType=${triggerType}&rowsPerPage=100`);
+    expect(page.status).toBe(200);
+    if (page.body.rows.length >= enough || Date.now() > until) {
+      return Promise.all(page.body.rows.map(async (r) => (await world.api.request<{ activity: ActivityDetail }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The run of an incoming request whose log line contains `text` (activities reach PostgreSQL just after the answer). */
+async function runLogging(d: Dev, text: string): Promise<ActivityDetail> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const found = (await activities(d.hashId, 'handleIncomingRequest', 1, 0)).filter((a) => a.log.some((l) => l.message.includes(text)));
+    if (found.length > 0 || Date.now() > until) {
+      expect(found).toHaveLength(1);
+      return found[0];
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function device(d: Dev): Promise<DeviceView> {
+  const r = await world.api.request<{ device: DeviceView }>('GET', `/device/${d.hashId}`);
+  expect(r.status).toBe(200);
+  return r.body.device;
+}
+
+/** The device's counters from the REST route, polled until they show `expected` (they reach Redis in batches of tens of ms). */
+async function expectCounters(d: Dev, expected: Record<string, number>): Promise<CounterEntry[]> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const r = await world.api.request<CounterEntry[]>('GET', `/device/device/${d.hashId}/connectivity-counters`);
+    expect(r.status).toBe(200);
+    const got = Object.fromEntries(r.body.map((e) => [e.key, e.total]));
+    if (Object.entries(expected).every(([k, v]) => got[k] === v) || Date.now() > deadline) {
+      expect(got).toMatchObject(expected);
+      return r.body;
+    }
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
+describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
+  it('commands: newCommand runs; CoAP answers carry the command until the handler marks it sent; sentAt and commandsSent are set; commandDue fires from its delayed job', async () => {
+    const d = await newDevice();
+    const command = await addCommand(d.hashId, { delay: 1 });
+    expect(command.sentAt).toBeNull();
+
+    const [added] = await activities(d.hashId, 'handleNewCommand');
+    expect(added.failed).toBe(false);
+    expect(added.triggerData).toMatchObject({ command: { hashId: command.hashId }, commandType: { hashId: commandTypeHashId } });
+    expect(added.log.map((l) => l.message)).toEqual([`newCommand ${command.hashId} scheduled=${command.hashId}`]);
+
+    const expected = [{ id: command.hashId, type: commandTypeHashId, fields: { position: 40 } }];
+    const peer = await session(d);
+    try {
+      // every contact carries the pending command, on one session and on a new one, until the handler marks it sent
+      expect((await answered(d, '/status', {}, peer)).commands).toEqual(expected);
+      expect((await answered(d, '/status')).commands).toEqual(expected);
+      expect((await contact(d, '/ack', {}, peer)).body).toMatchObject({ commands: expected });
+      expect((await answered(d, '/status', {}, peer)).commands).toEqual([]);
+    } finally {
+      peer.close();
+    }
+    expect((await answered(d, '/status')).commands).toEqual([]);
+
+    const got = await world.api.request<{ command: Command }>('GET', `/command/${command.hashId}`);
+    expect(got.body.command.sentAt).not.toBeNull();
+    const ack = await runLogging(d, 'coaps POST /ack');
+    expect(ack.activities).toEqual([expect.objectContaining({
+      triggerType: 'markCommandAsSent', failed: false,
+      triggerData: expect.objectContaining({ command: expect.objectContaining({ hashId: command.hashId, sentAt: got.body.command.sentAt }) }),
+    })]);
+    await expectCounters(d, { commandsSent: 1, contacts: 5 });
+
+    const [due] = await activities(d.hashId, 'handleCommandDue');
+    expect(due.failed).toBe(false);
+    expect(due.triggerData).toMatchObject({ command: { hashId: command.hashId } });
+    expect(due.log[0].message).toMatch(new RegExp(`^commandDue ${command.hashId} scheduled=`));
+    // a delayed job: it ran no earlier than the command's creation + delay (both times from PostgreSQL)
+    expect(Date.parse(due.createdAt) - Date.parse(command.createdAt)).toBeGreaterThanOrEqual(1000);
+    expect(await activities(d.hashId, 'handleCommandDue', 2, 0)).toHaveLength(1);
+  });
+
+  it('expectNextReportBefore over CoAP: reportLate runs from a delayed job and counts when no report comes; a report in time prevents it', async () => {
+    const late = await newDevice();
+    const punctual = await newDevice();
+    const peer = await session(punctual);
+    try {
+      await answered(late, '/expect');
+      await answered(punctual, '/expect', {}, peer);
+      // the expectation is stored and waits as a delayed job, one per device
+      for (const d of [late, punctual]) {
+        const view = await device(d);
+        expect(view.nextReportBefore).not.toBeNull();
+        expect(view.lastOnlineAt).not.toBeNull();
+        const jobId = await queue.getDeduplicationJobId(`reportLate-${d.hashId}`);
+        expect(jobId).not.toBeNull();
+        expect(await (await queue.getJob(jobId!))?.getState()).toBe('delayed');
+      }
+      const r = report(4);
+      await answered(punctual, '/report', JSON.parse(r.body), peer);
+      expect(await storedAt(world, r.t, punctual.hashId)).toEqual([4000]);
+    } finally {
+      peer.close();
+    }
+
+    const [fired] = await activities(late.hashId, 'handleReportLate');
+    expect(fired.failed).toBe(false);
+    expect(fired.log.map((l) => l.message)).toEqual(['reportLate - scheduled=']);
+    await expectCounters(late, { reportsLate: 1, contacts: 1 });
+
+    // the punctual device's job has run (its deduplication key goes with it), as a no-op
+    const until = Date.now() + 10_000;
+    while (await queue.getDeduplicationJobId(`reportLate-${punctual.hashId}`) && Date.now() < until) await new Promise((res) => setTimeout(res, 100));
+    expect(await queue.getDeduplicationJobId(`reportLate-${punctual.hashId}`)).toBeNull();
+    expect(await activities(punctual.hashId, 'handleReportLate', 1, 0)).toEqual([]);
+    await expectCounters(punctual, { reportsLate: 0, contacts: 2, reports: 1 });
+  });
+
+  it('setDeviceFields from a CoAP-triggered run is validated: a bad value fails that call visibly in the activity, the run and the answer go on', async () => {
+    const d = await newDevice();
+    // the run sees the device's fields as stored (none set yet)
+    const unset = (await device(d)).fields;
+    expect((await answered(d, '/fields', { serial: 'S-42', depth: 3.5 })).fields).toEqual(unset);
+    const ok = await runLogging(d, '"serial":"S-42"');
+    expect(ok.activities).toEqual([expect.objectContaining({ triggerType: 'setDeviceFields', failed: false,
+      triggerData: { diff: { old: { serial: null, depth: null }, new: { serial: 'S-42', depth: 3.5 } } } })]);
+    expect(await device(d)).toMatchObject({ fields: { serial: 'S-42', depth: 3.5 }, userFacingIdentifier: 'S-42' });
+
+    for (const [bad, reason] of [[{ depth: -1 }, 'fields.depth must be at least 0'], [{ depth: 'deep' }, 'fields.depth must be of type number'],
+      [{ serial: 'X-1' }, 'fields.serial does not match'], [{ colour: 'red' }, 'fields.colour is not a field of the device type']] as const) {
+      // the device still gets its answer, and the run sees the fields as they were
+      expect((await answered(d, '/fields', bad)).fields).toEqual({ serial: 'S-42', depth: 3.5 });
+      const run = await runLogging(d, JSON.stringify(bad));
+      expect(run.failed).toBe(false);
+      expect(run.activities).toHaveLength(1);
+      expect(run.activities[0]).toMatchObject({ triggerType: 'setDeviceFields', failed: true });
+      expect(run.activities[0].log[0].message).toContain(reason);
+    }
+    expect(await device(d)).toMatchObject({ fields: { serial: 'S-42', depth: 3.5 }, userFacingIdentifier: 'S-42' });
+    await expectCounters(d, { contacts: 5, handlerFailures: 0 });
+  });
+
+  it('a deleted device type: a new DTLS session still shakes hands and each request gets 4.03 with the reason; a session from before is refused by the worker; counted, nothing run', async () => {
+    const d = await newDevice();
+    const before = await session(d);
+    try {
+      await answered(d, '/report', JSON.parse(report(1).body), before);
+      expect((await world.api.request('DELETE', `/device-type/${d.typeHashId}`)).status).toBe(204);
+
+      const after = await session(d);
+      try {
+        for (let i = 0; i < 2; i++) {
+          const refused = await contact(d, '/report', JSON.parse(report(2).body), after);
+          expect(refused).toMatchObject({ code: '4.03', format: 50, body: REFUSAL });
+          expect(refused.packet.ack).toBe(true);
+        }
+      } finally {
+        after.close();
+      }
+      // the session opened before the delete knew the device as usable; the worker's device cache forgets it within 2 s
+      await new Promise((r) => setTimeout(r, 2200));
+      expect(await contact(d, '/report', JSON.parse(report(3).body), before)).toMatchObject({ code: '4.03', body: { key: 'right_error' } });
+    } finally {
+      before.close();
+    }
+    await expectCounters(d, { contacts: 4, refusedContacts: 3, reports: 1 });
+    const runs = await world.api.request<{ rows: unknown[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=100`);
+    expect(runs.body.rows).toHaveLength(1);
+  });
+
+  it('connectivity counters of a CoAP device (contacts, reports, report failures) per key and hour, only for its own environment', async () => {
+    const d = await newDevice();
+    const startHour = new Date().toISOString().slice(0, 13);
+    const reports = [report(1.5), report(2.5)];
+    const peer = await session(d);
+    try {
+      for (const r of reports) await answered(d, '/report', JSON.parse(r.body), peer);
+      await answered(d, '/status', {}, peer);
+    } finally {
+      peer.close();
+    }
+    await answered(d, '/report', { v: 'not a number' });
+    expect(await storedAt(world, reports[0].t, d.hashId)).toEqual([1500]);
+    expect(await storedAt(world, reports[1].t, d.hashId)).toEqual([2500]);
+
+    const entries = await expectCounters(d, { contacts: 4, reports: 2, reportFailures: 1, refusedContacts: 0, handlerFailures: 0, commandsSent: 0 });
+    const endHour = new Date().toISOString().slice(0, 13);
+    const contacts = entries.find((e) => e.key === 'contacts')!;
+    expect(contacts.values.reduce((sum, v) => sum + v.value, 0)).toBe(4);
+    for (const v of contacts.values) expect([`${startHour}:00:00.000Z`, `${endHour}:00:00.000Z`]).toContain(v.hour);
+
+    // a window before the device existed holds nothing
+    const from = new Date(Date.now() - 48 * 3600_000).toISOString();
+    const to = new Date(Date.now() - 24 * 3600_000).toISOString();
+    const earlier = await world.api.request<CounterEntry[]>('GET', `/device/device/${d.hashId}/connectivity-counters?from=${from}&to=${to}`);
+    expect(earlier.status).toBe(200);
+    expect(earlier.body.find((e) => e.key === 'contacts')).toMatchObject({ total: 0, values: [] });
+
+    const other = await connectivityClient(world.ctx.db, `http://127.0.0.1:${world.service.apiPort()}`);
+    expect((await other.request('GET', `/device/device/${d.hashId}/connectivity-counters`)).status).toBe(404);
+  });
+});
