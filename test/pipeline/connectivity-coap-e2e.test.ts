@@ -7,12 +7,15 @@ import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import type { ParsedPacket } from 'coap-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedis } from '../../src/app/redis.ts';
 import { decodeUint, encodeUint } from '../../src/coap/message.ts';
+import { commandDueJobId } from '../../src/connectivity/commands/events.ts';
 import { connectivityClient } from '../support/provision.ts';
-import { DtlsCoapPeer, report, startCoapWorld, storedAt, type CoapWorld } from '../coap/support.ts';
+import { DtlsCoapPeer, report, run, startCoapWorld, storedAt, type CoapWorld } from '../coap/support.ts';
 
 // What a supplier would write for a CoAP device: pending commands go into every answer; /ack marks them sent,
-// /expect expects the next report within EXPECT_MS, /fields sets device fields, /report parses a report.
+// /expect expects the next report within EXPECT_MS (or a body's expectMs), /fields sets device fields, /report parses
+// a report and counts it with increaseReportingCounter.
 const HANDLER = `
 const REPORT_TYPE = "__REPORT_TYPE__";
 const EXPECT_MS = 1500;
@@ -27,9 +30,12 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   const pending = args.scheduledCommands;
   exec.addLog(r.url.protocol + ' ' + r.method + ' ' + r.url.path + ' ' + JSON.stringify(body));
   if (r.url.path === '/ack') pending.forEach((c) => exec.markCommandAsSent(c.command.hashId));
-  if (r.url.path === '/expect') exec.expectNextReportBefore(new Date(Date.now() + EXPECT_MS));
+  if (r.url.path === '/expect') exec.expectNextReportBefore(new Date(Date.now() + (typeof body.expectMs === 'number' ? body.expectMs : EXPECT_MS)));
   if (r.url.path === '/fields') exec.setDeviceFields(body);
-  if (r.url.path === '/report') exec.parseReport({ reportTypeHashId: REPORT_TYPE, payload: JSON.stringify(body) });
+  if (r.url.path === '/report') {
+    exec.increaseReportingCounter();
+    exec.parseReport({ reportTypeHashId: REPORT_TYPE, payload: JSON.stringify(body) });
+  }
   return { statusCode: 200, body: { commands: pending.map((c) => ({ id: c.command.hashId, type: c.commandType.hashId, fields: c.command.fields })), fields: args.device.fields } };
 }`;
 
@@ -49,15 +55,17 @@ let commandTypeHashId: string;
 
 beforeAll(async () => {
   world = await startCoapWorld();
-  queue = new Queue(world.ctx.config.queueName, { connection: world.ctx.redis });
+  queue = new Queue(world.ctx.config.queueName, { connection: createRedis(world.ctx.config.redisUrl) });
   const type = await world.api.request('POST', '/command-type/', { name: 'Open valve', fieldConfigurations: [{ key: 'position', name: 'Position', type: 'integer' }] });
   expect(type.status).toBe(200);
   commandTypeHashId = type.body.hashId;
 });
 
 afterAll(async () => {
-  await queue?.close();
   await world?.close();
+  // the delayed jobs still waiting (reportLate in 10 minutes, commandDue in 10) go with the test's queue
+  await queue?.obliterate({ force: true }).catch(() => undefined);
+  await queue?.close();
 });
 
 /** A device type with the handler above (serial is its identifier field) and one PSK device of it. */
@@ -106,13 +114,23 @@ async function answered(d: Dev, path: string, body: unknown = {}, peer?: DtlsCoa
   return res.body as Answer;
 }
 
+async function commandsOf(deviceHashId: string): Promise<Command[]> {
+  const list = await world.api.request<{ rows: { command: Command }[] }>('GET', `/command/?deviceHashId=${deviceHashId}&rowsPerPage=100`);
+  expect(list.status).toBe(200);
+  return list.body.rows.map((r) => r.command);
+}
+
+/** Adds one command for the device over the REST API (default: 10 minutes' delay) and returns it as stored. */
 async function addCommand(deviceHashId: string, more: Record<string, unknown> = {}): Promise<Command> {
+  const before = new Set((await commandsOf(deviceHashId)).map((c) => c.hashId));
   const r = await world.api.request('POST', '/command/', { objectType: 'device', objectHashIds: [deviceHashId], commandTypeHashId, fields: { position: 40 }, email: [], delay: 600, ...more });
   expect(r.status).toBe(204);
-  const list = await world.api.request<{ rows: { command: Command }[] }>('GET', `/command/?deviceHashId=${deviceHashId}&rowsPerPage=100`);
-  expect(list.body.rows).toHaveLength(1);
-  return list.body.rows[0].command;
+  const added = (await commandsOf(deviceHashId)).filter((c) => !before.has(c.hashId));
+  expect(added).toHaveLength(1);
+  return added[0];
 }
+
+const deleteCommand = (hashId: string) => world.api.request<{ key: string; message: string }>('DELETE', `/command/${hashId}`);
 
 /** The device's activities of `triggerType` (newest first), waiting up to `ms` until at least `enough` exist. */
 async function activities(deviceHashId: string, triggerType: string, enough = 1, ms = 10_000): Promise<ActivityDetail[]> {
@@ -164,8 +182,9 @@ async function expectCounters(d: Dev, expected: Record<string, number>): Promise
 describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
   it('commands: newCommand runs; CoAP answers carry the command until the handler marks it sent; sentAt and commandsSent are set; commandDue fires from its delayed job', async () => {
     const d = await newDevice();
-    const command = await addCommand(d.hashId, { delay: 1 });
+    const command = await addCommand(d.hashId, { delay: 2 });
     expect(command.sentAt).toBeNull();
+    expect(await (await queue.getJob(commandDueJobId(command.hashId)))?.getState()).toBe('delayed');
 
     const [added] = await activities(d.hashId, 'handleNewCommand');
     expect(added.failed).toBe(false);
@@ -199,8 +218,49 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
     expect(due.triggerData).toMatchObject({ command: { hashId: command.hashId } });
     expect(due.log[0].message).toMatch(new RegExp(`^commandDue ${command.hashId} scheduled=`));
     // a delayed job: it ran no earlier than the command's creation + delay (both times from PostgreSQL)
-    expect(Date.parse(due.createdAt) - Date.parse(command.createdAt)).toBeGreaterThanOrEqual(1000);
+    expect(Date.parse(due.createdAt) - Date.parse(command.createdAt)).toBeGreaterThanOrEqual(2000);
     expect(await activities(d.hashId, 'handleCommandDue', 2, 0)).toHaveLength(1);
+  });
+
+  it('command delete follows what the CoAP device holds: refused once it has executed it or cannot be told in time, allowed while its next report comes first; deletedCommand runs', async () => {
+    const d = await newDevice();
+    const startAt = new Date(Date.now() + 3600_000).toISOString();
+    const later = await addCommand(d.hashId, { delay: undefined, startAt });
+    const soon = await addCommand(d.hashId, { delay: 1 });
+    expect((await answered(d, '/ack')).commands.map((c) => c.id).sort()).toEqual([later.hashId, soon.hashId].sort());
+    expect((await commandsOf(d.hashId)).every((c) => c.sentAt !== null)).toBe(true);
+
+    // the device reports when it likes (no expectation): it cannot be told before startAt
+    let refused = await deleteCommand(later.hashId);
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ key: 'conflict_error', message: expect.stringContaining('not expected to report before it executes it') });
+    // sentAt + 1 s passes: the device has executed the other one (each refused delete leaves the command alone)
+    const until = Date.now() + 10_000;
+    for (;;) {
+      refused = await deleteCommand(soon.hashId);
+      if (refused.status !== 409 || refused.body.message.includes('already executed') || Date.now() > until) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toBe(`command ${soon.hashId} was sent to the device, which has already executed it`);
+
+    // its next report is expected after startAt: still too late
+    await answered(d, '/expect', { expectMs: 2 * 3600_000 });
+    expect(Date.parse((await device(d)).nextReportBefore!)).toBeGreaterThan(Date.parse(startAt));
+    refused = await deleteCommand(later.hashId);
+    expect(refused.status).toBe(409);
+    expect(refused.body.message).toContain('it cannot be told in time to ignore it');
+
+    // expected in 10 minutes, before startAt: the handler can tell the device on that report
+    await answered(d, '/expect', { expectMs: 600_000 });
+    expect((await deleteCommand(later.hashId)).status).toBe(204);
+    const [deleted] = await activities(d.hashId, 'handleDeletedCommand');
+    expect(deleted.failed).toBe(false);
+    expect(deleted.triggerData).toMatchObject({ command: { hashId: later.hashId, deletedAt: expect.any(String) } });
+    expect(deleted.log.map((l) => l.message)).toEqual([`deletedCommand ${later.hashId} scheduled=`]);
+    // its commandDue was taken back; the executed one's stays done
+    expect(await queue.getJob(commandDueJobId(later.hashId))).toBeUndefined();
+    expect((await commandsOf(d.hashId)).map((c) => c.hashId)).toEqual([soon.hashId]);
   });
 
   it('expectNextReportBefore over CoAP: reportLate runs from a delayed job and counts when no report comes; a report in time prevents it', async () => {
@@ -291,7 +351,7 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
     expect(runs.body.rows).toHaveLength(1);
   });
 
-  it('connectivity counters of a CoAP device (contacts, reports, report failures) per key and hour, only for its own environment', async () => {
+  it('connectivity counters of a CoAP device (contacts, reports, report failures, reporting counter, handshake failures) per key and hour, only for its own environment', async () => {
     const d = await newDevice();
     const startHour = new Date().toISOString().slice(0, 13);
     const reports = [report(1.5), report(2.5)];
@@ -303,10 +363,13 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
       peer.close();
     }
     await answered(d, '/report', { v: 'not a number' });
+    // libcoap with a wrong key for the device's identity: the handshake fails, counted on the device
+    const wrong = await run('coap-client-openssl', ['-B', '3', '-u', d.identity, '-k', 'not-the-right-key', '-m', 'post', '-e', '{}', `coaps://127.0.0.1:${world.coapsPort}/report`]);
+    expect(wrong.stdout).not.toContain('commands');
     expect(await storedAt(world, reports[0].t, d.hashId)).toEqual([1500]);
     expect(await storedAt(world, reports[1].t, d.hashId)).toEqual([2500]);
 
-    const entries = await expectCounters(d, { contacts: 4, reports: 2, reportFailures: 1, refusedContacts: 0, handlerFailures: 0, commandsSent: 0 });
+    const entries = await expectCounters(d, { contacts: 4, reports: 2, reportFailures: 1, reportingCounter: 3, handshakeFailures: 1, refusedContacts: 0, handlerFailures: 0, commandsSent: 0 });
     const endHour = new Date().toISOString().slice(0, 13);
     const contacts = entries.find((e) => e.key === 'contacts')!;
     expect(contacts.values.reduce((sum, v) => sum + v.value, 0)).toBe(4);
