@@ -163,6 +163,11 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       }
       const endpoint = new CoapEndpoint({
         ...coapConfig,
+        // a body over the limit is a contact the exchange layer answers itself (HTTPS counts its 413 too)
+        diagnostic: (code, message) => {
+          if (code === '4.13' && !('refusal' in device)) countDeviceEvent(ctx, device.deviceHashId, 'contacts');
+          return diagnostic(code, message);
+        },
         // one CoAP message must stay one DTLS record: the datagram size less the largest record overhead
         // (header 13, CBC-SHA256 IV + MAC + padding 64, and 32 for the peer's Connection ID)
         maxMessageBytes: ctx.config.dtls.mtu - 13 - 64 - 32,
@@ -267,7 +272,11 @@ function queryPairs(options: CoapOption[]): [string, string][] {
 async function handleRequest(ctx: AppContext, queue: DeviceQueue, device: Device, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
   // firmware downloads are served here, from the image store: no queue, no handler
   const firmwareHashId = coapFirmwareHashId(req);
-  if (firmwareHashId) return serveFirmwareOverCoap(ctx, { hashId: device.deviceHashId }, firmwareHashId, req);
+  if (firmwareHashId) {
+    // a contact the gateway answers itself, as over HTTPS (Block2 blocks served from the endpoint's copy are part of it)
+    countDeviceEvent(ctx, device.deviceHashId, 'contacts');
+    return serveFirmwareOverCoap(ctx, { hashId: device.deviceHashId }, firmwareHashId, req);
+  }
   const headers: Record<string, string | string[]> = {};
   for (const o of req.options) {
     if (TRANSPORT_OPTIONS.has(o.name)) continue;

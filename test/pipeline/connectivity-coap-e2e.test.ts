@@ -385,4 +385,35 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
     const other = await connectivityClient(world.ctx.db, `http://127.0.0.1:${world.service.apiPort()}`);
     expect((await other.request('GET', `/device/device/${d.hashId}/connectivity-counters`)).status).toBe(404);
   });
+
+  it('contacts the CoAP gateway answers itself count like those it queues: a firmware download, a revalidation, a body over the limit', async () => {
+    const d = await newDevice();
+    const image = randomBytes(100);
+    const added = await world.api.request<{ hashId: string; sha256: string }>('POST', '/firmware/', { deviceTypeHashId: d.typeHashId, version: 'counted-1', data: image.toString('base64') });
+    expect(added.status).toBe(200);
+    const firmwarePath = [{ name: 'Uri-Path' as const, value: Buffer.from('firmware') }, { name: 'Uri-Path' as const, value: Buffer.from(added.body.hashId) }];
+    const peer = await session(d);
+    try {
+      const whole = await peer.exchange({ code: 'GET', messageId: 1, token: Buffer.from('fw1'), options: firmwarePath });
+      expect(whole.code).toBe('2.05');
+      expect(whole.payload.equals(image)).toBe(true);
+      const etag = Buffer.from(added.body.sha256, 'hex').subarray(0, 8);
+      expect((await peer.exchange({ code: 'GET', messageId: 2, token: Buffer.from('fw2'), options: [...firmwarePath, { name: 'ETag', value: etag }] })).code).toBe('2.03');
+      // DEVICE_BODY_LIMIT_BYTES is 4096 in this world: the fifth 1 KiB Block1 block is refused by the exchange layer
+      let answer: ParsedPacket | undefined;
+      for (let num = 0; num < 5; num++) {
+        answer = await peer.exchange({
+          code: 'POST', messageId: 10 + num, token: Buffer.from('up'),
+          options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: encodeUint(50) }, { name: 'Block1', value: encodeUint(num * 16 + 8 + 6) }],
+          payload: Buffer.alloc(1024, 0x20),
+        });
+        if (answer.code !== '2.31') break;
+      }
+      expect(answer?.code).toBe('4.13');
+    } finally {
+      peer.close();
+    }
+    await expectCounters(d, { contacts: 3, reports: 0, refusedContacts: 0 });
+    expect(await activities(d.hashId, 'handleIncomingRequest', 1, 0)).toEqual([]);
+  });
 });
