@@ -180,8 +180,18 @@ const etagOf = (sha256: string) => `"${sha256}"`;
 const etagMatches = (header: string, etag: string) =>
   header.split(',').some((t) => { const v = t.trim(); return v === '*' || v.replace(/^W\//, '') === etag; });
 
+/**
+ * A firmware request is an authenticated contact that no worker sees: it moves lastOnlineAt here, as a queued request
+ * does in the worker, so a device downloading instead of reporting is not taken for late. The answer does not wait.
+ */
+function touchDevice(ctx: AppContext, device: FirmwareDevice): void {
+  ctx.db.query('UPDATE device SET last_online_at = GREATEST(last_online_at, $2) WHERE hash_id = $1', [device.hashId, new Date()])
+    .catch((err: Error) => ctx.log.warn({ err: err.message }, 'lastOnlineAt could not be written'));
+}
+
 /** HTTPS `GET|HEAD /firmware/<hashId>`: Range (206, 416), ETag (the sha256), If-None-Match (304), If-Range. */
 export async function serveFirmwareOverHttps(ctx: AppContext, device: FirmwareDevice, hashId: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  touchDevice(ctx, device);
   const meta = await readFirmwareRange(ctx, device, hashId, 0, 0);
   if (meta.status === 'not_found') return sendJson(res, 404, { key: 'not_found_error', message: meta.message });
   if (meta.status === 'forbidden') return sendJson(res, 403, { key: 'right_error', message: meta.message });
@@ -237,6 +247,7 @@ const coapJson = (code: string, body: unknown): CoapResponse =>
  * carrying that ETag gets 2.03 Valid without the image.
  */
 export async function serveFirmwareOverCoap(ctx: AppContext, device: FirmwareDevice, hashId: string, req: CoapRequest): Promise<CoapResponse> {
+  touchDevice(ctx, device);
   const meta = await readFirmwareRange(ctx, device, hashId, 0, 0);
   if (meta.status === 'not_found') return coapJson('4.04', { key: 'not_found_error', message: meta.message });
   if (meta.status === 'forbidden') return coapJson('4.03', { key: 'right_error', message: meta.message });

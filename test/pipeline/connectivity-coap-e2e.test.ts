@@ -164,6 +164,16 @@ async function device(d: Dev): Promise<DeviceView> {
   return r.body.device;
 }
 
+/** The device as the REST API shows it, polled (up to 5 s) until `ready` holds. */
+async function pollDevice(d: Dev, ready: (v: DeviceView) => boolean): Promise<DeviceView> {
+  const until = Date.now() + 5000;
+  for (;;) {
+    const view = await device(d);
+    if (ready(view) || Date.now() > until) return view;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** The device's counters from the REST route, polled until they show `expected` (they reach Redis in batches of tens of ms). */
 async function expectCounters(d: Dev, expected: Record<string, number>): Promise<CounterEntry[]> {
   const deadline = Date.now() + 5000;
@@ -298,6 +308,40 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
     expect(await queue.getDeduplicationJobId(`reportLate-${punctual.hashId}`)).toBeNull();
     expect(await activities(punctual.hashId, 'handleReportLate', 1, 0)).toEqual([]);
     await expectCounters(punctual, { reportsLate: 0, contacts: 2, reports: 1 });
+  });
+
+  it('a firmware download over CoAP is a contact: it moves lastOnlineAt, and a device downloading within its expectation is not late', async () => {
+    const d = await newDevice();
+    const image = randomBytes(300);
+    const added = await world.api.request<{ hashId: string }>('POST', '/firmware/', { deviceTypeHashId: d.typeHashId, version: 'during-expectation', data: image.toString('base64') });
+    expect(added.status).toBe(200);
+    const peer = await session(d);
+    let announcedAt: number;
+    try {
+      await answered(d, '/expect', {}, peer);
+      announcedAt = Date.parse((await pollDevice(d, (v) => v.lastOnlineAt !== null)).lastOnlineAt!);
+      await new Promise((r) => setTimeout(r, 50)); // the download is a later contact than the announcement, in ms
+      // the device downloads (64-byte blocks) instead of reporting
+      const blocks: Buffer[] = [];
+      for (let num = 0; ; num++) {
+        const block = await peer.exchange({ code: 'GET', messageId: 100 + num, token: Buffer.from([num]), options: [
+          { name: 'Uri-Path', value: Buffer.from('firmware') }, { name: 'Uri-Path', value: Buffer.from(added.body.hashId) }, { name: 'Block2', value: encodeUint(num * 16 + 2) }] });
+        expect(block.code).toBe('2.05');
+        blocks.push(block.payload);
+        if ((decodeUint(block.options.find((o) => o.name === 'Block2')!.value) & 8) === 0) break;
+      }
+      expect(Buffer.concat(blocks).equals(image)).toBe(true);
+    } finally {
+      peer.close();
+    }
+    const moved = await pollDevice(d, (v) => Date.parse(v.lastOnlineAt!) > announcedAt);
+    expect(Date.parse(moved.lastOnlineAt!)).toBeGreaterThan(announcedAt);
+
+    const until = Date.now() + 10_000;
+    while (await queue.getDeduplicationJobId(`reportLate-${d.hashId}`) && Date.now() < until) await new Promise((res) => setTimeout(res, 100));
+    expect(await queue.getDeduplicationJobId(`reportLate-${d.hashId}`)).toBeNull();
+    expect(await activities(d.hashId, 'handleReportLate', 1, 0)).toEqual([]);
+    await expectCounters(d, { reportsLate: 0, contacts: 2 });
   });
 
   it('setDeviceFields from a CoAP-triggered run is validated: a bad value fails that call visibly in the activity, the run and the answer go on', async () => {
