@@ -18,39 +18,88 @@ export interface QuantityRecord { hashId: string; name: unknown; unit: string; c
 
 const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);
 
+const DEVICE_SELECT = `SELECT d.id, d.hash_id, d.environment_id, e.hash_id AS env_hash_id, d.supplier_device_identifier, d.fields,
+       d.last_online_at, d.next_report_before, t.id AS type_id, t.hash_id AS type_hash_id, t.event_handler,
+       t.deleted_at IS NOT NULL AS type_deleted
+  FROM device d JOIN device_type t ON t.id = d.device_type_id JOIN environment e ON e.id = d.environment_id`;
+
+function toDeviceRecord(r: Record<string, unknown>): DeviceRecord {
+  return {
+    id: r.id as number, hashId: r.hash_id as string, environmentId: r.environment_id as number, environmentHashId: r.env_hash_id as string,
+    supplierDeviceIdentifier: r.supplier_device_identifier as string, fields: r.fields as Record<string, unknown>,
+    lastOnlineAt: iso(r.last_online_at), nextReportBefore: iso(r.next_report_before),
+    deviceType: { id: r.type_id as number, hashId: r.type_hash_id as string, eventHandler: r.event_handler as string, deleted: r.type_deleted as boolean },
+  };
+}
+
+interface DeviceEntry { at: number; value: Promise<DeviceRecord | null>; refreshing: boolean }
+
+const MAX_DEVICES = 50_000;
+
 /**
  * What a worker needs to run a device's code, cached for `ttlMs` (changes to a device type or
  * report type reach workers within that bound).
+ *
+ * Devices are the hot part: every contact needs its device. The devices asked for in one tick are
+ * read in one query, and an entry past half its ttl is read again in the background while it is
+ * still served, so a device that reports often never waits for PostgreSQL and its copy is never
+ * older than `ttlMs`.
  */
 export class DeviceContextLoader {
-  private readonly devices: TtlCache<DeviceRecord | null>;
+  private readonly devices = new Map<string, DeviceEntry>();
   private readonly reportTypes: TtlCache<ReportTypeRecord | null>;
   private readonly quantities: TtlCache<Map<string, QuantityRecord>>;
   private readonly db: Queryable;
+  private readonly ttlMs: number;
+  private wanted = new Map<string, { resolve(d: DeviceRecord | null): void; reject(err: unknown): void }[]>();
 
   constructor(db: Queryable, ttlMs = 2000) {
     this.db = db;
-    this.devices = new TtlCache(ttlMs);
+    this.ttlMs = ttlMs;
     this.reportTypes = new TtlCache(ttlMs);
     this.quantities = new TtlCache(ttlMs);
   }
 
   device(hashId: string): Promise<DeviceRecord | null> {
-    return this.devices.get(hashId, async () => {
-      const { rows } = await this.db.query(
-        `SELECT d.id, d.hash_id, d.environment_id, e.hash_id AS env_hash_id, d.supplier_device_identifier, d.fields,
-                d.last_online_at, d.next_report_before, t.id AS type_id, t.hash_id AS type_hash_id, t.event_handler,
-                t.deleted_at IS NOT NULL AS type_deleted
-           FROM device d JOIN device_type t ON t.id = d.device_type_id JOIN environment e ON e.id = d.environment_id
-          WHERE d.hash_id = $1`, [hashId]);
-      if (rows.length === 0) return null;
-      const r = rows[0];
-      return {
-        id: r.id as number, hashId: r.hash_id as string, environmentId: r.environment_id as number, environmentHashId: r.env_hash_id as string,
-        supplierDeviceIdentifier: r.supplier_device_identifier as string, fields: r.fields as Record<string, unknown>,
-        lastOnlineAt: iso(r.last_online_at), nextReportBefore: iso(r.next_report_before),
-        deviceType: { id: r.type_id as number, hashId: r.type_hash_id as string, eventHandler: r.event_handler as string, deleted: r.type_deleted as boolean },
-      };
+    const now = Date.now();
+    const hit = this.devices.get(hashId);
+    if (hit && now - hit.at < this.ttlMs) {
+      if (now - hit.at >= this.ttlMs / 2 && !hit.refreshing) this.refresh(hashId, hit, now);
+      return hit.value;
+    }
+    const entry: DeviceEntry = { at: now, value: this.read(hashId), refreshing: false };
+    this.devices.set(hashId, entry);
+    entry.value.catch(() => { if (this.devices.get(hashId) === entry) this.devices.delete(hashId); });
+    if (this.devices.size > MAX_DEVICES) this.devices.delete(this.devices.keys().next().value as string);
+    return entry.value;
+  }
+
+  /** Reads the device again while the current copy is served; a copy forgotten meanwhile is not brought back. */
+  private refresh(hashId: string, entry: DeviceEntry, now: number): void {
+    entry.refreshing = true;
+    this.read(hashId).then((device) => {
+      if (this.devices.get(hashId) === entry) this.devices.set(hashId, { at: now, value: Promise.resolve(device), refreshing: false });
+    }, () => { entry.refreshing = false; });
+  }
+
+  /** The devices wanted in one tick, read with one query. */
+  private read(hashId: string): Promise<DeviceRecord | null> {
+    return new Promise((resolve, reject) => {
+      if (this.wanted.size === 0) setImmediate(() => this.readWanted());
+      const waiting = this.wanted.get(hashId);
+      if (waiting) waiting.push({ resolve, reject });
+      else this.wanted.set(hashId, [{ resolve, reject }]);
+    });
+  }
+
+  private readWanted(): void {
+    const wanted = this.wanted;
+    this.wanted = new Map();
+    this.db.query(`${DEVICE_SELECT} WHERE d.hash_id = ANY($1::text[])`, [[...wanted.keys()]]).then(({ rows }) => {
+      const found = new Map(rows.map((r) => [r.hash_id as string, toDeviceRecord(r)]));
+      for (const [hashId, waiting] of wanted) for (const w of waiting) w.resolve(found.get(hashId) ?? null);
+    }, (err: unknown) => {
+      for (const waiting of wanted.values()) for (const w of waiting) w.reject(err);
     });
   }
 
