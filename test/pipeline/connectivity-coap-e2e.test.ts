@@ -1,7 +1,8 @@
 /**
- * Issue #3's device-side behaviour with the device on CoAP over DTLS (a PSK device on node-dtls-client): commands
- * and their events, expectNextReportBefore/reportLate, setDeviceFields validation, a deleted device type, and the
- * connectivity counters, each checked in what the device receives and in what is stored.
+ * Issue #3's device-side behaviour with the device on CoAP over DTLS (a PSK device on node-dtls-client, libcoap for
+ * a wrong key): commands and their events, command delete refusal, expectNextReportBefore/reportLate, setDeviceFields
+ * validation, a deleted device type, the connectivity counters and lastOnlineAt (firmware downloads included), each
+ * checked in what the device receives and in what is stored.
  */
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
@@ -216,6 +217,9 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
 
     const got = await world.api.request<{ command: Command }>('GET', `/command/${command.hashId}`);
     expect(got.body.command.sentAt).not.toBeNull();
+    const other = await connectivityClient(world.ctx.db, `http://127.0.0.1:${world.service.apiPort()}`);
+    expect((await other.request('GET', `/command/${command.hashId}`)).status).toBe(404);
+    expect((await other.request<{ rows: unknown[] }>('GET', `/command/?deviceHashId=${d.hashId}`)).body.rows).toEqual([]);
     const ack = await runLogging(d, 'coaps POST /ack');
     expect(ack.activities).toEqual([expect.objectContaining({
       triggerType: 'markCommandAsSent', failed: false,
