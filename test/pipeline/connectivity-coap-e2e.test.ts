@@ -9,6 +9,7 @@ import { Queue } from 'bullmq';
 import type { ParsedPacket } from 'coap-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis } from '../../src/app/redis.ts';
+import { decodeBlock, encodeBlock } from '../../src/coap/block.ts';
 import { decodeUint, encodeUint } from '../../src/coap/message.ts';
 import { commandDueJobId } from '../../src/connectivity/commands/events.ts';
 import { connectivityClient } from '../support/provision.ts';
@@ -234,6 +235,42 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
     // a delayed job: it ran no earlier than the command's creation + delay (both times from PostgreSQL)
     expect(Date.parse(due.createdAt) - Date.parse(command.createdAt)).toBeGreaterThanOrEqual(2000);
     expect(await activities(d.hashId, 'handleCommandDue', 2, 0)).toHaveLength(1);
+  });
+
+  it('a device back after a while gets its many pending commands in one answer too large for a datagram: Block2 blocks, the handler run once, each command sent once', async () => {
+    const d = await newDevice();
+    const added: Command[] = [];
+    for (let i = 0; i < 20; i++) added.push(await addCommand(d.hashId, { fields: { position: i } }));
+    expect(await activities(d.hashId, 'handleNewCommand', 20)).toHaveLength(20);
+    const peer = await session(d);
+    try {
+      const token = Buffer.from('many');
+      const options = [{ name: 'Uri-Path' as const, value: Buffer.from('ack') }, { name: 'Content-Format' as const, value: encodeUint(50) }];
+      const first = await peer.exchange({ code: 'POST', messageId: 1, token, options, payload: Buffer.from('{}') });
+      expect(first.code).toBe('2.05');
+      let block = decodeBlock(first.options.find((o) => o.name === 'Block2')!.value)!;
+      expect(block).toMatchObject({ num: 0, more: true });
+      const etag = first.options.find((o) => o.name === 'ETag')!.value;
+      const parts = [first.payload];
+      // the next blocks: the same request with Block2 num > 0 (RFC 7959 §2.4), answered from the answer the endpoint keeps
+      for (let num = 1; block.more; num++) {
+        const next = await peer.exchange({ code: 'POST', messageId: 1 + num, token, options: [...options, { name: 'Block2', value: encodeBlock({ num, more: false, szx: block.szx }) }] });
+        expect(next.code).toBe('2.05');
+        expect(next.options.find((o) => o.name === 'ETag')!.value).toEqual(etag);
+        block = decodeBlock(next.options.find((o) => o.name === 'Block2')!.value)!;
+        expect(block.num).toBe(num);
+        parts.push(next.payload);
+      }
+      expect(parts.length).toBeGreaterThan(1);
+      const answer = JSON.parse(Buffer.concat(parts).toString()) as Answer;
+      expect(answer.commands).toEqual(added.map((c, i) => ({ id: c.hashId, type: commandTypeHashId, fields: { position: i } })));
+    } finally {
+      peer.close();
+    }
+    expect((await commandsOf(d.hashId)).every((c) => c.sentAt !== null)).toBe(true);
+    await expectCounters(d, { commandsSent: 20, contacts: 1 });
+    expect(await activities(d.hashId, 'handleIncomingRequest', 1, 0)).toHaveLength(1);
+    expect((await answered(d, '/status')).commands).toEqual([]);
   });
 
   it('command delete follows what the CoAP device holds: refused once it has executed it or cannot be told in time, allowed while its next report comes first; deletedCommand runs', async () => {
