@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import tls from 'node:tls';
 import { cpuMeter } from './cpu.ts';
-import { onResponses, postJson } from './http1.ts';
+import { closedLoop, type SenderStats } from './http1.ts';
 import { api, pct, provision, startBenchService, storedReports, HTTPS_PORT } from './harness.ts';
 
 export interface WebhookRow {
@@ -49,36 +49,13 @@ function uplink(devEui: string, fCnt: number): string {
   });
 }
 
-interface SenderStats { acknowledged: number; acknowledgedWarmup: number; errors: number; latenciesMs: number[] }
-
 /** One keep-alive TLS connection posting uplinks of its `devices` in turn until `until`. */
 function runSender(opts: { port: number; ca: Buffer; path: string; devices: string[]; measureFrom: number; until: number }): Promise<SenderStats> {
-  const stats: SenderStats = { acknowledged: 0, acknowledgedWarmup: 0, errors: 0, latenciesMs: [] };
-  return new Promise((resolve) => {
-    const socket = tls.connect({ host: '127.0.0.1', servername: 'localhost', port: opts.port, ca: opts.ca, minVersion: 'TLSv1.2' });
-    let sentAt = 0;
-    let n = 0;
-    const send = () => {
-      if (Date.now() >= opts.until) {
-        socket.end();
-        return;
-      }
-      const body = uplink(opts.devices[n % opts.devices.length], n++);
-      sentAt = performance.now();
-      postJson(socket, opts.path, 'localhost', body);
-    };
-    socket.on('secureConnect', send);
-    onResponses(socket, (status) => {
-      if (status === 200) {
-        if (Date.now() >= opts.measureFrom) {
-          stats.acknowledged++;
-          stats.latenciesMs.push(performance.now() - sentAt);
-        } else stats.acknowledgedWarmup++;
-      } else stats.errors++;
-      send();
-    });
-    socket.on('error', () => { stats.errors++; });
-    socket.on('close', () => resolve(stats));
+  const socket = tls.connect({ host: '127.0.0.1', servername: 'localhost', port: opts.port, ca: opts.ca, minVersion: 'TLSv1.2' });
+  let n = 0;
+  return closedLoop(socket, {
+    path: opts.path, host: 'localhost', measureFrom: opts.measureFrom, until: opts.until,
+    nextBody: () => uplink(opts.devices[n % opts.devices.length], n++),
   });
 }
 
