@@ -1,6 +1,7 @@
 // CoAP over DTLS rows of `npm run bench`: reports/s end to end (device → DTLS → CoAP → queue → handler + parser →
-// monitoring core → piggybacked answer) with `sessions` concurrent PSK sessions, each keeping one CON POST in flight;
-// then the same load against libcoap's coap-server-openssl (C, OpenSSL; PUT answered by its example_data resource),
+// monitoring core → piggybacked answer) with `sessions` concurrent PSK sessions, first in a closed loop (each keeps one
+// CON POST in flight: the most the service answers), then paced to `rate` reports/s in total (the round trip a device
+// sees at that load, counted from when each report was due); then the same load against libcoap's coap-server-openssl (C, OpenSSL; PUT answered by its example_data resource),
 // reported beside ours as a ratio, so we know how far we are from a native stack that does no work per request.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -11,7 +12,7 @@ import { COAPS_PORT, provision, startBenchService, storedReports } from './harne
 const OPEN_LIMITS = { DTLS_MAX_SESSIONS_PER_ADDRESS: '100000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '1000000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '1000000' };
 const LIBCOAP_PORT = 25683;
 
-export async function coapRows(opts: { sessions: number; seconds: number; procs: number }): Promise<BenchRow[]> {
+export async function coapRows(opts: { sessions: number; seconds: number; procs: number; rate: number }): Promise<BenchRow[]> {
   buildLoadGenerator();
   // libcoap's -k takes the key as text, so the shared key is printable
   const key = Buffer.from(`bench-${randomBytes(5).toString('hex')}`);
@@ -22,12 +23,28 @@ export async function coapRows(opts: { sessions: number; seconds: number; procs:
   let ours: Awaited<ReturnType<typeof runLoad>>;
   try {
     const p = await provision(svc, per * opts.procs, { sharedKey: key });
-    ours = await runLoad(opts.procs, (i) => ['coap', '127.0.0.1', String(COAPS_PORT), String(opts.seconds), String(per), 'psk', p.identityPrefix, key.toString('hex'), String(i * per), '/report']);
-    const stored = await storedReports(svc.db, p.environment.id, ours.ok);
+    const load = (seconds: number, intervalMs?: number) => runLoad(opts.procs, (i) => [
+      'coap', '127.0.0.1', String(COAPS_PORT), String(seconds), String(per), 'psk', p.identityPrefix, key.toString('hex'), String(i * per), '/report',
+      ...(intervalMs ? [String(intervalMs)] : []),
+    ]);
+    await load(3); // warm-up: JIT, caches, pools
+    ours = await load(opts.seconds);
+    let stored = await storedReports(svc.db, p.environment.id, ours.ok);
     rows.push({
-      name: `CoAP/DTLS PSK reports end to end, ${per * opts.procs} sessions (1 CON in flight each), 1 process (all), ${opts.seconds} s`,
+      name: `CoAP/DTLS PSK reports end to end, ${per * opts.procs} sessions, closed loop (1 CON in flight each), 1 process (all), ${opts.seconds} s`,
       value: Math.round(ours.ok / opts.seconds), unit: 'reports/s', p50Ms: ours.p50Ms, p99Ms: ours.p99Ms, errors: ours.errors,
-      detail: `answered ${ours.ok}, stored ${stored}, lost ${Math.max(0, ours.ok - stored)}`, target: '>= 2000 reports/s, p99 <= 100 ms',
+      detail: 'the most the service answers; latency is queueing at saturation', target: '>= 2000 reports/s',
+    });
+    // the same sessions paced to `rate` reports/s in total: the round trip a device sees at that load
+    const intervalMs = (per * opts.procs * 1000) / opts.rate;
+    const before = stored;
+    const paced = await load(opts.seconds, intervalMs);
+    stored = await storedReports(svc.db, p.environment.id, before + paced.ok);
+    rows.push({
+      name: `CoAP/DTLS PSK reports end to end, ${per * opts.procs} sessions paced to ${opts.rate}/s (one every ${intervalMs.toFixed(0)} ms each), ${opts.seconds} s`,
+      value: Math.round(paced.ok / opts.seconds), unit: 'reports/s', p50Ms: paced.p50Ms, p99Ms: paced.p99Ms, errors: paced.errors,
+      detail: `latency from when each report was due; answered ${paced.ok}, stored ${stored - before}, lost ${Math.max(0, paced.ok - (stored - before))}`,
+      target: '>= 2000 reports/s with p99 <= 100 ms, 0 lost',
     });
   } finally {
     await svc.stop();

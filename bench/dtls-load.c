@@ -5,10 +5,12 @@
  *   dtls-load hs   <host> <port> <seconds> psk <identity> <keyhex>
  *   dtls-load hs   <host> <port> <seconds> cert <cert.pem> <key.pem> <ca.pem>
  *       full handshakes back to back (new socket, new session, close_notify), one at a time
- *   dtls-load coap <host> <port> <seconds> <sessions> psk <identity-prefix> <keyhex> <first> <path>
+ *   dtls-load coap <host> <port> <seconds> <sessions> psk <identity-prefix> <keyhex> <first> <path> [<interval-ms>]
  *       <sessions> PSK sessions (identities <identity-prefix><first+i>, one key for all), each with one CoAP CON POST
  *       in flight at a time (closed loop); the round trip is measured from send to the piggybacked answer;
- *       <path> "put:/example_data" sends PUT instead of POST (libcoap's coap-server answers PUT there)
+ *       <path> "put:/example_data" sends PUT instead of POST (libcoap's coap-server answers PUT there);
+ *       an optional last argument <interval-ms> paces each session to one request per interval (latency counted from
+ *       when each request was due)
  *
  *   dtls-load idle <host> <port> <seconds> <sessions> psk <identity> <keyhex>
  *       opens <sessions> PSK sessions, prints "connected <n>", holds them idle for <seconds>, then closes them
@@ -182,7 +184,9 @@ struct sess {
   int fd;
   unsigned short mid;
   unsigned int token;
-  double sent;
+  double sent;    /* when the request in flight went out */
+  double due;     /* when the next request is due (paced mode: on a fixed schedule) */
+  int waiting;    /* a request is in flight */
   char identity[128];
 };
 
@@ -194,10 +198,16 @@ static int coap_send(struct sess *s, const char *path, unsigned long seq) {
   s->token++;
   int n = coap_post(buf, s->mid, s->token, path, json);
   s->sent = now_us();
+  s->waiting = 1;
   return SSL_write(s->ssl, buf, n) == n ? 0 : -1;
 }
 
-static void coap_load(SSL_CTX *ctx, double seconds, int count, const char *prefix, int first, const char *path) {
+/*
+ * interval_us 0: closed loop, each session sends its next request as soon as the answer arrives.
+ * interval_us > 0: paced, each session's requests are due on a fixed schedule (starts spread over one interval); a
+ * request sent late (its answer was slow) still counts its latency from when it was due, so slowness is not hidden.
+ */
+static void coap_load(SSL_CTX *ctx, double seconds, int count, const char *prefix, int first, const char *path, double interval_us) {
   struct sess *ss = calloc(count, sizeof *ss);
   struct pollfd *pfd = calloc(count, sizeof *pfd);
   int open = 0;
@@ -216,40 +226,52 @@ static void coap_load(SSL_CTX *ctx, double seconds, int count, const char *prefi
   }
   if (open == 0) return;
   unsigned long seq = 0;
-  double end = now_us() + seconds * 1e6;
-  for (int i = 0; i < count; i++)
-    if (ss[i].ssl && coap_send(&ss[i], path, seq++) != 0) err_count++;
-  while (now_us() < end) {
-    for (int i = 0; i < count; i++) {
-      pfd[i].fd = ss[i].fd;
-      pfd[i].events = POLLIN;
-    }
-    int r = poll(pfd, count, 200);
+  double start = now_us();
+  double end = start + seconds * 1e6;
+  for (int i = 0; i < count; i++) ss[i].due = start + (interval_us > 0 ? interval_us * i / count : 0);
+  for (;;) {
     double t = now_us();
+    if (t >= end) break;
+    double next = t + 200e3;
     for (int i = 0; i < count; i++) {
       struct sess *s = &ss[i];
       if (!s->ssl) continue;
-      if (r > 0 && (pfd[i].revents & POLLIN)) {
-        unsigned char in[2048];
-        int n;
-        while ((n = SSL_read(s->ssl, in, sizeof in)) > 0) {
-          /* the answer to our request: ACK (piggybacked) or CON (separate) with our token */
-          unsigned int tok;
-          if (n < 8 || (in[0] & 0x0f) != 4) continue;
-          memcpy(&tok, in + 4, 4);
-          if (tok != s->token || in[1] == 0) continue;
-          if ((in[1] >> 5) == 2) record(now_us() - s->sent); else err_count++;
-          if ((in[0] & 0x30) == 0x00) { /* separate CON response: acknowledge it */
-            unsigned char ack[4] = {0x60, 0x00, in[2], in[3]};
-            SSL_write(s->ssl, ack, 4);
-          }
-          if (t < end && coap_send(s, path, seq++) != 0) err_count++;
-        }
-        ERR_clear_error();
-      } else if (t - s->sent > 5e6) { /* lost: count and send the next one */
-        err_count++;
+      if (!s->waiting && t >= s->due) {
         if (coap_send(s, path, seq++) != 0) err_count++;
+      } else if (s->waiting && t - s->sent > 5e6) { /* lost: count it, the next one is due now */
+        err_count++;
+        s->waiting = 0;
+        s->due = t;
       }
+      if (!s->waiting && s->due < next) next = s->due;
+      pfd[i].fd = s->fd;
+      pfd[i].events = POLLIN;
+    }
+    int wait_ms = next > t ? (int)((next - t) / 1000) : 0;
+    int r = poll(pfd, count, wait_ms);
+    if (r <= 0) continue;
+    for (int i = 0; i < count; i++) {
+      struct sess *s = &ss[i];
+      if (!s->ssl || !(pfd[i].revents & POLLIN)) continue;
+      unsigned char in[2048];
+      int n;
+      while ((n = SSL_read(s->ssl, in, sizeof in)) > 0) {
+        /* the answer to our request: ACK (piggybacked) or CON (separate) with our token */
+        unsigned int tok;
+        if (n < 8 || (in[0] & 0x0f) != 4) continue;
+        memcpy(&tok, in + 4, 4);
+        if (tok != s->token || in[1] == 0 || !s->waiting) continue;
+        double now = now_us();
+        double from = interval_us > 0 ? s->due : s->sent;
+        if ((in[1] >> 5) == 2) record(now - from); else err_count++;
+        if ((in[0] & 0x30) == 0x00) { /* separate CON response: acknowledge it */
+          unsigned char ack[4] = {0x60, 0x00, in[2], in[3]};
+          SSL_write(s->ssl, ack, 4);
+        }
+        s->waiting = 0;
+        s->due = interval_us > 0 ? s->due + interval_us : now;
+      }
+      ERR_clear_error();
     }
   }
   for (int i = 0; i < count; i++)
@@ -295,7 +317,7 @@ int main(int argc, char **argv) {
     idle(make_ctx(argv, argc, 6), seconds, atoi(argv[5]));
   } else if (strcmp(argv[1], "coap") == 0 && argc >= 11) {
     SSL_CTX *ctx = make_ctx(argv, argc, 6);
-    coap_load(ctx, seconds, atoi(argv[5]), argv[7], atoi(argv[9]), argv[10]);
+    coap_load(ctx, seconds, atoi(argv[5]), argv[7], atoi(argv[9]), argv[10], argc > 11 ? atof(argv[11]) * 1000 : 0);
   } else {
     fprintf(stderr, "usage: see the header of dtls-load.c\n");
     return 2;
