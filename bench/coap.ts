@@ -5,6 +5,7 @@
 // reported beside ours as a ratio, so we know how far we are from a native stack that does no work per request.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { cpuMeter, mainThreadSeconds } from './cpu.ts';
 import { buildLoadGenerator, runLoad, type BenchRow } from './dtls.ts';
 import { COAPS_PORT, provision, startBenchService, storedReports } from './harness.ts';
 
@@ -12,28 +13,42 @@ import { COAPS_PORT, provision, startBenchService, storedReports } from './harne
 const OPEN_LIMITS = { DTLS_MAX_SESSIONS_PER_ADDRESS: '100000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '1000000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '1000000' };
 const LIBCOAP_PORT = 25683;
 
-export async function coapRows(opts: { sessions: number; seconds: number; procs: number; rate: number }): Promise<BenchRow[]> {
+export async function coapRows(opts: { sessions: number; seconds: number; procs: number; rate: number; layout: string }): Promise<BenchRow[]> {
   buildLoadGenerator();
   // libcoap's -k takes the key as text, so the shared key is printable
   const key = Buffer.from(`bench-${randomBytes(5).toString('hex')}`);
   const per = Math.ceil(opts.sessions / opts.procs);
   const rows: BenchRow[] = [];
 
-  const svc = await startBenchService(['all'], OPEN_LIMITS);
-  let ours: Awaited<ReturnType<typeof runLoad>>;
+  const layout = opts.layout.split('|');
+  const svc = await startBenchService(layout, OPEN_LIMITS);
+  let ours: Awaited<ReturnType<typeof runLoad>> & { cpu: string };
   try {
     const p = await provision(svc, per * opts.procs, { sharedKey: key });
-    const load = (seconds: number, intervalMs?: number) => runLoad(opts.procs, (i) => [
-      'coap', '127.0.0.1', String(COAPS_PORT), String(seconds), String(per), 'psk', p.identityPrefix, key.toString('hex'), String(i * per), '/report',
-      ...(intervalMs ? [String(intervalMs)] : []),
-    ]);
+    const load = async (seconds: number, intervalMs?: number) => {
+      // CPU per report of each service process (and of its main thread, where the event loop runs), PostgreSQL, Redis
+      const meter = cpuMeter({
+        ...Object.fromEntries(svc.children.map((c, i) => [layout[i], (q: { pid: number }) => q.pid === c.pid])),
+        postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
+      });
+      const mainBefore = svc.children.map((c) => mainThreadSeconds(c.pid!));
+      const result = await runLoad(opts.procs, (i) => [
+        'coap', '127.0.0.1', String(COAPS_PORT), String(seconds), String(per), 'psk', p.identityPrefix, key.toString('hex'), String(i * per), '/report',
+        ...(intervalMs ? [String(intervalMs)] : []),
+      ]);
+      const perReport = (s: number) => ((s * 1000) / Math.max(1, result.ok)).toFixed(3);
+      const used = meter();
+      const main = svc.children.map((c, i) => `${layout[i]} main thread ${perReport(mainThreadSeconds(c.pid!) - mainBefore[i])}`);
+      const cpu = `CPU ms/report: ${Object.entries(used).map(([k, v]) => `${k} ${perReport(v)}`).join(', ')}, ${main.join(', ')}, load generator ${(result.clientCpuMs / Math.max(1, result.ok)).toFixed(3)}`;
+      return { ...result, cpu };
+    };
     await load(3); // warm-up: JIT, caches, pools
     ours = await load(opts.seconds);
     let stored = await storedReports(svc.db, p.environment.id, ours.ok);
     rows.push({
-      name: `CoAP/DTLS PSK reports end to end, ${per * opts.procs} sessions, closed loop (1 CON in flight each), 1 process (all), ${opts.seconds} s`,
+      name: `CoAP/DTLS PSK reports end to end, ${per * opts.procs} sessions, closed loop (1 CON in flight each), processes: ${layout.join(' | ')}, ${opts.seconds} s`,
       value: Math.round(ours.ok / opts.seconds), unit: 'reports/s', p50Ms: ours.p50Ms, p99Ms: ours.p99Ms, errors: ours.errors,
-      detail: 'the most the service answers; latency is queueing at saturation', target: '>= 2000 reports/s',
+      detail: `the most the service answers; latency is queueing at saturation; ${ours.cpu}`, target: '>= 2000 reports/s',
     });
     // the same sessions paced to `rate` reports/s in total: the round trip a device sees at that load
     const intervalMs = (per * opts.procs * 1000) / opts.rate;
@@ -43,7 +58,7 @@ export async function coapRows(opts: { sessions: number; seconds: number; procs:
     rows.push({
       name: `CoAP/DTLS PSK reports end to end, ${per * opts.procs} sessions paced to ${opts.rate}/s (one every ${intervalMs.toFixed(0)} ms each), ${opts.seconds} s`,
       value: Math.round(paced.ok / opts.seconds), unit: 'reports/s', p50Ms: paced.p50Ms, p99Ms: paced.p99Ms, errors: paced.errors,
-      detail: `latency from when each report was due; answered ${paced.ok}, stored ${stored - before}, lost ${Math.max(0, paced.ok - (stored - before))}`,
+      detail: `latency from when each report was due; answered ${paced.ok}, stored ${stored - before}, lost ${Math.max(0, paced.ok - (stored - before))}; ${paced.cpu}`,
       target: '>= 2000 reports/s with p99 <= 100 ms, 0 lost',
     });
   } finally {

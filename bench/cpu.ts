@@ -32,3 +32,14 @@ export function cpuMeter(groups: Record<string, (p: { pid: number; comm: string 
     return result;
   };
 }
+
+/** CPU seconds used so far by one process's main thread (its event loop), without its other threads. */
+export function mainThreadSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}

@@ -24,10 +24,10 @@ export function buildLoadGenerator(): string {
   return LOAD;
 }
 
-interface LoadResult { ok: number; errors: number; hist: [number, number][] }
+interface LoadResult { ok: number; errors: number; cpuMs: number; hist: [number, number][] }
 
 /** Runs `procs` load generators in parallel and merges their counts and latency histograms. */
-export async function runLoad(procs: number, args: (i: number) => string[]): Promise<{ ok: number; errors: number; p50Ms: number; p99Ms: number }> {
+export async function runLoad(procs: number, args: (i: number) => string[]): Promise<{ ok: number; errors: number; p50Ms: number; p99Ms: number; clientCpuMs: number }> {
   const results = await Promise.all(Array.from({ length: procs }, (_, i) => new Promise<LoadResult>((resolve, reject) => {
     const child = spawn(LOAD, args(i), { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -49,7 +49,7 @@ export async function runLoad(procs: number, args: (i: number) => string[]): Pro
     }
     return 0;
   };
-  return { ok, errors: results.reduce((a, r) => a + r.errors, 0), p50Ms: Number(quantile(0.5).toFixed(2)), p99Ms: Number(quantile(0.99).toFixed(2)) };
+  return { ok, errors: results.reduce((a, r) => a + r.errors, 0), clientCpuMs: results.reduce((a, r) => a + r.cpuMs, 0), p50Ms: Number(quantile(0.5).toFixed(2)), p99Ms: Number(quantile(0.99).toFixed(2)) };
 }
 
 interface MemoryFigures { sessions: number; heapUsed: number; external: number; arrayBuffers: number; rss: number }
