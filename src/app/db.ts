@@ -9,8 +9,23 @@ import type { Logger } from './logger.ts';
 pg.types.setTypeParser(20, (v: string) => Number(v));
 
 export type Row = Record<string, unknown>;
+/**
+ * SQL text, or a named statement: PostgreSQL parses and plans it once per connection and reuses the
+ * plan (the hot path's statements run thousands of times a second; planning the report insert
+ * cost more than executing it).
+ */
+export type Sql = string | NamedStatement;
+export interface NamedStatement { readonly name: string; readonly text: string }
 export interface Queryable {
-  query<T extends Row = Row>(sql: string, params?: unknown[]): Promise<{ rows: T[]; rowCount: number | null }>;
+  query<T extends Row = Row>(sql: Sql, params?: unknown[]): Promise<{ rows: T[]; rowCount: number | null }>;
+}
+
+const statementNames = new Set<string>();
+/** A statement prepared once per connection under `name` (unique per process: one name, one text). */
+export function namedStatement(name: string, text: string): NamedStatement {
+  if (statementNames.has(name)) throw new Error(`statement name ${name} is used twice`);
+  statementNames.add(name);
+  return Object.freeze({ name, text });
 }
 
 /** The system of record: a pg pool, on PostgreSQL or on embedded PGlite through its socket server. */
@@ -48,7 +63,7 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
 function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>): Db {
   return {
     embedded,
-    query: (sql, params) => pool.query(sql, params as unknown[]) as never,
+    query: (sql, params) => pool.query(sql as never, params as unknown[]) as never,
     async tx(fn) {
       const client = await pool.connect();
       try {

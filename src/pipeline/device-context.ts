@@ -1,4 +1,4 @@
-import type { Queryable } from '../app/db.ts';
+import { namedStatement, type Queryable } from '../app/db.ts';
 import { TtlCache } from '../app/ttl-cache.ts';
 
 export interface DeviceRecord {
@@ -22,6 +22,8 @@ const DEVICE_SELECT = `SELECT d.id, d.hash_id, d.environment_id, e.hash_id AS en
        d.last_online_at, d.next_report_before, t.id AS type_id, t.hash_id AS type_hash_id, t.event_handler,
        t.deleted_at IS NOT NULL AS type_deleted
   FROM device d JOIN device_type t ON t.id = d.device_type_id JOIN environment e ON e.id = d.environment_id`;
+
+const DEVICES_BY_HASH_ID = namedStatement('devices-by-hash-id', `${DEVICE_SELECT} WHERE d.hash_id = ANY($1::text[])`);
 
 function toDeviceRecord(r: Record<string, unknown>): DeviceRecord {
   return {
@@ -95,7 +97,7 @@ export class DeviceContextLoader {
   private readWanted(): void {
     const wanted = this.wanted;
     this.wanted = new Map();
-    this.db.query(`${DEVICE_SELECT} WHERE d.hash_id = ANY($1::text[])`, [[...wanted.keys()]]).then(({ rows }) => {
+    this.db.query(DEVICES_BY_HASH_ID, [[...wanted.keys()]]).then(({ rows }) => {
       const found = new Map(rows.map((r) => [r.hash_id as string, toDeviceRecord(r)]));
       for (const [hashId, waiting] of wanted) for (const w of waiting) w.resolve(found.get(hashId) ?? null);
     }, (err: unknown) => {

@@ -1,5 +1,6 @@
 import { Worker } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
+import { namedStatement } from '../app/db.ts';
 import { createMailer } from '../app/mailer.ts';
 import { createRedis } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
@@ -24,6 +25,8 @@ export interface DeviceWorker {
 }
 
 const WORKER_FETCHERS = 2;
+const TOUCH_DEVICES = namedStatement('touch-devices', `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
+  FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`);
 const TOUCH_RESOLUTION_MS = 1000;
 const COUNTER_PAST_LIMIT_MS = 48 * 3600_000;
 const COUNTER_FUTURE_LIMIT_MS = 24 * 3600_000;
@@ -46,11 +49,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const touches = new Batcher<{ id: number; at: Date }>(async (items) => {
     const latest = new Map<number, Date>();
     for (const t of items) if ((latest.get(t.id)?.getTime() ?? 0) < t.at.getTime()) latest.set(t.id, t.at);
-    await ctx.db.query(
-      `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
-         FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`,
-      [[...latest.keys()], [...latest.values()]],
-    );
+    await ctx.db.query(TOUCH_DEVICES, [[...latest.keys()], [...latest.values()]]);
   }, { maxItems: 500, maxDelayMs: 5 });
 
   const lastTouch = new Map<number, number>();

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Queryable } from '../../src/app/db.ts';
+import type { Queryable, Sql } from '../../src/app/db.ts';
 import { DeviceContextLoader } from '../../src/pipeline/device-context.ts';
 import { addDeviceType } from '../connectivity/fixtures.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
@@ -27,12 +27,12 @@ function watchedDb() {
     deviceReads: 0,
     hold: false,
     release() { held.splice(0).forEach((go) => go()); },
-    async query(text: string, params?: unknown[]) {
-      if (text.includes('FROM device d')) {
+    async query(sql: Sql, params?: unknown[]) {
+      if ((typeof sql === 'string' ? sql : sql.text).includes('FROM device d')) {
         db.deviceReads++;
         if (db.hold) await new Promise<void>((go) => held.push(go));
       }
-      return api.ctx.db.query(text, params);
+      return api.ctx.db.query(sql, params);
     },
   };
   return db as typeof db & Queryable;

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../app/db.ts';
+import { namedStatement, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { DEVICE_TYPE_SELECT, toDeviceType } from '../device-types/store.ts';
@@ -19,26 +19,25 @@ export interface ActivityRow {
   finishedAt: Date;
 }
 
-const COLUMNS = ['hash_id', 'environment_id', 'device_id', 'device_type_id', 'trigger_type', 'trigger_data', 'failed', 'log', 'activities', 'started_at', 'finished_at'];
-// PostgreSQL takes at most 65535 parameters per statement
-const ROWS_PER_STATEMENT = Math.floor(65535 / COLUMNS.length);
-
 /**
- * Stores a batch of activities in one multi-row INSERT. Idempotent: a retried job writes the
- * same hashIds again, and those rows are skipped.
+ * A batch of activities as one JSON array, one fixed statement whatever the batch size: prepared
+ * once per connection (a multi-row VALUES list is a new statement, parsed and planned again, for
+ * every batch size). Idempotent: a retried job writes the same hashIds again, and those rows are skipped.
  */
+const INSERT_ACTIVITIES = namedStatement('insert-activities', `
+  INSERT INTO supplier_activity (hash_id, environment_id, device_id, device_type_id, trigger_type, trigger_data, failed, log, activities, started_at, finished_at)
+  SELECT x.h, x.e, x.d, x.t, x.tt, x.td, x.f, x.l, x.a, x.s, x.fin
+    FROM json_to_recordset($1::json) AS x(h text, e bigint, d bigint, t bigint, tt text, td json, f boolean, l json, a json, s timestamptz, fin timestamptz)
+  ON CONFLICT (hash_id) DO NOTHING`);
+
+/** Stores a batch of activities in one statement. */
 export async function insertActivities(db: Queryable, rows: ActivityRow[]): Promise<void> {
-  for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
-    const chunk = rows.slice(start, start + ROWS_PER_STATEMENT);
-    const params: unknown[] = [];
-    const tuples = chunk.map((r) => {
-      params.push(r.hashId, r.environmentId, r.deviceId, r.deviceTypeId, r.triggerType, JSON.stringify(r.triggerData ?? null), r.failed,
-        JSON.stringify(r.log), JSON.stringify(r.activities), r.startedAt, r.finishedAt);
-      const base = params.length - COLUMNS.length;
-      return `(${COLUMNS.map((_, i) => `$${base + i + 1}`).join(', ')})`;
-    });
-    await db.query(`INSERT INTO supplier_activity (${COLUMNS.join(', ')}) VALUES ${tuples.join(', ')} ON CONFLICT (hash_id) DO NOTHING`, params);
-  }
+  if (rows.length === 0) return;
+  const json = JSON.stringify(rows.map((r) => ({
+    h: r.hashId, e: r.environmentId, d: r.deviceId, t: r.deviceTypeId, tt: r.triggerType, td: r.triggerData ?? null, f: r.failed,
+    l: r.log, a: r.activities, s: r.startedAt, fin: r.finishedAt,
+  })));
+  await db.query(INSERT_ACTIVITIES, [json]);
 }
 
 // the device and the type are shown as they are now, deleted type included: the activity happened under it

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../app/db.ts';
+import { namedStatement, type Queryable } from '../../app/db.ts';
 
 /** A condition report as the workers push it to the monitoring core. */
 export interface ConditionReportIn {
@@ -20,16 +20,7 @@ export interface ConditionReportIn {
   }[];
 }
 
-/**
- * Stores a batch of reports and their measurements in one statement, straight from the JSON the
- * worker sent (`{"reports": ConditionReportIn[]}`): the service neither parses nor re-encodes it.
- * Idempotent by report hashId: a batch pushed twice (a retried job or request) is stored once.
- * A report lands only when its environment exists, and a measurement only when its quantity
- * belongs to that environment. Returns the number of measurements stored.
- */
-export async function ingestReportsJson(db: Queryable, batchJson: string): Promise<number> {
-  const { rowCount } = await db.query(
-    `WITH input AS (
+const INGEST_REPORTS = namedStatement('ingest-reports', `WITH input AS (
        SELECT * FROM json_to_recordset(($1::json)->'reports')
          AS x("hashId" text, "environmentHashId" text, "deviceHashId" text, "reportTypeHashId" text, "generatedAt" timestamptz,
               fields jsonb, payload text, measurements json)
@@ -51,8 +42,16 @@ export async function ingestReportsJson(db: Queryable, batchJson: string): Promi
        JOIN input i ON i."hashId" = ins.hash_id
        CROSS JOIN LATERAL json_to_recordset(i.measurements) AS m("hashId" text, "channelIndex" int, "channelMeasurementIndex" int,
             "quantityHashId" text, "generatedAt" timestamptz, "orderOfMagnitude" smallint, significand int)
-       JOIN quantity q ON q.hash_id = m."quantityHashId" AND q.environment_id = ins.environment_id`,
-    [batchJson],
-  );
+       JOIN quantity q ON q.hash_id = m."quantityHashId" AND q.environment_id = ins.environment_id`);
+
+/**
+ * Stores a batch of reports and their measurements in one statement, straight from the JSON the
+ * worker sent (`{"reports": ConditionReportIn[]}`): the service neither parses nor re-encodes it.
+ * Idempotent by report hashId: a batch pushed twice (a retried job or request) is stored once.
+ * A report lands only when its environment exists, and a measurement only when its quantity
+ * belongs to that environment. Returns the number of measurements stored.
+ */
+export async function ingestReportsJson(db: Queryable, batchJson: string): Promise<number> {
+  const { rowCount } = await db.query(INGEST_REPORTS, [batchJson]);
   return rowCount ?? 0;
 }
