@@ -69,6 +69,8 @@ export async function startBenchService(processes: string[], env: Record<string,
   // each process answers /health on its own API_PORT; the first one carries the REST API
   // BENCH_CPU_PROF=<dir>: each service process writes a V8 CPU profile there when it exits (open it in Chrome DevTools)
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
+  // BENCH_NODE_FLAGS="--trace-gc ...": extra node flags for each service process
+  profile.push(...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean));
   const children = processes.map((roles, i) => spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...profile, path.join(root, 'src/main.ts'), roles], {
     env: { ...common, API_PORT: String(API_PORT + i) }, stdio: ['ignore', 'inherit', 'inherit'],
   }));

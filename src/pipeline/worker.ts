@@ -42,6 +42,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const mailer = createMailer(ctx.config, ctx.log);
   const events = new DeviceEventQueue(ctx);
   const commands = commandPipeline(ctx, mailer, events);
+  // a failed first load leaves every device looked up (the hint's default), as before it existed
+  const hintStarted = commands.start().catch((err: Error) => ctx.log.warn({ err: err.message }, 'pending commands hint could not be loaded'));
   const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db } : { url: monitoringCoreUrl, token: ctx.keys.internalToken });
   const outbound = OutboundClient.fromConfig(ctx.config);
   const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4 });
@@ -130,9 +132,11 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   });
 
   return {
-    ready: async () => { await Promise.all(workers.map((w) => w.waitUntilReady())); },
+    ready: async () => { await Promise.all([...workers.map((w) => w.waitUntilReady()), hintStarted]); },
     async close() {
       await Promise.all(workers.map((w) => w.close()));
+      await hintStarted;
+      await commands.stop();
       if (trailingTimer) clearTimeout(trailingTimer);
       flushTrailing();
       await Promise.all([activities.drain(), touches.drain(), answers.drain(), counterRecorder(ctx).drain()]);

@@ -18,10 +18,14 @@ function eventJob(r: CommandRecord, type: 'newCommand' | 'commandDue' | 'deleted
   };
 }
 
-/** Command lifecycle events as queued jobs: newCommand now, commandDue as a delayed job, deletedCommand now. */
-export function queuedCommandEvents(queue: DeviceEventQueue): CommandEvents {
+/**
+ * Command lifecycle events as queued jobs: newCommand now, commandDue as a delayed job, deletedCommand now.
+ * `announce` first tells the workers' pending-commands hints which devices got commands.
+ */
+export function queuedCommandEvents(queue: DeviceEventQueue, announce: (deviceIds: number[]) => Promise<void>): CommandEvents {
   return {
     async added(records) {
+      await announce([...new Set(records.map((r) => r.deviceId))]);
       const now = Date.now();
       await queue.add(records.flatMap((r) => [
         { job: eventJob(r, 'newCommand') },

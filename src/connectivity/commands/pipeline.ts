@@ -1,4 +1,5 @@
 import type { AppContext } from '../../app/context.ts';
+import type { Queryable } from '../../app/db.ts';
 import type { Mailer } from '../../app/mailer.ts';
 import type { DeviceRecord } from '../../pipeline/device-context.ts';
 import type { ExecCall } from '../../sandbox/types.ts';
@@ -6,24 +7,31 @@ import { nameText } from '../../http/schemas.ts';
 import { countDeviceEvent } from '../counters/recorder.ts';
 import type { DeviceEventQueue } from '../../pipeline/queue.ts';
 import { queuedCommandEvents } from './events.ts';
+import { announceCommandsAdded, PendingCommandsHint } from './pending-hint.ts';
 import { addCommands, commandForEvent, dropCommand, markCommandSent, scheduledCommandsOf, type Command, type CommandRecord } from './store.ts';
 import type { CommandType } from '../command-types/store.ts';
 
 type Scheduled = { command: Command; commandType: CommandType };
 
 /**
- * `args.scheduledCommands` for every run. The runs of one queue batch ask together, so their
- * devices are read in one query (a device contact costs a share of one indexed query, not one each).
+ * `args.scheduledCommands` for every run. A device the hint knows to have none gets none without a
+ * query; the runs of one queue batch that must ask, ask together, so their devices are read in one
+ * query (a device contact costs a share of one indexed query, not one each).
  */
 export class ScheduledCommandsLoader {
   private waiting = new Map<number, ((list: Scheduled[]) => void)[]>();
   private failing: ((err: unknown) => void)[] = [];
   private scheduled = false;
-  private readonly ctx: Pick<AppContext, 'db'>;
+  private readonly db: Queryable;
+  private readonly hint: PendingCommandsHint | null;
 
-  constructor(ctx: Pick<AppContext, 'db'>) { this.ctx = ctx; }
+  constructor(db: Queryable, hint: PendingCommandsHint | null = null) {
+    this.db = db;
+    this.hint = hint;
+  }
 
   load(deviceId: number): Promise<Scheduled[]> {
+    if (this.hint && !this.hint.mayHave(deviceId)) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
       this.waiting.set(deviceId, [...(this.waiting.get(deviceId) ?? []), resolve]);
       this.failing.push(reject);
@@ -40,8 +48,15 @@ export class ScheduledCommandsLoader {
     this.waiting = new Map();
     this.failing = [];
     this.scheduled = false;
-    scheduledCommandsOf(this.ctx.db, [...waiting.keys()]).then(
-      (byDevice) => { for (const [id, resolvers] of waiting) for (const r of resolvers) r(byDevice.get(id) ?? []); },
+    const epochs = new Map([...waiting.keys()].map((id) => [id, this.hint?.epochOf(id) ?? 0]));
+    scheduledCommandsOf(this.db, [...waiting.keys()]).then(
+      (byDevice) => {
+        for (const [id, resolvers] of waiting) {
+          const list = byDevice.get(id) ?? [];
+          this.hint?.checked(id, epochs.get(id)!, list.length);
+          for (const r of resolvers) r(list);
+        }
+      },
       (err) => { for (const f of failing) f(err); },
     );
   }
@@ -70,9 +85,13 @@ const COMMAND_CALLS = new Set<ExecCall['name']>(['markCommandAsSent', 'dropComma
 
 /** What the worker needs of commands: scheduledCommands, the command of an event, and the exec calls on commands. */
 export function commandPipeline(ctx: AppContext, mailer: Mailer, queue: DeviceEventQueue) {
-  const loader = new ScheduledCommandsLoader(ctx);
-  const events = queuedCommandEvents(queue);
+  const hint = new PendingCommandsHint(ctx.db);
+  const loader = new ScheduledCommandsLoader(ctx.db, hint);
+  const events = queuedCommandEvents(queue, (ids) => announceCommandsAdded(ctx, ids));
   return {
+    /** Loads the pending-commands hint and subscribes to announcements; until then every device is looked up. */
+    start: () => hint.start(ctx),
+    stop: () => hint.stop(),
     scheduledCommands: async (deviceId: number) => (await loader.load(deviceId)).map(view),
     async commandOfEvent(hashId: string) {
       const r = await commandForEvent(ctx.db, hashId);

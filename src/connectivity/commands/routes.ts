@@ -4,6 +4,7 @@ import type { AppContext } from '../../app/context.ts';
 import { DeviceEventQueue } from '../../pipeline/queue.ts';
 import { FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
 import { queuedCommandEvents } from './events.ts';
+import { announceCommandsAdded } from './pending-hint.ts';
 import { addCommands, deleteCommand, deleteCommands, findCommands, getCommand, type CommandInput, type CommandQuery } from './store.ts';
 
 const OneOf = <T extends string>(values: T[]) => Type.Unsafe<T>({ type: 'string', enum: values });
@@ -33,7 +34,7 @@ const tags = ['command'];
 export async function commandRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const queue = new DeviceEventQueue(ctx);
   app.addHook('onClose', async () => queue.close());
-  const events = queuedCommandEvents(queue);
+  const events = queuedCommandEvents(queue, (ids) => announceCommandsAdded(ctx, ids));
   const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;
 
   app.post('/command/', { config: { rights }, schema: { tags, summary: 'command add', body: AddBody } }, async (request, reply) => {
