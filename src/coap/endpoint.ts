@@ -196,9 +196,12 @@ export class CoapEndpoint extends EventEmitter {
       // RFC 7252 asks clients for one outstanding request (NSTART 1); a peer far beyond that waits its turn
       return immediate(this.#error('5.03', `more than ${this.#config.maxInFlight} requests of this peer in progress; try again`, [{ name: 'Max-Age', value: encodeUint(1) }]));
     }
-    // the handler: piggybacked if it answers within the window, else empty ACK now and a separate response later
+    // the handler: piggybacked if it answers within the window, else empty ACK now and a separate response later.
+    // Not for a CON that carries Block2: libcoap up to 4.3.1 (Debian 12's) builds its block state from the
+    // request still awaiting its ACK and silently drops a separate response that starts a Block2 transfer. Such a
+    // client's retransmissions go unanswered (a duplicate with no reply yet) until the answer rides on the ACK.
     let separate = false;
-    const window = m.type === 'CON'
+    const window = m.type === 'CON' && !block2
       ? setTimeout(() => {
         separate = true;
         entry.reply = emptyMessage('ACK', m.messageId);

@@ -84,6 +84,24 @@ describe('CoAP endpoint: reliability and deduplication', () => {
     expect(h.calls).toHaveLength(1);
   });
 
+  it('a slow answer to a CON that announces Block2: no empty ACK, duplicates wait, the answer rides on the ACK', async () => {
+    let release: (r: CoapResponse) => void = () => {};
+    const h = harness(() => new Promise((resolve) => { release = resolve; }), { piggybackMs: 10 });
+    const datagram = req({ code: 'GET', messageId: 6, options: [{ name: 'Block2', value: encodeBlock({ num: 0, more: false, szx: 2 }) }] });
+    h.endpoint.receive(datagram);
+    await sleep(60);
+    h.endpoint.receive(datagram); // the client's retransmission: still nothing to send
+    expect(h.sent).toHaveLength(0);
+    release({ code: '2.05', payload: Buffer.from('x'.repeat(200)) });
+    await waitFor(() => h.sent.length === 1);
+    const first = parse(h.sent[0]);
+    expect(first).toMatchObject({ ack: true, code: '2.05', messageId: 6 });
+    expect(decodeBlock(opt(first, 'Block2')!)).toEqual({ num: 0, more: true, szx: 2 });
+    h.endpoint.receive(datagram); // a late duplicate gets the same ACK
+    expect(h.sent[1]).toEqual(h.sent[0]);
+    expect(h.calls).toHaveLength(1);
+  });
+
   it('gives up after MAX_RETRANSMIT retransmissions with doubling waits', async () => {
     const h = harness(async () => { await sleep(30); return { code: '2.05' }; }, { piggybackMs: 1, ackTimeoutMs: 10, ackRandomFactor: 1, maxRetransmit: 4 });
     const gaveUp: number[] = [];

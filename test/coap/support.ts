@@ -23,7 +23,7 @@ function handle(args: { payload: string }, exec: Exec) {
   };
 }`;
 
-/** The device type's event handler: reports are parsed; /big, /echo, /slow and /hex answer what their names say. */
+/** The device type's event handler: reports are parsed; /big, /echo, /slow, /slowbig and /hex answer what their names say. */
 const HANDLER = `
 const REPORT_TYPE = "__REPORT_TYPE__";
 function handle(args: ArgumentsForIncomingRequestEvent, exec: Exec): IncomingRequestResponse;
@@ -32,7 +32,8 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   const r = args.event.webRequest;
   const data = r.body !== undefined && r.body.type === 'json' ? r.body.data as { m?: string } : {};
   exec.addLog(r.url.protocol + ' ' + r.method + ' ' + r.url.path + ' from ' + (r.pskIdentity ?? '?') + ' ' + JSON.stringify(r.url.query) + ' m=' + (data.m ?? ''));
-  if (r.url.path === '/big') {
+  if (r.url.path === '/slow' || r.url.path === '/slowbig') { const end = Date.now() + 700; while (Date.now() < end) { /* slower than the piggyback window */ } }
+  if (r.url.path === '/big' || r.url.path === '/slowbig') {
     let s = '';
     for (let i = 0; i < 60; i++) s += 'line ' + String(i).padStart(4, '0') + ' of the large answer\\n';
     return { statusCode: 200, body: { type: 'string', data: s } };
@@ -42,7 +43,6 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   }
   if (r.url.path === '/hex') return { statusCode: 200, body: { type: 'hex', data: 'deadbeef' } };
   if (r.url.path === '/missing') return { statusCode: 404, body: ['not_found_error', 'no such thing'] };
-  if (r.url.path === '/slow') { const end = Date.now() + 700; while (Date.now() < end) { /* slower than the piggyback window */ } }
   if (r.body === undefined || r.body.type !== 'json') return { statusCode: 400, body: ['parameter_error', 'POST JSON'] };
   exec.parseReport({ reportTypeHashId: REPORT_TYPE, payload: JSON.stringify(r.body.data) });
   return { statusCode: 200, body: { ok: true, device: args.device.supplierDeviceIdentifier, m: data.m ?? null } };
