@@ -45,11 +45,22 @@ static double now_us(void) {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/* answers slower than 100 ms, by the 100 ms slot (since the generator started) in which they came back */
+#define SLOTS 6000
+static unsigned long slow[SLOTS];
+static double started_us, started_wall_ms;
+
+static double now_us(void);
+
 static void record(double us) {
   int b = us < 1 ? 0 : (int)(log(us) / log(1.02));
   if (b >= BUCKETS) b = BUCKETS - 1;
   hist[b]++;
   ok_count++;
+  if (us > 100000) {
+    long slot = (long)((now_us() - started_us) / 100000);
+    if (slot >= 0 && slot < SLOTS) slow[slot]++;
+  }
 }
 
 static const char *psk_identity;
@@ -229,6 +240,10 @@ static void coap_load(SSL_CTX *ctx, double seconds, int count, const char *prefi
   if (open == 0) return;
   unsigned long seq = 0;
   double start = now_us();
+  started_us = start;
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  started_wall_ms = wall.tv_sec * 1e3 + wall.tv_nsec / 1e6;
   double end = start + seconds * 1e6;
   for (int i = 0; i < count; i++) ss[i].due = start + (interval_us > 0 ? interval_us * i / count : 0);
   for (;;) {
@@ -315,6 +330,7 @@ int main(int argc, char **argv) {
   server.sin_port = htons(atoi(argv[3]));
   inet_pton(AF_INET, argv[2], &server.sin_addr);
   double seconds = atof(argv[4]);
+  started_us = now_us();
   srand(getpid() ^ (unsigned)time(NULL));
   if (strcmp(argv[1], "hs") == 0) {
     handshakes(make_ctx(argv, argc, 5), seconds);
@@ -335,6 +351,13 @@ int main(int argc, char **argv) {
   for (int b = 0; b < BUCKETS; b++)
     if (hist[b]) {
       printf("%s[%d,%lu]", first ? "" : ",", b, hist[b]);
+      first = 0;
+    }
+  printf("],\"startMs\":%.0f,\"slow\":[", started_wall_ms);
+  first = 1;
+  for (int i = 0; i < SLOTS; i++)
+    if (slow[i]) {
+      printf("%s[%d,%lu]", first ? "" : ",", i, slow[i]);
       first = 0;
     }
   printf("]}\n");

@@ -24,7 +24,7 @@ export function buildLoadGenerator(): string {
   return LOAD;
 }
 
-interface LoadResult { ok: number; errors: number; cpuMs: number; hist: [number, number][] }
+interface LoadResult { ok: number; errors: number; cpuMs: number; hist: [number, number][]; slow?: [number, number][]; startMs?: number }
 
 /** Runs `procs` load generators in parallel and merges their counts and latency histograms. */
 export async function runLoad(procs: number, args: (i: number) => string[]): Promise<{ ok: number; errors: number; p50Ms: number; p99Ms: number; clientCpuMs: number }> {
@@ -41,6 +41,12 @@ export async function runLoad(procs: number, args: (i: number) => string[]): Pro
   const hist = new Map<number, number>();
   for (const r of results) for (const [b, n] of r.hist) hist.set(b, (hist.get(b) ?? 0) + n);
   const ok = results.reduce((a, r) => a + r.ok, 0);
+  if (process.env.BENCH_TIMELINE) {
+    // BENCH_TIMELINE=1: when the answers slower than 100 ms came back (100 ms slots since the load started)
+    const slow = new Map<number, number>();
+    for (const r of results) for (const [slot, n] of r.slow ?? []) slow.set(slot, (slow.get(slot) ?? 0) + n);
+    console.log(`answers > 100 ms by 100 ms slot since ${new Date(results[0]?.startMs ?? 0).toISOString()}: ${[...slow].sort((x, y) => x[0] - y[0]).map(([slot, n]) => `${(slot / 10).toFixed(1)}s:${n}`).join(' ') || 'none'}`);
+  }
   const quantile = (q: number) => {
     let seen = 0;
     for (const [b, n] of [...hist].sort((x, y) => x[0] - y[0])) {
