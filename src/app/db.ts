@@ -33,6 +33,42 @@ export interface Db extends Queryable {
   tx<T>(fn: (client: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
   readonly embedded: boolean;
+  /**
+   * Writes whose commit returns before PostgreSQL has flushed it to disk (`synchronous_commit = off` on its own
+   * connections): visible to every session at once, on disk once a later `flushed()` has resolved. The worker
+   * stores reports and activities here, answers the device, and completes the queued job only after `flushed()`:
+   * a slow disk flush delays the job's completion, not the device's answer, and a crash before the flush leaves
+   * the job to be run again (its writes are idempotent). On embedded PGlite it is the same pool.
+   */
+  readonly deferred: Queryable;
+  /** Resolves once everything committed before the call, on either pool, is flushed to disk (one shared flush for callers that wait together). */
+  flushed(): Promise<void>;
+}
+
+const FLUSH_BARRIER = namedStatement('wal-flush-barrier', 'UPDATE wal_flush_barrier SET at = now() WHERE id = 1');
+
+/**
+ * Group flush: a synchronously committed write flushes the WAL up to its commit record, which covers every commit
+ * made before it started. Callers arriving while one runs may have committed after it began: they share the next.
+ */
+export function flushBarrier(flush: () => Promise<unknown>): () => Promise<void> {
+  let running: Promise<void> | null = null;
+  let next: Promise<void> | null = null;
+  const start = (): Promise<void> => {
+    const p = flush().then(() => undefined);
+    running = p;
+    const clear = () => { if (running === p) running = null; };
+    p.then(clear, clear);
+    return p;
+  };
+  return () => {
+    if (!running) return start();
+    next ??= running.then(() => undefined, () => undefined).then(() => {
+      next = null;
+      return start();
+    });
+    return next;
+  };
 }
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -60,10 +96,14 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
   }
 }
 
-function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>): Db {
+const queryOn = (pool: pg.Pool): Queryable['query'] => (sql, params) => pool.query(sql as never, params as unknown[]) as never;
+
+function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool?: pg.Pool): Db {
   return {
     embedded,
-    query: (sql, params) => pool.query(sql as never, params as unknown[]) as never,
+    query: queryOn(pool),
+    deferred: { query: queryOn(deferredPool ?? pool) },
+    flushed: deferredPool ? flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })) : () => Promise.resolve(),
     async tx(fn) {
       const client = await pool.connect();
       try {
@@ -79,13 +119,15 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
       }
     },
     async close() {
-      await pool.end();
+      await Promise.all([pool.end(), deferredPool?.end()]);
       await onClose();
     },
   };
 }
 
 const EMBEDDED_PORT_FILE = 'pglite.port';
+/** Connections of the deferred-commit pool: the worker's batched writers (reports, activities, lastOnlineAt) */
+const DEFERRED_POOL_SIZE = 6;
 
 /** The embedded database of a service already running on this DATA_DIR, if there is one that answers. */
 async function attachToRunningEmbedded(dataDir: string, poolSize?: number): Promise<Db | null> {
@@ -106,8 +148,9 @@ export async function openDb(opts: { databaseUrl: string | null; dataDir: string
   let db: Db | null;
   if (opts.databaseUrl) {
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10 });
-    pool.on('error', (err) => opts.log?.error({ err }, 'idle database connection failed'));
-    db = wrapPool(pool, false, async () => undefined);
+    const deferred = new pg.Pool({ connectionString: opts.databaseUrl, max: DEFERRED_POOL_SIZE, options: '-c synchronous_commit=off' });
+    for (const p of [pool, deferred]) p.on('error', (err) => opts.log?.error({ err }, 'idle database connection failed'));
+    db = wrapPool(pool, false, async () => undefined, deferred);
   } else if ((db = await attachToRunningEmbedded(opts.dataDir, opts.poolSize))) {
     // another process of this machine (the running service) holds the embedded database: use its socket
     opts.log?.info('attached to the embedded database of the running service');

@@ -44,14 +44,15 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const commands = commandPipeline(ctx, mailer, events);
   // a failed first load leaves every device looked up (the hint's default), as before it existed
   const hintStarted = commands.start().catch((err: Error) => ctx.log.warn({ err: err.message }, 'pending commands hint could not be loaded'));
-  const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db } : { url: monitoringCoreUrl, token: ctx.keys.internalToken });
+  // reports, activities and lastOnlineAt commit without waiting for the disk; a job completes after ctx.db.flushed()
+  const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db.deferred } : { url: monitoringCoreUrl, token: ctx.keys.internalToken });
   const outbound = OutboundClient.fromConfig(ctx.config);
-  const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4 });
+  const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db.deferred, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4 });
   // lastOnlineAt: the latest contact per device wins; one UPDATE per batch
   const touches = new Batcher<{ id: number; at: Date }>(async (items) => {
     const latest = new Map<number, Date>();
     for (const t of items) if ((latest.get(t.id)?.getTime() ?? 0) < t.at.getTime()) latest.set(t.id, t.at);
-    await ctx.db.query(TOUCH_DEVICES, [[...latest.keys()], [...latest.values()]]);
+    await ctx.db.deferred.query(TOUCH_DEVICES, [[...latest.keys()], [...latest.values()]]);
   }, { maxItems: 500, maxDelayMs: 5 });
 
   const lastTouch = new Map<number, number>();
@@ -118,6 +119,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
         answers.add({ gatewayId: batch.gatewayId, answer: { itemId, result } }).catch(() => undefined);
       }
     }));
+    // the devices have their answers; the job is done (and leaves the queue) once what it stored is on disk
+    await ctx.db.flushed();
   };
 
   const workers = Array.from({ length: fetchers }, () => {

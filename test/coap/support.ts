@@ -66,9 +66,10 @@ export interface CoapWorld {
   close(): Promise<void>;
 }
 
-/** Starts the whole service (`all`) and provisions a quantity, a report type, a device type and a PSK device. */
-export async function startCoapWorld(overrides: Record<string, string> = {}, identity = `coap-${randomBytes(4).toString('hex')}`): Promise<CoapWorld> {
+/** Starts the whole service (`all`; `prepare` may adjust its context first) and provisions a quantity, a report type, a device type and a PSK device. */
+export async function startCoapWorld(overrides: Record<string, string> = {}, identity = `coap-${randomBytes(4).toString('hex')}`, prepare?: (ctx: AppContext) => void): Promise<CoapWorld> {
   const ctx = await testContext({ SANDBOX_TIMEOUT_MS: '2000', DEVICE_BODY_LIMIT_BYTES: '4096', COAP_PIGGYBACK_MS: '300', ...overrides });
+  prepare?.(ctx);
   const service = await startService(ctx, ['all']);
   const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
   const quantity = await api.request('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: -3 });

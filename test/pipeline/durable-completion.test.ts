@@ -1,0 +1,43 @@
+/**
+ * The device's answer does not wait for the disk; the queued job does. Reports and activities commit deferred
+ * (synchronous_commit off), the device is answered, and the job leaves the queue only once Db.flushed() resolves.
+ */
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { coapClient, report, runsLogging, startCoapWorld, storedAt, type CoapWorld } from '../coap/support.ts';
+
+let world: CoapWorld;
+let releaseFlush: () => void = () => undefined;
+let flushHeld = true;
+let flushCalls = 0;
+let queue: Queue;
+beforeAll(async () => {
+  world = await startCoapWorld({}, undefined, (ctx) => {
+    const real = ctx.db.flushed.bind(ctx.db);
+    // the disk flush is held until the test lets it go
+    const held = new Promise<void>((resolve) => { releaseFlush = resolve; });
+    ctx.db = { ...ctx.db, flushed: async () => { flushCalls++; if (flushHeld) await held; await real(); } };
+  });
+  queue = new Queue(world.ctx.config.queueName, { connection: { url: world.ctx.config.redisUrl } as never });
+});
+afterAll(async () => {
+  releaseFlush();
+  await queue?.close();
+  await world?.close();
+});
+
+it('a CoAP report is answered and readable while its flush is held; its job completes only after the flush', async () => {
+  const r = report(3.5);
+  const res = await coapClient('coap-client-openssl', world, '/report', ['-m', 'post', '-t', '50', '-e', r.body]);
+  expect(JSON.parse(res.stdout)).toEqual({ ok: true, device: world.device.identity, m: r.m });
+  // committed (visible to every session) though not yet known to be on disk
+  expect(await storedAt(world, r.t)).toEqual([3500]);
+  expect(await runsLogging(world.api, `m=${r.m}`)).toHaveLength(1);
+  expect(flushCalls).toBeGreaterThan(0);
+  expect((await queue.getJobCounts('active')).active).toBe(1);
+
+  flushHeld = false;
+  releaseFlush();
+  for (let i = 0; i < 100 && (await queue.getJobCounts('active')).active > 0; i++) await new Promise((r2) => setTimeout(r2, 20));
+  expect(await queue.getJobCounts('active', 'waiting', 'failed')).toEqual({ active: 0, waiting: 0, failed: 0 });
+});
