@@ -2,7 +2,6 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeBlock } from '../../src/coap/block.ts';
 import { decodeUint, encodeUint } from '../../src/coap/message.ts';
@@ -10,6 +9,7 @@ import { connectivityClient } from '../support/provision.ts';
 import { BIG_ANSWER, DtlsCoapPeer, coapClient, mbedtlsClient, report, run, runsLogging, storedAt, startCoapWorld, type CoapWorld } from './support.ts';
 import { generate } from 'coap-packet';
 import type { ParsedPacket } from 'coap-packet';
+import { settledJobCount } from '../support/jobs.ts';
 
 let world: CoapWorld;
 beforeAll(async () => { world = await startCoapWorld(); });
@@ -77,11 +77,11 @@ describe('libcoap coap-client over DTLS PSK', () => {
   });
 
   it('coap-client-openssl: a wrong key fails the handshake, is counted, and queues nothing', async () => {
-    const before = await countJobs();
+    const before = await settledJobCount(world.ctx, world.device.hashId);
     const res = await run('coap-client-openssl', ['-B', '5', '-u', world.device.identity, '-k', 'not-the-key', '-m', 'post', '-e', '{}', `coaps://127.0.0.1:${world.coapsPort}/report`]);
     expect(res.stdout).toContain('bad record mac');
     expect(res.stdout).not.toContain('"ok"');
-    expect(await countJobs()).toBe(before);
+    expect(await settledJobCount(world.ctx, world.device.hashId)).toBe(before);
     const metrics = await (await fetch(`http://127.0.0.1:${world.service.apiPort()}/metrics`)).text();
     expect(metrics).toMatch(/gateway_handshake_failures_total\{protocol="coaps"\} [1-9]/);
   });
@@ -130,7 +130,7 @@ describe('the request as the handler sees it, and the answer as the device gets 
   });
 
   it('a body over DEVICE_BODY_LIMIT_BYTES in Block1 blocks gets 4.13 with Size1 and a parameter_error, and queues nothing', async () => {
-    const before = await countJobs();
+    const before = await settledJobCount(world.ctx, world.device.hashId);
     const peer = await DtlsCoapPeer.connect(world.coapsPort, world.device.identity, Buffer.from(world.device.key));
     try {
       const block = Buffer.alloc(1024, 0x20);
@@ -144,7 +144,7 @@ describe('the request as the handler sees it, and the answer as the device gets 
       const refused = peer.received[4];
       expect(decodeUint(opt(refused, 'Size1')!)).toBe(4096);
       expect(JSON.parse(refused.payload.toString())).toEqual({ key: 'parameter_error', message: 'body exceeds 4096 bytes' });
-      expect(await countJobs()).toBe(before);
+      expect(await settledJobCount(world.ctx, world.device.hashId)).toBe(before);
     } finally {
       peer.close();
     }
@@ -341,10 +341,3 @@ describe('tenant isolation', () => {
     expect((await runsLogging(world.api, 'coaps POST /report')).length).toBeGreaterThan(0);
   });
 });
-
-async function countJobs(): Promise<number> {
-  const queue = new Queue(world.ctx.config.queueName, { connection: world.ctx.redis });
-  const counts = await queue.getJobCounts('completed', 'failed', 'active', 'waiting', 'delayed', 'prioritized');
-  const activities = await world.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1', [world.device.hashId]);
-  return Object.values(counts).reduce((a, b) => a + b, 0) + activities.rows[0].n;
-}

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
@@ -7,6 +6,7 @@ import { createEnvironment, createMachineAccount } from '../../src/accounts/stor
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';
+import { settledJobCount } from '../support/jobs.ts';
 
 const PARSER = `
 function handle(args: { payload: string }, exec: Exec) {
@@ -146,28 +146,21 @@ describe('a device report over HTTPS TLS-PSK, end to end (openssl s_client as th
   });
 
   it('answers a body over DEVICE_BODY_LIMIT_BYTES with 413 naming the limit, and queues nothing', async () => {
-    const before = await countJobs();
+    const before = await settledJobCount(ctx, device.hashId);
     const res = await deviceRequest('/report', JSON.stringify({ t: Date.now(), v: 1, pad: 'x'.repeat(5000) }));
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body)).toEqual({ key: 'parameter_error', message: 'body exceeds 4096 bytes' });
-    expect(await countJobs()).toBe(before);
+    expect(await settledJobCount(ctx, device.hashId)).toBe(before);
   });
 
   it('refuses an unknown identity and a wrong key at the handshake and queues nothing', async () => {
-    const before = await countJobs();
+    const before = await settledJobCount(ctx, device.hashId);
     const unknown = await opensslPsk({ port, identity: 'nobody-here', keyHex: device.key, input: httpRequestText('POST', '/report', '{}') });
     expect(unknown.stdout).not.toContain('HTTP/1.1');
     expect(unknown.stderr).toMatch(/alert|error/i);
     const wrongKey = await opensslPsk({ port, identity: device.identity, keyHex: 'ff'.repeat(16), input: httpRequestText('POST', '/report', '{}') });
     expect(wrongKey.stdout).not.toContain('HTTP/1.1');
     expect(wrongKey.stderr).toMatch(/alert|error/i);
-    expect(await countJobs()).toBe(before);
+    expect(await settledJobCount(ctx, device.hashId)).toBe(before);
   });
 });
-
-async function countJobs(): Promise<number> {
-  const queue = new Queue(ctx.config.queueName, { connection: ctx.redis });
-  const counts = await queue.getJobCounts('completed', 'failed', 'active', 'waiting', 'delayed', 'prioritized');
-  const activities = await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1', [device.hashId]);
-  return Object.values(counts).reduce((a, b) => a + b, 0) + activities.rows[0].n;
-}
