@@ -12,6 +12,7 @@ import { offerFirmware } from '../connectivity/firmware/offer.ts';
 import { Sandbox } from '../sandbox/runner.ts';
 import type { ExecCall } from '../sandbox/types.ts';
 import { Batcher } from './batcher.ts';
+import { Slots } from './slots.ts';
 import { DeviceContextLoader, type DeviceRecord } from './device-context.ts';
 import type { DeviceBatchJob } from './jobs.ts';
 import { answerChannel, deliverLocally, DeviceEventQueue, type PublishedAnswer } from './queue.ts';
@@ -25,6 +26,8 @@ export interface DeviceWorker {
 }
 
 const WORKER_FETCHERS = 2;
+/** Jobs per fetcher that may wait for the disk flush beyond WORKER_CONCURRENCY running ones. */
+const FLUSH_WAITING_JOBS = 64;
 const TOUCH_DEVICES = namedStatement('touch-devices', `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
   FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`);
 const TOUCH_RESOLUTION_MS = 1000;
@@ -111,7 +114,20 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     await Promise.all([...byGateway].map(([gatewayId, list]) => ctx.redis.publish(answerChannel(gatewayId), JSON.stringify(list))));
   }, { maxItems: 200, maxDelayMs: 0, maxConcurrentFlushes: 4 });
 
+  // WORKER_CONCURRENCY bounds the batches being processed; a batch that only waits for the disk flush
+  // holds no slot, so a slow flush (100-200 ms now and then on a VM) does not stop the next batches starting
+  const running = new Slots(ctx.config.workerConcurrency);
   const processBatch = async (jobId: string, batch: DeviceBatchJob) => {
+    const release = await running.acquire();
+    try {
+      await processItems(jobId, batch);
+    } finally {
+      release();
+    }
+    // the devices have their answers; the job is done (and leaves the queue) once what it stored is on disk
+    await ctx.db.flushed();
+  };
+  const processItems = async (jobId: string, batch: DeviceBatchJob) => {
     await Promise.all(batch.items.map(async ({ itemId, job }, index) => {
       const result = await processDeviceJob(deps, `${jobId}:${index}`, job);
       // an answer nobody waits for any more (the gateway answered 202 or restarted) is simply dropped; events have no gateway
@@ -119,15 +135,14 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
         answers.add({ gatewayId: batch.gatewayId, answer: { itemId, result } }).catch(() => undefined);
       }
     }));
-    // the devices have their answers; the job is done (and leaves the queue) once what it stored is on disk
-    await ctx.db.flushed();
   };
 
   const workers = Array.from({ length: fetchers }, () => {
     const w = new Worker<DeviceBatchJob, void>(
       ctx.config.queueName,
       async (job) => processBatch(job.id as string, job.data),
-      { connection: createRedis(ctx.config.redisUrl), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers), autorun: true },
+      // jobs waiting only for the flush count against BullMQ's concurrency, not against `running`
+      { connection: createRedis(ctx.config.redisUrl), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers) + FLUSH_WAITING_JOBS, autorun: true },
     );
     w.on('failed', (job, err) => ctx.log.warn({ jobId: job?.id, err: err.message }, 'device job failed; it will be retried'));
     w.on('error', (err) => ctx.log.error({ err: err.message }, 'worker error'));

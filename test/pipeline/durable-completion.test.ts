@@ -12,7 +12,8 @@ let flushHeld = true;
 let flushCalls = 0;
 let queue: Queue;
 beforeAll(async () => {
-  world = await startCoapWorld({}, undefined, (ctx) => {
+  // one batch processed at a time: a job waiting for its flush must not hold that slot
+  world = await startCoapWorld({ WORKER_CONCURRENCY: '1' }, undefined, (ctx) => {
     const real = ctx.db.flushed.bind(ctx.db);
     // the disk flush is held until the test lets it go
     const held = new Promise<void>((resolve) => { releaseFlush = resolve; });
@@ -26,7 +27,7 @@ afterAll(async () => {
   await world?.close();
 });
 
-it('a CoAP report is answered and readable while its flush is held; its job completes only after the flush', async () => {
+it('a CoAP report is answered and readable while its flush is held, the next one too (the waiting job holds no worker slot); the jobs complete only after the flush', async () => {
   const r = report(3.5);
   const res = await coapClient('coap-client-openssl', world, '/report', ['-m', 'post', '-t', '50', '-e', r.body]);
   expect(JSON.parse(res.stdout)).toEqual({ ok: true, device: world.device.identity, m: r.m });
@@ -35,6 +36,13 @@ it('a CoAP report is answered and readable while its flush is held; its job comp
   expect(await runsLogging(world.api, `m=${r.m}`)).toHaveLength(1);
   expect(flushCalls).toBeGreaterThan(0);
   expect((await queue.getJobCounts('active')).active).toBe(1);
+
+  // the next report is processed and answered while the first job still waits for its flush
+  const r2 = report(4.5);
+  const res2 = await coapClient('coap-client-gnutls', world, '/report', ['-m', 'post', '-t', '50', '-e', r2.body]);
+  expect(JSON.parse(res2.stdout)).toEqual({ ok: true, device: world.device.identity, m: r2.m });
+  expect(await storedAt(world, r2.t)).toEqual([4500]);
+  expect((await queue.getJobCounts('active')).active).toBe(2);
 
   flushHeld = false;
   releaseFlush();
