@@ -2,6 +2,9 @@
  * Connection ID (RFC 9146) proven with test/support/cid-client, a DTLS client written from the RFCs that shares no
  * code with the server: handshake with CID, data, NAT rebinding to a new source port, data again.
  */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CidClient } from '../support/cid-client/client.ts';
 import { IDENTITY, PSK_HEX, dtlsClient, startEchoServer, waitFor } from './helpers.ts';
@@ -118,5 +121,19 @@ describe('DTLS Connection ID (RFC 9146) with an independent client', () => {
     const ext = sh.extensions.find((e) => e.type === 54);
     expect(ext !== undefined).toBe(issued);
     if (ext) expect(ext.data[0]).toBe(8);
+  });
+});
+
+describe('the CID test client stays independent of the server', () => {
+  it('imports only node built-ins and its own files (no src/, no test helper that reaches src/)', async () => {
+    const dir = fileURLToPath(new URL('../support/cid-client/', import.meta.url));
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.ts'));
+    expect(files.sort()).toEqual(['client.ts', 'crypto.ts']);
+    for (const file of files) {
+      const text = await readFile(join(dir, file), 'utf8');
+      const specifiers = [...text.matchAll(/\bfrom\s+'([^']+)'|\bimport\s*\(\s*'([^']+)'\s*\)|^import\s+'([^']+)'/gm)].map((m) => m[1] ?? m[2] ?? m[3]);
+      expect(specifiers.length).toBeGreaterThan(0);
+      for (const spec of specifiers) expect(spec, `${file} imports ${spec}`).toMatch(/^(node:[a-z_/]+|\.\/[a-z-]+\.ts)$/);
+    }
   });
 });
