@@ -6,17 +6,23 @@ import { createLogger } from './app/logger.ts';
 import { ensureRedis } from './app/redis.ts';
 import { createEnvironment, createMachineAccount, revokeMachineAccount, type EnvironmentType } from './accounts/store.ts';
 import { startService } from './service.ts';
+import { retryFailedJobs } from './pipeline/failed-jobs.ts';
 
 const ADMIN_USAGE = `usage: admin <command> [--flags]
   create-environment --type monitoring|connectivity --name <name>     → {"hashId","type","name"}
   create-machine-account --environment <hashId> --rights A,B [--name n] → {"hashId","assertion"} (shown once)
-  revoke-machine-account --account <hashId>                            → {"hashId","revoked"}`;
+  revoke-machine-account --account <hashId>                            → {"hashId","revoked"}
+  retry-failed                                                          → {"queue","retried"}: device jobs failed for good run again`;
 
 /** Operator commands: each prints one JSON object on stdout. */
 async function admin(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   const { values } = parseArgs({ args: rest, options: { type: { type: 'string' }, name: { type: 'string' }, environment: { type: 'string' }, rights: { type: 'string' }, account: { type: 'string' } } });
   const config = loadConfig();
+  if (command === 'retry-failed') {
+    process.stdout.write(`${JSON.stringify({ queue: config.queueName, retried: await retryFailedJobs(config.redisUrl, config.queueName) })}\n`);
+    return;
+  }
   const log = createLogger('silent');
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
   try {

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { register as metricsRegistry, collectDefaultMetrics } from 'prom-client';
+import { collectDefaultMetrics } from 'prom-client';
+import { metricsRegistry } from './app/metrics.ts';
 import type { AppContext } from './app/context.ts';
 import type { Role } from './app/config.ts';
 import { createHttpApp } from './http/app.ts';
@@ -28,7 +29,7 @@ let defaultMetrics = false;
 export async function startService(ctx: AppContext, roles: Role[]): Promise<RunningService> {
   const has = (r: Role) => roles.includes('all') || roles.includes(r);
   if (!defaultMetrics) {
-    collectDefaultMetrics();
+    collectDefaultMetrics({ prefix: 'gridgate_' });
     defaultMetrics = true;
   }
   // the device CA signs supplier certificates (api); the server certificate serves the device ports (gateway)
@@ -42,6 +43,8 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   api = await createHttpApp(ctx);
   api.get('/health', { config: { apiVersion: false }, schema: { hide: true } }, async (_req, reply) => {
     if (!ready) return reply.status(503).send({ status: 'starting' });
+    const problem = worker?.unhealthy() ?? null;
+    if (problem) return reply.status(503).send({ status: 'unavailable', reason: problem });
     return { status: 'ok' };
   });
   api.get('/metrics', { config: { apiVersion: false }, schema: { hide: true } }, async (_req, reply) => {

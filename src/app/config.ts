@@ -81,7 +81,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   LOG_LEVEL: ['info', 'pino level'],
   SECRET_KEY: ['unset → generated once into DATA_DIR/secret.key', '64 hex digits; signs tokens and encrypts device keys at rest. Every process of a deployment needs the same one'],
   TOKEN_LIFETIME_SECONDS: ['2592000 (30 days)', 'lifetime of a machine login token'],
-  MONITORING_CORE_URL: ['http://127.0.0.1:$API_PORT', 'where workers push condition reports'],
+  MONITORING_CORE_URL: ['this process\'s API (roles all, or api with worker); required for a worker without api', 'where workers push condition reports'],
   INTERNAL_TOKEN: ['derived from SECRET_KEY', 'bearer token workers present to the monitoring core'],
   SANDBOX_MEMORY_MB: ['64', 'memory limit of one supplier isolate'],
   SANDBOX_TIMEOUT_MS: ['1000', 'wall-clock limit of one run of supplier code'],
@@ -131,6 +131,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
   const dataDir = path.resolve(env.DATA_DIR ?? './data');
   const apiPort = int(env, 'API_PORT', 8080, 0, 65535);
   const secretKey = loadSecretKey(env, dataDir);
+  const alone = roles.includes('worker') && !roles.includes('api') && !roles.includes('all');
+  // a worker's own port serves /health and /metrics only: it cannot be its monitoring core
+  if (alone && !env.MONITORING_CORE_URL) throw new Error('MONITORING_CORE_URL must be set for a worker without the api role: the URL of this deployment\'s API (e.g. http://api-host:8080)');
   return {
     roles,
     databaseUrl: env.DATABASE_URL || null,

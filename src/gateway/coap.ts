@@ -23,7 +23,7 @@ import { dtlsCertificateOptions } from '../pki/dtls.ts';
 import type { CertificateView } from '../sandbox/types.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from './firmware.ts';
-import { deviceCounters } from './metrics.ts';
+import { gaugeFrom, metrics } from '../app/metrics.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 
 export interface CoapDeviceListener {
@@ -89,7 +89,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
   const uploadBudget = new UploadBudget(64 * ctx.config.deviceBodyLimitBytes);
   const coapConfig = { piggybackMs: ctx.config.coapPiggybackMs, maxBodyBytes: ctx.config.deviceBodyLimitBytes, diagnostic, uploadBudget };
   const malformed = (protocol: string) => (reason: string) => {
-    deviceCounters.coapMalformed.inc({ protocol });
+    metrics.coapMalformed.inc({ protocol });
     ctx.log.debug({ protocol, reason }, 'coap datagram dropped');
   };
 
@@ -99,7 +99,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     if (device.refused) {
       countDeviceEvent(ctx, device.deviceHashId, 'contacts');
       countDeviceEvent(ctx, device.deviceHashId, 'refusedContacts');
-      deviceCounters.refused.inc({ protocol, reason: 'device_type_deleted' });
+      metrics.refused.inc({ protocol, reason: 'device_type_deleted' });
       return json('4.03', { key: 'right_error', message: 'The device type of this device was deleted: the device no longer has access' });
     }
     inFlight++;
@@ -125,7 +125,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
   });
   dtls.on('handshakeError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
-    deviceCounters.handshakeFailures.inc({ protocol: 'coaps' });
+    metrics.handshakeFailures.inc({ protocol: 'coaps' });
     countHandshakeFailure(ctx, info.pskIdentity);
     ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
   });
@@ -139,7 +139,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       } catch (err) {
         // a good chain whose identifier names no device is told why (as HTTPS does); an untrusted one is closed
         if (err instanceof CertificateRefused && err.stage === 'identifier') return { refusal: err.message };
-        deviceCounters.handshakeFailures.inc({ protocol: 'coaps' });
+        metrics.handshakeFailures.inc({ protocol: 'coaps' });
         ctx.log.debug({ err: (err as Error).message, remoteAddress: session.remoteAddress }, 'device certificate refused');
         return null;
       }
@@ -193,6 +193,8 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     });
   });
   dtls.on('error', (err: Error) => ctx.log.warn({ err: err.message }, 'coaps socket error'));
+  gaugeFrom('gridgate_dtls_sessions', 'Established DTLS sessions', [], () => [[{}, dtls.sessionCount]]);
+  gaugeFrom('gridgate_dtls_handshakes_in_progress', 'DTLS handshakes in progress (past the cookie exchange)', [], () => [[{}, dtls.handshakeCount]]);
   await listening(dtls.socket);
 
   let udp: dgram.Socket | null = null;
@@ -204,7 +206,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     await listening(udp);
     udp.on('error', (err) => ctx.log.warn({ err: err.message }, 'coap socket error'));
     const refuse = () => {
-      deviceCounters.handshakeFailures.inc({ protocol: 'coap' });
+      metrics.handshakeFailures.inc({ protocol: 'coap' });
       return json('4.01', { key: 'authentication_error', message: `plain CoAP needs the Uri-Query ${PLAIN_IDENTITY_QUERY}=<identity> of a device the operator allowed` });
     };
     const plainIdentity = (options: CoapOption[]) => queryPairs(options).find(([k]) => k === PLAIN_IDENTITY_QUERY)?.[1];
@@ -295,7 +297,7 @@ async function handleRequest(ctx: AppContext, queue: DeviceQueue, device: Device
     ...(device.pskIdentity !== undefined ? { pskIdentity: device.pskIdentity } : {}),
     certificate: device.certificate ?? null,
   });
-  deviceCounters.requests.inc({ protocol });
+  metrics.deviceRequests.inc({ protocol });
   const outcome = await queue.addAndWait({
     kind: 'incomingRequest', deviceHashId: device.deviceHashId, environmentHashId: device.environmentHashId,
     webRequest: request, receivedAt: new Date().toISOString(),

@@ -10,7 +10,7 @@ import type { DeviceQueue } from '../pipeline/queue.ts';
 import type { CertificateView } from '../sandbox/types.ts';
 import { createPskTlsServer, type PskTlsConnection } from '../tls/index.ts';
 import { firmwareRequestHashId, serveFirmwareOverHttps } from './firmware.ts';
-import { deviceCounters } from './metrics.ts';
+import { metrics } from '../app/metrics.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 import { isWebhookPath, WebhookHandler } from './webhook.ts';
 
@@ -62,7 +62,7 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
     if (session.refused) {
       countDeviceEvent(ctx, session.deviceHashId, 'contacts');
       countDeviceEvent(ctx, session.deviceHashId, 'refusedContacts');
-      deviceCounters.refused.inc({ protocol: 'https', reason: 'device_type_deleted' });
+      metrics.refused.inc({ protocol: 'https', reason: 'device_type_deleted' });
       res.setHeader('connection', 'close');
       send(res, 403, { key: 'right_error', message: 'The device type of this device was deleted: the device no longer has access' });
       return;
@@ -85,7 +85,7 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
     }, () => conn.destroy());
   });
   tcp.on('tlsClientError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
-    deviceCounters.handshakeFailures.inc({ protocol: 'https' });
+    metrics.handshakeFailures.inc({ protocol: 'https' });
     ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
     countHandshakeFailure(ctx, info.pskIdentity);
   });
@@ -96,7 +96,7 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       server.emit('connection', conn);
     },
     onRefused(reason, remoteAddress) {
-      deviceCounters.handshakeFailures.inc({ protocol: 'https' });
+      metrics.handshakeFailures.inc({ protocol: 'https' });
       ctx.log.debug({ err: reason, remoteAddress }, 'device certificate refused');
     },
   });
@@ -148,7 +148,7 @@ async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: Devic
     pskIdentity: session.pskIdentity,
     certificate: session.certificate ?? null,
   });
-  deviceCounters.requests.inc({ protocol: 'https' });
+  metrics.deviceRequests.inc({ protocol: 'https' });
   const outcome = await queue.addAndWait({
     kind: 'incomingRequest', deviceHashId: session.deviceHashId, environmentHashId: session.environmentHashId,
     webRequest: request, receivedAt: new Date().toISOString(),

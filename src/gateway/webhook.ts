@@ -16,7 +16,7 @@ import { loadWebhookTarget, openWebhookSecret, secretMatches } from '../connecti
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { Sandbox } from '../sandbox/runner.ts';
 import type { WebRequest } from '../sandbox/types.ts';
-import { deviceCounters } from './metrics.ts';
+import { metrics } from '../app/metrics.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 
 /** A webhook request as it came off the wire (body already read). */
@@ -147,7 +147,7 @@ export class WebhookHandler {
       body: typedBody(request.body, headerString(request.headers['content-type'])),
       ip: request.ip,
     });
-    deviceCounters.requests.inc({ protocol: 'webhook' });
+    metrics.deviceRequests.inc({ protocol: 'webhook' });
 
     const run = await this.sandbox.runIdentifier({ isolationKey: target.environmentHashId, source: target.identifier, args: { request: web } });
     if (!run.ok) {

@@ -12,9 +12,15 @@ export class Batcher<T> {
   private readonly maxItems: number;
   private readonly maxDelayMs: number;
   private readonly maxConcurrentFlushes: number;
+  private readonly splitOn: (err: unknown) => boolean;
 
-  constructor(flushFn: (items: T[]) => Promise<void>, opts: { maxItems?: number; maxDelayMs?: number; maxConcurrentFlushes?: number } = {}) {
+  /**
+   * `splitOn`: when a flush of several items fails with an error it accepts, each item is flushed on its own,
+   * so one item the store refuses fails alone and the others are stored.
+   */
+  constructor(flushFn: (items: T[]) => Promise<void>, opts: { maxItems?: number; maxDelayMs?: number; maxConcurrentFlushes?: number; splitOn?: (err: unknown) => boolean } = {}) {
     this.flushFn = flushFn;
+    this.splitOn = opts.splitOn ?? (() => false);
     this.maxItems = opts.maxItems ?? 200;
     this.maxDelayMs = opts.maxDelayMs ?? 5;
     this.maxConcurrentFlushes = opts.maxConcurrentFlushes ?? 2;
@@ -38,7 +44,13 @@ export class Batcher<T> {
     this.inFlight++;
     this.flushFn(batch.map((b) => b.item)).then(
       () => batch.forEach((b) => b.resolve()),
-      (err) => batch.forEach((b) => b.reject(err)),
+      async (err) => {
+        if (batch.length === 1 || !this.splitOn(err)) {
+          batch.forEach((b) => b.reject(err));
+          return;
+        }
+        await Promise.all(batch.map((b) => this.flushFn([b.item]).then(b.resolve, b.reject)));
+      },
     ).finally(() => {
       this.inFlight--;
       if (this.pending.length > 0) this.kick();

@@ -32,7 +32,17 @@ export type DeviceJob = DeviceRequestJob | DeviceEventJob;
 export interface DeviceBatchJob {
   /** '' for device events: no gateway waits for their answers */
   gatewayId: string;
-  items: { itemId: string; job: DeviceJob }[];
+  items: DeviceBatchItem[];
+}
+
+export interface DeviceBatchItem {
+  itemId: string;
+  job: DeviceJob;
+  /**
+   * What the ids of the item's activity and reports derive from: `<jobId>:<index>` of the batch it was first
+   * queued in. Set when a failing item is queued again on its own, so its retries store nothing twice.
+   */
+  idBase?: string;
 }
 
 /** What the device is answered, whatever the protocol it came in on. */

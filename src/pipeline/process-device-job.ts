@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { metrics } from '../app/metrics.ts';
 import type { Sandbox } from '../sandbox/runner.ts';
 import type { CommandTypeView, CommandView, ExecCall, HandlerEvent, HandlerRun, ParsedReport } from '../sandbox/types.ts';
 import type { ConditionReportIn } from '../monitoring/reports/store.ts';
@@ -36,6 +37,9 @@ export interface ScheduledCommand { command: CommandView; commandType: CommandTy
 
 const EVENT_TRIGGERS = { newCommand: 'handleNewCommand', commandDue: 'handleCommandDue', deletedCommand: 'handleDeletedCommand', reportLate: 'handleReportLate' } as const;
 
+/** The activity's triggerType of a job: the handler function the SDK names for its event. */
+export const triggerTypeOf = (job: DeviceJob): string => (job.kind === 'event' ? EVENT_TRIGGERS[job.event.type] : 'handleIncomingRequest');
+
 /** The handler event of an event job and what its activity shows, or null when the event no longer applies. */
 async function resolveEvent(deps: ProcessDeps, deviceHashId: string, deviceId: number, job: DeviceEventJob): Promise<{ event: HandlerEvent; triggerData: unknown } | null> {
   const e = job.event;
@@ -69,6 +73,15 @@ export function derivedHashId(jobId: string, label: string): string {
 function handledLater(p: Promise<void>): Promise<void> {
   p.catch(() => undefined);
   return p;
+}
+
+/** A sandbox run counted and timed on /metrics by kind and outcome. */
+async function measured<R extends { ok: true } | { ok: false; error: { kind: string } }>(kind: 'handler' | 'parser', running: Promise<R>): Promise<R> {
+  const end = metrics.sandboxSeconds.startTimer({ kind });
+  const run = await running;
+  end();
+  metrics.sandboxRuns.inc({ kind, outcome: run.ok ? 'ok' : run.error.kind });
+  return run;
 }
 
 const logsOf = (lines: string[]): LogLine[] => lines.map((message) => ({ type: 'log', message }));
@@ -112,11 +125,12 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
     hashId: device.hashId, supplierDeviceIdentifier: device.supplierDeviceIdentifier, deviceTypeHashId: device.deviceType.hashId,
     fields: device.fields, lastOnlineAt: device.lastOnlineAt, nextReportBefore: device.nextReportBefore,
   };
-  const run = await deps.sandbox.runEventHandler({
+  const scheduledCommands = await deps.scheduledCommands(device.id);
+  const run = await measured('handler', deps.sandbox.runEventHandler({
     isolationKey: device.environmentHashId,
     source: device.deviceType.eventHandler,
-    args: { device: deviceView, scheduledCommands: await deps.scheduledCommands(device.id), event },
-  });
+    args: { device: deviceView, scheduledCommands, event },
+  }));
 
   const log = logsOf(run.logs);
   if (!run.ok) {
@@ -158,11 +172,13 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   if (answer && run.ok && offered.length > 0) answer.headers = { ...answer.headers, [FIRMWARE_OFFER_HEADER]: offered.join(', ') };
   stored.push(deps.writeActivity({
     hashId: activityHashId, environmentId: device.environmentId, deviceId: device.id, deviceTypeId: device.deviceType.id,
-    triggerType: job.kind === 'event' ? EVENT_TRIGGERS[job.event.type] : 'handleIncomingRequest',
+    triggerType: triggerTypeOf(job),
     triggerData: job.kind === 'event' ? eventTriggerData : { request: job.webRequest, response: answer }, failed: !run.ok,
     log, activities, startedAt, finishedAt: new Date(),
   }));
-  await Promise.all(stored);
+  // every write settles before the job may fail: none is still in flight when a retry or a give-up writes the same rows
+  const refused = (await Promise.allSettled(stored)).find((s) => s.status === 'rejected');
+  if (refused) throw refused.reason;
   return { answer, activityHashId, failed: !run.ok };
 }
 
@@ -176,10 +192,10 @@ async function parseReport(
   if (!reportType) {
     return { activity: { ...base, failed: true, log: [{ type: 'error', message: `report type ${args.reportTypeHashId} does not exist in this environment` }], triggerData: { payload: args.payload } } };
   }
-  const run = await deps.sandbox.runReportParser({
+  const run = await measured('parser', deps.sandbox.runReportParser({
     isolationKey: device.environmentHashId, source: reportType.parser,
     args: { payload: args.payload, device: deviceView as never },
-  });
+  }));
   const triggerData: Record<string, unknown> = { reportType: { hashId: reportType.hashId, name: reportType.name }, payload: args.payload };
   const log = logsOf(run.logs);
   if (!run.ok) {

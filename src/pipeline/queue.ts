@@ -1,10 +1,22 @@
-import { Queue } from 'bullmq';
+import { Queue, type DefaultJobOptions } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { newHashId } from '../app/hash-id.ts';
 import { createRedis, type Redis } from '../app/redis.ts';
-import type { DeviceBatchJob, DeviceEventJob, DeviceJob, DeviceJobResult } from './jobs.ts';
+import type { DeviceBatchItem, DeviceBatchJob, DeviceEventJob, DeviceJob, DeviceJobResult } from './jobs.ts';
 
 export const JOB_NAME = 'device-batch';
+
+/**
+ * Attempts count failures that would repeat (a value the store refuses, a bug): after the last one the job
+ * is failed for good and kept in the failed set until an operator retries it (`npm run admin -- retry-failed`).
+ * A store that is unavailable costs no attempt: the worker delays the job until it is back (src/pipeline/failures.ts).
+ */
+export const JOB_OPTIONS: DefaultJobOptions = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 200 },
+  removeOnComplete: true, // the activity log in PostgreSQL is the record of what ran
+  removeOnFail: false,
+};
 
 /** Where workers publish the answers for the requests a gateway is holding. */
 export const answerChannel = (gatewayId: string) => `gridgate:answers:${gatewayId}`;
@@ -50,12 +62,7 @@ export class DeviceQueue {
   constructor(ctx: AppContext) {
     this.queue = new Queue(ctx.config.queueName, {
       connection: createRedis(ctx.config.redisUrl),
-      defaultJobOptions: {
-        attempts: 5,
-        backoff: { type: 'exponential', delay: 200 },
-        removeOnComplete: true, // the activity log in PostgreSQL is the record of what ran
-        removeOnFail: { age: 7 * 24 * 3600 },
-      },
+      defaultJobOptions: JOB_OPTIONS,
     });
     this.subscriber = createRedis(ctx.config.redisUrl);
     this.subscriber.on('message', (_channel: string, message: string) => this.answered(JSON.parse(message) as PublishedAnswer[]));
@@ -150,7 +157,7 @@ export class DeviceEventQueue {
   constructor(ctx: AppContext) {
     this.queue = new Queue(ctx.config.queueName, {
       connection: createRedis(ctx.config.redisUrl),
-      defaultJobOptions: { attempts: 5, backoff: { type: 'exponential', delay: 200 }, removeOnComplete: true, removeOnFail: { age: 7 * 24 * 3600 } },
+      defaultJobOptions: JOB_OPTIONS,
     });
   }
 
@@ -180,6 +187,18 @@ export class DeviceEventQueue {
       },
       opts: { delayMs: Math.max(1, Date.parse(before) - Date.now() + REPORT_LATE_GRACE_MS), replaceKey: `reportLate-${device.hashId}` },
     }]);
+  }
+
+  /**
+   * Queues items of batch `jobId` again, each as a batch of its own (job id `<jobId>-<index>`, so a second
+   * split of the same batch adds nothing): one item that keeps failing then fails alone.
+   */
+  async requeueAlone(jobId: string, gatewayId: string, items: { index: number; item: DeviceBatchItem }[]): Promise<void> {
+    await this.queue.addBulk(items.map(({ index, item }) => ({
+      name: JOB_NAME,
+      data: { gatewayId, items: [{ ...item, idBase: item.idBase ?? `${jobId}:${index}` }] },
+      opts: { jobId: `${jobId}-${index}` },
+    })));
   }
 
   /** Removes a job not yet run (a deleted command's commandDue); a missing or running job is left alone. */

@@ -1,7 +1,8 @@
-import { Worker } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { namedStatement } from '../app/db.ts';
 import { createMailer } from '../app/mailer.ts';
+import { gaugeFrom, metrics } from '../app/metrics.ts';
 import { createRedis } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
@@ -14,18 +15,28 @@ import type { ExecCall } from '../sandbox/types.ts';
 import { Batcher } from './batcher.ts';
 import { Slots } from './slots.ts';
 import { DeviceContextLoader, type DeviceRecord } from './device-context.ts';
-import type { DeviceBatchJob } from './jobs.ts';
+import type { DeviceBatchJob, DeviceJobResult } from './jobs.ts';
+import { isTransient, transientDelayMs } from './failures.ts';
+import { recordGivenUp } from './given-up.ts';
+import { OutageLog } from './outage-log.ts';
 import { answerChannel, deliverLocally, DeviceEventQueue, type PublishedAnswer } from './queue.ts';
-import { MonitoringCoreClient } from './monitoring-client.ts';
+import { MonitoringCoreClient, type CoreProbe } from './monitoring-client.ts';
 import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
 
 export interface DeviceWorker {
+  /** resolves once the worker takes jobs: its queue connections are up and its monitoring core answers */
   ready(): Promise<void>;
+  /** why the worker cannot do its work now (its monitoring core does not answer), or null */
+  unhealthy(): string | null;
   close(): Promise<void>;
 }
 
 const WORKER_FETCHERS = 2;
+/** A job whose worker died this many times while running it is failed (a job that kills its worker); before, it goes back to the queue. */
+const MAX_STALLED_COUNT = 20;
+const CORE_PROBE_INTERVAL_MS = 5000;
+const CORE_START_RETRY_MS = 1000;
 /** Jobs per fetcher that may wait for the disk flush beyond WORKER_CONCURRENCY running ones. */
 const FLUSH_WAITING_JOBS = 64;
 const TOUCH_DEVICES = namedStatement('touch-devices', `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
@@ -50,13 +61,15 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   // reports, activities and lastOnlineAt commit without waiting for the disk; a job completes after ctx.db.flushed()
   const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db.deferred } : { url: monitoringCoreUrl, token: ctx.keys.internalToken });
   const outbound = OutboundClient.fromConfig(ctx.config);
-  const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db.deferred, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4 });
+  // a row the store refuses fails its own job, not the others written in the same statement
+  const permanent = (err: unknown) => !isTransient(err);
+  const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db.deferred, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4, splitOn: permanent });
   // lastOnlineAt: the latest contact per device wins; one UPDATE per batch
   const touches = new Batcher<{ id: number; at: Date }>(async (items) => {
     const latest = new Map<number, Date>();
     for (const t of items) if ((latest.get(t.id)?.getTime() ?? 0) < t.at.getTime()) latest.set(t.id, t.at);
     await ctx.db.deferred.query(TOUCH_DEVICES, [[...latest.keys()], [...latest.values()]]);
-  }, { maxItems: 500, maxDelayMs: 5 });
+  }, { maxItems: 500, maxDelayMs: 5, splitOn: permanent });
 
   const lastTouch = new Map<number, number>();
   // contacts inside the resolution are written once it has passed (trailing edge): reportLate must see every contact
@@ -127,31 +140,117 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     // the devices have their answers; the job is done (and leaves the queue) once what it stored is on disk
     await ctx.db.flushed();
   };
+  const answer = (gatewayId: string, itemId: string, result: DeviceJobResult) => {
+    // an answer nobody waits for any more (the gateway answered 202 or restarted) is simply dropped; events have no gateway
+    if (gatewayId && !deliverLocally(gatewayId, [{ itemId, result }])) {
+      answers.add({ gatewayId, answer: { itemId, result } }).catch(() => undefined);
+    }
+  };
+  /**
+   * Runs every item of the batch. A store that is away fails the batch (it is run again later, whole: what was
+   * stored is stored once). An item failing for any other reason does not take the others with it: they are
+   * answered and stored, and the failing item is queued again on its own, to succeed or fail alone.
+   */
   const processItems = async (jobId: string, batch: DeviceBatchJob) => {
-    await Promise.all(batch.items.map(async ({ itemId, job }, index) => {
-      const result = await processDeviceJob(deps, `${jobId}:${index}`, job);
-      // an answer nobody waits for any more (the gateway answered 202 or restarted) is simply dropped; events have no gateway
-      if (batch.gatewayId && !deliverLocally(batch.gatewayId, [{ itemId, result }])) {
-        answers.add({ gatewayId: batch.gatewayId, answer: { itemId, result } }).catch(() => undefined);
-      }
+    const outcomes = await Promise.allSettled(batch.items.map(async ({ itemId, job, idBase }, index) => {
+      answer(batch.gatewayId, itemId, await processDeviceJob(deps, idBase ?? `${jobId}:${index}`, job));
     }));
+    const failed = outcomes.flatMap((o, index) => (o.status === 'rejected' ? [{ index, err: o.reason as unknown }] : []));
+    if (failed.length === 0) return;
+    const unavailable = failed.find((f) => isTransient(f.err));
+    if (unavailable || batch.items.length === 1) throw (unavailable ?? failed[0]).err;
+    await events.requeueAlone(jobId, batch.gatewayId, failed.map(({ index }) => ({ index, item: batch.items[index] })));
+    ctx.log.warn({ jobId, items: failed.map((f) => ({ index: f.index, err: (f.err as Error).message })) }, 'device requests of a batch failed; each is queued again on its own');
+  };
+
+  const outage = new OutageLog(ctx.log, 'a store is unavailable: device jobs wait and run again when it is back', 'stores available again: device jobs run');
+  const gaveUp = (job: Job<DeviceBatchJob, void>, err: Error) => {
+    metrics.jobAttempts.inc({ outcome: 'failed' });
+    metrics.jobsFailed.inc();
+    ctx.log.error({ jobId: job.id, attempts: job.attemptsMade, items: job.data.items.length, err: err.message },
+      'device job failed for good: gave up; it stays in the failed set (npm run admin -- retry-failed runs it again)');
+    void recordGivenUp(ctx, loader, job.id as string, job.data, err, answer);
+  };
+  const processor = async (job: Job<DeviceBatchJob, void>, token?: string) => {
+    try {
+      await processBatch(job.id as string, job.data);
+    } catch (err) {
+      if (!isTransient(err) || !token) {
+        // the last attempt: failed for good (BullMQ moves it to the failed set)
+        if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) throw new UnrecoverableError((err as Error).message);
+        metrics.jobAttempts.inc({ outcome: 'retried' });
+        throw err;
+      }
+      outage.down(err);
+      metrics.jobAttempts.inc({ outcome: 'delayed' });
+      // no attempt spent: a store outage of any length delays the job, never fails it
+      await job.moveToDelayed(Date.now() + transientDelayMs(job.attemptsStarted - job.attemptsMade), token);
+      throw new DelayedError();
+    }
+    outage.up();
+    metrics.jobAttempts.inc({ outcome: 'completed' });
   };
 
   const workers = Array.from({ length: fetchers }, () => {
     const w = new Worker<DeviceBatchJob, void>(
       ctx.config.queueName,
-      async (job) => processBatch(job.id as string, job.data),
-      // jobs waiting only for the flush count against BullMQ's concurrency, not against `running`
-      { connection: createRedis(ctx.config.redisUrl), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers) + FLUSH_WAITING_JOBS, autorun: true },
+      processor,
+      // jobs waiting only for the flush count against BullMQ's concurrency, not against `running`;
+      // a job of a killed worker goes back to the queue (stalled) however often that happens to it
+      {
+        connection: createRedis(ctx.config.redisUrl), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers) + FLUSH_WAITING_JOBS, autorun: false,
+        maxStalledCount: MAX_STALLED_COUNT,
+      },
     );
-    w.on('failed', (job, err) => ctx.log.warn({ jobId: job?.id, err: err.message }, 'device job failed; it will be retried'));
+    w.on('failed', (job, err) => {
+      if (!job) return;
+      if (job.finishedOn) gaveUp(job, err);
+      else ctx.log.warn({ jobId: job.id, attempt: job.attemptsMade, err: err.message }, 'device job failed; it will be retried');
+    });
     w.on('error', (err) => ctx.log.error({ err: err.message }, 'worker error'));
     return w;
   });
 
+  gaugeFrom('gridgate_queue_jobs', 'Device jobs in the queue (QUEUE_NAME) by state', ['state'], async () => {
+    const counts = await events.queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
+    return Object.entries(counts).map(([state, n]) => [{ state }, n]);
+  });
+  // the monitoring core is asked before the first job and then every CORE_PROBE_INTERVAL_MS: /health tells when it does not answer
+  let coreProblem: string | null = null;
+  let probeTimer: NodeJS.Timeout | null = null;
+  let closed = false;
+  const coreOutage = new OutageLog(ctx.log, `the monitoring core at ${monitoringCoreUrl} does not answer: reports wait in the queue`, 'the monitoring core answers again');
+  const probeCore = async (): Promise<CoreProbe> => {
+    const probe = await monitoring.probe();
+    coreProblem = probe.state === 'ok' ? null : `monitoring core ${probe.state}: ${probe.reason}`;
+    if (probe.state === 'ok') coreOutage.up();
+    else coreOutage.down(new Error(probe.reason));
+    return probe;
+  };
+  const watchCore = () => {
+    if (closed || monitoring.local) return;
+    probeTimer = setTimeout(() => void probeCore().finally(watchCore), CORE_PROBE_INTERVAL_MS);
+    probeTimer.unref();
+  };
+  const started = (async () => {
+    for (let probe = await probeCore(); probe.state !== 'ok'; probe = await probeCore()) {
+      // a wrong URL or token would hold every report forever: refuse to start instead
+      if (probe.state === 'misconfigured') throw new Error(`MONITORING_CORE_URL ${monitoringCoreUrl} does not take condition reports (${probe.reason}): set it to the API of this deployment, with the same SECRET_KEY or INTERNAL_TOKEN`);
+      if (closed) return;
+      await new Promise((r) => setTimeout(r, CORE_START_RETRY_MS));
+    }
+    if (closed) return;
+    for (const w of workers) void w.run().catch((err: Error) => ctx.log.error({ err: err.message }, 'worker stopped'));
+    watchCore();
+  })();
+  started.catch(() => undefined);
+
   return {
-    ready: async () => { await Promise.all([...workers.map((w) => w.waitUntilReady()), hintStarted]); },
+    ready: async () => { await Promise.all([started, ...workers.map((w) => w.waitUntilReady()), hintStarted]); },
+    unhealthy: () => coreProblem,
     async close() {
+      closed = true;
+      if (probeTimer) clearTimeout(probeTimer);
       await Promise.all(workers.map((w) => w.close()));
       await hintStarted;
       await commands.stop();

@@ -83,7 +83,7 @@ describe('libcoap coap-client over DTLS PSK', () => {
     expect(res.stdout).not.toContain('"ok"');
     expect(await settledJobCount(world.ctx, world.device.hashId)).toBe(before);
     const metrics = await (await fetch(`http://127.0.0.1:${world.service.apiPort()}/metrics`)).text();
-    expect(metrics).toMatch(/gateway_handshake_failures_total\{protocol="coaps"\} [1-9]/);
+    expect(metrics).toMatch(/gridgate_gateway_handshake_failures_total\{protocol="coaps"\} [1-9]/);
   });
 });
 
@@ -256,7 +256,7 @@ describe('node-dtls-client: one PSK session carrying several reports', () => {
       }
       expect(answer).toBeDefined();
       const metrics = await (await fetch(`http://127.0.0.1:${world.service.apiPort()}/metrics`)).text();
-      expect(Number(/gateway_coap_malformed_total\{protocol="coaps"\} (\d+)/.exec(metrics)?.[1])).toBeGreaterThanOrEqual(200);
+      expect(Number(/gridgate_gateway_coap_malformed_total\{protocol="coaps"\} (\d+)/.exec(metrics)?.[1])).toBeGreaterThanOrEqual(200);
       expect(JSON.parse(answer!.payload.toString())).toEqual({ ok: true, device: world.device.identity, m: r.m });
       await expectReportStored(r, 6000);
     } finally {

@@ -58,6 +58,6 @@ describe('plain CoAP listener', () => {
     expect(await storedAt(world, r.t)).toEqual([]);
     expect(await runsLogging(world.api, `m=${r.m}`)).toEqual([]);
     const metrics = await (await fetch(`http://127.0.0.1:${world.service.apiPort()}/metrics`)).text();
-    expect(metrics).toMatch(/gateway_handshake_failures_total\{protocol="coap"\} [1-9]/);
+    expect(metrics).toMatch(/gridgate_gateway_handshake_failures_total\{protocol="coap"\} [1-9]/);
   });
 });

@@ -19,25 +19,39 @@ export interface ActivityRow {
   finishedAt: Date;
 }
 
+const ACTIVITY_ROWS = `
+  INSERT INTO supplier_activity (hash_id, environment_id, device_id, device_type_id, trigger_type, trigger_data, failed, log, activities, started_at, finished_at)
+  SELECT x.h, x.e, x.d, x.t, x.tt, x.td, x.f, x.l, x.a, x.s, x.fin
+    FROM json_to_recordset($1::json) AS x(h text, e bigint, d bigint, t bigint, tt text, td json, f boolean, l json, a json, s timestamptz, fin timestamptz)`;
+const ACTIVITY_COLUMNS = ['trigger_data', 'failed', 'log', 'activities', 'started_at', 'finished_at'].map((c) => `${c} = EXCLUDED.${c}`).join(', ');
+
 /**
  * A batch of activities as one JSON array, one fixed statement whatever the batch size: prepared
  * once per connection (a multi-row VALUES list is a new statement, parsed and planned again, for
- * every batch size). Idempotent: a retried job writes the same hashIds again, and those rows are skipped.
+ * every batch size). Idempotent: a retried job writes the same hashIds again, and those rows are skipped,
+ * unless the row there is the record of a job given up on (src/pipeline/given-up.ts) and this run succeeded.
  */
-const INSERT_ACTIVITIES = namedStatement('insert-activities', `
-  INSERT INTO supplier_activity (hash_id, environment_id, device_id, device_type_id, trigger_type, trigger_data, failed, log, activities, started_at, finished_at)
-  SELECT x.h, x.e, x.d, x.t, x.tt, x.td, x.f, x.l, x.a, x.s, x.fin
-    FROM json_to_recordset($1::json) AS x(h text, e bigint, d bigint, t bigint, tt text, td json, f boolean, l json, a json, s timestamptz, fin timestamptz)
-  ON CONFLICT (hash_id) DO NOTHING`);
+const INSERT_ACTIVITIES = namedStatement('insert-activities', `${ACTIVITY_ROWS}
+  ON CONFLICT (hash_id) DO UPDATE SET ${ACTIVITY_COLUMNS} WHERE supplier_activity.failed AND NOT EXCLUDED.failed`);
+
+/** The run of a job given up on: its activity says so, whether or not the run had written it already. */
+const GIVEN_UP_ACTIVITY = `${ACTIVITY_ROWS}
+  ON CONFLICT (hash_id) DO UPDATE SET failed = true, log = (supplier_activity.log::jsonb || EXCLUDED.log::jsonb)::json, finished_at = EXCLUDED.finished_at`;
+
+const activitiesJson = (rows: ActivityRow[]) => JSON.stringify(rows.map((r) => ({
+  h: r.hashId, e: r.environmentId, d: r.deviceId, t: r.deviceTypeId, tt: r.triggerType, td: r.triggerData ?? null, f: r.failed,
+  l: r.log, a: r.activities, s: r.startedAt, fin: r.finishedAt,
+})));
 
 /** Stores a batch of activities in one statement. */
 export async function insertActivities(db: Queryable, rows: ActivityRow[]): Promise<void> {
   if (rows.length === 0) return;
-  const json = JSON.stringify(rows.map((r) => ({
-    h: r.hashId, e: r.environmentId, d: r.deviceId, t: r.deviceTypeId, tt: r.triggerType, td: r.triggerData ?? null, f: r.failed,
-    l: r.log, a: r.activities, s: r.startedAt, fin: r.finishedAt,
-  })));
-  await db.query(INSERT_ACTIVITIES, [json]);
+  await db.query(INSERT_ACTIVITIES, [activitiesJson(rows)]);
+}
+
+/** Records a run given up on as failed: a new row, or the run's own row marked failed with `row.log` added to its log. */
+export async function recordGivenUpActivity(db: Queryable, row: ActivityRow): Promise<void> {
+  await db.query(GIVEN_UP_ACTIVITY, [activitiesJson([row])]);
 }
 
 // the device and the type are shown as they are now, deleted type included: the activity happened under it

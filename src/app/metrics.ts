@@ -1,0 +1,50 @@
+import { Counter, Gauge, Histogram, register } from 'prom-client';
+
+/**
+ * Every metric of the service on `/metrics`, named `gridgate_*`. A role registers the collectors of
+ * what it runs (queue depth, DTLS sessions) with `gaugeFrom`; counters are module singletons.
+ */
+export const metrics = {
+  deviceRequests: new Counter({ name: 'gridgate_gateway_device_requests_total', help: 'Device requests received', labelNames: ['protocol'] }),
+  handshakeFailures: new Counter({ name: 'gridgate_gateway_handshake_failures_total', help: 'Failed device handshakes', labelNames: ['protocol'] }),
+  refused: new Counter({ name: 'gridgate_gateway_device_requests_refused_total', help: 'Requests of authenticated devices refused at the gateway', labelNames: ['protocol', 'reason'] }),
+  coapMalformed: new Counter({ name: 'gridgate_gateway_coap_malformed_total', help: 'CoAP datagrams dropped (or reset) as malformed', labelNames: ['protocol'] }),
+  jobAttempts: new Counter({
+    name: 'gridgate_queue_job_attempts_total',
+    help: 'Runs of queued device jobs by outcome: completed, delayed (a store was unavailable: run again later), retried (failed, attempts left), failed (failed for good)',
+    labelNames: ['outcome'],
+  }),
+  jobsFailed: new Counter({ name: 'gridgate_queue_jobs_failed_total', help: 'Device jobs failed for good (in the failed set: npm run admin -- retry-failed)' }),
+  reportsStored: new Counter({ name: 'gridgate_reports_stored_total', help: 'Condition reports stored by the monitoring core' }),
+  sandboxRuns: new Counter({ name: 'gridgate_sandbox_runs_total', help: 'Runs of supplier code by kind (handler, parser) and outcome (ok, or the failure kind)', labelNames: ['kind', 'outcome'] }),
+  sandboxSeconds: new Histogram({
+    name: 'gridgate_sandbox_run_seconds', help: 'Wall time of one run of supplier code', labelNames: ['kind'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  }),
+};
+
+type GaugeReader = () => Promise<[Record<string, string>, number][]> | [Record<string, string>, number][];
+const readers = new Map<string, { read: GaugeReader }>();
+
+/**
+ * A gauge read when `/metrics` is scraped: `read` gives the value per label set. A second registration of
+ * the same name (another instance in this process, as in tests) replaces the reader.
+ */
+export function gaugeFrom(name: string, help: string, labelNames: string[], read: GaugeReader): void {
+  const known = readers.get(name);
+  if (known) {
+    known.read = read;
+    return;
+  }
+  const holder = { read };
+  readers.set(name, holder);
+  new Gauge({
+    name, help, labelNames,
+    async collect() {
+      this.reset();
+      for (const [labels, value] of await holder.read()) this.set(labels, value);
+    },
+  });
+}
+
+export { register as metricsRegistry };

@@ -1,0 +1,107 @@
+/**
+ * Nothing a device was answered 200 or 202 for is lost while a store is away: PostgreSQL killed (as in a
+ * crash) for 10 s under load, and the monitoring core's process killed for 10 s while a gateway and worker
+ * process keep taking reports. Afterwards every accepted report is stored, and stored once.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { closeContext } from '../../src/app/bootstrap.ts';
+import { openDb, type Queryable } from '../../src/app/db.ts';
+import { startService } from '../../src/service.ts';
+import { testContext } from '../helpers.ts';
+import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
+import { connectivityClient } from '../support/provision.ts';
+import { reportingDevices, reportUntil, type LoadOutcome } from '../support/report-world.ts';
+import { startServiceProcess } from '../support/service-process.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const children: ChildProcess[] = [];
+let pg: PrivatePostgres | null = null;
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  pg?.destroy();
+});
+
+/** Waits (≤ 60 s) until every accepted payload is stored; returns the stored payloads of the devices. */
+async function storedPayloads(db: Queryable, environmentHashId: string, outcome: LoadOutcome): Promise<string[]> {
+  let stored: string[] = [];
+  for (let i = 0; i < 600; i++) {
+    const { rows } = await db.query<{ payload: string }>(
+      'SELECT r.payload FROM condition_report r JOIN environment e ON e.id = r.environment_id WHERE e.hash_id = $1', [environmentHashId]);
+    stored = rows.map((r) => r.payload);
+    const have = new Set(stored);
+    if (outcome.accepted.every((p) => have.has(p))) break;
+    await sleep(100);
+  }
+  return stored;
+}
+
+function expectEachStoredOnce(outcome: LoadOutcome, stored: string[]): void {
+  const missing = outcome.accepted.filter((p) => !stored.includes(p));
+  expect(missing, `accepted but not stored (answers: ${JSON.stringify([...outcome.byStatus])})`).toEqual([]);
+  expect(stored.length, 'a report stored twice').toBe(new Set(stored).size);
+}
+
+describe('a store outage under load', () => {
+  it('PostgreSQL killed for 10 s: every report answered 200 or 202 is stored, once', async () => {
+    pg = await startPrivatePostgres();
+    const ctx = await testContext({ DATABASE_URL: pg.url, GATEWAY_WAIT_MS: '1000' });
+    const service = await startService(ctx, ['all']);
+    try {
+      const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
+      const devices = await reportingDevices(api, 4);
+      let stop!: () => void;
+      const load = reportUntil(service.https!.port(), devices, new Promise<void>((r) => { stop = r; }));
+      await sleep(2000);
+      pg.kill();
+      await sleep(10_000);
+      pg.start();
+      await sleep(3000);
+      stop();
+      const outcome = await load;
+      // reports were accepted before, during (202: queued in Redis, answered while PostgreSQL was away) and after
+      expect(outcome.byStatus.get(202) ?? 0).toBeGreaterThan(0);
+      expect(outcome.byStatus.get(200) ?? 0).toBeGreaterThan(0);
+      expectEachStoredOnce(outcome, await storedPayloads(ctx.db, api.environmentHashId, outcome));
+    } finally {
+      await service.stop();
+      await closeContext(ctx);
+    }
+  }, 120_000);
+
+  it('the monitoring core (api process) killed for 10 s: the gateway and worker process loses nothing it accepted', async () => {
+    const DATABASE_URL = process.env.DATABASE_URL!;
+    const QUEUE_NAME = `outage-${process.pid}-${Date.now()}`;
+    let core = await startServiceProcess({ DATABASE_URL, QUEUE_NAME }, ['api'], { children });
+    const edge = await startServiceProcess({ DATABASE_URL, QUEUE_NAME, MONITORING_CORE_URL: core.base, GATEWAY_WAIT_MS: '1000' }, ['gateway,worker'], { children });
+    const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
+    try {
+      const api = await connectivityClient(db, core.base);
+      const devices = await reportingDevices(api, 4);
+      let stop!: () => void;
+      const load = reportUntil(edge.httpsPort, devices, new Promise<void>((r) => { stop = r; }));
+      await sleep(2000);
+      core.child.kill('SIGKILL');
+      await core.exited;
+      await sleep(3000);
+      // the worker says it cannot do its work
+      const health = await fetch(`${edge.base}/health`);
+      expect(health.status).toBe(503);
+      expect(((await health.json()) as { reason: string }).reason).toMatch(/monitoring core unreachable/);
+      await sleep(7000);
+      core = await startServiceProcess({ DATABASE_URL, QUEUE_NAME, API_PORT: String(core.apiPort) }, ['api'], { children });
+      await sleep(3000);
+      stop();
+      const outcome = await load;
+      expect(outcome.byStatus.get(202) ?? 0).toBeGreaterThan(0);
+      expectEachStoredOnce(outcome, await storedPayloads(db, api.environmentHashId, outcome));
+      // the worker's log: one line for the outage and one when the core was back, not one per job
+      const lines = edge.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: number });
+      expect(lines.filter((l) => /monitoring core .* does not answer/.test(l.msg))).toHaveLength(1);
+    } finally {
+      await db.close();
+      for (const p of [core, edge]) p.child.kill('SIGTERM');
+      await Promise.all([core.exited, edge.exited]);
+    }
+  }, 120_000);
+});

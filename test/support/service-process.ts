@@ -1,0 +1,42 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { freePort } from './ports.ts';
+
+export const MAIN = path.resolve(import.meta.dirname, '../../src/main.ts');
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  base: string;
+  apiPort: number;
+  httpsPort: number;
+  exited: Promise<number | null>;
+  /** what the process wrote on stdout (its JSON log) so far */
+  stdout(): string;
+}
+
+/** Spawns `src/main.ts` with `env` (ports chosen here unless given) and waits until its /health answers 200. */
+export async function startServiceProcess(env: Record<string, string>, args: string[] = [], opts: { children?: ChildProcess[]; waitHealthy?: boolean } = {}): Promise<ServiceProcess> {
+  const apiPort = env.API_PORT ? Number(env.API_PORT) : await freePort();
+  const httpsPort = env.HTTPS_DEVICE_PORT ? Number(env.HTTPS_DEVICE_PORT) : await freePort();
+  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, ...args], {
+    env: {
+      PATH: process.env.PATH, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', LOG_LEVEL: 'warn', QUEUE_NAME: `svc-${process.pid}-${apiPort}`,
+      SECRET_KEY: '33'.repeat(32), COAPS_PORT: '0', ...env, API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  opts.children?.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const base = `http://127.0.0.1:${apiPort}`;
+  const proc = { child, base, apiPort, httpsPort, exited, stdout: () => out };
+  if (opts.waitHealthy === false) return proc;
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}: ${out}`);
+    const ok = await fetch(`${base}/health`).then((r) => r.status === 200, () => false);
+    if (ok) return proc;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('service did not become healthy');
+}
