@@ -56,7 +56,7 @@ afterAll(async () => {
   await closeContext(ctx);
 });
 
-const request = (payload: object): DeviceRequestJob => ({
+const request = (payload: Record<string, string | number>): DeviceRequestJob => ({
   kind: 'incomingRequest', deviceHashId: device.hashId, environmentHashId: api.environmentHashId, receivedAt: new Date().toISOString(),
   webRequest: webRequest({ url: { protocol: 'https', host: 't', path: '/report', query: {} }, method: 'POST', headers: {}, body: { type: 'json', data: payload }, ip: '127.0.0.1', pskIdentity: device.identity }),
 });
