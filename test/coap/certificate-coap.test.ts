@@ -2,9 +2,11 @@
  * Certificate devices over CoAP/DTLS (ECDHE-ECDSA): a device certificate under a supplier certificate needs no
  * registration; the supplier's identifier names the device, which is found or created. libcoap with -c/-j/-C.
  */
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generate } from 'coap-packet';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { opensslCsr, opensslDeviceCert, run as runPki, tempDir } from '../pki/support.ts';
 import { connectivityClient } from '../support/provision.ts';
 import { report, run, runsLogging, startCoapWorld, storedAt, type CoapWorld } from './support.ts';
@@ -61,8 +63,23 @@ describe('certificate devices over CoAP/DTLS', () => {
       expect(JSON.parse(res.stdout)).toEqual({ ok: true, device: cn, m: r.m });
     });
 
-    it('a device is refused in the handshake (unknown CA) right after its supplier certificate is deleted', async () => {
-      expect((await world.api.request('DELETE', `/supplier-certificate/${fresh.hashId}`)).status).toBe(204);
+    it('deleted: the device\'s open session is closed, and its next handshake is refused (unknown CA)', async () => {
+      // a session held open (openssl s_client), its device known: a CoAP request answered over it first
+      const child = spawn('openssl', ['s_client', '-dtls1_2', '-quiet', '-nocommands', '-connect', `127.0.0.1:${world.coapsPort}`,
+        '-cert', fresh.device.cert, '-key', fresh.device.key, '-CAfile', path.join(certsDir, 'ca.pem')]);
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => { out += d.toString('latin1'); });
+      child.stdin.on('error', () => undefined);
+      const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+      try {
+        child.stdin.write(generate({ code: '0.03', messageId: 7, token: Buffer.from('t1'), options: [{ name: 'Uri-Path', value: Buffer.from('echo') }], payload: Buffer.from('held') }));
+        await vi.waitFor(() => expect(out).toContain('"pskIdentity":null'), { timeout: 10_000, interval: 20 });
+        expect((await world.api.request('DELETE', `/supplier-certificate/${fresh.hashId}`)).status).toBe(204);
+        // the gateway closes it (close_notify) without the device sending anything
+        await exited;
+      } finally {
+        child.kill('SIGKILL');
+      }
       const res = await coapPki('coap-client-openssl', fresh.device, '/report', ['-B', '4', '-m', 'post', '-t', '50', '-e', report(24).body]);
       expect(res.stdout).not.toContain('"ok"');
       expect(res.stdout + res.stderr).toMatch(/unknown CA/i);
