@@ -2,7 +2,7 @@ import { Worker } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { namedStatement } from '../app/db.ts';
 import { createMailer } from '../app/mailer.ts';
-import { createRedis } from '../app/redis.ts';
+import { bullmqErrorLogger, createRedis } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { startCounterFlusher } from '../connectivity/counters/store.ts';
@@ -142,10 +142,10 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       ctx.config.queueName,
       async (job) => processBatch(job.id as string, job.data),
       // jobs waiting only for the flush count against BullMQ's concurrency, not against `running`
-      { connection: createRedis(ctx.config.redisUrl), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers) + FLUSH_WAITING_JOBS, autorun: true },
+      { connection: createRedis(ctx.config.redisUrl, ctx.log), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers) + FLUSH_WAITING_JOBS, autorun: true },
     );
     w.on('failed', (job, err) => ctx.log.warn({ jobId: job?.id, err: err.message }, 'device job failed; it will be retried'));
-    w.on('error', (err) => ctx.log.error({ err: err.message }, 'worker error'));
+    w.on('error', bullmqErrorLogger(ctx.log, 'worker error'));
     return w;
   });
 

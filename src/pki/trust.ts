@@ -170,8 +170,7 @@ export async function watchTrust(ctx: AppContext): Promise<{ stop(): Promise<voi
     state.watch.users++;
   } else {
     const warn = (err: Error) => ctx.log.warn({ err: err.message }, 'trust anchors could not be reloaded');
-    const subscriber = createRedis(ctx.config.redisUrl);
-    subscriber.on('error', (err: Error) => ctx.log.warn({ err: err.message }, 'redis connection problem'));
+    const subscriber = createRedis(ctx.config.redisUrl, ctx.log);
     subscriber.on('message', () => reload(ctx).catch(warn));
     // announcements made while the subscriber was away are lost: read the truth again
     let connectedBefore = false;
@@ -179,8 +178,14 @@ export async function watchTrust(ctx: AppContext): Promise<{ stop(): Promise<voi
       if (connectedBefore) reload(ctx).catch(warn);
       connectedBefore = true;
     });
+    // one check at a time: while Redis is away its commands wait, and checks would pile up behind them
+    let checking = false;
     const timers = [
-      setInterval(() => { check(ctx).catch(warn); }, TRUST_CHECK_MS),
+      setInterval(() => {
+        if (checking) return;
+        checking = true;
+        check(ctx).catch(warn).finally(() => { checking = false; });
+      }, TRUST_CHECK_MS),
       setInterval(() => { reload(ctx).catch(warn); }, TRUST_RELOAD_MS),
     ];
     for (const t of timers) t.unref();
