@@ -132,7 +132,7 @@ async function check(ctx: AppContext): Promise<TrustSnapshot> {
  */
 export async function currentTrust(ctx: AppContext): Promise<TrustSnapshot> {
   const state = stateOf(ctx);
-  if (state.watch) await state.watch.started;
+  if (state.watch) await state.watch.started.catch(() => undefined);
   if (state.queued) return state.queued;
   if (state.loading) return state.loading;
   if (state.snapshot && (state.watch || Date.now() - state.checkedAt < TRUST_CHECK_MS)) return state.snapshot;
@@ -162,7 +162,7 @@ export function onTrustLoaded(ctx: AppContext, listener: (snapshot: TrustSnapsho
 /**
  * Keeps this context's trust anchors current until every returned handle is stopped: loads them
  * now, reloads when a change is announced, checks the version counter every TRUST_CHECK_MS and
- * reloads fully every TRUST_RELOAD_MS. Resolves once the anchors are loaded and the announcements subscribed.
+ * reloads fully every TRUST_RELOAD_MS. Resolves once the announcements are subscribed and a first load was tried.
  */
 export async function watchTrust(ctx: AppContext): Promise<{ stop(): Promise<void> }> {
   const state = stateOf(ctx);
@@ -195,12 +195,8 @@ export async function watchTrust(ctx: AppContext): Promise<{ stop(): Promise<voi
   }
   const watch = state.watch;
   let stopped = false;
-  try {
-    await watch.started;
-  } catch (err) {
-    await unwatch();
-    throw err;
-  }
+  // not loaded (no device CA yet, database away): the timers keep trying; certificate devices are refused meanwhile
+  await watch.started.catch((err: Error) => ctx.log.warn({ err: err.message }, 'trust anchors could not be loaded; retrying'));
   async function unwatch(): Promise<void> {
     if (stopped) return;
     stopped = true;
