@@ -95,7 +95,13 @@ async function load(ctx: AppContext): Promise<TrustSnapshot> {
   state.snapshot = snapshot;
   state.version = version;
   state.checkedAt = Date.now();
-  for (const listener of state.listeners) listener(snapshot);
+  for (const listener of state.listeners) {
+    try {
+      listener(snapshot);
+    } catch (err) {
+      ctx.log.error({ err: (err as Error).message }, 'a trust anchor listener failed');
+    }
+  }
   return snapshot;
 }
 
