@@ -19,11 +19,11 @@ async function admin(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   const { values } = parseArgs({ args: rest, options: { type: { type: 'string' }, name: { type: 'string' }, environment: { type: 'string' }, rights: { type: 'string' }, account: { type: 'string' } } });
   const config = loadConfig();
+  const log = createLogger('silent');
   if (command === 'retry-failed') {
-    process.stdout.write(`${JSON.stringify({ queue: config.queueName, retried: await retryFailedJobs(config.redisUrl, config.queueName) })}\n`);
+    process.stdout.write(`${JSON.stringify({ queue: config.queueName, retried: await retryFailedJobs(config.redisUrl, config.queueName, log) })}\n`);
     return;
   }
-  const log = createLogger('silent');
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
   try {
     let out: unknown;

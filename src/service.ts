@@ -9,6 +9,7 @@ import { reportIngestRoutes } from './monitoring/reports/routes.ts';
 import { startHttpsDeviceListener, type HttpsDeviceListener } from './gateway/https.ts';
 import { startCoapDeviceListener, type CoapDeviceListener } from './gateway/coap.ts';
 import { ensureCertificates } from './pki/files.ts';
+import { watchTrust } from './pki/trust.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
 import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
 import { isOwnApi } from './pipeline/monitoring-client.ts';
@@ -63,7 +64,10 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   let queue: DeviceQueue | null = null;
   let https: HttpsDeviceListener | null = null;
   let coap: CoapDeviceListener | null = null;
+  let trust: { stop(): Promise<void> } | null = null;
   if (has('gateway')) {
+    // client certificates are checked against anchors in memory, kept current from here on (src/pki/trust.ts)
+    trust = await watchTrust(ctx);
     queue = new DeviceQueue(ctx);
     await queue.ready();
     https = await startHttpsDeviceListener(ctx, queue, ctx.config.httpsDevicePort);
@@ -80,6 +84,7 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
       ready = false;
       // the gateway first: its requests in flight are answered while the worker still runs
       await Promise.all([https?.close(ctx.config.shutdownGraceMs), coap?.close(ctx.config.shutdownGraceMs)]);
+      await trust?.stop();
       // jobs a worker does not finish in time stay in Redis (BullMQ hands them to the next worker)
       const grace = new Promise<void>((resolve) => setTimeout(resolve, ctx.config.shutdownGraceMs).unref());
       await Promise.race([worker?.close(), grace]);

@@ -6,9 +6,94 @@ import type { Logger } from './logger.ts';
 
 export { Redis };
 
-/** A Redis connection as BullMQ wants it (no per-command retry limit). */
-export function createRedis(url: string): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false });
+/**
+ * Whether Redis is reachable, as one process sees it through all of its connections. A connection
+ * that fails is down until it is ready again; an outage is the time some connection is down. Its log
+ * is one warn line when it begins and one info line when the last connection is back, however many
+ * connections retry how often in between (ioredis and BullMQ report every failed attempt).
+ */
+class RedisOutage {
+  readonly #log: Logger;
+  readonly #down = new Set<Redis>();
+  #since = 0;
+  #failedAttempts = 0;
+
+  constructor(log: Logger) {
+    this.#log = log;
+  }
+
+  watch(conn: Redis): void {
+    // the listener also keeps ioredis from printing "[ioredis] Unhandled error event" with a stack trace
+    conn.on('error', (err: Error) => this.#failed(conn, err));
+    conn.on('ready', () => this.#back(conn));
+    // closed for good (quit, or no more retries): it no longer holds an outage open
+    conn.on('end', () => {
+      if (this.#down.delete(conn) && this.#down.size === 0) this.#since = 0;
+    });
+  }
+
+  #failed(conn: Redis, err: Error): void {
+    this.#failedAttempts++;
+    if (this.#since === 0) {
+      this.#since = Date.now();
+      this.#failedAttempts = 1;
+      this.#log.warn({ err: err.message }, 'redis unavailable; every connection keeps retrying (one line per outage)');
+    }
+    this.#down.add(conn);
+  }
+
+  #back(conn: Redis): void {
+    if (!this.#down.delete(conn) || this.#down.size > 0 || this.#since === 0) return;
+    this.#log.info({ downMs: Date.now() - this.#since, failedAttempts: this.#failedAttempts }, 'redis available again');
+    this.#since = 0;
+  }
+}
+
+// one outage state per process: its connections are all made with the process's logger
+const outages = new WeakMap<Logger, RedisOutage>();
+
+function outageOf(log: Logger): RedisOutage {
+  let outage = outages.get(log);
+  if (!outage) {
+    outage = new RedisOutage(log);
+    outages.set(log, outage);
+  }
+  return outage;
+}
+
+/** Reports a connection's failures to its process's outage state, and those of the connections duplicated from it (BullMQ's). */
+function watched(conn: Redis, outage: RedisOutage): Redis {
+  outage.watch(conn);
+  const duplicate = conn.duplicate.bind(conn);
+  conn.duplicate = (override) => watched(duplicate(override), outage);
+  return conn;
+}
+
+/**
+ * A Redis connection as BullMQ wants it (no per-command retry limit). Its failures go to the
+ * process's outage log (one warn line per outage, one info line when Redis is back), not per attempt.
+ */
+export function createRedis(url: string, log: Logger): Redis {
+  return watched(new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false }), outageOf(log));
+}
+
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+
+/** An error that only says Redis could not be reached (the outage log covers it). */
+export function isRedisConnectionError(err: Error & { code?: unknown }): boolean {
+  if (typeof err.code === 'string' && CONNECTION_ERROR_CODES.has(err.code)) return true;
+  return /Connection is closed|Stream isn't writeable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|max retries per request/i.test(err.message);
+}
+
+/**
+ * The 'error' listener of a BullMQ Queue or Worker: BullMQ passes on every failed attempt of its
+ * connections, which the outage log already tells once; anything else is logged at error level.
+ * (A Queue without one prints each attempt's stack trace to stderr.)
+ */
+export function bullmqErrorLogger(log: Logger, message: string): (err: Error) => void {
+  return (err) => {
+    if (!isRedisConnectionError(err)) log.error({ err: err.message }, message);
+  };
 }
 
 async function answers(url: string): Promise<boolean> {

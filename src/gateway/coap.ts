@@ -8,6 +8,7 @@
  * lists in COAP_PLAIN_IDENTITIES are accepted; everything else gets 4.01. It is meant for development and private
  * networks: anyone who can reach the port can claim a listed identity.
  */
+import type { X509Certificate } from 'node:crypto';
 import dgram from 'node:dgram';
 import type { AppContext } from '../app/context.ts';
 import { CoapEndpoint, CoapUdpServer, ContentFormat, UploadBudget, encodeUint, optionText, stringOptions, uintOption } from '../coap/index.ts';
@@ -20,6 +21,8 @@ import type { DtlsServer, DtlsSession } from '../dtls/server.ts';
 import type { DeviceAnswer } from '../pipeline/jobs.ts';
 import { CertificateRefused, identifyCertificateDevice } from '../pki/device-identity.ts';
 import { dtlsCertificateOptions } from '../pki/dtls.ts';
+import { onTrustLoaded, trustAnchors } from '../pki/trust.ts';
+import { verifyChain } from '../pki/verify.ts';
 import type { CertificateView } from '../sandbox/types.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from './firmware.ts';
@@ -149,6 +152,15 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     return cred ? { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity, refused: cred.refused } : null;
   }
 
+  // a certificate session lasts only while its chain is trusted: a deleted supplier certificate ends its devices' sessions
+  const certificateSessions = new Set<DtlsSession>();
+  const stillTrusted = (session: DtlsSession, anchors: readonly X509Certificate[]) => verifyChain(session.peerCertificates, anchors).ok;
+  const stopTrustCheck = onTrustLoaded(ctx, (trust) => {
+    for (const session of certificateSessions) {
+      if (!stillTrusted(session, trust.anchors)) session.close();
+    }
+  });
+
   dtls.on('session', (session: DtlsSession) => {
     // datagrams that arrive while the device is looked up wait (a few) for it
     const early: Buffer[] = [];
@@ -157,9 +169,14 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     sessionDevice(session).then((device) => {
       session.off('data', hold);
       if (!session.established) return; // closed while it was looked up
-      if (!device) {
+      // the anchors may have changed while the device was looked up
+      if (!device || (session.peerCertificates.length > 0 && !stillTrusted(session, trustAnchors(ctx)))) {
         session.close();
         return;
+      }
+      if (session.peerCertificates.length > 0) {
+        certificateSessions.add(session);
+        session.on('close', () => certificateSessions.delete(session));
       }
       const endpoint = new CoapEndpoint({
         ...coapConfig,
@@ -234,6 +251,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     coapPort: () => (udp ? udp.address().port : null),
     async close(graceMs) {
       closing = true;
+      stopTrustCheck();
       const deadline = Date.now() + graceMs;
       const busy = () => inFlight > 0 || [...endpoints].some((e) => e.pending > 0) || (plain?.pending ?? 0) > 0;
       while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

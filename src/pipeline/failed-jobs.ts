@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import type { Logger } from '../app/logger.ts';
 import { createRedis } from '../app/redis.ts';
 import type { DeviceBatchJob } from './jobs.ts';
 
@@ -8,8 +9,8 @@ const PAGE = 500;
  * Puts every job of `queueName` that failed for good back into the queue, with its attempts counted from
  * zero again (what it stores is stored once: its ids derive from the job). Returns how many.
  */
-export async function retryFailedJobs(redisUrl: string, queueName: string): Promise<number> {
-  const redis = createRedis(redisUrl);
+export async function retryFailedJobs(redisUrl: string, queueName: string, log: Logger): Promise<number> {
+  const redis = createRedis(redisUrl, log);
   const queue = new Queue<DeviceBatchJob, void>(queueName, { connection: redis });
   let retried = 0;
   try {

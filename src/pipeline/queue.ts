@@ -1,7 +1,7 @@
 import { Queue, type DefaultJobOptions } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { newHashId } from '../app/hash-id.ts';
-import { createRedis, type Redis } from '../app/redis.ts';
+import { bullmqErrorLogger, createRedis, type Redis } from '../app/redis.ts';
 import type { DeviceBatchItem, DeviceBatchJob, DeviceEventJob, DeviceJob, DeviceJobResult } from './jobs.ts';
 
 export const JOB_NAME = 'device-batch';
@@ -61,10 +61,11 @@ export class DeviceQueue {
 
   constructor(ctx: AppContext) {
     this.queue = new Queue(ctx.config.queueName, {
-      connection: createRedis(ctx.config.redisUrl),
+      connection: createRedis(ctx.config.redisUrl, ctx.log),
       defaultJobOptions: JOB_OPTIONS,
     });
-    this.subscriber = createRedis(ctx.config.redisUrl);
+    this.queue.on('error', bullmqErrorLogger(ctx.log, 'device queue error'));
+    this.subscriber = createRedis(ctx.config.redisUrl, ctx.log);
     this.subscriber.on('message', (_channel: string, message: string) => this.answered(JSON.parse(message) as PublishedAnswer[]));
   }
 
@@ -156,9 +157,10 @@ export class DeviceEventQueue {
 
   constructor(ctx: AppContext) {
     this.queue = new Queue(ctx.config.queueName, {
-      connection: createRedis(ctx.config.redisUrl),
+      connection: createRedis(ctx.config.redisUrl, ctx.log),
       defaultJobOptions: JOB_OPTIONS,
     });
+    this.queue.on('error', bullmqErrorLogger(ctx.log, 'device event queue error'));
   }
 
   async add(jobs: { job: DeviceEventJob; opts?: EventJobOptions }[]): Promise<void> {

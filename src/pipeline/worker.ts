@@ -3,7 +3,7 @@ import type { AppContext } from '../app/context.ts';
 import { namedStatement } from '../app/db.ts';
 import { createMailer } from '../app/mailer.ts';
 import { gaugeFrom, metrics } from '../app/metrics.ts';
-import { createRedis } from '../app/redis.ts';
+import { bullmqErrorLogger, createRedis } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { startCounterFlusher } from '../connectivity/counters/store.ts';
@@ -198,7 +198,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       // jobs waiting only for the flush count against BullMQ's concurrency, not against `running`;
       // a job of a killed worker goes back to the queue (stalled) however often that happens to it
       {
-        connection: createRedis(ctx.config.redisUrl), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers) + FLUSH_WAITING_JOBS, autorun: false,
+        connection: createRedis(ctx.config.redisUrl, ctx.log), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers) + FLUSH_WAITING_JOBS, autorun: false,
         maxStalledCount: MAX_STALLED_COUNT,
       },
     );
@@ -207,7 +207,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       if (job.finishedOn) gaveUp(job, err);
       else ctx.log.warn({ jobId: job.id, attempt: job.attemptsMade, err: err.message }, 'device job failed; it will be retried');
     });
-    w.on('error', (err) => ctx.log.error({ err: err.message }, 'worker error'));
+    w.on('error', bullmqErrorLogger(ctx.log, 'worker error'));
     return w;
   });
 

@@ -10,13 +10,13 @@ export interface DtlsCertificateOptions {
   key: KeyObject;
   /** server certificate first, then the device CA */
   chain: X509Certificate[];
-  /** the device CA and the live supplier certificates, as of now (never waits) */
+  /** the device CA and the live supplier certificates, as of now (never waits; current while watchTrust runs) */
   trustAnchors: () => X509Certificate[];
 }
 
 /**
- * The `certificate` option of createDtlsServer. Loads the trust anchors once before returning, so
- * the first handshake already sees every supplier certificate. After the handshake, the listener
+ * The `certificate` option of createDtlsServer. Loads the trust anchors before returning; the
+ * gateway role keeps them current (watchTrust in src/service.ts). After the handshake, the listener
  * hands `session.peerCertificates` to identifyCertificateDevice (src/pki/device-identity.ts).
  */
 export async function dtlsCertificateOptions(ctx: AppContext): Promise<DtlsCertificateOptions> {

@@ -1,8 +1,15 @@
 // Trust anchors of the device ports: the device CA (from CERTS_DIR) and every live supplier
-// certificate. Kept in memory per context and reloaded when a supplier certificate changes: at
-// once in the process that changed it, and within REFRESH_MS elsewhere (a version counter in Redis).
+// certificate, kept in memory per context. The DTLS server reads them without waiting at every
+// handshake, so they must already be current when a device connects, never reloaded on its behalf:
+// - the process that adds, deletes or re-identifies a supplier certificate reloads its anchors
+//   before it answers (invalidateTrust);
+// - every gateway process (watchTrust) reloads when the change is announced over Redis pub/sub,
+//   and checks a version counter in Redis every TRUST_CHECK_MS in case an announcement was lost
+//   (its subscriber reconnecting), so a change reaches it at the latest TRUST_CHECK_MS after the
+//   answer; a full reload every TRUST_RELOAD_MS covers a counter lost with Redis's data.
 import { X509Certificate } from 'node:crypto';
 import type { AppContext } from '../app/context.ts';
+import { createRedis, type Redis } from '../app/redis.ts';
 import { loadServerCredentials } from './files.ts';
 
 /** A supplier certificate as the gateway needs it. */
@@ -24,16 +31,32 @@ export interface TrustSnapshot {
   supplierByFingerprint: Map<string, SupplierAnchor>;
 }
 
-// one counter per deployment: its processes share QUEUE_NAME (as they share the counters' keys)
-const versionKey = (ctx: AppContext) => `${ctx.config.queueName}:pki:trust-version`;
-const REFRESH_MS = 1000;
+/** The longest a gateway process keeps trusting the old set after a change was answered (lost announcement). */
+export const TRUST_CHECK_MS = 1000;
+/** A full reload now and then, whatever the version counter says. */
+export const TRUST_RELOAD_MS = 60_000;
+
+// one counter and one channel per deployment: its processes share QUEUE_NAME (as they share the counters' keys)
+export const trustVersionKey = (ctx: AppContext) => `${ctx.config.queueName}:pki:trust-version`;
+export const trustChannel = (ctx: AppContext) => `${ctx.config.queueName}:pki:trust-changed`;
+
+interface Watch {
+  users: number;
+  subscriber: Redis;
+  timers: NodeJS.Timeout[];
+  started: Promise<void>;
+}
 
 interface TrustState {
   snapshot: TrustSnapshot | null;
+  /** the version counter as read before the snapshot's query */
   version: string | null;
   checkedAt: number;
-  dirty: boolean;
+  /** the load in flight, and the one queued behind it (a change made while a load runs needs a load that starts after it) */
   loading: Promise<TrustSnapshot> | null;
+  queued: Promise<TrustSnapshot> | null;
+  watch: Watch | null;
+  listeners: Set<(snapshot: TrustSnapshot) => void>;
 }
 
 const states = new WeakMap<AppContext, TrustState>();
@@ -41,13 +64,14 @@ const states = new WeakMap<AppContext, TrustState>();
 function stateOf(ctx: AppContext): TrustState {
   let s = states.get(ctx);
   if (!s) {
-    s = { snapshot: null, version: null, checkedAt: 0, dirty: true, loading: null };
+    s = { snapshot: null, version: null, checkedAt: 0, loading: null, queued: null, watch: null, listeners: new Set() };
     states.set(ctx, s);
   }
   return s;
 }
 
-async function load(ctx: AppContext, version: string | null): Promise<TrustSnapshot> {
+async function load(ctx: AppContext): Promise<TrustSnapshot> {
+  const version = await ctx.redis.get(trustVersionKey(ctx));
   const { deviceCa } = loadServerCredentials(ctx.config);
   const { rows } = await ctx.db.query<{ hash_id: string; environment_id: number; env_hash_id: string; certificate: string; identifier: string; identifier_hash: string }>(
     `SELECT s.hash_id, s.environment_id, e.hash_id AS env_hash_id, s.certificate, s.identifier, s.identifier_hash
@@ -70,45 +94,133 @@ async function load(ctx: AppContext, version: string | null): Promise<TrustSnaps
   const state = stateOf(ctx);
   state.snapshot = snapshot;
   state.version = version;
+  state.checkedAt = Date.now();
+  for (const listener of state.listeners) {
+    try {
+      listener(snapshot);
+    } catch (err) {
+      ctx.log.error({ err: (err as Error).message }, 'a trust anchor listener failed');
+    }
+  }
   return snapshot;
 }
 
-/** The current trust anchors, reloading them first when they changed. */
-export async function currentTrust(ctx: AppContext): Promise<TrustSnapshot> {
+/** Loads the anchors with a query that starts after this call (loads run one at a time; requests made meanwhile share the next). */
+function reload(ctx: AppContext): Promise<TrustSnapshot> {
   const state = stateOf(ctx);
-  // a load that began before an invalidation may hold the old set: wait for it, then decide afresh
-  while (state.loading) await state.loading.catch(() => undefined);
-  const now = Date.now();
-  if (state.snapshot && !state.dirty && now - state.checkedAt < REFRESH_MS) return state.snapshot;
-  state.loading = (async () => {
-    try {
-      const version = await ctx.redis.get(versionKey(ctx));
-      state.checkedAt = Date.now();
-      if (state.snapshot && !state.dirty && version === state.version) return state.snapshot;
-      state.dirty = false;
-      return await load(ctx, version);
-    } finally {
-      state.loading = null;
-    }
-  })();
-  return state.loading;
+  const start = (): Promise<TrustSnapshot> => {
+    const p: Promise<TrustSnapshot> = load(ctx).finally(() => {
+      if (state.loading === p) state.loading = null;
+    });
+    state.loading = p;
+    return p;
+  };
+  if (!state.loading) return start();
+  state.queued ??= state.loading.catch(() => undefined).then(() => {
+    state.queued = null;
+    return start();
+  });
+  return state.queued;
+}
+
+/** Reloads when the version counter moved since the snapshot was read. */
+async function check(ctx: AppContext): Promise<TrustSnapshot> {
+  const state = stateOf(ctx);
+  const version = await ctx.redis.get(trustVersionKey(ctx));
+  state.checkedAt = Date.now();
+  if (state.snapshot && version === state.version) return state.snapshot;
+  return reload(ctx);
 }
 
 /**
- * The trust anchors now, without waiting (for the DTLS server's `trustAnchors` option): the last
- * loaded set; a reload is started in the background when it may be stale. Call
- * `currentTrust(ctx)` once at start so the first handshake already has them.
+ * The current trust anchors. In a process that watches them (watchTrust) that is the set in
+ * memory; elsewhere the version counter is checked first when the last check is older than TRUST_CHECK_MS.
+ */
+export async function currentTrust(ctx: AppContext): Promise<TrustSnapshot> {
+  const state = stateOf(ctx);
+  if (state.watch) await state.watch.started.catch(() => undefined);
+  if (state.queued) return state.queued;
+  if (state.loading) return state.loading;
+  if (state.snapshot && (state.watch || Date.now() - state.checkedAt < TRUST_CHECK_MS)) return state.snapshot;
+  return state.snapshot ? check(ctx) : reload(ctx);
+}
+
+/**
+ * The trust anchors now, without waiting (the DTLS server's `trustAnchors` option): the set in
+ * memory, which watchTrust keeps current. Before the first load, the device CA alone.
  */
 export function trustAnchors(ctx: AppContext): X509Certificate[] {
   const state = stateOf(ctx);
-  if (!state.snapshot || state.dirty || Date.now() - state.checkedAt >= REFRESH_MS) {
+  if (!state.watch && state.snapshot && Date.now() - state.checkedAt >= TRUST_CHECK_MS) {
+    // a context nobody watches (tools, tests) catches up on its next call
     currentTrust(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'trust anchors could not be reloaded'));
   }
   return state.snapshot?.anchors ?? [loadServerCredentials(ctx.config).deviceCa];
 }
 
-/** After a supplier certificate is added, deleted or its identifier changed: every process reloads. */
+/** Calls `listener` after each load of this context's anchors; returns the function that stops it. */
+export function onTrustLoaded(ctx: AppContext, listener: (snapshot: TrustSnapshot) => void): () => void {
+  const { listeners } = stateOf(ctx);
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+/**
+ * Keeps this context's trust anchors current until every returned handle is stopped: loads them
+ * now, reloads when a change is announced, checks the version counter every TRUST_CHECK_MS and
+ * reloads fully every TRUST_RELOAD_MS. Resolves once the announcements are subscribed and a first load was tried.
+ */
+export async function watchTrust(ctx: AppContext): Promise<{ stop(): Promise<void> }> {
+  const state = stateOf(ctx);
+  if (state.watch) {
+    state.watch.users++;
+  } else {
+    const warn = (err: Error) => ctx.log.warn({ err: err.message }, 'trust anchors could not be reloaded');
+    const subscriber = createRedis(ctx.config.redisUrl, ctx.log);
+    subscriber.on('message', () => reload(ctx).catch(warn));
+    // announcements made while the subscriber was away are lost: read the truth again
+    let connectedBefore = false;
+    subscriber.on('ready', () => {
+      if (connectedBefore) reload(ctx).catch(warn);
+      connectedBefore = true;
+    });
+    // one check at a time: while Redis is away its commands wait, and checks would pile up behind them
+    let checking = false;
+    const timers = [
+      setInterval(() => {
+        if (checking) return;
+        checking = true;
+        check(ctx).catch(warn).finally(() => { checking = false; });
+      }, TRUST_CHECK_MS),
+      setInterval(() => { reload(ctx).catch(warn); }, TRUST_RELOAD_MS),
+    ];
+    for (const t of timers) t.unref();
+    // subscribed before the first load: a change committed after the load's query is announced to us
+    const started = subscriber.subscribe(trustChannel(ctx)).then(() => reload(ctx)).then(() => undefined);
+    state.watch = { users: 1, subscriber, timers, started };
+  }
+  const watch = state.watch;
+  let stopped = false;
+  // not loaded (no device CA yet, database away): the timers keep trying; certificate devices are refused meanwhile
+  await watch.started.catch((err: Error) => ctx.log.warn({ err: err.message }, 'trust anchors could not be loaded; retrying'));
+  async function unwatch(): Promise<void> {
+    if (stopped) return;
+    stopped = true;
+    if (--watch.users > 0) return;
+    if (state.watch === watch) state.watch = null;
+    for (const t of watch.timers) clearInterval(t);
+    await watch.subscriber.quit().catch(() => watch.subscriber.disconnect());
+  }
+  return { stop: unwatch };
+}
+
+/**
+ * After a supplier certificate is added, deleted or its identifier changed (and committed): this
+ * context's anchors are reloaded before it returns, every other process is told over Redis.
+ */
 export async function invalidateTrust(ctx: AppContext): Promise<void> {
-  stateOf(ctx).dirty = true;
-  await ctx.redis.incr(versionKey(ctx));
+  const state = stateOf(ctx);
+  await ctx.redis.incr(trustVersionKey(ctx));
+  if (state.snapshot || state.loading || state.watch) await reload(ctx);
+  await ctx.redis.publish(trustChannel(ctx), 'changed');
 }
