@@ -153,7 +153,7 @@ export class Sandbox {
 
     if (this.disposed) return done({}, { kind: 'error', message: 'the sandbox has been disposed' });
 
-    const compiled: CompileResult = compileUserCode(input.source);
+    const compiled: CompileResult = await compileUserCode(input.source, { owner: input.isolationKey });
     if (!compiled.ok) {
       return done({}, {
         kind: 'compile',
