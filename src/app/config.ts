@@ -77,8 +77,8 @@ export interface SupplierCodeLimits {
   maxCalls: number;
   /** SANDBOX_MAX_CALL_BYTES: JSON of one exec call's arguments (a parseReport payload, setDeviceFields fields ...) */
   maxCallBytes: number;
-  /** ACTIVITY_MAX_TRIGGER_DATA_BYTES: JSON of one activity's (or sub-activity's) triggerData as stored */
-  maxTriggerDataBytes: number;
+  /** ACTIVITY_MAX_BYTES: JSON of one activity as stored: triggerData and log lines, its sub-activities' included */
+  maxActivityBytes: number;
 }
 
 /** Configuration variables: name → [default shown in the README, meaning]. */
@@ -120,7 +120,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   SANDBOX_MAX_LOG_LINE_CHARS: ['2000', 'characters kept of one log line (marked `… [truncated]`)'],
   SANDBOX_MAX_CALLS: ['1000', 'exec calls per run; the next one throws in the supplier\'s code'],
   SANDBOX_MAX_CALL_BYTES: ['65536', 'JSON of one exec call\'s arguments (parseReport payload, setDeviceFields fields, ...); a larger call throws in the supplier\'s code'],
-  ACTIVITY_MAX_TRIGGER_DATA_BYTES: ['262144', 'JSON of one activity\'s triggerData as stored; a larger one is stored as a marked preview, with an error line saying so'],
+  ACTIVITY_MAX_BYTES: ['1048576', 'JSON of one activity as stored (its triggerData and log lines, its sub-activities\' too); parts beyond it are stored as previews marked `"truncated": true`, with an error line saying so'],
   WORKER_CONCURRENCY: ['32', 'queued batches of device requests a worker process runs at once'],
   GATEWAY_WAIT_MS: ['5000', 'how long a device request waits for its handler before it gets 202 (the job stays queued)'],
   DEVICE_BODY_LIMIT_BYTES: ['65536', 'largest device request body'],
@@ -208,7 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
       maxLogLineChars: int(env, 'SANDBOX_MAX_LOG_LINE_CHARS', 2000, 1, 1_000_000),
       maxCalls: int(env, 'SANDBOX_MAX_CALLS', 1000, 0, 100_000),
       maxCallBytes: int(env, 'SANDBOX_MAX_CALL_BYTES', 65_536, 64, 64 * 1024 * 1024),
-      maxTriggerDataBytes: int(env, 'ACTIVITY_MAX_TRIGGER_DATA_BYTES', 262_144, 1024, 256 * 1024 * 1024),
+      maxActivityBytes: int(env, 'ACTIVITY_MAX_BYTES', 1_048_576, 4096, 256 * 1024 * 1024),
     },
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 32, 1, 10_000),
     gatewayWaitMs: int(env, 'GATEWAY_WAIT_MS', 5000, 10, 120_000),

@@ -16,7 +16,7 @@ export const DEFAULT_SUPPLIER_CODE_LIMITS: SupplierCodeLimits = {
   maxLogLineChars: 2000,
   maxCalls: 1000,
   maxCallBytes: 65_536,
-  maxTriggerDataBytes: 262_144,
+  maxActivityBytes: 1_048_576,
 };
 
 let current: SupplierCodeLimits = DEFAULT_SUPPLIER_CODE_LIMITS;
