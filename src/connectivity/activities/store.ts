@@ -98,6 +98,7 @@ export function boundActivity(r: ActivityRow, maxBytes: number): ActivityRow {
       return log;
     }
     if (!Array.isArray(log)) return fitData(size, log);
+    if (log.length === 0) return log;
     cut++;
     const kept: unknown[] = [];
     for (const line of log) {
