@@ -137,7 +137,7 @@ let noisyDevice: Device;
 
 beforeAll(async () => {
   ctx = await testContext({
-    SANDBOX_TIMEOUT_MS: '5000', SANDBOX_MEMORY_MB: '160', SANDBOX_MAX_ANSWER_BYTES: '10000', SANDBOX_MAX_CALL_BYTES: '20000', ACTIVITY_MAX_BYTES: '100000',
+    SANDBOX_TIMEOUT_MS: '5000', SANDBOX_MEMORY_MB: '160', SANDBOX_COMPILES_PER_MINUTE: '5', SANDBOX_MAX_SOURCE_CHARS: '20000', SANDBOX_MAX_ANSWER_BYTES: '10000', SANDBOX_MAX_CALL_BYTES: '20000', ACTIVITY_MAX_BYTES: '100000',
   });
   service = await startService(ctx, ['all']);
   port = service.https!.port();
@@ -174,6 +174,26 @@ describe('compiling supplier code cannot fail for anyone but its author', () => 
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ ok: 'echo', path: '/after-poison' });
     expect(poisoned.body.message).toMatch(/^eventHandler: .*TypeScript compiler failed on this code/);
+  });
+});
+
+describe('saves are limited per supplier', () => {
+  it('new sources beyond SANDBOX_COMPILES_PER_MINUTE are 429 for that supplier only; a source over SANDBOX_MAX_SOURCE_CHARS is 400', async () => {
+    const flooder = await supplier('flooder'); // its report type's parser is its first new source
+    const other = await supplier('other');
+    const saves = [];
+    for (let i = 0; i < 5; i++) saves.push(await deviceTypeOf(flooder, `${ECHO}\nconst N: number = ${i};\n`));
+    expect(saves.map((r) => r.status)).toEqual([200, 200, 200, 200, 429]);
+    expect(saves[4].body).toMatchObject({ key: 'rate_limit_error' });
+    expect(saves[4].body.message).toMatch(/^eventHandler: more than 5 new sources compiled in a minute for this environment \(SANDBOX_COMPILES_PER_MINUTE\)/);
+    // a source already compiled costs nothing
+    expect((await deviceTypeOf(flooder, `${ECHO}\nconst N: number = 0;\n`)).status).toBe(200);
+    expect((await deviceTypeOf(other, `${ECHO}\nconst N: number = 99;\n`)).status).toBe(200);
+
+    const big = await deviceTypeOf(other, `${ECHO}\n// ${'x'.repeat(20000)}\n`);
+    expect(big.status).toBe(400);
+    expect(big.body).toMatchObject({ key: 'parameter_error' });
+    expect(big.body.message).toMatch(/^eventHandler: .*over the limit of 20000 \(SANDBOX_MAX_SOURCE_CHARS\)/);
   });
 });
 
