@@ -15,7 +15,10 @@
 
 import { SourceMap, stripTypeScriptTypes } from 'node:module';
 import vm from 'node:vm';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
+
+/** workerData of the compiler thread: this module also loads in threads that are not it (the host's, a test runner's). */
+export const COMPILER_THREAD = 'gridgate-compiler';
 
 export const USER_JS_FILENAME = 'udf.js';
 export const USER_TS_FILENAME = 'udf.ts';
@@ -122,7 +125,7 @@ function positionFromDecoratedStack(error: unknown): { line: number; column: num
   return { line, column };
 }
 
-if (parentPort) {
+if (parentPort && workerData === COMPILER_THREAD) {
   const port = parentPort;
   // the stripper's ExperimentalWarning, once per thread: this thread prints nothing
   process.emitWarning = () => undefined;

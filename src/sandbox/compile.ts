@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { SourceMap } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { supplierCodeLimits } from './limits.ts';
-import { originalPosition, USER_TS_FILENAME, type CompileReply } from './compile-worker.ts';
+import { COMPILER_THREAD, originalPosition, USER_TS_FILENAME, type CompileReply } from './compile-worker.ts';
 
 export { USER_JS_FILENAME, USER_TS_FILENAME } from './compile-worker.ts';
 
@@ -199,7 +199,7 @@ function pump(): void {
 }
 
 function startThread(): NonNullable<typeof thread> {
-  const worker = new Worker(new URL('./compile-worker.ts', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: 256 }, stdout: true, stderr: true });
+  const worker = new Worker(new URL('./compile-worker.ts', import.meta.url), { workerData: COMPILER_THREAD, resourceLimits: { maxOldGenerationSizeMb: 256 }, stdout: true, stderr: true });
   const t: NonNullable<typeof thread> = { worker, current: null };
   thread = t;
   compilerStats.threadsStarted++;
