@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
-import { createEnvironment, createMachineAccount } from '../../src/accounts/store.ts';
 import { clearCompileCache } from '../../src/sandbox/compile.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';
+import { connectivityClient } from '../support/provision.ts';
 
 // Supplier code that misbehaves, seen from the outside: over the REST API and the HTTPS-PSK device port.
 
@@ -22,22 +22,8 @@ let service: RunningService;
 let port: number;
 let base: string;
 
-async function supplier(name: string): Promise<Supplier> {
-  const env = await createEnvironment(ctx.db, 'connectivity', name);
-  const account = await createMachineAccount(ctx.db, env.hashId, ['ENVIRONMENT_ADMIN']);
-  const login = await fetch(`${base}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '5' }, body: JSON.stringify({ assertion: account.assertion }) });
-  const { jwt } = (await login.json()) as { jwt: string };
-  const api: Api = {
-    async request(method, url, body) {
-      const res = await fetch(`${base}${url}`, {
-        method,
-        headers: { 'api-version': '5', 'environment-hash-id': env.hashId, authorization: `Bearer ${jwt}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : null };
-    },
-  };
+async function supplier(): Promise<Supplier> {
+  const api: Api = await connectivityClient(ctx.db, base);
   const quantity = await api.request<{ hashId: string }>('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: 0 });
   const reportType = await api.request<{ hashId: string }>('POST', '/supplier-report-type/', {
     name: 'report', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
@@ -142,7 +128,7 @@ beforeAll(async () => {
   service = await startService(ctx, ['all']);
   port = service.https!.port();
   base = `http://127.0.0.1:${service.apiPort()}`;
-  noisy = await supplier('noisy');
+  noisy = await supplier();
   const type = await deviceTypeOf(noisy, NOISY);
   expect(type.status).toBe(200);
   noisyDevice = await deviceOf(noisy, type.body.hashId);
@@ -155,8 +141,8 @@ afterAll(async () => {
 
 describe('compiling supplier code cannot fail for anyone but its author', () => {
   it('after one supplier saves code that faults the compiler, another supplier saves code and its devices are answered', async () => {
-    const victim = await supplier('victim');
-    const attacker = await supplier('attacker');
+    const victim = await supplier();
+    const attacker = await supplier();
     const victimType = await deviceTypeOf(victim, ECHO);
     expect(victimType.status).toBe(200);
     const victimDevice = await deviceOf(victim, victimType.body.hashId);
@@ -179,8 +165,8 @@ describe('compiling supplier code cannot fail for anyone but its author', () => 
 
 describe('saves are limited per supplier', () => {
   it('new sources beyond SANDBOX_COMPILES_PER_MINUTE are 429 for that supplier only; a source over SANDBOX_MAX_SOURCE_CHARS is 400', async () => {
-    const flooder = await supplier('flooder'); // its report type's parser is its first new source
-    const other = await supplier('other');
+    const flooder = await supplier(); // its report type's parser is its first new source
+    const other = await supplier();
     const saves = [];
     for (let i = 0; i < 5; i++) saves.push(await deviceTypeOf(flooder, `${ECHO}\nconst N: number = ${i};\n`));
     expect(saves.map((r) => r.status)).toEqual([200, 200, 200, 200, 429]);
