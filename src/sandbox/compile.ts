@@ -74,17 +74,17 @@ function remember(source: string, result: CompileResult): void {
  * CompileRateLimited.
  */
 export async function compileUserCode(source: string, opts: { owner?: string; save?: boolean } = {}): Promise<CompileResult> {
+  const limits = supplierCodeLimits();
+  if (opts.save && source.length > limits.maxSourceChars) {
+    return { ok: false, message: `the code is ${source.length} characters long, over the limit of ${limits.maxSourceChars} (SANDBOX_MAX_SOURCE_CHARS)`, line: 1, column: 1 };
+  }
   const fast = front.get(source);
   if (fast) return fast;
   const hash = sourceHash(source);
   const hit = cached(source, hash);
   if (hit) return hit;
   const owner = opts.owner ?? '';
-  const limits = supplierCodeLimits();
   if (opts.save) {
-    if (source.length > limits.maxSourceChars) {
-      return { ok: false, message: `the code is ${source.length} characters long, over the limit of ${limits.maxSourceChars} (SANDBOX_MAX_SOURCE_CHARS)`, line: 1, column: 1 };
-    }
     if (!inflight.has(hash) && !takeCompileToken(owner)) {
       throw new CompileRateLimited(`more than ${limits.compilesPerMinute} new sources compiled in a minute for this environment (SANDBOX_COMPILES_PER_MINUTE): try again shortly`);
     }
