@@ -47,12 +47,23 @@ interface SubActivityShape { log?: unknown; triggerData?: unknown }
 
 /** The JSON of a row as stored. */
 function storableRow(r: ActivityRow, maxBytes: number): string {
-  const row = boundActivity(r, maxBytes);
+  let row = r;
   const object = (log: LogLine[]) => ({
     h: row.hashId, e: row.environmentId, d: row.deviceId, t: row.deviceTypeId, tt: row.triggerType, td: row.triggerData ?? null, f: row.failed,
     l: log, a: row.activities, s: row.startedAt, fin: row.finishedAt,
   });
-  const first = storableJson(JSON.stringify(object(row.log)));
+  let json: string | null;
+  try {
+    json = JSON.stringify(object(row.log));
+  } catch {
+    json = null;
+  }
+  // the common case costs one JSON.stringify and one scan; only a large or unserialisable row is measured part by part
+  if (json === null || (json.length * 3 > maxBytes && Buffer.byteLength(json) > maxBytes)) {
+    row = boundActivity(r, maxBytes);
+    json = JSON.stringify(object(row.log));
+  }
+  const first = storableJson(json);
   if (first.replaced === 0) return first.json;
   return storableJson(JSON.stringify(object([...row.log, { type: 'error', message: replacedMessage(first.replaced, 'this activity') }]))).json;
 }
