@@ -13,6 +13,7 @@ import { watchTrust } from './pki/trust.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
 import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
 import { isOwnApi } from './pipeline/monitoring-client.ts';
+import { configureSupplierCodeLimits } from './sandbox/limits.ts';
 
 export interface RunningService {
   api: FastifyInstance | null;
@@ -29,6 +30,7 @@ let defaultMetrics = false;
 /** Starts the roles of one process: `all` is api + gateway + worker. */
 export async function startService(ctx: AppContext, roles: Role[]): Promise<RunningService> {
   const has = (r: Role) => roles.includes('all') || roles.includes(r);
+  configureSupplierCodeLimits(ctx.config.supplierCode);
   if (!defaultMetrics) {
     collectDefaultMetrics({ prefix: 'gridgate_' });
     defaultMetrics = true;

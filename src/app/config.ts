@@ -35,6 +35,8 @@ export interface Config {
   internalToken: string;
   sandboxMemoryMb: number;
   sandboxTimeoutMs: number;
+  /** bounds on supplier code and what it produces (src/sandbox/limits.ts) */
+  supplierCode: SupplierCodeLimits;
   workerConcurrency: number;
   gatewayWaitMs: number;
   deviceBodyLimitBytes: number;
@@ -53,6 +55,30 @@ export interface Config {
   outboundMaxResponseBytes: number;
   /** PEM file of extra CA certificates outbound requests trust (besides the system's), or null */
   outboundCaFile: string | null;
+}
+
+/** Bounds on supplier code and on what it produces (applied by src/sandbox/). */
+export interface SupplierCodeLimits {
+  /** SANDBOX_MAX_SOURCE_CHARS: longest source a save compiles */
+  maxSourceChars: number;
+  /** SANDBOX_COMPILES_PER_MINUTE: new (uncached) sources one environment may compile on save per minute */
+  compilesPerMinute: number;
+  /** SANDBOX_COMPILE_TIMEOUT_MS: a compile running longer is a fault; its thread is replaced */
+  compileTimeoutMs: number;
+  /** SANDBOX_MAX_ANSWER_BYTES: body of a handler's answer to a device (bytes as sent) */
+  maxAnswerBytes: number;
+  /** SANDBOX_MAX_RESULT_BYTES: JSON of what one run returns (answer, parsed report, identifier) */
+  maxResultBytes: number;
+  /** SANDBOX_MAX_LOG_LINES: exec.addLog lines kept per run */
+  maxLogLines: number;
+  /** SANDBOX_MAX_LOG_LINE_CHARS: characters kept of one log line */
+  maxLogLineChars: number;
+  /** SANDBOX_MAX_CALLS: exec calls per run */
+  maxCalls: number;
+  /** SANDBOX_MAX_CALL_BYTES: JSON of one exec call's arguments (a parseReport payload, setDeviceFields fields ...) */
+  maxCallBytes: number;
+  /** ACTIVITY_MAX_BYTES: JSON of one activity as stored: triggerData and log lines, its sub-activities' included */
+  maxActivityBytes: number;
 }
 
 /** Configuration variables: name → [default shown in the README, meaning]. */
@@ -85,6 +111,16 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   INTERNAL_TOKEN: ['derived from SECRET_KEY', 'bearer token workers present to the monitoring core'],
   SANDBOX_MEMORY_MB: ['64', 'memory limit of one supplier isolate'],
   SANDBOX_TIMEOUT_MS: ['1000', 'wall-clock limit of one run of supplier code'],
+  SANDBOX_MAX_SOURCE_CHARS: ['1000000', 'longest event handler, parser or identifier a save compiles (400 naming the field)'],
+  SANDBOX_COMPILES_PER_MINUTE: ['60', 'new (not yet compiled) sources one environment may save per minute (429 beyond)'],
+  SANDBOX_COMPILE_TIMEOUT_MS: ['10000', 'a compile taking longer fails (its compiler thread is replaced)'],
+  SANDBOX_MAX_ANSWER_BYTES: ['65536', 'body of a handler\'s answer to a device; a larger one fails the run (500 handler_error, invalid-result)'],
+  SANDBOX_MAX_RESULT_BYTES: ['1048576', 'JSON of what one run of supplier code returns (answer, parsed report, identifier); a larger one fails the run'],
+  SANDBOX_MAX_LOG_LINES: ['200', 'exec.addLog lines kept per run; the activity says how many were dropped'],
+  SANDBOX_MAX_LOG_LINE_CHARS: ['2000', 'characters kept of one log line (marked `… [truncated]`)'],
+  SANDBOX_MAX_CALLS: ['1000', 'exec calls per run; the next one throws in the supplier\'s code'],
+  SANDBOX_MAX_CALL_BYTES: ['65536', 'JSON of one exec call\'s arguments (parseReport payload, setDeviceFields fields, ...); a larger call throws in the supplier\'s code'],
+  ACTIVITY_MAX_BYTES: ['1048576', 'JSON of one activity as stored (its triggerData and log lines, its sub-activities\' too); parts beyond it are stored as previews marked `"truncated": true`, with an error line saying so'],
   WORKER_CONCURRENCY: ['32', 'queued batches of device requests a worker process runs at once'],
   GATEWAY_WAIT_MS: ['5000', 'how long a device request waits for its handler before it gets 202 (the job stays queued)'],
   DEVICE_BODY_LIMIT_BYTES: ['65536', 'largest device request body'],
@@ -165,6 +201,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     internalToken: env.INTERNAL_TOKEN || '',
     sandboxMemoryMb: int(env, 'SANDBOX_MEMORY_MB', 64, 8, 4096),
     sandboxTimeoutMs: int(env, 'SANDBOX_TIMEOUT_MS', 1000, 10, 60_000),
+    supplierCode: {
+      maxSourceChars: int(env, 'SANDBOX_MAX_SOURCE_CHARS', 1_000_000, 1, 1_000_000),
+      compilesPerMinute: int(env, 'SANDBOX_COMPILES_PER_MINUTE', 60, 1, 1_000_000),
+      compileTimeoutMs: int(env, 'SANDBOX_COMPILE_TIMEOUT_MS', 10_000, 100, 600_000),
+      maxAnswerBytes: int(env, 'SANDBOX_MAX_ANSWER_BYTES', 65_536, 0, 64 * 1024 * 1024),
+      maxResultBytes: int(env, 'SANDBOX_MAX_RESULT_BYTES', 1_048_576, 1024, 256 * 1024 * 1024),
+      maxLogLines: int(env, 'SANDBOX_MAX_LOG_LINES', 200, 0, 100_000),
+      maxLogLineChars: int(env, 'SANDBOX_MAX_LOG_LINE_CHARS', 2000, 1, 1_000_000),
+      maxCalls: int(env, 'SANDBOX_MAX_CALLS', 1000, 0, 100_000),
+      maxCallBytes: int(env, 'SANDBOX_MAX_CALL_BYTES', 65_536, 64, 64 * 1024 * 1024),
+      maxActivityBytes: int(env, 'ACTIVITY_MAX_BYTES', 1_048_576, 4096, 256 * 1024 * 1024),
+    },
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 32, 1, 10_000),
     gatewayWaitMs: int(env, 'GATEWAY_WAIT_MS', 5000, 10, 120_000),
     deviceBodyLimitBytes: int(env, 'DEVICE_BODY_LIMIT_BYTES', 65536, 1, 64 * 1024 * 1024),

@@ -9,11 +9,6 @@ const GAVE_UP_ANSWER: DeviceAnswer = {
   body: { type: 'json', data: { key: 'server_error', message: 'The request could not be processed; it is kept for an operator to run again' } },
 };
 
-/** `value` as JSON PostgreSQL stores: NUL and unpaired surrogates in strings (which jsonb refuses) become U+FFFD. */
-function storable(value: unknown): unknown {
-  return JSON.parse(JSON.stringify(value ?? null, (_key, v: unknown) => (typeof v === 'string' ? v.toWellFormed().replaceAll('\0', '\ufffd') : v)));
-}
-
 /**
  * A job failed for good: each of its items gets a failed activity saying so (under the id its run would have
  * used, so a later successful retry adds nothing twice) and a device still waiting gets a 500 instead of a 202.
@@ -35,11 +30,7 @@ export async function recordGivenUp(
       triggerData: job.kind === 'event' ? job.event : { request: job.webRequest, response: GAVE_UP_ANSWER },
       log: [{ type: 'error', message: `not processed: gave up after repeated failures (${err.message}); the job waits in the failed set for an operator (npm run admin -- retry-failed)` }],
     };
-    try {
-      await recordGivenUpActivity(ctx.db, { ...row, triggerData: storable(row.triggerData) });
-    } catch {
-      // what the device sent cannot be stored even cleaned: the activity says so without it
-      await recordGivenUpActivity(ctx.db, { ...row, triggerData: {} }).catch((e: Error) => ctx.log.error({ jobId, err: e.message }, 'the failed activity of a given-up job could not be written'));
-    }
+    // made storable on the way (src/connectivity/activities/store.ts): what the device sent may be what was refused
+    await recordGivenUpActivity(ctx.db, row).catch((e: Error) => ctx.log.error({ jobId, err: e.message }, 'the failed activity of a given-up job could not be written'));
   }));
 }

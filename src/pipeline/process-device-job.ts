@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { metrics } from '../app/metrics.ts';
+import { hasUnstorable, replacedMessage, storableValue, unstorablePath } from '../app/storable.ts';
 import type { Sandbox } from '../sandbox/runner.ts';
 import type { CommandTypeView, CommandView, ExecCall, HandlerEvent, HandlerRun, ParsedReport } from '../sandbox/types.ts';
 import type { ConditionReportIn } from '../monitoring/reports/store.ts';
@@ -84,7 +85,11 @@ async function measured<R extends { ok: true } | { ok: false; error: { kind: str
   return run;
 }
 
-const logsOf = (lines: string[]): LogLine[] => lines.map((message) => ({ type: 'log', message }));
+/** A run's log: its exec.addLog lines, then the limits it hit and what was refused, as error lines. */
+const logsOf = (run: { logs: string[]; errors: string[] }): LogLine[] => [
+  ...run.logs.map((message): LogLine => ({ type: 'log', message })),
+  ...run.errors.map((message): LogLine => ({ type: 'error', message })),
+];
 
 function failureAnswer(run: Extract<HandlerRun, { ok: false }>): DeviceAnswer {
   const status = run.error.kind === 'timeout' ? 504 : 500;
@@ -132,7 +137,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
     args: { device: deviceView, scheduledCommands, event },
   }));
 
-  const log = logsOf(run.logs);
+  const log = logsOf(run);
   if (!run.ok) {
     log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
     deps.count(device.hashId, 'handlerFailures', startedAt);
@@ -157,6 +162,12 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
       work.push(outcome.then((o) => { activities[index] = { hashId, createdAt: at, triggerType: call.name, ...o }; }));
     } else {
       const at = new Date();
+      // a device's fields and commands are kept as given or not at all: text PostgreSQL cannot store refuses the call
+      const unstorable = unstorablePath(call.args);
+      if (unstorable) {
+        activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: `not applied: ${call.name} argument ${unstorable} holds a NUL character or an unpaired surrogate, which cannot be stored` }], triggerData: call.args };
+        return;
+      }
       work.push(deps.applyDeviceCall(device, call, at, hashId).then(
         (triggerData) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: false, log: [], triggerData: triggerData ?? call.args }; },
         (err: Error) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: err.message }], triggerData: call.args }; },
@@ -188,7 +199,7 @@ async function parseReport(
 ): Promise<{ activity: SubActivity; pushed?: Promise<void> }> {
   const createdAt = new Date().toISOString();
   const base = { hashId, createdAt, triggerType: 'parseReport' };
-  const reportType = await deps.loader.reportType(device.environmentId, args.reportTypeHashId);
+  const reportType = hasUnstorable(args.reportTypeHashId) ? null : await deps.loader.reportType(device.environmentId, args.reportTypeHashId);
   if (!reportType) {
     return { activity: { ...base, failed: true, log: [{ type: 'error', message: `report type ${args.reportTypeHashId} does not exist in this environment` }], triggerData: { payload: args.payload } } };
   }
@@ -197,7 +208,7 @@ async function parseReport(
     args: { payload: args.payload, device: deviceView as never },
   }));
   const triggerData: Record<string, unknown> = { reportType: { hashId: reportType.hashId, name: reportType.name }, payload: args.payload };
-  const log = logsOf(run.logs);
+  const log = logsOf(run);
   if (!run.ok) {
     log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
     return { activity: { ...base, failed: true, log, triggerData } };
@@ -211,14 +222,19 @@ async function parseReport(
   }
   const perChannel = new Map<number, number>();
   const generatedAt = args.generatedAt ?? report.generatedAt;
+  // the report is stored with what PostgreSQL cannot hold replaced, and its activity says so
+  const payload = storableValue(args.payload);
+  const fields = storableValue(report.fields ?? {});
+  if (payload.replaced > 0) log.push({ type: 'error', message: replacedMessage(payload.replaced, 'the payload as stored with the report') });
+  if (fields.replaced > 0) log.push({ type: 'error', message: replacedMessage(fields.replaced, "the report's fields") });
   const reportIn: ConditionReportIn = {
     hashId: derivedHashId(hashId, 'report'),
     environmentHashId: device.environmentHashId,
     deviceHashId: device.hashId,
     reportTypeHashId: reportType.hashId,
     generatedAt,
-    fields: report.fields ?? {},
-    payload: args.payload,
+    fields: fields.value,
+    payload: payload.value,
     measurements: report.measurements.map((m, i) => {
       const channelMeasurementIndex = perChannel.get(m.channelIndex) ?? 0;
       perChannel.set(m.channelIndex, channelMeasurementIndex + 1);
@@ -240,6 +256,7 @@ type CallOutcome = Pick<SubActivity, 'failed' | 'log' | 'triggerData'>;
 /** exec.offerFirmware: the reference goes into the answer (`offers[index]`, in call order), the outcome onto the activity. */
 async function offerActivity(deps: ProcessDeps, device: DeviceRecord, firmwareHashId: string, offers: string[] | null, index: number): Promise<CallOutcome> {
   if (!offers) return { failed: true, log: [{ type: 'error', message: 'not offered: only the answer to a device request can carry firmware; this event has none' }], triggerData: { firmwareHashId } };
+  if (hasUnstorable(firmwareHashId)) return { failed: true, log: [{ type: 'error', message: 'not offered: the firmwareHashId holds a NUL character or an unpaired surrogate' }], triggerData: { firmwareHashId } };
   const offer = await deps.offerFirmware(device, firmwareHashId);
   if (!offer.ok) return { failed: true, log: [{ type: 'error', message: offer.message }], triggerData: { firmwareHashId } };
   offers[index] = offer.reference;

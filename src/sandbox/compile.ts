@@ -1,26 +1,29 @@
 // Compilation of supplier TypeScript to the JavaScript that runs in the sandbox.
 //
-// - Types are erased with Node's own `module.stripTypeScriptTypes` in 'transform' mode (so
-//   enums, namespaces and parameter properties work too). Transform mode reformats the code,
-//   so a source map is requested and used to report positions in the supplier's source.
-// - The JavaScript is then only *compiled* on the host (`new vm.Script`, never run) to catch the
-//   syntax errors the TypeScript parser lets through (early errors such as redeclarations).
-// - The code must declare a top-level `handle`. Detected without running anything: compiling
-//   the code as a function body followed by `let handle;` is a SyntaxError exactly when the
-//   code declares `handle` at its top level.
-// Results (successes and failures) are cached by SHA-256 of the source in a bounded LRU.
+// The compiling itself happens in a worker thread (compile-worker.ts), one source at a time: the
+// type stripper can be driven into a fault by crafted code, and a fault breaks it for every later
+// call in its thread. A thread that faulted (or crashed, or exceeded its time) is terminated and
+// replaced, and the source is tried once more on the fresh thread: a fault that repeats there is
+// that source's own, answered to its author as a compile error. No other supplier sees it.
+// Sources wait per owner (the supplier's environment) and are taken round-robin, so one
+// supplier's many compiles do not hold back another's. Saves are limited per owner: the source's
+// length, and the number of new (uncached) sources compiled per minute.
+// Results (successes and failures, never faults) are cached by SHA-256 of the source in a bounded LRU.
 
 import { createHash } from 'node:crypto';
-import { SourceMap, stripTypeScriptTypes } from 'node:module';
-import vm from 'node:vm';
+import { SourceMap } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import { supplierCodeLimits } from './limits.ts';
+import { COMPILER_THREAD, originalPosition, USER_TS_FILENAME, type CompileReply } from './compile-worker.ts';
+
+export { USER_JS_FILENAME, USER_TS_FILENAME } from './compile-worker.ts';
 
 export type CompileResult =
   | { ok: true; js: string; hash: string }
   | { ok: false; message: string; line: number; column: number };
 
-/** File names used for supplier code in stacks: compiled JS and the original source. */
-export const USER_JS_FILENAME = 'udf.js';
-export const USER_TS_FILENAME = 'udf.ts';
+/** A save refused by the per-owner compile rate; the HTTP layer answers 429. */
+export class CompileRateLimited extends Error {}
 
 const MAX_ENTRIES = 512;
 const MAX_TOTAL_CHARS = 64 * 1024 * 1024;
@@ -39,39 +42,61 @@ let cachedChars = 0;
 const FRONT_MAX_ENTRIES = 256;
 const FRONT_MAX_SOURCE_CHARS = 64 * 1024;
 const front = new Map<string, CompileResult>();
+const inflight = new Map<string, Promise<CompileResult>>();
 
 export function sourceHash(source: string): string {
   return createHash('sha256').update(source).digest('hex');
 }
 
-export function compileUserCode(source: string): CompileResult {
+/** The cached result for a source, or undefined: never compiles. */
+function cached(source: string, hash?: string): CompileResult | undefined {
   const fast = front.get(source);
   if (fast) return fast;
-  const result = compileBySha(source);
-  if (source.length <= FRONT_MAX_SOURCE_CHARS) {
-    front.set(source, result);
-    if (front.size > FRONT_MAX_ENTRIES) front.delete(front.keys().next().value as string);
-  }
-  return result;
+  const key = hash ?? sourceHash(source);
+  const hit = cache.get(key);
+  if (!hit) return undefined;
+  cache.delete(key);
+  cache.set(key, hit);
+  remember(source, hit.result);
+  return hit.result;
 }
 
-function compileBySha(source: string): CompileResult {
+function remember(source: string, result: CompileResult): void {
+  if (source.length > FRONT_MAX_SOURCE_CHARS) return;
+  front.set(source, result);
+  if (front.size > FRONT_MAX_ENTRIES) front.delete(front.keys().next().value as string);
+}
+
+/**
+ * Compiles a supplier's source (cached by hash). `owner` is the supplier's environment: its
+ * compiles queue apart from other suppliers'. With `save`, the owner's limits apply first: a
+ * source over the size limit is a compile error, a new source over the rate limit throws
+ * CompileRateLimited.
+ */
+export async function compileUserCode(source: string, opts: { owner?: string; save?: boolean } = {}): Promise<CompileResult> {
+  const limits = supplierCodeLimits();
+  if (opts.save && source.length > limits.maxSourceChars) {
+    return { ok: false, message: `the code is ${source.length} characters long, over the limit of ${limits.maxSourceChars} (SANDBOX_MAX_SOURCE_CHARS)`, line: 1, column: 1 };
+  }
+  const fast = front.get(source);
+  if (fast) return fast;
   const hash = sourceHash(source);
-  const hit = cache.get(hash);
-  if (hit) {
-    cache.delete(hash);
-    cache.set(hash, hit);
-    return hit.result;
+  const hit = cached(source, hash);
+  if (hit) return hit;
+  const owner = opts.owner ?? '';
+  if (opts.save) {
+    if (!inflight.has(hash) && !takeCompileToken(owner)) {
+      throw new CompileRateLimited(`more than ${limits.compilesPerMinute} new sources compiled in a minute for this environment (SANDBOX_COMPILES_PER_MINUTE): try again shortly`);
+    }
   }
-  const entry = compileUncached(source, hash);
-  cache.set(hash, entry);
-  cachedChars += entry.size;
-  while (cache.size > MAX_ENTRIES || (cachedChars > MAX_TOTAL_CHARS && cache.size > 1)) {
-    const oldest = cache.keys().next().value as string;
-    cachedChars -= cache.get(oldest)!.size;
-    cache.delete(oldest);
+  let pending = inflight.get(hash);
+  if (!pending) {
+    pending = compileInThread(owner, source, hash).finally(() => inflight.delete(hash));
+    inflight.set(hash, pending);
   }
-  return entry.result;
+  const result = await pending;
+  remember(source, result);
+  return result;
 }
 
 /** Test/diagnostic helper. */
@@ -79,6 +104,7 @@ export function clearCompileCache(): void {
   front.clear();
   cache.clear();
   cachedChars = 0;
+  buckets.clear();
 }
 
 /**
@@ -94,115 +120,117 @@ export function mapStackToSource(hash: string, stack: string): string {
   });
 }
 
-function originalPosition(map: SourceMap, line: number, column: number): { line: number; column: number } | null {
-  const entry = map.findEntry(line - 1, column - 1) as
-    | { originalLine?: number; originalColumn?: number; generatedLine?: number; generatedColumn?: number }
-    | undefined;
-  if (!entry || entry.originalLine === undefined || entry.originalColumn === undefined) return null;
-  // findEntry returns the closest mapping at or before the position: keep the offset if it is
-  // on the same generated line.
-  const delta = entry.generatedLine === line - 1 ? column - 1 - (entry.generatedColumn ?? 0) : 0;
-  return { line: entry.originalLine + 1, column: entry.originalColumn + 1 + Math.max(0, delta) };
+// ---- rate -----------------------------------------------------------------------------------------
+
+// token bucket per owner: compilesPerMinute tokens, refilled continuously
+const buckets = new Map<string, { tokens: number; at: number }>();
+
+function takeCompileToken(owner: string): boolean {
+  const now = performance.now();
+  const capacity = supplierCodeLimits().compilesPerMinute;
+  const b = buckets.get(owner) ?? { tokens: capacity, at: now };
+  b.tokens = Math.min(capacity, b.tokens + ((now - b.at) * capacity) / 60_000);
+  b.at = now;
+  if (buckets.size > 10_000) buckets.clear();
+  buckets.set(owner, b);
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
 }
 
-let warningFiltered = false;
+// ---- the compiler thread ----------------------------------------------------------------------
 
-/** `stripTypeScriptTypes` emits an ExperimentalWarning once per process: swallow just that one. */
-function stripQuietly(source: string): string {
-  if (warningFiltered) {
-    return stripTypeScriptTypes(source, { mode: 'transform', sourceMap: true, sourceUrl: USER_TS_FILENAME });
-  }
-  const original = process.emitWarning;
-  process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
-    const text = typeof warning === 'string' ? warning : warning.message;
-    if (/stripTypeScriptTypes/.test(text)) return;
-    return (original as (...a: unknown[]) => void).call(process, warning, ...rest);
-  } as typeof process.emitWarning;
-  try {
-    return stripTypeScriptTypes(source, { mode: 'transform', sourceMap: true, sourceUrl: USER_TS_FILENAME });
-  } finally {
-    process.emitWarning = original;
-    warningFiltered = true;
-  }
+interface Task {
+  source: string;
+  resolve(reply: CompileReply): void;
 }
 
-const SOURCE_MAP_COMMENT = /\n?\/\/# sourceMappingURL=data:application\/json;base64,([A-Za-z0-9+/=]+)\s*$/;
+/** Faults and replacements of the compiler thread (diagnostics and tests). */
+export const compilerStats = { faults: 0, threadsStarted: 0 };
 
-function compileUncached(source: string, hash: string): CacheEntry {
-  const fail = (message: string, line: number, column: number): CacheEntry => ({
-    result: { ok: false, message, line, column },
-    map: null,
-    size: 256,
+const queues = new Map<string, Task[]>();
+let thread: { worker: Worker; current: { id: number; task: Task; timer: NodeJS.Timeout } | null } | null = null;
+let nextId = 0;
+
+async function compileInThread(owner: string, source: string, hash: string): Promise<CompileResult> {
+  let reply = await enqueue(owner, source);
+  // the thread faulted: it has been replaced, and the source gets one more try on a fresh one
+  if ('fault' in reply) reply = await enqueue(owner, source);
+  if ('fault' in reply) {
+    // not cached: a fault may depend on the thread's state, so a later save tries again
+    return { ok: false, message: `the TypeScript compiler failed on this code (${reply.fault}); deeply nested expressions are the usual cause`, line: 1, column: 1 };
+  }
+  const entry: CacheEntry = reply.ok
+    ? { result: { ok: true, js: reply.js, hash }, map: reply.map ? new SourceMap(JSON.parse(reply.map)) : null, size: source.length + reply.js.length * 2 }
+    : { result: { ok: false, message: reply.message, line: reply.line, column: reply.column }, map: null, size: 256 };
+  cache.set(hash, entry);
+  cachedChars += entry.size;
+  while (cache.size > MAX_ENTRIES || (cachedChars > MAX_TOTAL_CHARS && cache.size > 1)) {
+    const oldest = cache.keys().next().value as string;
+    cachedChars -= cache.get(oldest)!.size;
+    cache.delete(oldest);
+  }
+  return entry.result;
+}
+
+function enqueue(owner: string, source: string): Promise<CompileReply> {
+  return new Promise((resolve) => {
+    const queue = queues.get(owner);
+    if (queue) queue.push({ source, resolve });
+    else queues.set(owner, [{ source, resolve }]);
+    pump();
   });
+}
 
-  // 1. Erase types.
-  let output: string;
-  try {
-    output = stripQuietly(source);
-  } catch (error) {
-    const { line, column } = positionFromDecoratedStack(error);
-    return fail(`TypeScript syntax error: ${errorMessage(error)}`, line, column);
-  }
-  let js = output;
-  let map: SourceMap | null = null;
-  const m = SOURCE_MAP_COMMENT.exec(output);
-  if (m) {
-    js = output.slice(0, m.index) + '\n';
-    try {
-      map = new SourceMap(JSON.parse(Buffer.from(m[1], 'base64').toString('utf8')));
-    } catch {
-      map = null;
+/** Sends the next task to the thread when it is idle: the first owner waiting, who then goes to the back. */
+function pump(): void {
+  if (thread?.current || queues.size === 0) return;
+  const [owner, queue] = queues.entries().next().value as [string, Task[]];
+  const task = queue.shift()!;
+  queues.delete(owner);
+  if (queue.length > 0) queues.set(owner, queue);
+  const t = thread ?? startThread();
+  const id = ++nextId;
+  const { compileTimeoutMs } = supplierCodeLimits();
+  const timer = setTimeout(() => fault(t, `no answer within ${compileTimeoutMs} ms (SANDBOX_COMPILE_TIMEOUT_MS)`), compileTimeoutMs);
+  t.current = { id, task, timer };
+  t.worker.ref();
+  t.worker.postMessage({ id, source: task.source });
+}
+
+function startThread(): NonNullable<typeof thread> {
+  const worker = new Worker(new URL('./compile-worker.ts', import.meta.url), { workerData: COMPILER_THREAD, resourceLimits: { maxOldGenerationSizeMb: 256 }, stdout: true, stderr: true });
+  const t: NonNullable<typeof thread> = { worker, current: null };
+  thread = t;
+  compilerStats.threadsStarted++;
+  worker.on('message', (reply: CompileReply) => {
+    const current = t.current;
+    if (!current || current.id !== reply.id) return;
+    if ('fault' in reply) {
+      fault(t, reply.fault);
+      return;
     }
-  }
-
-  // 2. Syntax check of the JavaScript (compile only, nothing runs on the host).
-  try {
-    new vm.Script(js, { filename: USER_JS_FILENAME });
-  } catch (error) {
-    const pos = positionFromDecoratedStack(error);
-    const mapped = map ? originalPosition(map, pos.line, pos.column) : null;
-    return fail(`Syntax error: ${errorMessage(error)}`, mapped?.line ?? pos.line, mapped?.column ?? pos.column);
-  }
-
-  // 3. A top-level `handle` must be declared.
-  if (!declaresTopLevelHandle(js)) {
-    return fail('The code must define a top-level function handle(...)', 1, 1);
-  }
-
-  return { result: { ok: true, js, hash }, map, size: source.length + js.length * 2 };
+    clearTimeout(current.timer);
+    t.current = null;
+    worker.unref();
+    current.task.resolve(reply);
+    pump();
+  });
+  worker.on('error', (err) => fault(t, err.message.split('\n')[0]));
+  worker.on('exit', (code) => fault(t, `the compiler thread exited (code ${code})`));
+  worker.unref();
+  return t;
 }
 
-function declaresTopLevelHandle(js: string): boolean {
-  try {
-    new vm.Script(`(function () {${js}\n;let handle;\n})`);
-    return false;
-  } catch (error) {
-    if (/\bhandle\b.*already been declared/.test(errorMessage(error))) return true;
-    // Unexpected: fall back to a textual check.
-    return /(^|[;}\s])function\s+handle\s*\(/.test(js);
-  }
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/**
- * Both Node's TypeScript errors and vm.Script syntax errors carry a decorated stack:
- * `file:LINE\n<source line(s)>\n<spaces>^^^\n\nSyntaxError: ...`. Extract the 1-based position.
- */
-function positionFromDecoratedStack(error: unknown): { line: number; column: number } {
-  const stack = error instanceof Error && typeof error.stack === 'string' ? error.stack : '';
-  const lines = stack.split('\n');
-  const lineMatch = /:(\d+)\s*$/.exec(lines[0] ?? '');
-  const line = lineMatch ? Number(lineMatch[1]) : 1;
-  let column = 1;
-  for (let i = 1; i < Math.min(lines.length, 12); i++) {
-    if (/^\s*\^+\s*$/.test(lines[i])) {
-      column = lines[i].indexOf('^') + 1;
-      break;
-    }
-    if (/^\w*Error\b/.test(lines[i])) break;
-  }
-  return { line, column };
+/** The thread is not used again: its task gets the fault, the next task starts a new thread. */
+function fault(t: NonNullable<typeof thread>, message: string): void {
+  if (thread !== t) return;
+  thread = null;
+  compilerStats.faults++;
+  const current = t.current;
+  t.current = null;
+  if (current) clearTimeout(current.timer);
+  void t.worker.terminate().catch(() => undefined);
+  current?.task.resolve({ id: current.id, fault: message });
+  pump();
 }

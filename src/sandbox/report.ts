@@ -3,7 +3,8 @@
 
 import type { IdentifierResult, IncomingRequestResponse, Json, ParsedMeasurement, ParsedReport, TypedBody } from './types.ts';
 
-export type Validation<T> = { ok: true; value: T; notes: string[] } | { ok: false; message: string };
+/** `notes`: lines for the run's log; `errors`: error lines (something refused, the rest accepted). */
+export type Validation<T> = { ok: true; value: T; notes: string[]; errors?: string[] } | { ok: false; message: string };
 
 const INT32_MIN = -2147483648;
 const INT32_MAX = 2147483647;
@@ -119,11 +120,26 @@ function typedBodyOf(body: unknown): TypedBody | string {
   return { type: 'json', data: body as Json };
 }
 
+// RFC 9110 token; a value may hold visible characters, spaces and tabs (no CR, LF, NUL: they would end or split the header)
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+// the gateway frames the answer itself: a handler's own framing headers would contradict it
+const FRAMING_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te']);
+
+/** Bytes of a typed body as it is sent. */
+export function bodyBytes(body: TypedBody): number {
+  if (body.type === 'hex') return body.data.length / 2;
+  if (body.type === 'string') return Buffer.byteLength(body.data);
+  return Buffer.byteLength(JSON.stringify(body.data) ?? '');
+}
+
 /**
  * Validates the handler's answer to an incomingRequest event. `undefined`/`null` (the handler
- * returned nothing) is valid and gives `null`: the pipeline picks the default answer.
+ * returned nothing) is valid and gives `null`: the pipeline picks the default answer. A body over
+ * `maxBodyBytes` fails the run; a header that cannot be sent (CR/LF in it, a name that is no token)
+ * is refused with an error line and the rest of the answer stands.
  */
-export function validateIncomingRequestResponse(raw: unknown): Validation<IncomingRequestResponse | null> {
+export function validateIncomingRequestResponse(raw: unknown, maxBodyBytes = Infinity): Validation<IncomingRequestResponse | null> {
   if (raw === undefined || raw === null) return { ok: true, value: null, notes: [] };
   if (!isPlainObject(raw)) return { ok: false, message: `the handler must return { statusCode, headers?, body? }, got ${show(raw)}` };
   const { statusCode } = raw;
@@ -131,11 +147,15 @@ export function validateIncomingRequestResponse(raw: unknown): Validation<Incomi
     return { ok: false, message: `statusCode ${show(statusCode)} is not an integer in 100..599` };
   }
   const headers: Record<string, string> = {};
+  const errors: string[] = [];
   if (raw.headers !== undefined && raw.headers !== null) {
     if (!isPlainObject(raw.headers)) return { ok: false, message: `headers must be an object, got ${show(raw.headers)}` };
     for (const [name, value] of Object.entries(raw.headers)) {
       if (typeof value !== 'string') return { ok: false, message: `headers[${JSON.stringify(name)}] ${show(value)} is not a string` };
-      headers[name] = value;
+      if (!HEADER_NAME.test(name)) errors.push(`header ${show(name)} refused: a header name is a token (letters, digits and !#$%&'*+.^_\`|~-)`);
+      else if (FRAMING_HEADERS.has(name.toLowerCase())) errors.push(`header ${show(name)} refused: the gateway sets it for the answer it sends`);
+      else if (!HEADER_VALUE.test(value)) errors.push(`header ${show(name)} refused: its value ${show(value)} holds CR, LF or another character a header cannot carry`);
+      else headers[name] = value;
     }
   }
   let body: TypedBody | null = null;
@@ -143,8 +163,10 @@ export function validateIncomingRequestResponse(raw: unknown): Validation<Incomi
     const typed = typedBodyOf(raw.body);
     if (typeof typed === 'string') return { ok: false, message: typed };
     body = typed;
+    const bytes = bodyBytes(body);
+    if (bytes > maxBodyBytes) return { ok: false, message: `the answer's body is ${bytes} bytes, over the limit of ${maxBodyBytes} (SANDBOX_MAX_ANSWER_BYTES)` };
   }
-  return { ok: true, value: { statusCode, headers, body }, notes: [] };
+  return { ok: true, value: { statusCode, headers, body }, notes: [], ...(errors.length > 0 ? { errors } : {}) };
 }
 
 /** Validates a webhook/certificate identifier's return value. */

@@ -14,7 +14,8 @@
 import ivm from 'isolated-vm';
 import { compileUserCode, mapStackToSource, USER_JS_FILENAME, type CompileResult } from './compile.ts';
 import { validateIdentifierResult, validateIncomingRequestResponse, validateParsedReport, type Validation } from './report.ts';
-import { RUNTIME_FILENAME, runtimeSource, DEFAULT_RUNTIME_LIMITS, type RuntimeLimits } from './runtime.ts';
+import { supplierCodeLimits } from './limits.ts';
+import { RUNTIME_FILENAME, runtimeSource, type RuntimeLimits } from './runtime.ts';
 import type {
   EventHandlerArgs,
   ExecCall,
@@ -39,8 +40,10 @@ export interface SandboxOptions {
   maxContextsPerIsolate?: number;
   /** a context is replaced after this many runs; default 1000 */
   recycleAfterRuns?: number;
-  /** log lines per run (200), chars per log line (2000), exec calls per run (1000) */
+  /** limits enforced in the sandbox; default: this process's supplier code limits (src/sandbox/limits.ts) */
   runtimeLimits?: Partial<RuntimeLimits>;
+  /** body bytes of a handler's answer; default SANDBOX_MAX_ANSWER_BYTES */
+  maxAnswerBytes?: number;
   /** isolated-vm reports that V8 lost control of an isolate; the host should drain and restart */
   onCatastrophicError?: (message: string) => void;
 }
@@ -79,6 +82,7 @@ interface SandboxOut {
   error?: { name: string; message: string; stack: string };
   calls: ExecCall[];
   logs: string[];
+  errors: string[];
 }
 
 const DEFAULTS = { memoryLimitMb: 64, timeoutMs: 1000, maxIsolates: 64, maxContextsPerIsolate: 32, recycleAfterRuns: 1000 };
@@ -89,6 +93,7 @@ export class Sandbox {
   readonly maxIsolates: number;
   readonly maxContextsPerIsolate: number;
   readonly recycleAfterRuns: number;
+  readonly maxAnswerBytes: number;
   private readonly runtimeJs: string;
   private readonly onCatastrophicError: ((message: string) => void) | undefined;
   private readonly isolates = new Map<string, IsolateEntry>();
@@ -101,7 +106,12 @@ export class Sandbox {
     this.maxIsolates = Math.max(1, opts.maxIsolates ?? DEFAULTS.maxIsolates);
     this.maxContextsPerIsolate = Math.max(1, opts.maxContextsPerIsolate ?? DEFAULTS.maxContextsPerIsolate);
     this.recycleAfterRuns = Math.max(1, opts.recycleAfterRuns ?? DEFAULTS.recycleAfterRuns);
-    this.runtimeJs = runtimeSource({ ...DEFAULT_RUNTIME_LIMITS, ...opts.runtimeLimits });
+    const limits = supplierCodeLimits();
+    this.runtimeJs = runtimeSource({
+      maxLogLines: limits.maxLogLines, maxLogChars: limits.maxLogLineChars, maxCalls: limits.maxCalls,
+      maxCallBytes: limits.maxCallBytes, maxResultBytes: limits.maxResultBytes, ...opts.runtimeLimits,
+    });
+    this.maxAnswerBytes = opts.maxAnswerBytes ?? limits.maxAnswerBytes;
     this.onCatastrophicError = opts.onCatastrophicError;
   }
 
@@ -109,7 +119,7 @@ export class Sandbox {
   async runEventHandler(input: { isolationKey: string; source: string; args: EventHandlerArgs }): Promise<HandlerRun> {
     const isRequest = input.args?.event?.type === 'incomingRequest';
     return this.execute('handler', input, (raw) =>
-      isRequest ? validateIncomingRequestResponse(raw) : { ok: true, value: null, notes: [] },
+      isRequest ? validateIncomingRequestResponse(raw, this.maxAnswerBytes) : { ok: true, value: null, notes: [] },
     );
   }
 
@@ -143,17 +153,18 @@ export class Sandbox {
     validate: (raw: unknown) => Validation<R>,
   ): Promise<RunOutcome<R>> {
     const t0 = performance.now();
-    const done = (partial: { calls?: ExecCall[]; logs?: string[] }, error: RunError): RunOutcome<R> => ({
+    const done = (partial: { calls?: ExecCall[]; logs?: string[]; errors?: string[] }, error: RunError): RunOutcome<R> => ({
       ok: false,
       error,
       calls: partial.calls ?? [],
       logs: partial.logs ?? [],
+      errors: partial.errors ?? [],
       durationMs: performance.now() - t0,
     });
 
     if (this.disposed) return done({}, { kind: 'error', message: 'the sandbox has been disposed' });
 
-    const compiled: CompileResult = compileUserCode(input.source);
+    const compiled: CompileResult = await compileUserCode(input.source, { owner: input.isolationKey });
     if (!compiled.ok) {
       return done({}, {
         kind: 'compile',
@@ -209,7 +220,8 @@ export class Sandbox {
       const checked = validate(parsed.result);
       if (!checked.ok) return done(parsed, { kind: 'invalid-result', message: checked.message });
       const logs = checked.notes.length > 0 ? [...parsed.logs, ...checked.notes] : parsed.logs;
-      return { ok: true, result: checked.value, calls: parsed.calls, logs, durationMs: performance.now() - t0 };
+      const errors = checked.errors ? [...parsed.errors, ...checked.errors] : parsed.errors;
+      return { ok: true, result: checked.value, calls: parsed.calls, logs, errors, durationMs: performance.now() - t0 };
     } catch (error) {
       // Not expected (our own bug or an isolate disposed under us): never let it escape.
       if (ctx) this.retire(iso, ctx);
@@ -241,10 +253,10 @@ export class Sandbox {
   }
 
   /** Logs and calls gathered by a run that was terminated. */
-  private async collect(ctx: ContextEntry, runId: number): Promise<{ calls?: ExecCall[]; logs?: string[] }> {
+  private async collect(ctx: ContextEntry, runId: number): Promise<{ calls?: ExecCall[]; logs?: string[]; errors?: string[] }> {
     try {
       const out = (await ctx.collect!.apply(undefined, [runId], { timeout: 100 })) as string;
-      return JSON.parse(out) as { calls: ExecCall[]; logs: string[] };
+      return JSON.parse(out) as { calls: ExecCall[]; logs: string[]; errors: string[] };
     } catch {
       return {};
     }

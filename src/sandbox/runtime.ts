@@ -4,32 +4,42 @@
 // object, so the supplier code cannot see or replace it.
 //
 // run(kind, runId, argsJson) -> JSON string
-//   { ok: true, result, calls, logs }
-//   { ok: false, error: { name, message, stack }, invalidResult?: true, calls, logs }
-// collect(runId) -> JSON string { calls, logs } of a run that was terminated (timeout).
+//   { ok: true, result, calls, logs, errors }
+//   { ok: false, error: { name, message, stack }, invalidResult?: true, calls, logs, errors }
+// collect(runId) -> JSON string { calls, logs, errors } of a run that was terminated (timeout).
+// `errors`: the limits the run hit (log lines dropped or cut, exec calls refused), each naming its
+// limit, for the run's log as error lines: seen even when the supplier's code catches a refusal.
 //
 // `kind` is 'handler' | 'parser' | 'identifier'. The handler's exec records calls as plain data;
 // the parser's and identifier's exec only have addLog and the four converters.
 
 export const RUNTIME_FILENAME = 'gridgate-runtime.js';
 
+/** The limits enforced inside the sandbox (see src/sandbox/limits.ts for their configuration names). */
 export interface RuntimeLimits {
   maxLogLines: number;
   maxLogChars: number;
   maxCalls: number;
+  /** UTF-8 bytes of the JSON of one exec call's arguments */
+  maxCallBytes: number;
+  /** UTF-8 bytes of the JSON of handle's return value */
+  maxResultBytes: number;
 }
 
-export const DEFAULT_RUNTIME_LIMITS: RuntimeLimits = { maxLogLines: 200, maxLogChars: 2000, maxCalls: 1000 };
+export const DEFAULT_RUNTIME_LIMITS: RuntimeLimits = { maxLogLines: 200, maxLogChars: 2000, maxCalls: 1000, maxCallBytes: 65_536, maxResultBytes: 1_048_576 };
 
 export function runtimeSource(limits: RuntimeLimits = DEFAULT_RUNTIME_LIMITS): string {
   return RUNTIME.replace('__MAX_LOG_LINES__', String(limits.maxLogLines))
     .replace('__MAX_LOG_CHARS__', String(limits.maxLogChars))
-    .replace('__MAX_CALLS__', String(limits.maxCalls));
+    .replace('__MAX_CALLS__', String(limits.maxCalls))
+    .replace('__MAX_CALL_BYTES__', String(limits.maxCallBytes))
+    .replace('__MAX_RESULT_BYTES__', String(limits.maxResultBytes));
 }
 
 const RUNTIME = String.raw`(function () {
 'use strict';
 var MAX_LOG_LINES = __MAX_LOG_LINES__, MAX_LOG_CHARS = __MAX_LOG_CHARS__, MAX_CALLS = __MAX_CALLS__;
+var MAX_CALL_BYTES = __MAX_CALL_BYTES__, MAX_RESULT_BYTES = __MAX_RESULT_BYTES__;
 var G = globalThis;
 var JSONparse = JSON.parse, JSONstringify = JSON.stringify;
 var isArray = Array.isArray;
@@ -83,12 +93,31 @@ function makeAddLog(st) {
     var parts = [];
     for (var i = 0; i < arguments.length; i++) parts.push(text(arguments[i]));
     var line = parts.join(' ');
-    if (line.length > MAX_LOG_CHARS) line = line.slice(0, MAX_LOG_CHARS) + '\u2026 [truncated]';
+    if (line.length > MAX_LOG_CHARS) { line = line.slice(0, MAX_LOG_CHARS) + '\u2026 [truncated]'; st.cut++; }
     st.logs.push(line);
   };
 }
-function finishLogs(st) {
-  if (st.dropped > 0) { st.logs.push('\u2026 ' + st.dropped + ' more log lines dropped (limit ' + MAX_LOG_LINES + ' per run)'); st.dropped = 0; }
+
+function errorsOf(st) {
+  var out = st.errors.slice();
+  if (st.dropped > 0) out.push(st.dropped + (st.dropped === 1 ? ' more log line' : ' more log lines') + ' dropped: at most ' + MAX_LOG_LINES + ' per run (SANDBOX_MAX_LOG_LINES)');
+  if (st.cut > 0) out.push(st.cut + (st.cut === 1 ? ' log line' : ' log lines') + ' cut at ' + MAX_LOG_CHARS + ' characters, marked [truncated] (SANDBOX_MAX_LOG_LINE_CHARS)');
+  return out;
+}
+
+// UTF-8 length of a string when it is over the limit, else 0; only counted where the UTF-16 length leaves it open
+function overBytes(s, limit) {
+  if (s.length > limit) return s.length;
+  if (s.length * 3 <= limit) return 0;
+  var n = 0;
+  for (var i = 0; i < s.length; i++) {
+    var c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) { n += 4; i++; }
+    else n += 3;
+  }
+  return n > limit ? n : 0;
 }
 
 // ---- converters (no atob/Buffer in here) ----
@@ -230,7 +259,16 @@ function converters(exec) {
 
 function handlerExec(st) {
   function rec(name, args) {
-    if (st.calls.length >= MAX_CALLS) throw new RangeErrorCtor('too many exec calls in one run (limit ' + MAX_CALLS + ')');
+    var refusal = null;
+    if (st.calls.length >= MAX_CALLS) refusal = name + ': too many exec calls in one run (limit ' + MAX_CALLS + ', SANDBOX_MAX_CALLS)';
+    else {
+      var size = overBytes(JSONstringify(args), MAX_CALL_BYTES);
+      if (size > 0) refusal = name + ': the arguments are ' + size + ' bytes of JSON, over the limit of ' + MAX_CALL_BYTES + ' (SANDBOX_MAX_CALL_BYTES)';
+    }
+    if (refusal !== null) {
+      if (st.errors.length < 20) st.errors.push('refused ' + refusal);
+      throw new RangeErrorCtor(refusal);
+    }
     st.calls.push({ name: name, args: args });
   }
   return converters({
@@ -328,7 +366,7 @@ function markNonFinite(r) {
 }
 
 function run(kind, runId, json) {
-  var st = { calls: [], logs: [], dropped: 0 };
+  var st = { calls: [], logs: [], dropped: 0, cut: 0, errors: [] };
   partial.set(runId, st);
   var out;
   try {
@@ -339,24 +377,24 @@ function run(kind, runId, json) {
     if (typeof handle !== 'function') throw new TypeErrorCtor('handle is not a function');
     var result = handle(args, exec);
     if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
-      finishLogs(st);
-      out = JSONstringify({ ok: false, invalidResult: true, error: { name: 'TypeError', message: 'handle returned a Promise: it must return its result synchronously', stack: '' }, calls: st.calls, logs: st.logs });
+      out = JSONstringify({ ok: false, invalidResult: true, error: { name: 'TypeError', message: 'handle returned a Promise: it must return its result synchronously', stack: '' }, calls: st.calls, logs: st.logs, errors: errorsOf(st) });
     } else {
       var resultJson;
       try {
         resultJson = JSONstringify(kind === 'parser' ? markNonFinite(result) : result);
       } catch (e) {
-        finishLogs(st);
-        out = JSONstringify({ ok: false, invalidResult: true, error: { name: 'TypeError', message: 'the value returned by handle is not JSON-serialisable: ' + text(e && e.message), stack: '' }, calls: st.calls, logs: st.logs });
+          out = JSONstringify({ ok: false, invalidResult: true, error: { name: 'TypeError', message: 'the value returned by handle is not JSON-serialisable: ' + text(e && e.message), stack: '' }, calls: st.calls, logs: st.logs, errors: errorsOf(st) });
+      }
+      var resultSize = out === undefined && resultJson !== undefined ? overBytes(resultJson, MAX_RESULT_BYTES) : 0;
+      if (resultSize > 0) {
+        out = JSONstringify({ ok: false, invalidResult: true, error: { name: 'RangeError', message: 'the value returned by handle is ' + resultSize + ' bytes of JSON, over the limit of ' + MAX_RESULT_BYTES + ' (SANDBOX_MAX_RESULT_BYTES)', stack: '' }, calls: st.calls, logs: st.logs, errors: errorsOf(st) });
       }
       if (out === undefined) {
-        finishLogs(st);
-        out = '{"ok":true,"result":' + (resultJson === undefined ? 'null' : resultJson) + ',"calls":' + JSONstringify(st.calls) + ',"logs":' + JSONstringify(st.logs) + '}';
+        out = '{"ok":true,"result":' + (resultJson === undefined ? 'null' : resultJson) + ',"calls":' + JSONstringify(st.calls) + ',"logs":' + JSONstringify(st.logs) + ',"errors":' + JSONstringify(errorsOf(st)) + '}';
       }
     }
   } catch (e) {
-    finishLogs(st);
-    out = JSONstringify({ ok: false, error: describe(e), calls: st.calls, logs: st.logs });
+    out = JSONstringify({ ok: false, error: describe(e), calls: st.calls, logs: st.logs, errors: errorsOf(st) });
   }
   partial.delete(runId);
   return out;
@@ -365,9 +403,8 @@ function run(kind, runId, json) {
 function collect(runId) {
   var st = partial.get(runId);
   partial.delete(runId);
-  if (!st) return '{"calls":[],"logs":[]}';
-  finishLogs(st);
-  return JSONstringify({ calls: st.calls, logs: st.logs });
+  if (!st) return '{"calls":[],"logs":[],"errors":[]}';
+  return JSONstringify({ calls: st.calls, logs: st.logs, errors: errorsOf(st) });
 }
 
 return { run: run, collect: collect };

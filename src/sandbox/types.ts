@@ -173,9 +173,13 @@ export interface RunError {
   column?: number;
 }
 
+/**
+ * `logs`: the code's exec.addLog lines; `errors`: lines for the run's log of type error, each naming
+ * what was refused or cut and the limit (log lines dropped, exec calls refused, answer headers refused).
+ */
 export type RunOutcome<R> =
-  | { ok: true; result: R; calls: ExecCall[]; logs: string[]; durationMs: number }
-  | { ok: false; error: RunError; calls: ExecCall[]; logs: string[]; durationMs: number };
+  | { ok: true; result: R; calls: ExecCall[]; logs: string[]; errors: string[]; durationMs: number }
+  | { ok: false; error: RunError; calls: ExecCall[]; logs: string[]; errors: string[]; durationMs: number };
 
 export type HandlerRun = RunOutcome<IncomingRequestResponse | null>;
 export type ParserRun = RunOutcome<ParsedReport>;

@@ -124,3 +124,53 @@ describe('supplier activities', () => {
     expect((await a.request('GET', `/supplier-activity/${r.hashId}`)).status).toBe(200);
   });
 });
+
+describe('activities as stored', () => {
+  it('a batch with a NUL, a lone surrogate and JSON too deep to serialise stores every row, each saying what was changed', async () => {
+    const c = await api.login('connectivity');
+    const s = await setUp(c);
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 20_000; i++) deep = [deep];
+    const nul = row(s.env, s.device, s.type, { log: [{ type: 'log', message: 'a\u0000b' }] });
+    const surrogate = row(s.env, s.device, s.type, { triggerData: { text: 'x\ud800y', 'k\udfffey': 1 } });
+    const tooDeep = row(s.env, s.device, s.type, { triggerData: { body: deep } });
+    const plain = row(s.env, s.device, s.type);
+    await insertActivities(api.ctx.db, [nul, surrogate, tooDeep, plain]);
+
+    const get = async (hashId: string) => (await c.request<{ activity: { log: { type: string; message: string }[]; triggerData: unknown } }>('GET', `/supplier-activity/${hashId}`)).body.activity;
+    expect((await get(nul.hashId)).log).toEqual([
+      { type: 'log', message: 'a\ufffdb' },
+      { type: 'error', message: '1 character that cannot be stored (NUL, unpaired surrogate) in this activity replaced by U+FFFD' },
+    ]);
+    const stored = await get(surrogate.hashId);
+    expect(stored.triggerData).toEqual({ text: 'x\ufffdy', 'k\ufffdey': 1 });
+    expect(stored.log.at(-1)?.message).toMatch(/^2 characters that cannot be stored/);
+    const deepStored = await get(tooDeep.hashId);
+    expect(deepStored.triggerData).toMatchObject({ truncated: true, bytes: null, reason: 'not serialisable as JSON (nested too deep)' });
+    expect(deepStored.log.at(-1)?.message).toMatch(/^this activity is not serialisable as JSON, over the limit of \d+ \(ACTIVITY_MAX_BYTES\)/);
+    expect((await get(plain.hashId)).log).toEqual(plain.log);
+  });
+
+  it('bounds an activity to maxBytes: parts that do not fit become marked previews, logs keep the lines that fit', async () => {
+    const c = await api.login('connectivity');
+    const s = await setUp(c);
+    const big = row(s.env, s.device, s.type, {
+      triggerData: { request: 'r'.repeat(3000) },
+      log: Array.from({ length: 100 }, (_, i) => ({ type: 'log' as const, message: `line ${i} ${'l'.repeat(50)}` })),
+      activities: [{ triggerType: 'parseReport', failed: false, log: [], triggerData: { payload: 'p'.repeat(5000) } }],
+    });
+    await insertActivities(api.ctx.db, [big], 8000);
+    const { activity } = (await c.request<{ activity: { log: { type: string; message: string }[]; triggerData: unknown; activities: { triggerData: unknown }[] } }>('GET', `/supplier-activity/${big.hashId}`)).body;
+    expect(activity.triggerData).toEqual({ request: 'r'.repeat(3000) });
+    expect(activity.activities[0].triggerData).toMatchObject({ truncated: true, limit: 8000, reason: 'ACTIVITY_MAX_BYTES' });
+    const logs = activity.log.filter((l) => l.type === 'log');
+    expect(logs.length).toBeGreaterThan(10);
+    expect(logs.length).toBeLessThan(100);
+    expect(activity.log.filter((l) => l.type === 'error').map((l) => l.message)).toEqual([
+      `${100 - logs.length} more log lines not stored (ACTIVITY_MAX_BYTES: 8000 bytes per activity)`,
+      expect.stringMatching(/^this activity is \d+ bytes of JSON, over the limit of 8000 \(ACTIVITY_MAX_BYTES\): 2 parts stored cut short/),
+    ]);
+    const { rows } = await api.ctx.db.query<{ bytes: number }>('SELECT octet_length(trigger_data::text) + octet_length(log::text) + octet_length(activities::text) AS bytes FROM supplier_activity WHERE hash_id = $1', [big.hashId]);
+    expect(rows[0].bytes).toBeLessThan(9000);
+  });
+});

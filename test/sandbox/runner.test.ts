@@ -81,6 +81,7 @@ describe('event handler runs', () => {
       result: null,
       durationMs: expect.any(Number),
       logs: ['aGVsbG8= 01ab'],
+      errors: [],
       calls: [
         { name: 'parseReport', args: { reportTypeHashId: 'rt', payload: '00ff', generatedAt: at } },
         { name: 'markCommandAsSent', args: { commandHashId: 'c1' } },
@@ -115,9 +116,64 @@ describe('event handler runs', () => {
   it('caps log lines and their length', async () => {
     const source = 'function handle(a: Arguments, exec: Exec) { for (let i = 0; i < 300; i++) exec.addLog("x".repeat(i === 0 ? 5000 : 1)); }';
     const run = await sandbox.runEventHandler({ isolationKey: 'env-a', source, args: reportLateArgs() });
-    expect(run.logs).toHaveLength(201);
+    expect(run.logs).toHaveLength(200);
     expect(run.logs[0].length).toBeLessThan(2100);
-    expect(run.logs[200]).toMatch(/100 more log lines dropped/);
+    expect(run.logs[0]).toMatch(/\[truncated\]$/);
+    expect(run.errors).toEqual([
+      '100 more log lines dropped: at most 200 per run (SANDBOX_MAX_LOG_LINES)',
+      '1 log line cut at 2000 characters, marked [truncated] (SANDBOX_MAX_LOG_LINE_CHARS)',
+    ]);
+  });
+
+  it('refuses an exec call whose arguments are over SANDBOX_MAX_CALL_BYTES, also when the code catches the refusal', async () => {
+    const small = new Sandbox({ timeoutMs: TIMEOUT, memoryLimitMb: 32, runtimeLimits: { maxCallBytes: 1000 } });
+    try {
+      const source = `function handle(a: Arguments, exec: Exec) {
+        exec.setDeviceFields({ ok: 'x'.repeat(900) });
+        try { exec.parseReport({ reportTypeHashId: 'rt', payload: 'é'.repeat(600) }); } catch (e) { exec.addLog('caught ' + (e as Error).message); }
+        exec.parseReport({ reportTypeHashId: 'rt', payload: 'y'.repeat(5000) });
+      }`;
+      const run = await small.runEventHandler({ isolationKey: 'env-calls', source, args: reportLateArgs() });
+      expect(run).toMatchObject({ ok: false, error: { kind: 'error', message: 'RangeError: parseReport: the arguments are 5057 bytes of JSON, over the limit of 1000 (SANDBOX_MAX_CALL_BYTES)' } });
+      expect(run.calls.map((c) => c.name)).toEqual(['setDeviceFields']);
+      // 600 two-byte characters: counted in UTF-8 bytes, not characters
+      expect(run.logs).toEqual(['caught parseReport: the arguments are 1257 bytes of JSON, over the limit of 1000 (SANDBOX_MAX_CALL_BYTES)']);
+      expect(run.errors).toEqual([
+        'refused parseReport: the arguments are 1257 bytes of JSON, over the limit of 1000 (SANDBOX_MAX_CALL_BYTES)',
+        'refused parseReport: the arguments are 5057 bytes of JSON, over the limit of 1000 (SANDBOX_MAX_CALL_BYTES)',
+      ]);
+    } finally {
+      small.dispose();
+    }
+  });
+
+  it('fails a run whose answer body is over SANDBOX_MAX_ANSWER_BYTES, or whose result is over SANDBOX_MAX_RESULT_BYTES', async () => {
+    const small = new Sandbox({ timeoutMs: 5000, memoryLimitMb: 64, maxAnswerBytes: 1000, runtimeLimits: { maxResultBytes: 100_000 } });
+    try {
+      const answer = (body: string) => small.runEventHandler({ isolationKey: 'env-answer', source: `function handle(a: Arguments, exec: Exec) { return { statusCode: 200, body: ${body} }; }`, args: requestArgs() });
+      expect(await answer('{ type: "string", data: "x".repeat(1000) }')).toMatchObject({ ok: true, result: { body: { type: 'string', data: 'x'.repeat(1000) } } });
+      // a plain string is a JSON body: its quotes are sent too
+      expect(await answer('"x".repeat(999)')).toMatchObject({ ok: false, error: { kind: 'invalid-result', message: "the answer's body is 1001 bytes, over the limit of 1000 (SANDBOX_MAX_ANSWER_BYTES)" } });
+      expect(await answer('{ type: "hex", data: "ab".repeat(1001) }')).toMatchObject({ ok: false, error: { kind: 'invalid-result', message: "the answer's body is 1001 bytes, over the limit of 1000 (SANDBOX_MAX_ANSWER_BYTES)" } });
+      const huge = await answer('"x".repeat(30 * 1024 * 1024)');
+      expect(huge).toMatchObject({ ok: false, error: { kind: 'invalid-result' } });
+      if (!huge.ok) expect(huge.error.message).toMatch(/^RangeError: the value returned by handle is \d+ bytes of JSON, over the limit of 100000 \(SANDBOX_MAX_RESULT_BYTES\)$/);
+    } finally {
+      small.dispose();
+    }
+  });
+
+  it('refuses answer headers a device answer cannot carry (CR/LF, no token, framing) and keeps the rest', async () => {
+    const source = `function handle(a: Arguments, exec: Exec) {
+      return { statusCode: 200, headers: { 'x-ok': 'fine', 'x-split': 'a\\r\\nSet-Cookie: evil=1', 'bad name': 'v', 'Content-Length': '5' }, body: { type: 'string', data: 'hello' } };
+    }`;
+    const run = await sandbox.runEventHandler({ isolationKey: 'env-a', source, args: requestArgs() });
+    expect(run).toMatchObject({ ok: true, result: { statusCode: 200, headers: { 'x-ok': 'fine' }, body: { type: 'string', data: 'hello' } } });
+    if (run.ok) expect(Object.keys(run.result!.headers)).toEqual(['x-ok']);
+    expect(run.errors).toHaveLength(3);
+    expect(run.errors[0]).toMatch(/^header "x-split" refused: its value .* holds CR, LF/);
+    expect(run.errors[1]).toMatch(/^header "bad name" refused: a header name is a token/);
+    expect(run.errors[2]).toMatch(/^header "Content-Length" refused: the gateway sets it/);
   });
 
   it('rejects invalid handler results as invalid-result', async () => {
@@ -155,6 +211,7 @@ describe('report parser runs', () => {
       ok: true,
       calls: [],
       logs: ['raw 258'],
+      errors: [],
       durationMs: expect.any(Number),
       result: {
         generatedAt: '2024-05-01T12:00:00.000Z',

@@ -1,6 +1,8 @@
 import { namedStatement, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
+import { replacedMessage, storableJson } from '../../app/storable.ts';
+import { supplierCodeLimits } from '../../sandbox/limits.ts';
 import { DEVICE_TYPE_SELECT, toDeviceType } from '../device-types/store.ts';
 import { deviceSelect, toDevice } from '../devices/store.ts';
 
@@ -38,20 +40,111 @@ const INSERT_ACTIVITIES = namedStatement('insert-activities', `${ACTIVITY_ROWS}
 const GIVEN_UP_ACTIVITY = `${ACTIVITY_ROWS}
   ON CONFLICT (hash_id) DO UPDATE SET failed = true, log = (supplier_activity.log::jsonb || EXCLUDED.log::jsonb)::json, finished_at = EXCLUDED.finished_at`;
 
-const activitiesJson = (rows: ActivityRow[]) => JSON.stringify(rows.map((r) => ({
-  h: r.hashId, e: r.environmentId, d: r.deviceId, t: r.deviceTypeId, tt: r.triggerType, td: r.triggerData ?? null, f: r.failed,
-  l: r.log, a: r.activities, s: r.startedAt, fin: r.finishedAt,
-})));
 
-/** Stores a batch of activities in one statement. */
-export async function insertActivities(db: Queryable, rows: ActivityRow[]): Promise<void> {
+/**
+ * Stores a batch of activities in one statement. Each row is made storable first, alone: bounded
+ * to `maxBytes` of JSON and with NUL and unpaired surrogates replaced (jsonb refuses both), each
+ * said in an error line of the row's log, so one poisoned row neither fails nor hides the others.
+ */
+export async function insertActivities(db: Queryable, rows: ActivityRow[], maxBytes = supplierCodeLimits().maxActivityBytes): Promise<void> {
   if (rows.length === 0) return;
-  await db.query(INSERT_ACTIVITIES, [activitiesJson(rows)]);
+  await db.query(INSERT_ACTIVITIES, [`[${rows.map((r) => storableRow(r, maxBytes)).join(',')}]`]);
 }
 
 /** Records a run given up on as failed: a new row, or the run's own row marked failed with `row.log` added to its log. */
-export async function recordGivenUpActivity(db: Queryable, row: ActivityRow): Promise<void> {
-  await db.query(GIVEN_UP_ACTIVITY, [activitiesJson([row])]);
+export async function recordGivenUpActivity(db: Queryable, row: ActivityRow, maxBytes = supplierCodeLimits().maxActivityBytes): Promise<void> {
+  await db.query(GIVEN_UP_ACTIVITY, [`[${storableRow(row, maxBytes)}]`]);
+}
+
+
+type LogLine = ActivityRow['log'][number];
+interface SubActivityShape { log?: unknown; triggerData?: unknown }
+
+/** The JSON of a row as stored. */
+function storableRow(r: ActivityRow, maxBytes: number): string {
+  let row = r;
+  const object = (log: LogLine[]) => ({
+    h: row.hashId, e: row.environmentId, d: row.deviceId, t: row.deviceTypeId, tt: row.triggerType, td: row.triggerData ?? null, f: row.failed,
+    l: log, a: row.activities, s: row.startedAt, fin: row.finishedAt,
+  });
+  let json: string | null;
+  try {
+    json = JSON.stringify(object(row.log));
+  } catch {
+    json = null;
+  }
+  // the common case costs one JSON.stringify and one scan; only a large or unserialisable row is measured part by part
+  if (json === null || (json.length * 3 > maxBytes && Buffer.byteLength(json) > maxBytes)) {
+    row = boundActivity(r, maxBytes);
+    json = JSON.stringify(object(row.log));
+  }
+  const first = storableJson(json);
+  if (first.replaced === 0) return first.json;
+  return storableJson(JSON.stringify(object([...row.log, { type: 'error', message: replacedMessage(first.replaced, 'this activity') }]))).json;
+}
+
+const PREVIEW_CHARS = 200;
+
+function jsonBytes(value: unknown): { json: string; bytes: number } | null {
+  try {
+    const json = JSON.stringify(value ?? null);
+    return { json, bytes: Buffer.byteLength(json) };
+  } catch {
+    // nested too deep for JSON.stringify (or otherwise not serialisable)
+    return null;
+  }
+}
+
+/**
+ * The activity within `maxBytes` of JSON: its parts (triggerData, log; then each sub-activity's) are
+ * kept in order while they fit; a triggerData that does not is stored as a preview marked
+ * `truncated: true`, a log keeps the lines that fit and says how many it lost.
+ */
+export function boundActivity(r: ActivityRow, maxBytes: number): ActivityRow {
+  const subs = r.activities as SubActivityShape[];
+  const sizes = [jsonBytes(r.triggerData), jsonBytes(r.log), ...subs.flatMap((a) => [jsonBytes(a?.triggerData), jsonBytes(a?.log)])];
+  const total = sizes.reduce((sum, s) => sum + (s?.bytes ?? Infinity), 0);
+  if (total <= maxBytes) return r;
+  let budget = maxBytes;
+  let cut = 0;
+  const fitData = (size: { json: string; bytes: number } | null, data: unknown): unknown => {
+    if (size && size.bytes <= budget) {
+      budget -= size.bytes;
+      return data;
+    }
+    cut++;
+    const preview = size && budget > PREVIEW_CHARS * 3 ? size.json.slice(0, PREVIEW_CHARS).replace(/[\ud800-\udbff]$/, '') : undefined;
+    const marker = { truncated: true, bytes: size?.bytes ?? null, limit: maxBytes, reason: size ? 'ACTIVITY_MAX_BYTES' : 'not serialisable as JSON (nested too deep)', ...(preview !== undefined ? { preview } : {}) };
+    budget -= JSON.stringify(marker).length;
+    return marker;
+  };
+  const fitLog = (size: { json: string; bytes: number } | null, log: unknown): unknown => {
+    if (size && size.bytes <= budget) {
+      budget -= size.bytes;
+      return log;
+    }
+    if (!Array.isArray(log)) return fitData(size, log);
+    if (log.length === 0) return log;
+    cut++;
+    const kept: unknown[] = [];
+    for (const line of log) {
+      const b = jsonBytes(line);
+      if (!b || b.bytes > budget) break;
+      budget -= b.bytes;
+      kept.push(line);
+    }
+    kept.push({ type: 'error', message: `${log.length - kept.length} more log lines not stored (ACTIVITY_MAX_BYTES: ${maxBytes} bytes per activity)` });
+    return kept;
+  };
+  const triggerData = fitData(sizes[0], r.triggerData);
+  const log = [...(fitLog(sizes[1], r.log) as LogLine[])];
+  const activities = subs.map((a, i) => {
+    if (a === null || typeof a !== 'object') return a;
+    return { ...a, triggerData: fitData(sizes[2 + 2 * i], a.triggerData), log: fitLog(sizes[3 + 2 * i], a.log) };
+  });
+  const totalText = Number.isFinite(total) ? `${total} bytes of JSON` : 'not serialisable as JSON';
+  log.push({ type: 'error', message: `this activity is ${totalText}, over the limit of ${maxBytes} (ACTIVITY_MAX_BYTES): ${cut} parts stored cut short, marked "truncated": true or with a line saying how many log lines were lost` });
+  return { ...r, triggerData, log, activities };
 }
 
 // the device and the type are shown as they are now, deleted type included: the activity happened under it

@@ -145,7 +145,7 @@ export async function addDeviceType(db: Db, environmentId: number, input: Device
   };
   return db.tx(async (client) => {
     await checkDeviceType(client, environmentId, t);
-    const eventHandlerHash = compileOnSave('eventHandler', input.eventHandler);
+    const eventHandlerHash = await compileOnSave('eventHandler', input.eventHandler, environmentId);
     const hashId = newHashId();
     const subscriptionHashId = newHashId();
     await client.query(
@@ -220,7 +220,7 @@ export async function updateDeviceType(db: Db, environmentId: number, hashId: st
     };
     await checkDeviceType(client, environmentId, t);
     const eventHandler = patch.eventHandler ?? current.eventHandler;
-    const eventHandlerHash = patch.eventHandler === undefined ? null : compileOnSave('eventHandler', patch.eventHandler);
+    const eventHandlerHash = patch.eventHandler === undefined ? null : await compileOnSave('eventHandler', patch.eventHandler, environmentId);
     await client.query(
       `UPDATE device_type SET name = $2, name_text = $3, event_handler = $4, event_handler_hash = COALESCE($5, event_handler_hash),
          field_configurations = $6, pin_group_field_configurations = $7, channels = $8, charts = $9, command_type_hash_ids = $10,

@@ -52,7 +52,7 @@ function checkKeys(configurations: FieldConfigurations): void {
 
 export async function addReportType(db: Queryable, environmentId: number, input: ReportTypeInput): Promise<string> {
   checkKeys(input.fieldConfigurations);
-  const parserHash = compileOnSave('parser', input.parser);
+  const parserHash = await compileOnSave('parser', input.parser, environmentId);
   const hashId = newHashId();
   await db.query(
     'INSERT INTO report_type (hash_id, environment_id, name, field_configurations, parser, parser_hash) VALUES ($1, $2, $3, $4, $5, $6)',
@@ -89,7 +89,7 @@ export async function updateReportType(db: Db, environmentId: number, hashId: st
       if (given) configurations[group] = unwrap(given);
     }
     checkKeys(configurations);
-    const parserHash = patch.parser === undefined ? null : compileOnSave('parser', patch.parser);
+    const parserHash = patch.parser === undefined ? null : await compileOnSave('parser', patch.parser, environmentId);
     await client.query(
       `UPDATE report_type SET name = $2, field_configurations = $3, parser = COALESCE($4, parser), parser_hash = COALESCE($5, parser_hash), updated_at = now()
         WHERE id = $1`,

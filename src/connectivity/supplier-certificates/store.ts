@@ -53,7 +53,7 @@ async function readCsr(pem: string): Promise<x509.Pkcs10CertificateRequest> {
 }
 
 export async function addSupplierCertificate(ctx: AppContext, environmentId: number, input: SupplierCertificateInput): Promise<{ hashId: string; certificate: string }> {
-  const identifierHash = compileOnSave('identifier', input.identifier);
+  const identifierHash = await compileOnSave('identifier', input.identifier, environmentId);
   const csr = await readCsr(input.csr);
   const { certPem, keyPem } = loadDeviceCaKeyPem(ctx.config);
   const ca = { certificate: new x509.X509Certificate(certPem), key: await importPrivateKey(keyPem) };
@@ -92,7 +92,7 @@ export async function getSupplierCertificate(ctx: AppContext, environmentId: num
 }
 
 export async function updateSupplierCertificate(ctx: AppContext, environmentId: number, hashId: string, patch: SupplierCertificatePatch): Promise<void> {
-  const identifierHash = patch.identifier === undefined ? null : compileOnSave('identifier', patch.identifier);
+  const identifierHash = patch.identifier === undefined ? null : await compileOnSave('identifier', patch.identifier, environmentId);
   const { rowCount } = await ctx.db.query(
     `UPDATE supplier_certificate SET name = COALESCE($3, name), identifier = COALESCE($4, identifier),
        identifier_hash = COALESCE($5, identifier_hash), updated_at = now()
