@@ -44,7 +44,8 @@ let port: number;
 const device = { identity: `dev-${randomBytes(4).toString('hex')}`, key: randomBytes(16).toString('hex'), hashId: '' };
 
 beforeAll(async () => {
-  ctx = await testContext({ SANDBOX_TIMEOUT_MS: '300', SANDBOX_MEMORY_MB: '32', DEVICE_BODY_LIMIT_BYTES: '4096' });
+  // a time limit well above what eating 32 MiB takes on a loaded machine: /eat must hit the memory limit, not the clock
+  ctx = await testContext({ SANDBOX_TIMEOUT_MS: '1500', SANDBOX_MEMORY_MB: '32', DEVICE_BODY_LIMIT_BYTES: '4096' });
   service = await startService(ctx, ['all']);
   port = service.https!.port();
   const env = await createEnvironment(ctx.db, 'connectivity', 'e2e supplier');
