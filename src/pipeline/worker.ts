@@ -13,7 +13,7 @@ import { offerFirmware } from '../connectivity/firmware/offer.ts';
 import { Sandbox } from '../sandbox/runner.ts';
 import type { ExecCall } from '../sandbox/types.ts';
 import { Batcher } from './batcher.ts';
-import { Slots } from './slots.ts';
+import { KeyedSlots } from './slots.ts';
 import { DeviceContextLoader, type DeviceRecord } from './device-context.ts';
 import type { DeviceBatchJob, DeviceJobResult } from './jobs.ts';
 import { isTransient, transientDelayMs } from './failures.ts';
@@ -37,7 +37,7 @@ const WORKER_FETCHERS = 2;
 const MAX_STALLED_COUNT = 20;
 const CORE_PROBE_INTERVAL_MS = 5000;
 const CORE_START_RETRY_MS = 1000;
-/** Jobs per fetcher that may wait for the disk flush beyond WORKER_CONCURRENCY running ones. */
+/** Jobs per fetcher that may wait for the disk flush (or for their supplier's slots) beyond WORKER_CONCURRENCY / fetchers. */
 const FLUSH_WAITING_JOBS = 64;
 const TOUCH_DEVICES = namedStatement('touch-devices', `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
   FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`);
@@ -127,16 +127,12 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     await Promise.all([...byGateway].map(([gatewayId, list]) => ctx.redis.publish(answerChannel(gatewayId), JSON.stringify(list))));
   }, { maxItems: 200, maxDelayMs: 0, maxConcurrentFlushes: 4 });
 
-  // WORKER_CONCURRENCY bounds the batches being processed; a batch that only waits for the disk flush
-  // holds no slot, so a slow flush (100-200 ms now and then on a VM) does not stop the next batches starting
-  const running = new Slots(ctx.config.workerConcurrency);
+  // WORKER_CONCURRENCY bounds the device requests of one supplier (environment) running at once: a supplier whose code
+  // is slow or whose devices flood waits for its own slots, and another supplier's requests start at once. A batch that
+  // only waits for the disk flush holds none, so a slow flush (100-200 ms now and then on a VM) starts no queue either.
+  const running = new KeyedSlots(ctx.config.workerConcurrency);
   const processBatch = async (jobId: string, batch: DeviceBatchJob) => {
-    const release = await running.acquire();
-    try {
-      await processItems(jobId, batch);
-    } finally {
-      release();
-    }
+    await processItems(jobId, batch);
     // the devices have their answers; the job is done (and leaves the queue) once what it stored is on disk
     await ctx.db.flushed();
   };
@@ -153,7 +149,12 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
    */
   const processItems = async (jobId: string, batch: DeviceBatchJob) => {
     const outcomes = await Promise.allSettled(batch.items.map(async ({ itemId, job, idBase }, index) => {
-      answer(batch.gatewayId, itemId, await processDeviceJob(deps, idBase ?? `${jobId}:${index}`, job));
+      const release = await running.acquire(job.environmentHashId);
+      try {
+        answer(batch.gatewayId, itemId, await processDeviceJob(deps, idBase ?? `${jobId}:${index}`, job));
+      } finally {
+        release();
+      }
     }));
     const failed = outcomes.flatMap((o, index) => (o.status === 'rejected' ? [{ index, err: o.reason as unknown }] : []));
     if (failed.length === 0) return;

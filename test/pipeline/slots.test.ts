@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Slots } from '../../src/pipeline/slots.ts';
+import { KeyedSlots, Slots } from '../../src/pipeline/slots.ts';
 
 describe('Slots', () => {
   it('admits `limit` holders, queues the rest in order, and a double release frees one slot only', async () => {
@@ -23,5 +23,22 @@ describe('Slots', () => {
     releaseC();
     expect(slots.inUse).toBe(0);
     expect(slots.waiting).toBe(0);
+  });
+});
+
+describe('KeyedSlots', () => {
+  it("limits each key on its own: a key whose slots are full does not hold up another's, and an idle key is forgotten", async () => {
+    const slots = new KeyedSlots(1);
+    const a1 = await slots.acquire('a');
+    let a2Granted = false;
+    const a2 = slots.acquire('a').then((r) => { a2Granted = true; return r; });
+    const b1 = await slots.acquire('b');
+    await new Promise((r) => setImmediate(r));
+    expect(a2Granted).toBe(false);
+    expect([slots.inUse('a'), slots.inUse('b')]).toEqual([1, 1]);
+    a1();
+    (await a2)();
+    b1();
+    expect([slots.inUse('a'), slots.inUse('b')]).toEqual([0, 0]);
   });
 });
