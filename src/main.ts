@@ -18,7 +18,7 @@ async function admin(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: rest, options: { type: { type: 'string' }, name: { type: 'string' }, environment: { type: 'string' }, rights: { type: 'string' }, account: { type: 'string' } } });
   const config = loadConfig();
   const log = createLogger('silent');
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, idleTimeoutMillis: config.databaseIdleTimeoutMs });
   try {
     let out: unknown;
     if (command === 'create-environment') {

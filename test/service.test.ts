@@ -1,54 +1,17 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDb } from '../src/app/db.ts';
 import { connectivityClient, pskDevice } from './support/provision.ts';
 import { pskHttpRequest } from './support/psk-client.ts';
+import { admin, freePort, killServiceProcesses, MAIN, startProcess } from './support/service-process.ts';
 
-const MAIN = path.resolve(import.meta.dirname, '../src/main.ts');
-const children: ChildProcess[] = [];
-afterAll(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGKILL'); });
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-async function startProcess(env: Record<string, string>, args: string[] = []): Promise<{ child: ChildProcess; base: string; httpsPort: number; exited: Promise<number | null> }> {
-  const apiPort = await freePort();
-  const httpsPort = await freePort();
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, ...args], {
-    env: { PATH: process.env.PATH, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', LOG_LEVEL: 'warn', QUEUE_NAME: `svc-${process.pid}-${apiPort}`, SECRET_KEY: '33'.repeat(32), API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort), COAPS_PORT: '0', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  children.push(child);
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const base = `http://127.0.0.1:${apiPort}`;
-  for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);
-    const ok = await fetch(`${base}/health`).then((r) => r.status === 200, () => false);
-    if (ok) return { child, base, httpsPort, exited };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('service did not become healthy');
-}
-
-function admin(env: Record<string, string>, ...args: string[]): Record<string, string> {
-  const out = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'admin', ...args], { env: { PATH: process.env.PATH, SECRET_KEY: '33'.repeat(32), ...env }, encoding: 'utf8' });
-  if (out.status !== 0) throw new Error(out.stderr);
-  const lines = out.stdout.trim().split('\n');
-  expect(lines).toHaveLength(1);
-  return JSON.parse(lines[0]);
-}
+afterAll(killServiceProcesses);
 
 describe('the service process', () => {
-  it('starts with no configuration on embedded PGlite; the admin CLI works beside it; SIGTERM exits cleanly', async () => {
+  it('starts with no configuration on the embedded PostgreSQL; the admin CLI works beside it; SIGTERM exits cleanly', async () => {
     const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-embedded-'));
     const { child, base, exited } = await startProcess({ DATA_DIR });
     const env = admin({ DATA_DIR }, 'create-environment', '--type', 'connectivity', '--name', 'Embedded');
