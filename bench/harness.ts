@@ -36,7 +36,8 @@ export async function api(base: string, headers: Record<string, string>, method:
 }
 
 async function waitHealthy(base: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+  // 60 s: a first start on a fresh embedded DATA_DIR (initdb, migrations) on a loaded machine takes 20-30 s
+  for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error('service exited during start');
     try {
       if ((await fetch(`${base}/health`)).ok) return;
