@@ -5,7 +5,7 @@
 // by a process that died is adopted by the next one.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -74,8 +74,9 @@ function hydrateSymlinks(pkgDir: string): boolean {
     if (existsSync(to)) continue;
     try {
       symlinkSync(path.relative(path.dirname(to), path.join(pkgDir, source)), to);
-    } catch {
-      complete = false;
+    } catch (err) {
+      // another process made it meanwhile
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') complete = false;
     }
   }
   return complete;
@@ -102,10 +103,17 @@ async function binaries(): Promise<Binaries> {
 function copyOfBinaries(bins: Binaries): string {
   const copy = path.join(os.tmpdir(), `gridgate-postgres-${bins.version}-${process.platform}-${process.arch}`, 'native');
   if (!existsSync(path.join(copy, 'bin/postgres'))) {
-    rmSync(copy, { recursive: true, force: true });
-    cpSync(path.resolve(path.dirname(bins.postgres), '..'), copy, { recursive: true, verbatimSymlinks: true });
+    // copied aside and renamed into place: processes starting together never see half a copy
+    const partial = `${copy}.${process.pid}`;
+    rmSync(partial, { recursive: true, force: true });
+    cpSync(path.resolve(path.dirname(bins.postgres), '..'), partial, { recursive: true, verbatimSymlinks: true });
     chmodSync(path.dirname(copy), 0o755);
-    chmodSync(copy, 0o755);
+    chmodSync(partial, 0o755);
+    try {
+      renameSync(partial, copy);
+    } catch {
+      rmSync(partial, { recursive: true, force: true });
+    }
   }
   return copy;
 }
