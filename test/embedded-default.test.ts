@@ -85,6 +85,36 @@ describe('the embedded default', () => {
     }
   }, 120_000);
 
+  it('starts its database server again when it dies under the running service (SIGKILL), and keeps answering', async () => {
+    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-crash-'));
+    const { child, base, httpsPort, exited } = await startProcess({ DATA_DIR });
+    let db = await openDb({ databaseUrl: null, dataDir: DATA_DIR, migrate: false });
+    try {
+      const api = await connectivityClient(db, base);
+      const device = await pskDevice(api, HANDLER);
+      await db.close();
+      const report = () => pskHttpRequest({ port: httpsPort, identity: device.identity, key: device.key, path: '/report', body: '{}' });
+      expect((await report())?.status).toBe(200);
+      const first = serverPid(DATA_DIR)!;
+      process.kill(first, 'SIGKILL');
+      let next: number | null = null;
+      for (let i = 0; i < 600 && (next === null || next === first || embeddedUrl(DATA_DIR) === null); i++) {
+        await sleep(100);
+        next = serverPid(DATA_DIR);
+      }
+      expect(next).not.toBe(first);
+      expect(next).not.toBeNull();
+      const answer = await report();
+      expect(answer?.status, answer?.body).toBe(200);
+      db = await openDb({ databaseUrl: null, dataDir: DATA_DIR, migrate: false });
+      expect(await activities(db, device.hashId)).toBe(2);
+    } finally {
+      await db.close();
+      child.kill('SIGTERM');
+      await exited;
+    }
+  }, 120_000);
+
   it('keeps its data over restarts (SIGTERM, and SIGKILL of the service); the admin CLI works with or without the service running', async () => {
     const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-restart-'));
     let svc = await startProcess({ DATA_DIR });

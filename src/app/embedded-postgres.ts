@@ -251,8 +251,7 @@ function initCluster(bins: Binaries, clusterDir: string, pw: string, runAs: RunA
   }
 }
 
-async function startServer(bins: Binaries, dataDir: string, clusterDir: string, pw: string, runAs: RunAs | null): Promise<{ pid: number; port: number }> {
-  const port = await freePort();
+async function startServer(bins: Binaries, dataDir: string, clusterDir: string, pw: string, runAs: RunAs | null, port: number): Promise<{ pid: number; port: number }> {
   const logFd = openSync(path.join(dataDir, LOG_FILE), 'a');
   // its own process group: a Ctrl-C in the terminal reaches the service, which stops the server after its last query
   const child = spawn(bins.postgres, ['-D', clusterDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='], {
@@ -299,49 +298,68 @@ export function embeddedUrl(dataDir: string): string | null {
   return server ? urlFor(server.port, readFileSync(path.join(dir, PASSWORD_FILE), 'utf8').trim()) : null;
 }
 
+/** Starts the server on the cluster (initialised on first use), on `port` or a free one. */
+async function launch(dir: string, clusterDir: string, pw: string, port: number | null, log?: Logger): Promise<{ pid: number; port: number }> {
+  const runAs = process.getuid?.() === 0 ? ensureOsUser(log) : null;
+  const bins = reachableBinaries(await binaries(), runAs);
+  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
+    initCluster(bins, clusterDir, pw, runAs);
+    log?.info({ dir: clusterDir }, 'initialised the embedded PostgreSQL cluster');
+  } else if (runAs && statSync(clusterDir).uid !== runAs.uid) {
+    throw new Error(`${clusterDir} belongs to uid ${statSync(clusterDir).uid}, not to the OS user "${OS_USER}" the embedded PostgreSQL runs as.`);
+  }
+  const server = await startServer(bins, dir, clusterDir, pw, runAs, port ?? await freePort());
+  log?.info({ dir: clusterDir, port: server.port, version: bins.version }, 'started the embedded PostgreSQL');
+  return server;
+}
+
 /**
  * The PostgreSQL server of `dataDir`: the running one, or one started now (initialising the cluster on first use).
- * A running server whose owner is gone (killed) is adopted: this process stops it on release.
+ * A running server whose owner is gone (killed) is adopted. The owner stops it on release, and starts it again on
+ * the same port when it exits on its own (a crash, the OOM killer), as a service manager would: every process's
+ * pools reconnect to it.
  */
 export async function embeddedPostgres(dataDir: string, log?: Logger): Promise<EmbeddedPostgres> {
   const dir = path.resolve(dataDir);
   mkdirSync(dir, { recursive: true });
   const clusterDir = path.join(dir, CLUSTER_DIR);
   const ownerFile = path.join(dir, OWNER_FILE);
-  return withLock(dir, async () => {
-    const pw = password(dir);
-    let server = runningServer(clusterDir);
-    if (server && !(await answers(urlFor(server.port, pw)))) {
-      throw new Error(`A PostgreSQL server (pid ${server.pid}) runs on ${clusterDir} but does not let this process in: ${logTail(dir)}`);
+  const pw = await withLock(dir, async () => password(dir));
+  const { server, owned } = await withLock(dir, async () => {
+    const running = runningServer(clusterDir);
+    if (running && !(await answers(urlFor(running.port, pw)))) {
+      throw new Error(`A PostgreSQL server (pid ${running.pid}) runs on ${clusterDir} but does not let this process in: ${logTail(dir)}`);
     }
     const owner = readPid(ownerFile);
-    const owned = !server || owner === null || !alive(owner);
-    if (!server) {
-      const runAs = process.getuid?.() === 0 ? ensureOsUser(log) : null;
-      const bins = reachableBinaries(await binaries(), runAs);
-      if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
-        initCluster(bins, clusterDir, pw, runAs);
-        log?.info({ dir: clusterDir }, 'initialised the embedded PostgreSQL cluster');
-      } else if (runAs && statSync(clusterDir).uid !== runAs.uid) {
-        throw new Error(`${clusterDir} belongs to uid ${statSync(clusterDir).uid}, not to the OS user "${OS_USER}" the embedded PostgreSQL runs as.`);
-      }
-      server = await startServer(bins, dir, clusterDir, pw, runAs);
-      log?.info({ dir: clusterDir, port: server.port, version: bins.version }, 'started the embedded PostgreSQL');
-    } else if (owned) {
-      log?.info({ dir: clusterDir, port: server.port, pid: server.pid }, 'adopted the embedded PostgreSQL of a process that is gone');
-    }
-    if (owned) writeFileSync(ownerFile, String(process.pid));
-    const { pid } = server;
-    let released = false;
-    return {
-      url: urlFor(server.port, pw),
-      owned,
-      async release() {
-        if (!owned || released) return;
-        released = true;
-        await stopServer(pid);
-        if (readPid(ownerFile) === process.pid) rmSync(ownerFile, { force: true });
-      },
-    };
+    const adopt = running !== null && (owner === null || !alive(owner));
+    if (adopt) log?.info({ dir: clusterDir, port: running.port, pid: running.pid }, 'adopted the embedded PostgreSQL of a process that is gone');
+    const ours = running === null || adopt;
+    if (ours) writeFileSync(ownerFile, String(process.pid));
+    return { server: running ?? await launch(dir, clusterDir, pw, null, log), owned: ours };
   });
+  let current = server;
+  let released = false;
+  let restarting = false;
+  const watch = owned ? setInterval(() => {
+    if (released || restarting || alive(current.pid)) return;
+    restarting = true;
+    log?.error({ dir: clusterDir, pid: current.pid }, 'the embedded PostgreSQL exited; starting it again');
+    withLock(dir, () => launch(dir, clusterDir, pw, current.port, log)).then(
+      (s) => { current = s; },
+      (err: Error) => log?.error({ err: err.message }, 'the embedded PostgreSQL did not start again; trying again in a second'),
+    ).finally(() => { restarting = false; });
+  }, 1000) : null;
+  watch?.unref();
+  return {
+    url: urlFor(server.port, pw),
+    owned,
+    async release() {
+      if (!owned || released) return;
+      released = true;
+      if (watch) clearInterval(watch);
+      while (restarting) await sleep(50);
+      await stopServer(current.pid);
+      if (readPid(ownerFile) === process.pid) rmSync(ownerFile, { force: true });
+    },
+  };
 }
