@@ -115,6 +115,42 @@ describe('the embedded default', () => {
     }
   }, 120_000);
 
+  it('keeps the server running while any process of the DATA_DIR uses it: whoever remains starts it again', async () => {
+    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-handover-'));
+    let svc = await startProcess({ DATA_DIR });
+    // this process attaches, as the admin CLI or a second role does
+    const db = await openDb({ databaseUrl: null, dataDir: DATA_DIR, migrate: false });
+    const api = await connectivityClient(db, svc.base);
+    const device = await pskDevice(api, HANDLER);
+    const byService = serverPid(DATA_DIR);
+    svc.child.kill('SIGTERM');
+    expect(await svc.exited).toBe(0);
+    expect(await gone(byService!)).toBe(true);
+    // this process starts it again (its pool reconnects) ...
+    let n: number | null = null;
+    for (let i = 0; i < 100 && n === null; i++) {
+      await sleep(100);
+      n = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM device WHERE hash_id = $1', [device.hashId]).then((r) => r.rows[0].n, () => null);
+    }
+    expect(n).toBe(1);
+    const byTest = serverPid(DATA_DIR);
+    expect(byTest).not.toBeNull();
+    // ... the service started again uses it, and takes it over when this process lets it go
+    svc = await startProcess({ DATA_DIR });
+    await db.close();
+    expect(await gone(byTest!)).toBe(true);
+    let answer = null;
+    for (let i = 0; i < 20 && answer?.status !== 200; i++) {
+      await sleep(500);
+      answer = await pskHttpRequest({ port: svc.httpsPort, identity: device.identity, key: device.key, path: '/report', body: '{}' });
+    }
+    expect(answer?.status).toBe(200);
+    expect(serverPid(DATA_DIR)).not.toBeNull();
+    svc.child.kill('SIGTERM');
+    expect(await svc.exited).toBe(0);
+    expect(serverPid(DATA_DIR)).toBeNull();
+  }, 180_000);
+
   it('keeps its data over restarts (SIGTERM, and SIGKILL of the service); the admin CLI works with or without the service running', async () => {
     const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-restart-'));
     let svc = await startProcess({ DATA_DIR });

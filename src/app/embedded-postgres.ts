@@ -27,7 +27,7 @@ const STOP_TIMEOUT_MS = 60_000;
 export interface EmbeddedPostgres {
   /** postgres://… of the running server (database `postgres`) */
   readonly url: string;
-  /** True when this process stops the server on release (it started or adopted it). */
+  /** True while this process is the one that stops the server on release (it started, adopted or restarted it). */
   readonly owned: boolean;
   /** Stops the server if this process owns it; otherwise does nothing. */
   release(): Promise<void>;
@@ -315,9 +315,10 @@ async function launch(dir: string, clusterDir: string, pw: string, port: number 
 
 /**
  * The PostgreSQL server of `dataDir`: the running one, or one started now (initialising the cluster on first use).
- * A running server whose owner is gone (killed) is adopted. The owner stops it on release, and starts it again on
- * the same port when it exits on its own (a crash, the OOM killer), as a service manager would: every process's
- * pools reconnect to it.
+ * The process that started it (its owner) stops it on release. When the server is gone while a process still uses
+ * it - it crashed, or its owner stopped it - the owner, or any user once the owner is gone too, starts it again on
+ * the same port, as a service manager would: every process's pools reconnect. So the server runs while any process
+ * of the DATA_DIR needs it; a server left by a killed owner is adopted by the next process.
  */
 export async function embeddedPostgres(dataDir: string, log?: Logger): Promise<EmbeddedPostgres> {
   const dir = path.resolve(dataDir);
@@ -325,39 +326,51 @@ export async function embeddedPostgres(dataDir: string, log?: Logger): Promise<E
   const clusterDir = path.join(dir, CLUSTER_DIR);
   const ownerFile = path.join(dir, OWNER_FILE);
   const pw = await withLock(dir, async () => password(dir));
-  const { server, owned } = await withLock(dir, async () => {
+  const ownerAlive = () => {
+    const owner = readPid(ownerFile);
+    return owner !== null && owner !== process.pid && alive(owner);
+  };
+  const first = await withLock(dir, async () => {
     const running = runningServer(clusterDir);
     if (running && !(await answers(urlFor(running.port, pw)))) {
       throw new Error(`A PostgreSQL server (pid ${running.pid}) runs on ${clusterDir} but does not let this process in: ${logTail(dir)}`);
     }
-    const owner = readPid(ownerFile);
-    const adopt = running !== null && (owner === null || !alive(owner));
-    if (adopt) log?.info({ dir: clusterDir, port: running.port, pid: running.pid }, 'adopted the embedded PostgreSQL of a process that is gone');
-    const ours = running === null || adopt;
-    if (ours) writeFileSync(ownerFile, String(process.pid));
-    return { server: running ?? await launch(dir, clusterDir, pw, null, log), owned: ours };
+    if (running && ownerAlive()) return { server: running, owned: false };
+    if (running) log?.info({ dir: clusterDir, port: running.port, pid: running.pid }, 'adopted the embedded PostgreSQL of a process that is gone');
+    writeFileSync(ownerFile, String(process.pid));
+    return { server: running ?? await launch(dir, clusterDir, pw, null, log), owned: true };
   });
-  let current = server;
+  let { server: current, owned } = first;
   let released = false;
-  let restarting = false;
-  const watch = owned ? setInterval(() => {
+  let restarting: Promise<void> | null = null;
+  const watch = setInterval(() => {
     if (released || restarting || alive(current.pid)) return;
-    restarting = true;
-    log?.error({ dir: clusterDir, pid: current.pid }, 'the embedded PostgreSQL exited; starting it again');
-    withLock(dir, () => launch(dir, clusterDir, pw, current.port, log)).then(
-      (s) => { current = s; },
-      (err: Error) => log?.error({ err: err.message }, 'the embedded PostgreSQL did not start again; trying again in a second'),
-    ).finally(() => { restarting = false; });
-  }, 1000) : null;
-  watch?.unref();
+    restarting = withLock(dir, async () => {
+      const running = runningServer(clusterDir);
+      if (running) {
+        current = running;
+        return;
+      }
+      // its owner (alive) starts it again; otherwise this process takes over
+      if (!owned && ownerAlive()) return;
+      log?.error({ dir: clusterDir, pid: current.pid }, 'the embedded PostgreSQL is gone; starting it again');
+      writeFileSync(ownerFile, String(process.pid));
+      owned = true;
+      current = await launch(dir, clusterDir, pw, current.port, log);
+    }).catch((err: Error) => {
+      log?.error({ err: err.message }, 'the embedded PostgreSQL did not start again; trying again in a second');
+    }).finally(() => { restarting = null; });
+  }, 1000);
+  watch.unref();
   return {
-    url: urlFor(server.port, pw),
-    owned,
+    url: urlFor(first.server.port, pw),
+    get owned() { return owned; },
     async release() {
-      if (!owned || released) return;
+      if (released) return;
       released = true;
-      if (watch) clearInterval(watch);
-      while (restarting) await sleep(50);
+      clearInterval(watch);
+      await restarting;
+      if (!owned) return;
       await stopServer(current.pid);
       if (readPid(ownerFile) === process.pid) rmSync(ownerFile, { force: true });
     },
