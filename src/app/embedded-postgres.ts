@@ -304,6 +304,9 @@ async function launch(dir: string, clusterDir: string, pw: string, port: number 
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     initCluster(bins, clusterDir, pw, runAs);
     log?.info({ dir: clusterDir }, 'initialised the embedded PostgreSQL cluster');
+    // the embedded default ran PGlite in DATA_DIR/pglite before: say so rather than look as if data vanished
+    const former = path.join(dir, 'pglite');
+    if (existsSync(former)) log?.warn({ dir: former }, 'the former embedded database (PGlite) is not carried over to the embedded PostgreSQL; it stays in this folder');
   } else if (runAs && statSync(clusterDir).uid !== runAs.uid) {
     throw new Error(`${clusterDir} belongs to uid ${statSync(clusterDir).uid}, not to the OS user "${OS_USER}" the embedded PostgreSQL runs as.`);
   }
