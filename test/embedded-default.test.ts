@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -10,7 +10,24 @@ import { pskHttpRequest } from './support/psk-client.ts';
 import { admin, killServiceProcesses, startProcess } from './support/service-process.ts';
 
 // The embedded default (DATABASE_URL unset): the service runs its own PostgreSQL in DATA_DIR/postgres.
-afterAll(killServiceProcesses);
+const dataDirs: string[] = [];
+function newDataDir(name: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `gridgate-${name}-`));
+  dataDirs.push(dir);
+  return dir;
+}
+afterAll(async () => {
+  killServiceProcesses();
+  // a server whose service was killed by a failed test stays up (the next start would adopt it): stop it, drop its files
+  for (const dir of dataDirs) {
+    const pid = serverPid(dir);
+    if (pid !== null) {
+      process.kill(pid, 'SIGINT');
+      await gone(pid);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 const HANDLER = `function handle(args: Arguments, exec: Exec) {
   exec.addLog('seen');
@@ -52,7 +69,7 @@ async function activities(db: Queryable, deviceHashId: string): Promise<number> 
 
 describe('the embedded default', () => {
   it('answers a device report after every pooled connection of the service idled out and closed', async () => {
-    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-idle-'));
+    const DATA_DIR = newDataDir('idle');
     const { child, base, httpsPort, exited } = await startProcess({ DATA_DIR, DATABASE_IDLE_TIMEOUT_MS: '200' });
     // attached to the service's database, as the admin CLI is
     const db = await openDb({ databaseUrl: null, dataDir: DATA_DIR, migrate: false });
@@ -86,7 +103,7 @@ describe('the embedded default', () => {
   }, 120_000);
 
   it('starts its database server again when it dies under the running service (SIGKILL), and keeps answering', async () => {
-    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-crash-'));
+    const DATA_DIR = newDataDir('crash');
     const { child, base, httpsPort, exited } = await startProcess({ DATA_DIR });
     let db = await openDb({ databaseUrl: null, dataDir: DATA_DIR, migrate: false });
     try {
@@ -116,7 +133,7 @@ describe('the embedded default', () => {
   }, 120_000);
 
   it('keeps the server running while any process of the DATA_DIR uses it: whoever remains starts it again', async () => {
-    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-handover-'));
+    const DATA_DIR = newDataDir('handover');
     let svc = await startProcess({ DATA_DIR });
     // this process attaches, as the admin CLI or a second role does
     const db = await openDb({ databaseUrl: null, dataDir: DATA_DIR, migrate: false });
@@ -152,7 +169,7 @@ describe('the embedded default', () => {
   }, 180_000);
 
   it('keeps its data over restarts (SIGTERM, and SIGKILL of the service); the admin CLI works with or without the service running', async () => {
-    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-restart-'));
+    const DATA_DIR = newDataDir('restart');
     let svc = await startProcess({ DATA_DIR });
     const env = admin({ DATA_DIR }, 'create-environment', '--type', 'connectivity', '--name', 'Restarts');
     const account = admin({ DATA_DIR }, 'create-machine-account', '--environment', env.hashId, '--rights', 'ENVIRONMENT_ADMIN');
