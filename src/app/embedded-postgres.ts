@@ -273,20 +273,27 @@ async function startServer(bins: Binaries, dataDir: string, clusterDir: string, 
   return { pid: child.pid as number, port };
 }
 
-/** Fast shutdown (SIGINT: sessions end, the server checkpoints and exits); SIGQUIT when it hangs. */
+/** How long a stopping server waits for its sessions to end before it ends them (pg's pool.end() does not wait for its sockets). */
+const SMART_STOP_MS = 2000;
+
+/**
+ * Smart shutdown (SIGTERM: new sessions refused, open ones finish), fast shutdown (SIGINT: sessions ended, checkpoint)
+ * after SMART_STOP_MS for sessions of other processes, SIGQUIT when it hangs.
+ */
 async function stopServer(pid: number): Promise<void> {
-  try {
-    process.kill(pid, 'SIGINT');
-  } catch {
-    return;
-  }
   const deadline = Date.now() + STOP_TIMEOUT_MS;
-  while (alive(pid)) {
-    if (Date.now() > deadline) {
-      process.kill(pid, 'SIGQUIT');
+  const fastAt = Date.now() + SMART_STOP_MS;
+  let signal: NodeJS.Signals = 'SIGTERM';
+  for (;;) {
+    try {
+      process.kill(pid, signal);
+    } catch {
       return;
     }
-    await sleep(50);
+    while (alive(pid) && Date.now() < (signal === 'SIGTERM' ? fastAt : deadline)) await sleep(20);
+    if (!alive(pid)) return;
+    if (signal === 'SIGQUIT') return;
+    signal = signal === 'SIGTERM' ? 'SIGINT' : 'SIGQUIT';
   }
 }
 
