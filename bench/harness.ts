@@ -36,7 +36,8 @@ export async function api(base: string, headers: Record<string, string>, method:
 }
 
 async function waitHealthy(base: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+  // 60 s: a first start on a fresh embedded DATA_DIR (initdb, migrations) on a loaded machine takes 20-30 s
+  for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error('service exited during start');
     try {
       if ((await fetch(`${base}/health`)).ok) return;
@@ -57,14 +58,17 @@ export interface BenchService {
   stop(): Promise<void>;
 }
 
-/** Starts one child process per role list (`['all']`, `['api,gateway', 'worker']`, ...) on a fresh database. */
-export async function startBenchService(processes: string[], env: Record<string, string> = {}): Promise<BenchService> {
-  const dbUrl = await recreateDatabase(ADMIN_URL, DB_NAME);
-  const db = await openDb({ databaseUrl: dbUrl, dataDir: '/tmp' });
+/**
+ * Starts one child process per role list (`['all']`, `['api,gateway', 'worker']`, ...) on a fresh database.
+ * `embeddedDataDir`: no DATABASE_URL, the service's own embedded database in that (fresh) DATA_DIR instead.
+ */
+export async function startBenchService(processes: string[], env: Record<string, string> = {}, opts: { embeddedDataDir?: string } = {}): Promise<BenchService> {
+  const dbUrl = opts.embeddedDataDir ? null : await recreateDatabase(ADMIN_URL, DB_NAME);
   const base = `http://127.0.0.1:${API_PORT}`;
+  const { DATABASE_URL: _unset, ...inherited } = process.env;
   const common = {
-    ...process.env, DATABASE_URL: dbUrl, HTTPS_DEVICE_PORT: String(HTTPS_PORT), COAPS_PORT: String(COAPS_PORT), SECRET_KEY: '22'.repeat(32),
-    LOG_LEVEL: 'warn', QUEUE_NAME: `bench-${Date.now()}`, DATA_DIR: '/tmp/gridgate-bench', CERTS_DIR: '/tmp/gridgate-bench/certs', MONITORING_CORE_URL: base, ...env,
+    ...inherited, ...(dbUrl ? { DATABASE_URL: dbUrl } : {}), HTTPS_DEVICE_PORT: String(HTTPS_PORT), COAPS_PORT: String(COAPS_PORT), SECRET_KEY: '22'.repeat(32),
+    LOG_LEVEL: 'warn', QUEUE_NAME: `bench-${Date.now()}`, DATA_DIR: opts.embeddedDataDir ?? '/tmp/gridgate-bench', CERTS_DIR: '/tmp/gridgate-bench/certs', MONITORING_CORE_URL: base, ...env,
   };
   // each process answers /health on its own API_PORT; the first one carries the REST API
   // BENCH_CPU_PROF=<dir>: each service process writes a V8 CPU profile there when it exits (open it in Chrome DevTools)
@@ -74,13 +78,17 @@ export async function startBenchService(processes: string[], env: Record<string,
   const children = processes.map((roles, i) => spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...profile, path.join(root, 'src/main.ts'), roles], {
     env: { ...common, API_PORT: String(API_PORT + i) }, stdio: ['ignore', 'inherit', 'inherit'],
   }));
+  let db: Db | null = dbUrl ? await openDb({ databaseUrl: dbUrl, dataDir: '/tmp' }) : null;
   const stop = async () => {
+    // the bench's own connection goes first: on the embedded default it is a client of the service's database
+    await db?.close();
     for (const c of children) c.kill('SIGTERM');
     await Promise.all(children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : undefined)));
-    await db.close();
   };
   try {
     await Promise.all(children.map((c, i) => waitHealthy(`http://127.0.0.1:${API_PORT + i}`, c)));
+    // the embedded database is the running service's: attach to it as the admin CLI does
+    db ??= await openDb({ databaseUrl: null, dataDir: opts.embeddedDataDir as string });
   } catch (err) {
     await stop();
     throw err;

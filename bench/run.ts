@@ -6,6 +6,8 @@
 // --dtls on|off --idle-sessions 2000 (DTLS server rows: handshakes/s, memory per idle session; bench/dtls.ts)
 // --coap on|off --coap-sessions 200 --coap-rate 2000 --coap-layout all (the service's processes, e.g. 'api,worker|gateway'; CoAP/DTLS end to end closed loop and paced, and libcoap's
 // coap-server-openssl beside it; bench/coap.ts) --coap-closed on|off (off: the paced row alone, warmed up paced)
+// --embedded on|off (the HTTPS row on the embedded default: one process, DATABASE_URL unset, its start time and memory;
+// bench/embedded.ts)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,21 +16,24 @@ import { runCommandDelivery, type CommandRow } from './commands.ts';
 import { cpuMeter } from './cpu.ts';
 import { coapRows } from './coap.ts';
 import { dtlsServerRows, type BenchRow } from './dtls.ts';
-import { pct, provision, root, startBenchService, storedReports, HTTPS_PORT } from './harness.ts';
+import { serviceMemoryMb, startEmbedded } from './embedded.ts';
+import { pct, provision, root, startBenchService, storedReports, HTTPS_PORT, type BenchService } from './harness.ts';
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
 import { webhookRow } from './webhooks.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' } } });
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' } } });
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
 
 interface Row {
   name: string; cpuMsPerReport: Record<string, number>; reportsPerSecond: number; p50Ms: number; p99Ms: number; acknowledged: number; stored: number; lost: number; errors: number; target: string;
+  /** embedded default only: spawn to /health 200, and memory (PSS of the service and its database processes) idle after start and after the load */
+  startMs?: number; idleMemoryMb?: number; loadedMemoryMb?: number;
 }
 
-/** One layout of the service: the role list of each process it runs. */
-interface Layout { name: string; processes: string[] }
+/** One layout of the service: the role list of each process it runs (`start` replaces the default start on PostgreSQL). */
+interface Layout { name: string; processes: string[]; start?: () => Promise<{ svc: BenchService; extra: Partial<Row> }> }
 const LAYOUTS: Layout[] = [
   { name: '1 process (all)', processes: ['all'] },
   { name: '2 processes (api,gateway | worker)', processes: ['api,gateway', 'worker'] },
@@ -36,8 +41,16 @@ const LAYOUTS: Layout[] = [
 ];
 
 
+const EMBEDDED: Layout = {
+  name: 'embedded default (1 process, DATABASE_URL unset)', processes: ['all'],
+  start: async () => {
+    const { svc, startMs, idleMemoryMb } = await startEmbedded();
+    return { svc, extra: { startMs, idleMemoryMb } };
+  },
+};
+
 async function runLayout(layout: Layout): Promise<Row> {
-  const svc = await startBenchService(layout.processes);
+  const { svc, extra } = layout.start ? await layout.start() : { svc: await startBenchService(layout.processes), extra: {} };
   const children = svc.children;
   try {
     const { environment, devices } = await provision(svc, DEVICES);
@@ -75,6 +88,8 @@ async function runLayout(layout: Layout): Promise<Row> {
       lost: Math.max(0, acked - stored),
       errors,
       target: '>= 2000 reports/s, p99 <= 100 ms, 0 lost',
+      ...extra,
+      ...(layout.start ? { loadedMemoryMb: serviceMemoryMb(svc) } : {}),
     };
   } finally {
     await svc.stop();
@@ -84,6 +99,7 @@ async function runLayout(layout: Layout): Promise<Row> {
 async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const layout of LAYOUTS.filter((l, i) => values.layouts === 'all' || values.layouts.split(',').includes(String(i + 1)))) rows.push(await runLayout(layout));
+  if (values.embedded !== 'off') rows.push(await runLayout(EMBEDDED));
   if (values.webhooks !== 'off') rows.push(await webhookRow({ senders: Number(values['webhook-senders']), devicesPerSender: 10, seconds: SECONDS, warmup: WARMUP }));
   const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];
   const dtlsRows: BenchRow[] = values.dtls === 'off' ? [] : await dtlsServerRows({ seconds: Math.max(SECONDS, 20), idleSessions: Number(values['idle-sessions']), procs: 4 });
@@ -91,6 +107,8 @@ async function main(): Promise<void> {
   const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows, commandRows, dtlsRows };
   writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
   console.table(rows.map((r) => ({ benchmark: r.name, 'reports/s': r.reportsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, acked: r.acknowledged, stored: r.stored, lost: r.lost, errors: r.errors })));
+  const embedded = rows.filter((r) => r.startMs !== undefined);
+  if (embedded.length > 0) console.table(embedded.map((r) => ({ benchmark: r.name, 'start ms': r.startMs, 'memory idle MB': r.idleMemoryMb, 'memory after load MB': r.loadedMemoryMb })));
   console.log('CPU ms per report, by process (service counts its isolated-vm threads):');
   console.table(rows.map((r) => ({ benchmark: r.name, ...r.cpuMsPerReport })));
   if (dtlsRows.length > 0) console.table(dtlsRows.map((r) => ({ benchmark: r.name, value: r.value, unit: r.unit, 'p50 ms': r.p50Ms ?? '', 'p99 ms': r.p99Ms ?? '', errors: r.errors ?? '', target: r.target, detail: r.detail ?? '' })));

@@ -1,5 +1,5 @@
 // `npm start`: runs the service on Node.js 24 (installed from the npm registry into .tools/ when
-// the machine's Node is older), with embedded defaults: PGlite in ./data, a private Redis if none answers.
+// the machine's Node is older), with embedded defaults: its own PostgreSQL in ./data, a private Redis if none answers.
 import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

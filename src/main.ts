@@ -24,7 +24,7 @@ async function admin(argv: string[]): Promise<void> {
     process.stdout.write(`${JSON.stringify({ queue: config.queueName, retried: await retryFailedJobs(config.redisUrl, config.queueName, log) })}\n`);
     return;
   }
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log });
+  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, idleTimeoutMillis: config.databaseIdleTimeoutMs });
   try {
     let out: unknown;
     if (command === 'create-environment') {

@@ -1,9 +1,42 @@
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { openDb, recreateDatabase } from '../src/app/db.ts';
+import { embeddedPostgres } from '../src/app/embedded-postgres.ts';
 
-/** A fresh test database per run; every test file then makes its own environments. */
-export default async function setup(): Promise<void> {
-  const admin = process.env.TEST_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  process.env.DATABASE_URL = await recreateDatabase(admin, process.env.TEST_DATABASE_NAME ?? 'gridgate_test');
+const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** Whether anything accepts TCP connections at the URL's host and port. */
+function listening(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: hostname, port: Number(port || 5432), timeout: 2000 });
+    const done = (ok: boolean) => { socket.destroy(); resolve(ok); };
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('timeout', () => done(false));
+  });
+}
+
+/**
+ * A fresh test database per run; every test file then makes its own environments. The server is
+ * TEST_ADMIN_DATABASE_URL's, else the one at 127.0.0.1:5432, else (none answers there, or
+ * TEST_POSTGRES=embedded) an embedded PostgreSQL of the tests' own, started here and stopped after the run.
+ */
+export default async function setup(): Promise<() => Promise<void>> {
+  let admin = process.env.TEST_ADMIN_DATABASE_URL ?? DEFAULT_ADMIN_URL;
+  let teardown = async (): Promise<void> => undefined;
+  const name = process.env.TEST_DATABASE_NAME ?? 'gridgate_test';
+  if (process.env.TEST_POSTGRES === 'embedded' || (!process.env.TEST_ADMIN_DATABASE_URL && !(await listening(DEFAULT_ADMIN_URL)))) {
+    // one cluster per test database name, kept between runs (initdb once)
+    const server = await embeddedPostgres(path.join(os.tmpdir(), `${name}-postgres`));
+    console.log(`test global setup: no PostgreSQL at 127.0.0.1:5432 (or TEST_POSTGRES=embedded): using an embedded one at ${new URL(server.url).host}`);
+    admin = server.url;
+    teardown = () => server.release();
+  }
+  process.env.TEST_ADMIN_DATABASE_URL = admin;
+  process.env.DATABASE_URL = await recreateDatabase(admin, name);
   const db = await openDb({ databaseUrl: process.env.DATABASE_URL, dataDir: '/tmp' });
   await db.close();
+  return teardown;
 }

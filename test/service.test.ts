@@ -1,4 +1,4 @@
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,24 +6,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openDb } from '../src/app/db.ts';
 import { connectivityClient, pskDevice } from './support/provision.ts';
 import { pskHttpRequest } from './support/psk-client.ts';
-import { freePort } from './support/ports.ts';
-import { MAIN, startServiceProcess } from './support/service-process.ts';
+import { admin, freePort, killServiceProcesses, MAIN, startProcess } from './support/service-process.ts';
 
-const children: ChildProcess[] = [];
-afterAll(() => { for (const c of children) if (c.exitCode === null) c.kill('SIGKILL'); });
-
-const startProcess = (env: Record<string, string>) => startServiceProcess(env, [], { children });
-
-function admin(env: Record<string, string>, ...args: string[]): Record<string, string> {
-  const out = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'admin', ...args], { env: { PATH: process.env.PATH, SECRET_KEY: '33'.repeat(32), ...env }, encoding: 'utf8' });
-  if (out.status !== 0) throw new Error(out.stderr);
-  const lines = out.stdout.trim().split('\n');
-  expect(lines).toHaveLength(1);
-  return JSON.parse(lines[0]);
-}
+afterAll(killServiceProcesses);
 
 describe('the service process', () => {
-  it('starts with no configuration on embedded PGlite; the admin CLI works beside it; SIGTERM exits cleanly', async () => {
+  it('starts with no configuration on the embedded PostgreSQL; the admin CLI works beside it; SIGTERM exits cleanly', async () => {
     const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-embedded-'));
     const { child, base, exited } = await startProcess({ DATA_DIR });
     const env = admin({ DATA_DIR }, 'create-environment', '--type', 'connectivity', '--name', 'Embedded');

@@ -10,6 +10,8 @@ export interface Config {
   /** the roles this process runs; `all` stands for api, gateway and worker */
   roles: Role[];
   databaseUrl: string | null;
+  /** a pooled database connection idle this long is closed (and opened again when needed) */
+  databaseIdleTimeoutMs: number;
   redisUrl: string;
   dataDir: string;
   certsDir: string;
@@ -84,7 +86,8 @@ export interface SupplierCodeLimits {
 /** Configuration variables: name → [default shown in the README, meaning]. */
 export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   ROLE: ['all', 'all, or a comma-separated list of api, gateway, worker (also the first CLI argument)'],
-  DATABASE_URL: ['unset → embedded PGlite in DATA_DIR', 'PostgreSQL connection string'],
+  DATABASE_URL: ['unset → embedded PostgreSQL in DATA_DIR', 'PostgreSQL connection string'],
+  DATABASE_IDLE_TIMEOUT_MS: ['10000', 'a pooled database connection idle this long is closed'],
   REDIS_URL: ['redis://127.0.0.1:6379', 'Redis for queues, caches, counters'],
   DATA_DIR: ['./data', 'embedded database and other local state (the generated secret key)'],
   CERTS_DIR: ['./certs', 'device CA, server certificate for the TLS and DTLS device ports, example device certificate (created by npm run certs, and at start when missing)'],
@@ -173,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
   return {
     roles,
     databaseUrl: env.DATABASE_URL || null,
+    databaseIdleTimeoutMs: int(env, 'DATABASE_IDLE_TIMEOUT_MS', 10_000, 100),
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     dataDir,
     certsDir: path.resolve(env.CERTS_DIR ?? './certs'),

@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, readFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { embeddedPostgres } from './embedded-postgres.ts';
 import { NotFoundError } from './errors.ts';
 import type { Logger } from './logger.ts';
 
@@ -28,7 +29,7 @@ export function namedStatement(name: string, text: string): NamedStatement {
   return Object.freeze({ name, text });
 }
 
-/** The system of record: a pg pool, on PostgreSQL or on embedded PGlite through its socket server. */
+/** The system of record: pg pools on PostgreSQL (DATABASE_URL's, or the embedded one the service runs itself). */
 export interface Db extends Queryable {
   tx<T>(fn: (client: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -38,7 +39,7 @@ export interface Db extends Queryable {
    * connections): visible to every session at once, on disk once a later `flushed()` has resolved. The worker
    * stores reports and activities here, answers the device, and completes the queued job only after `flushed()`:
    * a slow disk flush delays the job's completion, not the device's answer, and a crash before the flush leaves
-   * the job to be run again (its writes are idempotent). On embedded PGlite it is the same pool.
+   * the job to be run again (its writes are idempotent).
    */
   readonly deferred: Queryable;
   /** Resolves once everything committed before the call, on either pool, is flushed to disk (one shared flush for callers that wait together). */
@@ -98,12 +99,12 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
 
 const queryOn = (pool: pg.Pool): Queryable['query'] => (sql, params) => pool.query(sql as never, params as unknown[]) as never;
 
-function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool?: pg.Pool): Db {
+function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool): Db {
   return {
     embedded,
     query: queryOn(pool),
-    deferred: { query: queryOn(deferredPool ?? pool) },
-    flushed: deferredPool ? flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })) : () => Promise.resolve(),
+    deferred: { query: queryOn(deferredPool) },
+    flushed: flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })),
     async tx(fn) {
       const client = await pool.connect();
       try {
@@ -119,60 +120,35 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
       }
     },
     async close() {
-      await Promise.all([pool.end(), deferredPool?.end()]);
+      await Promise.all([pool.end(), deferredPool.end()]);
       await onClose();
     },
   };
 }
 
-const EMBEDDED_PORT_FILE = 'pglite.port';
 /** Connections of the deferred-commit pool: the worker's batched writers (reports, activities, lastOnlineAt) */
 const DEFERRED_POOL_SIZE = 6;
 
-/** The embedded database of a service already running on this DATA_DIR, if there is one that answers. */
-async function attachToRunningEmbedded(dataDir: string, poolSize?: number): Promise<Db | null> {
-  const file = path.join(dataDir, EMBEDDED_PORT_FILE);
-  if (!existsSync(file)) return null;
-  const pool = new pg.Pool({ host: '127.0.0.1', port: Number(readFileSync(file, 'utf8')), user: 'postgres', database: 'postgres', max: poolSize ?? 1, connectionTimeoutMillis: 2000 });
-  try {
-    await pool.query('SELECT 1');
-    return wrapPool(pool, true, async () => undefined);
-  } catch {
-    await pool.end().catch(() => undefined);
-    return null;
-  }
+function postgresDb(url: string, opts: { poolSize?: number; log?: Logger; idleTimeoutMillis?: number }, embedded: boolean, onClose: () => Promise<void>): Db {
+  const idle = opts.idleTimeoutMillis === undefined ? {} : { idleTimeoutMillis: opts.idleTimeoutMillis };
+  const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, ...idle });
+  const deferred = new pg.Pool({ connectionString: url, max: DEFERRED_POOL_SIZE, options: '-c synchronous_commit=off', ...idle });
+  for (const p of [pool, deferred]) p.on('error', (err) => opts.log?.error({ err }, 'idle database connection failed'));
+  return wrapPool(pool, embedded, onClose, deferred);
 }
 
-/** Opens the database named by `databaseUrl`, or embedded PGlite under `dataDir`, and migrates it. */
-export async function openDb(opts: { databaseUrl: string | null; dataDir: string; poolSize?: number; log?: Logger; migrate?: boolean }): Promise<Db> {
-  let db: Db | null;
+/**
+ * Opens the database named by `databaseUrl`, or else the embedded PostgreSQL of `dataDir` (started when no process
+ * of this machine runs it yet: src/app/embedded-postgres.ts), and migrates it. `idleTimeoutMillis`: how long a
+ * pooled connection may idle before it is closed (pg's default, 10 s, when unset).
+ */
+export async function openDb(opts: { databaseUrl: string | null; dataDir: string; poolSize?: number; log?: Logger; migrate?: boolean; idleTimeoutMillis?: number }): Promise<Db> {
+  let db: Db;
   if (opts.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: opts.poolSize ?? 10 });
-    const deferred = new pg.Pool({ connectionString: opts.databaseUrl, max: DEFERRED_POOL_SIZE, options: '-c synchronous_commit=off' });
-    for (const p of [pool, deferred]) p.on('error', (err) => opts.log?.error({ err }, 'idle database connection failed'));
-    db = wrapPool(pool, false, async () => undefined, deferred);
-  } else if ((db = await attachToRunningEmbedded(opts.dataDir, opts.poolSize))) {
-    // another process of this machine (the running service) holds the embedded database: use its socket
-    opts.log?.info('attached to the embedded database of the running service');
+    db = postgresDb(opts.databaseUrl, opts, false, async () => undefined);
   } else {
-    const { PGlite } = await import('@electric-sql/pglite');
-    const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
-    const dir = path.join(opts.dataDir, 'pglite');
-    mkdirSync(dir, { recursive: true });
-    const pglite = await PGlite.create(dir);
-    const server = new PGLiteSocketServer({ db: pglite, port: 0, host: '127.0.0.1', maxConnections: 16 });
-    await server.start();
-    const [host, port] = server.getServerConn().split(':');
-    const portFile = path.join(opts.dataDir, EMBEDDED_PORT_FILE);
-    writeFileSync(portFile, port);
-    // PGlite is single-connection: one pooled client keeps statements strictly in order
-    const pool = new pg.Pool({ host, port: Number(port), user: 'postgres', database: 'postgres', max: 1 });
-    db = wrapPool(pool, true, async () => {
-      rmSync(portFile, { force: true });
-      await server.stop();
-      await pglite.close();
-    });
-    opts.log?.info({ dir }, 'embedded PGlite database');
+    const server = await embeddedPostgres(opts.dataDir, opts.log);
+    db = postgresDb(server.url, opts, true, () => server.release());
   }
   if (opts.migrate !== false) await applyMigrations(db, opts.log);
   return db;

@@ -1,8 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+// The service as operators run it: src/main.ts in a child process, and the admin CLI beside it.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { expect } from 'vitest';
 import { freePort } from './ports.ts';
 
+export { freePort };
 export const MAIN = path.resolve(import.meta.dirname, '../../src/main.ts');
+
+const children: ChildProcess[] = [];
+/** For afterAll: kills the service processes a test file started and left running. */
+export function killServiceProcesses(): void {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+}
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -14,7 +23,10 @@ export interface ServiceProcess {
   stdout(): string;
 }
 
-/** Spawns `src/main.ts` with `env` (ports chosen here unless given) and waits until its /health answers 200. */
+/**
+ * Spawns `src/main.ts` with `env` (and nothing else from this one's; ports chosen here unless given) and waits until
+ * its /health answers 200 (unless `waitHealthy` is false).
+ */
 export async function startServiceProcess(env: Record<string, string>, args: string[] = [], opts: { children?: ChildProcess[]; waitHealthy?: boolean } = {}): Promise<ServiceProcess> {
   const apiPort = env.API_PORT ? Number(env.API_PORT) : await freePort();
   const httpsPort = env.HTTPS_DEVICE_PORT ? Number(env.HTTPS_DEVICE_PORT) : await freePort();
@@ -25,6 +37,7 @@ export async function startServiceProcess(env: Record<string, string>, args: str
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  children.push(child);
   opts.children?.push(child);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
@@ -39,4 +52,16 @@ export async function startServiceProcess(env: Record<string, string>, args: str
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('service did not become healthy');
+}
+
+/** The service with `env`, every role, once healthy. */
+export const startProcess = (env: Record<string, string>, args: string[] = []): Promise<ServiceProcess> => startServiceProcess(env, args);
+
+/** `npm run admin -- args`: its one line of JSON. */
+export function admin(env: Record<string, string>, ...args: string[]): Record<string, string> {
+  const out = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'admin', ...args], { env: { PATH: process.env.PATH, SECRET_KEY: '33'.repeat(32), ...env }, encoding: 'utf8', timeout: 60_000 });
+  if (out.status !== 0) throw new Error(out.stderr);
+  const lines = out.stdout.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0]);
 }
