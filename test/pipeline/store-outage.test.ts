@@ -1,7 +1,8 @@
 /**
  * Nothing a device was answered 200 or 202 for is lost while a store is away: PostgreSQL killed (as in a
  * crash) for 10 s under load, and the monitoring core's process killed for 10 s while a gateway and worker
- * process keep taking reports. Afterwards every accepted report is stored, and stored once.
+ * process keep taking reports, and a worker process killed mid-job. Afterwards every accepted report is stored,
+ * and stored once.
  */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -22,10 +23,10 @@ afterAll(() => {
   pg?.destroy();
 });
 
-/** Waits (≤ 60 s) until every accepted payload is stored; returns the stored payloads of the devices. */
-async function storedPayloads(db: Queryable, environmentHashId: string, outcome: LoadOutcome): Promise<string[]> {
+/** Waits (≤ `ms`) until every accepted payload is stored; returns the stored payloads of the devices. */
+async function storedPayloads(db: Queryable, environmentHashId: string, outcome: LoadOutcome, ms = 60_000): Promise<string[]> {
   let stored: string[] = [];
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < ms / 100; i++) {
     const { rows } = await db.query<{ payload: string }>(
       'SELECT r.payload FROM condition_report r JOIN environment e ON e.id = r.environment_id WHERE e.hash_id = $1', [environmentHashId]);
     stored = rows.map((r) => r.payload);
@@ -104,4 +105,37 @@ describe('a store outage under load', () => {
       await Promise.all([core.exited, edge.exited]);
     }
   }, 120_000);
+
+  it('a worker process killed under load: its jobs go to the next worker, every report answered 200 or 202 is stored, once', async () => {
+    const DATABASE_URL = process.env.DATABASE_URL!;
+    const QUEUE_NAME = `killed-${process.pid}-${Date.now()}`;
+    const edge = await startServiceProcess({ DATABASE_URL, QUEUE_NAME, GATEWAY_WAIT_MS: '1000' }, ['api,gateway'], { children });
+    const worker = () => startServiceProcess({ DATABASE_URL, QUEUE_NAME, MONITORING_CORE_URL: edge.base }, ['worker'], { children });
+    const first = await worker();
+    const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
+    try {
+      const api = await connectivityClient(db, edge.base);
+      // a handler that takes 200 ms: the worker is always in the middle of a job when it is killed
+      const devices = await reportingDevices(api, 2, 200);
+      let stop!: () => void;
+      const load = reportUntil(edge.httpsPort, devices, new Promise<void>((r) => { stop = r; }));
+      await sleep(3000);
+      // killed as by the OOM killer: no shutdown, its active jobs keep their locks until they expire
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const second = await worker();
+      await sleep(3000);
+      stop();
+      const outcome = await load;
+      expect(outcome.accepted.length).toBeGreaterThan(0);
+      // a killed worker's job comes back once its lock has expired and the stalled-job check has seen it (≤ 60 s)
+      expectEachStoredOnce(outcome, await storedPayloads(db, api.environmentHashId, outcome, 90_000));
+      second.child.kill('SIGTERM');
+      await second.exited;
+    } finally {
+      await db.close();
+      edge.child.kill('SIGTERM');
+      await edge.exited;
+    }
+  }, 150_000);
 });

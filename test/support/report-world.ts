@@ -9,14 +9,18 @@ const PARSER = `function handle(args: { payload: string }, exec: Exec) {
 }`;
 const HANDLER = `function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   if (args.event.type !== 'incomingRequest') return;
+  const until = Date.now() + BUSY_MS; while (Date.now() < until) {}
   exec.parseReport({ reportTypeHashId: REPORT_TYPE, payload: JSON.stringify(args.event.webRequest.body?.data) });
   return { statusCode: 200, body: { ok: true } };
 }`;
 
 export interface ReportingDevice { identity: string; key: Buffer; hashId: string }
 
-/** A quantity, a report type, a device type whose handler parses every request body as a report, and `n` PSK devices. */
-export async function reportingDevices(api: RestClient, n: number): Promise<ReportingDevice[]> {
+/**
+ * A quantity, a report type, a device type whose handler parses every request body as a report (after `busyMs` of
+ * busy work), and `n` PSK devices.
+ */
+export async function reportingDevices(api: RestClient, n: number, busyMs = 0): Promise<ReportingDevice[]> {
   const ok = <T>(r: { status: number; body: T }, what: string): T => {
     if (r.status !== 200) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body;
@@ -24,7 +28,7 @@ export async function reportingDevices(api: RestClient, n: number): Promise<Repo
   const quantity = ok(await api.request('POST', '/quantity/', { name: 'Sequence', unit: '1', defaultOrderOfMagnitude: 0 }), 'quantity');
   const reportType = ok(await api.request('POST', '/supplier-report-type/', { name: 'Sequence', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const QUANTITY = "${quantity.hashId}";\n${PARSER}` }), 'report type');
   const type = ok(await api.request('POST', '/device-type/', {
-    name: 'Sequencer', eventHandler: `const REPORT_TYPE = "${reportType.hashId}";\n${HANDLER}`,
+    name: 'Sequencer', eventHandler: `const REPORT_TYPE = "${reportType.hashId}"; const BUSY_MS = ${busyMs};\n${HANDLER}`,
     fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Sequence', pinFieldConfigurations: [], defaultPinName: 'S', charts: [] }], commandTypeHashIds: [],
   }), 'device type');
   const devices: ReportingDevice[] = [];
