@@ -14,13 +14,19 @@ import { claimRoutes } from '../connectivity/devices/claim-routes.ts';
 import { webhookRoutes } from '../connectivity/webhooks/routes.ts';
 import { firmwareRoutes } from '../connectivity/firmware/routes.ts';
 import { supplierCertificateRoutes } from '../connectivity/supplier-certificates/routes.ts';
+import { environmentRoutes } from '../monitoring/environments/routes.ts';
+import { pinGroupRoutes } from '../monitoring/pin-groups/routes.ts';
+import { pinRoutes } from '../monitoring/pins/routes.ts';
+import { claimedDeviceReads, linkRoutes } from '../monitoring/links/routes.ts';
+import { measurementRoutes } from '../monitoring/measurements/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
   accountRoutes,
   quantityRoutes,
   deviceTypeRoutes,
-  deviceRoutes,
+  // a monitoring environment reads the devices it claimed through links/
+  (app, ctx) => deviceRoutes(app, ctx, claimedDeviceReads(ctx)),
   activityRoutes,
   reportTypeRoutes,
   commandTypeRoutes,
@@ -31,6 +37,11 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   webhookRoutes,
   firmwareRoutes,
   supplierCertificateRoutes,
+  environmentRoutes,
+  pinGroupRoutes,
+  pinRoutes,
+  linkRoutes,
+  measurementRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

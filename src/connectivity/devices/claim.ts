@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Db } from '../../app/db.ts';
+import type { Db, Queryable } from '../../app/db.ts';
 import { ConflictError, NotFoundError, ParameterError } from '../../app/errors.ts';
 
 /** 192 random bits, URL-safe: what a customer types or scans to claim a device. */
@@ -58,16 +58,22 @@ export async function claimDevices(db: Db, monitoringEnvironmentId: number, clai
   });
 }
 
-/** unclaim (monitoring side): hands the devices back to their supplier. All must be claimed by this environment. */
-export async function unclaimDevices(db: Db, monitoringEnvironmentId: number, deviceHashIds: string[]): Promise<void> {
+/**
+ * unclaim (monitoring side): hands the devices back to their supplier. All must be claimed by this
+ * environment. `release` runs in the same transaction first, with the devices' ids (the monitoring
+ * side drops its links there).
+ */
+export async function unclaimDevices(db: Db, monitoringEnvironmentId: number, deviceHashIds: string[],
+  release?: (client: Queryable, deviceIds: number[]) => Promise<void>): Promise<void> {
   const wanted = [...new Set(deviceHashIds)];
   await db.tx(async (client) => {
-    const { rows } = await client.query<{ hash_id: string }>(
+    const { rows } = await client.query<{ id: number; hash_id: string }>(
       `UPDATE device SET claimed_environment_id = NULL, claimed_at = NULL, updated_at = now()
-        WHERE claimed_environment_id = $1 AND hash_id = ANY($2) RETURNING hash_id`, [monitoringEnvironmentId, wanted]);
+        WHERE claimed_environment_id = $1 AND hash_id = ANY($2) RETURNING id, hash_id`, [monitoringEnvironmentId, wanted]);
     const done = new Set(rows.map((r) => r.hash_id));
     const missing = wanted.filter((h) => !done.has(h));
     // the UPDATE is rolled back with the transaction
     if (missing.length > 0) throw new NotFoundError(missing.length === 1 ? 'device' : 'devices', missing.join(', '));
+    if (release) await release(client, rows.map((r) => r.id));
   });
 }

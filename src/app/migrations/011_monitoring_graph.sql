@@ -1,0 +1,56 @@
+-- The monitoring environment's asset graph: pin groups (locations) and their pins (ports).
+-- Deleting a pin group or pin removes its row; its measurements stay (they carry no foreign key)
+-- but no find reaches them any more, since every read joins the live pin.
+CREATE TABLE pin_group (
+  id                         bigserial PRIMARY KEY,
+  hash_id                    text NOT NULL UNIQUE,
+  environment_id             bigint NOT NULL REFERENCES environment(id) ON DELETE CASCADE,
+  name                       text NOT NULL,
+  symbol_key                 text NOT NULL,
+  geometry                   jsonb,
+  fields                     jsonb NOT NULL DEFAULT '{}',
+  device_fields              jsonb NOT NULL DEFAULT '{}',
+  map_layer                  text NOT NULL,
+  photo                      text,
+  created_at                 timestamptz NOT NULL DEFAULT now(),
+  updated_at                 timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX pin_group_env ON pin_group (environment_id, id);
+
+CREATE TABLE pin (
+  id             bigserial PRIMARY KEY,
+  hash_id        text NOT NULL UNIQUE,
+  environment_id bigint NOT NULL REFERENCES environment(id) ON DELETE CASCADE,
+  pin_group_id   bigint NOT NULL REFERENCES pin_group(id) ON DELETE CASCADE,
+  name           text NOT NULL,
+  fields         jsonb NOT NULL DEFAULT '{}',
+  device_fields  jsonb NOT NULL DEFAULT '{}',
+  type_key       text,
+  created_at     timestamptz NOT NULL DEFAULT now(),
+  updated_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX pin_env ON pin (environment_id, id);
+CREATE INDEX pin_pin_group ON pin (pin_group_id, id);
+
+-- A claimed device linked to a pin group: at most one link per device and per pin group. Each
+-- channel of the mapping names the pin its measurements land on.
+CREATE TABLE device_link (
+  id             bigserial PRIMARY KEY,
+  hash_id        text NOT NULL UNIQUE,
+  environment_id bigint NOT NULL REFERENCES environment(id) ON DELETE CASCADE,
+  device_id      bigint NOT NULL UNIQUE REFERENCES device(id) ON DELETE CASCADE,
+  pin_group_id   bigint NOT NULL UNIQUE REFERENCES pin_group(id) ON DELETE CASCADE,
+  created_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE device_link_channel (
+  link_id bigint NOT NULL REFERENCES device_link(id) ON DELETE CASCADE,
+  channel integer NOT NULL,
+  pin_id  bigint NOT NULL REFERENCES pin(id) ON DELETE CASCADE,
+  PRIMARY KEY (link_id, channel)
+);
+CREATE INDEX device_link_channel_pin ON device_link_channel (pin_id);
+
+-- A report of a linked device is registered on the pin group it was linked to when it arrived.
+-- A pin group's mostRecentMeasurementAt is read from this index (newest entry), not written on the hot path.
+ALTER TABLE condition_report ADD COLUMN pin_group_id bigint;
+CREATE INDEX condition_report_pin_group_time ON condition_report (pin_group_id, generated_at, id) WHERE pin_group_id IS NOT NULL;

@@ -1,0 +1,151 @@
+import type { Db, Queryable } from '../../app/db.ts';
+import { NotFoundError, ParameterError } from '../../app/errors.ts';
+import { applyFieldsUpdate, nameFromFields, type Fields, type FieldsUpdate } from '../../app/fields.ts';
+import { findPage, type FindQuery } from '../../app/find.ts';
+import { newHashId } from '../../app/hash-id.ts';
+import type { EnvironmentRecord } from '../../accounts/store.ts';
+import { fieldConfigurationsOf, mapLayerKeys, refreshBoundingBox } from '../environments/settings.ts';
+import { linksOfPinGroups } from '../links/store.ts';
+import { PIN_SELECT, toPin } from '../pins/view.ts';
+import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from './view.ts';
+
+type Point = { type: 'Point'; coordinates: [number, number] } | null;
+
+export interface PinGroupAdd {
+  symbolKey: string;
+  geometry: Point;
+  fields: Fields;
+  mapLayer?: string;
+  photo?: string;
+  gridHashIds?: string[];
+  gridName?: string;
+}
+
+export interface PinGroupUpdate {
+  symbolKey?: string;
+  geometry?: Point;
+  fields?: FieldsUpdate;
+  mapLayer?: string;
+  deviceFields?: FieldsUpdate;
+  photo?: string | null;
+  gridHashIds?: string[];
+  gridName?: string;
+  deviceTypeDashboardIndex?: number;
+}
+
+const OWNER = "the environment's pin group field configuration";
+const FROM = `pin_group pg ${PIN_GROUP_LINK_JOIN}`;
+
+function checkMapLayer(env: EnvironmentRecord, mapLayer: string): void {
+  const keys = mapLayerKeys(env);
+  if (!keys.includes(mapLayer)) throw new ParameterError(`mapLayer ${mapLayer} is not a map layer of the environment (its keys: ${keys.join(', ')})`);
+}
+
+// grids arrive with a later step of this issue: until then no grid exists to be a member of
+function checkGrids(gridHashIds: string[] | undefined): void {
+  if (gridHashIds && gridHashIds.length > 0) throw new NotFoundError('grid', gridHashIds[0]);
+}
+
+async function loadRow(db: Queryable, environmentId: number, hashId: string, lock = false) {
+  const { rows } = await db.query(`SELECT ${PIN_GROUP_SELECT} FROM ${FROM} WHERE pg.environment_id = $1 AND pg.hash_id = $2${lock ? ' FOR UPDATE OF pg' : ''}`, [environmentId, hashId]);
+  if (rows.length === 0) throw new NotFoundError('pin group', hashId);
+  return rows[0];
+}
+
+export async function addPinGroup(db: Db, env: EnvironmentRecord, input: PinGroupAdd) {
+  const configs = fieldConfigurationsOf(env).pinGroups;
+  const fields = applyFieldsUpdate(configs, {}, input.fields, OWNER);
+  const mapLayer = input.mapLayer ?? mapLayerKeys(env)[0];
+  checkMapLayer(env, mapLayer);
+  checkGrids(input.gridHashIds);
+  const hashId = newHashId();
+  await db.tx(async (client) => {
+    await client.query(
+      `INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, geometry, fields, map_layer, photo) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [hashId, env.id, nameFromFields(configs, fields), input.symbolKey, input.geometry === null ? null : JSON.stringify(input.geometry), JSON.stringify(fields), mapLayer, input.photo ?? null]);
+    if (input.geometry) await refreshBoundingBox(client, env.id);
+  });
+  return { hashId, pinGroup: toPinGroup(await loadRow(db, env.id, hashId)) };
+}
+
+export async function updatePinGroup(db: Db, env: EnvironmentRecord, hashId: string, update: PinGroupUpdate) {
+  checkGrids(update.gridHashIds);
+  if (update.mapLayer !== undefined) checkMapLayer(env, update.mapLayer);
+  await db.tx(async (client) => {
+    const row = await loadRow(client, env.id, hashId, true);
+    const configs = fieldConfigurationsOf(env).pinGroups;
+    const fields = update.fields === undefined ? row.pg_fields as Fields : applyFieldsUpdate(configs, row.pg_fields as Fields, update.fields, OWNER);
+    let deviceFields = row.pg_device_fields as Fields;
+    if (update.deviceFields !== undefined) {
+      const link = (await linksOfPinGroups(client, [row.pg_id as number])).get(row.pg_id as number);
+      if (!link) throw new ParameterError('deviceFields can only be set on a pin group with a linked device (they follow its device type)');
+      deviceFields = applyFieldsUpdate(link.deviceType.pinGroupFieldConfigurations, deviceFields, update.deviceFields, "the linked device type's pinGroupFieldConfigurations", 'deviceFields');
+    }
+    await client.query(
+      `UPDATE pin_group SET name = $2, fields = $3, device_fields = $4, symbol_key = COALESCE($5, symbol_key),
+              geometry = CASE WHEN $6 THEN $7::jsonb ELSE geometry END, map_layer = COALESCE($8, map_layer),
+              photo = CASE WHEN $9 THEN $10 ELSE photo END, updated_at = now() WHERE id = $1`,
+      [row.pg_id, nameFromFields(configs, fields), JSON.stringify(fields), JSON.stringify(deviceFields), update.symbolKey ?? null,
+        update.geometry !== undefined, update.geometry ? JSON.stringify(update.geometry) : null, update.mapLayer ?? null,
+        update.photo !== undefined, update.photo ?? null]);
+    if (update.geometry !== undefined) await refreshBoundingBox(client, env.id);
+  });
+  return { pinGroup: toPinGroup(await loadRow(db, env.id, hashId)), grids: [] };
+}
+
+/** Deleting a pin group unlinks its device first (the link and its channels go with it); its pins go too. */
+export async function deletePinGroup(db: Db, environmentId: number, hashId: string): Promise<void> {
+  await db.tx(async (client) => {
+    const { rowCount } = await client.query('DELETE FROM pin_group WHERE environment_id = $1 AND hash_id = $2', [environmentId, hashId]);
+    if (!rowCount) throw new NotFoundError('pin group', hashId);
+    await refreshBoundingBox(client, environmentId);
+  });
+}
+
+export async function getPinGroup(db: Queryable, environmentId: number, hashId: string) {
+  const row = await loadRow(db, environmentId, hashId);
+  const id = row.pg_id as number;
+  const [link, pins] = await Promise.all([
+    linksOfPinGroups(db, [id]).then((m) => m.get(id) ?? null),
+    db.query(`SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.pin_group_id = $1 ORDER BY p.id`, [id]),
+  ]);
+  return {
+    pinGroup: toPinGroup(row),
+    pins: pins.rows.map((r) => ({ pin: toPin(r), grids: [] })),
+    edges: [],
+    device: link?.device ?? null,
+    deviceType: link?.deviceType ?? null,
+    channelMapping: link?.channelMapping ?? null,
+    measurementCycle: null,
+    thresholds: [],
+    nextReportBefore: link?.device.nextReportBefore ?? null,
+    photo: (row.pg_photo as string | null) ?? null,
+    grids: [],
+  };
+}
+
+export interface PinGroupFindQuery extends FindQuery {
+  includeDeleted?: boolean;
+  forCommandTypeHashId?: string;
+  forEdge?: string;
+  forGrid?: string;
+}
+
+export async function findPinGroups(db: Queryable, environmentId: number, query: PinGroupFindQuery) {
+  const where = ['pg.environment_id = $1'];
+  const params: unknown[] = [environmentId];
+  // no edge or grid has members yet: a filter on one matches nothing
+  if (query.forEdge !== undefined || query.forGrid !== undefined) where.push('false');
+  if (query.forCommandTypeHashId !== undefined) {
+    params.push(query.forCommandTypeHashId);
+    where.push(`EXISTS (SELECT 1 FROM device d JOIN device_type t ON t.id = d.device_type_id WHERE d.id = pgl.device_id AND t.command_type_hash_ids ? $${params.length})`);
+  }
+  const page = await findPage(db, {
+    from: FROM, select: PIN_GROUP_SELECT, idColumn: 'pg.id', where, params,
+    sortable: { hashId: 'pg.hash_id', name: 'pg.name' },
+    search: ['pg.hash_id', 'pg.name'],
+    updatedColumn: 'pg.updated_at',
+  }, query);
+  const links = await linksOfPinGroups(db, page.rows.map((r) => r.pg_id as number));
+  return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ pinGroup: toPinGroup(r), device: links.get(r.pg_id as number)?.device ?? null })) };
+}

@@ -1,0 +1,72 @@
+import type { Db, Queryable } from '../../app/db.ts';
+import { NotFoundError } from '../../app/errors.ts';
+import { applyFieldsUpdate, nameFromFields, type Fields, type FieldsUpdate } from '../../app/fields.ts';
+import { findPage, type FindQuery } from '../../app/find.ts';
+import { newHashId } from '../../app/hash-id.ts';
+import type { EnvironmentRecord } from '../../accounts/store.ts';
+import { fieldConfigurationsOf } from '../environments/settings.ts';
+import { PIN_SELECT, toPin } from './view.ts';
+
+export interface PinAdd { fields: Fields; typeKey?: string | null; edgeHashId?: string | null; pinGridsHashIds?: string[] | null }
+export interface PinUpdate { fields?: FieldsUpdate; edgeHashId?: string | null; pinGridsHashIds?: string[] }
+
+const OWNER = "the environment's pin field configuration";
+const FROM = 'pin p JOIN pin_group pg ON pg.id = p.pin_group_id';
+
+// edges and grids arrive with a later step of this issue: until then none exists to refer to
+function checkGraphRefs(edgeHashId: string | null | undefined, gridHashIds: string[] | null | undefined): void {
+  if (edgeHashId) throw new NotFoundError('edge', edgeHashId);
+  if (gridHashIds && gridHashIds.length > 0) throw new NotFoundError('grid', gridHashIds[0]);
+}
+
+async function loadRow(db: Queryable, environmentId: number, hashId: string) {
+  const { rows } = await db.query(`SELECT ${PIN_SELECT} FROM ${FROM} WHERE p.environment_id = $1 AND p.hash_id = $2`, [environmentId, hashId]);
+  if (rows.length === 0) throw new NotFoundError('pin', hashId);
+  return rows[0];
+}
+
+export async function addPin(db: Db, env: EnvironmentRecord, pinGroupHashId: string, input: PinAdd) {
+  checkGraphRefs(input.edgeHashId, input.pinGridsHashIds);
+  const configs = fieldConfigurationsOf(env).pins;
+  const fields = applyFieldsUpdate(configs, {}, input.fields, OWNER);
+  const hashId = newHashId();
+  const { rowCount } = await db.query(
+    `INSERT INTO pin (hash_id, environment_id, pin_group_id, name, fields, type_key)
+     SELECT $1, $2, pg.id, $4, $5, $6 FROM pin_group pg WHERE pg.environment_id = $2 AND pg.hash_id = $3`,
+    [hashId, env.id, pinGroupHashId, nameFromFields(configs, fields), JSON.stringify(fields), input.typeKey ?? null]);
+  if (!rowCount) throw new NotFoundError('pin group', pinGroupHashId);
+  return { pin: toPin(await loadRow(db, env.id, hashId)), grids: [] };
+}
+
+export async function updatePin(db: Db, env: EnvironmentRecord, hashId: string, update: PinUpdate) {
+  checkGraphRefs(update.edgeHashId, update.pinGridsHashIds);
+  await db.tx(async (client) => {
+    const { rows } = await client.query<{ id: number; fields: Fields }>('SELECT id, fields FROM pin WHERE environment_id = $1 AND hash_id = $2 FOR UPDATE', [env.id, hashId]);
+    if (rows.length === 0) throw new NotFoundError('pin', hashId);
+    if (update.fields === undefined) return;
+    const configs = fieldConfigurationsOf(env).pins;
+    const fields = applyFieldsUpdate(configs, rows[0].fields, update.fields, OWNER);
+    await client.query('UPDATE pin SET fields = $2, name = $3, updated_at = now() WHERE id = $1', [rows[0].id, JSON.stringify(fields), nameFromFields(configs, fields)]);
+  });
+  return { pin: toPin(await loadRow(db, env.id, hashId)), grids: [] };
+}
+
+/** A pin linked to a device channel leaves that channel unmapped: its later measurements land on no pin. */
+export async function deletePin(db: Queryable, environmentId: number, hashId: string): Promise<void> {
+  const { rowCount } = await db.query('DELETE FROM pin WHERE environment_id = $1 AND hash_id = $2', [environmentId, hashId]);
+  if (!rowCount) throw new NotFoundError('pin', hashId);
+}
+
+export async function getPin(db: Queryable, environmentId: number, hashId: string) {
+  return { pin: toPin(await loadRow(db, environmentId, hashId)), edges: [], thresholds: [] };
+}
+
+export async function findPins(db: Queryable, environmentId: number, query: FindQuery) {
+  const page = await findPage(db, {
+    from: FROM, select: PIN_SELECT, idColumn: 'p.id', where: ['p.environment_id = $1'], params: [environmentId],
+    sortable: { hashId: 'p.hash_id', name: 'p.name' },
+    search: ['p.hash_id', 'p.name'],
+    updatedColumn: 'p.updated_at',
+  }, query);
+  return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ pin: toPin(r), pinGroup: { name: r.p_pin_group_name as string } })) };
+}
