@@ -17,7 +17,7 @@ import { supplierCertificateRoutes } from '../connectivity/supplier-certificates
 import { environmentRoutes } from '../monitoring/environments/routes.ts';
 import { pinGroupRoutes } from '../monitoring/pin-groups/routes.ts';
 import { pinRoutes } from '../monitoring/pins/routes.ts';
-import { claimedDeviceReads, linkRoutes } from '../monitoring/links/routes.ts';
+import { claimedDeviceReads, claimTokensOfClaimed, linkRoutes } from '../monitoring/links/routes.ts';
 import { measurementRoutes } from '../monitoring/measurements/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
@@ -33,7 +33,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   commandRoutes,
   counterKeyRoutes,
   counterRoutes,
-  claimRoutes,
+  (app, ctx) => claimRoutes(app, ctx, claimTokensOfClaimed(ctx)),
   webhookRoutes,
   firmwareRoutes,
   supplierCertificateRoutes,

@@ -147,6 +147,29 @@ describe('link, unlink, unclaim', () => {
     expect((await c.request<PinGroupGet>('GET', `/graph/pin-group/${pg.hashId}`)).body).toMatchObject({ device: null, pins: [{ pin: { hashId: p.hashId } }] });
   });
 
+  it('getClaimToken by the customer: only for its own unlinked devices; link kills the token; a token hands the device on', async () => {
+    const { devices: [d] } = await supplierDevices(1);
+    const a = await customer();
+    const b = await customer();
+    await claimAll(a, [d.token]);
+    const tokens = (c: ApiClient, deviceHashIds: unknown) => c.request<{ claimTokens: { deviceHashId: string; claimToken: string }[] } & ErrorBody>('POST', '/device/claim-tokens', { deviceHashIds });
+    expect((await tokens(b, [d.hashId])).status).toBe(404);
+    expectParameterError(await tokens(a, Array.from({ length: 31 }, () => d.hashId)), 'deviceHashIds', '30');
+    const first = await tokens(a, [d.hashId]);
+    expect(first.status).toBe(200);
+    const pg = await addPinGroup(a);
+    expect((await a.request('POST', `/device/${d.hashId}/link`, { pinGroupHashId: pg.hashId, channelMapping: [] })).status).toBe(200);
+    // linked: refused, and the token given before the link is dead
+    expect((await tokens(a, [d.hashId])).body.key).toBe('conflict_error');
+    expectParameterError(await b.request('POST', '/device/claim', { claimTokens: [first.body.claimTokens[0].claimToken] }), 'claimTokens[0]');
+    expect((await a.request('POST', `/device/${d.hashId}/unlink`)).status).toBe(204);
+    const second = await tokens(a, [d.hashId]);
+    expect(second.status).toBe(200);
+    await claimAll(b, [second.body.claimTokens[0].claimToken]);
+    expect((await b.request('GET', `/device/${d.hashId}`)).status).toBe(200);
+    expect((await a.request('GET', `/device/${d.hashId}`)).status).toBe(404);
+  });
+
   it('deleting a pin group unlinks its device first', async () => {
     const { devices: [d] } = await supplierDevices(1);
     const c = await customer();

@@ -31,6 +31,7 @@ const ops: Op[] = [
   { method: 'GET', url: '/device/', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'GET', url: '/device/abc', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'GET', url: '/measurement/', monitoring: 'READ' },
+  { method: 'POST', url: '/device/claim-tokens', body: { deviceHashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;

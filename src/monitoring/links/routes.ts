@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import type { FindQuery } from '../../app/find.ts';
 import { Fields, HashId } from '../../http/schemas.ts';
-import { claim, findClaimedDevices, getClaimedDevice, link, unclaim, unlink, type ChannelMappingItem } from './store.ts';
+import { claim, customerClaimTokens, findClaimedDevices, getClaimedDevice, link, unclaim, unlink, type ChannelMappingItem } from './store.ts';
 
 const ClaimBody = Type.Object({ claimTokens: Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
 const UnclaimBody = Type.Object({ hashIds: Type.Array(HashId, { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
@@ -50,3 +50,6 @@ export function claimedDeviceReads(ctx: AppContext) {
     get: (environmentId: number, hashId: string) => getClaimedDevice(ctx.db, environmentId, hashId),
   };
 }
+
+/** getClaimToken in a monitoring environment (M-SENSORS): wired into the claim-token route by src/http/routes.ts. */
+export const claimTokensOfClaimed = (ctx: AppContext) => (environmentId: number, deviceHashIds: string[]) => customerClaimTokens(ctx.db, environmentId, deviceHashIds);

@@ -4,7 +4,7 @@ import { applyFieldsUpdate, defaultFields, type FieldsUpdate } from '../../app/f
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import { DEVICE_TYPE_SELECT, toDeviceType, type DeviceType } from '../../connectivity/device-types/store.ts';
-import { claimDevices, unclaimDevices } from '../../connectivity/devices/claim.ts';
+import { claimDevices, createClaimTokens, unclaimDevices, type ClaimToken } from '../../connectivity/devices/claim.ts';
 import { deviceSelect, toDevice, type Device } from '../../connectivity/devices/store.ts';
 import { nameText } from '../../http/schemas.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
@@ -178,9 +178,10 @@ export async function link(db: Db, env: EnvironmentRecord, deviceHashId: string,
   });
 }
 
-/** Whether any of the devices is linked (a monitoring user gets no claim token for a linked device). */
-export async function linkedAmong(db: Queryable, environmentId: number, hashIds: string[]): Promise<string[]> {
-  const { rows } = await db.query<{ hash_id: string }>(
-    'SELECT d.hash_id FROM device d JOIN device_link l ON l.device_id = d.id WHERE d.claimed_environment_id = $1 AND d.hash_id = ANY($2)', [environmentId, hashIds]);
-  return rows.map((r) => r.hash_id);
+/** getClaimToken by a customer: for devices it claimed and has not linked (the interface's Errors table). */
+export async function customerClaimTokens(db: Db, environmentId: number, deviceHashIds: string[]): Promise<ClaimToken[]> {
+  return createClaimTokens(db, environmentId, deviceHashIds, 'customer', async (client, deviceIds) => {
+    const { rows } = await client.query<{ hash_id: string }>('SELECT d.hash_id FROM device_link l JOIN device d ON d.id = l.device_id WHERE l.device_id = ANY($1)', [deviceIds]);
+    if (rows.length > 0) throw new ConflictError(`device ${rows.map((r) => r.hash_id).join(', ')} is linked to a pin group; unlink it before asking for a claim token`);
+  });
 }
