@@ -19,6 +19,8 @@ import { pinGroupRoutes } from '../monitoring/pin-groups/routes.ts';
 import { pinRoutes } from '../monitoring/pins/routes.ts';
 import { claimedDeviceReads, claimTokensOfClaimed, linkRoutes } from '../monitoring/links/routes.ts';
 import { measurementRoutes } from '../monitoring/measurements/routes.ts';
+import { gridRoutes } from '../monitoring/grids/routes.ts';
+import { graphRoutes } from '../monitoring/graph/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -42,6 +44,8 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   pinRoutes,
   linkRoutes,
   measurementRoutes,
+  gridRoutes,
+  graphRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -31,6 +31,16 @@ const ops: Op[] = [
   { method: 'GET', url: '/device/', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'GET', url: '/device/abc', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'GET', url: '/measurement/', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/pin-grid', body: { fields: { id: 'g' } }, monitoring: 'STATIC' },
+  { method: 'POST', url: '/graph/pin-group-grid', body: { fields: { id: 'g' } }, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/pin-grid/abc', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/pin-group-grid/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/pin-grid/abc', body: {}, monitoring: 'STATIC' },
+  { method: 'POST', url: '/graph/pin-group-grid/abc', body: {}, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/grid', monitoring: 'READ' },
+  { method: 'DELETE', url: '/graph/grid/abc', monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/', body: [], monitoring: 'STATIC' },
   { method: 'POST', url: '/device/claim-tokens', body: { deviceHashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
 ];
 

@@ -59,3 +59,29 @@ CREATE INDEX condition_report_pin_group_time ON condition_report (pin_group_id, 
 -- the old block ranges for next to nothing on the write path.
 CREATE INDEX measurement_generated_brin ON measurement USING brin (generated_at);
 CREATE INDEX condition_report_generated_brin ON condition_report USING brin (generated_at);
+
+-- Grids: ordered sets of pins (typeKey pin) or of pin groups (typeKey pinGroup).
+CREATE TABLE grid (
+  id             bigserial PRIMARY KEY,
+  hash_id        text NOT NULL UNIQUE,
+  environment_id bigint NOT NULL REFERENCES environment(id) ON DELETE CASCADE,
+  type_key       text NOT NULL CHECK (type_key IN ('pin', 'pinGroup')),
+  name           text NOT NULL,
+  fields         jsonb NOT NULL DEFAULT '{}',
+  photo          text,
+  created_at     timestamptz NOT NULL DEFAULT now(),
+  updated_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX grid_env ON grid (environment_id, id);
+CREATE TABLE grid_member (
+  grid_id      bigint NOT NULL REFERENCES grid(id) ON DELETE CASCADE,
+  position     integer NOT NULL,
+  pin_group_id bigint REFERENCES pin_group(id) ON DELETE CASCADE,
+  pin_id       bigint REFERENCES pin(id) ON DELETE CASCADE,
+  CHECK ((pin_group_id IS NULL) <> (pin_id IS NULL)),
+  UNIQUE (grid_id, pin_group_id),
+  UNIQUE (grid_id, pin_id)
+);
+CREATE INDEX grid_member_order ON grid_member (grid_id, position);
+CREATE INDEX grid_member_pin_group ON grid_member (pin_group_id) WHERE pin_group_id IS NOT NULL;
+CREATE INDEX grid_member_pin ON grid_member (pin_id) WHERE pin_id IS NOT NULL;

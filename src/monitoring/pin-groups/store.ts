@@ -5,6 +5,7 @@ import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
 import { fieldConfigurationsOf, mapLayerKeys, refreshBoundingBox } from '../environments/settings.ts';
+import { gridsOf, joinPinGroupGrids } from '../grids/store.ts';
 import { linksOfPinGroups } from '../links/store.ts';
 import { PIN_SELECT, toPin } from '../pins/view.ts';
 import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from './view.ts';
@@ -41,11 +42,6 @@ function checkMapLayer(env: EnvironmentRecord, mapLayer: string): void {
   if (!keys.includes(mapLayer)) throw new ParameterError(`mapLayer ${mapLayer} is not a map layer of the environment (its keys: ${keys.join(', ')})`);
 }
 
-// grids arrive with a later step of this issue: until then no grid exists to be a member of
-function checkGrids(gridHashIds: string[] | undefined): void {
-  if (gridHashIds && gridHashIds.length > 0) throw new NotFoundError('grid', gridHashIds[0]);
-}
-
 async function loadRow(db: Queryable, environmentId: number, hashId: string, lock = false) {
   const { rows } = await db.query(`SELECT ${PIN_GROUP_SELECT} FROM ${FROM} WHERE pg.environment_id = $1 AND pg.hash_id = $2${lock ? ' FOR UPDATE OF pg' : ''}`, [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('pin group', hashId);
@@ -57,19 +53,22 @@ export async function addPinGroup(db: Db, env: EnvironmentRecord, input: PinGrou
   const fields = applyFieldsUpdate(configs, {}, input.fields, OWNER);
   const mapLayer = input.mapLayer ?? mapLayerKeys(env)[0];
   checkMapLayer(env, mapLayer);
-  checkGrids(input.gridHashIds);
   const hashId = newHashId();
   await db.tx(async (client) => {
-    await client.query(
-      `INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, geometry, fields, map_layer, photo) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    const { rows } = await client.query<{ id: number }>(
+      `INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, geometry, fields, map_layer, photo) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
       [hashId, env.id, nameFromFields(configs, fields), input.symbolKey, input.geometry === null ? null : JSON.stringify(input.geometry), JSON.stringify(fields), mapLayer, input.photo ?? null]);
+    await joinPinGroupGrids(client, env, rows[0].id, input.gridHashIds, input.gridName);
     if (input.geometry) await refreshBoundingBox(client, env.id);
   });
   return { hashId, pinGroup: toPinGroup(await loadRow(db, env.id, hashId)) };
 }
 
+async function withGrids(db: Queryable, row: Record<string, unknown>) {
+  return { pinGroup: toPinGroup(row), grids: (await gridsOf(db, 'pinGroup', [row.pg_id as number])).get(row.pg_id as number)! };
+}
+
 export async function updatePinGroup(db: Db, env: EnvironmentRecord, hashId: string, update: PinGroupUpdate) {
-  checkGrids(update.gridHashIds);
   if (update.mapLayer !== undefined) checkMapLayer(env, update.mapLayer);
   await db.tx(async (client) => {
     const row = await loadRow(client, env.id, hashId, true);
@@ -88,9 +87,10 @@ export async function updatePinGroup(db: Db, env: EnvironmentRecord, hashId: str
       [row.pg_id, nameFromFields(configs, fields), JSON.stringify(fields), JSON.stringify(deviceFields), update.symbolKey ?? null,
         update.geometry !== undefined, update.geometry ? JSON.stringify(update.geometry) : null, update.mapLayer ?? null,
         update.photo !== undefined, update.photo ?? null]);
+    await joinPinGroupGrids(client, env, row.pg_id as number, update.gridHashIds, update.gridName);
     if (update.geometry !== undefined) await refreshBoundingBox(client, env.id);
   });
-  return { pinGroup: toPinGroup(await loadRow(db, env.id, hashId)), grids: [] };
+  return withGrids(db, await loadRow(db, env.id, hashId));
 }
 
 /** Deleting a pin group unlinks its device first (the link and its channels go with it); its pins go too. */
@@ -105,13 +105,15 @@ export async function deletePinGroup(db: Db, environmentId: number, hashId: stri
 export async function getPinGroup(db: Queryable, environmentId: number, hashId: string) {
   const row = await loadRow(db, environmentId, hashId);
   const id = row.pg_id as number;
-  const [link, pins] = await Promise.all([
+  const [link, pins, grids] = await Promise.all([
     linksOfPinGroups(db, [id]).then((m) => m.get(id) ?? null),
     db.query(`SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.pin_group_id = $1 ORDER BY p.id`, [id]),
+    gridsOf(db, 'pinGroup', [id]),
   ]);
+  const pinGrids = await gridsOf(db, 'pin', pins.rows.map((r) => r.p_id as number));
   return {
     pinGroup: toPinGroup(row),
-    pins: pins.rows.map((r) => ({ pin: toPin(r), grids: [] })),
+    pins: pins.rows.map((r) => ({ pin: toPin(r), grids: pinGrids.get(r.p_id as number)! })),
     edges: [],
     device: link?.device ?? null,
     deviceType: link?.deviceType ?? null,
@@ -120,7 +122,7 @@ export async function getPinGroup(db: Queryable, environmentId: number, hashId: 
     thresholds: [],
     nextReportBefore: link?.device.nextReportBefore ?? null,
     photo: (row.pg_photo as string | null) ?? null,
-    grids: [],
+    grids: grids.get(id)!,
   };
 }
 
@@ -134,8 +136,12 @@ export interface PinGroupFindQuery extends FindQuery {
 export async function findPinGroups(db: Queryable, environmentId: number, query: PinGroupFindQuery) {
   const where = ['pg.environment_id = $1'];
   const params: unknown[] = [environmentId];
-  // no edge or grid has members yet: a filter on one matches nothing
-  if (query.forEdge !== undefined || query.forGrid !== undefined) where.push('false');
+  // pins are on no edge yet (edges arrive with a later step): a filter on one matches nothing
+  if (query.forEdge !== undefined) where.push('false');
+  if (query.forGrid !== undefined) {
+    params.push(query.forGrid);
+    where.push(`pg.id IN (SELECT m.pin_group_id FROM grid_member m JOIN grid g ON g.id = m.grid_id WHERE g.environment_id = $1 AND g.hash_id = $${params.length})`);
+  }
   if (query.forCommandTypeHashId !== undefined) {
     params.push(query.forCommandTypeHashId);
     where.push(`EXISTS (SELECT 1 FROM device d JOIN device_type t ON t.id = d.device_type_id WHERE d.id = pgl.device_id AND t.command_type_hash_ids ? $${params.length})`);

@@ -5,6 +5,7 @@ import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
 import { fieldConfigurationsOf } from '../environments/settings.ts';
+import { gridsOf, setPinGrids } from '../grids/store.ts';
 import { PIN_SELECT, toPin } from './view.ts';
 
 export interface PinAdd { fields: Fields; typeKey?: string | null; edgeHashId?: string | null; pinGridsHashIds?: string[] | null }
@@ -13,10 +14,13 @@ export interface PinUpdate { fields?: FieldsUpdate; edgeHashId?: string | null; 
 const OWNER = "the environment's pin field configuration";
 const FROM = 'pin p JOIN pin_group pg ON pg.id = p.pin_group_id';
 
-// edges and grids arrive with a later step of this issue: until then none exists to refer to
-function checkGraphRefs(edgeHashId: string | null | undefined, gridHashIds: string[] | null | undefined): void {
+// edges arrive with a later step of this issue: until then none exists to refer to
+function checkEdge(edgeHashId: string | null | undefined): void {
   if (edgeHashId) throw new NotFoundError('edge', edgeHashId);
-  if (gridHashIds && gridHashIds.length > 0) throw new NotFoundError('grid', gridHashIds[0]);
+}
+
+async function withGrids(db: Queryable, row: Record<string, unknown>) {
+  return { pin: toPin(row), grids: (await gridsOf(db, 'pin', [row.p_id as number])).get(row.p_id as number)! };
 }
 
 async function loadRow(db: Queryable, environmentId: number, hashId: string) {
@@ -26,29 +30,33 @@ async function loadRow(db: Queryable, environmentId: number, hashId: string) {
 }
 
 export async function addPin(db: Db, env: EnvironmentRecord, pinGroupHashId: string, input: PinAdd) {
-  checkGraphRefs(input.edgeHashId, input.pinGridsHashIds);
+  checkEdge(input.edgeHashId);
   const configs = fieldConfigurationsOf(env).pins;
   const fields = applyFieldsUpdate(configs, {}, input.fields, OWNER);
   const hashId = newHashId();
-  const { rowCount } = await db.query(
-    `INSERT INTO pin (hash_id, environment_id, pin_group_id, name, fields, type_key)
-     SELECT $1, $2, pg.id, $4, $5, $6 FROM pin_group pg WHERE pg.environment_id = $2 AND pg.hash_id = $3`,
-    [hashId, env.id, pinGroupHashId, nameFromFields(configs, fields), JSON.stringify(fields), input.typeKey ?? null]);
-  if (!rowCount) throw new NotFoundError('pin group', pinGroupHashId);
-  return { pin: toPin(await loadRow(db, env.id, hashId)), grids: [] };
+  await db.tx(async (client) => {
+    const { rows } = await client.query<{ id: number }>(
+      `INSERT INTO pin (hash_id, environment_id, pin_group_id, name, fields, type_key)
+       SELECT $1, $2, pg.id, $4, $5, $6 FROM pin_group pg WHERE pg.environment_id = $2 AND pg.hash_id = $3 RETURNING id`,
+      [hashId, env.id, pinGroupHashId, nameFromFields(configs, fields), JSON.stringify(fields), input.typeKey ?? null]);
+    if (rows.length === 0) throw new NotFoundError('pin group', pinGroupHashId);
+    if (input.pinGridsHashIds) await setPinGrids(client, env.id, rows[0].id, input.pinGridsHashIds, false);
+  });
+  return withGrids(db, await loadRow(db, env.id, hashId));
 }
 
 export async function updatePin(db: Db, env: EnvironmentRecord, hashId: string, update: PinUpdate) {
-  checkGraphRefs(update.edgeHashId, update.pinGridsHashIds);
+  checkEdge(update.edgeHashId);
   await db.tx(async (client) => {
     const { rows } = await client.query<{ id: number; fields: Fields }>('SELECT id, fields FROM pin WHERE environment_id = $1 AND hash_id = $2 FOR UPDATE', [env.id, hashId]);
     if (rows.length === 0) throw new NotFoundError('pin', hashId);
+    if (update.pinGridsHashIds !== undefined) await setPinGrids(client, env.id, rows[0].id, update.pinGridsHashIds, true);
     if (update.fields === undefined) return;
     const configs = fieldConfigurationsOf(env).pins;
     const fields = applyFieldsUpdate(configs, rows[0].fields, update.fields, OWNER);
     await client.query('UPDATE pin SET fields = $2, name = $3, updated_at = now() WHERE id = $1', [rows[0].id, JSON.stringify(fields), nameFromFields(configs, fields)]);
   });
-  return { pin: toPin(await loadRow(db, env.id, hashId)), grids: [] };
+  return withGrids(db, await loadRow(db, env.id, hashId));
 }
 
 /** A pin linked to a device channel leaves that channel unmapped: its later measurements land on no pin. */
