@@ -21,6 +21,7 @@ import { claimedDeviceReads, claimTokensOfClaimed, linkRoutes } from '../monitor
 import { measurementRoutes } from '../monitoring/measurements/routes.ts';
 import { gridRoutes } from '../monitoring/grids/routes.ts';
 import { graphRoutes } from '../monitoring/graph/routes.ts';
+import { edgeRoutes } from '../monitoring/edges/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -46,6 +47,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   measurementRoutes,
   gridRoutes,
   graphRoutes,
+  edgeRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

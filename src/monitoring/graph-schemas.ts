@@ -13,3 +13,10 @@ export const MapLayerKey = Type.String({ minLength: 1, maxLength: 64, not: Type.
 
 export const readRights = { monitoring: 'READ' };
 export const staticRights = { monitoring: 'STATIC' };
+
+const Coordinate = Type.Tuple([Type.Number({ minimum: -180, maximum: 180 }), Type.Number({ minimum: -90, maximum: 90 })]);
+/** An edge's line: 2..5,000 points, or 1..500 such lines */
+export const EdgeGeometry = Type.Union([
+  Type.Object({ type: Type.Literal('LineString'), coordinates: Type.Array(Coordinate, { minItems: 2, maxItems: 5000 }) }, { additionalProperties: false }),
+  Type.Object({ type: Type.Literal('MultiLineString'), coordinates: Type.Array(Type.Array(Coordinate, { minItems: 2, maxItems: 5000 }), { minItems: 1, maxItems: 500 }) }, { additionalProperties: false }),
+]);

@@ -41,6 +41,11 @@ const ops: Op[] = [
   { method: 'DELETE', url: '/graph/grid/abc', monitoring: 'STATIC' },
   { method: 'GET', url: '/graph/', monitoring: 'READ' },
   { method: 'POST', url: '/graph/', body: [], monitoring: 'STATIC' },
+  { method: 'POST', url: '/graph/edge', body: { geometry: { type: 'LineString', coordinates: [[1, 1], [2, 2]] }, fields: { id: 'e' } }, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/edge', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/edge/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/edge/abc', body: {}, monitoring: 'STATIC' },
+  { method: 'DELETE', url: '/graph/edge/abc', monitoring: 'STATIC' },
   { method: 'POST', url: '/device/claim-tokens', body: { deviceHashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
 ];
 

@@ -85,3 +85,20 @@ CREATE TABLE grid_member (
 CREATE INDEX grid_member_order ON grid_member (grid_id, position);
 CREATE INDEX grid_member_pin_group ON grid_member (pin_group_id) WHERE pin_group_id IS NOT NULL;
 CREATE INDEX grid_member_pin ON grid_member (pin_id) WHERE pin_id IS NOT NULL;
+
+-- Edges (lines): a LineString or MultiLineString; pins may lie on one.
+CREATE TABLE edge (
+  id             bigserial PRIMARY KEY,
+  hash_id        text NOT NULL UNIQUE,
+  environment_id bigint NOT NULL REFERENCES environment(id) ON DELETE CASCADE,
+  name           text NOT NULL,
+  fields         jsonb NOT NULL DEFAULT '{}',
+  geometry       jsonb NOT NULL,
+  map_layer      text NOT NULL,
+  photo          text,
+  created_at     timestamptz NOT NULL DEFAULT now(),
+  updated_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX edge_env ON edge (environment_id, id);
+ALTER TABLE pin ADD COLUMN edge_id bigint REFERENCES edge(id) ON DELETE SET NULL;
+CREATE INDEX pin_edge ON pin (edge_id) WHERE edge_id IS NOT NULL;

@@ -3,10 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import type { FindQuery as FindQueryType } from '../../app/find.ts';
 import { FindQuery, HashId } from '../../http/schemas.ts';
-import { Point, readRights, staticRights } from '../graph-schemas.ts';
+import { EdgeGeometry, Point, readRights, staticRights } from '../graph-schemas.ts';
 import { findGraph, updateLocations, type LocationUpdate } from './store.ts';
 
-const LocationsBody = Type.Array(Type.Object({ type: Type.Literal('pinGroup'), hashId: HashId, geometry: Type.Union([Point, Type.Null()]) }, { additionalProperties: false }), { maxItems: 30 });
+// nodes arrive with a later step of this issue: their variant is not taken yet
+const LocationsBody = Type.Array(Type.Union([
+  Type.Object({ type: Type.Literal('pinGroup'), hashId: HashId, geometry: Type.Union([Point, Type.Null()]) }, { additionalProperties: false }),
+  Type.Object({ type: Type.Literal('edge'), hashId: HashId, geometry: EdgeGeometry }, { additionalProperties: false }),
+]), { maxItems: 30 });
 
 /** graph find (GET /graph/) and locations update (POST /graph/). */
 export async function graphRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

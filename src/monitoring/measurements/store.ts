@@ -16,8 +16,7 @@ export interface MeasurementFindQuery {
   before?: string;
 }
 
-// pins have no edge yet (edges arrive with a later step): every edge name is ''
-const SORTS: Record<string, string> = { pinName: 'p.name', generatedAt: 'r.generated_at', pinGroupName: 'pg.name', edgeName: 'left(p.name, 0)' };
+const SORTS: Record<string, string> = { pinName: 'p.name', generatedAt: 'r.generated_at', pinGroupName: 'pg.name', edgeName: "COALESCE(e.name, '')" };
 
 function decodeOffset(offset: string): [string, number, number] {
   try {
@@ -111,7 +110,7 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   const { rows } = await db.query(prepared(
     `SELECT r.id AS report_id, r.hash_id AS report_hash_id, r.created_at, r.generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
             r.fields AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, p.id AS pin_id, p.hash_id AS p_hash_id, p.name AS p_name,
-            p.fields AS p_fields, mm.observations, (${sortExpr})::text AS sort_value
+            p.fields AS p_fields, e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields, mm.observations, (${sortExpr})::text AS sort_value
        FROM ${reports} r
        JOIN pin_group pg ON pg.id = r.pin_group_id
        LEFT JOIN report_type rt ON rt.id = r.report_type_id
@@ -123,6 +122,7 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
           WHERE ${measurementWhere.join(' AND ')}
           GROUP BY m.pin_id) mm
        JOIN pin p ON p.id = mm.pin_id
+       LEFT JOIN edge e ON e.id = p.edge_id
       WHERE ${['pg.environment_id = $1', ...where].join(' AND ')}
       ORDER BY ${sortExpr} ${dir}, r.id ${dir}, p.id ${dir}
       LIMIT ${limit}`), params);
@@ -153,7 +153,7 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
       },
       pinGroup: { hashId: r.pg_hash_id as string, name: r.pg_name as string },
       pin: { hashId: r.p_hash_id as string, name: r.p_name as string, fields: r.p_fields as Record<string, unknown> },
-      edge: null,
+      edge: r.e_hash_id === null ? null : { hashId: r.e_hash_id as string, name: r.e_name as string, fields: r.e_fields as Record<string, unknown> },
     })),
   };
 }

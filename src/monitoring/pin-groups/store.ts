@@ -5,6 +5,7 @@ import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
 import { fieldConfigurationsOf, mapLayerKeys, refreshBoundingBox } from '../environments/settings.ts';
+import { EDGE_SELECT, toEdge } from '../edges/view.ts';
 import { gridsOf, joinPinGroupGrids } from '../grids/store.ts';
 import { linksOfPinGroups } from '../links/store.ts';
 import { PIN_SELECT, toPin } from '../pins/view.ts';
@@ -110,11 +111,12 @@ export async function getPinGroup(db: Queryable, environmentId: number, hashId: 
     db.query(`SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.pin_group_id = $1 ORDER BY p.id`, [id]),
     gridsOf(db, 'pinGroup', [id]),
   ]);
+  const edges = await db.query(`SELECT ${EDGE_SELECT} FROM edge e WHERE e.id IN (SELECT edge_id FROM pin WHERE pin_group_id = $1) ORDER BY e.id`, [id]);
   const pinGrids = await gridsOf(db, 'pin', pins.rows.map((r) => r.p_id as number));
   return {
     pinGroup: toPinGroup(row),
     pins: pins.rows.map((r) => ({ pin: toPin(r), grids: pinGrids.get(r.p_id as number)! })),
-    edges: [],
+    edges: edges.rows.map(toEdge),
     device: link?.device ?? null,
     deviceType: link?.deviceType ?? null,
     channelMapping: link?.channelMapping ?? null,
@@ -136,8 +138,10 @@ export interface PinGroupFindQuery extends FindQuery {
 export async function findPinGroups(db: Queryable, environmentId: number, query: PinGroupFindQuery) {
   const where = ['pg.environment_id = $1'];
   const params: unknown[] = [environmentId];
-  // pins are on no edge yet (edges arrive with a later step): a filter on one matches nothing
-  if (query.forEdge !== undefined) where.push('false');
+  if (query.forEdge !== undefined) {
+    params.push(query.forEdge);
+    where.push(`pg.id IN (SELECT p.pin_group_id FROM pin p JOIN edge e ON e.id = p.edge_id WHERE e.environment_id = $1 AND e.hash_id = $${params.length})`);
+  }
   if (query.forGrid !== undefined) {
     params.push(query.forGrid);
     where.push(`pg.id IN (SELECT m.pin_group_id FROM grid_member m JOIN grid g ON g.id = m.grid_id WHERE g.environment_id = $1 AND g.hash_id = $${params.length})`);
