@@ -72,3 +72,30 @@ describe('measurement find', () => {
     expectParameterError(await c.request('GET', '/measurement/?offset=bm9wZQ'), 'offset');
   });
 });
+
+describe('pin-group performance', () => {
+  it('counts reports and measurements per bucket of the period around asOf', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const pg = await addPinGroup(c, 'perf');
+    await pinWithHistory(api.ctx.db, c, [0.01, 0.02, 1.01], pg.hashId, 'p');
+    const asOf = new Date().toISOString();
+    const r = await c.request<{ startAt: string; endAt: string; reports: { expected: number; received: number }; measurements: { good: number; serious: number; critical: number } }[]>(
+      'GET', `/graph/pin-group/${pg.hashId}/performance?asOf=${asOf}&interval=year`);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toHaveLength(12);
+    expect(r.body[0].startAt).toBe(`${asOf.slice(0, 4)}-01-01T00:00:00.000Z`);
+    // counted over ten years, so the test does not depend on the day it runs
+    const years = (await c.request<typeof r.body>('GET', `/graph/pin-group/${pg.hashId}/performance?asOf=${asOf}&interval=years`)).body;
+    expect(years).toHaveLength(10);
+    expect(years.reduce((a, b) => a + b.reports.received, 0)).toBe(3);
+    expect(years.reduce((a, b) => a + b.measurements.good, 0)).toBe(3);
+    expect(years[9].endAt).toBe(`${Number(asOf.slice(0, 4)) + 1}-01-01T00:00:00.000Z`);
+    const days = await c.request<unknown[]>('GET', `/graph/pin-group/${pg.hashId}/performance?asOf=${asOf}&interval=isoweek`);
+    expect(days.body).toHaveLength(7);
+    expect((await c.request<unknown[]>('GET', `/graph/pin-group/${pg.hashId}/performance?asOf=${asOf}&interval=day`)).body).toHaveLength(24);
+    expectParameterError(await c.request('GET', `/graph/pin-group/${pg.hashId}/performance?asOf=${asOf}&interval=decade`), 'interval');
+    expectParameterError(await c.request('GET', `/graph/pin-group/${pg.hashId}/performance`), 'asOf');
+    const other = await api.login('monitoring', ['READ']);
+    expect((await other.request('GET', `/graph/pin-group/${pg.hashId}/performance?asOf=${asOf}`)).status).toBe(404);
+  });
+});

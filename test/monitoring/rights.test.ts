@@ -46,6 +46,7 @@ const ops: Op[] = [
   { method: 'GET', url: '/graph/edge/abc', monitoring: 'READ' },
   { method: 'POST', url: '/graph/edge/abc', body: {}, monitoring: 'STATIC' },
   { method: 'DELETE', url: '/graph/edge/abc', monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/pin-group/abc/performance?asOf=2026-01-01T00:00:00Z', monitoring: 'READ' },
   { method: 'POST', url: '/device/claim-tokens', body: { deviceHashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
 ];
 

@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
-import { Fields, FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
+import { Fields, FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
 import { FieldsUpdate, MapLayerKey, Photo, Point, readRights, staticRights } from '../graph-schemas.ts';
+import { pinGroupPerformance, type PerformanceInterval } from './performance.ts';
 import { addPinGroup, deletePinGroup, findPinGroups, getPinGroup, updatePinGroup, type PinGroupAdd, type PinGroupFindQuery, type PinGroupUpdate } from './store.ts';
 
 const GridHashIds = Type.Array(HashId, { maxItems: 30 });
@@ -45,6 +46,16 @@ export async function pinGroupRoutes(app: FastifyInstance, ctx: AppContext): Pro
     findPinGroups(ctx.db, request.account.environment.id, request.query as PinGroupFindQuery));
   app.get('/graph/pin-group/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'pin-group get', params: HashIdParams } }, async (request) =>
     getPinGroup(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+  app.get('/graph/pin-group/:hashId/performance', {
+    config: { rights: readRights },
+    schema: {
+      tags, summary: 'pin-group performance get', params: HashIdParams,
+      querystring: Type.Object({ asOf: Timestamp, interval: Type.Optional(Type.Union(['day', 'isoweek', 'month', 'year', 'years'].map((i) => Type.Literal(i)))) }),
+    },
+  }, async (request) => {
+    const q = request.query as { asOf: string; interval?: PerformanceInterval };
+    return pinGroupPerformance(ctx.db, request.account.environment.id, hashIdOf(request.params), q.asOf, q.interval ?? 'month');
+  });
   app.post('/graph/pin-group/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin-group update', params: HashIdParams, body: UpdateBody } }, async (request) =>
     updatePinGroup(ctx.db, request.account.environment, hashIdOf(request.params), request.body as PinGroupUpdate));
   app.delete('/graph/pin-group/:hashId', {
