@@ -35,7 +35,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     schema: { tags: ['environment'], summary: 'environment find' },
   }, async (request) => ({
     nextPageOffset: null,
-    rows: [{ environment: environmentView(request.account.environment), environmentRights: request.account.rights }],
+    rows: [{ environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings }],
   }));
 
   app.get('/environment/:hashId', {

@@ -49,6 +49,8 @@ describe('monitoring environments', () => {
     expect(e).toMatchObject({ hashId: c.environmentHashId, boundingBox: null, locale: 'en', measurementsExpirationDays: 3650, enforceTwoFactorAuthentication: false, theme: null, expiresAt: null });
     expect(e.mapLayers.length).toBeGreaterThanOrEqual(1);
     for (const kind of ['pinGroups', 'edges', 'grids', 'nodes', 'pins']) expect(e.fieldConfigurations[kind].length).toBeGreaterThanOrEqual(1);
+    const found = await c.request<{ rows: GetAnswer[] }>('GET', '/environment/');
+    expect(found.body.rows).toEqual([{ environment: e, environmentRights: ['READ'], userEnvironmentSettings: { notificationLevel: 0, defaultAnalyticsPanelHashId: null } }]);
   });
 
   it('update (PUT /environment/) stores every member and answers the environment; get shows it', async () => {

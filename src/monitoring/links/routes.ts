@@ -35,11 +35,15 @@ export async function linkRoutes(app: FastifyInstance, ctx: AppContext): Promise
     const body = request.body as { pinGroupHashId: string; channelMapping: ChannelMappingItem[] };
     return link(ctx.db, request.account.environment, (request.params as { hashId: string }).hashId, body);
   });
-  app.post('/device/:deviceHashId/unlink', {
-    config: { rights }, schema: { tags, summary: 'device unlink', params: Type.Object({ deviceHashId: HashId }) },
-  }, async (request, reply) => {
-    await unlink(ctx.db, request.account.environment.id, (request.params as { deviceHashId: string }).deviceHashId);
-    reply.status(204).send();
+  await app.register(async (scope) => {
+    // unlink takes no body; the SDK posts it empty, as a form (axios's default type for no data)
+    scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
+    scope.post('/device/:deviceHashId/unlink', {
+      config: { rights }, schema: { tags, summary: 'device unlink', params: Type.Object({ deviceHashId: HashId }) },
+    }, async (request, reply) => {
+      await unlink(ctx.db, request.account.environment.id, (request.params as { deviceHashId: string }).deviceHashId);
+      reply.status(204).send();
+    });
   });
 }
 
