@@ -17,7 +17,7 @@ import { supplierCertificateRoutes } from '../connectivity/supplier-certificates
 import { environmentRoutes } from '../monitoring/environments/routes.ts';
 import { pinGroupRoutes } from '../monitoring/pin-groups/routes.ts';
 import { pinRoutes } from '../monitoring/pins/routes.ts';
-import { claimedDeviceReads, claimTokensOfClaimed, linkRoutes } from '../monitoring/links/routes.ts';
+import { claimedDeviceReads, claimTokensOfClaimed, customerCommands, linkRoutes } from '../monitoring/links/routes.ts';
 import { measurementRoutes } from '../monitoring/measurements/routes.ts';
 import { gridRoutes } from '../monitoring/grids/routes.ts';
 import { graphRoutes } from '../monitoring/graph/routes.ts';
@@ -33,7 +33,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   activityRoutes,
   reportTypeRoutes,
   commandTypeRoutes,
-  commandRoutes,
+  (app, ctx) => commandRoutes(app, ctx, customerCommands(ctx)),
   counterKeyRoutes,
   counterRoutes,
   (app, ctx) => claimRoutes(app, ctx, claimTokensOfClaimed(ctx)),

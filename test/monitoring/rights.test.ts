@@ -47,6 +47,11 @@ const ops: Op[] = [
   { method: 'POST', url: '/graph/edge/abc', body: {}, monitoring: 'STATIC' },
   { method: 'DELETE', url: '/graph/edge/abc', monitoring: 'STATIC' },
   { method: 'GET', url: '/graph/pin-group/abc/performance?asOf=2026-01-01T00:00:00Z', monitoring: 'READ' },
+  { method: 'POST', url: '/command/', body: { objectType: 'pinGroup', objectHashIds: ['abc'], commandTypeHashId: 'abc', fields: {}, email: [] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'GET', url: '/command/', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'GET', url: '/command/abc', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'DELETE', url: '/command/abc', monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'DELETE', url: '/command/', body: { hashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'POST', url: '/device/claim-tokens', body: { deviceHashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
 ];
 

@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import type { FindQuery } from '../../app/find.ts';
 import { Fields, HashId } from '../../http/schemas.ts';
+import type { CustomerCommands } from '../../connectivity/commands/routes.ts';
+import { addCustomerCommands, withPinGroups } from './commands.ts';
 import { claim, customerClaimTokens, findClaimedDevices, getClaimedDevice, link, unclaim, unlink, type ChannelMappingItem } from './store.ts';
 
 const ClaimBody = Type.Object({ claimTokens: Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
@@ -54,6 +56,12 @@ export function claimedDeviceReads(ctx: AppContext) {
     get: (environmentId: number, hashId: string) => getClaimedDevice(ctx.db, environmentId, hashId),
   };
 }
+
+/** command add / find rows in a monitoring environment: wired into the command routes by src/http/routes.ts. */
+export const customerCommands = (ctx: AppContext): CustomerCommands => ({
+  add: (events, environmentId, accountId, input) => addCustomerCommands(ctx.db, events, environmentId, accountId, input),
+  withPinGroups: (environmentId, rows) => withPinGroups(ctx.db, environmentId, rows),
+});
 
 /** getClaimToken in a monitoring environment (M-SENSORS): wired into the claim-token route by src/http/routes.ts. */
 export const claimTokensOfClaimed = (ctx: AppContext) => (environmentId: number, deviceHashIds: string[]) => customerClaimTokens(ctx.db, environmentId, deviceHashIds);
