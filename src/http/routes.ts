@@ -22,6 +22,7 @@ import { measurementRoutes } from '../monitoring/measurements/routes.ts';
 import { gridRoutes } from '../monitoring/grids/routes.ts';
 import { graphRoutes } from '../monitoring/graph/routes.ts';
 import { edgeRoutes } from '../monitoring/edges/routes.ts';
+import { nodeRoutes } from '../monitoring/nodes/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -48,6 +49,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   gridRoutes,
   graphRoutes,
   edgeRoutes,
+  nodeRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -9,7 +9,8 @@ let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
 afterAll(async () => { await api.close(); });
 
-interface Edge { hashId: string; name: string; fields: Record<string, unknown>; geometry: unknown; mapLayer: string; node1HashId: null; node2HashId: null; level: number; mostRecentMeasurementAt: null; deletedAt: null }
+interface Edge { hashId: string; name: string; fields: Record<string, unknown>; geometry: unknown; mapLayer: string; node1HashId: string | null; node2HashId: string | null; level: number; mostRecentMeasurementAt: null; deletedAt: null }
+interface Node { hashId: string; geometry: unknown; name: string; fields: Record<string, unknown>; gridHashId: string; deletedAt: null }
 const line = { type: 'LineString', coordinates: [[4.88, 52.37], [4.89, 52.36]] };
 
 describe('edges', () => {
@@ -17,7 +18,7 @@ describe('edges', () => {
     const c = await api.login('monitoring', ['READ', 'STATIC']);
     const add = await c.request<{ hashId: string; edge: Edge }>('POST', '/graph/edge', { geometry: line, fields: { id: 'Main pipe' }, nodeHashIds: [null, null], properties: { legacy: true }, photo: 'data:image/png;base64,AA' });
     expect(add.status, JSON.stringify(add.body)).toBe(200);
-    expect(add.body.edge).toEqual({ hashId: add.body.hashId, node1HashId: null, node2HashId: null, geometry: line, name: 'Main pipe', fields: { id: 'Main pipe' }, level: 0, mapLayer: 'default', mostRecentMeasurementAt: null, deletedAt: null });
+    expect(add.body.edge).toEqual({ hashId: add.body.hashId, node1HashId: expect.any(String), node2HashId: expect.any(String), geometry: line, name: 'Main pipe', fields: { id: 'Main pipe' }, level: 0, mapLayer: 'default', mostRecentMeasurementAt: null, deletedAt: null });
     const multi = { type: 'MultiLineString', coordinates: [[[1, 1], [2, 2]], [[3, 3], [4, 4]]] };
     expect((await c.request('POST', '/graph/edge', { geometry: multi, fields: { id: 'Branches' } })).status).toBe(200);
 
@@ -63,5 +64,37 @@ describe('edges', () => {
     }
     expect((await other.request('POST', '/graph/', [{ type: 'edge', hashId: mine, geometry: line }])).status).toBe(404);
     expect(await findAll(other, '/graph/edge')).toEqual([]);
+  });
+});
+
+describe('nodes', () => {
+  it('add / get / find / update / delete; edges end at nodes, new end nodes join the other end\'s network; locations update takes nodes', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const add = await c.request<{ hashId: string; node: Node }>('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [4.88, 52.37] }, fields: { id: 'Junction' } });
+    expect(add.status, JSON.stringify(add.body)).toBe(200);
+    expect(add.body.node).toMatchObject({ hashId: add.body.hashId, name: 'Junction', fields: { id: 'Junction' }, deletedAt: null });
+    const edge = await c.request<{ hashId: string; edge: Edge }>('POST', '/graph/edge', { geometry: line, fields: { id: 'Spur' }, nodeHashIds: [add.body.hashId, null] });
+    expect(edge.status, JSON.stringify(edge.body)).toBe(200);
+    expect(edge.body.edge.node1HashId).toBe(add.body.hashId);
+    const far = await c.request<{ node: Node; edges: Edge[] }>('GET', `/graph/node/${edge.body.edge.node2HashId}`);
+    expect(far.body.node.geometry).toEqual({ type: 'Point', coordinates: [4.89, 52.36] });
+    expect(far.body.node.gridHashId).toBe(add.body.node.gridHashId);
+    expect(far.body.edges.map((e) => e.hashId)).toEqual([edge.body.hashId]);
+    const upd = await c.request<{ node: Node }>('POST', `/graph/node/${add.body.hashId}`, { fields: { id: 'Junction 2' } });
+    expect(upd.body.node.name).toBe('Junction 2');
+    expect((await c.request('POST', '/graph/', [{ type: 'node', hashId: add.body.hashId, geometry: { type: 'Point', coordinates: [1, 2] } }])).status).toBe(204);
+    expect((await c.request<{ node: Node }>('GET', `/graph/node/${add.body.hashId}`)).body.node.geometry).toEqual({ type: 'Point', coordinates: [1, 2] });
+    expect((await findAll<{ node: Node }>(c, '/graph/node')).length).toBe(2);
+    expect((await findAll<{ grid: { typeKey: string } }>(c, '/graph/grid?type=node')).length).toBe(1);
+    expect((await c.request('DELETE', `/graph/node/${add.body.hashId}`)).status).toBe(204);
+    expect((await c.request<{ edge: Edge }>('GET', `/graph/edge/${edge.body.hashId}`)).body.edge.node1HashId).toBeNull();
+    expectParameterError(await c.request('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [1, 200] }, fields: { id: 'x' } }), 'geometry');
+    expectParameterError(await c.request('POST', '/graph/edge', { geometry: { type: 'MultiLineString', coordinates: [[[1, 1], [2, 2]]] }, fields: { id: 'x' }, nodeHashIds: [null] }), 'nodeHashIds');
+    const other = await api.login('monitoring', ['READ', 'STATIC']);
+    const node2 = edge.body.edge.node2HashId!;
+    expect((await other.request('GET', `/graph/node/${node2}`)).status).toBe(404);
+    expect((await other.request('POST', '/graph/edge', { geometry: line, fields: { id: 'x' }, nodeHashIds: [node2] })).status).toBe(404);
+    expect((await other.request('DELETE', `/graph/node/${node2}`)).status).toBe(404);
+    expect(await findAll(other, '/graph/node')).toEqual([]);
   });
 });

@@ -52,6 +52,11 @@ const ops: Op[] = [
   { method: 'GET', url: '/command/abc', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'DELETE', url: '/command/abc', monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'DELETE', url: '/command/', body: { hashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'POST', url: '/graph/node', body: { geometry: { type: 'Point', coordinates: [1, 1] }, fields: { id: 'n' } }, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/node', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/node/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/node/abc', body: {}, monitoring: 'STATIC' },
+  { method: 'DELETE', url: '/graph/node/abc', monitoring: 'STATIC' },
   { method: 'POST', url: '/device/claim-tokens', body: { deviceHashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
 ];
 

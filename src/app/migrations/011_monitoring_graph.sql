@@ -60,12 +60,12 @@ CREATE INDEX condition_report_pin_group_time ON condition_report (pin_group_id, 
 CREATE INDEX measurement_generated_brin ON measurement USING brin (generated_at);
 CREATE INDEX condition_report_generated_brin ON condition_report USING brin (generated_at);
 
--- Grids: ordered sets of pins (typeKey pin) or of pin groups (typeKey pinGroup).
+-- Grids: ordered sets of pins (typeKey pin) or of pin groups (typeKey pinGroup), or the network of nodes (typeKey node).
 CREATE TABLE grid (
   id             bigserial PRIMARY KEY,
   hash_id        text NOT NULL UNIQUE,
   environment_id bigint NOT NULL REFERENCES environment(id) ON DELETE CASCADE,
-  type_key       text NOT NULL CHECK (type_key IN ('pin', 'pinGroup')),
+  type_key       text NOT NULL CHECK (type_key IN ('pin', 'pinGroup', 'node')),
   name           text NOT NULL,
   fields         jsonb NOT NULL DEFAULT '{}',
   photo          text,
@@ -102,3 +102,20 @@ CREATE TABLE edge (
 CREATE INDEX edge_env ON edge (environment_id, id);
 ALTER TABLE pin ADD COLUMN edge_id bigint REFERENCES edge(id) ON DELETE SET NULL;
 CREATE INDEX pin_edge ON pin (edge_id) WHERE edge_id IS NOT NULL;
+
+-- Nodes: points that join single-segment edges; each belongs to a grid of typeKey node (its network).
+CREATE TABLE node (
+  id             bigserial PRIMARY KEY,
+  hash_id        text NOT NULL UNIQUE,
+  environment_id bigint NOT NULL REFERENCES environment(id) ON DELETE CASCADE,
+  grid_id        bigint NOT NULL REFERENCES grid(id) ON DELETE CASCADE,
+  name           text NOT NULL,
+  fields         jsonb NOT NULL DEFAULT '{}',
+  geometry       jsonb NOT NULL,
+  created_at     timestamptz NOT NULL DEFAULT now(),
+  updated_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX node_env ON node (environment_id, id);
+ALTER TABLE edge
+  ADD COLUMN node1_id bigint REFERENCES node(id) ON DELETE SET NULL,
+  ADD COLUMN node2_id bigint REFERENCES node(id) ON DELETE SET NULL;

@@ -7,6 +7,7 @@ import type { EnvironmentRecord } from '../../accounts/store.ts';
 import { fieldConfigurationsOf, mapLayerKeys } from '../environments/settings.ts';
 import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from '../pin-groups/view.ts';
 import { PIN_SELECT, toPin } from '../pins/view.ts';
+import { insertNode, nodeOf } from '../nodes/store.ts';
 import { EDGE_SELECT, toEdge } from './view.ts';
 
 type Geometry = { type: 'LineString'; coordinates: [number, number][] } | { type: 'MultiLineString'; coordinates: [number, number][][] };
@@ -26,17 +27,38 @@ async function loadRow(db: Queryable, environmentId: number, hashId: string) {
   return rows[0];
 }
 
-export async function addEdge(db: Queryable, env: EnvironmentRecord, input: EdgeAdd) {
-  // nodes arrive with a later step of this issue: an edge may only ask for new ones (null)
-  const node = input.nodeHashIds?.find((h) => h !== null);
-  if (node) throw new NotFoundError('node', node);
+/**
+ * edge add. A LineString's `nodeHashIds` name the nodes at its first and (when two are given) last
+ * point; a null makes a node there, in the network of the other end's node when that one exists.
+ */
+export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
   const configs = fieldConfigurationsOf(env).edges;
   const fields = applyFieldsUpdate(configs, {}, input.fields, OWNER);
   const mapLayer = input.mapLayer ?? mapLayerKeys(env)[0];
   checkMapLayer(env, mapLayer);
+  if (input.nodeHashIds && input.geometry.type !== 'LineString') throw new ParameterError('nodeHashIds: only a LineString edge ends at nodes');
   const hashId = newHashId();
-  await db.query('INSERT INTO edge (hash_id, environment_id, name, fields, geometry, map_layer, photo) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-    [hashId, env.id, nameFromFields(configs, fields), JSON.stringify(fields), JSON.stringify(input.geometry), mapLayer, input.photo ?? null]);
+  await db.tx(async (client) => {
+    const ends: (number | null)[] = [null, null];
+    if (input.nodeHashIds && input.geometry.type === 'LineString') {
+      const points = input.geometry.coordinates;
+      const given = await Promise.all(input.nodeHashIds.map((h) => (h === null ? null : nodeOf(client, env.id, h))));
+      const network = given.find((n) => n !== null)?.gridId ?? null;
+      let made: number | null = null;
+      for (const [i, node] of given.entries()) {
+        if (node) {
+          ends[i] = node.id;
+          continue;
+        }
+        const at = { type: 'Point' as const, coordinates: i === 0 ? points[0] : points[points.length - 1] };
+        const created = await insertNode(client, env, at, {}, network ?? made);
+        ends[i] = created.id;
+        if (made === null) made = (await client.query<{ grid_id: number }>('SELECT grid_id FROM node WHERE id = $1', [created.id])).rows[0].grid_id;
+      }
+    }
+    await client.query('INSERT INTO edge (hash_id, environment_id, name, fields, geometry, map_layer, photo, node1_id, node2_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+      [hashId, env.id, nameFromFields(configs, fields), JSON.stringify(fields), JSON.stringify(input.geometry), mapLayer, input.photo ?? null, ends[0], ends[1]]);
+  });
   return { hashId, edge: toEdge(await loadRow(db, env.id, hashId)) };
 }
 

@@ -6,9 +6,9 @@ import { FindQuery, HashId } from '../../http/schemas.ts';
 import { EdgeGeometry, Point, readRights, staticRights } from '../graph-schemas.ts';
 import { findGraph, updateLocations, type LocationUpdate } from './store.ts';
 
-// nodes arrive with a later step of this issue: their variant is not taken yet
 const LocationsBody = Type.Array(Type.Union([
   Type.Object({ type: Type.Literal('pinGroup'), hashId: HashId, geometry: Type.Union([Point, Type.Null()]) }, { additionalProperties: false }),
+  Type.Object({ type: Type.Literal('node'), hashId: HashId, geometry: Point }, { additionalProperties: false }),
   Type.Object({ type: Type.Literal('edge'), hashId: HashId, geometry: EdgeGeometry }, { additionalProperties: false }),
 ]), { maxItems: 30 });
 

@@ -20,16 +20,19 @@ export async function findGraph(db: Queryable, environmentId: number, query: Fin
 
 export type LocationUpdate =
   | { type: 'pinGroup'; hashId: string; geometry: { type: 'Point'; coordinates: [number, number] } | null }
+  | { type: 'node'; hashId: string; geometry: { type: 'Point'; coordinates: [number, number] } }
   | { type: 'edge'; hashId: string; geometry: { type: 'LineString' | 'MultiLineString'; coordinates: unknown[] } };
+
+const LOCATED = { pinGroup: ['pin_group', 'pin group'], node: ['node', 'node'], edge: ['edge', 'edge'] } as const;
 
 /** locations update: every geometry or none (an unknown hashId rolls the whole call back). */
 export async function updateLocations(db: Db, environmentId: number, items: LocationUpdate[]): Promise<void> {
   await db.tx(async (client) => {
     for (const item of items) {
-      const table = item.type === 'pinGroup' ? 'pin_group' : 'edge';
+      const [table, what] = LOCATED[item.type];
       const { rowCount } = await client.query(`UPDATE ${table} SET geometry = $3, updated_at = now() WHERE environment_id = $1 AND hash_id = $2`,
         [environmentId, item.hashId, item.geometry === null ? null : JSON.stringify(item.geometry)]);
-      if (!rowCount) throw new NotFoundError(item.type === 'pinGroup' ? 'pin group' : 'edge', item.hashId);
+      if (!rowCount) throw new NotFoundError(what, item.hashId);
     }
     await refreshBoundingBox(client, environmentId);
   });
