@@ -101,8 +101,10 @@ export function plainConfigurations(path: string, list: UpdatableFieldConfigurat
   return plain;
 }
 
-/** The name of a graph object: the value of the first field of its configuration, as text. */
-export function nameFromFields(configs: FieldConfiguration[], fields: Fields): string {
+/** The name of a graph object: the value of the first field of its configuration, as text; it must not be empty. */
+export function nameFromFields(configs: FieldConfiguration[], fields: Fields, path = 'fields'): string {
   const first = configs[0] ? fields[configs[0].key] : undefined;
-  return first === null || first === undefined ? '' : String(first);
+  const name = first === null || first === undefined ? '' : String(first);
+  if (name === '') throw new ParameterError(`${path}.${configs[0]?.key ?? 'id'} is required: the first field of the configuration is the object's name`);
+  return name;
 }

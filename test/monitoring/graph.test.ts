@@ -109,3 +109,19 @@ describe('pin groups', () => {
     expect((await a.request<PinGroupGet>('GET', `/graph/pin-group/${pg.hashId}`)).body.pins).toHaveLength(1);
   });
 });
+
+describe('names', () => {
+  it('every graph object needs its first field (its name) on add and keeps it on update', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    expectParameterError(await c.request('POST', '/graph/pin-group', { symbolKey: 's', geometry: null, fields: {} }), 'fields.id', 'name');
+    expectParameterError(await c.request('POST', '/graph/pin-group', { symbolKey: 's', geometry: null, fields: { id: '' } }), 'fields.id');
+    const pg = await addPinGroup(c);
+    expectParameterError(await c.request('POST', `/graph/pin-group/${pg.hashId}`, { fields: [{ key: 'id', value: null }] }), 'fields.id');
+    expectParameterError(await c.request('POST', `/graph/pin-group/${pg.hashId}/pin`, { fields: {} }), 'fields.id');
+    expectParameterError(await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[1, 1], [2, 2]] }, fields: {} }), 'fields.id');
+    expectParameterError(await c.request('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [1, 1] }, fields: {} }), 'fields.id');
+    expectParameterError(await c.request('POST', '/graph/pin-grid', { fields: {} }), 'fields.id');
+    const edge = await c.request<{ edge: { node1HashId: string } }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[1, 1], [2, 2]] }, fields: { id: 'Main' }, nodeHashIds: [null, null] });
+    expect((await c.request<{ node: { name: string } }>('GET', `/graph/node/${edge.body.edge.node1HashId}`)).body.node.name).toBe('Main start');
+  });
+});

@@ -51,7 +51,8 @@ export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
           continue;
         }
         const at = { type: 'Point' as const, coordinates: i === 0 ? points[0] : points[points.length - 1] };
-        const created = await insertNode(client, env, at, {}, network ?? made);
+        // a node made for an edge is named after it
+        const created = await insertNode(client, env, at, { [fieldConfigurationsOf(env).nodes[0].key]: `${nameFromFields(configs, fields)} ${i === 0 ? 'start' : 'end'}` }, network ?? made);
         ends[i] = created.id;
         if (made === null) made = (await client.query<{ grid_id: number }>('SELECT grid_id FROM node WHERE id = $1', [created.id])).rows[0].grid_id;
       }
