@@ -4,6 +4,7 @@ import { metricsRegistry } from './app/metrics.ts';
 import type { AppContext } from './app/context.ts';
 import type { Role } from './app/config.ts';
 import { createHttpApp } from './http/app.ts';
+import { startRetention } from './monitoring/retention/prune.ts';
 import { registerRoutes } from './http/routes.ts';
 import { reportIngestRoutes } from './monitoring/reports/routes.ts';
 import { startHttpsDeviceListener, type HttpsDeviceListener } from './gateway/https.ts';
@@ -53,9 +54,11 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   api.get('/metrics', { config: { apiVersion: false }, schema: { hide: true } }, async (_req, reply) => {
     reply.header('content-type', metricsRegistry.contentType).send(await metricsRegistry.metrics());
   });
+  let retention: { stop(): void } | null = null;
   if (has('api')) {
     await registerRoutes(api, ctx);
     await reportIngestRoutes(api, ctx);
+    retention = startRetention(ctx);
   }
   await api.listen({ port: ctx.config.apiPort, host: ctx.config.apiHost });
 
@@ -84,6 +87,7 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
     apiPort: () => (api.server.address() as { port: number }).port,
     async stop() {
       ready = false;
+      retention?.stop();
       // the gateway first: its requests in flight are answered while the worker still runs
       await Promise.all([https?.close(ctx.config.shutdownGraceMs), coap?.close(ctx.config.shutdownGraceMs)]);
       await trust?.stop();

@@ -4,26 +4,8 @@ import type { AppContext } from '../app/context.ts';
 import { AuthenticationError, NotFoundError } from '../app/errors.ts';
 import { signToken } from '../http/auth.ts';
 import { HashIdParams } from '../http/schemas.ts';
-import { verifyAssertion, type Account, type EnvironmentRecord } from './store.ts';
-
-function environmentView(env: EnvironmentRecord) {
-  const s = env.settings as Record<string, unknown>;
-  return {
-    hashId: env.hashId,
-    type: env.type,
-    name: env.name,
-    mapLayers: s.mapLayers ?? [{ name: 'Default', key: 'default', style: null, namedStyle: 'default' }],
-    boundingBox: s.boundingBox ?? null,
-    fieldConfigurations: s.fieldConfigurations ?? { pinGroups: [{ key: 'id', name: 'Name', type: 'string' }], edges: [{ key: 'id', name: 'Name', type: 'string' }], grids: [{ key: 'id', name: 'Name', type: 'string' }], nodes: [{ key: 'id', name: 'Name', type: 'string' }], pins: [{ key: 'id', name: 'Name', type: 'string' }] },
-    locale: s.locale ?? 'en',
-    defaultGraphRange: s.defaultGraphRange ?? '1 month',
-    measurementsExpirationDays: s.measurementsExpirationDays ?? 3650,
-    enforceTwoFactorAuthentication: false,
-    theme: s.theme ?? null,
-    expiresAt: null,
-    createdAt: env.createdAt.toISOString(),
-  };
-}
+import { USER_ENVIRONMENT_SETTINGS as userEnvironmentSettings, environmentView } from '../monitoring/environments/settings.ts';
+import { verifyAssertion, type Account } from './store.ts';
 
 function userView(account: Account) {
   return {
@@ -31,8 +13,6 @@ function userView(account: Account) {
     phone: null, company: null, rights: account.rights, twoFactorAuthenticationEnabled: false,
   };
 }
-
-const userEnvironmentSettings = { notificationLevel: 0, defaultAnalyticsPanelHashId: null };
 
 export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.post('/authentication/machine-login', {
@@ -55,7 +35,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     schema: { tags: ['environment'], summary: 'environment find' },
   }, async (request) => ({
     nextPageOffset: null,
-    rows: [{ environment: environmentView(request.account.environment), environmentRights: request.account.rights }],
+    rows: [{ environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings }],
   }));
 
   app.get('/environment/:hashId', {

@@ -14,23 +14,42 @@ import { claimRoutes } from '../connectivity/devices/claim-routes.ts';
 import { webhookRoutes } from '../connectivity/webhooks/routes.ts';
 import { firmwareRoutes } from '../connectivity/firmware/routes.ts';
 import { supplierCertificateRoutes } from '../connectivity/supplier-certificates/routes.ts';
+import { environmentRoutes } from '../monitoring/environments/routes.ts';
+import { pinGroupRoutes } from '../monitoring/pin-groups/routes.ts';
+import { pinRoutes } from '../monitoring/pins/routes.ts';
+import { claimedDeviceReads, claimTokensOfClaimed, customerCommands, linkRoutes } from '../monitoring/links/routes.ts';
+import { measurementRoutes } from '../monitoring/measurements/routes.ts';
+import { gridRoutes } from '../monitoring/grids/routes.ts';
+import { graphRoutes } from '../monitoring/graph/routes.ts';
+import { edgeRoutes } from '../monitoring/edges/routes.ts';
+import { nodeRoutes } from '../monitoring/nodes/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
   accountRoutes,
   quantityRoutes,
   deviceTypeRoutes,
-  deviceRoutes,
+  // a monitoring environment reads the devices it claimed through links/
+  (app, ctx) => deviceRoutes(app, ctx, claimedDeviceReads(ctx)),
   activityRoutes,
   reportTypeRoutes,
   commandTypeRoutes,
-  commandRoutes,
+  (app, ctx) => commandRoutes(app, ctx, customerCommands(ctx)),
   counterKeyRoutes,
   counterRoutes,
-  claimRoutes,
+  (app, ctx) => claimRoutes(app, ctx, claimTokensOfClaimed(ctx)),
   webhookRoutes,
   firmwareRoutes,
   supplierCertificateRoutes,
+  environmentRoutes,
+  pinGroupRoutes,
+  pinRoutes,
+  linkRoutes,
+  measurementRoutes,
+  gridRoutes,
+  graphRoutes,
+  edgeRoutes,
+  nodeRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

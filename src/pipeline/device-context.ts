@@ -11,6 +11,8 @@ export interface DeviceRecord {
   lastOnlineAt: string | null;
   nextReportBefore: string | null;
   deviceType: { id: number; hashId: string; eventHandler: string; deleted: boolean };
+  /** the pin group link of a claimed device: its id and the pin id of each mapped channel */
+  link: { id: number; pins: Record<string, number> } | null;
 }
 
 export interface ReportTypeRecord { id: number; hashId: string; name: string; parser: string }
@@ -20,8 +22,10 @@ const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);
 
 const DEVICE_SELECT = `SELECT d.id, d.hash_id, d.environment_id, e.hash_id AS env_hash_id, d.supplier_device_identifier, d.fields,
        d.last_online_at, d.next_report_before, t.id AS type_id, t.hash_id AS type_hash_id, t.event_handler,
-       t.deleted_at IS NOT NULL AS type_deleted
-  FROM device d JOIN device_type t ON t.id = d.device_type_id JOIN environment e ON e.id = d.environment_id`;
+       t.deleted_at IS NOT NULL AS type_deleted, l.id AS link_id,
+       (SELECT json_object_agg(c.channel, c.pin_id) FROM device_link_channel c WHERE c.link_id = l.id) AS link_pins
+  FROM device d JOIN device_type t ON t.id = d.device_type_id JOIN environment e ON e.id = d.environment_id
+  LEFT JOIN device_link l ON l.device_id = d.id`;
 
 const DEVICES_BY_HASH_ID = namedStatement('devices-by-hash-id', `${DEVICE_SELECT} WHERE d.hash_id = ANY($1::text[])`);
 
@@ -31,6 +35,7 @@ function toDeviceRecord(r: Record<string, unknown>): DeviceRecord {
     supplierDeviceIdentifier: r.supplier_device_identifier as string, fields: r.fields as Record<string, unknown>,
     lastOnlineAt: iso(r.last_online_at), nextReportBefore: iso(r.next_report_before),
     deviceType: { id: r.type_id as number, hashId: r.type_hash_id as string, eventHandler: r.event_handler as string, deleted: r.type_deleted as boolean },
+    link: r.link_id === null ? null : { id: r.link_id as number, pins: (r.link_pins as Record<string, number> | null) ?? {} },
   };
 }
 

@@ -235,10 +235,12 @@ async function parseReport(
     generatedAt,
     fields: fields.value,
     payload: payload.value,
+    // a linked device's measurements land on the pins its channels map to (the store checks the link still stands)
+    linkId: device.link?.id ?? null,
     measurements: report.measurements.map((m, i) => {
       const channelMeasurementIndex = perChannel.get(m.channelIndex) ?? 0;
       perChannel.set(m.channelIndex, channelMeasurementIndex + 1);
-      return { hashId: derivedHashId(hashId, `m${i}`), channelIndex: m.channelIndex, channelMeasurementIndex, quantityHashId: m.quantityHashId, generatedAt: m.generatedAt, orderOfMagnitude: m.orderOfMagnitude, significand: m.significand };
+      return { hashId: derivedHashId(hashId, `m${i}`), channelIndex: m.channelIndex, channelMeasurementIndex, quantityHashId: m.quantityHashId, generatedAt: m.generatedAt, orderOfMagnitude: m.orderOfMagnitude, significand: m.significand, pinId: device.link?.pins[m.channelIndex] ?? null };
     }),
   };
   const pushed = handledLater(deps.pushReport(reportIn));

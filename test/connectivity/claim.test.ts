@@ -100,7 +100,7 @@ describe('claim tokens', () => {
     expect(new Set(r.body.claimTokens.map((t) => t.claimToken)).size).toBe(30);
   });
 
-  it("keeps environments apart: B gets no token for A's device, and a monitoring account cannot ask the supplier route", async () => {
+  it("keeps environments apart: B gets no token for A's device, nor does a monitoring environment that has not claimed it", async () => {
     const a = await api.login('connectivity');
     const b = await api.login('connectivity');
     const [d] = await devices(a, 1);
@@ -109,6 +109,7 @@ describe('claim tokens', () => {
     expect(other.body.key).toBe('not_found_error');
     expect((await api.ctx.db.query('SELECT 1 FROM device_claim_token t JOIN device d ON d.id = t.device_id WHERE d.hash_id = $1', [d])).rows).toHaveLength(0);
     const m = await api.login('monitoring');
-    expect((await getTokens(m, [d])).status).toBe(403);
+    expect((await getTokens(m, [d])).status).toBe(404);
+    expect((await getTokens(await api.login('monitoring', ['READ', 'STATIC']), [d])).status).toBe(403);
   });
 });

@@ -240,9 +240,11 @@ describe('commands', () => {
     })]);
   });
 
-  it('is for connectivity environments only', async () => {
-    const m = await api.login('monitoring');
+  it('in a monitoring environment needs M-READ / M-SENSORS and shows only the commands of its claimed devices (test/monitoring/commands.test.ts)', async () => {
+    const m = await api.login('monitoring', ['STATIC']);
     expect((await m.request('GET', '/command/')).status).toBe(403);
     expect((await m.request('POST', '/command/', body(['x'], 'y'))).status).toBe(403);
+    const reader = await api.login('monitoring', ['READ']);
+    expect((await reader.request<{ rows: unknown[] }>('GET', '/command/')).body.rows).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { namedStatement, type Db, type Queryable } from '../../app/db.ts';
-import { ConflictError, NotFoundError, ParameterError } from '../../app/errors.ts';
+import { ConflictError, NotFoundError, ParameterError, RightError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { CommandType } from '../command-types/store.ts';
@@ -196,21 +196,27 @@ export async function addCommands(
   return records.map((r) => r.command.hashId);
 }
 
-async function loadCommand(db: Queryable, environmentId: number, hashId: string, forUpdate = false): Promise<CommandRecord & { userName: string | null }> {
+/**
+ * Whose commands an environment sees: a supplier those of its own environment; a customer (`claimed`)
+ * those of the devices it claimed whose command type's environmentAccess is not none.
+ */
+const scope = (claimed: boolean) => (claimed ? "d.claimed_environment_id = $1 AND ct.environment_access <> 'none'" : 'c.environment_id = $1');
+
+async function loadCommand(db: Queryable, environmentId: number, hashId: string, forUpdate = false, claimed = false): Promise<CommandRecord & { userName: string | null }> {
   const { rows } = await db.query(
-    `SELECT ${SELECT} FROM ${FROM} WHERE c.environment_id = $1 AND c.hash_id = $2 AND c.deleted_at IS NULL${forUpdate ? ' FOR UPDATE OF c' : ''}`,
+    `SELECT ${SELECT} FROM ${FROM} WHERE ${scope(claimed)} AND c.hash_id = $2 AND c.deleted_at IS NULL${forUpdate ? ' FOR UPDATE OF c' : ''}`,
     [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('command', hashId);
   return { ...toRecord(rows[0]), userName: rows[0].user_name as string | null };
 }
 
-export async function getCommand(db: Queryable, environmentId: number, hashId: string) {
-  const record = await loadCommand(db, environmentId, hashId);
+export async function getCommand(db: Queryable, environmentId: number, hashId: string, claimed = false) {
+  const record = await loadCommand(db, environmentId, hashId, false, claimed);
   return { command: record.command, commandType: record.commandType, createdByUserName: record.userName };
 }
 
-export async function findCommands(db: Queryable, environmentId: number, query: CommandQuery) {
-  const where = ['c.environment_id = $1', 'c.deleted_at IS NULL'];
+export async function findCommands(db: Queryable, environmentId: number, query: CommandQuery, claimed = false) {
+  const where = [scope(claimed), 'c.deleted_at IS NULL'];
   const params: unknown[] = [environmentId];
   if (query.deviceHashId) {
     params.push(query.deviceHashId);
@@ -227,7 +233,7 @@ export async function findCommands(db: Queryable, environmentId: number, query: 
     search: ['c.hash_id', 'd.hash_id', 'd.supplier_device_identifier', 'ct.name_text'],
     updatedColumn: 'c.updated_at',
   }, query);
-  // pinGroup: locations are not part of this deployment yet
+  // pinGroup: a supplier sees nothing of its customers' graph; a customer's rows get theirs from links/
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ ...pick(toRecord(r)), pinGroup: null })) };
 }
 
@@ -249,9 +255,12 @@ function refusal(c: Command, nextReportBefore: Date | null, now: Date): string |
   return null;
 }
 
-async function deleteOne(db: Db, environmentId: number, hashId: string): Promise<CommandRecord> {
+async function deleteOne(db: Db, environmentId: number, hashId: string, claimed: boolean): Promise<CommandRecord> {
   return db.tx(async (client) => {
-    const record = await loadCommand(client, environmentId, hashId, true);
+    const record = await loadCommand(client, environmentId, hashId, true, claimed);
+    if (claimed && record.commandType.environmentAccess !== 'full') {
+      throw new RightError(`command type ${record.commandType.hashId} gives this environment read access only (environmentAccess ${record.commandType.environmentAccess})`);
+    }
     const { rows } = await client.query<{ next_report_before: Date | null }>('SELECT next_report_before FROM device WHERE id = $1', [record.deviceId]);
     const reason = refusal(record.command, rows[0]?.next_report_before ?? null, new Date());
     if (reason) throw new ConflictError(reason);
@@ -261,20 +270,20 @@ async function deleteOne(db: Db, environmentId: number, hashId: string): Promise
 }
 
 /** Soft delete, refused (409) when the device already holds the command and cannot be told in time; the handler hears `deletedCommand`. */
-export async function deleteCommand(db: Db, events: CommandEvents, environmentId: number, hashId: string): Promise<void> {
-  const record = await deleteOne(db, environmentId, hashId);
+export async function deleteCommand(db: Db, events: CommandEvents, environmentId: number, hashId: string, claimed = false): Promise<void> {
+  const record = await deleteOne(db, environmentId, hashId, claimed);
   await events.deleted(record);
 }
 
 /** deleteMulti: each command on its own, answered per command. */
-export async function deleteCommands(db: Db, events: CommandEvents, environmentId: number, hashIds: string[]): Promise<{ hashId: string; deleted: boolean; reason?: string }[]> {
+export async function deleteCommands(db: Db, events: CommandEvents, environmentId: number, hashIds: string[], claimed = false): Promise<{ hashId: string; deleted: boolean; reason?: string }[]> {
   const out: { hashId: string; deleted: boolean; reason?: string }[] = [];
   for (const hashId of [...new Set(hashIds)]) {
     try {
-      await deleteCommand(db, events, environmentId, hashId);
+      await deleteCommand(db, events, environmentId, hashId, claimed);
       out.push({ hashId, deleted: true });
     } catch (err) {
-      if (!(err instanceof ConflictError || err instanceof NotFoundError)) throw err;
+      if (!(err instanceof ConflictError || err instanceof NotFoundError || err instanceof RightError)) throw err;
       out.push({ hashId, deleted: false, reason: err.message });
     }
   }

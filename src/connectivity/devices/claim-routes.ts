@@ -2,20 +2,25 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { HashId } from '../../http/schemas.ts';
-import { createClaimTokens } from './claim.ts';
+import { createClaimTokens, type ClaimToken } from './claim.ts';
 
 const GetClaimTokenBody = Type.Object({ deviceHashIds: Type.Array(HashId, { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
 
-/** getClaimToken, supplier side. The monitoring side (claim, unclaim, tokens for its own devices) arrives with a later issue. */
-export async function claimRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+/** A monitoring environment's getClaimToken (src/monitoring/links/, wired in src/http/routes.ts). */
+export type CustomerClaimTokens = (environmentId: number, deviceHashIds: string[]) => Promise<ClaimToken[]>;
+
+/** getClaimToken: a supplier's (C-ADMIN), and a customer's for the devices it claimed (M-SENSORS) when `customer` is given. */
+export async function claimRoutes(app: FastifyInstance, ctx: AppContext, customer?: CustomerClaimTokens): Promise<void> {
   app.post('/device/claim-tokens', {
-    config: { rights: { connectivity: 'ENVIRONMENT_ADMIN' } },
+    config: { rights: customer ? { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'SENSORS' } : { connectivity: 'ENVIRONMENT_ADMIN' } },
     schema: {
       tags: ['device'], summary: 'device getClaimToken',
-      description: 'A new claim token for each device (older tokens of these devices stop working). Refused (409) for a device already claimed by a monitoring environment.',
+      description: 'A new claim token for each device (older tokens of these devices stop working). Refused (409) for a device already claimed by a monitoring environment, or, asked by that environment, for a device linked to a pin group.',
       body: GetClaimTokenBody,
     },
-  }, async (request) => ({
-    claimTokens: await createClaimTokens(ctx.db, request.account.environment.id, (request.body as Static<typeof GetClaimTokenBody>).deviceHashIds),
-  }));
+  }, async (request) => {
+    const { environment } = request.account;
+    const deviceHashIds = (request.body as Static<typeof GetClaimTokenBody>).deviceHashIds;
+    return { claimTokens: environment.type === 'monitoring' && customer ? await customer(environment.id, deviceHashIds) : await createClaimTokens(ctx.db, environment.id, deviceHashIds) };
+  });
 }

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Db } from '../../app/db.ts';
+import type { Db, Queryable } from '../../app/db.ts';
 import { ConflictError, NotFoundError, ParameterError } from '../../app/errors.ts';
 
 /** 192 random bits, URL-safe: what a customer types or scans to claim a device. */
@@ -10,20 +10,24 @@ const sha256 = (token: string) => createHash('sha256').update(token, 'utf8').dig
 export interface ClaimToken { deviceHashId: string; claimToken: string }
 
 /**
- * getClaimToken (supplier side): a new token for each device, replacing any older one. Refused
- * for a device a monitoring environment has claimed. All or nothing; only the SHA-256 is stored.
+ * getClaimToken: a new token for each device, replacing any older one. A supplier gets none for a
+ * device a monitoring environment has claimed; a customer only for devices it claimed, and `check`
+ * (run under the devices' row locks) refuses linked ones. All or nothing; only the SHA-256 is stored.
  */
-export async function createClaimTokens(db: Db, environmentId: number, deviceHashIds: string[]): Promise<ClaimToken[]> {
+export async function createClaimTokens(db: Db, environmentId: number, deviceHashIds: string[], holder: 'supplier' | 'customer' = 'supplier',
+  check?: (client: Queryable, deviceIds: number[]) => Promise<void>): Promise<ClaimToken[]> {
   // one token per device even when a hashId is repeated: a second one would invalidate the first
   const wanted = [...new Set(deviceHashIds)];
   return db.tx(async (client) => {
+    // a customer asks for the devices it claimed (`check` refuses linked ones), a supplier for its own
     const { rows } = await client.query<{ id: number; hash_id: string; claimed: boolean }>(
       `SELECT id, hash_id, claimed_environment_id IS NOT NULL AS claimed FROM device
-        WHERE environment_id = $1 AND hash_id = ANY($2) FOR UPDATE`, [environmentId, wanted]);
+        WHERE ${holder === 'supplier' ? 'environment_id' : 'claimed_environment_id'} = $1 AND hash_id = ANY($2) FOR UPDATE`, [environmentId, wanted]);
     const byHashId = new Map(rows.map((r) => [r.hash_id, r]));
     const missing = wanted.filter((h) => !byHashId.has(h));
     if (missing.length > 0) throw new NotFoundError(missing.length === 1 ? 'device' : 'devices', missing.join(', '));
-    const claimed = wanted.filter((h) => byHashId.get(h)!.claimed);
+    if (check) await check(client, rows.map((r) => r.id));
+    const claimed = holder === 'supplier' ? wanted.filter((h) => byHashId.get(h)!.claimed) : [];
     if (claimed.length > 0) {
       throw new ConflictError(`device ${claimed.join(', ')} is claimed by a monitoring environment; a claim token is only given for a device the supplier holds`);
     }
@@ -58,16 +62,22 @@ export async function claimDevices(db: Db, monitoringEnvironmentId: number, clai
   });
 }
 
-/** unclaim (monitoring side): hands the devices back to their supplier. All must be claimed by this environment. */
-export async function unclaimDevices(db: Db, monitoringEnvironmentId: number, deviceHashIds: string[]): Promise<void> {
+/**
+ * unclaim (monitoring side): hands the devices back to their supplier. All must be claimed by this
+ * environment. `release` runs in the same transaction first, with the devices' ids (the monitoring
+ * side drops its links there).
+ */
+export async function unclaimDevices(db: Db, monitoringEnvironmentId: number, deviceHashIds: string[],
+  release?: (client: Queryable, deviceIds: number[]) => Promise<void>): Promise<void> {
   const wanted = [...new Set(deviceHashIds)];
   await db.tx(async (client) => {
-    const { rows } = await client.query<{ hash_id: string }>(
+    const { rows } = await client.query<{ id: number; hash_id: string }>(
       `UPDATE device SET claimed_environment_id = NULL, claimed_at = NULL, updated_at = now()
-        WHERE claimed_environment_id = $1 AND hash_id = ANY($2) RETURNING hash_id`, [monitoringEnvironmentId, wanted]);
+        WHERE claimed_environment_id = $1 AND hash_id = ANY($2) RETURNING id, hash_id`, [monitoringEnvironmentId, wanted]);
     const done = new Set(rows.map((r) => r.hash_id));
     const missing = wanted.filter((h) => !done.has(h));
     // the UPDATE is rolled back with the transaction
     if (missing.length > 0) throw new NotFoundError(missing.length === 1 ? 'device' : 'devices', missing.join(', '));
+    if (release) await release(client, rows.map((r) => r.id));
   });
 }

@@ -24,7 +24,15 @@ const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
 const tags = ['device'];
 const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 
-export async function deviceRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+/** How a monitoring environment reads the devices it claimed (src/monitoring/links/, wired in src/http/routes.ts). */
+export interface ClaimedDeviceReads {
+  find(environmentId: number, query: Static<typeof FindQuery>): Promise<unknown>;
+  get(environmentId: number, hashId: string): Promise<unknown>;
+}
+
+export async function deviceRoutes(app: FastifyInstance, ctx: AppContext, claimed?: ClaimedDeviceReads): Promise<void> {
+  const readRights = claimed ? { ...rights, monitoring: 'READ' } : rights;
+  const monitoring = (request: { account: { environment: { type: string } } }) => claimed !== undefined && request.account.environment.type === 'monitoring';
   app.post('/device/psk', { config: { rights }, schema: { tags, summary: 'device addWithPsk', body: AddWithPskBody } }, async (request) => ({
     hashId: await addDeviceWithPsk(ctx, request.account.environment.id, request.body as Static<typeof AddWithPskBody>),
   }));
@@ -33,10 +41,10 @@ export async function deviceRoutes(app: FastifyInstance, ctx: AppContext): Promi
     await deleteDevices(ctx.db, ctx.redis, request.account.environment.id, (request.body as Static<typeof DeleteBody>).hashIds);
     reply.status(204).send();
   });
-  app.get('/device/', { config: { rights }, schema: { tags, summary: 'device find', querystring: FindQuery } }, async (request) =>
-    findDevices(ctx.db, request.account.environment.id, request.query as Static<typeof FindQuery>));
-  app.get('/device/:hashId', { config: { rights }, schema: { tags, summary: 'device get', params: HashIdParams } }, async (request) =>
-    getDevice(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+  app.get('/device/', { config: { rights: readRights }, schema: { tags, summary: 'device find', querystring: FindQuery } }, async (request) =>
+    (monitoring(request) ? claimed!.find : (env: number, q: Static<typeof FindQuery>) => findDevices(ctx.db, env, q))(request.account.environment.id, request.query as Static<typeof FindQuery>));
+  app.get('/device/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'device get', params: HashIdParams } }, async (request) =>
+    (monitoring(request) ? claimed!.get : (env: number, h: string) => getDevice(ctx.db, env, h))(request.account.environment.id, hashIdOf(request.params)));
   app.post('/device/:hashId', { config: { rights }, schema: { tags, summary: 'device update', params: HashIdParams, body: UpdateBody } }, async (request) =>
     updateDevice(ctx.db, request.account.environment.id, hashIdOf(request.params), (request.body as Static<typeof UpdateBody>).fields as FieldsUpdate));
 }

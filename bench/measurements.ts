@@ -1,0 +1,121 @@
+// measurement find of one pin and one quantity over a year of hourly values (8,760), from a table
+// holding `total` measurements of 1,000 pins (500 pin groups of two pins, one report per pin group
+// and hour, one measurement per pin). Fills a private database `gridgate_bench_measurements` with
+// generate_series, then times pages of measurement find (500 rows, sorted by generatedAt) the way
+// the API runs them (src/monitoring/measurements/store.ts).
+import { performance } from 'node:perf_hooks';
+import { openDb, recreateDatabase } from '../src/app/db.ts';
+import { findMeasurements } from '../src/monitoring/measurements/store.ts';
+import type { BenchRow } from './dtls.ts';
+import { pct } from './harness.ts';
+
+const HOURS = 8760;
+const PIN_GROUPS = 500;
+
+export async function measurementFindRow(opts: { total: number; rounds: number }): Promise<BenchRow> {
+  const admin = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const db = await openDb({ databaseUrl: await recreateDatabase(admin, 'gridgate_bench_measurements'), dataDir: '/tmp' });
+  try {
+    // the target pin group reports hourly for a year; the other 499 share the rest of the total
+    const otherHours = Math.max(1, Math.floor((opts.total / 2 - HOURS) / (PIN_GROUPS - 1)));
+    const fillStart = performance.now();
+    await db.query(`INSERT INTO environment (hash_id, type, name) VALUES ('benchenv', 'monitoring', 'bench')`);
+    await db.query(`INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude)
+      SELECT 'q' || i, 1, '"q"', 'q', '#000000', 'V', 0 FROM generate_series(0, 1) i`);
+    await db.query(`INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, map_layer)
+      SELECT 'pg' || g, 1, 'group ' || g, 's', 'default' FROM generate_series(0, ${PIN_GROUPS - 1}) g`);
+    await db.query(`INSERT INTO pin (hash_id, environment_id, pin_group_id, name)
+      SELECT 'p' || g || '_' || c, 1, g + 1, 'pin ' || g || '/' || c FROM generate_series(0, ${PIN_GROUPS - 1}) g, generate_series(0, 1) c`);
+    await db.query(`INSERT INTO condition_report (hash_id, environment_id, generated_at, pin_group_id)
+      SELECT 'r' || g || '_' || h, 1, timestamptz '2025-01-01' + make_interval(hours => h), g + 1
+        FROM generate_series(0, ${PIN_GROUPS - 1}) g, generate_series(0, ${HOURS - 1}) h WHERE g = 0 OR h < ${otherHours}
+       ORDER BY 3`);
+    await db.query(`INSERT INTO measurement (hash_id, report_id, environment_id, quantity_id, pin_id, channel_index, channel_measurement_index, generated_at, order_of_magnitude, significand)
+      SELECT 'm' || r.id || '_' || c, r.id, 1, c + 1, (r.pin_group_id - 1) * 2 + c + 1, c, 0, r.generated_at, -3, (random() * 1000)::int
+        FROM condition_report r, generate_series(0, 1) c ORDER BY r.id`);
+    await db.query('VACUUM ANALYZE condition_report');
+    await db.query('VACUUM ANALYZE measurement');
+    const { rows: [{ n }] } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM measurement');
+    const fillSeconds = (performance.now() - fillStart) / 1000;
+
+    const latencies: number[] = [];
+    let values = 0;
+    for (let round = 0; round < opts.rounds; round++) {
+      let offset: string | undefined;
+      values = 0;
+      do {
+        const t0 = performance.now();
+        const page = await findMeasurements(db, 1, {
+          pinGroupHashIds: ['pg0'], pinHashIds: ['p0_0'], quantityHashIds: ['q0'], since: '2025-01-01T00:00:00Z', before: '2026-01-01T00:00:00Z',
+          sortBy: 'generatedAt', descending: false, rowsPerPage: 500, offset,
+        });
+        latencies.push(performance.now() - t0);
+        values += page.rows.length;
+        offset = page.nextPageOffset ?? undefined;
+      } while (offset);
+    }
+    latencies.sort((a, b) => a - b);
+    return {
+      name: `measurement find: 1 pin, 1 quantity, ${values} hourly values in pages of 500, table of ${n.toLocaleString('en')} measurements of 1,000 pins`,
+      value: Number(pct(latencies, 50).toFixed(2)), unit: 'ms per page (p50)', p50Ms: Number(pct(latencies, 50).toFixed(2)), p99Ms: Number(pct(latencies, 99).toFixed(2)),
+      target: 'p99 <= 50 ms', detail: `${latencies.length} pages over ${opts.rounds} walks; fill ${fillSeconds.toFixed(0)} s`,
+    };
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * The report path's store step for linked and unlinked devices side by side: batches of 50 reports
+ * (two measurements each) through the one ingest statement, alternating a batch of linked devices
+ * with a batch of unlinked ones, in the same database and run. Reports the statement's time per batch.
+ */
+export async function ingestLinkedRow(opts: { batches: number }): Promise<BenchRow[]> {
+  const admin = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const db = await openDb({ databaseUrl: await recreateDatabase(admin, 'gridgate_bench_ingest'), dataDir: '/tmp' });
+  const { ingestReportsJson } = await import('../src/monitoring/reports/store.ts');
+  try {
+    await db.query(`INSERT INTO environment (hash_id, type, name) VALUES ('supplier', 'connectivity', 's'), ('customer', 'monitoring', 'c')`);
+    await db.query(`INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude) VALUES ('q', 1, '"q"', 'q', '#000000', 'V', 0)`);
+    await db.query(`INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, subscription_hash_id) VALUES ('t', 1, '"t"', 't', '', '', 's')`);
+    await db.query(`INSERT INTO report_type (hash_id, environment_id, name, field_configurations, parser, parser_hash) VALUES ('rt', 1, 'r', '{}', '', '')`);
+    await db.query(`INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, claimed_environment_id)
+      SELECT 'd' || i, 1, 1, 'd' || i, CASE WHEN i < 50 THEN 2 END FROM generate_series(0, 99) i`);
+    await db.query(`INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, map_layer) SELECT 'pg' || i, 2, 'g', 's', 'default' FROM generate_series(0, 49) i`);
+    await db.query(`INSERT INTO pin (hash_id, environment_id, pin_group_id, name) SELECT 'p' || i || '_' || c, 2, i + 1, 'p' FROM generate_series(0, 49) i, generate_series(0, 1) c`);
+    await db.query(`INSERT INTO device_link (hash_id, environment_id, device_id, pin_group_id) SELECT 'l' || i, 2, i + 1, i + 1 FROM generate_series(0, 49) i`);
+    const { rows: pins } = await db.query<{ id: number; pin_group_id: number }>('SELECT id, pin_group_id FROM pin ORDER BY id');
+    let n = 0;
+    const batch = (linked: boolean) => JSON.stringify({
+      reports: Array.from({ length: 50 }, (_, i) => {
+        const device = linked ? i : 50 + i;
+        const at = new Date(Date.UTC(2026, 0, 1) + (n++) * 1000).toISOString();
+        return {
+          hashId: `r${n}`, environmentHashId: 'supplier', deviceHashId: `d${device}`, reportTypeHashId: 'rt', generatedAt: at, fields: {}, payload: '{}',
+          linkId: linked ? i + 1 : null,
+          measurements: [0, 1].map((c) => ({ hashId: `m${n}_${c}`, channelIndex: c, channelMeasurementIndex: 0, quantityHashId: 'q', generatedAt: at, orderOfMagnitude: 0, significand: c, pinId: linked ? pins[i * 2 + c].id : null })),
+        };
+      }),
+    });
+    const times: Record<'linked' | 'unlinked', number[]> = { linked: [], unlinked: [] };
+    for (let b = 0; b < opts.batches; b++) {
+      for (const kind of (b % 2 === 0 ? ['linked', 'unlinked'] : ['unlinked', 'linked']) as ('linked' | 'unlinked')[]) {
+        const json = batch(kind === 'linked');
+        const t0 = performance.now();
+        await ingestReportsJson(db, json);
+        times[kind].push(performance.now() - t0);
+      }
+    }
+    const { rows: [check] } = await db.query<{ on_pins: number }>('SELECT count(*)::int AS on_pins FROM measurement WHERE pin_id IS NOT NULL');
+    return (['linked', 'unlinked'] as const).map((kind) => {
+      const sorted = times[kind].sort((a, b) => a - b);
+      return {
+        name: `ingest statement, 50 reports x 2 measurements, ${kind} devices (alternating batches)`, value: Number(pct(sorted, 50).toFixed(2)), unit: 'ms per batch (p50)',
+        p50Ms: Number(pct(sorted, 50).toFixed(2)), p99Ms: Number(pct(sorted, 99).toFixed(2)), target: 'linked no worse than unlinked',
+        detail: `${sorted.length} batches; ${check.on_pins} measurements on pins`,
+      };
+    });
+  } finally {
+    await db.close();
+  }
+}

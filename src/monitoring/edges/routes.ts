@@ -1,0 +1,43 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../app/context.ts';
+import type { FindQuery as FindQueryType } from '../../app/find.ts';
+import { Fields, FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
+import { EdgeGeometry, FieldsUpdate, MapLayerKey, Photo, readRights, staticRights } from '../graph-schemas.ts';
+import { addEdge, deleteEdge, findEdges, getEdge, updateEdge, type EdgeAdd, type EdgeUpdate } from './store.ts';
+
+const AddBody = Type.Object({
+  geometry: EdgeGeometry,
+  fields: Fields,
+  nodeHashIds: Type.Optional(Type.Array(Type.Union([HashId, Type.Null()]), { minItems: 1, maxItems: 2 })),
+  // deprecated, accepted and ignored
+  properties: Type.Optional(Type.Unknown()),
+  mapLayer: Type.Optional(MapLayerKey),
+  photo: Type.Optional(Photo),
+}, { additionalProperties: false });
+const UpdateBody = Type.Object({
+  geometry: Type.Optional(EdgeGeometry),
+  fields: Type.Optional(FieldsUpdate),
+  mapLayer: Type.Optional(MapLayerKey),
+  photo: Type.Optional(Type.Union([Photo, Type.Null()])),
+}, { additionalProperties: false });
+const FindEdgeQuery = Type.Object({ ...FindQuery.properties, includeDeleted: Type.Optional(Type.Boolean()) });
+
+const tags = ['edge'];
+const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
+
+/** Edges (lines): add / find / get / update / delete under /graph/edge. */
+export async function edgeRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.post('/graph/edge', { config: { rights: staticRights }, schema: { tags, summary: 'edge add', body: AddBody } }, async (request) =>
+    addEdge(ctx.db, request.account.environment, request.body as EdgeAdd));
+  app.get('/graph/edge', { config: { rights: readRights }, schema: { tags, summary: 'edge find', querystring: FindEdgeQuery } }, async (request) =>
+    findEdges(ctx.db, request.account.environment.id, request.query as FindQueryType));
+  app.get('/graph/edge/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'edge get', params: HashIdParams } }, async (request) =>
+    getEdge(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+  app.post('/graph/edge/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'edge update', params: HashIdParams, body: UpdateBody } }, async (request) =>
+    updateEdge(ctx.db, request.account.environment, hashIdOf(request.params), request.body as EdgeUpdate));
+  app.delete('/graph/edge/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'edge delete', params: HashIdParams } }, async (request, reply) => {
+    await deleteEdge(ctx.db, request.account.environment.id, hashIdOf(request.params));
+    reply.status(204).send();
+  });
+}

@@ -1,0 +1,111 @@
+import type { Db, Queryable } from '../../app/db.ts';
+import { NotFoundError, ParameterError } from '../../app/errors.ts';
+import { applyFieldsUpdate, nameFromFields, type Fields, type FieldsUpdate } from '../../app/fields.ts';
+import { findPage, type FindQuery } from '../../app/find.ts';
+import { newHashId } from '../../app/hash-id.ts';
+import type { EnvironmentRecord } from '../../accounts/store.ts';
+import { fieldConfigurationsOf, mapLayerKeys } from '../environments/settings.ts';
+import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from '../pin-groups/view.ts';
+import { PIN_SELECT, toPin } from '../pins/view.ts';
+import { insertNode, nodeOf } from '../nodes/store.ts';
+import { EDGE_SELECT, toEdge } from './view.ts';
+
+type Geometry = { type: 'LineString'; coordinates: [number, number][] } | { type: 'MultiLineString'; coordinates: [number, number][][] };
+export interface EdgeAdd { geometry: Geometry; fields: Fields; mapLayer?: string; photo?: string; nodeHashIds?: (string | null)[]; properties?: unknown }
+export interface EdgeUpdate { geometry?: Geometry; fields?: FieldsUpdate; mapLayer?: string; photo?: string | null }
+
+const OWNER = "the environment's edge field configuration";
+
+function checkMapLayer(env: EnvironmentRecord, mapLayer: string): void {
+  const keys = mapLayerKeys(env);
+  if (!keys.includes(mapLayer)) throw new ParameterError(`mapLayer ${mapLayer} is not a map layer of the environment (its keys: ${keys.join(', ')})`);
+}
+
+async function loadRow(db: Queryable, environmentId: number, hashId: string) {
+  const { rows } = await db.query(`SELECT ${EDGE_SELECT} FROM edge e WHERE e.environment_id = $1 AND e.hash_id = $2`, [environmentId, hashId]);
+  if (rows.length === 0) throw new NotFoundError('edge', hashId);
+  return rows[0];
+}
+
+/**
+ * edge add. A LineString's `nodeHashIds` name the nodes at its first and (when two are given) last
+ * point; a null makes a node there, in the network of the other end's node when that one exists.
+ */
+export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
+  const configs = fieldConfigurationsOf(env).edges;
+  const fields = applyFieldsUpdate(configs, {}, input.fields, OWNER);
+  const mapLayer = input.mapLayer ?? mapLayerKeys(env)[0];
+  checkMapLayer(env, mapLayer);
+  if (input.nodeHashIds && input.geometry.type !== 'LineString') throw new ParameterError('nodeHashIds: only a LineString edge ends at nodes');
+  const hashId = newHashId();
+  await db.tx(async (client) => {
+    const ends: (number | null)[] = [null, null];
+    if (input.nodeHashIds && input.geometry.type === 'LineString') {
+      const points = input.geometry.coordinates;
+      const given = await Promise.all(input.nodeHashIds.map((h) => (h === null ? null : nodeOf(client, env.id, h))));
+      const network = given.find((n) => n !== null)?.gridId ?? null;
+      let made: number | null = null;
+      for (const [i, node] of given.entries()) {
+        if (node) {
+          ends[i] = node.id;
+          continue;
+        }
+        const at = { type: 'Point' as const, coordinates: i === 0 ? points[0] : points[points.length - 1] };
+        // a node made for an edge is named after it
+        const created = await insertNode(client, env, at, { [fieldConfigurationsOf(env).nodes[0].key]: `${nameFromFields(configs, fields)} ${i === 0 ? 'start' : 'end'}` }, network ?? made);
+        ends[i] = created.id;
+        if (made === null) made = (await client.query<{ grid_id: number }>('SELECT grid_id FROM node WHERE id = $1', [created.id])).rows[0].grid_id;
+      }
+    }
+    await client.query('INSERT INTO edge (hash_id, environment_id, name, fields, geometry, map_layer, photo, node1_id, node2_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+      [hashId, env.id, nameFromFields(configs, fields), JSON.stringify(fields), JSON.stringify(input.geometry), mapLayer, input.photo ?? null, ends[0], ends[1]]);
+  });
+  return { hashId, edge: toEdge(await loadRow(db, env.id, hashId)) };
+}
+
+export async function updateEdge(db: Db, env: EnvironmentRecord, hashId: string, update: EdgeUpdate) {
+  if (update.mapLayer !== undefined) checkMapLayer(env, update.mapLayer);
+  await db.tx(async (client) => {
+    const { rows } = await client.query<{ id: number; fields: Fields }>('SELECT id, fields FROM edge WHERE environment_id = $1 AND hash_id = $2 FOR UPDATE', [env.id, hashId]);
+    if (rows.length === 0) throw new NotFoundError('edge', hashId);
+    const configs = fieldConfigurationsOf(env).edges;
+    const fields = update.fields === undefined ? rows[0].fields : applyFieldsUpdate(configs, rows[0].fields, update.fields, OWNER);
+    await client.query(
+      `UPDATE edge SET fields = $2, name = $3, geometry = COALESCE($4, geometry), map_layer = COALESCE($5, map_layer),
+              photo = CASE WHEN $6 THEN $7 ELSE photo END, updated_at = now() WHERE id = $1`,
+      [rows[0].id, JSON.stringify(fields), nameFromFields(configs, fields), update.geometry ? JSON.stringify(update.geometry) : null,
+        update.mapLayer ?? null, update.photo !== undefined, update.photo ?? null]);
+  });
+  return { edge: toEdge(await loadRow(db, env.id, hashId)) };
+}
+
+/** Pins on a deleted edge stay, on no edge. */
+export async function deleteEdge(db: Queryable, environmentId: number, hashId: string): Promise<void> {
+  const { rowCount } = await db.query('DELETE FROM edge WHERE environment_id = $1 AND hash_id = $2', [environmentId, hashId]);
+  if (!rowCount) throw new NotFoundError('edge', hashId);
+}
+
+export async function getEdge(db: Queryable, environmentId: number, hashId: string) {
+  const row = await loadRow(db, environmentId, hashId);
+  const pins = await db.query(`SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.edge_id = $1 ORDER BY p.id`, [row.e_id]);
+  const groups = await db.query(
+    `SELECT ${PIN_GROUP_SELECT}, d.next_report_before FROM pin_group pg ${PIN_GROUP_LINK_JOIN} LEFT JOIN device d ON d.id = pgl.device_id
+      WHERE pg.id IN (SELECT pin_group_id FROM pin WHERE edge_id = $1) ORDER BY pg.id`, [row.e_id]);
+  return {
+    edge: toEdge(row),
+    pins: pins.rows.map(toPin),
+    pinGroups: groups.rows.map(toPinGroup),
+    measurementCycles: [],
+    nextReportBefore: groups.rows.map((r) => (r.next_report_before instanceof Date ? r.next_report_before.toISOString() : null)),
+    thresholds: [],
+    photo: (row.e_photo as string | null) ?? null,
+  };
+}
+
+export async function findEdges(db: Queryable, environmentId: number, query: FindQuery) {
+  const page = await findPage(db, {
+    from: 'edge e', select: EDGE_SELECT, idColumn: 'e.id', where: ['e.environment_id = $1'], params: [environmentId],
+    sortable: { hashId: 'e.hash_id', name: 'e.name' }, search: ['e.hash_id', 'e.name'], updatedColumn: 'e.updated_at',
+  }, query);
+  return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ edge: toEdge(r) })) };
+}

@@ -1,0 +1,105 @@
+import type { Db } from '../../app/db.ts';
+import { ParameterError } from '../../app/errors.ts';
+import { plainConfigurations, type FieldConfiguration, type UpdatableFieldConfiguration } from '../../app/fields.ts';
+import type { EnvironmentRecord } from '../../accounts/store.ts';
+
+export const GRAPH_KINDS = ['pinGroups', 'edges', 'grids', 'nodes', 'pins'] as const;
+export type GraphKind = typeof GRAPH_KINDS[number];
+export type GraphFieldConfigurations = Record<GraphKind, FieldConfiguration[]>;
+
+/** What a new environment starts with; every member of the Environment model has its default here. */
+export const ENVIRONMENT_DEFAULTS = {
+  mapLayers: [{ name: 'Default', key: 'default', style: null, namedStyle: 'default' }],
+  fieldConfigurations: Object.fromEntries(GRAPH_KINDS.map((k) => [k, [{ key: 'id', name: 'Name', type: 'string' }]])) as unknown as GraphFieldConfigurations,
+  locale: 'en',
+  defaultGraphRange: '1 month',
+  measurementsExpirationDays: 3650,
+  enforceTwoFactorAuthentication: false,
+  theme: null,
+  expiresAt: null,
+};
+
+type Settings = Record<string, unknown>;
+const setting = <K extends keyof typeof ENVIRONMENT_DEFAULTS>(s: Settings, key: K) => (s[key] ?? ENVIRONMENT_DEFAULTS[key]) as typeof ENVIRONMENT_DEFAULTS[K];
+
+/** The environment as the Environment model shows it. */
+export function environmentView(env: EnvironmentRecord) {
+  const s = env.settings;
+  return {
+    hashId: env.hashId,
+    type: env.type,
+    name: env.name,
+    mapLayers: setting(s, 'mapLayers'),
+    boundingBox: (s.boundingBox as unknown) ?? null,
+    fieldConfigurations: setting(s, 'fieldConfigurations'),
+    locale: setting(s, 'locale'),
+    defaultGraphRange: setting(s, 'defaultGraphRange'),
+    measurementsExpirationDays: setting(s, 'measurementsExpirationDays'),
+    enforceTwoFactorAuthentication: setting(s, 'enforceTwoFactorAuthentication'),
+    theme: setting(s, 'theme'),
+    expiresAt: setting(s, 'expiresAt'),
+    createdAt: env.createdAt.toISOString(),
+  };
+}
+
+/** A machine account has no per-user settings to keep: every answer that carries them shows these. */
+export const USER_ENVIRONMENT_SETTINGS = { notificationLevel: 0, defaultAnalyticsPanelHashId: null };
+
+export function fieldConfigurationsOf(env: EnvironmentRecord): GraphFieldConfigurations {
+  return setting(env.settings, 'fieldConfigurations');
+}
+
+export function mapLayerKeys(env: EnvironmentRecord): string[] {
+  return setting(env.settings, 'mapLayers').map((l) => (l as { key: string }).key);
+}
+
+export interface EnvironmentUpdate {
+  name?: string;
+  mapLayers?: { name: string; key: string; style?: unknown; namedStyle?: string }[];
+  fieldConfigurations?: Record<GraphKind, UpdatableFieldConfiguration[]>;
+  [member: string]: unknown;
+}
+
+/** environment update: validates what a schema cannot state and stores the settings; returns the updated record. */
+export async function updateEnvironment(db: Db, env: EnvironmentRecord, update: EnvironmentUpdate): Promise<EnvironmentRecord> {
+  const { name, fieldConfigurations, ...rest } = update;
+  const patch: Settings = { ...rest };
+  if (fieldConfigurations) {
+    patch.fieldConfigurations = Object.fromEntries(GRAPH_KINDS.map((k) => [k, plainConfigurations(`fieldConfigurations.${k}`, fieldConfigurations[k])]));
+  }
+  if (update.mapLayers) {
+    const keys = new Set<string>();
+    update.mapLayers.forEach((l, i) => {
+      if (keys.has(l.key)) throw new ParameterError(`mapLayers[${i}].key ${l.key} is used twice`);
+      keys.add(l.key);
+    });
+  }
+  const { rows } = await db.query<{ name: string; settings: Settings }>(
+    `UPDATE environment SET name = COALESCE($2, name), settings = settings || $3::jsonb, updated_at = now()
+      WHERE id = $1 AND deleted_at IS NULL RETURNING name, settings`, [env.id, name ?? null, JSON.stringify(patch)]);
+  return { ...env, name: rows[0].name, settings: rows[0].settings };
+}
+
+/**
+ * environment delete: no account reaches the environment afterwards (every account's lookup
+ * requires a live environment). Its devices go back to their suppliers, unlinked, so their
+ * reports no longer land on its pins.
+ */
+export async function deleteEnvironment(db: Db, env: EnvironmentRecord): Promise<void> {
+  await db.tx(async (client) => {
+    await client.query('UPDATE environment SET deleted_at = now() WHERE id = $1', [env.id]);
+    await client.query('DELETE FROM device_link WHERE environment_id = $1', [env.id]);
+    await client.query('UPDATE device SET claimed_environment_id = NULL, claimed_at = NULL, updated_at = now() WHERE claimed_environment_id = $1', [env.id]);
+  });
+}
+
+/** The rectangle around every pin group's point, as the Environment model's boundingBox (null without any). */
+export async function refreshBoundingBox(db: Pick<Db, 'query'>, environmentId: number): Promise<void> {
+  await db.query(
+    `UPDATE environment e SET settings = e.settings || jsonb_build_object('boundingBox', b.box)
+       FROM (SELECT CASE WHEN count(*) = 0 THEN 'null'::jsonb ELSE jsonb_build_object('type', 'LineString', 'coordinates', jsonb_build_array(
+                      jsonb_build_array(min(x), min(y)), jsonb_build_array(max(x), max(y)))) END AS box
+               FROM (SELECT (geometry->'coordinates'->>0)::float8 AS x, (geometry->'coordinates'->>1)::float8 AS y
+                       FROM pin_group WHERE environment_id = $1 AND geometry IS NOT NULL) p) b
+      WHERE e.id = $1`, [environmentId]);
+}

@@ -1,0 +1,67 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../app/context.ts';
+import type { FindQuery } from '../../app/find.ts';
+import { Fields, HashId } from '../../http/schemas.ts';
+import type { CustomerCommands } from '../../connectivity/commands/routes.ts';
+import { addCustomerCommands, withPinGroups } from './commands.ts';
+import { claim, customerClaimTokens, findClaimedDevices, getClaimedDevice, link, unclaim, unlink, type ChannelMappingItem } from './store.ts';
+
+const ClaimBody = Type.Object({ claimTokens: Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
+const UnclaimBody = Type.Object({ hashIds: Type.Array(HashId, { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
+const FieldsUpdate = Type.Union([Fields, Type.Array(Type.Object({ key: Type.String({ minLength: 1 }), value: Type.Unknown() }, { additionalProperties: false }))]);
+const LinkBody = Type.Object({
+  pinGroupHashId: HashId,
+  channelMapping: Type.Array(Type.Object({
+    channel: Type.Integer({ minimum: 0 }),
+    pinHashId: Type.Optional(Type.Union([HashId, Type.Null()])),
+    deviceFields: Type.Optional(FieldsUpdate),
+  }, { additionalProperties: false }), { maxItems: 60 }),
+}, { additionalProperties: false });
+
+const rights = { monitoring: 'SENSORS' };
+const tags = ['device'];
+
+/** The customer's device operations: claim, link, unlink, unclaim. */
+export async function linkRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.post('/device/claim', { config: { rights }, schema: { tags, summary: 'device claim', body: ClaimBody } }, async (request) =>
+    claim(ctx.db, request.account.environment.id, (request.body as Static<typeof ClaimBody>).claimTokens));
+  app.post('/device/unclaim', { config: { rights }, schema: { tags, summary: 'device unclaim', body: UnclaimBody } }, async (request, reply) => {
+    await unclaim(ctx.db, request.account.environment.id, (request.body as Static<typeof UnclaimBody>).hashIds);
+    reply.status(204).send();
+  });
+  app.post('/device/:hashId/link', {
+    config: { rights },
+    schema: { tags, summary: 'device link', params: Type.Object({ hashId: HashId }), body: LinkBody },
+  }, async (request) => {
+    const body = request.body as { pinGroupHashId: string; channelMapping: ChannelMappingItem[] };
+    return link(ctx.db, request.account.environment, (request.params as { hashId: string }).hashId, body);
+  });
+  await app.register(async (scope) => {
+    // unlink takes no body; the SDK posts it empty, as a form (axios's default type for no data)
+    scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
+    scope.post('/device/:deviceHashId/unlink', {
+      config: { rights }, schema: { tags, summary: 'device unlink', params: Type.Object({ deviceHashId: HashId }) },
+    }, async (request, reply) => {
+      await unlink(ctx.db, request.account.environment.id, (request.params as { deviceHashId: string }).deviceHashId);
+      reply.status(204).send();
+    });
+  });
+}
+
+/** device find / get in a monitoring environment (M-READ): wired into the device routes by src/http/routes.ts. */
+export function claimedDeviceReads(ctx: AppContext) {
+  return {
+    find: (environmentId: number, query: FindQuery) => findClaimedDevices(ctx.db, environmentId, query),
+    get: (environmentId: number, hashId: string) => getClaimedDevice(ctx.db, environmentId, hashId),
+  };
+}
+
+/** command add / find rows in a monitoring environment: wired into the command routes by src/http/routes.ts. */
+export const customerCommands = (ctx: AppContext): CustomerCommands => ({
+  add: (events, environmentId, accountId, input) => addCustomerCommands(ctx.db, events, environmentId, accountId, input),
+  withPinGroups: (environmentId, rows) => withPinGroups(ctx.db, environmentId, rows),
+});
+
+/** getClaimToken in a monitoring environment (M-SENSORS): wired into the claim-token route by src/http/routes.ts. */
+export const claimTokensOfClaimed = (ctx: AppContext) => (environmentId: number, deviceHashIds: string[]) => customerClaimTokens(ctx.db, environmentId, deviceHashIds);

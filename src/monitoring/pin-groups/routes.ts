@@ -1,0 +1,68 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../app/context.ts';
+import { Fields, FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
+import { FieldsUpdate, MapLayerKey, Photo, Point, readRights, staticRights } from '../graph-schemas.ts';
+import { pinGroupPerformance, type PerformanceInterval } from './performance.ts';
+import { addPinGroup, deletePinGroup, findPinGroups, getPinGroup, updatePinGroup, type PinGroupAdd, type PinGroupFindQuery, type PinGroupUpdate } from './store.ts';
+
+const GridHashIds = Type.Array(HashId, { maxItems: 30 });
+const AddBody = Type.Object({
+  symbolKey: Type.String({ minLength: 1, maxLength: 64 }),
+  geometry: Type.Union([Point, Type.Null()]),
+  fields: Fields,
+  mapLayer: Type.Optional(MapLayerKey),
+  photo: Type.Optional(Photo),
+  gridHashIds: Type.Optional(GridHashIds),
+  gridName: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+}, { additionalProperties: false });
+const UpdateBody = Type.Object({
+  symbolKey: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  geometry: Type.Optional(Type.Union([Point, Type.Null()])),
+  fields: Type.Optional(FieldsUpdate),
+  mapLayer: Type.Optional(MapLayerKey),
+  deviceFields: Type.Optional(FieldsUpdate),
+  photo: Type.Optional(Type.Union([Photo, Type.Null()])),
+  gridHashIds: Type.Optional(GridHashIds),
+  gridName: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  deviceTypeDashboardIndex: Type.Optional(Type.Integer({ minimum: 0 })),
+}, { additionalProperties: false });
+const FindPinGroupQuery = Type.Object({
+  ...FindQuery.properties,
+  includeDeleted: Type.Optional(Type.Boolean()),
+  forCommandTypeHashId: Type.Optional(HashId),
+  forEdge: Type.Optional(HashId),
+  forGrid: Type.Optional(HashId),
+});
+
+const tags = ['pin-group'];
+const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
+
+/** Pin groups (locations): add / find / get / update / delete under /graph/pin-group. */
+export async function pinGroupRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.post('/graph/pin-group', { config: { rights: staticRights }, schema: { tags, summary: 'pin-group add', body: AddBody } }, async (request) =>
+    addPinGroup(ctx.db, request.account.environment, request.body as PinGroupAdd));
+  app.get('/graph/pin-group', { config: { rights: readRights }, schema: { tags, summary: 'pin-group find', querystring: FindPinGroupQuery } }, async (request) =>
+    findPinGroups(ctx.db, request.account.environment.id, request.query as PinGroupFindQuery));
+  app.get('/graph/pin-group/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'pin-group get', params: HashIdParams } }, async (request) =>
+    getPinGroup(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+  app.get('/graph/pin-group/:hashId/performance', {
+    config: { rights: readRights },
+    schema: {
+      tags, summary: 'pin-group performance get', params: HashIdParams,
+      querystring: Type.Object({ asOf: Timestamp, interval: Type.Optional(Type.Union(['day', 'isoweek', 'month', 'year', 'years'].map((i) => Type.Literal(i)))) }),
+    },
+  }, async (request) => {
+    const q = request.query as { asOf: string; interval?: PerformanceInterval };
+    return pinGroupPerformance(ctx.db, request.account.environment.id, hashIdOf(request.params), q.asOf, q.interval ?? 'month');
+  });
+  app.post('/graph/pin-group/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin-group update', params: HashIdParams, body: UpdateBody } }, async (request) =>
+    updatePinGroup(ctx.db, request.account.environment, hashIdOf(request.params), request.body as PinGroupUpdate));
+  app.delete('/graph/pin-group/:hashId', {
+    config: { rights: staticRights },
+    schema: { tags, summary: 'pin-group delete', description: 'A linked device is unlinked first; the pin group\'s pins go with it.', params: HashIdParams },
+  }, async (request, reply) => {
+    await deletePinGroup(ctx.db, request.account.environment.id, hashIdOf(request.params));
+    reply.status(204).send();
+  });
+}

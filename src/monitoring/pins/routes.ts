@@ -1,0 +1,40 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../app/context.ts';
+import type { FindQuery as FindQueryType } from '../../app/find.ts';
+import { Fields, FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
+import { FieldsUpdate, readRights, staticRights } from '../graph-schemas.ts';
+import { addPin, deletePin, findPins, getPin, updatePin, type PinAdd, type PinUpdate } from './store.ts';
+
+const AddBody = Type.Object({
+  fields: Fields,
+  typeKey: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
+  edgeHashId: Type.Optional(Type.Union([HashId, Type.Null()])),
+  pinGridsHashIds: Type.Optional(Type.Union([Type.Array(HashId, { maxItems: 30 }), Type.Null()])),
+}, { additionalProperties: false });
+const UpdateBody = Type.Object({
+  fields: Type.Optional(FieldsUpdate),
+  edgeHashId: Type.Optional(Type.Union([HashId, Type.Null()])),
+  pinGridsHashIds: Type.Optional(Type.Array(HashId, { maxItems: 30 })),
+}, { additionalProperties: false });
+const FindPinQuery = Type.Object({ ...FindQuery.properties, includeDeleted: Type.Optional(Type.Boolean()) });
+
+const tags = ['pin'];
+const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
+
+/** Pins (ports): added under their pin group, then find / get / update / delete under /graph/pin. */
+export async function pinRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.post('/graph/pin-group/:pinGroupHashId/pin', {
+    config: { rights: staticRights }, schema: { tags, summary: 'pin add', params: Type.Object({ pinGroupHashId: HashId }), body: AddBody },
+  }, async (request) => addPin(ctx.db, request.account.environment, (request.params as { pinGroupHashId: string }).pinGroupHashId, request.body as PinAdd));
+  app.get('/graph/pin', { config: { rights: readRights }, schema: { tags, summary: 'pin find', querystring: FindPinQuery } }, async (request) =>
+    findPins(ctx.db, request.account.environment.id, request.query as FindQueryType));
+  app.get('/graph/pin/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'pin get', params: HashIdParams } }, async (request) =>
+    getPin(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+  app.post('/graph/pin/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin update', params: HashIdParams, body: UpdateBody } }, async (request) =>
+    updatePin(ctx.db, request.account.environment, hashIdOf(request.params), request.body as PinUpdate));
+  app.delete('/graph/pin/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin delete', params: HashIdParams } }, async (request, reply) => {
+    await deletePin(ctx.db, request.account.environment.id, hashIdOf(request.params));
+    reply.status(204).send();
+  });
+}

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvironment, createMachineAccount, MONITORING_RIGHTS, type EnvironmentType } from '../../src/accounts/store.ts';
+import { startTestApi, type TestApi } from '../helpers.ts';
+
+// The rights matrix of the monitoring operations: each operation x (no right, wrong right, its
+// right) x (connectivity, monitoring) environment, and each with another environment's hashId.
+
+let api: TestApi;
+beforeAll(async () => { api = await startTestApi(); });
+afterAll(async () => { await api.close(); });
+
+interface Op { method: string; url: string; body?: unknown; monitoring: string; connectivity?: string }
+
+const ops: Op[] = [
+  { method: 'PUT', url: '/environment/', body: { name: 'x' }, monitoring: 'ENVIRONMENT_ADMIN' },
+  { method: 'DELETE', url: '/environment/', monitoring: 'ENVIRONMENT_ADMIN' },
+  { method: 'POST', url: '/graph/pin-group', body: { symbolKey: 's', geometry: null, fields: { id: 'x' } }, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/pin-group', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/pin-group/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/pin-group/abc', body: { symbolKey: 's' }, monitoring: 'STATIC' },
+  { method: 'DELETE', url: '/graph/pin-group/abc', monitoring: 'STATIC' },
+  { method: 'POST', url: '/graph/pin-group/abc/pin', body: { fields: { id: 'x' } }, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/pin', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/pin/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/pin/abc', body: { fields: { id: 'x' } }, monitoring: 'STATIC' },
+  { method: 'DELETE', url: '/graph/pin/abc', monitoring: 'STATIC' },
+  { method: 'POST', url: '/device/claim', body: { claimTokens: ['nope'] }, monitoring: 'SENSORS' },
+  { method: 'POST', url: '/device/unclaim', body: { hashIds: ['abc'] }, monitoring: 'SENSORS' },
+  { method: 'POST', url: '/device/abc/link', body: { pinGroupHashId: 'abc', channelMapping: [] }, monitoring: 'SENSORS' },
+  { method: 'POST', url: '/device/abc/unlink', monitoring: 'SENSORS' },
+  { method: 'GET', url: '/device/', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'GET', url: '/device/abc', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'GET', url: '/measurement/', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/pin-grid', body: { fields: { id: 'g' } }, monitoring: 'STATIC' },
+  { method: 'POST', url: '/graph/pin-group-grid', body: { fields: { id: 'g' } }, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/pin-grid/abc', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/pin-group-grid/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/pin-grid/abc', body: {}, monitoring: 'STATIC' },
+  { method: 'POST', url: '/graph/pin-group-grid/abc', body: {}, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/grid', monitoring: 'READ' },
+  { method: 'DELETE', url: '/graph/grid/abc', monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/', body: [], monitoring: 'STATIC' },
+  { method: 'POST', url: '/graph/edge', body: { geometry: { type: 'LineString', coordinates: [[1, 1], [2, 2]] }, fields: { id: 'e' } }, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/edge', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/edge/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/edge/abc', body: {}, monitoring: 'STATIC' },
+  { method: 'DELETE', url: '/graph/edge/abc', monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/pin-group/abc/performance?asOf=2026-01-01T00:00:00Z', monitoring: 'READ' },
+  { method: 'POST', url: '/command/', body: { objectType: 'pinGroup', objectHashIds: ['abc'], commandTypeHashId: 'abc', fields: {}, email: [] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'GET', url: '/command/', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'GET', url: '/command/abc', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'DELETE', url: '/command/abc', monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'DELETE', url: '/command/', body: { hashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'POST', url: '/graph/node', body: { geometry: { type: 'Point', coordinates: [1, 1] }, fields: { id: 'n' } }, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/node', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/node/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/node/abc', body: {}, monitoring: 'STATIC' },
+  { method: 'DELETE', url: '/graph/node/abc', monitoring: 'STATIC' },
+  { method: 'POST', url: '/device/claim-tokens', body: { deviceHashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
+];
+
+type Account = Awaited<ReturnType<typeof newAccount>>;
+const accounts = new Map<string, Promise<Account>>();
+
+/** A logged-in account holding exactly `rights` in an environment of `type`, shared unless `fresh` (environment delete ends it). */
+function account(type: EnvironmentType, rights: string[], fresh = false): Promise<Account> {
+  if (fresh) return newAccount(type, rights);
+  const key = `${type}:${rights.join(',')}`;
+  if (!accounts.has(key)) accounts.set(key, newAccount(type, rights));
+  return accounts.get(key)!;
+}
+
+/** A logged-in account of a new environment of `type` holding exactly `rights` (possibly none). */
+async function newAccount(type: EnvironmentType, rights: string[]) {
+  const env = await createEnvironment(api.ctx.db, type, `rights ${type}`);
+  const made = await createMachineAccount(api.ctx.db, env.hashId, type === 'monitoring' ? ['READ'] : ['ENVIRONMENT_ADMIN']);
+  await api.ctx.db.query('UPDATE machine_account SET rights = $2 WHERE hash_id = $1', [made.hashId, rights]);
+  const login = await api.app.inject({ method: 'POST', url: '/authentication/machine-login', headers: { 'api-version': '5' }, payload: { assertion: made.assertion } });
+  const jwt = (login.json() as { jwt: string }).jwt;
+  return {
+    env: env.hashId,
+    async call(op: Op, environmentHashId = env.hashId) {
+      const r = await api.app.inject({
+        method: op.method as 'GET', url: op.url, headers: { 'api-version': '5', 'environment-hash-id': environmentHashId, authorization: `Bearer ${jwt}` },
+        ...(op.body === undefined ? {} : { payload: op.body as object }),
+      });
+      return { status: r.statusCode, key: r.body ? (r.json() as { key?: string }).key : undefined };
+    },
+  };
+}
+
+describe('rights matrix of the monitoring operations', () => {
+  it.each(ops.map((op) => [`${op.method} ${op.url}`, op] as const))('%s', async (_name, op) => {
+    const cases: { who: string; type: EnvironmentType; rights: string[]; allowed: boolean }[] = [
+      { who: 'monitoring, no right', type: 'monitoring', rights: [], allowed: false },
+      { who: 'monitoring, every other right', type: 'monitoring', rights: MONITORING_RIGHTS.filter((r) => r !== op.monitoring), allowed: false },
+      { who: `monitoring, ${op.monitoring}`, type: 'monitoring', rights: [op.monitoring], allowed: true },
+      { who: 'connectivity, no right', type: 'connectivity', rights: [], allowed: false },
+      { who: 'connectivity, ENVIRONMENT_ADMIN', type: 'connectivity', rights: ['ENVIRONMENT_ADMIN'], allowed: op.connectivity === 'ENVIRONMENT_ADMIN' },
+    ];
+    for (const c of cases) {
+      const a = await account(c.type, c.rights, op.url === '/environment/' && op.method === 'DELETE');
+      const r = await a.call(op);
+      if (c.allowed) {
+        expect([401, 403], `${c.who}: ${r.status} ${r.key}`).not.toContain(r.status);
+      } else {
+        expect({ who: c.who, status: r.status, key: r.key }).toEqual({ who: c.who, status: 403, key: 'right_error' });
+      }
+    }
+    // with its right, but naming another environment: that environment does not exist for it
+    for (const type of ['monitoring', 'connectivity'] as const) {
+      const mine = await account('monitoring', [op.monitoring], true);
+      const foreign = await account(type, type === 'monitoring' ? ['READ'] : ['ENVIRONMENT_ADMIN']);
+      expect(await mine.call(op, foreign.env)).toEqual({ status: 404, key: 'not_found_error' });
+    }
+  });
+});
