@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../app/context.ts';
 import { AuthenticationError, NotFoundError } from '../app/errors.ts';
 import { signToken } from '../http/auth.ts';
-import { HashIdParams } from '../http/schemas.ts';
+import { FindQuery, HashIdParams } from '../http/schemas.ts';
 import { verifyAssertion, type Account, type EnvironmentRecord } from './store.ts';
 
 function environmentView(env: EnvironmentRecord) {
@@ -32,6 +32,21 @@ function userView(account: Account) {
   };
 }
 
+/**
+ * The SDK's supplier (a connectivity environment as its supplier routes show it). enforceTwoFactorAuthentication
+ * is in the model of every SDK release that sends Api-Version 7 or later, theme in those sending 8; older
+ * releases refuse members they do not know.
+ */
+function supplierView(env: EnvironmentRecord, apiVersion: number) {
+  return {
+    hashId: env.hashId,
+    name: env.name,
+    ...(apiVersion >= 7 ? { enforceTwoFactorAuthentication: false } : {}),
+    ...(apiVersion >= 8 ? { theme: (env.settings as Record<string, unknown>).theme ?? null } : {}),
+    createdAt: env.createdAt.toISOString(),
+  };
+}
+
 const userEnvironmentSettings = { notificationLevel: 0, defaultAnalyticsPanelHashId: null };
 
 export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
@@ -55,7 +70,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     schema: { tags: ['environment'], summary: 'environment find' },
   }, async (request) => ({
     nextPageOffset: null,
-    rows: [{ environment: environmentView(request.account.environment), environmentRights: request.account.rights }],
+    rows: [{ environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings }],
   }));
 
   app.get('/environment/:hashId', {
@@ -65,5 +80,24 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     const { hashId } = request.params as { hashId: string };
     if (hashId !== request.account.environment.hashId) throw new NotFoundError('environment', hashId);
     return { environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings };
+  });
+
+  // the SDK's supplier find / get: the connectivity environment of the account (none for a monitoring account)
+  const suppliers = (account: Account) => (account.environment.type === 'connectivity' ? [account.environment] : []);
+  app.get('/supplier/', {
+    config: { auth: 'account' },
+    schema: { tags: ['supplier'], summary: 'supplier (connectivity environment) find', querystring: FindQuery },
+  }, async (request) => ({
+    nextPageOffset: null,
+    rows: suppliers(request.account).map((env) => ({ supplier: supplierView(env, request.apiVersion), supplierRights: request.account.rights })),
+  }));
+  app.get('/supplier/:hashId', {
+    config: { auth: 'account' },
+    schema: { tags: ['supplier'], summary: 'supplier (connectivity environment) get', params: HashIdParams },
+  }, async (request) => {
+    const { hashId } = request.params as { hashId: string };
+    const env = suppliers(request.account).find((e) => e.hashId === hashId);
+    if (!env) throw new NotFoundError('supplier', hashId);
+    return { supplier: supplierView(env, request.apiVersion), supplierRights: request.account.rights };
   });
 }

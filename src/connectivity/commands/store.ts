@@ -40,6 +40,9 @@ export interface CommandInput {
 export interface CommandQuery extends FindQuery {
   deviceHashId?: string;
   pinGroupHashId?: string;
+  edgeHashId?: string;
+  gridHashId?: string;
+  mapLayers?: string[];
 }
 
 /** A command together with what the pipeline needs to run its events. */
@@ -220,6 +223,8 @@ export async function findCommands(db: Queryable, environmentId: number, query: 
     params.push(query.pinGroupHashId);
     where.push(`c.pin_group_hash_id = $${params.length}`);
   }
+  // the SDK's filters on a location's edge, grid or map layer: a supplier's commands are on devices, on no location
+  if (query.edgeHashId || query.gridHashId || query.mapLayers?.length) where.push('false');
   const page = await findPage(db, {
     from: FROM, select: SELECT, idColumn: 'c.id', where, params,
     // milliseconds: the page offset carries the sort value as text (see findActivities)
@@ -267,15 +272,15 @@ export async function deleteCommand(db: Db, events: CommandEvents, environmentId
 }
 
 /** deleteMulti: each command on its own, answered per command. */
-export async function deleteCommands(db: Db, events: CommandEvents, environmentId: number, hashIds: string[]): Promise<{ hashId: string; deleted: boolean; reason?: string }[]> {
-  const out: { hashId: string; deleted: boolean; reason?: string }[] = [];
+export async function deleteCommands(db: Db, events: CommandEvents, environmentId: number, hashIds: string[]): Promise<{ hashId: string; deleted: boolean; failureReason?: string }[]> {
+  const out: { hashId: string; deleted: boolean; failureReason?: string }[] = [];
   for (const hashId of [...new Set(hashIds)]) {
     try {
       await deleteCommand(db, events, environmentId, hashId);
       out.push({ hashId, deleted: true });
     } catch (err) {
       if (!(err instanceof ConflictError || err instanceof NotFoundError)) throw err;
-      out.push({ hashId, deleted: false, reason: err.message });
+      out.push({ hashId, deleted: false, failureReason: err.message });
     }
   }
   return out;

@@ -66,6 +66,13 @@ export async function getReportType(db: Queryable, environmentId: number, hashId
   return { reportType: toReportType(rows[0]), parser: rows[0].parser as string };
 }
 
+/** Report types by hashId as they are now, deleted ones included (activities name the types they ran under). */
+export async function reportTypesByHashId(db: Queryable, environmentId: number, hashIds: string[]): Promise<Map<string, ReportType>> {
+  if (hashIds.length === 0) return new Map();
+  const { rows } = await db.query(`SELECT ${SELECT} FROM report_type r WHERE r.environment_id = $1 AND r.hash_id = ANY($2::text[])`, [environmentId, hashIds]);
+  return new Map(rows.map((r) => [r.hash_id as string, toReportType(r)]));
+}
+
 export async function findReportTypes(db: Queryable, environmentId: number, query: FindQuery) {
   const page = await findPage(db, {
     from: 'report_type r', select: SELECT, idColumn: 'r.id',
