@@ -32,17 +32,13 @@ function userView(account: Account) {
   };
 }
 
-/**
- * The SDK's supplier (a connectivity environment as its supplier routes show it). enforceTwoFactorAuthentication
- * is in the model of every SDK release that sends Api-Version 7 or later, theme in those sending 8; older
- * releases refuse members they do not know.
- */
-function supplierView(env: EnvironmentRecord, apiVersion: number) {
+/** The SDK's supplier (a connectivity environment as its supplier routes show it). */
+function supplierView(env: EnvironmentRecord) {
   return {
     hashId: env.hashId,
     name: env.name,
-    ...(apiVersion >= 7 ? { enforceTwoFactorAuthentication: false } : {}),
-    ...(apiVersion >= 8 ? { theme: (env.settings as Record<string, unknown>).theme ?? null } : {}),
+    enforceTwoFactorAuthentication: false,
+    theme: (env.settings as Record<string, unknown>).theme ?? null,
     createdAt: env.createdAt.toISOString(),
   };
 }
@@ -89,7 +85,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     schema: { tags: ['supplier'], summary: 'supplier (connectivity environment) find', querystring: FindQuery },
   }, async (request) => ({
     nextPageOffset: null,
-    rows: suppliers(request.account).map((env) => ({ supplier: supplierView(env, request.apiVersion), supplierRights: request.account.rights })),
+    rows: suppliers(request.account).map((env) => ({ supplier: supplierView(env), supplierRights: request.account.rights })),
   }));
   app.get('/supplier/:hashId', {
     config: { auth: 'account' },
@@ -98,6 +94,6 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     const { hashId } = request.params as { hashId: string };
     const env = suppliers(request.account).find((e) => e.hashId === hashId);
     if (!env) throw new NotFoundError('supplier', hashId);
-    return { supplier: supplierView(env, request.apiVersion), supplierRights: request.account.rights };
+    return { supplier: supplierView(env), supplierRights: request.account.rights };
   });
 }

@@ -5,7 +5,10 @@
 //   - names of quantities, device types (and their channels and charts) and command types are
 //     translation objects only from 7: up to 6 they are answered as plain text;
 //   - a quantity's unit is nullable only from 8: before, a quantity without a unit is answered with
-//     NO_UNIT (the SDK's older models require a non-empty string).
+//     NO_UNIT (the SDK's older models require a non-empty string);
+//   - a field configuration of type hashId (a pin group or pin picker) exists only in SDK releases
+//     that send 8: before, it is answered as the string text field that holds the same value
+//     (older models refuse the whole list otherwise).
 
 type Json = unknown;
 type Obj = Record<string, Json>;
@@ -16,6 +19,8 @@ export const NO_UNIT = '-';
 const TRANSLATED_NAMES_FROM = 7;
 /** The first version in which a quantity's unit may be null. */
 const NULLABLE_UNIT_FROM = 8;
+/** The first version whose SDK releases all know hashId field configurations. */
+const HASH_ID_FIELDS_FROM = 8;
 
 const isObject = (v: Json): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date) && !Buffer.isBuffer(v);
 
@@ -54,9 +59,24 @@ function deviceType(t: Json, version: number): Json {
 
 const commandType = (t: Json, version: number): Json => (isObject(t) ? names(t, version, ['name']) : t);
 
+function fieldConfiguration(c: Json, version: number): Json {
+  if (version >= HASH_ID_FIELDS_FROM || !isObject(c) || c.type !== 'hashId') return c;
+  return { ...c, type: 'string', inputType: 'text' };
+}
+
+/** A list of field configurations, or an object of such lists (a report type's or an environment's). */
+function fieldConfigurations(value: Json, version: number): Json {
+  if (Array.isArray(value)) return value.map((c) => fieldConfiguration(c, version));
+  if (!isObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, list]) => [k, Array.isArray(list) ? list.map((c) => fieldConfiguration(c, version)) : list]));
+}
+
 type Shaper = (value: Json, version: number) => Json;
 // by the key an object sits under (Maps: a key such as `constructor` finds nothing)
-const BY_KEY = new Map<string, Shaper>([['quantity', quantity], ['environmentQuantity', quantity], ['deviceType', deviceType], ['commandType', commandType]]);
+const BY_KEY = new Map<string, Shaper>([
+  ['quantity', quantity], ['environmentQuantity', quantity], ['deviceType', deviceType], ['commandType', commandType],
+  ['fieldConfigurations', fieldConfigurations], ['pinGroupFieldConfigurations', fieldConfigurations], ['pinFieldConfigurations', fieldConfigurations],
+]);
 const LISTS = new Map<string, Shaper>([['linkedSupplierQuantities', quantity], ['chartQuantities', quantity], ['commandTypes', commandType]]);
 
 function walk(value: Json, version: number): Json {

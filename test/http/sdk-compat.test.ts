@@ -104,11 +104,12 @@ describe('the SDK\'s answers', () => {
     });
   });
 
-  it('supplier find / get show the connectivity environment in the shape of each version', async () => {
-    const v5 = await c.request<{ supplier: Record<string, unknown>; supplierRights: string[] }>('GET', `/supplier/${c.environmentHashId}`, undefined, at(5));
-    expect(v5.body).toEqual({ supplier: { hashId: c.environmentHashId, name: 'test connectivity', createdAt: expect.any(String) }, supplierRights: ['ENVIRONMENT_ADMIN'] });
-    const v8 = await c.request<{ supplier: Record<string, unknown> }>('GET', `/supplier/${c.environmentHashId}`, undefined, at(8));
-    expect(v8.body.supplier).toEqual({ hashId: c.environmentHashId, name: 'test connectivity', enforceTwoFactorAuthentication: false, theme: null, createdAt: expect.any(String) });
+  it('supplier find / get show the connectivity environment', async () => {
+    const got = await c.request<{ supplier: Record<string, unknown>; supplierRights: string[] }>('GET', `/supplier/${c.environmentHashId}`, undefined, at(5));
+    expect(got.body).toEqual({
+      supplier: { hashId: c.environmentHashId, name: 'test connectivity', enforceTwoFactorAuthentication: false, theme: null, createdAt: expect.any(String) },
+      supplierRights: ['ENVIRONMENT_ADMIN'],
+    });
     const find = await c.request<{ rows: { supplier: { hashId: string } }[] }>('GET', '/supplier/?rowsPerPage=10&search=');
     expect(find.body.rows.map((r) => r.supplier.hashId)).toEqual([c.environmentHashId]);
     const other = await api.login('connectivity');
@@ -152,6 +153,34 @@ describe('the SDK\'s answers', () => {
     await c.request('POST', '/command/', { objectType: 'device', objectHashIds: [device.body.hashId], commandTypeHashId: commandType, fields: { interval: 1 }, email: [] });
     const commands = await c.request<{ rows: { commandType: { name: unknown } }[] }>('GET', `/command/?deviceHashId=${device.body.hashId}`, undefined, at(6));
     expect(commands.body.rows.map((r) => r.commandType.name)).toEqual(['Cycle']);
+  });
+
+  it('takes a pluralised translation (en: {singular, plural}), answered as its singular up to 6', async () => {
+    const name = { en: { singular: 'Count', plural: 'Counts' }, nl: 'Aantal' };
+    const added = await c.request<{ hashId: string }>('POST', '/quantity/', { name }, at(8));
+    expect(added.status).toBe(200);
+    expect((await c.request<{ quantity: { name: unknown } }>('GET', `/quantity/${added.body.hashId}`, undefined, at(8))).body.quantity.name).toEqual(name);
+    expect((await c.request<{ quantity: { name: unknown } }>('GET', `/quantity/${added.body.hashId}`, undefined, at(6))).body.quantity.name).toBe('Count');
+  });
+
+  it('renames a quantity with a plain string (its name is stored as JSON)', async () => {
+    const added = await c.request<{ hashId: string }>('POST', '/quantity/', { name: 'Old', unit: 'V' });
+    expect((await c.request('POST', `/quantity/${added.body.hashId}`, { name: 'New' })).status).toBe(204);
+    expect((await c.request<{ quantity: { name: unknown } }>('GET', `/quantity/${added.body.hashId}`)).body.quantity.name).toBe('New');
+  });
+
+  it('answers a hashId field configuration (SDK 18.x only) as a string text field before 8, and charts on every channel', async () => {
+    const picker = { key: 'place', name: 'Place', type: 'hashId', inputType: 'pinGroupHashId' };
+    const type = await addDeviceType(c, { fieldConfigurations: [picker], channels: [{ name: 'Bare', pinFieldConfigurations: [picker] }] });
+    const get = async (v: number) => (await c.request<{ deviceType: { fieldConfigurations: unknown[]; channels: { pinFieldConfigurations: unknown[]; charts: unknown }[] } }>('GET', `/device-type/${type}`, undefined, at(v))).body.deviceType;
+    const v8 = await get(8);
+    expect(v8.fieldConfigurations).toEqual([picker]);
+    expect(v8.channels[0].charts).toEqual([]);
+    const v5 = await get(5);
+    expect(v5.fieldConfigurations).toEqual([{ ...picker, type: 'string', inputType: 'text' }]);
+    expect(v5.channels[0].pinFieldConfigurations).toEqual([{ ...picker, type: 'string', inputType: 'text' }]);
+    const rows = (await c.request<{ rows: { deviceType: { hashId: string; fieldConfigurations: { type: string }[] } }[] }>('GET', '/device-type/?rowsPerPage=100', undefined, at(7))).body.rows;
+    expect(rows.find((r) => r.deviceType.hashId === type)?.deviceType.fieldConfigurations[0].type).toBe('string');
   });
 
   it('answers command deleteMulti refusals with failureReason (the SDK\'s member)', async () => {

@@ -1,6 +1,7 @@
 // A real run (a PSK device's report through gateway, queue, worker and sandbox) read back with
 // supplier activity get in the shapes the original SDK's supplier-activity models require, at
-// Api-Version 5 (SDK 17.37.0) and 8 (SDK 18.3.1). The shapes are written out here; the SDK is no dependency.
+// Api-Version 5 (SDK 17.37.0) and 8 (SDK 18.3.1). The shapes are written out here; the SDK is no
+// dependency. The SDK validates answers allowing unknown members: required ones are checked here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
@@ -36,6 +37,7 @@ const PARSER = `function handle(args: { payload: string }, exec: Exec) {
 const SDK_CALLS = ['dropCommand', 'increaseReportingCounter', 'markCommandAsSent', 'parseReport', 'scheduleCommand', 'sendRequest', 'setDeviceFields', 'expectNextReportBefore'];
 const ACTIVITY_KEYS = ['createdAt', 'failed', 'hashId', 'log', 'rootActivityHashId', 'triggerData', 'triggerType'];
 const keys = (o: unknown) => Object.keys(o as Obj).sort();
+const WEB_REQUEST_KEYS = ['createdAt', 'hashId', 'incoming', 'request', 'response'];
 
 let ctx: AppContext;
 let service: RunningService;
@@ -108,13 +110,12 @@ describe('supplier activity get in the SDK\'s shapes', () => {
     // triggerData: {request: WebRequest}, the method in lower case, the answer's headers as strings
     const trigger = activity.triggerData as { request: Obj & { request: Obj; response: Obj } };
     expect(keys(trigger)).toEqual(['request']);
-    expect(keys(trigger.request)).toEqual(['createdAt', 'hashId', 'incoming', 'request', 'response']);
+    expect(keys(trigger.request)).toEqual(WEB_REQUEST_KEYS);
     expect(trigger.request).toMatchObject({ incoming: true, createdAt: expect.any(String), hashId: expect.any(String) });
-    // pskIdentityHint: only SDK releases that send Api-Version 8 all know it
-    expect(keys(trigger.request.request)).toEqual(['body', 'certificate', 'headers', 'ip', 'method', 'url', ...(version >= 8 ? ['pskIdentityHint'] : [])].sort());
+    expect(keys(trigger.request.request)).toEqual(['body', 'certificate', 'headers', 'ip', 'method', 'pskIdentityHint', 'url']);
     expect(trigger.request.request).toMatchObject({
       url: { protocol: 'https', path: '/report', query: { x: '1' }, host: expect.any(String) }, method: 'post', certificate: null,
-      body: { type: 'json', data: { t: 1 } }, ...(version >= 8 ? { pskIdentityHint: device.identity } : {}),
+      body: { type: 'json', data: { t: 1 } }, pskIdentityHint: device.identity,
     });
     expect(trigger.request.response).toEqual({ statusCode: 200, headers: { 'x-one': 'a' }, body: { type: 'json', data: { ok: true } } });
 
@@ -137,15 +138,19 @@ describe('supplier activity get in the SDK\'s shapes', () => {
 
     const [sent, failedSend] = byType('markCommandAsSent');
     expect(keys(sent.triggerData)).toEqual(['command', 'commandType']);
-    // a call that failed shows the model's empty alternative; why is in its log
-    expect(failedSend).toMatchObject({ failed: true, triggerData: {} });
+    // a call that failed keeps its arguments (the model's {} alternative, plus members it does not know); why is in its log
+    expect(failedSend).toMatchObject({ failed: true, triggerData: { commandHashId: 'nosuchcommand' } });
+    expect(failedSend.triggerData).not.toHaveProperty('command');
     expect(byType('dropCommand')[0].triggerData).toMatchObject({ removeFromScheduledCommands: true, markAsDeleted: true, command: { deletedAt: expect.any(String) } });
     expect(byType('setDeviceFields')[0].triggerData).toEqual({ diff: { old: { serial: null }, new: { serial: 'S-1' } } });
     expect(keys(byType('expectNextReportBefore')[0].triggerData)).toEqual(['before']);
     expect(byType('increaseReportingCounter')[0].triggerData).toEqual({});
     const send = byType('sendRequest')[0];
-    expect(send).toMatchObject({ failed: true, triggerData: { request: { incoming: false, response: null, request: { url: { protocol: 'https', host: 'not-allowed.example', path: '/hook', query: { a: '1' } }, method: 'post', ip: '', certificate: null } } } });
-    expect(keys((send.triggerData as { request: Obj }).request)).toEqual(['createdAt', 'hashId', 'incoming', 'request', 'response']);
+    expect(send).toMatchObject({ failed: true, triggerData: {
+      request: { incoming: false, response: null, request: { url: { protocol: 'https', host: 'not-allowed.example', path: '/hook', query: { a: '1' } }, method: 'post', ip: '', certificate: null } },
+      error: expect.stringContaining('OUTBOUND_ALLOWED_HOSTS'),
+    } });
+    expect(keys((send.triggerData as { request: Obj }).request)).toEqual(WEB_REQUEST_KEYS);
   });
 
   it('shows command events with the command and its type, named at the version', async () => {

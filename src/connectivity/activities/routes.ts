@@ -19,5 +19,5 @@ export async function activityRoutes(app: FastifyInstance, ctx: AppContext): Pro
   app.get('/supplier-activity/', { config: { rights }, schema: { tags, summary: 'supplier activity find', querystring: ActivityQuery } }, async (request) =>
     findActivities(ctx.db, request.account.environment.id, request.query as Static<typeof ActivityQuery>));
   app.get('/supplier-activity/:hashId', { config: { rights }, schema: { tags, summary: 'supplier activity get', params: HashIdParams } }, async (request) =>
-    getActivity(ctx.db, request.account.environment.id, (request.params as { hashId: string }).hashId, request.apiVersion));
+    getActivity(ctx.db, request.account.environment.id, (request.params as { hashId: string }).hashId));
 }

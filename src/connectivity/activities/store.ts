@@ -101,8 +101,8 @@ export async function findActivities(db: Queryable, environmentId: number, query
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map(summary) };
 }
 
-/** One activity in the SDK's shape at Api-Version `apiVersion` (./view.ts). */
-export async function getActivity(db: Queryable, environmentId: number, hashId: string, apiVersion: number) {
+/** One activity in the SDK's shape (./view.ts). */
+export async function getActivity(db: Queryable, environmentId: number, hashId: string) {
   const { rows } = await db.query(
     `SELECT ${SELECT}, a.trigger_data, a.log, a.activities FROM ${FROM} WHERE a.environment_id = $1 AND a.hash_id = $2`, [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('activity', hashId);
@@ -110,5 +110,5 @@ export async function getActivity(db: Queryable, environmentId: number, hashId: 
   const r = rows[0];
   const stored: StoredActivity = { ...activity, log: r.log as StoredActivity['log'], triggerData: r.trigger_data, activities: (r.activities ?? []) as StoredActivity['activities'] };
   const reportTypes = await reportTypesByHashId(db, environmentId, reportTypeHashIds([stored]));
-  return { device, deviceType, activity: activityView(stored, apiVersion, reportTypes) };
+  return { device, deviceType, activity: activityView(stored, reportTypes) };
 }

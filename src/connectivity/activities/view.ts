@@ -1,12 +1,14 @@
 // An activity as the original SDK's supplier-activity models show it. The worker stores what
 // happened in its own terms (the device's WebRequest and answer, each exec call's arguments or
-// result); this file turns that into the SDK's shapes when the activity is read:
+// result); this file gives it, when it is read, every member those models require (the SDK
+// validates answers allowing members it does not know, so ours stay):
 //   - every activity and sub-activity names its root (rootActivityHashId);
 //   - a request the device sent, or one exec.sendRequest made, is a WebRequest
 //     {hashId, incoming, createdAt, request, response};
 //   - a parseReport shows its report type in full and has (no) sub-activities of its own;
-//   - each exec call's triggerData has the members the SDK's model of that call allows;
-//   - offerFirmware, which no SDK release knows, is shown as a line of the log of the run that called it.
+//   - dropCommand says what the drop did; increaseReportingCounter has no null `at`;
+//   - offerFirmware, a kind no SDK release knows (its models refuse it), is shown as a line of the
+//     log of the run that called it.
 import type { WebRequest } from '../../sandbox/types.ts';
 import type { ReportType } from '../report-types/store.ts';
 
@@ -24,9 +26,6 @@ export interface StoredActivity {
   activities: StoredSubActivity[];
 }
 interface StoredSubActivity { hashId: string; createdAt: string; triggerType: string; failed: boolean; log: LogLine[]; triggerData: unknown }
-
-/** The first Api-Version whose SDK releases all know WebRequest.request.pskIdentityHint. */
-const PSK_IDENTITY_HINT_FROM = 8;
 
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -49,7 +48,7 @@ function requestHeaders(headers: unknown): Record<string, string | string[]> {
 const body = (b: unknown) => (isObject(b) && typeof b.type === 'string' ? { body: { type: b.type, data: b.data ?? (b.type === 'json' ? null : '') } } : {});
 
 /** The device's request and the answer it got, as the SDK's (incoming) WebRequest. */
-function incomingWebRequest(hashId: string, createdAt: string, stored: Obj, version: number) {
+function incomingWebRequest(hashId: string, createdAt: string, stored: Obj) {
   const r = (isObject(stored.request) ? stored.request : {}) as Partial<WebRequest>;
   const answer = isObject(stored.response) ? stored.response : null;
   return {
@@ -64,7 +63,7 @@ function incomingWebRequest(hashId: string, createdAt: string, stored: Obj, vers
       headers: requestHeaders(r.headers),
       ...body(r.body),
       certificate: r.certificate ?? null,
-      ...(version >= PSK_IDENTITY_HINT_FROM && r.pskIdentity !== undefined ? { pskIdentityHint: r.pskIdentity } : {}),
+      ...(r.pskIdentity !== undefined ? { pskIdentityHint: r.pskIdentity } : {}),
     },
     response: answer && { statusCode: answer.statusCode, headers: stringHeaders(answer.headers), ...body(answer.body) },
   };
@@ -90,42 +89,35 @@ function outgoingWebRequest(hashId: string, createdAt: string, stored: Obj) {
       ...body(request.body),
       certificate: null,
     },
-    response: response && { statusCode: response.statusCode, headers: stringHeaders(response.headers), ...body(response.body) },
+    response: response && { statusCode: response.statusCode, headers: stringHeaders(response.headers), ...body(response.body), truncated: response.truncated === true },
   };
 }
 
-const commandShown = (t: Obj) => (isObject(t.command) && isObject(t.commandType) ? { command: t.command, commandType: t.commandType } : {});
-
-/** triggerData of an exec call with exactly the members the SDK's model of that call allows. */
+/** triggerData of an exec call with the members the SDK's model of that call requires. */
 function callTriggerData(a: StoredSubActivity, reportTypes: Map<string, ReportType>): unknown {
   const t = isObject(a.triggerData) ? a.triggerData : {};
   switch (a.triggerType) {
-    case 'markCommandAsSent':
-    case 'scheduleCommand':
-      return commandShown(t);
     case 'dropCommand':
       return {
-        ...commandShown(t),
+        ...t,
         removeFromScheduledCommands: t.removeFromScheduledCommands ?? true,
         markAsDeleted: t.markAsDeleted ?? (isObject(t.command) && t.command.deletedAt !== null && t.command.deletedAt !== undefined),
       };
-    case 'setDeviceFields':
-      return isObject(t.diff) ? { diff: t.diff } : {};
-    case 'expectNextReportBefore':
-      return { before: t.before ?? null };
-    case 'increaseReportingCounter':
-      return typeof t.at === 'string' ? { at: t.at } : {};
+    case 'increaseReportingCounter': {
+      // the model's `at` is a date, never null (null: the time of the run)
+      const { at, ...rest } = t;
+      return typeof at === 'string' ? { ...rest, at } : rest;
+    }
     case 'sendRequest': {
+      // the outcome's own members (durationMs, error) stay beside the request
       const request = outgoingWebRequest(a.hashId, a.createdAt, t);
-      return request ? { request } : {};
+      const { request: _made, response: _answer, ...rest } = t;
+      return request ? { ...rest, request } : rest;
     }
     case 'parseReport': {
-      const shown: Obj = {};
       const stored = isObject(t.reportType) ? t.reportType : null;
       const reportType = stored && typeof stored.hashId === 'string' ? reportTypes.get(stored.hashId) : undefined;
-      if (reportType) shown.reportType = reportType;
-      for (const key of ['payload', 'reportHashId', 'observations', 'fields']) if (t[key] !== undefined) shown[key] = t[key];
-      return shown;
+      return reportType ? { ...t, reportType } : t;
     }
     default:
       return t;
@@ -144,8 +136,8 @@ export function reportTypeHashIds(activities: StoredActivity[]): string[] {
   return [...ids];
 }
 
-/** The activity in the shape of the SDK's supplier-activity get at Api-Version `version`. */
-export function activityView(a: StoredActivity, version: number, reportTypes: Map<string, ReportType>) {
+/** The activity in the shape of the SDK's supplier-activity get (names per Api-Version: src/http/versions.ts). */
+export function activityView(a: StoredActivity, reportTypes: Map<string, ReportType>) {
   const root = a.hashId;
   const log = [...(a.log ?? [])];
   const activities: Obj[] = [];
@@ -164,7 +156,7 @@ export function activityView(a: StoredActivity, version: number, reportTypes: Ma
   }
   const stored = isObject(a.triggerData) ? a.triggerData : {};
   const triggerData = a.triggerType === 'handleIncomingRequest'
-    ? { request: incomingWebRequest(root, a.createdAt, stored, version), ...(isObject(stored.identifier) ? { identifier: stored.identifier } : {}) }
+    ? { request: incomingWebRequest(root, a.createdAt, stored), ...(isObject(stored.identifier) ? { identifier: stored.identifier } : {}) }
     : stored;
   return { hashId: root, rootActivityHashId: root, createdAt: a.createdAt, triggerType: a.triggerType, failed: a.failed, log, triggerData, activities };
 }

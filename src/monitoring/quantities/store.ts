@@ -2,8 +2,8 @@ import { softDelete, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
+import { nameText, type Name } from '../../http/schemas.ts';
 
-type Name = string | Record<string, string>;
 interface ValuePair { orderOfMagnitude: number; significand: number }
 
 export interface QuantityInput {
@@ -45,7 +45,6 @@ function toQuantity(r: Record<string, unknown>): Quantity {
   };
 }
 
-const nameText = (n: Name) => (typeof n === 'string' ? n : (n.en ?? Object.values(n)[0] ?? ''));
 
 export async function addQuantity(db: Queryable, environmentId: number, q: QuantityInput): Promise<string> {
   const hashId = newHashId();
@@ -89,13 +88,15 @@ const COLUMNS: Record<keyof QuantityInput, string> = {
   deviceQuantityHashIds: '',
 };
 
+const JSON_COLUMNS = new Set<keyof QuantityInput>(['name', 'defaultCriticallyLowThreshold', 'defaultLowThreshold', 'defaultHighThreshold', 'defaultCriticallyHighThreshold']);
+
 export async function updateQuantity(db: Queryable, environmentId: number, hashId: string, patch: Partial<QuantityInput>): Promise<void> {
   const sets: string[] = [];
   const params: unknown[] = [environmentId, hashId];
   for (const [key, value] of Object.entries(patch) as [keyof QuantityInput, unknown][]) {
     if (value === undefined || !COLUMNS[key]) continue;
-    // thresholds and names are jsonb (null stays JSON null there); unit is text, where null means no unit
-    params.push(key === 'unit' || typeof value !== 'object' ? value : JSON.stringify(value));
+    // name and thresholds are jsonb (a plain-string name is a JSON string there); unit is text, where null means no unit
+    params.push(JSON_COLUMNS.has(key) ? JSON.stringify(value) : value);
     sets.push(`${COLUMNS[key]} = $${params.length}`);
     if (key === 'name') {
       params.push(nameText(value as Name));
