@@ -55,6 +55,19 @@ describe('the SDK\'s requests', () => {
     }
   });
 
+  it('filters device find by forCommandTypeHashId (devices whose type takes that command type)', async () => {
+    const own = await api.login('connectivity');
+    const commandType = await addCommandType(own);
+    const withIt = await addDeviceType(own, { commandTypeHashIds: [commandType] });
+    const without = await addDeviceType(own);
+    const add = async (type: string, id: string) => (await own.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type, psk: '0011', pskIdentity: `${id}-${own.environmentHashId}` })).body.hashId;
+    const a = await add(withIt, 'for-a');
+    await add(without, 'for-b');
+    const rows = await findAll<{ device: { hashId: string } }>(own, `/device/?forCommandTypeHashId=${commandType}`);
+    expect(rows.map((r) => r.device.hashId)).toEqual([a]);
+    expect(await findAll(own, '/device/?forCommandTypeHashId')).toHaveLength(2);
+  });
+
   it('adds a supplier certificate without a name (no SDK since 2020 sends one): named after the CSR subject\'s CN', async () => {
     const { csrPem } = await opensslCsr(tempDir(), 'unnamed', '/O=Acme/CN=Acme sensors CA');
     const identifier = 'function handle(args: { certificate: Certificate }) { return { deviceTypeHashId: "x", deviceIdentifier: "y" }; }';
