@@ -2,8 +2,8 @@
 // (Api-Version 8); this walk rewrites, in one place, what the original SDK's versioned models define
 // differently for older versions, wherever the objects sit in an answer (a device find row's
 // deviceType, an activity's commandType, an observation's quantity):
-//   - names of quantities, device types (and their channels and charts) and command types are
-//     translation objects only from 7: up to 6 they are answered as plain text;
+//   - names of quantities, device types (and their channels and charts), command types and report
+//     types are translation objects only from 7: up to 6 they are answered as plain text;
 //   - a quantity's unit is nullable only from 8: before, a quantity without a unit is answered with
 //     NO_UNIT (the SDK's older models require a non-empty string);
 //   - a field configuration of type hashId (a pin group or pin picker) exists only in SDK releases
@@ -57,6 +57,7 @@ function deviceType(t: Json, version: number): Json {
   return out;
 }
 
+/** A command type or report type: only its name differs by version. */
 const commandType = (t: Json, version: number): Json => (isObject(t) ? names(t, version, ['name']) : t);
 
 function fieldConfiguration(c: Json, version: number): Json {
@@ -74,10 +75,10 @@ function fieldConfigurations(value: Json, version: number): Json {
 type Shaper = (value: Json, version: number) => Json;
 // by the key an object sits under (Maps: a key such as `constructor` finds nothing)
 const BY_KEY = new Map<string, Shaper>([
-  ['quantity', quantity], ['environmentQuantity', quantity], ['deviceType', deviceType], ['commandType', commandType],
+  ['quantity', quantity], ['environmentQuantity', quantity], ['deviceType', deviceType], ['commandType', commandType], ['reportType', commandType],
   ['fieldConfigurations', fieldConfigurations], ['pinGroupFieldConfigurations', fieldConfigurations], ['pinFieldConfigurations', fieldConfigurations],
 ]);
-const LISTS = new Map<string, Shaper>([['linkedSupplierQuantities', quantity], ['chartQuantities', quantity], ['commandTypes', commandType]]);
+const LISTS = new Map<string, Shaper>([['linkedSupplierQuantities', quantity], ['chartQuantities', quantity], ['commandTypes', commandType], ['reportTypes', commandType]]);
 
 function walk(value: Json, version: number): Json {
   if (Array.isArray(value)) return value.map((v) => walk(v, version));

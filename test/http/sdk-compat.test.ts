@@ -168,6 +168,22 @@ describe('the SDK\'s answers', () => {
     expect(commands.body.rows.map((r) => r.commandType.name)).toEqual(['Cycle']);
   });
 
+  it('takes a supplier report type name as translations (as SDK 18.x sends it), plain text up to 6, and sorts by its English text', async () => {
+    const own = await api.login('connectivity');
+    const body = (name: unknown) => ({ name, fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: 'function handle(args: { payload: string }, exec: Exec) { return { generatedAt: new Date(), measurements: [] }; }' });
+    const b = await own.request<{ hashId: string }>('POST', '/supplier-report-type/', body({ en: 'B report', nl: 'B rapport' }), at(8));
+    expect(b.status).toBe(200);
+    const a = await own.request<{ hashId: string }>('POST', '/supplier-report-type/', body('A report'), at(5));
+    const get = async (v: number) => (await own.request<{ reportType: { name: unknown } }>('GET', `/supplier-report-type/${b.body.hashId}`, undefined, at(v))).body.reportType.name;
+    expect(await get(7)).toEqual({ en: 'B report', nl: 'B rapport' });
+    expect(await get(6)).toBe('B report');
+    const sorted = (await own.request<{ rows: { reportType: { hashId: string } }[] }>('GET', '/supplier-report-type/?sortBy=name&descending=false')).body.rows.map((r) => r.reportType.hashId);
+    expect(sorted).toEqual([a.body.hashId, b.body.hashId]);
+    expect((await own.request('POST', `/supplier-report-type/${a.body.hashId}`, { name: { en: 'C report' } }, at(8))).status).toBe(204);
+    expect((await own.request<{ reportType: { name: unknown } }>('GET', `/supplier-report-type/${a.body.hashId}`, undefined, at(8))).body.reportType.name).toEqual({ en: 'C report' });
+    expect((await own.request<{ rows: unknown[] }>('GET', '/supplier-report-type/?search=C%20rep')).body.rows).toHaveLength(1);
+  });
+
   it('takes a pluralised translation (en: {singular, plural}), answered as its singular up to 6', async () => {
     const name = { en: { singular: 'Count', plural: 'Counts' }, nl: 'Aantal' };
     const added = await c.request<{ hashId: string }>('POST', '/quantity/', { name }, at(8));
