@@ -25,6 +25,7 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   if (sent) exec.markCommandAsSent(sent.command.hashId);
   if (dropped) exec.dropCommand(dropped.command.hashId, { markAsDeleted: true });
   exec.markCommandAsSent('nosuchcommand');
+  exec.scheduleCommand({ commandTypeHashId: '__COMMAND_TYPE__', fields: {}, startAt: null, endAt: null, channelIndices: null });
   exec.offerFirmware('nosuchimage');
   exec.sendRequest({ url: 'https://not-allowed.example/hook?a=1', method: 'post', headers: {}, body: { type: 'json', data: { x: 1 } } });
   return { statusCode: 200, headers: { 'x-one': 'a' }, body: { type: 'json', data: { ok: true } } };
@@ -71,7 +72,7 @@ beforeAll(async () => {
   })).body.hashId;
   const commandType = (await api.request<{ hashId: string }>('POST', '/command-type/', { name: 'Cycle', fieldConfigurations: [] })).body.hashId;
   const type = await api.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 'Logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportTypeHashId), fieldConfigurations: [{ key: 'serial', name: 'Serial', type: 'string' }],
+    name: 'Logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportTypeHashId).replace('__COMMAND_TYPE__', commandType), fieldConfigurations: [{ key: 'serial', name: 'Serial', type: 'string' }],
     pinGroupFieldConfigurations: [], channels: [{ name: 'T', pinFieldConfigurations: [] }], commandTypeHashIds: [commandType],
   });
   expect(type.status).toBe(200);
@@ -144,6 +145,7 @@ describe('supplier activity get in the SDK\'s shapes', () => {
     expect(byType('dropCommand')[0].triggerData).toMatchObject({ removeFromScheduledCommands: true, markAsDeleted: true, command: { deletedAt: expect.any(String) } });
     expect(byType('setDeviceFields')[0].triggerData).toEqual({ diff: { old: { serial: null }, new: { serial: 'S-1' } } });
     expect(keys(byType('expectNextReportBefore')[0].triggerData)).toEqual(['before']);
+    expect(keys(byType('scheduleCommand')[0].triggerData)).toEqual(['command', 'commandType']);
     expect(byType('increaseReportingCounter')[0].triggerData).toEqual({});
     const send = byType('sendRequest')[0];
     expect(send).toMatchObject({ failed: true, triggerData: {
@@ -151,6 +153,16 @@ describe('supplier activity get in the SDK\'s shapes', () => {
       error: expect.stringContaining('OUTBOUND_ALLOWED_HOSTS'),
     } });
     expect(keys((send.triggerData as { request: Obj }).request)).toEqual(WEB_REQUEST_KEYS);
+  });
+
+  it('names the handler as the author of a command it scheduled (command get\'s createdByUserName is a string)', async () => {
+    const rows = (await api.request<{ rows: { command: { hashId: string; userHashId: string | null } }[] }>('GET', `/command/?deviceHashId=${device.hashId}&rowsPerPage=50`)).body.rows;
+    const scheduled = rows.find((r) => r.command.userHashId === null);
+    expect(scheduled).toBeDefined();
+    const got = await api.request<{ createdByUserName: unknown }>('GET', `/command/${scheduled!.command.hashId}`);
+    expect(got.body.createdByUserName).toBe('device type event handler');
+    const byAccount = rows.find((r) => r.command.userHashId !== null);
+    expect((await api.request<{ createdByUserName: unknown }>('GET', `/command/${byAccount!.command.hashId}`)).body.createdByUserName).toBe('machine account');
   });
 
   it('shows command events with the command and its type, named at the version', async () => {

@@ -207,9 +207,13 @@ async function loadCommand(db: Queryable, environmentId: number, hashId: string,
   return { ...toRecord(rows[0]), userName: rows[0].user_name as string | null };
 }
 
+/** Who made a command no account made: the device type's event handler (exec.scheduleCommand). */
+export const HANDLER_AUTHOR = 'device type event handler';
+
 export async function getCommand(db: Queryable, environmentId: number, hashId: string) {
   const record = await loadCommand(db, environmentId, hashId);
-  return { command: record.command, commandType: record.commandType, createdByUserName: record.userName };
+  // the seed's command get always names its author (a string; the SDK refuses null)
+  return { command: record.command, commandType: record.commandType, createdByUserName: record.userName ?? HANDLER_AUTHOR };
 }
 
 export async function findCommands(db: Queryable, environmentId: number, query: CommandQuery) {
