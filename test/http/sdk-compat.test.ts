@@ -89,6 +89,11 @@ describe('the SDK\'s requests', () => {
     const long = await c.request<{ key: string; message: string }>('POST', '/quantity/', { name: 'x', unit: 'abcdefghijk' });
     expect(long.status).toBe(400);
     expect(long.body.message).toContain('unit');
+    // the SDK's link of device quantities: an empty list only, until monitoring environments link supplier quantities
+    expect((await c.request('POST', '/quantity/', { name: 'Linked', deviceQuantityHashIds: [] })).status).toBe(200);
+    const linked = await c.request<{ key: string; message: string }>('POST', '/quantity/', { name: 'Linked', deviceQuantityHashIds: ['abc'] });
+    expect(linked.body.key).toBe('parameter_error');
+    expect(linked.body.message).toContain('deviceQuantityHashIds');
     // and update back to no unit
     const withUnit = await c.request<{ hashId: string }>('POST', '/quantity/', { name: 'Volt', unit: 'V' });
     expect((await c.request('POST', `/quantity/${withUnit.body.hashId}`, { unit: null })).status).toBe(204);
