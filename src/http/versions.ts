@@ -8,7 +8,10 @@
 //     NO_UNIT (the SDK's older models require a non-empty string);
 //   - a field configuration of type hashId (a pin group or pin picker) exists only in SDK releases
 //     that send 8: before, it is answered as the string text field that holds the same value
-//     (older models refuse the whole list otherwise).
+//     (older models refuse the whole list otherwise);
+//   - up to 6 a translations object is {en: string, nl: string}, both present, never pluralised:
+//     the texts of a field configuration (name, hint, prefix, suffix, option texts) in any other
+//     form are answered as plain text.
 
 type Json = unknown;
 type Obj = Record<string, Json>;
@@ -60,9 +63,22 @@ function deviceType(t: Json, version: number): Json {
 /** A command type or report type: only its name differs by version. */
 const commandType = (t: Json, version: number): Json => (isObject(t) ? names(t, version, ['name']) : t);
 
+/** A translations object as SDK releases up to Api-Version 6 take it, else its plain text. */
+function legacyTranslations(t: Json): Json {
+  if (!isObject(t) || (typeof t.en === 'string' && typeof t.nl === 'string')) return t;
+  return plainName(t);
+}
+
 function fieldConfiguration(c: Json, version: number): Json {
-  if (version >= HASH_ID_FIELDS_FROM || !isObject(c) || c.type !== 'hashId') return c;
-  return { ...c, type: 'string', inputType: 'text' };
+  if (!isObject(c)) return c;
+  let out = c;
+  if (version < HASH_ID_FIELDS_FROM && c.type === 'hashId') out = { ...out, type: 'string', inputType: 'text' };
+  if (version < TRANSLATED_NAMES_FROM) {
+    out = { ...out };
+    for (const key of ['name', 'hint', 'prefix', 'suffix']) if (isObject(out[key])) out[key] = legacyTranslations(out[key]);
+    if (Array.isArray(out.valueOptions)) out.valueOptions = out.valueOptions.map((o) => (isObject(o) && isObject(o.text) ? { ...o, text: legacyTranslations(o.text) } : o));
+  }
+  return out;
 }
 
 /** A list of field configurations, or an object of such lists (a report type's or an environment's). */

@@ -217,6 +217,21 @@ describe('the SDK\'s answers', () => {
     expect(rows.find((r) => r.deviceType.hashId === type)?.deviceType.fieldConfigurations[0].type).toBe('string');
   });
 
+  it('answers field configuration texts up to 6 as the translations of those releases ({en, nl} both) or plain text', async () => {
+    const configurations = [
+      { key: 'a', name: { en: 'Depth', nl: 'Diepte' }, type: 'number', suffix: { en: 'm' } },
+      { key: 'b', name: { en: { singular: 'Pipe', plural: 'Pipes' } }, type: 'string', inputType: 'select', valueOptions: [{ text: { en: 'Steel' }, value: 's' }, { text: 'Iron', value: 'i' }] },
+    ];
+    const type = await addCommandType(c, { fieldConfigurations: configurations });
+    const at6 = (await c.request<{ commandType: { fieldConfigurations: unknown[] } }>('GET', `/command-type/${type}`, undefined, at(6))).body.commandType.fieldConfigurations;
+    expect(at6).toEqual([
+      { key: 'a', name: { en: 'Depth', nl: 'Diepte' }, type: 'number', suffix: 'm' },
+      { key: 'b', name: 'Pipe', type: 'string', inputType: 'select', valueOptions: [{ text: 'Steel', value: 's' }, { text: 'Iron', value: 'i' }] },
+    ]);
+    const at7 = (await c.request<{ commandType: { fieldConfigurations: unknown[] } }>('GET', `/command-type/${type}`, undefined, at(7))).body.commandType.fieldConfigurations;
+    expect(at7).toEqual(configurations);
+  });
+
   it('answers command deleteMulti refusals with failureReason (the SDK\'s member)', async () => {
     const multi = await c.request<Record<string, unknown>[]>('DELETE', '/command/', { hashIds: ['nosuchcommand'] });
     expect(multi.status).toBe(200);
