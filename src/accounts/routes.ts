@@ -3,14 +3,25 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../app/context.ts';
 import { AuthenticationError, NotFoundError } from '../app/errors.ts';
 import { signToken } from '../http/auth.ts';
-import { HashIdParams } from '../http/schemas.ts';
+import { FindQuery, HashIdParams } from '../http/schemas.ts';
 import { USER_ENVIRONMENT_SETTINGS as userEnvironmentSettings, environmentView } from '../monitoring/environments/settings.ts';
-import { verifyAssertion, type Account } from './store.ts';
+import { verifyAssertion, type Account, type EnvironmentRecord } from './store.ts';
 
 function userView(account: Account) {
   return {
     hashId: account.hashId, email: `${account.hashId}@machine.local`, name: account.name, timezone: 'UTC', locale: 'en',
     phone: null, company: null, rights: account.rights, twoFactorAuthenticationEnabled: false,
+  };
+}
+
+/** The SDK's supplier (a connectivity environment as its supplier routes show it). */
+function supplierView(env: EnvironmentRecord) {
+  return {
+    hashId: env.hashId,
+    name: env.name,
+    enforceTwoFactorAuthentication: false,
+    theme: (env.settings as Record<string, unknown>).theme ?? null,
+    createdAt: env.createdAt.toISOString(),
   };
 }
 
@@ -45,5 +56,24 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     const { hashId } = request.params as { hashId: string };
     if (hashId !== request.account.environment.hashId) throw new NotFoundError('environment', hashId);
     return { environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings };
+  });
+
+  // the SDK's supplier find / get: the connectivity environment of the account (none for a monitoring account)
+  const suppliers = (account: Account) => (account.environment.type === 'connectivity' ? [account.environment] : []);
+  app.get('/supplier/', {
+    config: { auth: 'account' },
+    schema: { tags: ['supplier'], summary: 'supplier (connectivity environment) find', querystring: FindQuery },
+  }, async (request) => ({
+    nextPageOffset: null,
+    rows: suppliers(request.account).map((env) => ({ supplier: supplierView(env), supplierRights: request.account.rights })),
+  }));
+  app.get('/supplier/:hashId', {
+    config: { auth: 'account' },
+    schema: { tags: ['supplier'], summary: 'supplier (connectivity environment) get', params: HashIdParams },
+  }, async (request) => {
+    const { hashId } = request.params as { hashId: string };
+    const env = suppliers(request.account).find((e) => e.hashId === hashId);
+    if (!env) throw new NotFoundError('supplier', hashId);
+    return { supplier: supplierView(env), supplierRights: request.account.rights };
   });
 }

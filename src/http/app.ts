@@ -6,8 +6,16 @@ import { ApiVersionError, OutdatedClientError } from '../app/errors.ts';
 import type { Account } from '../accounts/store.ts';
 import { authenticate, authorize, type RouteRights } from './auth.ts';
 import { errorHandler } from './errors.ts';
+import { shapeForVersion } from './versions.ts';
 
-export const SUPPORTED_API_VERSIONS = [4, 5];
+/**
+ * Api-Version policy: every version from the oldest to the newest is served, each with the shapes of the
+ * original SDK's versioned models (src/http/versions.ts). Older than the oldest: 403 outdated_client_error
+ * (the key that SDK looks for); newer than the newest: 400 api_version_error.
+ */
+export const SUPPORTED_API_VERSIONS = [4, 5, 6, 7, 8];
+const OLDEST = SUPPORTED_API_VERSIONS[0];
+const NEWEST = SUPPORTED_API_VERSIONS[SUPPORTED_API_VERSIONS.length - 1];
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -23,12 +31,22 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * Bracket notation as qs parses it. A key without a value (`&edgeHashId&mapLayers`, how the original SDK
+ * sends a null filter) or with an empty one means "no filter": it is left out, so defaults apply.
+ */
+function parseQuery(search: string): Record<string, unknown> {
+  const parsed = qs.parse(search, { depth: 10, arrayLimit: 10_000 }) as Record<string, unknown>;
+  for (const [key, value] of Object.entries(parsed)) if (value === '') delete parsed[key];
+  return parsed;
+}
+
 function checkApiVersion(raw: string | string[] | undefined): number {
   const value = Array.isArray(raw) ? raw[0] : raw;
   if (value === undefined || !/^\d+$/.test(value)) throw new ApiVersionError('Header Api-Version is required and must be an integer, e.g. Api-Version: 5');
   const version = Number(value);
-  if (version < SUPPORTED_API_VERSIONS[0]) throw new OutdatedClientError(`Api-Version ${version} is no longer supported; use ${SUPPORTED_API_VERSIONS.join(' or ')}`);
-  if (version > SUPPORTED_API_VERSIONS[SUPPORTED_API_VERSIONS.length - 1]) throw new ApiVersionError(`Api-Version ${version} is not supported; use ${SUPPORTED_API_VERSIONS.join(' or ')}`);
+  if (version < OLDEST) throw new OutdatedClientError(`Api-Version ${version} is no longer supported; use ${OLDEST} to ${NEWEST}`);
+  if (version > NEWEST) throw new ApiVersionError(`Api-Version ${version} is not supported; use ${OLDEST} to ${NEWEST}`);
   return version;
 }
 
@@ -37,7 +55,7 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log.child({ role: 'api' }) as unknown as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
-    routerOptions: { querystringParser: (s) => qs.parse(s, { depth: 10, arrayLimit: 10_000 }) as Record<string, unknown> },
+    routerOptions: { querystringParser: parseQuery },
     bodyLimit: 16 * 1024 * 1024,
     ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false } },
   });
@@ -55,8 +73,13 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
       openapi: '3.1.0',
       info: {
         title: 'Asset monitoring and device connectivity API',
-        version: String(SUPPORTED_API_VERSIONS[SUPPORTED_API_VERSIONS.length - 1]),
-        description: 'Every operation needs the header Api-Version (4 or 5). Environment-scoped operations need Environment-Hash-Id. Errors are {key, message}. Find operations page with an opaque keyset nextPageOffset.',
+        version: String(NEWEST),
+        description: `Every operation needs the header Api-Version, ${OLDEST} to ${NEWEST}; each version answers with the shapes `
+          + 'of the original platform SDK release that sends it: names of quantities, device types and command types are plain strings '
+          + 'up to 6 and may be translation objects from 7; a quantity\'s unit may be null from 8 (answered as "-" before). '
+          + `Older than ${OLDEST}: 403 outdated_client_error; newer than ${NEWEST}: 400 api_version_error. `
+          + 'Environment-scoped operations need Environment-Hash-Id (a bare hashId, or supplier:<hashId> for a connectivity environment). '
+          + 'Errors are {key, message}. Find operations page with an opaque keyset nextPageOffset; an empty query parameter (`?edgeHashId&search=`) means no filter.',
       },
       components: { securitySchemes: { 'jwt-token': { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
       security: [{ 'jwt-token': [] }],
@@ -75,6 +98,9 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
       authorize(request.account, Array.isArray(header) ? header[0] : header, config.rights);
     }
   });
+
+  // answers in the shapes of the request's Api-Version (names, units, ... of older SDK releases)
+  app.addHook('preSerialization', async (request, _reply, payload) => (request.apiVersion ? shapeForVersion(payload, request.apiVersion) : payload));
 
   app.get('/openapi.json', { config: { apiVersion: false }, schema: { hide: true } }, async () => app.swagger());
   return app;

@@ -35,10 +35,18 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest): Pr
   return account;
 }
 
-/** Checks Environment-Hash-Id and the operation's rights for the account. */
-export function authorize(account: Account, environmentHashId: string | undefined, rights: RouteRights | undefined): void {
-  // another environment's hashId is answered like one that does not exist: tenants learn nothing of each other
-  if (environmentHashId !== account.environment.hashId) throw new NotFoundError('environment', environmentHashId);
+// the original SDK's changeEnvironment(hashId, type) sends `<type>:<hashId>` for every type but 'environment'
+const PREFIXED_TYPES: Record<string, Account['environment']['type']> = { supplier: 'connectivity', environment: 'monitoring' };
+
+/**
+ * Checks Environment-Hash-Id and the operation's rights for the account. The header is a bare hashId
+ * (either environment type) or `supplier:<hashId>` (a connectivity environment).
+ */
+export function authorize(account: Account, header: string | undefined, rights: RouteRights | undefined): void {
+  const [prefix, environmentHashId] = header?.includes(':') ? header.split(/:(.*)/s, 2) : [undefined, header];
+  // another environment's hashId (or a prefix of the other type) is answered like one that does not exist: tenants learn nothing of each other
+  const typeMatches = prefix === undefined || PREFIXED_TYPES[prefix] === account.environment.type;
+  if (environmentHashId !== account.environment.hashId || !typeMatches) throw new NotFoundError('environment', header);
   if (!rights) return;
   const needed = rights[account.environment.type];
   if (needed === undefined) throw new RightError(`This operation is not available in a ${account.environment.type} environment`);

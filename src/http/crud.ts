@@ -19,6 +19,8 @@ export interface CrudOptions<TAdd, TPatch> {
   base: string;
   /** where find lives when it is not `base` (quantities: `/quantity/quantities`) */
   findPath?: string;
+  /** the find query when it has filters beyond the table query's */
+  findQuery?: TSchema;
   /** the seed's name of the resource, for the OpenAPI summaries: `device-type` */
   noun: string;
   rights: RouteRights;
@@ -39,7 +41,7 @@ export function crudRoutes<TAdd, TPatch>(app: FastifyInstance, o: CrudOptions<TA
   const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;
   app.post(o.base, { config: write, schema: { tags, summary: `${o.noun} add`, body: o.addBody } }, async (request) =>
     o.operations.add(env(request), request.body as TAdd));
-  app.get(o.findPath ?? o.base, { config: read, schema: { tags, summary: `${o.noun} find`, querystring: FindQuery } }, async (request) =>
+  app.get(o.findPath ?? o.base, { config: read, schema: { tags, summary: `${o.noun} find`, querystring: o.findQuery ?? FindQuery } }, async (request) =>
     o.operations.find(env(request), request.query as FindQueryType));
   app.get(`${o.base}:hashId`, { config: read, schema: { tags, summary: `${o.noun} get`, params: HashIdParams } }, async (request) =>
     o.operations.get(env(request), hashIdOf(request.params)));

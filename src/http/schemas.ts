@@ -3,9 +3,14 @@ import { Type, type TSchema } from '@sinclair/typebox';
 /** Schemas shared by many routes. */
 export const HashId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-zA-Z0-9]+$' });
 export const HashIdParams = Type.Object({ hashId: HashId });
+// a translation is a string or, as the SDK's translations model allows, a pluralised {singular, plural}
+const Translation = Type.Union([
+  Type.String({ maxLength: 255 }),
+  Type.Object({ singular: Type.String({ maxLength: 255 }), plural: Type.String({ maxLength: 255 }) }, { additionalProperties: false }),
+]);
 export const StringOrTranslations = Type.Union([
   Type.String({ minLength: 1, maxLength: 255 }),
-  Type.Object({ en: Type.String({ maxLength: 255 }) }, { additionalProperties: Type.String({ maxLength: 255 }) }),
+  Type.Object({ en: Translation }, { additionalProperties: Translation }),
 ]);
 export const ValuePair = Type.Object({ orderOfMagnitude: Type.Integer({ minimum: -128, maximum: 127 }), significand: Type.Integer({ minimum: -2147483648, maximum: 2147483647 }) });
 export const Timestamp = Type.String({ format: 'date-time' });
@@ -29,6 +34,11 @@ export function Page<T extends TSchema>(row: T) {
 export const NoContent = { 204: Type.Null() };
 
 /** The display text of a stringOrTranslations (search and sorting use it). */
-export function nameText(name: string | Record<string, string>): string {
-  return typeof name === 'string' ? name : (name.en ?? Object.values(name)[0] ?? '');
+/** A stringOrTranslations as stored. */
+export type Name = string | Record<string, string | { singular: string; plural: string }>;
+
+export function nameText(name: Name): string {
+  if (typeof name === 'string') return name;
+  const text = name.en ?? Object.values(name)[0] ?? '';
+  return typeof text === 'string' ? text : text.singular;
 }

@@ -15,7 +15,8 @@ export interface DeviceRecord {
   link: { id: number; pins: Record<string, number> } | null;
 }
 
-export interface ReportTypeRecord { id: number; hashId: string; name: string; parser: string }
+/** name: a stringOrTranslations (jsonb) */
+export interface ReportTypeRecord { id: number; hashId: string; name: string | Record<string, unknown>; parser: string }
 export interface QuantityRecord { hashId: string; name: unknown; unit: string; color: string }
 
 const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);

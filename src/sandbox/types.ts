@@ -70,7 +70,7 @@ export interface CommandView {
 
 export interface CommandTypeView {
   hashId: string;
-  name?: string | Record<string, string>;
+  name?: string | Record<string, string | { singular: string; plural: string }>;
   [key: string]: unknown;
 }
 

@@ -54,10 +54,12 @@ describe('supplier activities', () => {
     expect(get.body).toEqual({
       device: expect.objectContaining({ hashId: s.deviceHashId, supplierHashId: c.environmentHashId, deviceTypeHashId: s.deviceTypeHashId }),
       deviceType: expect.objectContaining({ hashId: s.deviceTypeHashId }),
-      activity: {
-        hashId: first.hashId, createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), triggerType: 'handleIncomingRequest', failed: true,
-        log: [{ type: 'error', message: 'boom at line 3' }], triggerData: first.triggerData, activities: first.activities,
-      },
+      // the SDK's shape of the stored activity: test/connectivity/sdk-shapes.test.ts
+      activity: expect.objectContaining({
+        hashId: first.hashId, rootActivityHashId: first.hashId, createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), triggerType: 'handleIncomingRequest', failed: true,
+        log: [{ type: 'error', message: 'boom at line 3' }],
+        activities: [expect.objectContaining({ triggerType: 'parseReport', failed: false, rootActivityHashId: first.hashId })],
+      }),
     });
 
     // one batch shares its created_at: keyset paging must still return every row once

@@ -202,15 +202,15 @@ describe('commands', () => {
 
     // the device's next report is expected after the command starts: too late to tell it
     await db.query("UPDATE device SET next_report_before = now() + interval '2 hours' WHERE hash_id = $1", [device]);
-    const multi = await c.request<{ hashId: string; deleted: boolean; reason?: string }[]>('DELETE', '/command/', { hashIds: [sentLateReport.hashId, 'nosuchcommand', unsent.hashId] });
+    const multi = await c.request<{ hashId: string; deleted: boolean; failureReason?: string }[]>('DELETE', '/command/', { hashIds: [sentLateReport.hashId, 'nosuchcommand', unsent.hashId] });
     expect(multi.status).toBe(200);
     expect(multi.body.map((r) => [r.hashId, r.deleted])).toEqual([[sentLateReport.hashId, false], ['nosuchcommand', false], [unsent.hashId, false]]);
-    expect(multi.body[0].reason).toContain('cannot be told in time');
+    expect(multi.body[0].failureReason).toContain('cannot be told in time');
 
     // expected before the command starts: it can still be told, so it may go
     await db.query("UPDATE device SET next_report_before = now() + interval '10 minutes' WHERE hash_id = $1", [device]);
     const allowed = await c.request<{ hashId: string; deleted: boolean }[]>('DELETE', '/command/', { hashIds: [sentEarlyReport.hashId, sentPast.hashId] });
-    expect(allowed.body).toEqual([{ hashId: sentEarlyReport.hashId, deleted: true }, { hashId: sentPast.hashId, deleted: false, reason: expect.stringContaining('already executed') }]);
+    expect(allowed.body).toEqual([{ hashId: sentEarlyReport.hashId, deleted: true }, { hashId: sentPast.hashId, deleted: false, failureReason: expect.stringContaining('already executed') }]);
     expect((await commandsOf(c, device)).map((x) => x.hashId).sort()).toEqual([sentPast.hashId, sentNoExpectation.hashId, sentLateReport.hashId].sort());
   });
 
@@ -221,7 +221,7 @@ describe('commands', () => {
     const [command] = await commandsOf(a.c, a.deviceHashIds[0]);
     expect((await b.c.request<ErrorBody>('GET', `/command/${command.hashId}`)).body).toMatchObject({ key: 'not_found_error' });
     expect((await b.c.request('DELETE', `/command/${command.hashId}`)).status).toBe(404);
-    expect((await b.c.request('DELETE', '/command/', { hashIds: [command.hashId] })).body).toEqual([{ hashId: command.hashId, deleted: false, reason: expect.stringContaining('not found') }]);
+    expect((await b.c.request('DELETE', '/command/', { hashIds: [command.hashId] })).body).toEqual([{ hashId: command.hashId, deleted: false, failureReason: expect.stringContaining('not found') }]);
     expect(await findAll<Row>(b.c, '/command/')).toEqual([]);
     expect(await findAll<Row>(b.c, `/command/?deviceHashId=${a.deviceHashIds[0]}`)).toEqual([]);
     expectParameterError(await b.c.request('POST', '/command/', body(a.deviceHashIds, b.commandTypeHashId)), 'objectHashIds', 'not a device of this environment');

@@ -14,8 +14,8 @@ describe('REST core', () => {
     const old = await send('3');
     expect(old.statusCode).toBe(403);
     expect(old.json().key).toBe('outdated_client_error');
-    expect((await send('6')).json().key).toBe('api_version_error');
-    expect((await send('4')).json().key).toBe('authentication_error');
+    expect((await send('9')).json().key).toBe('api_version_error');
+    for (const v of ['4', '5', '6', '7', '8']) expect((await send(v)).json().key).toBe('authentication_error');
   });
 
   it('logs a machine account in and refuses a wrong assertion', async () => {
@@ -116,8 +116,10 @@ describe('quantities', () => {
     expect(r.status).toBe(400);
     expect(r.body.key).toBe('parameter_error');
     expect(r.body.message).toContain('defaultOrderOfMagnitude');
-    const missing = await c.request<{ message: string }>('POST', '/quantity/', { name: 'x', defaultOrderOfMagnitude: 1 });
-    expect(missing.body.message).toContain('unit');
+    const missing = await c.request<{ message: string }>('POST', '/quantity/', { unit: 'V' });
+    expect(missing.body.message).toContain('name');
+    const long = await c.request<{ message: string }>('POST', '/quantity/', { name: 'x', unit: 'abcdefghijk' });
+    expect(long.body.message).toContain('unit');
   });
 
   it('keeps environments apart: B cannot see or touch A\'s quantity', async () => {

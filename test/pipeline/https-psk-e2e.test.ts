@@ -134,8 +134,8 @@ describe('a device report over HTTPS TLS-PSK, end to end (openssl s_client as th
     expect(res.status).toBe(status);
     expect(JSON.parse(res.body)).toMatchObject({ key: 'handler_error' });
     const rows = (await api.request<{ rows: { activity: { hashId: string; failed: boolean } }[] }>('GET', '/supplier-activity/?rowsPerPage=50&failed=true')).body.rows;
-    const details = await Promise.all(rows.map(async (r) => (await api.request<{ activity: { failed: boolean; log: { type: string; message: string }[]; triggerData: { request: { url: { path: string } } } } }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
-    const failed = details.find((a) => a.failed && a.triggerData.request.url.path === path);
+    const details = await Promise.all(rows.map(async (r) => (await api.request<{ activity: { failed: boolean; log: { type: string; message: string }[]; triggerData: { request: { request: { url: { path: string } } } } } }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
+    const failed = details.find((a) => a.failed && a.triggerData.request.request.url.path === path);
     expect(failed).toBeDefined();
     const log = failed!.log;
     const error = log.find((l) => l.type === 'error');

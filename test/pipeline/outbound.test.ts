@@ -182,7 +182,7 @@ describe('exec.sendRequest end to end (device over HTTPS TLS-PSK → handler →
 
   async function lastRun() {
     const rows = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${device.hashId}&rowsPerPage=1`)).body.rows;
-    return (await api.request<{ activity: { log: { message: string }[]; activities: { hashId: string; triggerType: string; failed: boolean; log: { type: string; message: string }[]; triggerData: { error: string | null; durationMs: number | null; response: { statusCode: number; body: unknown; truncated: boolean } | null } }[] } }>('GET', `/supplier-activity/${rows[0].activity.hashId}`)).body.activity;
+    return (await api.request<{ activity: { log: { message: string }[]; activities: { hashId: string; triggerType: string; failed: boolean; log: { type: string; message: string }[]; triggerData: { error: string | null; durationMs: number | null; request?: { incoming: boolean; response: { statusCode: number; body: unknown; truncated: boolean } | null } } }[] } }>('GET', `/supplier-activity/${rows[0].activity.hashId}`)).body.activity;
   }
 
   it('records status, duration and body of an allowed request, and a refused host, on the run\'s activity', async () => {
@@ -195,12 +195,16 @@ describe('exec.sendRequest end to end (device over HTTPS TLS-PSK → handler →
     const run = await lastRun();
     expect(run.log.map((l) => l.message)).toContain('fetch inside the sandbox: undefined');
     const [ok, refused, big] = run.activities;
-    expect(ok).toMatchObject({ triggerType: 'sendRequest', failed: false, triggerData: { error: null, response: { statusCode: 201, body: { type: 'json', data: { got: JSON.stringify({ device: device.identity }) } } } } });
+    // the SDK's sendRequest activity: the request as an outgoing WebRequest, with the outcome's duration and error beside it
+    expect(ok).toMatchObject({ triggerType: 'sendRequest', failed: false, triggerData: { error: null, request: {
+      hashId: ok.hashId, incoming: false, request: { url: { protocol: 'https', host: new URL(base).host, path: '/hook', query: {} }, method: 'post', certificate: null },
+      response: { statusCode: 201, body: { type: 'json', data: { got: JSON.stringify({ device: device.identity }) } } },
+    } } });
     expect(ok.triggerData.durationMs).toBeGreaterThanOrEqual(0);
     expect(ok.log[0].message).toMatch(/→ 201 in \d+ ms/);
-    expect(refused).toMatchObject({ triggerType: 'sendRequest', failed: true, triggerData: { error: 'host 127.0.0.1 is not in OUTBOUND_ALLOWED_HOSTS', response: null } });
+    expect(refused).toMatchObject({ triggerType: 'sendRequest', failed: true, triggerData: { error: 'host 127.0.0.1 is not in OUTBOUND_ALLOWED_HOSTS', request: { response: null } } });
     expect(refused.log[0]).toEqual({ type: 'error', message: `POST https://127.0.0.1:${port}/hook refused: host 127.0.0.1 is not in OUTBOUND_ALLOWED_HOSTS` });
-    expect(big.triggerData.response).toMatchObject({ statusCode: 200, truncated: true });
+    expect(big.triggerData.request?.response).toMatchObject({ statusCode: 200, truncated: true });
     // the allowed two reached the third party, the refused one did not
     expect(received.slice(before).map((r) => [r.url, r.headers['x-n']])).toEqual([['/hook', '0'], ['/big', '2']]);
     // each carries its sub-activity's hashId as Idempotency-Key: a retried job sends the same key again

@@ -173,11 +173,11 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
     const activities = await api.request<{ rows: { activity: { hashId: string; triggerType: string; failed: boolean }; device: { hashId: string } }[] }>('GET', '/supplier-activity/');
     expect(activities.body.rows).toHaveLength(1);
     expect(activities.body.rows[0]).toMatchObject({ activity: { triggerType: 'handleIncomingRequest', failed: false }, device: { hashId: device.hashId } });
-    const one = await api.request<{ activity: { log: { message: string }[]; activities: { triggerType: string; failed: boolean }[]; triggerData: { request: { url: { path: string }; body: { type: string } } } } }>(
+    const one = await api.request<{ activity: { log: { message: string }[]; activities: { triggerType: string; failed: boolean }[]; triggerData: { request: { request: { url: { path: string }; body: { type: string } } } } } }>(
       'GET', `/supplier-activity/${activities.body.rows[0].activity.hashId}`);
     expect(one.body.activity.log.map((l) => l.message)).toContain('webhook POST /');
     expect(one.body.activity.activities).toMatchObject([{ triggerType: 'parseReport', failed: false }]);
-    expect(one.body.activity.triggerData.request).toMatchObject({ url: { path: '/' }, body: { type: 'json' } });
+    expect(one.body.activity.triggerData.request).toMatchObject({ incoming: true, request: { url: { path: '/' }, body: { type: 'json' } } });
 
     const stored = await ctx.db.query<{ significand: number; order_of_magnitude: number; channel_index: number }>(
       `SELECT m.significand, m.order_of_magnitude, m.channel_index FROM measurement m JOIN device d ON d.id = m.device_id

@@ -5,6 +5,8 @@ import { replacedMessage, storableJson } from '../../app/storable.ts';
 import { supplierCodeLimits } from '../../sandbox/limits.ts';
 import { DEVICE_TYPE_SELECT, toDeviceType } from '../device-types/store.ts';
 import { deviceSelect, toDevice } from '../devices/store.ts';
+import { reportTypesByHashId } from '../report-types/store.ts';
+import { activityView, reportTypeHashIds, type StoredActivity } from './view.ts';
 
 /** One run of supplier code as the worker records it. */
 export interface ActivityRow {
@@ -206,14 +208,14 @@ export async function findActivities(db: Queryable, environmentId: number, query
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map(summary) };
 }
 
+/** One activity in the SDK's shape (./view.ts). */
 export async function getActivity(db: Queryable, environmentId: number, hashId: string) {
   const { rows } = await db.query(
     `SELECT ${SELECT}, a.trigger_data, a.log, a.activities FROM ${FROM} WHERE a.environment_id = $1 AND a.hash_id = $2`, [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('activity', hashId);
   const { activity, device, deviceType } = summary(rows[0]);
-  return {
-    device,
-    deviceType,
-    activity: { ...activity, log: rows[0].log, triggerData: rows[0].trigger_data, activities: rows[0].activities },
-  };
+  const r = rows[0];
+  const stored: StoredActivity = { ...activity, log: r.log as StoredActivity['log'], triggerData: r.trigger_data, activities: (r.activities ?? []) as StoredActivity['activities'] };
+  const reportTypes = await reportTypesByHashId(db, environmentId, reportTypeHashIds([stored]));
+  return { device, deviceType, activity: activityView(stored, reportTypes) };
 }

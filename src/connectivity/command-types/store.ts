@@ -2,10 +2,9 @@ import type { Db, Queryable } from '../../app/db.ts';
 import { ConflictError, NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
-import { nameText } from '../../http/schemas.ts';
+import { nameText, type Name } from '../../http/schemas.ts';
 import { uniqueKeys, unwrap, type FieldConfiguration, type UpdatableFieldConfiguration } from '../device-types/store.ts';
 
-type Name = string | Record<string, string>;
 export type StartEnd = 'required' | 'optional' | 'disabled';
 export type ChannelSelect = 'single' | 'multiple' | 'off';
 export type EnvironmentAccess = 'full' | 'read' | 'none';

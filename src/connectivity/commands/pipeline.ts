@@ -111,7 +111,11 @@ export function commandPipeline(ctx: AppContext, mailer: Mailer, queue: DeviceEv
         if (sent.command.email.length > 0) mailer.send(executedMail(sent, device, at));
         return shown(sent);
       }
-      if (call.name === 'dropCommand') return shown(await dropCommand(ctx.db, device.id, call.args.commandHashId, call.args.markAsDeleted));
+      if (call.name === 'dropCommand') {
+        // the SDK's dropCommand activity also says what the drop did
+        const dropped = await dropCommand(ctx.db, device.id, call.args.commandHashId, call.args.markAsDeleted);
+        return { ...shown(dropped), removeFromScheduledCommands: true, markAsDeleted: call.args.markAsDeleted };
+      }
       if (call.name === 'scheduleCommand') {
         const [hashId] = await addCommands(ctx.db, events, device.environmentId, null, {
           objectType: 'device', objectHashIds: [device.hashId], commandTypeHashId: call.args.commandTypeHashId, fields: call.args.fields,

@@ -22,7 +22,15 @@ const AddBody = Type.Object({
   email: Type.Array(Type.String({ format: 'email', maxLength: 254 }), { maxItems: 30 }),
 }, { additionalProperties: false });
 const DeleteMultiBody = Type.Object({ hashIds: Type.Array(HashId, { maxItems: 30 }) }, { additionalProperties: false });
-const Query = Type.Object({ ...FindQuery.properties, deviceHashId: Type.Optional(HashId), pinGroupHashId: Type.Optional(HashId) });
+// the SDK's filters; a filter it leaves null arrives as a bare key, which the query parser drops (no filter)
+const Query = Type.Object({
+  ...FindQuery.properties,
+  deviceHashId: Type.Optional(HashId),
+  pinGroupHashId: Type.Optional(HashId),
+  edgeHashId: Type.Optional(HashId),
+  gridHashId: Type.Optional(HashId),
+  mapLayers: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 30 })),
+});
 
 const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
 const tags = ['command'];

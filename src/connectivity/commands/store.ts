@@ -40,6 +40,9 @@ export interface CommandInput {
 export interface CommandQuery extends FindQuery {
   deviceHashId?: string;
   pinGroupHashId?: string;
+  edgeHashId?: string;
+  gridHashId?: string;
+  mapLayers?: string[];
 }
 
 /** A command together with what the pipeline needs to run its events. */
@@ -210,9 +213,13 @@ async function loadCommand(db: Queryable, environmentId: number, hashId: string,
   return { ...toRecord(rows[0]), userName: rows[0].user_name as string | null };
 }
 
+/** Who made a command no account made: the device type's event handler (exec.scheduleCommand). */
+export const HANDLER_AUTHOR = 'device type event handler';
+
 export async function getCommand(db: Queryable, environmentId: number, hashId: string, claimed = false) {
   const record = await loadCommand(db, environmentId, hashId, false, claimed);
-  return { command: record.command, commandType: record.commandType, createdByUserName: record.userName };
+  // the seed's command get always names its author (a string; the SDK refuses null)
+  return { command: record.command, commandType: record.commandType, createdByUserName: record.userName ?? HANDLER_AUTHOR };
 }
 
 export async function findCommands(db: Queryable, environmentId: number, query: CommandQuery, claimed = false) {
@@ -226,6 +233,8 @@ export async function findCommands(db: Queryable, environmentId: number, query: 
     params.push(query.pinGroupHashId);
     where.push(`c.pin_group_hash_id = $${params.length}`);
   }
+  // the SDK's filters on a location's edge, grid or map layer: a supplier's commands are on devices, on no location
+  if (query.edgeHashId || query.gridHashId || query.mapLayers?.length) where.push('false');
   const page = await findPage(db, {
     from: FROM, select: SELECT, idColumn: 'c.id', where, params,
     // milliseconds: the page offset carries the sort value as text (see findActivities)
@@ -276,15 +285,15 @@ export async function deleteCommand(db: Db, events: CommandEvents, environmentId
 }
 
 /** deleteMulti: each command on its own, answered per command. */
-export async function deleteCommands(db: Db, events: CommandEvents, environmentId: number, hashIds: string[], claimed = false): Promise<{ hashId: string; deleted: boolean; reason?: string }[]> {
-  const out: { hashId: string; deleted: boolean; reason?: string }[] = [];
+export async function deleteCommands(db: Db, events: CommandEvents, environmentId: number, hashIds: string[], claimed = false): Promise<{ hashId: string; deleted: boolean; failureReason?: string }[]> {
+  const out: { hashId: string; deleted: boolean; failureReason?: string }[] = [];
   for (const hashId of [...new Set(hashIds)]) {
     try {
       await deleteCommand(db, events, environmentId, hashId, claimed);
       out.push({ hashId, deleted: true });
     } catch (err) {
       if (!(err instanceof ConflictError || err instanceof NotFoundError || err instanceof RightError)) throw err;
-      out.push({ hashId, deleted: false, reason: err.message });
+      out.push({ hashId, deleted: false, failureReason: err.message });
     }
   }
   return out;

@@ -2,14 +2,13 @@ import type { Db, Queryable } from '../../app/db.ts';
 import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
+import { nameText, type Name } from '../../http/schemas.ts';
 import type { Redis } from '../../app/redis.ts';
 import { getQuantity, type Quantity } from '../../monitoring/quantities/store.ts';
 import { liveCommandTypes } from '../command-types/store.ts';
 import { invalidateCredentials } from '../devices/credentials.ts';
 import { compileOnSave } from '../user-code.ts';
 
-type Name = string | Record<string, string>;
-const nameText = (n: Name) => (typeof n === 'string' ? n : (n.en ?? Object.values(n)[0] ?? ''));
 export interface FieldConfiguration { key: string; type?: string; [member: string]: unknown }
 interface Series { quantityHashId: string; color?: string | null }
 interface ChannelChart { title: Name | null; series: Series[] }
@@ -69,8 +68,9 @@ export function toDeviceType(r: Record<string, unknown>): DeviceType {
     name: r.type_name as Name,
     fieldConfigurations: r.type_field_configurations as FieldConfiguration[],
     pinGroupFieldConfigurations: r.type_pin_group_field_configurations as FieldConfiguration[],
-    channels: r.type_channels as Channel[],
-    charts: r.type_charts as Chart[],
+    // the SDK's model requires charts on every channel; a channel added without them has none
+    channels: (r.type_channels as Channel[]).map((c) => ({ ...c, charts: c.charts ?? [] })),
+    charts: (r.type_charts as Chart[] | null) ?? [],
     commandTypeHashIds: r.type_command_type_hash_ids as string[],
     measurementCycleCommandTypeHashId: r.type_measurement_cycle_command_type_hash_id as string | null,
     identifierFieldKey: r.type_identifier_field_key as string | null,

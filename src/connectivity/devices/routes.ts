@@ -20,6 +20,9 @@ const UpdateBody = Type.Object({
 }, { additionalProperties: false });
 const DeleteBody = Type.Object({ hashIds: Type.Array(HashId, { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
 
+// the SDK's filter: devices whose type can receive commands of this type
+const DeviceQuery = Type.Composite([FindQuery, Type.Object({ forCommandTypeHashId: Type.Optional(HashId) })]);
+
 const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
 const tags = ['device'];
 const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
@@ -41,8 +44,8 @@ export async function deviceRoutes(app: FastifyInstance, ctx: AppContext, claime
     await deleteDevices(ctx.db, ctx.redis, request.account.environment.id, (request.body as Static<typeof DeleteBody>).hashIds);
     reply.status(204).send();
   });
-  app.get('/device/', { config: { rights: readRights }, schema: { tags, summary: 'device find', querystring: FindQuery } }, async (request) =>
-    (monitoring(request) ? claimed!.find : (env: number, q: Static<typeof FindQuery>) => findDevices(ctx.db, env, q))(request.account.environment.id, request.query as Static<typeof FindQuery>));
+  app.get('/device/', { config: { rights: readRights }, schema: { tags, summary: 'device find', querystring: DeviceQuery } }, async (request) =>
+    (monitoring(request) ? claimed!.find : (env: number, q: Static<typeof DeviceQuery>) => findDevices(ctx.db, env, q))(request.account.environment.id, request.query as Static<typeof DeviceQuery>));
   app.get('/device/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'device get', params: HashIdParams } }, async (request) =>
     (monitoring(request) ? claimed!.get : (env: number, h: string) => getDevice(ctx.db, env, h))(request.account.environment.id, hashIdOf(request.params)));
   app.post('/device/:hashId', { config: { rights }, schema: { tags, summary: 'device update', params: HashIdParams, body: UpdateBody } }, async (request) =>

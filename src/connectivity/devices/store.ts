@@ -100,10 +100,20 @@ export async function getDevice(db: Queryable, environmentId: number, hashId: st
   return toRow(rows[0]);
 }
 
-export async function findDevices(db: Queryable, environmentId: number, query: FindQuery) {
+export interface DeviceQuery extends FindQuery {
+  /** the SDK's filter: devices whose type can receive commands of this type */
+  forCommandTypeHashId?: string;
+}
+
+export async function findDevices(db: Queryable, environmentId: number, query: DeviceQuery) {
+  const where = ['d.environment_id = $1'];
+  const params: unknown[] = [environmentId];
+  if (query.forCommandTypeHashId) {
+    params.push(query.forCommandTypeHashId);
+    where.push(`t.command_type_hash_ids @> jsonb_build_array($${params.length}::text)`);
+  }
   const page = await findPage(db, {
-    from: FROM, select: SELECT, idColumn: 'd.id',
-    where: ['d.environment_id = $1'], params: [environmentId],
+    from: FROM, select: SELECT, idColumn: 'd.id', where, params,
     sortable: { hashId: 'd.hash_id', supplierDeviceIdentifier: 'd.supplier_device_identifier' },
     search: ['d.hash_id', 'd.supplier_device_identifier', "COALESCE(d.user_facing_identifier, '')"],
     updatedColumn: 'd.updated_at',

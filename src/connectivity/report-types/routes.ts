@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { crudRoutes } from '../../http/crud.ts';
-import { FieldConfiguration } from '../../http/schemas.ts';
+import { FieldConfiguration, StringOrTranslations } from '../../http/schemas.ts';
 import { addReportType, deleteReportType, findReportTypes, getReportType, updateReportType, type ReportTypeInput, type ReportTypePatch } from './store.ts';
 
 const Configurations = Type.Array(FieldConfiguration, { maxItems: 50 });
@@ -11,16 +11,16 @@ const UpdatableConfigurations = Type.Array(Type.Union([
   FieldConfiguration,
   Type.Object({ existingKey: Type.Optional(Type.String()), fieldConfiguration: FieldConfiguration }, { additionalProperties: false }),
 ]), { maxItems: 50 });
-const Name = Type.String({ minLength: 1, maxLength: 255 });
+// a stringOrTranslations, as the SDK's report type add and update send it
 const Parser = Type.String({ maxLength: 1_000_000 });
 
 const AddBody = Type.Object({
-  name: Name,
+  name: StringOrTranslations,
   fieldConfigurations: Type.Object({ pinGroup: Configurations, pin: Configurations, measurement: Configurations }, { additionalProperties: false }),
   parser: Parser,
 }, { additionalProperties: false });
 const UpdateBody = Type.Object({
-  name: Type.Optional(Name),
+  name: Type.Optional(StringOrTranslations),
   fieldConfigurations: Type.Optional(Type.Partial(Type.Object({ pinGroup: UpdatableConfigurations, pin: UpdatableConfigurations, measurement: UpdatableConfigurations }), { additionalProperties: false })),
   parser: Type.Optional(Parser),
   // the SDK's re-parse of failed reports: accepted, not acted on yet

@@ -2,6 +2,7 @@ import { softDelete, type Db, type Queryable } from '../../app/db.ts';
 import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
+import { nameText, type Name } from '../../http/schemas.ts';
 import type { FieldConfiguration, UpdatableFieldConfiguration } from '../device-types/store.ts';
 import { compileOnSave } from '../user-code.ts';
 
@@ -10,13 +11,13 @@ type Group = typeof GROUPS[number];
 type FieldConfigurations = Record<Group, FieldConfiguration[]>;
 
 export interface ReportTypeInput {
-  name: string;
+  name: Name;
   fieldConfigurations: FieldConfigurations;
   parser: string;
 }
 
 export interface ReportTypePatch {
-  name?: string;
+  name?: Name;
   fieldConfigurations?: Partial<Record<Group, UpdatableFieldConfiguration[]>>;
   parser?: string;
 }
@@ -24,7 +25,7 @@ export interface ReportTypePatch {
 /** The SDK's supplierReportType (name is a plain string up to Api-Version 6). */
 export interface ReportType {
   hashId: string;
-  name: string;
+  name: Name;
   fieldConfigurations: FieldConfigurations;
   deletedAt: string | null;
 }
@@ -34,7 +35,7 @@ const SELECT = 'r.id, r.hash_id, r.name, r.field_configurations, r.deleted_at';
 function toReportType(r: Record<string, unknown>): ReportType {
   return {
     hashId: r.hash_id as string,
-    name: r.name as string,
+    name: r.name as Name,
     fieldConfigurations: r.field_configurations as FieldConfigurations,
     deletedAt: r.deleted_at instanceof Date ? r.deleted_at.toISOString() : null,
   };
@@ -55,8 +56,8 @@ export async function addReportType(db: Queryable, environmentId: number, input:
   const parserHash = await compileOnSave('parser', input.parser, environmentId);
   const hashId = newHashId();
   await db.query(
-    'INSERT INTO report_type (hash_id, environment_id, name, field_configurations, parser, parser_hash) VALUES ($1, $2, $3, $4, $5, $6)',
-    [hashId, environmentId, input.name, JSON.stringify(input.fieldConfigurations), input.parser, parserHash]);
+    'INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+    [hashId, environmentId, JSON.stringify(input.name), nameText(input.name), JSON.stringify(input.fieldConfigurations), input.parser, parserHash]);
   return hashId;
 }
 
@@ -66,11 +67,18 @@ export async function getReportType(db: Queryable, environmentId: number, hashId
   return { reportType: toReportType(rows[0]), parser: rows[0].parser as string };
 }
 
+/** Report types by hashId as they are now, deleted ones included (activities name the types they ran under). */
+export async function reportTypesByHashId(db: Queryable, environmentId: number, hashIds: string[]): Promise<Map<string, ReportType>> {
+  if (hashIds.length === 0) return new Map();
+  const { rows } = await db.query(`SELECT ${SELECT} FROM report_type r WHERE r.environment_id = $1 AND r.hash_id = ANY($2::text[])`, [environmentId, hashIds]);
+  return new Map(rows.map((r) => [r.hash_id as string, toReportType(r)]));
+}
+
 export async function findReportTypes(db: Queryable, environmentId: number, query: FindQuery) {
   const page = await findPage(db, {
     from: 'report_type r', select: SELECT, idColumn: 'r.id',
     where: ['r.environment_id = $1', 'r.deleted_at IS NULL'], params: [environmentId],
-    sortable: { hashId: 'r.hash_id', name: 'r.name' }, search: ['r.name', 'r.hash_id'], updatedColumn: 'r.updated_at',
+    sortable: { hashId: 'r.hash_id', name: 'r.name_text' }, search: ['r.name_text', 'r.hash_id'], updatedColumn: 'r.updated_at',
   }, query);
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ reportType: toReportType(r) })) };
 }
@@ -91,9 +99,9 @@ export async function updateReportType(db: Db, environmentId: number, hashId: st
     checkKeys(configurations);
     const parserHash = patch.parser === undefined ? null : await compileOnSave('parser', patch.parser, environmentId);
     await client.query(
-      `UPDATE report_type SET name = $2, field_configurations = $3, parser = COALESCE($4, parser), parser_hash = COALESCE($5, parser_hash), updated_at = now()
+      `UPDATE report_type SET name = $2, name_text = $6, field_configurations = $3, parser = COALESCE($4, parser), parser_hash = COALESCE($5, parser_hash), updated_at = now()
         WHERE id = $1`,
-      [rows[0].id, patch.name ?? current.name, JSON.stringify(configurations), patch.parser ?? null, parserHash]);
+      [rows[0].id, JSON.stringify(patch.name ?? current.name), JSON.stringify(configurations), patch.parser ?? null, parserHash, nameText(patch.name ?? current.name)]);
   });
 }
 

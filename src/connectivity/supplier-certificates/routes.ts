@@ -12,7 +12,8 @@ const Identifier = Type.String({ minLength: 1, maxLength: 1_000_000 });
 // a PEM CSR of an EC or RSA-4096 key is 0.5 to 2 KiB
 const Csr = Type.String({ minLength: 1, maxLength: 16_384 });
 
-const AddBody = Type.Object({ name: Name, csr: Csr, identifier: Identifier }, { additionalProperties: false });
+// name: the SDK's add has none (the certificate is then named after its CSR subject's CN); the seed's may carry one
+const AddBody = Type.Object({ name: Type.Optional(Name), csr: Csr, identifier: Identifier }, { additionalProperties: false });
 const UpdateBody = Type.Object({ name: Type.Optional(Name), identifier: Type.Optional(Identifier) }, { additionalProperties: false });
 
 export async function supplierCertificateRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -12,7 +12,8 @@ import { invalidateTrust } from '../../pki/trust.ts';
 import { importPrivateKey, issueIntermediateCa, x509 } from '../../pki/x509.ts';
 import { compileOnSave } from '../user-code.ts';
 
-export interface SupplierCertificateInput { name: string; csr: string; identifier: string }
+/** `name` is optional: no SDK release since 2020 sends one (then the CSR subject's CN names it). */
+export interface SupplierCertificateInput { name?: string; csr: string; identifier: string }
 export interface SupplierCertificatePatch { name?: string; identifier?: string }
 
 /** The SDK's SupplierCertificate. */
@@ -52,6 +53,12 @@ async function readCsr(pem: string): Promise<x509.Pkcs10CertificateRequest> {
   return csr;
 }
 
+/** The name of a certificate added without one: its subject's common name, else the whole subject (at most 255 characters). */
+function defaultName(csr: x509.Pkcs10CertificateRequest): string {
+  const cn = csr.subjectName.getField('CN').find((v) => v.trim() !== '');
+  return (cn ?? csr.subjectName.toString()).slice(0, 255);
+}
+
 export async function addSupplierCertificate(ctx: AppContext, environmentId: number, input: SupplierCertificateInput): Promise<{ hashId: string; certificate: string }> {
   const identifierHash = await compileOnSave('identifier', input.identifier, environmentId);
   const csr = await readCsr(input.csr);
@@ -63,10 +70,11 @@ export async function addSupplierCertificate(ctx: AppContext, environmentId: num
   const issued = await issueIntermediateCa(ca, csr, VALID_DAYS);
   const certificate = `${issued.toString('pem')}\n`;
   const hashId = newHashId();
+  const name = input.name ?? defaultName(csr);
   await ctx.db.query(
     `INSERT INTO supplier_certificate (hash_id, environment_id, name, certificate, fingerprint, identifier, identifier_hash)
      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [hashId, environmentId, input.name, certificate, new X509Certificate(certificate).fingerprint256, input.identifier, identifierHash]);
+    [hashId, environmentId, name, certificate, new X509Certificate(certificate).fingerprint256, input.identifier, identifierHash]);
   await invalidateTrust(ctx);
   return { hashId, certificate };
 }

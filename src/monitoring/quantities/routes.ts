@@ -2,31 +2,43 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { crudRoutes } from '../../http/crud.ts';
-import { StringOrTranslations, ValuePair } from '../../http/schemas.ts';
+import { FindQuery, HashId, StringOrTranslations, ValuePair } from '../../http/schemas.ts';
 import { addQuantity, deleteQuantity, findQuantities, getQuantity, updateQuantity } from './store.ts';
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([Type.Null(), t]));
+// unit and defaultOrderOfMagnitude are optional as in the SDK's quantity add (defaults: no unit, 0);
+// a unit is at most 10 characters, as the SDK's quantity model answers it
 const QuantityBody = Type.Object({
   name: StringOrTranslations,
   color: Type.Optional(Type.String({ pattern: '^#[0-9a-fA-F]{6}$' })),
-  unit: Type.String({ maxLength: 32 }),
-  defaultOrderOfMagnitude: Type.Integer({ minimum: -128, maximum: 127 }),
+  unit: Nullable(Type.String({ minLength: 1, maxLength: 10 })),
+  defaultOrderOfMagnitude: Type.Optional(Type.Integer({ minimum: -128, maximum: 127 })),
   defaultCriticallyLowThreshold: Nullable(ValuePair),
   defaultLowThreshold: Nullable(ValuePair),
   defaultHighThreshold: Nullable(ValuePair),
   defaultCriticallyHighThreshold: Nullable(ValuePair),
   disableSiPrefixes: Type.Optional(Type.Boolean()),
+  // the SDK's link of device (supplier) quantities to a monitoring quantity; claimed devices arrive with the monitoring half
+  deviceQuantityHashIds: Type.Optional(Type.Array(HashId, { maxItems: 0, description: 'linking device quantities is not available yet: only an empty list' })),
 }, { additionalProperties: false });
+const QuantityQuery = Type.Composite([FindQuery, Type.Object({
+  includeDeleted: Type.Optional(Type.Boolean()),
+  excludeHashIds: Type.Optional(Type.Array(HashId, { maxItems: 1000 })),
+  // the SDK's filters for monitoring report types and device quantities: no such links exist in this deployment yet
+  environmentReportTypeHashIds: Type.Optional(Type.Array(HashId, { maxItems: 1000 })),
+  deviceQuantityMode: Type.Optional(Type.Boolean()),
+})]);
 
 export async function quantityRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   crudRoutes<Static<typeof QuantityBody>, Partial<Static<typeof QuantityBody>>>(app, {
-    base: '/quantity/', findPath: '/quantity/quantities', noun: 'quantity', addBody: QuantityBody, updateBody: Type.Partial(QuantityBody),
+    base: '/quantity/', findPath: '/quantity/quantities', findQuery: QuantityQuery, noun: 'quantity', addBody: QuantityBody, updateBody: Type.Partial(QuantityBody),
     rights: { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'ENVIRONMENT_ADMIN' },
     readRights: { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'READ' },
     operations: {
       add: async (env, body) => ({ hashId: await addQuantity(ctx.db, env, body) }),
       find: (env, query) => findQuantities(ctx.db, env, query),
-      get: async (env, hashId) => ({ quantity: await getQuantity(ctx.db, env, hashId) }),
+      // report types of a monitoring environment and supplier quantities linked to this one: none exist here yet
+      get: async (env, hashId) => ({ reportTypes: [], quantity: await getQuantity(ctx.db, env, hashId), linkedSupplierQuantities: [] }),
       update: (env, hashId, patch) => updateQuantity(ctx.db, env, hashId, patch),
       remove: (env, hashId) => deleteQuantity(ctx.db, env, hashId),
     },

@@ -2,23 +2,30 @@ import { softDelete, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
+import { nameText, type Name } from '../../http/schemas.ts';
 
-type Name = string | Record<string, string>;
 interface ValuePair { orderOfMagnitude: number; significand: number }
 
 export interface QuantityInput {
   name: Name;
   color?: string;
-  unit: string;
-  defaultOrderOfMagnitude: number;
+  /** null: the quantity has no unit */
+  unit?: string | null;
+  defaultOrderOfMagnitude?: number;
   defaultCriticallyLowThreshold?: ValuePair | null;
   defaultLowThreshold?: ValuePair | null;
   defaultHighThreshold?: ValuePair | null;
   defaultCriticallyHighThreshold?: ValuePair | null;
   disableSiPrefixes?: boolean;
+  deviceQuantityHashIds?: string[];
 }
 
-export interface Quantity extends Required<QuantityInput> { hashId: string }
+export interface Quantity extends Required<Omit<QuantityInput, 'deviceQuantityHashIds'>> { hashId: string; unit: string | null }
+
+export interface QuantityQuery extends FindQuery {
+  includeDeleted?: boolean;
+  excludeHashIds?: string[];
+}
 
 const SELECT = `q.hash_id, q.name, q.color, q.unit, q.default_order_of_magnitude, q.default_critically_low_threshold,
   q.default_low_threshold, q.default_high_threshold, q.default_critically_high_threshold, q.disable_si_prefixes`;
@@ -28,7 +35,7 @@ function toQuantity(r: Record<string, unknown>): Quantity {
     hashId: r.hash_id as string,
     name: r.name as Name,
     color: r.color as string,
-    unit: r.unit as string,
+    unit: r.unit as string | null,
     defaultOrderOfMagnitude: r.default_order_of_magnitude as number,
     defaultCriticallyLowThreshold: r.default_critically_low_threshold as ValuePair | null,
     defaultLowThreshold: r.default_low_threshold as ValuePair | null,
@@ -38,7 +45,6 @@ function toQuantity(r: Record<string, unknown>): Quantity {
   };
 }
 
-const nameText = (n: Name) => (typeof n === 'string' ? n : (n.en ?? Object.values(n)[0] ?? ''));
 
 export async function addQuantity(db: Queryable, environmentId: number, q: QuantityInput): Promise<string> {
   const hashId = newHashId();
@@ -46,7 +52,7 @@ export async function addQuantity(db: Queryable, environmentId: number, q: Quant
     `INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude,
        default_critically_low_threshold, default_low_threshold, default_high_threshold, default_critically_high_threshold, disable_si_prefixes)
      VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`,
-    [hashId, environmentId, JSON.stringify(q.name), nameText(q.name), q.color ?? '#1f77b4', q.unit, q.defaultOrderOfMagnitude,
+    [hashId, environmentId, JSON.stringify(q.name), nameText(q.name), q.color ?? '#1f77b4', q.unit ?? null, q.defaultOrderOfMagnitude ?? 0,
       JSON.stringify(q.defaultCriticallyLowThreshold ?? null), JSON.stringify(q.defaultLowThreshold ?? null),
       JSON.stringify(q.defaultHighThreshold ?? null), JSON.stringify(q.defaultCriticallyHighThreshold ?? null), q.disableSiPrefixes ?? false],
   );
@@ -59,11 +65,17 @@ export async function getQuantity(db: Queryable, environmentId: number, hashId: 
   return toQuantity(rows[0]);
 }
 
-export async function findQuantities(db: Queryable, environmentId: number, query: FindQuery) {
+export async function findQuantities(db: Queryable, environmentId: number, query: QuantityQuery) {
+  const where = ['q.environment_id = $1'];
+  const params: unknown[] = [environmentId];
+  if (!query.includeDeleted) where.push('q.deleted_at IS NULL');
+  if (query.excludeHashIds?.length) {
+    params.push(query.excludeHashIds);
+    where.push(`NOT (q.hash_id = ANY($${params.length}::text[]))`);
+  }
   const page = await findPage(db, {
-    from: 'quantity q', select: SELECT, idColumn: 'q.id',
-    where: ['q.environment_id = $1', 'q.deleted_at IS NULL'], params: [environmentId],
-    sortable: { hashId: 'q.hash_id', name: 'q.name_text' }, search: ['q.name_text', 'q.hash_id', 'q.unit'], updatedColumn: 'q.updated_at',
+    from: 'quantity q', select: SELECT, idColumn: 'q.id', where, params,
+    sortable: { hashId: 'q.hash_id', name: 'q.name_text' }, search: ['q.name_text', 'q.hash_id', "coalesce(q.unit, '')"], updatedColumn: 'q.updated_at',
   }, query);
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ quantity: toQuantity(r) })) };
 }
@@ -73,14 +85,18 @@ const COLUMNS: Record<keyof QuantityInput, string> = {
   defaultCriticallyLowThreshold: 'default_critically_low_threshold', defaultLowThreshold: 'default_low_threshold',
   defaultHighThreshold: 'default_high_threshold', defaultCriticallyHighThreshold: 'default_critically_high_threshold',
   disableSiPrefixes: 'disable_si_prefixes',
+  deviceQuantityHashIds: '',
 };
+
+const JSON_COLUMNS = new Set<keyof QuantityInput>(['name', 'defaultCriticallyLowThreshold', 'defaultLowThreshold', 'defaultHighThreshold', 'defaultCriticallyHighThreshold']);
 
 export async function updateQuantity(db: Queryable, environmentId: number, hashId: string, patch: Partial<QuantityInput>): Promise<void> {
   const sets: string[] = [];
   const params: unknown[] = [environmentId, hashId];
   for (const [key, value] of Object.entries(patch) as [keyof QuantityInput, unknown][]) {
-    if (value === undefined || !(key in COLUMNS)) continue;
-    params.push(typeof value === 'object' ? JSON.stringify(value) : value);
+    if (value === undefined || !COLUMNS[key]) continue;
+    // name and thresholds are jsonb (a plain-string name is a JSON string there); unit is text, where null means no unit
+    params.push(JSON_COLUMNS.has(key) ? JSON.stringify(value) : value);
     sets.push(`${COLUMNS[key]} = $${params.length}`);
     if (key === 'name') {
       params.push(nameText(value as Name));
