@@ -6,6 +6,8 @@ import { ApiVersionError, OutdatedClientError } from '../app/errors.ts';
 import type { Account } from '../accounts/store.ts';
 import { authenticate, authorize, type RouteRights } from './auth.ts';
 import { errorHandler } from './errors.ts';
+import { openOffset, sealOffset } from './paging.ts';
+import { checkInput, validationOptions } from './validation.ts';
 
 export const SUPPORTED_API_VERSIONS = [4, 5];
 
@@ -39,7 +41,7 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { querystringParser: (s) => qs.parse(s, { depth: 10, arrayLimit: 10_000 }) as Record<string, unknown> },
     bodyLimit: 16 * 1024 * 1024,
-    ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false } },
+    ...validationOptions(),
   });
   app.decorateRequest('account', null as unknown as Account);
   app.decorateRequest('apiVersion', 0);
@@ -74,6 +76,24 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
       const header = request.headers['environment-hash-id'];
       authorize(request.account, Array.isArray(header) ? header[0] : header, config.rights);
     }
+  });
+
+  // hostile text and nesting are refused before any schema or handler sees them (src/http/validation.ts)
+  app.addHook('preValidation', async (request) => {
+    const maxDepth = ctx.config.jsonMaxDepth;
+    checkInput(request.params, 'path', maxDepth);
+    checkInput(request.query, 'query', maxDepth);
+    checkInput(request.body, 'body', maxDepth);
+  });
+  // find offsets travel sealed (src/http/paging.ts)
+  app.addHook('preHandler', async (request) => {
+    const query = request.query as { offset?: unknown } | undefined;
+    if (query && typeof query.offset === 'string' && query.offset !== '') query.offset = openOffset(ctx.keys.pagingOffset, request, query.offset);
+  });
+  app.addHook('preSerialization', async (request, _reply, payload: unknown) => {
+    const page = payload as { nextPageOffset?: unknown } | null;
+    if (page === null || typeof page !== 'object' || typeof page.nextPageOffset !== 'string') return payload;
+    return { ...page, nextPageOffset: sealOffset(ctx.keys.pagingOffset, request, page.nextPageOffset) };
   });
 
   app.get('/openapi.json', { config: { apiVersion: false }, schema: { hide: true } }, async () => app.swagger());

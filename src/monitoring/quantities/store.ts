@@ -75,12 +75,15 @@ const COLUMNS: Record<keyof QuantityInput, string> = {
   disableSiPrefixes: 'disable_si_prefixes',
 };
 
+const JSON_COLUMNS = new Set<keyof QuantityInput>(['name', 'defaultCriticallyLowThreshold', 'defaultLowThreshold', 'defaultHighThreshold', 'defaultCriticallyHighThreshold']);
+
 export async function updateQuantity(db: Queryable, environmentId: number, hashId: string, patch: Partial<QuantityInput>): Promise<void> {
   const sets: string[] = [];
   const params: unknown[] = [environmentId, hashId];
   for (const [key, value] of Object.entries(patch) as [keyof QuantityInput, unknown][]) {
-    if (value === undefined || !(key in COLUMNS)) continue;
-    params.push(typeof value === 'object' ? JSON.stringify(value) : value);
+    if (value === undefined || !Object.hasOwn(COLUMNS, key)) continue;
+    // jsonb columns take JSON text, a plain-string name too
+    params.push(JSON_COLUMNS.has(key) ? JSON.stringify(value) : value);
     sets.push(`${COLUMNS[key]} = $${params.length}`);
     if (key === 'name') {
       params.push(nameText(value as Name));
