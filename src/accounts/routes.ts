@@ -4,7 +4,8 @@ import type { AppContext } from '../app/context.ts';
 import { AuthenticationError, NotFoundError } from '../app/errors.ts';
 import { signToken } from '../http/auth.ts';
 import { HashIdParams } from '../http/schemas.ts';
-import { verifyAssertion, type Account, type EnvironmentRecord } from './store.ts';
+import { beginLogin } from './login-limits.ts';
+import { assertionAccount, prepareLogins, verifyAssertion, type Account, type EnvironmentRecord } from './store.ts';
 
 function environmentView(env: EnvironmentRecord) {
   const s = env.settings as Record<string, unknown>;
@@ -35,12 +36,17 @@ function userView(account: Account) {
 const userEnvironmentSettings = { notificationLevel: 0, defaultAnalyticsPanelHashId: null };
 
 export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  await prepareLogins();
   app.post('/authentication/machine-login', {
     config: { auth: 'none' },
     schema: { tags: ['authentication'], summary: 'machineLogin', security: [], body: Type.Object({ assertion: Type.String({ minLength: 1, maxLength: 1024 }) }) },
   }, async (request) => {
-    const account = await verifyAssertion(ctx.db, (request.body as { assertion: string }).assertion);
+    const { assertion } = request.body as { assertion: string };
+    // failed logins are limited per source address and per account (src/accounts/login-limits.ts)
+    const attempt = await beginLogin(ctx, request.ip, assertionAccount(assertion));
+    const account = await verifyAssertion(ctx.db, assertion);
     if (!account) throw new AuthenticationError('The assertion is not valid');
+    await attempt.succeeded();
     return {
       jwt: await signToken(ctx, account),
       user: userView(account),
