@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import swagger from '@fastify/swagger';
 import qs from 'qs';
 import type { AppContext } from '../app/context.ts';
@@ -42,6 +42,11 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
     routerOptions: { querystringParser: (s) => qs.parse(s, { depth: 10, arrayLimit: 10_000 }) as Record<string, unknown> },
     bodyLimit: 16 * 1024 * 1024,
     ...validationOptions(),
+    // the router's own refusals (an undecodable path, a path parameter over 100 characters) get keyed bodies too
+    frameworkErrors: (err, _request, reply) => {
+      const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 100 characters' : 'the URL path is not valid';
+      (reply as FastifyReply).status(400).send({ key: 'parameter_error', message });
+    },
   });
   app.decorateRequest('account', null as unknown as Account);
   app.decorateRequest('apiVersion', 0);
