@@ -24,8 +24,8 @@ async function account(): Promise<{ hashId: string; assertion: string }> {
 const checks = async () => (await loginSecretChecks.get()).values[0]?.value ?? 0;
 
 describe('machine login', () => {
-  it('answers an assertion that is not a string with 400 parameter_error naming it', async () => {
-    for (const assertion of [5, true, ['a:b'], { a: 1 }]) {
+  it('answers an assertion that is not a string, or not valid text, with 400 parameter_error naming it', async () => {
+    for (const assertion of [5, true, ['a:b'], { a: 1 }, 'abc\u0000:def', 'abc:\ud800']) {
       const res = await login(assertion, '10.0.0.1');
       expect(res.statusCode).toBe(400);
       expect(res.json()).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('assertion') });

@@ -88,6 +88,13 @@ describe('find queries', () => {
   });
 });
 
+describe('paths', () => {
+  it('answers a path parameter over 100 characters with a keyed 400, not the router\'s bare 414', async () => {
+    const long = await c.request<ErrorBody>('GET', `/quantity/${'x'.repeat(200)}`);
+    expectParameterError(long, 'path parameter', '100');
+  });
+});
+
 describe('nesting', () => {
   it('refuses JSON nested deeper than JSON_MAX_DEPTH in device fields and a defaultValue, naming the limit', async () => {
     // a field whose configuration names no checked type takes any JSON value
