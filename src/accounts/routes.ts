@@ -5,7 +5,8 @@ import { AuthenticationError, NotFoundError } from '../app/errors.ts';
 import { signToken } from '../http/auth.ts';
 import { FindQuery, HashIdParams } from '../http/schemas.ts';
 import { USER_ENVIRONMENT_SETTINGS as userEnvironmentSettings, environmentView } from '../monitoring/environments/settings.ts';
-import { verifyAssertion, type Account, type EnvironmentRecord } from './store.ts';
+import { beginLogin } from './login-limits.ts';
+import { assertionAccount, prepareLogins, verifyAssertion, type Account, type EnvironmentRecord } from './store.ts';
 
 function userView(account: Account) {
   return {
@@ -26,12 +27,17 @@ function supplierView(env: EnvironmentRecord) {
 }
 
 export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  await prepareLogins();
   app.post('/authentication/machine-login', {
     config: { auth: 'none' },
     schema: { tags: ['authentication'], summary: 'machineLogin', security: [], body: Type.Object({ assertion: Type.String({ minLength: 1, maxLength: 1024 }) }) },
   }, async (request) => {
-    const account = await verifyAssertion(ctx.db, (request.body as { assertion: string }).assertion);
+    const { assertion } = request.body as { assertion: string };
+    // failed logins are limited per source address and per account (src/accounts/login-limits.ts)
+    const attempt = await beginLogin(ctx, request.ip, assertionAccount(assertion));
+    const account = await verifyAssertion(ctx.db, assertion);
     if (!account) throw new AuthenticationError('The assertion is not valid');
+    await attempt.succeeded();
     return {
       jwt: await signToken(ctx, account),
       user: userView(account),

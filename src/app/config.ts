@@ -42,6 +42,12 @@ export interface Config {
   workerConcurrency: number;
   gatewayWaitMs: number;
   deviceBodyLimitBytes: number;
+  /** deepest nesting of arrays and objects in a REST request body or query */
+  jsonMaxDepth: number;
+  /** failed machine logins per source address, and per account, within loginFailureWindowSeconds before 429 */
+  loginFailuresPerAddress: number;
+  loginFailuresPerAccount: number;
+  loginFailureWindowSeconds: number;
   shutdownGraceMs: number;
   queueName: string;
   /** SMTP server for command mail (`smtp://user:pass@host:587`), or null: mail is logged instead */
@@ -127,6 +133,10 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   WORKER_CONCURRENCY: ['128', 'device requests of one supplier (environment) a worker process runs at once; a supplier with more waits for its own, never another\'s'],
   GATEWAY_WAIT_MS: ['5000', 'how long a device request waits for its handler before it gets 202 (the job stays queued)'],
   DEVICE_BODY_LIMIT_BYTES: ['65536', 'largest device request body'],
+  JSON_MAX_DEPTH: ['32', 'deepest nesting of arrays and objects in a REST request body or query (device fields, a field configuration\'s defaultValue, ...); deeper is a 400 parameter_error'],
+  LOGIN_FAILURES_PER_ADDRESS: ['30', 'failed machine logins from one source address within LOGIN_FAILURE_WINDOW_SECONDS; more are answered 429 rate_limit_error'],
+  LOGIN_FAILURES_PER_ACCOUNT: ['10', 'failed machine logins for one account (from any address) within LOGIN_FAILURE_WINDOW_SECONDS; more are answered 429 rate_limit_error'],
+  LOGIN_FAILURE_WINDOW_SECONDS: ['300', 'the window the login failure limits count in (from the first failure)'],
   SHUTDOWN_GRACE_MS: ['10000', 'how long SIGTERM waits for in-flight jobs'],
   QUEUE_NAME: ['device-events', 'BullMQ queue name'],
   SMTP_URL: ['unset → mail is logged (info), not sent', 'SMTP server for the mail a command\'s `email` addresses get when the device executes it, e.g. smtp://user:pass@mail.example.com:587'],
@@ -220,6 +230,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 128, 1, 10_000),
     gatewayWaitMs: int(env, 'GATEWAY_WAIT_MS', 5000, 10, 120_000),
     deviceBodyLimitBytes: int(env, 'DEVICE_BODY_LIMIT_BYTES', 65536, 1, 64 * 1024 * 1024),
+    jsonMaxDepth: int(env, 'JSON_MAX_DEPTH', 32, 2, 1000),
+    loginFailuresPerAddress: int(env, 'LOGIN_FAILURES_PER_ADDRESS', 30, 1),
+    loginFailuresPerAccount: int(env, 'LOGIN_FAILURES_PER_ACCOUNT', 10, 1),
+    loginFailureWindowSeconds: int(env, 'LOGIN_FAILURE_WINDOW_SECONDS', 300, 1, 86_400),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     queueName: env.QUEUE_NAME || 'device-events',
     smtpUrl: env.SMTP_URL || null,

@@ -34,6 +34,14 @@ export class ApiVersionError extends AppError {
 export class OutdatedClientError extends AppError {
   constructor(message: string) { super('outdated_client_error', 403, message); }
 }
+export class RateLimitError extends AppError {
+  /** seconds until the limit lifts, sent as Retry-After */
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds: number) {
+    super('rate_limit_error', 429, message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
 export class UnavailableError extends AppError {
   constructor(message: string) { super('unavailable_error', 503, message); }
 }

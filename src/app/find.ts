@@ -28,21 +28,41 @@ export interface FindSpec {
   updatedColumn?: string;
 }
 
-function decodeOffset(offset: string): [unknown, number] {
+/**
+ * The keyset position of an offset: the sort value in PostgreSQL's text form and the row id.
+ * The HTTP layer has already opened the sealed form (src/http/paging.ts); the shape is checked
+ * here all the same, so no caller can hand SQL a value of the wrong type.
+ */
+function decodeOffset(offset: string): [string, number] {
   try {
-    const parsed = JSON.parse(Buffer.from(offset, 'base64url').toString('utf8'));
-    if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[1] === 'number') return parsed as [unknown, number];
+    const parsed: unknown = JSON.parse(Buffer.from(offset, 'base64url').toString('utf8'));
+    if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === 'string' && Number.isSafeInteger(parsed[1]) && parsed[1] >= 0) {
+      return parsed as [string, number];
+    }
   } catch {
     // fall through to the error below
   }
   throw new ParameterError('offset is not a nextPageOffset this service returned');
 }
 
+/** The SQL sort expression of `sortBy`: only the spec's own entries (never an inherited member such as `constructor`). */
+function sortExpression(spec: FindSpec, sortBy: string): string {
+  if (!Object.hasOwn(spec.sortable, sortBy)) throw new ParameterError(`sortBy must be one of ${Object.keys(spec.sortable).join(', ')}`);
+  return spec.sortable[sortBy];
+}
+
+/** `updatedAfter` when it is an instant PostgreSQL can hold (years 1 to 9999; PostgreSQL has no year 0). */
+function updatedAfterInstant(value: string): string {
+  const t = Date.parse(value);
+  const year = Number.isNaN(t) ? NaN : new Date(t).getUTCFullYear();
+  if (!(year >= 1 && year <= 9999)) throw new ParameterError('updatedAfter must be a date-time between the years 0001 and 9999');
+  return value;
+}
+
 /** Runs a keyset-paged find: stable under inserts, `nextPageOffset` opaque. */
 export async function findPage<T extends Row>(db: Queryable, spec: FindSpec, query: FindQuery): Promise<{ nextPageOffset: string | null; rows: T[] }> {
   const sortBy = query.sortBy ?? 'hashId';
-  const sortExpr = spec.sortable[sortBy];
-  if (!sortExpr) throw new ParameterError(`sortBy must be one of ${Object.keys(spec.sortable).join(', ')}`);
+  const sortExpr = sortExpression(spec, sortBy);
   const descending = query.descending ?? true;
   const rowsPerPage = query.rowsPerPage ?? 10;
   const where = [...spec.where];
@@ -53,7 +73,7 @@ export async function findPage<T extends Row>(db: Queryable, spec: FindSpec, que
     where.push(`(${spec.search.map((e) => `${e} ILIKE $${params.length}`).join(' OR ')})`);
   }
   if (query.updatedAfter !== undefined && spec.updatedColumn) {
-    params.push(query.updatedAfter);
+    params.push(updatedAfterInstant(query.updatedAfter));
     where.push(`${spec.updatedColumn} > $${params.length}::timestamptz`);
   }
   if (query.offset) {

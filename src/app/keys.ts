@@ -8,6 +8,8 @@ export interface ServerKeys {
   jwt: Uint8Array;
   pskEncryption: Buffer;
   internalToken: string;
+  /** seals find queries' nextPageOffset (src/http/paging.ts) */
+  pagingOffset: Buffer;
 }
 
 export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): ServerKeys {
@@ -16,6 +18,7 @@ export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): Serve
     jwt: new Uint8Array(derive('jwt-hs256')),
     pskEncryption: derive('psk-at-rest'),
     internalToken: internalTokenOverride || derive('internal-token').toString('base64url'),
+    pagingOffset: derive('paging-offset'),
   };
 }
 

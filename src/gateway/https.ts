@@ -11,6 +11,7 @@ import type { CertificateView } from '../sandbox/types.ts';
 import { createPskTlsServer, type PskTlsConnection } from '../tls/index.ts';
 import { firmwareRequestHashId, serveFirmwareOverHttps } from './firmware.ts';
 import { metrics } from '../app/metrics.ts';
+import { readBounded, refuseRestOfBody } from './request-body.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 import { isWebhookPath, WebhookHandler } from './webhook.ts';
 
@@ -74,6 +75,8 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       if (!res.headersSent) send(res, 503, { key: 'unavailable_error', message: 'the request could not be queued; try again' });
     }).finally(() => { inFlight--; });
   });
+  // no automatic `100 Continue`: the webhook and device paths send it only for a body they will read (a 401 or 413 comes instead)
+  server.on('checkContinue', (req, res) => server.emit('request', req, res));
   tcp.on('secureConnection', (conn: PskTlsConnection) => {
     lookupPskCredential(ctx, conn.pskIdentity, { includeRefused: true }).then((cred) => {
       if (!cred) {
@@ -127,23 +130,19 @@ async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: Devic
     return serveFirmwareOverHttps(ctx, { hashId: session.deviceHashId }, firmwareHashId, req, res);
   }
   const limit = ctx.config.deviceBodyLimitBytes;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      countDeviceEvent(ctx, session.deviceHashId, 'contacts');
-      send(res, 413, { key: 'parameter_error', message: `body exceeds ${limit} bytes` });
-      return;
-    }
-    chunks.push(chunk);
+  const body = await readBounded(req, res, limit);
+  if (body === null) {
+    countDeviceEvent(ctx, session.deviceHashId, 'contacts');
+    refuseRestOfBody(req, res);
+    send(res, 413, { key: 'parameter_error', message: `body exceeds ${limit} bytes` });
+    return;
   }
   const url = new URL(req.url ?? '/', 'https://device');
   const request = webRequest({
     url: { protocol: 'https', host: req.headers.host ?? '', path: url.pathname, query: parseQuery(url.searchParams) },
     method: (req.method ?? 'GET').toUpperCase(),
     headers: req.headers as Record<string, string | string[]>,
-    body: typedBody(Buffer.concat(chunks), req.headers['content-type']),
+    body: typedBody(body, req.headers['content-type']),
     ip: conn.remoteAddress,
     pskIdentity: session.pskIdentity,
     certificate: session.certificate ?? null,

@@ -17,6 +17,7 @@ import type { DeviceQueue } from '../pipeline/queue.ts';
 import { Sandbox } from '../sandbox/runner.ts';
 import type { WebRequest } from '../sandbox/types.ts';
 import { metrics } from '../app/metrics.ts';
+import { readBounded, refuseRestOfBody } from './request-body.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 
 /** A webhook request as it came off the wire (body already read). */
@@ -92,7 +93,7 @@ export class WebhookHandler {
       if ('statusCode' in checked) {
         answer = checked;
       } else {
-        const body = await readBounded(req, this.ctx.config.deviceBodyLimitBytes);
+        const body = await readBounded(req, res, this.ctx.config.deviceBodyLimitBytes);
         answer = body === null ? this.tooLarge() : await this.process(checked.target, checked.url, {
           method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body, ip: req.socket.remoteAddress ?? '',
         });
@@ -102,8 +103,9 @@ export class WebhookHandler {
       answer = json(503, 'unavailable_error', 'the request could not be queued; try again');
     }
     if (res.headersSent) return;
-    // an unread body (refused before reading) must not be taken for the next request on the connection
-    if (!req.complete) res.setHeader('connection', 'close');
+    // an unread body (refused before reading) must not be taken for the next request on the connection,
+    // nor cut off under a sender still writing it
+    refuseRestOfBody(req, res);
     res.writeHead(answer.statusCode, answer.headers);
     res.end(answer.payload);
   }
@@ -186,16 +188,3 @@ export class WebhookHandler {
 }
 
 const headerString = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
-
-/** The body, or null once it passes `limit` bytes (a declared content-length over it is refused unread). */
-async function readBounded(req: http.IncomingMessage, limit: number): Promise<Buffer | null> {
-  if (Number(req.headers['content-length'] ?? 0) > limit) return null;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) return null;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}

@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import swagger from '@fastify/swagger';
 import qs from 'qs';
 import type { AppContext } from '../app/context.ts';
@@ -7,6 +7,8 @@ import type { Account } from '../accounts/store.ts';
 import { authenticate, authorize, type RouteRights } from './auth.ts';
 import { errorHandler } from './errors.ts';
 import { shapeForVersion } from './versions.ts';
+import { openOffset, sealOffset } from './paging.ts';
+import { checkInput, validationOptions } from './validation.ts';
 
 /**
  * Api-Version policy: every version from the oldest to the newest is served, each with the shapes of the
@@ -57,7 +59,12 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { querystringParser: parseQuery },
     bodyLimit: 16 * 1024 * 1024,
-    ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false } },
+    ...validationOptions(),
+    // the router's own refusals (an undecodable path, a path parameter over 100 characters) get keyed bodies too
+    frameworkErrors: (err, _request, reply) => {
+      const message = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is longer than 100 characters' : 'the URL path is not valid';
+      (reply as FastifyReply).status(400).send({ key: 'parameter_error', message });
+    },
   });
   app.decorateRequest('account', null as unknown as Account);
   app.decorateRequest('apiVersion', 0);
@@ -101,6 +108,23 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
 
   // answers in the shapes of the request's Api-Version (names, units, ... of older SDK releases)
   app.addHook('preSerialization', async (request, _reply, payload) => (request.apiVersion ? shapeForVersion(payload, request.apiVersion) : payload));
+  // hostile text and nesting are refused before any schema or handler sees them (src/http/validation.ts)
+  app.addHook('preValidation', async (request) => {
+    const maxDepth = ctx.config.jsonMaxDepth;
+    checkInput(request.params, 'path', maxDepth);
+    checkInput(request.query, 'query', maxDepth);
+    checkInput(request.body, 'body', maxDepth);
+  });
+  // find offsets travel sealed (src/http/paging.ts)
+  app.addHook('preHandler', async (request) => {
+    const query = request.query as { offset?: unknown } | undefined;
+    if (query && typeof query.offset === 'string' && query.offset !== '') query.offset = openOffset(ctx.keys.pagingOffset, request, query.offset);
+  });
+  app.addHook('preSerialization', async (request, _reply, payload: unknown) => {
+    const page = payload as { nextPageOffset?: unknown } | null;
+    if (page === null || typeof page !== 'object' || typeof page.nextPageOffset !== 'string') return payload;
+    return { ...page, nextPageOffset: sealOffset(ctx.keys.pagingOffset, request, page.nextPageOffset) };
+  });
 
   app.get('/openapi.json', { config: { apiVersion: false }, schema: { hide: true } }, async () => app.swagger());
   return app;

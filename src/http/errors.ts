@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../app/errors.ts';
+import { AppError, RateLimitError } from '../app/errors.ts';
 
 interface AjvError { instancePath?: string; message?: string; params?: Record<string, unknown>; keyword?: string }
 
@@ -25,6 +25,7 @@ function describeValidation(err: FastifyError): string {
 /** The one place errors become `{ key, message }` bodies and statuses. */
 export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (err instanceof AppError) {
+    if (err instanceof RateLimitError) reply.header('retry-after', String(err.retryAfterSeconds));
     reply.status(err.status).send({ key: err.key, message: err.message, ...(err.details === undefined ? {} : { details: err.details }) });
     return;
   }

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import { USER_REGEX_MAX_LENGTH } from '../app/user-regex.ts';
 
 /** Schemas shared by many routes. */
 export const HashId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-zA-Z0-9]+$' });
@@ -14,7 +15,12 @@ export const StringOrTranslations = Type.Union([
 ]);
 export const ValuePair = Type.Object({ orderOfMagnitude: Type.Integer({ minimum: -128, maximum: 127 }), significand: Type.Integer({ minimum: -2147483648, maximum: 2147483647 }) });
 export const Timestamp = Type.String({ format: 'date-time' });
-export const FieldConfiguration = Type.Object({ key: Type.String({ minLength: 1, maxLength: 64 }), type: Type.Optional(Type.String()) }, { additionalProperties: true });
+export const FieldConfiguration = Type.Object({
+  key: Type.String({ minLength: 1, maxLength: 64 }),
+  type: Type.Optional(Type.String()),
+  // checked with the linear-time engine that later runs it (src/app/user-regex.ts, src/http/validation.ts)
+  regex: Type.Optional(Type.Union([Type.String({ maxLength: USER_REGEX_MAX_LENGTH, userRegex: true }), Type.Null()])),
+}, { additionalProperties: true });
 export const FieldConfigurations = Type.Array(FieldConfiguration, { maxItems: 50 });
 export const Fields = Type.Record(Type.String(), Type.Unknown());
 
