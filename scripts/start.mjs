@@ -1,5 +1,7 @@
 // `npm start`: runs the service on Node.js 24 (installed from the npm registry into .tools/ when
 // the machine's Node is older), with embedded defaults: its own PostgreSQL in ./data, a private Redis if none answers.
+// package.json runs it with `exec`: npm passes SIGTERM/SIGINT on to its script's shell only, and a shell that stays
+// between would die without passing them on, leaving the service running.
 import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openDb } from '../src/app/db.ts';
 import { connectivityClient, pskDevice } from './support/provision.ts';
 import { pskHttpRequest } from './support/psk-client.ts';
-import { admin, freePort, killServiceProcesses, MAIN, startProcess } from './support/service-process.ts';
+import { admin, freePort, killServiceProcesses, MAIN, startProcess, startServiceProcess } from './support/service-process.ts';
 
 afterAll(killServiceProcesses);
 
@@ -23,6 +23,15 @@ describe('the service process', () => {
     expect(((await login.json()) as { environment: { hashId: string } }).environment.hashId).toBe(env.hashId);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  }, 120_000);
+
+  it('`npm start` stops cleanly when SIGTERM reaches npm alone (as a process supervisor or `kill <pid>` sends it)', async () => {
+    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-npm-'));
+    const { child, base, exited } = await startServiceProcess({ DATABASE_URL: process.env.DATABASE_URL!, DATA_DIR, CERTS_DIR: path.join(DATA_DIR, 'certs') }, [], { npm: true });
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    // the service itself is gone too, not left running without its parent
+    expect(await fetch(`${base}/health`).then((r) => r.status, () => 'refused')).toBe('refused');
   }, 120_000);
 
   it('on SIGTERM answers the requests in flight, finishes their jobs, and loses nothing it accepted', async () => {

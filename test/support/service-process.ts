@@ -6,11 +6,20 @@ import { freePort } from './ports.ts';
 
 export { freePort };
 export const MAIN = path.resolve(import.meta.dirname, '../../src/main.ts');
+const ROOT = path.resolve(import.meta.dirname, '../..');
 
 const children: ChildProcess[] = [];
-/** For afterAll: kills the service processes a test file started and left running. */
+/** For afterAll: kills the service processes a test file started and left running (all of an `npm start`'s process group). */
 export function killServiceProcesses(): void {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const c of children) {
+    if (c.spawnargs[0] === 'npm') {
+      try {
+        process.kill(-c.pid!, 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
+    } else if (c.exitCode === null) c.kill('SIGKILL');
+  }
 }
 
 export interface ServiceProcess {
@@ -24,15 +33,19 @@ export interface ServiceProcess {
 }
 
 /**
- * Spawns `src/main.ts` with `env` (and nothing else from this one's; ports chosen here unless given) and waits until
- * its /health answers 200 (unless `waitHealthy` is false).
+ * Spawns `src/main.ts` (or, with `npm`, `npm start` in the project folder, in a process group of its own) with `env`
+ * (and nothing else from this one's; ports chosen here unless given) and waits until its /health answers 200 (unless
+ * `waitHealthy` is false).
  */
-export async function startServiceProcess(env: Record<string, string>, args: string[] = [], opts: { children?: ChildProcess[]; waitHealthy?: boolean } = {}): Promise<ServiceProcess> {
+export async function startServiceProcess(env: Record<string, string>, args: string[] = [], opts: { children?: ChildProcess[]; waitHealthy?: boolean; npm?: boolean } = {}): Promise<ServiceProcess> {
   const apiPort = env.API_PORT ? Number(env.API_PORT) : await freePort();
   const httpsPort = env.HTTPS_DEVICE_PORT ? Number(env.HTTPS_DEVICE_PORT) : await freePort();
-  const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, ...args], {
+  const [command, argv] = opts.npm ? ['npm', ['start', '--silent', '--', ...args]] : [process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, ...args]];
+  const child = spawn(command, argv, {
+    cwd: ROOT,
+    detached: opts.npm === true,
     env: {
-      PATH: process.env.PATH, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', LOG_LEVEL: 'warn', QUEUE_NAME: `svc-${process.pid}-${apiPort}`,
+      PATH: process.env.PATH, HOME: process.env.HOME, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', LOG_LEVEL: 'warn', QUEUE_NAME: `svc-${process.pid}-${apiPort}`,
       SECRET_KEY: '33'.repeat(32), COAPS_PORT: '0', ...env, API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort),
     },
     stdio: ['ignore', 'pipe', 'inherit'],
