@@ -80,7 +80,7 @@ export async function loadAccount(db: Queryable, hashId: string): Promise<Accoun
 }
 
 /** Slow-hash checks run by logins, known account or not (the same count for both is what keeps their timing alike). */
-export const loginSecretChecks = new Counter({ name: 'api_login_secret_checks_total', help: 'Slow hashes of login secrets computed' });
+export const loginSecretChecks = new Counter({ name: 'gridgate_api_login_secret_checks_total', help: 'Slow hashes of login secrets computed' });
 
 // a stored-hash stand-in for assertions that name no live account: checking against it costs what a real check costs
 let dummyHash: Promise<string> | null = null;

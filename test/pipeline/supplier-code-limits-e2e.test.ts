@@ -15,7 +15,8 @@ interface Supplier { api: Api; reportTypeHashId: string; quantityHashId: string 
 interface Device { identity: string; key: string; hashId: string }
 interface LogLine { type: string; message: string }
 interface SubActivity { triggerType: string; failed: boolean; log: LogLine[]; triggerData: Record<string, unknown> }
-interface Activity { hashId: string; failed: boolean; log: LogLine[]; triggerData: { request: { url: { path: string } }; response: unknown }; activities: SubActivity[] }
+/** triggerData.request is the SDK's WebRequest: the device's request inside it */
+interface Activity { hashId: string; failed: boolean; log: LogLine[]; triggerData: { request: { request: { url: { path: string } }; response: unknown } }; activities: SubActivity[] }
 
 let ctx: AppContext;
 let service: RunningService;
@@ -66,7 +67,7 @@ async function activitiesOf(s: Supplier, device: Device): Promise<Activity[]> {
 
 /** The one activity of the device's request to `path`. */
 async function activityAt(s: Supplier, device: Device, path: string): Promise<Activity> {
-  const found = (await activitiesOf(s, device)).filter((a) => a.triggerData.request?.url.path === path);
+  const found = (await activitiesOf(s, device)).filter((a) => a.triggerData.request?.request?.url.path === path);
   expect(found).toHaveLength(1);
   return found[0];
 }

@@ -94,7 +94,8 @@ export async function updateQuantity(db: Queryable, environmentId: number, hashI
   const sets: string[] = [];
   const params: unknown[] = [environmentId, hashId];
   for (const [key, value] of Object.entries(patch) as [keyof QuantityInput, unknown][]) {
-    if (value === undefined || !Object.hasOwn(COLUMNS, key)) continue;
+    // deviceQuantityHashIds has no column (only an empty list is taken): skipped like an unknown key
+    if (value === undefined || !Object.hasOwn(COLUMNS, key) || COLUMNS[key] === '') continue;
     // name and thresholds are jsonb (a plain-string name is a JSON string there); unit is text, where null means no unit
     params.push(JSON_COLUMNS.has(key) ? JSON.stringify(value) : value);
     sets.push(`${COLUMNS[key]} = $${params.length}`);
