@@ -2,13 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
-import { createEnvironment, createMachineAccount } from '../../src/accounts/store.ts';
 import { encodeUint } from '../../src/coap/message.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { DtlsCoapPeer } from '../coap/support.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';
-import { connectivityClient, type RestClient } from '../support/provision.ts';
+import { connectivityClient, environmentClient, type RestClient } from '../support/provision.ts';
 
 // The issue's proof, from the outside: a supplier makes a device and a claim token, a customer
 // claims it, builds a pin group with two pins and links the device; the device reports over
@@ -50,23 +49,7 @@ let customer: RestClient;
 const device = { identity: `e2e-${randomBytes(4).toString('hex')}`, key: randomBytes(16), hashId: '' };
 const ids = { voltage: '', current: '', reportType: '', pinGroup: '', pinA: '', pinB: '' };
 
-async function monitoringClient(baseUrl: string): Promise<RestClient> {
-  const env = await createEnvironment(ctx.db, 'monitoring', 'water utility');
-  const account = await createMachineAccount(ctx.db, env.hashId, ['READ', 'STATIC', 'SENSORS']);
-  const login = await fetch(`${baseUrl}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '5' }, body: JSON.stringify({ assertion: account.assertion }) });
-  const { jwt } = (await login.json()) as { jwt: string };
-  return {
-    environmentHashId: env.hashId,
-    async request(method, url, body) {
-      const res = await fetch(`${baseUrl}${url}`, {
-        method, headers: { 'api-version': '5', 'environment-hash-id': env.hashId, authorization: `Bearer ${jwt}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : null };
-    },
-  };
-}
+const monitoringClient = (baseUrl: string): Promise<RestClient> => environmentClient(ctx.db, baseUrl, 'monitoring', 'water utility', ['READ', 'STATIC', 'SENSORS']);
 
 const ok = <T>(r: { status: number; body: T }): T => {
   expect(r.status, JSON.stringify(r.body)).toBe(200);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../../src/app/db.ts';
-import { createEnvironment, createMachineAccount } from '../../src/accounts/store.ts';
+import { createEnvironment, createMachineAccount, type EnvironmentType } from '../../src/accounts/store.ts';
 
 export interface RestClient {
   environmentHashId: string;
@@ -8,9 +8,14 @@ export interface RestClient {
 }
 
 /** A connectivity environment on a running API, logged in over real HTTP. */
-export async function connectivityClient(db: Queryable, baseUrl: string): Promise<RestClient> {
-  const env = await createEnvironment(db, 'connectivity', 'provisioned');
-  const account = await createMachineAccount(db, env.hashId, ['ENVIRONMENT_ADMIN']);
+export function connectivityClient(db: Queryable, baseUrl: string): Promise<RestClient> {
+  return environmentClient(db, baseUrl, 'connectivity', 'provisioned', ['ENVIRONMENT_ADMIN']);
+}
+
+/** A new environment of `type` with an account holding `rights`, logged in over real HTTP on a running API. */
+export async function environmentClient(db: Queryable, baseUrl: string, type: EnvironmentType, name: string, rights: string[]): Promise<RestClient> {
+  const env = await createEnvironment(db, type, name);
+  const account = await createMachineAccount(db, env.hashId, rights);
   const login = await fetch(`${baseUrl}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '5' }, body: JSON.stringify({ assertion: account.assertion }) });
   const { jwt } = (await login.json()) as { jwt: string };
   return {
