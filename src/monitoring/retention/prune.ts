@@ -17,23 +17,22 @@ export async function pruneExpired(db: Queryable, batchRows = RETENTION_DEFAULTS
        FROM environment WHERE type = 'monitoring' AND deleted_at IS NULL`);
   let measurements = 0;
   let reports = 0;
+  // one statement deletes at most batchRows rows: it is run again until a batch comes back short
+  const inBatches = async (sql: string, env: { id: number; cutoff: Date }): Promise<number> => {
+    let deleted = 0;
+    for (;;) {
+      const { rowCount } = await db.query(sql, [env.id, env.cutoff, batchRows]);
+      deleted += rowCount ?? 0;
+      if ((rowCount ?? 0) < batchRows) return deleted;
+    }
+  };
   for (const env of envs) {
-    for (;;) {
-      const { rowCount } = await db.query(
-        `DELETE FROM measurement WHERE ctid = ANY(ARRAY(
+    measurements += await inBatches(`DELETE FROM measurement WHERE ctid = ANY(ARRAY(
            SELECT m.ctid FROM measurement m JOIN pin p ON p.id = m.pin_id
-            WHERE m.generated_at < $2 AND p.environment_id = $1 LIMIT $3))`, [env.id, env.cutoff, batchRows]);
-      measurements += rowCount ?? 0;
-      if ((rowCount ?? 0) < batchRows) break;
-    }
-    for (;;) {
-      const { rowCount } = await db.query(
-        `DELETE FROM condition_report WHERE id = ANY(ARRAY(
+            WHERE m.generated_at < $2 AND p.environment_id = $1 LIMIT $3))`, env);
+    reports += await inBatches(`DELETE FROM condition_report WHERE id = ANY(ARRAY(
            SELECT r.id FROM condition_report r JOIN pin_group pg ON pg.id = r.pin_group_id
-            WHERE r.generated_at < $2 AND pg.environment_id = $1 LIMIT $3))`, [env.id, env.cutoff, batchRows]);
-      reports += rowCount ?? 0;
-      if ((rowCount ?? 0) < batchRows) break;
-    }
+            WHERE r.generated_at < $2 AND pg.environment_id = $1 LIMIT $3))`, env);
   }
   return { measurements, reports };
 }
