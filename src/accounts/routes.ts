@@ -4,8 +4,9 @@ import type { AppContext } from '../app/context.ts';
 import { AuthenticationError, NotFoundError } from '../app/errors.ts';
 import { signToken } from '../http/auth.ts';
 import { FindQuery, HashIdParams } from '../http/schemas.ts';
-import { USER_ENVIRONMENT_SETTINGS as userEnvironmentSettings, environmentView } from '../monitoring/environments/settings.ts';
+import { environmentView } from '../monitoring/environments/settings.ts';
 import { beginLogin } from './login-limits.ts';
+import { userEnvironmentSettings } from './user-environment-settings.ts';
 import { assertionAccount, prepareLogins, verifyAssertion, type Account, type EnvironmentRecord } from './store.ts';
 
 function userView(account: Account) {
@@ -43,7 +44,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
       user: userView(account),
       environment: environmentView(account.environment),
       environmentRights: account.rights,
-      userEnvironmentSettings,
+      userEnvironmentSettings: await userEnvironmentSettings(ctx.db, account),
     };
   });
 
@@ -52,7 +53,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     schema: { tags: ['environment'], summary: 'environment find' },
   }, async (request) => ({
     nextPageOffset: null,
-    rows: [{ environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings }],
+    rows: [{ environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings: await userEnvironmentSettings(ctx.db, request.account) }],
   }));
 
   app.get('/environment/:hashId', {
@@ -61,7 +62,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
   }, async (request) => {
     const { hashId } = request.params as { hashId: string };
     if (hashId !== request.account.environment.hashId) throw new NotFoundError('environment', hashId);
-    return { environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings };
+    return { environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings: await userEnvironmentSettings(ctx.db, request.account) };
   });
 
   // the SDK's supplier find / get: the connectivity environment of the account (none for a monitoring account)

@@ -44,6 +44,8 @@ export interface Config {
   deviceBodyLimitBytes: number;
   /** deepest nesting of arrays and objects in a REST request body or query */
   jsonMaxDepth: number;
+  /** statement_timeout of an analytics query (GET /analytics/); beyond it: 400 analytics_query_too_broad */
+  analyticsStatementTimeoutMs: number;
   /** failed machine logins per source address, and per account, within loginFailureWindowSeconds before 429 */
   loginFailuresPerAddress: number;
   loginFailuresPerAccount: number;
@@ -134,6 +136,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   GATEWAY_WAIT_MS: ['5000', 'how long a device request waits for its handler before it gets 202 (the job stays queued)'],
   DEVICE_BODY_LIMIT_BYTES: ['65536', 'largest device request body'],
   JSON_MAX_DEPTH: ['32', 'deepest nesting of arrays and objects in a REST request body or query (device fields, a field configuration\'s defaultValue, ...); deeper is a 400 parameter_error'],
+  ANALYTICS_STATEMENT_TIMEOUT_MS: ['10000', 'how long the database may compute one analytics query (GET /analytics/) before it cancels it; the answer is then 400 analytics_query_too_broad'],
   LOGIN_FAILURES_PER_ADDRESS: ['30', 'failed machine logins from one source address within LOGIN_FAILURE_WINDOW_SECONDS; more are answered 429 rate_limit_error'],
   LOGIN_FAILURES_PER_ACCOUNT: ['10', 'failed machine logins for one account (from any address) within LOGIN_FAILURE_WINDOW_SECONDS; more are answered 429 rate_limit_error'],
   LOGIN_FAILURE_WINDOW_SECONDS: ['300', 'the window the login failure limits count in (from the first failure)'],
@@ -231,6 +234,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     gatewayWaitMs: int(env, 'GATEWAY_WAIT_MS', 5000, 10, 120_000),
     deviceBodyLimitBytes: int(env, 'DEVICE_BODY_LIMIT_BYTES', 65536, 1, 64 * 1024 * 1024),
     jsonMaxDepth: int(env, 'JSON_MAX_DEPTH', 32, 2, 1000),
+    analyticsStatementTimeoutMs: int(env, 'ANALYTICS_STATEMENT_TIMEOUT_MS', 10_000, 1, 600_000),
     loginFailuresPerAddress: int(env, 'LOGIN_FAILURES_PER_ADDRESS', 30, 1),
     loginFailuresPerAccount: int(env, 'LOGIN_FAILURES_PER_ACCOUNT', 10, 1),
     loginFailureWindowSeconds: int(env, 'LOGIN_FAILURE_WINDOW_SECONDS', 300, 1, 86_400),

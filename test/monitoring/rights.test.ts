@@ -57,6 +57,13 @@ const ops: Op[] = [
   { method: 'GET', url: '/graph/node/abc', monitoring: 'READ' },
   { method: 'POST', url: '/graph/node/abc', body: {}, monitoring: 'STATIC' },
   { method: 'DELETE', url: '/graph/node/abc', monitoring: 'STATIC' },
+  { method: 'GET', url: '/analytics/?source=pin&columns[0][type]=count', monitoring: 'READ' },
+  { method: 'POST', url: '/analytics/panel', body: { title: 't', cards: [] }, monitoring: 'REPORTS' },
+  { method: 'GET', url: '/analytics/panel', monitoring: 'READ' },
+  { method: 'GET', url: '/analytics/panel/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/analytics/abc', body: { title: 't' }, monitoring: 'REPORTS' },
+  { method: 'DELETE', url: '/analytics/panel/abc', monitoring: 'REPORTS' },
+  { method: 'POST', url: '/settings/user-environment-settings', body: { notificationLevel: 1 }, monitoring: 'READ' },
   { method: 'POST', url: '/device/claim-tokens', body: { deviceHashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
 ];
 

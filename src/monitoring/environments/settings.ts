@@ -42,9 +42,6 @@ export function environmentView(env: EnvironmentRecord) {
   };
 }
 
-/** A machine account has no per-user settings to keep: every answer that carries them shows these. */
-export const USER_ENVIRONMENT_SETTINGS = { notificationLevel: 0, defaultAnalyticsPanelHashId: null };
-
 export function fieldConfigurationsOf(env: EnvironmentRecord): GraphFieldConfigurations {
   return setting(env.settings, 'fieldConfigurations');
 }
