@@ -65,6 +65,16 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     return { environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings: await userEnvironmentSettings(ctx.db, request.account) };
   });
 
+  // the SDK's settings get: the account as its user and, for a monitoring account, its environment and own settings
+  app.get('/settings/', {
+    config: { auth: 'account' },
+    schema: { tags: ['settings'], summary: 'settings get', description: 'user; for a monitoring account also environment, environmentRights and userEnvironmentSettings.' },
+  }, async (request) => {
+    const account = request.account;
+    if (account.environment.type !== 'monitoring') return { user: userView(account) };
+    return { environment: environmentView(account.environment), environmentRights: account.rights, userEnvironmentSettings: await userEnvironmentSettings(ctx.db, account), user: userView(account) };
+  });
+
   // the SDK's supplier find / get: the connectivity environment of the account (none for a monitoring account)
   const suppliers = (account: Account) => (account.environment.type === 'connectivity' ? [account.environment] : []);
   app.get('/supplier/', {

@@ -52,6 +52,7 @@ async function quantity(db: Queryable, c: ApiClient, name: string): Promise<numb
  */
 let a: ApiClient;
 let b: ApiClient;
+let gridHashId: string;
 beforeAll(async () => {
   const db = api.ctx.db;
   a = await api.login('monitoring', ['READ', 'STATIC', 'REPORTS']);
@@ -64,6 +65,9 @@ beforeAll(async () => {
   await plant(db, (await addPin(a, south, 's1')).hashId, v, [['2025-01-02T08:00:00Z', 1500, -3], ['2025-01-02T20:00:00Z', 2500, -3]]);
   const edge = await a.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[5, 52], [5.1, 52.1]] }, fields: { id: 'cable' } });
   expect(edge.status).toBe(200);
+  const grid = await a.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'just north' }, pinGroupHashIds: [north] });
+  expect(grid.status, JSON.stringify(grid.body)).toBe(200);
+  gridHashId = grid.body.hashId;
   const other = (await addPinGroup(b, 'other')).hashId;
   await plant(db, (await addPin(b, other, 'b1')).hashId, await quantity(db, b, 'V'),
     [['2025-01-01T10:00:00Z', 1000], ['2025-01-02T10:00:00Z', 1000], ['2025-01-03T10:00:00Z', 1000]]);
@@ -145,6 +149,14 @@ describe('analytics results: example queries against hand-computed answers', () 
       if (typeof want === 'number' && !Number.isInteger(want)) expect(cell).toBeCloseTo(want, 9);
       else expect(cell, `row ${i} cell ${j}`).toEqual(want);
     }));
+  });
+
+  it('inGrid (SDK 17.37): measurements of the pin groups of a grid', async () => {
+    const inGrid = (left: string, value: string) => ({ source: m, columns: [{ type: 'count' }], filter: { type: 'and', restrictions: [{ left, comparison: 'inGrid', right: { value } }] } });
+    expect(await rowsOf(a, inGrid('pinGroup.hashId', gridHashId))).toEqual([[5]]);
+    expect(await rowsOf(a, inGrid('pin.hashId', gridHashId))).toEqual([[0]]);
+    expect(await rowsOf(b, inGrid('pinGroup.hashId', gridHashId))).toEqual([[0]]);
+    expectParameterError(await results(a, inGrid('measurement.hashId', gridHashId)), 'filter.restrictions[0].left');
   });
 
   it('pages with sealed offsets: every row once, an offset of another query is refused', async () => {
@@ -277,13 +289,14 @@ describe('analytics panels', () => {
     const added = await a.request<{ hashId: string }>('POST', '/analytics/panel', { title: 'Condition', layout: [{ x: 0, y: 0, width: 3, height: 4 }, { x: 3, y: 0, width: 3, height: 4 }], cards: [card('count'), card('again')] });
     expect(added.status, JSON.stringify(added.body)).toBe(200);
     const { hashId } = added.body;
-    const got = await a.request<{ panel: unknown }>('GET', `/analytics/panel/${hashId}`);
+    const v8 = { 'api-version': '8' };
+    const got = await a.request<{ panel: unknown }>('GET', `/analytics/panel/${hashId}`, undefined, v8);
     expect(got.body.panel).toEqual({ hashId, title: 'Condition', layout: [{ x: 0, y: 0, width: 3, height: 4 }, { x: 3, y: 0, width: 3, height: 4 }], cards: [card('count'), card('again')] });
     const found = await a.request<{ rows: { panel: { hashId: string } }[] }>('GET', '/analytics/panel?search=Condition');
     expect(found.body.rows.map((r) => r.panel.hashId)).toContain(hashId);
 
     expect((await a.request('POST', `/analytics/${hashId}`, { title: 'Renamed', cards: [card('one')] })).status).toBe(204);
-    const updated = await a.request<{ panel: { title: string; cards: unknown[]; layout: unknown[] } }>('GET', `/analytics/panel/${hashId}`);
+    const updated = await a.request<{ panel: { title: string; cards: unknown[]; layout: unknown[] } }>('GET', `/analytics/panel/${hashId}`, undefined, v8);
     expect(updated.body.panel).toMatchObject({ title: 'Renamed', cards: [card('one')], layout: [{ x: 0 }, { x: 3 }] });
 
     // the default panel: set, answered by environment get and login, cleared by deleting the panel
@@ -312,6 +325,17 @@ describe('analytics panels', () => {
     const panel = (await api.app.inject({ method: 'POST', url: '/analytics/panel', headers, payload: { title: 'Home', cards: [] } })).json() as { hashId: string };
     await api.app.inject({ method: 'POST', url: '/settings/user-environment-settings', headers, payload: { notificationLevel: 2, defaultAnalyticsPanelHashId: panel.hashId } });
     expect((await login()).userEnvironmentSettings).toEqual({ notificationLevel: 2, defaultAnalyticsPanelHashId: panel.hashId });
+    const settings = await api.app.inject({ method: 'GET', url: '/settings/', headers: { 'api-version': '8', authorization: `Bearer ${jwt}` } });
+    expect(settings.json()).toMatchObject({ environment: { hashId: env.hashId }, environmentRights: ['READ', 'REPORTS'], userEnvironmentSettings: { notificationLevel: 2, defaultAnalyticsPanelHashId: panel.hashId }, user: { name: 'machine account' } });
+  });
+
+  it('a table carrying chart members (SDK 17.37) is stored as a table; line charts lose yMin and yMax for Api-Version 5', async () => {
+    const table = { ...card('t'), visualisation: { type: 'table', colors: ['#000000'], xAxisColumnIndex: null, forceOrdinal: false } };
+    const { hashId } = (await a.request<{ hashId: string }>('POST', '/analytics/panel', { title: 'Old SDK', cards: [table, card('line')] })).body;
+    const v8 = await a.request<{ panel: { cards: { visualisation: unknown }[] } }>('GET', `/analytics/panel/${hashId}`, undefined, { 'api-version': '8' });
+    expect(v8.body.panel.cards.map((c) => c.visualisation)).toEqual([{ type: 'table' }, card('line').visualisation]);
+    const v5 = await a.request<{ panel: { cards: { visualisation: unknown }[] } }>('GET', `/analytics/panel/${hashId}`);
+    expect(v5.body.panel.cards[1].visualisation).toEqual({ type: 'line', colors: ['#202f0c'], xAxisColumnIndex: null, forceOrdinal: false });
   });
 
   it('limits: title, overlapping layout, cards, a card\'s visualisation', async () => {

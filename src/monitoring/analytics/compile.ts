@@ -51,6 +51,12 @@ const NAMED_RANGES: Record<string, [string, string]> = {
 };
 export const NAMED_RANGE_NAMES = Object.keys(NAMED_RANGES);
 
+/** inGrid: the hashId field it applies to → the grid member column and table it is looked up in. */
+const GRID_MEMBERS: Record<string, { column: string; table: string }> = {
+  'pinGroup.hashId': { column: 'pin_group_id', table: 'pin_group' },
+  'pin.hashId': { column: 'pin_id', table: 'pin' },
+};
+
 const SQL_COMPARISON: Record<string, string> = { '=': '=', '<>': '<>', '<': '<', '>': '>', '<=': '<=', '>=': '>=' };
 const numeric = (t: FieldType) => t === 'number' || t === 'integer';
 
@@ -195,6 +201,17 @@ class Compiler {
       const range = typeof right.value === 'string' ? own(NAMED_RANGES, right.value) : undefined;
       if (!range) throw new ParameterError(`${name}.right.value must be one of ${NAMED_RANGE_NAMES.join(', ')}`);
       return { sql: `(${left.sql} >= ${range[0]} AND ${left.sql} < ${range[1]})`, level: left.level };
+    }
+    if (c.comparison === 'inGrid') {
+      const member = typeof c.left === 'string' ? own(GRID_MEMBERS, c.left) : undefined;
+      if (!member) throw new ParameterError(`${name}.left must be ${Object.keys(GRID_MEMBERS).join(' or ')} for inGrid`);
+      if (typeof right.value !== 'string') throw new ParameterError(`${name}.right.value must be the hashId of a grid`);
+      const grid = this.value(left, right.value, `${name}.right.value`);
+      return {
+        sql: `(${left.sql} IN (SELECT x.hash_id FROM grid g JOIN grid_member gm ON gm.grid_id = g.id JOIN ${member.table} x ON x.id = gm.${member.column}
+          WHERE g.environment_id = $1 AND g.hash_id = ${grid}))`,
+        level: left.level,
+      };
     }
     let rightSql: string;
     let level = left.level;

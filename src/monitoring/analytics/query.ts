@@ -2,7 +2,6 @@
 // what GET /analytics/ takes), and the limits this service puts on it.
 
 export type Field = string | { expression: string };
-export type Comparison = '=' | '>=' | '<=' | '>' | '<' | 'like' | '<>' | 'isNull' | 'isNotNull' | 'isNamedRange' | 'notLike';
 export interface Constraint {
   /** a field, or (a number or stringified number) the index of a column */
   left: Field | number;
@@ -48,5 +47,6 @@ export const QUERY_LIMITS = {
 
 export const AGGREGATIONS = ['count', 'share', 'sum', 'mean', 'min', 'max', 'any'] as const;
 export const GRANULARITIES = ['hour', 'day', 'week', 'month', 'year', 'hourOfTheDay', 'dayOfTheWeek', 'monthOfTheYear'] as const;
-export const COMPARISONS = ['=', '>=', '<=', '>', '<', 'like', '<>', 'isNull', 'isNotNull', 'isNamedRange', 'notLike'] as const;
+// inGrid: SDK releases up to Api-Version 6 (17.37.0) have it
+export const COMPARISONS = ['=', '>=', '<=', '>', '<', 'like', '<>', 'isNull', 'isNotNull', 'isNamedRange', 'notLike', 'inGrid'] as const;
 export const DATA_TYPE_HINTS = ['string', 'integer', 'number', 'boolean', 'hashId'] as const;

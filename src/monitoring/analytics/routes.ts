@@ -7,7 +7,7 @@ import { NAMED_RANGE_NAMES } from './compile.ts';
 import { QUERY_LIMITS, type AnalyticsQuery as Query } from './query.ts';
 import { AnalyticsQuery, Cards, Layout, PanelTitle } from './schemas.ts';
 import { SOURCES, TABLES } from './sources.ts';
-import { addPanel, analyticsResults, deletePanel, findPanels, getPanel, updatePanel, type PanelAdd, type PanelUpdate } from './store.ts';
+import { addPanel, analyticsResults, deletePanel, findPanels, getPanel, panelForApiVersion, updatePanel, type PanelAdd, type PanelUpdate } from './store.ts';
 
 const AddBody = Type.Object({ title: PanelTitle, layout: Type.Optional(Layout), cards: Cards }, { additionalProperties: false });
 const UpdateBody = Type.Object({ title: Type.Optional(PanelTitle), layout: Type.Optional(Layout), cards: Type.Optional(Cards) }, { additionalProperties: false });
@@ -25,7 +25,8 @@ const RESULTS_DESCRIPTION = [
   'Aggregations: count, share (with a condition: percentage of the group\'s rows meeting it; without: the group\'s percentage of all rows), sum, mean, min, max,',
   'any (the smallest value; for booleans whether any is true). Columns that are not aggregated group the rows when any column is aggregated.',
   'Time groups (UTC): hour, day, week (ISO, from Monday), month, year truncate to a timestamp; hourOfTheDay 0-23, dayOfTheWeek 1 (Monday) - 7, monthOfTheYear 1-12.',
-  'Comparisons: =, <>, <, >, <=, >=, like, notLike (SQL LIKE patterns), isNull, isNotNull, isNamedRange (' + NAMED_RANGE_NAMES.join(', ') + ', UTC).',
+  'Comparisons: =, <>, <, >, <=, >=, like, notLike (SQL LIKE patterns), isNull, isNotNull, isNamedRange (' + NAMED_RANGE_NAMES.join(', ') + ', UTC),',
+  'inGrid (as SDK releases up to Api-Version 6 send it: left pinGroup.hashId or pin.hashId, right.value a grid\'s hashId).',
   'A filter constraint on a field or a column that is not aggregated selects source rows; one on an aggregated column selects result rows (a top-level "and" may hold both).',
   `Limits: ${QUERY_LIMITS.columns} columns, ${QUERY_LIMITS.constraints} constraints, conditions nested ${QUERY_LIMITS.conditionDepth} deep, limitBy.limitedTo up to ${QUERY_LIMITS.limitedTo},`,
   `rowsPerPage 1 to ${QUERY_LIMITS.rowsPerPage} (default ${QUERY_LIMITS.defaultRowsPerPage}). Rows are sorted by the sort columns, then by every column;`,
@@ -53,10 +54,13 @@ export async function analyticsRoutes(app: FastifyInstance, ctx: AppContext): Pr
   app.get('/analytics/panel', {
     config: { rights: readRights },
     schema: { tags, summary: 'analytics panel find', querystring: FindQuery, description: 'sortBy: hashId (default) or title; search matches the title and hashId.' },
-  }, async (request) => findPanels(ctx.db, env(request), request.query as FindQueryType));
+  }, async (request) => {
+    const page = await findPanels(ctx.db, env(request), request.query as FindQueryType);
+    return { ...page, rows: page.rows.map((r) => ({ panel: panelForApiVersion(r.panel, request.apiVersion) })) };
+  });
   app.get('/analytics/panel/:hashId', {
     config: { rights: readRights }, schema: { tags, summary: 'analytics panel get', params: HashIdParams },
-  }, async (request) => getPanel(ctx.db, env(request), hashIdOf(request.params)));
+  }, async (request) => ({ panel: panelForApiVersion((await getPanel(ctx.db, env(request), hashIdOf(request.params))).panel, request.apiVersion) }));
   app.post('/analytics/:hashId', {
     config: { rights: panelRights }, schema: { tags, summary: 'analytics panel update', params: HashIdParams, body: UpdateBody, description: 'Members left out keep their value.' },
   }, async (request, reply) => {

@@ -93,7 +93,14 @@ export const AnalyticsVisualisation = Type.Union([
     tooltipColumnIndex: Type.Union([Type.Integer(), Type.Null()]),
     mapLayerKey: Type.String({ maxLength: 64 }),
   }, { additionalProperties: false }),
-  Type.Object({ type: Type.Literal('table') }, { additionalProperties: false }),
+  // SDK releases before Api-Version 7 let a table carry a chart's members; they are not stored (store.ts)
+  Type.Object({
+    type: Type.Literal('table'),
+    colors: Type.Optional(Colors),
+    xAxisColumnIndex: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+    forceOrdinal: Type.Optional(Type.Boolean()),
+    showAllXAxisLabels: Type.Optional(Type.Boolean()),
+  }, { additionalProperties: false }),
 ]);
 
 /** The SDK's panel layout: a 6-column grid; cards may not overlap (checked in store.ts). */

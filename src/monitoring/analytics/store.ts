@@ -93,6 +93,23 @@ function checkLayout(layout: CardPosition[]): void {
   });
 }
 
+/** Cards as the SDK's current model has them: a table visualisation holds only its type. */
+function storedCards(cards: Card[]): string {
+  return JSON.stringify(cards.map((c) => (c.visualisation.type === 'table' ? { ...c, visualisation: { type: 'table' } } : c)));
+}
+
+/** yMin and yMax of line charts arrived with Api-Version 8: older SDK releases refuse them in an answer. */
+export function panelForApiVersion<P extends { cards: Card[] }>(panel: P, apiVersion: number): P {
+  if (apiVersion >= 8) return panel;
+  return {
+    ...panel,
+    cards: panel.cards.map((c) => {
+      const { yMin: _yMin, yMax: _yMax, ...visualisation } = c.visualisation;
+      return { ...c, visualisation };
+    }),
+  };
+}
+
 const PANEL_SELECT = 'a.hash_id, a.title, a.layout, a.cards';
 const toPanel = (r: Record<string, unknown>) => ({ hashId: r.hash_id as string, title: r.title as string, layout: r.layout as CardPosition[], cards: r.cards as Card[] });
 
@@ -101,7 +118,7 @@ export async function addPanel(db: Queryable, environmentId: number, input: Pane
   checkLayout(layout);
   const hashId = newHashId();
   await db.query('INSERT INTO analytics_panel (hash_id, environment_id, title, layout, cards) VALUES ($1, $2, $3, $4, $5)', [
-    hashId, environmentId, input.title, JSON.stringify(layout), JSON.stringify(input.cards),
+    hashId, environmentId, input.title, JSON.stringify(layout), storedCards(input.cards),
   ]);
   return { hashId };
 }
@@ -125,7 +142,7 @@ export async function updatePanel(db: Queryable, environmentId: number, hashId: 
   const { rowCount } = await db.query(
     `UPDATE analytics_panel SET title = COALESCE($3, title), layout = COALESCE($4, layout), cards = COALESCE($5, cards), updated_at = now()
       WHERE environment_id = $1 AND hash_id = $2`,
-    [environmentId, hashId, patch.title ?? null, patch.layout ? JSON.stringify(patch.layout) : null, patch.cards ? JSON.stringify(patch.cards) : null]);
+    [environmentId, hashId, patch.title ?? null, patch.layout ? JSON.stringify(patch.layout) : null, patch.cards ? storedCards(patch.cards) : null]);
   if (!rowCount) throw new NotFoundError('analytics panel', hashId);
 }
 
