@@ -46,6 +46,8 @@ export interface Config {
   jsonMaxDepth: number;
   /** statement_timeout of an analytics query (GET /analytics/); beyond it: 400 analytics_query_too_broad */
   analyticsStatementTimeoutMs: number;
+  /** analytics statements one process runs at once; more wait, holding no database connection */
+  analyticsConcurrency: number;
   /** failed machine logins per source address, and per account, within loginFailureWindowSeconds before 429 */
   loginFailuresPerAddress: number;
   loginFailuresPerAccount: number;
@@ -137,6 +139,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   DEVICE_BODY_LIMIT_BYTES: ['65536', 'largest device request body'],
   JSON_MAX_DEPTH: ['32', 'deepest nesting of arrays and objects in a REST request body or query (device fields, a field configuration\'s defaultValue, ...); deeper is a 400 parameter_error'],
   ANALYTICS_STATEMENT_TIMEOUT_MS: ['10000', 'how long the database may compute one analytics query (GET /analytics/) before it cancels it; the answer is then 400 analytics_query_too_broad'],
+  ANALYTICS_CONCURRENCY: ['2', 'analytics queries one process computes at once; more wait their turn without holding a database connection, so other operations keep theirs'],
   LOGIN_FAILURES_PER_ADDRESS: ['30', 'failed machine logins from one source address within LOGIN_FAILURE_WINDOW_SECONDS; more are answered 429 rate_limit_error'],
   LOGIN_FAILURES_PER_ACCOUNT: ['10', 'failed machine logins for one account (from any address) within LOGIN_FAILURE_WINDOW_SECONDS; more are answered 429 rate_limit_error'],
   LOGIN_FAILURE_WINDOW_SECONDS: ['300', 'the window the login failure limits count in (from the first failure)'],
@@ -235,6 +238,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     deviceBodyLimitBytes: int(env, 'DEVICE_BODY_LIMIT_BYTES', 65536, 1, 64 * 1024 * 1024),
     jsonMaxDepth: int(env, 'JSON_MAX_DEPTH', 32, 2, 1000),
     analyticsStatementTimeoutMs: int(env, 'ANALYTICS_STATEMENT_TIMEOUT_MS', 10_000, 1, 600_000),
+    analyticsConcurrency: int(env, 'ANALYTICS_CONCURRENCY', 2, 1, 100),
     loginFailuresPerAddress: int(env, 'LOGIN_FAILURES_PER_ADDRESS', 30, 1),
     loginFailuresPerAccount: int(env, 'LOGIN_FAILURES_PER_ACCOUNT', 10, 1),
     loginFailureWindowSeconds: int(env, 'LOGIN_FAILURE_WINDOW_SECONDS', 300, 1, 86_400),

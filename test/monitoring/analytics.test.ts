@@ -359,27 +359,59 @@ describe('analytics panels', () => {
   });
 });
 
-describe('the statement timeout', () => {
+describe('bounds: the statement timeout and the number of queries at once', () => {
+  // one environment with 300,000 measurements, read by two services on the same database: one whose
+  // analytics statements may run 1 ms, one with the defaults (10 s, 2 at once)
+  let strict: TestApi;
+  let c: ApiClient;
+  let other: ApiClient;
+  beforeAll(async () => {
+    strict = await startTestApi(await testContext({ ANALYTICS_STATEMENT_TIMEOUT_MS: '1' }));
+    c = await strict.login('monitoring', ['READ', 'STATIC']);
+    const pin = await addPin(c, (await addPinGroup(c, 'big')).hashId, 'big');
+    const q = await quantity(strict.ctx.db, c, 'V');
+    await strict.ctx.db.query(
+      `WITH p AS (SELECT id, environment_id, pin_group_id FROM pin WHERE hash_id = $1),
+            r AS (INSERT INTO condition_report (hash_id, environment_id, generated_at, pin_group_id) SELECT 'big-' || $1, environment_id, now(), pin_group_id FROM p RETURNING id)
+       INSERT INTO measurement (hash_id, report_id, environment_id, quantity_id, pin_id, channel_index, channel_measurement_index, generated_at, order_of_magnitude, significand)
+       SELECT 'm' || i, r.id, p.environment_id, $2, p.id, 0, i, timestamptz '2024-01-01' + make_interval(mins => i), 0, i
+         FROM p, r, generate_series(1, 300000) i`, [pin.hashId, q]);
+    await strict.ctx.db.query('ANALYZE measurement');
+    // the same account through the service with the default bounds
+    const token = c.token;
+    other = { ...c, request: async (method, url, body, headers) => {
+      const r = await api.app.inject({ method: method as 'GET', url, headers: { 'api-version': '5', 'environment-hash-id': c.environmentHashId, authorization: `Bearer ${token}`, ...headers }, ...(body === undefined ? {} : { payload: body as object }) });
+      return { status: r.statusCode, body: (r.body ? r.json() : null) as never };
+    } };
+  }, 120_000);
+  afterAll(async () => { await strict?.close(); });
+
+  const broad = { source: m, columns: [{ type: 'timeGroup', field: 'measurement.generatedAt', granularity: 'hour' }, { type: 'mean', field: 'measurement.value' }, { field: 'pin.fields.id' }] };
+  const active = async () => (await api.ctx.db.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND state = 'active' AND query LIKE '%AS c0%' AND pid <> pg_backend_pid()")).rows[0].n;
+
   it('cancels a query that runs too long and answers analytics_query_too_broad; the database is free afterwards', async () => {
-    const strict = await startTestApi(await testContext({ ANALYTICS_STATEMENT_TIMEOUT_MS: '1' }));
-    try {
-      const c = await strict.login('monitoring', ['READ', 'STATIC']);
-      const pin = await addPin(c, (await addPinGroup(c, 'big')).hashId, 'big');
-      const q = await quantity(strict.ctx.db, c, 'V');
-      await strict.ctx.db.query(
-        `WITH p AS (SELECT id, environment_id, pin_group_id FROM pin WHERE hash_id = $1),
-              r AS (INSERT INTO condition_report (hash_id, environment_id, generated_at, pin_group_id) SELECT 'big-' || $1, environment_id, now(), pin_group_id FROM p RETURNING id)
-         INSERT INTO measurement (hash_id, report_id, environment_id, quantity_id, pin_id, channel_index, channel_measurement_index, generated_at, order_of_magnitude, significand)
-         SELECT 'm' || i, r.id, p.environment_id, $2, p.id, 0, i, timestamptz '2024-01-01' + make_interval(mins => i), 0, i
-           FROM p, r, generate_series(1, 300000) i`, [pin.hashId, q]);
-      const r = await results(c, { source: m, columns: [{ type: 'timeGroup', field: 'measurement.generatedAt', granularity: 'hour' }, { type: 'mean', field: 'measurement.value' }, { field: 'pin.fields.id' }] });
-      expect(r.status).toBe(400);
-      expect(r.body.key).toBe('analytics_query_too_broad');
-      const { rows: [busy] } = await strict.ctx.db.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE '%AS c0%' AND pid <> pg_backend_pid()");
-      expect(busy.n).toBe(0);
-    } finally {
-      await strict.close();
-    }
+    const r = await results(c, broad);
+    expect(r.status).toBe(400);
+    expect(r.body.key).toBe('analytics_query_too_broad');
+    expect(await active()).toBe(0);
+  });
+
+  it('computes at most 2 queries at once per process; the others wait and are answered', async () => {
+    let most = 0;
+    let done = false;
+    const sampler = (async () => {
+      while (!done) {
+        most = Math.max(most, await active());
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    const answers = await Promise.all(Array.from({ length: 5 }, () => results(other, broad)));
+    done = true;
+    await sampler;
+    for (const r of answers) expect(r.status, JSON.stringify(r.body).slice(0, 200)).toBe(200);
+    expect(answers[0].body.rows.length).toBe(20);
+    expect(most).toBeGreaterThanOrEqual(1);
+    expect(most).toBeLessThanOrEqual(2);
   });
 });

@@ -7,7 +7,7 @@ import { NAMED_RANGE_NAMES } from './compile.ts';
 import { QUERY_LIMITS, type AnalyticsQuery as Query } from './query.ts';
 import { AnalyticsQuery, Cards, Layout, PanelTitle } from './schemas.ts';
 import { SOURCES, TABLES } from './sources.ts';
-import { addPanel, analyticsResults, deletePanel, findPanels, getPanel, panelForApiVersion, updatePanel, type PanelAdd, type PanelUpdate } from './store.ts';
+import { addPanel, analyticsGate, analyticsResults, deletePanel, findPanels, getPanel, panelForApiVersion, updatePanel, type PanelAdd, type PanelUpdate } from './store.ts';
 
 const AddBody = Type.Object({ title: PanelTitle, layout: Type.Optional(Layout), cards: Cards }, { additionalProperties: false });
 const UpdateBody = Type.Object({ title: Type.Optional(PanelTitle), layout: Type.Optional(Layout), cards: Type.Optional(Cards) }, { additionalProperties: false });
@@ -33,15 +33,17 @@ const RESULTS_DESCRIPTION = [
   'nextPageOffset is a sealed row position valid for the same query only (results are computed, not keyset-paged: rows added meanwhile may shift a page).',
   'The database computes a query in a read-only transaction for at most ANALYTICS_STATEMENT_TIMEOUT_MS (default 10 s) and then cancels it:',
   'the answer is 400 analytics_query_too_broad (narrow the query with a time filter or a coarser time group).',
+  'A process computes ANALYTICS_CONCURRENCY (default 2) queries at once; others wait their turn.',
 ].join(' ');
 
 /** Analytics (dashboards): panel add / find / get / update / delete and the results of a query. */
 export async function analyticsRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;
+  const gate = analyticsGate(ctx.config.analyticsConcurrency);
   app.get('/analytics/', {
     config: { rights: readRights },
     schema: { tags, summary: 'analytics results', querystring: AnalyticsQuery, description: RESULTS_DESCRIPTION },
-  }, async (request) => analyticsResults(ctx.db, env(request), request.query as Query, ctx.config.analyticsStatementTimeoutMs));
+  }, async (request) => analyticsResults(ctx.db, env(request), request.query as Query, ctx.config.analyticsStatementTimeoutMs, gate));
 
   app.post('/analytics/panel', {
     config: { rights: panelRights },

@@ -39,10 +39,33 @@ function pgCode(err: unknown): string | undefined {
 }
 
 /**
+ * At most `limit` analytics statements at once (per gate, one per process): the others wait their turn
+ * holding no database connection, so broad queries cannot take every connection of the pool.
+ */
+export function analyticsGate(limit: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (fn) => {
+    if (running < limit) running++;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await fn();
+    } finally {
+      // the slot passes to the next waiter, or is freed
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
+  };
+}
+
+/**
  * analytics results: one page of the query's rows (each an array of cell values), computed in a
  * read-only transaction whose statement PostgreSQL cancels after `timeoutMs`.
  */
-export async function analyticsResults(db: Db, environmentId: number, q: AnalyticsQuery, timeoutMs: number): Promise<{ nextPageOffset: string | null; rows: unknown[][] }> {
+export async function analyticsResults(
+  db: Db, environmentId: number, q: AnalyticsQuery, timeoutMs: number, gate: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+): Promise<{ nextPageOffset: string | null; rows: unknown[][] }> {
   const rowsPerPage = q.rowsPerPage ?? QUERY_LIMITS.defaultRowsPerPage;
   if (!Number.isInteger(rowsPerPage) || rowsPerPage < 1 || rowsPerPage > QUERY_LIMITS.rowsPerPage) {
     throw new ParameterError(`rowsPerPage must be an integer from 1 to ${QUERY_LIMITS.rowsPerPage}`);
@@ -51,11 +74,11 @@ export async function analyticsResults(db: Db, environmentId: number, q: Analyti
   const compiled = compileQuery(q, environmentId, position, rowsPerPage);
   let rows: Record<string, unknown>[];
   try {
-    rows = await db.tx(async (client) => {
+    rows = await gate(() => db.tx(async (client) => {
       await client.query('SET TRANSACTION READ ONLY');
       await client.query("SELECT set_config('statement_timeout', $1, true), set_config('TimeZone', 'UTC', true)", [String(timeoutMs)]);
       return (await client.query(compiled.sql, compiled.params)).rows;
-    });
+    }));
   } catch (err) {
     const code = pgCode(err);
     // 57014: cancelled by statement_timeout; class 53: out of memory or temporary disk; class 54: a program limit
