@@ -129,7 +129,8 @@ class Compiler {
       const f = this.field(c.field, `${name}.field`);
       if (f.type !== 'timestamp') throw new ParameterError(`${name}.field must be a time field (such as measurement.generatedAt) to group by time`);
       if (!isOneOf(GRANULARITIES, c.granularity)) throw new ParameterError(`${name}.granularity must be one of ${GRANULARITIES.join(', ')}`);
-      if (TRUNCATED.includes(c.granularity)) return { sql: `date_trunc('${c.granularity}', ${f.sql}, 'UTC')`, type: 'timestamp', aggregated: false };
+      // the statement runs with TimeZone UTC (store.ts): the two-argument date_trunc truncates in UTC, cheaper than naming the zone per row
+      if (TRUNCATED.includes(c.granularity)) return { sql: `date_trunc('${c.granularity}', ${f.sql})`, type: 'timestamp', aggregated: false };
       return { sql: `extract(${PART_OF[c.granularity]} FROM ${f.sql} AT TIME ZONE 'UTC')::int`, type: 'integer', aggregated: false };
     }
     if (!isOneOf(AGGREGATIONS, c.type)) throw new ParameterError(`${name}.type must be one of ${[...AGGREGATIONS, 'timeGroup'].join(', ')}, or absent`);
