@@ -137,6 +137,8 @@ describe('analytics results: example queries against hand-computed answers', () 
     ['pins per pin group (source pin)', { source: 'pin', columns: [{ field: 'pinGroup.fields.id' }, { type: 'count' }] }, [['north', 2], ['south', 1]]],
     ['pin groups (source pinGroup)', { source: 'pinGroup', columns: [{ field: 'pinGroup.fields.id' }, { field: 'pinGroup.latitude' }, { field: 'pinGroup.level' }] }, [['north', 52.1, 0], ['south', 52.1, 0]]],
     ['edges (source edge)', { source: 'edge', columns: [{ field: 'edge.fields.id' }, { field: 'edge.mapLayer' }] }, [['cable', 'default']]],
+    ['reports per pin group and day (source report)', { source: 'report', columns: [{ field: 'pinGroup.fields.id' }, { type: 'timeGroup', field: 'report.generatedAt', granularity: 'day' }, { type: 'count' }] },
+      [['north', day('1'), 3], ['north', day('2'), 1], ['north', day('3'), 1], ['south', day('2'), 2]]],
     ['claimed devices (source device): none', { source: 'device', columns: [{ type: 'count' }] }, [[0]]],
     ['quantity of measurements', { source: m, columns: [{ field: 'quantity.name' }, { type: 'count' }] }, [['V', 7]]],
     ['any, with a number hint on a text form field', { source: 'pin', columns: [{ type: 'any', field: 'pin.fields.id' }, { type: 'max', field: 'pin.fields.id', dataTypeHint: 'number' }] }, [['n1', null]]],
@@ -185,6 +187,7 @@ describe('analytics results: example queries against hand-computed answers', () 
     expect(await rowsOf(b, { source: m, columns: [{ field: 'pin.fields.id' }, { type: 'count' }] })).toEqual([['b1', 3]]);
     expect(await rowsOf(b, { source: 'pinGroup', columns: [{ field: 'pinGroup.fields.id' }] })).toEqual([['other']]);
     expect(await rowsOf(b, { source: 'edge', columns: [{ type: 'count' }] })).toEqual([[0]]);
+    expect(await rowsOf(b, { source: 'report', columns: [{ type: 'count' }] })).toEqual([[3]]);
   });
 });
 

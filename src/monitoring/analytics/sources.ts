@@ -179,6 +179,17 @@ export const SOURCES: Partial<Record<typeof SDK_TABLES[number], SourceDef>> = {
     },
   },
   edge: { from: 'edge e', table: 'edge', scope: 'e.environment_id = $1', joins: {} },
+  // condition reports registered on the environment's pin groups
+  report: {
+    from: 'condition_report r JOIN pin_group pg ON pg.id = r.pin_group_id',
+    table: 'report',
+    scope: 'pg.environment_id = $1',
+    joins: {
+      pinGroup: { sql: '' },
+      device: { sql: 'LEFT JOIN device d ON d.id = r.device_id' },
+      deviceType: DEVICE_TYPE,
+    },
+  },
   // the devices this environment claimed
   device: {
     from: 'device d',
