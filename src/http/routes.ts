@@ -23,6 +23,9 @@ import { gridRoutes } from '../monitoring/grids/routes.ts';
 import { graphRoutes } from '../monitoring/graph/routes.ts';
 import { edgeRoutes } from '../monitoring/edges/routes.ts';
 import { nodeRoutes } from '../monitoring/nodes/routes.ts';
+import { thresholdRoutes } from '../monitoring/thresholds/routes.ts';
+import { connectivityThresholdRoutes } from '../monitoring/connectivity-thresholds/routes.ts';
+import { issueRoutes } from '../monitoring/issues/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -50,6 +53,9 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   graphRoutes,
   edgeRoutes,
   nodeRoutes,
+  thresholdRoutes,
+  connectivityThresholdRoutes,
+  issueRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -23,6 +23,8 @@ import { answerChannel, deliverLocally, DeviceEventQueue, type PublishedAnswer }
 import { MonitoringCoreClient, type CoreProbe } from './monitoring-client.ts';
 import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
+import { thresholdEvaluation } from '../monitoring/thresholds/evaluate.ts';
+import { startConnectivityCheck } from '../monitoring/issues/connectivity-check.ts';
 
 export interface DeviceWorker {
   /** resolves once the worker takes jobs: its queue connections are up and its monitoring core answers */
@@ -59,7 +61,10 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   // a failed first load leaves every device looked up (the hint's default), as before it existed
   const hintStarted = commands.start().catch((err: Error) => ctx.log.warn({ err: err.message }, 'pending commands hint could not be loaded'));
   // reports, activities and lastOnlineAt commit without waiting for the disk; a job completes after ctx.db.flushed()
-  const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db.deferred } : { url: monitoringCoreUrl, token: ctx.keys.internalToken });
+  // each stored batch is checked against the pins' thresholds (src/monitoring/thresholds/evaluate.ts)
+  const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db.deferred } : { url: monitoringCoreUrl, token: ctx.keys.internalToken },
+    { afterStore: ctx.config.thresholdEvaluation ? thresholdEvaluation(ctx) : undefined });
+  const connectivityCheck = startConnectivityCheck(ctx);
   const outbound = OutboundClient.fromConfig(ctx.config);
   // a row the store refuses fails its own job, not the others written in the same statement
   const permanent = (err: unknown) => !isTransient(err);
@@ -252,6 +257,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     async close() {
       closed = true;
       if (probeTimer) clearTimeout(probeTimer);
+      await connectivityCheck.stop();
       await Promise.all(workers.map((w) => w.close()));
       await hintStarted;
       await commands.stop();
