@@ -92,7 +92,7 @@ async function quantityIdsOf(db: Queryable, environmentId: number, hashIds: stri
 }
 
 /** The pin group and pins an add or update names: `pinGroupHashId` and `pinHashIds`, or the deprecated `links` (all of one pin group). */
-async function placeOf(db: Queryable, environmentId: number, body: { links?: Link[]; pinGroupHashId?: string; pinHashIds?: string[]; pinHashId?: string | null }) {
+function placeOf(body: { links?: Link[]; pinGroupHashId?: string; pinHashIds?: string[]; pinHashId?: string | null }) {
   let pinGroupHashId = body.pinGroupHashId;
   let pinHashIds = body.pinHashIds;
   let field = 'pinHashIds';
@@ -124,7 +124,7 @@ async function addComment(db: Queryable, issueId: number, accountId: number | nu
 export async function addIssue(db: Db, account: Account, body: IssueAdd): Promise<{ hashId: string; mentionedUsers: never[] }> {
   const envId = account.environment.id;
   checkLabels(body.labelHashIds);
-  const place = await placeOf(db, envId, body);
+  const place = placeOf(body);
   if (place.pinGroupHashId === undefined) throw new ParameterError('pinGroupHashId is required (or links)');
   const pinGroupId = await pinGroupIdOf(db, envId, place.pinGroupHashId, body.pinGroupHashId === undefined ? 'links[0].pinGroupHashId' : 'pinGroupHashId');
   const pinIds = await pinIdsOf(db, pinGroupId, place.pinHashIds ?? [], place.field);
@@ -153,7 +153,7 @@ export async function updateIssue(db: Db, account: Account, hashId: string, body
     const sets: string[] = [];
     const params: unknown[] = [issue.id];
     const set = (column: string, value: unknown) => { params.push(value); sets.push(`${column} = $${params.length}`); };
-    const place = await placeOf(client, envId, body);
+    const place = placeOf(body);
     let pinGroupId = issue.pin_group_id;
     if (place.pinGroupHashId !== undefined) {
       pinGroupId = await pinGroupIdOf(client, envId, place.pinGroupHashId, body.pinGroupHashId === undefined ? 'links[0].pinGroupHashId' : 'pinGroupHashId');
