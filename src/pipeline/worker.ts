@@ -23,7 +23,7 @@ import { answerChannel, deliverLocally, DeviceEventQueue, type PublishedAnswer }
 import { MonitoringCoreClient, type CoreProbe } from './monitoring-client.ts';
 import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
-import { thresholdEvaluation } from '../monitoring/thresholds/evaluate.ts';
+import { thresholdEvaluation, ThresholdEvaluator } from '../monitoring/thresholds/evaluate.ts';
 import { startConnectivityCheck } from '../monitoring/issues/connectivity-check.ts';
 
 export interface DeviceWorker {
@@ -62,8 +62,9 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const hintStarted = commands.start().catch((err: Error) => ctx.log.warn({ err: err.message }, 'pending commands hint could not be loaded'));
   // reports, activities and lastOnlineAt commit without waiting for the disk; a job completes after ctx.db.flushed()
   // each stored batch is checked against the pins' thresholds (src/monitoring/thresholds/evaluate.ts)
+  const thresholds = ctx.config.thresholdEvaluation ? new ThresholdEvaluator(ctx.db.deferred, ctx.log) : null;
   const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db.deferred } : { url: monitoringCoreUrl, token: ctx.keys.internalToken },
-    { afterStore: ctx.config.thresholdEvaluation ? thresholdEvaluation(ctx) : undefined });
+    { afterStore: thresholds ? thresholdEvaluation(thresholds, ctx.log) : undefined });
   const connectivityCheck = startConnectivityCheck(ctx);
   const outbound = OutboundClient.fromConfig(ctx.config);
   // a row the store refuses fails its own job, not the others written in the same statement
@@ -266,6 +267,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       await Promise.all([activities.drain(), touches.drain(), answers.drain(), counterRecorder(ctx).drain()]);
       await counterFlusher.stop();
       await monitoring.close();
+      await thresholds?.close();
       await Promise.all([events.close(), mailer.close()]);
       await outbound.close();
       sandbox.dispose();

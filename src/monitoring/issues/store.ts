@@ -45,7 +45,7 @@ export interface IssueFindQuery extends FindQuery {
 const OPEN = 'i.closed_at IS NULL AND i.deleted_at IS NULL';
 
 async function loadIssue(db: Queryable, environmentId: number, hashId: string, lock = false) {
-  const { rows } = await db.query<{ id: number; pin_group_id: number; pin_ids: number[]; cause: string | null; closed_at: Date | null }>(
+  const { rows } = await db.query<{ id: number; pin_group_id: number; pin_ids: (number | string)[]; cause: string | null; closed_at: Date | null }>(
     `SELECT id, pin_group_id, pin_ids, cause, closed_at FROM issue WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
     [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('issue', hashId);
@@ -182,17 +182,17 @@ export async function updateIssue(db: Db, account: Account, hashId: string, body
       sets.push('closed_at = NULL');
     }
     if (sets.length > 0) await client.query(`UPDATE issue SET ${sets.join(', ')}, updated_at = now() WHERE id = $1`, params);
-    return issue.pin_ids;
+    return issue.pin_ids.map(Number);
   });
   // the report path keeps open threshold issues per pin: a closed or reopened one is looked up again
   thresholdCache.forgetPins(pinIds);
 }
 
 export async function deleteIssue(db: Queryable, environmentId: number, hashId: string): Promise<void> {
-  const { rows } = await db.query<{ pin_ids: number[] }>(
+  const { rows } = await db.query<{ pin_ids: (number | string)[] }>(
     'UPDATE issue SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL RETURNING pin_ids', [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('issue', hashId);
-  thresholdCache.forgetPins(rows[0].pin_ids);
+  thresholdCache.forgetPins(rows[0].pin_ids.map(Number));
 }
 
 const subscribed = (param: string) => `EXISTS (SELECT 1 FROM issue_subscription s WHERE s.issue_id = i.id AND s.account_id = ${param}) AS i_subscribed`;
@@ -272,7 +272,7 @@ export async function commentOnIssue(db: Db, account: Account, hashId: string, b
     const issue = await loadIssue(client, account.environment.id, hashId, true);
     const c = await addComment(client, issue.id, account.id, body.comment);
     if (body.closeIssue && issue.closed_at === null) await client.query('UPDATE issue SET closed_at = now(), updated_at = now() WHERE id = $1', [issue.id]);
-    return { comment: c, pinIds: issue.pin_ids };
+    return { comment: c, pinIds: issue.pin_ids.map(Number) };
   });
   if (body.closeIssue) thresholdCache.forgetPins(pinIds);
   return { newComments: [comment], mentionedUsers: [] };

@@ -27,7 +27,8 @@ export interface PinState {
   at: number;
   autoClose: AutoClose;
   limits: Map<string, Limits>;
-  open: Set<string>;
+  /** open threshold issues: quantity hashId → the issue's level */
+  open: Map<string, number>;
 }
 
 const CACHE_MS = 5000;
@@ -35,7 +36,7 @@ const CACHE_MS = 5000;
 const LOAD_PINS = `SELECT p.id, e.settings AS settings,
     (SELECT coalesce(json_agg(json_build_object('q', q.hash_id, 'criticallyLow', t.critically_low, 'low', t.low, 'high', t.high, 'criticallyHigh', t.critically_high)), '[]')
        FROM pin_threshold t JOIN quantity q ON q.id = t.quantity_id WHERE t.pin_id = p.id) AS limits,
-    (SELECT coalesce(json_agg(q.hash_id), '[]') FROM issue i JOIN quantity q ON q.id = i.quantity_ids[1]
+    (SELECT coalesce(json_agg(json_build_array(q.hash_id, i.level)), '[]') FROM issue i JOIN quantity q ON q.id = i.quantity_ids[1]
       WHERE i.pin_group_id = p.pin_group_id AND i.cause = concat('threshold:', p.id, ':', q.id) AND i.closed_at IS NULL AND i.deleted_at IS NULL) AS open
   FROM pin p JOIN environment e ON e.id = p.environment_id WHERE p.id = ANY($1::bigint[])`;
 const LOAD_QUANTITIES = `SELECT hash_id, default_critically_low_threshold AS cl, default_low_threshold AS l, default_high_threshold AS h,
@@ -72,7 +73,7 @@ export class ThresholdCache {
         at: now,
         autoClose: autoCloseOf(r.settings as Record<string, unknown>),
         limits: new Map((r.limits as Record<string, unknown>[]).map((l) => [l.q as string, limitsOf(l)])),
-        open: new Set(r.open as string[]),
+        open: new Map(r.open as [string, number][]),
       });
     }
     for (const r of q?.rows ?? []) {

@@ -1,4 +1,4 @@
-import type { AppContext } from '../../app/context.ts';
+import type { Logger } from '../../app/logger.ts';
 import { namedStatement, type Queryable } from '../../app/db.ts';
 import { isTransient } from '../../pipeline/failures.ts';
 import type { ConditionReportIn } from '../reports/store.ts';
@@ -25,20 +25,23 @@ interface PairSummary {
   autoClose: boolean;
   closeAmount: number;
   closeSeconds: number | null;
+  /** counts for an issue that was open: written later, they never open a new issue (it may have been closed meanwhile) */
+  updateOnly: boolean;
 }
 
-// one statement per batch: the pairs' open issues are updated (and closed when the environment lets
-// them close themselves), new crossings open an issue; a measurement not newer than what an issue
-// saw last (a batch stored twice) changes nothing
+// one statement per batch: each pair's open issue is found by its cause (index), updated and closed
+// when the environment lets issues close themselves; a crossing without an open issue opens one; a
+// measurement not newer than what an issue saw last (a batch stored twice) changes nothing
 const UPSERT_ISSUES = namedStatement('threshold-issues', `WITH input AS (
-    SELECT x.*, p.environment_id, p.pin_group_id, p.name AS pin_name, q.id AS quantity_id, q.name_text AS quantity_name,
-           concat('threshold:', x."pinId", ':', q.id) AS cause
+    SELECT x.*, p.environment_id, p.pin_group_id, p.name AS pin_name, q.id AS quantity_id, q.name_text AS quantity_name, k.cause, o.id AS open_id
       FROM json_to_recordset($1::json) AS x("pinId" bigint, "linkId" bigint, "quantityHashId" text, "maxLevel" smallint, side text,
            "lastLevel" smallint, "lastValue" jsonb, "lastAt" timestamptz, "firstCrossingAt" timestamptz, crossings int, count int,
-           "inRangeTail" int, "inRangeSince" timestamptz, "autoClose" boolean, "closeAmount" int, "closeSeconds" int)
+           "inRangeTail" int, "inRangeSince" timestamptz, "autoClose" boolean, "closeAmount" int, "closeSeconds" int, "updateOnly" boolean)
       JOIN pin p ON p.id = x."pinId"
       JOIN device_link_channel c ON c.link_id = x."linkId" AND c.pin_id = x."pinId"
       JOIN quantity q ON q.hash_id = x."quantityHashId"
+      CROSS JOIN LATERAL (SELECT concat('threshold:', x."pinId", ':', q.id) AS cause) k
+      LEFT JOIN LATERAL (SELECT oi.id FROM issue oi WHERE oi.cause = k.cause AND oi.closed_at IS NULL AND oi.deleted_at IS NULL) o ON true
   ), upd AS (
     UPDATE issue i SET
       level = GREATEST(i.level, s."maxLevel"),
@@ -53,8 +56,8 @@ const UPSERT_ISSUES = namedStatement('threshold-issues', `WITH input AS (
         THEN now() END,
       updated_at = now()
       FROM input s
-     WHERE i.cause = s.cause AND i.closed_at IS NULL AND i.deleted_at IS NULL AND s."lastAt" > coalesce(i.last_measured_at, '-infinity')
-    RETURNING i.id, i.cause, i.closed_at
+     WHERE i.id = s.open_id AND s."lastAt" > coalesce(i.last_measured_at, '-infinity')
+    RETURNING i.id, i.cause, i.closed_at, i.level
   ), ins AS (
     INSERT INTO issue (hash_id, environment_id, pin_group_id, pin_ids, title, level, automation, quantity_ids, cause, last_value, last_level,
                        last_measured_at, crossing_count, measurement_count, in_range_count, in_range_since, start_at, closed_at)
@@ -65,99 +68,195 @@ const UPSERT_ISSUES = namedStatement('threshold-issues', `WITH input AS (
            CASE WHEN s."autoClose" AND s."lastLevel" = 0 AND CASE WHEN s."closeSeconds" IS NULL THEN s."inRangeTail" >= s."closeAmount"
              ELSE s."inRangeSince" <= s."lastAt" - make_interval(secs => s."closeAmount"::float8 * s."closeSeconds") END THEN now() END
       FROM input s
-     WHERE s."maxLevel" > 0 AND NOT EXISTS (SELECT 1 FROM issue i WHERE i.cause = s.cause AND i.closed_at IS NULL AND i.deleted_at IS NULL)
+     WHERE s."maxLevel" > 0 AND s.open_id IS NULL AND NOT s."updateOnly"
     ON CONFLICT (cause) WHERE cause IS NOT NULL AND closed_at IS NULL AND deleted_at IS NULL DO NOTHING
-    RETURNING id, cause, closed_at
+    RETURNING id, cause, closed_at, level
   ), closed AS (
     INSERT INTO issue_comment (hash_id, issue_id, comment)
     SELECT substr(md5(gen_random_uuid()::text), 1, 12), c.id, 'Closed automatically: the measurements are back within the thresholds'
       FROM (SELECT id, closed_at FROM upd UNION ALL SELECT id, closed_at FROM ins) c WHERE c.closed_at IS NOT NULL
   )
-  SELECT s."pinId" AS pin_id, s."quantityHashId" AS quantity_hash_id, c.closed_at IS NULL AS open
-    FROM (SELECT cause, closed_at FROM upd UNION ALL SELECT cause, closed_at FROM ins) c JOIN input s ON s.cause = c.cause`);
+  SELECT s."pinId" AS pin_id, s."quantityHashId" AS quantity_hash_id, c.closed_at IS NULL AS open, c.level
+    FROM (SELECT cause, closed_at, level FROM upd UNION ALL SELECT cause, closed_at, level FROM ins) c JOIN input s ON s.cause = c.cause`);
+
+type Item = { level: Level; side: 'low' | 'high'; value: ValuePair; at: string; t: number };
+
+/** `a` then `b` (measured later) as one summary of the pair. */
+function merge(a: PairSummary, b: PairSummary): PairSummary {
+  const [first, last] = Date.parse(a.lastAt) <= Date.parse(b.lastAt) ? [a, b] : [b, a];
+  return {
+    ...last,
+    maxLevel: Math.max(first.maxLevel, last.maxLevel) as Level,
+    side: last.maxLevel > first.maxLevel ? last.side : first.side,
+    firstCrossingAt: first.firstCrossingAt ?? last.firstCrossingAt,
+    crossings: first.crossings + last.crossings,
+    count: first.count + last.count,
+    inRangeTail: last.crossings > 0 ? last.inRangeTail : first.inRangeTail + last.inRangeTail,
+    inRangeSince: last.crossings > 0 || first.inRangeTail === 0 ? last.inRangeSince : first.inRangeSince,
+  };
+}
+
+/** The summary of one pair's measurements, in time order. */
+function summarise(s: PairSummary, items: Item[]): PairSummary {
+  if (items.length > 1) items.sort((a, b) => a.t - b.t);
+  for (const it of items) {
+    s.count++;
+    if (it.level > 0) {
+      s.crossings++;
+      s.firstCrossingAt ??= it.at;
+      s.inRangeTail = 0;
+      s.inRangeSince = null;
+      if (it.level > s.maxLevel) {
+        s.maxLevel = it.level;
+        s.side = it.side;
+      }
+    } else {
+      if (s.inRangeTail === 0) s.inRangeSince = it.at;
+      s.inRangeTail++;
+    }
+  }
+  const last = items[items.length - 1];
+  s.lastLevel = last.level;
+  s.lastValue = last.value;
+  s.lastAt = last.at;
+  return s;
+}
+
+/** How long the counts and last value of an open issue may wait in memory before they are written. */
+export const COALESCE_MS = 1000;
 
 /**
- * Threshold evaluation of a batch of stored reports: every measurement that landed on a pin is
- * checked against the pin's thresholds (or its quantity's defaults) held in memory; only pairs
- * that crossed a limit or have an open issue reach PostgreSQL, in one statement for the batch.
- * Returns the number of pairs written (0: no statement ran).
+ * Threshold evaluation of stored batches. Every measurement that landed on a pin is checked against
+ * the pin's thresholds (or its quantity's defaults) held in memory (ThresholdCache). What changes an
+ * issue's state is written with the batch, in one statement: a crossing with no open issue opens one,
+ * a worse level raises it, an in-range value may close it (when the environment allows). What only
+ * moves an open issue's counts and last value is merged in memory per pair and written at most
+ * COALESCE_MS later (with the next statement or by a timer): a pin whose issue stays open does not
+ * cost a statement per batch. A process that dies loses at most that window of counts.
  */
-export async function evaluateThresholds(db: Queryable, reports: ConditionReportIn[], cache: ThresholdCache = thresholdCache): Promise<number> {
-  const pinIds = new Set<number>();
-  const quantities = new Set<string>();
-  for (const r of reports) {
-    if (!r.linkId) continue;
-    for (const m of r.measurements) {
-      if (m.pinId == null) continue;
-      pinIds.add(m.pinId);
-      quantities.add(m.quantityHashId);
-    }
+export class ThresholdEvaluator {
+  readonly #pending = new Map<string, PairSummary>();
+  readonly #timer: NodeJS.Timeout;
+  #flushing: Promise<void> = Promise.resolve();
+
+  private readonly db: Queryable;
+  private readonly log: Logger | null;
+  private readonly cache: ThresholdCache;
+
+  constructor(db: Queryable, log: Logger | null = null, cache: ThresholdCache = thresholdCache, coalesceMs = COALESCE_MS) {
+    this.db = db;
+    this.log = log;
+    this.cache = cache;
+    this.#timer = setInterval(() => { if (this.#pending.size > 0) void this.flush().catch(() => undefined); }, coalesceMs);
+    this.#timer.unref();
   }
-  if (pinIds.size === 0) return 0;
-  await cache.load(db, pinIds, quantities);
-  const pairs = new Map<string, { summary: PairSummary; items: { level: Level; side: 'low' | 'high'; value: ValuePair; at: string; t: number }[] }>();
-  for (const r of reports) {
-    if (!r.linkId) continue;
-    for (const m of r.measurements) {
-      if (m.pinId == null) continue;
-      const pin = cache.pin(m.pinId);
-      if (!pin) continue;
-      const limits = pin.limits.get(m.quantityHashId) ?? cache.defaults(m.quantityHashId);
-      const open = pin.open.has(m.quantityHashId);
-      if (!limits && !open) continue;
-      const value = { orderOfMagnitude: m.orderOfMagnitude, significand: m.significand };
-      const level = limits ? levelOf(limits, value) : 0;
-      const key = `${m.pinId}:${m.quantityHashId}`;
-      let pair = pairs.get(key);
-      if (!pair) {
-        pair = {
-          items: [],
-          summary: {
-            pinId: m.pinId, linkId: r.linkId, quantityHashId: m.quantityHashId, maxLevel: 0, side: 'high', lastLevel: 0, lastValue: value, lastAt: m.generatedAt,
-            firstCrossingAt: null, crossings: 0, count: 0, inRangeTail: 0, inRangeSince: null,
-            autoClose: pin.autoClose.allowed, closeAmount: pin.autoClose.amount, closeSeconds: pin.autoClose.unitSeconds,
-          },
-        };
-        pairs.set(key, pair);
+
+  /** Evaluates a stored batch; resolves once what changes an issue's state is written. Returns the pairs written now. */
+  async evaluate(reports: ConditionReportIn[]): Promise<number> {
+    const cache = this.cache;
+    const pinIds = new Set<number>();
+    const quantities = new Set<string>();
+    for (const r of reports) {
+      if (!r.linkId) continue;
+      for (const m of r.measurements) {
+        if (m.pinId == null) continue;
+        pinIds.add(m.pinId);
+        quantities.add(m.quantityHashId);
       }
-      const side = limits && belowLow(limits, value) ? 'low' : 'high';
-      pair.items.push({ level, side, value, at: m.generatedAt, t: Date.parse(m.generatedAt) });
     }
-  }
-  const input: PairSummary[] = [];
-  for (const { summary: s, items } of pairs.values()) {
-    if (items.length > 1) items.sort((a, b) => a.t - b.t);
-    for (const it of items) {
-      s.count++;
-      if (it.level > 0) {
-        s.crossings++;
-        s.firstCrossingAt ??= it.at;
-        s.inRangeTail = 0;
-        s.inRangeSince = null;
-        if (it.level > s.maxLevel) {
-          s.maxLevel = it.level;
-          s.side = it.side;
+    if (pinIds.size === 0) return 0;
+    await cache.load(this.db, pinIds, quantities);
+    const pairs = new Map<string, { summary: PairSummary; items: Item[] }>();
+    for (const r of reports) {
+      if (!r.linkId) continue;
+      for (const m of r.measurements) {
+        if (m.pinId == null) continue;
+        const pin = cache.pin(m.pinId);
+        if (!pin) continue;
+        const limits = pin.limits.get(m.quantityHashId) ?? cache.defaults(m.quantityHashId);
+        if (!limits && !pin.open.has(m.quantityHashId)) continue;
+        const value = { orderOfMagnitude: m.orderOfMagnitude, significand: m.significand };
+        const key = `${m.pinId}:${m.quantityHashId}`;
+        let pair = pairs.get(key);
+        if (!pair) {
+          pair = {
+            items: [],
+            summary: {
+              pinId: m.pinId, linkId: r.linkId, quantityHashId: m.quantityHashId, maxLevel: 0, side: 'high', lastLevel: 0, lastValue: value, lastAt: m.generatedAt,
+              firstCrossingAt: null, crossings: 0, count: 0, inRangeTail: 0, inRangeSince: null,
+              autoClose: pin.autoClose.allowed, closeAmount: pin.autoClose.amount, closeSeconds: pin.autoClose.unitSeconds, updateOnly: false,
+            },
+          };
+          pairs.set(key, pair);
         }
-      } else {
-        if (s.inRangeTail === 0) s.inRangeSince = it.at;
-        s.inRangeTail++;
+        pair.items.push({ level: limits ? levelOf(limits, value) : 0, side: limits && belowLow(limits, value) ? 'low' : 'high', value, at: m.generatedAt, t: Date.parse(m.generatedAt) });
       }
     }
-    const last = items[items.length - 1];
-    s.lastLevel = last.level;
-    s.lastValue = last.value;
-    s.lastAt = last.at;
-    if (s.maxLevel > 0 || cache.pin(s.pinId)?.open.has(s.quantityHashId)) input.push(s);
+    const now: PairSummary[] = [];
+    for (const [key, { summary, items }] of pairs) {
+      const s = summarise(summary, items);
+      const openLevel = cache.pin(s.pinId)?.open.get(s.quantityHashId);
+      if (openLevel === undefined) {
+        if (s.maxLevel > 0) now.push(this.#take(key, s));
+      } else if (s.maxLevel > openLevel || (s.autoClose && s.lastLevel === 0)) {
+        now.push(this.#take(key, s));
+      } else {
+        s.updateOnly = true;
+        const waiting = this.#pending.get(key);
+        this.#pending.set(key, waiting ? merge(waiting, s) : s);
+      }
+    }
+    if (now.length === 0) return 0;
+    // what waits goes along: the statement runs anyway
+    await this.#write([...now, ...this.#drain()]);
+    return now.length;
   }
-  if (input.length === 0) return 0;
-  const { rows } = await db.query<{ pin_id: number; quantity_hash_id: string; open: boolean }>(UPSERT_ISSUES, [JSON.stringify(input)]);
-  for (const r of rows) {
-    const pin = cache.pin(r.pin_id);
-    if (!pin) continue;
-    if (r.open) pin.open.add(r.quantity_hash_id);
-    else pin.open.delete(r.quantity_hash_id);
+
+  /** Writes what waits in memory. */
+  flush(): Promise<void> {
+    const run = this.#flushing.then(() => (this.#pending.size > 0 ? this.#write(this.#drain()) : undefined));
+    this.#flushing = run.catch((err: Error) => this.log?.warn({ err: err.message }, 'threshold issue counts could not be written; they are tried again'));
+    return run;
   }
-  return input.length;
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.flush().catch(() => undefined);
+  }
+
+  /** `s` with what waits for the same pair merged in front of it. */
+  #take(key: string, s: PairSummary): PairSummary {
+    const waiting = this.#pending.get(key);
+    this.#pending.delete(key);
+    return waiting ? merge(waiting, s) : s;
+  }
+
+  #drain(): PairSummary[] {
+    const all = [...this.#pending.values()];
+    this.#pending.clear();
+    return all;
+  }
+
+  async #write(input: PairSummary[]): Promise<void> {
+    let rows: { pin_id: number; quantity_hash_id: string; open: boolean; level: number }[];
+    try {
+      ({ rows } = await this.db.query<{ pin_id: number; quantity_hash_id: string; open: boolean; level: number }>(UPSERT_ISSUES, [JSON.stringify(input)]));
+    } catch (err) {
+      // nothing of the statement happened: the summaries wait again, merged before anything newer
+      for (const s of input) {
+        const key = `${s.pinId}:${s.quantityHashId}`;
+        const newer = this.#pending.get(key);
+        this.#pending.set(key, newer ? merge(s, newer) : s);
+      }
+      throw err;
+    }
+    for (const r of rows) {
+      const pin = this.cache.pin(r.pin_id);
+      if (!pin) continue;
+      if (r.open) pin.open.set(r.quantity_hash_id, r.level);
+      else pin.open.delete(r.quantity_hash_id);
+    }
+  }
 }
 
 /**
@@ -165,13 +264,13 @@ export async function evaluateThresholds(db: Queryable, reports: ConditionReport
  * again, idempotently, and evaluated again: an issue ignores measurements it already saw); any other
  * failure is logged and the reports stay stored.
  */
-export function thresholdEvaluation(ctx: AppContext): (reports: ConditionReportIn[]) => Promise<void> {
+export function thresholdEvaluation(evaluator: ThresholdEvaluator, log: Logger): (reports: ConditionReportIn[]) => Promise<void> {
   return async (reports) => {
     try {
-      await evaluateThresholds(ctx.db.deferred, reports);
+      await evaluator.evaluate(reports);
     } catch (err) {
       if (isTransient(err)) throw err;
-      ctx.log.error({ err: (err as Error).message }, 'threshold evaluation of a batch failed; its reports are stored');
+      log.error({ err: (err as Error).message }, 'threshold evaluation of a batch failed; its reports are stored');
     }
   };
 }
