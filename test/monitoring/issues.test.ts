@@ -89,6 +89,16 @@ describe('issue CRUD and comments', () => {
     expect((await c.request('POST', `/issue/${added.hashId}/notifications`, { subscribed: true })).status).toBe(204);
     expect(ok(await c.request<IssueGet>('GET', `/issue/${added.hashId}`)).subscribed).toBe(true);
 
+    // the grid subscription: pin-group-grid get answers it as notificationLevel (default 0)
+    const grid = ok(await c.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'grid' }, pinGroupHashIds: [d.pinGroupHashId] })).hashId;
+    expect(ok(await c.request<{ notificationLevel: number | null }>('GET', `/graph/pin-group-grid/${grid}`)).notificationLevel).toBe(0);
+    expect((await c.request('POST', `/graph/grid/${grid}/notification`, { level: 2 })).status).toBe(204);
+    expect(ok(await c.request<{ notificationLevel: number | null }>('GET', `/graph/pin-group-grid/${grid}`)).notificationLevel).toBe(2);
+    expect((await c.request('POST', `/graph/grid/${grid}/notification`, { level: null })).status).toBe(204);
+    expect(ok(await c.request<{ notificationLevel: number | null }>('GET', `/graph/pin-group-grid/${grid}`)).notificationLevel).toBeNull();
+    expectParameterError(await c.request('POST', `/graph/grid/${grid}/notification`, { level: 3 }), 'level');
+    expect((await c.request('POST', '/graph/grid/nosuchgrid/notification', { level: 1 })).status).toBe(404);
+
     // limits
     const add = (body: Record<string, unknown>) => c.request('POST', '/issue/', { pinGroupHashId: d.pinGroupHashId, title: 't', level: 0, comment: '', ...body });
     expectParameterError(await add({ title: 'x'.repeat(101) }), 'title', '100');
@@ -121,11 +131,13 @@ describe('issue CRUD and comments', () => {
     const b = await linkedDevice(ctx, service, RIGHTS);
     const issue = ok(await a.customer.request<{ hashId: string }>('POST', '/issue/', { pinGroupHashId: a.pinGroupHashId, title: 'mine', level: 1, comment: 'hello' }));
     const comment = ok(await a.customer.request<IssueGet>('GET', `/issue/${issue.hashId}`)).comments[0].comment.hashId;
+    const grid = ok(await a.customer.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'grid' }, pinGroupHashIds: [a.pinGroupHashId] })).hashId;
     expect(ok(await b.customer.request<{ rows: Row[] }>('GET', '/issue/')).rows).toEqual([]);
     for (const [method, url, body] of [
       ['GET', `/issue/${issue.hashId}`, undefined], ['POST', `/issue/${issue.hashId}`, { closed: true }], ['DELETE', `/issue/${issue.hashId}`, undefined],
       ['POST', `/issue/${issue.hashId}/comment`, { comment: 'x' }], ['POST', `/issue/${issue.hashId}/notifications`, { subscribed: true }],
       ['POST', `/issue-comment/${comment}`, { comment: 'x' }], ['DELETE', `/issue-comment/${comment}`, undefined],
+      ['POST', `/graph/grid/${grid}/notification`, { level: 1 }],
     ] as const) {
       expect((await b.customer.request<ErrorBody>(method, url, body)).status, `${method} ${url}`).toBe(404);
     }

@@ -71,6 +71,7 @@ const ops: Op[] = [
   { method: 'POST', url: '/issue/abc/notifications', body: { subscribed: true }, monitoring: 'READ' },
   { method: 'POST', url: '/issue-comment/abc', body: { comment: 'x' }, monitoring: 'ISSUES' },
   { method: 'DELETE', url: '/issue-comment/abc', monitoring: 'ISSUES' },
+  { method: 'POST', url: '/graph/grid/abc/notification', body: { level: 1 }, monitoring: 'READ' },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;

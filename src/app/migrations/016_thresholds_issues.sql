@@ -81,6 +81,15 @@ CREATE TABLE issue_comment (
 );
 CREATE INDEX issue_comment_issue ON issue_comment (issue_id, id);
 
+-- An account's subscription to new issues on the pin groups of a grid (graph set-notification):
+-- level 0 every issue, 1 from serious, 2 critical only; null none. No row: the account's default.
+CREATE TABLE grid_notification (
+  grid_id    bigint NOT NULL REFERENCES grid(id) ON DELETE CASCADE,
+  account_id bigint NOT NULL REFERENCES machine_account(id) ON DELETE CASCADE,
+  level      smallint CHECK (level IN (0, 1, 2)),
+  PRIMARY KEY (grid_id, account_id)
+);
+
 CREATE TABLE issue_subscription (
   issue_id   bigint NOT NULL REFERENCES issue(id) ON DELETE CASCADE,
   account_id bigint NOT NULL REFERENCES machine_account(id) ON DELETE CASCADE,

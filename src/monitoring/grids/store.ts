@@ -4,7 +4,7 @@ import { applyFieldsUpdate, defaultFields, nameFromFields, type Fields, type Fie
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
-import { fieldConfigurationsOf } from '../environments/settings.ts';
+import { fieldConfigurationsOf, USER_ENVIRONMENT_SETTINGS } from '../environments/settings.ts';
 import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from '../pin-groups/view.ts';
 import { PIN_SELECT, toPin } from '../pins/view.ts';
 
@@ -135,10 +135,12 @@ export async function getPinGrid(db: Queryable, environmentId: number, hashId: s
   return { grid: g.grid, pins: await pinsOf(db, g.id), photo: g.photo };
 }
 
-export async function getPinGroupGrid(db: Queryable, environmentId: number, hashId: string) {
+/** `notificationLevel` is the account's subscription to new issues on the grid's pin groups (graph set-notification), else its default. */
+export async function getPinGroupGrid(db: Queryable, environmentId: number, hashId: string, accountId?: number) {
   const g = await loadGrid(db, environmentId, 'pinGroup', hashId);
-  // a machine account subscribes to no issues: its notification level is the default
-  return { grid: g.grid, ...(await pinGroupsOf(db, g.id)), notificationLevel: 0, photo: g.photo };
+  const { rows } = await db.query<{ level: number | null }>('SELECT level FROM grid_notification WHERE grid_id = $1 AND account_id = $2', [g.id, accountId ?? 0]);
+  const notificationLevel = rows.length > 0 ? rows[0].level : USER_ENVIRONMENT_SETTINGS.notificationLevel;
+  return { grid: g.grid, ...(await pinGroupsOf(db, g.id)), notificationLevel, photo: g.photo };
 }
 
 export async function updateGrid(db: Db, env: EnvironmentRecord, kind: GridKind, hashId: string, update: { fields?: FieldsUpdate; photo?: string | null; members?: string[] }, field: string) {

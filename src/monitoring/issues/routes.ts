@@ -4,7 +4,7 @@ import type { AppContext } from '../../app/context.ts';
 import { FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
 import { readRights } from '../graph-schemas.ts';
 import {
-  addIssue, commentOnIssue, deleteComment, deleteIssue, findIssues, getIssue, setSubscription, updateComment, updateIssue,
+  addIssue, commentOnIssue, deleteComment, deleteIssue, findIssues, getIssue, setGridNotification, setSubscription, updateComment, updateIssue,
   type IssueAdd, type IssueFindQuery, type IssueUpdate,
 } from './store.ts';
 
@@ -104,6 +104,16 @@ export async function issueRoutes(app: FastifyInstance, ctx: AppContext): Promis
     schema: { tags, summary: 'issue setSubscription', params: HashIdParams, body: Type.Object({ subscribed: Type.Boolean() }, { additionalProperties: false }) },
   }, async (request, reply) => {
     await setSubscription(ctx.db, request.account, hashIdOf(request.params), (request.body as { subscribed: boolean }).subscribed);
+    reply.status(204).send();
+  });
+  app.post('/graph/grid/:hashId/notification', {
+    config: { rights: readRights },
+    schema: {
+      tags: ['graph'], summary: 'graph setNotification', params: HashIdParams, body: Type.Object({ level: Type.Union([Level, Type.Null()]) }, { additionalProperties: false }),
+      description: 'The account\'s subscription to new issues on the pin groups of this grid: 0 every issue, 1 from serious, 2 critical only, null none. pin-group-grid get answers it as notificationLevel (this deployment sends no notifications yet: the setting is kept and shown).',
+    },
+  }, async (request, reply) => {
+    await setGridNotification(ctx.db, request.account, hashIdOf(request.params), (request.body as { level: 0 | 1 | 2 | null }).level);
     reply.status(204).send();
   });
   app.post('/issue-comment/:hashId', {

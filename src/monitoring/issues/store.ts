@@ -300,6 +300,14 @@ export async function deleteComment(db: Queryable, account: Account, hashId: str
   await db.query('UPDATE issue_comment SET deleted_at = now(), updated_at = now() WHERE id = $1', [id]);
 }
 
+/** graph set-notification: the account's subscription to new issues on the pin groups of a grid (null: none). */
+export async function setGridNotification(db: Queryable, account: Account, gridHashId: string, level: 0 | 1 | 2 | null): Promise<void> {
+  const { rowCount } = await db.query(
+    `INSERT INTO grid_notification (grid_id, account_id, level) SELECT g.id, $3, $4 FROM grid g WHERE g.environment_id = $1 AND g.hash_id = $2
+     ON CONFLICT (grid_id, account_id) DO UPDATE SET level = EXCLUDED.level`, [account.environment.id, gridHashId, account.id, level]);
+  if (!rowCount) throw new NotFoundError('grid', gridHashId);
+}
+
 export async function setSubscription(db: Queryable, account: Account, hashId: string, on: boolean): Promise<void> {
   const issue = await loadIssue(db, account.environment.id, hashId);
   if (on) await db.query('INSERT INTO issue_subscription (issue_id, account_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [issue.id, account.id]);
