@@ -103,6 +103,8 @@ describe('threshold issues', () => {
     const d = await linkedDevice(ctx, service, RIGHTS);
     const c = d.customer;
     const grid = ok(await c.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'grid' }, pinGroupHashIds: [d.pinGroupHashId] })).hashId;
+    const edge = ok(await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[1, 1], [2, 2]] }, fields: { id: 'line' } })).hashId;
+    ok(await c.request('POST', `/graph/pin/${d.pinHashId}`, { edgeHashId: edge }));
     await d.reportUntilOnPin(50);
     ok(await c.request('POST', '/measurement-threshold/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }));
     // in range: nothing opens
@@ -129,6 +131,7 @@ describe('threshold issues', () => {
     expect(criticallyLow.trigger).toMatchObject({ lastLevel: 2, crossingCount: 4 });
     expect(ok(await c.request<{ pinGroup: { level: number } }>('GET', `/graph/pin-group/${d.pinGroupHashId}`)).pinGroup.level).toBe(2);
     expect(ok(await c.request<{ pin: { level: number } }>('GET', `/graph/pin/${d.pinHashId}`)).pin.level).toBe(2);
+    expect(ok(await c.request<{ edge: { level: number } }>('GET', `/graph/edge/${edge}`)).edge.level).toBe(2);
 
     // back in range: the environment does not close issues itself, so it stays open
     const back = await reportAndSee(d, 50);

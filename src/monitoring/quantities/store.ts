@@ -2,6 +2,7 @@ import { softDelete, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
+import { thresholdCache } from '../thresholds/cache.ts';
 import { nameText, type Name } from '../../http/schemas.ts';
 
 interface ValuePair { orderOfMagnitude: number; significand: number }
@@ -91,6 +92,7 @@ const COLUMNS: Record<keyof QuantityInput, string> = {
 
 const JSON_COLUMNS = new Set<keyof QuantityInput>(['name', 'defaultCriticallyLowThreshold', 'defaultLowThreshold', 'defaultHighThreshold', 'defaultCriticallyHighThreshold']);
 
+/** quantity update; the report path reads a changed quantity's default thresholds again. */
 export async function updateQuantity(db: Queryable, environmentId: number, hashId: string, patch: Partial<QuantityInput>): Promise<void> {
   const sets: string[] = [];
   const params: unknown[] = [environmentId, hashId];
@@ -108,6 +110,7 @@ export async function updateQuantity(db: Queryable, environmentId: number, hashI
   const { rowCount } = await db.query(
     `UPDATE quantity SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`, params);
   if (!rowCount) throw new NotFoundError('quantity', hashId);
+  thresholdCache.forgetQuantity(hashId);
 }
 
 export async function deleteQuantity(db: Queryable, environmentId: number, hashId: string): Promise<void> {
