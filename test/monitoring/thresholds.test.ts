@@ -168,6 +168,22 @@ describe('threshold issues', () => {
     expectParameterError(await c.request('PUT', '/environment/', { issueAutoClosingTriggerAmount: 0 }), 'issueAutoClosingTriggerAmount');
   });
 
+  it('close themselves after a time in range when the trigger unit is a time (reports are 60 s apart by their generatedAt)', async () => {
+    const d = await linkedDevice(ctx, service, RIGHTS);
+    const c = d.customer;
+    ok(await c.request('PUT', '/environment/', { allowAutoCloseThresholdIssues: true, issueAutoClosingTriggerAmount: 2, issueAutoClosingTriggerUnitType: 'minutes' }));
+    await d.reportUntilOnPin(50);
+    ok(await c.request('POST', '/measurement-threshold/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }));
+    const opened = await reportAndSee(d, 85);
+    // in range at t, t + 1 min: not yet two minutes
+    expect((await reportAndSee(d, 50)).issue.closedAt).toBeNull();
+    expect((await reportAndSee(d, 51)).issue.closedAt).toBeNull();
+    // t + 2 min: closed
+    await d.report(52);
+    const closed = await until(() => getIssue(d, opened.issue.hashId), (g) => g.issue.closedAt !== null, 'the issue to close');
+    expect(closed.trigger).toMatchObject({ lastValue: { significand: 52 }, measurementCount: 4 });
+  });
+
   it('open from the quantity\'s default thresholds on a pin without its own', async () => {
     const d = await linkedDevice(ctx, service, RIGHTS, { defaultHighThreshold: pair(100), defaultCriticallyHighThreshold: pair(200) });
     await d.reportUntilOnPin(50);
