@@ -67,6 +67,10 @@ export interface Config {
   outboundMaxResponseBytes: number;
   /** PEM file of extra CA certificates outbound requests trust (besides the system's), or null */
   outboundCaFile: string | null;
+  /** whether the report path checks measurements against pin thresholds (opens threshold issues) */
+  thresholdEvaluation: boolean;
+  /** how often a worker looks for linked devices silent past their connectivity threshold */
+  connectivityCheckMs: number;
 }
 
 /** Bounds on supplier code and on what it produces (applied by src/sandbox/). */
@@ -153,6 +157,8 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   OUTBOUND_TIMEOUT_MS: ['3000', 'time limit of one outbound request (connect to last byte); the device\'s answer waits for it'],
   OUTBOUND_MAX_RESPONSE_BYTES: ['65536', 'response bytes read from an outbound request; the rest is cut off'],
   OUTBOUND_CA_FILE: ['unset', 'PEM file of extra CA certificates outbound requests trust'],
+  THRESHOLD_EVALUATION: ['on', 'on or off: measurements of linked devices are checked against their pins\' thresholds and open or update threshold issues (off: no threshold issue opens; for measuring the report path without it)'],
+  CONNECTIVITY_CHECK_MS: ['30000', 'how often one worker (a Redis lock picks it) looks for linked devices silent past their connectivity threshold; an issue opens within the threshold plus this interval'],
 };
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = 2 ** 31): number {
@@ -163,6 +169,13 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
     throw new Error(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
   }
   return n;
+}
+
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'on' || raw === 'off') return raw === 'on';
+  throw new Error(`${name} must be on or off, got "${raw}"`);
 }
 
 function loadSecretKey(env: NodeJS.ProcessEnv, dataDir: string): Buffer {
@@ -252,5 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     outboundTimeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 3000, 10, 120_000),
     outboundMaxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 65536, 0, 16 * 1024 * 1024),
     outboundCaFile: env.OUTBOUND_CA_FILE || null,
+    thresholdEvaluation: onOff(env, 'THRESHOLD_EVALUATION', true),
+    connectivityCheckMs: int(env, 'CONNECTIVITY_CHECK_MS', 30_000, 100, 60_000),
   };
 }

@@ -25,6 +25,9 @@ import { edgeRoutes } from '../monitoring/edges/routes.ts';
 import { nodeRoutes } from '../monitoring/nodes/routes.ts';
 import { analyticsRoutes } from '../monitoring/analytics/routes.ts';
 import { userEnvironmentSettingsRoutes } from '../accounts/user-environment-settings.ts';
+import { thresholdRoutes } from '../monitoring/thresholds/routes.ts';
+import { connectivityThresholdRoutes } from '../monitoring/connectivity-thresholds/routes.ts';
+import { issueRoutes } from '../monitoring/issues/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -54,6 +57,9 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   nodeRoutes,
   analyticsRoutes,
   userEnvironmentSettingsRoutes,
+  thresholdRoutes,
+  connectivityThresholdRoutes,
+  issueRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -25,7 +25,11 @@ export class MonitoringCoreClient {
   private readonly sink: Sink;
   private readonly batcher: Batcher<ConditionReportIn>;
 
-  constructor(target: { url: string; token: string } | { db: Queryable }) {
+  private readonly afterStore: ((reports: ConditionReportIn[]) => Promise<unknown>) | null;
+
+  /** `afterStore`: runs on each batch once it is stored, before the batch's pushes resolve (threshold evaluation). */
+  constructor(target: { url: string; token: string } | { db: Queryable }, opts: { afterStore?: (reports: ConditionReportIn[]) => Promise<unknown> } = {}) {
+    this.afterStore = opts.afterStore ?? null;
     this.sink = 'db' in target
       ? { kind: 'local', db: target.db }
       : { kind: 'http', pool: new Pool(target.url, { connections: 4, pipelining: 1, keepAliveTimeout: 30_000 }), token: target.token };
@@ -46,6 +50,7 @@ export class MonitoringCoreClient {
     if (this.sink.kind === 'local') await ingestReportsJson(this.sink.db, body);
     else await this.post(body);
     metrics.reportsStored.inc(reports.length);
+    if (this.afterStore) await this.afterStore(reports);
   }
 
   /**

@@ -23,6 +23,8 @@ import { answerChannel, deliverLocally, DeviceEventQueue, type PublishedAnswer }
 import { MonitoringCoreClient, type CoreProbe } from './monitoring-client.ts';
 import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
+import { thresholdEvaluation, ThresholdEvaluator } from '../monitoring/thresholds/evaluate.ts';
+import { startConnectivityCheck } from '../monitoring/issues/connectivity-check.ts';
 
 export interface DeviceWorker {
   /** resolves once the worker takes jobs: its queue connections are up and its monitoring core answers */
@@ -59,7 +61,11 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   // a failed first load leaves every device looked up (the hint's default), as before it existed
   const hintStarted = commands.start().catch((err: Error) => ctx.log.warn({ err: err.message }, 'pending commands hint could not be loaded'));
   // reports, activities and lastOnlineAt commit without waiting for the disk; a job completes after ctx.db.flushed()
-  const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db.deferred } : { url: monitoringCoreUrl, token: ctx.keys.internalToken });
+  // each stored batch is checked against the pins' thresholds (src/monitoring/thresholds/evaluate.ts)
+  const thresholds = ctx.config.thresholdEvaluation ? new ThresholdEvaluator(ctx.db.deferred, ctx.log) : null;
+  const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db.deferred } : { url: monitoringCoreUrl, token: ctx.keys.internalToken },
+    { afterStore: thresholds ? thresholdEvaluation(thresholds, ctx.log) : undefined });
+  const connectivityCheck = startConnectivityCheck(ctx);
   const outbound = OutboundClient.fromConfig(ctx.config);
   // a row the store refuses fails its own job, not the others written in the same statement
   const permanent = (err: unknown) => !isTransient(err);
@@ -252,6 +258,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     async close() {
       closed = true;
       if (probeTimer) clearTimeout(probeTimer);
+      await connectivityCheck.stop();
       await Promise.all(workers.map((w) => w.close()));
       await hintStarted;
       await commands.stop();
@@ -260,6 +267,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       await Promise.all([activities.drain(), touches.drain(), answers.drain(), counterRecorder(ctx).drain()]);
       await counterFlusher.stop();
       await monitoring.close();
+      await thresholds?.close();
       await Promise.all([events.close(), mailer.close()]);
       await outbound.close();
       sandbox.dispose();

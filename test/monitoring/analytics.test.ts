@@ -191,9 +191,39 @@ describe('analytics results: example queries against hand-computed answers', () 
   });
 });
 
+describe('analytics results: the issue source, and objects\' level from their open issues', () => {
+  it('counts issues per level and pin group, open ones only by closedAt; B\'s issue never in A\'s answer', async () => {
+    const ia = await api.login('monitoring', ['READ', 'STATIC', 'ISSUES']);
+    const ib = await api.login('monitoring', ['READ', 'STATIC', 'ISSUES']);
+    const east = (await addPinGroup(ia, 'east')).hashId;
+    const west = (await addPinGroup(ia, 'west')).hashId;
+    const add = async (c: ApiClient, pinGroupHashId: string, title: string, level: number) => {
+      const r = await c.request<{ hashId: string }>('POST', '/issue/', { pinGroupHashId, title, level, comment: '' });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body.hashId;
+    };
+    await add(ia, east, 'leak', 2);
+    await add(ia, east, 'paint', 1);
+    const closed = await add(ia, west, 'fence', 1);
+    expect((await ia.request('POST', `/issue/${closed}`, { closed: true })).status).toBe(204);
+    await add(ib, (await addPinGroup(ib, 'elsewhere')).hashId, 'not yours', 2);
+
+    expect(await rowsOf(ia, { source: 'issue', columns: [{ field: 'issue.level' }, { type: 'count' }], sort: [{ columnIndex: 0, descending: false }] }))
+      .toEqual([[1, 2], [2, 1]]);
+    expect(await rowsOf(ia, {
+      source: 'issue', columns: [{ field: 'pinGroup.fields.id' }, { type: 'count' }, { type: 'max', field: 'issue.level' }],
+      filter: { type: 'and', restrictions: [{ left: 'issue.closedAt', comparison: 'isNull' }] }, sort: [{ columnIndex: 0, descending: false }],
+    })).toEqual([['east', 2, 2]]);
+    // the pin group's level is the highest of its open issues: east 2, west 0 (its one issue is closed)
+    expect(await rowsOf(ia, { source: 'pinGroup', columns: [{ field: 'pinGroup.fields.id' }, { field: 'pinGroup.level' }], sort: [{ columnIndex: 0, descending: false }] }))
+      .toEqual([['east', 2], ['west', 0]]);
+    expect(await rowsOf(ib, { source: 'issue', columns: [{ field: 'issue.title' }] })).toEqual([['not yours']]);
+  });
+});
+
 describe('analytics results: what the SDK allows but this service does not answer, and limits', () => {
   const cases: [string, Query, string][] = [
-    ['an SDK table without a source here', { source: 'issue', columns: [{ type: 'count' }] }, 'source issue'],
+    ['an SDK table without a source here', { source: 'performanceMonth', columns: [{ type: 'count' }] }, 'source performanceMonth'],
     ['a name that is no analytics table', { source: 'pinGroups', columns: [{ type: 'count' }] }, 'source'],
     ['a field of an SDK table not kept', { source: m, columns: [{ field: 'quantity.defaultLowThresholdValue' }] }, 'columns[0].field'],
     ['a table out of reach of the source', { source: 'edge', columns: [{ field: 'measurement.value' }] }, 'columns[0].field'],

@@ -65,6 +65,20 @@ const ops: Op[] = [
   { method: 'DELETE', url: '/analytics/panel/abc', monitoring: 'REPORTS' },
   { method: 'POST', url: '/settings/user-environment-settings', body: { notificationLevel: 1 }, monitoring: 'READ' },
   { method: 'POST', url: '/device/claim-tokens', body: { deviceHashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'POST', url: '/measurement-threshold/thresholds', body: { pinHashId: 'abc', quantityHashId: 'abc', thresholds: null }, monitoring: 'THRESHOLDS' },
+  { method: 'GET', url: '/measurement-threshold/', monitoring: 'THRESHOLDS' },
+  { method: 'GET', url: '/connectivity-threshold/find', monitoring: 'READ' },
+  { method: 'POST', url: '/connectivity-threshold/?priorityLevel=1', body: { connectivityThreshold: null }, monitoring: 'THRESHOLDS' },
+  { method: 'GET', url: '/issue/', monitoring: 'READ' },
+  { method: 'GET', url: '/issue/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/issue/', body: { pinGroupHashId: 'abc', title: 't', level: 0, comment: '' }, monitoring: 'ISSUES' },
+  { method: 'POST', url: '/issue/abc', body: { closed: true }, monitoring: 'ISSUES' },
+  { method: 'DELETE', url: '/issue/abc', monitoring: 'ISSUES' },
+  { method: 'POST', url: '/issue/abc/comment', body: { comment: 'x' }, monitoring: 'ISSUES' },
+  { method: 'POST', url: '/issue/abc/notifications', body: { subscribed: true }, monitoring: 'READ' },
+  { method: 'POST', url: '/issue-comment/abc', body: { comment: 'x' }, monitoring: 'ISSUES' },
+  { method: 'DELETE', url: '/issue-comment/abc', monitoring: 'ISSUES' },
+  { method: 'POST', url: '/graph/grid/abc/notification', body: { level: 1 }, monitoring: 'READ' },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;

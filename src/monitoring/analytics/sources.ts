@@ -4,8 +4,8 @@
 //
 // A source is a base table scoped to the caller's environment ($1) plus the tables reachable from it by a
 // many-to-one join; a query names fields as `<table>.<field>` (`pinGroup.hashId`), form fields as
-// `<table>.<fields|deviceFields>.<key>` (`pin.fields.id`). Adding a source (e.g. `issue`) is one entry in
-// SOURCES, with its table in TABLES.
+// `<table>.<fields|deviceFields>.<key>` (`pin.fields.id`). Adding a source is one entry in SOURCES, with its
+// table in TABLES.
 
 /** What a field holds; decides which comparisons and aggregations apply and how values are parsed. */
 export type FieldType = 'string' | 'number' | 'integer' | 'boolean' | 'timestamp' | 'json';
@@ -32,8 +32,13 @@ const f = (sql: string, type: FieldType): FieldDef => ({ sql, type });
 const hashId = (a: string) => f(`${a}.hash_id`, 'string');
 const at = (sql: string) => f(sql, 'timestamp');
 const never = f('NULL::timestamptz', 'timestamp');
-// no issue is kept yet (issues arrive with their own feature): every object's level is 0 (no open issue)
-const noIssueLevel = f('0', 'integer');
+// an object's level is the highest of its open issues, 0 without one (as pin, pin group and edge get answer it)
+const OPEN_ISSUE = 'oi.closed_at IS NULL AND oi.deleted_at IS NULL';
+const pinGroupLevel = f(`(SELECT coalesce(max(oi.level), 0) FROM issue oi WHERE oi.pin_group_id = pg.id AND ${OPEN_ISSUE})`, 'integer');
+const pinLevel = f(`(SELECT coalesce(max(oi.level), 0) FROM issue oi WHERE oi.pin_group_id = p.pin_group_id AND ${OPEN_ISSUE}
+  AND (cardinality(oi.pin_ids) = 0 OR p.id = ANY(oi.pin_ids)))`, 'integer');
+const edgeLevel = f(`(SELECT coalesce(max(oi.level), 0) FROM pin ep JOIN issue oi ON oi.pin_group_id = ep.pin_group_id AND ${OPEN_ISSUE}
+  AND (cardinality(oi.pin_ids) = 0 OR ep.id = ANY(oi.pin_ids)) WHERE ep.edge_id = e.id)`, 'integer');
 
 /**
  * A measurement's value, significand x 10^orderOfMagnitude, in double precision: a negative magnitude
@@ -70,7 +75,7 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
   pin: {
     alias: 'p',
     fields: {
-      hashId: hashId('p'), level: noIssueLevel, deviceFields: f('p.device_fields', 'json'), fields: f('p.fields', 'json'), name: f('p.name', 'string'),
+      hashId: hashId('p'), level: pinLevel, deviceFields: f('p.device_fields', 'json'), fields: f('p.fields', 'json'), name: f('p.name', 'string'),
       createdAt: at('p.created_at'), updatedAt: at('p.updated_at'), deletedAt: never,
     },
     formFields: { fields: 'p.fields', deviceFields: 'p.device_fields' },
@@ -81,7 +86,7 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
       hashId: hashId('pg'),
       latitude: f(`CASE WHEN jsonb_typeof(pg.geometry->'coordinates'->1) = 'number' THEN (pg.geometry->'coordinates'->>1)::float8 END`, 'number'),
       longitude: f(`CASE WHEN jsonb_typeof(pg.geometry->'coordinates'->0) = 'number' THEN (pg.geometry->'coordinates'->>0)::float8 END`, 'number'),
-      level: noIssueLevel, mapLayer: f('pg.map_layer', 'string'), deviceFields: f('pg.device_fields', 'json'), fields: f('pg.fields', 'json'),
+      level: pinGroupLevel, mapLayer: f('pg.map_layer', 'string'), deviceFields: f('pg.device_fields', 'json'), fields: f('pg.fields', 'json'),
       name: f('pg.name', 'string'), createdAt: at('pg.created_at'), updatedAt: at('pg.updated_at'), deletedAt: never,
     },
     formFields: { fields: 'pg.fields', deviceFields: 'pg.device_fields' },
@@ -89,7 +94,7 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
   edge: {
     alias: 'e',
     fields: {
-      hashId: hashId('e'), level: noIssueLevel, mapLayer: f('e.map_layer', 'string'), fields: f('e.fields', 'json'), name: f('e.name', 'string'),
+      hashId: hashId('e'), level: edgeLevel, mapLayer: f('e.map_layer', 'string'), fields: f('e.fields', 'json'), name: f('e.name', 'string'),
       createdAt: at('e.created_at'), updatedAt: at('e.updated_at'), deletedAt: never,
     },
     formFields: { fields: 'e.fields' },
@@ -116,6 +121,15 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
   deviceType: {
     alias: 'dt',
     fields: { hashId: hashId('dt'), name: f('dt.name_text', 'string'), createdAt: at('dt.created_at'), updatedAt: at('dt.updated_at'), deletedAt: at('dt.deleted_at') },
+  },
+  issue: {
+    alias: 'i',
+    fields: {
+      hashId: hashId('i'), title: f('i.title', 'string'), level: f('i.level', 'integer'),
+      automation: f(`i.automation->>'type'`, 'string'),
+      assignedUserId: f('(SELECT a.hash_id FROM machine_account a WHERE a.id = i.assigned_account_id)', 'string'),
+      closedAt: at('i.closed_at'), createdAt: at('i.created_at'), updatedAt: at('i.updated_at'), deletedAt: at('i.deleted_at'),
+    },
   },
   deviceLink: {
     alias: 'dl',
@@ -199,6 +213,18 @@ export const SOURCES: Partial<Record<typeof SDK_TABLES[number], SourceDef>> = {
       deviceType: DEVICE_TYPE,
       deviceLink: { sql: 'LEFT JOIN device_link dl ON dl.device_id = d.id AND dl.environment_id = $1' },
       pinGroup: { sql: 'LEFT JOIN pin_group pg ON pg.id = dl.pin_group_id', after: ['deviceLink'] },
+    },
+  },
+  // the environment's issues (deleted ones too: filter on issue.deletedAt), each on one pin group
+  issue: {
+    from: 'issue i',
+    table: 'issue',
+    scope: 'i.environment_id = $1',
+    joins: {
+      pinGroup: { sql: 'JOIN pin_group pg ON pg.id = i.pin_group_id' },
+      deviceLink: { sql: 'LEFT JOIN device_link dl ON dl.pin_group_id = i.pin_group_id', after: ['pinGroup'] },
+      device: { sql: 'LEFT JOIN device d ON d.id = dl.device_id', after: ['deviceLink'] },
+      deviceType: DEVICE_TYPE,
     },
   },
   deviceLink: {

@@ -7,6 +7,7 @@ import type { EnvironmentRecord } from '../../accounts/store.ts';
 import { fieldConfigurationsOf, mapLayerKeys } from '../environments/settings.ts';
 import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from '../pin-groups/view.ts';
 import { PIN_SELECT, toPin } from '../pins/view.ts';
+import { thresholdsShown } from '../thresholds/store.ts';
 import { insertNode, nodeOf } from '../nodes/store.ts';
 import { EDGE_SELECT, toEdge } from './view.ts';
 
@@ -97,7 +98,7 @@ export async function getEdge(db: Queryable, environmentId: number, hashId: stri
     pinGroups: groups.rows.map(toPinGroup),
     measurementCycles: [],
     nextReportBefore: groups.rows.map((r) => (r.next_report_before instanceof Date ? r.next_report_before.toISOString() : null)),
-    thresholds: [],
+    thresholds: await thresholdsShown(db, 'p.edge_id = $1', [row.e_id]),
     photo: (row.e_photo as string | null) ?? null,
   };
 }

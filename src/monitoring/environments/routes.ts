@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { FieldConfiguration } from '../../http/schemas.ts';
+import { AUTO_CLOSE_UNITS } from '../thresholds/cache.ts';
 import { deleteEnvironment, environmentView, updateEnvironment, type EnvironmentUpdate } from './settings.ts';
 
 const MapLayer = Type.Object({
@@ -27,8 +28,8 @@ const UpdateBody = Type.Object({
   theme: Type.Optional(Type.Union([Type.Object({ light: Colors, dark: Type.Optional(Colors) }, { additionalProperties: false }), Type.Null()])),
   // members only the seed names: accepted and kept
   allowAutoCloseThresholdIssues: Type.Optional(Type.Boolean()),
-  issueAutoClosingTriggerAmount: Type.Optional(Type.Integer({ minimum: 0 })),
-  issueAutoClosingTriggerUnitType: Type.Optional(Type.String({ maxLength: 64 })),
+  issueAutoClosingTriggerAmount: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  issueAutoClosingTriggerUnitType: Type.Optional(Type.Union(Object.keys(AUTO_CLOSE_UNITS).map((u) => Type.Literal(u)), { description: 'measurements (in-range measurements in a row) or a time in range: seconds, minutes, hours, days' })),
   measurementsRetentionPolicyRange: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
   logo: Type.Optional(Type.Union([Type.String({ maxLength: 2 * 1024 * 1024, pattern: '^data:' }), Type.Null()])),
   allowAutoCloseConnectivityIssues: Type.Optional(Type.Boolean()),

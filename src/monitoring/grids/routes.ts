@@ -27,7 +27,7 @@ export async function gridRoutes(app: FastifyInstance, ctx: AppContext): Promise
       return addGrid(ctx.db, request.account.environment, kind, { fields: body.fields, photo: body.photo, members: body[key] }, key);
     });
     app.get(`${path}/:hashId`, { config: { rights: readRights }, schema: { tags, summary: `${noun} get`, params: HashIdParams } }, async (request) =>
-      (kind === 'pin' ? getPinGrid : getPinGroupGrid)(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+      (kind === 'pin' ? getPinGrid : getPinGroupGrid)(ctx.db, request.account.environment.id, hashIdOf(request.params), request.account.id));
     app.post(`${path}/:hashId`, { config: { rights: staticRights }, schema: { tags, summary: `${noun} update`, params: HashIdParams, body: updateBody(key, updateMax) } }, async (request) => {
       const body = request.body as { fields?: Fields; photo?: string | null } & Record<string, string[] | undefined>;
       return updateGrid(ctx.db, request.account.environment, kind, hashIdOf(request.params), { fields: body.fields, photo: body.photo, members: body[key] }, key);

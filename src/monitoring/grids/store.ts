@@ -135,10 +135,16 @@ export async function getPinGrid(db: Queryable, environmentId: number, hashId: s
   return { grid: g.grid, pins: await pinsOf(db, g.id), photo: g.photo };
 }
 
-export async function getPinGroupGrid(db: Queryable, environmentId: number, hashId: string) {
+/** `notificationLevel` is the account's subscription to new issues on the grid's pin groups (graph set-notification), else its default. */
+export async function getPinGroupGrid(db: Queryable, environmentId: number, hashId: string, accountId?: number) {
   const g = await loadGrid(db, environmentId, 'pinGroup', hashId);
-  // a machine account subscribes to no issues: its notification level is the default
-  return { grid: g.grid, ...(await pinGroupsOf(db, g.id)), notificationLevel: 0, photo: g.photo };
+  const { rows: [n] } = await db.query<{ has_grid: boolean; grid_level: number | null; account_level: number | null }>(
+    `SELECT EXISTS (SELECT 1 FROM grid_notification WHERE grid_id = $1 AND account_id = $2) AS has_grid,
+            (SELECT level FROM grid_notification WHERE grid_id = $1 AND account_id = $2) AS grid_level,
+            COALESCE((SELECT notification_level FROM user_environment_settings WHERE account_id = $2 AND environment_id = $3), 0) AS account_level`,
+    [g.id, accountId ?? 0, environmentId]);
+  const notificationLevel = n.has_grid ? n.grid_level : n.account_level;
+  return { grid: g.grid, ...(await pinGroupsOf(db, g.id)), notificationLevel, photo: g.photo };
 }
 
 export async function updateGrid(db: Db, env: EnvironmentRecord, kind: GridKind, hashId: string, update: { fields?: FieldsUpdate; photo?: string | null; members?: string[] }, field: string) {

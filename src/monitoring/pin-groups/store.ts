@@ -9,6 +9,7 @@ import { EDGE_SELECT, toEdge } from '../edges/view.ts';
 import { gridsOf, joinPinGroupGrids } from '../grids/store.ts';
 import { linksOfPinGroups } from '../links/store.ts';
 import { PIN_SELECT, toPin } from '../pins/view.ts';
+import { thresholdsShown } from '../thresholds/store.ts';
 import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from './view.ts';
 
 type Point = { type: 'Point'; coordinates: [number, number] } | null;
@@ -121,7 +122,7 @@ export async function getPinGroup(db: Queryable, environmentId: number, hashId: 
     deviceType: link?.deviceType ?? null,
     channelMapping: link?.channelMapping ?? null,
     measurementCycle: null,
-    thresholds: [],
+    thresholds: await thresholdsShown(db, 'p.pin_group_id = $1', [id]),
     nextReportBefore: link?.device.nextReportBefore ?? null,
     photo: (row.pg_photo as string | null) ?? null,
     grids: grids.get(id)!,

@@ -7,6 +7,7 @@ import type { EnvironmentRecord } from '../../accounts/store.ts';
 import { fieldConfigurationsOf } from '../environments/settings.ts';
 import { EDGE_SELECT, toEdge } from '../edges/view.ts';
 import { gridsOf, setPinGrids } from '../grids/store.ts';
+import { thresholdsShown } from '../thresholds/store.ts';
 import { PIN_SELECT, toPin } from './view.ts';
 
 export interface PinAdd { fields: Fields; typeKey?: string | null; edgeHashId?: string | null; pinGridsHashIds?: string[] | null }
@@ -72,7 +73,7 @@ export async function deletePin(db: Queryable, environmentId: number, hashId: st
 export async function getPin(db: Queryable, environmentId: number, hashId: string) {
   const row = await loadRow(db, environmentId, hashId);
   const edges = await db.query(`SELECT ${EDGE_SELECT} FROM edge e JOIN pin p ON p.edge_id = e.id WHERE p.id = $1`, [row.p_id]);
-  return { pin: toPin(row), edges: edges.rows.map(toEdge), thresholds: [] };
+  return { pin: toPin(row), edges: edges.rows.map(toEdge), thresholds: await thresholdsShown(db, 'p.id = $1', [row.p_id]) };
 }
 
 export async function findPins(db: Queryable, environmentId: number, query: FindQuery) {

@@ -2,6 +2,7 @@ import { softDelete, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
+import { thresholdCache } from '../thresholds/cache.ts';
 import { nameText, type Name } from '../../http/schemas.ts';
 
 interface ValuePair { orderOfMagnitude: number; significand: number }
@@ -27,10 +28,11 @@ export interface QuantityQuery extends FindQuery {
   excludeHashIds?: string[];
 }
 
-const SELECT = `q.hash_id, q.name, q.color, q.unit, q.default_order_of_magnitude, q.default_critically_low_threshold,
+/** The Quantity model's columns of `quantity q`. */
+export const QUANTITY_SELECT = `q.hash_id, q.name, q.color, q.unit, q.default_order_of_magnitude, q.default_critically_low_threshold,
   q.default_low_threshold, q.default_high_threshold, q.default_critically_high_threshold, q.disable_si_prefixes`;
 
-function toQuantity(r: Record<string, unknown>): Quantity {
+export function toQuantity(r: Record<string, unknown>): Quantity {
   return {
     hashId: r.hash_id as string,
     name: r.name as Name,
@@ -60,7 +62,7 @@ export async function addQuantity(db: Queryable, environmentId: number, q: Quant
 }
 
 export async function getQuantity(db: Queryable, environmentId: number, hashId: string): Promise<Quantity> {
-  const { rows } = await db.query(`SELECT ${SELECT} FROM quantity q WHERE q.environment_id = $1 AND q.hash_id = $2 AND q.deleted_at IS NULL`, [environmentId, hashId]);
+  const { rows } = await db.query(`SELECT ${QUANTITY_SELECT} FROM quantity q WHERE q.environment_id = $1 AND q.hash_id = $2 AND q.deleted_at IS NULL`, [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('quantity', hashId);
   return toQuantity(rows[0]);
 }
@@ -74,7 +76,7 @@ export async function findQuantities(db: Queryable, environmentId: number, query
     where.push(`NOT (q.hash_id = ANY($${params.length}::text[]))`);
   }
   const page = await findPage(db, {
-    from: 'quantity q', select: SELECT, idColumn: 'q.id', where, params,
+    from: 'quantity q', select: QUANTITY_SELECT, idColumn: 'q.id', where, params,
     sortable: { hashId: 'q.hash_id', name: 'q.name_text' }, search: ['q.name_text', 'q.hash_id', "coalesce(q.unit, '')"], updatedColumn: 'q.updated_at',
   }, query);
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ quantity: toQuantity(r) })) };
@@ -90,6 +92,7 @@ const COLUMNS: Record<keyof QuantityInput, string> = {
 
 const JSON_COLUMNS = new Set<keyof QuantityInput>(['name', 'defaultCriticallyLowThreshold', 'defaultLowThreshold', 'defaultHighThreshold', 'defaultCriticallyHighThreshold']);
 
+/** quantity update; the report path reads a changed quantity's default thresholds again. */
 export async function updateQuantity(db: Queryable, environmentId: number, hashId: string, patch: Partial<QuantityInput>): Promise<void> {
   const sets: string[] = [];
   const params: unknown[] = [environmentId, hashId];
@@ -107,6 +110,7 @@ export async function updateQuantity(db: Queryable, environmentId: number, hashI
   const { rowCount } = await db.query(
     `UPDATE quantity SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`, params);
   if (!rowCount) throw new NotFoundError('quantity', hashId);
+  thresholdCache.forgetQuantity(hashId);
 }
 
 export async function deleteQuantity(db: Queryable, environmentId: number, hashId: string): Promise<void> {
