@@ -84,7 +84,7 @@ async function overCoap(data: { t: number; v: number; c: number }): Promise<void
 async function rowsAt(t: number, extra = ''): Promise<Row[]> {
   const since = new Date(t).toISOString();
   const before = new Date(t + 1).toISOString();
-  const r = await customer.request<{ rows: Row[]; nextPageOffset: string | null }>('GET', `/measurement/?pinGroupHashIds[0]=${ids.pinGroup}&since=${since}&before=${before}&rowsPerPage=50${extra}`);
+  const r = await customer.request<{ rows: Row[]; nextPageOffset: string | null }>('GET', `/measurement/?pinGroupHashIds[0]=${ids.pinGroup}&since=${since}&before=${before}&rowsPerPage=50&includePinsWithoutReports=false${extra}`);
   return ok(r).rows;
 }
 

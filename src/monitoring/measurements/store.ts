@@ -8,6 +8,7 @@ export interface MeasurementFindQuery {
   rowsPerPage?: number;
   offset?: string;
   search?: string;
+  includePinsWithoutReports?: boolean;
   pinGroupHashIds?: string[];
   pinHashIds?: string[];
   quantityHashIds?: string[];
@@ -55,10 +56,22 @@ async function idsOf(db: Queryable, sql: string, params: unknown[]): Promise<num
 
 interface Observation { hashId: string; generatedAt: string; channelIndex: number; channelMeasurementIndex: number; orderOfMagnitude: number; significand: number; quantityHashId: string }
 
+/** A statement's parameters: `add` gives the placeholder of a value. */
+class Params {
+  readonly values: unknown[];
+  constructor(first: unknown[]) { this.values = [...first]; }
+  add = (value: unknown) => { this.values.push(value); return `$${this.values.length}`; };
+}
+
 /**
  * measurement find: one row per report and pin of this environment that received measurements,
  * filtered by pin group, pin, quantity, report type and report time (`since` included, `before`
  * not), keyset-paged on (sort value, report, pin).
+ *
+ * With includePinsWithoutReports (the default), each pin the filters name (by pin group, pin and
+ * search) that has no row in the range gets one row with `report: null`. Sorted by a name, these
+ * rows sit among the others by that name (after a pin's report rows of the same value); sorted by
+ * generatedAt they have no time and come after every report row, by pin.
  *
  * Sorted by generatedAt (the chart's case), the reports are walked in index order
  * (condition_report_pin_group_time) and only a page's worth is expanded into pins; sorted by a
@@ -71,46 +84,57 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   const dir = (q.descending ?? true) ? 'DESC' : 'ASC';
   const cmp = dir === 'DESC' ? '<' : '>';
   const rowsPerPage = q.rowsPerPage ?? 10;
-  const params: unknown[] = [environmentId];
-  const add = (value: unknown) => { params.push(value); return `$${params.length}`; };
-  // the reports that may hold rows: of the environment's pin groups, by time and report type
-  const reportWhere: string[] = [];
-  // the measurements of a report that make rows: on a pin, by pin and quantity
-  const measurementWhere = ['m.report_id = r.id', 'm.pin_id IS NOT NULL'];
-  const where: string[] = [];
-  const groups = await pinGroupsOf(db, environmentId, q);
-  if (groups.length === 1) reportWhere.push(`r.pin_group_id = ${add(groups[0])}`);
-  else reportWhere.push(`r.pin_group_id = ANY(${add(groups)})`);
-  // named pins and quantities as ids: the per-report lookups stay plain index conditions
-  if (q.pinHashIds) measurementWhere.push(`m.pin_id = ANY(${add(await idsOf(db, 'SELECT id FROM pin WHERE environment_id = $1 AND hash_id = ANY($2)', [environmentId, q.pinHashIds]))}::bigint[])`);
-  if (q.quantityHashIds) measurementWhere.push(`m.quantity_id = ANY(${add(await idsOf(db, 'SELECT id FROM quantity WHERE hash_id = ANY($1)', [q.quantityHashIds]))}::bigint[])`);
-  if (q.reportTypeHashIds) reportWhere.push(`r.report_type_id IN (SELECT id FROM report_type WHERE hash_id = ANY(${add(q.reportTypeHashIds)}))`);
-  if (q.since) reportWhere.push(`r.generated_at >= ${add(q.since)}::timestamptz`);
-  if (q.before) reportWhere.push(`r.generated_at < ${add(q.before)}::timestamptz`);
-  if (q.search) {
-    const like = add(`%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
-    where.push(`(p.name ILIKE ${like} OR pg.name ILIKE ${like} OR p.hash_id ILIKE ${like})`);
-  }
+  const includeEmpty = q.includePinsWithoutReports ?? true;
   const byTime = sortBy === 'generatedAt';
-  if (q.offset) {
-    const [value, reportId, pinId] = decodeOffset(q.offset);
-    const v = add(value);
-    const r = add(reportId);
-    const pin = add(pinId);
-    where.push(`(${sortExpr}, r.id, p.id) ${cmp} (${v}, ${r}, ${pin})`);
-    // the page's reports start at the last row's report (which may have pins left)
-    if (byTime) reportWhere.push(`(r.generated_at, r.id) ${cmp}= (${v}::timestamptz, ${r}::bigint)`);
-  }
-  // sorted by time, a page of rows needs at most rowsPerPage + 2 reports (each report has a row; the first may have none left)
-  const reports = byTime
-    ? `(SELECT * FROM condition_report r WHERE ${reportWhere.join(' AND ')} AND EXISTS (SELECT 1 FROM measurement m WHERE ${measurementWhere.join(' AND ')})
-         ORDER BY r.generated_at ${dir}, r.id ${dir} LIMIT ${add(rowsPerPage + 2)})`
-    : `(SELECT * FROM condition_report r WHERE ${reportWhere.join(' AND ')})`;
-  const limit = add(rowsPerPage + 1);
-  const { rows } = await db.query(prepared(
-    `SELECT r.id AS report_id, r.hash_id AS report_hash_id, r.created_at, r.generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
+  const offset = q.offset ? decodeOffset(q.offset) : null;
+  // sorted by time, the rows without a report follow all others: an offset among them names report 0
+  const pastReports = byTime && offset !== null && offset[1] === 0;
+  const groups = await pinGroupsOf(db, environmentId, q);
+  // named pins and quantities as ids: the per-report lookups stay plain index conditions
+  const pinIds = q.pinHashIds ? await idsOf(db, 'SELECT id FROM pin WHERE environment_id = $1 AND hash_id = ANY($2)', [environmentId, q.pinHashIds]) : null;
+  const quantityIds = q.quantityHashIds ? await idsOf(db, 'SELECT id FROM quantity WHERE hash_id = ANY($1)', [q.quantityHashIds]) : null;
+
+  /** The filters as conditions on the reports (r), their measurements (m) and the pins (p, pg) of one statement. */
+  const conditions = (add: Params['add']) => {
+    const report = [groups.length === 1 ? `r.pin_group_id = ${add(groups[0])}` : `r.pin_group_id = ANY(${add(groups)}::bigint[])`];
+    const pin = [report[0].replace('r.pin_group_id', 'p.pin_group_id')];
+    const measurement = ['m.pin_id IS NOT NULL'];
+    if (pinIds) {
+      const ids = add(pinIds);
+      measurement.push(`m.pin_id = ANY(${ids}::bigint[])`);
+      pin.push(`p.id = ANY(${ids}::bigint[])`);
+    }
+    if (quantityIds) measurement.push(`m.quantity_id = ANY(${add(quantityIds)}::bigint[])`);
+    if (q.reportTypeHashIds) report.push(`r.report_type_id IN (SELECT id FROM report_type WHERE hash_id = ANY(${add(q.reportTypeHashIds)}))`);
+    if (q.since) report.push(`r.generated_at >= ${add(q.since)}::timestamptz`);
+    if (q.before) report.push(`r.generated_at < ${add(q.before)}::timestamptz`);
+    const search: string[] = [];
+    if (q.search) {
+      const like = add(`%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+      search.push(`(p.name ILIKE ${like} OR pg.name ILIKE ${like} OR p.hash_id ILIKE ${like})`);
+    }
+    return { report, measurement, pin, search };
+  };
+
+  /** The rows of reports, ranked; `limit` of them. */
+  const reportRows = (p: Params, limit: number) => {
+    const c = conditions(p.add);
+    const rowWhere = ['pg.environment_id = $1', ...c.search];
+    if (offset) {
+      const [value, reportId, pinId] = offset;
+      const [v, r, pin] = [p.add(value), p.add(reportId), p.add(pinId)];
+      rowWhere.push(`(${sortExpr}, r.id, p.id) ${cmp} (${v}, ${r}, ${pin})`);
+      // the page's reports start at the last row's report (which may have pins left)
+      if (byTime) c.report.push(`(r.generated_at, r.id) ${cmp}= (${v}::timestamptz, ${r}::bigint)`);
+    }
+    // sorted by time, a page of rows needs at most rowsPerPage + 2 reports (each report has a row; the first may have none left)
+    const reports = byTime
+      ? `(SELECT * FROM condition_report r WHERE ${c.report.join(' AND ')} AND EXISTS (SELECT 1 FROM measurement m WHERE m.report_id = r.id AND ${c.measurement.join(' AND ')})
+           ORDER BY r.generated_at ${dir}, r.id ${dir} LIMIT ${p.add(rowsPerPage + 2)})`
+      : `(SELECT * FROM condition_report r WHERE ${c.report.join(' AND ')})`;
+    return `SELECT r.id AS report_id, r.hash_id AS report_hash_id, r.created_at, r.generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
             r.fields AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, p.id AS pin_id, p.hash_id AS p_hash_id, p.name AS p_name,
-            p.fields AS p_fields, e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields, mm.observations, (${sortExpr})::text AS sort_value
+            p.fields AS p_fields, e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields, mm.observations, ${sortExpr} AS sort_key, (${sortExpr})::text AS sort_value
        FROM ${reports} r
        JOIN pin_group pg ON pg.id = r.pin_group_id
        LEFT JOIN report_type rt ON rt.id = r.report_type_id
@@ -119,23 +143,59 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
                   'channelMeasurementIndex', m.channel_measurement_index, 'orderOfMagnitude', m.order_of_magnitude, 'significand', m.significand,
                   'quantityHashId', q.hash_id) ORDER BY m.channel_index, m.channel_measurement_index) AS observations
            FROM measurement m JOIN quantity q ON q.id = m.quantity_id
-          WHERE ${measurementWhere.join(' AND ')}
+          WHERE m.report_id = r.id AND ${c.measurement.join(' AND ')}
           GROUP BY m.pin_id) mm
        JOIN pin p ON p.id = mm.pin_id
        LEFT JOIN edge e ON e.id = p.edge_id
-      WHERE ${['pg.environment_id = $1', ...where].join(' AND ')}
+      WHERE ${rowWhere.join(' AND ')}
       ORDER BY ${sortExpr} ${dir}, r.id ${dir}, p.id ${dir}
-      LIMIT ${limit}`), params);
+      LIMIT ${p.add(limit)}`;
+  };
+
+  /** The rows of the pins without a report in the range; `limit` of them. */
+  const emptyRows = (p: Params, limit: number) => {
+    const c = conditions(p.add);
+    // a pin without a report: none of its measurements makes a row
+    const where = ['p.environment_id = $1', ...c.pin, ...c.search, `NOT EXISTS (SELECT 1 FROM measurement m JOIN condition_report r ON r.id = m.report_id
+        WHERE m.pin_id = p.id AND ${[...c.measurement, ...c.report].join(' AND ')})`];
+    if (offset && byTime && pastReports) where.push(`p.id ${cmp} ${p.add(offset[2])}`);
+    if (offset && !byTime) where.push(`(${sortExpr}, 0::bigint, p.id) ${cmp} (${p.add(offset[0])}, ${p.add(offset[1])}::bigint, ${p.add(offset[2])}::bigint)`);
+    return `SELECT 0::bigint AS report_id, NULL::text AS report_hash_id, NULL::timestamptz AS created_at, NULL::timestamptz AS generated_at,
+            NULL::text AS report_type_hash_id, NULL::jsonb AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, p.id AS pin_id, p.hash_id AS p_hash_id,
+            p.name AS p_name, p.fields AS p_fields, e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields, NULL::json AS observations,
+            ${byTime ? 'NULL::timestamptz' : sortExpr} AS sort_key, ${byTime ? "''" : `(${sortExpr})::text`} AS sort_value
+       FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id LEFT JOIN edge e ON e.id = p.edge_id
+      WHERE ${where.join(' AND ')}
+      ORDER BY ${byTime ? '' : `${sortExpr} ${dir}, `}p.id ${dir}
+      LIMIT ${p.add(limit)}`;
+  };
+
+  const run = async (build: (p: Params) => string) => {
+    const p = new Params([environmentId]);
+    const text = build(p);
+    return (await db.query(prepared(text), p.values)).rows;
+  };
+  let rows: Record<string, unknown>[];
+  if (byTime) {
+    rows = pastReports ? [] : await run((p) => reportRows(p, rowsPerPage + 1));
+    // the report rows end on this page: the pins without any follow
+    if (includeEmpty && rows.length <= rowsPerPage) rows.push(...await run((p) => emptyRows(p, rowsPerPage + 1 - rows.length)));
+  } else if (includeEmpty) {
+    rows = await run((p) => `(${reportRows(p, rowsPerPage + 1)}) UNION ALL (${emptyRows(p, rowsPerPage + 1)})
+      ORDER BY sort_key ${dir}, report_id ${dir}, pin_id ${dir} LIMIT ${p.add(rowsPerPage + 1)}`);
+  } else {
+    rows = await run((p) => reportRows(p, rowsPerPage + 1));
+  }
   let nextPageOffset: string | null = null;
   if (rows.length > rowsPerPage) {
     rows.length = rowsPerPage;
     const last = rows[rows.length - 1];
-    nextPageOffset = Buffer.from(JSON.stringify([last.sort_value, last.report_id, last.pin_id])).toString('base64url');
+    nextPageOffset = Buffer.from(JSON.stringify([last.sort_value, Number(last.report_id), Number(last.pin_id)])).toString('base64url');
   }
   return {
     nextPageOffset,
     rows: rows.map((r) => ({
-      report: {
+      report: r.report_hash_id === null ? null : {
         hashId: r.report_hash_id as string,
         createdAt: (r.created_at as Date).toISOString(),
         updatedAt: (r.created_at as Date).toISOString(),
