@@ -28,7 +28,12 @@ const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 
 /** Edges (lines): add / find / get / update / delete under /graph/edge. */
 export async function edgeRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  app.post('/graph/edge', { config: { rights: staticRights }, schema: { tags, summary: 'edge add', body: AddBody } }, async (request) =>
+  app.post('/graph/edge', { config: { rights: staticRights }, schema: {
+      tags, summary: 'edge add', body: AddBody,
+      description: 'nodeHashIds: the nodes at the first and last point of a LineString; one given node is both ends; a null makes a node at that point, in the network '
+        + "(grid of typeKey node) of the other end's node, else in a new network. An edge between nodes of two networks merges them: the second end's nodes move into "
+        + "the first end's network and the emptied grid is deleted. Deleting an edge or node splits no network.",
+    } }, async (request) =>
     addEdge(ctx.db, request.account.environment, request.body as EdgeAdd));
   app.get('/graph/edge', { config: { rights: readRights }, schema: { tags, summary: 'edge find', querystring: FindEdgeQuery } }, async (request) =>
     findEdges(ctx.db, request.account.environment.id, request.query as FindQueryType));

@@ -28,8 +28,31 @@ async function loadRow(db: Queryable, environmentId: number, hashId: string) {
 }
 
 /**
- * edge add. A LineString's `nodeHashIds` name the nodes at its first and (when two are given) last
- * point; a null makes a node there, in the network of the other end's node when that one exists.
+ * Joins the networks (grids of typeKey node) of an edge's two end nodes: every node of the second
+ * end's network moves into the first end's, and the emptied grid goes. Runs under networksLock.
+ */
+async function joinNetworks(client: Queryable, ends: [number, number]): Promise<void> {
+  const { rows } = await client.query<{ id: number; grid_id: number }>('SELECT id, grid_id FROM node WHERE id = ANY($1::bigint[])', [ends]);
+  const gridOf = new Map(rows.map((r) => [r.id, r.grid_id]));
+  const [keep, gone] = ends.map((id) => gridOf.get(id));
+  if (keep === undefined || gone === undefined || keep === gone) return;
+  await client.query('UPDATE node SET grid_id = $1, updated_at = now() WHERE grid_id = $2', [keep, gone]);
+  await client.query("DELETE FROM grid WHERE id = $1 AND type_key = 'node'", [gone]);
+}
+
+/**
+ * The environment's node networks change one edge at a time: edges joining networks that share one
+ * would otherwise each lock grids the other moves or deletes (a deadlock, or a node put into a grid
+ * just deleted). Held until the transaction ends.
+ */
+async function networksLock(client: Queryable, environmentId: number): Promise<void> {
+  await client.query("SELECT pg_advisory_xact_lock(hashtextextended('gridgate:node-networks:' || $1::text, 0))", [environmentId]);
+}
+
+/**
+ * edge add. A LineString's `nodeHashIds` name the nodes at its first and last point (one given
+ * node is both, as the SDK says); a null makes a node there, in the network of the other end's node
+ * when that one exists. An edge between nodes of two networks joins them into the first end's network.
  */
 export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
   const configs = fieldConfigurationsOf(env).edges;
@@ -41,6 +64,7 @@ export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
   await db.tx(async (client) => {
     const ends: (number | null)[] = [null, null];
     if (input.nodeHashIds && input.geometry.type === 'LineString') {
+      await networksLock(client, env.id);
       const points = input.geometry.coordinates;
       const given = await Promise.all(input.nodeHashIds.map((h) => (h === null ? null : nodeOf(client, env.id, h))));
       const network = given.find((n) => n !== null)?.gridId ?? null;
@@ -56,6 +80,9 @@ export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
         ends[i] = created.id;
         if (made === null) made = (await client.query<{ grid_id: number }>('SELECT grid_id FROM node WHERE id = $1', [created.id])).rows[0].grid_id;
       }
+      // one node given: the edge starts and ends there
+      if (given.length === 1) ends[1] = ends[0];
+      if (ends[0] !== null && ends[1] !== null && ends[0] !== ends[1]) await joinNetworks(client, [ends[0], ends[1]]);
     }
     await client.query('INSERT INTO edge (hash_id, environment_id, name, fields, geometry, map_layer, photo, node1_id, node2_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
       [hashId, env.id, nameFromFields(configs, fields), JSON.stringify(fields), JSON.stringify(input.geometry), mapLayer, input.photo ?? null, ends[0], ends[1]]);
