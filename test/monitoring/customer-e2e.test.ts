@@ -89,8 +89,8 @@ async function rowsAt(t: number, extra = ''): Promise<Row[]> {
 }
 
 /**
- * Reports until one lands on the pins: a worker learns of a new link from its device cache, which
- * it re-reads within a bounded time. Reports sent before that are stored for the supplier only.
+ * Reports until one lands on the pins. A link reaches the workers' device cache before it is
+ * answered (link-propagation.test.ts proves the first report lands); the loop only bounds the wait.
  */
 async function reportUntilOnPins(send: (d: { t: number; v: number; c: number }) => Promise<void>, v: number, c: number) {
   const deadline = Date.now() + 20_000;
