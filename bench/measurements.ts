@@ -35,6 +35,8 @@ export async function measurementFindRow(opts: { total: number; rounds: number }
         FROM condition_report r, generate_series(0, 1) c ORDER BY r.id`);
     await db.query('VACUUM ANALYZE condition_report');
     await db.query('VACUUM ANALYZE measurement');
+    // as autovacuum would have by now: the graph tables' statistics
+    await db.query('ANALYZE pin_group, pin, quantity');
     const { rows: [{ n }] } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM measurement');
     const fillSeconds = (performance.now() - fillStart) / 1000;
 

@@ -93,6 +93,19 @@ describe('measurement find', () => {
     expect(await walk(other, '', 10)).toEqual([]);
   });
 
+  it('sorted by time, reports whose measurements are all on deleted pins neither end nor shorten the walk', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const pg = (await addPinGroup(c, 'g')).hashId;
+    const kept = await pinWithHistory(api.ctx.db, c, [1, 2, 3, 4, 5], pg, 'kept');
+    const gone = await pinWithHistory(api.ctx.db, c, [1.1, 1.2, 1.3, 1.4, 1.5, 1.6], pg, 'gone');
+    expect((await c.request('DELETE', `/graph/pin/${gone}`)).status).toBe(204);
+    for (const descending of [true, false]) {
+      const rows = await walk(c, `sortBy=generatedAt&descending=${descending}&includePinsWithoutReports=false`, 1);
+      expect(rows.map((r) => `${r.pin.hashId}:${r.report!.pinObservations[0].measurement.significand}`)).toEqual(
+        (descending ? [1, 2, 3, 4, 5] : [5, 4, 3, 2, 1]).map((v) => `${kept}:${v}`));
+    }
+  });
+
   it('answers limits with parameter_errors naming the field', async () => {
     const c = await api.login('monitoring', ['READ']);
     const many = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${name}[${i}]=x${i}`).join('&');

@@ -58,8 +58,7 @@ interface Observation { hashId: string; generatedAt: string; channelIndex: numbe
 
 /** A statement's parameters: `add` gives the placeholder of a value. */
 class Params {
-  readonly values: unknown[];
-  constructor(first: unknown[]) { this.values = [...first]; }
+  readonly values: unknown[] = [];
   add = (value: unknown) => { this.values.push(value); return `$${this.values.length}`; };
 }
 
@@ -74,7 +73,7 @@ class Params {
  * generatedAt they have no time and come after every report row, by pin.
  *
  * Sorted by generatedAt (the chart's case), the reports are walked in index order
- * (condition_report_pin_group_time) and only a page's worth is expanded into pins; sorted by a
+ * (condition_report_pin_group_time) and expanded into rows until a page is full; sorted by a
  * name, every matching row is ranked.
  */
 export async function findMeasurements(db: Queryable, environmentId: number, q: MeasurementFindQuery) {
@@ -119,35 +118,54 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   /** The rows of reports, ranked; `limit` of them. */
   const reportRows = (p: Params, limit: number) => {
     const c = conditions(p.add);
-    const rowWhere = ['pg.environment_id = $1', ...c.search];
+    const rowWhere = [...c.search];
     if (offset) {
       const [value, reportId, pinId] = offset;
       const [v, r, pin] = [p.add(value), p.add(reportId), p.add(pinId)];
-      rowWhere.push(`(${sortExpr}, r.id, p.id) ${cmp} (${v}, ${r}, ${pin})`);
-      // the page's reports start at the last row's report (which may have pins left)
+      // sorted by time, the pin is its measurements' (the pin row is joined after the walk)
+      rowWhere.push(`(${sortExpr}, r.id, ${byTime ? 'mm.pin_id' : 'p.id'}) ${cmp} (${v}, ${r}::bigint, ${pin}::bigint)`);
+      // the same bound on the report alone: an index condition of the walk in time order
       if (byTime) c.report.push(`(r.generated_at, r.id) ${cmp}= (${v}::timestamptz, ${r}::bigint)`);
     }
-    // sorted by time, a page of rows needs at most rowsPerPage + 2 reports (each report has a row; the first may have none left)
-    const reports = byTime
-      ? `(SELECT * FROM condition_report r WHERE ${c.report.join(' AND ')} AND EXISTS (SELECT 1 FROM measurement m WHERE m.report_id = r.id AND ${c.measurement.join(' AND ')})
-           ORDER BY r.generated_at ${dir}, r.id ${dir} LIMIT ${p.add(rowsPerPage + 2)})`
-      : `(SELECT * FROM condition_report r WHERE ${c.report.join(' AND ')})`;
-    return `SELECT r.id AS report_id, r.hash_id AS report_hash_id, r.created_at, r.generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
-            r.fields AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, p.id AS pin_id, p.hash_id AS p_hash_id, p.name AS p_name,
-            p.fields AS p_fields, e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields, mm.observations, ${sortExpr} AS sort_key, (${sortExpr})::text AS sort_value
-       FROM ${reports} r
-       JOIN pin_group pg ON pg.id = r.pin_group_id
-       LEFT JOIN report_type rt ON rt.id = r.report_type_id
-       CROSS JOIN LATERAL (
+    // a report's rows: one per pin of its measurements (the filtered ones), a live pin
+    const rowsOfReport = `CROSS JOIN LATERAL (
          SELECT m.pin_id, json_agg(json_build_object('hashId', m.hash_id, 'generatedAt', m.generated_at, 'channelIndex', m.channel_index,
                   'channelMeasurementIndex', m.channel_measurement_index, 'orderOfMagnitude', m.order_of_magnitude, 'significand', m.significand,
                   'quantityHashId', q.hash_id) ORDER BY m.channel_index, m.channel_measurement_index) AS observations
-           FROM measurement m JOIN quantity q ON q.id = m.quantity_id
+           FROM measurement m JOIN quantity q ON q.id = m.quantity_id JOIN pin lp ON lp.id = m.pin_id
           WHERE m.report_id = r.id AND ${c.measurement.join(' AND ')}
-          GROUP BY m.pin_id) mm
+          GROUP BY m.pin_id) mm`;
+    const columns = `r.id AS report_id, r.hash_id AS report_hash_id, r.created_at, r.generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
+            r.fields AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, p.id AS pin_id, p.hash_id AS p_hash_id, p.name AS p_name,
+            p.fields AS p_fields, e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields, mm.observations, ${sortExpr} AS sort_key, (${sortExpr})::text AS sort_value`;
+    if (byTime) {
+      // Sorted by time (the chart's case): the reports are walked in the order of
+      // condition_report_pin_group_time (one pin group: an index-only scan in order) and each is
+      // expanded into its rows as it comes, so the walk stops after a page's rows (incremental sort
+      // of a report's pins); only the page's rows are then joined to their columns.
+      // (the pin groups walked are the environment's: pinGroupsOf)
+      const walkOrder = groups.length === 1 ? `r.pin_group_id ${dir}, r.generated_at ${dir}, r.id ${dir}` : `r.generated_at ${dir}, r.id ${dir}`;
+      return `SELECT ${columns}
+         FROM (SELECT r.id AS report_id, mm.pin_id, mm.observations
+                 FROM condition_report r ${rowsOfReport}${c.search.length > 0 ? ' JOIN pin p ON p.id = mm.pin_id JOIN pin_group pg ON pg.id = r.pin_group_id' : ''}
+                WHERE ${[...c.report, ...rowWhere].join(' AND ')}
+                ORDER BY ${walkOrder}, mm.pin_id ${dir}
+                LIMIT ${p.add(limit)}) mm
+         JOIN condition_report r ON r.id = mm.report_id
+         JOIN pin p ON p.id = mm.pin_id
+         JOIN pin_group pg ON pg.id = r.pin_group_id
+         LEFT JOIN report_type rt ON rt.id = r.report_type_id
+         LEFT JOIN edge e ON e.id = p.edge_id
+        ORDER BY r.generated_at ${dir}, r.id ${dir}, p.id ${dir}`;
+    }
+    return `SELECT ${columns}
+       FROM condition_report r
+       JOIN pin_group pg ON pg.id = r.pin_group_id
+       LEFT JOIN report_type rt ON rt.id = r.report_type_id
+       ${rowsOfReport}
        JOIN pin p ON p.id = mm.pin_id
        LEFT JOIN edge e ON e.id = p.edge_id
-      WHERE ${rowWhere.join(' AND ')}
+      WHERE ${[`pg.environment_id = ${p.add(environmentId)}`, ...c.report, ...rowWhere].join(' AND ')}
       ORDER BY ${sortExpr} ${dir}, r.id ${dir}, p.id ${dir}
       LIMIT ${p.add(limit)}`;
   };
@@ -156,7 +174,7 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   const emptyRows = (p: Params, limit: number) => {
     const c = conditions(p.add);
     // a pin without a report: none of its measurements makes a row
-    const where = ['p.environment_id = $1', ...c.pin, ...c.search, `NOT EXISTS (SELECT 1 FROM measurement m JOIN condition_report r ON r.id = m.report_id
+    const where = [`p.environment_id = ${p.add(environmentId)}`, ...c.pin, ...c.search, `NOT EXISTS (SELECT 1 FROM measurement m JOIN condition_report r ON r.id = m.report_id
         WHERE m.pin_id = p.id AND ${[...c.measurement, ...c.report].join(' AND ')})`];
     if (offset && byTime && pastReports) where.push(`p.id ${cmp} ${p.add(offset[2])}`);
     if (offset && !byTime) where.push(`(${sortExpr}, 0::bigint, p.id) ${cmp} (${p.add(offset[0])}, ${p.add(offset[1])}::bigint, ${p.add(offset[2])}::bigint)`);
@@ -171,7 +189,7 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   };
 
   const run = async (build: (p: Params) => string) => {
-    const p = new Params([environmentId]);
+    const p = new Params();
     const text = build(p);
     return (await db.query(prepared(text), p.values)).rows;
   };
