@@ -29,14 +29,23 @@ function decodeOffset(offset: string): [string, number, number] {
   throw new ParameterError('offset is not a nextPageOffset this service returned');
 }
 
-/** The ids of the pin groups a find may read: the named ones (and those of the named pins), or every one of the environment. */
-async function pinGroupsOf(db: Queryable, environmentId: number, q: MeasurementFindQuery): Promise<number[]> {
-  const { rows } = await db.query<{ id: number }>(
-    `SELECT pg.id FROM pin_group pg WHERE pg.environment_id = $1
-        AND ($2::text[] IS NULL OR pg.hash_id = ANY($2))
-        AND ($3::text[] IS NULL OR pg.id IN (SELECT pin_group_id FROM pin WHERE environment_id = $1 AND hash_id = ANY($3)))`,
-    [environmentId, q.pinGroupHashIds ?? null, q.pinHashIds ?? null]);
-  return rows.map((r) => r.id);
+const FIND_SCOPE = namedStatement('measurement-find-scope', `SELECT
+    ARRAY(SELECT pg.id FROM pin_group pg WHERE pg.environment_id = $1
+             AND ($2::text[] IS NULL OR pg.hash_id = ANY($2))
+             AND ($3::text[] IS NULL OR pg.id IN (SELECT pin_group_id FROM pin WHERE environment_id = $1 AND hash_id = ANY($3)))) AS groups,
+    CASE WHEN $3::text[] IS NOT NULL THEN ARRAY(SELECT id FROM pin WHERE environment_id = $1 AND hash_id = ANY($3)) END AS pins,
+    CASE WHEN $4::text[] IS NOT NULL THEN ARRAY(SELECT id FROM quantity WHERE hash_id = ANY($4)) END AS quantities`);
+
+/**
+ * What a find may read, in one round trip: the ids of its pin groups (the named ones and those of
+ * the named pins, or every one of the environment), of the named pins of the environment and of the
+ * named quantities (null: not filtered).
+ */
+async function scopeOf(db: Queryable, environmentId: number, q: MeasurementFindQuery): Promise<{ groups: number[]; pinIds: number[] | null; quantityIds: number[] | null }> {
+  const { rows: [r] } = await db.query<{ groups: number[]; pins: number[] | null; quantities: number[] | null }>(
+    FIND_SCOPE, [environmentId, q.pinGroupHashIds ?? null, q.pinHashIds ?? null, q.quantityHashIds ?? null]);
+  const ids = (v: (number | string)[] | null) => (v === null ? null : v.map(Number));
+  return { groups: ids(r.groups) ?? [], pinIds: ids(r.pins), quantityIds: ids(r.quantities) };
 }
 
 const statements = new Map<string, NamedStatement>();
@@ -48,10 +57,6 @@ function prepared(text: string): NamedStatement {
     statements.set(text, statement);
   }
   return statement;
-}
-
-async function idsOf(db: Queryable, sql: string, params: unknown[]): Promise<number[]> {
-  return (await db.query<{ id: number }>(sql, params)).rows.map((r) => r.id);
 }
 
 interface Observation { hashId: string; generatedAt: string; channelIndex: number; channelMeasurementIndex: number; orderOfMagnitude: number; significand: number; quantityHashId: string }
@@ -88,10 +93,8 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   const offset = q.offset ? decodeOffset(q.offset) : null;
   // sorted by time, the rows without a report follow all others: an offset among them names report 0
   const pastReports = byTime && offset !== null && offset[1] === 0;
-  const groups = await pinGroupsOf(db, environmentId, q);
   // named pins and quantities as ids: the per-report lookups stay plain index conditions
-  const pinIds = q.pinHashIds ? await idsOf(db, 'SELECT id FROM pin WHERE environment_id = $1 AND hash_id = ANY($2)', [environmentId, q.pinHashIds]) : null;
-  const quantityIds = q.quantityHashIds ? await idsOf(db, 'SELECT id FROM quantity WHERE hash_id = ANY($1)', [q.quantityHashIds]) : null;
+  const { groups, pinIds, quantityIds } = await scopeOf(db, environmentId, q);
 
   /** The filters as conditions on the reports (r), their measurements (m) and the pins (p, pg) of one statement. */
   const conditions = (add: Params['add']) => {
@@ -143,7 +146,7 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
       // condition_report_pin_group_time (one pin group: an index-only scan in order) and each is
       // expanded into its rows as it comes, so the walk stops after a page's rows (incremental sort
       // of a report's pins); only the page's rows are then joined to their columns.
-      // (the pin groups walked are the environment's: pinGroupsOf)
+      // (the pin groups walked are the environment's: scopeOf)
       const walkOrder = groups.length === 1 ? `r.pin_group_id ${dir}, r.generated_at ${dir}, r.id ${dir}` : `r.generated_at ${dir}, r.id ${dir}`;
       return `SELECT ${columns}
          FROM (SELECT r.id AS report_id, mm.pin_id, mm.observations
@@ -188,16 +191,17 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
       LIMIT ${p.add(limit)}`;
   };
 
-  const run = async (build: (p: Params) => string) => {
+  const run = async (build: (p: Params) => string, plan: 'prepared' | 'each time' = 'prepared') => {
     const p = new Params();
     const text = build(p);
-    return (await db.query(prepared(text), p.values)).rows;
+    return (await db.query(plan === 'prepared' ? prepared(text) : text, p.values)).rows;
   };
   let rows: Record<string, unknown>[];
   if (byTime) {
     rows = pastReports ? [] : await run((p) => reportRows(p, rowsPerPage + 1));
     // the report rows end on this page: the pins without any follow
-    if (includeEmpty && rows.length <= rowsPerPage) rows.push(...await run((p) => emptyRows(p, rowsPerPage + 1 - rows.length)));
+    // (planned each time: it runs once per walk, and PostgreSQL's generic plan for it reads far more than a custom one)
+    if (includeEmpty && rows.length <= rowsPerPage) rows.push(...await run((p) => emptyRows(p, rowsPerPage + 1 - rows.length), 'each time'));
   } else if (includeEmpty) {
     rows = await run((p) => `(${reportRows(p, rowsPerPage + 1)}) UNION ALL (${emptyRows(p, rowsPerPage + 1)})
       ORDER BY sort_key ${dir}, report_id ${dir}, pin_id ${dir} LIMIT ${p.add(rowsPerPage + 1)}`);
