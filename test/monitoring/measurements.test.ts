@@ -86,6 +86,7 @@ describe('measurement find', () => {
     expect((await walk(c, `since=${since}&before=${before}&pinGroupHashIds[0]=${north}`, 10)).map(key).sort()).toEqual([`${a}:none`, `${quiet}:none`].sort());
     expect((await walk(c, `pinHashIds[0]=${idle}`, 10)).map(key)).toEqual([`${idle}:none`]);
     expect((await walk(c, 'search=charl', 10)).map(key)).toEqual([`${idle}:none`]);
+    expect((await walk(c, 'search=alph&sortBy=generatedAt', 2)).map(key)).toEqual([3, 2, 1].map((v) => `${a}:${v}`).reverse());
     expect(await walk(c, `since=${since}&before=${before}&includePinsWithoutReports=false`, 10)).toEqual([]);
     // another environment gets no rows of these pins
     const other = await api.login('monitoring', ['READ']);

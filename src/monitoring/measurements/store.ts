@@ -77,6 +77,26 @@ async function quantityHashIdsOf(db: Queryable, ids: Set<number>): Promise<Map<n
   return quantityHashIds;
 }
 
+/**
+ * Sorted by time, the walk answers one row per report with its pins (`pins`: pinId and
+ * observations, in page order); these become one row per report and pin, with the pins' and their
+ * edges' columns read in one query for the page.
+ */
+async function expandReports(db: Queryable, reports: Record<string, unknown>[]): Promise<Record<string, unknown>[]> {
+  const perReport = reports.map((r) => r.pins as { pinId: number; observations: Observation[] }[]);
+  const ids = [...new Set(perReport.flatMap((pins) => pins.map((x) => Number(x.pinId))))];
+  if (ids.length === 0) return [];
+  const { rows: pins } = await db.query(PAGE_PINS, [ids]);
+  const byId = new Map(pins.map((x) => [Number(x.pin_id), x]));
+  return reports.flatMap((r, i) => perReport[i].flatMap((x) => {
+    const pin = byId.get(Number(x.pinId));
+    // a pin deleted since the walk read it: its row goes
+    return pin ? [{ ...r, ...pin, observations: x.observations, pins: undefined }] : [];
+  }));
+}
+const PAGE_PINS = namedStatement('measurement-find-page-pins', `SELECT p.id AS pin_id, p.hash_id AS p_hash_id, p.name AS p_name, p.fields AS p_fields,
+    e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields FROM pin p LEFT JOIN edge e ON e.id = p.edge_id WHERE p.id = ANY($1::bigint[])`);
+
 /** A statement's parameters: `add` gives the placeholder of a value. */
 class Params {
   readonly values: unknown[] = [];
@@ -138,45 +158,57 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   const reportRows = (p: Params, limit: number) => {
     const c = conditions(p.add);
     const rowWhere = [...c.search];
+    // sorted by time, the bound on the pin applies to a report's measurements (the walk joins no pin row)
+    const measurementBound: string[] = [];
     if (offset) {
       const [value, reportId, pinId] = offset;
       const [v, r, pin] = [p.add(value), p.add(reportId), p.add(pinId)];
-      // sorted by time, the pin is its measurements' (the pin row is joined after the walk)
-      rowWhere.push(`(${sortExpr}, r.id, ${byTime ? 'mm.pin_id' : 'p.id'}) ${cmp} (${v}, ${r}::bigint, ${pin}::bigint)`);
+      rowWhere.push(`(${sortExpr}, r.id, p.id) ${cmp} (${v}, ${r}::bigint, ${pin}::bigint)`);
+      measurementBound.push(`(r.generated_at, r.id, m.pin_id) ${cmp} (${v}::timestamptz, ${r}::bigint, ${pin}::bigint)`);
       // the same bound on the report alone: an index condition of the walk in time order
       if (byTime) c.report.push(`(r.generated_at, r.id) ${cmp}= (${v}::timestamptz, ${r}::bigint)`);
     }
-    // a report's rows: one per pin of its measurements (the filtered ones), a live pin (named pins are live ones already)
-    const rowsOfReport = `CROSS JOIN LATERAL (
-         SELECT m.pin_id, json_agg(json_build_object('hashId', m.hash_id, 'generatedAt', m.generated_at, 'channelIndex', m.channel_index,
+    const observations = `json_agg(json_build_object('hashId', m.hash_id, 'generatedAt', m.generated_at, 'channelIndex', m.channel_index,
                   'channelMeasurementIndex', m.channel_measurement_index, 'orderOfMagnitude', m.order_of_magnitude, 'significand', m.significand,
-                  'quantityId', m.quantity_id) ORDER BY m.channel_index, m.channel_measurement_index) AS observations
-           FROM measurement m${pinIds ? '' : ' JOIN pin lp ON lp.id = m.pin_id'}
-          WHERE m.report_id = r.id AND ${c.measurement.join(' AND ')}
-          GROUP BY m.pin_id) mm`;
+                  'quantityId', m.quantity_id) ORDER BY m.channel_index, m.channel_measurement_index)`;
     const columns = `r.id AS report_id, r.hash_id AS report_hash_id, r.created_at, r.generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
             r.fields AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, p.id AS pin_id, p.hash_id AS p_hash_id, p.name AS p_name,
             p.fields AS p_fields, e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields, mm.observations, ${sortExpr} AS sort_key, (${sortExpr})::text AS sort_value`;
     if (byTime) {
       // Sorted by time (the chart's case): the reports are walked in the order of
-      // condition_report_pin_group_time (one pin group: an index-only scan in order) and each is
-      // expanded into its rows as it comes, so the walk stops after a page's rows (incremental sort
-      // of a report's pins); only the page's rows are then joined to their columns.
-      // (the pin groups walked are the environment's: scopeOf)
+      // condition_report_pin_group_time (one pin group: an index-only scan, in order, no sort) and
+      // each becomes one walk row holding its rows (its pins with their observations; a report
+      // without any is skipped), so the walk stops after rowsPerPage + 1 reports: enough for a page,
+      // since each has a row (the first may have none left after the offset). The pins' columns are
+      // read afterwards for the page (expandReports). Named pins are live ones; otherwise the pin is joined.
+      // (The pin groups walked are the environment's: scopeOf.)
       const walkOrder = groups.length === 1 ? `r.pin_group_id ${dir}, r.generated_at ${dir}, r.id ${dir}` : `r.generated_at ${dir}, r.id ${dir}`;
-      return `SELECT ${columns}
-         FROM (SELECT r.id AS report_id, mm.pin_id, mm.observations
-                 FROM condition_report r ${rowsOfReport}${c.search.length > 0 ? ' JOIN pin p ON p.id = mm.pin_id JOIN pin_group pg ON pg.id = r.pin_group_id' : ''}
-                WHERE ${[...c.report, ...rowWhere].join(' AND ')}
-                ORDER BY ${walkOrder}, mm.pin_id ${dir}
-                LIMIT ${p.add(limit)}) mm
-         JOIN condition_report r ON r.id = mm.report_id
-         JOIN pin p ON p.id = mm.pin_id
+      const pinJoins = pinIds && c.search.length === 0 ? '' : ` JOIN pin p ON p.id = m.pin_id${c.search.length > 0 ? ' JOIN pin_group pg ON pg.id = p.pin_group_id' : ''}`;
+      return `SELECT r.id AS report_id, r.hash_id AS report_hash_id, r.created_at, r.generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
+              r.fields AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, w.pins, r.generated_at::text AS sort_value
+         FROM (SELECT r.id AS report_id, x.pins
+                 FROM condition_report r
+                 CROSS JOIN LATERAL (
+                   SELECT json_agg(json_build_object('pinId', y.pin_id, 'observations', y.observations) ORDER BY y.pin_id ${dir}) AS pins
+                     FROM (SELECT m.pin_id, ${observations} AS observations
+                             FROM measurement m${pinJoins}
+                            WHERE ${['m.report_id = r.id', ...c.measurement, ...c.search, ...measurementBound].join(' AND ')}
+                            GROUP BY m.pin_id) y
+                   HAVING count(*) > 0) x
+                WHERE ${c.report.join(' AND ')}
+                ORDER BY ${walkOrder}
+                LIMIT ${p.add(limit)}) w
+         JOIN condition_report r ON r.id = w.report_id
          JOIN pin_group pg ON pg.id = r.pin_group_id
          LEFT JOIN report_type rt ON rt.id = r.report_type_id
-         LEFT JOIN edge e ON e.id = p.edge_id
-        ORDER BY r.generated_at ${dir}, r.id ${dir}, p.id ${dir}`;
+        ORDER BY r.generated_at ${dir}, r.id ${dir}`;
     }
+    // a report's rows: one per pin of its measurements (the filtered ones)
+    const rowsOfReport = `CROSS JOIN LATERAL (
+         SELECT m.pin_id, ${observations} AS observations
+           FROM measurement m
+          WHERE m.report_id = r.id AND ${c.measurement.join(' AND ')}
+          GROUP BY m.pin_id) mm`;
     return `SELECT ${columns}
        FROM condition_report r
        JOIN pin_group pg ON pg.id = r.pin_group_id
@@ -214,7 +246,7 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   };
   let rows: Record<string, unknown>[];
   if (byTime) {
-    rows = pastReports ? [] : await run((p) => reportRows(p, rowsPerPage + 1));
+    rows = pastReports ? [] : (await expandReports(db, await run((p) => reportRows(p, rowsPerPage + 1)))).slice(0, rowsPerPage + 1);
     // the report rows end on this page: the pins without any follow
     // (planned each time: it runs once per walk, and PostgreSQL's generic plan for it reads far more than a custom one)
     if (includeEmpty && rows.length <= rowsPerPage) rows.push(...await run((p) => emptyRows(p, rowsPerPage + 1 - rows.length), 'each time'));
