@@ -97,6 +97,9 @@ async function expandReports(db: Queryable, reports: Record<string, unknown>[]):
 const PAGE_PINS = namedStatement('measurement-find-page-pins', `SELECT p.id AS pin_id, p.hash_id AS p_hash_id, p.name AS p_name, p.fields AS p_fields,
     e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields FROM pin p LEFT JOIN edge e ON e.id = p.edge_id WHERE p.id = ANY($1::bigint[])`);
 
+/** A timestamptz as the API writes it (toISOString's form, to the millisecond), made by PostgreSQL: no Date parsed and printed again per value. */
+const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
 /** A statement's parameters: `add` gives the placeholder of a value. */
 class Params {
   readonly values: unknown[] = [];
@@ -168,10 +171,10 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
       // the same bound on the report alone: an index condition of the walk in time order
       if (byTime) c.report.push(`(r.generated_at, r.id) ${cmp}= (${v}::timestamptz, ${r}::bigint)`);
     }
-    const observations = `json_agg(json_build_object('hashId', m.hash_id, 'generatedAt', m.generated_at, 'channelIndex', m.channel_index,
+    const observations = `json_agg(json_build_object('hashId', m.hash_id, 'generatedAt', ${iso('m.generated_at')}, 'channelIndex', m.channel_index,
                   'channelMeasurementIndex', m.channel_measurement_index, 'orderOfMagnitude', m.order_of_magnitude, 'significand', m.significand,
                   'quantityId', m.quantity_id) ORDER BY m.channel_index, m.channel_measurement_index)`;
-    const columns = `r.id AS report_id, r.hash_id AS report_hash_id, r.created_at, r.generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
+    const columns = `r.id AS report_id, r.hash_id AS report_hash_id, ${iso('r.created_at')} AS created_at, ${iso('r.generated_at')} AS generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
             r.fields AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, p.id AS pin_id, p.hash_id AS p_hash_id, p.name AS p_name,
             p.fields AS p_fields, e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields, mm.observations, ${sortExpr} AS sort_key, (${sortExpr})::text AS sort_value`;
     if (byTime) {
@@ -184,7 +187,7 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
       // (The pin groups walked are the environment's: scopeOf.)
       const walkOrder = groups.length === 1 ? `r.pin_group_id ${dir}, r.generated_at ${dir}, r.id ${dir}` : `r.generated_at ${dir}, r.id ${dir}`;
       const pinJoins = pinIds && c.search.length === 0 ? '' : ` JOIN pin p ON p.id = m.pin_id${c.search.length > 0 ? ' JOIN pin_group pg ON pg.id = p.pin_group_id' : ''}`;
-      return `SELECT r.id AS report_id, r.hash_id AS report_hash_id, r.created_at, r.generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
+      return `SELECT r.id AS report_id, r.hash_id AS report_hash_id, ${iso('r.created_at')} AS created_at, ${iso('r.generated_at')} AS generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
               r.fields AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, w.pins, r.generated_at::text AS sort_value
          FROM (SELECT r.id AS report_id, x.pins
                  FROM condition_report r
@@ -229,7 +232,7 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
         WHERE m.pin_id = p.id AND ${[...c.measurement, ...c.report].join(' AND ')})`];
     if (offset && byTime && pastReports) where.push(`p.id ${cmp} ${p.add(offset[2])}`);
     if (offset && !byTime) where.push(`(${sortExpr}, 0::bigint, p.id) ${cmp} (${p.add(offset[0])}, ${p.add(offset[1])}::bigint, ${p.add(offset[2])}::bigint)`);
-    return `SELECT 0::bigint AS report_id, NULL::text AS report_hash_id, NULL::timestamptz AS created_at, NULL::timestamptz AS generated_at,
+    return `SELECT 0::bigint AS report_id, NULL::text AS report_hash_id, NULL::text AS created_at, NULL::text AS generated_at,
             NULL::text AS report_type_hash_id, NULL::jsonb AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, p.id AS pin_id, p.hash_id AS p_hash_id,
             p.name AS p_name, p.fields AS p_fields, e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields, NULL::json AS observations,
             ${byTime ? 'NULL::timestamptz' : sortExpr} AS sort_key, ${byTime ? "''" : `(${sortExpr})::text`} AS sort_value
@@ -268,14 +271,14 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
     rows: rows.map((r) => ({
       report: r.report_hash_id === null ? null : {
         hashId: r.report_hash_id as string,
-        createdAt: (r.created_at as Date).toISOString(),
-        updatedAt: (r.created_at as Date).toISOString(),
-        generatedAt: (r.generated_at as Date).toISOString(),
+        createdAt: r.created_at as string,
+        updatedAt: r.created_at as string,
+        generatedAt: r.generated_at as string,
         reportTypeHashId: r.report_type_hash_id as string,
         pinGroupFields: r.report_fields as Record<string, unknown>,
         pinObservations: (r.observations as Observation[]).map(({ quantityId, ...m }) => ({
           measurement: {
-            ...m, generatedAt: new Date(m.generatedAt).toISOString(), reportHashId: r.report_hash_id as string, pinHashId: r.p_hash_id as string,
+            ...m, reportHashId: r.report_hash_id as string, pinHashId: r.p_hash_id as string,
             // thresholds arrive with a later issue: -1 means not compared
             performance: -1,
           },
