@@ -68,9 +68,12 @@ interface Observation { hashId: string; generatedAt: string; channelIndex: numbe
  */
 const quantityHashIds = new Map<number, string>();
 async function quantityHashIdsOf(db: Queryable, ids: Set<number>): Promise<Map<number, string>> {
-  const missing = [...ids].filter((id) => !quantityHashIds.has(id));
+  let missing = [...ids].filter((id) => !quantityHashIds.has(id));
   if (missing.length > 0) {
-    if (quantityHashIds.size + missing.length > 100_000) quantityHashIds.clear();
+    if (quantityHashIds.size + missing.length > 100_000) {
+      quantityHashIds.clear();
+      missing = [...ids];
+    }
     const { rows } = await db.query<{ id: number; hash_id: string }>('SELECT id, hash_id FROM quantity WHERE id = ANY($1::bigint[])', [missing]);
     for (const r of rows) quantityHashIds.set(Number(r.id), r.hash_id);
   }
