@@ -137,4 +137,34 @@ describe('nodes', () => {
     expect((await other.request('POST', '/graph/edge', { geometry: line, fields: { id: 'x' }, nodeHashIds: [mine, a.hashId] })).status).toBe(404);
     expect(await gridOf(a.hashId)).toBe(a.node.gridHashId);
   });
+  it('edge update: nodeHashIds re-ends a LineString edge and merges the networks; a MultiLineString edge turned LineString gets two nodes, the reverse none', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const node = async (name: string) => (await c.request<{ hashId: string; node: Node }>('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [4.8, 52.3] }, fields: { id: name } })).body;
+    const gridOf = async (hashId: string) => (await c.request<{ node: Node }>('GET', `/graph/node/${hashId}`)).body.node.gridHashId;
+    const [a, b] = [await node('a'), await node('b')];
+    const multi = { type: 'MultiLineString', coordinates: [[[4.8, 52.3], [4.81, 52.31]], [[4.82, 52.32], [4.83, 52.33]]] };
+    const added = await c.request<{ hashId: string; edge: Edge }>('POST', '/graph/edge', { geometry: multi, fields: { id: 'm' } });
+    expect(added.body.edge).toMatchObject({ node1HashId: null, node2HashId: null });
+    expectParameterError(await c.request('POST', `/graph/edge/${added.body.hashId}`, { nodeHashIds: [a.hashId, b.hashId] }), 'nodeHashIds');
+    // turned LineString: two new nodes at its ends, one network
+    const turned = await c.request<{ edge: Edge }>('POST', `/graph/edge/${added.body.hashId}`, { geometry: line });
+    expect(turned.status, JSON.stringify(turned.body)).toBe(200);
+    const { node1HashId, node2HashId } = turned.body.edge;
+    expect(node1HashId).not.toBeNull();
+    expect((await c.request<{ node: Node }>('GET', `/graph/node/${node2HashId}`)).body.node.geometry).toEqual({ type: 'Point', coordinates: [4.89, 52.36] });
+    expect(await gridOf(node1HashId!)).toBe(await gridOf(node2HashId!));
+    // re-ended at a and b: their networks merge into a's
+    const reEnded = await c.request<{ edge: Edge }>('POST', `/graph/edge/${added.body.hashId}`, { nodeHashIds: [a.hashId, b.hashId] });
+    expect(reEnded.body.edge).toMatchObject({ node1HashId: a.hashId, node2HashId: b.hashId });
+    expect(await gridOf(b.hashId)).toBe(a.node.gridHashId);
+    expect((await c.request('GET', `/graph/grid/${b.node.gridHashId}`)).status).toBe(404);
+    expectParameterError(await c.request('POST', `/graph/edge/${added.body.hashId}`, { nodeHashIds: [a.hashId] }), 'nodeHashIds');
+    // back to MultiLineString: no ends
+    expect((await c.request<{ edge: Edge }>('POST', `/graph/edge/${added.body.hashId}`, { geometry: multi })).body.edge).toMatchObject({ node1HashId: null, node2HashId: null });
+    // another environment's node is not found, and nothing changes
+    const other = await api.login('monitoring', ['READ', 'STATIC']);
+    const foreign = (await other.request<{ hashId: string }>('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [4.8, 52.3] }, fields: { id: 'x' } })).body.hashId;
+    expect((await c.request('POST', `/graph/edge/${added.body.hashId}`, { geometry: line, nodeHashIds: [a.hashId, foreign] })).status).toBe(404);
+    expect((await c.request<{ edge: Edge }>('GET', `/graph/edge/${added.body.hashId}`)).body.edge.geometry).toEqual(multi);
+  });
 });

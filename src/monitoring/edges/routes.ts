@@ -17,6 +17,7 @@ const AddBody = Type.Object({
 }, { additionalProperties: false });
 const UpdateBody = Type.Object({
   geometry: Type.Optional(EdgeGeometry),
+  nodeHashIds: Type.Optional(Type.Array(HashId, { minItems: 2, maxItems: 2 })),
   fields: Type.Optional(FieldsUpdate),
   mapLayer: Type.Optional(MapLayerKey),
   photo: Type.Optional(Type.Union([Photo, Type.Null()])),
@@ -39,7 +40,11 @@ export async function edgeRoutes(app: FastifyInstance, ctx: AppContext): Promise
     findEdges(ctx.db, request.account.environment.id, request.query as FindQueryType));
   app.get('/graph/edge/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'edge get', params: HashIdParams } }, async (request) =>
     getEdge(ctx.db, request.account.environment.id, hashIdOf(request.params)));
-  app.post('/graph/edge/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'edge update', params: HashIdParams, body: UpdateBody } }, async (request) =>
+  app.post('/graph/edge/:hashId', { config: { rights: staticRights }, schema: {
+      tags, summary: 'edge update', params: HashIdParams, body: UpdateBody,
+      description: 'nodeHashIds (a LineString edge only): the nodes at its first and last point; nodes of two networks merge, as on edge add. Without them a '
+        + 'MultiLineString edge turned LineString gets two new nodes at its ends, in a new network; a LineString turned MultiLineString ends at no node.',
+    } }, async (request) =>
     updateEdge(ctx.db, request.account.environment, hashIdOf(request.params), request.body as EdgeUpdate));
   app.delete('/graph/edge/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'edge delete', params: HashIdParams } }, async (request, reply) => {
     await deleteEdge(ctx.db, request.account.environment.id, hashIdOf(request.params));

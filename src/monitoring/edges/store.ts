@@ -12,7 +12,7 @@ import { EDGE_SELECT, toEdge } from './view.ts';
 
 type Geometry = { type: 'LineString'; coordinates: [number, number][] } | { type: 'MultiLineString'; coordinates: [number, number][][] };
 export interface EdgeAdd { geometry: Geometry; fields: Fields; mapLayer?: string; photo?: string; nodeHashIds?: (string | null)[]; properties?: unknown }
-export interface EdgeUpdate { geometry?: Geometry; fields?: FieldsUpdate; mapLayer?: string; photo?: string | null }
+export interface EdgeUpdate { geometry?: Geometry; fields?: FieldsUpdate; mapLayer?: string; photo?: string | null; nodeHashIds?: [string, string] }
 
 const OWNER = "the environment's edge field configuration";
 
@@ -90,13 +90,37 @@ export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
   return { hashId, edge: toEdge(await loadRow(db, env.id, hashId)) };
 }
 
+/**
+ * edge update. `nodeHashIds` (a LineString's) re-ends the edge at those two nodes, joining their
+ * networks as edge add does; a MultiLineString edge turned LineString without them gets two new
+ * nodes at its ends, in one new network; a LineString turned MultiLineString ends at no node.
+ */
 export async function updateEdge(db: Db, env: EnvironmentRecord, hashId: string, update: EdgeUpdate) {
   if (update.mapLayer !== undefined) checkMapLayer(env, update.mapLayer);
   await db.tx(async (client) => {
-    const { rows } = await client.query<{ id: number; fields: Fields }>('SELECT id, fields FROM edge WHERE environment_id = $1 AND hash_id = $2 FOR UPDATE', [env.id, hashId]);
+    const { rows } = await client.query<{ id: number; fields: Fields; name: string; geometry: Geometry }>(
+      'SELECT id, fields, name, geometry FROM edge WHERE environment_id = $1 AND hash_id = $2 FOR UPDATE', [env.id, hashId]);
     if (rows.length === 0) throw new NotFoundError('edge', hashId);
     const configs = fieldConfigurationsOf(env).edges;
     const fields = update.fields === undefined ? rows[0].fields : applyFieldsUpdate(configs, rows[0].fields, update.fields, OWNER);
+    const geometry = update.geometry ?? rows[0].geometry;
+    if (update.nodeHashIds && geometry.type !== 'LineString') throw new ParameterError('nodeHashIds: only a LineString edge ends at nodes');
+    if (update.nodeHashIds) {
+      await networksLock(client, env.id);
+      const [start, end] = await Promise.all(update.nodeHashIds.map((h) => nodeOf(client, env.id, h)));
+      await client.query('UPDATE edge SET node1_id = $2, node2_id = $3 WHERE id = $1', [rows[0].id, start.id, end.id]);
+      if (start.id !== end.id) await joinNetworks(client, [start.id, end.id]);
+    } else if (geometry.type === 'LineString' && rows[0].geometry.type === 'MultiLineString') {
+      await networksLock(client, env.id);
+      const points = geometry.coordinates;
+      const nodeName = (end: string) => ({ [fieldConfigurationsOf(env).nodes[0].key]: `${nameFromFields(configs, fields)} ${end}` });
+      const start = await insertNode(client, env, { type: 'Point', coordinates: points[0] }, nodeName('start'), null);
+      const { gridId } = await nodeOf(client, env.id, start.hashId);
+      const end = await insertNode(client, env, { type: 'Point', coordinates: points[points.length - 1] }, nodeName('end'), gridId);
+      await client.query('UPDATE edge SET node1_id = $2, node2_id = $3 WHERE id = $1', [rows[0].id, start.id, end.id]);
+    } else if (geometry.type === 'MultiLineString') {
+      await client.query('UPDATE edge SET node1_id = NULL, node2_id = NULL WHERE id = $1', [rows[0].id]);
+    }
     await client.query(
       `UPDATE edge SET fields = $2, name = $3, geometry = COALESCE($4, geometry), map_layer = COALESCE($5, map_layer),
               photo = CASE WHEN $6 THEN $7 ELSE photo END, updated_at = now() WHERE id = $1`,
