@@ -143,3 +143,35 @@ export async function storedReports(db: Db, environmentId: number, expected: num
   }
   return stored;
 }
+
+/**
+ * The provisioned devices claimed into a new monitoring environment, each linked to a pin group of
+ * its own with channel 0 mapped to a pin, through the REST API as a customer would: from then on
+ * every report lands on a pin. Answers the monitoring environment's id.
+ */
+export async function linkDevices(svc: BenchService, p: Provisioned): Promise<{ environmentId: number }> {
+  const customer = await createEnvironment(svc.db, 'monitoring', 'bench customer');
+  const account = await createMachineAccount(svc.db, customer.hashId, ['READ', 'STATIC', 'SENSORS']);
+  const { jwt } = await api(svc.base, { 'api-version': '5' }, 'POST', '/authentication/machine-login', { assertion: account.assertion });
+  const h = { 'api-version': '5', 'environment-hash-id': customer.hashId, authorization: `Bearer ${jwt}` };
+  for (let i = 0; i < p.devices.length; i += 30) {
+    const batch = p.devices.slice(i, i + 30);
+    const { claimTokens } = await api(svc.base, p.headers, 'POST', '/device/claim-tokens', { deviceHashIds: batch.map((d) => d.hashId) }) as unknown as { claimTokens: { claimToken: string }[] };
+    await api(svc.base, h, 'POST', '/device/claim', { claimTokens: claimTokens.map((t) => t.claimToken) });
+  }
+  for (const [i, d] of p.devices.entries()) {
+    const pinGroup = await api(svc.base, h, 'POST', '/graph/pin-group', { symbolKey: 'bench', geometry: { type: 'Point', coordinates: [5 + i / 1000, 52] }, fields: { id: `bench ${i}` } });
+    const { pin } = await api(svc.base, h, 'POST', `/graph/pin-group/${pinGroup.hashId}/pin`, { fields: { id: 'level' } }) as unknown as { pin: { hashId: string } };
+    await api(svc.base, h, 'POST', `/device/${d.hashId}/link`, { pinGroupHashId: pinGroup.hashId, channelMapping: [{ channel: 0, pinHashId: pin.hashId }] });
+  }
+  return { environmentId: customer.id };
+}
+
+/** Of the supplier environment's reports stored since report id `afterId`: how many, and how many landed on a pin group with every measurement on a pin. */
+export async function reportsOnPins(db: Db, supplierEnvironmentId: number, afterId: number): Promise<{ stored: number; onPins: number }> {
+  const { rows: [r] } = await db.query<{ stored: number; on_pins: number }>(
+    `SELECT count(*)::int AS stored,
+            count(*) FILTER (WHERE r.pin_group_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM measurement m WHERE m.report_id = r.id AND m.pin_id IS NULL))::int AS on_pins
+       FROM condition_report r WHERE r.environment_id = $1 AND r.id > $2`, [supplierEnvironmentId, afterId]);
+  return { stored: r.stored, onPins: r.on_pins };
+}

@@ -8,6 +8,8 @@
 // coap-server-openssl beside it; bench/coap.ts) --coap-closed on|off (off: the paced row alone, warmed up paced)
 // --embedded on|off (the HTTPS row on the embedded default: one process, DATABASE_URL unset, its start time and memory;
 // bench/embedded.ts)
+// --linked on|off (after each layout's HTTPS row and after the paced CoAP row, the same devices claimed into a monitoring environment and linked to pin groups,
+// each channel 0 on a pin, and the same load again: a row of reports of linked devices end to end, next to the unlinked one)
 // --measurements on|off --measurement-rows 10000000 (measurement find of one pin's year of hourly values, and the ingest statement for linked vs unlinked devices; bench/measurements.ts)
 // --analytics on|off --analytics-timeout-ms 10000 (a broad analytics query, mean per day per pin for a year, over the same --measurement-rows table; bench/analytics.ts)
 // --thresholds on|off --threshold-devices 100 (the report path of linked devices under pin thresholds with THRESHOLD_EVALUATION off and on, and the store step alone; bench/thresholds.ts)
@@ -20,14 +22,14 @@ import { cpuMeter } from './cpu.ts';
 import { coapRows } from './coap.ts';
 import { dtlsServerRows, type BenchRow } from './dtls.ts';
 import { serviceMemoryMb, startEmbedded } from './embedded.ts';
-import { pct, provision, root, startBenchService, storedReports, HTTPS_PORT, type BenchService } from './harness.ts';
+import { linkDevices, pct, provision, reportsOnPins, root, startBenchService, storedReports, HTTPS_PORT, type BenchService, type Provisioned } from './harness.ts';
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
 import { ingestLinkedRow, measurementFindRow } from './measurements.ts';
 import { analyticsRow } from './analytics.ts';
 import { thresholdRows } from './thresholds.ts';
 import { webhookRow } from './webhooks.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' } } });
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' } } });
 
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
@@ -37,6 +39,8 @@ interface Row {
   name: string; cpuMsPerReport: Record<string, number>; reportsPerSecond: number; p50Ms: number; p99Ms: number; acknowledged: number; stored: number; lost: number; errors: number; target: string;
   /** embedded default only: spawn to /health 200, and memory (PSS of the service and its database processes) idle after start and after the load */
   startMs?: number; idleMemoryMb?: number; loadedMemoryMb?: number;
+  /** linked devices only: stored reports that landed on a pin group with every measurement on a pin */
+  onPins?: number;
 }
 
 /** One layout of the service: the role list of each process it runs (`start` replaces the default start on PostgreSQL). */
@@ -56,48 +60,64 @@ const EMBEDDED: Layout = {
   },
 };
 
-async function runLayout(layout: Layout): Promise<Row> {
-  const { svc, extra } = layout.start ? await layout.start() : { svc: await startBenchService(layout.processes), extra: {} };
+/** One closed-loop HTTPS TLS-PSK load of the provisioned devices (warm-up, then SECONDS measured) on a running service. */
+async function loadRow(layout: Layout, svc: BenchService, p: Provisioned, linked: boolean): Promise<Row> {
   const children = svc.children;
+  const { environment, devices } = p;
+  const { rows: [{ last }] } = await svc.db.query<{ last: number }>('SELECT COALESCE(max(id), 0)::int AS last FROM condition_report WHERE environment_id = $1', [environment.id]);
+  const { rows: [{ n: storedBefore }] } = await svc.db.query<{ n: number }>('SELECT count(*)::int AS n FROM condition_report WHERE environment_id = $1', [environment.id]);
+  const warmupEnd = Date.now() + WARMUP * 1000;
+  const end = warmupEnd + SECONDS * 1000;
+  let meter: (() => Record<string, number>) | null = null;
+  const startMeter = setTimeout(() => {
+    meter = cpuMeter({
+      ...Object.fromEntries(children.map((c, i) => [`service ${layout.processes[i]}`, (q: { pid: number }) => q.pid === c.pid])),
+      'bench client': (q) => q.pid === process.pid,
+      redis: (q) => q.comm.startsWith('redis-server'),
+      postgres: (q) => q.comm.startsWith('postgres'),
+    });
+  }, Math.max(0, warmupEnd - Date.now()));
+  const stats: DeviceStats[] = await Promise.all(devices.map((d) => runPskDevice({ port: HTTPS_PORT, identity: d.identity, key: d.key, measureFrom: warmupEnd, until: end })));
+  clearTimeout(startMeter);
+  const cpu = (meter as (() => Record<string, number>) | null)?.() ?? {};
+  const acked = stats.reduce((a, s) => a + s.acknowledged + s.acknowledgedWarmup, 0);
+  const measured = stats.reduce((a, s) => a + s.acknowledged, 0);
+  const errors = stats.reduce((a, s) => a + s.errors, 0);
+  const latencies = stats.flatMap((s) => s.latenciesMs).sort((a, b) => a - b);
+
+  // every acknowledged report must be stored (a job completes only after the monitoring core stored its report)
+  const stored = (await storedReports(svc.db, environment.id, storedBefore + acked)) - storedBefore;
+  // linked: every stored report must have landed on its pins
+  const landed = linked ? await reportsOnPins(svc.db, environment.id, last) : null;
+  const cpuMsPerReport = Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(((v * 1000) / Math.max(1, measured)).toFixed(3))]));
+  return {
+    cpuMsPerReport,
+    name: linked
+      ? `HTTPS TLS-PSK reports of linked devices end to end (claimed, each linked to a pin group, channel 0 on a pin), ${DEVICES} devices keep-alive, ${layout.name}`
+      : `HTTPS TLS-PSK reports, ${DEVICES} devices keep-alive, ${layout.name}`,
+    reportsPerSecond: Math.round(measured / SECONDS),
+    p50Ms: Number(pct(latencies, 50).toFixed(2)),
+    p99Ms: Number(pct(latencies, 99).toFixed(2)),
+    acknowledged: acked,
+    stored,
+    lost: Math.max(0, acked - stored),
+    errors,
+    target: linked ? '>= 2000 reports/s, p99 <= 100 ms, 0 lost, every report on its pins' : '>= 2000 reports/s, p99 <= 100 ms, 0 lost',
+    ...(landed ? { onPins: landed.onPins } : {}),
+  };
+}
+
+/** A layout's rows: its devices unlinked, then (with --linked on) the same devices linked, on the same service in the same run. */
+async function runLayout(layout: Layout, withLinked: boolean): Promise<Row[]> {
+  const { svc, extra } = layout.start ? await layout.start() : { svc: await startBenchService(layout.processes), extra: {} };
   try {
-    const { environment, devices } = await provision(svc, DEVICES);
-
-    const warmupEnd = Date.now() + WARMUP * 1000;
-    const end = warmupEnd + SECONDS * 1000;
-    let meter: (() => Record<string, number>) | null = null;
-    const startMeter = setTimeout(() => {
-      meter = cpuMeter({
-        ...Object.fromEntries(children.map((c, i) => [`service ${layout.processes[i]}`, (p: { pid: number }) => p.pid === c.pid])),
-        'bench client': (p) => p.pid === process.pid,
-        redis: (p) => p.comm.startsWith('redis-server'),
-        postgres: (p) => p.comm.startsWith('postgres'),
-      });
-    }, Math.max(0, warmupEnd - Date.now()));
-    const stats: DeviceStats[] = await Promise.all(devices.map((d) => runPskDevice({ port: HTTPS_PORT, identity: d.identity, key: d.key, measureFrom: warmupEnd, until: end })));
-    clearTimeout(startMeter);
-    const cpu = (meter as (() => Record<string, number>) | null)?.() ?? {};
-    const acked = stats.reduce((a, s) => a + s.acknowledged + s.acknowledgedWarmup, 0);
-    const measured = stats.reduce((a, s) => a + s.acknowledged, 0);
-    const errors = stats.reduce((a, s) => a + s.errors, 0);
-    const latencies = stats.flatMap((s) => s.latenciesMs).sort((a, b) => a - b);
-
-    // every acknowledged report must be stored (a job completes only after the monitoring core stored its report)
-    const stored = await storedReports(svc.db, environment.id, acked);
-    const cpuMsPerReport = Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, Number(((v * 1000) / Math.max(1, measured)).toFixed(3))]));
-    return {
-      cpuMsPerReport,
-      name: `HTTPS TLS-PSK reports, ${DEVICES} devices keep-alive, ${layout.name}`,
-      reportsPerSecond: Math.round(measured / SECONDS),
-      p50Ms: Number(pct(latencies, 50).toFixed(2)),
-      p99Ms: Number(pct(latencies, 99).toFixed(2)),
-      acknowledged: acked,
-      stored,
-      lost: Math.max(0, acked - stored),
-      errors,
-      target: '>= 2000 reports/s, p99 <= 100 ms, 0 lost',
-      ...extra,
-      ...(layout.start ? { loadedMemoryMb: serviceMemoryMb(svc) } : {}),
-    };
+    const p = await provision(svc, DEVICES);
+    const rows = [{ ...await loadRow(layout, svc, p, false), ...extra, ...(layout.start ? { loadedMemoryMb: serviceMemoryMb(svc) } : {}) }];
+    if (withLinked) {
+      await linkDevices(svc, p);
+      rows.push(await loadRow(layout, svc, p, true));
+    }
+    return rows;
   } finally {
     await svc.stop();
   }
@@ -105,18 +125,18 @@ async function runLayout(layout: Layout): Promise<Row> {
 
 async function main(): Promise<void> {
   const rows: Row[] = [];
-  for (const layout of LAYOUTS.filter((l, i) => values.layouts === 'all' || values.layouts.split(',').includes(String(i + 1)))) rows.push(await runLayout(layout));
-  if (values.embedded !== 'off') rows.push(await runLayout(EMBEDDED));
+  for (const layout of LAYOUTS.filter((l, i) => values.layouts === 'all' || values.layouts.split(',').includes(String(i + 1)))) rows.push(...await runLayout(layout, values.linked !== 'off'));
+  if (values.embedded !== 'off') rows.push(...await runLayout(EMBEDDED, false));
   if (values.webhooks !== 'off') rows.push(await webhookRow({ senders: Number(values['webhook-senders']), devicesPerSender: 10, seconds: SECONDS, warmup: WARMUP }));
   const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];
   const dtlsRows: BenchRow[] = values.dtls === 'off' ? [] : await dtlsServerRows({ seconds: Math.max(SECONDS, 20), idleSessions: Number(values['idle-sessions']), procs: 4 });
-  if (values.coap !== 'off') dtlsRows.push(...await coapRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), layout: values['coap-layout'], closed: values['coap-closed'] !== 'off' }));
+  if (values.coap !== 'off') dtlsRows.push(...await coapRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), layout: values['coap-layout'], closed: values['coap-closed'] !== 'off', linked: values.linked !== 'off' }));
   if (values.measurements !== 'off') dtlsRows.push(await measurementFindRow({ total: Number(values['measurement-rows']), rounds: 20 }), ...await ingestLinkedRow({ batches: 200 }));
   if (values.analytics !== 'off') dtlsRows.push(await analyticsRow({ total: Number(values['measurement-rows']), rounds: 5, timeoutMs: Number(values['analytics-timeout-ms']) }));
   if (values.thresholds !== 'off') dtlsRows.push(...await thresholdRows({ devices: Number(values['threshold-devices']), seconds: SECONDS, warmup: WARMUP, batches: 200 }));
   const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows, commandRows, dtlsRows };
   writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  console.table(rows.map((r) => ({ benchmark: r.name, 'reports/s': r.reportsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, acked: r.acknowledged, stored: r.stored, lost: r.lost, errors: r.errors })));
+  console.table(rows.map((r) => ({ benchmark: r.name, 'reports/s': r.reportsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, acked: r.acknowledged, stored: r.stored, lost: r.lost, errors: r.errors, 'on pins': r.onPins ?? '' })));
   const embedded = rows.filter((r) => r.startMs !== undefined);
   if (embedded.length > 0) console.table(embedded.map((r) => ({ benchmark: r.name, 'start ms': r.startMs, 'memory idle MB': r.idleMemoryMb, 'memory after load MB': r.loadedMemoryMb })));
   console.log('CPU ms per report, by process (service counts its isolated-vm threads):');

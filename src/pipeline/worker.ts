@@ -55,6 +55,8 @@ const COUNTER_FUTURE_LIMIT_MS = 24 * 3600_000;
 export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, opts: { localMonitoringCore?: boolean } = {}): DeviceWorker {
   const sandbox = new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs });
   const loader = new DeviceContextLoader(ctx.db);
+  // links made elsewhere reach this worker's device cache at once (announceDevicesChanged); without Redis the ttl still bounds them
+  const watched = loader.watch(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'device changes could not be subscribed'));
   const mailer = createMailer(ctx.config, ctx.log);
   const events = new DeviceEventQueue(ctx);
   const commands = commandPipeline(ctx, mailer, events);
@@ -253,7 +255,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   started.catch(() => undefined);
 
   return {
-    ready: async () => { await Promise.all([started, ...workers.map((w) => w.waitUntilReady()), hintStarted]); },
+    ready: async () => { await Promise.all([started, ...workers.map((w) => w.waitUntilReady()), hintStarted, watched]); },
     unhealthy: () => coreProblem,
     async close() {
       closed = true;
@@ -262,6 +264,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       await Promise.all(workers.map((w) => w.close()));
       await hintStarted;
       await commands.stop();
+      await watched;
+      await loader.unwatch();
       if (trailingTimer) clearTimeout(trailingTimer);
       flushTrailing();
       await Promise.all([activities.drain(), touches.drain(), answers.drain(), counterRecorder(ctx).drain()]);

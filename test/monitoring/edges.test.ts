@@ -97,4 +97,74 @@ describe('nodes', () => {
     expect((await other.request('DELETE', `/graph/node/${node2}`)).status).toBe(404);
     expect(await findAll(other, '/graph/node')).toEqual([]);
   });
+  it('an edge between nodes of two networks merges them into the first end\'s network; one given node is both ends; concurrent joins lose no node', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const node = async (name: string) => (await c.request<{ hashId: string; node: Node }>('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [4.8, 52.3] }, fields: { id: name } })).body;
+    const gridOf = async (hashId: string) => (await c.request<{ node: Node }>('GET', `/graph/node/${hashId}`)).body.node.gridHashId;
+    const edge = async (nodeHashIds: (string | null)[]) => {
+      const r = await c.request<{ hashId: string; edge: Edge }>('POST', '/graph/edge', { geometry: line, fields: { id: 'e' }, nodeHashIds });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return r.body.edge;
+    };
+    const a = await node('a');
+    const b = await node('b');
+    expect(a.node.gridHashId).not.toBe(b.node.gridHashId);
+    // b's network has two nodes: b and the node made at the edge's far end
+    const spur = await edge([b.hashId, null]);
+    expect(await gridOf(spur.node2HashId!)).toBe(b.node.gridHashId);
+    expect((await findAll(c, '/graph/grid?type=node')).length).toBe(2);
+    await edge([a.hashId, b.hashId]);
+    for (const n of [a.hashId, b.hashId, spur.node2HashId!]) expect(await gridOf(n)).toBe(a.node.gridHashId);
+    const grids = await findAll<{ grid: { hashId: string } }>(c, '/graph/grid?type=node');
+    expect(grids.map((g) => g.grid.hashId)).toEqual([a.node.gridHashId]);
+    expect((await c.request('GET', `/graph/grid/${b.node.gridHashId}`)).status).toBe(404);
+    // within one network nothing moves
+    await edge([spur.node2HashId!, a.hashId]);
+    expect(await gridOf(a.hashId)).toBe(a.node.gridHashId);
+    // one node: both ends
+    const loop = await edge([a.hashId]);
+    expect([loop.node1HashId, loop.node2HashId]).toEqual([a.hashId, a.hashId]);
+    // joins racing over shared networks: all end in one, every node kept
+    const singles = await Promise.all(['p', 'q', 'r', 's', 't'].map(node));
+    await Promise.all([[0, 1], [1, 2], [2, 3], [3, 4], [4, 0]].map(([x, y]) => edge([singles[x].hashId, singles[y].hashId])));
+    const after = await Promise.all(singles.map((n) => gridOf(n.hashId)));
+    expect(new Set(after).size).toBe(1);
+    expect((await findAll(c, '/graph/node')).length).toBe(3 + 5);
+    expect((await findAll(c, '/graph/grid?type=node')).length).toBe(2);
+    // another environment cannot join its network to these nodes
+    const other = await api.login('monitoring', ['READ', 'STATIC']);
+    const mine = (await other.request<{ hashId: string }>('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [4.8, 52.3] }, fields: { id: 'x' } })).body.hashId;
+    expect((await other.request('POST', '/graph/edge', { geometry: line, fields: { id: 'x' }, nodeHashIds: [mine, a.hashId] })).status).toBe(404);
+    expect(await gridOf(a.hashId)).toBe(a.node.gridHashId);
+  });
+  it('edge update: nodeHashIds re-ends a LineString edge and merges the networks; a MultiLineString edge turned LineString gets two nodes, the reverse none', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const node = async (name: string) => (await c.request<{ hashId: string; node: Node }>('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [4.8, 52.3] }, fields: { id: name } })).body;
+    const gridOf = async (hashId: string) => (await c.request<{ node: Node }>('GET', `/graph/node/${hashId}`)).body.node.gridHashId;
+    const [a, b] = [await node('a'), await node('b')];
+    const multi = { type: 'MultiLineString', coordinates: [[[4.8, 52.3], [4.81, 52.31]], [[4.82, 52.32], [4.83, 52.33]]] };
+    const added = await c.request<{ hashId: string; edge: Edge }>('POST', '/graph/edge', { geometry: multi, fields: { id: 'm' } });
+    expect(added.body.edge).toMatchObject({ node1HashId: null, node2HashId: null });
+    expectParameterError(await c.request('POST', `/graph/edge/${added.body.hashId}`, { nodeHashIds: [a.hashId, b.hashId] }), 'nodeHashIds');
+    // turned LineString: two new nodes at its ends, one network
+    const turned = await c.request<{ edge: Edge }>('POST', `/graph/edge/${added.body.hashId}`, { geometry: line });
+    expect(turned.status, JSON.stringify(turned.body)).toBe(200);
+    const { node1HashId, node2HashId } = turned.body.edge;
+    expect(node1HashId).not.toBeNull();
+    expect((await c.request<{ node: Node }>('GET', `/graph/node/${node2HashId}`)).body.node.geometry).toEqual({ type: 'Point', coordinates: [4.89, 52.36] });
+    expect(await gridOf(node1HashId!)).toBe(await gridOf(node2HashId!));
+    // re-ended at a and b: their networks merge into a's
+    const reEnded = await c.request<{ edge: Edge }>('POST', `/graph/edge/${added.body.hashId}`, { nodeHashIds: [a.hashId, b.hashId] });
+    expect(reEnded.body.edge).toMatchObject({ node1HashId: a.hashId, node2HashId: b.hashId });
+    expect(await gridOf(b.hashId)).toBe(a.node.gridHashId);
+    expect((await c.request('GET', `/graph/grid/${b.node.gridHashId}`)).status).toBe(404);
+    expectParameterError(await c.request('POST', `/graph/edge/${added.body.hashId}`, { nodeHashIds: [a.hashId] }), 'nodeHashIds');
+    // back to MultiLineString: no ends
+    expect((await c.request<{ edge: Edge }>('POST', `/graph/edge/${added.body.hashId}`, { geometry: multi })).body.edge).toMatchObject({ node1HashId: null, node2HashId: null });
+    // another environment's node is not found, and nothing changes
+    const other = await api.login('monitoring', ['READ', 'STATIC']);
+    const foreign = (await other.request<{ hashId: string }>('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [4.8, 52.3] }, fields: { id: 'x' } })).body.hashId;
+    expect((await c.request('POST', `/graph/edge/${added.body.hashId}`, { geometry: line, nodeHashIds: [a.hashId, foreign] })).status).toBe(404);
+    expect((await c.request<{ edge: Edge }>('GET', `/graph/edge/${added.body.hashId}`)).body.edge.geometry).toEqual(multi);
+  });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { expectParameterError } from '../connectivity/fixtures.ts';
-import { addPinGroup, pinWithHistory } from './fixtures.ts';
+import { addPin, addPinGroup, pinWithHistory } from './fixtures.ts';
 
 // measurement find: paging under every sort, filters, limits. (Values arriving from devices: customer-e2e.test.ts.)
 
@@ -9,7 +9,7 @@ let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
 afterAll(async () => { await api.close(); });
 
-interface Row { report: { hashId: string; generatedAt: string; pinObservations: { measurement: { significand: number; pinHashId: string } }[] }; pin: { hashId: string; name: string }; pinGroup: { name: string } }
+interface Row { report: { hashId: string; generatedAt: string; pinObservations: { measurement: { significand: number; pinHashId: string } }[] } | null; pin: { hashId: string; name: string }; pinGroup: { name: string } }
 
 async function walk(c: ApiClient, query: string, rowsPerPage: number): Promise<Row[]> {
   const out: Row[] = [];
@@ -32,14 +32,14 @@ describe('measurement find', () => {
     const a = await pinWithHistory(api.ctx.db, c, [1, 2, 3, 4, 5], north, 'alpha');
     const b = await pinWithHistory(api.ctx.db, c, [1.5, 2.5, 3.5], north, 'bravo');
     const s = await pinWithHistory(api.ctx.db, c, [2, 6], south, 'charlie');
-    const key = (r: Row) => `${r.pin.hashId}:${r.report.pinObservations[0].measurement.significand}`;
+    const key = (r: Row) => `${r.pin.hashId}:${r.report!.pinObservations[0].measurement.significand}`;
     const all = [...[1, 2, 3, 4, 5].map((v) => `${a}:${v}`), ...[1.5, 2.5, 3.5].map((v) => `${b}:${Math.round(v)}`), `${s}:2`, `${s}:6`];
     for (const sortBy of ['pinName', 'generatedAt', 'pinGroupName', 'edgeName']) {
       for (const descending of [true, false]) {
         const rows = await walk(c, `sortBy=${sortBy}&descending=${descending}`, 3);
         expect(rows.map(key).sort(), `${sortBy} ${descending}`).toEqual([...all].sort());
         if (sortBy === 'generatedAt') {
-          const times = rows.map((r) => r.report.generatedAt);
+          const times = rows.map((r) => r.report!.generatedAt);
           expect(times).toEqual([...times].sort((x, y) => (descending ? y.localeCompare(x) : x.localeCompare(y))));
         }
         if (sortBy === 'pinName') {
@@ -57,6 +57,54 @@ describe('measurement find', () => {
     const other = await api.login('monitoring', ['READ']);
     expect(await walk(other, `pinHashIds[0]=${a}`, 10)).toEqual([]);
     expect(await walk(other, '', 10)).toEqual([]);
+  });
+
+  it('includePinsWithoutReports (default true): pins the filters name without a report in the range get one row with report null; false leaves them out', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const north = (await addPinGroup(c, 'north')).hashId;
+    const a = await pinWithHistory(api.ctx.db, c, [1, 2, 3], north, 'alpha');
+    const quiet = (await addPin(c, north, 'bravo')).hashId;
+    const idle = (await addPin(c, (await addPinGroup(c, 'south')).hashId, 'charlie')).hashId;
+    const key = (r: Row) => `${r.pin.hashId}:${r.report ? r.report.pinObservations[0].measurement.significand : 'none'}`;
+    const withReports = [1, 2, 3].map((v) => `${a}:${v}`);
+    for (const sortBy of ['pinName', 'generatedAt', 'pinGroupName', 'edgeName']) {
+      for (const descending of [true, false]) {
+        const rows = await walk(c, `sortBy=${sortBy}&descending=${descending}`, 2);
+        expect(rows.map(key).sort(), `${sortBy} ${descending}`).toEqual([...withReports, `${quiet}:none`, `${idle}:none`].sort());
+        const empty = rows.find((r) => r.pin.hashId === quiet)!;
+        expect(empty).toEqual({ report: null, pinGroup: { hashId: north, name: 'north' }, pin: { hashId: quiet, name: 'bravo', fields: { id: 'bravo' } }, edge: null });
+        if (sortBy === 'pinName') expect(rows.map((r) => r.pin.name)).toEqual(rows.map((r) => r.pin.name).sort((x, y) => (descending ? y.localeCompare(x) : x.localeCompare(y))));
+        // sorted by time, the rows without a time come last
+        if (sortBy === 'generatedAt') expect(rows.slice(3).map((r) => r.report)).toEqual([null, null]);
+        const without = await walk(c, `sortBy=${sortBy}&descending=${descending}&includePinsWithoutReports=false`, 2);
+        expect(without.map(key).sort()).toEqual([...withReports].sort());
+      }
+    }
+    // in a range without reports, the pin with history has none either; filters by pin group and pin name the pins
+    const since = new Date(Date.now() - 10 * 86_400_000).toISOString();
+    const before = new Date(Date.now() - 5 * 86_400_000).toISOString();
+    expect((await walk(c, `since=${since}&before=${before}&pinGroupHashIds[0]=${north}`, 10)).map(key).sort()).toEqual([`${a}:none`, `${quiet}:none`].sort());
+    expect((await walk(c, `pinHashIds[0]=${idle}`, 10)).map(key)).toEqual([`${idle}:none`]);
+    expect((await walk(c, 'search=charl', 10)).map(key)).toEqual([`${idle}:none`]);
+    expect((await walk(c, 'search=alph&sortBy=generatedAt', 2)).map(key)).toEqual([3, 2, 1].map((v) => `${a}:${v}`).reverse());
+    expect(await walk(c, `since=${since}&before=${before}&includePinsWithoutReports=false`, 10)).toEqual([]);
+    // another environment gets no rows of these pins
+    const other = await api.login('monitoring', ['READ']);
+    expect(await walk(other, `pinHashIds[0]=${quiet}`, 10)).toEqual([]);
+    expect(await walk(other, '', 10)).toEqual([]);
+  });
+
+  it('sorted by time, reports whose measurements are all on deleted pins neither end nor shorten the walk', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const pg = (await addPinGroup(c, 'g')).hashId;
+    const kept = await pinWithHistory(api.ctx.db, c, [1, 2, 3, 4, 5], pg, 'kept');
+    const gone = await pinWithHistory(api.ctx.db, c, [1.1, 1.2, 1.3, 1.4, 1.5, 1.6], pg, 'gone');
+    expect((await c.request('DELETE', `/graph/pin/${gone}`)).status).toBe(204);
+    for (const descending of [true, false]) {
+      const rows = await walk(c, `sortBy=generatedAt&descending=${descending}&includePinsWithoutReports=false`, 1);
+      expect(rows.map((r) => `${r.pin.hashId}:${r.report!.pinObservations[0].measurement.significand}`)).toEqual(
+        (descending ? [1, 2, 3, 4, 5] : [5, 4, 3, 2, 1]).map((v) => `${kept}:${v}`));
+    }
   });
 
   it('answers limits with parameter_errors naming the field', async () => {

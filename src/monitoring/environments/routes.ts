@@ -4,6 +4,7 @@ import type { AppContext } from '../../app/context.ts';
 import { FieldConfiguration } from '../../http/schemas.ts';
 import { AUTO_CLOSE_UNITS } from '../thresholds/cache.ts';
 import { deleteEnvironment, environmentView, updateEnvironment, type EnvironmentUpdate } from './settings.ts';
+import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 
 const MapLayer = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -45,7 +46,7 @@ export async function environmentRoutes(app: FastifyInstance, ctx: AppContext): 
     environment: environmentView(await updateEnvironment(ctx.db, request.account.environment, request.body as EnvironmentUpdate)),
   }));
   app.delete('/environment/', { config: { rights }, schema: { tags: ['environment'], summary: 'environment delete' } }, async (request, reply) => {
-    await deleteEnvironment(ctx.db, request.account.environment);
+    await announceDevicesChanged(ctx, await deleteEnvironment(ctx.db, request.account.environment));
     reply.status(204).send();
   });
 }

@@ -85,11 +85,13 @@ export async function updateEnvironment(db: Db, env: EnvironmentRecord, update: 
  * requires a live environment). Its devices go back to their suppliers, unlinked, so their
  * reports no longer land on its pins.
  */
-export async function deleteEnvironment(db: Db, env: EnvironmentRecord): Promise<void> {
-  await db.tx(async (client) => {
+export async function deleteEnvironment(db: Db, env: EnvironmentRecord): Promise<string[]> {
+  return db.tx(async (client) => {
     await client.query('UPDATE environment SET deleted_at = now() WHERE id = $1', [env.id]);
-    await client.query('DELETE FROM device_link WHERE environment_id = $1', [env.id]);
+    const { rows } = await client.query<{ hash_id: string }>(
+      'WITH gone AS (DELETE FROM device_link WHERE environment_id = $1 RETURNING device_id) SELECT d.hash_id FROM device d WHERE d.id IN (SELECT device_id FROM gone)', [env.id]);
     await client.query('UPDATE device SET claimed_environment_id = NULL, claimed_at = NULL, updated_at = now() WHERE claimed_environment_id = $1', [env.id]);
+    return rows.map((r) => r.hash_id);
   });
 }
 

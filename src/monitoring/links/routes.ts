@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import type { FindQuery } from '../../app/find.ts';
 import { Fields, HashId } from '../../http/schemas.ts';
+import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 import type { CustomerCommands } from '../../connectivity/commands/routes.ts';
 import { addCustomerCommands, withPinGroups } from './commands.ts';
 import { claim, customerClaimTokens, findClaimedDevices, getClaimedDevice, link, unclaim, unlink, type ChannelMappingItem } from './store.ts';
@@ -27,7 +28,9 @@ export async function linkRoutes(app: FastifyInstance, ctx: AppContext): Promise
   app.post('/device/claim', { config: { rights }, schema: { tags, summary: 'device claim', body: ClaimBody } }, async (request) =>
     claim(ctx.db, request.account.environment.id, (request.body as Static<typeof ClaimBody>).claimTokens));
   app.post('/device/unclaim', { config: { rights }, schema: { tags, summary: 'device unclaim', body: UnclaimBody } }, async (request, reply) => {
-    await unclaim(ctx.db, request.account.environment.id, (request.body as Static<typeof UnclaimBody>).hashIds);
+    const { hashIds } = request.body as Static<typeof UnclaimBody>;
+    await unclaim(ctx.db, request.account.environment.id, hashIds);
+    await announceDevicesChanged(ctx, hashIds);
     reply.status(204).send();
   });
   app.post('/device/:hashId/link', {
@@ -35,7 +38,11 @@ export async function linkRoutes(app: FastifyInstance, ctx: AppContext): Promise
     schema: { tags, summary: 'device link', params: Type.Object({ hashId: HashId }), body: LinkBody },
   }, async (request) => {
     const body = request.body as { pinGroupHashId: string; channelMapping: ChannelMappingItem[] };
-    return link(ctx.db, request.account.environment, (request.params as { hashId: string }).hashId, body);
+    const { hashId } = request.params as { hashId: string };
+    const answer = await link(ctx.db, request.account.environment, hashId, body);
+    // the workers' cached copy of the device knows no link: the next report must land on the pins
+    await announceDevicesChanged(ctx, [hashId]);
+    return answer;
   });
   await app.register(async (scope) => {
     // unlink takes no body; the SDK posts it empty, as a form (axios's default type for no data)
@@ -43,7 +50,9 @@ export async function linkRoutes(app: FastifyInstance, ctx: AppContext): Promise
     scope.post('/device/:deviceHashId/unlink', {
       config: { rights }, schema: { tags, summary: 'device unlink', params: Type.Object({ deviceHashId: HashId }) },
     }, async (request, reply) => {
-      await unlink(ctx.db, request.account.environment.id, (request.params as { deviceHashId: string }).deviceHashId);
+      const { deviceHashId } = request.params as { deviceHashId: string };
+      await unlink(ctx.db, request.account.environment.id, deviceHashId);
+      await announceDevicesChanged(ctx, [deviceHashId]);
       reply.status(204).send();
     });
   });

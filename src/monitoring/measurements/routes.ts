@@ -33,7 +33,9 @@ export async function measurementRoutes(app: FastifyInstance, ctx: AppContext): 
     config: { rights: readRights },
     schema: {
       tags: ['measurement'], summary: 'measurement find', querystring: FindQuery,
-      description: 'One row per report and pin. Filters: pinGroupHashIds, pinHashIds, quantityHashIds, reportTypeHashIds, since (included), before (excluded). Sort: pinName (default), generatedAt, pinGroupName, edgeName.',
+      description: 'One row per report and pin. Filters: pinGroupHashIds, pinHashIds, quantityHashIds, reportTypeHashIds, since (included), before (excluded). Sort: pinName (default), generatedAt, pinGroupName, edgeName. '
+        + 'includePinsWithoutReports (default true): each pin the pin group, pin and search filters name that has no report row under the other filters gets one row with report null; '
+        + 'sorted by a name these rows sit among the others, sorted by generatedAt they come after every report row (by pin). false leaves them out.',
     },
   }, async (request) => findMeasurements(ctx.db, request.account.environment.id, request.query as MeasurementFindQuery));
 }

@@ -17,8 +17,8 @@ const toNode = (r: Record<string, unknown>) => ({
 });
 
 /**
- * A new node, in the network (grid of typeKey node) `gridId`, or in a network of its own. Networks
- * are not merged when an edge joins two of them.
+ * A new node, in the network (grid of typeKey node) `gridId`, or in a network of its own. An edge
+ * that joins nodes of two networks merges them (edges/store.ts); deleting an edge or a node splits none.
  */
 export async function insertNode(db: Queryable, env: EnvironmentRecord, geometry: Point, given: Fields, gridId: number | null): Promise<{ id: number; hashId: string }> {
   const configs = fieldConfigurationsOf(env).nodes;

@@ -5,6 +5,7 @@ import { Fields, FindQuery, HashId, HashIdParams, Timestamp } from '../../http/s
 import { FieldsUpdate, MapLayerKey, Photo, Point, readRights, staticRights } from '../graph-schemas.ts';
 import { pinGroupPerformance, type PerformanceInterval } from './performance.ts';
 import { addPinGroup, deletePinGroup, findPinGroups, getPinGroup, updatePinGroup, type PinGroupAdd, type PinGroupFindQuery, type PinGroupUpdate } from './store.ts';
+import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 
 const GridHashIds = Type.Array(HashId, { maxItems: 30 });
 const AddBody = Type.Object({
@@ -62,7 +63,7 @@ export async function pinGroupRoutes(app: FastifyInstance, ctx: AppContext): Pro
     config: { rights: staticRights },
     schema: { tags, summary: 'pin-group delete', description: 'A linked device is unlinked first; the pin group\'s pins go with it.', params: HashIdParams },
   }, async (request, reply) => {
-    await deletePinGroup(ctx.db, request.account.environment.id, hashIdOf(request.params));
+    await announceDevicesChanged(ctx, await deletePinGroup(ctx.db, request.account.environment.id, hashIdOf(request.params)));
     reply.status(204).send();
   });
 }

@@ -95,12 +95,20 @@ export async function updatePinGroup(db: Db, env: EnvironmentRecord, hashId: str
   return withGrids(db, await loadRow(db, env.id, hashId));
 }
 
-/** Deleting a pin group unlinks its device first (the link and its channels go with it); its pins go too. */
-export async function deletePinGroup(db: Db, environmentId: number, hashId: string): Promise<void> {
-  await db.tx(async (client) => {
-    const { rowCount } = await client.query('DELETE FROM pin_group WHERE environment_id = $1 AND hash_id = $2', [environmentId, hashId]);
-    if (!rowCount) throw new NotFoundError('pin group', hashId);
+/**
+ * Deleting a pin group unlinks its device first (the link and its channels go with it); its pins go
+ * too. Answers the hashIds of the device it unlinked (none or one).
+ */
+export async function deletePinGroup(db: Db, environmentId: number, hashId: string): Promise<string[]> {
+  return db.tx(async (client) => {
+    const { rows } = await client.query<{ deleted: number; devices: string[] }>(
+      `WITH gone AS (DELETE FROM pin_group WHERE environment_id = $1 AND hash_id = $2 RETURNING id)
+       SELECT (SELECT count(*) FROM gone)::int AS deleted,
+              ARRAY(SELECT d.hash_id FROM device_link l JOIN device d ON d.id = l.device_id WHERE l.pin_group_id IN (SELECT id FROM gone)) AS devices`,
+      [environmentId, hashId]);
+    if (rows[0].deleted === 0) throw new NotFoundError('pin group', hashId);
     await refreshBoundingBox(client, environmentId);
+    return rows[0].devices;
   });
 }
 

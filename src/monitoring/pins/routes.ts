@@ -5,6 +5,7 @@ import type { FindQuery as FindQueryType } from '../../app/find.ts';
 import { Fields, FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
 import { FieldsUpdate, readRights, staticRights } from '../graph-schemas.ts';
 import { addPin, deletePin, findPins, getPin, updatePin, type PinAdd, type PinUpdate } from './store.ts';
+import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 
 const AddBody = Type.Object({
   fields: Fields,
@@ -34,7 +35,7 @@ export async function pinRoutes(app: FastifyInstance, ctx: AppContext): Promise<
   app.post('/graph/pin/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin update', params: HashIdParams, body: UpdateBody } }, async (request) =>
     updatePin(ctx.db, request.account.environment, hashIdOf(request.params), request.body as PinUpdate));
   app.delete('/graph/pin/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin delete', params: HashIdParams } }, async (request, reply) => {
-    await deletePin(ctx.db, request.account.environment.id, hashIdOf(request.params));
+    await announceDevicesChanged(ctx, await deletePin(ctx.db, request.account.environment.id, hashIdOf(request.params)));
     reply.status(204).send();
   });
 }

@@ -64,10 +64,18 @@ export async function updatePin(db: Db, env: EnvironmentRecord, hashId: string, 
   return withGrids(db, await loadRow(db, env.id, hashId));
 }
 
-/** A pin linked to a device channel leaves that channel unmapped: its later measurements land on no pin. */
-export async function deletePin(db: Queryable, environmentId: number, hashId: string): Promise<void> {
-  const { rowCount } = await db.query('DELETE FROM pin WHERE environment_id = $1 AND hash_id = $2', [environmentId, hashId]);
-  if (!rowCount) throw new NotFoundError('pin', hashId);
+/**
+ * A pin linked to a device channel leaves that channel unmapped: its later measurements land on no
+ * pin. Answers the hashIds of the devices whose channel mapping changed.
+ */
+export async function deletePin(db: Queryable, environmentId: number, hashId: string): Promise<string[]> {
+  const { rows } = await db.query<{ deleted: number; devices: string[] }>(
+    `WITH gone AS (DELETE FROM pin WHERE environment_id = $1 AND hash_id = $2 RETURNING id)
+     SELECT (SELECT count(*) FROM gone)::int AS deleted,
+            ARRAY(SELECT d.hash_id FROM device_link_channel c JOIN device_link l ON l.id = c.link_id JOIN device d ON d.id = l.device_id
+                   WHERE c.pin_id IN (SELECT id FROM gone)) AS devices`, [environmentId, hashId]);
+  if (rows[0].deleted === 0) throw new NotFoundError('pin', hashId);
+  return rows[0].devices;
 }
 
 export async function getPin(db: Queryable, environmentId: number, hashId: string) {
