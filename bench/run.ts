@@ -9,6 +9,7 @@
 // --embedded on|off (the HTTPS row on the embedded default: one process, DATABASE_URL unset, its start time and memory;
 // bench/embedded.ts)
 // --measurements on|off --measurement-rows 10000000 (measurement find of one pin's year of hourly values, and the ingest statement for linked vs unlinked devices; bench/measurements.ts)
+// --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,10 +21,11 @@ import { dtlsServerRows, type BenchRow } from './dtls.ts';
 import { serviceMemoryMb, startEmbedded } from './embedded.ts';
 import { pct, provision, root, startBenchService, storedReports, HTTPS_PORT, type BenchService } from './harness.ts';
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
-import { ingestLinkedRow, measurementFindRow } from './measurements.ts';
+import { chartPanelsRow, chartSeriesRow } from './charts.ts';
+import { benchDatabase, fillMeasurementTable, ingestLinkedRow, measurementFindRow } from './measurements.ts';
 import { webhookRow } from './webhooks.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' } } });
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' } } });
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
@@ -98,6 +100,20 @@ async function runLayout(layout: Layout): Promise<Row> {
   }
 }
 
+/** The rows reading one filled measurement table: measurement find (--measurements) and the chart rows (--charts). */
+async function measurementTableRows(): Promise<BenchRow[]> {
+  const db = await benchDatabase('gridgate_bench_measurements');
+  try {
+    const table = await fillMeasurementTable(db, Number(values['measurement-rows']));
+    const rows: BenchRow[] = [];
+    if (values.measurements !== 'off') rows.push(await measurementFindRow(db, table, { rounds: 20 }));
+    if (values.charts !== 'off') rows.push(await chartSeriesRow(db, table, { rounds: 100 }), await chartPanelsRow(db, table, { rounds: 50 }));
+    return rows;
+  } finally {
+    await db.close();
+  }
+}
+
 async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const layout of LAYOUTS.filter((l, i) => values.layouts === 'all' || values.layouts.split(',').includes(String(i + 1)))) rows.push(await runLayout(layout));
@@ -106,7 +122,8 @@ async function main(): Promise<void> {
   const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];
   const dtlsRows: BenchRow[] = values.dtls === 'off' ? [] : await dtlsServerRows({ seconds: Math.max(SECONDS, 20), idleSessions: Number(values['idle-sessions']), procs: 4 });
   if (values.coap !== 'off') dtlsRows.push(...await coapRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), layout: values['coap-layout'], closed: values['coap-closed'] !== 'off' }));
-  if (values.measurements !== 'off') dtlsRows.push(await measurementFindRow({ total: Number(values['measurement-rows']), rounds: 20 }), ...await ingestLinkedRow({ batches: 200 }));
+  if (values.measurements !== 'off' || values.charts !== 'off') dtlsRows.push(...await measurementTableRows());
+  if (values.measurements !== 'off') dtlsRows.push(...await ingestLinkedRow({ batches: 200 }));
   const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows, commandRows, dtlsRows };
   writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
   console.table(rows.map((r) => ({ benchmark: r.name, 'reports/s': r.reportsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, acked: r.acknowledged, stored: r.stored, lost: r.lost, errors: r.errors })));

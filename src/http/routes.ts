@@ -23,6 +23,7 @@ import { gridRoutes } from '../monitoring/grids/routes.ts';
 import { graphRoutes } from '../monitoring/graph/routes.ts';
 import { edgeRoutes } from '../monitoring/edges/routes.ts';
 import { nodeRoutes } from '../monitoring/nodes/routes.ts';
+import { chartRoutes } from '../monitoring/charts/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -50,6 +51,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   graphRoutes,
   edgeRoutes,
   nodeRoutes,
+  chartRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -58,6 +58,11 @@ const ops: Op[] = [
   { method: 'POST', url: '/graph/node/abc', body: {}, monitoring: 'STATIC' },
   { method: 'DELETE', url: '/graph/node/abc', monitoring: 'STATIC' },
   { method: 'POST', url: '/device/claim-tokens', body: { deviceHashIds: ['abc'] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'GET', url: '/chart/?startAt=2026-01-01T00:00:00Z&endAt=2026-01-02T00:00:00Z', monitoring: 'READ' },
+  { method: 'GET', url: '/chart/panel?pinGroupHashId=abc', monitoring: 'READ' },
+  { method: 'GET', url: '/chart/panels', monitoring: 'READ' },
+  { method: 'POST', url: '/chart/panel?pinGroupHashId=abc', body: { lastMode: 'manual' }, monitoring: 'REPORTS' },
+  { method: 'POST', url: '/chart/panels', body: {}, monitoring: 'REPORTS' },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;

@@ -27,10 +27,11 @@ export interface QuantityQuery extends FindQuery {
   excludeHashIds?: string[];
 }
 
-const SELECT = `q.hash_id, q.name, q.color, q.unit, q.default_order_of_magnitude, q.default_critically_low_threshold,
+/** How a quantity row (`q`) becomes the Quantity model (with toQuantity). */
+export const QUANTITY_SELECT = `q.hash_id, q.name, q.color, q.unit, q.default_order_of_magnitude, q.default_critically_low_threshold,
   q.default_low_threshold, q.default_high_threshold, q.default_critically_high_threshold, q.disable_si_prefixes`;
 
-function toQuantity(r: Record<string, unknown>): Quantity {
+export function toQuantity(r: Record<string, unknown>): Quantity {
   return {
     hashId: r.hash_id as string,
     name: r.name as Name,
@@ -60,7 +61,7 @@ export async function addQuantity(db: Queryable, environmentId: number, q: Quant
 }
 
 export async function getQuantity(db: Queryable, environmentId: number, hashId: string): Promise<Quantity> {
-  const { rows } = await db.query(`SELECT ${SELECT} FROM quantity q WHERE q.environment_id = $1 AND q.hash_id = $2 AND q.deleted_at IS NULL`, [environmentId, hashId]);
+  const { rows } = await db.query(`SELECT ${QUANTITY_SELECT} FROM quantity q WHERE q.environment_id = $1 AND q.hash_id = $2 AND q.deleted_at IS NULL`, [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('quantity', hashId);
   return toQuantity(rows[0]);
 }
@@ -74,7 +75,7 @@ export async function findQuantities(db: Queryable, environmentId: number, query
     where.push(`NOT (q.hash_id = ANY($${params.length}::text[]))`);
   }
   const page = await findPage(db, {
-    from: 'quantity q', select: SELECT, idColumn: 'q.id', where, params,
+    from: 'quantity q', select: QUANTITY_SELECT, idColumn: 'q.id', where, params,
     sortable: { hashId: 'q.hash_id', name: 'q.name_text' }, search: ['q.name_text', 'q.hash_id', "coalesce(q.unit, '')"], updatedColumn: 'q.updated_at',
   }, query);
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ quantity: toQuantity(r) })) };
