@@ -59,37 +59,48 @@ const seriesUrl = (startAt: string, endAt: string, series: { pinHashId: string; 
   `/chart/?startAt=${startAt}&endAt=${endAt}${series.map((s, i) => `&series[${i}][pinHashId]=${s.pinHashId}&series[${i}][quantityHashId]=${s.quantityHashId}`).join('')}${extra}`;
 
 describe('chart series', () => {
-  it('reduces a year to at most 1,000 min/max buckets and keeps the planted spike; a short range is raw', async () => {
+  it('reduces a year to at most 1,000 min/max buckets of whole hours and keeps the planted spike; a short range is raw', async () => {
     const c = await api.login('monitoring', ['READ', 'STATIC']);
     const pg = await addPinGroup(c);
     const pin = await addPin(c, pg.hashId, 'anode');
     const q = await ownQuantity(c, 'Potential');
-    // hourly through 2025: 8,760 values, a spike at hour 5,000 and a dip at hour 7,000
-    await measure(pin.hashId, q.id, '2025-01-01T00:00:00Z', 8760, 3600, { 5000: 999_999, 7000: -55_555 });
+    // hourly through 2025: 8,760 values with a dip at hour 7,000; the spike arrives later, in an hour that already has a value
+    await measure(pin.hashId, q.id, '2025-01-01T00:00:00Z', 8760, 3600, { 7000: -55_555 });
+    const spikeAt = new Date(Date.UTC(2025, 0, 1) + 5000 * 3600_000 + 20 * 60_000).toISOString();
+    await measure(pin.hashId, q.id, spikeAt, 1, 60, { 0: 999_999 });
+    // in the first, partial hour of the range (read from the measurements, not the rollup), and just before the range
+    await measure(pin.hashId, q.id, '2025-01-01T00:45:00Z', 1, 60, { 0: -77_777 });
+    await measure(pin.hashId, q.id, '2025-01-01T00:15:00Z', 1, 60, { 0: -88_888 });
     const ref = { pinHashId: pin.hashId, quantityHashId: q.hashId };
 
-    const year = ok<{ series: Series[] }>(await c.request('GET', seriesUrl('2025-01-01T00:00:00Z', '2026-01-01T00:00:00Z', [ref])));
+    const year = ok<{ series: Series[] }>(await c.request('GET', seriesUrl('2025-01-01T00:30:00Z', '2026-01-01T00:00:00Z', [ref])));
     expect(year.series).toHaveLength(1);
     const s = year.series[0];
     expect(s).toMatchObject(ref);
-    expect(s.reduction).toMatchObject({ kind: 'minMax', pointCount: 8760, bucketCount: 1000, bucketSeconds: 31536 });
-    expect(s.reduction!.buckets.reduce((a, b) => a + b.count, 0)).toBe(8760);
-    expect(s.measurements.length).toBeLessThanOrEqual(2000);
-    expect(s.measurements.length).toBeGreaterThan(1000);
+    const r = s.reduction!;
+    expect(r).toMatchObject({ kind: 'minMax', pointCount: 8759 + 2 });
+    expect(r.bucketSeconds % 3600).toBe(0);
+    expect(r.bucketCount).toBeLessThanOrEqual(1000);
+    expect(r.bucketCount).toBe(Math.ceil(8760 * 3600 / r.bucketSeconds));
+    expect(r.buckets.reduce((a, b) => a + b.count, 0)).toBe(8761);
+    expect(s.measurements.length).toBeLessThanOrEqual(2 * r.bucketCount);
+    expect(s.measurements.length).toBeGreaterThan(r.bucketCount);
     const spike = s.measurements.find((m) => m.significand === 999_999);
-    expect(spike).toMatchObject({ generatedAt: new Date(Date.UTC(2025, 0, 1) + 5000 * 3600_000).toISOString(), pinHashId: pin.hashId, orderOfMagnitude: -3, channelIndex: 0, channelMeasurementIndex: 0, performance: -1 });
+    expect(spike).toMatchObject({ generatedAt: spikeAt, pinHashId: pin.hashId, orderOfMagnitude: -3, channelIndex: 0, channelMeasurementIndex: 0, performance: -1 });
     expect(spike!.reportHashId).toMatch(/^r/);
     expect(s.measurements.some((m) => m.significand === -55_555)).toBe(true);
+    expect(s.measurements.some((m) => m.significand === -77_777)).toBe(true);
+    expect(s.measurements.some((m) => m.significand === -88_888)).toBe(false);
     const times = s.measurements.map((m) => m.generatedAt);
     expect(times).toEqual([...times].sort());
     // the spike's bucket has the highest mean
-    const spikeBucket = s.reduction!.buckets.find((b) => b.startAt <= spike!.generatedAt && Date.parse(b.startAt) + 31536_000 > Date.parse(spike!.generatedAt))!;
-    expect(Math.max(...s.reduction!.buckets.map((b) => b.mean))).toBe(spikeBucket.mean);
+    const spikeBucket = r.buckets.find((b) => b.startAt <= spikeAt && Date.parse(b.startAt) + r.bucketSeconds * 1000 > Date.parse(spikeAt))!;
+    expect(Math.max(...r.buckets.map((b) => b.mean))).toBe(spikeBucket.mean);
 
     // highResolution takes up to 10,000 raw points: the year is raw
     const high = ok<{ series: Series[] }>(await c.request('GET', seriesUrl('2025-01-01T00:00:00Z', '2026-01-01T00:00:00Z', [ref], '&highResolution=true')));
     expect(high.series[0].reduction).toBeNull();
-    expect(high.series[0].measurements).toHaveLength(8760);
+    expect(high.series[0].measurements).toHaveLength(8763);
 
     // a day is raw: every value, in time order, endAt excluded
     const day = ok<{ series: Series[] }>(await c.request('GET', seriesUrl('2025-03-01T00:00:00Z', '2025-03-02T00:00:00Z', [ref, ref])));
@@ -102,6 +113,18 @@ describe('chart series', () => {
       ['channelIndex', 'channelMeasurementIndex', 'generatedAt', 'hashId', 'orderOfMagnitude', 'performance', 'pinHashId', 'reportHashId', 'significand']);
     // no series asked (axios leaves an empty list out): none answered
     expect(ok<{ series: Series[] }>(await c.request('GET', '/chart/?startAt=2025-03-01T00:00:00Z&endAt=2025-03-02T00:00:00Z'))).toEqual({ series: [] });
+  });
+
+  it('reduces a range of buckets shorter than an hour from the measurements themselves', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const pin = await addPin(c, (await addPinGroup(c)).hashId, 'p');
+    const q = await ownQuantity(c, 'Current');
+    // a value a minute for 50 hours, a spike at minute 2,000
+    await measure(pin.hashId, q.id, '2025-06-01T00:00:00Z', 3000, 60, { 2000: 123_456 });
+    const s = ok<{ series: Series[] }>(await c.request('GET', seriesUrl('2025-06-01T00:00:00Z', '2025-06-03T02:00:00Z', [{ pinHashId: pin.hashId, quantityHashId: q.hashId }]))).series[0];
+    expect(s.reduction).toMatchObject({ kind: 'minMax', pointCount: 3000, bucketCount: 1000, bucketSeconds: 180 });
+    expect(s.measurements.find((m) => m.significand === 123_456)?.generatedAt).toBe(new Date(Date.UTC(2025, 5, 1) + 2000 * 60_000).toISOString());
+    expect(s.measurements.length).toBeLessThanOrEqual(2000);
   });
 
   it('another environment\'s pin or quantity is a parameter_error, never data; limits', async () => {

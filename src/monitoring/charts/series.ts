@@ -5,7 +5,8 @@ import { ParameterError } from '../../app/errors.ts';
  * Chart series: one pin's measurements of one quantity in [startAt, endAt). A range with few points
  * is answered raw; a longer one is reduced on the server to at most `maxBuckets` equal time buckets,
  * each answered by its lowest and its highest measurement (real measurements, so a spike stays
- * visible and clickable) plus the bucket's count and mean in `reduction`.
+ * visible and clickable) plus the bucket's count and mean in `reduction`. Buckets of an hour or
+ * more are read from the hourly rollup (migration 014), so a year costs 8,760 rows, not every value.
  */
 
 /** Buckets of a reduced series; a series with at most twice as many points (what a reduced answer may hold) is raw. */
@@ -77,11 +78,65 @@ function toMeasurement(r: Record<string, unknown>, pinHashId: string): Measureme
   };
 }
 
+const HOUR_MS = 3_600_000;
+
+type Bucket = { start_at: Date; count: number; mean: number; low: number[]; high: number[] };
+
+/**
+ * Buckets of `bucketSeconds` from `origin` over [startAt, endAt): whole hours from the hourly rollup
+ * (measurement_hourly, migration 014), the partial hours at either end from the measurements.
+ * Per bucket: count, mean, and the (value, id) of its lowest and highest measurement.
+ */
+async function hourlyBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, origin: Date, bucketSeconds: number): Promise<Bucket[]> {
+  const firstHour = new Date(Math.ceil(startAt.getTime() / HOUR_MS) * HOUR_MS);
+  const lastHour = new Date(Math.floor(endAt.getTime() / HOUR_MS) * HOUR_MS);
+  const raw = (from: string, to: string) => `SELECT m.generated_at, 1, v, v, m.id, v, m.id
+      FROM measurement m CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value
+     WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= ${from} AND m.generated_at < ${to}`;
+  const { rows } = await db.query<Bucket>(
+    `WITH parts (t, count, sum, low_value, low_id, high_value, high_id) AS (
+       SELECT h.hour, h.count, h.sum, h.low_value, h.low_id, h.high_value, h.high_id FROM measurement_hourly h
+        WHERE h.pin_id = $1 AND h.quantity_id = $2 AND h.hour >= $5 AND h.hour < $6
+       UNION ALL ${raw('$3', '$5')}
+       UNION ALL ${raw('$6', '$4')})
+     SELECT date_bin(make_interval(secs => $7), t, $8) AS start_at, sum(count)::int AS count, sum(sum) / sum(count) AS mean,
+            min(ARRAY[low_value, low_id::float8]) AS low, max(ARRAY[high_value, high_id::float8]) AS high
+       FROM parts GROUP BY 1 ORDER BY 1`, [s.pinId, s.quantityId, startAt, endAt, firstHour, lastHour, bucketSeconds, origin]);
+  return rows;
+}
+
+/** Buckets of `bucketSeconds` from startAt, straight from the measurements (ranges whose buckets are shorter than an hour). */
+async function rawBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, bucketSeconds: number): Promise<Bucket[]> {
+  const { rows } = await db.query<Bucket>(
+    `SELECT date_bin(make_interval(secs => $5), m.generated_at, $3) AS start_at, count(*)::int AS count, avg(v) AS mean,
+            min(ARRAY[v, m.id::float8]) AS low, max(ARRAY[v, m.id::float8]) AS high
+       FROM measurement m CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value
+      WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= $3 AND m.generated_at < $4
+      GROUP BY 1 ORDER BY 1`, [s.pinId, s.quantityId, startAt, endAt, bucketSeconds]);
+  return rows;
+}
+
+/**
+ * The bucket grid of a reduced range: at most `maxBuckets` buckets of a whole number of seconds from
+ * startAt; once a bucket is an hour or longer, of whole hours from the UTC hour at or before startAt
+ * (so they are made of the hourly rollup's hours).
+ */
+export function bucketGrid(startAt: Date, endAt: Date, maxBuckets: number): { origin: Date; bucketSeconds: number; bucketCount: number; hourly: boolean } {
+  const rangeMs = endAt.getTime() - startAt.getTime();
+  const seconds = Math.max(1, Math.ceil(rangeMs / 1000 / maxBuckets));
+  if (seconds < 3600) return { origin: startAt, bucketSeconds: seconds, bucketCount: Math.ceil(rangeMs / 1000 / seconds), hourly: false };
+  const origin = new Date(Math.floor(startAt.getTime() / HOUR_MS) * HOUR_MS);
+  const spanMs = endAt.getTime() - origin.getTime();
+  let hours = Math.ceil(seconds / 3600);
+  while (Math.ceil(spanMs / (hours * HOUR_MS)) > maxBuckets) hours++;
+  return { origin, bucketSeconds: hours * 3600, bucketCount: Math.ceil(spanMs / (hours * HOUR_MS)), hourly: true };
+}
+
 /** Reads one resolved series over [startAt, endAt), raw or reduced (see the top of this file). */
 export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, maxBuckets: number): Promise<Series> {
   const range = [s.pinId, s.quantityId, startAt, endAt];
   const where = 'm.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= $3 AND m.generated_at < $4';
-  // counts no further than the raw limit: index-only, at most 2 * maxBuckets + 1 entries
+  // counts no further than the raw limit: at most 2 * maxBuckets + 1 index entries
   const { rows: [{ n }] } = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM (SELECT 1 FROM measurement m WHERE ${where} LIMIT $5) x`, [...range, 2 * maxBuckets + 1]);
   if (n <= 2 * maxBuckets) {
@@ -89,16 +144,10 @@ export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date
       `SELECT ${MEASUREMENT_COLUMNS} FROM measurement m JOIN condition_report r ON r.id = m.report_id WHERE ${where} ORDER BY m.generated_at, m.id`, range);
     return { pinHashId: s.pinHashId, quantityHashId: s.quantityHashId, measurements: rows.map((r) => toMeasurement(r, s.pinHashId)), reduction: null };
   }
-  const rangeMs = endAt.getTime() - startAt.getTime();
-  const bucketSeconds = Math.max(1, Math.ceil(rangeMs / 1000 / maxBuckets));
-  const bucketCount = Math.ceil(rangeMs / 1000 / bucketSeconds);
-  // per bucket, from the index alone: count, mean, and the (value, id) of its lowest and highest measurement
-  const { rows: buckets } = await db.query<{ start_at: Date; count: number; mean: number; low: number[]; high: number[] }>(
-    `SELECT date_bin(make_interval(secs => $5), m.generated_at, $3) AS start_at, count(*)::int AS count, avg(v) AS mean,
-            min(ARRAY[v, m.id::float8]) AS low, max(ARRAY[v, m.id::float8]) AS high
-       FROM measurement m CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value
-      WHERE ${where}
-      GROUP BY 1 ORDER BY 1`, [...range, bucketSeconds]);
+  const grid = bucketGrid(startAt, endAt, maxBuckets);
+  const buckets = grid.hourly
+    ? await hourlyBuckets(db, s, startAt, endAt, grid.origin, grid.bucketSeconds)
+    : await rawBuckets(db, s, startAt, endAt, grid.bucketSeconds);
   const ids = [...new Set(buckets.flatMap((b) => [b.low[1], b.high[1]]))];
   const { rows } = await db.query(
     `SELECT ${MEASUREMENT_COLUMNS} FROM measurement m JOIN condition_report r ON r.id = m.report_id
@@ -108,7 +157,7 @@ export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date
     quantityHashId: s.quantityHashId,
     measurements: rows.map((r) => toMeasurement(r, s.pinHashId)),
     reduction: {
-      kind: 'minMax', pointCount: buckets.reduce((a, b) => a + b.count, 0), bucketCount, bucketSeconds,
+      kind: 'minMax', pointCount: buckets.reduce((a, b) => a + b.count, 0), bucketCount: grid.bucketCount, bucketSeconds: grid.bucketSeconds,
       buckets: buckets.map((b) => ({ startAt: b.start_at.toISOString(), count: b.count, mean: b.mean })),
     },
   };
