@@ -94,7 +94,7 @@ export async function ingestLinkedRow(opts: { batches: number }): Promise<BenchR
     await db.query(`INSERT INTO environment (hash_id, type, name) VALUES ('supplier', 'connectivity', 's'), ('customer', 'monitoring', 'c')`);
     await db.query(`INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude) VALUES ('q', 1, '"q"', 'q', '#000000', 'V', 0)`);
     await db.query(`INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, subscription_hash_id) VALUES ('t', 1, '"t"', 't', '', '', 's')`);
-    await db.query(`INSERT INTO report_type (hash_id, environment_id, name, field_configurations, parser, parser_hash) VALUES ('rt', 1, 'r', '{}', '', '')`);
+    await db.query(`INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash) VALUES ('rt', 1, '"r"', 'r', '{}', '', '')`);
     await db.query(`INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, claimed_environment_id)
       SELECT 'd' || i, 1, 1, 'd' || i, CASE WHEN i < 50 THEN 2 END FROM generate_series(0, 99) i`);
     await db.query(`INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, map_layer) SELECT 'pg' || i, 2, 'g', 's', 'default' FROM generate_series(0, 49) i`);

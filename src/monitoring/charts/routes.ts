@@ -46,7 +46,9 @@ const SERIES_DESCRIPTION = 'The measurements of each (pin, quantity) series in [
   + '`{pinHashId, quantityHashId, measurements, reduction}`. A series with at most '
   + `${2 * MAX_BUCKETS} measurements in the range (${2 * MAX_BUCKETS_HIGH_RESOLUTION} with highResolution) is answered raw and \`reduction\` is null. `
   + `A longer one is reduced on the server: the range is cut into at most ${MAX_BUCKETS} equal buckets (${MAX_BUCKETS_HIGH_RESOLUTION} with highResolution) `
-  + 'of `bucketSeconds` (a whole number of seconds, the first starting at startAt) and each bucket holding measurements is answered '
+  + 'of `bucketSeconds`: a whole number of seconds from startAt or, once a bucket is an hour or longer, a whole number of hours from the '
+  + 'UTC hour at or before startAt (the first bucket may then start before startAt; it holds only measurements from startAt on). '
+  + 'Each bucket holding measurements is answered '
   + 'by its lowest and its highest measurement (one when they are the same), so peaks stay visible; both are real measurements. '
   + '`reduction` (a member the SDK\'s response model allows as an unknown key) then states it: '
   + '`{kind: "minMax", pointCount, bucketCount, bucketSeconds, buckets: [{startAt, count, mean}]}` with the number of measurements '
