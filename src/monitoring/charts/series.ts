@@ -81,40 +81,50 @@ function toMeasurement(r: Record<string, unknown>, pinHashId: string): Measureme
 
 const HOUR_MS = 3_600_000;
 
-type Bucket = { start_at: Date; count: number; mean: number; low: number[]; high: number[] };
+/** A point as the rollup stores it (migration 014): a Measurement without pinHashId and performance. */
+type Point = Omit<Measurement, 'pinHashId' | 'performance'>;
+type Bucket = { start_at: Date; count: number; mean: number; low: Point; high: Point };
+
+// a measurement `m` as the rollup stores its points
+const POINT = `jsonb_build_object('hashId', m.hash_id, 'generatedAt', m.generated_at, 'channelIndex', m.channel_index,
+  'channelMeasurementIndex', m.channel_measurement_index, 'reportHashId', (SELECT r.hash_id FROM condition_report r WHERE r.id = m.report_id),
+  'orderOfMagnitude', m.order_of_magnitude, 'significand', m.significand)`;
+const VALUE = 'CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value';
 
 /**
  * Buckets of `bucketSeconds` from `origin` over [startAt, endAt): whole hours from the hourly rollup
  * (measurement_hourly, migration 014), the partial hours at either end from the measurements.
- * Per bucket: count, mean, and the (value, id) of its lowest and highest measurement.
+ * Per bucket: count, mean, and its lowest and highest point (ties: the later stored one is highest).
  */
 async function hourlyBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, origin: Date, bucketSeconds: number): Promise<Bucket[]> {
   const firstHour = new Date(Math.ceil(startAt.getTime() / HOUR_MS) * HOUR_MS);
   const lastHour = new Date(Math.floor(endAt.getTime() / HOUR_MS) * HOUR_MS);
-  const raw = (from: string, to: string) => `SELECT m.generated_at, 1, v, v, m.id, v, m.id
-      FROM measurement m CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value
-     WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= ${from} AND m.generated_at < ${to}`;
+  const raw = (from: string, to: string) => `SELECT m.generated_at, 1, v, v, m.id, ${POINT}, v, m.id, ${POINT}
+      FROM measurement m ${VALUE} WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= ${from} AND m.generated_at < ${to}`;
   const { rows } = await db.query<Bucket>(
-    `WITH parts (t, count, sum, low_value, low_id, high_value, high_id) AS (
-       SELECT h.hour, h.count, h.sum, h.low_value, h.low_id, h.high_value, h.high_id FROM measurement_hourly h
+    `WITH parts (t, count, sum, low_value, low_id, low, high_value, high_id, high) AS (
+       SELECT h.hour, h.count, h.sum, h.low_value, h.low_id, h.low, h.high_value, h.high_id, h.high FROM measurement_hourly h
         WHERE h.pin_id = $1 AND h.quantity_id = $2 AND h.hour >= $5 AND h.hour < $6
        UNION ALL ${raw('$3', '$5')}
        UNION ALL ${raw('$6', '$4')})
      SELECT date_bin(make_interval(secs => $7), t, $8) AS start_at, sum(count)::int AS count, sum(sum) / sum(count) AS mean,
-            min(ARRAY[low_value, low_id::float8]) AS low, max(ARRAY[high_value, high_id::float8]) AS high
+            (array_agg(low ORDER BY low_value, low_id))[1] AS low, (array_agg(high ORDER BY high_value DESC, high_id DESC))[1] AS high
        FROM parts GROUP BY 1 ORDER BY 1`, [s.pinId, s.quantityId, startAt, endAt, firstHour, lastHour, bucketSeconds, origin]);
   return rows;
 }
 
 /** Buckets of `bucketSeconds` from startAt, straight from the measurements (ranges whose buckets are shorter than an hour). */
 async function rawBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, bucketSeconds: number): Promise<Bucket[]> {
-  const { rows } = await db.query<Bucket>(
+  const { rows } = await db.query<{ start_at: Date; count: number; mean: number; low: number[]; high: number[] }>(
     `SELECT date_bin(make_interval(secs => $5), m.generated_at, $3) AS start_at, count(*)::int AS count, avg(v) AS mean,
             min(ARRAY[v, m.id::float8]) AS low, max(ARRAY[v, m.id::float8]) AS high
-       FROM measurement m CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value
+       FROM measurement m ${VALUE}
       WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= $3 AND m.generated_at < $4
       GROUP BY 1 ORDER BY 1`, [s.pinId, s.quantityId, startAt, endAt, bucketSeconds]);
-  return rows;
+  const ids = [...new Set(rows.flatMap((b) => [b.low[1], b.high[1]]))];
+  const { rows: points } = await db.query<{ id: number; point: Point }>(`SELECT m.id, ${POINT} AS point FROM measurement m WHERE m.id = ANY($1::bigint[])`, [ids]);
+  const byId = new Map(points.map((p) => [p.id, p.point]));
+  return rows.map((b) => ({ ...b, low: byId.get(b.low[1])!, high: byId.get(b.high[1])! }));
 }
 
 /**
@@ -149,13 +159,16 @@ export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date
   const buckets = grid.hourly
     ? await hourlyBuckets(db, s, startAt, endAt, grid.origin, grid.bucketSeconds)
     : await rawBuckets(db, s, startAt, endAt, grid.bucketSeconds);
-  const ids = [...new Set(buckets.flatMap((b) => [b.low[1], b.high[1]]))];
-  const { rows } = await db.query(
-    `SELECT ${MEASUREMENT_COLUMNS} FROM measurement m WHERE m.id = ANY($1::bigint[]) ORDER BY m.generated_at, m.id`, [ids]);
+  // each bucket's lowest and highest point, once each, in time order
+  const points = new Map<string, Point>();
+  for (const b of buckets) for (const p of [b.low, b.high]) points.set(p.hashId, p);
+  const measurements = [...points.values()]
+    .map((p) => ({ ...p, generatedAt: new Date(p.generatedAt).toISOString(), pinHashId: s.pinHashId, performance: -1 }))
+    .sort((x, y) => (x.generatedAt < y.generatedAt ? -1 : x.generatedAt > y.generatedAt ? 1 : 0));
   return {
     pinHashId: s.pinHashId,
     quantityHashId: s.quantityHashId,
-    measurements: rows.map((r) => toMeasurement(r, s.pinHashId)),
+    measurements,
     reduction: {
       kind: 'minMax', pointCount: buckets.reduce((a, b) => a + b.count, 0), bucketCount: grid.bucketCount, bucketSeconds: grid.bucketSeconds,
       buckets: buckets.map((b) => ({ startAt: b.start_at.toISOString(), count: b.count, mean: b.mean })),
