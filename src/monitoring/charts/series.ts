@@ -95,21 +95,29 @@ const VALUE = 'CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.or
  * Buckets of `bucketSeconds` from `origin` over [startAt, endAt): whole hours from the hourly rollup
  * (measurement_hourly, migration 014), the partial hours at either end from the measurements.
  * Per bucket: count, mean, and its lowest and highest point (ties: the later stored one is highest).
+ * The buckets are chosen over numbers only ([value, id, the rollup hour's epoch or -1 for a
+ * measurement]); only the chosen points are then read, each by its key.
  */
 async function hourlyBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, origin: Date, bucketSeconds: number): Promise<Bucket[]> {
   const firstHour = new Date(Math.ceil(startAt.getTime() / HOUR_MS) * HOUR_MS);
   const lastHour = new Date(Math.floor(endAt.getTime() / HOUR_MS) * HOUR_MS);
-  const raw = (from: string, to: string) => `SELECT m.generated_at, 1, v, v, m.id, ${POINT}, v, m.id, ${POINT}
+  const raw = (from: string, to: string) => `SELECT m.generated_at, 1, v, v, m.id, v, m.id, -1::float8
       FROM measurement m ${VALUE} WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= ${from} AND m.generated_at < ${to}`;
+  const point = (side: 'low' | 'high', pick: string) => `CASE WHEN ${pick}[3] >= 0
+      THEN (SELECT h.${side} FROM measurement_hourly h WHERE h.pin_id = $1 AND h.quantity_id = $2 AND h.hour = to_timestamp(${pick}[3]))
+      ELSE (SELECT ${POINT} FROM measurement m WHERE m.id = ${pick}[2]::bigint) END`;
   const { rows } = await db.query<Bucket>(
-    `WITH parts (t, count, sum, low_value, low_id, low, high_value, high_id, high) AS (
-       SELECT h.hour, h.count, h.sum, h.low_value, h.low_id, h.low, h.high_value, h.high_id, h.high FROM measurement_hourly h
+    `WITH parts (t, count, sum, low_value, low_id, high_value, high_id, hour) AS (
+       SELECT h.hour, h.count, h.sum, h.low_value, h.low_id, h.high_value, h.high_id, date_part('epoch', h.hour) FROM measurement_hourly h
         WHERE h.pin_id = $1 AND h.quantity_id = $2 AND h.hour >= $5 AND h.hour < $6
        UNION ALL ${raw('$3', '$5')}
-       UNION ALL ${raw('$6', '$4')})
-     SELECT date_bin(make_interval(secs => $7), t, $8) AS start_at, sum(count)::int AS count, sum(sum) / sum(count) AS mean,
-            (array_agg(low ORDER BY low_value, low_id))[1] AS low, (array_agg(high ORDER BY high_value DESC, high_id DESC))[1] AS high
-       FROM parts GROUP BY 1 ORDER BY 1`, [s.pinId, s.quantityId, startAt, endAt, firstHour, lastHour, bucketSeconds, origin]);
+       UNION ALL ${raw('$6', '$4')}),
+     buckets AS (
+       SELECT date_bin(make_interval(secs => $7), t, $8) AS start_at, sum(count)::int AS count, sum(sum) / sum(count) AS mean,
+              min(ARRAY[low_value, low_id::float8, hour]) AS pick_low, max(ARRAY[high_value, high_id::float8, hour]) AS pick_high
+         FROM parts GROUP BY 1)
+     SELECT b.start_at, b.count, b.mean, ${point('low', 'b.pick_low')} AS low, ${point('high', 'b.pick_high')} AS high FROM buckets b ORDER BY 1`,
+    [s.pinId, s.quantityId, startAt, endAt, firstHour, lastHour, bucketSeconds, origin]);
   return rows;
 }
 
