@@ -2,10 +2,9 @@
 --
 -- A chart series over a long range is reduced to time buckets, each answered by its lowest and highest
 -- measurement. Reading a year of 5-minute values (105,120 rows) for that costs too much per chart, so
--- every measurement on a pin is also rolled up per (pin, quantity, UTC hour): count, sum, and the hour's
--- lowest and highest measurement (value, id, and the point as the API answers it, so a reduced series
--- reads nothing else). Buckets of whole hours are read from here (a year is 8,760 rows); the partial
--- hours at a range's ends come from the measurements themselves.
+-- every measurement on a pin is also rolled up per (pin, quantity, UTC hour): count, sum, and the value
+-- and id of the hour's lowest and highest measurement. Buckets of whole hours are read from here (a
+-- year is 8,760 rows); the partial hours at a range's ends come from the measurements themselves.
 --
 -- The rollup is kept by a statement trigger: the ingest writes a batch of reports in one statement,
 -- so the trigger runs once per batch and upserts one row per (pin, quantity, hour) of the batch, in
@@ -21,60 +20,43 @@ CREATE TABLE measurement_hourly (
   sum         double precision NOT NULL,
   low_value   double precision NOT NULL,
   low_id      bigint NOT NULL,
-  low         jsonb NOT NULL,
   high_value  double precision NOT NULL,
   high_id     bigint NOT NULL,
-  high        jsonb NOT NULL,
   PRIMARY KEY (pin_id, quantity_id, hour)
 );
 
--- The points are stored as chart series answer them (pinHashId and performance are added by the reader).
 CREATE FUNCTION measurement_hourly_add() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO measurement_hourly AS h (pin_id, quantity_id, hour, count, sum, low_value, low_id, low, high_value, high_id, high)
-  SELECT a.pin_id, a.quantity_id, a.hour, a.count, a.sum,
-         a.lo[1], lo.id, jsonb_build_object('hashId', lo.hash_id, 'generatedAt', lo.generated_at, 'channelIndex', lo.channel_index,
-             'channelMeasurementIndex', lo.channel_measurement_index, 'reportHashId', lor.hash_id, 'orderOfMagnitude', lo.order_of_magnitude, 'significand', lo.significand),
-         a.hi[1], hi.id, jsonb_build_object('hashId', hi.hash_id, 'generatedAt', hi.generated_at, 'channelIndex', hi.channel_index,
-             'channelMeasurementIndex', hi.channel_measurement_index, 'reportHashId', hir.hash_id, 'orderOfMagnitude', hi.order_of_magnitude, 'significand', hi.significand)
-    FROM (SELECT pin_id, quantity_id, hour, count(*) AS count, sum(v) AS sum, min(ARRAY[v, id::float8]) AS lo, max(ARRAY[v, id::float8]) AS hi
-            FROM (SELECT n.pin_id, n.quantity_id, date_bin('1 hour', n.generated_at, timestamptz '2000-01-01 00:00:00+00') AS hour,
-                         n.significand * power(10::float8, n.order_of_magnitude) AS v, n.id
-                    FROM new_rows n WHERE n.pin_id IS NOT NULL) x
-           GROUP BY pin_id, quantity_id, hour) a
-    JOIN new_rows lo ON lo.id = a.lo[2]::bigint LEFT JOIN condition_report lor ON lor.id = lo.report_id
-    JOIN new_rows hi ON hi.id = a.hi[2]::bigint LEFT JOIN condition_report hir ON hir.id = hi.report_id
-   ORDER BY a.pin_id, a.quantity_id, a.hour
+  INSERT INTO measurement_hourly AS h (pin_id, quantity_id, hour, count, sum, low_value, low_id, high_value, high_id)
+  SELECT pin_id, quantity_id, hour, count(*), sum(v), (min(ARRAY[v, id::float8]))[1], (min(ARRAY[v, id::float8]))[2]::bigint,
+         (max(ARRAY[v, id::float8]))[1], (max(ARRAY[v, id::float8]))[2]::bigint
+    FROM (SELECT n.pin_id, n.quantity_id, date_bin('1 hour', n.generated_at, timestamptz '2000-01-01 00:00:00+00') AS hour,
+                 n.significand * power(10::float8, n.order_of_magnitude) AS v, n.id
+            FROM new_rows n WHERE n.pin_id IS NOT NULL) x
+   GROUP BY pin_id, quantity_id, hour
+   ORDER BY pin_id, quantity_id, hour
   ON CONFLICT (pin_id, quantity_id, hour) DO UPDATE SET
     count = h.count + EXCLUDED.count,
     sum = h.sum + EXCLUDED.sum,
     low_value = LEAST(h.low_value, EXCLUDED.low_value),
     low_id = CASE WHEN EXCLUDED.low_value < h.low_value THEN EXCLUDED.low_id ELSE h.low_id END,
-    low = CASE WHEN EXCLUDED.low_value < h.low_value THEN EXCLUDED.low ELSE h.low END,
     high_value = GREATEST(h.high_value, EXCLUDED.high_value),
-    high_id = CASE WHEN EXCLUDED.high_value > h.high_value THEN EXCLUDED.high_id ELSE h.high_id END,
-    high = CASE WHEN EXCLUDED.high_value > h.high_value THEN EXCLUDED.high ELSE h.high END;
+    high_id = CASE WHEN EXCLUDED.high_value > h.high_value THEN EXCLUDED.high_id ELSE h.high_id END;
   RETURN NULL;
 END
 $$;
 
+-- the measurements already stored, once
+INSERT INTO measurement_hourly (pin_id, quantity_id, hour, count, sum, low_value, low_id, high_value, high_id)
+SELECT pin_id, quantity_id, hour, count(*), sum(v), (min(ARRAY[v, id::float8]))[1], (min(ARRAY[v, id::float8]))[2]::bigint,
+       (max(ARRAY[v, id::float8]))[1], (max(ARRAY[v, id::float8]))[2]::bigint
+  FROM (SELECT m.pin_id, m.quantity_id, date_bin('1 hour', m.generated_at, timestamptz '2000-01-01 00:00:00+00') AS hour,
+               m.significand * power(10::float8, m.order_of_magnitude) AS v, m.id
+          FROM measurement m WHERE m.pin_id IS NOT NULL) x
+ GROUP BY pin_id, quantity_id, hour;
+
 CREATE TRIGGER measurement_hourly_add AFTER INSERT ON measurement
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION measurement_hourly_add();
-
--- the measurements already stored, once: the trigger's statement over the whole table
-INSERT INTO measurement_hourly AS h (pin_id, quantity_id, hour, count, sum, low_value, low_id, low, high_value, high_id, high)
-SELECT a.pin_id, a.quantity_id, a.hour, a.count, a.sum,
-       a.lo[1], lo.id, jsonb_build_object('hashId', lo.hash_id, 'generatedAt', lo.generated_at, 'channelIndex', lo.channel_index,
-           'channelMeasurementIndex', lo.channel_measurement_index, 'reportHashId', lor.hash_id, 'orderOfMagnitude', lo.order_of_magnitude, 'significand', lo.significand),
-       a.hi[1], hi.id, jsonb_build_object('hashId', hi.hash_id, 'generatedAt', hi.generated_at, 'channelIndex', hi.channel_index,
-           'channelMeasurementIndex', hi.channel_measurement_index, 'reportHashId', hir.hash_id, 'orderOfMagnitude', hi.order_of_magnitude, 'significand', hi.significand)
-  FROM (SELECT pin_id, quantity_id, hour, count(*) AS count, sum(v) AS sum, min(ARRAY[v, id::float8]) AS lo, max(ARRAY[v, id::float8]) AS hi
-          FROM (SELECT n.pin_id, n.quantity_id, date_bin('1 hour', n.generated_at, timestamptz '2000-01-01 00:00:00+00') AS hour,
-                       n.significand * power(10::float8, n.order_of_magnitude) AS v, n.id
-                  FROM measurement n WHERE n.pin_id IS NOT NULL) x
-         GROUP BY pin_id, quantity_id, hour) a
-  JOIN measurement lo ON lo.id = a.lo[2]::bigint LEFT JOIN condition_report lor ON lor.id = lo.report_id
-  JOIN measurement hi ON hi.id = a.hi[2]::bigint LEFT JOIN condition_report hir ON hir.id = hi.report_id;
 
 -- The chart panel a user saved for one pin group, grid, edge or pin: the mode shown last and the
 -- manual charts. Series refer to pins and quantities by id (a renamed pin stays in its charts; a

@@ -81,58 +81,40 @@ function toMeasurement(r: Record<string, unknown>, pinHashId: string): Measureme
 
 const HOUR_MS = 3_600_000;
 
-/** A point as the rollup stores it (migration 014): a Measurement without pinHashId and performance. */
-type Point = Omit<Measurement, 'pinHashId' | 'performance'>;
-type Bucket = { start_at: Date; count: number; mean: number; low: Point; high: Point };
-
-// a measurement `m` as the rollup stores its points
-const POINT = `jsonb_build_object('hashId', m.hash_id, 'generatedAt', m.generated_at, 'channelIndex', m.channel_index,
-  'channelMeasurementIndex', m.channel_measurement_index, 'reportHashId', (SELECT r.hash_id FROM condition_report r WHERE r.id = m.report_id),
-  'orderOfMagnitude', m.order_of_magnitude, 'significand', m.significand)`;
-const VALUE = 'CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value';
+type Bucket = { start_at: Date; count: number; mean: number; low: number[]; high: number[] };
 
 /**
  * Buckets of `bucketSeconds` from `origin` over [startAt, endAt): whole hours from the hourly rollup
  * (measurement_hourly, migration 014), the partial hours at either end from the measurements.
- * Per bucket: count, mean, and its lowest and highest point (ties: the later stored one is highest).
- * The buckets are chosen over numbers only ([value, id, the rollup hour's epoch or -1 for a
- * measurement]); only the chosen points are then read, each by its key.
+ * Per bucket: count, mean, and the (value, id) of its lowest and highest measurement.
  */
 async function hourlyBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, origin: Date, bucketSeconds: number): Promise<Bucket[]> {
   const firstHour = new Date(Math.ceil(startAt.getTime() / HOUR_MS) * HOUR_MS);
   const lastHour = new Date(Math.floor(endAt.getTime() / HOUR_MS) * HOUR_MS);
-  const raw = (from: string, to: string) => `SELECT m.generated_at, 1, v, v, m.id, v, m.id, -1::float8
-      FROM measurement m ${VALUE} WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= ${from} AND m.generated_at < ${to}`;
-  const point = (side: 'low' | 'high', pick: string) => `CASE WHEN ${pick}[3] >= 0
-      THEN (SELECT h.${side} FROM measurement_hourly h WHERE h.pin_id = $1 AND h.quantity_id = $2 AND h.hour = to_timestamp(${pick}[3]))
-      ELSE (SELECT ${POINT} FROM measurement m WHERE m.id = ${pick}[2]::bigint) END`;
+  const raw = (from: string, to: string) => `SELECT m.generated_at, 1, v, v, m.id, v, m.id
+      FROM measurement m CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value
+     WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= ${from} AND m.generated_at < ${to}`;
   const { rows } = await db.query<Bucket>(
-    `WITH parts (t, count, sum, low_value, low_id, high_value, high_id, hour) AS (
-       SELECT h.hour, h.count, h.sum, h.low_value, h.low_id, h.high_value, h.high_id, date_part('epoch', h.hour) FROM measurement_hourly h
+    `WITH parts (t, count, sum, low_value, low_id, high_value, high_id) AS (
+       SELECT h.hour, h.count, h.sum, h.low_value, h.low_id, h.high_value, h.high_id FROM measurement_hourly h
         WHERE h.pin_id = $1 AND h.quantity_id = $2 AND h.hour >= $5 AND h.hour < $6
        UNION ALL ${raw('$3', '$5')}
-       UNION ALL ${raw('$6', '$4')}),
-     buckets AS (
-       SELECT date_bin(make_interval(secs => $7), t, $8) AS start_at, sum(count)::int AS count, sum(sum) / sum(count) AS mean,
-              min(ARRAY[low_value, low_id::float8, hour]) AS pick_low, max(ARRAY[high_value, high_id::float8, hour]) AS pick_high
-         FROM parts GROUP BY 1)
-     SELECT b.start_at, b.count, b.mean, ${point('low', 'b.pick_low')} AS low, ${point('high', 'b.pick_high')} AS high FROM buckets b ORDER BY 1`,
-    [s.pinId, s.quantityId, startAt, endAt, firstHour, lastHour, bucketSeconds, origin]);
+       UNION ALL ${raw('$6', '$4')})
+     SELECT date_bin(make_interval(secs => $7), t, $8) AS start_at, sum(count)::int AS count, sum(sum) / sum(count) AS mean,
+            min(ARRAY[low_value, low_id::float8]) AS low, max(ARRAY[high_value, high_id::float8]) AS high
+       FROM parts GROUP BY 1 ORDER BY 1`, [s.pinId, s.quantityId, startAt, endAt, firstHour, lastHour, bucketSeconds, origin]);
   return rows;
 }
 
 /** Buckets of `bucketSeconds` from startAt, straight from the measurements (ranges whose buckets are shorter than an hour). */
 async function rawBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, bucketSeconds: number): Promise<Bucket[]> {
-  const { rows } = await db.query<{ start_at: Date; count: number; mean: number; low: number[]; high: number[] }>(
+  const { rows } = await db.query<Bucket>(
     `SELECT date_bin(make_interval(secs => $5), m.generated_at, $3) AS start_at, count(*)::int AS count, avg(v) AS mean,
             min(ARRAY[v, m.id::float8]) AS low, max(ARRAY[v, m.id::float8]) AS high
-       FROM measurement m ${VALUE}
+       FROM measurement m CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value
       WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= $3 AND m.generated_at < $4
       GROUP BY 1 ORDER BY 1`, [s.pinId, s.quantityId, startAt, endAt, bucketSeconds]);
-  const ids = [...new Set(rows.flatMap((b) => [b.low[1], b.high[1]]))];
-  const { rows: points } = await db.query<{ id: number; point: Point }>(`SELECT m.id, ${POINT} AS point FROM measurement m WHERE m.id = ANY($1::bigint[])`, [ids]);
-  const byId = new Map(points.map((p) => [p.id, p.point]));
-  return rows.map((b) => ({ ...b, low: byId.get(b.low[1])!, high: byId.get(b.high[1])! }));
+  return rows;
 }
 
 /**
@@ -167,16 +149,13 @@ export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date
   const buckets = grid.hourly
     ? await hourlyBuckets(db, s, startAt, endAt, grid.origin, grid.bucketSeconds)
     : await rawBuckets(db, s, startAt, endAt, grid.bucketSeconds);
-  // each bucket's lowest and highest point, once each, in time order
-  const points = new Map<string, Point>();
-  for (const b of buckets) for (const p of [b.low, b.high]) points.set(p.hashId, p);
-  const measurements = [...points.values()]
-    .map((p) => ({ ...p, generatedAt: new Date(p.generatedAt).toISOString(), pinHashId: s.pinHashId, performance: -1 }))
-    .sort((x, y) => (x.generatedAt < y.generatedAt ? -1 : x.generatedAt > y.generatedAt ? 1 : 0));
+  const ids = [...new Set(buckets.flatMap((b) => [b.low[1], b.high[1]]))];
+  const { rows } = await db.query(
+    `SELECT ${MEASUREMENT_COLUMNS} FROM measurement m WHERE m.id = ANY($1::bigint[]) ORDER BY m.generated_at, m.id`, [ids]);
   return {
     pinHashId: s.pinHashId,
     quantityHashId: s.quantityHashId,
-    measurements,
+    measurements: rows.map((r) => toMeasurement(r, s.pinHashId)),
     reduction: {
       kind: 'minMax', pointCount: buckets.reduce((a, b) => a + b.count, 0), bucketCount: grid.bucketCount, bucketSeconds: grid.bucketSeconds,
       buckets: buckets.map((b) => ({ startAt: b.start_at.toISOString(), count: b.count, mean: b.mean })),
