@@ -7,7 +7,8 @@ import { AnalyticsQueryTooBroadError, analyticsResults } from '../src/monitoring
 import type { AnalyticsQuery } from '../src/monitoring/analytics/query.ts';
 import type { BenchRow } from './dtls.ts';
 import { pct } from './harness.ts';
-import { measurementTable } from './measurements.ts';
+import type { Db } from '../src/app/db.ts';
+import type { MeasurementTable } from './measurements.ts';
 
 const MEAN_PER_DAY_PER_PIN: AnalyticsQuery = {
   source: 'measurement',
@@ -27,12 +28,10 @@ const MEAN_PER_DAY_PER_PIN: AnalyticsQuery = {
   rowsPerPage: 100,
 };
 
-export async function analyticsRow(opts: { total: number; rounds: number; timeoutMs: number }): Promise<BenchRow> {
-  const { db, n, fillSeconds } = await measurementTable(opts.total);
-  try {
-    // what autovacuum does soon after the pins are made: without it the planner takes 1,000 pins for 2 and loops
-    await db.query('ANALYZE pin');
-    await db.query('ANALYZE pin_group');
+/** In a table filled by fillMeasurementTable (its fill analyzes the pins: without statistics the planner takes 1,000 pins for 2 and loops). */
+export async function analyticsRow(db: Db, table: MeasurementTable, opts: { rounds: number; timeoutMs: number }): Promise<BenchRow> {
+  const n = table.measurements;
+  {
     const times: number[] = [];
     let answered = 0;
     let refused = 0;
@@ -53,9 +52,7 @@ export async function analyticsRow(opts: { total: number; rounds: number; timeou
       name: `analytics: mean per day per pin over a year (first page), table of ${n.toLocaleString('en')} measurements of 1,000 pins, statement_timeout ${opts.timeoutMs} ms`,
       value: Number(pct(times, 50).toFixed(1)), unit: 'ms per query (p50)', p50Ms: Number(pct(times, 50).toFixed(1)), p99Ms: Number(pct(times, 99).toFixed(1)),
       target: `answered, or refused with analytics_query_too_broad, within ${opts.timeoutMs} ms + overhead`,
-      detail: `${answered} answered (${rows} rows on the page), ${refused} refused of ${opts.rounds}; fill ${fillSeconds.toFixed(0)} s${fillSeconds === 0 ? ' (table reused)' : ''}`,
+      detail: `${answered} answered (${rows} rows on the page), ${refused} refused of ${opts.rounds}`,
     };
-  } finally {
-    await db.close();
   }
 }

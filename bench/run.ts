@@ -13,6 +13,7 @@
 // --measurements on|off --measurement-rows 10000000 (measurement find of one pin's year of hourly values, and the ingest statement for linked vs unlinked devices; bench/measurements.ts)
 // --analytics on|off --analytics-timeout-ms 10000 (a broad analytics query, mean per day per pin for a year, over the same --measurement-rows table; bench/analytics.ts)
 // --thresholds on|off --threshold-devices 100 (the report path of linked devices under pin thresholds with THRESHOLD_EVALUATION off and on, and the store step alone; bench/thresholds.ts)
+// --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,13 +25,13 @@ import { dtlsServerRows, type BenchRow } from './dtls.ts';
 import { serviceMemoryMb, startEmbedded } from './embedded.ts';
 import { linkDevices, pct, provision, reportsOnPins, root, startBenchService, storedReports, HTTPS_PORT, type BenchService, type Provisioned } from './harness.ts';
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
-import { ingestLinkedRow, measurementFindRow } from './measurements.ts';
 import { analyticsRow } from './analytics.ts';
+import { chartPanelsRow, chartSeriesRow } from './charts.ts';
+import { benchDatabase, fillMeasurementTable, ingestLinkedRow, measurementFindRow } from './measurements.ts';
 import { thresholdRows } from './thresholds.ts';
 import { webhookRow } from './webhooks.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' } } });
-
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' } } });
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
@@ -123,6 +124,21 @@ async function runLayout(layout: Layout, withLinked: boolean): Promise<Row[]> {
   }
 }
 
+/** The rows reading one filled measurement table: measurement find (--measurements), the chart rows (--charts) and the broad analytics query (--analytics). */
+async function measurementTableRows(): Promise<BenchRow[]> {
+  const db = await benchDatabase('gridgate_bench_measurements');
+  try {
+    const table = await fillMeasurementTable(db, Number(values['measurement-rows']));
+    const rows: BenchRow[] = [];
+    if (values.measurements !== 'off') rows.push(await measurementFindRow(db, table, { rounds: 20 }));
+    if (values.charts !== 'off') rows.push(await chartSeriesRow(db, table, { rounds: 100 }), await chartPanelsRow(db, table, { rounds: 50 }));
+    if (values.analytics !== 'off') rows.push(await analyticsRow(db, table, { rounds: 5, timeoutMs: Number(values['analytics-timeout-ms']) }));
+    return rows;
+  } finally {
+    await db.close();
+  }
+}
+
 async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const layout of LAYOUTS.filter((l, i) => values.layouts === 'all' || values.layouts.split(',').includes(String(i + 1)))) rows.push(...await runLayout(layout, values.linked !== 'off'));
@@ -131,8 +147,8 @@ async function main(): Promise<void> {
   const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];
   const dtlsRows: BenchRow[] = values.dtls === 'off' ? [] : await dtlsServerRows({ seconds: Math.max(SECONDS, 20), idleSessions: Number(values['idle-sessions']), procs: 4 });
   if (values.coap !== 'off') dtlsRows.push(...await coapRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), layout: values['coap-layout'], closed: values['coap-closed'] !== 'off', linked: values.linked !== 'off' }));
-  if (values.measurements !== 'off') dtlsRows.push(await measurementFindRow({ total: Number(values['measurement-rows']), rounds: 20 }), ...await ingestLinkedRow({ batches: 200 }));
-  if (values.analytics !== 'off') dtlsRows.push(await analyticsRow({ total: Number(values['measurement-rows']), rounds: 5, timeoutMs: Number(values['analytics-timeout-ms']) }));
+  if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off') dtlsRows.push(...await measurementTableRows());
+  if (values.measurements !== 'off') dtlsRows.push(...await ingestLinkedRow({ batches: 200 }));
   if (values.thresholds !== 'off') dtlsRows.push(...await thresholdRows({ devices: Number(values['threshold-devices']), seconds: SECONDS, warmup: WARMUP, batches: 200 }));
   const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows, commandRows, dtlsRows };
   writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);

@@ -28,6 +28,7 @@ import { userEnvironmentSettingsRoutes } from '../accounts/user-environment-sett
 import { thresholdRoutes } from '../monitoring/thresholds/routes.ts';
 import { connectivityThresholdRoutes } from '../monitoring/connectivity-thresholds/routes.ts';
 import { issueRoutes } from '../monitoring/issues/routes.ts';
+import { chartRoutes } from '../monitoring/charts/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -60,6 +61,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   thresholdRoutes,
   connectivityThresholdRoutes,
   issueRoutes,
+  chartRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -27,5 +27,10 @@ describe('retention', () => {
     // the other environment keeps its default of 3650 days
     expect(await ages(long, b)).toEqual([1, 31, 400]);
     expect((await pruneExpired(api.ctx.db)).measurements).toBe(0);
+    // the charts' hourly rollup goes with the measurements
+    const hours = async (pinHashId: string) => (await api.ctx.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM measurement_hourly h JOIN pin p ON p.id = h.pin_id WHERE p.hash_id = $1', [pinHashId])).rows[0].n;
+    expect(await hours(a)).toBe(3);
+    expect(await hours(b)).toBe(3);
   });
 });

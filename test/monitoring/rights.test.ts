@@ -79,6 +79,11 @@ const ops: Op[] = [
   { method: 'POST', url: '/issue-comment/abc', body: { comment: 'x' }, monitoring: 'ISSUES' },
   { method: 'DELETE', url: '/issue-comment/abc', monitoring: 'ISSUES' },
   { method: 'POST', url: '/graph/grid/abc/notification', body: { level: 1 }, monitoring: 'READ' },
+  { method: 'GET', url: '/chart/?startAt=2026-01-01T00:00:00Z&endAt=2026-01-02T00:00:00Z', monitoring: 'READ' },
+  { method: 'GET', url: '/chart/panel?pinGroupHashId=abc', monitoring: 'READ' },
+  { method: 'GET', url: '/chart/panels', monitoring: 'READ' },
+  { method: 'POST', url: '/chart/panel?pinGroupHashId=abc', body: { lastMode: 'manual' }, monitoring: 'REPORTS' },
+  { method: 'POST', url: '/chart/panels', body: {}, monitoring: 'REPORTS' },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;

@@ -30,6 +30,10 @@ export async function pruneExpired(db: Queryable, batchRows = RETENTION_DEFAULTS
     measurements += await inBatches(`DELETE FROM measurement WHERE ctid = ANY(ARRAY(
            SELECT m.ctid FROM measurement m JOIN pin p ON p.id = m.pin_id
             WHERE m.generated_at < $2 AND p.environment_id = $1 LIMIT $3))`, env);
+    // the charts' hourly rollup (migration 014) of the hours that expired entirely
+    await inBatches(`DELETE FROM measurement_hourly WHERE ctid = ANY(ARRAY(
+           SELECT h.ctid FROM measurement_hourly h JOIN pin p ON p.id = h.pin_id
+            WHERE h.hour <= $2::timestamptz - interval '1 hour' AND p.environment_id = $1 LIMIT $3))`, env);
     reports += await inBatches(`DELETE FROM condition_report WHERE id = ANY(ARRAY(
            SELECT r.id FROM condition_report r JOIN pin_group pg ON pg.id = r.pin_group_id
             WHERE r.generated_at < $2 AND pg.environment_id = $1 LIMIT $3))`, env);
