@@ -165,7 +165,7 @@ async function linkedDevice() {
   const id = `chart-${randomBytes(5).toString('hex')}`;
   const device = ok<{ hashId: string }>(await supplier.request('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type, psk: 'ab'.repeat(16), pskIdentity: id })).hashId;
   const token = ok<{ claimTokens: { claimToken: string }[] }>(await supplier.request('POST', '/device/claim-tokens', { deviceHashIds: [device] })).claimTokens[0].claimToken;
-  const customer = await api.login('monitoring', ['READ', 'STATIC', 'SENSORS', 'REPORTS']);
+  const customer = await api.login('monitoring', ['READ', 'STATIC', 'SENSORS', 'REPORTS', 'THRESHOLDS']);
   ok(await customer.request('POST', '/device/claim', { claimTokens: [token] }));
   const pg = await addPinGroup(customer, 'Rectifier');
   const link = ok<{ device: { hashId: string } }>(await customer.request('POST', `/device/${device}/link`, { pinGroupHashId: pg.hashId, channelMapping: [] }));
@@ -227,6 +227,31 @@ describe('chart panel', () => {
     // names of older Api-Versions are plain strings (the quantity inside a chart included)
     const v6 = await c.request<Panel>('GET', `/chart/panel?pinGroupHashId=${pg}`, undefined, { 'api-version': '6' });
     expect(v6.body.charts.automatic[0].series[0].quantity.name).toBe('Voltage');
+  });
+
+  it('a series shows its pin\'s own measurement threshold; a pin with only its quantity\'s defaults shows null', async () => {
+    const { customer: c, pg, red, black, voltage, current } = await linkedDevice();
+    const pair = (significand: number) => ({ orderOfMagnitude: 0, significand });
+    const limits = { criticallyLow: pair(1), low: pair(2), high: pair(8), criticallyHigh: pair(9) };
+    const set = await c.request<{ hashId: string }>('POST', '/measurement-threshold/thresholds', { pinHashId: red, quantityHashId: voltage.hashId, thresholds: limits });
+    expect(set.status, JSON.stringify(set.body)).toBe(200);
+    const manual = [{ title: 'T', series: [{ pinHashId: red, quantityHashId: voltage.hashId }, { pinHashId: black, quantityHashId: current.hashId }] }];
+    expect((await c.request('POST', `/chart/panel?pinGroupHashId=${pg}`, { lastMode: 'manual', manualCharts: manual })).status).toBe(204);
+    const [red1, black1] = ok<Panel>(await c.request('GET', `/chart/panel?pinGroupHashId=${pg}`)).charts.manual[0].series;
+    expect(red1.pinThreshold).toEqual({ hashId: set.body.hashId, pinHashId: red, ...limits });
+    expect(black1.pinThreshold).toBeNull();
+
+    // each measurement's performance is its level against those limits; without any limit it is -1
+    // (values 0.5, 5, 8.5, 9.5 and 8 as significands x 10^-3)
+    await measure(red, voltage.id, '2026-03-01T00:00:00Z', 5, 60, { 0: 500, 1: 5000, 2: 8500, 3: 9500, 4: 8000 });
+    await measure(black, current.id, '2026-03-01T00:00:00Z', 2, 60);
+    const url = seriesUrl('2026-03-01T00:00:00Z', '2026-03-02T00:00:00Z', [{ pinHashId: red, quantityHashId: voltage.hashId }, { pinHashId: black, quantityHashId: current.hashId }]);
+    const [redSeries, blackSeries] = ok<{ series: Series[] }>(await c.request('GET', url)).series;
+    expect(redSeries.measurements.map((m) => m.performance)).toEqual([2, 0, 1, 2, 0]);
+    expect(blackSeries.measurements.map((m) => m.performance)).toEqual([-1, -1]);
+    type FindRow = { report: { pinObservations: { measurement: { performance: number } }[] } | null };
+    const found = ok<{ rows: FindRow[] }>(await c.request('GET', `/measurement/?pinHashIds[0]=${red}&sortBy=generatedAt&descending=false&includePinsWithoutReports=false&since=2026-03-01T00:00:00Z`));
+    expect(found.rows.flatMap((r) => r.report!.pinObservations.map((o) => o.measurement.performance))).toEqual([2, 0, 1, 2, 0]);
   });
 
   it('manual charts are saved and read back; lastMode switches; members left out keep their value', async () => {

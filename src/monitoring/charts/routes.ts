@@ -56,7 +56,7 @@ const SERIES_DESCRIPTION = 'The measurements of each (pin, quantity) series in [
   + 'A pin must be one of this environment, a quantity one of this environment, one measured on that pin, or one of the supplier of the '
   + 'device linked to the pin\'s pin group; anything else (another environment\'s pin or quantity included) is a parameter_error naming '
   + '`series[i].pinHashId` or `series[i].quantityHashId`. `series` left out (how axios sends an empty list) answers no series. '
-  + 'performance is -1 (not compared to thresholds).';
+  + 'performance compares each value with the pin\'s own threshold for the quantity, else the quantity\'s default thresholds: -1 none applies, 0 within, 1 beyond low or high, 2 beyond a critical limit.';
 
 const PANEL_DESCRIPTION = '`charts.automatic` is derived when read: for a pin group (or pin) the charts of the device type of the linked device '
   + '(its `charts` by channelIndex and each channel\'s `charts`, on the pins the channels are mapped to; for a pin only its series), '

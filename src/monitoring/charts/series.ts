@@ -1,5 +1,7 @@
 import type { Queryable } from '../../app/db.ts';
 import { ParameterError } from '../../app/errors.ts';
+import { performanceOf, type Limits } from '../thresholds/limits.ts';
+import { pinThresholdsOf } from '../thresholds/store.ts';
 
 /**
  * Chart series: one pin's measurements of one quantity in [startAt, endAt). A range with few points
@@ -64,7 +66,8 @@ export async function resolveSeries(db: Queryable, environmentId: number, refs: 
 const MEASUREMENT_COLUMNS = `m.hash_id, m.generated_at, m.channel_index, m.channel_measurement_index,
   (SELECT r.hash_id FROM condition_report r WHERE r.id = m.report_id) AS report_hash_id, m.order_of_magnitude, m.significand`;
 
-function toMeasurement(r: Record<string, unknown>, pinHashId: string): Measurement {
+/** `limits`: the series' thresholds (the pin's own, else the quantity's defaults; performance -1 without). */
+function toMeasurement(r: Record<string, unknown>, pinHashId: string, limits: Limits | null | undefined): Measurement {
   return {
     hashId: r.hash_id as string,
     generatedAt: (r.generated_at as Date).toISOString(),
@@ -74,8 +77,7 @@ function toMeasurement(r: Record<string, unknown>, pinHashId: string): Measureme
     pinHashId,
     orderOfMagnitude: r.order_of_magnitude as number,
     significand: r.significand as number,
-    // measurements are not compared to thresholds yet (as in measurement find): -1 means not compared
-    performance: -1,
+    performance: performanceOf(limits, { orderOfMagnitude: r.order_of_magnitude as number, significand: r.significand as number }),
   };
 }
 
@@ -134,7 +136,7 @@ export function bucketGrid(startAt: Date, endAt: Date, maxBuckets: number): { or
 }
 
 /** Reads one resolved series over [startAt, endAt), raw or reduced (see the top of this file). */
-export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, maxBuckets: number): Promise<Series> {
+export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, maxBuckets: number, limits?: Limits | null): Promise<Series> {
   const range = [s.pinId, s.quantityId, startAt, endAt];
   const where = 'm.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= $3 AND m.generated_at < $4';
   // counts no further than the raw limit: at most 2 * maxBuckets + 1 index entries
@@ -143,7 +145,7 @@ export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date
   if (n <= 2 * maxBuckets) {
     const { rows } = await db.query(
       `SELECT ${MEASUREMENT_COLUMNS} FROM measurement m WHERE ${where} ORDER BY m.generated_at, m.id`, range);
-    return { pinHashId: s.pinHashId, quantityHashId: s.quantityHashId, measurements: rows.map((r) => toMeasurement(r, s.pinHashId)), reduction: null };
+    return { pinHashId: s.pinHashId, quantityHashId: s.quantityHashId, measurements: rows.map((r) => toMeasurement(r, s.pinHashId, limits)), reduction: null };
   }
   const grid = bucketGrid(startAt, endAt, maxBuckets);
   const buckets = grid.hourly
@@ -155,7 +157,7 @@ export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date
   return {
     pinHashId: s.pinHashId,
     quantityHashId: s.quantityHashId,
-    measurements: rows.map((r) => toMeasurement(r, s.pinHashId)),
+    measurements: rows.map((r) => toMeasurement(r, s.pinHashId, limits)),
     reduction: {
       kind: 'minMax', pointCount: buckets.reduce((a, b) => a + b.count, 0), bucketCount: grid.bucketCount, bucketSeconds: grid.bucketSeconds,
       buckets: buckets.map((b) => ({ startAt: b.start_at.toISOString(), count: b.count, mean: b.mean })),
@@ -180,5 +182,6 @@ export async function chartSeries(db: Queryable, environmentId: number, q: Serie
   if (endAt <= startAt) throw new ParameterError('endAt must be later than startAt');
   const resolved = await resolveSeries(db, environmentId, q.series ?? [], (i) => `series[${i}]`);
   const maxBuckets = q.highResolution ? MAX_BUCKETS_HIGH_RESOLUTION : MAX_BUCKETS;
-  return { series: await Promise.all(resolved.map((s) => readSeries(db, s, startAt, endAt, maxBuckets))) };
+  const thresholds = await pinThresholdsOf(db, environmentId, resolved);
+  return { series: await Promise.all(resolved.map((s) => readSeries(db, s, startAt, endAt, maxBuckets, thresholds.get(`${s.pinId}:${s.quantityId}`)))) };
 }

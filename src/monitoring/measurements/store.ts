@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { namedStatement, type NamedStatement, type Queryable } from '../../app/db.ts';
 import { ParameterError } from '../../app/errors.ts';
+import { performanceOf } from '../thresholds/limits.ts';
+import { pinThresholdsOf } from '../thresholds/store.ts';
 
 export interface MeasurementFindQuery {
   sortBy?: string;
@@ -262,7 +264,11 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   } else {
     rows = await run((p) => reportRows(p, rowsPerPage + 1));
   }
-  const quantities = await quantityHashIdsOf(db, new Set(rows.flatMap((r) => ((r.observations as Observation[] | null) ?? []).map((o) => o.quantityId))));
+  const pairs = rows.flatMap((r) => ((r.observations as Observation[] | null) ?? []).map((o) => ({ pinId: Number(r.pin_id), quantityId: o.quantityId })));
+  const [quantities, thresholds] = await Promise.all([
+    quantityHashIdsOf(db, new Set(pairs.map((x) => x.quantityId))),
+    pinThresholdsOf(db, environmentId, pairs),
+  ]);
   let nextPageOffset: string | null = null;
   if (rows.length > rowsPerPage) {
     rows.length = rowsPerPage;
@@ -282,8 +288,8 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
         pinObservations: (r.observations as Observation[]).map(({ quantityId, ...m }) => ({
           measurement: {
             ...m, reportHashId: r.report_hash_id as string, pinHashId: r.p_hash_id as string,
-            // thresholds arrive with a later issue: -1 means not compared
-            performance: -1,
+            // against the pin's own threshold for the quantity, else the quantity's defaults
+            performance: performanceOf(thresholds.get(`${Number(r.pin_id)}:${quantityId}`), m),
           },
           quantityHashId: quantities.get(quantityId) ?? '',
         })),

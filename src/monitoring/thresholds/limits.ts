@@ -43,3 +43,10 @@ export const hasLimit = (l: Limits): boolean => l.criticallyLow !== null || l.lo
 
 /** A stored limit (jsonb, where JSON null and SQL null both mean none). */
 export const storedLimit = (v: unknown): ValuePair | null => (v && typeof v === 'object' ? v as ValuePair : null);
+
+/**
+ * A measurement's `performance` (the SDK's Measurement): -1 not compared (no limit applies), else its
+ * level against the limits that apply: 0 within, 1 beyond low or high, 2 beyond a critical limit.
+ */
+export const performanceOf = (limits: Limits | null | undefined, value: ValuePair): -1 | Level =>
+  (limits && hasLimit(limits) ? levelOf(limits, value) : -1);
