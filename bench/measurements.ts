@@ -61,7 +61,8 @@ export async function benchDatabase(name: string): Promise<Db> {
 export async function measurementFindRow(db: Queryable, table: MeasurementTable, opts: { rounds: number }): Promise<BenchRow> {
   const latencies: number[] = [];
   let values = 0;
-  for (let round = 0; round < opts.rounds; round++) {
+  // round -1 warms up (JIT, prepared statements, the pages of the index): like the chart rows, it is not timed
+  for (let round = -1; round < opts.rounds; round++) {
     let offset: string | undefined;
     values = 0;
     do {
@@ -70,7 +71,7 @@ export async function measurementFindRow(db: Queryable, table: MeasurementTable,
         pinGroupHashIds: ['pg0'], pinHashIds: ['p0_0'], quantityHashIds: ['q0'], since: '2025-01-01T00:00:00Z', before: '2026-01-01T00:00:00Z',
         sortBy: 'generatedAt', descending: false, rowsPerPage: 500, offset,
       });
-      latencies.push(performance.now() - t0);
+      if (round >= 0) latencies.push(performance.now() - t0);
       values += page.rows.length;
       offset = page.nextPageOffset ?? undefined;
     } while (offset);
@@ -79,7 +80,7 @@ export async function measurementFindRow(db: Queryable, table: MeasurementTable,
   return {
     name: `measurement find: 1 pin, 1 quantity, ${values} hourly values in pages of 500, table of ${table.measurements.toLocaleString('en')} measurements of 1,000 pins`,
     value: Number(pct(latencies, 50).toFixed(2)), unit: 'ms per page (p50)', p50Ms: Number(pct(latencies, 50).toFixed(2)), p99Ms: Number(pct(latencies, 99).toFixed(2)),
-    target: 'p99 <= 50 ms', detail: `${latencies.length} pages over ${opts.rounds} walks; fill ${table.fillSeconds.toFixed(0)} s`,
+    target: 'p99 <= 50 ms', detail: `${latencies.length} pages over ${opts.rounds} walks after one warm-up walk; fill ${table.fillSeconds.toFixed(0)} s`,
   };
 }
 

@@ -11,8 +11,8 @@ import { pinThresholdsOf } from '../thresholds/store.ts';
  * more are read from the hourly rollup (migration 014), so a year costs 8,760 rows, not every value.
  */
 
-/** Buckets of a reduced series; a series with at most twice as many points (what a reduced answer may hold) is raw. */
-export const MAX_BUCKETS = 1_000;
+/** Buckets of a reduced series: 500 buckets = at most 1,000 points, enough for a chart a screen wide (each point costs a random read at answer time; measured in bench/README.md). A series with at most twice as many points as buckets is raw. */
+export const MAX_BUCKETS = 500;
 /** highResolution: a chart drawn larger. */
 export const MAX_BUCKETS_HIGH_RESOLUTION = 5_000;
 
