@@ -8,6 +8,7 @@ import { testContext } from '../helpers.ts';
 import { DtlsCoapPeer } from '../coap/support.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';
 import { connectivityClient, environmentClient, type RestClient } from '../support/provision.ts';
+import { JSON_REPORT_HANDLER, ok } from './linked-device.ts';
 
 // The issue's proof, from the outside: a supplier makes a device and a claim token, a customer
 // claims it, builds a pin group with two pins and links the device; the device reports over
@@ -26,15 +27,6 @@ function handle(args: { payload: string }, exec: Exec) {
   };
 }`;
 
-const HANDLER = `
-function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
-  if (args.event.type !== 'incomingRequest') return;
-  const body = args.event.webRequest.body;
-  if (body === undefined || body.type !== 'json') return { statusCode: 400 };
-  exec.parseReport({ reportTypeHashId: REPORT_TYPE, payload: JSON.stringify(body.data) });
-  return { statusCode: 200, body: { ok: true } };
-}`;
-
 interface Row {
   report: { hashId: string; generatedAt: string; reportTypeHashId: string; pinObservations: { measurement: { pinHashId: string; channelIndex: number; significand: number; orderOfMagnitude: number; reportHashId: string }; quantityHashId: string }[] } | null;
   pinGroup: { hashId: string; name: string };
@@ -50,11 +42,6 @@ const device = { identity: `e2e-${randomBytes(4).toString('hex')}`, key: randomB
 const ids = { voltage: '', current: '', reportType: '', pinGroup: '', pinA: '', pinB: '' };
 
 const monitoringClient = (baseUrl: string): Promise<RestClient> => environmentClient(ctx.db, baseUrl, 'monitoring', 'water utility', ['READ', 'STATIC', 'SENSORS']);
-
-const ok = <T>(r: { status: number; body: T }): T => {
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body;
-};
 
 let clock = Date.parse('2026-10-01T00:00:00Z');
 /** A report with its own generatedAt, so each one can be found alone by time range. */
@@ -117,7 +104,7 @@ beforeAll(async () => {
     parser: `const VOLTAGE = "${ids.voltage}";\nconst CURRENT = "${ids.current}";\n${PARSER}`,
   })).hashId;
   const type = ok(await supplier.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 'CP logger', eventHandler: `const REPORT_TYPE = "${ids.reportType}";\n${HANDLER}`, fieldConfigurations: [], pinGroupFieldConfigurations: [],
+    name: 'CP logger', eventHandler: `const REPORT_TYPE = "${ids.reportType}";\n${JSON_REPORT_HANDLER}`, fieldConfigurations: [], pinGroupFieldConfigurations: [],
     channels: [{ name: 'Pipe', defaultPinName: 'Pipe', pinFieldConfigurations: [] }, { name: 'Anode', defaultPinName: 'Anode', pinFieldConfigurations: [] }], commandTypeHashIds: [],
   })).hashId;
   device.hashId = ok(await supplier.request<{ hashId: string }>('POST', '/device/psk', {

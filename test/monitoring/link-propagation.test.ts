@@ -6,6 +6,7 @@ import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';
 import { connectivityClient, environmentClient, type RestClient } from '../support/provision.ts';
+import { JSON_REPORT_HANDLER, ok } from './linked-device.ts';
 
 // A link, unlink or channel mapping change reaches the workers' device cache before it is answered:
 // a report the device sends right after the answer lands on the new pins (or on none), with the
@@ -20,20 +21,6 @@ function handle(args: { payload: string }, exec: Exec) {
     measurements: [0, 1].map((channelIndex) => ({ channelIndex, quantityHashId: VOLTAGE, generatedAt: new Date(d.t), orderOfMagnitude: 0, significand: d.v + channelIndex })),
   };
 }`;
-
-const HANDLER = `
-function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
-  if (args.event.type !== 'incomingRequest') return;
-  const body = args.event.webRequest.body;
-  if (body === undefined || body.type !== 'json') return { statusCode: 400 };
-  exec.parseReport({ reportTypeHashId: REPORT_TYPE, payload: JSON.stringify(body.data) });
-  return { statusCode: 200, body: { ok: true } };
-}`;
-
-const ok = <T>(r: { status: number; body: T }): T => {
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return r.body;
-};
 
 for (const layout of ['one process', 'api and worker apart'] as const) {
   describe(`link propagation, ${layout}`, () => {
@@ -67,7 +54,7 @@ for (const layout of ['one process', 'api and worker apart'] as const) {
         name: 'r', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const VOLTAGE = "${voltage}";\n${PARSER}`,
       })).hashId;
       const type = ok(await supplier.request<{ hashId: string }>('POST', '/device-type/', {
-        name: 't', eventHandler: `const REPORT_TYPE = "${reportType}";\n${HANDLER}`, fieldConfigurations: [], pinGroupFieldConfigurations: [],
+        name: 't', eventHandler: `const REPORT_TYPE = "${reportType}";\n${JSON_REPORT_HANDLER}`, fieldConfigurations: [], pinGroupFieldConfigurations: [],
         channels: [{ name: 'a', defaultPinName: 'A', pinFieldConfigurations: [] }, { name: 'b', defaultPinName: 'B', pinFieldConfigurations: [] }], commandTypeHashIds: [],
       })).hashId;
       device.hashId = ok(await supplier.request<{ hashId: string }>('POST', '/device/psk', {

@@ -14,7 +14,8 @@ function handle(args: { payload: string }, exec: Exec) {
   return { generatedAt: new Date(d.t), measurements: [{ channelIndex: 0, quantityHashId: QUANTITY, generatedAt: new Date(d.t), orderOfMagnitude: 0, significand: d.v }] };
 }`;
 
-const HANDLER = `
+/** An event handler that parses a JSON body as a report of the report type REPORT_TYPE (prepend `const REPORT_TYPE = ...`) and answers 200. */
+export const JSON_REPORT_HANDLER = `
 function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   if (args.event.type !== 'incomingRequest') return;
   const body = args.event.webRequest.body;
@@ -53,7 +54,7 @@ export async function linkedDevice(ctx: AppContext, service: RunningService, cus
     name: 'report', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const QUANTITY = "${quantityHashId}";\n${PARSER}`,
   })).hashId;
   const deviceTypeHashId = ok(await supplier.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 'logger', eventHandler: `const REPORT_TYPE = "${reportType}";\n${HANDLER}`, fieldConfigurations: [], pinGroupFieldConfigurations: [],
+    name: 'logger', eventHandler: `const REPORT_TYPE = "${reportType}";\n${JSON_REPORT_HANDLER}`, fieldConfigurations: [], pinGroupFieldConfigurations: [],
     channels: [{ name: 'Pipe', defaultPinName: 'Pipe', pinFieldConfigurations: [] }], commandTypeHashIds: [],
   })).hashId;
   const identity = `thr-${randomBytes(5).toString('hex')}`;
