@@ -85,6 +85,20 @@ export async function measurementFindRow(db: Queryable, table: MeasurementTable,
 }
 
 /**
+ * What the ingest statement needs, in an empty bench database: a supplier (environment 1) with quantity `q`
+ * (id 1), device type `t` and report type `rt`, and `devices` devices `d<i>`, the first `claimed` of them
+ * claimed by the customer (environment 2).
+ */
+export async function ingestWorld(db: Queryable, devices: number, claimed: number): Promise<void> {
+  await db.query(`INSERT INTO environment (hash_id, type, name) VALUES ('supplier', 'connectivity', 's'), ('customer', 'monitoring', 'c')`);
+  await db.query(`INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude) VALUES ('q', 1, '"q"', 'q', '#000000', 'V', 0)`);
+  await db.query(`INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, subscription_hash_id) VALUES ('t', 1, '"t"', 't', '', '', 's')`);
+  await db.query(`INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash) VALUES ('rt', 1, '"r"', 'r', '{}', '', '')`);
+  await db.query(`INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, claimed_environment_id)
+    SELECT 'd' || i, 1, 1, 'd' || i, CASE WHEN i < $2 THEN 2 END FROM generate_series(0, $1 - 1) i`, [devices, claimed]);
+}
+
+/**
  * The report path's store step for linked and unlinked devices side by side: batches of 50 reports
  * (two measurements each) through the one ingest statement, rotating a batch of linked devices, a
  * batch of unlinked ones and a linked batch with the charts' rollup trigger off, in the same database
@@ -94,12 +108,7 @@ export async function ingestLinkedRow(opts: { batches: number }): Promise<BenchR
   const db = await benchDatabase('gridgate_bench_ingest');
   const { ingestReportsJson } = await import('../src/monitoring/reports/store.ts');
   try {
-    await db.query(`INSERT INTO environment (hash_id, type, name) VALUES ('supplier', 'connectivity', 's'), ('customer', 'monitoring', 'c')`);
-    await db.query(`INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude) VALUES ('q', 1, '"q"', 'q', '#000000', 'V', 0)`);
-    await db.query(`INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, subscription_hash_id) VALUES ('t', 1, '"t"', 't', '', '', 's')`);
-    await db.query(`INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash) VALUES ('rt', 1, '"r"', 'r', '{}', '', '')`);
-    await db.query(`INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, claimed_environment_id)
-      SELECT 'd' || i, 1, 1, 'd' || i, CASE WHEN i < 50 THEN 2 END FROM generate_series(0, 99) i`);
+    await ingestWorld(db, 100, 50);
     await db.query(`INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, map_layer) SELECT 'pg' || i, 2, 'g', 's', 'default' FROM generate_series(0, 49) i`);
     await db.query(`INSERT INTO pin (hash_id, environment_id, pin_group_id, name) SELECT 'p' || i || '_' || c, 2, i + 1, 'p' FROM generate_series(0, 49) i, generate_series(0, 1) c`);
     await db.query(`INSERT INTO device_link (hash_id, environment_id, device_id, pin_group_id) SELECT 'l' || i, 2, i + 1, i + 1 FROM generate_series(0, 49) i`);

@@ -4,10 +4,10 @@
 //   (so issues open and stay open: every batch also runs the issue statement);
 // - the store step alone: ingest statement, then the evaluation, against ingest alone, alternating batches.
 import { createEnvironment, createMachineAccount } from '../src/accounts/store.ts';
-import { openDb, recreateDatabase } from '../src/app/db.ts';
 import { cpuMeter } from './cpu.ts';
 import type { BenchRow } from './dtls.ts';
 import { api, HTTPS_PORT, pct, provision, startBenchService, storedReports } from './harness.ts';
+import { benchDatabase, ingestWorld } from './measurements.ts';
 import { runPskDevice } from './psk-client.ts';
 
 // the bench parser stores v * 100 at orderOfMagnitude -2; devices send v in [0, 10]: low 1.00 and high 9.00 are crossed by a fifth
@@ -74,18 +74,12 @@ async function endToEnd(evaluation: 'on' | 'off', opts: { devices: number; secon
  * against without (ingest alone), alternating, in one database; a fifth of the values cross a limit.
  */
 async function storeStep(opts: { batches: number }): Promise<BenchRow[]> {
-  const admin = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const db = await openDb({ databaseUrl: await recreateDatabase(admin, 'gridgate_bench_thresholds'), dataDir: '/tmp' });
+  const db = await benchDatabase('gridgate_bench_thresholds');
   const { ingestReportsJson } = await import('../src/monitoring/reports/store.ts');
   const { ThresholdEvaluator } = await import('../src/monitoring/thresholds/evaluate.ts');
   const { ThresholdCache } = await import('../src/monitoring/thresholds/cache.ts');
   try {
-    await db.query(`INSERT INTO environment (hash_id, type, name) VALUES ('supplier', 'connectivity', 's'), ('customer', 'monitoring', 'c')`);
-    await db.query(`INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude) VALUES ('q', 1, '"q"', 'q', '#000000', 'V', 0)`);
-    await db.query(`INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, subscription_hash_id) VALUES ('t', 1, '"t"', 't', '', '', 's')`);
-    await db.query(`INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash) VALUES ('rt', 1, '"r"', 'r', '{}', '', '')`);
-    await db.query(`INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, claimed_environment_id)
-      SELECT 'd' || i, 1, 1, 'd' || i, 2 FROM generate_series(0, 49) i`);
+    await ingestWorld(db, 50, 50);
     await db.query(`INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, map_layer) SELECT 'pg' || i, 2, 'g', 's', 'default' FROM generate_series(0, 49) i`);
     await db.query(`INSERT INTO pin (hash_id, environment_id, pin_group_id, name) SELECT 'p' || i, 2, i + 1, 'p' FROM generate_series(0, 49) i`);
     await db.query(`INSERT INTO device_link (hash_id, environment_id, device_id, pin_group_id) SELECT 'l' || i, 2, i + 1, i + 1 FROM generate_series(0, 49) i`);
