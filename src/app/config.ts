@@ -37,6 +37,7 @@ export interface Config {
   internalToken: string;
   sandboxMemoryMb: number;
   sandboxTimeoutMs: number;
+  sandboxBatchRuns: number;
   /** bounds on supplier code and what it produces (src/sandbox/limits.ts) */
   supplierCode: SupplierCodeLimits;
   workerConcurrency: number;
@@ -128,6 +129,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   INTERNAL_TOKEN: ['derived from SECRET_KEY', 'bearer token workers present to the monitoring core'],
   SANDBOX_MEMORY_MB: ['64', 'memory limit of one supplier isolate'],
   SANDBOX_TIMEOUT_MS: ['1000', 'wall-clock limit of one run of supplier code'],
+  SANDBOX_BATCH_RUNS: ['64', 'runs of one supplier code that arrive together go into its isolate in one call, at most this many (1: each alone); each keeps its own outcome and limits'],
   SANDBOX_MAX_SOURCE_CHARS: ['1000000', 'longest event handler, parser or identifier a save compiles (400 naming the field)'],
   SANDBOX_COMPILES_PER_MINUTE: ['60', 'new (not yet compiled) sources one environment may save per minute (429 beyond)'],
   SANDBOX_COMPILE_TIMEOUT_MS: ['10000', 'a compile taking longer fails (its compiler thread is replaced)'],
@@ -234,6 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     internalToken: env.INTERNAL_TOKEN || '',
     sandboxMemoryMb: int(env, 'SANDBOX_MEMORY_MB', 64, 8, 4096),
     sandboxTimeoutMs: int(env, 'SANDBOX_TIMEOUT_MS', 1000, 10, 60_000),
+    sandboxBatchRuns: int(env, 'SANDBOX_BATCH_RUNS', 64, 1, 1000),
     supplierCode: {
       maxSourceChars: int(env, 'SANDBOX_MAX_SOURCE_CHARS', 1_000_000, 1, 1_000_000),
       compilesPerMinute: int(env, 'SANDBOX_COMPILES_PER_MINUTE', 60, 1, 1_000_000),

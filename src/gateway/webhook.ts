@@ -79,7 +79,7 @@ export class WebhookHandler {
     this.ctx = ctx;
     this.queue = queue;
     this.ownSandbox = !opts.sandbox;
-    this.sandbox = opts.sandbox ?? new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs });
+    this.sandbox = opts.sandbox ?? new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs, maxBatchRuns: ctx.config.sandboxBatchRuns });
     const ttl = opts.cacheTtlMs ?? 2000;
     this.targets = new TtlCache(ttl);
     this.devices = new TtlCache(ttl);

@@ -53,7 +53,8 @@ const COUNTER_FUTURE_LIMIT_MS = 24 * 3600_000;
  * directly rather than over HTTP to `monitoringCoreUrl`.
  */
 export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, opts: { localMonitoringCore?: boolean } = {}): DeviceWorker {
-  const sandbox = new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs });
+  const sandbox = new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs, maxBatchRuns: ctx.config.sandboxBatchRuns });
+  gaugeFrom('gridgate_sandbox_isolate_calls', 'Calls into isolates since start (single runs and batches): fewer than runs when runs share a call', [], () => [[{}, sandbox.isolateCalls]]);
   const loader = new DeviceContextLoader(ctx.db);
   // links made elsewhere reach this worker's device cache at once (announceDevicesChanged); without Redis the ttl still bounds them
   const watched = loader.watch(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'device changes could not be subscribed'));

@@ -59,7 +59,7 @@ function stateOf(ctx: AppContext): IdentityState {
 
 function sandboxOf(ctx: AppContext): Sandbox {
   const state = stateOf(ctx);
-  state.sandbox ??= new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs });
+  state.sandbox ??= new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs, maxBatchRuns: ctx.config.sandboxBatchRuns });
   return state.sandbox;
 }
 

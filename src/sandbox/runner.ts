@@ -5,6 +5,12 @@
 // Speed: inside an isolate, one context per compiled code hash, prepared once (runtime + user
 // script run, so `handle` is defined) and reused; a run is ONE async `apply` on a Reference to
 // the in-sandbox wrapper, passing the args as a JSON string and getting one JSON string back.
+// Batches: each async `apply` is a hop to an isolate thread and back (~50 us of CPU alone, more than
+// a typical handler run), so the runs of one context and kind that arrive in the same turn of the
+// event loop go in as one `runBatch` call. Its outcome per run is that of a run alone: the batch
+// stops after a failed run (the context is retired, the rest go on in another call), and a batch
+// the isolate fails as a whole (time limit, memory limit) is run again one run at a time, so only
+// the run that loops or eats memory fails, with the limit a run alone has.
 // Recycling: a context is retired after `recycleAfterRuns` runs and after any failed run, so
 // state left in globals can't accumulate; a new one is prepared on the next run.
 // Failures: thrown error -> 'error'; wall-clock limit -> 'timeout' (isolated-vm terminates the
@@ -46,6 +52,8 @@ export interface SandboxOptions {
   maxAnswerBytes?: number;
   /** isolated-vm reports that V8 lost control of an isolate; the host should drain and restart */
   onCatastrophicError?: (message: string) => void;
+  /** runs of one context and kind taken into one isolate call; default 64 (1: every run alone) */
+  maxBatchRuns?: number;
 }
 
 type Kind = 'handler' | 'parser' | 'identifier';
@@ -55,11 +63,19 @@ interface ContextEntry {
   context: ivm.Context | null;
   run: ivm.Reference | null;
   collect: ivm.Reference | null;
+  runBatch: ivm.Reference | null;
+  /** runs waiting for the next batch call, by kind; flushed on setImmediate */
+  waiting: Map<Kind, WaitingRun[]>;
   runs: number;
   inflight: number;
   retired: boolean;
   released: boolean;
 }
+
+/** What a batch makes of a run: its output; ON_ITS_OWN: run it alone in the same context; null: run it alone on a fresh start. */
+const ON_ITS_OWN = Symbol('on its own');
+type BatchOutcome = string | typeof ON_ITS_OWN | null;
+interface WaitingRun { json: string; settle: (out: BatchOutcome) => void }
 
 interface CodeSlot {
   script: Promise<ivm.Script> | null;
@@ -85,7 +101,9 @@ interface SandboxOut {
   errors: string[];
 }
 
-const DEFAULTS = { memoryLimitMb: 64, timeoutMs: 1000, maxIsolates: 64, maxContextsPerIsolate: 32, recycleAfterRuns: 1000 };
+const DEFAULTS = { memoryLimitMb: 64, timeoutMs: 1000, maxIsolates: 64, maxContextsPerIsolate: 32, recycleAfterRuns: 1000, maxBatchRuns: 64 };
+/** A batch starts no further run once this share of the time limit has passed (the rest go in the next call). */
+const BATCH_BUDGET_SHARE = 0.25;
 
 export class Sandbox {
   readonly memoryLimitMb: number;
@@ -94,9 +112,14 @@ export class Sandbox {
   readonly maxContextsPerIsolate: number;
   readonly recycleAfterRuns: number;
   readonly maxAnswerBytes: number;
+  readonly maxBatchRuns: number;
+  /** calls into isolates (single runs and batches): runs / calls is the batching achieved */
+  isolateCalls = 0;
   private readonly runtimeJs: string;
   private readonly onCatastrophicError: ((message: string) => void) | undefined;
   private readonly isolates = new Map<string, IsolateEntry>();
+  /** per isolation key: the end of its runs going again alone after a failed batch */
+  private readonly reruns = new Map<string, Promise<void>>();
   private seq = 0;
   private disposed = false;
 
@@ -106,6 +129,7 @@ export class Sandbox {
     this.maxIsolates = Math.max(1, opts.maxIsolates ?? DEFAULTS.maxIsolates);
     this.maxContextsPerIsolate = Math.max(1, opts.maxContextsPerIsolate ?? DEFAULTS.maxContextsPerIsolate);
     this.recycleAfterRuns = Math.max(1, opts.recycleAfterRuns ?? DEFAULTS.recycleAfterRuns);
+    this.maxBatchRuns = Math.max(1, opts.maxBatchRuns ?? DEFAULTS.maxBatchRuns);
     const limits = supplierCodeLimits();
     this.runtimeJs = runtimeSource({
       maxLogLines: limits.maxLogLines, maxLogChars: limits.maxLogLineChars, maxCalls: limits.maxCalls,
@@ -152,6 +176,25 @@ export class Sandbox {
     input: { isolationKey: string; source: string; args: unknown },
     validate: (raw: unknown) => Validation<R>,
   ): Promise<RunOutcome<R>> {
+    const outcome = await this.attempt(kind, input, validate, this.maxBatchRuns > 1);
+    if (outcome) return outcome;
+    // not decided in its batch: the run goes again alone (a fresh context, its own time limit). The runs of a supplier
+    // that go again go one after another, so one that eats memory takes no other down with its isolate.
+    const key = input.isolationKey;
+    const turn = (this.reruns.get(key) ?? Promise.resolve()).then(() => this.attempt(kind, input, validate, false));
+    const settled = turn.then(() => undefined, () => undefined);
+    this.reruns.set(key, settled);
+    void settled.then(() => { if (this.reruns.get(key) === settled) this.reruns.delete(key); });
+    return (await turn)!;
+  }
+
+  /** One run, in a batch or alone; null: its batch could not decide it (run it alone). */
+  private async attempt<R>(
+    kind: Kind,
+    input: { isolationKey: string; source: string; args: unknown },
+    validate: (raw: unknown) => Validation<R>,
+    batched: boolean,
+  ): Promise<RunOutcome<R> | null> {
     const t0 = performance.now();
     const done = (partial: { calls?: ExecCall[]; logs?: string[]; errors?: string[] }, error: RunError): RunOutcome<R> => ({
       ok: false,
@@ -196,14 +239,21 @@ export class Sandbox {
       }
       if (++ctx.runs >= this.recycleAfterRuns) this.retire(iso, ctx);
 
-      const runId = ++this.seq;
       let out: string;
-      try {
-        out = (await ctx.run!.apply(undefined, [kind, runId, json], { timeout: this.timeoutMs })) as string;
-      } catch (error) {
-        const failure = this.classify(iso, ctx, error);
-        const partial = failure.kind === 'memory' ? {} : await this.collect(ctx, runId);
-        return done(partial, failure);
+      const fromBatch = batched ? await this.inBatch(iso, ctx, kind, json) : ON_ITS_OWN;
+      if (fromBatch === null) return null;
+      if (fromBatch !== ON_ITS_OWN) {
+        out = fromBatch;
+      } else {
+        const runId = ++this.seq;
+        try {
+          this.isolateCalls++;
+          out = (await ctx.run!.apply(undefined, [kind, runId, json], { timeout: this.timeoutMs })) as string;
+        } catch (error) {
+          const failure = this.classify(iso, ctx, error);
+          const partial = failure.kind === 'memory' ? {} : await this.collect(ctx, runId);
+          return done(partial, failure);
+        }
       }
 
       const parsed = JSON.parse(out) as SandboxOut;
@@ -233,6 +283,55 @@ export class Sandbox {
       }
       iso.inflight--;
       if ((iso.evicted || iso.isolate.isDisposed) && iso.inflight === 0) disposeIsolate(iso);
+    }
+  }
+
+  /** Queues a run for the context's next batch call of its kind; resolves with its output, or null: run it alone. */
+  private inBatch(iso: IsolateEntry, ctx: ContextEntry, kind: Kind, json: string): Promise<BatchOutcome> {
+    return new Promise((settle) => {
+      let list = ctx.waiting.get(kind);
+      if (!list) {
+        list = [];
+        ctx.waiting.set(kind, list);
+        // every run that arrives in this turn of the event loop joins the batch
+        setImmediate(() => {
+          ctx.waiting.delete(kind);
+          for (let i = 0; i < list!.length; i += this.maxBatchRuns) void this.runBatch(iso, ctx, kind, list!.slice(i, i + this.maxBatchRuns));
+        });
+      }
+      list.push({ json, settle });
+    });
+  }
+
+  /** One call into the isolate for `runs`; what the batch did not start goes in another call. */
+  private async runBatch(iso: IsolateEntry, ctx: ContextEntry, kind: Kind, runs: WaitingRun[]): Promise<void> {
+    while (runs.length > 0) {
+      // a run alone keeps what a single run has (its partial logs and calls after a time limit)
+      if (runs.length === 1 || !ctx.runBatch) {
+        for (const r of runs) r.settle(ON_ITS_OWN);
+        return;
+      }
+      const first = this.seq + 1;
+      this.seq += runs.length;
+      let outs: string[];
+      try {
+        this.isolateCalls++;
+        const joined = (await ctx.runBatch.apply(undefined, [kind, first, runs.map((r) => r.json).join('\n'), this.timeoutMs * BATCH_BUDGET_SHARE], { timeout: this.timeoutMs })) as string;
+        outs = joined.split('\n');
+      } catch (error) {
+        // the time or memory limit of the whole call: which run caused it is found by running each alone
+        this.classify(iso, ctx, error);
+        for (const r of runs) r.settle(null);
+        return;
+      }
+      outs.forEach((out, i) => runs[i].settle(out));
+      runs = runs.slice(outs.length);
+      // after a failed run the context is not used again: the rest run alone, on a fresh one
+      if (!outs[outs.length - 1].startsWith('{"ok":true')) {
+        this.retire(iso, ctx);
+        for (const r of runs) r.settle(null);
+        return;
+      }
     }
   }
 
@@ -319,6 +418,8 @@ export class Sandbox {
       context: null,
       run: null,
       collect: null,
+      runBatch: null,
+      waiting: new Map(),
       runs: 0,
       inflight: 0,
       retired: false,
@@ -339,6 +440,7 @@ export class Sandbox {
     const api = (await runtime.run(context, { reference: true, timeout: this.timeoutMs })) as ivm.Reference;
     ctx.run = (await api.get('run', { reference: true })) as ivm.Reference;
     ctx.collect = (await api.get('collect', { reference: true })) as ivm.Reference;
+    ctx.runBatch = (await api.get('runBatch', { reference: true })) as ivm.Reference;
     api.release();
     slot.script ??= iso.isolate.compileScript(js, { filename: USER_JS_FILENAME });
     let script: ivm.Script;
@@ -366,7 +468,7 @@ function releaseContext(ctx: ContextEntry): void {
   void ctx.ready
     .catch(() => {})
     .then(() => {
-      for (const r of [ctx.run, ctx.collect]) {
+      for (const r of [ctx.run, ctx.collect, ctx.runBatch]) {
         try {
           r?.release();
         } catch {
@@ -378,7 +480,7 @@ function releaseContext(ctx: ContextEntry): void {
       } catch {
         // isolate gone
       }
-      ctx.run = ctx.collect = ctx.context = null;
+      ctx.run = ctx.collect = ctx.runBatch = ctx.context = null;
     });
 }
 

@@ -323,6 +323,68 @@ describe('failure isolation', () => {
   });
 });
 
+describe('batches: the runs of one context that arrive together share one call into the isolate', () => {
+  // the request body says what the run does: 'ok', 'throw', 'loop', 'eat' (memory), or a number of ms to busy-wait
+  const SCRIPTED = `var n = 0;
+function handle(a: Arguments, exec: Exec) {
+  n++;
+  const what = a.event.type === 'incomingRequest' && a.event.webRequest.body ? (a.event.webRequest.body as { data: unknown }).data : 'ok';
+  exec.addLog("run " + n + " " + what);
+  if (what === 'throw') throw new Error('thrown on purpose');
+  if (what === 'loop') while (true) {}
+  if (what === 'eat') { const a = []; while (true) a.push(new Array(1e6).fill(1)); }
+  if (typeof what === 'number') { const end = Date.now() + what; while (Date.now() < end) {} }
+  return { statusCode: 200, body: n };
+}`;
+  const runAll = (box: Sandbox, key: string, whats: unknown[]) => Promise.all(whats.map((what) => box.runEventHandler({ isolationKey: key, source: SCRIPTED, args: requestArgs({ type: 'json', data: what }) })));
+  const bodyOf = (r: Awaited<ReturnType<Sandbox['runEventHandler']>>) => (r.ok ? (r.result!.body as { data: unknown }).data : r.error.kind);
+
+  it('32 runs together take one or two isolate calls, each answered with its own result and logs', async () => {
+    await runAll(sandbox, 'batch-calls', ['ok']); // prepares the context
+    const before = sandbox.isolateCalls;
+    const runs = await runAll(sandbox, 'batch-calls', Array.from({ length: 32 }, () => 'ok'));
+    expect(sandbox.isolateCalls - before).toBeLessThanOrEqual(2);
+    expect(runs.map(bodyOf)).toEqual(Array.from({ length: 32 }, (_, i) => i + 2));
+    runs.forEach((r, i) => expect(r.logs).toEqual([`run ${i + 2} ok`]));
+  });
+
+  it('a run that throws fails alone; the runs after it go on in a fresh context', async () => {
+    const runs = await runAll(sandbox, 'batch-throw', ['ok', 'ok', 'throw', 'ok', 'ok']);
+    expect(runs.map(bodyOf)).toEqual([1, 2, 'error', 1, 2]);
+    expect(runs[2]).toMatchObject({ ok: false, error: { message: 'Error: thrown on purpose' }, logs: ['run 3 throw'] });
+  });
+
+  it('a run that loops times out alone, with its own logs; the others of its batch succeed', async () => {
+    const t0 = performance.now();
+    const runs = await runAll(sandbox, 'batch-loop', ['ok', 'ok', 'loop', 'ok', 'ok', 'ok']);
+    expect(runs.map((r) => r.ok)).toEqual([true, true, false, true, true, true]);
+    expect(runs[2]).toMatchObject({ ok: false, error: { kind: 'timeout' }, logs: [expect.stringMatching(/^run \d+ loop$/)] });
+    // the batch's own time limit, then the looping run alone with a whole one
+    expect(performance.now() - t0).toBeLessThan(2 * TIMEOUT + 1500);
+  });
+
+  it('a run that eats memory fails alone as kind memory; the others of its batch succeed', async () => {
+    const runs = await runAll(memSandbox, 'batch-eat', ['ok', 'ok', 'eat', 'ok']);
+    expect(runs.map((r) => (r.ok ? 'ok' : r.error.kind))).toEqual(['ok', 'ok', 'memory', 'ok']);
+  });
+
+  it('slow runs whose sum is over the time limit all succeed: a batch starts no run once a quarter of the limit is spent', async () => {
+    const runs = await runAll(sandbox, 'batch-slow', [0.4 * TIMEOUT, 0.4 * TIMEOUT, 0.4 * TIMEOUT, 0.4 * TIMEOUT]);
+    expect(runs.map((r) => r.ok)).toEqual([true, true, true, true]);
+  });
+
+  it('maxBatchRuns 1 runs each alone', async () => {
+    const single = new Sandbox({ timeoutMs: TIMEOUT, maxBatchRuns: 1 });
+    try {
+      const runs = await runAll(single, 'batch-off', ['ok', 'ok', 'ok', 'ok']);
+      expect(runs.every((r) => r.ok)).toBe(true);
+      expect(single.isolateCalls).toBe(4);
+    } finally {
+      single.dispose();
+    }
+  });
+});
+
 describe('isolation', () => {
   it("supplier A's globals are invisible to supplier B", async () => {
     const setter = 'var shared = "from A";\nfunction handle() { (globalThis as any).leak = "A was here"; Object.prototype.polluted = 1; return { statusCode: 200 }; }';
