@@ -15,8 +15,9 @@
  *   dtls-load idle <host> <port> <seconds> <sessions> psk <identity> <keyhex>
  *       opens <sessions> PSK sessions, prints "connected <n>", holds them idle for <seconds>, then closes them
  *
- * Prints one JSON line: {"ok":n,"errors":n,"cpuMs":n,"hist":[[bucket,count],...]} (cpuMs: this process's own CPU time) where bucket b holds latencies in
- * [1.02^b, 1.02^(b+1)) microseconds; bench/dtls.ts merges the lines of parallel processes.
+ * Prints one JSON line: {"ok":n,"errors":n,"cpuMs":n,"hist":[[bucket,count],...],"suite":"..."} (cpuMs: this process's own CPU time) where bucket b holds latencies in
+ * [1.02^b, 1.02^(b+1)) microseconds; bench/dtls.ts merges the lines of parallel processes. suite: the cipher suite
+ * (OpenSSL name) and ECDHE group the server chose in the first handshake that completed ("" when none did).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -25,6 +26,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -61,6 +63,23 @@ static void record(double us) {
     long slot = (long)((now_us() - started_us) / 100000);
     if (slot >= 0 && slot < SLOTS) slow[slot]++;
   }
+}
+
+/* what the server negotiated in the first completed handshake: "<cipher>[ <group>]" */
+static char suite[96];
+
+static void note_suite(SSL *ssl) {
+  if (suite[0]) return;
+  EVP_PKEY *tmp = NULL;
+  const char *group = NULL;
+  char gname[32] = "";
+  if (SSL_get_peer_tmp_key(ssl, &tmp) == 1 && tmp) {
+    size_t len = 0;
+    if (EVP_PKEY_get_group_name(tmp, gname, sizeof gname, &len) == 1) group = gname;
+    else group = EVP_PKEY_get0_type_name(tmp);
+  }
+  snprintf(suite, sizeof suite, "%s%s%s", SSL_get_cipher_name(ssl), group ? " " : "", group ? group : "");
+  EVP_PKEY_free(tmp);
 }
 
 static const char *psk_identity;
@@ -110,6 +129,7 @@ static SSL *dtls_connect(SSL_CTX *ctx, int *fd_out, const char *identity) {
     close(fd);
     return NULL;
   }
+  note_suite(ssl);
   *fd_out = fd;
   return ssl;
 }
@@ -360,6 +380,6 @@ int main(int argc, char **argv) {
       printf("%s[%d,%lu]", first ? "" : ",", i, slow[i]);
       first = 0;
     }
-  printf("]}\n");
+  printf("],\"suite\":\"%s\"}\n", suite);
   return 0;
 }

@@ -3,6 +3,8 @@
 //   - full PSK handshakes/s against the DTLS server alone (bench/dtls-server.ts), 20 s by default
 //   - full ECDHE-ECDSA handshakes/s with a client certificate (P-256 chain made with the openssl CLI)
 //   - memory per idle established session (heap + external after GC, and RSS) of the DTLS server alone
+//   - the same two handshake loads against libcoap's coap-server-openssl (C, OpenSSL), PSK (-k) and certificate
+//     (-c -j -C: client certificate verified), each beside ours as a ratio
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, statSync } from 'node:fs';
@@ -24,10 +26,10 @@ export function buildLoadGenerator(): string {
   return LOAD;
 }
 
-interface LoadResult { ok: number; errors: number; cpuMs: number; hist: [number, number][]; slow?: [number, number][]; startMs?: number }
+interface LoadResult { ok: number; errors: number; cpuMs: number; hist: [number, number][]; slow?: [number, number][]; startMs?: number; suite?: string }
 
 /** Runs `procs` load generators in parallel and merges their counts and latency histograms. */
-export async function runLoad(procs: number, args: (i: number) => string[]): Promise<{ ok: number; errors: number; p50Ms: number; p99Ms: number; clientCpuMs: number }> {
+export async function runLoad(procs: number, args: (i: number) => string[]): Promise<{ ok: number; errors: number; p50Ms: number; p99Ms: number; clientCpuMs: number; suite: string }> {
   const results = await Promise.all(Array.from({ length: procs }, (_, i) => new Promise<LoadResult>((resolve, reject) => {
     const child = spawn(LOAD, args(i), { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -55,7 +57,10 @@ export async function runLoad(procs: number, args: (i: number) => string[]): Pro
     }
     return 0;
   };
-  return { ok, errors: results.reduce((a, r) => a + r.errors, 0), clientCpuMs: results.reduce((a, r) => a + r.cpuMs, 0), p50Ms: Number(quantile(0.5).toFixed(2)), p99Ms: Number(quantile(0.99).toFixed(2)) };
+  return {
+    ok, errors: results.reduce((a, r) => a + r.errors, 0), clientCpuMs: results.reduce((a, r) => a + r.cpuMs, 0), p50Ms: Number(quantile(0.5).toFixed(2)), p99Ms: Number(quantile(0.99).toFixed(2)),
+    suite: results.find((r) => r.suite)?.suite ?? '',
+  };
 }
 
 interface MemoryFigures { sessions: number; heapUsed: number; external: number; arrayBuffers: number; rss: number }
@@ -90,6 +95,19 @@ function startDtlsServer(psk: Buffer, certDir?: string): Promise<{ child: ChildP
   });
 }
 
+/** libcoap's coap-server-openssl on 127.0.0.1 with `args` (credentials); its DTLS port is LIBCOAP_PORT + 1. */
+const LIBCOAP_PORT = 25783;
+async function startLibcoap(args: string[]): Promise<ChildProcess> {
+  const server = spawn('coap-server-openssl', ['-A', '127.0.0.1', '-p', String(LIBCOAP_PORT), '-v', '0', ...args], { stdio: 'ignore' });
+  const failed = new Promise<never>((_, reject) => {
+    server.once('error', (err) => reject(new Error(`coap-server-openssl did not start (apt-get install libcoap3-bin): ${err.message}`)));
+    server.once('exit', (code) => reject(new Error(`coap-server-openssl exited ${code}`)));
+  });
+  await Promise.race([failed, new Promise((r) => setTimeout(r, 500))]);
+  failed.catch(() => undefined);
+  return server;
+}
+
 async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   child.removeAllListeners('exit');
@@ -104,13 +122,15 @@ export async function dtlsServerRows(opts: { seconds: number; idleSessions: numb
   const rows: BenchRow[] = [];
   const certDir = makeCertificates();
   const srv = await startDtlsServer(psk, certDir);
+  let ecdsa: Awaited<ReturnType<typeof runLoad>> | undefined;
+  let hs: Awaited<ReturnType<typeof runLoad>> | undefined;
   try {
-    const ecdsa = await runLoad(opts.procs, () => ['hs', '127.0.0.1', String(srv.port), String(opts.seconds), 'cert', path.join(certDir, 'client.pem'), path.join(certDir, 'client.key'), path.join(certDir, 'ca.pem')]);
+    ecdsa = await runLoad(opts.procs, () => ['hs', '127.0.0.1', String(srv.port), String(opts.seconds), 'cert', path.join(certDir, 'client.pem'), path.join(certDir, 'client.key'), path.join(certDir, 'ca.pem')]);
     rows.push({
       name: `DTLS 1.2 full ECDHE-ECDSA handshakes (P-256, client certificate verified), ${opts.procs} OpenSSL clients, ${opts.seconds} s`,
       value: Math.round(ecdsa.ok / opts.seconds), unit: 'handshakes/s', p50Ms: ecdsa.p50Ms, p99Ms: ecdsa.p99Ms, errors: ecdsa.errors, target: '>= 300 handshakes/s',
     });
-    const hs = await runLoad(opts.procs, () => ['hs', '127.0.0.1', String(srv.port), String(opts.seconds), 'psk', 'bench', psk.toString('hex')]);
+    hs = await runLoad(opts.procs, () => ['hs', '127.0.0.1', String(srv.port), String(opts.seconds), 'psk', 'bench', psk.toString('hex')]);
     rows.push({
       name: `DTLS 1.2 full PSK handshakes (CCM_8), ${opts.procs} OpenSSL clients back to back, ${opts.seconds} s`,
       value: Math.round(hs.ok / opts.seconds), unit: 'handshakes/s', p50Ms: hs.p50Ms, p99Ms: hs.p99Ms, errors: hs.errors, target: '>= 1500 handshakes/s',
@@ -136,6 +156,37 @@ export async function dtlsServerRows(opts: { seconds: number; idleSessions: numb
     });
   } finally {
     await stop(srv.child);
+  }
+
+  if (!ecdsa || !hs) return rows;
+  // the same loads against libcoap (our server stopped), each row placed after ours; libcoap's -k takes the key as
+  // text, so its key is printable and the clients get its hex form
+  const ratio = (ours: { ok: number; suite: string }, native: { ok: number; suite: string }) =>
+    `ours / libcoap = ${(ours.ok / Math.max(1, native.ok)).toFixed(2)}; suite negotiated: ours ${ours.suite || '-'}, libcoap ${native.suite || '-'}`;
+  const key = Buffer.from(`bench-${randomBytes(8).toString('hex')}`);
+  const after = (name: string, row: BenchRow) => rows.splice(rows.findIndex((r) => r.name.startsWith(name)) + 1, 0, row);
+  let libcoap = await startLibcoap(['-k', key.toString()]);
+  try {
+    const native = await runLoad(opts.procs, () => ['hs', '127.0.0.1', String(LIBCOAP_PORT + 1), String(opts.seconds), 'psk', 'bench', key.toString('hex')]);
+    after('DTLS 1.2 full PSK handshakes', {
+      name: `DTLS 1.2 full PSK handshakes (CCM_8), ${opts.procs} OpenSSL clients back to back, ${opts.seconds} s, against libcoap coap-server-openssl -k`,
+      value: Math.round(native.ok / opts.seconds), unit: 'handshakes/s', p50Ms: native.p50Ms, p99Ms: native.p99Ms, errors: native.errors,
+      detail: ratio(hs, native), target: 'reference',
+    });
+  } finally {
+    await stop(libcoap);
+  }
+  // certificate: -C makes libcoap verify the client certificate against ca.pem (as ours does; -n would turn that off)
+  libcoap = await startLibcoap(['-c', path.join(certDir, 'server.pem'), '-j', path.join(certDir, 'server.key'), '-C', path.join(certDir, 'ca.pem')]);
+  try {
+    const native = await runLoad(opts.procs, () => ['hs', '127.0.0.1', String(LIBCOAP_PORT + 1), String(opts.seconds), 'cert', path.join(certDir, 'client.pem'), path.join(certDir, 'client.key'), path.join(certDir, 'ca.pem')]);
+    after('DTLS 1.2 full ECDHE-ECDSA handshakes', {
+      name: `DTLS 1.2 full ECDHE-ECDSA handshakes (P-256, client certificate verified), ${opts.procs} OpenSSL clients, ${opts.seconds} s, against libcoap coap-server-openssl with a certificate`,
+      value: Math.round(native.ok / opts.seconds), unit: 'handshakes/s', p50Ms: native.p50Ms, p99Ms: native.p99Ms, errors: native.errors,
+      detail: ratio(ecdsa, native), target: 'reference',
+    });
+  } finally {
+    await stop(libcoap);
   }
   return rows;
 }

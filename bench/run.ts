@@ -3,7 +3,7 @@
 // bench/results.json. Options: --devices 100 --seconds 15 --warmup 3 --layouts all|1|2|3|none
 // --commands 100 (devices of the command delivery row, bench/commands.ts; 0 skips it)
 // --webhooks on|off --webhook-senders 50 (the webhook row: bench/webhooks.ts)
-// --dtls on|off --idle-sessions 2000 (DTLS server rows: handshakes/s, memory per idle session; bench/dtls.ts)
+// --dtls on|off --idle-sessions 2000 (DTLS server rows: handshakes/s, the same handshakes against libcoap's coap-server-openssl, memory per idle session; bench/dtls.ts)
 // --coap on|off --coap-sessions 200 --coap-rate 2000 --coap-layout all (the service's processes, e.g. 'api,worker|gateway'; CoAP/DTLS end to end closed loop and paced, and libcoap's
 // coap-server-openssl beside it; bench/coap.ts) --coap-closed on|off (off: the paced row alone, warmed up paced)
 // --embedded on|off (the HTTPS row on the embedded default: one process, DATABASE_URL unset, its start time and memory;
