@@ -70,6 +70,8 @@ export interface Config {
   outboundCaFile: string | null;
   /** whether the report path checks measurements against pin thresholds (opens threshold issues) */
   thresholdEvaluation: boolean;
+  localHandoff: boolean;
+  localHandoffClaimMs: number;
   /** how often a worker looks for linked devices silent past their connectivity threshold */
   connectivityCheckMs: number;
 }
@@ -159,6 +161,8 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   OUTBOUND_TIMEOUT_MS: ['3000', 'time limit of one outbound request (connect to last byte); the device\'s answer waits for it'],
   OUTBOUND_MAX_RESPONSE_BYTES: ['65536', 'response bytes read from an outbound request; the rest is cut off'],
   OUTBOUND_CA_FILE: ['unset', 'PEM file of extra CA certificates outbound requests trust'],
+  LOCAL_HANDOFF: ['on', 'on or off: a worker in the same process as the gateway runs the batches that gateway queues without fetching them from Redis (each stays queued, out of other workers\' reach while it runs, until what it stored is on disk)'],
+  LOCAL_HANDOFF_CLAIM_MS: ['30000', 'how long a batch taken by the worker beside its gateway stays out of other workers\' reach (renewed every third of it while it runs): after a crash of that process, its batches run elsewhere this much later'],
   THRESHOLD_EVALUATION: ['on', 'on or off: measurements of linked devices are checked against their pins\' thresholds and open or update threshold issues (off: no threshold issue opens; for measuring the report path without it)'],
   CONNECTIVITY_CHECK_MS: ['30000', 'how often one worker (a Redis lock picks it) looks for linked devices silent past their connectivity threshold; an issue opens within the threshold plus this interval'],
 };
@@ -269,6 +273,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     outboundMaxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 65536, 0, 16 * 1024 * 1024),
     outboundCaFile: env.OUTBOUND_CA_FILE || null,
     thresholdEvaluation: onOff(env, 'THRESHOLD_EVALUATION', true),
+    localHandoff: onOff(env, 'LOCAL_HANDOFF', true),
+    localHandoffClaimMs: int(env, 'LOCAL_HANDOFF_CLAIM_MS', 30_000, 1000, 3_600_000),
     connectivityCheckMs: int(env, 'CONNECTIVITY_CHECK_MS', 30_000, 100, 60_000),
   };
 }

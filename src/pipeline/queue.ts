@@ -1,4 +1,4 @@
-import { Queue, type DefaultJobOptions } from 'bullmq';
+import { Queue, type DefaultJobOptions, type Job } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { newHashId } from '../app/hash-id.ts';
 import { bullmqErrorLogger, createRedis, type Redis } from '../app/redis.ts';
@@ -39,6 +39,27 @@ export function deliverLocally(gatewayId: string, answers: PublishedAnswer[]): b
   return true;
 }
 
+/**
+ * A worker beside the gateway (same service, same queue) runs the batches its gateway queues without fetching them:
+ * the gateway queues each batch durably as a job delayed by LOCAL_HANDOFF_CLAIM_MS, hands it over in memory, and the worker
+ * removes the job once what it stored is on disk. While the worker runs it, the delay is renewed, so no other worker
+ * takes it; if this process dies, the job becomes due after the delay and any worker runs it (its writes are
+ * idempotent). A run that fails hands the job back to the queue (due at once, or after a delay while a store is away),
+ * which retries it as any other job. This saves the fetch and finish round trips of BullMQ per batch.
+ */
+export interface LocalTaker {
+  /** reserves room for `items` requests, or null: the job goes through the queue for any worker to fetch */
+  claim(items: number): { start(job: Job<DeviceBatchJob, void>): void; cancel(): void } | null;
+}
+
+const localTakers = new WeakMap<object, LocalTaker>();
+
+/** The worker of `owner` (the service's context) takes its gateway's batches locally; null stops that. */
+export function setLocalTaker(owner: object, taker: LocalTaker | null): void {
+  if (taker) localTakers.set(owner, taker);
+  else localTakers.delete(owner);
+}
+
 const BATCH_MAX_ITEMS = 64;
 const BATCH_MAX_DELAY_MS = 6;
 const MAX_ADDS_IN_FLIGHT = 1;
@@ -58,8 +79,10 @@ export class DeviceQueue {
   private pending: { itemId: string; job: DeviceJob; queued: { resolve(): void; reject(err: unknown): void } }[] = [];
   private timer: NodeJS.Timeout | null = null;
   private addsInFlight = 0;
+  private readonly ctx: AppContext;
 
   constructor(ctx: AppContext) {
+    this.ctx = ctx;
     this.queue = new Queue(ctx.config.queueName, {
       connection: createRedis(ctx.config.redisUrl, ctx.log),
       defaultJobOptions: JOB_OPTIONS,
@@ -113,9 +136,17 @@ export class DeviceQueue {
     if (batch.length === 0) return;
     const data: DeviceBatchJob = { gatewayId: this.gatewayId, items: batch.map((b) => ({ itemId: b.itemId, job: b.job })) };
     this.addsInFlight++;
-    this.queue.add(JOB_NAME, data, { jobId: newHashId(16) }).then(
-      () => batch.forEach((b) => b.queued.resolve()),
-      (err) => batch.forEach((b) => b.queued.reject(err)),
+    const local = localTakers.get(this.ctx)?.claim(batch.length) ?? null;
+    const jobId = newHashId(16);
+    this.queue.add(JOB_NAME, data, local ? { jobId, delay: this.ctx.config.localHandoffClaimMs } : { jobId }).then(
+      (job) => {
+        batch.forEach((b) => b.queued.resolve());
+        local?.start(job);
+      },
+      (err) => {
+        local?.cancel();
+        batch.forEach((b) => b.queued.reject(err));
+      },
     ).finally(() => {
       this.addsInFlight--;
       // while adds were in flight, requests gathered for the next batch: the busier, the larger

@@ -19,7 +19,7 @@ import type { DeviceBatchJob, DeviceJobResult } from './jobs.ts';
 import { isTransient, transientDelayMs } from './failures.ts';
 import { recordGivenUp } from './given-up.ts';
 import { OutageLog } from './outage-log.ts';
-import { answerChannel, deliverLocally, DeviceEventQueue, type PublishedAnswer } from './queue.ts';
+import { answerChannel, deliverLocally, DeviceEventQueue, setLocalTaker, type PublishedAnswer } from './queue.ts';
 import { MonitoringCoreClient, type CoreProbe } from './monitoring-client.ts';
 import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
@@ -41,6 +41,8 @@ const CORE_PROBE_INTERVAL_MS = 5000;
 const CORE_START_RETRY_MS = 1000;
 /** Jobs per fetcher that may wait for the disk flush (or for their supplier's slots) beyond WORKER_CONCURRENCY / fetchers. */
 const FLUSH_WAITING_JOBS = 64;
+/** Requests of the gateway beside it a worker runs locally at once, at least (else 2 x WORKER_CONCURRENCY); more go through the queue. */
+const LOCAL_ROOM_MIN = 256;
 const TOUCH_DEVICES = namedStatement('touch-devices', `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
   FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`);
 const TOUCH_RESOLUTION_MS = 1000;
@@ -201,6 +203,64 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     metrics.jobAttempts.inc({ outcome: 'completed' });
   };
 
+  // the batches of the gateway beside this worker, run without a fetch (src/pipeline/queue.ts LocalTaker)
+  const localRoom = Math.max(LOCAL_ROOM_MIN, 2 * ctx.config.workerConcurrency);
+  let localItems = 0;
+  const localRuns = new Set<Promise<void>>();
+  const runLocally = async (job: Job<DeviceBatchJob, void>) => {
+    // renewed while it runs: no other worker takes the job meanwhile
+    const claimMs = ctx.config.localHandoffClaimMs;
+    const renew = setInterval(() => {
+      job.changeDelay(claimMs).catch((err: Error) => ctx.log.warn({ jobId: job.id, err: err.message }, 'the claim on a job taken locally could not be renewed'));
+    }, claimMs / 3);
+    let failure: unknown = null;
+    try {
+      await processBatch(job.id as string, job.data);
+    } catch (err) {
+      failure = err;
+    } finally {
+      clearInterval(renew);
+    }
+    if (failure === null) {
+      outage.up();
+      metrics.jobAttempts.inc({ outcome: 'completed' });
+      // a job that stays (Redis away) runs again after the claim: its writes are idempotent
+      await job.remove().catch((err: Error) => ctx.log.warn({ jobId: job.id, err: err.message }, 'a job run locally could not be removed; it runs again after its claim'));
+      return;
+    }
+    // the queue takes it over: due again at once, or after a delay while a store is away; its attempts count from there
+    if (isTransient(failure)) {
+      outage.down(failure);
+      metrics.jobAttempts.inc({ outcome: 'delayed' });
+      await job.changeDelay(transientDelayMs(1)).catch(() => undefined);
+    } else {
+      metrics.jobAttempts.inc({ outcome: 'retried' });
+      ctx.log.warn({ jobId: job.id, err: (failure as Error).message }, 'device job failed; it will be retried');
+      await job.promote().catch(() => undefined);
+    }
+  };
+  const localTaker = {
+    claim: (items: number) => {
+      if (closed || coreProblem !== null || localItems + items > localRoom) return null;
+      localItems += items;
+      let done = false;
+      const release = () => {
+        if (!done) localItems -= items;
+        done = true;
+      };
+      return {
+        start: (job: Job<DeviceBatchJob, void>) => {
+          const run = runLocally(job).finally(() => {
+            release();
+            localRuns.delete(run);
+          });
+          localRuns.add(run);
+        },
+        cancel: release,
+      };
+    },
+  };
+
   const workers = Array.from({ length: fetchers }, () => {
     const w = new Worker<DeviceBatchJob, void>(
       ctx.config.queueName,
@@ -251,6 +311,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     }
     if (closed) return;
     for (const w of workers) void w.run().catch((err: Error) => ctx.log.error({ err: err.message }, 'worker stopped'));
+    if (ctx.config.localHandoff) setLocalTaker(ctx, localTaker);
     watchCore();
   })();
   started.catch(() => undefined);
@@ -260,7 +321,9 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     unhealthy: () => coreProblem,
     async close() {
       closed = true;
+      setLocalTaker(ctx, null);
       if (probeTimer) clearTimeout(probeTimer);
+      await Promise.all(localRuns);
       await connectivityCheck.stop();
       await Promise.all(workers.map((w) => w.close()));
       await hintStarted;

@@ -5,6 +5,7 @@
  * and stored once.
  */
 import type { ChildProcess } from 'node:child_process';
+import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import { openDb, type Queryable } from '../../src/app/db.ts';
@@ -136,6 +137,39 @@ describe('a store outage under load', () => {
       await db.close();
       edge.child.kill('SIGTERM');
       await edge.exited;
+    }
+  }, 150_000);
+
+  it('a gateway-and-worker process killed under load: the batches its worker took beside the gateway run elsewhere after their claim, every report answered 200 or 202 is stored, once', async () => {
+    const DATABASE_URL = process.env.DATABASE_URL!;
+    const QUEUE_NAME = `killed-all-${process.pid}-${Date.now()}`;
+    const env = { DATABASE_URL, QUEUE_NAME, GATEWAY_WAIT_MS: '1000', LOCAL_HANDOFF_CLAIM_MS: '3000' };
+    const first = await startServiceProcess(env, ['all'], { children });
+    const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
+    const queue = new Queue(QUEUE_NAME, { connection: { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' } as never });
+    try {
+      const api = await connectivityClient(db, first.base);
+      // a handler that takes 200 ms: batches are always in the middle of their run when the process is killed
+      const devices = await reportingDevices(api, 2, 200);
+      let stop!: () => void;
+      const load = reportUntil(first.httpsPort, devices, new Promise<void>((r) => { stop = r; }));
+      await sleep(3000);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      stop();
+      const outcome = await load;
+      // what its worker took locally is still queued (delayed by the claim), not lost with the process
+      const counts = await queue.getJobCounts('delayed', 'active', 'waiting');
+      expect(counts.delayed).toBeGreaterThan(0);
+      expect(counts.active).toBe(0);
+      const second = await startServiceProcess(env, ['all'], { children });
+      expect(outcome.accepted.length).toBeGreaterThan(0);
+      expectEachStoredOnce(outcome, await storedPayloads(db, api.environmentHashId, outcome, 60_000));
+      second.child.kill('SIGTERM');
+      await second.exited;
+    } finally {
+      await queue.close();
+      await db.close();
     }
   }, 150_000);
 });
