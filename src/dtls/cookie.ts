@@ -60,7 +60,8 @@ function cookieFor(secret: HmacSha256Key, address: string, port: number, ch: Cli
   }
   b[o++] = ch.compressionMethods.length;
   o += ch.compressionMethods.copy(b, o);
-  const mac = secret.macPrefixed(b, o);
+  const mac = Buffer.allocUnsafe(COOKIE_LENGTH);
+  mac.write(secret.macPrefixed(b, o), 0, 'latin1');
   b.fill(0, 0, 64);
   return mac;
 }

@@ -11,7 +11,8 @@ const DIGEST = 32;
 /**
  * An HMAC-SHA256 key in its RFC 2104 form: the key XOR ipad and XOR opad blocks, made once per secret. An HMAC
  * is then two one-shot `crypto.hash` calls over a prefix-padded scratch buffer — no Hmac or KeyObject per call
- * (Node 24: createHmac keyed by a Buffer costs ~18 µs, by a KeyObject ~4 µs, this ~2.5 µs).
+ * (Node 24: createHmac keyed by a Buffer costs ~18 µs, by a KeyObject ~4 µs, this ~1 µs). The digests come back as
+ * latin1 strings and are written where they belong: a Buffer made by native code costs ~1.4 µs more than the hash.
  */
 export class HmacSha256Key {
   /** key ⊕ 0x36… (64 bytes) */
@@ -30,18 +31,19 @@ export class HmacSha256Key {
     }
   }
 
-  /** HMAC over `input[BLOCK…end)`; `input[0…BLOCK)` is overwritten with the inner pad. */
-  macPrefixed(input: Buffer, end: number): Buffer {
+  /** HMAC over `input[BLOCK…end)` (`input[0…BLOCK)` is overwritten with the inner pad), as a latin1 string. */
+  macPrefixed(input: Buffer, end: number): string {
     this.ipad.copy(input, 0);
-    hash('sha256', input.subarray(0, end), 'buffer').copy(this.outer, BLOCK);
-    return hash('sha256', this.outer, 'buffer');
+    this.outer.write(hash('sha256', input.subarray(0, end), 'binary'), BLOCK, 'latin1');
+    return hash('sha256', this.outer, 'binary');
   }
 
   /** HMAC-SHA256(key, data). */
   mac(data: Buffer): Buffer {
     const input = scratch(BLOCK + data.length);
     data.copy(input, BLOCK);
-    const out = this.macPrefixed(input, BLOCK + data.length);
+    const out = Buffer.allocUnsafe(DIGEST);
+    out.write(this.macPrefixed(input, BLOCK + data.length), 0, 'latin1');
     input.fill(0, 0, BLOCK);
     return out;
   }
@@ -67,15 +69,14 @@ export function pSha256(secret: PrfSecret, seed: Buffer, length: number): Buffer
   const buf = scratch(BLOCK + DIGEST + seed.length);
   // A(1) = HMAC(seed): [pad ‖ seed] first, then the seed moves behind A.
   seed.copy(buf, BLOCK);
-  let a = key.macPrefixed(buf, BLOCK + seed.length);
+  const a1 = key.macPrefixed(buf, BLOCK + seed.length);
   seed.copy(buf, BLOCK + DIGEST);
+  buf.write(a1, BLOCK, 'latin1');
   let off = 0;
   for (;;) {
-    a.copy(buf, BLOCK);
-    const block = key.macPrefixed(buf, BLOCK + DIGEST + seed.length);
-    off += block.copy(out, off, 0, Math.min(DIGEST, length - off));
+    off += out.write(key.macPrefixed(buf, BLOCK + DIGEST + seed.length), off, Math.min(DIGEST, length - off), 'latin1');
     if (off >= length) break;
-    a = key.macPrefixed(buf, BLOCK + DIGEST); // A(i+1) = HMAC(A(i))
+    buf.write(key.macPrefixed(buf, BLOCK + DIGEST), BLOCK, 'latin1'); // A(i+1) = HMAC(A(i))
   }
   buf.fill(0, 0, BLOCK + DIGEST + seed.length);
   return out;
