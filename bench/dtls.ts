@@ -34,7 +34,8 @@ export async function runLoad(procs: number, args: (i: number) => string[]): Pro
     const child = spawn(LOAD, args(i), { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    child.on('exit', (code) => {
+    // 'close', not 'exit': the last stdout chunk may still be unread when the process has exited
+    child.on('close', (code) => {
       const line = out.trim().split('\n').pop() ?? '';
       if (code !== 0 || !line.startsWith('{')) reject(new Error(`dtls-load exited ${code}: ${out}`));
       else resolve(JSON.parse(line) as LoadResult);

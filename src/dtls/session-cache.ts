@@ -4,8 +4,8 @@
  * identity or verified certificate chain). Bounded: the oldest entry goes when full; entries expire after a
  * lifetime counted from the full handshake that created them (a resumption does not extend it).
  */
-import { randomBytes } from 'node:crypto';
 import type { X509Certificate } from 'node:crypto';
+import { publicRandomBytes } from '../tls/random.ts';
 
 export const SESSION_ID_LENGTH = 32;
 
@@ -42,9 +42,9 @@ export class SessionCache {
     return this.#entries.size;
   }
 
-  /** A fresh random session id (the ServerHello of every full handshake carries one). */
+  /** A fresh random session id (the ServerHello of every full handshake carries one); a slice of a shared pool. */
   newId(): Buffer {
-    return randomBytes(SESSION_ID_LENGTH);
+    return publicRandomBytes(SESSION_ID_LENGTH);
   }
 
   store(id: Buffer, s: Omit<CachedSession, 'expiresAt'>, now = Date.now()): void {

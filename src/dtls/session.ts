@@ -21,14 +21,14 @@
  * 60 s, and re-sent at once when the peer retransmits its previous flight.
  */
 import { EventEmitter } from 'node:events';
-import { createHash, createSecretKey, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { X509Certificate } from 'node:crypto';
-import type { Hash, KeyObject } from 'node:crypto';
+import type { Hash } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/alert.ts';
 import { lookupPskSafely, requirePsk } from '../tls/psk.ts';
 import { HandshakeType, findExtension, parseClientKeyExchangePsk, parseFinished } from '../tls/messages.ts';
 import type { ClientHello } from '../tls/messages.ts';
-import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from '../tls/prf.ts';
+import { HmacSha256Key, extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from '../tls/prf.ts';
 import { keyBlockLength } from '../tls/suites/index.ts';
 import type { CipherSuite, RecordProtection } from '../tls/suites/index.ts';
 import { flight4, negotiate, serverHello } from './flights/flight4.ts';
@@ -150,7 +150,8 @@ export class DtlsSession extends EventEmitter {
   #masterBytes: Buffer | undefined;
   /** Fingerprint of the PSK of a full PSK handshake, cached with the session for the resumption check. */
   #pskHash: Buffer | undefined;
-  #master: KeyObject | undefined;
+  /** The master secret as an HMAC key: key expansion and both Finished use it. */
+  #master: HmacSha256Key | undefined;
   #serverWrite: RecordProtection | undefined;
   #serverWriteCid: EpochCid | undefined;
   /** ECDHE_ECDSA only: our ephemeral key, and the handshake messages so far (what CertificateVerify signs). */
@@ -516,7 +517,7 @@ export class DtlsSession extends EventEmitter {
   #installKeys(master: Buffer): void {
     const n = this.#negotiated;
     this.#masterBytes = master;
-    this.#master = createSecretKey(master);
+    this.#master = new HmacSha256Key(master);
     const suite = n.suite;
     const k = splitKeyBlock(
       keyExpansion(this.#master, n.serverRandom, n.clientRandom, keyBlockLength(suite)),

@@ -7,7 +7,6 @@
  * by extension or SCSV (RFC 5746), and whether the offered session id resumes a cached session (RFC 7627 §5.3
  * decides when the EMS state of the two handshakes differs). No PSK identity hint is sent.
  */
-import { randomBytes } from 'node:crypto';
 import { AlertDescription, TlsAlert } from '../../tls/alert.ts';
 import {
   ExtensionType,
@@ -21,6 +20,7 @@ import type { CipherSuite } from '../../tls/suites/index.ts';
 import { ExtensionTypeEc, SERVER_EC_POINT_FORMATS, chooseEcdheGroup, isEcdheEcdsa } from '../../tls/ecdhe-ecdsa.ts';
 import type { HandshakeMessage } from '../handshake.ts';
 import { DTLS12 } from '../record.ts';
+import { publicRandomBytes } from '../../tls/random.ts';
 import type { CachedSession, SessionCache } from '../session-cache.ts';
 
 export interface Negotiated {
@@ -62,7 +62,7 @@ export function negotiate(ch: ClientHello, o: NegotiateOptions): Negotiated {
   const base = {
     secureRenegotiation: ri !== undefined || ch.cipherSuites.includes(TLS_EMPTY_RENEGOTIATION_INFO_SCSV),
     clientRandom: Buffer.from(ch.random),
-    serverRandom: randomBytes(32),
+    serverRandom: publicRandomBytes(32),
     extraExtensions: [],
     clientSentPointFormats: findExtension(ch.extensions, ExtensionTypeEc.ec_point_formats) !== undefined,
   };

@@ -4,9 +4,9 @@
  */
 import { HandshakeType } from '../../tls/messages.ts';
 import { verifyData } from '../../tls/prf.ts';
-import type { KeyObject } from 'node:crypto';
+import type { PrfSecret } from '../../tls/prf.ts';
 import type { HandshakeMessage } from '../handshake.ts';
 
-export function flight6Finished(master: KeyObject, transcriptHash: Buffer, messageSeq: number): HandshakeMessage {
+export function flight6Finished(master: PrfSecret, transcriptHash: Buffer, messageSeq: number): HandshakeMessage {
   return { type: HandshakeType.finished, messageSeq, body: verifyData(master, 'server', transcriptHash) };
 }
