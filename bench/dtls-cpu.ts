@@ -7,12 +7,12 @@
 //   --root: the bench/dtls-server.ts of another checkout; given several times, those servers run at the same time,
 //           each with its own `procs` clients, so an A/B comparison sees the same machine load (CPU speed on a shared
 //           machine varies by tens of percent from one minute to the next)
-import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildLoadGenerator, runLoad } from './dtls.ts';
+import { buildLoadGenerator, makeCertificates, runLoad } from './dtls.ts';
 import { root } from './harness.ts';
 
 const args = process.argv.slice(2);
@@ -34,22 +34,9 @@ function times(pid: number): [number, number] {
   return [Number(f[11]), Number(f[12])];
 }
 
-function certificates(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'dtls-cpu-certs-'));
-  const sh = (cmd: string) => execFileSync('bash', ['-c', cmd], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  sh('openssl ecparam -name prime256v1 -genkey -noout -out ca.key && openssl req -x509 -new -key ca.key -subj /CN=bench-ca -days 2 -out ca.pem '
-    + '-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign');
-  for (const [name, eku] of [['server', 'serverAuth'], ['client', 'clientAuth']]) {
-    sh(`openssl ecparam -name prime256v1 -genkey -noout -out ${name}.key && openssl req -new -key ${name}.key -subj /CN=bench-${name} -out ${name}.csr`
-      + ` && printf 'extendedKeyUsage=${eku}\\nsubjectAltName=DNS:localhost,IP:127.0.0.1\\n' > ${name}.ext`
-      + ` && openssl x509 -req -in ${name}.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile ${name}.ext -out ${name}.pem`);
-  }
-  return dir;
-}
-
 buildLoadGenerator();
 const psk = randomBytes(16);
-const certDir = mode === 'cert' ? certificates() : undefined;
+const certDir = mode === 'cert' ? makeCertificates() : undefined;
 const children: ChildProcess[] = [];
 const killChildren = () => { for (const c of children) if (c.exitCode === null) c.kill('SIGTERM'); };
 process.on('exit', killChildren);

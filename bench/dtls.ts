@@ -67,7 +67,7 @@ export async function runLoad(procs: number, args: (i: number) => string[]): Pro
 interface MemoryFigures { sessions: number; heapUsed: number; external: number; arrayBuffers: number; rss: number }
 
 /** A throwaway P-256 CA, a server certificate and a client certificate (clientAuth), made with the openssl CLI. */
-function makeCertificates(): string {
+export function makeCertificates(): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-bench-certs-'));
   const sh = (cmd: string) => execFileSync('bash', ['-c', cmd], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   sh('openssl ecparam -name prime256v1 -genkey -noout -out ca.key && openssl req -x509 -new -key ca.key -subj /CN=bench-ca -days 2 -out ca.pem '
