@@ -44,6 +44,19 @@ function expectEachStoredOnce(outcome: LoadOutcome, stored: string[]): void {
   expect(stored.length, 'a report stored twice').toBe(new Set(stored).size);
 }
 
+/**
+ * Devices of a new supplier whose handler takes 200 ms report over HTTPS for 3 s before this resolves, so a process
+ * killed then is always in the middle of a batch; `stop()` ends the load and gives what was accepted.
+ */
+async function slowLoadRunning(db: Queryable, base: string, httpsPort: number) {
+  const api = await connectivityClient(db, base);
+  const devices = await reportingDevices(api, 2, 200);
+  let stopLoad!: () => void;
+  const load = reportUntil(httpsPort, devices, new Promise<void>((r) => { stopLoad = r; }));
+  await sleep(3000);
+  return { api, stop: async (): Promise<LoadOutcome> => { stopLoad(); return load; } };
+}
+
 describe('a store outage under load', () => {
   it('PostgreSQL killed for 10 s: every report answered 200 or 202 is stored, once', async () => {
     pg = await startPrivatePostgres();
@@ -115,19 +128,13 @@ describe('a store outage under load', () => {
     const first = await worker();
     const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
     try {
-      const api = await connectivityClient(db, edge.base);
-      // a handler that takes 200 ms: the worker is always in the middle of a job when it is killed
-      const devices = await reportingDevices(api, 2, 200);
-      let stop!: () => void;
-      const load = reportUntil(edge.httpsPort, devices, new Promise<void>((r) => { stop = r; }));
-      await sleep(3000);
+      const { api, stop } = await slowLoadRunning(db, edge.base, edge.httpsPort);
       // killed as by the OOM killer: no shutdown, its active jobs keep their locks until they expire
       first.child.kill('SIGKILL');
       await first.exited;
       const second = await worker();
       await sleep(3000);
-      stop();
-      const outcome = await load;
+      const outcome = await stop();
       expect(outcome.accepted.length).toBeGreaterThan(0);
       // a killed worker's job comes back once its lock has expired and the stalled-job check has seen it (≤ 60 s)
       expectEachStoredOnce(outcome, await storedPayloads(db, api.environmentHashId, outcome, 90_000));
@@ -148,16 +155,10 @@ describe('a store outage under load', () => {
     const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
     const queue = new Queue(QUEUE_NAME, { connection: { url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' } as never });
     try {
-      const api = await connectivityClient(db, first.base);
-      // a handler that takes 200 ms: batches are always in the middle of their run when the process is killed
-      const devices = await reportingDevices(api, 2, 200);
-      let stop!: () => void;
-      const load = reportUntil(first.httpsPort, devices, new Promise<void>((r) => { stop = r; }));
-      await sleep(3000);
+      const { api, stop } = await slowLoadRunning(db, first.base, first.httpsPort);
       first.child.kill('SIGKILL');
       await first.exited;
-      stop();
-      const outcome = await load;
+      const outcome = await stop();
       // what its worker took locally is still queued (delayed by the claim), not lost with the process
       const counts = await queue.getJobCounts('delayed', 'active', 'waiting');
       expect(counts.delayed).toBeGreaterThan(0);
