@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpuMeter, mainThreadSeconds } from './cpu.ts';
 import { buildLoadGenerator, runLoad, type BenchRow } from './dtls.ts';
-import { COAPS_PORT, linkDevices, provision, reportsOnPins, startBenchService, storedReports } from './harness.ts';
+import { API_PORT, COAPS_PORT, linkDevices, provision, reportsOnPins, startBenchService, storedReports } from './harness.ts';
 
 /** DTLS limits opened up: every bench session comes from 127.0.0.1. */
 const OPEN_LIMITS = { DTLS_MAX_SESSIONS_PER_ADDRESS: '100000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '1000000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '1000000' };
@@ -32,6 +32,7 @@ export async function coapRows(opts: { sessions: number; seconds: number; procs:
         postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
       });
       const mainBefore = svc.children.map((c) => mainThreadSeconds(c.pid!));
+      const batchesBefore = await queuedBatches(svc.children.length);
       const result = await runLoad(opts.procs, (i) => [
         'coap', '127.0.0.1', String(COAPS_PORT), String(seconds), String(per), 'psk', p.identityPrefix, key.toString('hex'), String(i * per), '/report',
         ...(intervalMs ? [String(intervalMs)] : []),
@@ -39,7 +40,9 @@ export async function coapRows(opts: { sessions: number; seconds: number; procs:
       const perReport = (s: number) => ((s * 1000) / Math.max(1, result.ok)).toFixed(3);
       const used = meter();
       const main = svc.children.map((c, i) => `${layout[i]} main thread ${perReport(mainThreadSeconds(c.pid!) - mainBefore[i])}`);
-      const cpu = `CPU ms/report: ${Object.entries(used).map(([k, v]) => `${k} ${perReport(v)}`).join(', ')}, ${main.join(', ')}, load generator ${(result.clientCpuMs / Math.max(1, result.ok)).toFixed(3)}`;
+      const batches = await queuedBatches(svc.children.length);
+      const perJob = (batches.items - batchesBefore.items) / Math.max(1, batches.jobs - batchesBefore.jobs);
+      const cpu = `CPU ms/report: ${Object.entries(used).map(([k, v]) => `${k} ${perReport(v)}`).join(', ')}, ${main.join(', ')}, load generator ${(result.clientCpuMs / Math.max(1, result.ok)).toFixed(3)}; reports per queued job ${perJob.toFixed(1)}`;
       return { ...result, cpu };
     };
     // the same sessions paced to `rate` reports/s in total: the round trip a device sees at that load
@@ -98,4 +101,15 @@ export async function coapRows(opts: { sessions: number; seconds: number; procs:
     server.kill('SIGTERM');
   }
   return rows;
+}
+
+/** Jobs the service's gateways queued and the device requests in them, so far (from each process's /metrics). */
+async function queuedBatches(processes: number): Promise<{ jobs: number; items: number }> {
+  const total = { jobs: 0, items: 0 };
+  for (let i = 0; i < processes; i++) {
+    const text = await fetch(`http://127.0.0.1:${API_PORT + i}/metrics`).then((r) => r.text()).catch(() => '');
+    total.jobs += Number(/^gridgate_queue_batches_total (\S+)$/m.exec(text)?.[1] ?? 0);
+    total.items += Number(/^gridgate_queue_batch_items_total (\S+)$/m.exec(text)?.[1] ?? 0);
+  }
+  return total;
 }

@@ -14,6 +14,8 @@ export const metrics = {
     help: 'Runs of queued device jobs by outcome: completed, delayed (a store was unavailable: run again later), retried (failed, attempts left), failed (failed for good)',
     labelNames: ['outcome'],
   }),
+  queuedBatches: new Counter({ name: 'gridgate_queue_batches_total', help: 'Jobs a gateway queued for its device requests (each holds a batch of them)' }),
+  queuedBatchItems: new Counter({ name: 'gridgate_queue_batch_items_total', help: 'Device requests queued in those jobs: divided by gridgate_queue_batches_total, the mean batch' }),
   jobsFailed: new Counter({ name: 'gridgate_queue_jobs_failed_total', help: 'Device jobs failed for good (in the failed set: npm run admin -- retry-failed)' }),
   reportsStored: new Counter({ name: 'gridgate_reports_stored_total', help: 'Condition reports stored by the monitoring core' }),
   sandboxRuns: new Counter({ name: 'gridgate_sandbox_runs_total', help: 'Runs of supplier code by kind (handler, parser) and outcome (ok, or the failure kind)', labelNames: ['kind', 'outcome'] }),

@@ -1,6 +1,7 @@
 import { Queue, type DefaultJobOptions, type Job } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { newHashId } from '../app/hash-id.ts';
+import { metrics } from '../app/metrics.ts';
 import { bullmqErrorLogger, createRedis, type Redis } from '../app/redis.ts';
 import type { DeviceBatchItem, DeviceBatchJob, DeviceEventJob, DeviceJob, DeviceJobResult } from './jobs.ts';
 
@@ -61,7 +62,6 @@ export function setLocalTaker(owner: object, taker: LocalTaker | null): void {
 }
 
 const BATCH_MAX_ITEMS = 64;
-const BATCH_MAX_DELAY_MS = 6;
 const MAX_ADDS_IN_FLIGHT = 1;
 
 /**
@@ -79,6 +79,8 @@ export class DeviceQueue {
   private pending: { itemId: string; job: DeviceJob; queued: { resolve(): void; reject(err: unknown): void } }[] = [];
   private timer: NodeJS.Timeout | null = null;
   private addsInFlight = 0;
+  /** when the first of `pending` arrived (performance.now()) */
+  private pendingSince = 0;
   private readonly ctx: AppContext;
 
   constructor(ctx: AppContext) {
@@ -116,9 +118,10 @@ export class DeviceQueue {
     });
     try {
       await new Promise<void>((resolve, reject) => {
+        if (this.pending.length === 0) this.pendingSince = performance.now();
         this.pending.push({ itemId, job, queued: { resolve, reject } });
         if (this.pending.length >= BATCH_MAX_ITEMS) this.flush();
-        else if (!this.timer && this.addsInFlight < MAX_ADDS_IN_FLIGHT) this.timer = setTimeout(() => this.flush(), BATCH_MAX_DELAY_MS);
+        else if (!this.timer && this.addsInFlight < MAX_ADDS_IN_FLIGHT) this.timer = setTimeout(() => this.flush(), this.ctx.config.queueBatchDelayMs);
       });
     } catch (err) {
       this.waiters.get(itemId)?.({ state: 'pending' });
@@ -134,7 +137,10 @@ export class DeviceQueue {
     }
     const batch = this.pending.splice(0, BATCH_MAX_ITEMS);
     if (batch.length === 0) return;
+    if (this.pending.length > 0) this.pendingSince = performance.now();
     const data: DeviceBatchJob = { gatewayId: this.gatewayId, items: batch.map((b) => ({ itemId: b.itemId, job: b.job })) };
+    metrics.queuedBatches.inc();
+    metrics.queuedBatchItems.inc(batch.length);
     this.addsInFlight++;
     const local = localTakers.get(this.ctx)?.claim(batch.length) ?? null;
     const jobId = newHashId(16);
@@ -149,8 +155,13 @@ export class DeviceQueue {
       },
     ).finally(() => {
       this.addsInFlight--;
-      // while adds were in flight, requests gathered for the next batch: the busier, the larger
-      if (this.pending.length > 0 && !this.timer) this.flush();
+      // while adds were in flight, requests gathered for the next batch: the busier, the larger; it still gathers
+      // for QUEUE_BATCH_DELAY_MS from its first request, so a fast add does not cut batches short under load
+      if (this.pending.length > 0 && !this.timer) {
+        const left = this.pendingSince + this.ctx.config.queueBatchDelayMs - performance.now();
+        if (left <= 0) this.flush();
+        else this.timer = setTimeout(() => this.flush(), left);
+      }
     });
   }
 

@@ -45,3 +45,39 @@ describe('answers from the worker to the gateway holding the request', () => {
     expect(deliverLocally(queue.gatewayId, [{ itemId: local, result: result(0) }])).toBe(false);
   });
 });
+
+describe('batches of device requests', () => {
+  it('gather for QUEUE_BATCH_DELAY_MS from their first request, also while the previous batch is being queued', async () => {
+    const batchCtx = { ...ctx, config: { ...ctx.config, queueBatchDelayMs: 200, queueName: `batches-${Date.now()}` } };
+    const queue = new DeviceQueue(batchCtx);
+    await queue.ready();
+    // each add of a job waits for `gate` once opened: the second request arrives while the first job is being queued
+    const jobs: string[][] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((r) => { open = r; });
+    const add = queue.queue.add.bind(queue.queue);
+    queue.queue.add = (async (name: string, data: { items: { job: DeviceRequestJob }[] }, opts: never) => {
+      jobs.push(data.items.map((i) => i.job.deviceHashId));
+      await gate;
+      return add(name, data as never, opts);
+    }) as never;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const t0 = performance.now();
+    void queue.addAndWait(job(1), 5_000);
+    await sleep(250); // the first job is queued at ~200 ms, and its add waits
+    expect(jobs).toEqual([['d1']]);
+    void queue.addAndWait(job(2), 5_000);
+    await sleep(50);
+    open(); // the first add completes while d2 waits: d2 is not queued at once, it gathers 200 ms from its arrival
+    await sleep(50);
+    void queue.addAndWait(job(3), 5_000);
+    await sleep(50);
+    expect(jobs).toEqual([['d1']]);
+    for (let i = 0; i < 50 && jobs.length < 2; i++) await sleep(10);
+    expect(jobs).toEqual([['d1'], ['d2', 'd3']]);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(440);
+
+    await queue.queue.obliterate({ force: true });
+    await queue.close();
+  });
+});
