@@ -48,9 +48,15 @@ export function optionNumber(o: CoapOption): number {
 }
 
 /** Critical options (odd numbers, RFC 7252 §5.4.6) that this server does not understand. */
+const KNOWN_OPTIONS = new Set<number>(Object.values(OptionNumber));
+
 export function unrecognisedCritical(options: CoapOption[]): number[] {
-  const known = new Set<number>(Object.values(OptionNumber));
-  return options.map(optionNumber).filter((n) => n % 2 === 1 && !known.has(n));
+  const unknown: number[] = [];
+  for (const o of options) {
+    const n = optionNumber(o);
+    if (n % 2 === 1 && !KNOWN_OPTIONS.has(n)) unknown.push(n);
+  }
+  return unknown;
 }
 
 export function encodeUint(n: number): Buffer {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { counterHashKey, counterRecorder, countDeviceEvent, dirtySetOf, BUILTIN_COUNTERS, COUNTER_TTL_SECONDS, CounterRecorder } from '../../src/connectivity/counters/recorder.ts';
+import { counterHashKey, counterRecorder, hourOf, countDeviceEvent, dirtySetOf, BUILTIN_COUNTERS, COUNTER_TTL_SECONDS, CounterRecorder } from '../../src/connectivity/counters/recorder.ts';
 import { COUNTER_RETENTION_DAYS, flushCounters, pruneCounters, startCounterFlusher } from '../../src/connectivity/counters/store.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addDeviceType, expectParameterError } from './fixtures.ts';
@@ -21,6 +21,13 @@ async function device(c: ApiClient): Promise<string> {
 
 const url = (hashId: string, from: string, to: string) => `/device/device/${hashId}/connectivity-counters?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`;
 const byKey = (entries: Entry[]) => Object.fromEntries(entries.map((e) => [e.key, e]));
+
+describe('hourOf', () => {
+  it('is the UTC hour of each date, also when dates of different hours alternate', () => {
+    const dates = ['2026-11-22T01:59:59.999Z', '2026-11-22T02:00:00.000Z', '2026-11-22T01:00:00.000Z', '1969-12-31T23:30:00.000Z', '2026-11-22T02:30:00.000Z'];
+    expect(dates.map((d) => hourOf(new Date(d)))).toEqual(['2026-11-22T01', '2026-11-22T02', '2026-11-22T01', '1969-12-31T23', '2026-11-22T02']);
+  });
+});
 
 describe('connectivity counters', () => {
   it('counts per key and hour, answers every built-in counter, and survives the Redis hash expiring once flushed', async () => {

@@ -67,7 +67,8 @@ function storableRow(r: ActivityRow, maxBytes: number): string {
   let row = r;
   const object = (log: LogLine[]) => ({
     h: row.hashId, e: row.environmentId, d: row.deviceId, t: row.deviceTypeId, tt: row.triggerType, td: row.triggerData ?? null, f: row.failed,
-    l: log, a: row.activities, s: row.startedAt, fin: row.finishedAt,
+    // the times as strings: a Date in the object takes JSON.stringify off its fast path (3x slower for the whole row)
+    l: log, a: row.activities, s: row.startedAt.toISOString(), fin: row.finishedAt.toISOString(),
   });
   let json: string | null;
   try {

@@ -28,7 +28,13 @@ export const COUNTER_TTL_SECONDS = 3 * 24 * 3600;
 export const dirtySetOf = (ctx: Pick<AppContext, 'config'>) => `counters:dirty:${ctx.config.queueName}`;
 
 /** `2026-11-22T01`: the hour a counter increment belongs to (UTC). */
-export const hourOf = (at: Date) => at.toISOString().slice(0, 13);
+export function hourOf(at: Date): string {
+  // every count of a report asks for the same hour: its text is made once an hour, not once a count
+  const hour = Math.floor(at.getTime() / 3_600_000);
+  if (hour !== lastHour.n) lastHour = { n: hour, text: at.toISOString().slice(0, 13) };
+  return lastHour.text;
+}
+let lastHour = { n: NaN, text: '' };
 export const counterHashKey = (deviceHashId: string, hour: string) => `counters:${deviceHashId}:${hour}`;
 
 const MAX_DELAY_MS = 50;
