@@ -100,8 +100,10 @@ function failureAnswer(run: Extract<HandlerRun, { ok: false }>): DeviceAnswer {
 /**
  * Runs one device contact or device event: the event handler, then what it asked for (reports,
  * device updates, commands). Only a contact is answered; an event's result carries no answer.
+ * `storing` is called once the supplier's code and the device's calls are done and only the
+ * store writes remain to be awaited (the worker gives back the supplier's slot there).
  */
-export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: DeviceJob): Promise<DeviceJobResult> {
+export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: DeviceJob, storing?: () => void): Promise<DeviceJobResult> {
   const startedAt = new Date();
   const activityHashId = derivedHashId(jobId, 'activity');
   const device = await deps.loader.device(job.deviceHashId);
@@ -188,6 +190,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
     triggerData: job.kind === 'event' ? eventTriggerData : { request: job.webRequest, response: answer }, failed: !run.ok,
     log, activities, startedAt, finishedAt: new Date(),
   }));
+  storing?.();
   // every write settles before the job may fail: none is still in flight when a retry or a give-up writes the same rows
   const refused = (await Promise.allSettled(stored)).find((s) => s.status === 'rejected');
   if (refused) throw refused.reason;

@@ -139,8 +139,9 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   }, { maxItems: 200, maxDelayMs: 0, maxConcurrentFlushes: 4 });
 
   // WORKER_CONCURRENCY bounds the device requests of one supplier (environment) running at once: a supplier whose code
-  // is slow or whose devices flood waits for its own slots, and another supplier's requests start at once. A batch that
-  // only waits for the disk flush holds none, so a slow flush (100-200 ms now and then on a VM) starts no queue either.
+  // is slow or whose devices flood waits for its own slots, and another supplier's requests start at once. An item that
+  // only waits for its store writes, and a batch that only waits for the disk flush, hold none: slow writes or a slow
+  // flush (100-200 ms now and then on a VM) start no queue of supplier code behind them.
   const running = new KeyedSlots(ctx.config.workerConcurrency);
   const processBatch = async (jobId: string, batch: DeviceBatchJob) => {
     await processItems(jobId, batch);
@@ -162,7 +163,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     const outcomes = await Promise.allSettled(batch.items.map(async ({ itemId, job, idBase }, index) => {
       const release = await running.acquire(job.environmentHashId);
       try {
-        answer(batch.gatewayId, itemId, await processDeviceJob(deps, idBase ?? `${jobId}:${index}`, job));
+        // the slot is given back once only the item's store writes remain: waiting for PostgreSQL runs no supplier code
+        answer(batch.gatewayId, itemId, await processDeviceJob(deps, idBase ?? `${jobId}:${index}`, job, release));
       } finally {
         release();
       }
