@@ -30,12 +30,24 @@ interface LoadResult { ok: number; errors: number; cpuMs: number; hist: [number,
 
 /** Runs `procs` load generators in parallel and merges their counts and latency histograms. */
 export async function runLoad(procs: number, args: (i: number) => string[]): Promise<{ ok: number; errors: number; p50Ms: number; p99Ms: number; clientCpuMs: number; suite: string }> {
+  // the coap mode's processes start their load together once all their sessions are up (DTLS_LOAD_BARRIER)
+  const children: ChildProcess[] = [];
+  let ready = 0;
+  // a process that ended before it was ready (it failed) lets the others go too
+  const isReady = () => { if (++ready === procs) for (const c of children) c.stdin?.end('go\n'); };
   const results = await Promise.all(Array.from({ length: procs }, (_, i) => new Promise<LoadResult>((resolve, reject) => {
-    const child = spawn(LOAD, args(i), { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(LOAD, args(i), { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, DTLS_LOAD_BARRIER: '1', DTLS_LOAD_SLOW_MS: process.env.BENCH_TIMELINE_SLOW_MS ?? '100' } });
+    children.push(child);
+    child.stdin.on('error', () => undefined);
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      const before = out;
+      out += d.toString();
+      if (!before.includes('ready\n') && out.includes('ready\n')) isReady();
+    });
     // 'close', not 'exit': the last stdout chunk may still be unread when the process has exited
     child.on('close', (code) => {
+      if (!out.includes('ready\n')) isReady();
       const line = out.trim().split('\n').pop() ?? '';
       if (code !== 0 || !line.startsWith('{')) reject(new Error(`dtls-load exited ${code}: ${out}`));
       else resolve(JSON.parse(line) as LoadResult);
@@ -45,10 +57,10 @@ export async function runLoad(procs: number, args: (i: number) => string[]): Pro
   for (const r of results) for (const [b, n] of r.hist) hist.set(b, (hist.get(b) ?? 0) + n);
   const ok = results.reduce((a, r) => a + r.ok, 0);
   if (process.env.BENCH_TIMELINE) {
-    // BENCH_TIMELINE=1: when the answers slower than 100 ms came back (100 ms slots since the load started)
+    // BENCH_TIMELINE=1: when the answers slower than 100 ms (BENCH_TIMELINE_SLOW_MS) came back (100 ms slots since the load started)
     const slow = new Map<number, number>();
     for (const r of results) for (const [slot, n] of r.slow ?? []) slow.set(slot, (slow.get(slot) ?? 0) + n);
-    console.log(`answers > 100 ms by 100 ms slot since ${new Date(results[0]?.startMs ?? 0).toISOString()}: ${[...slow].sort((x, y) => x[0] - y[0]).map(([slot, n]) => `${(slot / 10).toFixed(1)}s:${n}`).join(' ') || 'none'}`);
+    console.log(`answers > ${process.env.BENCH_TIMELINE_SLOW_MS ?? 100} ms by 100 ms slot since ${new Date(results[0]?.startMs ?? 0).toISOString()}: ${[...slow].sort((x, y) => x[0] - y[0]).map(([slot, n]) => `${(slot / 10).toFixed(1)}s:${n}`).join(' ') || 'none'}`);
   }
   const quantile = (q: number) => {
     let seen = 0;
