@@ -143,8 +143,9 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   // only waits for its store writes, and a batch that only waits for the disk flush, hold none: slow writes or a slow
   // flush (100-200 ms now and then on a VM) start no queue of supplier code behind them.
   const running = new KeyedSlots(ctx.config.workerConcurrency);
-  const processBatch = async (jobId: string, batch: DeviceBatchJob) => {
+  const processBatch = async (jobId: string, batch: DeviceBatchJob, itemsDone?: () => void) => {
     await processItems(jobId, batch);
+    itemsDone?.();
     // the devices have their answers; the job is done (and leaves the queue) once what it stored is on disk
     await ctx.db.flushed();
   };
@@ -209,7 +210,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const localRoom = Math.max(LOCAL_ROOM_MIN, 2 * ctx.config.workerConcurrency);
   let localItems = 0;
   const localRuns = new Set<Promise<void>>();
-  const runLocally = async (job: Job<DeviceBatchJob, void>) => {
+  const runLocally = async (job: Job<DeviceBatchJob, void>, itemsDone: () => void) => {
     // renewed while it runs: no other worker takes the job meanwhile
     const claimMs = ctx.config.localHandoffClaimMs;
     const renew = setInterval(() => {
@@ -217,7 +218,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     }, claimMs / 3);
     let failure: unknown = null;
     try {
-      await processBatch(job.id as string, job.data);
+      await processBatch(job.id as string, job.data, itemsDone);
     } catch (err) {
       failure = err;
     } finally {
@@ -252,7 +253,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       };
       return {
         start: (job: Job<DeviceBatchJob, void>) => {
-          const run = runLocally(job).finally(() => {
+          // the room is given back once the items are done: a batch waiting for the WAL flush only holds its job
+          const run = runLocally(job, release).finally(() => {
             release();
             localRuns.delete(run);
           });
