@@ -42,7 +42,7 @@ export interface Db extends Queryable {
    * the job to be run again (its writes are idempotent).
    */
   readonly deferred: Queryable;
-  /** Resolves once everything committed before the call, on either pool, is flushed to disk (by PostgreSQL's WAL writer, or by one forced flush shared by the callers waiting: `walWriterWait`). */
+  /** Resolves once everything committed before the call, on either pool, is flushed to disk (one shared flush for callers that wait together). */
   flushed(): Promise<void>;
 }
 
@@ -70,60 +70,6 @@ export function flushBarrier(flush: () => Promise<unknown>): () => Promise<void>
     });
     return next;
   };
-}
-
-const WAL_POSITIONS = namedStatement('wal-positions', "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text AS inserted, (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::text AS flushed");
-
-/** How often waiting callers read PostgreSQL's WAL positions, and how long they wait for its WAL writer before forcing a flush. */
-export const WAL_POLL_MS = 25;
-export const WAL_FORCE_AFTER_MS = 300;
-
-/**
- * Waits for PostgreSQL's own WAL writer (it flushes asynchronous commits every `wal_writer_delay`, 200 ms by default)
- * instead of forcing a flush per caller: one cheap read of the WAL positions every `pollMs` serves every caller
- * waiting. A caller's target is the insert position read after it arrived, which is past every commit it made
- * before; it is done once the flush position reaches it. A caller still waiting after `forceAfterMs` (the WAL writer
- * is late or asleep) gets the forced flush of `force`, which covers every caller that arrived before it started.
- * A read that fails fails every caller waiting (the store is away: the jobs run again).
- */
-export function walWriterWait(read: () => Promise<{ inserted: bigint; flushed: bigint }>, force: () => Promise<void>, pollMs = WAL_POLL_MS, forceAfterMs = WAL_FORCE_AFTER_MS): () => Promise<void> {
-  interface Waiter { target: bigint | null; since: number; resolve(): void; reject(err: unknown): void }
-  let waiting: Waiter[] = [];
-  let timer: NodeJS.Timeout | null = null;
-  let running = false;
-  const settle = (done: Waiter[], err?: unknown) => { for (const w of done) if (err === undefined) w.resolve(); else w.reject(err); };
-  const tick = async () => {
-    timer = null;
-    running = true;
-    const now = Date.now();
-    const late = waiting.filter((w) => now - w.since >= forceAfterMs);
-    if (late.length > 0) {
-      // everyone here arrived before the forced flush starts: it covers them all
-      const covered = waiting;
-      waiting = [];
-      await force().then(() => settle(covered), (err: unknown) => settle(covered, err));
-    } else {
-      const untargeted = waiting.filter((w) => w.target === null);
-      try {
-        const { inserted, flushed } = await read();
-        for (const w of untargeted) w.target = inserted;
-        const done = waiting.filter((w) => w.target !== null && w.target <= flushed);
-        waiting = waiting.filter((w) => !done.includes(w));
-        settle(done);
-      } catch (err) {
-        const failed = waiting;
-        waiting = [];
-        settle(failed, err);
-      }
-    }
-    running = false;
-    if (waiting.length > 0) timer = setTimeout(() => void tick(), pollMs);
-  };
-  return () => new Promise<void>((resolve, reject) => {
-    waiting.push({ target: null, since: Date.now(), resolve, reject });
-    // one reader at a time: a tick that is running schedules the next itself
-    if (!running) timer ??= setTimeout(() => void tick(), pollMs);
-  });
 }
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -158,13 +104,7 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
     embedded,
     query: queryOn(pool),
     deferred: { query: queryOn(deferredPool) },
-    flushed: walWriterWait(
-      async () => {
-        const { rows: [row] } = await pool.query<{ inserted: string; flushed: string }>({ name: WAL_POSITIONS.name, text: WAL_POSITIONS.text });
-        return { inserted: BigInt(row.inserted), flushed: BigInt(row.flushed) };
-      },
-      flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })),
-    ),
+    flushed: flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })),
     async tx(fn) {
       const client = await pool.connect();
       try {

@@ -143,9 +143,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   // only waits for its store writes, and a batch that only waits for the disk flush, hold none: slow writes or a slow
   // flush (100-200 ms now and then on a VM) start no queue of supplier code behind them.
   const running = new KeyedSlots(ctx.config.workerConcurrency);
-  const processBatch = async (jobId: string, batch: DeviceBatchJob, itemsDone?: () => void) => {
+  const processBatch = async (jobId: string, batch: DeviceBatchJob) => {
     await processItems(jobId, batch);
-    itemsDone?.();
     // the devices have their answers; the job is done (and leaves the queue) once what it stored is on disk
     await ctx.db.flushed();
   };
@@ -210,7 +209,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const localRoom = Math.max(LOCAL_ROOM_MIN, 2 * ctx.config.workerConcurrency);
   let localItems = 0;
   const localRuns = new Set<Promise<void>>();
-  const runLocally = async (job: Job<DeviceBatchJob, void>, itemsDone: () => void) => {
+  const runLocally = async (job: Job<DeviceBatchJob, void>) => {
     // renewed while it runs: no other worker takes the job meanwhile
     const claimMs = ctx.config.localHandoffClaimMs;
     const renew = setInterval(() => {
@@ -218,7 +217,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     }, claimMs / 3);
     let failure: unknown = null;
     try {
-      await processBatch(job.id as string, job.data, itemsDone);
+      await processBatch(job.id as string, job.data);
     } catch (err) {
       failure = err;
     } finally {
@@ -253,8 +252,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       };
       return {
         start: (job: Job<DeviceBatchJob, void>) => {
-          // the room is given back once the items are done: a batch waiting for the WAL flush only holds its job
-          const run = runLocally(job, release).finally(() => {
+          const run = runLocally(job).finally(() => {
             release();
             localRuns.delete(run);
           });
