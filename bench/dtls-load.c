@@ -261,9 +261,9 @@ static void coap_load(SSL_CTX *ctx, double seconds, int count, const char *prefi
     ss[i].token = rand();
     open++;
   }
+  if (getenv("DTLS_LOAD_SLOW_MS")) slow_us = atof(getenv("DTLS_LOAD_SLOW_MS")) * 1000;
   /* every process's sessions are up before any process starts its load: the first second of one process's load
      would otherwise overlap the other processes' handshakes (bench/dtls.ts sends the go line to all at once) */
-  if (getenv("DTLS_LOAD_SLOW_MS")) slow_us = atof(getenv("DTLS_LOAD_SLOW_MS")) * 1000;
   if (getenv("DTLS_LOAD_BARRIER")) {
     printf("ready\n");
     fflush(stdout);

@@ -11,6 +11,7 @@ import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
+import { until } from '../monitoring/linked-device.ts';
 import { connectivityClient, pskDevice, type RestClient } from '../support/provision.ts';
 import { pskHttpRequest } from '../support/psk-client.ts';
 import { reportingDevices, type ReportingDevice } from '../support/report-world.ts';
@@ -98,12 +99,8 @@ describe('a worker slot and the store', () => {
         .then((r) => { aStatus = r?.status ?? null; });
       // A's handler and parser have run once its writes wait behind the lock
       const { rows: [{ pid }] } = await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      for (let waited = 0; ; waited += 50) {
-        const { rows: [{ n }] } = await locker.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]);
-        if (n > 0) break;
-        if (waited > 10_000) throw new Error("A's writes never reached the lock");
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await until(async () => (await locker.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid])).rows[0].n,
+        (n) => n > 0, "A's writes waiting for the lock", 10_000);
       const bAnswer = await pskHttpRequest({ port, identity: b.identity, key: b.key, path: '/report', body: '{}' });
       // answered by B's handler, not put off with a 202 while A held the only slot
       expect(bAnswer?.status).toBe(200);
@@ -116,14 +113,8 @@ describe('a worker slot and the store', () => {
       await locker.end();
     }
     // A's report is stored, once
-    for (let waited = 0; ; waited += 100) {
-      const { rows } = await ctx.db.query<{ payload: string }>('SELECT r.payload FROM condition_report r JOIN device d ON d.id = r.device_id WHERE d.hash_id = $1', [a.hashId]);
-      if (rows.length > 0) {
-        expect(rows.map((r) => r.payload)).toEqual([JSON.stringify({ d: 0, seq: 41 })]);
-        break;
-      }
-      expect(waited).toBeLessThan(10_000);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const stored = await until(async () => (await ctx.db.query<{ payload: string }>('SELECT r.payload FROM condition_report r JOIN device d ON d.id = r.device_id WHERE d.hash_id = $1', [a.hashId])).rows,
+      (rows) => rows.length > 0, "A's report", 10_000);
+    expect(stored.map((r) => r.payload)).toEqual([JSON.stringify({ d: 0, seq: 41 })]);
   }, 60_000);
 });
