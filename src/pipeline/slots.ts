@@ -8,7 +8,7 @@ export class Slots {
     this.limit = limit;
   }
 
-  /** Resolves with a release function once a slot is free; call it exactly once. */
+  /** Resolves with a release function once a slot is free; a second call of it does nothing (the worker releases early, once only writes remain, and again in `finally`). */
   async acquire(): Promise<() => void> {
     if (this.held < this.limit) this.held++;
     else await new Promise<void>((resolve) => this.queue.push(resolve));
