@@ -8,7 +8,7 @@ import { embeddedUrl } from '../src/app/embedded-postgres.ts';
 import { connectivityClient, pskDevice } from './support/provision.ts';
 import { pskHttpRequest } from './support/psk-client.ts';
 import { admin, killServiceProcesses, startProcess } from './support/service-process.ts';
-import { until } from './monitoring/linked-device.ts';
+import { until } from './support/until.ts';
 
 // The embedded default (DATABASE_URL unset): the service runs its own PostgreSQL in DATA_DIR/postgres.
 const dataDirs: string[] = [];

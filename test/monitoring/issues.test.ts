@@ -4,7 +4,8 @@ import type { AppContext } from '../../src/app/context.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { expectParameterError, type ErrorBody } from '../connectivity/fixtures.ts';
-import { linkedDevice, ok, until } from './linked-device.ts';
+import { until } from '../support/until.ts';
+import { linkedDevice, ok } from './linked-device.ts';
 
 // Issues from the outside: add, find, get, update, delete, comments, subscriptions, limits and
 // tenants over real HTTP; and a linked device that falls silent raises its connectivity issue.

@@ -92,14 +92,3 @@ export async function linkedDevice(ctx: AppContext, service: RunningService, cus
     },
   };
 }
-
-/** Asks `read` until `done` holds of its answer (the worker evaluates after the device has its answer). */
-export async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}

@@ -5,7 +5,8 @@ import { startService, type RunningService } from '../../src/service.ts';
 import { pinThresholdsOf } from '../../src/monitoring/thresholds/store.ts';
 import { testContext } from '../helpers.ts';
 import { expectParameterError } from '../connectivity/fixtures.ts';
-import { linkedDevice, ok, until, type LinkedDevice } from './linked-device.ts';
+import { until } from '../support/until.ts';
+import { linkedDevice, ok, type LinkedDevice } from './linked-device.ts';
 
 // Pin thresholds and the issues they open, from the outside: a linked device reports values that
 // cross each limit; the issue opens on the pin group, follows the values, shows in issue find, on

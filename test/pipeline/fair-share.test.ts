@@ -11,7 +11,7 @@ import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
-import { until } from '../monitoring/linked-device.ts';
+import { until } from '../support/until.ts';
 import { connectivityClient, pskDevice, type RestClient } from '../support/provision.ts';
 import { pskHttpRequest } from '../support/psk-client.ts';
 import { reportingDevices, type ReportingDevice } from '../support/report-world.ts';
