@@ -5,6 +5,7 @@ import pg from 'pg';
 import { embeddedPostgres } from './embedded-postgres.ts';
 import { NotFoundError } from './errors.ts';
 import type { Logger } from './logger.ts';
+import { OutageLog } from './outage-log.ts';
 
 // bigint columns (ids, counts) come back as JS numbers: ours stay far below 2^53
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -107,16 +108,23 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
     flushed: flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })),
     async tx(fn) {
       const client = await pool.connect();
+      // the pool listens for errors only on idle connections: one that breaks between two statements of this
+      // transaction would emit 'error' with no listener and end the process; its next statement fails instead
+      const ignore = () => undefined;
+      client.on('error', ignore);
       try {
         await client.query('BEGIN');
         const result = await fn(client as unknown as Queryable);
         await client.query('COMMIT');
+        client.removeListener('error', ignore);
+        client.release();
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        // a connection that cannot even roll back (the server went away mid-transaction) is closed, not pooled again
+        const broken = await client.query('ROLLBACK').then(() => false, () => true);
+        client.removeListener('error', ignore);
+        client.release(broken);
         throw err;
-      } finally {
-        client.release();
       }
     },
     async close() {
@@ -135,7 +143,14 @@ function postgresDb(url: string, opts: { poolSize?: number; log?: Logger; idleTi
   // statistics) dwarfs the short statements this service runs; analytics turns it on for its own transaction
   const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, options: '-c jit=off', ...idle });
   const deferred = new pg.Pool({ connectionString: url, max: DEFERRED_POOL_SIZE, options: '-c synchronous_commit=off -c jit=off', ...idle });
-  for (const p of [pool, deferred]) p.on('error', (err) => opts.log?.error({ err }, 'idle database connection failed'));
+  // an outage breaks every idle connection at once: one line when they start failing, one when a new one connects
+  if (opts.log) {
+    const outage = new OutageLog(opts.log, 'idle database connections failed: PostgreSQL is unavailable', 'database connections succeed again');
+    for (const p of [pool, deferred]) {
+      p.on('error', (err) => outage.down(err));
+      p.on('connect', () => outage.up());
+    }
+  } else for (const p of [pool, deferred]) p.on('error', () => undefined);
   return wrapPool(pool, embedded, onClose, deferred);
 }
 

@@ -18,7 +18,7 @@ import { DeviceContextLoader, type DeviceRecord } from './device-context.ts';
 import type { DeviceBatchJob, DeviceJobResult } from './jobs.ts';
 import { isTransient, transientDelayMs } from './failures.ts';
 import { recordGivenUp } from './given-up.ts';
-import { OutageLog } from './outage-log.ts';
+import { OutageLog } from '../app/outage-log.ts';
 import { answerChannel, deliverLocally, DeviceEventQueue, setLocalTaker, type PublishedAnswer } from './queue.ts';
 import { MonitoringCoreClient, type CoreProbe } from './monitoring-client.ts';
 import { OutboundClient } from './outbound.ts';
@@ -82,6 +82,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     await ctx.db.deferred.query(TOUCH_DEVICES, [[...latest.keys()], [...latest.values()]]);
   }, { maxItems: 500, maxDelayMs: 5, splitOn: permanent });
 
+  // trailing lastOnlineAt writes have no job to fail: a store outage reads as one line, not one per device
+  const touchOutage = new OutageLog(ctx.log, 'lastOnlineAt could not be written: PostgreSQL is unavailable', 'lastOnlineAt is written again');
   const lastTouch = new Map<number, number>();
   // contacts inside the resolution are written once it has passed (trailing edge): reportLate must see every contact
   const trailing = new Map<number, Date>();
@@ -90,7 +92,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     trailingTimer = null;
     for (const [id, at] of trailing) {
       lastTouch.set(id, at.getTime());
-      touches.add({ id, at }).catch((err: Error) => ctx.log.warn({ err: err.message }, 'lastOnlineAt could not be written'));
+      touches.add({ id, at }).then(() => touchOutage.up(), (err: Error) => touchOutage.down(err));
     }
     trailing.clear();
   };

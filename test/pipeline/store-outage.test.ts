@@ -19,9 +19,11 @@ import { startServiceProcess } from '../support/service-process.ts';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const children: ChildProcess[] = [];
 let pg: PrivatePostgres | null = null;
+const extraPostgres: PrivatePostgres[] = [];
 afterAll(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
   pg?.destroy();
+  for (const p of extraPostgres) p.destroy();
 });
 
 /** Waits (≤ `ms`) until every accepted payload is stored; returns the stored payloads of the devices. */
@@ -81,6 +83,39 @@ describe('a store outage under load', () => {
     } finally {
       await service.stop();
       await closeContext(ctx);
+    }
+  }, 120_000);
+
+  it('PostgreSQL killed for 5 s under a service process: the outage reads as one warn line per kind, not one per device or connection', async () => {
+    const own = await startPrivatePostgres();
+    extraPostgres.push(own);
+    const service = await startServiceProcess({ DATABASE_URL: own.url, GATEWAY_WAIT_MS: '1000', LOG_LEVEL: 'info' }, ['all'], { children });
+    const db = await openDb({ databaseUrl: own.url, dataDir: '/tmp', migrate: false });
+    try {
+      const api = await connectivityClient(db, service.base);
+      const devices = await reportingDevices(api, 12);
+      let stop!: () => void;
+      const load = reportUntil(service.httpsPort, devices, new Promise<void>((r) => { stop = r; }));
+      await sleep(2000);
+      own.kill();
+      await sleep(5000);
+      own.start();
+      await sleep(4000);
+      stop();
+      const outcome = await load;
+      expect(outcome.byStatus.get(202) ?? 0).toBeGreaterThan(0);
+      expectEachStoredOnce(outcome, await storedPayloads(db, api.environmentHashId, outcome));
+      const lines = service.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: number });
+      const warnings = lines.filter((l) => l.level >= 40);
+      // each kind of failure at most once (a kind may not be hit at all, depending on where the kill lands)
+      const kinds = new Map<string, number>();
+      for (const l of warnings) kinds.set(l.msg, (kinds.get(l.msg) ?? 0) + 1);
+      expect([...kinds].filter(([, n]) => n > 1), JSON.stringify([...kinds])).toEqual([]);
+      expect(warnings.filter((l) => /lastOnlineAt/.test(l.msg)).length).toBeLessThanOrEqual(1);
+    } finally {
+      await db.close();
+      service.child.kill('SIGTERM');
+      await service.exited;
     }
   }, 120_000);
 

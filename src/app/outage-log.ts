@@ -1,4 +1,4 @@
-import type { Logger } from '../app/logger.ts';
+import type { Logger } from './logger.ts';
 
 /**
  * One warn line when something becomes unavailable and one info line when it is back, however many
