@@ -6,12 +6,15 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpuMeter, mainThreadSeconds } from './cpu.ts';
+import { floorStore, type FloorStore } from './floor.ts';
 import { buildLoadGenerator, runLoad, type BenchRow } from './dtls.ts';
 import { API_PORT, COAPS_PORT, linkDevices, provision, reportsOnPins, startBenchService, storedReports } from './harness.ts';
 
 /** DTLS limits opened up: every bench session comes from 127.0.0.1. */
 const OPEN_LIMITS = { DTLS_MAX_SESSIONS_PER_ADDRESS: '100000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '1000000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '1000000' };
 const LIBCOAP_PORT = 25683;
+
+type Measured = Awaited<ReturnType<typeof runLoad>> & { cpu: string; totalMs: number; perJob: number };
 
 export async function coapRows(opts: { sessions: number; seconds: number; procs: number; rate: number; layout: string; closed: boolean; linked?: boolean }): Promise<BenchRow[]> {
   buildLoadGenerator();
@@ -22,7 +25,10 @@ export async function coapRows(opts: { sessions: number; seconds: number; procs:
 
   const layout = opts.layout.split('|');
   const svc = await startBenchService(layout, OPEN_LIMITS);
-  let ours: (Awaited<ReturnType<typeof runLoad>> & { cpu: string }) | null = null;
+  let ours: Measured | null = null;
+  let paced: Measured | undefined;
+  // (b) of the floor for each of the two rows, measured on the same PostgreSQL before the service stops
+  const stores: { closed?: FloorStore; paced?: FloorStore } = {};
   try {
     const p = await provision(svc, per * opts.procs, { sharedKey: key });
     const load = async (seconds: number, intervalMs?: number) => {
@@ -43,7 +49,9 @@ export async function coapRows(opts: { sessions: number; seconds: number; procs:
       const batches = await queuedBatches(svc.children.length);
       const perJob = (batches.items - batchesBefore.items) / Math.max(1, batches.jobs - batchesBefore.jobs);
       const cpu = `CPU ms/report: ${Object.entries(used).map(([k, v]) => `${k} ${perReport(v)}`).join(', ')}, ${main.join(', ')}, load generator ${(result.clientCpuMs / Math.max(1, result.ok)).toFixed(3)}; reports per queued job ${perJob.toFixed(1)}`;
-      return { ...result, cpu };
+      // the service's processes, PostgreSQL and Redis: what the floor is compared with
+      const totalMs = (Object.values(used).reduce((a, b) => a + b, 0) * 1000) / Math.max(1, result.ok);
+      return { ...result, cpu, totalMs, perJob };
     };
     // the same sessions paced to `rate` reports/s in total: the round trip a device sees at that load
     const intervalMs = (per * opts.procs * 1000) / opts.rate;
@@ -59,7 +67,7 @@ export async function coapRows(opts: { sessions: number; seconds: number; procs:
       });
     }
     const before = stored;
-    const paced = await load(opts.seconds, intervalMs);
+    paced = await load(opts.seconds, intervalMs);
     stored = await storedReports(svc.db, p.environment.id, before + paced.ok);
     rows.push({
       name: `CoAP/DTLS PSK reports end to end, ${per * opts.procs} sessions paced to ${opts.rate}/s (one every ${intervalMs.toFixed(0)} ms each), ${opts.seconds} s`,
@@ -81,22 +89,40 @@ export async function coapRows(opts: { sessions: number; seconds: number; procs:
         target: '>= 2000 reports/s with p99 <= 100 ms, 0 lost, every report on its pins',
       });
     }
+    if (svc.databaseUrl) {
+      const batch = (m: Measured) => Math.max(1, Math.round(m.perJob));
+      if (ours) stores.closed = await floorStore(svc.databaseUrl, p.environment.id, batch(ours));
+      stores.paced = await floorStore(svc.databaseUrl, p.environment.id, batch(paced));
+    }
   } finally {
     await svc.stop();
   }
 
-  // the native reference compares against our closed loop
-  if (!ours) return rows;
+  // the native reference: ours / libcoap, and (a) of the floor
   const server = spawn('coap-server-openssl', ['-A', '127.0.0.1', '-p', String(LIBCOAP_PORT), '-k', key.toString(), '-v', '0'], { stdio: 'ignore' });
   try {
     await new Promise((r) => setTimeout(r, 500));
     if (server.exitCode !== null) throw new Error('coap-server-openssl did not start (apt-get install libcoap3-bin)');
+    const meter = cpuMeter({ libcoap: (q) => q.pid === server.pid });
     const native = await runLoad(opts.procs, () => ['coap', '127.0.0.1', String(LIBCOAP_PORT + 1), String(opts.seconds), String(per), 'psk', 'native', key.toString('hex'), '0', 'put:/example_data']);
+    // (a) of the floor: the native server's CPU per request it answered
+    const libcoapMs = (meter().libcoap * 1000) / Math.max(1, native.ok);
     rows.push({
       name: `same load against libcoap coap-server-openssl (PUT /example_data, no pipeline), ${opts.seconds} s`,
       value: Math.round(native.ok / opts.seconds), unit: 'requests/s', p50Ms: native.p50Ms, p99Ms: native.p99Ms, errors: native.errors,
-      detail: `ours / libcoap = ${(ours.ok / Math.max(1, native.ok)).toFixed(3)}`, target: 'reference',
+      detail: `CPU ms/request: coap-server-openssl ${libcoapMs.toFixed(4)}${ours ? `; ours / libcoap = ${(ours.ok / Math.max(1, native.ok)).toFixed(3)}` : ''}`, target: 'reference',
     });
+    const ratio = (row: string, m: Measured | null | undefined, store: FloorStore | undefined, target: number) => {
+      if (!m || !store) return;
+      const floor = libcoapMs + store.msPerReport;
+      rows.push({
+        name: `floor ratio: ${row}`, value: Number((m.totalMs / floor).toFixed(2)), unit: 'x floor',
+        detail: `ours ${m.totalMs.toFixed(3)} ms/report (service, PostgreSQL, Redis) / floor ${floor.toFixed(3)} ms = (a) libcoap ${libcoapMs.toFixed(4)} ms/request + (b) durable store ${store.msPerReport.toFixed(3)} ms/report (${store.reports} reports' rows in batches of ${store.batchSize}, synchronous commit per batch, primary and hashId keys only: bench/floor.ts)`,
+        target: `<= ${target}`,
+      });
+    };
+    ratio('CoAP closed loop', ours, stores.closed, 1.5);
+    ratio(`CoAP paced ${opts.rate}/s`, paced, stores.paced, 2);
   } finally {
     server.kill('SIGTERM');
   }

@@ -54,6 +54,8 @@ export function pct(sorted: number[], p: number): number {
 export interface BenchService {
   base: string;
   db: Db;
+  /** the database's URL; null on the embedded default */
+  databaseUrl: string | null;
   children: ChildProcess[];
   stop(): Promise<void>;
 }
@@ -93,7 +95,7 @@ export async function startBenchService(processes: string[], env: Record<string,
     await stop();
     throw err;
   }
-  return { base, db, children, stop };
+  return { base, db, databaseUrl: dbUrl, children, stop };
 }
 
 export interface BenchDevice { identity: string; key: Buffer; hashId: string }

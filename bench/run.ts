@@ -5,7 +5,7 @@
 // --webhooks on|off --webhook-senders 50 (the webhook row: bench/webhooks.ts)
 // --dtls on|off --idle-sessions 2000 (DTLS server rows: handshakes/s, the same handshakes against libcoap's coap-server-openssl, memory per idle session; bench/dtls.ts)
 // --coap on|off --coap-sessions 200 --coap-rate 2000 --coap-layout all (the service's processes, e.g. 'api,worker|gateway'; CoAP/DTLS end to end closed loop and paced, and libcoap's
-// coap-server-openssl beside it; bench/coap.ts) --coap-closed on|off (off: the paced row alone, warmed up paced)
+// coap-server-openssl beside it, and the floor ratios of the closed and paced rows: bench/coap.ts, bench/floor.ts) --coap-closed on|off (off: the paced row alone, warmed up paced)
 // --embedded on|off (the HTTPS row on the embedded default: one process, DATABASE_URL unset, its start time and memory;
 // bench/embedded.ts)
 // --linked on|off (after each layout's HTTPS row and after the paced CoAP row, the same devices claimed into a monitoring environment and linked to pin groups,
