@@ -1,15 +1,41 @@
 import type { Json, WebRequest, WebRequestBody } from '../sandbox/types.ts';
 import type { DeviceAnswer } from '../pipeline/jobs.ts';
 
+/**
+ * The deepest JSON a device body is parsed into: the job's serialisation, the copy into the sandbox and the activity
+ * log walk it recursively, and a body nested 32,000 levels deep (64 KB) overflowed the stack after it was queued.
+ * Deeper JSON is handed to the handler as the text it is, like JSON that does not parse.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether the JSON text nests arrays and objects deeper than `max` (one pass; brackets inside strings do not count). */
+function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
 /** Body typing shared by every listener: JSON → json, text → string, anything else → hex. */
 export function typedBody(payload: Buffer, contentType: string | undefined): WebRequestBody | undefined {
   if (payload.length === 0) return undefined;
   const type = (contentType ?? '').split(';')[0].trim().toLowerCase();
   if (type === 'application/json' || type.endsWith('+json') || type === 'text/json') {
+    const text = payload.toString('utf8');
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return { type: 'string', data: text };
     try {
-      return { type: 'json', data: JSON.parse(payload.toString('utf8')) as Json };
+      return { type: 'json', data: JSON.parse(text) as Json };
     } catch {
-      return { type: 'string', data: payload.toString('utf8') };
+      return { type: 'string', data: text };
     }
   }
   if (type.startsWith('text/')) return { type: 'string', data: payload.toString('utf8') };
