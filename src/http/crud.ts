@@ -8,11 +8,14 @@ import { FindQuery, HashIdParams } from './schemas.ts';
 export interface CrudOperations<TAdd, TPatch> {
   /** returns the add response, e.g. `{ hashId }` */
   add(environmentId: number, body: TAdd): Promise<unknown>;
-  find(environmentId: number, query: FindQueryType): Promise<unknown>;
-  get(environmentId: number, hashId: string): Promise<unknown>;
+  /** `environment`: the caller's, for reads that a monitoring environment makes differently (claimed devices' types) */
+  find(environmentId: number, query: FindQueryType, environment: CallerEnvironment): Promise<unknown>;
+  get(environmentId: number, hashId: string, environment: CallerEnvironment): Promise<unknown>;
   update(environmentId: number, hashId: string, patch: TPatch): Promise<void>;
   remove(environmentId: number, hashId: string): Promise<void>;
 }
+
+export interface CallerEnvironment { id: number; type: string }
 
 export interface CrudOptions<TAdd, TPatch> {
   /** e.g. `/supplier-report-type/`; add and find live here, the rest under `<base><hashId>` */
@@ -39,12 +42,13 @@ export function crudRoutes<TAdd, TPatch>(app: FastifyInstance, o: CrudOptions<TA
   const read = { rights: o.readRights ?? o.rights };
   const write = { rights: o.rights };
   const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;
+  const caller = (request: { account: { environment: CallerEnvironment } }) => request.account.environment;
   app.post(o.base, { config: write, schema: { tags, summary: `${o.noun} add`, body: o.addBody } }, async (request) =>
     o.operations.add(env(request), request.body as TAdd));
   app.get(o.findPath ?? o.base, { config: read, schema: { tags, summary: `${o.noun} find`, querystring: o.findQuery ?? FindQuery } }, async (request) =>
-    o.operations.find(env(request), request.query as FindQueryType));
+    o.operations.find(env(request), request.query as FindQueryType, caller(request)));
   app.get(`${o.base}:hashId`, { config: read, schema: { tags, summary: `${o.noun} get`, params: HashIdParams } }, async (request) =>
-    o.operations.get(env(request), hashIdOf(request.params)));
+    o.operations.get(env(request), hashIdOf(request.params), caller(request)));
   app.post(`${o.base}:hashId`, { config: write, schema: { tags, summary: `${o.noun} update`, params: HashIdParams, body: o.updateBody } }, async (request, reply) => {
     await o.operations.update(env(request), hashIdOf(request.params), request.body as TPatch);
     reply.status(204).send();

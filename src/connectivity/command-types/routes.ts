@@ -4,7 +4,7 @@ import type { AppContext } from '../../app/context.ts';
 import { crudRoutes } from '../../http/crud.ts';
 import { FieldConfiguration, StringOrTranslations } from '../../http/schemas.ts';
 import {
-  addCommandType, deleteCommandType, findCommandTypes, getCommandType, updateCommandType,
+  addCommandType, deleteCommandType, findClaimedCommandTypes, findCommandTypes, getClaimedCommandType, getCommandType, updateCommandType,
   type ChannelSelect, type CommandTypeInput, type CommandTypePatch, type EnvironmentAccess, type StartEnd,
 } from './store.ts';
 
@@ -39,10 +39,12 @@ const UpdateBody = Type.Object({
 export async function commandTypeRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   crudRoutes<CommandTypeInput, CommandTypePatch>(app, {
     base: '/command-type/', noun: 'command-type', rights: { connectivity: 'ENVIRONMENT_ADMIN' }, addBody: AddBody, updateBody: UpdateBody,
+    // a monitoring environment reads the command types of the devices it claimed (the interface's M-READ)
+    readRights: { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'READ' },
     operations: {
       add: async (env, body) => ({ hashId: await addCommandType(ctx.db, env, body) }),
-      find: (env, query) => findCommandTypes(ctx.db, env, query),
-      get: (env, hashId) => getCommandType(ctx.db, env, hashId),
+      find: (env, query, caller) => (caller.type === 'monitoring' ? findClaimedCommandTypes : findCommandTypes)(ctx.db, env, query),
+      get: (env, hashId, caller) => (caller.type === 'monitoring' ? getClaimedCommandType : getCommandType)(ctx.db, env, hashId),
       update: (env, hashId, patch) => updateCommandType(ctx.db, env, hashId, patch),
       remove: (env, hashId) => deleteCommandType(ctx.db, env, hashId),
     },

@@ -83,10 +83,28 @@ export async function liveCommandTypes(db: Queryable, environmentId: number, has
   return [...new Set(hashIds)].flatMap((id) => byHashId.get(id) ?? []);
 }
 
-export async function findCommandTypes(db: Queryable, environmentId: number, query: FindQuery) {
+/**
+ * The command types a monitoring environment may see: those its claimed devices' types name, unless their
+ * environmentAccess is none (the ones it can add commands of, and those it reads commands of).
+ */
+const CLAIMED_SCOPE = `c.deleted_at IS NULL AND c.environment_access <> 'none' AND EXISTS (
+  SELECT 1 FROM device d JOIN device_type t ON t.id = d.device_type_id
+   WHERE d.claimed_environment_id = $1 AND t.environment_id = c.environment_id AND t.command_type_hash_ids ? c.hash_id)`;
+
+/** command-type get in a monitoring environment: a command type of its claimed devices (see CLAIMED_SCOPE), else not found. */
+export async function getClaimedCommandType(db: Queryable, environmentId: number, hashId: string): Promise<{ commandType: CommandType }> {
+  const { rows } = await db.query(`SELECT ${SELECT} FROM command_type c WHERE ${CLAIMED_SCOPE} AND c.hash_id = $2`, [environmentId, hashId]);
+  if (rows.length === 0) throw new NotFoundError('commandType', hashId);
+  return { commandType: toCommandType(rows[0]) };
+}
+
+/** command-type find in a monitoring environment (see CLAIMED_SCOPE). */
+export const findClaimedCommandTypes = (db: Queryable, environmentId: number, query: FindQuery) => findCommandTypes(db, environmentId, query, CLAIMED_SCOPE);
+
+export async function findCommandTypes(db: Queryable, environmentId: number, query: FindQuery, scope = 'c.environment_id = $1 AND c.deleted_at IS NULL') {
   const page = await findPage(db, {
     from: 'command_type c', select: SELECT, idColumn: 'c.id',
-    where: ['c.environment_id = $1', 'c.deleted_at IS NULL'], params: [environmentId],
+    where: [scope], params: [environmentId],
     sortable: { hashId: 'c.hash_id', name: 'c.name_text' }, search: ['c.name_text', 'c.hash_id'], updatedColumn: 'c.updated_at',
   }, query);
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ commandType: toCommandType(r) })) };

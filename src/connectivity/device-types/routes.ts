@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
+import { RightError } from '../../app/errors.ts';
 import { crudRoutes } from '../../http/crud.ts';
 import { FieldConfiguration, HashId, StringOrTranslations } from '../../http/schemas.ts';
-import { addDeviceType, deleteDeviceType, findDeviceTypes, getDeviceType, updateDeviceType, type DeviceTypeInput, type DeviceTypePatch } from './store.ts';
+import { addDeviceType, deleteDeviceType, findClaimedDeviceTypes, findDeviceTypes, getDeviceType, updateDeviceType, type DeviceTypeInput, type DeviceTypePatch } from './store.ts';
 
 const FieldConfigurations = (maxItems: number) => Type.Array(FieldConfiguration, { maxItems });
 // update also takes the SDK's `{existingKey, fieldConfiguration}` items
@@ -55,10 +56,15 @@ const UpdateBody = Type.Partial(Type.Object({
 export async function deviceTypeRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   crudRoutes<DeviceTypeInput, DeviceTypePatch>(app, {
     base: '/device-type/', noun: 'device-type', rights: { connectivity: 'ENVIRONMENT_ADMIN' }, addBody: AddBody, updateBody: UpdateBody,
+    // a monitoring environment finds the types of the devices it claimed (the interface's M-READ); get stays the supplier's (its code)
+    readRights: { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'READ' },
     operations: {
       add: (env, body) => addDeviceType(ctx.db, env, body),
-      find: (env, query) => findDeviceTypes(ctx.db, env, query),
-      get: (env, hashId) => getDeviceType(ctx.db, env, hashId),
+      find: (env, query, caller) => (caller.type === 'monitoring' ? findClaimedDeviceTypes : findDeviceTypes)(ctx.db, env, query),
+      get: (env, hashId, caller) => {
+        if (caller.type === 'monitoring') throw new RightError('device-type get is not available in a monitoring environment: device-type find answers the types of the claimed devices');
+        return getDeviceType(ctx.db, env, hashId);
+      },
       update: (env, hashId, patch) => updateDeviceType(ctx.db, env, hashId, patch),
       remove: (env, hashId) => deleteDeviceType(ctx.db, ctx.redis, env, hashId),
     },

@@ -191,10 +191,14 @@ export async function getDeviceType(db: Queryable, environmentId: number, hashId
   };
 }
 
-export async function findDeviceTypes(db: Queryable, environmentId: number, query: FindQuery) {
+/** device-type find in a monitoring environment: the types of the devices it claimed. */
+export const findClaimedDeviceTypes = (db: Queryable, environmentId: number, query: FindQuery) => findDeviceTypes(db, environmentId, query,
+  't.deleted_at IS NULL AND EXISTS (SELECT 1 FROM device d WHERE d.device_type_id = t.id AND d.claimed_environment_id = $1)');
+
+export async function findDeviceTypes(db: Queryable, environmentId: number, query: FindQuery, scope = 't.environment_id = $1 AND t.deleted_at IS NULL') {
   const page = await findPage(db, {
     from: 'device_type t', select: DEVICE_TYPE_SELECT, idColumn: 't.id',
-    where: ['t.environment_id = $1', 't.deleted_at IS NULL'], params: [environmentId],
+    where: [scope], params: [environmentId],
     sortable: { hashId: 't.hash_id', name: 't.name_text' }, search: ['t.name_text', 't.hash_id'], updatedColumn: 't.updated_at',
   }, query);
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ deviceType: toDeviceType(r) })) };

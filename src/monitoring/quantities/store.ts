@@ -61,8 +61,15 @@ export async function addQuantity(db: Queryable, environmentId: number, q: Quant
   return hashId;
 }
 
-export async function getQuantity(db: Queryable, environmentId: number, hashId: string): Promise<Quantity> {
-  const { rows } = await db.query(`SELECT ${QUANTITY_SELECT} FROM quantity q WHERE q.environment_id = $1 AND q.hash_id = $2 AND q.deleted_at IS NULL`, [environmentId, hashId]);
+/**
+ * A quantity of the environment; with `measuredOnPins` (a monitoring environment) also one of a supplier that
+ * measurements on the environment's pins carry, so that a quantity measurement find shows can be read by its hashId.
+ */
+export async function getQuantity(db: Queryable, environmentId: number, hashId: string, measuredOnPins = false): Promise<Quantity> {
+  const seen = measuredOnPins
+    ? ' OR EXISTS (SELECT 1 FROM pin p JOIN measurement m ON m.pin_id = p.id AND m.quantity_id = q.id WHERE p.environment_id = $1)'
+    : '';
+  const { rows } = await db.query(`SELECT ${QUANTITY_SELECT} FROM quantity q WHERE q.hash_id = $2 AND q.deleted_at IS NULL AND (q.environment_id = $1${seen})`, [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('quantity', hashId);
   return toQuantity(rows[0]);
 }
