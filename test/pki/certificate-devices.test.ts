@@ -1,7 +1,7 @@
 // Devices with certificates under a supplier certificate connect over HTTPS mutual TLS without any
 // registration: the supplier's identifier names the device, which is found or created, and the
 // request runs the device type's handler. Real curl and openssl s_client, the running service.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
@@ -140,6 +140,34 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     const ids = (await devices(api)).map((d) => d.supplierDeviceIdentifier);
     expect(ids).not.toContain('meter-rogue');
     expect(ids).not.toContain('meter-expired');
+  });
+
+  // one rule for both device ports (src/pki/verify.ts): over DTLS the handshake itself fails
+  it.each([
+    ['a CA certificate as the device\'s', 'meter-ca', { ca: true }, 'unsupported certificate'],
+    ['a certificate for servers only (extendedKeyUsage serverAuth)', 'meter-server', { extendedKeyUsage: 'serverAuth' }, 'unsupported certificate'],
+    ['a device under a CA below the supplier certificate (pathlen 0)', 'meter-deep', 'below', 'unknown ca'],
+  ] as const)('refused over HTTPS and over CoAP/DTLS: %s; nothing is created', async (_what, cn, kind, alert) => {
+    let dev: { cert: string; key: string };
+    let chain = supplier.cert;
+    if (kind === 'below') {
+      const sub = await opensslDeviceCert(work, `${cn}-ca`, `/CN=${cn} sub-supplier CA`, supplier.cert, supplier.key, { ca: true });
+      dev = await opensslDeviceCert(work, cn, `/CN=${cn}`, sub.cert, sub.key);
+      chain = path.join(work, `${cn}-chain.pem`);
+      writeFileSync(chain, readFileSync(sub.cert, 'utf8') + readFileSync(supplier.cert, 'utf8'));
+    } else {
+      dev = await opensslDeviceCert(work, cn, `/CN=${cn}`, supplier.cert, supplier.key, kind);
+    }
+    // curl sends the chain its --cert file holds
+    const withChain = path.join(work, `${cn}-full.pem`);
+    writeFileSync(withChain, readFileSync(dev.cert, 'utf8') + readFileSync(chain, 'utf8'));
+    const https = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: withChain, key: dev.key, data: '{}' });
+    expect(https.code).not.toBe(0);
+    expect(https.status).toBe(0);
+    const dtls = await run('openssl', ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${service.coap!.coapsPort()}`, '-CAfile', caPem,
+      '-cipher', 'ECDHE-ECDSA-AES128-CCM8', '-cert', dev.cert, '-key', dev.key, '-cert_chain', chain], '');
+    expect(dtls.stderr).toContain(`alert ${alert}`);
+    expect((await devices(api)).map((d) => d.supplierDeviceIdentifier)).not.toContain(cn);
   });
 
   it('refused: an identifier that throws gets 401 with its message; a certificate straight under the device CA names no device', async () => {
