@@ -1,11 +1,14 @@
 // Devices with certificates under a supplier certificate connect over HTTPS mutual TLS without any
 // registration: the supplier's identifier names the device, which is found or created, and the
 // request runs the device type's handler. Real curl and openssl s_client, the running service.
+import { X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
+import { compileOnSave } from '../../src/connectivity/user-code.ts';
+import { invalidateTrust } from '../../src/pki/trust.ts';
 import { Sandbox } from '../../src/sandbox/runner.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
@@ -181,6 +184,41 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     const example = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: path.join(certsDir, 'device.pem'), key: path.join(certsDir, 'device.key') });
     expect(example.status).toBe(401);
     expect(JSON.parse(example.body).message).toContain('not by a supplier certificate');
+  });
+
+  it('two live supplier certificates of one key, in two environments (stored before keys were kept unique): a device chain is refused over HTTPS and CoAP/DTLS, no device in either', async () => {
+    const typeIn = async (client: RestClient) => (await client.request<{ hashId: string }>('POST', '/device-type/', {
+      name: 'twin', eventHandler: HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
+    })).body.hashId;
+    const csr = await opensslCsr(work, 'twin', '/O=Twin devices/CN=Twin device CA');
+    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'twin', csr: csr.csrPem, identifier: identifierFor(await typeIn(api)) });
+    expect(added.status).toBe(200);
+    const twinCert = path.join(work, 'twin.pem');
+    writeFileSync(twinCert, added.body.certificate);
+    // the other environment's certificate of the same key and name, as the device CA signed it before the fix
+    const csrFile = path.join(work, 'twin-again.csr');
+    writeFileSync(csrFile, csr.csrPem);
+    const ext = path.join(work, 'twin-again.ext');
+    writeFileSync(ext, 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,digitalSignature\n');
+    const second = await run('openssl', ['x509', '-req', '-in', csrFile, '-CA', caPem, '-CAkey', path.join(certsDir, 'ca.key'), '-CAcreateserial', '-days', '30', '-extfile', ext]);
+    expect(second.code).toBe(0);
+    const otherEnv = (await ctx.db.query<{ id: string }>('SELECT id FROM environment WHERE hash_id = $1', [other.environmentHashId])).rows[0].id;
+    const otherIdentifier = identifierFor(await typeIn(other));
+    await ctx.db.query(
+      `INSERT INTO supplier_certificate (hash_id, environment_id, name, certificate, fingerprint, identifier, identifier_hash)
+       VALUES ($1, $2, 'twin', $3, $4, $5, $6)`,
+      [`twin${Date.now()}`, otherEnv, second.stdout, new X509Certificate(second.stdout).fingerprint256, otherIdentifier, await compileOnSave('identifier', otherIdentifier, Number(otherEnv))]);
+    await invalidateTrust(ctx);
+
+    const dev = await opensslDeviceCert(work, 'twin-dev', '/CN=meter-twin', twinCert, csr.key);
+    const https = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: dev.cert, key: dev.key, data: '{}' });
+    expect(https.code).not.toBe(0);
+    expect(https.status).toBe(0);
+    const dtls = await run('openssl', ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${service.coap!.coapsPort()}`, '-CAfile', caPem,
+      '-cipher', 'ECDHE-ECDSA-AES128-CCM8', '-cert', dev.cert, '-key', dev.key], '');
+    expect(dtls.stderr).toContain('alert access denied');
+    expect((await devices(api)).map((d) => d.supplierDeviceIdentifier)).not.toContain('meter-twin');
+    expect((await devices(other)).map((d) => d.supplierDeviceIdentifier)).not.toContain('meter-twin');
   });
 
   it('a deleted supplier certificate stops its devices at once', async () => {

@@ -59,6 +59,17 @@ describe('verifyChain', () => {
     expect(verifyChain([cert(underInter.cert), cert(inter)], [cert(ca.cert)]).ok).toBe(false);
     expect(verifyChain([cert(underInter.cert)], [cert(ca.cert), cert(inter)]).ok).toBe(true);
   });
+
+  it('refuses a device certificate two anchors could have signed (one key, one name), whichever comes first', async () => {
+    const dev = await opensslDeviceCert(dir, 'of-twins', '/CN=of-twins', ca.cert, ca.key);
+    const twin = path.join(dir, 'same-key.pem');
+    const r = await run('openssl', ['req', '-x509', '-new', '-key', ca.key, '-subj', '/CN=Test CA', '-days', '30',
+      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign', '-out', twin]);
+    expect(r.code).toBe(0);
+    expect(verifyChain([cert(dev.cert)], [cert(ca.cert), cert(twin)])).toMatchObject({ ok: false, problem: 'ambiguous' });
+    expect(verifyChain([cert(dev.cert)], [cert(twin), cert(ca.cert)])).toMatchObject({ ok: false, problem: 'ambiguous' });
+    expect(verifyChain([cert(dev.cert)], [cert(twin)]).ok).toBe(true); // each alone signs it
+  });
 });
 
 describe('chain subjects (UDF-CONTRACT Subject)', () => {
