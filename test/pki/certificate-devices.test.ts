@@ -1,6 +1,7 @@
 // Devices with certificates under a supplier certificate connect over HTTPS mutual TLS without any
 // registration: the supplier's identifier names the device, which is found or created, and the
-// request runs the device type's handler. Real curl and openssl s_client, the running service.
+// request runs the device type's handler. The certificates either port refuses, and CoAP/DTLS
+// refusing them in the handshake and at resumption. Real curl and openssl s_client, the running service.
 import { X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -46,6 +47,14 @@ const supplier = { hashId: '', cert: '', key: '' };
 async function devices(client: RestClient): Promise<{ hashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string }[]> {
   const r = await client.request<{ rows: { device: { hashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string } }[] }>('GET', '/device/?rowsPerPage=100');
   return r.body.rows.map((row) => row.device);
+}
+
+async function newDeviceType(client: RestClient): Promise<string> {
+  const type = await client.request<{ hashId: string }>('POST', '/device-type/', {
+    name: 'certificate device', eventHandler: HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
+  });
+  expect(type.status).toBe(200);
+  return type.body.hashId;
 }
 
 beforeAll(async () => {
@@ -187,11 +196,8 @@ describe('certificate devices over HTTPS mutual TLS', () => {
   });
 
   it('two live supplier certificates of one key, in two environments (stored before keys were kept unique): a device chain is refused over HTTPS and CoAP/DTLS, no device in either', async () => {
-    const typeIn = async (client: RestClient) => (await client.request<{ hashId: string }>('POST', '/device-type/', {
-      name: 'twin', eventHandler: HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
-    })).body.hashId;
     const csr = await opensslCsr(work, 'twin', '/O=Twin devices/CN=Twin device CA');
-    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'twin', csr: csr.csrPem, identifier: identifierFor(await typeIn(api)) });
+    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'twin', csr: csr.csrPem, identifier: identifierFor(await newDeviceType(api)) });
     expect(added.status).toBe(200);
     const twinCert = path.join(work, 'twin.pem');
     writeFileSync(twinCert, added.body.certificate);
@@ -203,7 +209,7 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     const second = await run('openssl', ['x509', '-req', '-in', csrFile, '-CA', caPem, '-CAkey', path.join(certsDir, 'ca.key'), '-CAcreateserial', '-days', '30', '-extfile', ext]);
     expect(second.code).toBe(0);
     const otherEnv = (await ctx.db.query<{ id: string }>('SELECT id FROM environment WHERE hash_id = $1', [other.environmentHashId])).rows[0].id;
-    const otherIdentifier = identifierFor(await typeIn(other));
+    const otherIdentifier = identifierFor(await newDeviceType(other));
     await ctx.db.query(
       `INSERT INTO supplier_certificate (hash_id, environment_id, name, certificate, fingerprint, identifier, identifier_hash)
        VALUES ($1, $2, 'twin', $3, $4, $5, $6)`,
@@ -232,5 +238,23 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     expect((await api.request('DELETE', `/supplier-certificate/${added.body.hashId}`)).status).toBe(204);
     const after = await curl(`https://localhost:${port}/r`, { cacert: caPem, cert: dev.cert, key: dev.key, data: '{}' });
     expect(after.status).toBe(0);
+  });
+
+  it('a CoAP/DTLS session of a device whose supplier certificate was deleted is not resumed (the device CA still signs that certificate)', async () => {
+    const csr = await opensslCsr(work, 'resumer', '/CN=Resuming supplier');
+    const type = await newDeviceType(api);
+    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'resumer', csr: csr.csrPem, identifier: identifierFor(type) });
+    const cert = path.join(work, 'resumer.pem');
+    writeFileSync(cert, added.body.certificate);
+    const dev = await opensslDeviceCert(work, 'resumer-dev', '/CN=meter-resumer', cert, csr.key);
+    const sessionFile = path.join(work, 'resumer-session.pem');
+    const connect = (resume: boolean) => run('openssl', ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${service.coap!.coapsPort()}`, '-CAfile', caPem,
+      '-cipher', 'ECDHE-ECDSA-AES128-CCM8', '-cert', dev.cert, '-key', dev.key, '-cert_chain', cert, resume ? '-sess_in' : '-sess_out', sessionFile], '');
+    expect((await connect(false)).stdout).toContain('New, TLSv1.2');
+    expect((await connect(true)).stdout).toContain('Reused, TLSv1.2');
+    expect((await api.request('DELETE', `/supplier-certificate/${added.body.hashId}`)).status).toBe(204);
+    const after = await connect(true);
+    expect(after.stdout).not.toContain('Reused, ');
+    expect(after.stderr).toContain('alert unknown ca');
   });
 });
