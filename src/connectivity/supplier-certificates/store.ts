@@ -36,7 +36,7 @@ function publicKeySha256(key: KeyObject): string {
 /**
  * Refuses a key that a live supplier certificate already has (in any environment: a device chain signed by that key
  * would match both anchors). Runs in the add's transaction, under a lock every add takes, so two adds of one key
- * cannot both pass. Certificates stored before the key column get theirs on the way.
+ * cannot both pass. Certificates stored before the key column are read too, and get theirs recorded when the add commits.
  */
 async function refuseCertifiedKey(client: Queryable, environmentId: number, keySha256: string): Promise<void> {
   await client.query("SELECT pg_advisory_xact_lock(hashtextextended('gridgate:supplier-certificate-keys', 0))");
