@@ -142,6 +142,18 @@ describe('supplier certificates', () => {
     expectParameterError(await a.request('POST', '/supplier-certificate/', { name: 'twice', csr: again, identifier: IDENTIFIER }), 'csr', first.body.hashId);
   });
 
+  it('two adds of one key at once, in two environments: exactly one is certified', async () => {
+    const { key, csrPem } = await opensslCsr(work, 'racing-key', '/CN=racing-key');
+    const again = (await run('openssl', ['req', '-new', '-key', key, '-subj', '/CN=racing-key'])).stdout;
+    const results = await Promise.all([
+      a.request('POST', '/supplier-certificate/', { name: 'race', csr: csrPem, identifier: IDENTIFIER }),
+      b.request('POST', '/supplier-certificate/', { name: 'race', csr: again, identifier: IDENTIFIER }),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
+    const live = await api.ctx.db.query('SELECT 1 FROM supplier_certificate WHERE name = $1 AND deleted_at IS NULL', ['race']);
+    expect(live.rows).toHaveLength(1);
+  });
+
   it('a key is free again once its supplier certificate is deleted', async () => {
     const first = await addCertificate(a, 'freed-key');
     expect((await a.request('DELETE', `/supplier-certificate/${first.body.hashId}`)).status).toBe(204);
