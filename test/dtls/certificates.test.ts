@@ -5,10 +5,12 @@
  */
 import { spawn } from 'node:child_process';
 import type { X509Certificate } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { IDENTITY, PSK_HEX, gnutlsClient, startEchoServer, waitFor } from './helpers.ts';
 import type { EchoServer } from './helpers.ts';
+import { until } from '../support/until.ts';
 import { makeTestPki } from './pki.ts';
 import type { TestPki } from './pki.ts';
 
@@ -24,8 +26,9 @@ afterEach(async () => {
   srv = undefined;
 });
 
-async function certServer(): Promise<EchoServer> {
-  anchors = [pki.cert('ca')];
+/** A server trusting `names` (the device CA alone by default; the gateway adds its supplier certificates, here `inter`). */
+async function certServer(names = ['ca']): Promise<EchoServer> {
+  anchors = names.map((n) => pki.cert(n));
   srv = await startEchoServer({ certificate: { key: pki.read('server.key'), chain: pki.read('server.pem'), trustAnchors: () => anchors } });
   return srv;
 }
@@ -82,12 +85,21 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
     expect(srv!.sessions[0].ecdheGroup).toBe('secp256r1');
   });
 
-  it('a device of the intermediate (supplier) CA, sending its chain, is accepted; peerCertificates lists device first', async () => {
-    await certServer();
+  it('a device of the intermediate (supplier) CA, sending its chain, is accepted while the intermediate is an anchor; peerCertificates lists device first', async () => {
+    await certServer(['ca', 'inter']);
     const res = await opensslCert({ port: srv!.port, device: 'device2', cipher: 'ECDHE-ECDSA-AES128-CCM8', extra: ['-cert_chain', pki.pem('inter')] });
     expect(res.echoed).toBe(true);
     const subjects = srv!.sessions[0].peerCertificates.map((c) => c.subject);
     expect(subjects.slice(0, 2)).toEqual(['CN=device-of-supplier', 'CN=Test Supplier CA']);
+  });
+
+  it('an intermediate the device sends is not trusted on its own: only what an anchor signed directly is (as on the HTTPS port)', async () => {
+    await certServer(['ca']);
+    const res = await opensslCert({ port: srv!.port, device: 'device2', cipher: 'ECDHE-ECDSA-AES128-CCM8', extra: ['-cert_chain', pki.pem('inter')] });
+    expect(res.echoed).toBe(false);
+    expect(res.stderr).toContain('alert unknown ca');
+    await until(async () => srv!.errors.length, (n) => n > 0, 'the handshake error');
+    expect(srv!.sessions).toEqual([]);
   });
 
   it('PSK suites stay preferred when a client offers PSK and certificate suites', async () => {
@@ -104,8 +116,8 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
   });
 
   it.each([
-    ['stranger', 'unknown ca', /trust anchor/],
-    ['expired', 'certificate expired', /validity/],
+    ['stranger', 'unknown ca', /not signed directly by a trusted certificate/],
+    ['expired', 'certificate expired', /expired on/],
   ])('refuses a %s device with a fatal alert (%s) and a handshakeError; no session', async (device, alert, message) => {
     await certServer();
     const res = await opensslCert({ port: srv!.port, device, cipher: 'ECDHE-ECDSA-AES128-CCM8' });
@@ -114,6 +126,23 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
     await waitFor(() => srv!.errors.length > 0);
     expect(srv!.errors[0].err.message).toMatch(message);
     expect(srv!.errors[0].info.certificateSubject).toBe(pki.cert(device).subject);
+    expect(srv!.sessions).toEqual([]);
+  });
+
+  // the HTTPS port's rules (src/pki/verify.ts), although each of these chains leads to a trusted certificate
+  it.each([
+    ['a CA certificate as the device\'s', 'ca-device', [], 'unsupported certificate', /CA certificate/],
+    ['a certificate for servers only (extendedKeyUsage serverAuth)', 'server-only', [], 'unsupported certificate', /clientAuth/],
+    ['a device under a CA the supplier certificate (pathlen 0) may not issue', 'device3', ['sub', 'inter'], 'unknown ca', /signed directly/],
+  ])('refuses %s: fatal alert, handshakeError, no session', async (_what, device, chain, alert, message) => {
+    await certServer(['ca', 'inter']);
+    const extra = chain.length === 0 ? [] : ['-cert_chain', join(pki.dir, `${device}-chain.pem`)];
+    if (chain.length > 0) writeFileSync(extra[1], chain.map((n) => pki.read(`${n}.pem`)).join(''));
+    const res = await opensslCert({ port: srv!.port, device, cipher: 'ECDHE-ECDSA-AES128-CCM8', extra });
+    expect(res.echoed).toBe(false);
+    expect(res.stderr).toContain(`alert ${alert}`);
+    await until(async () => srv!.errors.length, (n) => n > 0, 'the handshake error');
+    expect(srv!.errors[0].err.message).toMatch(message);
     expect(srv!.sessions).toEqual([]);
   });
 
@@ -147,6 +176,23 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
     expect(srv!.sessions[1].peerCertificates[0].subject).toBe('CN=device-cert-1');
     anchors = [];
     const refused = await opensslCert({ port: srv!.port, device: 'device', cipher, line: 'nope', extra: ['-sess_in', file] });
+    expect(refused.stdout).not.toContain('Reused, ');
+    expect(refused.echoed).toBe(false);
+    expect(srv!.sessions).toHaveLength(2);
+  });
+
+  it('a supplier\'s device does not resume once the supplier certificate is no longer an anchor, though the device CA still signs it', async () => {
+    await certServer(['ca', 'inter']);
+    const file = join(pki.dir, 'sess-supplier.pem');
+    const cipher = 'ECDHE-ECDSA-AES128-CCM8';
+    const extra = ['-cert_chain', pki.pem('inter')];
+    expect((await opensslCert({ port: srv!.port, device: 'device2', cipher, extra: [...extra, '-sess_out', file] })).echoed).toBe(true);
+    const again = await opensslCert({ port: srv!.port, device: 'device2', cipher, line: 'resumed', extra: [...extra, '-sess_in', file] });
+    expect(again.stdout).toContain('Reused, ');
+    expect(again.echoed).toBe(true);
+    await until(async () => srv!.sessions.length, (n) => n === 2, 'the resumed session');
+    anchors = [pki.cert('ca')]; // the supplier certificate deleted
+    const refused = await opensslCert({ port: srv!.port, device: 'device2', cipher, line: 'nope', extra: [...extra, '-sess_in', file] });
     expect(refused.stdout).not.toContain('Reused, ');
     expect(refused.echoed).toBe(false);
     expect(srv!.sessions).toHaveLength(2);

@@ -106,13 +106,13 @@ describe('ECDHE_ECDSA codecs', () => {
 describe('client chain validation', () => {
   const der = (...names: string[]): Buffer[] => names.map((n) => pki.cert(n).raw);
 
-  it('accepts a device of the anchor, and a device of an intermediate when the intermediate is sent', () => {
+  it('accepts a device an anchor signed, with or without the anchor sent after it', () => {
     expect(verifyClientChain(der('device'), [pki.cert('ca')]).map((c) => c.subject)).toEqual(['CN=device-cert-1']);
-    expect(verifyClientChain(der('device2', 'inter'), [pki.cert('ca')])).toHaveLength(2);
+    expect(verifyClientChain(der('device2', 'inter'), [pki.cert('ca'), pki.cert('inter')])).toHaveLength(2);
     expect(verifyClientChain(der('device2'), [pki.cert('inter')])).toHaveLength(1); // the supplier CA itself as anchor
   });
 
-  it('refuses: no path to an anchor (unknown_ca), expired (certificate_expired), a non-CA issuer, a broken chain order, nothing sent', () => {
+  it('refuses: not signed directly by an anchor (unknown_ca), expired (certificate_expired), a CA or server certificate as the device\'s (unsupported_certificate), one signed by two anchors alike (access_denied), nothing sent', () => {
     const code = (f: () => unknown): number | undefined => {
       try {
         f();
@@ -122,11 +122,16 @@ describe('client chain validation', () => {
       }
     };
     expect(code(() => verifyClientChain(der('device2'), [pki.cert('ca')]))).toBe(48);
+    expect(code(() => verifyClientChain(der('device2', 'inter'), [pki.cert('ca')]))).toBe(48); // a sent intermediate is no anchor
+    expect(code(() => verifyClientChain(der('device3', 'sub'), [pki.cert('ca'), pki.cert('inter')]))).toBe(48); // below pathlen 0
     expect(code(() => verifyClientChain(der('stranger'), [pki.cert('ca')]))).toBe(48);
     expect(code(() => verifyClientChain(der('device'), []))).toBe(48);
     expect(code(() => verifyClientChain(der('expired'), [pki.cert('ca')]))).toBe(45);
-    expect(code(() => verifyClientChain(der('minted', 'device'), [pki.cert('ca')]))).toBe(42);
-    expect(code(() => verifyClientChain(der('inter', 'device2'), [pki.cert('ca')]))).toBe(42);
+    expect(code(() => verifyClientChain(der('minted', 'device'), [pki.cert('ca')]))).toBe(48); // its issuer is no anchor (nor a CA)
+    expect(code(() => verifyClientChain(der('inter', 'device2'), [pki.cert('ca')]))).toBe(43);
+    expect(code(() => verifyClientChain(der('ca-device'), [pki.cert('ca')]))).toBe(43);
+    expect(code(() => verifyClientChain(der('server-only'), [pki.cert('ca')]))).toBe(43);
+    expect(code(() => verifyClientChain(der('device'), [pki.cert('ca'), pki.cert('ca')]))).toBe(49);
     expect(code(() => verifyClientChain([], [pki.cert('ca')]))).toBe(40);
     expect(code(() => verifyClientChain([Buffer.from('not a certificate')], [pki.cert('ca')]))).toBe(42);
   });

@@ -1,7 +1,9 @@
 /**
  * Throwaway test PKI made with the openssl CLI in a temp dir: a root CA, an intermediate CA, the DTLS server's
  * certificate (SAN 127.0.0.1/localhost), devices issued by the root and by the intermediate, an expired device, a
- * certificate "issued" by a device (not a CA), and a device of a rogue CA nobody trusts. All keys EC P-256.
+ * certificate "issued" by a device (not a CA), a device of a rogue CA nobody trusts, and three a device port must refuse
+ * although each chains to the root: a CA certificate used as a device's, a device certificate for servers only
+ * (extendedKeyUsage serverAuth), and a device under a CA that the intermediate (pathlen 0) may not issue. All keys EC P-256.
  */
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -52,6 +54,10 @@ export function makeTestPki(): TestPki {
   issue(dir, 'device2', 'device-of-supplier', 'inter', { ext: LEAF });
   issue(dir, 'expired', 'device-expired', 'ca', { days: -1, ext: LEAF });
   issue(dir, 'minted', 'device-minted-by-a-device', 'device', { ext: LEAF }); // issuer is not a CA
+  issue(dir, 'ca-device', 'device-that-is-a-ca', 'ca', { ext: 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,digitalSignature,keyCertSign\n' });
+  issue(dir, 'server-only', 'device-for-servers-only', 'ca', { ext: `${LEAF}extendedKeyUsage=serverAuth\n` });
+  issue(dir, 'sub', 'Test Sub-supplier CA', 'inter', { ext: 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n' });
+  issue(dir, 'device3', 'device-past-pathlen', 'sub', { ext: LEAF });
   rootCa(dir, 'rogue', 'Rogue CA');
   issue(dir, 'stranger', 'device-of-rogue', 'rogue', { ext: LEAF });
   const read = (f: string): string => readFileSync(join(dir, f), 'utf8');

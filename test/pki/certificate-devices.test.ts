@@ -1,11 +1,15 @@
 // Devices with certificates under a supplier certificate connect over HTTPS mutual TLS without any
 // registration: the supplier's identifier names the device, which is found or created, and the
-// request runs the device type's handler. Real curl and openssl s_client, the running service.
-import { writeFileSync } from 'node:fs';
+// request runs the device type's handler. The certificates either port refuses, and CoAP/DTLS
+// refusing them in the handshake and at resumption. Real curl and openssl s_client, the running service.
+import { X509Certificate } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
+import { compileOnSave } from '../../src/connectivity/user-code.ts';
+import { invalidateTrust } from '../../src/pki/trust.ts';
 import { Sandbox } from '../../src/sandbox/runner.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
@@ -43,6 +47,14 @@ const supplier = { hashId: '', cert: '', key: '' };
 async function devices(client: RestClient): Promise<{ hashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string }[]> {
   const r = await client.request<{ rows: { device: { hashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string } }[] }>('GET', '/device/?rowsPerPage=100');
   return r.body.rows.map((row) => row.device);
+}
+
+async function newDeviceType(client: RestClient): Promise<string> {
+  const type = await client.request<{ hashId: string }>('POST', '/device-type/', {
+    name: 'certificate device', eventHandler: HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
+  });
+  expect(type.status).toBe(200);
+  return type.body.hashId;
 }
 
 beforeAll(async () => {
@@ -142,6 +154,34 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     expect(ids).not.toContain('meter-expired');
   });
 
+  // one rule for both device ports (src/pki/verify.ts): over DTLS the handshake itself fails
+  it.each([
+    ['a CA certificate as the device\'s', 'meter-ca', { ca: true }, 'unsupported certificate'],
+    ['a certificate for servers only (extendedKeyUsage serverAuth)', 'meter-server', { extendedKeyUsage: 'serverAuth' }, 'unsupported certificate'],
+    ['a device under a CA below the supplier certificate (pathlen 0)', 'meter-deep', 'below', 'unknown ca'],
+  ] as const)('refused over HTTPS and over CoAP/DTLS: %s; nothing is created', async (_what, cn, kind, alert) => {
+    let dev: { cert: string; key: string };
+    let chain = supplier.cert;
+    if (kind === 'below') {
+      const sub = await opensslDeviceCert(work, `${cn}-ca`, `/CN=${cn} sub-supplier CA`, supplier.cert, supplier.key, { ca: true });
+      dev = await opensslDeviceCert(work, cn, `/CN=${cn}`, sub.cert, sub.key);
+      chain = path.join(work, `${cn}-chain.pem`);
+      writeFileSync(chain, readFileSync(sub.cert, 'utf8') + readFileSync(supplier.cert, 'utf8'));
+    } else {
+      dev = await opensslDeviceCert(work, cn, `/CN=${cn}`, supplier.cert, supplier.key, kind);
+    }
+    // curl sends the chain its --cert file holds
+    const withChain = path.join(work, `${cn}-full.pem`);
+    writeFileSync(withChain, readFileSync(dev.cert, 'utf8') + readFileSync(chain, 'utf8'));
+    const https = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: withChain, key: dev.key, data: '{}' });
+    expect(https.code).not.toBe(0);
+    expect(https.status).toBe(0);
+    const dtls = await run('openssl', ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${service.coap!.coapsPort()}`, '-CAfile', caPem,
+      '-cipher', 'ECDHE-ECDSA-AES128-CCM8', '-cert', dev.cert, '-key', dev.key, '-cert_chain', chain], '');
+    expect(dtls.stderr).toContain(`alert ${alert}`);
+    expect((await devices(api)).map((d) => d.supplierDeviceIdentifier)).not.toContain(cn);
+  });
+
   it('refused: an identifier that throws gets 401 with its message; a certificate straight under the device CA names no device', async () => {
     const bad = await opensslDeviceCert(work, 'bad-dev', '/CN=bad-0001', supplier.cert, supplier.key);
     const res = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: bad.cert, key: bad.key, data: '{}' });
@@ -155,6 +195,38 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     expect(JSON.parse(example.body).message).toContain('not by a supplier certificate');
   });
 
+  it('two live supplier certificates of one key, in two environments (stored before keys were kept unique): a device chain is refused over HTTPS and CoAP/DTLS, no device in either', async () => {
+    const csr = await opensslCsr(work, 'twin', '/O=Twin devices/CN=Twin device CA');
+    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'twin', csr: csr.csrPem, identifier: identifierFor(await newDeviceType(api)) });
+    expect(added.status).toBe(200);
+    const twinCert = path.join(work, 'twin.pem');
+    writeFileSync(twinCert, added.body.certificate);
+    // the other environment's certificate of the same key and name, as the device CA signed it before the fix
+    const csrFile = path.join(work, 'twin-again.csr');
+    writeFileSync(csrFile, csr.csrPem);
+    const ext = path.join(work, 'twin-again.ext');
+    writeFileSync(ext, 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,digitalSignature\n');
+    const second = await run('openssl', ['x509', '-req', '-in', csrFile, '-CA', caPem, '-CAkey', path.join(certsDir, 'ca.key'), '-CAcreateserial', '-days', '30', '-extfile', ext]);
+    expect(second.code).toBe(0);
+    const otherEnv = (await ctx.db.query<{ id: string }>('SELECT id FROM environment WHERE hash_id = $1', [other.environmentHashId])).rows[0].id;
+    const otherIdentifier = identifierFor(await newDeviceType(other));
+    await ctx.db.query(
+      `INSERT INTO supplier_certificate (hash_id, environment_id, name, certificate, fingerprint, identifier, identifier_hash)
+       VALUES ($1, $2, 'twin', $3, $4, $5, $6)`,
+      [`twin${Date.now()}`, otherEnv, second.stdout, new X509Certificate(second.stdout).fingerprint256, otherIdentifier, await compileOnSave('identifier', otherIdentifier, Number(otherEnv))]);
+    await invalidateTrust(ctx);
+
+    const dev = await opensslDeviceCert(work, 'twin-dev', '/CN=meter-twin', twinCert, csr.key);
+    const https = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: dev.cert, key: dev.key, data: '{}' });
+    expect(https.code).not.toBe(0);
+    expect(https.status).toBe(0);
+    const dtls = await run('openssl', ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${service.coap!.coapsPort()}`, '-CAfile', caPem,
+      '-cipher', 'ECDHE-ECDSA-AES128-CCM8', '-cert', dev.cert, '-key', dev.key], '');
+    expect(dtls.stderr).toContain('alert access denied');
+    expect((await devices(api)).map((d) => d.supplierDeviceIdentifier)).not.toContain('meter-twin');
+    expect((await devices(other)).map((d) => d.supplierDeviceIdentifier)).not.toContain('meter-twin');
+  });
+
   it('a deleted supplier certificate stops its devices at once', async () => {
     const csr = await opensslCsr(work, 'short-lived', '/CN=Short lived supplier');
     const type = (await devices(api))[0].deviceTypeHashId;
@@ -166,5 +238,23 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     expect((await api.request('DELETE', `/supplier-certificate/${added.body.hashId}`)).status).toBe(204);
     const after = await curl(`https://localhost:${port}/r`, { cacert: caPem, cert: dev.cert, key: dev.key, data: '{}' });
     expect(after.status).toBe(0);
+  });
+
+  it('a CoAP/DTLS session of a device whose supplier certificate was deleted is not resumed (the device CA still signs that certificate)', async () => {
+    const csr = await opensslCsr(work, 'resumer', '/CN=Resuming supplier');
+    const type = await newDeviceType(api);
+    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'resumer', csr: csr.csrPem, identifier: identifierFor(type) });
+    const cert = path.join(work, 'resumer.pem');
+    writeFileSync(cert, added.body.certificate);
+    const dev = await opensslDeviceCert(work, 'resumer-dev', '/CN=meter-resumer', cert, csr.key);
+    const sessionFile = path.join(work, 'resumer-session.pem');
+    const connect = (resume: boolean) => run('openssl', ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${service.coap!.coapsPort()}`, '-CAfile', caPem,
+      '-cipher', 'ECDHE-ECDSA-AES128-CCM8', '-cert', dev.cert, '-key', dev.key, '-cert_chain', cert, resume ? '-sess_in' : '-sess_out', sessionFile], '');
+    expect((await connect(false)).stdout).toContain('New, TLSv1.2');
+    expect((await connect(true)).stdout).toContain('Reused, TLSv1.2');
+    expect((await api.request('DELETE', `/supplier-certificate/${added.body.hashId}`)).status).toBe(204);
+    const after = await connect(true);
+    expect(after.stdout).not.toContain('Reused, ');
+    expect(after.stderr).toContain('alert unknown ca');
   });
 });

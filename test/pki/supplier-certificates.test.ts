@@ -35,6 +35,13 @@ async function addCertificate(client: ApiClient, name: string, subject = `/O=Acm
   return client.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name, csr: csrPem, identifier: IDENTIFIER });
 }
 
+/** Another CSR of the key that addCertificate made for `name` (only the key's holder can sign one). */
+async function sameKeyCsr(name: string, subject: string): Promise<string> {
+  const r = await run('openssl', ['req', '-new', '-key', path.join(work, `${name}.key`), '-subj', subject]);
+  if (r.code !== 0) throw new Error(r.stderr);
+  return r.stdout;
+}
+
 describe('supplier certificates', () => {
   it('add signs the CSR as an intermediate CA (CA, pathlen 0, keyCertSign) under the device CA; get/find/update/delete in SDK shapes', async () => {
     const added = await addCertificate(a, 'acme-sensors');
@@ -121,6 +128,45 @@ describe('supplier certificates', () => {
     expect((await b.request('DELETE', `/supplier-certificate/${id}`)).status).toBe(404);
     expect((await findAll<{ certificate: { hashId: string } }>(b, '/supplier-certificate/')).map((r) => r.certificate.hashId)).not.toContain(id);
     expect((await a.request<{ certificate: { name: string } }>('GET', `/supplier-certificate/${id}`)).body.certificate.name).toBe('private');
+  });
+
+  it('tenant isolation: a key certified in one environment is refused in another (parameter_error naming csr), which is not named', async () => {
+    const first = await addCertificate(a, 'shared-key');
+    expect(first.status).toBe(200);
+    const again = await sameKeyCsr('shared-key', '/O=Other tenant/CN=shared-key');
+    const refused = await b.request<{ message: string }>('POST', '/supplier-certificate/', { name: 'copy', csr: again, identifier: IDENTIFIER });
+    expectParameterError(refused, 'csr', 'already certified', 'another environment');
+    expect(refused.body.message).not.toContain(first.body.hashId);
+    expect(await findAll(b, '/supplier-certificate/')).toEqual([]);
+    // nor twice in one environment, where the certificate is named
+    expectParameterError(await a.request('POST', '/supplier-certificate/', { name: 'twice', csr: again, identifier: IDENTIFIER }), 'csr', first.body.hashId);
+  });
+
+  it('two adds of one key at once, in two environments: exactly one is certified', async () => {
+    const { key, csrPem } = await opensslCsr(work, 'racing-key', '/CN=racing-key');
+    const again = (await run('openssl', ['req', '-new', '-key', key, '-subj', '/CN=racing-key'])).stdout;
+    const results = await Promise.all([
+      a.request('POST', '/supplier-certificate/', { name: 'race', csr: csrPem, identifier: IDENTIFIER }),
+      b.request('POST', '/supplier-certificate/', { name: 'race', csr: again, identifier: IDENTIFIER }),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
+    const live = await api.ctx.db.query('SELECT 1 FROM supplier_certificate WHERE name = $1 AND deleted_at IS NULL', ['race']);
+    expect(live.rows).toHaveLength(1);
+  });
+
+  it('a key is free again once its supplier certificate is deleted', async () => {
+    const first = await addCertificate(a, 'freed-key');
+    expect((await a.request('DELETE', `/supplier-certificate/${first.body.hashId}`)).status).toBe(204);
+    const again = await b.request('POST', '/supplier-certificate/', { name: 'freed', csr: await sameKeyCsr('freed-key', '/CN=freed-key'), identifier: IDENTIFIER });
+    expect(again.status).toBe(200);
+    await b.request('DELETE', `/supplier-certificate/${(again.body as { hashId: string }).hashId}`);
+  });
+
+  it('a supplier certificate stored before keys were recorded still holds its key', async () => {
+    const first = await addCertificate(a, 'older-key');
+    await api.ctx.db.query('UPDATE supplier_certificate SET public_key_sha256 = NULL WHERE hash_id = $1', [first.body.hashId]);
+    const refused = await b.request('POST', '/supplier-certificate/', { name: 'copy', csr: await sameKeyCsr('older-key', '/CN=older-key'), identifier: IDENTIFIER });
+    expectParameterError(refused, 'csr', 'already certified');
   });
 
   it('needs ENVIRONMENT_ADMIN of a connectivity environment', async () => {

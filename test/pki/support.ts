@@ -47,12 +47,14 @@ export async function opensslCsr(dir: string, name: string, subject: string): Pr
  * A device key and certificate signed by `caCert`/`caKey` (a supplier's intermediate), with openssl.
  * `days` may be negative for an expired certificate (faked via -not_before/-not_after).
  */
-export async function opensslDeviceCert(dir: string, name: string, subject: string, caCert: string, caKey: string, opts: { expired?: boolean; extendedKeyUsage?: string } = {}): Promise<{ cert: string; key: string }> {
+export async function opensslDeviceCert(dir: string, name: string, subject: string, caCert: string, caKey: string, opts: { expired?: boolean; extendedKeyUsage?: string; ca?: boolean } = {}): Promise<{ cert: string; key: string }> {
   const key = path.join(dir, `${name}.key`);
   const csr = path.join(dir, `${name}.csr`);
   const cert = path.join(dir, `${name}.pem`);
   const ext = path.join(dir, `${name}.ext`);
-  writeFileSync(ext, `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=${opts.extendedKeyUsage ?? 'clientAuth'}\n`);
+  // `ca`: a CA certificate (one that could sign further certificates) where a device certificate belongs
+  const constraints = opts.ca ? 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,digitalSignature,keyCertSign' : 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature';
+  writeFileSync(ext, `${constraints}\nextendedKeyUsage=${opts.extendedKeyUsage ?? 'clientAuth'}\n`);
   await run('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', key]);
   let r = await run('openssl', ['req', '-new', '-key', key, '-subj', subject, '-out', csr]);
   if (r.code !== 0) throw new Error(r.stderr);

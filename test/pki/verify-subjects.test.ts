@@ -36,15 +36,15 @@ describe('verifyChain', () => {
     const twin = await selfSignedCa('twin', '/CN=Test CA');
     const byTwin = await opensslDeviceCert(dir, 'by-twin', '/CN=by-twin', twin.cert, twin.key);
     const r1 = verifyChain([cert(byTwin.cert), cert(twin.cert)], [cert(ca.cert)]);
-    expect(r1).toEqual({ ok: false, reason: expect.stringContaining('not signed by a trusted certificate') });
+    expect(r1).toMatchObject({ ok: false, problem: 'untrusted', reason: expect.stringContaining('not signed directly by a trusted certificate') });
 
     const old = await opensslDeviceCert(dir, 'old', '/CN=old', ca.cert, ca.key, { expired: true });
-    expect(verifyChain([cert(old.cert)], [cert(ca.cert)])).toEqual({ ok: false, reason: expect.stringContaining('expired on 2021-01-01') });
-    expect(verifyChain([cert(ca.cert)], [cert(ca.cert)])).toEqual({ ok: false, reason: expect.stringContaining('CA certificate') });
+    expect(verifyChain([cert(old.cert)], [cert(ca.cert)])).toMatchObject({ ok: false, problem: 'validity', reason: expect.stringContaining('expired on 2021-01-01') });
+    expect(verifyChain([cert(ca.cert)], [cert(ca.cert)])).toMatchObject({ ok: false, problem: 'unsuitable', reason: expect.stringContaining('CA certificate') });
     // a certificate meant for servers only
     const serverOnly = await opensslDeviceCert(dir, 'server-only', '/CN=server-only', ca.cert, ca.key, { extendedKeyUsage: 'serverAuth' });
-    expect(verifyChain([cert(serverOnly.cert)], [cert(ca.cert)])).toEqual({ ok: false, reason: expect.stringContaining('clientAuth') });
-    expect(verifyChain([], [cert(ca.cert)])).toEqual({ ok: false, reason: 'no client certificate' });
+    expect(verifyChain([cert(serverOnly.cert)], [cert(ca.cert)])).toMatchObject({ ok: false, problem: 'unsuitable', reason: expect.stringContaining('clientAuth') });
+    expect(verifyChain([], [cert(ca.cert)])).toEqual({ ok: false, problem: 'missing', reason: 'no client certificate' });
 
     // an intermediate under the anchor that is not itself an anchor (a deleted supplier certificate) is not trusted
     const interKey = path.join(dir, 'inter.key');
@@ -58,6 +58,17 @@ describe('verifyChain', () => {
     const underInter = await opensslDeviceCert(dir, 'under-inter', '/CN=under', inter, interKey);
     expect(verifyChain([cert(underInter.cert), cert(inter)], [cert(ca.cert)]).ok).toBe(false);
     expect(verifyChain([cert(underInter.cert)], [cert(ca.cert), cert(inter)]).ok).toBe(true);
+  });
+
+  it('refuses a device certificate two anchors could have signed (one key, one name), whichever comes first', async () => {
+    const dev = await opensslDeviceCert(dir, 'of-twins', '/CN=of-twins', ca.cert, ca.key);
+    const twin = path.join(dir, 'same-key.pem');
+    const r = await run('openssl', ['req', '-x509', '-new', '-key', ca.key, '-subj', '/CN=Test CA', '-days', '30',
+      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign', '-out', twin]);
+    expect(r.code).toBe(0);
+    expect(verifyChain([cert(dev.cert)], [cert(ca.cert), cert(twin)])).toMatchObject({ ok: false, problem: 'ambiguous' });
+    expect(verifyChain([cert(dev.cert)], [cert(twin), cert(ca.cert)])).toMatchObject({ ok: false, problem: 'ambiguous' });
+    expect(verifyChain([cert(dev.cert)], [cert(twin)]).ok).toBe(true); // each alone signs it
   });
 });
 

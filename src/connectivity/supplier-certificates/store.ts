@@ -1,9 +1,10 @@
 // Supplier certificates: a supplier sends a PKCS#10 CSR of its own key; the device CA signs it as an
 // intermediate CA (pathLen 0) the supplier then signs its device certificates with. Devices under it
 // are identified by the certificate's `identifier` function. A change reloads the trust anchors.
-import { X509Certificate, createPublicKey } from 'node:crypto';
+// A key is certified once: while a supplier certificate of it lives (in any environment), a CSR of it is refused.
+import { X509Certificate, createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import type { AppContext } from '../../app/context.ts';
-import { softDelete } from '../../app/db.ts';
+import { softDelete, type Queryable } from '../../app/db.ts';
 import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
@@ -27,8 +28,38 @@ const toCertificate = (r: Row): SupplierCertificate => ({
   hashId: r.hash_id as string, name: r.name as string, certificate: r.certificate as string, createdAt: r.created_at as Date,
 });
 
+/** SHA-256 (hex) of a public key's SubjectPublicKeyInfo as node encodes it, so a CSR's and a certificate's compare equal. */
+function publicKeySha256(key: KeyObject): string {
+  return createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex');
+}
+
+/**
+ * Refuses a key that a live supplier certificate already has (in any environment: a device chain signed by that key
+ * would match both anchors). Runs in the add's transaction, under a lock every add takes, so two adds of one key
+ * cannot both pass. Certificates stored before the key column are read too, and get theirs recorded when the add commits.
+ */
+async function refuseCertifiedKey(client: Queryable, environmentId: number, keySha256: string): Promise<void> {
+  await client.query("SELECT pg_advisory_xact_lock(hashtextextended('gridgate:supplier-certificate-keys', 0))");
+  const { rows } = await client.query<{ id: string; hash_id: string; environment_id: string; certificate: string; public_key_sha256: string | null }>(
+    `SELECT s.id, s.hash_id, s.environment_id, s.certificate, s.public_key_sha256
+       FROM supplier_certificate s JOIN environment e ON e.id = s.environment_id
+      WHERE s.deleted_at IS NULL AND e.deleted_at IS NULL AND (s.public_key_sha256 = $1 OR s.public_key_sha256 IS NULL)
+      ORDER BY s.id`, [keySha256]);
+  for (const r of rows) {
+    let hash = r.public_key_sha256;
+    if (hash === null) {
+      hash = publicKeySha256(new X509Certificate(r.certificate).publicKey);
+      await client.query('UPDATE supplier_certificate SET public_key_sha256 = $2 WHERE id = $1', [r.id, hash]);
+    }
+    if (hash !== keySha256) continue;
+    // another environment's certificate is not named (its hashId is that tenant's business)
+    const which = Number(r.environment_id) === environmentId ? `supplier certificate ${r.hash_id} of this environment` : 'a supplier certificate of another environment';
+    throw new ParameterError(`csr: its public key is already certified by ${which}; a key is certified once (delete that certificate first, or make a new key)`, { field: 'csr' });
+  }
+}
+
 /** The CSR as a verified request: PEM, PKCS#10, self-signature good, a key the device ports can use. */
-async function readCsr(pem: string): Promise<x509.Pkcs10CertificateRequest> {
+async function readCsr(pem: string): Promise<{ csr: x509.Pkcs10CertificateRequest; key: KeyObject }> {
   let csr: x509.Pkcs10CertificateRequest;
   try {
     csr = new x509.Pkcs10CertificateRequest(pem.trim());
@@ -50,7 +81,7 @@ async function readCsr(pem: string): Promise<x509.Pkcs10CertificateRequest> {
     throw new ParameterError(`csr: the key must be ECDSA P-256 or P-384, or RSA of at least 2048 bits (got ${key.asymmetricKeyType} ${d.namedCurve ?? d.modulusLength ?? ''})`.trim(), { field: 'csr' });
   }
   if (csr.subjectName.toJSON().length === 0) throw new ParameterError('csr: the subject is empty; give it at least a CN', { field: 'csr' });
-  return csr;
+  return { csr, key };
 }
 
 /** The name of a certificate added without one: its subject's common name, else the whole subject (at most 255 characters). */
@@ -61,7 +92,7 @@ function defaultName(csr: x509.Pkcs10CertificateRequest): string {
 
 export async function addSupplierCertificate(ctx: AppContext, environmentId: number, input: SupplierCertificateInput): Promise<{ hashId: string; certificate: string }> {
   const identifierHash = await compileOnSave('identifier', input.identifier, environmentId);
-  const csr = await readCsr(input.csr);
+  const { csr, key } = await readCsr(input.csr);
   const { certPem, keyPem } = loadDeviceCaKeyPem(ctx.config);
   const ca = { certificate: new x509.X509Certificate(certPem), key: await importPrivateKey(keyPem) };
   if (csr.subjectName.toString() === ca.certificate.subjectName.toString()) {
@@ -71,10 +102,14 @@ export async function addSupplierCertificate(ctx: AppContext, environmentId: num
   const certificate = `${issued.toString('pem')}\n`;
   const hashId = newHashId();
   const name = input.name ?? defaultName(csr);
-  await ctx.db.query(
-    `INSERT INTO supplier_certificate (hash_id, environment_id, name, certificate, fingerprint, identifier, identifier_hash)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [hashId, environmentId, name, certificate, new X509Certificate(certificate).fingerprint256, input.identifier, identifierHash]);
+  const keySha256 = publicKeySha256(key);
+  await ctx.db.tx(async (client) => {
+    await refuseCertifiedKey(client, environmentId, keySha256);
+    await client.query(
+      `INSERT INTO supplier_certificate (hash_id, environment_id, name, certificate, fingerprint, identifier, identifier_hash, public_key_sha256)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [hashId, environmentId, name, certificate, new X509Certificate(certificate).fingerprint256, input.identifier, identifierHash, keySha256]);
+  });
   await invalidateTrust(ctx);
   return { hashId, certificate };
 }
