@@ -26,7 +26,13 @@
  *
  * Connection ID: offered by the client → an 8-byte CID is issued (every suite: AEAD and MAC-then-encrypt), records
  * of type tls12_cid find their session by CID whatever their source, and an authentic record newer than any before
- * from another address/port moves the session there ('migrate' on the session); answers follow it.
+ * from another address/port moves the session there ('migrate' on the session); answers follow it. A device can
+ * put any source address on its own records, so a move counts against the new address's cap and never ends the
+ * session that holds the new address:port.
+ *
+ * A ClientHello with a valid cookie from the address:port of an established session starts a new handshake beside
+ * it (RFC 6347 §4.2.8): a cookie stays valid for a minute or two and proves nothing about the device, so the old
+ * session is replaced only when the new handshake completes.
  *
  * Limits of this implementation: a first ClientHello must fit one record (it is not reassembled statelessly);
  * renegotiation is refused (no_renegotiation warning); no session tickets (RFC 5077); DTLS 1.3 is not spoken.

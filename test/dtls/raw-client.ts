@@ -57,7 +57,7 @@ export class RawPeer {
   }
 
   /** Waits for the first received datagram matching `pred`, removing it and everything before it. */
-  async take(pred: (r: Received) => boolean, ms = 5000): Promise<Received> {
+  async take(pred: (r: Received) => boolean, ms = 10_000): Promise<Received> {
     const end = Date.now() + ms;
     for (;;) {
       const i = this.received.findIndex(pred);
