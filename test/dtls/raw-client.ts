@@ -96,13 +96,14 @@ export class HandClient {
   #serverRandom: Buffer = Buffer.alloc(0);
   #first: Received | undefined;
 
-  constructor(peer: RawPeer, sessionId?: Buffer) {
+  /** `hello` changes the ClientHello clientHello() makes (a session id to resume, other extensions). */
+  constructor(peer: RawPeer, hello: Partial<ClientHello> = {}) {
     this.#peer = peer;
-    this.#ch = sessionId ? { ...clientHello(), sessionId } : clientHello();
+    this.#ch = { ...clientHello(), ...hello };
     this.records.setInitialWriteSequence(2);
   }
 
-  /** Cookie exchange, then the ClientHello with the cookie; resolves with the datagram that starts the server's answer. */
+  /** Cookie exchange, then the ClientHello with the cookie; resolves with the first datagram of the server's answer. */
   async hello(): Promise<Received> {
     const p = this.#peer;
     p.send(clientHelloDatagram(this.#ch, 0, 0));
@@ -111,12 +112,15 @@ export class HandClient {
     this.ch2Datagram = clientHelloDatagram(ch2, 1, 1);
     p.send(this.ch2Datagram);
     this.#t.update(transcriptBytes({ type: 1, messageSeq: 1, body: encodeClientHello(ch2, { dtls: true }) }));
-    const first = await p.take((d) => d.fragments.some((f) => f.type === 2));
-    for (const f of first.fragments) this.#t.update(transcriptBytes(f));
-    const sh = parseServerHello(first.fragments.find((f) => f.type === 2)!.body);
-    this.sessionId = sh.sessionId;
-    this.#serverRandom = sh.random;
+    const first = await p.take(() => true);
     this.#first = first;
+    for (const f of first.fragments) this.#t.update(transcriptBytes(f));
+    const shFragment = first.fragments.find((f) => f.type === 2);
+    if (shFragment) {
+      const sh = parseServerHello(shFragment.body);
+      this.sessionId = sh.sessionId;
+      this.#serverRandom = sh.random;
+    }
     return first;
   }
 

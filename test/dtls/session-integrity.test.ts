@@ -120,7 +120,7 @@ describe('records that fail or lack authentication during a handshake (RFC 6347 
     srv = await startEchoServer();
     const full = await connected(await peer(srv.port));
     const p = await peer(srv.port);
-    const resume = new HandClient(p, full.sessionId);
+    const resume = new HandClient(p, { sessionId: full.sessionId });
     await resume.hello();
     expect(resume.resumedByServer).toBe(true);
 
