@@ -7,11 +7,12 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeFragment } from '../../src/dtls/handshake.ts';
 import { DTLS12, encodeRecord } from '../../src/dtls/record.ts';
+import { encodeClientHello } from '../../src/tls/messages.ts';
 import { CidClient } from '../support/cid-client/client.ts';
 import { until } from '../support/until.ts';
 import { IDENTITY, PSK_HEX, startEchoServer } from './helpers.ts';
 import type { EchoServer } from './helpers.ts';
-import { HandClient, RawPeer } from './raw-client.ts';
+import { HandClient, RawPeer, clientHello } from './raw-client.ts';
 
 let srv: EchoServer | undefined;
 const peers: RawPeer[] = [];
@@ -147,8 +148,19 @@ describe('records that fail or lack authentication during a handshake (RFC 6347 
   });
 });
 
-describe('plaintext handshake fragments after the handshake', () => {
-  it('do not keep an idle session alive', async () => {
+describe('handshake messages after the handshake', () => {
+  it('a renegotiating ClientHello in epoch 1 gets a no_renegotiation warning and the session keeps working', async () => {
+    srv = await startEchoServer();
+    const p = await peer(srv.port);
+    const h = await connected(p);
+    const body = encodeClientHello(clientHello(), { dtls: true });
+    p.send(h.records.seal(1, 22, encodeFragment(1, 4, body.length, 0, body)));
+    const got = await p.take((d) => d.records.some((r) => r.type === 21 && r.epoch === 1));
+    expect(h.records.open(got.records.find((r) => r.type === 21)!)).toEqual(Buffer.from([1, 100]));
+    expect(await h.exchange('still on')).toBe('echo:still on');
+  });
+
+  it('plaintext fragments do not keep an idle session alive', async () => {
     srv = await startEchoServer({ idleTimeoutMs: 1000 });
     const p = await peer(srv.port);
     await connected(p);
