@@ -149,7 +149,7 @@ export class RecordLayer {
 
   /**
    * Verifies, decrypts and replay-checks a record. 'drop' (unknown epoch, replay, oversize) and 'bad_mac' both
-   * mean: discard it; the caller may treat 'bad_mac' during the handshake as a wrong key.
+   * mean: discard it; a session tells them apart only to recognise, over time, a client with a wrong key.
    */
   open(r: DtlsRecord): Buffer | 'drop' | 'bad_mac' {
     this.lastOpenedWasNewest = false;

@@ -26,7 +26,13 @@
  *
  * Connection ID: offered by the client → an 8-byte CID is issued (every suite: AEAD and MAC-then-encrypt), records
  * of type tls12_cid find their session by CID whatever their source, and an authentic record newer than any before
- * from another address/port moves the session there ('migrate' on the session); answers follow it.
+ * from another address/port moves the session there ('migrate' on the session); answers follow it. A device can
+ * put any source address on its own records, so a move counts against the new address's cap and never ends the
+ * session that holds the new address:port.
+ *
+ * A ClientHello with a valid cookie from the address:port of an established session starts a new handshake beside
+ * it (RFC 6347 §4.2.8): a cookie stays valid for a minute or two and proves nothing about the device, so the old
+ * session is replaced only when the new handshake completes.
  *
  * Limits of this implementation: a first ClientHello must fit one record (it is not reassembled statelessly);
  * renegotiation is refused (no_renegotiation warning); no session tickets (RFC 5077); DTLS 1.3 is not spoken.
@@ -128,11 +134,24 @@ export class DtlsServer extends EventEmitter {
   readonly #maxSessions: number;
   readonly #maxHandshakes: number;
   readonly #limits: AddressLimits;
+  readonly #maxSessionsPerAddress: number;
   readonly #cookies = new CookieSecrets();
   readonly #rotation: NodeJS.Timeout;
   /** One sweep for all sessions instead of a timer each: closes those idle longer than idleTimeoutMs. */
   readonly #idleSweep: NodeJS.Timeout;
+  /** Every association the server counts (handshakes and sessions), wherever it is keyed. */
+  readonly #live = new Set<DtlsSession>();
+  /**
+   * Associations by address:port. A session that moved by its Connection ID into an address:port another session
+   * holds is not here: its records find it by CID.
+   */
   readonly #peers = new Map<string, DtlsSession>();
+  /**
+   * Handshakes started by a ClientHello (valid cookie) to the address:port of an established session: the old
+   * session stays in #peers until this handshake completes, then it is replaced (RFC 6347 §4.2.8): a replayed
+   * ClientHello proves nothing about the device.
+   */
+  readonly #restarts = new Map<string, { session: DtlsSession; replaces: DtlsSession }>();
   /** Sessions that negotiated a Connection ID, by the CID we issued (hex). */
   readonly #byCid = new Map<string, DtlsSession>();
   /** Sessions whose handshake runs (their count is what maxHandshakes bounds). */
@@ -146,18 +165,28 @@ export class DtlsServer extends EventEmitter {
       while (this.#byCid.has(cid.toString('hex')));
       return cid;
     },
-    migrated: (s, from) => {
-      const oldKey = `${from.address}:${from.port}`;
-      if (this.#peers.get(oldKey) !== s) return;
-      this.#peers.delete(oldKey);
-      this.#limits.removed(from.address);
-      const key = `${s.remoteAddress}:${s.remotePort}`;
-      this.#peers.get(key)?.close(); // a stale association at the address the device now uses
-      this.#peers.set(key, s);
-      this.#limits.added(s.remoteAddress);
+    migrate: (s, to) => {
+      // A move counts against the new address's cap like a new association (else forged source addresses would
+      // stack sessions there), and never ends the session that holds the new address:port: the mover is then
+      // reached by its CID alone, and the other keeps its address:port.
+      if (to.address !== s.remoteAddress && this.#limits.sessions(to.address) >= this.#maxSessionsPerAddress) return false;
+      const from = `${s.remoteAddress}:${s.remotePort}`;
+      if (this.#peers.get(from) === s) this.#peers.delete(from);
+      this.#limits.removed(s.remoteAddress);
+      this.#limits.added(to.address);
+      const key = `${to.address}:${to.port}`;
+      if (!this.#peers.has(key)) this.#peers.set(key, s);
+      return true;
     },
     established: (s) => {
       this.#handshaking.delete(s);
+      const key = `${s.remoteAddress}:${s.remotePort}`;
+      const restart = this.#restarts.get(key);
+      if (restart?.session === s) {
+        this.#restarts.delete(key);
+        this.#peers.set(key, s);
+        restart.replaces.close(); // the client proved itself with a complete handshake: its earlier session goes
+      }
       this.emit('session', s);
     },
     handshakeFailed: (s, err) => {
@@ -168,10 +197,11 @@ export class DtlsServer extends EventEmitter {
     },
     closed: (s) => {
       this.#handshaking.delete(s);
-      const key = `${s.remoteAddress}:${s.remotePort}`;
-      if (this.#peers.get(key) !== s) return;
-      this.#peers.delete(key);
+      if (!this.#live.delete(s)) return; // refused before it was counted
       this.#limits.removed(s.remoteAddress);
+      const key = `${s.remoteAddress}:${s.remotePort}`;
+      if (this.#peers.get(key) === s) this.#peers.delete(key);
+      if (this.#restarts.get(key)?.session === s) this.#restarts.delete(key);
       if (s.connectionId) this.#byCid.delete(s.connectionId.toString('hex'));
     },
   };
@@ -206,12 +236,13 @@ export class DtlsServer extends EventEmitter {
       if (!(Number.isFinite(v) && v >= 0)) throw new Error(`${name} must be a non-negative number`);
     }
     this.#limits = new AddressLimits(limits);
+    this.#maxSessionsPerAddress = limits.maxSessionsPerAddress;
     this.#rotation = setInterval(() => this.#cookies.rotate(), opts.cookieRotationMs ?? DEFAULTS.cookieRotationMs);
     this.#rotation.unref();
     const idleMs = this.#config.idleTimeoutMs;
     this.#idleSweep = setInterval(() => {
       const before = Date.now() - idleMs;
-      for (const s of this.#peers.values()) s.closeIfIdleSince(before); // closing deletes; Map iteration allows it
+      for (const s of this.#live) s.closeIfIdleSince(before); // closing deletes; Set iteration allows it
     }, Math.max(100, Math.min(idleMs / 4, 10_000)));
     this.#idleSweep.unref();
     if (opts.socket instanceof dgram.Socket) {
@@ -236,7 +267,7 @@ export class DtlsServer extends EventEmitter {
 
   /** Established sessions. */
   get sessionCount(): number {
-    return this.#peers.size - this.#handshaking.size;
+    return this.#live.size - this.#handshaking.size;
   }
 
   /** Handshakes in progress + sessions held by one source IP address. */
@@ -250,7 +281,7 @@ export class DtlsServer extends EventEmitter {
     this.#closed = true;
     clearInterval(this.#rotation);
     clearInterval(this.#idleSweep);
-    for (const s of [...this.#peers.values()]) s.close();
+    for (const s of [...this.#live]) s.close();
     this.socket.off('message', this.#onMessage);
     return new Promise((resolve) => this.socket.close(() => resolve()));
   }
@@ -266,6 +297,14 @@ export class DtlsServer extends EventEmitter {
       }
       const key = `${rinfo.address}:${rinfo.port}`;
       const session = this.#peers.get(key);
+      const restart = this.#restarts.get(key)?.session;
+      if (restart) {
+        // Plaintext belongs to the new handshake; each session drops the protected records of the other unread.
+        restart.handleRecords(records);
+        const protectedRecords = records.filter((r) => r.epoch !== 0);
+        if (session && protectedRecords.length > 0) session.handleRecords(protectedRecords);
+        return;
+      }
       // A ClientHello in epoch 0 to an established session means the client restarted (RFC 6347 §4.2.8):
       // it goes through the cookie check like any new client; everything else belongs to the session.
       if (session && !(session.established && isClientHello(records[0]))) {
@@ -289,7 +328,6 @@ export class DtlsServer extends EventEmitter {
       return;
     }
     if (this.#handshaking.size >= this.#maxHandshakes || this.sessionCount >= this.#maxSessions) return;
-    old?.close();
     if (!this.#limits.admit(rinfo.address)) return;
     const peer = { address: rinfo.address, port: rinfo.port };
     const key = `${peer.address}:${peer.port}`;
@@ -308,8 +346,10 @@ export class DtlsServer extends EventEmitter {
       return;
     }
     if (session.closed) return;
+    this.#live.add(session);
     this.#handshaking.add(session);
-    this.#peers.set(key, session);
+    if (old) this.#restarts.set(key, { session, replaces: old });
+    else this.#peers.set(key, session);
     this.#limits.added(peer.address);
     if (session.connectionId) this.#byCid.set(session.connectionId.toString('hex'), session);
   }

@@ -14,8 +14,12 @@
  *   (ClientHello resuming a cached session id: send flight 4b = ServerHello, CCS, Finished)   wait_finished
  *   wait_finished ──Finished ok──▶ established                           (abbreviated handshake, nothing sent)
  *   established: application data both ways; a retransmitted client flight 5 gets flight 6 again;
- *                new handshake messages → warning no_renegotiation; close_notify → close;
- *                an authentic, newest tls12_cid record from another address moves the session (RFC 9146 §6).
+ *                new handshake messages in epoch 1 → warning no_renegotiation (nothing is reassembled any more);
+ *                close_notify → close; only authentic (epoch 1) records count as activity against the idle timeout;
+ *                an authentic, newest tls12_cid record from another address moves the session (RFC 9146 §6),
+ *                unless the server refuses the move.
+ *   Records that fail authentication are dropped silently in every state (RFC 6347 §4.1.2.7); a resumption ends
+ *   only by an authenticated alert.
  *
  * Flight sending follows pion/dtls: the last flight is kept, retransmitted on a timer that doubles from 1 s to
  * 60 s, and re-sent at once when the peer retransmits its previous flight.
@@ -83,8 +87,11 @@ export interface SessionHost {
   closed(session: DtlsSession): void;
   /** A connection id no other session of this server uses (SERVER_CID_LENGTH bytes). */
   allocateCid(): Buffer;
-  /** The session moved to a new address/port (RFC 9146 §6); its remoteAddress/remotePort already say the new one. */
-  migrated(session: DtlsSession, from: { address: string; port: number }): void;
+  /**
+   * The session is about to move to `to` (RFC 9146 §6; its remoteAddress/remotePort still say where it was): false
+   * when it may not, and it then stays where it is.
+   */
+  migrate(session: DtlsSession, to: { address: string; port: number }): boolean;
 }
 
 type State =
@@ -139,7 +146,8 @@ export class DtlsSession extends EventEmitter {
   readonly #records = new RecordLayer();
   /** Handshake-only state (transcript, negotiation details, secrets) is dropped once established: see #shed. */
   #transcript: Hash | undefined = createHash('sha256');
-  readonly #reassembler: HandshakeReassembler;
+  /** Until established: afterwards nothing is reassembled (see #onEstablishedHandshakeRecord). */
+  #reassembler: HandshakeReassembler | undefined;
   #negotiated: Negotiated;
   #state: State = 'wait_client_key_exchange';
   #nextSendSeq: number;
@@ -160,6 +168,8 @@ export class DtlsSession extends EventEmitter {
   #retransmitMs: number;
   #retransmitTimer: NodeJS.Timeout | undefined;
   #handshakeTimer: NodeJS.Timeout | undefined;
+  /** Armed by the first epoch-1 record that fails authentication before the client Finished: see #onRecord. */
+  #wrongKeyTimer: NodeJS.Timeout | undefined;
   /** When the last authentic record arrived (ms); the server's idle sweep closes sessions quiet for too long. */
   #lastActive = 0;
 
@@ -349,10 +359,10 @@ export class DtlsSession extends EventEmitter {
    */
   #maybeMigrate(from: { address: string; port: number }): void {
     if (this.#state !== 'established' || (from.address === this.remoteAddress && from.port === this.remotePort)) return;
+    if (!this.#host.migrate(this, from)) return;
     const old = { address: this.remoteAddress, port: this.remotePort };
     this.remoteAddress = from.address;
     this.remotePort = from.port;
-    this.#host.migrated(this, old);
     this.emit('migrate', old);
   }
 
@@ -360,9 +370,16 @@ export class DtlsSession extends EventEmitter {
   #onRecord(r: DtlsRecord, from: { address: string; port: number } | undefined): boolean {
     const data = this.#records.open(r);
     if (data === 'bad_mac') {
-      // RFC 6347 §4.1.2.7 allows a fatal alert instead of silent discard. Before the handshake is complete an
-      // epoch-1 record that fails authentication means the client derived other keys: a wrong PSK.
-      if (this.#state === 'wait_finished') throw new TlsAlert(AlertDescription.bad_record_mac, 'client Finished record failed authentication (wrong key?)');
+      // Dropped silently (RFC 6347 §4.1.2.7): anyone who knows the address can send a record that fails. A client
+      // with another key fails every time, so when no authentic Finished follows within two of its retransmission
+      // periods (one lost or displaced Finished is sent again within one), the verdict is a wrong key, with the
+      // alert the client can act on, long before the handshake timeout.
+      if (this.#state === 'wait_finished' && !this.#wrongKeyTimer) {
+        this.#wrongKeyTimer = setTimeout(
+          () => this.#fail(new TlsAlert(AlertDescription.bad_record_mac, 'client Finished record failed authentication (wrong key?)'), AlertDescription.bad_record_mac),
+          2 * this.#config.initialRetransmitMs,
+        );
+      }
       return false;
     }
     if (data === 'drop') return false;
@@ -371,15 +388,15 @@ export class DtlsSession extends EventEmitter {
     // Once established, epoch 0 carries only retransmissions of the client's last flight; a plaintext alert or
     // data there could come from anyone who knows the address.
     if (this.#state === 'established' && r.epoch === 0 && r.type !== ContentType.handshake) return false;
-    this.#refreshIdle();
+    if (r.epoch !== 0) this.#refreshIdle();
     switch (r.type) {
       case ContentType.handshake:
-        return this.#onHandshakeRecord(data);
+        return this.#state === 'established' ? this.#onEstablishedHandshakeRecord(data, r.epoch) : this.#onHandshakeRecord(data);
       case ContentType.change_cipher_spec:
         if (data.length !== 1 || data[0] !== 1) throw new TlsAlert(AlertDescription.decode_error, 'bad ChangeCipherSpec');
         return false; // epoch 1 keys are installed when derived; the CCS itself carries nothing we need
       case ContentType.alert:
-        this.#onAlert(data);
+        this.#onAlert(data, r.epoch);
         return false;
       case ContentType.application_data:
         if (this.#state !== 'established' || r.epoch === 0) return false;
@@ -396,9 +413,23 @@ export class DtlsSession extends EventEmitter {
     let retransmit = false;
     for (const f of parseHandshakeFragments(data)) {
       // A message from before the flight we now await means our last flight was lost: send it again.
-      if (this.#reassembler.push(f) === 'old' && f.messageSeq < this.#awaitedFlightStart) retransmit = true;
+      if (this.#reassembler!.push(f) === 'old' && f.messageSeq < this.#awaitedFlightStart) retransmit = true;
     }
     this.#drainHandshake();
+    return retransmit;
+  }
+
+  /**
+   * After the handshake nothing is reassembled: a fragment of the client's last flight (epoch 0 or 1) asks for
+   * flight 6 again, and a new message in epoch 1 is a renegotiation, refused at its first fragment. Plaintext
+   * fragments of new messages could come from anyone who knows the address: they are ignored.
+   */
+  #onEstablishedHandshakeRecord(data: Buffer, epoch: number): boolean {
+    let retransmit = false;
+    for (const f of parseHandshakeFragments(data)) {
+      if (f.messageSeq < this.#awaitedFlightStart) retransmit = true;
+      else if (epoch !== 0 && f.fragmentOffset === 0) this.#sendAlert(AlertLevel.warning, AlertDescription.no_renegotiation);
+    }
     return retransmit;
   }
 
@@ -409,14 +440,18 @@ export class DtlsSession extends EventEmitter {
 
   #drainHandshake(): void {
     if (!this.#processing()) return;
-    for (let msg = this.#reassembler.next(); msg; msg = this.#reassembler.next()) {
+    // The client Finished ends the loop: the reassembler goes with the handshake.
+    for (let msg = this.#reassembler?.next(); msg; msg = this.#reassembler?.next()) {
       this.#onHandshakeMessage(msg);
       if (!this.#processing()) break;
     }
   }
 
-  #onAlert(data: Buffer): void {
+  #onAlert(data: Buffer, epoch: number): void {
     if (data.length !== 2) throw new TlsAlert(AlertDescription.decode_error, 'bad alert');
+    // A resumption continues a session both sides already hold: only an authenticated alert may end it. (A full
+    // handshake has nothing authenticated to protect yet; a plaintext alert ends it, and the client can retry.)
+    if (epoch === 0 && this.resumed) return;
     const [level, description] = data;
     if (description === AlertDescription.close_notify) {
       if (this.#state === 'established') {
@@ -426,8 +461,9 @@ export class DtlsSession extends EventEmitter {
         this.#fail(new Error('peer sent close_notify during the handshake'), undefined);
       }
     } else if (level === AlertLevel.fatal) {
-      // RFC 5246 §7.2.2: a session ended by a fatal alert must not be resumed.
-      this.#config.cache.delete(this.#negotiated.sessionId);
+      // RFC 5246 §7.2.2: a session ended by a fatal alert must not be resumed (an authentic one: in plaintext,
+      // anyone could end it for the device).
+      if (epoch !== 0) this.#config.cache.delete(this.#negotiated.sessionId);
       if (this.#state === 'established') this.#end();
       else this.#fail(new TlsPeerAlert(description), undefined);
     }
@@ -471,10 +507,6 @@ export class DtlsSession extends EventEmitter {
       case 'wait_finished':
         expectType(msg, HandshakeType.finished);
         this.#onClientFinished(msg);
-        return;
-      case 'established':
-        // We never renegotiate (RFC 5746): refuse politely and keep the session.
-        this.#sendAlert(AlertLevel.warning, AlertDescription.no_renegotiation);
         return;
       default:
         throw new TlsAlert(AlertDescription.unexpected_message, `unexpected handshake message ${msg.type}`);
@@ -539,9 +571,10 @@ export class DtlsSession extends EventEmitter {
       throw new TlsAlert(AlertDescription.decrypt_error, 'client Finished mismatch');
     }
     this.#addToTranscript(msg);
-    this.#awaitedFlightStart = this.#reassembler.nextSeq;
+    this.#awaitedFlightStart = this.#reassembler!.nextSeq;
     clearTimeout(this.#handshakeTimer);
     clearTimeout(this.#retransmitTimer);
+    clearTimeout(this.#wrongKeyTimer);
     if (this.resumed) {
       // Abbreviated handshake: the client's Finished ends it; a repeat of it needs no answer.
       this.#state = 'established';
@@ -585,6 +618,8 @@ export class DtlsSession extends EventEmitter {
     this.#signedMessages = undefined;
     this.#handshakeTimer = undefined;
     this.#retransmitTimer = undefined;
+    this.#wrongKeyTimer = undefined;
+    this.#reassembler = undefined;
     this.#queued = NO_RECORDS;
     if (this.#flight) this.#flight = { plain: this.#flight.plain.map(ownedMessage), encrypted: this.#flight.encrypted.map(ownedMessage) };
   }
@@ -661,6 +696,7 @@ export class DtlsSession extends EventEmitter {
     this.#state = 'closed';
     clearTimeout(this.#retransmitTimer);
     clearTimeout(this.#handshakeTimer);
+    clearTimeout(this.#wrongKeyTimer);
     this.#queued = [];
     if (handshakeError) this.#host.handshakeFailed(this, handshakeError);
     this.#host.closed(this);

@@ -1,22 +1,16 @@
 /** Session resumption by session id (abbreviated handshake) against openssl s_client -sess_out / -sess_in. */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { dtlsClient, startEchoServer, waitFor, IDENTITY, PSK_HEX } from './helpers.ts';
 import type { EchoServer } from './helpers.ts';
-import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
-import type { Received } from './raw-client.ts';
-import { parseHandshakeFragments, transcriptBytes } from '../../src/dtls/handshake.ts';
-import type { HandshakeMessage } from '../../src/dtls/handshake.ts';
-import { RecordLayer } from '../../src/dtls/record.ts';
-import { encodeClientHello, encodeClientKeyExchangePsk, parseServerHello } from '../../src/tls/messages.ts';
-import { extendedMasterSecret, keyExpansion, pskPreMasterSecret, splitKeyBlock, verifyData } from '../../src/tls/prf.ts';
+import { HandClient, RawPeer, clientHello } from './raw-client.ts';
 import { negotiate } from '../../src/dtls/flights/flight4.ts';
 import { SessionCache } from '../../src/dtls/session-cache.ts';
 import type { ClientHello } from '../../src/tls/messages.ts';
-import { CIPHER_SUITES, cipherSuiteById, keyBlockLength } from '../../src/tls/suites/index.ts';
+import { CIPHER_SUITES } from '../../src/tls/suites/index.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'dtls-resume-'));
 let srv: EchoServer | undefined;
@@ -153,81 +147,49 @@ describe('abbreviated handshake driven by hand', () => {
   afterEach(() => {
     for (const p of peers.splice(0)) p.close();
   });
-  const psk = Buffer.from(PSK_HEX, 'hex');
-  const suite = cipherSuiteById(0x00a8)!;
 
-  async function hello(port: number, ch: ClientHello): Promise<{ p: RawPeer; ch2Msg: HandshakeMessage; first: Received }> {
+  async function peer(port: number): Promise<RawPeer> {
     const p = await new RawPeer(port).open();
     peers.push(p);
-    p.send(clientHelloDatagram(ch, 0, 0));
-    await waitFor(() => p.received.length > 0);
-    const cookie = p.received.shift()!.fragments[0].body.subarray(3);
-    const ch2 = { ...ch, cookie };
-    p.send(clientHelloDatagram(ch2, 1, 1));
-    const first = await p.take(() => true);
-    return { p, ch2Msg: { type: 1, messageSeq: 1, body: encodeClientHello(ch2, { dtls: true }) }, first };
+    return p;
   }
 
-  /** A full PSK handshake with EMS; returns the master secret and the session id the server issued. */
-  async function fullHandshake(port: number): Promise<{ master: Buffer; sessionId: Buffer }> {
-    const ch = clientHello();
-    const { p, ch2Msg, first } = await hello(port, ch);
-    const [shF, shdF] = first.fragments;
-    const sh = parseServerHello(shF.body);
-    const t = createHash('sha256').update(transcriptBytes(ch2Msg)).update(transcriptBytes(shF)).update(transcriptBytes(shdF));
-    const cke = { type: 16, messageSeq: 2, body: encodeClientKeyExchangePsk(Buffer.from(IDENTITY)) };
-    t.update(transcriptBytes(cke));
-    const master = extendedMasterSecret(pskPreMasterSecret(psk), t.copy().digest());
-    const k = splitKeyBlock(keyExpansion(master, sh.random, ch.random, keyBlockLength(suite)), 0, 16, 4);
-    const rl = new RecordLayer();
-    rl.setInitialWriteSequence(2);
-    rl.installWriteEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv));
-    const fin = { type: 20, messageSeq: 3, body: verifyData(master, 'client', t.digest()) };
-    p.send(Buffer.concat([rl.seal(0, 22, transcriptBytes(cke)), rl.seal(0, 20, Buffer.from([1])), rl.seal(1, 22, transcriptBytes(fin))]));
+  /** A full PSK handshake with EMS; the client knows the master secret and the session id the server issued. */
+  async function fullHandshake(port: number): Promise<HandClient> {
+    const p = await peer(port);
+    const h = new HandClient(p);
+    await h.hello();
+    p.send(Buffer.concat(h.flight5()));
     await p.take((d) => d.records.some((r) => r.epoch === 1));
-    return { master, sessionId: sh.sessionId };
+    return h;
   }
 
   it('flight 4b is ServerHello + CCS + Finished, retransmitted on its timer; the client Finished resumes the session', async () => {
     srv = await startEchoServer();
-    const { master, sessionId } = await fullHandshake(srv.port);
+    const full = await fullHandshake(srv.port);
     await waitFor(() => srv!.sessions.length === 1);
-    expect(sessionId).toHaveLength(32);
+    expect(full.sessionId).toHaveLength(32);
 
-    const ch = { ...clientHello(), sessionId };
-    const { p, ch2Msg, first } = await hello(srv.port, ch);
+    const p = await peer(srv.port);
+    const resume = new HandClient(p, { sessionId: full.sessionId });
+    const first = await resume.hello();
     expect(first.records.map((r) => [r.type, r.epoch])).toEqual([[22, 0], [20, 0], [22, 1]]);
-    const sh = parseServerHello(first.fragments[0].body);
-    expect(sh.sessionId).toEqual(sessionId);
-    const k = splitKeyBlock(keyExpansion(master, sh.random, ch.random, keyBlockLength(suite)), 0, 16, 4);
-    const rl = new RecordLayer();
-    rl.setInitialWriteSequence(2);
-    rl.installWriteEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv));
-    rl.installReadEpoch(1, suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv));
-    const t = createHash('sha256').update(transcriptBytes(ch2Msg)).update(transcriptBytes(first.fragments[0]));
-    const serverFinished = rl.open(first.records[2]);
-    expect(Buffer.isBuffer(serverFinished)).toBe(true);
-    const sf = parseHandshakeFragments(serverFinished as Buffer)[0];
-    expect(sf.body).toEqual(verifyData(master, 'server', t.copy().digest()));
-    t.update(transcriptBytes(sf));
+    expect(resume.sessionId).toEqual(full.sessionId);
 
     const again = await p.take(() => true, 2500); // no client Finished yet: the timer resends the flight
     expect(again.records.map((r) => [r.type, r.epoch])).toEqual([[22, 0], [20, 0], [22, 1]]);
     expect(srv.sessions).toHaveLength(1);
 
-    const fin = { type: 20, messageSeq: 2, body: verifyData(master, 'client', t.digest()) };
-    p.send(Buffer.concat([rl.seal(0, 20, Buffer.from([1])), rl.seal(1, 22, transcriptBytes(fin))]));
+    p.send(Buffer.concat(resume.resumeFlight(full.master))); // throws unless the server Finished is right
     await waitFor(() => srv!.sessions.length === 2);
     expect(srv.sessions[1].resumed).toBe(true);
-    p.send(rl.seal(1, 23, Buffer.from('resumed by hand')));
-    const echo = await p.take((d) => d.records.some((r) => r.type === 23 && r.epoch === 1));
-    expect(rl.open(echo.records.find((r) => r.type === 23)!)).toEqual(Buffer.from('echo:resumed by hand'));
+    expect(await resume.exchange('resumed by hand')).toBe('echo:resumed by hand');
   });
 
   it('an EMS session offered without extended_master_secret gets a fatal handshake_failure (RFC 7627 §5.3)', async () => {
     srv = await startEchoServer();
     const { sessionId } = await fullHandshake(srv.port);
-    const { first } = await hello(srv.port, { ...clientHello(), sessionId, extensions: [] });
+    const first = await new HandClient(await peer(srv.port), { sessionId, extensions: [] }).hello();
     expect(first.records.map((r) => [r.type, ...r.fragment])).toEqual([[21, 2, 40]]);
     await waitFor(() => srv!.errors.length > 0);
     expect(srv.errors[0].err.message).toMatch(/extended_master_secret/);
