@@ -47,7 +47,10 @@ export function peekClientHello(buf: Buffer, pskSuiteIds: ReadonlySet<number> = 
 
 /** Reads until the first record is complete, puts the bytes back, and tells `route` which server gets the socket. */
 function routeByClientHello(socket: net.Socket, route: (offersPsk: boolean) => void): void {
+  // bytes so far are buf[0, filled); it grows geometrically, so a record arriving a byte per segment is not
+  // copied again on every segment
   let buf: Buffer = Buffer.alloc(0);
+  let filled = 0;
   const timer = setTimeout(() => socket.destroy(), PEEK_TIMEOUT_MS);
   const stop = () => {
     clearTimeout(timer);
@@ -60,12 +63,22 @@ function routeByClientHello(socket: net.Socket, route: (offersPsk: boolean) => v
     socket.destroy();
   };
   const onData = (chunk: Buffer) => {
-    buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
-    const peek = peekClientHello(buf);
+    if (filled === 0) {
+      buf = chunk;
+    } else {
+      if (filled + chunk.length > buf.length) {
+        const grown = Buffer.allocUnsafe(2 * (filled + chunk.length));
+        buf.copy(grown, 0, 0, filled);
+        buf = grown;
+      }
+      chunk.copy(buf, filled);
+    }
+    filled += chunk.length;
+    const peek = peekClientHello(buf.subarray(0, filled));
     if (!peek.complete) return;
     stop();
     socket.pause();
-    socket.unshift(buf);
+    socket.unshift(buf.subarray(0, filled));
     route(peek.offersPsk);
   };
   socket.on('data', onData);
