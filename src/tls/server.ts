@@ -5,7 +5,7 @@
  *
  *   client_hello ──ClientHello──▶ (send ServerHello + ServerHelloDone) client_key_exchange
  *   client_key_exchange ──ClientKeyExchange(psk_identity)──▶ psk_lookup   (records buffered, async lookupPsk)
- *   psk_lookup ──PSK found, keys derived──▶ change_cipher_spec
+ *   psk_lookup ──keys derived (from a random key when the identity is unknown)──▶ change_cipher_spec
  *   change_cipher_spec ──ChangeCipherSpec──▶ finished                      (client→server protection on)
  *   finished ──Finished ok──▶ (send CCS + Finished) established             (emit 'secureConnection')
  *   established: application_data both ways; ClientHello → warning no_renegotiation; close_notify → close.
@@ -29,7 +29,7 @@ import {
 } from './messages.ts';
 import type { ClientHello, Extension } from './messages.ts';
 import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from './prf.ts';
-import { lookupPskSafely, requirePsk } from './psk.ts';
+import { MAX_PSK_IDENTITY_BYTES, lookupPskSafely, requirePsk } from './psk.ts';
 import {
   ContentType,
   HandshakeReassembler,
@@ -112,6 +112,8 @@ export class PskTlsConnection extends Duplex {
   #ems = false;
   #secureRenegotiation = false;
   #identity: string | undefined;
+  /** Why the identity named no key (the peer sees a wrong-key failure; the server's error says this). */
+  #unknownIdentity: string | undefined;
   #master: KeyObject | undefined;
   #clientProtection: RecordProtection | null = null;
   #serverProtection: RecordProtection | null = null;
@@ -403,9 +405,16 @@ export class PskTlsConnection extends Duplex {
       case 'client_key_exchange': {
         expectType(msg, HandshakeType.client_key_exchange);
         this.#transcript.update(msg.raw);
-        this.#identity = parseClientKeyExchangePsk(msg.body).toString('utf8');
+        const identity = parseClientKeyExchangePsk(msg.body);
         this.#state = 'psk_lookup';
         this.#suspended = true; // further records stay buffered in #reader until the lookup settles
+        if (identity.length > MAX_PSK_IDENTITY_BYTES) {
+          // no device has one: not looked up (no query, no cache key chosen by the peer), answered as unknown
+          this.#unknownIdentity = `PSK identity of ${identity.length} bytes (at most ${MAX_PSK_IDENTITY_BYTES} are looked up)`;
+          Promise.resolve(null).then((psk) => this.#onPsk(psk));
+          return;
+        }
+        this.#identity = identity.toString('utf8');
         this.#startPskLookup(this.#identity);
         return;
       }
@@ -470,7 +479,15 @@ export class PskTlsConnection extends Duplex {
   #onPsk(psk: Buffer | null): void {
     if (this.#state !== 'psk_lookup') return; // connection went away meanwhile
     try {
-      const key = requirePsk(psk, this.#identity);
+      let key: Buffer;
+      if (psk === null) {
+        // RFC 4279 §2 lets an unknown identity be answered as a wrong key: the handshake goes on with a key nobody
+        // has, and fails at the client's Finished with the same alert, so identities cannot be enumerated
+        this.#unknownIdentity ??= `unknown PSK identity ${JSON.stringify(this.#identity)}`;
+        key = randomBytes(32);
+      } else {
+        key = requirePsk(psk, this.#identity);
+      }
       const suite = this.#suite!;
       const preMaster = pskPreMasterSecret(key);
       this.#master = createSecretKey(
@@ -513,7 +530,8 @@ export class PskTlsConnection extends Duplex {
   /** Ends the connection: optional fatal alert to the peer, 'tlsClientError' during the handshake. */
   #fail(err: unknown, alert: number | undefined): void {
     if (this.#state === 'closed') return;
-    const error = err instanceof Error ? err : new Error(String(err));
+    let error = err instanceof Error ? err : new Error(String(err));
+    if (this.#unknownIdentity !== undefined) error = new Error(`${this.#unknownIdentity}: ${error.message}`, { cause: error });
     const wasEstablished = this.#state === 'established';
     this.#state = 'closed';
     clearTimeout(this.#timer);

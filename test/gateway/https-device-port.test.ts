@@ -8,7 +8,10 @@ import type { AppContext } from '../../src/app/context.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { encodeClientHello } from '../../src/tls/messages.ts';
 import { encodePlaintextRecord } from '../../src/tls/record.ts';
+import { MAX_PSK_IDENTITY_BYTES } from '../../src/tls/psk.ts';
 import { testContext } from '../helpers.ts';
+import { TestClient } from '../tls/helpers.ts';
+import { opensslPsk } from '../support/openssl.ts';
 import { pskHttpRequest } from '../support/psk-client.ts';
 import { connectivityClient, pskDevice } from '../support/provision.ts';
 import { until } from '../support/until.ts';
@@ -108,5 +111,27 @@ describe('handshake size on the HTTPS device port', () => {
     // handshake_failure, fatal
     expect([...a.first!]).toEqual([21, 3, 3, 0, 2, 2, 40]);
     a.socket.destroy();
+  });
+});
+
+describe('PSK identities on the HTTPS device port', () => {
+  it('an unknown identity gets the same alert as a known one with a wrong key', async () => {
+    const alertOf = (stderr: string) => stderr.match(/alert ([a-z ]+?)(?::|\n|$)/i)?.[1];
+    const input = 'GET / HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n';
+    const wrong = await opensslPsk({ port, identity: device.identity, keyHex: randomBytes(16).toString('hex'), input });
+    const unknown = await opensslPsk({ port, identity: `nobody-${randomBytes(4).toString('hex')}`, keyHex: randomBytes(16).toString('hex'), input });
+    expect(alertOf(wrong.stderr)).toMatch(/bad record mac/i);
+    expect(alertOf(unknown.stderr)).toBe(alertOf(wrong.stderr));
+  });
+
+  it(`an identity longer than ${MAX_PSK_IDENTITY_BYTES} bytes fails as a wrong key does and leaves no cache key behind`, async () => {
+    const identity = `long-${'x'.repeat(1000)}`;
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress: '127.0.0.8' });
+    sockets.push(socket);
+    await once(socket, 'connect');
+    const c = new TestClient(socket);
+    await expect(c.handshake({ identity, psk: randomBytes(16) })).rejects.toThrow(/^alert 20$/);
+    await c.waitClose();
+    expect(await ctx.redis.exists(`psk:${identity}`)).toBe(0);
   });
 });
