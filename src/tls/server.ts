@@ -407,7 +407,9 @@ export class PskTlsConnection extends Duplex {
         this.#transcript.update(msg.raw);
         const identity = parseClientKeyExchangePsk(msg.body);
         this.#state = 'psk_lookup';
-        this.#suspended = true; // further records stay buffered in #reader until the lookup settles
+        this.#suspended = true; // records already read stay buffered in #reader until the lookup settles
+        // and nothing more is read meanwhile: what the peer sends waits in the kernel (TCP flow control), not here
+        this.#socket.pause();
         if (identity.length > MAX_PSK_IDENTITY_BYTES) {
           // no device has one: not looked up (no query, no cache key chosen by the peer), answered as unknown
           this.#unknownIdentity = `PSK identity of ${identity.length} bytes (at most ${MAX_PSK_IDENTITY_BYTES} are looked up)`;
@@ -501,6 +503,7 @@ export class PskTlsConnection extends Duplex {
       this.#serverProtection = suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv);
       this.#state = 'change_cipher_spec';
       this.#suspended = false;
+      this.#socket.resume();
     } catch (err) {
       this.#fail(err, err instanceof TlsAlert ? err.description : AlertDescription.internal_error);
       return;

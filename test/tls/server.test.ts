@@ -281,6 +281,35 @@ describe('handshake framing with a client built on our primitives', () => {
     expect(h.errors[0].err.message).toMatch(/PSK identity of 129 bytes/);
   });
 
+  it('reads nothing more from the peer while its PSK lookup runs, and finishes the handshake after it', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let lookupStarted = false;
+    const server = createPskTlsServer({
+      lookupPsk: async () => {
+        lookupStarted = true;
+        await held;
+        return PSK;
+      },
+    });
+    const raw: net.Socket[] = [];
+    server.on('connection', (s: net.Socket) => raw.push(s));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const c = await TestClient.connect(portOf(server));
+      const handshake = c.handshake({ identity: IDENTITY, psk: PSK });
+      await until(async () => lookupStarted, (v) => v, 'the PSK lookup to start');
+      expect(raw[0].isPaused()).toBe(true);
+      release();
+      await handshake;
+      expect(raw[0].isPaused()).toBe(false);
+      c.socket.destroy();
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+
   it('renegotiation attempt gets a no_renegotiation warning and the connection keeps working', async () => {
     const c = await TestClient.connect(h.port);
     await c.handshake({ identity: IDENTITY, psk: PSK });
