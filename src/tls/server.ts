@@ -18,8 +18,9 @@ import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from './alert.ts
 import {
   ExtensionType,
   HandshakeType,
-  TLS_EMPTY_RENEGOTIATION_INFO_SCSV,
+  checkClientHelloOffer,
   encodeHandshake,
+  expectType,
   encodeServerHello,
   encodeServerHelloDone,
   findExtension,
@@ -442,19 +443,13 @@ export class PskTlsConnection extends Duplex {
     if (sv && !supportedVersionsInclude(sv.data, TLS12)) {
       throw new TlsAlert(AlertDescription.protocol_version, 'client supported_versions lacks TLS 1.2');
     }
-    if (!ch.compressionMethods.includes(0)) throw new TlsAlert(AlertDescription.illegal_parameter, 'no null compression');
+    const offer = checkClientHelloOffer(ch);
     const suite = this.#config.suites.find((s) => ch.cipherSuites.includes(s.id));
     if (!suite) throw new TlsAlert(AlertDescription.handshake_failure, 'no shared cipher suite');
-    const ri = findExtension(ch.extensions, ExtensionType.renegotiation_info);
-    if (ri && !(ri.data.length === 1 && ri.data[0] === 0)) {
-      throw new TlsAlert(AlertDescription.handshake_failure, 'non-empty renegotiation_info in initial handshake');
-    }
-    const emsExt = findExtension(ch.extensions, ExtensionType.extended_master_secret);
-    if (emsExt && emsExt.data.length !== 0) throw new TlsAlert(AlertDescription.decode_error, 'bad extended_master_secret');
 
     this.#suite = suite;
-    this.#ems = emsExt !== undefined;
-    this.#secureRenegotiation = ri !== undefined || ch.cipherSuites.includes(TLS_EMPTY_RENEGOTIATION_INFO_SCSV);
+    this.#ems = offer.extendedMasterSecret;
+    this.#secureRenegotiation = offer.secureRenegotiation;
     this.#clientRandom = Buffer.from(ch.random);
     this.#serverRandom = randomBytes(32);
 
@@ -555,12 +550,6 @@ export class PskTlsConnection extends Duplex {
       this.#server.emit('tlsClientError', error, info);
       this.destroy();
     }
-  }
-}
-
-function expectType(msg: HandshakeMessage, type: number): void {
-  if (msg.type !== type) {
-    throw new TlsAlert(AlertDescription.unexpected_message, `expected handshake type ${type}, got ${msg.type}`);
   }
 }
 
