@@ -31,6 +31,7 @@ import {
 import type { ClientHello, Extension } from './messages.ts';
 import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from './prf.ts';
 import { MAX_PSK_IDENTITY_BYTES, lookupPskSafely, requirePsk } from './psk.ts';
+import { publicRandomBytes } from './random.ts';
 import {
   ContentType,
   HandshakeReassembler,
@@ -451,7 +452,7 @@ export class PskTlsConnection extends Duplex {
     this.#ems = offer.extendedMasterSecret;
     this.#secureRenegotiation = offer.secureRenegotiation;
     this.#clientRandom = Buffer.from(ch.random);
-    this.#serverRandom = randomBytes(32);
+    this.#serverRandom = publicRandomBytes(32);
 
     const extensions: Extension[] = [];
     if (this.#secureRenegotiation) extensions.push({ type: ExtensionType.renegotiation_info, data: Buffer.from([0]) });
@@ -494,6 +495,9 @@ export class PskTlsConnection extends Duplex {
       );
       const block = keyExpansion(this.#master, this.#serverRandom, this.#clientRandom, keyBlockLength(suite));
       const k = splitKeyBlock(block, suite.macKeyLength, suite.encKeyLength, suite.fixedIvLength);
+      // no longer needed (no resumption here), and the server random's slice would keep its random pool alive
+      this.#clientRandom = EMPTY;
+      this.#serverRandom = EMPTY;
       this.#clientProtection = suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv);
       this.#serverProtection = suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv);
       this.#state = 'change_cipher_spec';
