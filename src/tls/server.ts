@@ -9,6 +9,12 @@
  *   change_cipher_spec ──ChangeCipherSpec──▶ finished                      (client→server protection on)
  *   finished ──Finished ok──▶ (send CCS + Finished) established             (emit 'secureConnection')
  *   established: application_data both ways; ClientHello → warning no_renegotiation; close_notify → close.
+ *
+ * Before the client is authenticated it costs little and learns nothing: a handshake message announced larger than
+ * 16 KiB is refused at its header (record.ts), reassembly is linear in the bytes sent, nothing is read while the PSK
+ * lookup runs, an identity over MAX_PSK_IDENTITY_BYTES is never looked up, and an unknown identity fails exactly as a
+ * wrong key does (bad_record_mac at the client's Finished). Per-address connection limits are the listener's
+ * (gateway/https.ts).
  */
 import net from 'node:net';
 import { Duplex } from 'node:stream';
