@@ -8,6 +8,7 @@ import type net from 'node:net';
 import tls from 'node:tls';
 import type { AppContext } from '../app/context.ts';
 import { CIPHER_SUITES } from '../tls/index.ts';
+import { StreamBuffer } from '../tls/record.ts';
 import { CertificateRefused, identifyCertificateDevice, type CertificateDevice } from './device-identity.ts';
 import { loadServerCredentials } from './files.ts';
 
@@ -47,10 +48,7 @@ export function peekClientHello(buf: Buffer, pskSuiteIds: ReadonlySet<number> = 
 
 /** Reads until the first record is complete, puts the bytes back, and tells `route` which server gets the socket. */
 function routeByClientHello(socket: net.Socket, route: (offersPsk: boolean) => void): void {
-  // bytes so far are buf[0, filled); it grows geometrically, so a record arriving a byte per segment is not
-  // copied again on every segment
-  let buf: Buffer = Buffer.alloc(0);
-  let filled = 0;
+  const input = new StreamBuffer();
   const timer = setTimeout(() => socket.destroy(), PEEK_TIMEOUT_MS);
   const stop = () => {
     clearTimeout(timer);
@@ -63,22 +61,14 @@ function routeByClientHello(socket: net.Socket, route: (offersPsk: boolean) => v
     socket.destroy();
   };
   const onData = (chunk: Buffer) => {
-    if (filled === 0) {
-      buf = chunk;
-    } else {
-      if (filled + chunk.length > buf.length) {
-        const grown = Buffer.allocUnsafe(2 * (filled + chunk.length));
-        buf.copy(grown, 0, 0, filled);
-        buf = grown;
-      }
-      chunk.copy(buf, filled);
-    }
-    filled += chunk.length;
-    const peek = peekClientHello(buf.subarray(0, filled));
+    // linear in the bytes sent however they are split (StreamBuffer), and peekClientHello only looks at the
+    // record header until the whole record is in
+    input.push(chunk);
+    const peek = peekClientHello(input.pending);
     if (!peek.complete) return;
     stop();
     socket.pause();
-    socket.unshift(buf.subarray(0, filled));
+    socket.unshift(input.pending);
     route(peek.offersPsk);
   };
   socket.on('data', onData);

@@ -21,23 +21,18 @@ export const MAX_CIPHERTEXT_LENGTH = 16384 + 2048;
 const EMPTY = Buffer.alloc(0);
 
 /**
- * Incremental record parser. Call push() with socket data, then next() until it returns false; after a true
- * result `type`, `version` and `fragment` describe the record (fragment is a view into the input, no copy).
- * A record split over many socket reads is gathered in a buffer that grows geometrically, so a peer sending one
- * byte per TCP segment costs a bounded number of copies per byte, not a copy of the whole pending record each time.
+ * Bytes of a stream not yet consumed, gathered from its chunks. A chunk arriving when nothing is pending is kept as
+ * it is (no copy); one arriving behind pending bytes is appended to a buffer that grows geometrically, so a peer
+ * sending one byte per TCP segment costs a bounded number of copies per byte, not a copy of all pending bytes each
+ * time. Bytes once returned by `pending` are never overwritten, so views of them stay valid.
  */
-export class RecordReader {
-  /** Unparsed bytes are buf[off, end). */
+export class StreamBuffer {
+  /** Pending bytes are buf[off, end). */
   private buf: Buffer = EMPTY;
   private off = 0;
   private end = 0;
-  /** buf was allocated here, so bytes past `end` may be written (those before it may be in views handed out). */
+  /** buf was allocated here, so bytes past `end` may be written. */
   private owned = false;
-  /** Largest fragment accepted; raise to MAX_CIPHERTEXT_LENGTH once records are protected. */
-  maxFragmentLength = MAX_PLAINTEXT_LENGTH;
-  type = 0;
-  version = 0;
-  fragment: Buffer = EMPTY;
 
   push(chunk: Buffer): void {
     if (chunk.length === 0) return;
@@ -61,36 +56,66 @@ export class RecordReader {
     this.end += chunk.length;
   }
 
-  get bufferedLength(): number {
+  get length(): number {
     return this.end - this.off;
   }
 
-  /** Parses the next complete record, or returns false if more bytes are needed. Throws TlsAlert on bad framing. */
-  next(): boolean {
-    const buf = this.buf;
-    const off = this.off;
-    if (this.end - off < RECORD_HEADER_LENGTH) {
-      // Validate what we can already: lets garbage be rejected without waiting for 5 bytes.
-      if (this.end > off) checkType(buf[off]);
-      return false;
-    }
-    const type = buf[off];
-    checkType(type);
-    if (buf[off + 1] !== 3) throw new TlsAlert(AlertDescription.protocol_version, 'bad record version');
-    const length = (buf[off + 3] << 8) | buf[off + 4];
-    if (length > this.maxFragmentLength) throw new TlsAlert(AlertDescription.record_overflow, 'record too large');
-    const end = off + RECORD_HEADER_LENGTH + length;
-    if (end > this.end) return false;
-    this.type = type;
-    this.version = (buf[off + 1] << 8) | buf[off + 2];
-    this.fragment = buf.subarray(off + RECORD_HEADER_LENGTH, end);
-    this.off = end;
-    if (end === this.end) {
+  /** The pending bytes, as a view (no copy). */
+  get pending(): Buffer {
+    return this.buf.subarray(this.off, this.end);
+  }
+
+  /** Drops the first `n` pending bytes. */
+  consume(n: number): void {
+    this.off += n;
+    if (this.off >= this.end) {
       this.buf = EMPTY;
       this.off = 0;
       this.end = 0;
       this.owned = false;
     }
+  }
+}
+
+/**
+ * Incremental record parser. Call push() with socket data, then next() until it returns false; after a true
+ * result `type`, `version` and `fragment` describe the record (fragment is a view into the input, no copy).
+ */
+export class RecordReader {
+  private readonly input = new StreamBuffer();
+  /** Largest fragment accepted; raise to MAX_CIPHERTEXT_LENGTH once records are protected. */
+  maxFragmentLength = MAX_PLAINTEXT_LENGTH;
+  type = 0;
+  version = 0;
+  fragment: Buffer = EMPTY;
+
+  push(chunk: Buffer): void {
+    this.input.push(chunk);
+  }
+
+  get bufferedLength(): number {
+    return this.input.length;
+  }
+
+  /** Parses the next complete record, or returns false if more bytes are needed. Throws TlsAlert on bad framing. */
+  next(): boolean {
+    const buf = this.input.pending;
+    if (buf.length < RECORD_HEADER_LENGTH) {
+      // Validate what we can already: lets garbage be rejected without waiting for 5 bytes.
+      if (buf.length > 0) checkType(buf[0]);
+      return false;
+    }
+    const type = buf[0];
+    checkType(type);
+    if (buf[1] !== 3) throw new TlsAlert(AlertDescription.protocol_version, 'bad record version');
+    const length = (buf[3] << 8) | buf[4];
+    if (length > this.maxFragmentLength) throw new TlsAlert(AlertDescription.record_overflow, 'record too large');
+    const end = RECORD_HEADER_LENGTH + length;
+    if (end > buf.length) return false;
+    this.type = type;
+    this.version = (buf[1] << 8) | buf[2];
+    this.fragment = buf.subarray(RECORD_HEADER_LENGTH, end);
+    this.input.consume(end);
     return true;
   }
 }
