@@ -25,13 +25,14 @@ let ctx: AppContext;
 let service: RunningService;
 let port: number;
 let device: { identity: string; key: Buffer };
+let api: Awaited<ReturnType<typeof connectivityClient>>;
 const sockets: net.Socket[] = [];
 
 beforeAll(async () => {
   ctx = await testContext({ HTTPS_MAX_CONNECTIONS_PER_ADDRESS: '2', HTTPS_HANDSHAKE_BURST_PER_ADDRESS: '4', HTTPS_HANDSHAKE_RATE_PER_ADDRESS: '1' });
   service = await startService(ctx, ['all']);
   port = service.https!.port();
-  const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
+  api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
   device = await pskDevice(api, ECHO);
 });
 
@@ -125,7 +126,7 @@ describe('PSK identities on the HTTPS device port', () => {
   });
 
   it(`an identity longer than ${MAX_PSK_IDENTITY_BYTES} bytes fails as a wrong key does and leaves no cache key behind`, async () => {
-    const identity = `long-${'x'.repeat(1000)}`;
+    const identity = `long-${'x'.repeat(MAX_PSK_IDENTITY_BYTES)}`;
     const socket = net.connect({ port, host: '127.0.0.1', localAddress: '127.0.0.8' });
     sockets.push(socket);
     await once(socket, 'connect');
@@ -133,5 +134,21 @@ describe('PSK identities on the HTTPS device port', () => {
     await expect(c.handshake({ identity, psk: randomBytes(16) })).rejects.toThrow(/^alert 20$/);
     await c.waitClose();
     expect(await ctx.redis.exists(`psk:${identity}`)).toBe(0);
+  });
+
+  it('the longest identity the API accepts (255 four-byte characters) still completes a handshake', async () => {
+    const identity = '\u{1F600}'.repeat(255);
+    expect(Buffer.byteLength(identity)).toBe(MAX_PSK_IDENTITY_BYTES);
+    const key = randomBytes(16);
+    const type = await api.request('POST', '/device-type/', {
+      name: 'long identity', eventHandler: ECHO, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
+    });
+    const created = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: 'long-identity', deviceTypeHashId: type.body.hashId, psk: key.toString('hex'), pskIdentity: identity });
+    expect(created.status).toBe(200);
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress: '127.0.0.9' });
+    sockets.push(socket);
+    await once(socket, 'connect');
+    await new TestClient(socket).handshake({ identity, psk: key });
+    socket.destroy();
   });
 });
