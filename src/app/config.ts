@@ -18,6 +18,8 @@ export interface Config {
   apiHost: string;
   apiPort: number;
   httpsDevicePort: number;
+  /** per-source-address admission on HTTPS_DEVICE_PORT (src/gateway/https.ts), with src/dtls/limits.ts's primitives */
+  httpsLimits: { maxConnectionsPerAddress: number; handshakeRatePerAddress: number; handshakeBurstPerAddress: number };
   /** host name devices and third parties reach the device ports at: webhook URLs carry it */
   publicHost: string;
   coapsPort: number;
@@ -113,6 +115,9 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   API_HOST: ['0.0.0.0', 'address the REST API binds to'],
   API_PORT: ['8080', 'REST API (HTTP)'],
   HTTPS_DEVICE_PORT: ['8443', 'device HTTPS (TLS 1.2 PSK)'],
+  HTTPS_MAX_CONNECTIONS_PER_ADDRESS: ['1000', 'open connections per source IP address on the device HTTPS port (handshaking or established; cellular devices often share a carrier NAT address); beyond it a new connection is closed at once'],
+  HTTPS_HANDSHAKE_RATE_PER_ADDRESS: ['100', 'new connections (each a TLS handshake) per second per source IP address on the device HTTPS port (token bucket refill)'],
+  HTTPS_HANDSHAKE_BURST_PER_ADDRESS: ['200', 'new connections a source IP address may open at once on the device HTTPS port (token bucket size)'],
   PUBLIC_HOST: ['localhost', 'host name in the webhook URLs the API hands out (https://PUBLIC_HOST:HTTPS_DEVICE_PORT/webhook/...), also named by the server certificate'],
   COAPS_PORT: ['5684', 'CoAP over DTLS'],
   COAP_PORT: ['unset → off', 'plain CoAP, opt-in'],
@@ -221,6 +226,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     apiHost: env.API_HOST || '0.0.0.0',
     apiPort,
     httpsDevicePort: int(env, 'HTTPS_DEVICE_PORT', 8443, 0, 65535),
+    httpsLimits: {
+      maxConnectionsPerAddress: int(env, 'HTTPS_MAX_CONNECTIONS_PER_ADDRESS', 1_000, 1),
+      handshakeRatePerAddress: int(env, 'HTTPS_HANDSHAKE_RATE_PER_ADDRESS', 100, 1),
+      handshakeBurstPerAddress: int(env, 'HTTPS_HANDSHAKE_BURST_PER_ADDRESS', 200, 1),
+    },
     publicHost: env.PUBLIC_HOST || 'localhost',
     coapsPort: int(env, 'COAPS_PORT', 5684, 0, 65535),
     coapPort: env.COAP_PORT ? int(env, 'COAP_PORT', 5683, 0, 65535) : null,

@@ -4,6 +4,7 @@ import type { AppContext } from '../app/context.ts';
 import { countHandshakeFailure } from '../connectivity/counters/handshake.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
+import { AddressLimits } from '../dtls/limits.ts';
 import { disposeCertificateIdentity } from '../pki/device-identity.ts';
 import { certificateRefusal, serveCertificateTls } from '../pki/https-tls.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
@@ -103,6 +104,11 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       ctx.log.debug({ err: reason, remoteAddress }, 'device certificate refused');
     },
   });
+  const { maxConnectionsPerAddress, handshakeRatePerAddress, handshakeBurstPerAddress } = ctx.config.httpsLimits;
+  const limits = new AddressLimits({ maxSessionsPerAddress: maxConnectionsPerAddress, handshakeRatePerAddress, handshakeBurstPerAddress });
+  admitPerAddress(tcp, limits, (remoteAddress) => {
+    ctx.log.debug({ remoteAddress }, 'device connection refused: per-address limit');
+  });
   await new Promise<void>((resolve) => tcp.listen(port, resolve));
   return {
     tcp,
@@ -120,6 +126,27 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       await counterRecorder(ctx).drain();
     },
   };
+}
+
+/**
+ * Puts per-source-address admission in front of every 'connection' listener of `tcp`: each connection starts a
+ * handshake (PSK or certificate), so the token bucket bounds handshakes per second, and the open connections of
+ * one address are capped. A connection over either limit is closed before a byte of it is read.
+ */
+function admitPerAddress(tcp: net.Server, limits: AddressLimits, onRefused: (remoteAddress: string) => void): void {
+  const listeners = tcp.listeners('connection') as ((socket: net.Socket) => void)[];
+  tcp.removeAllListeners('connection');
+  tcp.on('connection', (socket: net.Socket) => {
+    const address = socket.remoteAddress ?? '';
+    if (!limits.admit(address)) {
+      onRefused(address);
+      socket.destroy();
+      return;
+    }
+    limits.added(address);
+    socket.once('close', () => limits.removed(address));
+    for (const listener of listeners) listener.call(tcp, socket);
+  });
 }
 
 async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: DeviceSession, conn: PskTlsConnection, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {

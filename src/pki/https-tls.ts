@@ -8,6 +8,7 @@ import type net from 'node:net';
 import tls from 'node:tls';
 import type { AppContext } from '../app/context.ts';
 import { CIPHER_SUITES } from '../tls/index.ts';
+import { StreamBuffer } from '../tls/record.ts';
 import { CertificateRefused, identifyCertificateDevice, type CertificateDevice } from './device-identity.ts';
 import { loadServerCredentials } from './files.ts';
 
@@ -47,7 +48,7 @@ export function peekClientHello(buf: Buffer, pskSuiteIds: ReadonlySet<number> = 
 
 /** Reads until the first record is complete, puts the bytes back, and tells `route` which server gets the socket. */
 function routeByClientHello(socket: net.Socket, route: (offersPsk: boolean) => void): void {
-  let buf: Buffer = Buffer.alloc(0);
+  const input = new StreamBuffer();
   const timer = setTimeout(() => socket.destroy(), PEEK_TIMEOUT_MS);
   const stop = () => {
     clearTimeout(timer);
@@ -60,12 +61,14 @@ function routeByClientHello(socket: net.Socket, route: (offersPsk: boolean) => v
     socket.destroy();
   };
   const onData = (chunk: Buffer) => {
-    buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
-    const peek = peekClientHello(buf);
+    // linear in the bytes sent however they are split (StreamBuffer), and peekClientHello only looks at the
+    // record header until the whole record is in
+    input.push(chunk);
+    const peek = peekClientHello(input.pending);
     if (!peek.complete) return;
     stop();
     socket.pause();
-    socket.unshift(buf);
+    socket.unshift(input.pending);
     route(peek.offersPsk);
   };
   socket.on('data', onData);

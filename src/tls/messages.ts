@@ -228,3 +228,37 @@ function u16(v: number): Buffer {
 export function findExtension(exts: Extension[], type: number): Extension | undefined {
   return exts.find((e) => e.type === type);
 }
+
+/** Throws unexpected_message unless `msg` is a handshake message of `type` (TLS and DTLS messages alike). */
+export function expectType(msg: { type: number }, type: number): void {
+  if (msg.type !== type) {
+    throw new TlsAlert(AlertDescription.unexpected_message, `expected handshake type ${type}, got ${msg.type}`);
+  }
+}
+
+/** What a ClientHello starting a new handshake asks for, once checkClientHelloOffer accepted it. */
+export interface ClientHelloOffer {
+  /** RFC 7627: the client offered extended_master_secret. */
+  extendedMasterSecret: boolean;
+  /** RFC 5746: the client signalled secure renegotiation, by extension or SCSV. */
+  secureRenegotiation: boolean;
+}
+
+/**
+ * The checks of a ClientHello that do not depend on the protocol version (TLS 1.2 and DTLS 1.2 servers make both):
+ * null compression offered, renegotiation_info empty in an initial handshake (RFC 5746 §3.6), extended_master_secret
+ * empty (RFC 7627 §5.1). Throws the TlsAlert the handshake ends with.
+ */
+export function checkClientHelloOffer(ch: ClientHello): ClientHelloOffer {
+  if (!ch.compressionMethods.includes(0)) throw new TlsAlert(AlertDescription.illegal_parameter, 'no null compression');
+  const ri = findExtension(ch.extensions, ExtensionType.renegotiation_info);
+  if (ri && !(ri.data.length === 1 && ri.data[0] === 0)) {
+    throw new TlsAlert(AlertDescription.handshake_failure, 'non-empty renegotiation_info in initial handshake');
+  }
+  const ems = findExtension(ch.extensions, ExtensionType.extended_master_secret);
+  if (ems && ems.data.length !== 0) throw new TlsAlert(AlertDescription.decode_error, 'bad extended_master_secret');
+  return {
+    extendedMasterSecret: ems !== undefined,
+    secureRenegotiation: ri !== undefined || ch.cipherSuites.includes(TLS_EMPTY_RENEGOTIATION_INFO_SCSV),
+  };
+}

@@ -5,10 +5,16 @@
  *
  *   client_hello ──ClientHello──▶ (send ServerHello + ServerHelloDone) client_key_exchange
  *   client_key_exchange ──ClientKeyExchange(psk_identity)──▶ psk_lookup   (records buffered, async lookupPsk)
- *   psk_lookup ──PSK found, keys derived──▶ change_cipher_spec
+ *   psk_lookup ──keys derived (from a random key when the identity is unknown)──▶ change_cipher_spec
  *   change_cipher_spec ──ChangeCipherSpec──▶ finished                      (client→server protection on)
  *   finished ──Finished ok──▶ (send CCS + Finished) established             (emit 'secureConnection')
  *   established: application_data both ways; ClientHello → warning no_renegotiation; close_notify → close.
+ *
+ * Before the client is authenticated it costs little and learns nothing: a handshake message announced larger than
+ * 16 KiB is refused at its header (record.ts), reassembly is linear in the bytes sent, nothing is read while the PSK
+ * lookup runs, an identity over MAX_PSK_IDENTITY_BYTES is never looked up, and an unknown identity fails exactly as a
+ * wrong key does (bad_record_mac at the client's Finished). Per-address connection limits are the listener's
+ * (gateway/https.ts).
  */
 import net from 'node:net';
 import { Duplex } from 'node:stream';
@@ -18,8 +24,9 @@ import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from './alert.ts
 import {
   ExtensionType,
   HandshakeType,
-  TLS_EMPTY_RENEGOTIATION_INFO_SCSV,
+  checkClientHelloOffer,
   encodeHandshake,
+  expectType,
   encodeServerHello,
   encodeServerHelloDone,
   findExtension,
@@ -29,7 +36,8 @@ import {
 } from './messages.ts';
 import type { ClientHello, Extension } from './messages.ts';
 import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from './prf.ts';
-import { lookupPskSafely, requirePsk } from './psk.ts';
+import { MAX_PSK_IDENTITY_BYTES, lookupPskSafely, requirePsk } from './psk.ts';
+import { publicRandomBytes } from './random.ts';
 import {
   ContentType,
   HandshakeReassembler,
@@ -112,6 +120,8 @@ export class PskTlsConnection extends Duplex {
   #ems = false;
   #secureRenegotiation = false;
   #identity: string | undefined;
+  /** Why the identity named no key (the peer sees a wrong-key failure; the server's error says this). */
+  #unknownIdentity: string | undefined;
   #master: KeyObject | undefined;
   #clientProtection: RecordProtection | null = null;
   #serverProtection: RecordProtection | null = null;
@@ -403,9 +413,18 @@ export class PskTlsConnection extends Duplex {
       case 'client_key_exchange': {
         expectType(msg, HandshakeType.client_key_exchange);
         this.#transcript.update(msg.raw);
-        this.#identity = parseClientKeyExchangePsk(msg.body).toString('utf8');
+        const identity = parseClientKeyExchangePsk(msg.body);
         this.#state = 'psk_lookup';
-        this.#suspended = true; // further records stay buffered in #reader until the lookup settles
+        this.#suspended = true; // records already read stay buffered in #reader until the lookup settles
+        // and nothing more is read meanwhile: what the peer sends waits in the kernel (TCP flow control), not here
+        this.#socket.pause();
+        if (identity.length > MAX_PSK_IDENTITY_BYTES) {
+          // no device has one: not looked up (no query, no cache key chosen by the peer), answered as unknown
+          this.#unknownIdentity = `PSK identity of ${identity.length} bytes (at most ${MAX_PSK_IDENTITY_BYTES} are looked up)`;
+          Promise.resolve(null).then((psk) => this.#onPsk(psk));
+          return;
+        }
+        this.#identity = identity.toString('utf8');
         this.#startPskLookup(this.#identity);
         return;
       }
@@ -431,21 +450,15 @@ export class PskTlsConnection extends Duplex {
     if (sv && !supportedVersionsInclude(sv.data, TLS12)) {
       throw new TlsAlert(AlertDescription.protocol_version, 'client supported_versions lacks TLS 1.2');
     }
-    if (!ch.compressionMethods.includes(0)) throw new TlsAlert(AlertDescription.illegal_parameter, 'no null compression');
+    const offer = checkClientHelloOffer(ch);
     const suite = this.#config.suites.find((s) => ch.cipherSuites.includes(s.id));
     if (!suite) throw new TlsAlert(AlertDescription.handshake_failure, 'no shared cipher suite');
-    const ri = findExtension(ch.extensions, ExtensionType.renegotiation_info);
-    if (ri && !(ri.data.length === 1 && ri.data[0] === 0)) {
-      throw new TlsAlert(AlertDescription.handshake_failure, 'non-empty renegotiation_info in initial handshake');
-    }
-    const emsExt = findExtension(ch.extensions, ExtensionType.extended_master_secret);
-    if (emsExt && emsExt.data.length !== 0) throw new TlsAlert(AlertDescription.decode_error, 'bad extended_master_secret');
 
     this.#suite = suite;
-    this.#ems = emsExt !== undefined;
-    this.#secureRenegotiation = ri !== undefined || ch.cipherSuites.includes(TLS_EMPTY_RENEGOTIATION_INFO_SCSV);
+    this.#ems = offer.extendedMasterSecret;
+    this.#secureRenegotiation = offer.secureRenegotiation;
     this.#clientRandom = Buffer.from(ch.random);
-    this.#serverRandom = randomBytes(32);
+    this.#serverRandom = publicRandomBytes(32);
 
     const extensions: Extension[] = [];
     if (this.#secureRenegotiation) extensions.push({ type: ExtensionType.renegotiation_info, data: Buffer.from([0]) });
@@ -470,7 +483,15 @@ export class PskTlsConnection extends Duplex {
   #onPsk(psk: Buffer | null): void {
     if (this.#state !== 'psk_lookup') return; // connection went away meanwhile
     try {
-      const key = requirePsk(psk, this.#identity);
+      let key: Buffer;
+      if (psk === null) {
+        // RFC 4279 §2 lets an unknown identity be answered as a wrong key: the handshake goes on with a key nobody
+        // has, and fails at the client's Finished with the same alert, so identities cannot be enumerated
+        this.#unknownIdentity ??= `unknown PSK identity ${JSON.stringify(this.#identity)}`;
+        key = randomBytes(32);
+      } else {
+        key = requirePsk(psk, this.#identity);
+      }
       const suite = this.#suite!;
       const preMaster = pskPreMasterSecret(key);
       this.#master = createSecretKey(
@@ -480,10 +501,14 @@ export class PskTlsConnection extends Duplex {
       );
       const block = keyExpansion(this.#master, this.#serverRandom, this.#clientRandom, keyBlockLength(suite));
       const k = splitKeyBlock(block, suite.macKeyLength, suite.encKeyLength, suite.fixedIvLength);
+      // no longer needed (no resumption here), and the server random's slice would keep its random pool alive
+      this.#clientRandom = EMPTY;
+      this.#serverRandom = EMPTY;
       this.#clientProtection = suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv);
       this.#serverProtection = suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv);
       this.#state = 'change_cipher_spec';
       this.#suspended = false;
+      this.#socket.resume();
     } catch (err) {
       this.#fail(err, err instanceof TlsAlert ? err.description : AlertDescription.internal_error);
       return;
@@ -513,7 +538,8 @@ export class PskTlsConnection extends Duplex {
   /** Ends the connection: optional fatal alert to the peer, 'tlsClientError' during the handshake. */
   #fail(err: unknown, alert: number | undefined): void {
     if (this.#state === 'closed') return;
-    const error = err instanceof Error ? err : new Error(String(err));
+    let error = err instanceof Error ? err : new Error(String(err));
+    if (this.#unknownIdentity !== undefined) error = new Error(`${this.#unknownIdentity}: ${error.message}`, { cause: error });
     const wasEstablished = this.#state === 'established';
     this.#state = 'closed';
     clearTimeout(this.#timer);
@@ -534,12 +560,6 @@ export class PskTlsConnection extends Duplex {
       this.#server.emit('tlsClientError', error, info);
       this.destroy();
     }
-  }
-}
-
-function expectType(msg: HandshakeMessage, type: number): void {
-  if (msg.type !== type) {
-    throw new TlsAlert(AlertDescription.unexpected_message, `expected handshake type ${type}, got ${msg.type}`);
   }
 }
 

@@ -6,8 +6,10 @@ import { AeadProtection } from '../../src/tls/suites/aead.ts';
 import { CIPHER_SUITES, keyBlockLength } from '../../src/tls/suites/index.ts';
 import { TlsAlert, AlertDescription } from '../../src/tls/alert.ts';
 import {
+  checkClientHelloOffer,
   encodeClientHello,
   encodeHandshake,
+  expectType,
   parseClientHello,
   parseClientKeyExchangePsk,
   encodeClientKeyExchangePsk,
@@ -241,6 +243,39 @@ describe('handshake messages', () => {
     expect(parseServerHello(encodeServerHello(sh))).toEqual(sh);
     expect(parseClientKeyExchangePsk(encodeClientKeyExchangePsk(Buffer.from('dev-1'))).toString()).toBe('dev-1');
     expect(() => parseClientKeyExchangePsk(Buffer.from([0, 5, 1]))).toThrow(TlsAlert);
+  });
+});
+
+describe('ClientHello offer checks (shared by the TLS and DTLS servers)', () => {
+  const hello = (o: { suites?: number[]; compression?: number[]; extensions?: { type: number; data: Buffer }[] } = {}) => ({
+    clientVersion: 0x0303, random: randomBytes(32), sessionId: Buffer.alloc(0),
+    cipherSuites: o.suites ?? [0xc0a8], compressionMethods: Buffer.from(o.compression ?? [0]), extensions: o.extensions ?? [],
+  });
+
+  it('reports extended_master_secret and secure renegotiation (by extension or by SCSV)', () => {
+    expect(checkClientHelloOffer(hello())).toEqual({ extendedMasterSecret: false, secureRenegotiation: false });
+    expect(checkClientHelloOffer(hello({ extensions: [{ type: 23, data: Buffer.alloc(0) }, { type: 0xff01, data: Buffer.from([0]) }] })))
+      .toEqual({ extendedMasterSecret: true, secureRenegotiation: true });
+    expect(checkClientHelloOffer(hello({ suites: [0xc0a8, 0x00ff] })).secureRenegotiation).toBe(true);
+  });
+
+  it('refuses no null compression, a non-empty renegotiation_info and a non-empty extended_master_secret, each with its alert', () => {
+    const alertOf = (ch: ReturnType<typeof hello>) => {
+      try {
+        checkClientHelloOffer(ch);
+        return null;
+      } catch (err) {
+        return (err as TlsAlert).description;
+      }
+    };
+    expect(alertOf(hello({ compression: [1] }))).toBe(AlertDescription.illegal_parameter);
+    expect(alertOf(hello({ extensions: [{ type: 0xff01, data: Buffer.from([1, 7]) }] }))).toBe(AlertDescription.handshake_failure);
+    expect(alertOf(hello({ extensions: [{ type: 23, data: Buffer.from([0]) }] }))).toBe(AlertDescription.decode_error);
+  });
+
+  it('expectType refuses a handshake message of another type with unexpected_message', () => {
+    expect(() => expectType({ type: 16 }, 16)).not.toThrow();
+    expect(() => expectType({ type: 20 }, 16)).toThrow(expect.objectContaining({ description: AlertDescription.unexpected_message }));
   });
 });
 

@@ -10,6 +10,8 @@ import { createPskTlsServer, PskTlsConnection } from '../../src/tls/index.ts';
 import type { TlsClientErrorInfo } from '../../src/tls/index.ts';
 import { encodeClientHello, encodeHandshake } from '../../src/tls/messages.ts';
 import { encodePlaintextRecord } from '../../src/tls/record.ts';
+import { MAX_PSK_IDENTITY_BYTES } from '../../src/tls/psk.ts';
+import { until } from '../support/until.ts';
 import { TestClient, bodies, portOf, sClient } from './helpers.ts';
 
 const PSK_HEX = '5f3c2a1b0e9d8c7b6a5948372615f4e3';
@@ -179,14 +181,21 @@ describe('PSK TLS server ↔ openssl s_client, HTTP through node:http', () => {
     expect(h.secure).toHaveLength(1);
   });
 
-  it('unknown identity: openssl gets unknown_psk_identity, tlsClientError emitted, no secureConnection', async () => {
-    const r = await sClient({ port: h.port, identity: 'nobody', pskHex: PSK_HEX, cipher: OPENSSL_CIPHERS.TLS_PSK_WITH_AES_128_CCM_8, input: get('/', true) });
-    expect(r.stderr).toMatch(/alert unknown psk identity/i);
-    expect(bodies(r.stdout)).toEqual([]);
-    expect(h.secure).toHaveLength(0);
-    expect(h.errors).toHaveLength(1);
-    expect(h.errors[0].info).toMatchObject({ remoteAddress: '127.0.0.1', pskIdentity: 'nobody' });
-  });
+  for (const [suite, cipher] of Object.entries(OPENSSL_CIPHERS)) {
+    it(`unknown identity (${suite}): openssl sees the same alert as for a wrong key, tlsClientError says unknown`, async () => {
+      const alertOf = (stderr: string) => stderr.match(/alert ([a-z ]+?)(?::|\n|$)/i)?.[1];
+      const wrong = await sClient({ port: h.port, identity: IDENTITY, pskHex: 'ff' + PSK_HEX.slice(2), cipher, input: get('/', true) });
+      h.errors.length = 0;
+      const unknown = await sClient({ port: h.port, identity: 'nobody', pskHex: PSK_HEX, cipher, input: get('/', true) });
+      expect(alertOf(wrong.stderr)).toMatch(/bad record mac/i);
+      expect(alertOf(unknown.stderr)).toBe(alertOf(wrong.stderr));
+      expect(bodies(unknown.stdout)).toEqual([]);
+      expect(h.secure).toHaveLength(0);
+      expect(h.errors).toHaveLength(1);
+      expect(h.errors[0].info).toMatchObject({ remoteAddress: '127.0.0.1', pskIdentity: 'nobody' });
+      expect(h.errors[0].err.message).toMatch(/^unknown PSK identity "nobody"/);
+    });
+  }
 
   for (const [suite, cipher] of Object.entries(OPENSSL_CIPHERS)) {
     it(`wrong key (${suite}): handshake fails with an alert, tlsClientError, no secureConnection`, async () => {
@@ -250,6 +259,55 @@ describe('handshake framing with a client built on our primitives', () => {
     await c.handshake({ identity: IDENTITY, psk: PSK, coalesce: true, ems: false });
     expect(await httpOver(c, '/co')).toMatch(/suite=TLS_PSK_WITH_AES_128_CCM_8 ems=false/);
     c.socket.destroy();
+  });
+
+  it(`an identity of ${MAX_PSK_IDENTITY_BYTES} bytes is looked up`, async () => {
+    const identity = 'i'.repeat(MAX_PSK_IDENTITY_BYTES);
+    const c = await TestClient.connect(h.port);
+    await expect(c.handshake({ identity, psk: PSK })).rejects.toThrow(/^alert 20$/);
+    expect(h.lookups).toContain(identity);
+    c.socket.destroy();
+  });
+
+  it(`a longer identity is not looked up, and fails as a wrong key does (bad_record_mac after the client's Finished)`, async () => {
+    const identity = 'i'.repeat(MAX_PSK_IDENTITY_BYTES + 1);
+    h.errors.length = 0;
+    const c = await TestClient.connect(h.port);
+    await expect(c.handshake({ identity, psk: PSK })).rejects.toThrow(/^alert 20$/);
+    await c.waitClose();
+    expect(h.lookups).not.toContain(identity);
+    await until(async () => h.errors.length, (n) => n === 1, 'the failed handshake reported');
+    expect(h.errors[0].info.pskIdentity).toBeUndefined();
+    expect(h.errors[0].err.message).toMatch(`PSK identity of ${MAX_PSK_IDENTITY_BYTES + 1} bytes`);
+  });
+
+  it('reads nothing more from the peer while its PSK lookup runs, and finishes the handshake after it', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let lookupStarted = false;
+    const server = createPskTlsServer({
+      lookupPsk: async () => {
+        lookupStarted = true;
+        await held;
+        return PSK;
+      },
+    });
+    const raw: net.Socket[] = [];
+    server.on('connection', (s: net.Socket) => raw.push(s));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const c = await TestClient.connect(portOf(server));
+      const handshake = c.handshake({ identity: IDENTITY, psk: PSK });
+      await until(async () => lookupStarted, (v) => v, 'the PSK lookup to start');
+      expect(raw[0].isPaused()).toBe(true);
+      release();
+      await handshake;
+      expect(raw[0].isPaused()).toBe(false);
+      c.socket.destroy();
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   it('renegotiation attempt gets a no_renegotiation warning and the connection keeps working', async () => {
