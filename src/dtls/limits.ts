@@ -1,8 +1,35 @@
 /**
- * Per-source-address admission for new handshakes: how many associations (handshaking or established) one IP
+ * The DTLS server's limits and their defaults (the one source: `DtlsServer` and `app/config.ts` both take them from
+ * `DTLS_DEFAULTS`), and per-source-address admission for new handshakes: how many associations (handshaking or established) one IP
  * address may hold, and a token bucket on how fast it may start handshakes. Checked only after the cookie
  * proved the address, so a spoofed flood cannot use up someone else's allowance.
  */
+
+/** Limits of the DTLS server (each an option of `createDtlsServer` and a `DTLS_*` setting of `app/config.ts`). */
+export interface DtlsLimits extends AddressLimitOptions {
+  /** DTLS_MAX_SESSIONS: established sessions at most; new handshakes beyond it are dropped. */
+  maxSessions: number;
+  /** DTLS_MAX_HANDSHAKES: handshakes in progress at most (counted after the stateless cookie check). */
+  maxHandshakes: number;
+  /** DTLS_HANDSHAKE_TIMEOUT_MS: a handshake not complete after this long is abandoned. */
+  handshakeTimeoutMs: number;
+  /** DTLS_IDLE_TIMEOUT_MS: a session with no authentic record for this long is closed. */
+  idleTimeoutMs: number;
+  /** DTLS_MTU: largest datagram the server sends; flights are fragmented to fit. */
+  mtu: number;
+}
+
+export const DTLS_DEFAULTS: Readonly<DtlsLimits> = Object.freeze({
+  maxSessions: 10_000,
+  maxHandshakes: 1_000,
+  // cellular devices often share a carrier NAT address, hence not lower
+  maxSessionsPerAddress: 1_000,
+  handshakeRatePerAddress: 100,
+  handshakeBurstPerAddress: 200,
+  handshakeTimeoutMs: 30_000,
+  idleTimeoutMs: 600_000,
+  mtu: 1200,
+});
 
 export interface AddressLimitOptions {
   /** Associations (handshakes in progress + sessions) per source address at most. */

@@ -1,5 +1,6 @@
 /** Per-source-address limits: associations per address and a handshake-rate token bucket, seen by hand-driven peers. */
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/app/config.ts';
 import { AddressLimits } from '../../src/dtls/limits.ts';
 import { createDtlsServer } from '../../src/dtls/server.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
@@ -57,6 +58,11 @@ describe('DTLS per-address limits', () => {
     expect(await getsServerHello(srv.port, '127.0.0.3')).toBe(true);
     await new Promise((r) => setTimeout(r, 600)); // 2 per second: one token back after 500 ms
     expect(await getsServerHello(srv.port)).toBe(true);
+  });
+
+  it('a server given no limits takes the configuration\'s defaults', async () => {
+    srv = await startEchoServer();
+    expect(srv.server.limits).toEqual(loadConfig({ SECRET_KEY: '00'.repeat(32) }).dtls);
   });
 
   it('defaults are in place and invalid limits are refused at construction', () => {
