@@ -19,6 +19,13 @@ export interface DtlsLimits extends AddressLimitOptions {
   mtu: number;
 }
 
+/**
+ * Longest PSK identity (bytes, UTF-8) a handshake looks up; a longer one is answered as an unknown identity without a
+ * lookup. RFC 4279 allows 2^16-1 bytes; the REST API takes identities of up to 255 characters (interface spec), which
+ * are at most 4 bytes each in UTF-8: a shorter cap would lock out devices the API accepted.
+ */
+export const MAX_PSK_IDENTITY_BYTES = 1020;
+
 export const DTLS_DEFAULTS: Readonly<DtlsLimits> = Object.freeze({
   maxSessions: 10_000,
   maxHandshakes: 1_000,
