@@ -111,3 +111,48 @@ export class AddressLimits {
     }
   }
 }
+
+/**
+ * The handshakes in progress (DTLS_MAX_HANDSHAKES slots), by source address. When every slot is taken, a new
+ * handshake from an address that holds fewer than some other address takes the oldest slot of the address holding
+ * the most: each address keeps at most a fair share while slots are scarce, so hosts that pass the cookie check and
+ * then stall cannot keep devices at other addresses out for the handshake timeout (30 s by default).
+ */
+export class HandshakeSlots<T> {
+  readonly #addressOf: (handshake: T) => string;
+  readonly #byAddress = new Map<string, Set<T>>();
+  #size = 0;
+
+  constructor(addressOf: (handshake: T) => string) {
+    this.#addressOf = addressOf;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  add(handshake: T): void {
+    const address = this.#addressOf(handshake);
+    let own = this.#byAddress.get(address);
+    if (!own) this.#byAddress.set(address, (own = new Set()));
+    if (own.has(handshake)) return;
+    own.add(handshake);
+    this.#size++;
+  }
+
+  delete(handshake: T): void {
+    const address = this.#addressOf(handshake);
+    const own = this.#byAddress.get(address);
+    if (!own?.delete(handshake)) return;
+    this.#size--;
+    if (own.size === 0) this.#byAddress.delete(address);
+  }
+
+  /** The handshake a new one from `address` may replace: the oldest of the address holding the most, if it holds more. */
+  victimFor(address: string): T | undefined {
+    let most: Set<T> | undefined;
+    for (const own of this.#byAddress.values()) if (!most || own.size > most.size) most = own;
+    if (!most || most.size <= (this.#byAddress.get(address)?.size ?? 0)) return undefined;
+    return most.values().next().value;
+  }
+}

@@ -22,7 +22,9 @@
  *
  * Before a ClientHello carries a valid cookie the server keeps nothing and sends only a HelloVerifyRequest no
  * larger than the ClientHello, so a spoofed source address costs neither memory nor amplification. Per-address
- * limits are checked only after the cookie, so a spoofed flood cannot exhaust someone else's allowance.
+ * limits are checked only after the cookie, so a spoofed flood cannot exhaust someone else's allowance. When every
+ * handshake slot is taken, a handshake from an address holding fewer takes the oldest slot of the address holding the
+ * most (limits.ts HandshakeSlots): hosts that pass the cookie check and stall cannot lock other addresses out.
  *
  * Connection ID: offered by the client → an 8-byte CID is issued (every suite: AEAD and MAC-then-encrypt), records
  * of type tls12_cid find their session by CID whatever their source, and an authentic record newer than any before
@@ -47,7 +49,7 @@ import { helloVerifyRequestDatagram } from './flights/flight2.ts';
 import { parseHandshakeFragments } from './handshake.ts';
 import { ContentType, DTLS10, encodeRecord, parseDatagram } from './record.ts';
 import type { DtlsRecord } from './record.ts';
-import { AddressLimits, DTLS_DEFAULTS } from './limits.ts';
+import { AddressLimits, DTLS_DEFAULTS, HandshakeSlots } from './limits.ts';
 import type { DtlsLimits } from './limits.ts';
 import { DtlsSession } from './session.ts';
 import { SessionCache } from './session-cache.ts';
@@ -132,8 +134,8 @@ export class DtlsServer extends EventEmitter {
   readonly #peers = new Map<string, DtlsSession>();
   /** Sessions that negotiated a Connection ID, by the CID we issued (hex). */
   readonly #byCid = new Map<string, DtlsSession>();
-  /** Sessions whose handshake runs (their count is what maxHandshakes bounds). */
-  readonly #handshaking = new Set<DtlsSession>();
+  /** Sessions whose handshake runs (their count is what maxHandshakes bounds), by source address. */
+  readonly #handshaking = new HandshakeSlots<DtlsSession>((s) => s.remoteAddress);
   /** One host for every session (a session passes itself): an idle session holds no closures of its own. */
   readonly #host: SessionHost = {
     send: (s, d) => this.#send(d, s.remotePort, s.remoteAddress),
@@ -291,9 +293,14 @@ export class DtlsServer extends EventEmitter {
       if (hvr.length <= datagramLength) this.#send(hvr, rinfo.port, rinfo.address);
       return;
     }
-    if (this.#handshaking.size >= this.#maxHandshakes || this.sessionCount >= this.#maxSessions) return;
+    if (this.sessionCount >= this.#maxSessions) return;
+    // every slot taken: the oldest handshake of the address holding the most gives way, if it holds more than this one
+    const full = this.#handshaking.size >= this.#maxHandshakes;
+    const evict = full ? this.#handshaking.victimFor(rinfo.address) : undefined;
+    if (full && !evict) return;
     old?.close();
     if (!this.#limits.admit(rinfo.address)) return;
+    if (this.#handshaking.size >= this.#maxHandshakes) evict?.close();
     const peer = { address: rinfo.address, port: rinfo.port };
     const key = `${peer.address}:${peer.port}`;
     let session: DtlsSession;
