@@ -50,7 +50,7 @@ export async function floodRows(opts: { sessions: number; seconds: number; procs
     const perSecond = (n: number | undefined) => Math.round((n ?? 0) / floodSeconds);
 
     const name = (what: string) => `CoAP/DTLS PSK reports end to end, ${sessions} sessions paced to ${opts.rate}/s, ${what}, ${opts.seconds} s`;
-    const detail = (r: typeof quiet) => `latency from when each report was due; answered ${r.ok}, lost ${r.lost}; CPU ms/report: ${r.cpu}`;
+    const detail = (r: typeof quiet) => `latency from when each report was due; honest sessions up ${r.sessions} of ${sessions}; answered ${r.ok}, lost ${r.lost}; CPU ms/report: ${r.cpu}`;
     return [
       { name: name('no flood'), value: Math.round(quiet.ok / opts.seconds), unit: 'reports/s', p50Ms: quiet.p50Ms, p99Ms: quiet.p99Ms, errors: quiet.errors, detail: detail(quiet), target: 'reference for the flood row' },
       {
