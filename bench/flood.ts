@@ -7,12 +7,19 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { cpuMeter } from './cpu.ts';
 import { buildLoadGenerator, runLoad, type BenchRow } from './dtls.ts';
 import { COAPS_PORT, provision, root, startBenchService, storedReports } from './harness.ts';
 
 const FLOOD_ADDRESSES = Array.from({ length: 10 }, (_, i) => `127.0.0.${i + 2}`);
+
+/** UDP datagrams the kernel dropped for a full receive buffer so far, machine-wide (/proc/net/snmp RcvbufErrors). */
+function udpReceiveBufferDrops(): number {
+  const [names, values] = readFileSync('/proc/net/snmp', 'utf8').split('\n').filter((l) => l.startsWith('Udp:')).map((l) => l.split(/\s+/));
+  return Number(values?.[names?.indexOf('RcvbufErrors') ?? -1] ?? 0);
+}
 
 export async function floodRows(opts: { sessions: number; seconds: number; procs: number; rate: number; floodRate: number }): Promise<BenchRow[]> {
   buildLoadGenerator();
@@ -26,12 +33,13 @@ export async function floodRows(opts: { sessions: number; seconds: number; procs
     let stored = 0;
     const load = async (seconds: number) => {
       const meter = cpuMeter({ service: (q) => q.pid === svc.children[0].pid, postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server') });
+      const dropsBefore = udpReceiveBufferDrops();
       const result = await runLoad(opts.procs, (i) => ['coap', '127.0.0.1', String(COAPS_PORT), String(seconds), String(per), 'psk', p.identityPrefix, key.toString('hex'), String(i * per), '/report', String(intervalMs)]);
       const used = meter();
       const before = stored;
       stored = await storedReports(svc.db, p.environment.id, stored + result.ok);
       const cpu = Object.entries(used).map(([k, v]) => `${k} ${((v * 1000) / Math.max(1, result.ok)).toFixed(3)}`).join(', ');
-      return { ...result, lost: Math.max(0, result.ok - (stored - before)), cpu };
+      return { ...result, lost: Math.max(0, result.ok - (stored - before)), cpu, drops: udpReceiveBufferDrops() - dropsBefore };
     };
     await load(3); // warm-up: JIT, caches, pools
     const quiet = await load(opts.seconds);
@@ -50,7 +58,7 @@ export async function floodRows(opts: { sessions: number; seconds: number; procs
     const perSecond = (n: number | undefined) => Math.round((n ?? 0) / floodSeconds);
 
     const name = (what: string) => `CoAP/DTLS PSK reports end to end, ${sessions} sessions paced to ${opts.rate}/s, ${what}, ${opts.seconds} s`;
-    const detail = (r: typeof quiet) => `latency from when each report was due; honest sessions up ${r.sessions} of ${sessions}; answered ${r.ok}, lost ${r.lost}; CPU ms/report: ${r.cpu}`;
+    const detail = (r: typeof quiet) => `latency from when each report was due; honest sessions up ${r.sessions} of ${sessions}; answered ${r.ok}, lost ${r.lost}; UDP datagrams dropped for a full receive buffer (machine-wide) ${r.drops}; CPU ms/report: ${r.cpu}`;
     return [
       { name: name('no flood'), value: Math.round(quiet.ok / opts.seconds), unit: 'reports/s', p50Ms: quiet.p50Ms, p99Ms: quiet.p99Ms, errors: quiet.errors, detail: detail(quiet), target: 'reference for the flood row' },
       {

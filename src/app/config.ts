@@ -120,7 +120,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   COAP_PORT: ['unset → off', 'plain CoAP, opt-in'],
   COAP_PLAIN_IDENTITIES: ['unset → none', 'comma-separated PSK identities that may use plain CoAP (Uri-Query psk-identity=...); every other plain request gets 4.01'],
   DTLS_MAX_SESSIONS: [String(DTLS_DEFAULTS.maxSessions), 'established DTLS sessions at most; handshakes beyond it are dropped'],
-  DTLS_MAX_HANDSHAKES: [String(DTLS_DEFAULTS.maxHandshakes), 'DTLS handshakes in progress at most (after the stateless cookie check)'],
+  DTLS_MAX_HANDSHAKES: [String(DTLS_DEFAULTS.maxHandshakes), 'DTLS handshakes in progress at most (after the stateless cookie check); when all are taken, a handshake from an address holding fewer takes the oldest slot of the address holding the most'],
   DTLS_MAX_SESSIONS_PER_ADDRESS: [String(DTLS_DEFAULTS.maxSessionsPerAddress), 'DTLS sessions per source IP address (cellular devices often share a carrier NAT address)'],
   DTLS_HANDSHAKE_RATE_PER_ADDRESS: [String(DTLS_DEFAULTS.handshakeRatePerAddress), 'DTLS handshakes per second per source IP address (token bucket refill)'],
   DTLS_HANDSHAKE_BURST_PER_ADDRESS: [String(DTLS_DEFAULTS.handshakeBurstPerAddress), 'DTLS handshakes a source IP address may start at once (token bucket size)'],
