@@ -17,6 +17,12 @@ export interface DtlsLimits extends AddressLimitOptions {
   idleTimeoutMs: number;
   /** DTLS_MTU: largest datagram the server sends; flights are fragmented to fit. */
   mtu: number;
+  /**
+   * DTLS_RECEIVE_BUFFER_BYTES: the socket's receive buffer (SO_RCVBUF, capped by the kernel's net.core.rmem_max). A
+   * flood of ClientHellos fills the kernel's default (about 200 KB) whenever the event loop pauses, and the datagrams
+   * then dropped are the devices' as much as the flood's.
+   */
+  receiveBufferBytes: number;
 }
 
 /**
@@ -36,6 +42,7 @@ export const DTLS_DEFAULTS: Readonly<DtlsLimits> = Object.freeze({
   handshakeTimeoutMs: 30_000,
   idleTimeoutMs: 600_000,
   mtu: 1200,
+  receiveBufferBytes: 4 * 1024 * 1024,
 });
 
 export interface AddressLimitOptions {

@@ -95,6 +95,8 @@ export interface DtlsServerOptions {
   handshakeRatePerAddress?: number;
   /** Handshakes one source IP address may start in a burst (token bucket size). */
   handshakeBurstPerAddress?: number;
+  /** Receive buffer of the socket the server binds itself (a given socket is left as it is). */
+  receiveBufferBytes?: number;
 }
 
 export interface HandshakeErrorInfo {
@@ -187,6 +189,7 @@ export class DtlsServer extends EventEmitter {
       handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
       idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
       mtu: opts.mtu ?? DEFAULTS.mtu,
+      receiveBufferBytes: opts.receiveBufferBytes ?? DEFAULTS.receiveBufferBytes,
     };
     for (const [name, v] of Object.entries(limits)) {
       if (!(Number.isFinite(v) && v >= 0)) throw new Error(`${name} must be a non-negative number`);
@@ -222,7 +225,7 @@ export class DtlsServer extends EventEmitter {
     if (opts.socket instanceof dgram.Socket) {
       this.socket = opts.socket;
     } else {
-      this.socket = dgram.createSocket('udp4');
+      this.socket = dgram.createSocket({ type: 'udp4', recvBufferSize: limits.receiveBufferBytes });
       this.socket.bind(opts.socket ?? 0, opts.host ?? '0.0.0.0');
     }
     this.socket.on('message', this.#onMessage);
