@@ -51,16 +51,24 @@ describe('DTLS handshake slots', () => {
 
   it('a new handshake from an address holding fewer takes the oldest slot of the address holding the most', async () => {
     srv = await startEchoServer({ maxHandshakes: 4 });
+    // the destination port of every datagram the server sends, in the order it sends them
+    const sentTo: number[] = [];
+    const socket = srv.server.socket;
+    const send = socket.send.bind(socket) as (...args: unknown[]) => void;
+    (socket as unknown as { send: (...args: unknown[]) => void }).send = (...args: unknown[]) => {
+      sentTo.push(args[1] as number);
+      send(...args);
+    };
     await fill(srv.port, '127.0.0.2', 3);
     await fill(srv.port, '127.0.0.3', 1);
-    const oldest = peers[0];
-    const before = oldest.received.length;
+    const [oldest, , youngerAtSameAddress] = peers.map((p) => p.socket.address().port);
     expect(await stalled(srv.port, '127.0.0.3')).toBe(true);
+    const evictedAt = sentTo.length;
     expect([srv.server.sessionsFrom('127.0.0.2'), srv.server.sessionsFrom('127.0.0.3')]).toEqual([2, 2]);
-    // the evicted handshake is forgotten: once a younger one's retransmission timer has sent flight 4 again, the
+    // the evicted handshake is forgotten: once a younger one's retransmission timer has sent its flight 4 again, the
     // oldest's (due earlier) would have too
-    await waitFor(() => peers[2].received.length > 0, 20_000);
-    expect(oldest.received.length).toBe(before);
+    await waitFor(() => sentTo.slice(evictedAt).includes(youngerAtSameAddress), 20_000);
+    expect(sentTo.slice(evictedAt)).not.toContain(oldest);
   });
 
   it('while every slot is taken, an address holding as many as any other gets none of theirs', async () => {
