@@ -225,7 +225,14 @@ export class DtlsServer extends EventEmitter {
     if (opts.socket instanceof dgram.Socket) {
       this.socket = opts.socket;
     } else {
-      this.socket = dgram.createSocket({ type: 'udp4', recvBufferSize: limits.receiveBufferBytes });
+      this.socket = dgram.createSocket('udp4');
+      this.socket.once('listening', () => {
+        try {
+          this.socket.setRecvBufferSize(limits.receiveBufferBytes);
+        } catch {
+          // a kernel that refuses the size (rather than capping it, as Linux does) keeps its default
+        }
+      });
       this.socket.bind(opts.socket ?? 0, opts.host ?? '0.0.0.0');
     }
     this.socket.on('message', this.#onMessage);
