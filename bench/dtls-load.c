@@ -17,7 +17,7 @@
  *   dtls-load idle <host> <port> <seconds> <sessions> psk <identity> <keyhex>
  *       opens <sessions> PSK sessions, prints "connected <n>", holds them idle for <seconds>, then closes them
  *
- * Prints one JSON line: {"ok":n,"errors":n,"cpuMs":n,"hist":[[bucket,count],...],"suite":"..."} (cpuMs: this process's own CPU time) where bucket b holds latencies in
+ * Prints one JSON line: {"ok":n,"errors":n,"cpuMs":n,"hist":[[bucket,count],...],"suite":"...","sessions":n} (cpuMs: this process's own CPU time; sessions: coap mode's sessions whose handshake succeeded) where bucket b holds latencies in
  * [1.02^b, 1.02^(b+1)) microseconds; bench/dtls.ts merges the lines of parallel processes. suite: the cipher suite
  * (OpenSSL name) and ECDHE group the server chose in the first handshake that completed ("" when none did).
  */
@@ -42,6 +42,8 @@
 #define BUCKETS 1200
 static unsigned long hist[BUCKETS];
 static unsigned long ok_count, err_count;
+/* coap mode: sessions whose handshake succeeded */
+static int sessions_up;
 
 static double now_us(void) {
   struct timespec ts;
@@ -270,6 +272,7 @@ static void coap_load(SSL_CTX *ctx, double seconds, int count, const char *prefi
     char go[8];
     if (!fgets(go, sizeof go, stdin)) return;
   }
+  sessions_up = open;
   if (open == 0) return;
   unsigned long seq = 0;
   double start = now_us();
@@ -393,6 +396,6 @@ int main(int argc, char **argv) {
       printf("%s[%d,%lu]", first ? "" : ",", i, slow[i]);
       first = 0;
     }
-  printf("],\"suite\":\"%s\"}\n", suite);
+  printf("],\"suite\":\"%s\",\"sessions\":%d}\n", suite, sessions_up);
   return 0;
 }

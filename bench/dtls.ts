@@ -26,10 +26,10 @@ export function buildLoadGenerator(): string {
   return LOAD;
 }
 
-interface LoadResult { ok: number; errors: number; cpuMs: number; hist: [number, number][]; slow?: [number, number][]; startMs?: number; suite?: string }
+interface LoadResult { ok: number; errors: number; cpuMs: number; hist: [number, number][]; slow?: [number, number][]; startMs?: number; suite?: string; sessions?: number }
 
 /** Runs `procs` load generators in parallel and merges their counts and latency histograms. */
-export async function runLoad(procs: number, args: (i: number) => string[]): Promise<{ ok: number; errors: number; p50Ms: number; p99Ms: number; clientCpuMs: number; suite: string }> {
+export async function runLoad(procs: number, args: (i: number) => string[]): Promise<{ ok: number; errors: number; p50Ms: number; p99Ms: number; clientCpuMs: number; suite: string; sessions: number }> {
   // the coap mode's processes start their load together once all their sessions are up (DTLS_LOAD_BARRIER)
   const children: ChildProcess[] = [];
   let ready = 0;
@@ -72,7 +72,7 @@ export async function runLoad(procs: number, args: (i: number) => string[]): Pro
   };
   return {
     ok, errors: results.reduce((a, r) => a + r.errors, 0), clientCpuMs: results.reduce((a, r) => a + r.cpuMs, 0), p50Ms: Number(quantile(0.5).toFixed(2)), p99Ms: Number(quantile(0.99).toFixed(2)),
-    suite: results.find((r) => r.suite)?.suite ?? '',
+    suite: results.find((r) => r.suite)?.suite ?? '', sessions: results.reduce((a, r) => a + (r.sessions ?? 0), 0),
   };
 }
 

@@ -6,6 +6,8 @@
 // --dtls on|off --idle-sessions 2000 (DTLS server rows: handshakes/s, the same handshakes against libcoap's coap-server-openssl, memory per idle session; bench/dtls.ts)
 // --coap on|off --coap-sessions 200 --coap-rate 2000 --coap-layout all (the service's processes, e.g. 'api,worker|gateway'; CoAP/DTLS end to end closed loop and paced, and libcoap's
 // coap-server-openssl beside it, and the floor ratios of the closed and paced rows: bench/coap.ts, bench/floor.ts) --coap-closed on|off (off: the paced row alone, warmed up paced)
+// --flood on|off --flood-rate 5000 (the coap rows' sessions and rate paced, alone and beside a handshake flood from 127.0.0.2-11: ClientHellos
+// without a cookie at --flood-rate/s and cookie-proven handshakes that stall, as many as the server admits; bench/flood.ts)
 // --embedded on|off (the HTTPS row on the embedded default: one process, DATABASE_URL unset, its start time and memory;
 // bench/embedded.ts)
 // --linked on|off (after each layout's HTTPS row and after the paced CoAP row, the same devices claimed into a monitoring environment and linked to pin groups,
@@ -21,6 +23,7 @@ import { parseArgs } from 'node:util';
 import { runCommandDelivery, type CommandRow } from './commands.ts';
 import { cpuMeter } from './cpu.ts';
 import { coapRows } from './coap.ts';
+import { floodRows } from './flood.ts';
 import { dtlsServerRows, type BenchRow } from './dtls.ts';
 import { serviceMemoryMb, startEmbedded } from './embedded.ts';
 import { linkDevices, pct, provision, reportsOnPins, root, startBenchService, storedReports, HTTPS_PORT, type BenchService, type Provisioned } from './harness.ts';
@@ -31,7 +34,7 @@ import { benchDatabase, fillMeasurementTable, ingestLinkedRow, measurementFindRo
 import { thresholdRows } from './thresholds.ts';
 import { webhookRow } from './webhooks.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' } } });
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' }, flood: { type: 'string', default: 'on' }, 'flood-rate': { type: 'string', default: '5000' } } });
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
@@ -147,6 +150,7 @@ async function main(): Promise<void> {
   const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];
   const dtlsRows: BenchRow[] = values.dtls === 'off' ? [] : await dtlsServerRows({ seconds: Math.max(SECONDS, 20), idleSessions: Number(values['idle-sessions']), procs: 4 });
   if (values.coap !== 'off') dtlsRows.push(...await coapRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), layout: values['coap-layout'], closed: values['coap-closed'] !== 'off', linked: values.linked !== 'off' }));
+  if (values.flood !== 'off') dtlsRows.push(...await floodRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), floodRate: Number(values['flood-rate']) }));
   if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off') dtlsRows.push(...await measurementTableRows());
   if (values.measurements !== 'off') dtlsRows.push(...await ingestLinkedRow({ batches: 200 }));
   if (values.thresholds !== 'off') dtlsRows.push(...await thresholdRows({ devices: Number(values['threshold-devices']), seconds: SECONDS, warmup: WARMUP, batches: 200 }));

@@ -9,6 +9,16 @@ describe('configuration', () => {
     expect(missing).toEqual([]);
   });
 
+  it('the README configuration table gives every variable the default config.ts documents', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const shown = new Map<string, string>();
+    for (const m of readme.matchAll(/^\| `([A-Z0-9_]+)` \| (.*?) \|/gm)) shown.set(m[1], m[2].replaceAll('`', ''));
+    const differing = Object.entries(CONFIG_VARIABLES)
+      .filter(([name, [def]]) => shown.get(name) !== def.replaceAll('`', ''))
+      .map(([name, [def]]) => ({ name, configTs: def, readme: shown.get(name) }));
+    expect(differing).toEqual([]);
+  });
+
   it('DTLS limits come from the environment and are validated', () => {
     const c = loadConfig({ DTLS_MAX_SESSIONS_PER_ADDRESS: '7', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '3', DTLS_MTU: '600' });
     expect(c.dtls).toMatchObject({ maxSessionsPerAddress: 7, handshakeRatePerAddress: 3, mtu: 600, maxSessions: 10_000 });

@@ -1,6 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { DTLS_DEFAULTS } from '../dtls/limits.ts';
+import type { DtlsLimits } from '../dtls/limits.ts';
 
 export type Role = 'all' | 'api' | 'gateway' | 'worker';
 const ROLES: Role[] = ['all', 'api', 'gateway', 'worker'];
@@ -28,8 +30,8 @@ export interface Config {
   coapPlainIdentities: string[];
   /** a CoAP answer ready within this window rides on the ACK; later ones come as a separate response */
   coapPiggybackMs: number;
-  /** limits of the DTLS server behind COAPS_PORT (see src/dtls/server.ts) */
-  dtls: { maxSessions: number; maxHandshakes: number; maxSessionsPerAddress: number; handshakeRatePerAddress: number; handshakeBurstPerAddress: number; handshakeTimeoutMs: number; idleTimeoutMs: number; mtu: number };
+  /** limits of the DTLS server behind COAPS_PORT (defaults: DTLS_DEFAULTS in src/dtls/limits.ts) */
+  dtls: DtlsLimits;
   logLevel: string;
   /** 32-byte server key; JWT signing key and PSK encryption key are derived from it. */
   secretKey: Buffer;
@@ -122,14 +124,15 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   COAPS_PORT: ['5684', 'CoAP over DTLS'],
   COAP_PORT: ['unset → off', 'plain CoAP, opt-in'],
   COAP_PLAIN_IDENTITIES: ['unset → none', 'comma-separated PSK identities that may use plain CoAP (Uri-Query psk-identity=...); every other plain request gets 4.01'],
-  DTLS_MAX_SESSIONS: ['10000', 'established DTLS sessions at most; handshakes beyond it are dropped'],
-  DTLS_MAX_HANDSHAKES: ['1000', 'DTLS handshakes in progress at most (after the stateless cookie check)'],
-  DTLS_MAX_SESSIONS_PER_ADDRESS: ['1000', 'DTLS sessions per source IP address (cellular devices often share a carrier NAT address)'],
-  DTLS_HANDSHAKE_RATE_PER_ADDRESS: ['100', 'DTLS handshakes per second per source IP address (token bucket refill)'],
-  DTLS_HANDSHAKE_BURST_PER_ADDRESS: ['200', 'DTLS handshakes a source IP address may start at once (token bucket size)'],
-  DTLS_HANDSHAKE_TIMEOUT_MS: ['30000', 'a DTLS handshake not complete after this long is abandoned'],
-  DTLS_IDLE_TIMEOUT_MS: ['600000', 'a DTLS session without an authentic record for this long is closed (devices resume or handshake again)'],
-  DTLS_MTU: ['1200', 'largest datagram the DTLS server sends (its flights are fragmented to fit)'],
+  DTLS_MAX_SESSIONS: [String(DTLS_DEFAULTS.maxSessions), 'established DTLS sessions at most; handshakes beyond it are dropped'],
+  DTLS_MAX_HANDSHAKES: [String(DTLS_DEFAULTS.maxHandshakes), 'DTLS handshakes in progress at most (after the stateless cookie check); when all are taken, a handshake from an address holding fewer takes the oldest slot of the address holding the most'],
+  DTLS_MAX_SESSIONS_PER_ADDRESS: [String(DTLS_DEFAULTS.maxSessionsPerAddress), 'DTLS sessions per source IP address (cellular devices often share a carrier NAT address)'],
+  DTLS_HANDSHAKE_RATE_PER_ADDRESS: [String(DTLS_DEFAULTS.handshakeRatePerAddress), 'DTLS handshakes per second per source IP address (token bucket refill)'],
+  DTLS_HANDSHAKE_BURST_PER_ADDRESS: [String(DTLS_DEFAULTS.handshakeBurstPerAddress), 'DTLS handshakes a source IP address may start at once (token bucket size)'],
+  DTLS_HANDSHAKE_TIMEOUT_MS: [String(DTLS_DEFAULTS.handshakeTimeoutMs), 'a DTLS handshake not complete after this long is abandoned'],
+  DTLS_IDLE_TIMEOUT_MS: [String(DTLS_DEFAULTS.idleTimeoutMs), 'a DTLS session without an authentic record for this long is closed (devices resume or handshake again)'],
+  DTLS_MTU: [String(DTLS_DEFAULTS.mtu), 'largest datagram the DTLS server sends (its flights are fragmented to fit)'],
+  DTLS_RECEIVE_BUFFER_BYTES: [String(DTLS_DEFAULTS.receiveBufferBytes), 'receive buffer of the DTLS socket (capped by the kernel\'s net.core.rmem_max: raise that too); the kernel\'s default overflows under a ClientHello flood whenever the event loop pauses, and drops devices\' datagrams with the flood\'s'],
   COAP_PIGGYBACK_MS: ['1000', 'a CoAP answer ready within this window is piggybacked on the ACK, later ones follow as a separate response'],
   LOG_LEVEL: ['info', 'pino level'],
   SECRET_KEY: ['unset → generated once into DATA_DIR/secret.key', '64 hex digits; signs tokens and encrypts device keys at rest. Every process of a deployment needs the same one'],
@@ -237,14 +240,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     coapPlainIdentities: (env.COAP_PLAIN_IDENTITIES ?? '').split(',').map((i) => i.trim()).filter((i) => i !== ''),
     coapPiggybackMs: int(env, 'COAP_PIGGYBACK_MS', 1000, 0, 60_000),
     dtls: {
-      maxSessions: int(env, 'DTLS_MAX_SESSIONS', 10_000, 1),
-      maxHandshakes: int(env, 'DTLS_MAX_HANDSHAKES', 1_000, 1),
-      maxSessionsPerAddress: int(env, 'DTLS_MAX_SESSIONS_PER_ADDRESS', 1_000, 1),
-      handshakeRatePerAddress: int(env, 'DTLS_HANDSHAKE_RATE_PER_ADDRESS', 100, 1),
-      handshakeBurstPerAddress: int(env, 'DTLS_HANDSHAKE_BURST_PER_ADDRESS', 200, 1),
-      handshakeTimeoutMs: int(env, 'DTLS_HANDSHAKE_TIMEOUT_MS', 30_000, 1_000),
-      idleTimeoutMs: int(env, 'DTLS_IDLE_TIMEOUT_MS', 600_000, 1_000),
-      mtu: int(env, 'DTLS_MTU', 1200, 256, 65_000),
+      maxSessions: int(env, 'DTLS_MAX_SESSIONS', DTLS_DEFAULTS.maxSessions, 1),
+      maxHandshakes: int(env, 'DTLS_MAX_HANDSHAKES', DTLS_DEFAULTS.maxHandshakes, 1),
+      maxSessionsPerAddress: int(env, 'DTLS_MAX_SESSIONS_PER_ADDRESS', DTLS_DEFAULTS.maxSessionsPerAddress, 1),
+      handshakeRatePerAddress: int(env, 'DTLS_HANDSHAKE_RATE_PER_ADDRESS', DTLS_DEFAULTS.handshakeRatePerAddress, 1),
+      handshakeBurstPerAddress: int(env, 'DTLS_HANDSHAKE_BURST_PER_ADDRESS', DTLS_DEFAULTS.handshakeBurstPerAddress, 1),
+      handshakeTimeoutMs: int(env, 'DTLS_HANDSHAKE_TIMEOUT_MS', DTLS_DEFAULTS.handshakeTimeoutMs, 1_000),
+      idleTimeoutMs: int(env, 'DTLS_IDLE_TIMEOUT_MS', DTLS_DEFAULTS.idleTimeoutMs, 1_000),
+      mtu: int(env, 'DTLS_MTU', DTLS_DEFAULTS.mtu, 256, 65_000),
+      receiveBufferBytes: int(env, 'DTLS_RECEIVE_BUFFER_BYTES', DTLS_DEFAULTS.receiveBufferBytes, 65_536, 2 ** 30),
     },
     logLevel: env.LOG_LEVEL || 'info',
     secretKey,

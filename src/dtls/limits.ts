@@ -1,8 +1,45 @@
 /**
- * Per-source-address admission for new handshakes: how many associations (handshaking or established) one IP
+ * The DTLS server's limits and their defaults (the one source: `DtlsServer` and `app/config.ts` both take them from
+ * `DTLS_DEFAULTS`), and per-source-address admission for new handshakes: how many associations (handshaking or established) one IP
  * address may hold, and a token bucket on how fast it may start handshakes. Checked only after the cookie
  * proved the address, so a spoofed flood cannot use up someone else's allowance.
  */
+
+/** Limits of the DTLS server (each an option of `createDtlsServer` and a `DTLS_*` setting of `app/config.ts`). */
+export interface DtlsLimits extends AddressLimitOptions {
+  /** DTLS_MAX_SESSIONS: established sessions at most; new handshakes beyond it are dropped. */
+  maxSessions: number;
+  /** DTLS_MAX_HANDSHAKES: handshakes in progress at most (counted after the stateless cookie check). */
+  maxHandshakes: number;
+  /** DTLS_HANDSHAKE_TIMEOUT_MS: a handshake not complete after this long is abandoned. */
+  handshakeTimeoutMs: number;
+  /** DTLS_IDLE_TIMEOUT_MS: a session with no authentic record for this long is closed. */
+  idleTimeoutMs: number;
+  /** DTLS_MTU: largest datagram the server sends; flights are fragmented to fit. */
+  mtu: number;
+  /**
+   * DTLS_RECEIVE_BUFFER_BYTES: the socket's receive buffer (SO_RCVBUF, capped by the kernel's net.core.rmem_max). A
+   * flood of ClientHellos fills the kernel's default (about 200 KB) whenever the event loop pauses, and the datagrams
+   * then dropped are the devices' as much as the flood's.
+   */
+  receiveBufferBytes: number;
+}
+
+/** One cap on PSK identities for TLS and DTLS (src/tls/psk.ts says why 1020 bytes). */
+export { MAX_PSK_IDENTITY_BYTES } from '../tls/psk.ts';
+
+export const DTLS_DEFAULTS: Readonly<DtlsLimits> = Object.freeze({
+  maxSessions: 10_000,
+  maxHandshakes: 1_000,
+  // cellular devices often share a carrier NAT address, hence not lower
+  maxSessionsPerAddress: 1_000,
+  handshakeRatePerAddress: 100,
+  handshakeBurstPerAddress: 200,
+  handshakeTimeoutMs: 30_000,
+  idleTimeoutMs: 600_000,
+  mtu: 1200,
+  receiveBufferBytes: 4 * 1024 * 1024,
+});
 
 export interface AddressLimitOptions {
   /** Associations (handshakes in progress + sessions) per source address at most. */
@@ -75,5 +112,50 @@ export class AddressLimits {
       if (n-- <= 0) break;
       this.#buckets.delete(k);
     }
+  }
+}
+
+/**
+ * The handshakes in progress (DTLS_MAX_HANDSHAKES slots), by source address. When every slot is taken, a new
+ * handshake from an address that holds fewer than some other address takes the oldest slot of the address holding
+ * the most: each address keeps at most a fair share while slots are scarce, so hosts that pass the cookie check and
+ * then stall cannot keep devices at other addresses out for the handshake timeout (30 s by default).
+ */
+export class HandshakeSlots<T> {
+  readonly #addressOf: (handshake: T) => string;
+  readonly #byAddress = new Map<string, Set<T>>();
+  #size = 0;
+
+  constructor(addressOf: (handshake: T) => string) {
+    this.#addressOf = addressOf;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  add(handshake: T): void {
+    const address = this.#addressOf(handshake);
+    let own = this.#byAddress.get(address);
+    if (!own) this.#byAddress.set(address, (own = new Set()));
+    if (own.has(handshake)) return;
+    own.add(handshake);
+    this.#size++;
+  }
+
+  delete(handshake: T): void {
+    const address = this.#addressOf(handshake);
+    const own = this.#byAddress.get(address);
+    if (!own?.delete(handshake)) return;
+    this.#size--;
+    if (own.size === 0) this.#byAddress.delete(address);
+  }
+
+  /** The handshake a new one from `address` may replace: the oldest of the address holding the most, if it holds more. */
+  victimFor(address: string): T | undefined {
+    let most: Set<T> | undefined;
+    for (const own of this.#byAddress.values()) if (!most || own.size > most.size) most = own;
+    if (!most || most.size <= (this.#byAddress.get(address)?.size ?? 0)) return undefined;
+    return most.values().next().value;
   }
 }

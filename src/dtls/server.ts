@@ -22,7 +22,9 @@
  *
  * Before a ClientHello carries a valid cookie the server keeps nothing and sends only a HelloVerifyRequest no
  * larger than the ClientHello, so a spoofed source address costs neither memory nor amplification. Per-address
- * limits are checked only after the cookie, so a spoofed flood cannot exhaust someone else's allowance.
+ * limits are checked only after the cookie, so a spoofed flood cannot exhaust someone else's allowance. When every
+ * handshake slot is taken, a handshake from an address holding fewer takes the oldest slot of the address holding the
+ * most (limits.ts HandshakeSlots): hosts that pass the cookie check and stall cannot lock other addresses out.
  *
  * Connection ID: offered by the client → an 8-byte CID is issued (every suite: AEAD and MAC-then-encrypt), records
  * of type tls12_cid find their session by CID whatever their source, and an authentic record newer than any before
@@ -53,7 +55,8 @@ import { helloVerifyRequestDatagram } from './flights/flight2.ts';
 import { parseHandshakeFragments } from './handshake.ts';
 import { ContentType, DTLS10, encodeRecord, parseDatagram } from './record.ts';
 import type { DtlsRecord } from './record.ts';
-import { AddressLimits } from './limits.ts';
+import { AddressLimits, DTLS_DEFAULTS, HandshakeSlots } from './limits.ts';
+import type { DtlsLimits } from './limits.ts';
 import { DtlsSession } from './session.ts';
 import { SessionCache } from './session-cache.ts';
 import type { SessionConfig, SessionHost } from './session.ts';
@@ -76,15 +79,15 @@ export interface DtlsServerOptions {
     chain: Array<X509Certificate | string | Buffer> | string;
     trustAnchors: () => X509Certificate[];
   };
-  /** Largest datagram the server sends. Default 1200. */
+  /** Largest datagram the server sends. Default: DTLS_DEFAULTS (limits.ts), as every limit below. */
   mtu?: number;
-  /** A handshake not complete after this long is abandoned. Default 30 000 ms. */
+  /** A handshake not complete after this long is abandoned. */
   handshakeTimeoutMs?: number;
-  /** Established sessions at most; new handshakes beyond it are dropped. Default 10 000. */
+  /** Established sessions at most; new handshakes beyond it are dropped. */
   maxSessions?: number;
-  /** Handshakes in progress at most. Default 1 000. */
+  /** Handshakes in progress at most. */
   maxHandshakes?: number;
-  /** A session with no authentic record for this long is closed. Default 600 000 ms. */
+  /** A session with no authentic record for this long is closed. */
   idleTimeoutMs?: number;
   /** Cookie secret rotation period. Default 60 000 ms. */
   cookieRotationMs?: number;
@@ -92,12 +95,14 @@ export interface DtlsServerOptions {
   sessionCacheSize?: number;
   /** A cached session can be resumed for this long after its full handshake. Default 86 400 000 ms (24 h). */
   sessionLifetimeMs?: number;
-  /** Handshakes in progress + sessions one source IP address may hold; more ClientHellos are dropped. Default 100. */
+  /** Handshakes in progress + sessions one source IP address may hold; more ClientHellos are dropped. */
   maxSessionsPerAddress?: number;
-  /** Handshakes per second one source IP address may start, sustained (token bucket refill). Default 10. */
+  /** Handshakes per second one source IP address may start, sustained (token bucket refill). */
   handshakeRatePerAddress?: number;
-  /** Handshakes one source IP address may start in a burst (token bucket size). Default 20. */
+  /** Handshakes one source IP address may start in a burst (token bucket size). */
   handshakeBurstPerAddress?: number;
+  /** Receive buffer of the socket the server binds itself (a given socket is left as it is). */
+  receiveBufferBytes?: number;
 }
 
 export interface HandshakeErrorInfo {
@@ -108,18 +113,12 @@ export interface HandshakeErrorInfo {
   certificateSubject?: string;
 }
 
+/** The configurable limits come from DTLS_DEFAULTS, the same object app/config.ts takes its defaults from. */
 const DEFAULTS = {
-  mtu: 1200,
-  handshakeTimeoutMs: 30_000,
-  maxSessions: 10_000,
-  maxHandshakes: 1_000,
-  idleTimeoutMs: 600_000,
+  ...DTLS_DEFAULTS,
   cookieRotationMs: 60_000,
   sessionCacheSize: 10_000,
   sessionLifetimeMs: 86_400_000,
-  maxSessionsPerAddress: 100,
-  handshakeRatePerAddress: 10,
-  handshakeBurstPerAddress: 20,
   initialRetransmitMs: 1_000,
   maxRetransmitMs: 60_000,
 };
@@ -130,6 +129,8 @@ const DEFAULTS = {
  */
 export class DtlsServer extends EventEmitter {
   readonly socket: dgram.Socket;
+  /** The limits in force: the options given, DTLS_DEFAULTS for the rest. */
+  readonly limits: Readonly<DtlsLimits>;
   readonly #config: SessionConfig;
   readonly #maxSessions: number;
   readonly #maxHandshakes: number;
@@ -154,8 +155,8 @@ export class DtlsServer extends EventEmitter {
   readonly #restarts = new Map<string, { session: DtlsSession; replaces: DtlsSession }>();
   /** Sessions that negotiated a Connection ID, by the CID we issued (hex). */
   readonly #byCid = new Map<string, DtlsSession>();
-  /** Sessions whose handshake runs (their count is what maxHandshakes bounds). */
-  readonly #handshaking = new Set<DtlsSession>();
+  /** Sessions whose handshake runs (their count is what maxHandshakes bounds), by source address. */
+  readonly #handshaking = new HandshakeSlots<DtlsSession>((s) => s.remoteAddress);
   /** One host for every session (a session passes itself): an idle session holds no closures of its own. */
   readonly #host: SessionHost = {
     send: (s, d) => this.#send(d, s.remotePort, s.remoteAddress),
@@ -209,7 +210,22 @@ export class DtlsServer extends EventEmitter {
 
   constructor(opts: DtlsServerOptions) {
     super();
-    const mtu = opts.mtu ?? DEFAULTS.mtu;
+    const limits: DtlsLimits = {
+      maxSessions: opts.maxSessions ?? DEFAULTS.maxSessions,
+      maxHandshakes: opts.maxHandshakes ?? DEFAULTS.maxHandshakes,
+      maxSessionsPerAddress: opts.maxSessionsPerAddress ?? DEFAULTS.maxSessionsPerAddress,
+      handshakeRatePerAddress: opts.handshakeRatePerAddress ?? DEFAULTS.handshakeRatePerAddress,
+      handshakeBurstPerAddress: opts.handshakeBurstPerAddress ?? DEFAULTS.handshakeBurstPerAddress,
+      handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
+      idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
+      mtu: opts.mtu ?? DEFAULTS.mtu,
+      receiveBufferBytes: opts.receiveBufferBytes ?? DEFAULTS.receiveBufferBytes,
+    };
+    for (const [name, v] of Object.entries(limits)) {
+      if (!(Number.isFinite(v) && v >= 0)) throw new Error(`${name} must be a non-negative number`);
+    }
+    this.limits = Object.freeze(limits);
+    const mtu = limits.mtu;
     if (mtu < 64) throw new Error('mtu must be at least 64 bytes');
     const certificate = opts.certificate ? serverCertificate(opts.certificate) : undefined;
     this.#config = {
@@ -220,21 +236,13 @@ export class DtlsServer extends EventEmitter {
       ...(certificate ? { certificate } : {}),
       resumable: (s) => s.peerCertificates.length === 0 || (certificate !== undefined && chainStillValid(s.peerCertificates, certificate.trustAnchors())),
       mtu,
-      handshakeTimeoutMs: opts.handshakeTimeoutMs ?? DEFAULTS.handshakeTimeoutMs,
-      idleTimeoutMs: opts.idleTimeoutMs ?? DEFAULTS.idleTimeoutMs,
+      handshakeTimeoutMs: limits.handshakeTimeoutMs,
+      idleTimeoutMs: limits.idleTimeoutMs,
       initialRetransmitMs: DEFAULTS.initialRetransmitMs,
       maxRetransmitMs: DEFAULTS.maxRetransmitMs,
     };
-    this.#maxSessions = opts.maxSessions ?? DEFAULTS.maxSessions;
-    this.#maxHandshakes = opts.maxHandshakes ?? DEFAULTS.maxHandshakes;
-    const limits = {
-      maxSessionsPerAddress: opts.maxSessionsPerAddress ?? DEFAULTS.maxSessionsPerAddress,
-      handshakeRatePerAddress: opts.handshakeRatePerAddress ?? DEFAULTS.handshakeRatePerAddress,
-      handshakeBurstPerAddress: opts.handshakeBurstPerAddress ?? DEFAULTS.handshakeBurstPerAddress,
-    };
-    for (const [name, v] of Object.entries(limits)) {
-      if (!(Number.isFinite(v) && v >= 0)) throw new Error(`${name} must be a non-negative number`);
-    }
+    this.#maxSessions = limits.maxSessions;
+    this.#maxHandshakes = limits.maxHandshakes;
     this.#limits = new AddressLimits(limits);
     this.#maxSessionsPerAddress = limits.maxSessionsPerAddress;
     this.#rotation = setInterval(() => this.#cookies.rotate(), opts.cookieRotationMs ?? DEFAULTS.cookieRotationMs);
@@ -249,6 +257,13 @@ export class DtlsServer extends EventEmitter {
       this.socket = opts.socket;
     } else {
       this.socket = dgram.createSocket('udp4');
+      this.socket.once('listening', () => {
+        try {
+          this.socket.setRecvBufferSize(limits.receiveBufferBytes);
+        } catch {
+          // a kernel that refuses the size (rather than capping it, as Linux does) keeps its default
+        }
+      });
       this.socket.bind(opts.socket ?? 0, opts.host ?? '0.0.0.0');
     }
     this.socket.on('message', this.#onMessage);
@@ -327,8 +342,13 @@ export class DtlsServer extends EventEmitter {
       if (hvr.length <= datagramLength) this.#send(hvr, rinfo.port, rinfo.address);
       return;
     }
-    if (this.#handshaking.size >= this.#maxHandshakes || this.sessionCount >= this.#maxSessions) return;
+    if (this.sessionCount >= this.#maxSessions) return;
+    // every slot taken: the oldest handshake of the address holding the most gives way, if it holds more than this one
+    const full = this.#handshaking.size >= this.#maxHandshakes;
+    const evict = full ? this.#handshaking.victimFor(rinfo.address) : undefined;
+    if (full && !evict) return;
     if (!this.#limits.admit(rinfo.address)) return;
+    if (this.#handshaking.size >= this.#maxHandshakes) evict?.close();
     const peer = { address: rinfo.address, port: rinfo.port };
     const key = `${peer.address}:${peer.port}`;
     let session: DtlsSession;

@@ -29,8 +29,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { X509Certificate } from 'node:crypto';
 import type { Hash } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/alert.ts';
-import { lookupPskSafely, requirePsk } from '../tls/psk.ts';
-import { HandshakeType, findExtension, parseClientKeyExchangePsk, parseFinished } from '../tls/messages.ts';
+import { lookupPskSafely } from '../tls/psk.ts';
+import { HandshakeType, findExtension, parseFinished } from '../tls/messages.ts';
 import type { ClientHello } from '../tls/messages.ts';
 import { HmacSha256Key, extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from '../tls/prf.ts';
 import { keyBlockLength } from '../tls/suites/index.ts';
@@ -42,6 +42,7 @@ import { isEcdheEcdsa, parseCertificate, verifyCertificateVerify } from '../tls/
 import type { EphemeralEcdhe } from '../tls/ecdhe-ecdsa.ts';
 import { verifyClientChain } from '../tls/x509-chain.ts';
 import type { Negotiated } from './flights/flight4.ts';
+import { clientPskIdentity, pskOrStandIn } from './flights/flight5-psk.ts';
 import { flight6Finished } from './flights/flight6.ts';
 import {
   HANDSHAKE_HEADER_LENGTH,
@@ -492,7 +493,7 @@ export class DtlsSession extends EventEmitter {
           this.#state = 'wait_certificate_verify';
           return;
         }
-        this.pskIdentity = parseClientKeyExchangePsk(msg.body).toString('utf8');
+        this.pskIdentity = clientPskIdentity(msg.body);
         clearTimeout(this.#retransmitTimer); // flight 5 has begun: flight 4 arrived
         this.#state = 'psk_lookup';
         this.#startPskLookup(this.pskIdentity);
@@ -513,8 +514,8 @@ export class DtlsSession extends EventEmitter {
     }
   }
 
-  #startPskLookup(identity: string): void {
-    lookupPskSafely(this.#config.lookupPsk, identity).then(
+  #startPskLookup(identity: string | undefined): void {
+    (identity === undefined ? Promise.resolve(null) : lookupPskSafely(this.#config.lookupPsk, identity)).then(
       (psk) => this.#onPsk(psk),
       (err: unknown) => this.#fail(err, AlertDescription.internal_error),
     );
@@ -523,8 +524,8 @@ export class DtlsSession extends EventEmitter {
   #onPsk(psk: Buffer | null): void {
     if (this.#state !== 'psk_lookup') return; // failed or closed meanwhile
     try {
-      const key = requirePsk(psk, this.pskIdentity);
-      this.#pskHash = pskFingerprint(key);
+      const { key, known } = pskOrStandIn(psk, this.pskIdentity);
+      if (known) this.#pskHash = pskFingerprint(key);
       this.#installKeys(this.#deriveMaster(pskPreMasterSecret(key)));
       this.#state = 'wait_finished';
       this.#drainHandshake();

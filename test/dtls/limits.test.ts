@@ -1,6 +1,9 @@
 /** Per-source-address limits: associations per address and a handshake-rate token bucket, seen by hand-driven peers. */
+import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AddressLimits } from '../../src/dtls/limits.ts';
+import { loadConfig } from '../../src/app/config.ts';
+import { AddressLimits, DTLS_DEFAULTS } from '../../src/dtls/limits.ts';
 import { createDtlsServer } from '../../src/dtls/server.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
 import { startEchoServer, waitFor } from './helpers.ts';
@@ -57,6 +60,23 @@ describe('DTLS per-address limits', () => {
     expect(await getsServerHello(srv.port, '127.0.0.3')).toBe(true);
     await new Promise((r) => setTimeout(r, 600)); // 2 per second: one token back after 500 ms
     expect(await getsServerHello(srv.port)).toBe(true);
+  });
+
+  it('a server given no limits takes the configuration\'s defaults', async () => {
+    srv = await startEchoServer();
+    expect(srv.server.limits).toEqual(loadConfig({ SECRET_KEY: '00'.repeat(32) }).dtls);
+  });
+
+  it('a server that binds its own socket asks for DTLS_RECEIVE_BUFFER_BYTES of receive buffer (as far as rmem_max allows)', async () => {
+    const server = createDtlsServer({ socket: 0, host: '127.0.0.1', lookupPsk: async () => null });
+    try {
+      await once(server, 'listening');
+      const rmemMax = Number(readFileSync('/proc/sys/net/core/rmem_max', 'utf8'));
+      // Linux reports twice what was set (its bookkeeping overhead)
+      expect(server.socket.getRecvBufferSize() / 2).toBeGreaterThanOrEqual(Math.min(DTLS_DEFAULTS.receiveBufferBytes, rmemMax));
+    } finally {
+      await server.close();
+    }
   });
 
   it('defaults are in place and invalid limits are refused at construction', () => {
