@@ -16,20 +16,36 @@ beforeAll(async () => {
 });
 afterAll(async () => { await world?.close(); });
 
-async function exchange(datagram: Buffer): Promise<ParsedPacket> {
+/** Sends one datagram from a fresh socket and resolves with the first datagram that comes back. */
+async function exchangeRaw(datagram: Buffer): Promise<Buffer> {
   const socket = dgram.createSocket('udp4');
   try {
-    return await new Promise<ParsedPacket>((resolve, reject) => {
+    return await new Promise<Buffer>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('no CoAP answer')), 10_000);
       socket.on('message', (m) => {
         clearTimeout(timer);
-        resolve(parse(m));
+        resolve(m);
       });
       socket.send(datagram, plainPort, '127.0.0.1');
     });
   } finally {
     socket.close();
   }
+}
+
+const exchange = async (datagram: Buffer): Promise<ParsedPacket> => parse(await exchangeRaw(datagram));
+
+/** A CON POST (token 'p') with `count` empty options: the first number `first`, then `step` apart. */
+function manyOptions(count: number, first: number, step: number): Buffer {
+  const options: number[] = [];
+  let previous = 0;
+  for (let i = 0; i < count; i++) {
+    const delta = (i === 0 ? first : previous + step) - previous;
+    previous += delta;
+    // deltas here stay below 269: one extension byte at most
+    options.push(...(delta < 13 ? [delta << 4] : [0xd0, delta - 13]));
+  }
+  return Buffer.from([0x41, 0x02, 0x12, 0x34, 0x70, ...options]);
 }
 
 const post = (query: string[], body: string) => generate({
@@ -50,8 +66,10 @@ describe('plain CoAP listener', () => {
 
   it('no identity, an unlisted identity, or a listed one that is no device: 4.01 and nothing queued', async () => {
     const r = report(9);
+    // a body large enough that the refusal's diagnostic fits within the request (answers never exceed it)
+    const body = JSON.stringify({ ...JSON.parse(r.body), pad: 'x'.repeat(200) });
     for (const query of [[], ['psk-identity=not-listed'], ['psk-identity=someone-else']]) {
-      const res = await exchange(post(query, r.body));
+      const res = await exchange(post(query, body));
       expect(res).toMatchObject({ ack: true, code: '4.01' });
       expect(JSON.parse(res.payload.toString())).toMatchObject({ key: 'authentication_error' });
     }
@@ -59,5 +77,32 @@ describe('plain CoAP listener', () => {
     expect(await runsLogging(world.api, `m=${r.m}`)).toEqual([]);
     const metrics = await (await fetch(`http://127.0.0.1:${world.service.apiPort()}/metrics`)).text();
     expect(metrics).toMatch(/gridgate_gateway_handshake_failures_total\{protocol="coap"\} [1-9]/);
+  });
+
+  it('12,000 unknown critical options from an unknown peer: an answer no larger than the datagram, and the service keeps serving', async () => {
+    const attack = manyOptions(12_000, 41, 2);
+    expect(attack.length).toBe(12_006);
+    const answer = await exchangeRaw(attack);
+    expect(answer.length).toBeLessThanOrEqual(attack.length);
+    expect(parse(answer)).toMatchObject({ ack: true, code: '4.02', messageId: 0x1234 });
+    const r = report(10);
+    const res = await exchange(post([`psk-identity=${identity}`], r.body));
+    expect(res).toMatchObject({ ack: true, code: '2.05' });
+    expect(JSON.parse(res.payload.toString())).toEqual({ ok: true, device: identity, m: r.m });
+  });
+
+  it('no answer to an unauthenticated request is larger than the datagram that triggered it', async () => {
+    const attacks = [
+      manyOptions(1000, 41, 2), // 4.02 naming unknown critical options
+      generate({ confirmable: true, code: '0.08', messageId: 2, token: Buffer.from('t') }), // 4.05, unknown method
+      generate({ confirmable: true, code: 'GET', messageId: 3, token: Buffer.from('t'), options: [{ name: 'Proxy-Uri', value: Buffer.from('coap://x') }] }), // 5.05
+      post([], '{}'), // 4.01 without an identity
+      post(['psk-identity=someone-else'], ''), // 4.01: listed, but no such device
+    ];
+    for (const attack of attacks) {
+      const answer = await exchangeRaw(attack);
+      expect(answer.length, parse(answer).code).toBeLessThanOrEqual(attack.length);
+      expect(parse(answer).code[0]).toMatch(/[45]/);
+    }
   });
 });
