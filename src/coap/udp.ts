@@ -55,6 +55,11 @@ export class CoapUdpServer extends EventEmitter {
     return this.#peers.size;
   }
 
+  /** Message ids remembered for deduplication, over all peers (bounded by `maxDedupTotal`). */
+  get remembered(): number {
+    return this.#dedupLimit.size;
+  }
+
   /** Handler calls running plus separate responses awaiting their ACK, over all peers. */
   get pending(): number {
     let n = 0;

@@ -468,6 +468,32 @@ describe('CoAP over a plain UDP socket', () => {
     }
   });
 
+  it('remembers at most maxDedupTotal message ids over all its peers', async () => {
+    const socket = dgram.createSocket('udp4');
+    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+    const server = new CoapUdpServer({ socket, maxDedupTotal: 5, handler: async () => ({ code: '2.04' }) });
+    const clients = await Promise.all([0, 1, 2].map(async () => {
+      const c = dgram.createSocket('udp4');
+      await new Promise<void>((r) => c.bind(0, '127.0.0.1', r));
+      return c;
+    }));
+    try {
+      for (const c of clients) {
+        for (let id = 1; id <= 3; id++) {
+          await new Promise<void>((resolve) => {
+            c.once('message', () => resolve());
+            c.send(req({ code: 'POST', messageId: id }), socket.address().port, '127.0.0.1');
+          });
+        }
+      }
+      expect(server.remembered).toBe(5);
+    } finally {
+      server.close();
+      socket.close();
+      for (const c of clients) c.close();
+    }
+  });
+
   it('keeps one endpoint per peer and answers each at its own address', async () => {
     const socket = dgram.createSocket('udp4');
     await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
