@@ -1,11 +1,15 @@
-/** A seeded fuzz of the plain CoAP port of the whole service, from sockets with no credentials. */
+/**
+ * Seeded fuzzes of CoAP: the plain CoAP port of the whole service, from sockets with no credentials; and the exchange
+ * layer past admission (what a DTLS session's datagrams reach: block-wise transfers, deduplication, answers).
+ */
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { generate, parse } from 'coap-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CoapUdpServer } from '../../src/coap/index.ts';
 import { encodeUint } from '../../src/coap/message.ts';
 import { collectGarbage, fuzzCoapPort } from '../support/coap-fuzz.ts';
-import { report, startCoapWorld, type CoapWorld } from './support.ts';
+import { plainExchange, report, startCoapWorld, type CoapWorld } from './support.ts';
 
 let world: CoapWorld;
 let plainPort: number;
@@ -19,22 +23,12 @@ afterAll(async () => { await world?.close(); });
 /** A report of the listed identity over plain CoAP: the service's answer. */
 async function honestReport(messageId: number): Promise<{ code: string; body: unknown; m: string }> {
   const r = report(5);
-  const socket = dgram.createSocket('udp4');
-  try {
-    const answer = await new Promise<Buffer>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no CoAP answer')), 15_000);
-      socket.on('message', (m) => { clearTimeout(timer); resolve(m); });
-      socket.send(generate({
-        confirmable: true, code: 'POST', messageId, token: Buffer.from('ok'),
-        options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Uri-Query', value: Buffer.from(`psk-identity=${identity}`) }, { name: 'Content-Format', value: encodeUint(50) }],
-        payload: Buffer.from(r.body),
-      }), plainPort, '127.0.0.1');
-    });
-    const p = parse(answer);
-    return { code: p.code, body: JSON.parse(p.payload.toString()), m: r.m };
-  } finally {
-    socket.close();
-  }
+  const answer = await plainExchange(plainPort, generate({
+    confirmable: true, code: 'POST', messageId, token: Buffer.from('ok'),
+    options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Uri-Query', value: Buffer.from(`psk-identity=${identity}`) }, { name: 'Content-Format', value: encodeUint(50) }],
+    payload: Buffer.from(r.body),
+  }));
+  return { code: answer.code, body: JSON.parse(answer.payload.toString()), m: r.m };
 }
 
 const failuresCounted = async () => {
@@ -61,5 +55,37 @@ describe('plain CoAP port under fuzz', () => {
     // no state is kept for unauthenticated peers: what the fuzz allocated is garbage (the bound leaves room for the
     // service's own caches and the report's pipeline, a few MB at most)
     expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(8 * 1024 * 1024);
+  });
+});
+
+describe('the CoAP exchange layer past admission under fuzz', () => {
+  it('3,000 generated datagrams to a listener that admits everything: none throws, and an ordinary request is answered after', async () => {
+    const socket = dgram.createSocket('udp4');
+    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+    // answers three times the request's body: large ones go out in Block2 blocks and are kept for the next block
+    const server = new CoapUdpServer({
+      socket, maxBodyBytes: 4096,
+      handler: async (req) => ({ code: '2.05', options: [{ name: 'Content-Format', value: encodeUint(42) }], payload: Buffer.alloc(Math.min(3 * req.payload.length, 8000), 0x61) }),
+    });
+    const failures: Error[] = [];
+    server.on('failure', (err: Error) => failures.push(err));
+    const client = dgram.createSocket('udp4');
+    try {
+      const outcome = await fuzzCoapPort(socket.address().port, { seed: 20261128, numRuns: 3000, sockets: 4 });
+      expect(outcome.datagrams).toBe(3000);
+      expect(outcome.answered).toBeGreaterThan(500);
+      expect(failures).toEqual([]);
+      await new Promise<void>((r) => client.bind(0, '127.0.0.1', r));
+      const answer = await new Promise<Buffer>((resolve) => {
+        client.once('message', resolve);
+        client.send(generate({ confirmable: true, code: 'POST', messageId: 9, token: Buffer.from('ok'), payload: Buffer.from('abc') }), socket.address().port, '127.0.0.1');
+      });
+      expect(parse(answer)).toMatchObject({ ack: true, code: '2.05', messageId: 9 });
+      expect(parse(answer).payload.toString()).toBe('aaaaaaaaa');
+    } finally {
+      server.close();
+      socket.close();
+      client.close();
+    }
   });
 });

@@ -5,7 +5,7 @@ import { generate, parse } from 'coap-packet';
 import type { ParsedPacket } from 'coap-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeUint } from '../../src/coap/message.ts';
-import { report, run, runsLogging, startCoapWorld, storedAt, type CoapWorld } from './support.ts';
+import { plainExchange, report, run, runsLogging, startCoapWorld, storedAt, type CoapWorld } from './support.ts';
 
 let world: CoapWorld;
 let plainPort: number;
@@ -33,7 +33,7 @@ async function exchangeRaw(datagram: Buffer): Promise<Buffer> {
   }
 }
 
-const exchange = async (datagram: Buffer): Promise<ParsedPacket> => parse(await exchangeRaw(datagram));
+const exchange = (datagram: Buffer): Promise<ParsedPacket> => plainExchange(plainPort, datagram);
 
 /** A CON POST (token 'p') with `count` empty options: the first number `first`, then `step` apart. */
 function manyOptions(count: number, first: number, step: number): Buffer {

@@ -1,5 +1,6 @@
 /** CoAP end-to-end set-up: the service on real PostgreSQL/Redis, a PSK device with a reporting handler, real clients. */
 import { execFileSync, spawn } from 'node:child_process';
+import dgram from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -251,5 +252,28 @@ export class DtlsCoapPeer {
 
   close(): void {
     this.#socket?.close();
+  }
+}
+
+/**
+ * Sends one CON request over plain UDP from a fresh socket and resolves with its answer: piggybacked, or the separate
+ * response after an empty ACK (a handler slower than the piggyback window), which is then ACKed.
+ */
+export async function plainExchange(port: number, datagram: Buffer, timeoutMs = 15_000): Promise<ParsedPacket> {
+  const socket = dgram.createSocket('udp4');
+  try {
+    return await new Promise<ParsedPacket>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no CoAP answer')), timeoutMs);
+      socket.on('message', (m) => {
+        const p = parse(m);
+        if (p.code === '0.00') return; // the empty ACK: the answer follows
+        if (p.confirmable) socket.send(Buffer.from([0x60, 0, p.messageId >> 8, p.messageId & 0xff]), port, '127.0.0.1');
+        clearTimeout(timer);
+        resolve(p);
+      });
+      socket.send(datagram, port, '127.0.0.1');
+    });
+  } finally {
+    socket.close();
   }
 }
