@@ -241,22 +241,23 @@ export class CoapEndpoint extends EventEmitter {
       }), this.#config.piggybackMs)
       : null;
     this.#running++;
-    this.#handler({ method, token: m.token, options: m.options, payload: body, confirmable: m.type === 'CON' })
+    // a handler that throws at once is answered like one that rejects (and its count still comes down)
+    new Promise<CoapResponse>((resolve) => resolve(this.#handler({ method, token: m.token, options: m.options, payload: body, confirmable: m.type === 'CON' })))
       .catch((err: Error) => this.#error('5.00', err.message))
       .then((res) => {
         if (window) clearTimeout(window);
         if (this.#closed) return;
-        this.#guarded(() => {
-          try {
-            let shaped = this.#shape(key, res, block2?.num ?? 0, szx, Date.now());
-            if (block1Echo) shaped = { ...shaped, options: [...(shaped.options ?? []), block1Echo] };
-            this.#respond(m, size, entry, shaped, separate);
-          } catch (err) {
-            // an answer that cannot be encoded (an option coap-packet refuses): the device still gets an answer
-            this.#respond(m, size, entry, this.#error('5.00', `the answer could not be encoded: ${(err as Error).message}`), separate);
-          }
-        });
+        try {
+          let shaped = this.#shape(key, res, block2?.num ?? 0, szx, Date.now());
+          if (block1Echo) shaped = { ...shaped, options: [...(shaped.options ?? []), block1Echo] };
+          this.#respond(m, size, entry, shaped, separate);
+        } catch (err) {
+          // an answer that cannot be encoded (an option coap-packet refuses): the device still gets an answer
+          this.#respond(m, size, entry, this.#error('5.00', `the answer could not be encoded: ${(err as Error).message}`), separate);
+        }
       })
+      // an unhandled rejection would end the process
+      .catch((err: Error) => this.emit('failure', err))
       .finally(() => { this.#running--; });
   }
 

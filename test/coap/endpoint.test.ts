@@ -200,6 +200,24 @@ describe('CoAP endpoint: reliability and deduplication', () => {
     expect(h.calls).toHaveLength(3);
   });
 
+  it('a handler that throws before returning a promise answers 5.00 and leaves nothing pending', async () => {
+    const h = harness((() => { throw new Error('at once'); }) as () => Promise<CoapResponse>);
+    h.endpoint.receive(req({ code: 'POST', messageId: 3 }));
+    await waitFor(() => h.sent.length === 1);
+    expect(parse(h.sent[0])).toMatchObject({ code: '5.00', ack: true });
+    await waitFor(() => h.endpoint.pending === 0);
+  });
+
+  it('a diagnostic that throws while answering a failed handler is emitted as failure, nothing left pending', async () => {
+    const failures: string[] = [];
+    const h = harness(async () => { throw new Error('handler'); }, { diagnostic: () => { throw new Error('diagnostic'); } });
+    h.endpoint.on('failure', (err: Error) => failures.push(err.message));
+    h.endpoint.receive(req({ code: 'POST', messageId: 3 }));
+    await waitFor(() => failures.length === 1);
+    expect(failures).toEqual(['diagnostic']);
+    await waitFor(() => h.endpoint.pending === 0);
+  });
+
   it('a handler that throws answers 5.00', async () => {
     const h = harness(async () => { throw new Error('boom'); });
     h.endpoint.receive(req({ code: 'POST', messageId: 3 }));
