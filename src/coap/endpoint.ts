@@ -161,8 +161,7 @@ export class CoapEndpoint extends EventEmitter {
       if (m.type === 'CON' && seen.reply) this.#send(seen.reply);
       return;
     }
-    const entry = this.#dedup.remember(m.messageId, now);
-    this.#request(m, datagram.length, entry, now);
+    this.#request(m, datagram.length, now);
   }
 
   /** Stops every timer and forgets every exchange. */
@@ -180,10 +179,10 @@ export class CoapEndpoint extends EventEmitter {
     return { code, options: [...options, ...d.options], payload: d.payload };
   }
 
-  #request(m: CoapMessage, size: number, entry: Seen, now: number): void {
-    const immediate = (res: CoapResponse) => this.#respond(m, size, entry, res, false);
-    // answers before admission refuse an unauthenticated request
-    const refuse = (res: CoapResponse) => immediate({ ...res, refused: true });
+  #request(m: CoapMessage, size: number, now: number): void {
+    // answers before admission refuse an unauthenticated request: its message id is not even remembered (making room
+    // for it could push out another peer's)
+    const refuse = (res: CoapResponse) => this.#respond(m, size, { expires: 0, reply: null }, { ...res, refused: true }, false);
     const method = METHODS[m.code];
     if (!method) return refuse(this.#error('4.05', `method ${m.code} is not supported`));
     const bad = unrecognisedCritical(m.options);
@@ -194,6 +193,8 @@ export class CoapEndpoint extends EventEmitter {
     if (option(m.options, 'Proxy-Uri') || option(m.options, 'Proxy-Scheme')) return refuse(this.#error('5.05', 'this server is not a proxy'));
     const refused = this.#admit?.({ method, options: m.options });
     if (refused) return refuse(refused);
+    const entry = this.#dedup.remember(m.messageId, now);
+    const immediate = (res: CoapResponse) => this.#respond(m, size, entry, res, false);
     const key = `${method} ${stringOptions(m.options, 'Uri-Path').join('/')}?${stringOptions(m.options, 'Uri-Query').join('&')}`;
     const block2Value = option(m.options, 'Block2');
     const block2 = block2Value ? decodeBlock(block2Value) : null;

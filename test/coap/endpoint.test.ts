@@ -177,6 +177,18 @@ describe('CoAP endpoint: reliability and deduplication', () => {
     expect(h.endpoint.idle).toBe(true);
   });
 
+  it('refused requests take no room in a shared DedupLimit: another peer\'s message ids stay', async () => {
+    const limit = new DedupLimit(2);
+    const a = harness(async () => ({ code: '2.04' }), { dedupLimit: limit });
+    const b = harness(async () => ({ code: '2.04' }), { dedupLimit: limit, admit: () => ({ code: '4.01' }) });
+    a.endpoint.receive(req({ code: 'POST', messageId: 1 }));
+    a.endpoint.receive(req({ code: 'POST', messageId: 2 }));
+    for (let id = 1; id <= 5; id++) b.endpoint.receive(req({ code: 'POST', messageId: id }));
+    expect(b.sent).toHaveLength(5);
+    expect(a.endpoint.remembered).toBe(2);
+    expect(limit.size).toBe(2);
+  });
+
   it('a 4.02 names at most 8 unknown critical options and counts the rest', async () => {
     const h = harness(async () => ({ code: '2.05' }));
     const options = Array.from({ length: 20 }, (_, i) => ({ name: String(41 + 2 * i), value: Buffer.alloc(0) }));
