@@ -27,7 +27,7 @@ export class DedupLimit {
 
   /** Makes room (forgetting the oldest entries of any peer) and counts `entry`. */
   admit(entry: Entry): void {
-    while (this.#entries.size >= this.maxEntries) {
+    while (this.#entries.size > 0 && this.#entries.size >= this.maxEntries) {
       const oldest = this.#entries.values().next().value as Entry;
       oldest.owner.forget(oldest.messageId);
     }

@@ -6,8 +6,9 @@
  *   matcher      ACK/RST stop the retransmission of our separate response; a duplicate CON message id gets the
  *                reply stored for it (piggybacked response or empty ACK), a duplicate NON nothing (dedup.ts)
  *   admit        an optional check before anything is buffered (plain CoAP's identity). A request answered before
- *                it is admitted (4.02, 4.05, 5.05, the refusal itself), or whose handler refuses it (`refused`), is
- *                forgotten at once: recomputing its answer is cheap, and an unauthenticated peer leaves no state.
+ *                it is admitted (4.02, 4.05, 5.05, the refusal itself) is not remembered, one whose handler refuses
+ *                it (`refused`) is forgotten once answered: recomputing such an answer is cheap, and an
+ *                unauthenticated peer leaves no state.
  *                When the peer's address is not proven (`unprovenPeer`: plain UDP) such an answer is no larger than
  *                the datagram that asked for it (RFC 7252 §11.3: no amplification toward a forged source)
  *   blockwise    Block1 uploads reassembled (2.31 Continue per block), Block2 answers sliced and kept while fetched
