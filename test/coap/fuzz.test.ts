@@ -5,11 +5,13 @@
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { generate, parse } from 'coap-packet';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoapUdpServer } from '../../src/coap/index.ts';
 import { encodeUint } from '../../src/coap/message.ts';
-import { collectGarbage, fuzzCoapPort } from '../support/coap-fuzz.ts';
-import { plainExchange, report, startCoapWorld, type CoapWorld } from './support.ts';
+import { coapDatagram, collectGarbage, fuzzCoapPort } from '../support/coap-fuzz.ts';
+import { until } from '../support/until.ts';
+import { DtlsCoapPeer, plainExchange, report, startCoapWorld, type CoapWorld } from './support.ts';
 
 let world: CoapWorld;
 let plainPort: number;
@@ -31,9 +33,9 @@ async function honestReport(messageId: number): Promise<{ code: string; body: un
   return { code: answer.code, body: JSON.parse(answer.payload.toString()), m: r.m };
 }
 
-const failuresCounted = async () => {
+const failuresCounted = async (protocol = 'coap') => {
   const text = await (await fetch(`http://127.0.0.1:${world.service.apiPort()}/metrics`)).text();
-  return Number(/gridgate_gateway_coap_failures_total\{protocol="coap"\} (\d+)/.exec(text)?.[1] ?? 0);
+  return Number(new RegExp(`gridgate_gateway_coap_failures_total\\{protocol="${protocol}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
 };
 
 describe('plain CoAP port under fuzz', () => {
@@ -86,6 +88,53 @@ describe('the CoAP exchange layer past admission under fuzz', () => {
       server.close();
       socket.close();
       client.close();
+    }
+  });
+});
+
+describe('a DTLS session of a device carrying fuzzed CoAP', () => {
+  it('1,000 generated datagrams in one session of the service: none throws, and the device is answered after on a new session', async () => {
+    const datagrams = fc.sample(coapDatagram, { seed: 20261129, numRuns: 1000 }).filter((d) => d.length <= 1000);
+    const peer = await DtlsCoapPeer.connect(world.coapsPort, world.device.identity, Buffer.from(world.device.key));
+    let pingId = 0xff00;
+    /** A ping, sent again every second until its Reset comes (UDP may drop either). */
+    const pinged = async () => {
+      pingId++;
+      const ping = Buffer.from([0x40, 0, pingId >> 8, pingId & 0xff]);
+      const reset = Buffer.from([0x70, 0, pingId >> 8, pingId & 0xff]);
+      let sentAt = 0;
+      await until(async () => {
+        if (Date.now() - sentAt > 1000) { peer.send(ping); sentAt = Date.now(); }
+        return peer.raw.some((m) => m.equals(reset));
+      }, Boolean, `the Reset to ping ${pingId}`);
+    };
+    try {
+      // the session reaches the exchange layer once its device is looked up
+      await pinged();
+      const before = peer.raw.length;
+      for (const [i, d] of datagrams.entries()) {
+        peer.send(d);
+        // paced, so that the socket buffers do not drop most of the session's records
+        if (i % 25 === 24) await pinged();
+      }
+      await pinged();
+      // besides the pings' Resets, the session's datagrams got answers: they reached the exchange layer
+      expect(peer.raw.length - before - (pingId - 0xff01)).toBeGreaterThan(100);
+    } finally {
+      peer.close();
+    }
+    expect(await failuresCounted('coaps')).toBe(0);
+    const honest = await DtlsCoapPeer.connect(world.coapsPort, world.device.identity, Buffer.from(world.device.key));
+    try {
+      const r = report(6);
+      const answer = await honest.exchange({
+        code: 'POST', messageId: 1, token: Buffer.from('ok'),
+        options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: encodeUint(50) }], payload: Buffer.from(r.body),
+      }, 30_000);
+      expect(answer.code).toBe('2.05');
+      expect(JSON.parse(answer.payload.toString())).toEqual({ ok: true, device: world.device.identity, m: r.m });
+    } finally {
+      honest.close();
     }
   });
 });
