@@ -83,28 +83,41 @@ export async function fuzzCoapPort(port: number, options: { seed: number; numRun
     return s;
   }));
   let turn = 0;
+  // pings sent more than once: a second Reset may still come, and is no answer to the next datagram
+  const resent = new Set<number>();
   try {
     await fc.assert(fc.asyncProperty(coapDatagram, async (datagram) => {
       const socket = sockets[turn++ % sockets.length];
       const pingId = datagram.length >= 4 ? (datagram.readUInt16BE(2) + 1) & 0xffff : 0;
       const answers = await new Promise<Buffer[]>((resolve, reject) => {
         const got: Buffer[] = [];
+        const ping = Buffer.from([0x40, 0, pingId >> 8, pingId & 0xff]);
+        // sent again every second: loopback UDP rarely drops, but a lost ping must not fail the run
+        const again = setInterval(() => {
+          resent.add(pingId);
+          socket.send(ping, port, '127.0.0.1');
+        }, 1000);
         const timer = setTimeout(() => {
-          socket.off('message', onMessage);
+          done();
           reject(new Error(`no Reset to the ping after ${datagram.toString('hex').slice(0, 200)}`));
         }, 10_000);
+        const done = () => {
+          clearInterval(again);
+          clearTimeout(timer);
+          socket.off('message', onMessage);
+        };
         const onMessage = (m: Buffer) => {
-          if (m.length === 4 && m[0] === 0x70 && m[1] === 0 && m.readUInt16BE(2) === pingId) {
-            clearTimeout(timer);
-            socket.off('message', onMessage);
+          const reset = m.length === 4 && m[0] === 0x70 && m[1] === 0;
+          if (reset && m.readUInt16BE(2) === pingId) {
+            done();
             resolve(got);
-          } else {
+          } else if (!(reset && resent.has(m.readUInt16BE(2)))) {
             got.push(m);
           }
         };
         socket.on('message', onMessage);
         socket.send(datagram, port, '127.0.0.1');
-        socket.send(Buffer.from([0x40, 0, pingId >> 8, pingId & 0xff]), port, '127.0.0.1');
+        socket.send(ping, port, '127.0.0.1');
       });
       outcome.datagrams++;
       if (answers.length > 0) outcome.answered++;
