@@ -1,11 +1,10 @@
 /** Plain CoAP (COAP_PORT set): only identities the operator listed, named by the device in Uri-Query psk-identity. */
-import dgram from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { generate, parse } from 'coap-packet';
 import type { ParsedPacket } from 'coap-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeUint } from '../../src/coap/message.ts';
-import { plainExchange, report, run, runsLogging, startCoapWorld, storedAt, type CoapWorld } from './support.ts';
+import { plainExchange, plainExchangeRaw, report, run, runsLogging, startCoapWorld, storedAt, type CoapWorld } from './support.ts';
 
 let world: CoapWorld;
 let plainPort: number;
@@ -16,23 +15,7 @@ beforeAll(async () => {
 });
 afterAll(async () => { await world?.close(); });
 
-/** Sends one datagram from a fresh socket and resolves with the first datagram that comes back. */
-async function exchangeRaw(datagram: Buffer): Promise<Buffer> {
-  const socket = dgram.createSocket('udp4');
-  try {
-    return await new Promise<Buffer>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no CoAP answer')), 10_000);
-      socket.on('message', (m) => {
-        clearTimeout(timer);
-        resolve(m);
-      });
-      socket.send(datagram, plainPort, '127.0.0.1');
-    });
-  } finally {
-    socket.close();
-  }
-}
-
+const exchangeRaw = (datagram: Buffer): Promise<Buffer[]> => plainExchangeRaw(plainPort, datagram);
 const exchange = (datagram: Buffer): Promise<ParsedPacket> => plainExchange(plainPort, datagram);
 
 /** A CON POST (token 'p') with `count` empty options: the first number `first`, then `step` apart. */
@@ -82,7 +65,8 @@ describe('plain CoAP listener', () => {
   it('12,000 unknown critical options from an unknown peer: an answer no larger than the datagram, and the service keeps serving', async () => {
     const attack = manyOptions(12_000, 41, 2);
     expect(attack.length).toBe(12_006);
-    const answer = await exchangeRaw(attack);
+    const [answer, ...more] = await exchangeRaw(attack);
+    expect(more).toEqual([]);
     expect(answer.length).toBeLessThanOrEqual(attack.length);
     expect(parse(answer)).toMatchObject({ ack: true, code: '4.02', messageId: 0x1234 });
     const r = report(10);
@@ -100,9 +84,9 @@ describe('plain CoAP listener', () => {
       post(['psk-identity=someone-else'], ''), // 4.01: listed, but no such device
     ];
     for (const attack of attacks) {
-      const answer = await exchangeRaw(attack);
-      expect(answer.length, parse(answer).code).toBeLessThanOrEqual(attack.length);
-      expect(parse(answer).code[0]).toMatch(/[45]/);
+      const answers = await exchangeRaw(attack);
+      for (const answer of answers) expect(answer.length, parse(answer).code).toBeLessThanOrEqual(attack.length);
+      expect(parse(answers.at(-1)!).code[0]).toMatch(/[45]/);
     }
   });
 });

@@ -256,20 +256,23 @@ export class DtlsCoapPeer {
 }
 
 /**
- * Sends one CON request over plain UDP from a fresh socket and resolves with its answer: piggybacked, or the separate
- * response after an empty ACK (a handler slower than the piggyback window), which is then ACKed.
+ * Sends one CON request over plain UDP from a fresh socket and resolves with every datagram that came back up to its
+ * answer: the piggybacked one, or an empty ACK (a handler slower than the piggyback window) then the separate
+ * response, which is ACKed.
  */
-export async function plainExchange(port: number, datagram: Buffer, timeoutMs = 15_000): Promise<ParsedPacket> {
+export async function plainExchangeRaw(port: number, datagram: Buffer, timeoutMs = 15_000): Promise<Buffer[]> {
   const socket = dgram.createSocket('udp4');
   try {
-    return await new Promise<ParsedPacket>((resolve, reject) => {
+    return await new Promise<Buffer[]>((resolve, reject) => {
+      const got: Buffer[] = [];
       const timer = setTimeout(() => reject(new Error('no CoAP answer')), timeoutMs);
       socket.on('message', (m) => {
+        got.push(m);
         const p = parse(m);
         if (p.code === '0.00') return; // the empty ACK: the answer follows
         if (p.confirmable) socket.send(Buffer.from([0x60, 0, p.messageId >> 8, p.messageId & 0xff]), port, '127.0.0.1');
         clearTimeout(timer);
-        resolve(p);
+        resolve(got);
       });
       socket.send(datagram, port, '127.0.0.1');
     });
@@ -277,3 +280,6 @@ export async function plainExchange(port: number, datagram: Buffer, timeoutMs = 
     socket.close();
   }
 }
+
+/** The answer to one CON request over plain UDP (see plainExchangeRaw). */
+export const plainExchange = async (port: number, datagram: Buffer, timeoutMs?: number): Promise<ParsedPacket> => parse((await plainExchangeRaw(port, datagram, timeoutMs)).at(-1)!);
