@@ -426,22 +426,27 @@ describe('CoAP endpoint: block-wise transfers (RFC 7959)', () => {
   });
 });
 
+/** A UDP socket bound to a port of 127.0.0.1 the OS picks. */
+async function boundSocket(): Promise<dgram.Socket> {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+  return socket;
+}
+
+/** Sends `datagram` from `client` to `server` and resolves with the first datagram back. */
+const ask = (client: dgram.Socket, server: dgram.Socket, datagram: Buffer) => new Promise<Buffer>((resolve) => {
+  client.once('message', resolve);
+  client.send(datagram, server.address().port, '127.0.0.1');
+});
+
 describe('CoAP over a plain UDP socket', () => {
   it('holds at most maxPeers peers: a new one evicts the longest idle', async () => {
-    const socket = dgram.createSocket('udp4');
-    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+    const socket = await boundSocket();
     const server = new CoapUdpServer({ socket, maxPeers: 2, handler: async () => ({ code: '2.05' }) });
-    const clients = await Promise.all([0, 1, 2].map(async () => {
-      const c = dgram.createSocket('udp4');
-      await new Promise<void>((r) => c.bind(0, '127.0.0.1', r));
-      return c;
-    }));
+    const clients = await Promise.all([0, 1, 2].map(() => boundSocket()));
     try {
       for (const c of clients) {
-        await new Promise<void>((resolve) => {
-          c.once('message', () => resolve());
-          c.send(req({ code: 'GET', messageId: 1 }), socket.address().port, '127.0.0.1');
-        });
+        await ask(c, socket, req({ code: 'GET', messageId: 1 }));
         expect(server.peerCount).toBeLessThanOrEqual(2);
       }
       expect(server.peerCount).toBe(2);
@@ -453,16 +458,14 @@ describe('CoAP over a plain UDP socket', () => {
   });
 
   it('an exception while handling a datagram is emitted as failure; the listener keeps serving', async () => {
-    const socket = dgram.createSocket('udp4');
-    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+    const socket = await boundSocket();
     const server = new CoapUdpServer({
       socket, handler: async () => ({ code: '2.05', payload: Buffer.from('fine') }),
       diagnostic: () => { throw new Error('diagnostic broke'); },
     });
     const failures: string[] = [];
     server.on('failure', (err: Error) => failures.push(err.message));
-    const client = dgram.createSocket('udp4');
-    await new Promise<void>((r) => client.bind(0, '127.0.0.1', r));
+    const client = await boundSocket();
     try {
       const answered = new Promise<string>((resolve) => client.once('message', (m) => resolve(parse(m).payload.toString())));
       client.send(req({ code: '0.08', messageId: 1 }), socket.address().port, '127.0.0.1'); // 4.05: its diagnostic throws
@@ -478,11 +481,9 @@ describe('CoAP over a plain UDP socket', () => {
   });
 
   it('keeps no peer for datagrams that leave nothing behind (refused, malformed, pings)', async () => {
-    const socket = dgram.createSocket('udp4');
-    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+    const socket = await boundSocket();
     const server = new CoapUdpServer({ socket, admit: () => ({ code: '4.01' }), handler: async () => ({ code: '2.05' }) });
-    const client = dgram.createSocket('udp4');
-    await new Promise<void>((r) => client.bind(0, '127.0.0.1', r));
+    const client = await boundSocket();
     let answers = 0;
     client.on('message', () => { answers++; });
     try {
@@ -499,21 +500,13 @@ describe('CoAP over a plain UDP socket', () => {
   });
 
   it('remembers at most maxDedupTotal message ids over all its peers', async () => {
-    const socket = dgram.createSocket('udp4');
-    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+    const socket = await boundSocket();
     const server = new CoapUdpServer({ socket, maxDedupTotal: 5, handler: async () => ({ code: '2.04' }) });
-    const clients = await Promise.all([0, 1, 2].map(async () => {
-      const c = dgram.createSocket('udp4');
-      await new Promise<void>((r) => c.bind(0, '127.0.0.1', r));
-      return c;
-    }));
+    const clients = await Promise.all([0, 1, 2].map(() => boundSocket()));
     try {
       for (const c of clients) {
         for (let id = 1; id <= 3; id++) {
-          await new Promise<void>((resolve) => {
-            c.once('message', () => resolve());
-            c.send(req({ code: 'POST', messageId: id }), socket.address().port, '127.0.0.1');
-          });
+          await ask(c, socket, req({ code: 'POST', messageId: id }));
         }
       }
       expect(server.remembered).toBe(5);
@@ -525,14 +518,9 @@ describe('CoAP over a plain UDP socket', () => {
   });
 
   it('keeps one endpoint per peer and answers each at its own address', async () => {
-    const socket = dgram.createSocket('udp4');
-    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+    const socket = await boundSocket();
     const server = new CoapUdpServer({ socket, handler: async (r, peer) => ({ code: '2.05', payload: Buffer.from(`${peer.port}:${r.payload}`) }) });
-    const clients = await Promise.all([0, 1].map(async () => {
-      const c = dgram.createSocket('udp4');
-      await new Promise<void>((r) => c.bind(0, '127.0.0.1', r));
-      return c;
-    }));
+    const clients = await Promise.all([0, 1].map(() => boundSocket()));
     try {
       const answers = await Promise.all(clients.map((c, i) => new Promise<string>((resolve) => {
         c.once('message', (m) => resolve(parse(m).payload.toString()));
