@@ -9,6 +9,7 @@ export const metrics = {
   handshakeFailures: new Counter({ name: 'gridgate_gateway_handshake_failures_total', help: 'Failed device handshakes', labelNames: ['protocol'] }),
   refused: new Counter({ name: 'gridgate_gateway_device_requests_refused_total', help: 'Requests of authenticated devices refused at the gateway', labelNames: ['protocol', 'reason'] }),
   coapMalformed: new Counter({ name: 'gridgate_gateway_coap_malformed_total', help: 'CoAP datagrams dropped (or reset) as malformed', labelNames: ['protocol'] }),
+  coapFailures: new Counter({ name: 'gridgate_gateway_coap_failures_total', help: 'CoAP datagrams or answers whose handling threw (the exchange dropped, the listener kept)', labelNames: ['protocol'] }),
   jobAttempts: new Counter({
     name: 'gridgate_queue_job_attempts_total',
     help: 'Runs of queued device jobs by outcome: completed, delayed (a store was unavailable: run again later), retried (failed, attempts left), failed (failed for good)',

@@ -26,12 +26,20 @@ export function encodeBlock(b: BlockOption): Buffer {
 /** Why a Block1 upload cannot continue, as the response code to send. */
 export type Block1Refusal = { code: '4.00' | '4.08' | '4.13' | '5.03'; message: string };
 
-/** Bytes of unfinished uploads, shared by every peer of a listener, so many peers cannot together hold unbounded memory. */
+/**
+ * Bytes of unfinished uploads, shared by every peer of a listener, so many peers cannot together hold unbounded
+ * memory; and bytes per owner (a device: all its sessions together), so one device with many sessions cannot take
+ * the budget every other device's uploads need.
+ */
 export class UploadBudget {
   readonly totalBytes: number;
+  readonly perOwnerBytes: number;
   #available: number;
-  constructor(totalBytes: number) {
+  readonly #held = new Map<unknown, number>();
+
+  constructor(totalBytes: number, perOwnerBytes = totalBytes) {
     this.totalBytes = totalBytes;
+    this.perOwnerBytes = perOwnerBytes;
     this.#available = totalBytes;
   }
 
@@ -39,23 +47,35 @@ export class UploadBudget {
     return this.#available;
   }
 
-  take(n: number): boolean {
-    if (n > this.#available) return false;
+  /** Bytes `owner` holds now. */
+  heldBy(owner: unknown): number {
+    return this.#held.get(owner) ?? 0;
+  }
+
+  take(owner: unknown, n: number): boolean {
+    const held = this.heldBy(owner);
+    if (n > this.#available || held + n > this.perOwnerBytes) return false;
     this.#available -= n;
+    this.#held.set(owner, held + n);
     return true;
   }
 
-  give(n: number): void {
-    this.#available = Math.min(this.totalBytes, this.#available + n);
+  give(owner: unknown, n: number): void {
+    const held = this.heldBy(owner);
+    const back = Math.min(n, held);
+    if (held - back > 0) this.#held.set(owner, held - back);
+    else this.#held.delete(owner);
+    this.#available = Math.min(this.totalBytes, this.#available + back);
   }
 }
 
-interface Upload { chunks: Buffer[]; size: number; expires: number }
+interface Upload { chunks: Buffer[]; size: number; owner: unknown; timer: NodeJS.Timeout }
 
 /**
  * Reassembles Block1 uploads of one peer, keyed by the request's method and URI (RFC 7959 §2.3: a block belongs to
  * the body of the request with the same options). Bounded: `maxBytes` per upload, `maxUploads` at once (the oldest
- * is dropped), each forgotten `lifetimeMs` after its last block.
+ * is dropped), each dropped `lifetimeMs` after its last block (by a timer: an abandoned upload gives its bytes back
+ * to the budget even when its peer never sends again).
  */
 export class Block1Assembler {
   readonly #uploads = new Map<string, Upload>();
@@ -77,10 +97,10 @@ export class Block1Assembler {
 
   /**
    * Adds one block. Returns the whole body after the last block, 'continue' after any other, or a refusal (the
-   * upload is then forgotten). `size1` is the total the client announced, if it did.
+   * upload is then forgotten). `size1` is the total the client announced, if it did; `owner` is whom the upload's
+   * bytes count against in the budget.
    */
-  add(key: string, block: BlockOption, payload: Buffer, size1: number | undefined, now: number): Buffer | 'continue' | Block1Refusal {
-    for (const [k, u] of this.#uploads) if (u.expires <= now) this.#drop(k);
+  add(key: string, block: BlockOption, payload: Buffer, size1: number | undefined, owner: unknown): Buffer | 'continue' | Block1Refusal {
     const tooLarge: Block1Refusal = { code: '4.13', message: `body exceeds ${this.#maxBytes} bytes` };
     if (block.szx === 7) return { code: '4.00', message: 'block size exponent 7 (BERT) is not for UDP' };
     if (size1 !== undefined && size1 > this.#maxBytes) return tooLarge;
@@ -92,8 +112,8 @@ export class Block1Assembler {
     const offset = block.num * size;
     let upload = this.#uploads.get(key);
     if (offset === 0) {
-      upload = { chunks: [], size: 0, expires: 0 };
       this.#drop(key);
+      upload = { chunks: [], size: 0, owner, timer: setTimeout(() => this.#drop(key), this.#lifetimeMs).unref() };
       if (this.#uploads.size >= this.#maxUploads) this.#drop(this.#uploads.keys().next().value as string);
       this.#uploads.set(key, upload);
     }
@@ -105,13 +125,13 @@ export class Block1Assembler {
       this.#drop(key);
       return tooLarge;
     }
-    if (!this.#budget.take(payload.length)) {
+    if (!this.#budget.take(upload.owner, payload.length)) {
       this.#drop(key);
       return { code: '5.03', message: 'too many uploads in progress; try again later' };
     }
     upload.chunks.push(payload);
     upload.size += payload.length;
-    upload.expires = now + this.#lifetimeMs;
+    upload.timer.refresh();
     if (block.more) return 'continue';
     this.#drop(key);
     return Buffer.concat(upload.chunks);
@@ -124,7 +144,8 @@ export class Block1Assembler {
   #drop(key: string): void {
     const upload = this.#uploads.get(key);
     if (!upload) return;
-    this.#budget.give(upload.size);
+    clearTimeout(upload.timer);
+    this.#budget.give(upload.owner, upload.size);
     this.#uploads.delete(key);
   }
 }

@@ -18,8 +18,16 @@ export interface CoapConfig {
   maxMessageBytes: number;
   /** Message ids remembered per peer; the oldest goes first when full. */
   maxDedupEntries: number;
+  /** Message ids remembered over every peer of a listener (each may keep a reply of up to `maxMessageBytes`); the oldest goes first when full. */
+  maxDedupTotal: number;
   /** Block1 uploads reassembled at once per peer. */
   maxUploads: number;
+  /**
+   * An unfinished Block1 upload is dropped (its bytes back in the upload budget) this long after its last block
+   * (Californium's BLOCKWISE_STATUS_LIFETIME). A client sends its next block once the previous one is answered, so
+   * between two blocks at most MAX_TRANSMIT_WAIT (RFC 7252 §4.8.2: 93 s at the default parameters) passes.
+   */
+  blockwiseStatusLifetimeMs: number;
   /** Large answers kept per peer while the client fetches their Block2 blocks. */
   maxBlock2Answers: number;
   /** Requests of one peer whose handler runs at once; beyond it 5.03 with Max-Age 1. */
@@ -36,7 +44,9 @@ export const COAP_DEFAULTS: CoapConfig = {
   preferredSzx: 6,
   maxMessageBytes: 1152,
   maxDedupEntries: 256,
+  maxDedupTotal: 65_536,
   maxUploads: 2,
+  blockwiseStatusLifetimeMs: 93_000,
   maxBlock2Answers: 4,
   maxInFlight: 8,
 };

@@ -4,8 +4,13 @@
  *
  *   decode       malformed → dropped (a Confirmable one gets a Reset); ping (Empty CON) → Reset
  *   matcher      ACK/RST stop the retransmission of our separate response; a duplicate CON message id gets the
- *                reply stored for it (piggybacked response or empty ACK), a duplicate NON nothing
- *   admit        an optional check before anything is buffered (plain CoAP's identity)
+ *                reply stored for it (piggybacked response or empty ACK), a duplicate NON nothing (dedup.ts)
+ *   admit        an optional check before anything is buffered (plain CoAP's identity). A request answered before
+ *                it is admitted (4.02, 4.05, 5.05, the refusal itself) is not remembered, one whose handler refuses
+ *                it (`refused`) is forgotten once answered: recomputing such an answer is cheap, and an
+ *                unauthenticated peer leaves no state.
+ *                When the peer's address is not proven (`unprovenPeer`: plain UDP) such an answer is no larger than
+ *                the datagram that asked for it (RFC 7252 §11.3: no amplification toward a forged source)
  *   blockwise    Block1 uploads reassembled (2.31 Continue per block), Block2 answers sliced and kept while fetched
  *   handler      the request with its whole body (at most `maxInFlight` at once per peer); its answer is piggybacked when ready within `piggybackMs`,
  *                else an empty ACK goes first and the answer follows as a Confirmable response, retransmitted
@@ -18,6 +23,8 @@ import { Block1Assembler, blockSize, decodeBlock, encodeBlock, sliceBlock } from
 import type { BlockOption, UploadBudget } from './block.ts';
 import { COAP_DEFAULTS } from './config.ts';
 import type { CoapConfig } from './config.ts';
+import { Deduplicator } from './dedup.ts';
+import type { DedupLimit, Seen } from './dedup.ts';
 import { METHODS, decode, emptyMessage, encode, encodeUint, option, stringOptions, uintOption, unrecognisedCritical } from './message.ts';
 import type { CoapMessage, CoapOption } from './message.ts';
 
@@ -36,6 +43,8 @@ export interface CoapResponse {
   code: string;
   options?: CoapOption[];
   payload?: Buffer;
+  /** The request was refused as unauthenticated (e.g. 4.01): answered like the refusals of `admit` (see the layers above). */
+  refused?: boolean;
 }
 
 export type CoapHandler = (request: CoapRequest) => Promise<CoapResponse>;
@@ -49,21 +58,35 @@ export interface CoapEndpointOptions extends Partial<CoapConfig> {
   admit?(request: { method: string; options: CoapOption[] }): CoapResponse | null;
   /** Bytes of unfinished Block1 uploads this endpoint may hold, shared with other endpoints (5.03 when spent). */
   uploadBudget?: UploadBudget;
+  /** Whom an upload's bytes count against in `uploadBudget` (e.g. the device of a session). Default: this endpoint. */
+  uploadOwner?(options: CoapOption[]): unknown;
+  /** Message ids remembered by this endpoint and the others sharing the limit. Default: only `maxDedupEntries` bounds them. */
+  dedupLimit?: DedupLimit;
+  /** The peer's source address is not proven (plain UDP): refusals of unauthenticated requests never outgrow the request. */
+  unprovenPeer?: boolean;
 }
 
-interface Seen { expires: number; reply: Buffer | null }
+/** Unknown critical options a 4.02 names: the rest are counted (RFC 7252 §5.4.1 only asks to reject). */
+const LISTED_CRITICAL = 8;
+
 interface Outstanding { datagram: Buffer; timer: NodeJS.Timeout; retransmits: number; waitMs: number }
 /** `szx`: the largest block size whose message fits `maxMessageBytes` with this answer's options */
 interface LargeAnswer { response: CoapResponse; payload: Buffer; etag: Buffer; expires: number; szx: number }
 
-/** Emits 'malformed' (reason: string) for a datagram dropped or Reset, and 'giveUp' (messageId) when a separate response was never acknowledged. */
+/**
+ * Emits 'malformed' (reason: string) for a datagram dropped or Reset, 'giveUp' (messageId) when a separate response
+ * was never acknowledged, and 'failure' (err: Error) when handling a datagram or an answer threw: the exchange is
+ * dropped and the endpoint (and its transport's listener) carries on.
+ */
 export class CoapEndpoint extends EventEmitter {
   readonly #config: CoapConfig;
   readonly #send: (datagram: Buffer) => void;
   readonly #handler: CoapHandler;
   readonly #diagnostic: NonNullable<CoapEndpointOptions['diagnostic']>;
   readonly #admit: CoapEndpointOptions['admit'];
-  readonly #seen = new Map<number, Seen>();
+  readonly #dedup: Deduplicator;
+  readonly #uploadOwner: (options: CoapOption[]) => unknown;
+  readonly #unprovenPeer: boolean;
   readonly #outstanding = new Map<number, Outstanding>();
   // created on first use: most devices never upload in blocks nor fetch large answers
   #uploads: Block1Assembler | null = null;
@@ -75,13 +98,16 @@ export class CoapEndpoint extends EventEmitter {
 
   constructor(opts: CoapEndpointOptions) {
     super();
-    const { send, handler, diagnostic, admit, uploadBudget, ...config } = opts;
+    const { send, handler, diagnostic, admit, uploadBudget, uploadOwner, dedupLimit, unprovenPeer, ...config } = opts;
     this.#admit = admit;
     this.#diagnostic = diagnostic ?? ((_code, message) => ({ payload: Buffer.from(message), options: [] }));
     this.#config = { ...COAP_DEFAULTS, ...Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) };
     this.#send = send;
     this.#handler = handler;
     this.#uploadBudget = uploadBudget;
+    this.#uploadOwner = uploadOwner ?? (() => this);
+    this.#unprovenPeer = unprovenPeer ?? false;
+    this.#dedup = new Deduplicator({ maxEntries: this.#config.maxDedupEntries, lifetimeMs: this.#config.exchangeLifetimeMs, limit: dedupLimit });
   }
 
   /** Requests whose handler is still running plus separate responses not yet acknowledged. */
@@ -91,11 +117,24 @@ export class CoapEndpoint extends EventEmitter {
 
   /** Message ids remembered for deduplication (bounded by `maxDedupEntries`). */
   get remembered(): number {
-    return this.#seen.size;
+    return this.#dedup.size;
+  }
+
+  /** Nothing kept for this peer: no exchange pending, no message id remembered, no upload or answer held. */
+  get idle(): boolean {
+    return this.pending === 0 && this.#dedup.size === 0 && (this.#uploads?.size ?? 0) === 0 && (this.#answers?.size ?? 0) === 0;
   }
 
   receive(datagram: Buffer): void {
     if (this.#closed) return;
+    try {
+      this.#receive(datagram);
+    } catch (err) {
+      this.emit('failure', err);
+    }
+  }
+
+  #receive(datagram: Buffer): void {
     const d = decode(datagram);
     if (d.kind !== 'message') {
       if (d.kind === 'malformed' && d.confirmable && d.messageId !== null) this.#send(emptyMessage('RST', d.messageId));
@@ -118,13 +157,12 @@ export class CoapEndpoint extends EventEmitter {
       return;
     }
     const now = Date.now();
-    const seen = this.#seen.get(m.messageId);
-    if (seen && seen.expires > now) {
+    const seen = this.#dedup.get(m.messageId, now);
+    if (seen) {
       if (m.type === 'CON' && seen.reply) this.#send(seen.reply);
       return;
     }
-    const entry = this.#remember(m.messageId, now);
-    this.#request(m, entry, now);
+    this.#request(m, datagram.length, now);
   }
 
   /** Stops every timer and forgets every exchange. */
@@ -132,7 +170,7 @@ export class CoapEndpoint extends EventEmitter {
     this.#closed = true;
     for (const o of this.#outstanding.values()) clearTimeout(o.timer);
     this.#outstanding.clear();
-    this.#seen.clear();
+    this.#dedup.clear();
     this.#answers?.clear();
     this.#uploads?.clear();
   }
@@ -142,26 +180,22 @@ export class CoapEndpoint extends EventEmitter {
     return { code, options: [...options, ...d.options], payload: d.payload };
   }
 
-  #remember(messageId: number, now: number): Seen {
-    for (const [id, s] of this.#seen) {
-      if (s.expires > now && this.#seen.size < this.#config.maxDedupEntries) break;
-      this.#seen.delete(id);
-    }
-    const entry: Seen = { expires: now + this.#config.exchangeLifetimeMs, reply: null };
-    this.#seen.delete(messageId);
-    this.#seen.set(messageId, entry);
-    return entry;
-  }
-
-  #request(m: CoapMessage, entry: Seen, now: number): void {
-    const immediate = (res: CoapResponse) => this.#respond(m, entry, res, false);
+  #request(m: CoapMessage, size: number, now: number): void {
+    // answers before admission refuse an unauthenticated request: its message id is not even remembered (making room
+    // for it could push out another peer's)
+    const refuse = (res: CoapResponse) => this.#respond(m, size, { expires: 0, reply: null }, { ...res, refused: true }, false);
     const method = METHODS[m.code];
-    if (!method) return immediate(this.#error('4.05', `method ${m.code} is not supported`));
+    if (!method) return refuse(this.#error('4.05', `method ${m.code} is not supported`));
     const bad = unrecognisedCritical(m.options);
-    if (bad.length > 0) return immediate(this.#error('4.02', `unrecognised critical option ${bad.join(', ')}`));
-    if (option(m.options, 'Proxy-Uri') || option(m.options, 'Proxy-Scheme')) return immediate(this.#error('5.05', 'this server is not a proxy'));
+    if (bad.length > 0) {
+      const more = bad.length > LISTED_CRITICAL ? ` and ${bad.length - LISTED_CRITICAL} more` : '';
+      return refuse(this.#error('4.02', `unrecognised critical option ${bad.slice(0, LISTED_CRITICAL).join(', ')}${more}`));
+    }
+    if (option(m.options, 'Proxy-Uri') || option(m.options, 'Proxy-Scheme')) return refuse(this.#error('5.05', 'this server is not a proxy'));
     const refused = this.#admit?.({ method, options: m.options });
-    if (refused) return immediate(refused);
+    if (refused) return refuse(refused);
+    const entry = this.#dedup.remember(m.messageId, now);
+    const immediate = (res: CoapResponse) => this.#respond(m, size, entry, res, false);
     const key = `${method} ${stringOptions(m.options, 'Uri-Path').join('/')}?${stringOptions(m.options, 'Uri-Query').join('&')}`;
     const block2Value = option(m.options, 'Block2');
     const block2 = block2Value ? decodeBlock(block2Value) : null;
@@ -174,8 +208,8 @@ export class CoapEndpoint extends EventEmitter {
     if (block1Value) {
       const block1 = decodeBlock(block1Value);
       if (!block1) return immediate(this.#error('4.02', 'Block1 option longer than 3 bytes'));
-      this.#uploads ??= new Block1Assembler({ maxBytes: limit, maxUploads: this.#config.maxUploads, lifetimeMs: this.#config.exchangeLifetimeMs, budget: this.#uploadBudget });
-      const result = this.#uploads.add(key, block1, m.payload, uintOption(m.options, 'Size1'), now);
+      this.#uploads ??= new Block1Assembler({ maxBytes: limit, maxUploads: this.#config.maxUploads, lifetimeMs: this.#config.blockwiseStatusLifetimeMs, budget: this.#uploadBudget });
+      const result = this.#uploads.add(key, block1, m.payload, uintOption(m.options, 'Size1'), this.#uploadOwner(m.options));
       if (result === 'continue') return immediate({ code: '2.31', options: [{ name: 'Block1', value: encodeBlock(block1) }] });
       if (!Buffer.isBuffer(result)) {
         return result.code === '4.13' ? tooLarge() : immediate(this.#error(result.code, result.message));
@@ -202,14 +236,15 @@ export class CoapEndpoint extends EventEmitter {
     // client's retransmissions go unanswered (a duplicate with no reply yet) until the answer rides on the ACK.
     let separate = false;
     const window = m.type === 'CON' && !block2
-      ? setTimeout(() => {
+      ? setTimeout(() => this.#guarded(() => {
         separate = true;
         entry.reply = emptyMessage('ACK', m.messageId);
         this.#send(entry.reply);
-      }, this.#config.piggybackMs)
+      }), this.#config.piggybackMs)
       : null;
     this.#running++;
-    this.#handler({ method, token: m.token, options: m.options, payload: body, confirmable: m.type === 'CON' })
+    // a handler that throws at once is answered like one that rejects (and its count still comes down)
+    new Promise<CoapResponse>((resolve) => resolve(this.#handler({ method, token: m.token, options: m.options, payload: body, confirmable: m.type === 'CON' })))
       .catch((err: Error) => this.#error('5.00', err.message))
       .then((res) => {
         if (window) clearTimeout(window);
@@ -217,12 +252,14 @@ export class CoapEndpoint extends EventEmitter {
         try {
           let shaped = this.#shape(key, res, block2?.num ?? 0, szx, Date.now());
           if (block1Echo) shaped = { ...shaped, options: [...(shaped.options ?? []), block1Echo] };
-          this.#respond(m, entry, shaped, separate);
+          this.#respond(m, size, entry, shaped, separate);
         } catch (err) {
           // an answer that cannot be encoded (an option coap-packet refuses): the device still gets an answer
-          this.#respond(m, entry, this.#error('5.00', `the answer could not be encoded: ${(err as Error).message}`), separate);
+          this.#respond(m, size, entry, this.#error('5.00', `the answer could not be encoded: ${(err as Error).message}`), separate);
         }
       })
+      // an unhandled rejection would end the process
+      .catch((err: Error) => this.emit('failure', err))
       .finally(() => { this.#running--; });
   }
 
@@ -266,12 +303,24 @@ export class CoapEndpoint extends EventEmitter {
     };
   }
 
-  #respond(m: CoapMessage, entry: Seen, res: CoapResponse, separate: boolean): void {
+  /** Runs `work` from a timer or a promise callback, where an exception would otherwise end the process. */
+  #guarded(work: () => void): void {
+    try {
+      work();
+    } catch (err) {
+      this.emit('failure', err);
+    }
+  }
+
+  /** `size`: the request's datagram, the bound of a refusal's answer to an unproven peer. */
+  #respond(m: CoapMessage, size: number, entry: Seen, res: CoapResponse, separate: boolean): void {
+    if (res.refused && this.#dedup.get(m.messageId, Date.now()) === entry) this.#dedup.forget(m.messageId);
     if (m.type === 'NON' && suppressed(m.options, res.code)) return;
     const piggybacked = m.type === 'CON' && !separate;
     const messageId = piggybacked ? m.messageId : this.#newMessageId();
     const type = piggybacked ? 'ACK' : m.type === 'CON' ? 'CON' : 'NON';
-    const datagram = encode({ type, code: res.code, messageId, token: m.token, options: [...(res.options ?? [])], payload: res.payload ?? Buffer.alloc(0) });
+    const message: CoapMessage = { type, code: res.code, messageId, token: m.token, options: [...(res.options ?? [])], payload: res.payload ?? Buffer.alloc(0) };
+    const datagram = res.refused && this.#unprovenPeer ? encodeWithin(message, size) : encode(message);
     if (piggybacked) entry.reply = datagram;
     this.#send(datagram);
     if (type === 'CON') this.#retransmit(messageId, datagram);
@@ -280,7 +329,7 @@ export class CoapEndpoint extends EventEmitter {
   #retransmit(messageId: number, datagram: Buffer): void {
     const { ackTimeoutMs, ackRandomFactor } = this.#config;
     const o: Outstanding = { datagram, retransmits: 0, waitMs: ackTimeoutMs * (1 + Math.random() * (ackRandomFactor - 1)), timer: undefined as unknown as NodeJS.Timeout };
-    const fire = () => {
+    const fire = () => this.#guarded(() => {
       if (o.retransmits >= this.#config.maxRetransmit) {
         this.#outstanding.delete(messageId);
         this.emit('giveUp', messageId);
@@ -290,7 +339,7 @@ export class CoapEndpoint extends EventEmitter {
       this.#send(o.datagram);
       o.waitMs *= 2;
       o.timer = setTimeout(fire, o.waitMs);
-    };
+    });
     o.timer = setTimeout(fire, o.waitMs);
     this.#outstanding.set(messageId, o);
   }
@@ -307,4 +356,15 @@ function suppressed(options: CoapOption[], code: string): boolean {
   if (mask === undefined) return false;
   const bit = ({ '2': 2, '4': 8, '5': 16 } as Record<string, number>)[code[0]] ?? 0;
   return (mask & bit) !== 0;
+}
+
+/**
+ * `m` encoded in at most `limit` bytes: without its payload (and the payload's Content-Format) when it would not fit,
+ * then without any option. The header and token are never larger than the request's, so the code always goes.
+ */
+function encodeWithin(m: CoapMessage, limit: number): Buffer {
+  const whole = encode(m);
+  if (whole.length <= limit) return whole;
+  const bare = encode({ ...m, options: m.options.filter((o) => o.name !== 'Content-Format'), payload: Buffer.alloc(0) });
+  return bare.length <= limit ? bare : encode({ ...m, options: [], payload: Buffer.alloc(0) });
 }

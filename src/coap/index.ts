@@ -3,6 +3,7 @@ export { CoapEndpoint } from './endpoint.ts';
 export type { CoapEndpointOptions, CoapHandler, CoapRequest, CoapResponse } from './endpoint.ts';
 export { CoapUdpServer } from './udp.ts';
 export { UploadBudget } from './block.ts';
+export { DedupLimit } from './dedup.ts';
 export type { UdpPeer } from './udp.ts';
 export { COAP_DEFAULTS } from './config.ts';
 export type { CoapConfig } from './config.ts';

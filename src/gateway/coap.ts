@@ -11,7 +11,7 @@
 import type { X509Certificate } from 'node:crypto';
 import dgram from 'node:dgram';
 import type { AppContext } from '../app/context.ts';
-import { CoapEndpoint, CoapUdpServer, ContentFormat, UploadBudget, encodeUint, optionText, stringOptions, uintOption } from '../coap/index.ts';
+import { COAP_DEFAULTS, CoapEndpoint, CoapUdpServer, ContentFormat, DedupLimit, UploadBudget, encodeUint, optionText, stringOptions, uintOption } from '../coap/index.ts';
 import type { CoapOption, CoapRequest, CoapResponse } from '../coap/index.ts';
 import { countHandshakeFailure } from '../connectivity/counters/handshake.ts';
 import { countDeviceEvent } from '../connectivity/counters/recorder.ts';
@@ -88,12 +88,19 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
   let closing = false;
   let inFlight = 0;
   const endpoints = new Set<CoapEndpoint>();
-  // unfinished Block1 uploads of all devices together hold at most 64 bodies of the largest size
-  const uploadBudget = new UploadBudget(64 * ctx.config.deviceBodyLimitBytes);
+  // unfinished Block1 uploads of all devices together hold at most 64 bodies of the largest size, one device (all
+  // its sessions together) what one session may: many sessions of one device cannot crowd the others out
+  const uploadBudget = new UploadBudget(64 * ctx.config.deviceBodyLimitBytes, COAP_DEFAULTS.maxUploads * ctx.config.deviceBodyLimitBytes);
   const coapConfig = { piggybackMs: ctx.config.coapPiggybackMs, maxBodyBytes: ctx.config.deviceBodyLimitBytes, diagnostic, uploadBudget };
+  // message ids remembered over all coaps sessions (plain coap has a limit of its own)
+  const dedupLimit = new DedupLimit(COAP_DEFAULTS.maxDedupTotal);
   const malformed = (protocol: string) => (reason: string) => {
     metrics.coapMalformed.inc({ protocol });
     ctx.log.debug({ protocol, reason }, 'coap datagram dropped');
+  };
+  const failed = (protocol: string) => (err: Error) => {
+    metrics.coapFailures.inc({ protocol });
+    ctx.log.error({ protocol, err: err.message, stack: err.stack }, 'coap datagram could not be handled; dropped');
   };
 
   async function serve(device: Device, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
@@ -180,6 +187,8 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       }
       const endpoint = new CoapEndpoint({
         ...coapConfig,
+        dedupLimit,
+        uploadOwner: () => ('refusal' in device ? session : device.deviceHashId),
         // a body over the limit is a contact the exchange layer answers itself (HTTPS counts its 413 too)
         diagnostic: (code, message) => {
           if (code === '4.13' && !('refusal' in device)) countDeviceEvent(ctx, device.deviceHashId, 'contacts');
@@ -197,6 +206,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
           : (req) => serve(device, req, 'coaps', session.remoteAddress, queryPairs(req.options)),
       });
       endpoint.on('malformed', malformed('coaps'));
+      endpoint.on('failure', failed('coaps'));
       endpoints.add(endpoint);
       session.on('data', (d: Buffer) => endpoint.receive(d));
       session.on('close', () => {
@@ -224,7 +234,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     udp.on('error', (err) => ctx.log.warn({ err: err.message }, 'coap socket error'));
     const refuse = () => {
       metrics.handshakeFailures.inc({ protocol: 'coap' });
-      return json('4.01', { key: 'authentication_error', message: `plain CoAP needs the Uri-Query ${PLAIN_IDENTITY_QUERY}=<identity> of a device the operator allowed` });
+      return { ...json('4.01', { key: 'authentication_error', message: `plain CoAP needs the Uri-Query ${PLAIN_IDENTITY_QUERY}=<identity> of a device the operator allowed` }), refused: true };
     };
     const plainIdentity = (options: CoapOption[]) => queryPairs(options).find(([k]) => k === PLAIN_IDENTITY_QUERY)?.[1];
     plain = new CoapUdpServer({
@@ -232,6 +242,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       socket: udp,
       // before any block is buffered: only listed identities get that far
       admit: (req) => (allowed.has(plainIdentity(req.options) ?? '') ? null : refuse()),
+      uploadOwner: (options) => `identity ${plainIdentity(options) ?? ''}`,
       handler: async (req, peer) => {
         const pairs = queryPairs(req.options);
         const identity = plainIdentity(req.options) ?? '';
@@ -242,6 +253,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       },
     });
     plain.on('malformed', malformed('coap'));
+    plain.on('failure', failed('coap'));
   }
 
   return {

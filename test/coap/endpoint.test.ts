@@ -3,7 +3,7 @@ import dgram from 'node:dgram';
 import { generate, parse } from 'coap-packet';
 import type { ParsedPacket, Packet } from 'coap-packet';
 import { describe, expect, it } from 'vitest';
-import { CoapEndpoint, CoapUdpServer, UploadBudget } from '../../src/coap/index.ts';
+import { CoapEndpoint, CoapUdpServer, DedupLimit, UploadBudget } from '../../src/coap/index.ts';
 import type { CoapEndpointOptions, CoapRequest, CoapResponse } from '../../src/coap/index.ts';
 import { decodeBlock, encodeBlock } from '../../src/coap/block.ts';
 import { decodeUint, encodeUint } from '../../src/coap/message.ts';
@@ -149,6 +149,53 @@ describe('CoAP endpoint: reliability and deduplication', () => {
     expect(h.calls).toHaveLength(41);
   });
 
+  it('a shared DedupLimit bounds the message ids of all its endpoints together, the oldest of any peer forgotten first', async () => {
+    const limit = new DedupLimit(10);
+    const a = harness(async () => ({ code: '2.04' }), { dedupLimit: limit, maxInFlight: 100 });
+    const b = harness(async () => ({ code: '2.04' }), { dedupLimit: limit, maxInFlight: 100 });
+    for (let id = 0; id < 8; id++) a.endpoint.receive(req({ code: 'POST', messageId: id }));
+    for (let id = 0; id < 8; id++) b.endpoint.receive(req({ code: 'POST', messageId: id }));
+    await waitFor(() => a.sent.length === 8 && b.sent.length === 8);
+    expect(limit.size).toBe(10);
+    expect([a.endpoint.remembered, b.endpoint.remembered]).toEqual([2, 8]);
+    a.endpoint.receive(req({ code: 'POST', messageId: 7 })); // still remembered: answered from the store
+    a.endpoint.receive(req({ code: 'POST', messageId: 0 })); // forgotten for b's: a new request
+    await waitFor(() => a.sent.length === 10);
+    expect(a.calls).toHaveLength(9);
+    expect(limit.size).toBe(10);
+  });
+
+  it('a request refused before admission, or whose handler refuses it, leaves no message id behind', async () => {
+    const h = harness(async () => ({ code: '4.01', refused: true }), { admit: (r) => (r.method === 'GET' ? { code: '4.01' } : null) });
+    h.endpoint.receive(req({ code: 'GET', messageId: 1 })); // admit refuses
+    h.endpoint.receive(req({ code: '0.08', messageId: 2 })); // no such method
+    h.endpoint.receive(req({ code: 'POST', messageId: 3, options: [{ name: '9', value: Buffer.alloc(0) }] })); // unknown critical option
+    h.endpoint.receive(req({ code: 'POST', messageId: 4 })); // the handler refuses
+    await waitFor(() => h.sent.length === 4);
+    expect(h.parsed().map((p) => p.code)).toEqual(['4.01', '4.05', '4.02', '4.01']);
+    expect(h.endpoint.remembered).toBe(0);
+    expect(h.endpoint.idle).toBe(true);
+  });
+
+  it('refused requests take no room in a shared DedupLimit: another peer\'s message ids stay', async () => {
+    const limit = new DedupLimit(2);
+    const a = harness(async () => ({ code: '2.04' }), { dedupLimit: limit });
+    const b = harness(async () => ({ code: '2.04' }), { dedupLimit: limit, admit: () => ({ code: '4.01' }) });
+    a.endpoint.receive(req({ code: 'POST', messageId: 1 }));
+    a.endpoint.receive(req({ code: 'POST', messageId: 2 }));
+    for (let id = 1; id <= 5; id++) b.endpoint.receive(req({ code: 'POST', messageId: id }));
+    expect(b.sent).toHaveLength(5);
+    expect(a.endpoint.remembered).toBe(2);
+    expect(limit.size).toBe(2);
+  });
+
+  it('a 4.02 names at most 8 unknown critical options and counts the rest', async () => {
+    const h = harness(async () => ({ code: '2.05' }));
+    const options = Array.from({ length: 20 }, (_, i) => ({ name: String(41 + 2 * i), value: Buffer.alloc(0) }));
+    h.endpoint.receive(req({ code: 'POST', messageId: 1, options }));
+    expect(parse(h.sent[0]).payload.toString()).toBe('unrecognised critical option 41, 43, 45, 47, 49, 51, 53, 55 and 12 more');
+  });
+
   it('a peer with maxInFlight requests running gets 5.03 with Max-Age for the next, and is served again after', async () => {
     const releases: (() => void)[] = [];
     const h = harness((r) => new Promise((resolve) => releases.push(() => resolve({ code: '2.04', payload: r.payload }))), { maxInFlight: 2, piggybackMs: 5000 });
@@ -163,6 +210,24 @@ describe('CoAP endpoint: reliability and deduplication', () => {
     await waitFor(() => h.sent.length === 4);
     expect(h.parsed().map((p) => p.code)).toEqual(['5.03', '2.04', '2.04', '2.04']);
     expect(h.calls).toHaveLength(3);
+  });
+
+  it('a handler that throws before returning a promise answers 5.00 and leaves nothing pending', async () => {
+    const h = harness((() => { throw new Error('at once'); }) as () => Promise<CoapResponse>);
+    h.endpoint.receive(req({ code: 'POST', messageId: 3 }));
+    await waitFor(() => h.sent.length === 1);
+    expect(parse(h.sent[0])).toMatchObject({ code: '5.00', ack: true });
+    await waitFor(() => h.endpoint.pending === 0);
+  });
+
+  it('a diagnostic that throws while answering a failed handler is emitted as failure, nothing left pending', async () => {
+    const failures: string[] = [];
+    const h = harness(async () => { throw new Error('handler'); }, { diagnostic: () => { throw new Error('diagnostic'); } });
+    h.endpoint.on('failure', (err: Error) => failures.push(err.message));
+    h.endpoint.receive(req({ code: 'POST', messageId: 3 }));
+    await waitFor(() => failures.length === 1);
+    expect(failures).toEqual(['diagnostic']);
+    await waitFor(() => h.endpoint.pending === 0);
   });
 
   it('a handler that throws answers 5.00', async () => {
@@ -291,6 +356,29 @@ describe('CoAP endpoint: block-wise transfers (RFC 7959)', () => {
     expect(budget.available).toBe(48);
   });
 
+  it('an abandoned upload gives its bytes back to the budget blockwiseStatusLifetimeMs after its last block', async () => {
+    const budget = new UploadBudget(64);
+    const h = harness(async () => ({ code: '2.04' }), { uploadBudget: budget, blockwiseStatusLifetimeMs: 150 });
+    h.endpoint.receive(req({ code: 'POST', messageId: 1, options: [block1(0, true, 0)], payload: Buffer.alloc(16) }));
+    h.endpoint.receive(req({ code: 'POST', messageId: 2, options: [block1(1, true, 0)], payload: Buffer.alloc(16) }));
+    expect(budget.available).toBe(32);
+    await waitFor(() => budget.available === 64);
+    expect(h.endpoint.idle).toBe(false); // its message ids are still remembered; the upload is gone:
+    h.endpoint.receive(req({ code: 'POST', messageId: 3, options: [block1(2, false, 0)], payload: Buffer.alloc(4) }));
+    expect(h.parsed().map((p) => p.code)).toEqual(['2.31', '2.31', '4.08']);
+  });
+
+  it('one owner (a device, over all its endpoints) holds at most perOwnerBytes of the budget; other owners still upload', async () => {
+    const budget = new UploadBudget(1024, 32);
+    const sameDevice = Array.from({ length: 3 }, () => harness(async () => ({ code: '2.04' }), { uploadBudget: budget, uploadOwner: () => 'device-a' }));
+    const other = harness(async () => ({ code: '2.04' }), { uploadBudget: budget, uploadOwner: () => 'device-b' });
+    for (const h of [...sameDevice, other]) h.endpoint.receive(req({ code: 'POST', messageId: 1, options: [block1(0, true, 0)], payload: Buffer.alloc(16) }));
+    expect(sameDevice.map((h) => h.parsed().map((p) => p.code))).toEqual([['2.31'], ['2.31'], ['5.03']]);
+    expect(other.parsed().map((p) => p.code)).toEqual(['2.31']);
+    expect(budget.heldBy('device-a')).toBe(32);
+    expect(budget.heldBy('device-b')).toBe(16);
+  });
+
   it('admit refuses a request before any block is buffered', async () => {
     const budget = new UploadBudget(1000);
     const h = harness(async () => ({ code: '2.04' }), { uploadBudget: budget, admit: (r) => (r.options.some((o) => o.name === 'Uri-Query') ? null : { code: '4.01', payload: Buffer.from('who?') }) });
@@ -338,22 +426,27 @@ describe('CoAP endpoint: block-wise transfers (RFC 7959)', () => {
   });
 });
 
+/** A UDP socket bound to a port of 127.0.0.1 the OS picks. */
+async function boundSocket(): Promise<dgram.Socket> {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+  return socket;
+}
+
+/** Sends `datagram` from `client` to `server` and resolves with the first datagram back. */
+const ask = (client: dgram.Socket, server: dgram.Socket, datagram: Buffer) => new Promise<Buffer>((resolve) => {
+  client.once('message', resolve);
+  client.send(datagram, server.address().port, '127.0.0.1');
+});
+
 describe('CoAP over a plain UDP socket', () => {
   it('holds at most maxPeers peers: a new one evicts the longest idle', async () => {
-    const socket = dgram.createSocket('udp4');
-    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+    const socket = await boundSocket();
     const server = new CoapUdpServer({ socket, maxPeers: 2, handler: async () => ({ code: '2.05' }) });
-    const clients = await Promise.all([0, 1, 2].map(async () => {
-      const c = dgram.createSocket('udp4');
-      await new Promise<void>((r) => c.bind(0, '127.0.0.1', r));
-      return c;
-    }));
+    const clients = await Promise.all([0, 1, 2].map(() => boundSocket()));
     try {
       for (const c of clients) {
-        await new Promise<void>((resolve) => {
-          c.once('message', () => resolve());
-          c.send(req({ code: 'GET', messageId: 1 }), socket.address().port, '127.0.0.1');
-        });
+        await ask(c, socket, req({ code: 'GET', messageId: 1 }));
         expect(server.peerCount).toBeLessThanOrEqual(2);
       }
       expect(server.peerCount).toBe(2);
@@ -364,15 +457,70 @@ describe('CoAP over a plain UDP socket', () => {
     }
   });
 
+  it('an exception while handling a datagram is emitted as failure; the listener keeps serving', async () => {
+    const socket = await boundSocket();
+    const server = new CoapUdpServer({
+      socket, handler: async () => ({ code: '2.05', payload: Buffer.from('fine') }),
+      diagnostic: () => { throw new Error('diagnostic broke'); },
+    });
+    const failures: string[] = [];
+    server.on('failure', (err: Error) => failures.push(err.message));
+    const client = await boundSocket();
+    try {
+      const answered = new Promise<string>((resolve) => client.once('message', (m) => resolve(parse(m).payload.toString())));
+      client.send(req({ code: '0.08', messageId: 1 }), socket.address().port, '127.0.0.1'); // 4.05: its diagnostic throws
+      await waitFor(() => failures.length === 1);
+      client.send(req({ code: 'GET', messageId: 2 }), socket.address().port, '127.0.0.1');
+      expect(await answered).toBe('fine');
+      expect(failures).toEqual(['diagnostic broke']);
+    } finally {
+      server.close();
+      socket.close();
+      client.close();
+    }
+  });
+
+  it('keeps no peer for datagrams that leave nothing behind (refused, malformed, pings)', async () => {
+    const socket = await boundSocket();
+    const server = new CoapUdpServer({ socket, admit: () => ({ code: '4.01' }), handler: async () => ({ code: '2.05' }) });
+    const client = await boundSocket();
+    let answers = 0;
+    client.on('message', () => { answers++; });
+    try {
+      for (let id = 1; id <= 20; id++) client.send(req({ code: 'POST', messageId: id }), socket.address().port, '127.0.0.1');
+      client.send(Buffer.from([0x40, 0, 0, 99]), socket.address().port, '127.0.0.1'); // ping
+      client.send(Buffer.from([0x40, 1, 0, 98, 0xb5]), socket.address().port, '127.0.0.1'); // malformed
+      await waitFor(() => answers === 22);
+      expect(server.peerCount).toBe(0);
+    } finally {
+      server.close();
+      socket.close();
+      client.close();
+    }
+  });
+
+  it('remembers at most maxDedupTotal message ids over all its peers', async () => {
+    const socket = await boundSocket();
+    const server = new CoapUdpServer({ socket, maxDedupTotal: 5, handler: async () => ({ code: '2.04' }) });
+    const clients = await Promise.all([0, 1, 2].map(() => boundSocket()));
+    try {
+      for (const c of clients) {
+        for (let id = 1; id <= 3; id++) {
+          await ask(c, socket, req({ code: 'POST', messageId: id }));
+        }
+      }
+      expect(server.remembered).toBe(5);
+    } finally {
+      server.close();
+      socket.close();
+      for (const c of clients) c.close();
+    }
+  });
+
   it('keeps one endpoint per peer and answers each at its own address', async () => {
-    const socket = dgram.createSocket('udp4');
-    await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
+    const socket = await boundSocket();
     const server = new CoapUdpServer({ socket, handler: async (r, peer) => ({ code: '2.05', payload: Buffer.from(`${peer.port}:${r.payload}`) }) });
-    const clients = await Promise.all([0, 1].map(async () => {
-      const c = dgram.createSocket('udp4');
-      await new Promise<void>((r) => c.bind(0, '127.0.0.1', r));
-      return c;
-    }));
+    const clients = await Promise.all([0, 1].map(() => boundSocket()));
     try {
       const answers = await Promise.all(clients.map((c, i) => new Promise<string>((resolve) => {
         c.once('message', (m) => resolve(parse(m).payload.toString()));

@@ -1,5 +1,6 @@
 /** CoAP end-to-end set-up: the service on real PostgreSQL/Redis, a PSK device with a reporting handler, real clients. */
 import { execFileSync, spawn } from 'node:child_process';
+import dgram from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -253,3 +254,32 @@ export class DtlsCoapPeer {
     this.#socket?.close();
   }
 }
+
+/**
+ * Sends one CON request over plain UDP from a fresh socket and resolves with every datagram that came back up to its
+ * answer: the piggybacked one, or an empty ACK (a handler slower than the piggyback window) then the separate
+ * response, which is ACKed.
+ */
+export async function plainExchangeRaw(port: number, datagram: Buffer, timeoutMs = 15_000): Promise<Buffer[]> {
+  const socket = dgram.createSocket('udp4');
+  try {
+    return await new Promise<Buffer[]>((resolve, reject) => {
+      const got: Buffer[] = [];
+      const timer = setTimeout(() => reject(new Error('no CoAP answer')), timeoutMs);
+      socket.on('message', (m) => {
+        got.push(m);
+        const p = parse(m);
+        if (p.code === '0.00') return; // the empty ACK: the answer follows
+        if (p.confirmable) socket.send(Buffer.from([0x60, 0, p.messageId >> 8, p.messageId & 0xff]), port, '127.0.0.1');
+        clearTimeout(timer);
+        resolve(got);
+      });
+      socket.send(datagram, port, '127.0.0.1');
+    });
+  } finally {
+    socket.close();
+  }
+}
+
+/** The answer to one CON request over plain UDP (see plainExchangeRaw). */
+export const plainExchange = async (port: number, datagram: Buffer, timeoutMs?: number): Promise<ParsedPacket> => parse((await plainExchangeRaw(port, datagram, timeoutMs)).at(-1)!);
