@@ -56,9 +56,9 @@ export async function deviceTypeRoutes(app: FastifyInstance, ctx: AppContext): P
   crudRoutes<DeviceTypeInput, DeviceTypePatch>(app, {
     base: '/device-type/', noun: 'device-type', rights: { connectivity: 'ENVIRONMENT_ADMIN' }, addBody: AddBody, updateBody: UpdateBody,
     operations: {
-      add: (env, body) => addDeviceType(ctx.db, env, body),
+      add: (env, body, account) => addDeviceType(ctx.db, env, body, account.id),
       find: (env, query) => findDeviceTypes(ctx.db, env, query),
-      get: (env, hashId) => getDeviceType(ctx.db, env, hashId),
+      get: (env, hashId, account) => getDeviceType(ctx.db, env, hashId, account.id),
       update: (env, hashId, patch) => updateDeviceType(ctx.db, env, hashId, patch),
       remove: (env, hashId) => deleteDeviceType(ctx.db, ctx.redis, env, hashId),
     },
