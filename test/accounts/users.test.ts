@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMachineAccount } from '../../src/accounts/store.ts';
+import { createEnvironment, createMachineAccount } from '../../src/accounts/store.ts';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
+import { admin as adminCli, MAIN } from '../support/service-process.ts';
 import { expectParameterError, findAll, type ErrorBody } from '../connectivity/fixtures.ts';
 
 let api: TestApi;
@@ -74,6 +79,18 @@ describe('users of an environment', () => {
     expect((await machineLogin(mailed.assertion)).user.email).toBe('robot@example.com');
     expect((await c.request<UserAnswer>('GET', `/user/${mailed.hashId}`)).body.user.email).toBe('robot@example.com');
   });
+
+  it('the admin CLI gives a machine account an address (--email) and refuses one that is not', async () => {
+    const env = { DATABASE_URL: process.env.DATABASE_URL!, DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'gridgate-cli-')) };
+    const environment = await createEnvironment(api.ctx.db, 'monitoring', 'CLI');
+    const made = adminCli(env, 'create-machine-account', '--environment', environment.hashId, '--rights', 'READ', '--email', 'cli@example.com');
+    expect((await machineLogin(made.assertion)).user.email).toBe('cli@example.com');
+    const bad = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'admin', 'create-machine-account', '--environment', environment.hashId, '--rights', 'READ', '--email', 'nobody'],
+      { env: { PATH: process.env.PATH, SECRET_KEY: '33'.repeat(32), ...env }, encoding: 'utf8', timeout: 60_000 });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain('email');
+    // two CLI processes, each loading the service's TypeScript: seconds apiece on a loaded machine
+  }, 150_000);
 
   it('updates rights (the SDK\'s update), name, address, zone and notification level; members left out keep their value', async () => {
     const c = await admin();
