@@ -4,8 +4,8 @@
 // userEnvironmentSettings, so issue notifications and supplier alerts treat them alike.
 //
 // Rights cannot grow through these routes: a caller grants only rights it holds itself, unless it holds
-// ENVIRONMENT_ADMIN, and leaves alone users holding a right it lacks. Otherwise a USERS account could make
-// itself (through a second machine account) an environment admin.
+// ENVIRONMENT_ADMIN, and leaves alone users holding a right it lacks. Otherwise a USERS account, itself a
+// user of its environment, could give itself ENVIRONMENT_ADMIN or strip it from the environment's admins.
 
 import type { Db, Queryable, Row } from '../app/db.ts';
 import { ConflictError, NotFoundError, ParameterError, RightError } from '../app/errors.ts';
