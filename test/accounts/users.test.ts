@@ -103,6 +103,16 @@ describe('users of an environment', () => {
     expect(got.userEnvironmentSettings.notificationLevel).toBeNull();
   });
 
+  it('clears a machine account\'s address with email null; a person keeps one (parameter_error naming email)', async () => {
+    const c = await admin();
+    const mailed = await colleague(c, ['READ'], 'robot@example.com');
+    expect((await c.request('POST', `/user/${mailed.hashId}`, { email: null })).status).toBe(204);
+    expect((await c.request<UserAnswer>('GET', `/user/${mailed.hashId}`)).body.user.email).toBeNull();
+    const { hashId } = (await c.request<{ hashId: string }>('POST', '/user/', person({ email: 'kept@example.com' }))).body;
+    expectParameterError(await c.request('POST', `/user/${hashId}`, { email: null }), 'email');
+    expect((await c.request<UserAnswer>('GET', `/user/${hashId}`)).body.user.email).toBe('kept@example.com');
+  });
+
   it('deletes a person: gone from get and find', async () => {
     const c = await admin();
     const { hashId } = (await c.request<{ hashId: string }>('POST', '/user/', person())).body;

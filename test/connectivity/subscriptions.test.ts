@@ -124,6 +124,9 @@ describe('subscriptions to alerts on supplier objects', () => {
     expectParameterError(await b.request('POST', '/subscription/', { objectType: 'deviceType', objectHashId: type }), 'objectHashId');
     expect(await findAll(b, '/subscription/')).toEqual([]);
     expect(await findAll(b, `/subscription/?supplierHashId=${a.environmentHashId}`)).toEqual([]);
+    const person = ok(await a.request<{ hashId: string }>('POST', '/user/', { name: 'A person', email: 'a-person@example.com', rights: ['ENVIRONMENT_ADMIN'] })).hashId;
+    expectParameterError(await b.request('POST', '/subscription/', { objectType: 'supplierWebhook', objectHashId: await webhook(b), userHashId: person }), 'userHashId');
+    expectParameterError(await b.request('GET', `/subscription/?userHashId=${person}`), 'userHashId');
     expect((await b.request<ErrorBody>('DELETE', `/subscription/${subscriptionHashId}`)).body.key).toBe('not_found_error');
     expect((await b.request<ErrorBody>('GET', `/device-type/${type}`)).status).toBe(404);
     expect((await findAll<Row>(a, '/subscription/')).map((r) => r.subscription.hashId)).toEqual([subscriptionHashId]);
