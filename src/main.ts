@@ -10,14 +10,14 @@ import { retryFailedJobs } from './pipeline/failed-jobs.ts';
 
 const ADMIN_USAGE = `usage: admin <command> [--flags]
   create-environment --type monitoring|connectivity --name <name>     → {"hashId","type","name"}
-  create-machine-account --environment <hashId> --rights A,B [--name n] → {"hashId","assertion"} (shown once)
+  create-machine-account --environment <hashId> --rights A,B [--name n] [--email address] → {"hashId","assertion"} (shown once)
   revoke-machine-account --account <hashId>                            → {"hashId","revoked"}
   retry-failed                                                          → {"queue","retried"}: device jobs failed for good run again`;
 
 /** Operator commands: each prints one JSON object on stdout. */
 async function admin(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
-  const { values } = parseArgs({ args: rest, options: { type: { type: 'string' }, name: { type: 'string' }, environment: { type: 'string' }, rights: { type: 'string' }, account: { type: 'string' } } });
+  const { values } = parseArgs({ args: rest, options: { type: { type: 'string' }, name: { type: 'string' }, environment: { type: 'string' }, rights: { type: 'string' }, account: { type: 'string' }, email: { type: 'string' } } });
   const config = loadConfig();
   const log = createLogger('silent');
   if (command === 'retry-failed') {
@@ -31,7 +31,7 @@ async function admin(argv: string[]): Promise<void> {
       const env = await createEnvironment(db, values.type as EnvironmentType, values.name ?? '');
       out = { hashId: env.hashId, type: env.type, name: env.name };
     } else if (command === 'create-machine-account') {
-      out = await createMachineAccount(db, values.environment ?? '', (values.rights ?? '').split(',').filter(Boolean), values.name);
+      out = await createMachineAccount(db, values.environment ?? '', (values.rights ?? '').split(',').filter(Boolean), values.name, values.email);
     } else if (command === 'revoke-machine-account') {
       out = { hashId: values.account, revoked: await revokeMachineAccount(db, values.account ?? '') };
     } else {

@@ -7,17 +7,13 @@ import { FindQuery, HashIdParams } from '../http/schemas.ts';
 import { environmentView } from '../monitoring/environments/settings.ts';
 import { beginLogin } from './login-limits.ts';
 import { userEnvironmentSettings } from './user-environment-settings.ts';
+import { userView as userViewOf } from './users.ts';
 import { assertionAccount, prepareLogins, verifyAssertion, type Account, type EnvironmentRecord } from './store.ts';
 
-function userView(account: Account) {
-  return {
-    hashId: account.hashId, email: `${account.hashId}@machine.local`, name: account.name, timezone: 'UTC', locale: 'en',
-    phone: null, company: null, rights: account.rights, twoFactorAuthenticationEnabled: false,
-  };
-}
+const userView = (account: Account) => userViewOf(account, account.environment);
 
 /** The SDK's supplier (a connectivity environment as its supplier routes show it). */
-function supplierView(env: EnvironmentRecord) {
+export function supplierView(env: EnvironmentRecord) {
   return {
     hashId: env.hashId,
     name: env.name,

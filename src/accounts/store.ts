@@ -1,6 +1,6 @@
 import { Counter } from 'prom-client';
 import type { Queryable } from '../app/db.ts';
-import { ParameterError } from '../app/errors.ts';
+import { ConflictError, ParameterError } from '../app/errors.ts';
 import { newHashId, newSecret } from '../app/hash-id.ts';
 import { hashSecret, verifySecret } from '../app/keys.ts';
 
@@ -23,7 +23,31 @@ export interface Account {
   hashId: string;
   name: string;
   rights: string[];
+  /** where the account's mail goes; null when the operator gave it no address */
+  email: string | null;
+  locale: string | null;
+  timezone: string | null;
   environment: EnvironmentRecord;
+}
+
+/** The rights an environment type knows. */
+export const rightsOf = (type: EnvironmentType): string[] => (type === 'monitoring' ? MONITORING_RIGHTS : CONNECTIVITY_RIGHTS);
+
+/** A user's rights, checked against the environment type's list; parameter_error naming `rights`. */
+export function checkRights(type: EnvironmentType, rights: string[]): string[] {
+  const allowed = rightsOf(type);
+  const bad = rights.filter((r) => !allowed.includes(r));
+  if (bad.length > 0 || rights.length === 0) {
+    throw new ParameterError(`rights must be a non-empty list of ${allowed.join(', ')} for a ${type} environment${bad.length ? `; unknown: ${bad.join(', ')}` : ''}`);
+  }
+  return [...new Set(rights)];
+}
+
+/** An e-mail address as the user routes and the admin CLI take it; parameter_error naming `field`. */
+export function checkEmail(email: string, field = 'email'): string {
+  // one @, no spaces, a dot in the domain: what a mail server will take, not the whole of RFC 5322
+  if (email.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new ParameterError(`${field} must be an e-mail address of at most 254 characters`);
+  return email;
 }
 
 const ENV_COLUMNS = `e.id AS env_id, e.hash_id AS env_hash_id, e.type AS env_type, e.name AS env_name, e.settings AS env_settings, e.created_at AS env_created_at`;
@@ -50,33 +74,46 @@ export async function createEnvironment(db: Queryable, type: EnvironmentType, na
   return toEnvironment(rows[0]);
 }
 
-/** Creates a machine account; the returned assertion (`<hashId>:<secret>`) is shown once and stored only as a slow hash. */
-export async function createMachineAccount(db: Queryable, environmentHashId: string, rights: string[], name = 'machine account'): Promise<{ hashId: string; assertion: string }> {
+/**
+ * Creates a machine account; the returned assertion (`<hashId>:<secret>`) is shown once and stored only as a slow hash.
+ * With `email` it is a user its environment's mail reaches (issue notifications, supplier alerts).
+ */
+export async function createMachineAccount(db: Queryable, environmentHashId: string, rights: string[], name = 'machine account', email?: string): Promise<{ hashId: string; assertion: string }> {
   const { rows } = await db.query<{ id: number; type: EnvironmentType }>('SELECT id, type FROM environment WHERE hash_id = $1 AND deleted_at IS NULL', [environmentHashId]);
   if (rows.length === 0) throw new ParameterError(`environment ${environmentHashId} does not exist`);
-  const allowed = rows[0].type === 'monitoring' ? MONITORING_RIGHTS : CONNECTIVITY_RIGHTS;
-  const bad = rights.filter((r) => !allowed.includes(r));
-  if (bad.length > 0 || rights.length === 0) {
-    throw new ParameterError(`rights must be a non-empty list of ${allowed.join(', ')} for a ${rows[0].type} environment${bad.length ? `; unknown: ${bad.join(', ')}` : ''}`);
-  }
+  const checked = checkRights(rows[0].type, rights);
+  if (email !== undefined) checkEmail(email);
   const hashId = newHashId();
   const secret = newSecret();
-  await db.query('INSERT INTO machine_account (hash_id, environment_id, name, secret_hash, rights) VALUES ($1, $2, $3, $4, $5)', [
-    hashId, rows[0].id, name, await hashSecret(secret), rights,
-  ]);
+  try {
+    await db.query('INSERT INTO machine_account (hash_id, environment_id, name, secret_hash, rights, email) VALUES ($1, $2, $3, $4, $5, $6)', [
+      hashId, rows[0].id, name, await hashSecret(secret), checked, email ?? null,
+    ]);
+  } catch (err) {
+    throw uniqueEmail(err, email);
+  }
   return { hashId, assertion: `${hashId}:${secret}` };
+}
+
+/** A unique violation of the address index as the 409 a caller understands; any other error as it is. */
+export function uniqueEmail(err: unknown, email: string | null | undefined): unknown {
+  const e = err as { code?: string; constraint?: string };
+  return e.code === '23505' && e.constraint === 'machine_account_email' ? new ConflictError(`email: ${email} is already a user of this environment`) : err;
 }
 
 export async function loadAccount(db: Queryable, hashId: string): Promise<Account | null> {
   const { rows } = await db.query(
-    `SELECT a.id, a.hash_id, a.name, a.rights, ${ENV_COLUMNS}
+    `SELECT a.id, a.hash_id, a.name, a.rights, a.email, a.locale, a.timezone, ${ENV_COLUMNS}
        FROM machine_account a JOIN environment e ON e.id = a.environment_id
-      WHERE a.hash_id = $1 AND a.revoked_at IS NULL AND e.deleted_at IS NULL`,
+      WHERE a.hash_id = $1 AND a.kind = 'machine' AND a.revoked_at IS NULL AND e.deleted_at IS NULL`,
     [hashId],
   );
   if (rows.length === 0) return null;
   const r = rows[0];
-  return { id: r.id as number, hashId: r.hash_id as string, name: r.name as string, rights: r.rights as string[], environment: toEnvironment(r) };
+  return {
+    id: r.id as number, hashId: r.hash_id as string, name: r.name as string, rights: r.rights as string[],
+    email: r.email as string | null, locale: r.locale as string | null, timezone: r.timezone as string | null, environment: toEnvironment(r),
+  };
 }
 
 /** Slow-hash checks run by logins, known account or not (the same count for both is what keeps their timing alike). */
@@ -99,7 +136,7 @@ export const assertionAccount = (assertion: string): string => {
 export async function verifyAssertion(db: Queryable, assertion: string): Promise<Account | null> {
   const hashId = assertionAccount(assertion);
   const { rows } = hashId === '' ? { rows: [] }
-    : await db.query<{ secret_hash: string }>('SELECT secret_hash FROM machine_account WHERE hash_id = $1 AND revoked_at IS NULL', [hashId]);
+    : await db.query<{ secret_hash: string }>("SELECT secret_hash FROM machine_account WHERE hash_id = $1 AND kind = 'machine' AND revoked_at IS NULL", [hashId]);
   const stored = rows.length > 0 ? rows[0].secret_hash : await dummy();
   loginSecretChecks.inc();
   const matches = await verifySecret(assertion.slice(hashId.length + 1), stored);

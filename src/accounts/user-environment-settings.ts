@@ -4,15 +4,17 @@ import type { AppContext } from '../app/context.ts';
 import type { Queryable } from '../app/db.ts';
 import { ParameterError } from '../app/errors.ts';
 import { HashId } from '../http/schemas.ts';
-import type { Account } from './store.ts';
 
 /** The SDK's userEnvironmentSettings: an account's own settings in its environment. */
 export interface UserEnvironmentSettings { notificationLevel: 0 | 1 | 2 | null; defaultAnalyticsPanelHashId: string | null }
 
+/** The user whose settings are meant: the calling account, or another user of its environment (user routes). */
+export interface SettingsOwner { id: number; environment: { id: number } }
+
 /** What an account that never set anything has. */
 const DEFAULTS: UserEnvironmentSettings = { notificationLevel: 0, defaultAnalyticsPanelHashId: null };
 
-export async function userEnvironmentSettings(db: Queryable, account: Account): Promise<UserEnvironmentSettings> {
+export async function userEnvironmentSettings(db: Queryable, account: SettingsOwner): Promise<UserEnvironmentSettings> {
   const { rows } = await db.query<{ notification_level: 0 | 1 | 2 | null; panel: string | null }>(
     `SELECT s.notification_level, a.hash_id AS panel FROM user_environment_settings s
        LEFT JOIN analytics_panel a ON a.id = s.default_analytics_panel_id
@@ -24,7 +26,7 @@ export async function userEnvironmentSettings(db: Queryable, account: Account): 
 export interface SettingsUpdate { notificationLevel?: 0 | 1 | 2 | null; defaultAnalyticsPanelHashId?: string | null }
 
 /** Sets the members given; the default panel must be a panel of the account's environment. */
-export async function updateUserEnvironmentSettings(db: Queryable, account: Account, update: SettingsUpdate): Promise<void> {
+export async function updateUserEnvironmentSettings(db: Queryable, account: SettingsOwner, update: SettingsUpdate): Promise<void> {
   let panelId: number | null = null;
   if (typeof update.defaultAnalyticsPanelHashId === 'string') {
     const { rows } = await db.query<{ id: number }>('SELECT id FROM analytics_panel WHERE environment_id = $1 AND hash_id = $2', [account.environment.id, update.defaultAnalyticsPanelHashId]);
@@ -42,7 +44,7 @@ export async function updateUserEnvironmentSettings(db: Queryable, account: Acco
     [account.id, account.environment.id, setsLevel, update.notificationLevel ?? null, setsPanel, panelId]);
 }
 
-const UpdateBody = Type.Object({
+export const SettingsUpdateBody = Type.Object({
   notificationLevel: Type.Optional(Type.Union([Type.Literal(0), Type.Literal(1), Type.Literal(2), Type.Null()])),
   defaultAnalyticsPanelHashId: Type.Optional(Type.Union([HashId, Type.Null()])),
 }, { additionalProperties: false });
@@ -52,7 +54,7 @@ export async function userEnvironmentSettingsRoutes(app: FastifyInstance, ctx: A
   app.post('/settings/user-environment-settings', {
     config: { rights: { monitoring: 'READ' } },
     schema: {
-      tags: ['settings'], summary: 'user environment settings update', body: UpdateBody,
+      tags: ['settings'], summary: 'user environment settings update', body: SettingsUpdateBody,
       description: 'Sets the calling account\'s own settings in its environment; members left out keep their value. '
         + 'defaultAnalyticsPanelHashId must name an analytics panel of the environment (null clears it; deleting the panel clears it too). '
         + 'Login, environment find and environment get answer these settings as userEnvironmentSettings. '

@@ -1,21 +1,20 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { FindQuery as FindQueryType } from '../app/find.ts';
+import type { Account } from '../accounts/store.ts';
 import type { RouteRights } from './auth.ts';
 import { FindQuery, HashIdParams } from './schemas.ts';
 
 /** The five operations of a resource, each scoped to the caller's environment. */
 export interface CrudOperations<TAdd, TPatch> {
-  /** returns the add response, e.g. `{ hashId }` */
-  add(environmentId: number, body: TAdd): Promise<unknown>;
-  /** `environment`: the caller's, for reads that a monitoring environment makes differently (claimed devices' types) */
-  find(environmentId: number, query: FindQueryType, environment: CallerEnvironment): Promise<unknown>;
-  get(environmentId: number, hashId: string, environment: CallerEnvironment): Promise<unknown>;
+  /** returns the add response, e.g. `{ hashId }`; `account` is the caller (device type add subscribes it) */
+  add(environmentId: number, body: TAdd, account: Account): Promise<unknown>;
+  /** `account`: the caller, for reads a monitoring environment makes differently (its claimed devices' types) */
+  find(environmentId: number, query: FindQueryType, account: Account): Promise<unknown>;
+  get(environmentId: number, hashId: string, account: Account): Promise<unknown>;
   update(environmentId: number, hashId: string, patch: TPatch): Promise<void>;
   remove(environmentId: number, hashId: string): Promise<void>;
 }
-
-export interface CallerEnvironment { id: number; type: string }
 
 export interface CrudOptions<TAdd, TPatch> {
   /** e.g. `/supplier-report-type/`; add and find live here, the rest under `<base><hashId>` */
@@ -41,14 +40,13 @@ export function crudRoutes<TAdd, TPatch>(app: FastifyInstance, o: CrudOptions<TA
   const tags = [o.noun];
   const read = { rights: o.readRights ?? o.rights };
   const write = { rights: o.rights };
-  const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;
-  const caller = (request: { account: { environment: CallerEnvironment } }) => request.account.environment;
+  const env = (request: { account: Account }) => request.account.environment.id;
   app.post(o.base, { config: write, schema: { tags, summary: `${o.noun} add`, body: o.addBody } }, async (request) =>
-    o.operations.add(env(request), request.body as TAdd));
+    o.operations.add(env(request), request.body as TAdd, request.account));
   app.get(o.findPath ?? o.base, { config: read, schema: { tags, summary: `${o.noun} find`, querystring: o.findQuery ?? FindQuery } }, async (request) =>
-    o.operations.find(env(request), request.query as FindQueryType, caller(request)));
+    o.operations.find(env(request), request.query as FindQueryType, request.account));
   app.get(`${o.base}:hashId`, { config: read, schema: { tags, summary: `${o.noun} get`, params: HashIdParams } }, async (request) =>
-    o.operations.get(env(request), hashIdOf(request.params), caller(request)));
+    o.operations.get(env(request), hashIdOf(request.params), request.account));
   app.post(`${o.base}:hashId`, { config: write, schema: { tags, summary: `${o.noun} update`, params: HashIdParams, body: o.updateBody } }, async (request, reply) => {
     await o.operations.update(env(request), hashIdOf(request.params), request.body as TPatch);
     reply.status(204).send();

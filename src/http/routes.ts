@@ -29,6 +29,9 @@ import { thresholdRoutes } from '../monitoring/thresholds/routes.ts';
 import { connectivityThresholdRoutes } from '../monitoring/connectivity-thresholds/routes.ts';
 import { issueRoutes } from '../monitoring/issues/routes.ts';
 import { chartRoutes } from '../monitoring/charts/routes.ts';
+import { userRoutes } from '../accounts/user-routes.ts';
+import { subscriptionRoutes } from '../connectivity/subscriptions/routes.ts';
+import { typingsRoutes } from '../connectivity/typings/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -62,6 +65,9 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   connectivityThresholdRoutes,
   issueRoutes,
   chartRoutes,
+  userRoutes,
+  subscriptionRoutes,
+  typingsRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -43,8 +43,8 @@ export async function commandTypeRoutes(app: FastifyInstance, ctx: AppContext): 
     readRights: { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'READ' },
     operations: {
       add: async (env, body) => ({ hashId: await addCommandType(ctx.db, env, body) }),
-      find: (env, query, caller) => (caller.type === 'monitoring' ? findClaimedCommandTypes : findCommandTypes)(ctx.db, env, query),
-      get: (env, hashId, caller) => (caller.type === 'monitoring' ? getClaimedCommandType : getCommandType)(ctx.db, env, hashId),
+      find: (env, query, account) => (account.environment.type === 'monitoring' ? findClaimedCommandTypes : findCommandTypes)(ctx.db, env, query),
+      get: (env, hashId, account) => (account.environment.type === 'monitoring' ? getClaimedCommandType : getCommandType)(ctx.db, env, hashId),
       update: (env, hashId, patch) => updateCommandType(ctx.db, env, hashId, patch),
       remove: (env, hashId) => deleteCommandType(ctx.db, env, hashId),
     },

@@ -59,11 +59,11 @@ export async function deviceTypeRoutes(app: FastifyInstance, ctx: AppContext): P
     // a monitoring environment finds the types of the devices it claimed (the interface's M-READ); get stays the supplier's (its code)
     readRights: { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'READ' },
     operations: {
-      add: (env, body) => addDeviceType(ctx.db, env, body),
-      find: (env, query, caller) => (caller.type === 'monitoring' ? findClaimedDeviceTypes : findDeviceTypes)(ctx.db, env, query),
-      get: (env, hashId, caller) => {
-        if (caller.type === 'monitoring') throw new RightError('device-type get is not available in a monitoring environment: device-type find answers the types of the claimed devices');
-        return getDeviceType(ctx.db, env, hashId);
+      add: (env, body, account) => addDeviceType(ctx.db, env, body, account.id),
+      find: (env, query, account) => (account.environment.type === 'monitoring' ? findClaimedDeviceTypes : findDeviceTypes)(ctx.db, env, query),
+      get: (env, hashId, account) => {
+        if (account.environment.type === 'monitoring') throw new RightError('device-type get is not available in a monitoring environment: device-type find answers the types of the claimed devices');
+        return getDeviceType(ctx.db, env, hashId, account.id);
       },
       update: (env, hashId, patch) => updateDeviceType(ctx.db, env, hashId, patch),
       remove: (env, hashId) => deleteDeviceType(ctx.db, ctx.redis, env, hashId),

@@ -8,6 +8,7 @@ import { getQuantity, type Quantity } from '../../monitoring/quantities/store.ts
 import { liveCommandTypes } from '../command-types/store.ts';
 import { invalidateCredentials } from '../devices/credentials.ts';
 import { compileOnSave } from '../user-code.ts';
+import { subscribeUser, subscriptionOf } from '../subscriptions/store.ts';
 
 export interface FieldConfiguration { key: string; type?: string; [member: string]: unknown }
 interface Series { quantityHashId: string; color?: string | null }
@@ -53,7 +54,6 @@ export interface DeviceTypeRecord {
   id: number;
   deviceType: DeviceType;
   eventHandler: string;
-  subscriptionHashId: string;
 }
 
 export const DEVICE_TYPE_SELECT = `t.id AS type_id, t.hash_id AS type_hash_id, t.name AS type_name, t.field_configurations AS type_field_configurations,
@@ -131,8 +131,11 @@ async function checkDeviceType(db: Queryable, environmentId: number, t: Omit<Dev
   if (missing) throw new ParameterError(`charts: quantityHashId ${missing} is not a quantity of this environment`);
 }
 
-/** In a transaction: the command types it lists stay share-locked until it is stored, so a concurrent command-type delete sees it. */
-export async function addDeviceType(db: Db, environmentId: number, input: DeviceTypeInput): Promise<{ hashId: string; subscriptionHashId: string }> {
+/**
+ * In a transaction: the command types it lists stay share-locked until it is stored, so a concurrent command-type delete sees it.
+ * The adding account is subscribed to alerts on its event handler (the SDK's subscriptionHashId).
+ */
+export async function addDeviceType(db: Db, environmentId: number, input: DeviceTypeInput, subscriberId: number): Promise<{ hashId: string; subscriptionHashId: string }> {
   const t: Omit<DeviceType, 'hashId'> = {
     name: input.name,
     fieldConfigurations: input.fieldConfigurations,
@@ -148,15 +151,16 @@ export async function addDeviceType(db: Db, environmentId: number, input: Device
     const eventHandlerHash = await compileOnSave('eventHandler', input.eventHandler, environmentId);
     const hashId = newHashId();
     const subscriptionHashId = newHashId();
-    await client.query(
+    const { rows } = await client.query<{ id: number }>(
       `INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, field_configurations,
          pin_group_field_configurations, channels, charts, command_type_hash_ids, measurement_cycle_command_type_hash_id,
          identifier_field_key, subscription_hash_id)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)`,
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) RETURNING id`,
       [hashId, environmentId, JSON.stringify(t.name), nameText(t.name), input.eventHandler, eventHandlerHash,
         JSON.stringify(t.fieldConfigurations), JSON.stringify(t.pinGroupFieldConfigurations), JSON.stringify(t.channels),
         JSON.stringify(t.charts), JSON.stringify(t.commandTypeHashIds), t.measurementCycleCommandTypeHashId, t.identifierFieldKey, subscriptionHashId],
     );
+    await subscribeUser(client, environmentId, subscriberId, 'deviceType', rows[0].id, subscriptionHashId);
     return { hashId, subscriptionHashId };
   });
 }
@@ -164,15 +168,17 @@ export async function addDeviceType(db: Db, environmentId: number, input: Device
 /** A live device type of the environment, or a not_found_error (also for another environment's). */
 export async function loadDeviceType(db: Queryable, environmentId: number, hashId: string, forUpdate = false): Promise<DeviceTypeRecord> {
   const { rows } = await db.query(
-    `SELECT ${DEVICE_TYPE_SELECT}, t.event_handler, t.subscription_hash_id FROM device_type t
+    `SELECT ${DEVICE_TYPE_SELECT}, t.event_handler FROM device_type t
       WHERE t.environment_id = $1 AND t.hash_id = $2 AND t.deleted_at IS NULL${forUpdate ? ' FOR UPDATE' : ''}`,
     [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('deviceType', hashId);
-  return { id: rows[0].type_id as number, deviceType: toDeviceType(rows[0]), eventHandler: rows[0].event_handler as string, subscriptionHashId: rows[0].subscription_hash_id as string };
+  return { id: rows[0].type_id as number, deviceType: toDeviceType(rows[0]), eventHandler: rows[0].event_handler as string };
 }
 
-export async function getDeviceType(db: Queryable, environmentId: number, hashId: string) {
+/** `subscriptionHashId` is the reader's subscription to the type's alerts, absent when it has none (as the SDK's get has it). */
+export async function getDeviceType(db: Queryable, environmentId: number, hashId: string, readerId: number) {
   const record = await loadDeviceType(db, environmentId, hashId);
+  const subscriptionHashId = await subscriptionOf(db, readerId, 'deviceType', record.id);
   const chartQuantities: Quantity[] = [];
   for (const id of chartQuantityHashIds(record.deviceType)) {
     // a quantity deleted after the chart was made is left out rather than failing the get
@@ -186,7 +192,7 @@ export async function getDeviceType(db: Queryable, environmentId: number, hashId
     deviceType: record.deviceType,
     eventHandler: record.eventHandler,
     commandTypes: await liveCommandTypes(db, environmentId, record.deviceType.commandTypeHashIds),
-    subscriptionHashId: record.subscriptionHashId,
+    ...(subscriptionHashId === undefined ? {} : { subscriptionHashId }),
     chartQuantities,
   };
 }

@@ -38,7 +38,7 @@ export async function quantityRoutes(app: FastifyInstance, ctx: AppContext): Pro
       add: async (env, body) => ({ hashId: await addQuantity(ctx.db, env, body) }),
       find: (env, query) => findQuantities(ctx.db, env, query),
       // report types of a monitoring environment and supplier quantities linked to this one: none exist here yet
-      get: async (env, hashId, caller) => ({ reportTypes: [], quantity: await getQuantity(ctx.db, env, hashId, caller.type === 'monitoring'), linkedSupplierQuantities: [] }),
+      get: async (env, hashId, account) => ({ reportTypes: [], quantity: await getQuantity(ctx.db, env, hashId, account.environment.type === 'monitoring'), linkedSupplierQuantities: [] }),
       update: (env, hashId, patch) => updateQuantity(ctx.db, env, hashId, patch),
       remove: (env, hashId) => deleteQuantity(ctx.db, env, hashId),
     },
