@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { metrics } from '../app/metrics.ts';
 import { hasUnstorable, replacedMessage, storableValue, unstorablePath } from '../app/storable.ts';
-import type { Sandbox } from '../sandbox/runner.ts';
+import { describeRunError, type Sandbox } from '../sandbox/runner.ts';
 import type { CommandTypeView, CommandView, ExecCall, HandlerEvent, HandlerRun, ParsedReport } from '../sandbox/types.ts';
 import type { ConditionReportIn } from '../monitoring/reports/store.ts';
 import type { ActivityRow } from '../connectivity/activities/store.ts';
@@ -142,7 +142,7 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
 
   const log = logsOf(run);
   if (!run.ok) {
-    log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
+    log.push({ type: 'error', message: describeRunError(run.error) });
     deps.count(device.hashId, 'handlerFailures', startedAt);
   }
   const activities: SubActivity[] = [];
@@ -214,7 +214,7 @@ async function parseReport(
   const triggerData: Record<string, unknown> = { reportType: { hashId: reportType.hashId, name: reportType.name }, payload: args.payload };
   const log = logsOf(run);
   if (!run.ok) {
-    log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
+    log.push({ type: 'error', message: describeRunError(run.error) });
     return { activity: { ...base, failed: true, log, triggerData } };
   }
   const report: ParsedReport = run.result;

@@ -120,6 +120,13 @@ export function mapStackToSource(hash: string, stack: string): string {
   });
 }
 
+/** The supplier's own position of a stack's innermost frame in their code (`udf.ts:L:C`, after mapStackToSource), or null. */
+export function sourcePositionOf(stack: string): { line: number; column: number } | null {
+  // frames only: the message on the first line is the supplier's text and may hold anything
+  const m = /^\s+at .*?udf\.ts:(\d+):(\d+)/m.exec(stack);
+  return m ? { line: Number(m[1]), column: Number(m[2]) } : null;
+}
+
 // ---- rate -----------------------------------------------------------------------------------------
 
 // token bucket per owner: compilesPerMinute tokens, refilled continuously

@@ -18,7 +18,7 @@
 // (isolated-vm disposes the whole isolate: the entry is dropped and recreated on the next run).
 
 import ivm from 'isolated-vm';
-import { compileUserCode, mapStackToSource, USER_JS_FILENAME, type CompileResult } from './compile.ts';
+import { compileUserCode, mapStackToSource, sourcePositionOf, USER_JS_FILENAME, type CompileResult } from './compile.ts';
 import { validateIdentifierResult, validateIncomingRequestResponse, validateParsedReport, type Validation } from './report.ts';
 import { supplierCodeLimits } from './limits.ts';
 import { RUNTIME_FILENAME, runtimeSource, type RuntimeLimits } from './runtime.ts';
@@ -235,7 +235,7 @@ export class Sandbox {
       } catch (error) {
         const failure = this.classify(iso, ctx, error);
         if (failure.stack) failure.stack = mapStackToSource(compiled.hash, failure.stack);
-        return done({}, { ...failure, message: `while running the code's top level: ${failure.message}` });
+        return done({}, { ...failure, ...(failure.stack ? sourcePositionOf(failure.stack) : null), message: `while running the code's top level: ${failure.message}` });
       }
       if (++ctx.runs >= this.recycleAfterRuns) this.retire(iso, ctx);
 
@@ -264,7 +264,7 @@ export class Sandbox {
         return done(parsed, {
           kind: parsed.invalidResult ? 'invalid-result' : 'error',
           message: `${e.name}: ${e.message}`,
-          ...(stack ? { stack } : {}),
+          ...(stack ? { stack, ...sourcePositionOf(stack) } : {}),
         });
       }
       const checked = validate(parsed.result);
@@ -491,6 +491,15 @@ function disposeIsolate(entry: IsolateEntry): void {
   } catch {
     // already disposed
   }
+}
+
+/**
+ * A failed run in one line, as the activity log and the identifier refusals show it: the kind, the
+ * message and, when the supplier's code threw, the line and column in their own TypeScript source.
+ */
+export function describeRunError(error: RunError): string {
+  const at = error.kind !== 'compile' && error.line !== undefined ? ` (line ${error.line}, column ${error.column})` : '';
+  return `${error.kind}: ${error.message}${at}`;
 }
 
 function messageOf(error: unknown): string {

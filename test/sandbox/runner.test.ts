@@ -273,6 +273,28 @@ describe('failure isolation', () => {
     await expectRecovery('fail-throw');
   });
 
+  it("a thrown error names the line and column of the supplier's TypeScript source, not of the compiled JavaScript", async () => {
+    // the types and the enum make the compiled JavaScript's lines and columns differ from the source's
+    const source = [
+      'interface Reading { volts: number }',
+      'enum Level { Low, High }',
+      'type Pair = [Reading, Level];',
+      'function handle(args: Arguments, exec: Exec): void {',
+      '  const pair: Pair = [{ volts: 3 }, Level.High];',
+      '  exec.addLog("before");',
+      '  if (pair[1] === Level.High) throw new TypeError("too high: " + pair[0].volts);',
+      '}',
+    ].join('\n');
+    const run = await sandbox.runEventHandler({ isolationKey: 'fail-position', source, args: reportLateArgs() });
+    expect(run).toMatchObject({ ok: false, error: { kind: 'error', message: 'TypeError: too high: 3', line: 7, column: 37 } });
+  });
+
+  it("an error thrown by the code's top level names its line in the supplier's source", async () => {
+    const source = 'interface A { b: number }\nconst a: A = { b: 1 };\nif (a.b === 1) throw new Error("at load");\nfunction handle() {}';
+    const run = await sandbox.runEventHandler({ isolationKey: 'fail-position', source, args: reportLateArgs() });
+    expect(run).toMatchObject({ ok: false, error: { kind: 'error', line: 3, column: 22 } });
+  });
+
   it('while(true){} is stopped as kind timeout, logs gathered so far kept', async () => {
     const source = 'function handle(a: Arguments, exec: Exec) { exec.addLog("looping"); exec.markCommandAsSent("c"); while (true) {} }';
     const t0 = performance.now();
