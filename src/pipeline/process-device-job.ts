@@ -2,7 +2,7 @@ import { hash } from 'node:crypto';
 import { metrics } from '../app/metrics.ts';
 import { hasUnstorable, replacedMessage, storableValue, unstorablePath } from '../app/storable.ts';
 import { describeRunError, type Sandbox } from '../sandbox/runner.ts';
-import type { CommandTypeView, CommandView, ExecCall, HandlerEvent, HandlerRun, ParsedReport } from '../sandbox/types.ts';
+import type { CommandTypeView, CommandView, ExecCall, HandlerEvent, HandlerRun, ParsedReport, RunError } from '../sandbox/types.ts';
 import type { ConditionReportIn } from '../monitoring/reports/store.ts';
 import type { ActivityRow } from '../connectivity/activities/store.ts';
 import { FIRMWARE_OFFER_HEADER, type FirmwareOffer } from '../connectivity/firmware/offer.ts';
@@ -156,6 +156,12 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   return { answer, activityHashId, failed: !run.ok };
 }
 
+/** `args.device`: what supplier code sees of a device. */
+export const deviceViewOf = (device: DeviceRecord) => ({
+  hashId: device.hashId, supplierDeviceIdentifier: device.supplierDeviceIdentifier, deviceTypeHashId: device.deviceType.hashId,
+  fields: device.fields, lastOnlineAt: device.lastOnlineAt, nextReportBefore: device.nextReportBefore,
+});
+
 /** What one run of the event handler made: the device's answer (null for an event), the activity's log and sub-activities, and the store writes it started. */
 export interface HandlerOutcome {
   run: HandlerRun;
@@ -173,10 +179,7 @@ export interface HandlerOutcome {
  */
 export async function runDeviceHandler(effects: RunEffects, idBase: string, device: DeviceRecord, source: string, event: HandlerEvent, startedAt: Date): Promise<HandlerOutcome> {
   const answering = event.type === 'incomingRequest';
-  const deviceView = {
-    hashId: device.hashId, supplierDeviceIdentifier: device.supplierDeviceIdentifier, deviceTypeHashId: device.deviceType.hashId,
-    fields: device.fields, lastOnlineAt: device.lastOnlineAt, nextReportBefore: device.nextReportBefore,
-  };
+  const deviceView = deviceViewOf(device);
   const scheduledCommands = await effects.scheduledCommands(device.id);
   const run = await measured('handler', effects.sandbox.runEventHandler({
     isolationKey: device.environmentHashId, source, args: { device: deviceView, scheduledCommands, event },
@@ -228,10 +231,11 @@ export async function runDeviceHandler(effects: RunEffects, idBase: string, devi
   return { run, answer, log, activities, stored };
 }
 
-async function parseReport(
+/** exec.parseReport: the report type's parser on the payload, the report pushed; `error`: how the parser failed, if it ran and failed. */
+export async function parseReport(
   deps: RunEffects, device: DeviceRecord, deviceView: Record<string, unknown>,
   args: { reportTypeHashId: string; payload: string; generatedAt: string | null }, hashId: string,
-): Promise<{ activity: SubActivity; pushed?: Promise<void> }> {
+): Promise<{ activity: SubActivity; pushed?: Promise<void>; error?: RunError }> {
   const createdAt = new Date().toISOString();
   const base = { hashId, createdAt, triggerType: 'parseReport' };
   const reportType = hasUnstorable(args.reportTypeHashId) ? null : await deps.loader.reportType(device.environmentId, args.reportTypeHashId);
@@ -246,7 +250,7 @@ async function parseReport(
   const log = logsOf(run);
   if (!run.ok) {
     log.push({ type: 'error', message: describeRunError(run.error) });
-    return { activity: { ...base, failed: true, log, triggerData } };
+    return { activity: { ...base, failed: true, log, triggerData }, error: run.error };
   }
   const report: ParsedReport = run.result;
   const quantities = await deps.loader.quantitiesOf(device.environmentId);
