@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMachineAccount } from '../../src/accounts/store.ts';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';
 import { connectivityClient, type RestClient } from '../support/provision.ts';
+import { settledJobCount } from '../support/jobs.ts';
 import { until } from '../support/until.ts';
 
 // Dry runs of supplier code against the whole service (API, gateway and worker in one process): real isolates,
@@ -28,7 +30,7 @@ const BURST = 8;
 
 beforeAll(async () => {
   // a minute's refill is one dry run: past the burst an environment is refused for the rest of the file
-  ctx = await testContext({ SANDBOX_TIMEOUT_MS: '1500', DRY_RUN_BURST: String(BURST), DRY_RUNS_PER_MINUTE: '1' });
+  ctx = await testContext({ SANDBOX_TIMEOUT_MS: '1500', DRY_RUN_BURST: String(BURST), DRY_RUNS_PER_MINUTE: '1', OUTBOUND_ALLOWED_HOSTS: 'api.example.com' });
   service = await startService(ctx, ['all']);
   base = `http://127.0.0.1:${service.apiPort()}`;
 });
@@ -96,6 +98,23 @@ const PARSES = `function handle(args: Arguments, exec: Exec): IncomingRequestRes
   return { statusCode: 200, body: { ok: true } };
 }`;
 
+// every effect but the report and the field waits for a device that reported before: the stored run's replay has them all
+const EFFECTS = `function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
+  if (args.event.type !== 'incomingRequest') return;
+  exec.parseReport({ reportTypeHashId: '__REPORT_TYPE__', payload: JSON.stringify((args.event.webRequest.body as { data: unknown }).data) });
+  const again = args.device.fields.mode === 'reported';
+  if (again) {
+    args.scheduledCommands.forEach((c) => exec.markCommandAsSent(c.command.hashId));
+    exec.sendRequest({ url: 'https://api.example.com/readings', method: 'POST', body: { type: 'json', data: { n: 1 } } });
+  }
+  exec.setDeviceFields({ mode: 'reported' });
+  if (again) {
+    exec.scheduleCommand({ commandTypeHashId: '__COMMAND_TYPE__', fields: {} });
+    exec.expectNextReportBefore(new Date('2030-01-01T00:00:00Z'));
+  }
+  return { statusCode: 200, body: { commands: args.scheduledCommands.length } };
+}`;
+
 describe('dry run of a device type', () => {
   it("a handler that throws on line 3 answers line 3, as the activity log of a real run of it does", async () => {
     const s = await supplier();
@@ -128,4 +147,134 @@ describe('dry run of a device type', () => {
     expect(observations.map((o) => [o.measurement.channelIndex, o.measurement.orderOfMagnitude, o.measurement.significand, o.quantity.hashId]))
       .toEqual([[0, -3, 3300, s.quantityHashId], [1, -3, 1250, s.quantityHashId]]);
   });
+
+  it('replays a stored run and changes nothing: activity log, device, commands, reports and measurements stay exactly as they were', async () => {
+    const s = await supplier();
+    const commandType = await s.api.request<{ hashId: string }>('POST', '/command-type/', { name: 'cycle', fieldConfigurations: [] });
+    const typeHashId = await deviceType(s, EFFECTS.replaceAll('__COMMAND_TYPE__', commandType.body.hashId), [commandType.body.hashId]);
+    const d = await device(s, typeHashId);
+    expect((await report(d, { volts: [1.5] })).status).toBe(200);
+    const real = await until(() => s.api.request<{ rows: { activity: { hashId: string; triggerType: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}`),
+      (r) => r.body.rows.length === 1, 'the real run');
+    const added = await s.api.request('POST', '/command/', { objectType: 'device', objectHashIds: [d.hashId], commandTypeHashId: commandType.body.hashId, fields: {}, email: [] });
+    expect(added.status).toBe(204);
+    // the command's newCommand and commandDue events run the handler too: everything settles before the snapshot
+    await until(() => s.api.request<{ rows: { activity: { triggerType: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}`),
+      (r) => ['handleNewCommand', 'handleCommandDue'].every((t) => r.body.rows.some((row) => row.activity.triggerType === t)), "the command events' runs");
+    const jobsBefore = await settledJobCount(ctx, d.hashId);
+    const before = await snapshot(s.api.environmentHashId);
+    expect(before.device[0].last_online_at).not.toBeNull();
+    expect(before.measurement).toHaveLength(1);
+
+    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { activityHashId: real.body.rows[0].activity.hashId });
+    expect(dry.status).toBe(200);
+    expect(dry.body.error).toBeNull();
+    expect(dry.body.answer).toMatchObject({ statusCode: 200, body: { type: 'json', data: { commands: 1 } } });
+    expect(dry.body.calls.map((c) => [c.name, c.failed])).toEqual([
+      ['parseReport', false], ['markCommandAsSent', false], ['sendRequest', false], ['setDeviceFields', false], ['scheduleCommand', false], ['expectNextReportBefore', false],
+    ]);
+    const observations = dry.body.calls[0].triggerData.observations as { measurement: Measurement }[];
+    expect(observations.map((o) => o.measurement.significand)).toEqual([1500]);
+    expect(dry.body.calls[2].log).toEqual([{ type: 'log', message: 'POST https://api.example.com/readings: not sent (dry run)' }]);
+
+    expect(await snapshot(s.api.environmentHashId)).toEqual(before);
+    expect(await settledJobCount(ctx, d.hashId)).toBe(jobsBefore);
+  });
 });
+
+describe('dry run of a report type', () => {
+  it("answers the parser's measurements, and the saved or a given parser's error with its line", async () => {
+    const s = await supplier();
+    const ok = await s.api.request<ReportTypeDryRun>('POST', `/supplier-report-type/${s.reportTypeHashId}/dry-run`, { payload: JSON.stringify({ volts: [0.5, 2] }) });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ error: null, failed: false, log: [{ type: 'log', message: 'parsing 2' }] });
+    expect(ok.body.report?.measurements.map((m) => [m.channelIndex, m.quantityHashId, m.orderOfMagnitude, m.significand])).toEqual([[0, s.quantityHashId, -3, 500], [1, s.quantityHashId, -3, 2000]]);
+    const broken = await s.api.request<ReportTypeDryRun>('POST', `/supplier-report-type/${s.reportTypeHashId}/dry-run`, { payload: 'not json' });
+    expect(broken.body).toMatchObject({ report: null, failed: true, error: { kind: 'error', line: 2 } });
+    const given = await s.api.request<ReportTypeDryRun>('POST', `/supplier-report-type/${s.reportTypeHashId}/dry-run`, {
+      payload: '{}', parser: 'function handle(args: { payload: string }) {\n  const n: number = 1;\n  return null as unknown as never;\n}\nfunction never(): void { throw new Error("x"); }',
+    });
+    expect(given.body).toMatchObject({ report: null, failed: true, error: { kind: 'invalid-result', line: null } });
+  });
+});
+
+describe('dry run of an identifier', () => {
+  it('a webhook identifier answers the device it names, existing or to be created, and creates none', async () => {
+    const s = await supplier();
+    const typeHashId = await deviceType(s, PARSES);
+    const d = await device(s, typeHashId);
+    const webhook = await s.api.request<{ hashId: string }>('POST', '/supplier-webhook/', {
+      name: 'hook', identifier: 'function handle(args: { request: { body?: { data: { id: string } } } }) {\n  return { deviceTypeHashId: "__TYPE__", deviceIdentifier: args.request.body!.data.id };\n}'.replace('__TYPE__', typeHashId),
+    });
+    expect(webhook.status).toBe(200);
+    const known = await s.api.request<{ device: unknown; error: unknown }>('POST', `/supplier-webhook/${webhook.body.hashId}/dry-run`, { request: webRequest({ id: d.identity }) });
+    expect(known.body).toMatchObject({ error: null, device: { hashId: d.hashId, created: false } });
+    const unknown = await s.api.request<{ device: unknown }>('POST', `/supplier-webhook/${webhook.body.hashId}/dry-run`, { request: webRequest({ id: 'never-seen' }) });
+    expect(unknown.body).toMatchObject({ device: { hashId: null, deviceTypeHashId: typeHashId, created: true } });
+    const { rows } = await ctx.db.query("SELECT 1 FROM device WHERE supplier_device_identifier = 'never-seen'");
+    expect(rows).toHaveLength(0);
+  });
+});
+
+describe('limits', () => {
+  it("an environment cannot dry-run another environment's device type or device", async () => {
+    const a = await supplier();
+    const b = await supplier();
+    const typeOfA = await deviceType(a, PARSES);
+    const deviceOfA = await device(a, typeOfA);
+    const typeOfB = await deviceType(b, PARSES);
+    const event = { type: 'incomingRequest', webRequest: webRequest({ volts: [1] }) };
+    const foreignType = await b.api.request<{ key: string }>('POST', `/device-type/${typeOfA}/dry-run`, { event });
+    expect(foreignType.status).toBe(404);
+    expect(foreignType.body.key).toBe('not_found_error');
+    const foreignDevice = await b.api.request<{ key: string; message: string }>('POST', `/device-type/${typeOfB}/dry-run`, { event, deviceHashId: deviceOfA.hashId });
+    expect(foreignDevice.status).toBe(400);
+    expect(foreignDevice.body).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('deviceHashId') });
+    expect((await b.api.request('POST', `/supplier-report-type/${a.reportTypeHashId}/dry-run`, { payload: '{}' })).status).toBe(404);
+  });
+
+  it('an endless loop fails its dry run with a timeout error, and the service serves the next request', async () => {
+    const s = await supplier();
+    const typeHashId = await deviceType(s, PARSES);
+    const event = { type: 'incomingRequest', webRequest: webRequest({ volts: [4] }) };
+    const looping = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event, eventHandler: 'function handle() {\n  for (;;) {}\n}' });
+    expect(looping.status).toBe(200);
+    expect(looping.body).toMatchObject({ failed: true, error: { kind: 'timeout', message: expect.stringContaining('time limit'), line: null, column: null }, answer: { statusCode: 504 } });
+    const next = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event });
+    expect(next.body).toMatchObject({ failed: false, error: null, answer: { statusCode: 200 } });
+  });
+
+  it('answers 429 rate_limit_error with Retry-After past the environment\'s bucket, and another environment still runs', async () => {
+    const s = await supplier();
+    const other = await supplier();
+    const body = { payload: JSON.stringify({ volts: [1] }) };
+    const statuses: number[] = [];
+    for (let i = 0; i < BURST + 1; i++) statuses.push((await s.api.request('POST', `/supplier-report-type/${s.reportTypeHashId}/dry-run`, body)).status);
+    expect(statuses).toEqual([...Array(BURST).fill(200), 429]);
+    // a second account of the same environment, over raw HTTP to see the headers: the bucket is the environment's
+    const account = await createMachineAccount(ctx.db, s.api.environmentHashId, ['ENVIRONMENT_ADMIN']);
+    const login = await fetch(`${base}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '5' }, body: JSON.stringify({ assertion: account.assertion }) });
+    const { jwt } = (await login.json()) as { jwt: string };
+    const refused = await fetch(`${base}/supplier-report-type/${s.reportTypeHashId}/dry-run`, {
+      method: 'POST', body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json', 'api-version': '5', 'environment-hash-id': s.api.environmentHashId, authorization: `Bearer ${jwt}` },
+    });
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ key: 'rate_limit_error', message: expect.stringContaining('DRY_RUN_BURST') });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await other.api.request('POST', `/supplier-report-type/${other.reportTypeHashId}/dry-run`, body)).status).toBe(200);
+  });
+});
+
+/** Every row the runs of an environment could write, in full. */
+async function snapshot(environmentHashId: string) {
+  const rows = async (sql: string) => (await ctx.db.query(`${sql} ORDER BY id`, [environmentHashId])).rows;
+  const env = 'SELECT id FROM environment WHERE hash_id = $1';
+  return {
+    activity: await rows(`SELECT * FROM supplier_activity WHERE environment_id = (${env})`),
+    device: await rows(`SELECT * FROM device WHERE environment_id = (${env})`),
+    command: await rows(`SELECT * FROM command WHERE environment_id = (${env})`),
+    report: await rows(`SELECT * FROM condition_report WHERE environment_id = (${env})`),
+    measurement: await rows(`SELECT * FROM measurement WHERE environment_id = (${env})`),
+  };
+}
