@@ -266,6 +266,17 @@ describe('limits', () => {
   });
 });
 
+describe('OpenAPI', () => {
+  it('describes each dry run with its body and answer', async () => {
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, { post?: { requestBody?: unknown; responses?: Record<string, { content?: { 'application/json'?: { schema?: { properties?: Record<string, unknown> } } } }> } }> };
+    for (const path of ['/device-type/{hashId}/dry-run', '/supplier-report-type/{hashId}/dry-run', '/supplier-webhook/{hashId}/dry-run', '/supplier-certificate/{hashId}/dry-run']) {
+      const post = doc.paths[path]?.post;
+      expect(post?.requestBody, path).toBeDefined();
+      expect(Object.keys(post?.responses?.['200']?.content?.['application/json']?.schema?.properties ?? {}), path).toEqual(expect.arrayContaining(['error', 'failed', 'log']));
+    }
+  });
+});
+
 /** Every row the runs of an environment could write, in full. */
 async function snapshot(environmentHashId: string) {
   const rows = async (sql: string) => (await ctx.db.query(`${sql} ORDER BY id`, [environmentHashId])).rows;
