@@ -30,6 +30,8 @@ export interface RunEffects {
   count(deviceHashId: string, key: string, at: Date): void;
   /** `args.scheduledCommands`: the device's commands not yet sent or dropped, oldest first */
   scheduledCommands(deviceId: number): Promise<ScheduledCommand[]>;
+  /** true for a dry run's: its runs are not counted on /metrics among the runs of devices' code */
+  unmetered?: boolean;
 }
 
 /** What processing a queued job needs besides a run's effects. */
@@ -87,7 +89,8 @@ function handledLater(p: Promise<void>): Promise<void> {
 }
 
 /** A sandbox run counted and timed on /metrics by kind and outcome. */
-async function measured<R extends { ok: true } | { ok: false; error: { kind: string } }>(kind: 'handler' | 'parser', running: Promise<R>): Promise<R> {
+async function measured<R extends { ok: true } | { ok: false; error: { kind: string } }>(effects: RunEffects, kind: 'handler' | 'parser', running: Promise<R>): Promise<R> {
+  if (effects.unmetered) return running;
   const end = metrics.sandboxSeconds.startTimer({ kind });
   const run = await running;
   end();
@@ -181,7 +184,7 @@ export async function runDeviceHandler(effects: RunEffects, idBase: string, devi
   const answering = event.type === 'incomingRequest';
   const deviceView = deviceViewOf(device);
   const scheduledCommands = await effects.scheduledCommands(device.id);
-  const run = await measured('handler', effects.sandbox.runEventHandler({
+  const run = await measured(effects, 'handler', effects.sandbox.runEventHandler({
     isolationKey: device.environmentHashId, source, args: { device: deviceView, scheduledCommands, event },
   }));
 
@@ -242,7 +245,7 @@ export async function parseReport(
   if (!reportType) {
     return { activity: { ...base, failed: true, log: [{ type: 'error', message: `report type ${args.reportTypeHashId} does not exist in this environment` }], triggerData: { payload: args.payload } } };
   }
-  const run = await measured('parser', deps.sandbox.runReportParser({
+  const run = await measured(deps, 'parser', deps.sandbox.runReportParser({
     isolationKey: device.environmentHashId, source: reportType.parser,
     args: { payload: args.payload, device: deviceView as never },
   }));

@@ -266,6 +266,21 @@ describe('limits', () => {
   });
 });
 
+describe('metrics', () => {
+  it("a dry run is not counted among the runs of devices' code on /metrics", async () => {
+    const s = await supplier();
+    const typeHashId = await deviceType(s, PARSES);
+    const runs = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      return text.split('\n').filter((l) => l.startsWith('gridgate_sandbox_runs_total{')).join('\n');
+    };
+    const before = await runs();
+    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event: { type: 'incomingRequest', webRequest: webRequest({ volts: [2] }) } });
+    expect(dry.body).toMatchObject({ failed: false, calls: [{ name: 'parseReport', failed: false }] });
+    expect(await runs()).toBe(before);
+  });
+});
+
 describe('OpenAPI', () => {
   it('describes each dry run with its body and answer', async () => {
     const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, { post?: { requestBody?: unknown; responses?: Record<string, { content?: { 'application/json'?: { schema?: { properties?: Record<string, unknown> } } } }> } }> };

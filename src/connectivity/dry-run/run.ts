@@ -92,6 +92,7 @@ function collectingEffects(ctx: AppContext, reports: ConditionReportIn[]): RunEf
     offerFirmware: (device, firmwareHashId) => offerFirmware(ctx.db, { environmentId: device.environmentId, deviceTypeId: device.deviceType.id, deviceTypeHashId: device.deviceType.hashId }, firmwareHashId),
     sendRequest: async (args) => state.outbound.wouldSend(args),
     count: () => undefined,
+    unmetered: true,
     scheduledCommands: async (deviceId) => (deviceId === 0 ? [] : ((await scheduledCommandsOf(ctx.db, [deviceId])).get(deviceId) ?? []).map((s) => ({ command: { ...s.command }, commandType: { ...s.commandType } }))),
   };
 }
