@@ -7,6 +7,7 @@ import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';
 import { connectivityClient, type RestClient } from '../support/provision.ts';
+import { opensslCsr, tempDir } from '../pki/support.ts';
 import { settledJobCount } from '../support/jobs.ts';
 import { until } from '../support/until.ts';
 
@@ -30,7 +31,7 @@ const BURST = 8;
 
 beforeAll(async () => {
   // a minute's refill is one dry run: past the burst an environment is refused for the rest of the file
-  ctx = await testContext({ SANDBOX_TIMEOUT_MS: '1500', DRY_RUN_BURST: String(BURST), DRY_RUNS_PER_MINUTE: '1', OUTBOUND_ALLOWED_HOSTS: 'api.example.com' });
+  ctx = await testContext({ CERTS_DIR: tempDir(), SANDBOX_TIMEOUT_MS: '1500', DRY_RUN_BURST: String(BURST), DRY_RUNS_PER_MINUTE: '1', OUTBOUND_ALLOWED_HOSTS: 'api.example.com' });
   service = await startService(ctx, ['all']);
   base = `http://127.0.0.1:${service.apiPort()}`;
 });
@@ -213,6 +214,27 @@ describe('dry run of an identifier', () => {
     expect(unknown.body).toMatchObject({ device: { hashId: null, deviceTypeHashId: typeHashId, created: true } });
     const { rows } = await ctx.db.query("SELECT 1 FROM device WHERE supplier_device_identifier = 'never-seen'");
     expect(rows).toHaveLength(0);
+  });
+
+  it("a supplier certificate's identifier answers the device a certificate names, and a given identifier's error its line", async () => {
+    const s = await supplier();
+    const typeHashId = await deviceType(s, PARSES);
+    const { csrPem } = await opensslCsr(tempDir(), 'acme', '/O=Acme/CN=Acme device CA');
+    const certificate = await s.api.request<{ hashId: string }>('POST', '/supplier-certificate/', {
+      name: 'acme', csr: csrPem,
+      identifier: `function handle(args: { certificate: { subjects: Subject[][] } }) {
+  const cn = args.certificate.subjects[0].find((a) => a.key.value === 'CN')!;
+  return { deviceTypeHashId: '${typeHashId}', deviceIdentifier: cn.value.value };
+}`,
+    });
+    expect(certificate.status).toBe(200);
+    const subjects = [[{ key: { encoding: 'utf8', value: 'CN' }, value: { encoding: 'utf8', value: 'thermo-9' } }]];
+    const named = await s.api.request<{ result: unknown; device: unknown; error: unknown }>('POST', `/supplier-certificate/${certificate.body.hashId}/dry-run`, { certificate: { subjects } });
+    expect(named.body).toMatchObject({ error: null, result: { deviceTypeHashId: typeHashId, deviceIdentifier: 'thermo-9' }, device: { hashId: null, created: true } });
+    const throwing = await s.api.request<{ error: RunError }>('POST', `/supplier-certificate/${certificate.body.hashId}/dry-run`, {
+      certificate: { subjects }, identifier: 'function handle(args: { certificate: { subjects: Subject[][] } }) {\n  return args.certificate.subjects[1][0];\n}',
+    });
+    expect(throwing.body.error).toMatchObject({ kind: 'error', message: expect.stringContaining('TypeError'), line: 2 });
   });
 });
 
