@@ -211,7 +211,7 @@ export class Sandbox {
     if (!compiled.ok) {
       return done({}, {
         kind: 'compile',
-        message: `${compiled.message} (line ${compiled.line}, column ${compiled.column})`,
+        message: compiled.message,
         line: compiled.line,
         column: compiled.column,
       });
@@ -498,7 +498,7 @@ function disposeIsolate(entry: IsolateEntry): void {
  * message and, when the supplier's code threw, the line and column in their own TypeScript source.
  */
 export function describeRunError(error: RunError): string {
-  const at = error.kind !== 'compile' && error.line !== undefined ? ` (line ${error.line}, column ${error.column})` : '';
+  const at = error.line !== undefined ? ` (line ${error.line}, column ${error.column})` : '';
   return `${error.kind}: ${error.message}${at}`;
 }
 

@@ -196,6 +196,10 @@ describe('dry run of a report type', () => {
       payload: '{}', parser: 'function handle(args: { payload: string }) {\n  const n: number = 1;\n  return null as unknown as never;\n}\nfunction never(): void { throw new Error("x"); }',
     });
     expect(given.body).toMatchObject({ report: null, failed: true, error: { kind: 'invalid-result', line: null } });
+    const unparsable = await s.api.request<ReportTypeDryRun>('POST', `/supplier-report-type/${s.reportTypeHashId}/dry-run`, {
+      payload: '{}', parser: 'function handle(args: { payload: string }) {\n  return {;\n}',
+    });
+    expect(unparsable.body.error).toMatchObject({ kind: 'compile', line: 2, message: expect.not.stringContaining('line 2') });
   });
 });
 
