@@ -257,6 +257,30 @@ describe('limits', () => {
     expect(foreignDevice.status).toBe(400);
     expect(foreignDevice.body).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('deviceHashId') });
     expect((await b.api.request('POST', `/supplier-report-type/${a.reportTypeHashId}/dry-run`, { payload: '{}' })).status).toBe(404);
+    // a stored run of A's is not B's to replay
+    expect((await report(deviceOfA, { volts: [1] })).status).toBe(200);
+    const runOfA = await until(() => a.api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${deviceOfA.hashId}`),
+      (r) => r.body.rows.length === 1, "A's run");
+    const replay = await b.api.request<{ key: string }>('POST', `/device-type/${typeOfB}/dry-run`, { activityHashId: runOfA.body.rows[0].activity.hashId });
+    expect(replay.status).toBe(404);
+    expect(replay.body.key).toBe('not_found_error');
+  });
+
+  it('refuses bad input with a parameter_error naming the field', async () => {
+    const s = await supplier();
+    const typeHashId = await deviceType(s, PARSES);
+    const dryRun = (body: unknown) => s.api.request<{ key: string; message: string }>('POST', `/device-type/${typeHashId}/dry-run`, body);
+    const neither = await dryRun({ deviceHashId: 'abc' });
+    expect(neither.status).toBe(400);
+    expect(neither.body).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('event or activityHashId') });
+    const both = await dryRun({ event: { type: 'reportLate' }, activityHashId: 'abc' });
+    expect(both.status).toBe(400);
+    const noRequest = await dryRun({ event: { type: 'incomingRequest' } });
+    expect(noRequest.status).toBe(400);
+    expect(noRequest.body).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('event.webRequest') });
+    const badType = await dryRun({ event: { type: 'somethingElse' } });
+    expect(badType.status).toBe(400);
+    expect(badType.body).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('event.type') });
   });
 
   it('an endless loop fails its dry run with a timeout error, and the service serves the next request', async () => {
