@@ -178,8 +178,28 @@ describe('dry run of a device type', () => {
     expect(observations.map((o) => o.measurement.significand)).toEqual([1500]);
     expect(dry.body.calls[2].log).toEqual([{ type: 'log', message: 'POST https://api.example.com/readings: not sent (dry run)' }]);
 
+    expect(dry.body.calls[4].triggerData).toMatchObject({ command: { deviceHashId: d.hashId, commandTypeHashId: commandType.body.hashId, fields: {} } });
     expect(await snapshot(s.api.environmentHashId)).toEqual(before);
     expect(await settledJobCount(ctx, d.hashId)).toBe(jobsBefore);
+  });
+
+  it('a device call the real run would refuse fails in the dry run too, with the same reason', async () => {
+    const s = await supplier();
+    const commandType = await s.api.request<{ hashId: string }>('POST', '/command-type/', { name: 'cycle', fieldConfigurations: [{ key: 'interval', name: 'interval', type: 'integer' }] });
+    const typeHashId = await deviceType(s, PARSES, [commandType.body.hashId]);
+    const d = await device(s, typeHashId);
+    const handler = `function handle(args: Arguments, exec: Exec) {
+  exec.scheduleCommand({ commandTypeHashId: '${commandType.body.hashId}', fields: { interval: 60 } });
+  exec.scheduleCommand({ commandTypeHashId: '${commandType.body.hashId}', fields: { speed: 3 } });
+  exec.markCommandAsSent('nosuchcommand');
+}`;
+    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event: { type: 'reportLate' }, eventHandler: handler, deviceHashId: d.hashId });
+    expect(dry.status).toBe(200);
+    expect(dry.body.calls.map((c) => [c.name, c.failed])).toEqual([['scheduleCommand', false], ['scheduleCommand', true], ['markCommandAsSent', true]]);
+    expect(dry.body.calls[1].log[0].message).toContain('fields.speed is not a field of the command type');
+    expect(dry.body.calls[2].log[0].message).toContain('nosuchcommand');
+    const { rows } = await ctx.db.query('SELECT 1 FROM command c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1', [d.hashId]);
+    expect(rows).toHaveLength(0);
   });
 });
 

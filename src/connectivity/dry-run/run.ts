@@ -15,7 +15,7 @@ import { derivedHashId, deviceViewOf, parseReport, runDeviceHandler, type LogLin
 import { describeRunError, Sandbox } from '../../sandbox/runner.ts';
 import { supplierCodeLimits } from '../../sandbox/limits.ts';
 import type { CertificateView, ExecCall, HandlerEvent, RunError, WebRequest } from '../../sandbox/types.ts';
-import { commandForEvent, scheduledCommandsOf } from '../commands/store.ts';
+import { checkNewCommands, commandForEvent, scheduledCommandsOf } from '../commands/store.ts';
 import { offerFirmware } from '../firmware/offer.ts';
 import { deviceByIdentifier, deviceTypeCode, deviceTypeExists, identifierCode, reportTypeCode, storedRun } from './store.ts';
 
@@ -107,6 +107,14 @@ async function deviceCallAsShown(ctx: AppContext, device: DeviceRecord, call: Ex
       return call.name === 'markCommandAsSent'
         ? { command: found.command, commandType: found.commandType }
         : { command: found.command, commandType: found.commandType, removeFromScheduledCommands: true, markAsDeleted: call.args.markAsDeleted };
+    }
+    case 'scheduleCommand': {
+      // checked as the real call's command add checks it; a device of no type's (no deviceHashId given) is not checked
+      const { commandType, fields } = await checkNewCommands(ctx.db, device.environmentId, {
+        objectType: 'device', objectHashIds: device.id === 0 ? [] : [device.hashId], commandTypeHashId: call.args.commandTypeHashId, fields: call.args.fields,
+        startAt: call.args.startAt, endAt: call.args.endAt, channelIndices: call.args.channelIndices ?? [], email: [],
+      });
+      return { command: { deviceHashId: device.hashId, commandTypeHashId: commandType.hashId, fields, startAt: call.args.startAt, endAt: call.args.endAt, channelIndices: call.args.channelIndices ?? [] }, commandType };
     }
     case 'setDeviceFields': {
       const before = device.fields;
