@@ -8,6 +8,7 @@
 
 import type { AppContext } from '../../app/context.ts';
 import { ParameterError } from '../../app/errors.ts';
+import { applyFieldsUpdate, type Fields } from '../../app/fields.ts';
 import type { ConditionReportIn } from '../../monitoring/reports/store.ts';
 import { DeviceContextLoader, type DeviceRecord, type ReportTypeRecord } from '../../pipeline/device-context.ts';
 import { OutboundClient } from '../../pipeline/outbound.ts';
@@ -17,7 +18,7 @@ import { supplierCodeLimits } from '../../sandbox/limits.ts';
 import type { CertificateView, ExecCall, HandlerEvent, RunError, WebRequest } from '../../sandbox/types.ts';
 import { checkNewCommands, commandForEvent, scheduledCommandsOf } from '../commands/store.ts';
 import { offerFirmware } from '../firmware/offer.ts';
-import { deviceByIdentifier, deviceTypeCode, deviceTypeExists, identifierCode, reportTypeCode, storedRun } from './store.ts';
+import { deviceByIdentifier, deviceFieldConfigurations, deviceTypeCode, deviceTypeExists, identifierCode, reportTypeCode, storedRun } from './store.ts';
 
 /** How a run threw: null when it did not. `line`/`column`: in the supplier's TypeScript source, null when unknown (a time limit). */
 export interface DryRunError { kind: string; message: string; line: number | null; column: number | null }
@@ -117,9 +118,11 @@ async function deviceCallAsShown(ctx: AppContext, device: DeviceRecord, call: Ex
       return { command: { deviceHashId: device.hashId, commandTypeHashId: commandType.hashId, fields, startAt: call.args.startAt, endAt: call.args.endAt, channelIndices: call.args.channelIndices ?? [] }, commandType };
     }
     case 'setDeviceFields': {
-      const before = device.fields;
-      const changed = Object.keys(call.args.fields).filter((k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(call.args.fields[k] ?? null));
-      return { diff: { old: Object.fromEntries(changed.map((k) => [k, before[k] ?? null])), new: Object.fromEntries(changed.map((k) => [k, call.args.fields[k] ?? null])) } };
+      // validated against the device type's field configurations like the real call, and shown as its diff
+      const before = device.fields as Fields;
+      const after = applyFieldsUpdate(await deviceFieldConfigurations(ctx.db, device.deviceType.id), before, Object.entries(call.args.fields).map(([key, value]) => ({ key, value })));
+      const changed = Object.keys(call.args.fields).filter((k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null));
+      return { diff: { old: Object.fromEntries(changed.map((k) => [k, before[k] ?? null])), new: Object.fromEntries(changed.map((k) => [k, after[k] ?? null])) } };
     }
     default:
       return call.args;

@@ -1,5 +1,6 @@
 import type { Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
+import type { FieldConfiguration } from '../../app/fields.ts';
 
 // What a dry run reads: the code to run and a stored run to replay, each only within the caller's environment.
 
@@ -53,4 +54,10 @@ export async function deviceByIdentifier(db: Queryable, environmentId: number, s
 export async function deviceTypeExists(db: Queryable, environmentId: number, hashId: string): Promise<boolean> {
   const { rows } = await db.query('SELECT 1 FROM device_type WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL', [environmentId, hashId]);
   return rows.length > 0;
+}
+
+/** A device type's field configurations (what setDeviceFields is checked against). */
+export async function deviceFieldConfigurations(db: Queryable, deviceTypeId: number): Promise<FieldConfiguration[]> {
+  const { rows } = await db.query<{ field_configurations: FieldConfiguration[] }>('SELECT field_configurations FROM device_type WHERE id = $1', [deviceTypeId]);
+  return rows[0]?.field_configurations ?? [];
 }
