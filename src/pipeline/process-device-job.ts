@@ -49,6 +49,19 @@ export interface ScheduledCommand { command: CommandView; commandType: CommandTy
 
 const EVENT_TRIGGERS = { newCommand: 'handleNewCommand', commandDue: 'handleCommandDue', deletedCommand: 'handleDeletedCommand', reportLate: 'handleReportLate' } as const;
 
+const COUNTER_PAST_LIMIT_MS = 48 * 3600_000;
+const COUNTER_FUTURE_LIMIT_MS = 24 * 3600_000;
+
+/** The time exec.increaseReportingCounter counts at (`at`, else the run's); throws for a time the counters cannot take. */
+export function reportingCounterTime(at: string | null, runAt: Date): Date {
+  const when = at ? new Date(at) : runAt;
+  // hours outside this window may no longer (or not yet) have their Redis hash: the count could be lost
+  if (when.getTime() < runAt.getTime() - COUNTER_PAST_LIMIT_MS || when.getTime() > runAt.getTime() + COUNTER_FUTURE_LIMIT_MS) {
+    throw new Error('increaseReportingCounter: at may lie at most 48 hours in the past and 24 hours in the future');
+  }
+  return when;
+}
+
 /** The activity's triggerType of a job: the handler function the SDK names for its event. */
 export const triggerTypeOf = (job: DeviceJob): string => (job.kind === 'event' ? EVENT_TRIGGERS[job.event.type] : 'handleIncomingRequest');
 

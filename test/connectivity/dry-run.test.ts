@@ -194,12 +194,14 @@ describe('dry run of a device type', () => {
   exec.markCommandAsSent('nosuchcommand');
   exec.setDeviceFields({ mode: 42 });
   exec.setDeviceFields({ mode: 'fast' });
+  exec.increaseReportingCounter(new Date('2001-01-01T00:00:00Z'));
 }`;
     const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event: { type: 'reportLate' }, eventHandler: handler, deviceHashId: d.hashId });
     expect(dry.status).toBe(200);
-    expect(dry.body.calls.map((c) => [c.name, c.failed])).toEqual([['scheduleCommand', false], ['scheduleCommand', true], ['markCommandAsSent', true], ['setDeviceFields', true], ['setDeviceFields', false]]);
+    expect(dry.body.calls.map((c) => [c.name, c.failed])).toEqual([['scheduleCommand', false], ['scheduleCommand', true], ['markCommandAsSent', true], ['setDeviceFields', true], ['setDeviceFields', false], ['increaseReportingCounter', true]]);
     expect(dry.body.calls[3].log[0].message).toContain('mode');
     expect(dry.body.calls[4].triggerData).toEqual({ diff: { old: { mode: null }, new: { mode: 'fast' } } });
+    expect(dry.body.calls[5].log[0].message).toContain('48 hours in the past');
     expect(dry.body.calls[1].log[0].message).toContain('fields.speed is not a field of the command type');
     expect(dry.body.calls[2].log[0].message).toContain('nosuchcommand');
     const { rows } = await ctx.db.query('SELECT 1 FROM command c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1', [d.hashId]);

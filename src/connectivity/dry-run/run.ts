@@ -12,7 +12,7 @@ import { applyFieldsUpdate, type Fields } from '../../app/fields.ts';
 import type { ConditionReportIn } from '../../monitoring/reports/store.ts';
 import { DeviceContextLoader, type DeviceRecord, type ReportTypeRecord } from '../../pipeline/device-context.ts';
 import { OutboundClient } from '../../pipeline/outbound.ts';
-import { derivedHashId, deviceViewOf, parseReport, runDeviceHandler, type LogLine, type RunEffects, type SubActivity } from '../../pipeline/process-device-job.ts';
+import { derivedHashId, deviceViewOf, parseReport, reportingCounterTime, runDeviceHandler, type LogLine, type RunEffects, type SubActivity } from '../../pipeline/process-device-job.ts';
 import { describeRunError, Sandbox } from '../../sandbox/runner.ts';
 import { supplierCodeLimits } from '../../sandbox/limits.ts';
 import type { CertificateView, ExecCall, HandlerEvent, RunError, WebRequest } from '../../sandbox/types.ts';
@@ -89,7 +89,7 @@ function collectingEffects(ctx: AppContext, reports: ConditionReportIn[]): RunEf
     sandbox: state.sandbox,
     loader: state.loader,
     pushReport: async (report) => { reports.push(report); },
-    applyDeviceCall: (device, call) => deviceCallAsShown(ctx, device, call),
+    applyDeviceCall: (device, call, at) => deviceCallAsShown(ctx, device, call, at),
     offerFirmware: (device, firmwareHashId) => offerFirmware(ctx.db, { environmentId: device.environmentId, deviceTypeId: device.deviceType.id, deviceTypeHashId: device.deviceType.hashId }, firmwareHashId),
     sendRequest: async (args) => state.outbound.wouldSend(args),
     count: () => undefined,
@@ -99,7 +99,7 @@ function collectingEffects(ctx: AppContext, reports: ConditionReportIn[]): RunEf
 }
 
 /** What a device call's activity would show, checked against the device as it is (a command must be the device's own); throws what the real call would refuse. */
-async function deviceCallAsShown(ctx: AppContext, device: DeviceRecord, call: ExecCall): Promise<unknown> {
+async function deviceCallAsShown(ctx: AppContext, device: DeviceRecord, call: ExecCall, at: Date): Promise<unknown> {
   switch (call.name) {
     case 'markCommandAsSent':
     case 'dropCommand': {
@@ -124,6 +124,8 @@ async function deviceCallAsShown(ctx: AppContext, device: DeviceRecord, call: Ex
       const changed = Object.keys(call.args.fields).filter((k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null));
       return { diff: { old: Object.fromEntries(changed.map((k) => [k, before[k] ?? null])), new: Object.fromEntries(changed.map((k) => [k, after[k] ?? null])) } };
     }
+    case 'increaseReportingCounter':
+      return { at: reportingCounterTime(call.args.at, at).toISOString() };
     default:
       return call.args;
   }
