@@ -31,7 +31,7 @@ const BURST = 8;
 
 beforeAll(async () => {
   // a minute's refill is one dry run: past the burst an environment is refused for the rest of the file
-  ctx = await testContext({ CERTS_DIR: tempDir(), SANDBOX_TIMEOUT_MS: '1500', DRY_RUN_BURST: String(BURST), DRY_RUNS_PER_MINUTE: '1', OUTBOUND_ALLOWED_HOSTS: 'api.example.com' });
+  ctx = await testContext({ CERTS_DIR: tempDir(), SANDBOX_TIMEOUT_MS: '1500', SANDBOX_MAX_SOURCE_CHARS: '20000', DRY_RUN_BURST: String(BURST), DRY_RUNS_PER_MINUTE: '1', OUTBOUND_ALLOWED_HOSTS: 'api.example.com' });
   service = await startService(ctx, ['all']);
   base = `http://127.0.0.1:${service.apiPort()}`;
 });
@@ -307,6 +307,9 @@ describe('limits', () => {
     const badType = await dryRun({ event: { type: 'somethingElse' } });
     expect(badType.status).toBe(400);
     expect(badType.body).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('event.type') });
+    const long = await dryRun({ event: { type: 'reportLate' }, eventHandler: `function handle() {}\n//${'x'.repeat(20_000)}` });
+    expect(long.status).toBe(400);
+    expect(long.body).toMatchObject({ key: 'parameter_error', message: expect.stringMatching(/^eventHandler .*SANDBOX_MAX_SOURCE_CHARS/) });
   });
 
   it('an endless loop fails its dry run with a timeout error, and the service serves the next request', async () => {
