@@ -18,7 +18,7 @@
 // (isolated-vm disposes the whole isolate: the entry is dropped and recreated on the next run).
 
 import ivm from 'isolated-vm';
-import { compileUserCode, mapStackToSource, sourcePositionOf, USER_JS_FILENAME, type CompileResult } from './compile.ts';
+import { compileUserCode, mapStackOfSource, sourcePositionOf, USER_JS_FILENAME, type CompileResult } from './compile.ts';
 import { validateIdentifierResult, validateIncomingRequestResponse, validateParsedReport, type Validation } from './report.ts';
 import { supplierCodeLimits } from './limits.ts';
 import { RUNTIME_FILENAME, runtimeSource, type RuntimeLimits } from './runtime.ts';
@@ -234,7 +234,7 @@ export class Sandbox {
         await ctx.ready;
       } catch (error) {
         const failure = this.classify(iso, ctx, error);
-        if (failure.stack) failure.stack = mapStackToSource(compiled.hash, failure.stack);
+        if (failure.stack) failure.stack = await mapStackOfSource(input.source, compiled.hash, failure.stack, input.isolationKey);
         return done({}, { ...failure, ...(failure.stack ? sourcePositionOf(failure.stack) : null), message: `while running the code's top level: ${failure.message}` });
       }
       if (++ctx.runs >= this.recycleAfterRuns) this.retire(iso, ctx);
@@ -260,7 +260,7 @@ export class Sandbox {
       if (!parsed.ok) {
         this.retire(iso, ctx);
         const e = parsed.error ?? { name: 'Error', message: 'unknown error', stack: '' };
-        const stack = e.stack ? mapStackToSource(compiled.hash, e.stack) : undefined;
+        const stack = e.stack ? await mapStackOfSource(input.source, compiled.hash, e.stack, input.isolationKey) : undefined;
         return done(parsed, {
           kind: parsed.invalidResult ? 'invalid-result' : 'error',
           message: `${e.name}: ${e.message}`,

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { forgetSourceMaps } from '../../src/sandbox/compile.ts';
 import { Sandbox } from '../../src/sandbox/runner.ts';
 import { CONTRACT_EXAMPLE, GOOD_HANDLER, LAST_ONLINE, device, reportLateArgs, requestArgs } from './fixtures.ts';
 
@@ -287,6 +288,16 @@ describe('failure isolation', () => {
     ].join('\n');
     const run = await sandbox.runEventHandler({ isolationKey: 'fail-position', source, args: reportLateArgs() });
     expect(run).toMatchObject({ ok: false, error: { kind: 'error', message: 'TypeError: too high: 3', line: 7, column: 37 } });
+  });
+
+  it("a thrown error still names the supplier's line after the compiled code's source map left the cache", async () => {
+    const source = 'type N = number;\nfunction handle(args: Arguments, exec: Exec): void {\n  const n: N = 1;\n  throw new Error("late " + n);\n}';
+    const first = await sandbox.runEventHandler({ isolationKey: 'fail-evicted', source, args: reportLateArgs() });
+    expect(first).toMatchObject({ ok: false, error: { line: 4 } });
+    // the source is still served from the front cache; its source map is gone, as after eviction by size
+    forgetSourceMaps();
+    const again = await sandbox.runEventHandler({ isolationKey: 'fail-evicted', source, args: reportLateArgs() });
+    expect(again).toMatchObject({ ok: false, error: { kind: 'error', message: 'Error: late 1', line: 4, column: 9 } });
   });
 
   it("an error thrown by the code's top level names its line in the supplier's source", async () => {
