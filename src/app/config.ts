@@ -53,6 +53,9 @@ export interface Config {
   analyticsStatementTimeoutMs: number;
   /** analytics statements one process runs at once; more wait, holding no database connection */
   analyticsConcurrency: number;
+  /** dry runs of supplier code (src/connectivity/dry-run/): one environment's token bucket, refilled per minute, and its size */
+  dryRunsPerMinute: number;
+  dryRunBurst: number;
   /** failed machine logins per source address, and per account, within loginFailureWindowSeconds before 429 */
   loginFailuresPerAddress: number;
   loginFailuresPerAccount: number;
@@ -151,6 +154,8 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   SANDBOX_MAX_LOG_LINE_CHARS: ['2000', 'characters kept of one log line (marked `… [truncated]`)'],
   SANDBOX_MAX_CALLS: ['1000', 'exec calls per run; the next one throws in the supplier\'s code'],
   SANDBOX_MAX_CALL_BYTES: ['65536', 'JSON of one exec call\'s arguments (parseReport payload, setDeviceFields fields, ...); a larger call throws in the supplier\'s code'],
+  DRY_RUNS_PER_MINUTE: ['60', 'dry runs of supplier code (POST .../dry-run) one environment may start per minute, sustained (token bucket refill; 429 rate_limit_error beyond)'],
+  DRY_RUN_BURST: ['10', 'dry runs one environment may start at once (the token bucket\'s size)'],
   ACTIVITY_MAX_BYTES: ['1048576', 'JSON of one activity as stored (its triggerData and log lines, its sub-activities\' too); parts beyond it are stored as previews marked `"truncated": true`, with an error line saying so'],
   WORKER_CONCURRENCY: ['128', 'device requests of one supplier (environment) a worker process runs at once; a supplier with more waits for its own, never another\'s'],
   GATEWAY_WAIT_MS: ['5000', 'how long a device request waits for its handler before it gets 202 (the job stays queued)'],
@@ -276,6 +281,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     jsonMaxDepth: int(env, 'JSON_MAX_DEPTH', 32, 2, 1000),
     analyticsStatementTimeoutMs: int(env, 'ANALYTICS_STATEMENT_TIMEOUT_MS', 10_000, 1, 600_000),
     analyticsConcurrency: int(env, 'ANALYTICS_CONCURRENCY', 2, 1, 100),
+    dryRunsPerMinute: int(env, 'DRY_RUNS_PER_MINUTE', 60, 1, 1_000_000),
+    dryRunBurst: int(env, 'DRY_RUN_BURST', 10, 1, 1_000_000),
     loginFailuresPerAddress: int(env, 'LOGIN_FAILURES_PER_ADDRESS', 30, 1),
     loginFailuresPerAccount: int(env, 'LOGIN_FAILURES_PER_ACCOUNT', 10, 1),
     loginFailureWindowSeconds: int(env, 'LOGIN_FAILURE_WINDOW_SECONDS', 300, 1, 86_400),

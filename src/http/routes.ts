@@ -14,6 +14,7 @@ import { claimRoutes } from '../connectivity/devices/claim-routes.ts';
 import { webhookRoutes } from '../connectivity/webhooks/routes.ts';
 import { firmwareRoutes } from '../connectivity/firmware/routes.ts';
 import { supplierCertificateRoutes } from '../connectivity/supplier-certificates/routes.ts';
+import { dryRunRoutes } from '../connectivity/dry-run/routes.ts';
 import { environmentRoutes } from '../monitoring/environments/routes.ts';
 import { pinGroupRoutes } from '../monitoring/pin-groups/routes.ts';
 import { pinRoutes } from '../monitoring/pins/routes.ts';
@@ -50,6 +51,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   webhookRoutes,
   firmwareRoutes,
   supplierCertificateRoutes,
+  dryRunRoutes,
   environmentRoutes,
   pinGroupRoutes,
   pinRoutes,

@@ -51,6 +51,10 @@ function encodeBody(body: TypedBody | null): Buffer | undefined {
 
 const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
+function refused(args: SendRequestArgs, error: string): OutboundOutcome {
+  return { failed: true, message: `${args.method} ${args.url} refused: ${error}`, triggerData: { request: args, response: null, durationMs: null, error } };
+}
+
 export class OutboundClient {
   private readonly options: OutboundOptions;
   private readonly agent: Agent;
@@ -75,6 +79,32 @@ export class OutboundClient {
     });
   }
 
+  /** The outcome `send` would have without sending: its refusal, or the request as it would go out (a dry run's). */
+  wouldSend(args: SendRequestArgs): OutboundOutcome {
+    const checked = this.check(args);
+    if (typeof checked === 'string') return refused(args, checked);
+    return { failed: false, message: `${args.method} ${args.url}: not sent (dry run)`, triggerData: { request: args, response: null, durationMs: null, error: null } };
+  }
+
+  /** The URL of a request this deployment may make, or why not. */
+  private check(args: SendRequestArgs): URL | string {
+    let url: URL;
+    try {
+      url = new URL(args.url);
+    } catch {
+      return 'url is not an absolute URL';
+    }
+    if (url.protocol !== 'https:') return `only https URLs are allowed, not ${url.protocol.replace(/:$/, '')}`;
+    if (url.username || url.password) return 'credentials in the URL are not allowed; send them in a header';
+    if (!hostAllowed(url.hostname, this.options.allowedHosts)) {
+      return this.options.allowedHosts.length === 0
+        ? 'this deployment allows no outbound hosts (OUTBOUND_ALLOWED_HOSTS is empty)'
+        : `host ${url.hostname} is not in OUTBOUND_ALLOWED_HOSTS`;
+    }
+    if (!HTTP_TOKEN.test(args.method)) return `method ${JSON.stringify(args.method)} is not an HTTP method`;
+    return url;
+  }
+
   /**
    * Makes the request, or refuses it; never throws: every outcome is something to show on the activity.
    * `idempotencyKey` (stable when a failed job is retried and the request made again) goes out as
@@ -82,21 +112,9 @@ export class OutboundClient {
    */
   async send(args: SendRequestArgs, idempotencyKey?: string): Promise<OutboundOutcome> {
     const triggerData: OutboundOutcome['triggerData'] = { request: args, response: null, durationMs: null, error: null };
-    const refuse = (error: string): OutboundOutcome => ({ failed: true, message: `${args.method} ${args.url} refused: ${error}`, triggerData: { ...triggerData, error } });
-    let url: URL;
-    try {
-      url = new URL(args.url);
-    } catch {
-      return refuse('url is not an absolute URL');
-    }
-    if (url.protocol !== 'https:') return refuse(`only https URLs are allowed, not ${url.protocol.replace(/:$/, '')}`);
-    if (url.username || url.password) return refuse('credentials in the URL are not allowed; send them in a header');
-    if (!hostAllowed(url.hostname, this.options.allowedHosts)) {
-      return refuse(this.options.allowedHosts.length === 0
-        ? 'this deployment allows no outbound hosts (OUTBOUND_ALLOWED_HOSTS is empty)'
-        : `host ${url.hostname} is not in OUTBOUND_ALLOWED_HOSTS`);
-    }
-    if (!HTTP_TOKEN.test(args.method)) return refuse(`method ${JSON.stringify(args.method)} is not an HTTP method`);
+    const checked = this.check(args);
+    if (typeof checked === 'string') return refused(args, checked);
+    const url = checked;
     const headers: Record<string, string | string[]> = { ...args.headers };
     const has = (name: string) => Object.keys(headers).some((h) => h.toLowerCase() === name);
     if (idempotencyKey && !has('idempotency-key')) headers['idempotency-key'] = idempotencyKey;

@@ -1,8 +1,8 @@
 import { hash } from 'node:crypto';
 import { metrics } from '../app/metrics.ts';
 import { hasUnstorable, replacedMessage, storableValue, unstorablePath } from '../app/storable.ts';
-import type { Sandbox } from '../sandbox/runner.ts';
-import type { CommandTypeView, CommandView, ExecCall, HandlerEvent, HandlerRun, ParsedReport } from '../sandbox/types.ts';
+import { describeRunError, type Sandbox } from '../sandbox/runner.ts';
+import type { CommandTypeView, CommandView, ExecCall, HandlerEvent, HandlerRun, ParsedReport, RunError } from '../sandbox/types.ts';
 import type { ConditionReportIn } from '../monitoring/reports/store.ts';
 import type { ActivityRow } from '../connectivity/activities/store.ts';
 import { FIRMWARE_OFFER_HEADER, type FirmwareOffer } from '../connectivity/firmware/offer.ts';
@@ -10,13 +10,15 @@ import { MAX_REQUESTS_PER_RUN, type OutboundOutcome, type SendRequestArgs } from
 import type { DeviceContextLoader, DeviceRecord } from './device-context.ts';
 import type { DeviceAnswer, DeviceEventJob, DeviceJob, DeviceJobResult } from './jobs.ts';
 
-/** What processing a job needs; each is a real store or client, passed in so the logic is testable alone. */
-export interface ProcessDeps {
+/**
+ * What one run of the event handler reads and does: each is a real store or client, passed in so the
+ * logic is testable alone. The worker's perform the effects (reports pushed, device calls applied,
+ * requests sent); a dry run's (src/connectivity/dry-run/) collect them and change nothing.
+ */
+export interface RunEffects {
   sandbox: Sandbox;
-  loader: DeviceContextLoader;
+  loader: Pick<DeviceContextLoader, 'reportType' | 'quantitiesOf'>;
   pushReport(report: ConditionReportIn): Promise<void>;
-  writeActivity(row: ActivityRow): Promise<void>;
-  touchDevice(deviceId: number, at: Date): Promise<void>;
   /** resolves to the activity's triggerData when it is not simply the call's arguments */
   /** `callHashId` is stable across retries of the job: what a call creates can take it as its id */
   applyDeviceCall(device: DeviceRecord, call: ExecCall, at: Date, callHashId: string): Promise<unknown>;
@@ -28,6 +30,15 @@ export interface ProcessDeps {
   count(deviceHashId: string, key: string, at: Date): void;
   /** `args.scheduledCommands`: the device's commands not yet sent or dropped, oldest first */
   scheduledCommands(deviceId: number): Promise<ScheduledCommand[]>;
+  /** true for a dry run's: its runs are not counted on /metrics among the runs of devices' code */
+  unmetered?: boolean;
+}
+
+/** What processing a queued job needs besides a run's effects. */
+export interface ProcessDeps extends RunEffects {
+  loader: DeviceContextLoader;
+  writeActivity(row: ActivityRow): Promise<void>;
+  touchDevice(deviceId: number, at: Date): Promise<void>;
   /** the command a command event names (deleted ones included), or null */
   commandOfEvent(commandHashId: string): Promise<(ScheduledCommand & { droppedAt: string | null }) | null>;
   /** reportLate: whether expectation `before`, set at `setAt`, still stands with no contact since */
@@ -37,6 +48,19 @@ export interface ProcessDeps {
 export interface ScheduledCommand { command: CommandView; commandType: CommandTypeView }
 
 const EVENT_TRIGGERS = { newCommand: 'handleNewCommand', commandDue: 'handleCommandDue', deletedCommand: 'handleDeletedCommand', reportLate: 'handleReportLate' } as const;
+
+const COUNTER_PAST_LIMIT_MS = 48 * 3600_000;
+const COUNTER_FUTURE_LIMIT_MS = 24 * 3600_000;
+
+/** The time exec.increaseReportingCounter counts at (`at`, else the run's); throws for a time the counters cannot take. */
+export function reportingCounterTime(at: string | null, runAt: Date): Date {
+  const when = at ? new Date(at) : runAt;
+  // hours outside this window may no longer (or not yet) have their Redis hash: the count could be lost
+  if (when.getTime() < runAt.getTime() - COUNTER_PAST_LIMIT_MS || when.getTime() > runAt.getTime() + COUNTER_FUTURE_LIMIT_MS) {
+    throw new Error('increaseReportingCounter: at may lie at most 48 hours in the past and 24 hours in the future');
+  }
+  return when;
+}
 
 /** The activity's triggerType of a job: the handler function the SDK names for its event. */
 export const triggerTypeOf = (job: DeviceJob): string => (job.kind === 'event' ? EVENT_TRIGGERS[job.event.type] : 'handleIncomingRequest');
@@ -56,8 +80,8 @@ async function resolveEvent(deps: ProcessDeps, deviceHashId: string, deviceId: n
   return { event: { type: e.type, ...shown }, triggerData: shown };
 }
 
-interface LogLine { type: 'log' | 'error'; message: string }
-interface SubActivity { hashId: string; createdAt: string; triggerType: string; failed: boolean; log: LogLine[]; triggerData: unknown }
+export interface LogLine { type: 'log' | 'error'; message: string }
+export interface SubActivity { hashId: string; createdAt: string; triggerType: string; failed: boolean; log: LogLine[]; triggerData: unknown }
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -78,7 +102,8 @@ function handledLater(p: Promise<void>): Promise<void> {
 }
 
 /** A sandbox run counted and timed on /metrics by kind and outcome. */
-async function measured<R extends { ok: true } | { ok: false; error: { kind: string } }>(kind: 'handler' | 'parser', running: Promise<R>): Promise<R> {
+async function measured<R extends { ok: true } | { ok: false; error: { kind: string } }>(effects: RunEffects, kind: 'handler' | 'parser', running: Promise<R>): Promise<R> {
+  if (effects.unmetered) return running;
   const end = metrics.sandboxSeconds.startTimer({ kind });
   const run = await running;
   end();
@@ -129,61 +154,11 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   const touched = job.kind === 'event' ? Promise.resolve() : handledLater(deps.touchDevice(device.id, new Date(job.receivedAt)));
   // every queued request is a contact, whichever listener (HTTPS, CoAP, webhook) authenticated it
   if (job.kind === 'incomingRequest') deps.count(device.hashId, 'contacts', new Date(job.receivedAt));
-  const deviceView = {
-    hashId: device.hashId, supplierDeviceIdentifier: device.supplierDeviceIdentifier, deviceTypeHashId: device.deviceType.hashId,
-    fields: device.fields, lastOnlineAt: device.lastOnlineAt, nextReportBefore: device.nextReportBefore,
-  };
-  const scheduledCommands = await deps.scheduledCommands(device.id);
-  const run = await measured('handler', deps.sandbox.runEventHandler({
-    isolationKey: device.environmentHashId,
-    source: device.deviceType.eventHandler,
-    args: { device: deviceView, scheduledCommands, event },
-  }));
-
-  const log = logsOf(run);
-  if (!run.ok) {
-    log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
-    deps.count(device.hashId, 'handlerFailures', startedAt);
-  }
-  const activities: SubActivity[] = [];
-  const work: Promise<void>[] = [];
   // reports are pushed while the activity is written: both must be stored before the job completes
   const stored: Promise<void>[] = [touched];
-  const offers: string[] = [];
-  let requests = 0;
-  run.calls.forEach((call, index) => {
-    const hashId = derivedHashId(jobId, `call:${index}`);
-    if (call.name === 'parseReport') {
-      work.push(parseReport(deps, device, deviceView, call.args, hashId).then((a) => {
-        activities[index] = a.activity;
-        deps.count(device.hashId, a.activity.failed ? 'reportFailures' : 'reports', startedAt);
-        if (a.pushed) stored.push(a.pushed);
-      }));
-    } else if (call.name === 'offerFirmware' || call.name === 'sendRequest') {
-      const at = new Date().toISOString();
-      const outcome = call.name === 'offerFirmware' ? offerActivity(deps, device, call.args.firmwareHashId, job.kind !== 'event' ? offers : null, index) : requestActivity(deps, call.args, ++requests, hashId);
-      work.push(outcome.then((o) => { activities[index] = { hashId, createdAt: at, triggerType: call.name, ...o }; }));
-    } else {
-      const at = new Date();
-      // a device's fields and commands are kept as given or not at all: text PostgreSQL cannot store refuses the call
-      const unstorable = unstorablePath(call.args);
-      if (unstorable) {
-        activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: `not applied: ${call.name} argument ${unstorable} holds a NUL character or an unpaired surrogate, which cannot be stored` }], triggerData: call.args };
-        return;
-      }
-      work.push(deps.applyDeviceCall(device, call, at, hashId).then(
-        (triggerData) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: false, log: [], triggerData: triggerData ?? call.args }; },
-        (err: Error) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: err.message }], triggerData: call.args }; },
-      ));
-    }
-  });
-  await Promise.all(work);
-
-  const answer: DeviceAnswer | null = job.kind === 'event' ? null : run.ok
-    ? (run.result ? { statusCode: run.result.statusCode, headers: run.result.headers, body: run.result.body } : { statusCode: 204, headers: {}, body: null })
-    : failureAnswer(run);
-  const offered = offers.filter((o) => o !== undefined);
-  if (answer && run.ok && offered.length > 0) answer.headers = { ...answer.headers, [FIRMWARE_OFFER_HEADER]: offered.join(', ') };
+  const outcome = await runDeviceHandler(deps, jobId, device, device.deviceType.eventHandler, event, startedAt);
+  stored.push(...outcome.stored);
+  const { run, answer, log, activities } = outcome;
   stored.push(deps.writeActivity({
     hashId: activityHashId, environmentId: device.environmentId, deviceId: device.id, deviceTypeId: device.deviceType.id,
     triggerType: triggerTypeOf(job),
@@ -197,25 +172,101 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   return { answer, activityHashId, failed: !run.ok };
 }
 
-async function parseReport(
-  deps: ProcessDeps, device: DeviceRecord, deviceView: Record<string, unknown>,
+/** `args.device`: what supplier code sees of a device. */
+export const deviceViewOf = (device: DeviceRecord) => ({
+  hashId: device.hashId, supplierDeviceIdentifier: device.supplierDeviceIdentifier, deviceTypeHashId: device.deviceType.hashId,
+  fields: device.fields, lastOnlineAt: device.lastOnlineAt, nextReportBefore: device.nextReportBefore,
+});
+
+/** What one run of the event handler made: the device's answer (null for an event), the activity's log and sub-activities, and the store writes it started. */
+export interface HandlerOutcome {
+  run: HandlerRun;
+  answer: DeviceAnswer | null;
+  log: LogLine[];
+  activities: SubActivity[];
+  /** the reports pushed (through `effects.pushReport`), still being stored */
+  stored: Promise<void>[];
+}
+
+/**
+ * Runs `source` as the event handler of `device` on `event`, then what it asked for, through
+ * `effects`: the one path both a queued job and a dry run take. Ids of what it creates derive
+ * from `idBase`. Only an incomingRequest is answered.
+ */
+export async function runDeviceHandler(effects: RunEffects, idBase: string, device: DeviceRecord, source: string, event: HandlerEvent, startedAt: Date): Promise<HandlerOutcome> {
+  const answering = event.type === 'incomingRequest';
+  const deviceView = deviceViewOf(device);
+  const scheduledCommands = await effects.scheduledCommands(device.id);
+  const run = await measured(effects, 'handler', effects.sandbox.runEventHandler({
+    isolationKey: device.environmentHashId, source, args: { device: deviceView, scheduledCommands, event },
+  }));
+
+  const log = logsOf(run);
+  if (!run.ok) {
+    log.push({ type: 'error', message: describeRunError(run.error) });
+    effects.count(device.hashId, 'handlerFailures', startedAt);
+  }
+  const activities: SubActivity[] = [];
+  const work: Promise<void>[] = [];
+  const stored: Promise<void>[] = [];
+  const offers: string[] = [];
+  let requests = 0;
+  run.calls.forEach((call, index) => {
+    const hashId = derivedHashId(idBase, `call:${index}`);
+    if (call.name === 'parseReport') {
+      work.push(parseReport(effects, device, deviceView, call.args, hashId).then((a) => {
+        activities[index] = a.activity;
+        effects.count(device.hashId, a.activity.failed ? 'reportFailures' : 'reports', startedAt);
+        if (a.pushed) stored.push(a.pushed);
+      }));
+    } else if (call.name === 'offerFirmware' || call.name === 'sendRequest') {
+      const at = new Date().toISOString();
+      const outcome = call.name === 'offerFirmware' ? offerActivity(effects, device, call.args.firmwareHashId, answering ? offers : null, index) : requestActivity(effects, call.args, ++requests, hashId);
+      work.push(outcome.then((o) => { activities[index] = { hashId, createdAt: at, triggerType: call.name, ...o }; }));
+    } else {
+      const at = new Date();
+      // a device's fields and commands are kept as given or not at all: text PostgreSQL cannot store refuses the call
+      const unstorable = unstorablePath(call.args);
+      if (unstorable) {
+        activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: `not applied: ${call.name} argument ${unstorable} holds a NUL character or an unpaired surrogate, which cannot be stored` }], triggerData: call.args };
+        return;
+      }
+      work.push(effects.applyDeviceCall(device, call, at, hashId).then(
+        (triggerData) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: false, log: [], triggerData: triggerData ?? call.args }; },
+        (err: Error) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: err.message }], triggerData: call.args }; },
+      ));
+    }
+  });
+  await Promise.all(work);
+
+  const answer: DeviceAnswer | null = !answering ? null : run.ok
+    ? (run.result ? { statusCode: run.result.statusCode, headers: run.result.headers, body: run.result.body } : { statusCode: 204, headers: {}, body: null })
+    : failureAnswer(run);
+  const offered = offers.filter((o) => o !== undefined);
+  if (answer && run.ok && offered.length > 0) answer.headers = { ...answer.headers, [FIRMWARE_OFFER_HEADER]: offered.join(', ') };
+  return { run, answer, log, activities, stored };
+}
+
+/** exec.parseReport: the report type's parser on the payload, the report pushed; `error`: how the parser failed, if it ran and failed. */
+export async function parseReport(
+  deps: RunEffects, device: DeviceRecord, deviceView: Record<string, unknown>,
   args: { reportTypeHashId: string; payload: string; generatedAt: string | null }, hashId: string,
-): Promise<{ activity: SubActivity; pushed?: Promise<void> }> {
+): Promise<{ activity: SubActivity; pushed?: Promise<void>; error?: RunError }> {
   const createdAt = new Date().toISOString();
   const base = { hashId, createdAt, triggerType: 'parseReport' };
   const reportType = hasUnstorable(args.reportTypeHashId) ? null : await deps.loader.reportType(device.environmentId, args.reportTypeHashId);
   if (!reportType) {
     return { activity: { ...base, failed: true, log: [{ type: 'error', message: `report type ${args.reportTypeHashId} does not exist in this environment` }], triggerData: { payload: args.payload } } };
   }
-  const run = await measured('parser', deps.sandbox.runReportParser({
+  const run = await measured(deps, 'parser', deps.sandbox.runReportParser({
     isolationKey: device.environmentHashId, source: reportType.parser,
     args: { payload: args.payload, device: deviceView as never },
   }));
   const triggerData: Record<string, unknown> = { reportType: { hashId: reportType.hashId, name: reportType.name }, payload: args.payload };
   const log = logsOf(run);
   if (!run.ok) {
-    log.push({ type: 'error', message: `${run.error.kind}: ${run.error.message}` });
-    return { activity: { ...base, failed: true, log, triggerData } };
+    log.push({ type: 'error', message: describeRunError(run.error) });
+    return { activity: { ...base, failed: true, log, triggerData }, error: run.error };
   }
   const report: ParsedReport = run.result;
   const quantities = await deps.loader.quantitiesOf(device.environmentId);
@@ -260,7 +311,7 @@ async function parseReport(
 type CallOutcome = Pick<SubActivity, 'failed' | 'log' | 'triggerData'>;
 
 /** exec.offerFirmware: the reference goes into the answer (`offers[index]`, in call order), the outcome onto the activity. */
-async function offerActivity(deps: ProcessDeps, device: DeviceRecord, firmwareHashId: string, offers: string[] | null, index: number): Promise<CallOutcome> {
+async function offerActivity(deps: RunEffects, device: DeviceRecord, firmwareHashId: string, offers: string[] | null, index: number): Promise<CallOutcome> {
   if (!offers) return { failed: true, log: [{ type: 'error', message: 'not offered: only the answer to a device request can carry firmware; this event has none' }], triggerData: { firmwareHashId } };
   if (hasUnstorable(firmwareHashId)) return { failed: true, log: [{ type: 'error', message: 'not offered: the firmwareHashId holds a NUL character or an unpaired surrogate' }], triggerData: { firmwareHashId } };
   const offer = await deps.offerFirmware(device, firmwareHashId);
@@ -270,7 +321,7 @@ async function offerActivity(deps: ProcessDeps, device: DeviceRecord, firmwareHa
 }
 
 /** exec.sendRequest, the `nth` of the run: made now, after the run, with its result (or refusal) on the activity; the sub-activity's hashId is its Idempotency-Key. */
-async function requestActivity(deps: ProcessDeps, args: SendRequestArgs, nth: number, hashId: string): Promise<CallOutcome> {
+async function requestActivity(deps: RunEffects, args: SendRequestArgs, nth: number, hashId: string): Promise<CallOutcome> {
   if (nth > MAX_REQUESTS_PER_RUN) {
     return { failed: true, log: [{ type: 'error', message: `not sent: at most ${MAX_REQUESTS_PER_RUN} sendRequest calls per run` }], triggerData: { request: args } };
   }

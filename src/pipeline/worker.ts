@@ -22,7 +22,7 @@ import { OutageLog } from '../app/outage-log.ts';
 import { answerChannel, deliverLocally, DeviceEventQueue, setLocalTaker, type PublishedAnswer } from './queue.ts';
 import { MonitoringCoreClient, type CoreProbe } from './monitoring-client.ts';
 import { OutboundClient } from './outbound.ts';
-import { processDeviceJob, type ProcessDeps } from './process-device-job.ts';
+import { processDeviceJob, reportingCounterTime, type ProcessDeps } from './process-device-job.ts';
 import { thresholdEvaluation, ThresholdEvaluator } from '../monitoring/thresholds/evaluate.ts';
 import { startConnectivityCheck } from '../monitoring/issues/connectivity-check.ts';
 
@@ -46,8 +46,6 @@ const LOCAL_ROOM_MIN = 256;
 const TOUCH_DEVICES = namedStatement('touch-devices', `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
   FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`);
 const TOUCH_RESOLUTION_MS = 1000;
-const COUNTER_PAST_LIMIT_MS = 48 * 3600_000;
-const COUNTER_FUTURE_LIMIT_MS = 24 * 3600_000;
 
 /**
  * The worker role: takes device jobs from the queue and runs the suppliers' code on them.
@@ -363,15 +361,9 @@ async function applyDeviceCall(ctx: AppContext, loader: DeviceContextLoader, dev
       await ctx.db.query('UPDATE device SET next_report_before = $2, updated_at = now() WHERE id = $1', [device.id, call.args.before]);
       loader.forgetDevice(device.hashId);
       return;
-    case 'increaseReportingCounter': {
-      const when = call.args.at ? new Date(call.args.at) : at;
-      // hours outside this window may no longer (or not yet) have their Redis hash: the count could be lost
-      if (when.getTime() < at.getTime() - COUNTER_PAST_LIMIT_MS || when.getTime() > at.getTime() + COUNTER_FUTURE_LIMIT_MS) {
-        throw new Error('increaseReportingCounter: at may lie at most 48 hours in the past and 24 hours in the future');
-      }
-      countDeviceEvent(ctx, device.hashId, 'reportingCounter', when);
+    case 'increaseReportingCounter':
+      countDeviceEvent(ctx, device.hashId, 'reportingCounter', reportingCounterTime(call.args.at, at));
       return;
-    }
     default:
       throw new Error(`exec.${call.name} is not supported by this deployment yet`);
   }

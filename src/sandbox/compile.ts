@@ -120,6 +120,36 @@ export function mapStackToSource(hash: string, stack: string): string {
   });
 }
 
+/**
+ * mapStackToSource for a run of `source`. Its source map may have left the cache while the source is still
+ * served from the front cache (large sources evict by size); then the source is compiled again for it, so an
+ * error names the supplier's line however long ago their code was compiled.
+ */
+export async function mapStackOfSource(source: string, hash: string, stack: string, owner: string): Promise<string> {
+  if (!cache.has(hash) && /udf\.js:\d+:\d+/.test(stack)) {
+    let pending = inflight.get(hash);
+    if (!pending) {
+      pending = compileInThread(owner, source, hash).finally(() => inflight.delete(hash));
+      inflight.set(hash, pending);
+    }
+    await pending;
+  }
+  return mapStackToSource(hash, stack);
+}
+
+/** Test/diagnostic helper: drops the compiled entries (and their source maps) but not the front cache, as eviction by size does. */
+export function forgetSourceMaps(): void {
+  cache.clear();
+  cachedChars = 0;
+}
+
+/** The supplier's own position of a stack's innermost frame in their code (`udf.ts:L:C`, after mapStackToSource), or null. */
+export function sourcePositionOf(stack: string): { line: number; column: number } | null {
+  // frames only: the message on the first line is the supplier's text and may hold anything
+  const m = /^\s+at .*?udf\.ts:(\d+):(\d+)/m.exec(stack);
+  return m ? { line: Number(m[1]), column: Number(m[2]) } : null;
+}
+
 // ---- rate -----------------------------------------------------------------------------------------
 
 // token bucket per owner: compilesPerMinute tokens, refilled continuously

@@ -18,7 +18,7 @@
 // (isolated-vm disposes the whole isolate: the entry is dropped and recreated on the next run).
 
 import ivm from 'isolated-vm';
-import { compileUserCode, mapStackToSource, USER_JS_FILENAME, type CompileResult } from './compile.ts';
+import { compileUserCode, mapStackOfSource, sourcePositionOf, USER_JS_FILENAME, type CompileResult } from './compile.ts';
 import { validateIdentifierResult, validateIncomingRequestResponse, validateParsedReport, type Validation } from './report.ts';
 import { supplierCodeLimits } from './limits.ts';
 import { RUNTIME_FILENAME, runtimeSource, type RuntimeLimits } from './runtime.ts';
@@ -211,7 +211,7 @@ export class Sandbox {
     if (!compiled.ok) {
       return done({}, {
         kind: 'compile',
-        message: `${compiled.message} (line ${compiled.line}, column ${compiled.column})`,
+        message: compiled.message,
         line: compiled.line,
         column: compiled.column,
       });
@@ -234,8 +234,8 @@ export class Sandbox {
         await ctx.ready;
       } catch (error) {
         const failure = this.classify(iso, ctx, error);
-        if (failure.stack) failure.stack = mapStackToSource(compiled.hash, failure.stack);
-        return done({}, { ...failure, message: `while running the code's top level: ${failure.message}` });
+        if (failure.stack) failure.stack = await mapStackOfSource(input.source, compiled.hash, failure.stack, input.isolationKey);
+        return done({}, { ...failure, ...(failure.stack ? sourcePositionOf(failure.stack) : null), message: `while running the code's top level: ${failure.message}` });
       }
       if (++ctx.runs >= this.recycleAfterRuns) this.retire(iso, ctx);
 
@@ -260,11 +260,11 @@ export class Sandbox {
       if (!parsed.ok) {
         this.retire(iso, ctx);
         const e = parsed.error ?? { name: 'Error', message: 'unknown error', stack: '' };
-        const stack = e.stack ? mapStackToSource(compiled.hash, e.stack) : undefined;
+        const stack = e.stack ? await mapStackOfSource(input.source, compiled.hash, e.stack, input.isolationKey) : undefined;
         return done(parsed, {
           kind: parsed.invalidResult ? 'invalid-result' : 'error',
           message: `${e.name}: ${e.message}`,
-          ...(stack ? { stack } : {}),
+          ...(stack ? { stack, ...sourcePositionOf(stack) } : {}),
         });
       }
       const checked = validate(parsed.result);
@@ -491,6 +491,15 @@ function disposeIsolate(entry: IsolateEntry): void {
   } catch {
     // already disposed
   }
+}
+
+/**
+ * A failed run in one line, as the activity log and the identifier refusals show it: the kind, the
+ * message and, when the supplier's code threw, the line and column in their own TypeScript source.
+ */
+export function describeRunError(error: RunError): string {
+  const at = error.line !== undefined ? ` (line ${error.line}, column ${error.column})` : '';
+  return `${error.kind}: ${error.message}${at}`;
 }
 
 function messageOf(error: unknown): string {

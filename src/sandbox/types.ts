@@ -168,7 +168,7 @@ export interface RunError {
   message: string;
   /** supplier-facing stack (positions mapped back to the TypeScript source where possible) */
   stack?: string;
-  /** for kind 'compile': 1-based position in the supplier's source */
+  /** 1-based position in the supplier's TypeScript source: of a compile error, or of the innermost frame of their code that threw */
   line?: number;
   column?: number;
 }

@@ -225,7 +225,8 @@ describe('everything supplier code produces is bounded, and each bound is named 
     const errors = errorsOf(activity.log);
     expect(errors).toHaveLength(2);
     expect(errors[0]).toMatch(/^refused parseReport: the arguments are 300\d\d bytes of JSON, over the limit of 20000 \(SANDBOX_MAX_CALL_BYTES\)$/);
-    expect(errors[1]).toBe(`error: RangeError: ${errors[0].slice('refused '.length)}`);
+    // the refusal is thrown at the call site: the error names that line of the supplier's source
+    expect(errors[1]).toBe(`error: RangeError: ${errors[0].slice('refused '.length)} (line 13, column ${/column (\d+)\)$/.exec(errors[1])?.[1]})`);
   });
 
   it('an activity over ACTIVITY_MAX_BYTES is stored with its later parts cut short and marked, and an error line saying so', async () => {

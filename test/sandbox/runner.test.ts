@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { forgetSourceMaps } from '../../src/sandbox/compile.ts';
 import { Sandbox } from '../../src/sandbox/runner.ts';
 import { CONTRACT_EXAMPLE, GOOD_HANDLER, LAST_ONLINE, device, reportLateArgs, requestArgs } from './fixtures.ts';
 
@@ -271,6 +272,38 @@ describe('failure isolation', () => {
     const topLevel = await sandbox.runEventHandler({ isolationKey: 'fail-throw', source: 'const x: number = 1;\nthrow new Error("at load");\nfunction handle() {}', args: reportLateArgs() });
     expect(topLevel).toMatchObject({ ok: false, error: { kind: 'error', message: /at load/ } });
     await expectRecovery('fail-throw');
+  });
+
+  it("a thrown error names the line and column of the supplier's TypeScript source, not of the compiled JavaScript", async () => {
+    // the types and the enum make the compiled JavaScript's lines and columns differ from the source's
+    const source = [
+      'interface Reading { volts: number }',
+      'enum Level { Low, High }',
+      'type Pair = [Reading, Level];',
+      'function handle(args: Arguments, exec: Exec): void {',
+      '  const pair: Pair = [{ volts: 3 }, Level.High];',
+      '  exec.addLog("before");',
+      '  if (pair[1] === Level.High) throw new TypeError("too high: " + pair[0].volts);',
+      '}',
+    ].join('\n');
+    const run = await sandbox.runEventHandler({ isolationKey: 'fail-position', source, args: reportLateArgs() });
+    expect(run).toMatchObject({ ok: false, error: { kind: 'error', message: 'TypeError: too high: 3', line: 7, column: 37 } });
+  });
+
+  it("a thrown error still names the supplier's line after the compiled code's source map left the cache", async () => {
+    const source = 'type N = number;\nfunction handle(args: Arguments, exec: Exec): void {\n  const n: N = 1;\n  throw new Error("late " + n);\n}';
+    const first = await sandbox.runEventHandler({ isolationKey: 'fail-evicted', source, args: reportLateArgs() });
+    expect(first).toMatchObject({ ok: false, error: { line: 4 } });
+    // the source is still served from the front cache; its source map is gone, as after eviction by size
+    forgetSourceMaps();
+    const again = await sandbox.runEventHandler({ isolationKey: 'fail-evicted', source, args: reportLateArgs() });
+    expect(again).toMatchObject({ ok: false, error: { kind: 'error', message: 'Error: late 1', line: 4, column: 9 } });
+  });
+
+  it("an error thrown by the code's top level names its line in the supplier's source", async () => {
+    const source = 'interface A { b: number }\nconst a: A = { b: 1 };\nif (a.b === 1) throw new Error("at load");\nfunction handle() {}';
+    const run = await sandbox.runEventHandler({ isolationKey: 'fail-position', source, args: reportLateArgs() });
+    expect(run).toMatchObject({ ok: false, error: { kind: 'error', line: 3, column: 22 } });
   });
 
   it('while(true){} is stopped as kind timeout, logs gathered so far kept', async () => {

@@ -145,6 +145,40 @@ function checkTiming(t: CommandType, input: CommandInput): void {
 interface TargetDevice { id: number; hashId: string; typeHashId: string; channels: Channel[]; commandTypeHashIds: string[] }
 
 /**
+ * What adding commands checks, refusing as add would: the command type (live, of the environment), its timing and
+ * fields, and each device (of the environment, whose type allows the command type and has the channels). Changes
+ * nothing; a dry run's scheduleCommand checks with it too.
+ */
+export async function checkNewCommands(db: Queryable, environmentId: number, input: CommandInput, lock = false): Promise<{ commandType: CommandType; fields: Fields; devices: Map<string, TargetDevice> }> {
+  const wanted = input.objectHashIds;
+  const [commandType] = await liveCommandTypes(db, environmentId, [input.commandTypeHashId], lock);
+  if (!commandType) throw new ParameterError(`commandTypeHashId: ${input.commandTypeHashId} is not a command type of this environment`);
+  checkTiming(commandType, input);
+  const fields = commandFields(commandType.fieldConfigurations, input.fields);
+  const { rows } = await db.query(
+    `SELECT d.id, d.hash_id, t.hash_id AS type_hash_id, t.channels, t.command_type_hash_ids
+       FROM device d JOIN device_type t ON t.id = d.device_type_id
+      WHERE d.environment_id = $1 AND d.hash_id = ANY($2) AND t.deleted_at IS NULL`, [environmentId, wanted]);
+  const devices = new Map<string, TargetDevice>(rows.map((r) => [r.hash_id as string, {
+    id: r.id as number, hashId: r.hash_id as string, typeHashId: r.type_hash_id as string,
+    channels: r.channels as Channel[], commandTypeHashIds: r.command_type_hash_ids as string[],
+  }]));
+  const indices = input.channelIndices ?? [];
+  for (const hashId of wanted) {
+    const device = devices.get(hashId);
+    if (!device) throw new ParameterError(`objectHashIds: ${hashId} is not a device of this environment`);
+    if (!device.commandTypeHashIds.includes(commandType.hashId)) {
+      throw new ParameterError(`objectHashIds: device ${hashId} has device type ${device.typeHashId}, whose commandTypeHashIds do not include ${commandType.hashId}`);
+    }
+    const outside = indices.find((i) => i >= device.channels.length);
+    if (outside !== undefined) {
+      throw new ParameterError(`channelIndices: ${outside} is not a channel of device ${hashId} (its device type ${device.typeHashId} has ${device.channels.length} channels)`);
+    }
+  }
+  return { commandType, fields, devices };
+}
+
+/**
  * Adds one command per device of `objectHashIds` (all or none), then tells each device's handler
  * (`newCommand`) and schedules its `commandDue`.
  */
@@ -159,30 +193,8 @@ export async function addCommands(
   if (twice !== undefined) throw new ParameterError(`objectHashIds: ${twice} is listed twice`);
   const records = await db.tx(async (client) => {
     // share-locked like device types do, so the command type cannot be deleted under the new commands
-    const [commandType] = await liveCommandTypes(client, environmentId, [input.commandTypeHashId], true);
-    if (!commandType) throw new ParameterError(`commandTypeHashId: ${input.commandTypeHashId} is not a command type of this environment`);
-    checkTiming(commandType, input);
-    const fields = commandFields(commandType.fieldConfigurations, input.fields);
-    const { rows } = await client.query(
-      `SELECT d.id, d.hash_id, t.hash_id AS type_hash_id, t.channels, t.command_type_hash_ids
-         FROM device d JOIN device_type t ON t.id = d.device_type_id
-        WHERE d.environment_id = $1 AND d.hash_id = ANY($2) AND t.deleted_at IS NULL`, [environmentId, wanted]);
-    const devices = new Map<string, TargetDevice>(rows.map((r) => [r.hash_id as string, {
-      id: r.id as number, hashId: r.hash_id as string, typeHashId: r.type_hash_id as string,
-      channels: r.channels as Channel[], commandTypeHashIds: r.command_type_hash_ids as string[],
-    }]));
+    const { commandType, fields, devices } = await checkNewCommands(client, environmentId, input, true);
     const indices = input.channelIndices ?? [];
-    for (const hashId of wanted) {
-      const device = devices.get(hashId);
-      if (!device) throw new ParameterError(`objectHashIds: ${hashId} is not a device of this environment`);
-      if (!device.commandTypeHashIds.includes(commandType.hashId)) {
-        throw new ParameterError(`objectHashIds: device ${hashId} has device type ${device.typeHashId}, whose commandTypeHashIds do not include ${commandType.hashId}`);
-      }
-      const outside = indices.find((i) => i >= device.channels.length);
-      if (outside !== undefined) {
-        throw new ParameterError(`channelIndices: ${outside} is not a channel of device ${hashId} (its device type ${device.typeHashId} has ${device.channels.length} channels)`);
-      }
-    }
     const { rows: typeRows } = await client.query<{ id: number }>('SELECT id FROM command_type WHERE environment_id = $1 AND hash_id = $2', [environmentId, commandType.hashId]);
     const hashIds = fixedHashIds ?? wanted.map(() => newHashId());
     // a fixed hashId seen before is a retried job's command: it is not added (nor announced) twice
