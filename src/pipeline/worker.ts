@@ -60,7 +60,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const loader = new DeviceContextLoader(ctx.db);
   // links made elsewhere reach this worker's device cache at once (announceDevicesChanged); without Redis the ttl still bounds them
   const watched = loader.watch(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'device changes could not be subscribed'));
-  const mailer = createMailer(ctx.config, ctx.log);
+  const mailer = createMailer(ctx);
   const events = new DeviceEventQueue(ctx);
   const commands = commandPipeline(ctx, mailer, events);
   // a failed first load leaves every device looked up (the hint's default), as before it existed
