@@ -13,6 +13,7 @@ import { ensureCertificates } from './pki/files.ts';
 import { watchTrust } from './pki/trust.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
 import { startMailWorker } from './notifications/mail-queue.ts';
+import { startIssueNotifier } from './notifications/issue-notifier.ts';
 import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
 import { isOwnApi } from './pipeline/monitoring-client.ts';
 import { configureSupplierCodeLimits } from './sandbox/limits.ts';
@@ -69,6 +70,7 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   const worker = has('worker') ? startDeviceWorker(ctx, monitoringCoreUrl, { localMonitoringCore: has('api') && isOwnApi(monitoringCoreUrl, apiPort) }) : null;
   // mail (issue notifications, supplier alerts, command mails) is sent by the workers: src/notifications/mail-queue.ts
   const mail = has('worker') ? startMailWorker(ctx) : null;
+  const issueNotifier = has('worker') ? startIssueNotifier(ctx) : null;
   let queue: DeviceQueue | null = null;
   let https: HttpsDeviceListener | null = null;
   let coap: CoapDeviceListener | null = null;
@@ -96,7 +98,7 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
       await trust?.stop();
       // jobs a worker does not finish in time stay in Redis (BullMQ hands them to the next worker)
       const grace = new Promise<void>((resolve) => setTimeout(resolve, ctx.config.shutdownGraceMs).unref());
-      await Promise.race([Promise.all([worker?.close(), mail?.close()]), grace]);
+      await Promise.race([Promise.all([worker?.close(), mail?.close(), issueNotifier?.stop()]), grace]);
       await queue?.close();
       await api.close();
     },

@@ -10,6 +10,7 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import nodemailer from 'nodemailer';
 import type { AppContext } from '../app/context.ts';
+import type { Queryable } from '../app/db.ts';
 import { metrics } from '../app/metrics.ts';
 import { bullmqErrorLogger, createRedis } from '../app/redis.ts';
 import { insertNotifications, loadNotification, markFailed, markRetrying, markSent, queuedNotifications, type OutgoingMail } from './store.ts';
@@ -41,20 +42,32 @@ function producer(ctx: AppContext): Queue<MailJob> {
 }
 
 /**
- * Queues the mails durably (their rows first, then their jobs) and answers their hashIds. Without SMTP_URL
- * a mail is logged and stored as failed with that reason: nobody is led to believe it went out.
+ * Stores the mails as notifications in `db` (a transaction of the caller's, so they exist exactly when what
+ * caused them does) and answers their hashIds, for queueStored once that is committed. Without SMTP_URL a
+ * mail is logged and stored as failed with that reason: nobody is led to believe it went out.
  */
-export async function queueMails(ctx: AppContext, mails: OutgoingMail[]): Promise<string[]> {
+export async function storeMails(ctx: AppContext, db: Queryable, mails: OutgoingMail[]): Promise<string[]> {
   const deliverable = mails.filter((m) => m.to.length > 0);
   if (deliverable.length === 0) return [];
   if (!ctx.config.smtpUrl) {
     for (const mail of deliverable) ctx.log.info({ mail: { from: ctx.config.mailFrom, to: mail.to, subject: mail.subject, text: mail.text } }, 'mail not sent: SMTP_URL is not configured');
     metrics.notifications.inc({ state: 'failed' }, deliverable.length);
-    return insertNotifications(ctx.db, deliverable, 'failed', 'SMTP_URL is not configured');
+    return insertNotifications(db, deliverable, 'failed', 'SMTP_URL is not configured');
   }
-  const hashIds = await insertNotifications(ctx.db, deliverable, 'queued');
+  return insertNotifications(db, deliverable, 'queued');
+}
+
+/** Queues the jobs of stored mails; one that does not reach Redis stays queued in PostgreSQL and is queued again when a mail worker starts. */
+export async function queueStored(ctx: AppContext, hashIds: string[]): Promise<void> {
+  if (!ctx.config.smtpUrl || hashIds.length === 0) return;
   metrics.notifications.inc({ state: 'queued' }, hashIds.length);
   await addJobs(ctx, hashIds);
+}
+
+/** Stores and queues the mails; their hashIds. */
+export async function queueMails(ctx: AppContext, mails: OutgoingMail[]): Promise<string[]> {
+  const hashIds = await storeMails(ctx, ctx.db, mails);
+  await queueStored(ctx, hashIds);
   return hashIds;
 }
 
