@@ -14,6 +14,7 @@ import { watchTrust } from './pki/trust.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
 import { startMailWorker } from './notifications/mail-queue.ts';
 import { startIssueNotifier } from './notifications/issue-notifier.ts';
+import { supplierAlerts } from './notifications/supplier-alerts.ts';
 import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
 import { isOwnApi } from './pipeline/monitoring-client.ts';
 import { configureSupplierCodeLimits } from './sandbox/limits.ts';
@@ -71,6 +72,8 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   // mail (issue notifications, supplier alerts, command mails) is sent by the workers: src/notifications/mail-queue.ts
   const mail = has('worker') ? startMailWorker(ctx) : null;
   const issueNotifier = has('worker') ? startIssueNotifier(ctx) : null;
+  // failures of supplier code are counted where they happen (worker, webhook, certificate identity); a worker also mails summaries falling due
+  if (has('worker')) supplierAlerts(ctx).start();
   let queue: DeviceQueue | null = null;
   let https: HttpsDeviceListener | null = null;
   let coap: CoapDeviceListener | null = null;
@@ -100,6 +103,7 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
       const grace = new Promise<void>((resolve) => setTimeout(resolve, ctx.config.shutdownGraceMs).unref());
       await Promise.race([Promise.all([worker?.close(), mail?.close(), issueNotifier?.stop()]), grace]);
       await queue?.close();
+      await supplierAlerts(ctx).close();
       await api.close();
     },
   };
