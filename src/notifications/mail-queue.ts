@@ -93,7 +93,8 @@ export interface MailWorker {
 /** Sends the queued mails over SMTP_URL (nothing runs without it: mails are then stored as failed when queued). */
 export function startMailWorker(ctx: AppContext): MailWorker | null {
   if (!ctx.config.smtpUrl) return null;
-  const transport = nodemailer.createTransport(ctx.config.smtpUrl, { from: ctx.config.mailFrom });
+  // pooled: a connection per mail costs the SMTP greeting and handshake every time
+  const transport = nodemailer.createTransport({ url: ctx.config.smtpUrl, pool: true, maxConnections: WORKER_CONCURRENCY, maxMessages: Infinity }, { from: ctx.config.mailFrom });
   const { mailRetryBaseMs: base, mailRetryMaxMs: max } = ctx.config;
   const worker = new Worker<MailJob>(mailQueueName(ctx), async (job: Job<MailJob>) => {
     const mail = await loadNotification(ctx.db, job.data.hashId);

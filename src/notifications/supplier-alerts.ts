@@ -184,7 +184,12 @@ export class SupplierAlerts {
           sample: { ...g.sample, at: g.sample.at.toISOString() },
         }))), quiet]);
         const due = rows.filter((r) => r.due && r.failures > 0);
-        if (due.length === 0) return [];
+        // counts alone need not wait for the disk (they are an estimate already: a process that dies loses its last second);
+        // a transaction that stores mails does
+        if (due.length === 0) {
+          await client.query('SET LOCAL synchronous_commit = off');
+          return [];
+        }
         const details = new Map((await client.query<Details>(DETAILS, [due.map((r) => r.id), due.map((r) => r.sample?.deviceId ?? null)])).rows.map((d) => [d.id, d]));
         const mails = due.flatMap((c) => {
           const d = details.get(c.id);

@@ -10,7 +10,9 @@ export async function settledJobCount(ctx: AppContext, deviceHashId: string): Pr
   const queue = new Queue(ctx.config.queueName, { connection: ctx.redis });
   const count = () => queue.getJobCounts('completed', 'failed', 'active', 'waiting', 'delayed', 'prioritized');
   let counts = await count();
-  for (let i = 0; i < 250 && counts.active + counts.waiting + counts.prioritized > 0; i++) {
+  // a batch the worker beside the gateway took is a delayed job until its writes are on disk, while its activity may
+  // already show: waiting for the delayed ones too keeps a request from being counted twice (bounded: 5 s)
+  for (let i = 0; i < 250 && counts.active + counts.waiting + counts.prioritized + counts.delayed > 0; i++) {
     await new Promise((r) => setTimeout(r, 20));
     counts = await count();
   }
