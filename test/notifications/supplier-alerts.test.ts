@@ -99,4 +99,29 @@ describe('supplier alerts', () => {
     const [{ alerts }] = (await ctx.db.query<{ alerts: number }>('SELECT alerts_since_last_notification AS alerts FROM supplier_subscription s JOIN machine_account a ON a.id = s.user_id WHERE a.email = $1', [engineer])).rows;
     expect(alerts).toBe(0);
   }, 120_000);
+
+  it('alert the subscribers of a report type whose parser throws, not those of the device type whose handler called it', async () => {
+    const reportType = await api.request<{ hashId: string }>('POST', '/supplier-report-type/', {
+      name: 'Broken parser', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+      parser: 'function handle(args: { payload: string }, exec: Exec) {\n  return JSON.parse(args.payload).missing.value;\n}',
+    });
+    expect(reportType.status).toBe(200);
+    const device = await pskDevice(api, `function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
+  if (args.event.type !== 'incomingRequest') return;
+  exec.parseReport({ reportTypeHashId: '${reportType.body.hashId}', payload: '{}' });
+  return { statusCode: 200 };
+}`);
+    const deviceTypeHashId = (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${device.hashId}`)).body.device.deviceTypeHashId;
+    const parserEngineer = await subscriber('supplierReportType', reportType.body.hashId, 'report_type');
+    const handlerEngineer = await subscriber('deviceType', deviceTypeHashId, 'device_type');
+    const res = await pskHttpRequest({ port: service.https!.port(), identity: device.identity, key: device.key, path: '/report', body: '{}' });
+    expect(res?.status).toBe(200);
+    const [alert] = await until(async () => smtp.to(parserEngineer), (m) => m.length === 1, 'the parser alert');
+    expect(alert.subject).toBe('The report parser of report type "Broken parser" failed');
+    expect(alert.text).toContain(`Device: ${device.identity} (${device.hashId})`);
+    expect(alert.text).toMatch(/error: TypeError: .*undefined/);
+    // the handler ran without failing: its device type's subscriber hears nothing (an alert of the same flush would be stored with the parser's)
+    const stored = await ctx.db.query('SELECT 1 FROM notification WHERE $1 = ANY(recipients)', [handlerEngineer]);
+    expect(stored.rows).toEqual([]);
+  });
 });
