@@ -118,6 +118,10 @@ export async function notifyIssues(ctx: AppContext): Promise<number> {
     if (windowSeconds === 0) {
       for (const d of due) send(d.accountId, d.environmentId, d.email, [d.mail]);
     } else if (byAccount.size > 0) {
+      // each recipient's row locked (in id order) so that two workers never both mail one recipient inside a window
+      await client.query(
+        `INSERT INTO issue_mail_recipient (account_id, last_mail_at) SELECT unnest($1::bigint[]), '-infinity' ON CONFLICT DO NOTHING`, [[...byAccount.keys()]]);
+      await client.query('SELECT 1 FROM issue_mail_recipient WHERE account_id = ANY($1) ORDER BY account_id FOR UPDATE', [[...byAccount.keys()]]);
       // who may be mailed now: no mail inside the window, nothing waiting for a digest
       const { rows } = await client.query<{ account_id: number }>(
         `SELECT a.id AS account_id FROM unnest($1::bigint[]) AS a(id)
