@@ -12,6 +12,9 @@ import { startCoapDeviceListener, type CoapDeviceListener } from './gateway/coap
 import { ensureCertificates } from './pki/files.ts';
 import { watchTrust } from './pki/trust.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
+import { startMailWorker } from './notifications/mail-queue.ts';
+import { startIssueNotifier } from './notifications/issue-notifier.ts';
+import { supplierAlerts } from './notifications/supplier-alerts.ts';
 import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
 import { isOwnApi } from './pipeline/monitoring-client.ts';
 import { configureSupplierCodeLimits } from './sandbox/limits.ts';
@@ -66,6 +69,11 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   const monitoringCoreUrl = ctx.config.monitoringCoreUrl ?? `http://127.0.0.1:${apiPort}`;
   // a worker beside the API stores reports itself instead of posting them to its own port
   const worker = has('worker') ? startDeviceWorker(ctx, monitoringCoreUrl, { localMonitoringCore: has('api') && isOwnApi(monitoringCoreUrl, apiPort) }) : null;
+  // mail (issue notifications, supplier alerts, command mails) is sent by the workers: src/notifications/mail-queue.ts
+  const mail = has('worker') ? startMailWorker(ctx) : null;
+  const issueNotifier = has('worker') ? startIssueNotifier(ctx) : null;
+  // failures of supplier code are counted where they happen (worker, webhook, certificate identity); a worker also mails summaries falling due
+  if (has('worker')) supplierAlerts(ctx).start();
   let queue: DeviceQueue | null = null;
   let https: HttpsDeviceListener | null = null;
   let coap: CoapDeviceListener | null = null;
@@ -93,8 +101,9 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
       await trust?.stop();
       // jobs a worker does not finish in time stay in Redis (BullMQ hands them to the next worker)
       const grace = new Promise<void>((resolve) => setTimeout(resolve, ctx.config.shutdownGraceMs).unref());
-      await Promise.race([worker?.close(), grace]);
+      await Promise.race([Promise.all([worker?.close(), mail?.close(), issueNotifier?.stop()]), grace]);
       await queue?.close();
+      await supplierAlerts(ctx).close();
       await api.close();
     },
   };

@@ -58,7 +58,7 @@ export async function userEnvironmentSettingsRoutes(app: FastifyInstance, ctx: A
       description: 'Sets the calling account\'s own settings in its environment; members left out keep their value. '
         + 'defaultAnalyticsPanelHashId must name an analytics panel of the environment (null clears it; deleting the panel clears it too). '
         + 'Login, environment find and environment get answer these settings as userEnvironmentSettings. '
-        + 'notificationLevel is kept and answered; no issue notifications exist yet to apply it to.',
+        + 'notificationLevel subscribes the account to every issue that opens or rises to that level (0 every issue, 1 from serious, 2 critical only, null none) unless a grid of the issue\'s pin group has its own for the account; subscribers are mailed (src/notifications/issue-notifier.ts).',
     },
   }, async (request, reply) => {
     await updateUserEnvironmentSettings(ctx.db, request.account, request.body as SettingsUpdate);

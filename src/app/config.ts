@@ -65,6 +65,13 @@ export interface Config {
   /** SMTP server for command mail (`smtp://user:pass@host:587`), or null: mail is logged instead */
   smtpUrl: string | null;
   mailFrom: string;
+  /** first retry of a mail SMTP did not take (server away, 4xx), doubling up to mailRetryMaxMs; a 5xx is not retried */
+  mailRetryBaseMs: number;
+  mailRetryMaxMs: number;
+  /** a recipient gets at most one issue mail per this window; what happens meanwhile comes as one digest at its end */
+  notificationDigestSeconds: number;
+  /** a supplier object's subscriber gets at most one failure alert per this window; the next one sums up the failures since */
+  notificationAlertQuietSeconds: number;
   /** largest firmware image (decoded bytes) */
   firmwareMaxBytes: number;
   /** memory the gateway spends on hot firmware images, by sha256 */
@@ -171,6 +178,10 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   QUEUE_BATCH_DELAY_MS: ['12', 'how long a gateway gathers device requests into one queued job before it queues them (at most 64; while one job is being queued the next gathers until it is): longer makes fewer, larger jobs, so less CPU per report, for that much more latency'],
   SMTP_URL: ['unset → mail is logged (info), not sent', 'SMTP server for the mail a command\'s `email` addresses get when the device executes it, e.g. smtp://user:pass@mail.example.com:587'],
   MAIL_FROM: ['gridgate <noreply@localhost>', 'sender of that mail'],
+  MAIL_RETRY_BASE_MS: ['1000', 'first retry of a mail the SMTP server did not take (unreachable, 4xx), doubling per attempt up to MAIL_RETRY_MAX_MS, without end: an outage delays mail, never drops it; a 5xx refusal fails the mail with the server\'s reply'],
+  MAIL_RETRY_MAX_MS: ['300000', 'longest wait between two tries of one mail'],
+  NOTIFICATION_DIGEST_SECONDS: ['300', 'a recipient gets at most one issue mail per this window: the first event is mailed at once, the later ones of the window come together in one digest mail at its end'],
+  NOTIFICATION_ALERT_QUIET_SECONDS: ['3600', 'a subscriber of a supplier object gets its first failure alert at once, the next no sooner than this after the last, summing up the failures since'],
   FIRMWARE_MAX_BYTES: ['8388608 (8 MiB)', 'largest firmware image'],
   FIRMWARE_CACHE_BYTES: ['67108864 (64 MiB)', 'memory a gateway process keeps hot firmware images in (by sha256)'],
   OUTBOUND_ALLOWED_HOSTS: ['empty → none', 'comma-separated hosts exec.sendRequest may reach over HTTPS (`*.example.com` for subdomains)'],
@@ -290,6 +301,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     queueName: env.QUEUE_NAME || 'device-events',
     smtpUrl: env.SMTP_URL || null,
     mailFrom: env.MAIL_FROM || 'gridgate <noreply@localhost>',
+    mailRetryBaseMs: int(env, 'MAIL_RETRY_BASE_MS', 1000, 1, 3_600_000),
+    mailRetryMaxMs: int(env, 'MAIL_RETRY_MAX_MS', 300_000, 1, 86_400_000),
+    notificationDigestSeconds: int(env, 'NOTIFICATION_DIGEST_SECONDS', 300, 0, 86_400),
+    notificationAlertQuietSeconds: int(env, 'NOTIFICATION_ALERT_QUIET_SECONDS', 3600, 0, 604_800),
     firmwareMaxBytes: int(env, 'FIRMWARE_MAX_BYTES', 8 * 1024 * 1024, 1, 1024 * 1024 * 1024),
     firmwareCacheBytes: int(env, 'FIRMWARE_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 31),
     outboundAllowedHosts: (env.OUTBOUND_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),

@@ -1,43 +1,35 @@
-import nodemailer from 'nodemailer';
-import type { Logger } from './logger.ts';
+import type { AppContext } from './context.ts';
+import { queueMails } from '../notifications/mail-queue.ts';
 
-export interface Mail { to: string[]; subject: string; text: string }
+export interface Mail { to: string[]; subject: string; text: string; environmentId?: number }
 
-/** Sends notification mail without holding up the caller; a mail that cannot be sent is logged with its recipients. */
+/** Hands command mail to the mail queue without holding up the caller; a mail that cannot be queued is logged with its recipients. */
 export interface Mailer {
   send(mail: Mail): void;
-  /** resolves when every mail handed over so far is sent or logged as failed */
+  /** resolves when every mail handed over so far is queued (or logged as not queued) */
   drain(): Promise<void>;
   close(): Promise<void>;
 }
 
 /**
- * Mail goes over SMTP when `smtpUrl` is set (`smtp://user:pass@host:587`, `smtps://...`), with
- * STARTTLS when the server offers it. Without SMTP the mail is logged at info level, never dropped silently.
+ * Command mails go the way of every notification (src/notifications/mail-queue.ts): stored, queued in
+ * Redis, sent over SMTP_URL with retries; without SMTP_URL they are logged at info level and stored as failed.
  */
-export function createMailer(opts: { smtpUrl: string | null; mailFrom: string }, log: Logger): Mailer {
+export function createMailer(ctx: AppContext): Mailer {
   const inFlight = new Set<Promise<void>>();
-  const transport = opts.smtpUrl
-    ? nodemailer.createTransport(opts.smtpUrl, { from: opts.mailFrom })
-    : null;
   return {
     send(mail) {
-      if (!transport) {
-        log.info({ mail: { from: opts.mailFrom, ...mail } }, 'mail not sent: SMTP_URL is not configured');
-        return;
-      }
-      const sending = transport.sendMail({ to: mail.to, subject: mail.subject, text: mail.text }).then(
+      const queuing = queueMails(ctx, [{ environmentId: mail.environmentId ?? null, accountId: null, kind: 'command', to: mail.to, subject: mail.subject, text: mail.text }]).then(
         () => undefined,
-        (err: Error) => log.error({ err: err.message, to: mail.to, subject: mail.subject }, 'mail could not be sent'),
-      ).finally(() => inFlight.delete(sending));
-      inFlight.add(sending);
+        (err: Error) => ctx.log.error({ err: err.message, to: mail.to, subject: mail.subject }, 'mail could not be queued'),
+      ).finally(() => inFlight.delete(queuing));
+      inFlight.add(queuing);
     },
     async drain() {
       await Promise.all([...inFlight]);
     },
     async close() {
       await Promise.all([...inFlight]);
-      transport?.close();
     },
   };
 }

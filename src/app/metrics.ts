@@ -20,6 +20,11 @@ export const metrics = {
   jobsFailed: new Counter({ name: 'gridgate_queue_jobs_failed_total', help: 'Device jobs failed for good (in the failed set: npm run admin -- retry-failed)' }),
   reportsStored: new Counter({ name: 'gridgate_reports_stored_total', help: 'Condition reports stored by the monitoring core' }),
   sandboxRuns: new Counter({ name: 'gridgate_sandbox_runs_total', help: 'Runs of supplier code by kind (handler, parser) and outcome (ok, or the failure kind)', labelNames: ['kind', 'outcome'] }),
+  notifications: new Counter({
+    name: 'gridgate_notifications_total',
+    help: 'Mails by what became of them: queued, sent, failed (refused for good, or no SMTP_URL), retried (a try the server did not take; the mail stays queued)',
+    labelNames: ['state'],
+  }),
   sandboxSeconds: new Histogram({
     name: 'gridgate_sandbox_run_seconds', help: 'Wall time of one run of supplier code', labelNames: ['kind'],
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],

@@ -19,6 +19,7 @@ import type { WebRequest } from '../sandbox/types.ts';
 import { metrics } from '../app/metrics.ts';
 import { readBounded, refuseRestOfBody } from './request-body.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
+import { supplierAlerts } from '../notifications/supplier-alerts.ts';
 
 /** A webhook request as it came off the wire (body already read). */
 export interface WebhookHttpRequest {
@@ -155,6 +156,7 @@ export class WebhookHandler {
     if (!run.ok) {
       this.ctx.log.warn({ webhookHashId: target.hashId, environmentHashId: target.environmentHashId, kind: run.error.kind, error: run.error.message, logs: run.logs },
         'webhook identifier failed');
+      supplierAlerts(this.ctx).record([{ objectType: 'supplierWebhook', objectHashId: target.hashId, message: `${run.error.kind}: ${run.error.message}`, deviceId: null, activityHashId: null, at: new Date() }]);
       return json(400, 'identifier_error', `the webhook's identifier function failed (${run.error.kind}): ${run.error.message}`);
     }
     const { deviceTypeHashId, deviceIdentifier } = run.result;

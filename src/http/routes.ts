@@ -33,6 +33,7 @@ import { chartRoutes } from '../monitoring/charts/routes.ts';
 import { userRoutes } from '../accounts/user-routes.ts';
 import { subscriptionRoutes } from '../connectivity/subscriptions/routes.ts';
 import { typingsRoutes } from '../connectivity/typings/routes.ts';
+import { notificationRoutes } from '../notifications/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -70,6 +71,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   userRoutes,
   subscriptionRoutes,
   typingsRoutes,
+  notificationRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

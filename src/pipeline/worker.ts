@@ -10,6 +10,7 @@ import { startCounterFlusher } from '../connectivity/counters/store.ts';
 import { updateDeviceFields } from '../connectivity/devices/store.ts';
 import { commandPipeline } from '../connectivity/commands/pipeline.ts';
 import { offerFirmware } from '../connectivity/firmware/offer.ts';
+import { failuresOf, supplierAlerts } from '../notifications/supplier-alerts.ts';
 import { Sandbox } from '../sandbox/runner.ts';
 import type { ExecCall } from '../sandbox/types.ts';
 import { Batcher } from './batcher.ts';
@@ -58,8 +59,9 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const loader = new DeviceContextLoader(ctx.db);
   // links made elsewhere reach this worker's device cache at once (announceDevicesChanged); without Redis the ttl still bounds them
   const watched = loader.watch(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'device changes could not be subscribed'));
-  const mailer = createMailer(ctx.config, ctx.log);
+  const mailer = createMailer(ctx);
   const events = new DeviceEventQueue(ctx);
+  const alerts = supplierAlerts(ctx);
   const commands = commandPipeline(ctx, mailer, events);
   // a failed first load leaves every device looked up (the hint's default), as before it existed
   const hintStarted = commands.start().catch((err: Error) => ctx.log.warn({ err: err.message }, 'pending commands hint could not be loaded'));
@@ -98,7 +100,11 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     sandbox,
     loader,
     pushReport: (r) => monitoring.push(r),
-    writeActivity: (row) => activities.add(row),
+    writeActivity: (row) => {
+      // failed runs of supplier code are counted for their subscribers' alerts (in memory; one statement a second)
+      if (row.failed || row.activities.length > 0) alerts.record(failuresOf(row));
+      return activities.add(row);
+    },
     touchDevice: (id, at) => {
       // lastOnlineAt is kept to TOUCH_RESOLUTION_MS: a device reporting every 100 ms costs one row update a second, not ten
       const last = lastTouch.get(id) ?? 0;

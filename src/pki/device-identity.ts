@@ -12,6 +12,7 @@ import type { CertificateView } from '../sandbox/types.ts';
 import { chainSubjects } from './subjects.ts';
 import { currentTrust } from './trust.ts';
 import { verifyChain } from './verify.ts';
+import { supplierAlerts } from '../notifications/supplier-alerts.ts';
 
 /** A device identified by its certificate. */
 export interface CertificateDevice {
@@ -97,6 +98,7 @@ async function identify(ctx: AppContext, chain: X509Certificate[], supplier: { h
   const run = await sandboxOf(ctx).runIdentifier({ isolationKey: supplier.environmentHashId, source: supplier.identifier, args: { certificate } });
   if (!run.ok) {
     ctx.log.info({ supplierCertificate: supplier.hashId, error: run.error.message, logs: run.logs }, 'certificate identifier failed');
+    supplierAlerts(ctx).record([{ objectType: 'supplierCertificate', objectHashId: supplier.hashId, message: `${run.error.kind}: ${run.error.message}`, deviceId: null, activityHashId: null, at: new Date() }]);
     throw new CertificateRefused('identifier', `the identifier of supplier certificate ${supplier.hashId} failed (${run.error.kind}): ${run.error.message}`);
   }
   try {

@@ -231,7 +231,8 @@ describe('commands', () => {
 
   it('logs command mail at info level when SMTP_URL is not set, rather than dropping it', async () => {
     const lines: string[] = [];
-    const mailer = createMailer({ smtpUrl: null, mailFrom: 'gridgate <noreply@example.com>' }, pino({ level: 'info' }, { write: (line: string) => { lines.push(line); } }));
+    const log = pino({ level: 'info' }, { write: (line: string) => { lines.push(line); } });
+    const mailer = createMailer({ ...api.ctx, config: { ...api.ctx.config, smtpUrl: null, mailFrom: 'gridgate <noreply@example.com>' }, log });
     mailer.send({ to: ['ops@example.com'], subject: 'Command sent', text: 'command c1 was sent' });
     await mailer.drain();
     expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([expect.objectContaining({

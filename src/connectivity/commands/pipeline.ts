@@ -108,7 +108,7 @@ export function commandPipeline(ctx: AppContext, mailer: Mailer, queue: DeviceEv
         // null: sent by an earlier try of this job, which counted and mailed already
         if (!sent) return {};
         countDeviceEvent(ctx, device.hashId, 'commandsSent', at);
-        if (sent.command.email.length > 0) mailer.send(executedMail(sent, device, at));
+        if (sent.command.email.length > 0) mailer.send({ ...executedMail(sent, device, at), environmentId: device.environmentId });
         return shown(sent);
       }
       if (call.name === 'dropCommand') {

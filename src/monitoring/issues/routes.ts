@@ -110,7 +110,7 @@ export async function issueRoutes(app: FastifyInstance, ctx: AppContext): Promis
     config: { rights: readRights },
     schema: {
       tags: ['graph'], summary: 'graph setNotification', params: HashIdParams, body: Type.Object({ level: Type.Union([Level, Type.Null()]) }, { additionalProperties: false }),
-      description: 'The account\'s subscription to new issues on the pin groups of this grid: 0 every issue, 1 from serious, 2 critical only, null none. pin-group-grid get answers it as notificationLevel (this deployment sends no notifications yet: the setting is kept and shown).',
+      description: 'The account\'s subscription to new issues on the pin groups of this grid: 0 every issue, 1 from serious, 2 critical only, null none. pin-group-grid get answers it as notificationLevel. It decides, for issues on the pin groups of this grid, over the account\'s own notificationLevel: the account is subscribed to an issue when it opens or rises to this level, and mailed (src/notifications/issue-notifier.ts).',
     },
   }, async (request, reply) => {
     await setGridNotification(ctx.db, request.account, hashIdOf(request.params), (request.body as { level: 0 | 1 | 2 | null }).level);
