@@ -90,6 +90,8 @@ describe('supplier alerts', () => {
     // the error exactly as the activity log has it (with the line of the supplier's source where the sandbox names it)
     const error = activity.log.filter((l) => l.type === 'error').map((l) => l.message).join('\n');
     expect(error).toContain('cannot read /r');
+    // the throw is on line 3 of the supplier's TypeScript source
+    expect(error).toMatch(/\(line 3, column \d+\)/);
     expect(alert.text).toContain(error);
     expect(summaries.length).toBeGreaterThan(0);
     for (const s of summaries) expect(s.subject).toMatch(/^\d+ failures? of the event handler of device type "provisioned"$/);
