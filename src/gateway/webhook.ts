@@ -14,7 +14,7 @@ import { TtlCache } from '../app/ttl-cache.ts';
 import { findOrCreateDevice, type FoundDevice } from '../connectivity/devices/find-or-create.ts';
 import { loadWebhookTarget, openWebhookSecret, secretMatches } from '../connectivity/webhooks/store.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
-import { Sandbox } from '../sandbox/runner.ts';
+import { describeRunError, Sandbox } from '../sandbox/runner.ts';
 import type { WebRequest } from '../sandbox/types.ts';
 import { metrics } from '../app/metrics.ts';
 import { readBounded, refuseRestOfBody } from './request-body.ts';
@@ -156,8 +156,8 @@ export class WebhookHandler {
     if (!run.ok) {
       this.ctx.log.warn({ webhookHashId: target.hashId, environmentHashId: target.environmentHashId, kind: run.error.kind, error: run.error.message, logs: run.logs },
         'webhook identifier failed');
-      supplierAlerts(this.ctx).record([{ objectType: 'supplierWebhook', objectHashId: target.hashId, message: `${run.error.kind}: ${run.error.message}`, deviceId: null, activityHashId: null, at: new Date() }]);
-      return json(400, 'identifier_error', `the webhook's identifier function failed (${run.error.kind}): ${run.error.message}`);
+      supplierAlerts(this.ctx).record([{ objectType: 'supplierWebhook', objectHashId: target.hashId, message: describeRunError(run.error), deviceId: null, activityHashId: null, at: new Date() }]);
+      return json(400, 'identifier_error', `the webhook's identifier function failed: ${describeRunError(run.error)}`);
     }
     const { deviceTypeHashId, deviceIdentifier } = run.result;
     let device: FoundDevice;

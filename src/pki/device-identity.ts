@@ -7,7 +7,7 @@ import type { X509Certificate } from 'node:crypto';
 import type { AppContext } from '../app/context.ts';
 import { AppError } from '../app/errors.ts';
 import { findOrCreateDevice } from '../connectivity/devices/find-or-create.ts';
-import { Sandbox } from '../sandbox/runner.ts';
+import { describeRunError, Sandbox } from '../sandbox/runner.ts';
 import type { CertificateView } from '../sandbox/types.ts';
 import { chainSubjects } from './subjects.ts';
 import { currentTrust } from './trust.ts';
@@ -98,8 +98,8 @@ async function identify(ctx: AppContext, chain: X509Certificate[], supplier: { h
   const run = await sandboxOf(ctx).runIdentifier({ isolationKey: supplier.environmentHashId, source: supplier.identifier, args: { certificate } });
   if (!run.ok) {
     ctx.log.info({ supplierCertificate: supplier.hashId, error: run.error.message, logs: run.logs }, 'certificate identifier failed');
-    supplierAlerts(ctx).record([{ objectType: 'supplierCertificate', objectHashId: supplier.hashId, message: `${run.error.kind}: ${run.error.message}`, deviceId: null, activityHashId: null, at: new Date() }]);
-    throw new CertificateRefused('identifier', `the identifier of supplier certificate ${supplier.hashId} failed (${run.error.kind}): ${run.error.message}`);
+    supplierAlerts(ctx).record([{ objectType: 'supplierCertificate', objectHashId: supplier.hashId, message: describeRunError(run.error), deviceId: null, activityHashId: null, at: new Date() }]);
+    throw new CertificateRefused('identifier', `the identifier of supplier certificate ${supplier.hashId} failed: ${describeRunError(run.error)}`);
   }
   try {
     const device = await findOrCreateDevice(ctx, {

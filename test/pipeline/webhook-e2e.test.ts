@@ -233,6 +233,8 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
     const throwing = await post(webhookUrl, JSON.stringify({ hello: 'not an uplink' }));
     expect(throwing.status).toBe(400);
     expect(throwing.json).toMatchObject({ key: 'identifier_error', message: expect.stringContaining('no end_device_ids.dev_eui') });
+    // where in the identifier's own source it threw
+    expect((throwing.json as { message: string }).message).toMatch(/\(line 8, column \d+\)$/);
     const notJson = await post(webhookUrl, 'plain text', 'text/plain');
     expect(notJson.json).toMatchObject({ key: 'identifier_error', message: expect.stringContaining('expected a JSON uplink') });
 
