@@ -29,6 +29,8 @@ import { thresholdRoutes } from '../monitoring/thresholds/routes.ts';
 import { connectivityThresholdRoutes } from '../monitoring/connectivity-thresholds/routes.ts';
 import { issueRoutes } from '../monitoring/issues/routes.ts';
 import { chartRoutes } from '../monitoring/charts/routes.ts';
+import { pinQuantityRoutes } from '../monitoring/pin-quantities/routes.ts';
+import { suggestionRoutes } from '../monitoring/suggestions/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -62,6 +64,8 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   connectivityThresholdRoutes,
   issueRoutes,
   chartRoutes,
+  pinQuantityRoutes,
+  suggestionRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
