@@ -4,7 +4,8 @@ import type { AppContext } from '../../app/context.ts';
 import { findSuggestions, SUGGESTION_TYPES, type SuggestionQuery } from './store.ts';
 
 const Query = Type.Object({
-  search: Type.String({ maxLength: 255 }),
+  // the SDK requires it, but sends the empty search as `search=`, which reads as no parameter: absent is ''
+  search: Type.Optional(Type.String({ maxLength: 255 })),
   type: Type.Union(SUGGESTION_TYPES.map((t) => Type.Literal(t))),
   locale: Type.Optional(Type.Union([Type.Literal('en'), Type.Literal('nl')])),
   rowsPerPage: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),

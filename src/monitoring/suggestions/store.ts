@@ -9,14 +9,15 @@ export const SUGGESTION_TYPES = [
 ] as const;
 export type SuggestionType = (typeof SUGGESTION_TYPES)[number];
 
-export interface SuggestionQuery { search: string; type: SuggestionType; locale?: 'en' | 'nl'; rowsPerPage?: number; offset?: string }
+export interface SuggestionQuery { search?: string; type: SuggestionType; locale?: 'en' | 'nl'; rowsPerPage?: number; offset?: string }
 
-/** A stringOrTranslations column `x.name` (with its display text `x.name_text`) in the locale $2 when it has one. */
-const localised = (x: string) => `CASE WHEN jsonb_typeof(${x}.name) = 'object' THEN coalesce(
-  CASE jsonb_typeof(${x}.name -> $2::text) WHEN 'string' THEN ${x}.name ->> $2::text WHEN 'object' THEN ${x}.name -> $2::text ->> 'singular' END,
+/** A stringOrTranslations column `x.name` (with its display text `x.name_text`) in the locale `$n` when it has one. */
+const localised = (x: string) => (locale: string) => `CASE WHEN jsonb_typeof(${x}.name) = 'object' THEN coalesce(
+  CASE jsonb_typeof(${x}.name -> ${locale}::text) WHEN 'string' THEN ${x}.name ->> ${locale}::text WHEN 'object' THEN ${x}.name -> ${locale}::text ->> 'singular' END,
   ${x}.name_text) ELSE ${x}.name_text END`;
 
-interface Source { value: string; from: string; where: string }
+/** `value`: the field as text, a function of the locale's placeholder when the field is translated. */
+interface Source { value: string | ((locale: string) => string); from: string; where: string }
 
 // Every source reads only what the caller's environment ($1) may read with its right READ (a monitoring
 // environment also the types, command types and quantities of the devices it claimed). An object kind an
@@ -49,14 +50,19 @@ const likePattern = (search: string) => `%${search.replace(/[\\%_]/g, (c) => `\\
 export async function findSuggestions(db: Queryable, environmentId: number, query: SuggestionQuery): Promise<{ results: string[] }> {
   const source = SOURCES[query.type];
   if (!source) return { results: [] };
-  const params: unknown[] = [environmentId, query.locale ?? 'en', likePattern(query.search), query.rowsPerPage ?? 50];
+  const params: unknown[] = [environmentId, likePattern(query.search ?? ''), query.rowsPerPage ?? 50];
+  let value = source.value;
+  if (typeof value === 'function') {
+    params.push(query.locale ?? 'en');
+    value = value(`$${params.length}`);
+  }
   let after = '';
   if (query.offset !== undefined) {
     params.push(query.offset);
     after = ` AND v > $${params.length}`;
   }
   const { rows } = await db.query<{ v: string }>(
-    `SELECT DISTINCT v FROM (SELECT ${source.value} AS v FROM ${source.from} WHERE ${source.where}) x
-      WHERE v IS NOT NULL AND v <> '' AND v ILIKE $3${after} ORDER BY v LIMIT $4`, params);
+    `SELECT DISTINCT v FROM (SELECT ${value} AS v FROM ${source.from} WHERE ${source.where}) x
+      WHERE v IS NOT NULL AND v <> '' AND v ILIKE $2${after} ORDER BY v LIMIT $3`, params);
   return { results: rows.map((r) => r.v) };
 }
