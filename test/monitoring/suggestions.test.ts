@@ -51,6 +51,8 @@ describe('suggestions', () => {
     expect(await results(c, 'type=edge.name&search=line')).toEqual(['main line']);
     expect(await results(c, 'type=pinGroupGrid.name&search=')).toEqual(['route north']);
     expect(await results(c, 'type=pinGrid.name&search=')).toEqual(['pipes east']);
+    // SDK 17.37.0's type for both kinds
+    expect(await results(c, 'type=grid.name&search=')).toEqual(['pipes east', 'route north']);
     expect(await results(c, 'type=issue.title&search=valve')).toEqual(['leaking valve']);
     expect(await results(c, 'type=user.name&search=')).toHaveLength(1);
     expect(await results(c, 'type=environment.name&search=')).toEqual(['test monitoring']);
@@ -97,7 +99,7 @@ describe('suggestions', () => {
   it('refuses a missing or unknown type, a search over 255 characters, and rowsPerPage beyond 1..500, naming the field', async () => {
     const c = await api.login('monitoring');
     expectParameterError(await suggest(c, 'search=a'), 'type');
-    expectParameterError(await suggest(c, 'type=device.name&search=a'), 'type');
+    expectParameterError(await suggest(c, 'type=device.name&search=a'), 'type', 'pinGroup.name');
     expectParameterError(await suggest(c, `type=pin.name&search=${'a'.repeat(256)}`), 'search', '255');
     expectParameterError(await suggest(c, 'type=pin.name&search=a&rowsPerPage=501'), 'rowsPerPage');
     expectParameterError(await suggest(c, 'type=pin.name&search=a&rowsPerPage=0'), 'rowsPerPage');

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
-import { findSuggestions, SUGGESTION_TYPES, type SuggestionQuery } from './store.ts';
+import { findSuggestions, SUGGESTION_TYPES, type SuggestionQuery, type SuggestionType } from './store.ts';
 
 const Query = Type.Object({
   // the SDK requires it, but sends the empty search as `search=`, which reads as no parameter: absent is ''
   search: Type.Optional(Type.String({ maxLength: 255 })),
-  type: Type.Union(SUGGESTION_TYPES.map((t) => Type.Literal(t))),
+  type: Type.Unsafe<SuggestionType>({ type: 'string', enum: SUGGESTION_TYPES }),
   locale: Type.Optional(Type.Union([Type.Literal('en'), Type.Literal('nl')])),
   rowsPerPage: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
   // the last value of the previous page, not a sealed nextPageOffset

@@ -3,8 +3,9 @@ import { CLAIMED_SCOPE as CLAIMED_COMMAND_TYPES } from '../../connectivity/comma
 import { CLAIMED_DEVICE_TYPES } from '../../connectivity/device-types/store.ts';
 import { VISIBLE_QUANTITY } from '../thresholds/store.ts';
 
+// SDK 18 names pinGrid.name, pinGroupGrid.name and environment.name; 17.37.0 (Api-Version 5) grid.name, both kinds of grids
 export const SUGGESTION_TYPES = [
-  'clientReportType.name', 'commandType.name', 'deviceType.name', 'edge.name', 'pinGrid.name', 'pinGroupGrid.name', 'issue.title',
+  'clientReportType.name', 'commandType.name', 'deviceType.name', 'edge.name', 'pinGrid.name', 'pinGroupGrid.name', 'grid.name', 'issue.title',
   'pinGroup.name', 'pin.name', 'quantity.name', 'quantity.unit', 'user.name', 'environment.name',
 ] as const;
 export type SuggestionType = (typeof SUGGESTION_TYPES)[number];
@@ -30,6 +31,7 @@ const SOURCES: Record<SuggestionType, Source | null> = {
   'edge.name': { value: 'e.name', from: 'edge e', where: 'e.environment_id = $1' },
   'pinGrid.name': { value: 'g.name', from: 'grid g', where: "g.environment_id = $1 AND g.type_key = 'pin'" },
   'pinGroupGrid.name': { value: 'g.name', from: 'grid g', where: "g.environment_id = $1 AND g.type_key = 'pinGroup'" },
+  'grid.name': { value: 'g.name', from: 'grid g', where: "g.environment_id = $1 AND g.type_key IN ('pin', 'pinGroup')" },
   'issue.title': { value: 'i.title', from: 'issue i', where: 'i.environment_id = $1 AND i.deleted_at IS NULL' },
   'pinGroup.name': { value: 'pg.name', from: 'pin_group pg', where: 'pg.environment_id = $1' },
   'pin.name': { value: 'p.name', from: 'pin p', where: 'p.environment_id = $1' },
