@@ -26,6 +26,8 @@ declare module 'fastify' {
     rights?: RouteRights;
     /** false for operational endpoints (health, metrics, OpenAPI, internal) that take no Api-Version. */
     apiVersion?: boolean;
+    /** the query's `offset` is a value of the previous answer (suggestions' last item), not a sealed nextPageOffset */
+    offsetIsValue?: boolean;
   }
   interface FastifyRequest {
     account: Account;
@@ -118,6 +120,7 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
   // find offsets travel sealed (src/http/paging.ts)
   app.addHook('preHandler', async (request) => {
     const query = request.query as { offset?: unknown } | undefined;
+    if (request.routeOptions.config.offsetIsValue) return;
     if (query && typeof query.offset === 'string' && query.offset !== '') query.offset = openOffset(ctx.keys.pagingOffset, request, query.offset);
   });
   app.addHook('preSerialization', async (request, _reply, payload: unknown) => {

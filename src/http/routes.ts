@@ -34,6 +34,8 @@ import { userRoutes } from '../accounts/user-routes.ts';
 import { subscriptionRoutes } from '../connectivity/subscriptions/routes.ts';
 import { typingsRoutes } from '../connectivity/typings/routes.ts';
 import { notificationRoutes } from '../notifications/routes.ts';
+import { pinQuantityRoutes } from '../monitoring/pin-quantities/routes.ts';
+import { suggestionRoutes } from '../monitoring/suggestions/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -72,6 +74,8 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   subscriptionRoutes,
   typingsRoutes,
   notificationRoutes,
+  pinQuantityRoutes,
+  suggestionRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

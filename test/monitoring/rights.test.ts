@@ -89,6 +89,10 @@ const ops: Op[] = [
   { method: 'GET', url: '/chart/panels', monitoring: 'READ' },
   { method: 'POST', url: '/chart/panel?pinGroupHashId=abc', body: { lastMode: 'manual' }, monitoring: 'REPORTS' },
   { method: 'POST', url: '/chart/panels', body: {}, monitoring: 'REPORTS' },
+  { method: 'GET', url: '/graph/pin-quantities/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/pin-groups', body: { hashIds: [] }, monitoring: 'STATIC' },
+  { method: 'POST', url: '/quantity/abc/merge', body: { targetQuantityHashId: 'def' }, monitoring: 'ENVIRONMENT_ADMIN', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'GET', url: '/suggestions/?type=pin.name&search=a', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;

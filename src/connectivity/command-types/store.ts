@@ -87,7 +87,7 @@ export async function liveCommandTypes(db: Queryable, environmentId: number, has
  * The command types a monitoring environment may see: those its claimed devices' types name, unless their
  * environmentAccess is none (the ones it can add commands of, and those it reads commands of).
  */
-const CLAIMED_SCOPE = `c.deleted_at IS NULL AND c.environment_access <> 'none' AND EXISTS (
+export const CLAIMED_SCOPE = `c.deleted_at IS NULL AND c.environment_access <> 'none' AND EXISTS (
   SELECT 1 FROM device d JOIN device_type t ON t.id = d.device_type_id
    WHERE d.claimed_environment_id = $1 AND t.environment_id = c.environment_id AND t.command_type_hash_ids ? c.hash_id)`;
 

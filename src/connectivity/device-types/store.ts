@@ -197,9 +197,11 @@ export async function getDeviceType(db: Queryable, environmentId: number, hashId
   };
 }
 
+/** The device types (`t`) a monitoring environment ($1) reads: those of the devices it claimed. */
+export const CLAIMED_DEVICE_TYPES = 't.deleted_at IS NULL AND EXISTS (SELECT 1 FROM device d WHERE d.device_type_id = t.id AND d.claimed_environment_id = $1)';
+
 /** device-type find in a monitoring environment: the types of the devices it claimed. */
-export const findClaimedDeviceTypes = (db: Queryable, environmentId: number, query: FindQuery) => findDeviceTypes(db, environmentId, query,
-  't.deleted_at IS NULL AND EXISTS (SELECT 1 FROM device d WHERE d.device_type_id = t.id AND d.claimed_environment_id = $1)');
+export const findClaimedDeviceTypes = (db: Queryable, environmentId: number, query: FindQuery) => findDeviceTypes(db, environmentId, query, CLAIMED_DEVICE_TYPES);
 
 export async function findDeviceTypes(db: Queryable, environmentId: number, query: FindQuery, scope = 't.environment_id = $1 AND t.deleted_at IS NULL') {
   const page = await findPage(db, {

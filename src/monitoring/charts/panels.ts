@@ -95,7 +95,7 @@ async function deviceChartsOf(db: Queryable, pinGroupIds: number[]): Promise<Map
 }
 
 /** Every (pin, quantity) pair measured on `pinIds`: a skip scan of the (pin, quantity, time) index, one probe per pair. */
-async function measuredPairs(db: Queryable, pinIds: number[]): Promise<{ pinId: number; quantityId: number }[]> {
+export async function measuredPairs(db: Queryable, pinIds: number[]): Promise<{ pinId: number; quantityId: number }[]> {
   if (pinIds.length === 0) return [];
   const { rows } = await db.query<{ pin_id: number; quantity_id: number }>(
     `WITH RECURSIVE pairs AS (

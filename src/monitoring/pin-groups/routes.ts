@@ -4,7 +4,10 @@ import type { AppContext } from '../../app/context.ts';
 import { Fields, FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
 import { FieldsUpdate, MapLayerKey, Photo, Point, readRights, staticRights } from '../graph-schemas.ts';
 import { pinGroupPerformance, type PerformanceInterval } from './performance.ts';
-import { addPinGroup, deletePinGroup, findPinGroups, getPinGroup, updatePinGroup, type PinGroupAdd, type PinGroupFindQuery, type PinGroupUpdate } from './store.ts';
+import {
+  addPinGroup, deletePinGroup, findPinGroups, getPinGroup, updatePinGroup, updatePinGroups, MAX_BULK_PIN_GROUPS,
+  type PinGroupAdd, type PinGroupFindQuery, type PinGroupUpdate, type PinGroupsUpdate,
+} from './store.ts';
 import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 
 const GridHashIds = Type.Array(HashId, { maxItems: 30 });
@@ -27,6 +30,11 @@ const UpdateBody = Type.Object({
   gridHashIds: Type.Optional(GridHashIds),
   gridName: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   deviceTypeDashboardIndex: Type.Optional(Type.Integer({ minimum: 0 })),
+}, { additionalProperties: false });
+// the SDK's update-pin-groups: the map layer of many pin groups at once
+const UpdateManyBody = Type.Object({
+  hashIds: Type.Array(HashId, { maxItems: MAX_BULK_PIN_GROUPS }),
+  mapLayer: Type.Optional(Type.Object({ key: Type.Optional(MapLayerKey), includeEdges: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
 }, { additionalProperties: false });
 const FindPinGroupQuery = Type.Object({
   ...FindQuery.properties,
@@ -59,6 +67,13 @@ export async function pinGroupRoutes(app: FastifyInstance, ctx: AppContext): Pro
   });
   app.post('/graph/pin-group/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin-group update', params: HashIdParams, body: UpdateBody } }, async (request) =>
     updatePinGroup(ctx.db, request.account.environment, hashIdOf(request.params), request.body as PinGroupUpdate));
+  app.post('/graph/pin-groups', {
+    config: { rights: staticRights },
+    schema: { tags, summary: 'pin-groups update', description: `Moves up to ${MAX_BULK_PIN_GROUPS} pin groups (with includeEdges also their pins' edges) to a map layer.`, body: UpdateManyBody },
+  }, async (request, reply) => {
+    await updatePinGroups(ctx.db, request.account.environment, request.body as PinGroupsUpdate);
+    reply.status(204).send();
+  });
   app.delete('/graph/pin-group/:hashId', {
     config: { rights: staticRights },
     schema: { tags, summary: 'pin-group delete', description: 'A linked device is unlinked first; the pin group\'s pins go with it.', params: HashIdParams },

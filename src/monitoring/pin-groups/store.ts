@@ -168,3 +168,37 @@ export async function findPinGroups(db: Queryable, environmentId: number, query:
   const links = await linksOfPinGroups(db, page.rows.map((r) => r.pg_id as number));
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ pinGroup: toPinGroup(r), device: links.get(r.pg_id as number)?.device ?? null })) };
 }
+
+/** The most pin groups one pin-groups update takes. */
+export const MAX_BULK_PIN_GROUPS = 10_000;
+
+export interface PinGroupsUpdate { hashIds: string[]; mapLayer?: { key?: string; includeEdges?: boolean } }
+
+/**
+ * graph update-pin-groups: moves the pin groups to the map layer `mapLayer.key`, with `includeEdges` also the
+ * edges their pins lie on. All or nothing: a hashId that is not a pin group of the environment is a 404.
+ */
+export async function updatePinGroups(db: Db, env: EnvironmentRecord, update: PinGroupsUpdate): Promise<void> {
+  const key = update.mapLayer?.key;
+  if (key !== undefined && !mapLayerKeys(env).includes(key)) {
+    throw new ParameterError(`mapLayer.key ${key} is not a map layer of the environment (its keys: ${mapLayerKeys(env).join(', ')})`);
+  }
+  const hashIds = [...new Set(update.hashIds)];
+  await db.tx(async (client) => {
+    const { rows } = await client.query<{ id: number; hash_id: string }>(
+      'SELECT id, hash_id FROM pin_group WHERE environment_id = $1 AND hash_id = ANY($2::text[]) ORDER BY id FOR UPDATE', [env.id, hashIds]);
+    if (rows.length < hashIds.length) {
+      const found = new Set(rows.map((r) => r.hash_id));
+      throw new NotFoundError('pin group', hashIds.find((h) => !found.has(h)));
+    }
+    if (key === undefined) return;
+    const ids = rows.map((r) => r.id);
+    await client.query('UPDATE pin_group SET map_layer = $2, updated_at = now() WHERE id = ANY($1::bigint[]) AND map_layer IS DISTINCT FROM $2', [ids, key]);
+    if (update.mapLayer?.includeEdges) {
+      await client.query(
+        `UPDATE edge SET map_layer = $3, updated_at = now()
+          WHERE environment_id = $1 AND id IN (SELECT edge_id FROM pin WHERE pin_group_id = ANY($2::bigint[]) AND edge_id IS NOT NULL)
+            AND map_layer IS DISTINCT FROM $3`, [env.id, ids, key]);
+    }
+  });
+}

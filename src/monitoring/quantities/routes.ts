@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { crudRoutes } from '../../http/crud.ts';
 import { FindQuery, HashId, StringOrTranslations, ValuePair } from '../../http/schemas.ts';
+import { mergeQuantity } from './merge.ts';
 import { addQuantity, deleteQuantity, findQuantities, getQuantity, updateQuantity } from './store.ts';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Optional(Type.Union([Type.Null(), t]));
@@ -43,4 +44,13 @@ export async function quantityRoutes(app: FastifyInstance, ctx: AppContext): Pro
       remove: (env, hashId) => deleteQuantity(ctx.db, env, hashId),
     },
   });
+  app.post('/quantity/:sourceQuantityHashId/merge', {
+    config: { rights: { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'ENVIRONMENT_ADMIN' } },
+    schema: {
+      tags: ['quantity'], summary: 'quantity merge',
+      description: 'Moves every measurement, threshold, issue and chart of the source quantity to the target and deletes the source, in one transaction. This cannot be undone.',
+      params: Type.Object({ sourceQuantityHashId: HashId }), body: Type.Object({ targetQuantityHashId: HashId }, { additionalProperties: false }),
+    },
+  }, async (request) => mergeQuantity(ctx.db, request.account.environment.id,
+    (request.params as { sourceQuantityHashId: string }).sourceQuantityHashId, (request.body as { targetQuantityHashId: string }).targetQuantityHashId));
 }
