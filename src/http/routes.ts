@@ -29,6 +29,7 @@ import { thresholdRoutes } from '../monitoring/thresholds/routes.ts';
 import { connectivityThresholdRoutes } from '../monitoring/connectivity-thresholds/routes.ts';
 import { issueRoutes } from '../monitoring/issues/routes.ts';
 import { chartRoutes } from '../monitoring/charts/routes.ts';
+import { labelRoutes } from '../monitoring/labels/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -62,6 +63,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   connectivityThresholdRoutes,
   issueRoutes,
   chartRoutes,
+  labelRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
