@@ -30,6 +30,7 @@ import { connectivityThresholdRoutes } from '../monitoring/connectivity-threshol
 import { issueRoutes } from '../monitoring/issues/routes.ts';
 import { chartRoutes } from '../monitoring/charts/routes.ts';
 import { labelRoutes } from '../monitoring/labels/routes.ts';
+import { measurementFilterRoutes } from '../monitoring/measurement-filters/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -64,6 +65,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   issueRoutes,
   chartRoutes,
   labelRoutes,
+  measurementFilterRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
