@@ -84,6 +84,16 @@ const ops: Op[] = [
   { method: 'GET', url: '/chart/panels', monitoring: 'READ' },
   { method: 'POST', url: '/chart/panel?pinGroupHashId=abc', body: { lastMode: 'manual' }, monitoring: 'REPORTS' },
   { method: 'POST', url: '/chart/panels', body: {}, monitoring: 'REPORTS' },
+  { method: 'POST', url: '/label/', body: { name: 'l', color: '#000000' }, monitoring: 'ISSUES' },
+  { method: 'GET', url: '/label/', monitoring: 'READ' },
+  { method: 'GET', url: '/label/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/label/abc', body: { name: 'l' }, monitoring: 'ISSUES' },
+  { method: 'DELETE', url: '/label/abc', monitoring: 'ISSUES' },
+  { method: 'POST', url: '/measurement-filter/', body: { name: 'f', description: '', period: 'lastMonth', reportTypeHashIds: [], quantityHashIds: ['abc'], fieldKeys: [] }, monitoring: 'REPORTS' },
+  { method: 'GET', url: '/measurement-filter/', monitoring: 'READ' },
+  { method: 'GET', url: '/measurement-filter/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/measurement-filter/abc', body: { name: 'f' }, monitoring: 'REPORTS' },
+  { method: 'DELETE', url: '/measurement-filter/abc', monitoring: 'REPORTS' },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;
