@@ -80,6 +80,16 @@ describe('measurement filters', () => {
     });
   });
 
+  it('answers at Api-Version 5 and 8 in their shapes: a translated quantity name is plain text before 7, a missing unit is "-" before 8', async () => {
+    const { customer: c, supplier, reportType } = await customerOfSupplier();
+    const translated = ok(await supplier.request<{ hashId: string }>('POST', '/quantity/', { name: { en: 'Current', nl: 'Stroom' }, unit: null })).hashId;
+    const hashId = await addFilter(c, { ...minimal(translated), reportTypeHashIds: [reportType] });
+    const at = (v: number) => c.request<FilterGet>('GET', `/measurement-filter/${hashId}`, undefined, { 'api-version': String(v) });
+    expect(ok(await at(5)).quantities.map((q) => [q.name, q.unit])).toEqual([['Current', '-']]);
+    expect(ok(await at(8)).quantities.map((q) => [q.name, q.unit])).toEqual([[{ en: 'Current', nl: 'Stroom' }, null]]);
+    expect(ok(await at(5)).reportTypes.map((t) => t.name)).toEqual(['Hourly']);
+  });
+
   it('optional members take the SDK defaults: every pin shown, no grid, no pin groups, no pin or edge fields', async () => {
     const { customer: c, ownQuantity } = await customerOfSupplier();
     const hashId = await addFilter(c, minimal(ownQuantity));

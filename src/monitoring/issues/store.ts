@@ -209,15 +209,26 @@ export async function findIssues(db: Queryable, account: Account, query: IssueFi
     from: ISSUE_FROM, select: `${ISSUE_AND_PIN_GROUP_SELECT}, ${subscribed('$2')}`, idColumn: 'i.id', where, params,
     sortable: { createdAt: 'i.created_at', level: 'i.level', hashId: 'i.hash_id' }, search: ['i.title', 'i.hash_id', 'pg.name'], updatedColumn: 'i.updated_at',
   }, { ...query, sortBy: query.sortBy ?? 'createdAt' });
+  // the deprecated links, which SDK releases before Api-Version 8 require on every row: one query for the page's pins
+  const pinIds = page.rows.flatMap((r) => (r.i_pin_ids as (number | string)[]).map(Number));
+  const pins = pinIds.length === 0 ? [] : (await db.query(
+    `SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.id = ANY($1::bigint[]) ORDER BY p.id`, [pinIds])).rows;
+  const pinById = new Map(pins.map((p) => [Number(p.p_id), toPin(p)]));
   return {
     nextPageOffset: page.nextPageOffset,
-    rows: page.rows.map((r) => ({
-      issue: toIssue(r),
-      userName: (r.i_user_name as string | null) ?? null,
-      assignedUserName: (r.i_assigned_name as string | null) ?? null,
-      pinGroup: toPinGroup(r),
-      subscribed: r.i_subscribed as boolean,
-    })),
+    rows: page.rows.map((r) => {
+      const pinGroup = toPinGroup(r);
+      // in id order, as issue get answers them
+      const issuePins = (r.i_pin_ids as (number | string)[]).map(Number).sort((a, b) => a - b).flatMap((id) => pinById.get(id) ?? []);
+      return {
+        issue: toIssue(r),
+        userName: (r.i_user_name as string | null) ?? null,
+        assignedUserName: (r.i_assigned_name as string | null) ?? null,
+        pinGroup,
+        subscribed: r.i_subscribed as boolean,
+        links: issuePins.length === 0 ? [{ pinGroup, pin: null }] : issuePins.map((pin) => ({ pinGroup, pin })),
+      };
+    }),
   };
 }
 
