@@ -144,6 +144,17 @@ describe('issue labels', () => {
     expect(await issuesWith(c, a)).toEqual([]);
   });
 
+  it('a label deleted while an issue update tags with it is refused or removed, never left on the issue', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const issue = await addIssue(c);
+    for (let i = 0; i < 30; i++) {
+      const label = await addLabel(c, `race ${i}`);
+      const [update] = await Promise.all([c.request('POST', `/issue/${issue}`, { labelHashIds: [label] }), c.request('DELETE', `/label/${label}`)]);
+      expect([204, 400]).toContain(update.status);
+      expect(await labelsOf(c, issue)).toEqual([]);
+    }
+  });
+
   it('deleting a label removes it from every issue it tagged', async () => {
     const c = await api.login('monitoring', RIGHTS);
     const [gone, kept] = [await addLabel(c, 'gone'), await addLabel(c, 'kept')];

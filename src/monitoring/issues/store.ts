@@ -119,7 +119,6 @@ async function addComment(db: Queryable, issueId: number, accountId: number | nu
 /** issue add: a manual issue on a pin group (pins: none named means every pin); the author is subscribed to it. */
 export async function addIssue(db: Db, account: Account, body: IssueAdd): Promise<{ hashId: string; mentionedUsers: never[] }> {
   const envId = account.environment.id;
-  const labelIds = await labelIdsOf(db, envId, body.labelHashIds ?? []);
   const place = placeOf(body);
   if (place.pinGroupHashId === undefined) throw new ParameterError('pinGroupHashId is required (or links)');
   const pinGroupId = await pinGroupIdOf(db, envId, place.pinGroupHashId, body.pinGroupHashId === undefined ? 'links[0].pinGroupHashId' : 'pinGroupHashId');
@@ -134,7 +133,7 @@ export async function addIssue(db: Db, account: Account, body: IssueAdd): Promis
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, coalesce($12::timestamptz, now()), $13) RETURNING id`,
       [hashId, envId, pinGroupId, pinIds, account.id, assigned, body.title, body.level, body.typeKey ?? null,
         auto.automation ? JSON.stringify({ type: auto.automation.type }) : null, quantityIds, body.startAt ?? null, body.endAt ?? null]);
-    await setIssueLabels(client, rows[0].id, labelIds);
+    await setIssueLabels(client, rows[0].id, await labelIdsOf(client, envId, body.labelHashIds ?? []));
     if (body.comment !== '') await addComment(client, rows[0].id, account.id, body.comment);
     await client.query('INSERT INTO issue_subscription (issue_id, account_id) VALUES ($1, $2)', [rows[0].id, account.id]);
   });

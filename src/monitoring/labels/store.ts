@@ -45,11 +45,15 @@ export async function deleteLabel(db: Db, environmentId: number, hashId: string)
   });
 }
 
-/** The ids of the labels `hashIds` names, in order and without repeats; one that is not a label of the environment is a parameter_error naming `labelHashIds[i]`. */
+/**
+ * The ids of the labels `hashIds` names, in order and without repeats; one that is not a label of the environment is a
+ * parameter_error naming `labelHashIds[i]`. Call it in the transaction that tags the issue: the rows stay locked until
+ * it ends, so a label deleted meanwhile either is refused here or removes the new tag when its delete goes on.
+ */
 export async function labelIdsOf(db: Queryable, environmentId: number, hashIds: string[]): Promise<number[]> {
   if (hashIds.length === 0) return [];
   const { rows } = await db.query<{ id: number; hash_id: string }>(
-    'SELECT id, hash_id FROM label WHERE environment_id = $1 AND hash_id = ANY($2) AND deleted_at IS NULL', [environmentId, hashIds]);
+    'SELECT id, hash_id FROM label WHERE environment_id = $1 AND hash_id = ANY($2) AND deleted_at IS NULL FOR SHARE', [environmentId, hashIds]);
   const ids = new Map(rows.map((r) => [r.hash_id, Number(r.id)]));
   return [...new Set(hashIds.map((h, i) => {
     const id = ids.get(h);
