@@ -36,6 +36,8 @@ import { typingsRoutes } from '../connectivity/typings/routes.ts';
 import { notificationRoutes } from '../notifications/routes.ts';
 import { pinQuantityRoutes } from '../monitoring/pin-quantities/routes.ts';
 import { suggestionRoutes } from '../monitoring/suggestions/routes.ts';
+import { labelRoutes } from '../monitoring/labels/routes.ts';
+import { measurementFilterRoutes } from '../monitoring/measurement-filters/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -76,6 +78,8 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   notificationRoutes,
   pinQuantityRoutes,
   suggestionRoutes,
+  labelRoutes,
+  measurementFilterRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -94,7 +94,7 @@ const BY_KEY = new Map<string, Shaper>([
   ['quantity', quantity], ['environmentQuantity', quantity], ['deviceType', deviceType], ['commandType', commandType], ['reportType', commandType],
   ['fieldConfigurations', fieldConfigurations], ['pinGroupFieldConfigurations', fieldConfigurations], ['pinFieldConfigurations', fieldConfigurations],
 ]);
-const LISTS = new Map<string, Shaper>([['linkedSupplierQuantities', quantity], ['chartQuantities', quantity], ['commandTypes', commandType], ['reportTypes', commandType]]);
+const LISTS = new Map<string, Shaper>([['linkedSupplierQuantities', quantity], ['chartQuantities', quantity], ['quantities', quantity], ['commandTypes', commandType], ['reportTypes', commandType]]);
 
 function walk(value: Json, version: number): Json {
   if (Array.isArray(value)) return value.map((v) => walk(v, version));

@@ -147,6 +147,19 @@ describe('issue CRUD and comments', () => {
   });
 });
 
+describe('issue find rows', () => {
+  it('carry the deprecated links (SDK releases before Api-Version 8 require them): one per pin, or one without a pin for an issue on every pin', async () => {
+    const d = await linkedDevice(ctx, service, RIGHTS);
+    const c = d.customer;
+    const onPin = ok(await c.request<{ hashId: string }>('POST', '/issue/', { pinGroupHashId: d.pinGroupHashId, pinHashIds: [d.pinHashId], title: 'on pin', level: 0, comment: '' })).hashId;
+    const onAll = ok(await c.request<{ hashId: string }>('POST', '/issue/', { pinGroupHashId: d.pinGroupHashId, title: 'on all', level: 0, comment: '' })).hashId;
+    const rows = ok(await c.request<{ rows: (Row & { links: IssueGet['links'] })[] }>('GET', '/issue/')).rows;
+    const linksOf = (hashId: string) => rows.find((r) => r.issue.hashId === hashId)!.links;
+    expect(linksOf(onPin)).toEqual([{ pinGroup: expect.objectContaining({ hashId: d.pinGroupHashId }), pin: expect.objectContaining({ hashId: d.pinHashId, pinGroupHashId: d.pinGroupHashId }) }]);
+    expect(linksOf(onAll)).toEqual([{ pinGroup: expect.objectContaining({ hashId: d.pinGroupHashId }), pin: null }]);
+  });
+});
+
 describe('connectivity thresholds and issues', () => {
   it('set and find, with limits; a silent linked device opens its issue within the threshold plus the check interval; it closes when allowed and the device reports', async () => {
     const d = await linkedDevice(ctx, service, RIGHTS);

@@ -93,6 +93,16 @@ const ops: Op[] = [
   { method: 'POST', url: '/graph/pin-groups', body: { hashIds: [] }, monitoring: 'STATIC' },
   { method: 'POST', url: '/quantity/abc/merge', body: { targetQuantityHashId: 'def' }, monitoring: 'ENVIRONMENT_ADMIN', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'GET', url: '/suggestions/?type=pin.name&search=a', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'POST', url: '/label/', body: { name: 'l', color: '#000000' }, monitoring: 'ISSUES' },
+  { method: 'GET', url: '/label/', monitoring: 'READ' },
+  { method: 'GET', url: '/label/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/label/abc', body: { name: 'l' }, monitoring: 'ISSUES' },
+  { method: 'DELETE', url: '/label/abc', monitoring: 'ISSUES' },
+  { method: 'POST', url: '/measurement-filter/', body: { name: 'f', description: '', period: 'lastMonth', reportTypeHashIds: [], quantityHashIds: ['abc'], fieldKeys: [] }, monitoring: 'REPORTS' },
+  { method: 'GET', url: '/measurement-filter/', monitoring: 'READ' },
+  { method: 'GET', url: '/measurement-filter/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/measurement-filter/abc', body: { name: 'f' }, monitoring: 'REPORTS' },
+  { method: 'DELETE', url: '/measurement-filter/abc', monitoring: 'REPORTS' },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;

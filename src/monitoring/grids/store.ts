@@ -16,7 +16,7 @@ const OWNER = "the environment's grid field configuration";
 const MEMBER_COLUMN = { pin: 'pin_id', pinGroup: 'pin_group_id' } as const;
 const MEMBER_TABLE = { pin: 'pin', pinGroup: 'pin_group' } as const;
 
-const toGrid = (r: Record<string, unknown>): Grid => ({ hashId: r.hash_id as string, typeKey: r.type_key as GridKind, name: r.name as string, fields: r.fields as Fields, deletedAt: null });
+export const toGrid = (r: Record<string, unknown>): Grid => ({ hashId: r.hash_id as string, typeKey: r.type_key as GridKind, name: r.name as string, fields: r.fields as Fields, deletedAt: null });
 
 /** The grids each of `memberIds` (pins or pin groups) belongs to. */
 export async function gridsOf(db: Queryable, kind: GridKind, memberIds: number[]): Promise<Map<number, Grid[]>> {

@@ -74,7 +74,7 @@ const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 export async function issueRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.get('/issue/', {
     config: { rights: readRights },
-    schema: { tags, summary: 'issue find', querystring: IssueFind, description: 'Issues open and closed (not deleted). sortBy createdAt (default) or level; filters pinGroupHashId, edgeHashId (a pin of the pin group lies on it), gridHashId, mapLayers. This deployment has no labels: a labelHashId matches nothing.' },
+    schema: { tags, summary: 'issue find', querystring: IssueFind, description: 'Issues open and closed (not deleted). sortBy createdAt (default) or level; filters pinGroupHashId, edgeHashId (a pin of the pin group lies on it), gridHashId, labelHashId (issues tagged with that label), mapLayers.' },
   }, async (request) => findIssues(ctx.db, request.account, request.query as IssueFindQuery));
   app.get('/issue/:hashId', {
     config: { rights: readRights },

@@ -8,6 +8,7 @@ import { PIN_SELECT, toPin } from '../pins/view.ts';
 import { QUANTITY_SELECT, toQuantity } from '../quantities/store.ts';
 import { thresholdCache } from '../thresholds/cache.ts';
 import { VISIBLE_QUANTITY } from '../thresholds/store.ts';
+import { labelIdsOf, labelsOfIssue, setIssueLabels } from '../labels/store.ts';
 import { COMMENT_SELECT, ISSUE_AND_PIN_GROUP_SELECT, ISSUE_FROM, toComment, toIssue } from './view.ts';
 
 type Automation = { type: 'missing' } | { type: 'thresholds'; quantityHashIds: string[] } | null;
@@ -50,11 +51,6 @@ async function loadIssue(db: Queryable, environmentId: number, hashId: string, l
     [environmentId, hashId]);
   if (rows.length === 0) throw new NotFoundError('issue', hashId);
   return rows[0];
-}
-
-/** The labels of this deployment: none exist, so any hashId given is one this environment does not have. */
-function checkLabels(labelHashIds: string[] | undefined): void {
-  if (labelHashIds && labelHashIds.length > 0) throw new ParameterError(`labelHashIds[0] ${labelHashIds[0]} is not a label of this environment`);
 }
 
 async function accountIdOf(db: Queryable, environmentId: number, hashId: string | null, field: string): Promise<number | null> {
@@ -123,7 +119,6 @@ async function addComment(db: Queryable, issueId: number, accountId: number | nu
 /** issue add: a manual issue on a pin group (pins: none named means every pin); the author is subscribed to it. */
 export async function addIssue(db: Db, account: Account, body: IssueAdd): Promise<{ hashId: string; mentionedUsers: never[] }> {
   const envId = account.environment.id;
-  checkLabels(body.labelHashIds);
   const place = placeOf(body);
   if (place.pinGroupHashId === undefined) throw new ParameterError('pinGroupHashId is required (or links)');
   const pinGroupId = await pinGroupIdOf(db, envId, place.pinGroupHashId, body.pinGroupHashId === undefined ? 'links[0].pinGroupHashId' : 'pinGroupHashId');
@@ -138,6 +133,7 @@ export async function addIssue(db: Db, account: Account, body: IssueAdd): Promis
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, coalesce($12::timestamptz, now()), $13) RETURNING id`,
       [hashId, envId, pinGroupId, pinIds, account.id, assigned, body.title, body.level, body.typeKey ?? null,
         auto.automation ? JSON.stringify({ type: auto.automation.type }) : null, quantityIds, body.startAt ?? null, body.endAt ?? null]);
+    await setIssueLabels(client, rows[0].id, await labelIdsOf(client, envId, body.labelHashIds ?? []));
     if (body.comment !== '') await addComment(client, rows[0].id, account.id, body.comment);
     await client.query('INSERT INTO issue_subscription (issue_id, account_id) VALUES ($1, $2)', [rows[0].id, account.id]);
   });
@@ -147,7 +143,6 @@ export async function addIssue(db: Db, account: Account, body: IssueAdd): Promis
 /** issue update: what is given changes; `closed` closes or reopens (an automatic issue reopens only while no other is open for its cause). */
 export async function updateIssue(db: Db, account: Account, hashId: string, body: IssueUpdate): Promise<void> {
   const envId = account.environment.id;
-  checkLabels(body.labelHashIds);
   const pinIds = await db.tx(async (client) => {
     const issue = await loadIssue(client, envId, hashId, true);
     const sets: string[] = [];
@@ -168,6 +163,7 @@ export async function updateIssue(db: Db, account: Account, hashId: string, body
     if (auto.automation !== undefined) set('automation', auto.automation ? JSON.stringify({ type: auto.automation.type }) : null);
     if (auto.quantityHashIds !== undefined) set('quantity_ids', await quantityIdsOf(client, envId, auto.quantityHashIds, auto.field));
     if (body.assignedUserHashId !== undefined) set('assigned_account_id', await accountIdOf(client, envId, body.assignedUserHashId, 'assignedUserHashId'));
+    if (body.labelHashIds !== undefined) await setIssueLabels(client, issue.id, await labelIdsOf(client, envId, body.labelHashIds));
     if (body.title !== undefined) set('title', body.title);
     if (body.level !== undefined) set('level', body.level);
     if (body.typeKey !== undefined) set('type_key', body.typeKey);
@@ -181,7 +177,8 @@ export async function updateIssue(db: Db, account: Account, hashId: string, body
       }
       sets.push('closed_at = NULL');
     }
-    if (sets.length > 0) await client.query(`UPDATE issue SET ${sets.join(', ')}, updated_at = now() WHERE id = $1`, params);
+    // a change of labels alone is a change of the issue too: updatedAfter finds it
+    if (sets.length > 0 || body.labelHashIds !== undefined) await client.query(`UPDATE issue SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE id = $1`, params);
     return issue.pin_ids.map(Number);
   });
   // the report path keeps open threshold issues per pin: a closed or reopened one is looked up again
@@ -205,22 +202,32 @@ export async function findIssues(db: Queryable, account: Account, query: IssueFi
   if (query.pinGroupHashId) where.push(`pg.hash_id = ${add(query.pinGroupHashId)}`);
   if (query.edgeHashId) where.push(`EXISTS (SELECT 1 FROM pin ep JOIN edge e ON e.id = ep.edge_id WHERE ep.pin_group_id = pg.id AND e.hash_id = ${add(query.edgeHashId)})`);
   if (query.gridHashId) where.push(`EXISTS (SELECT 1 FROM grid_member gm JOIN grid g ON g.id = gm.grid_id WHERE gm.pin_group_id = pg.id AND g.hash_id = ${add(query.gridHashId)})`);
-  // no labels exist in this deployment: an issue has none
-  if (query.labelHashId) where.push('false');
+  if (query.labelHashId) where.push(`EXISTS (SELECT 1 FROM issue_label il JOIN label l ON l.id = il.label_id WHERE il.issue_id = i.id AND l.hash_id = ${add(query.labelHashId)})`);
   if (query.mapLayers) where.push(`pg.map_layer = ANY(${add(query.mapLayers)}::text[])`);
   const page = await findPage(db, {
     from: ISSUE_FROM, select: `${ISSUE_AND_PIN_GROUP_SELECT}, ${subscribed('$2')}`, idColumn: 'i.id', where, params,
     sortable: { createdAt: 'i.created_at', level: 'i.level', hashId: 'i.hash_id' }, search: ['i.title', 'i.hash_id', 'pg.name'], updatedColumn: 'i.updated_at',
   }, { ...query, sortBy: query.sortBy ?? 'createdAt' });
+  // the deprecated links, which SDK releases before Api-Version 8 require on every row: one query for the page's pins
+  const pinIds = page.rows.flatMap((r) => (r.i_pin_ids as (number | string)[]).map(Number));
+  const pins = pinIds.length === 0 ? [] : (await db.query(
+    `SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.id = ANY($1::bigint[]) ORDER BY p.id`, [pinIds])).rows;
+  const pinById = new Map(pins.map((p) => [Number(p.p_id), toPin(p)]));
   return {
     nextPageOffset: page.nextPageOffset,
-    rows: page.rows.map((r) => ({
-      issue: toIssue(r),
-      userName: (r.i_user_name as string | null) ?? null,
-      assignedUserName: (r.i_assigned_name as string | null) ?? null,
-      pinGroup: toPinGroup(r),
-      subscribed: r.i_subscribed as boolean,
-    })),
+    rows: page.rows.map((r) => {
+      const pinGroup = toPinGroup(r);
+      // in id order, as issue get answers them
+      const issuePins = (r.i_pin_ids as (number | string)[]).map(Number).sort((a, b) => a - b).flatMap((id) => pinById.get(id) ?? []);
+      return {
+        issue: toIssue(r),
+        userName: (r.i_user_name as string | null) ?? null,
+        assignedUserName: (r.i_assigned_name as string | null) ?? null,
+        pinGroup,
+        subscribed: r.i_subscribed as boolean,
+        links: issuePins.length === 0 ? [{ pinGroup, pin: null }] : issuePins.map((pin) => ({ pinGroup, pin })),
+      };
+    }),
   };
 }
 
@@ -230,11 +237,12 @@ export async function getIssue(db: Queryable, account: Account, hashId: string) 
     WHERE i.environment_id = $1 AND i.hash_id = $2 AND i.deleted_at IS NULL`, [account.environment.id, hashId, account.id]);
   if (rows.length === 0) throw new NotFoundError('issue', hashId);
   const r = rows[0];
-  const [pins, quantities, comments] = await Promise.all([
+  const [pins, quantities, comments, labels] = await Promise.all([
     db.query(`SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.id = ANY($1::bigint[]) ORDER BY p.id`, [r.i_pin_ids]),
     db.query(`SELECT ${QUANTITY_SELECT} FROM quantity q WHERE q.id = ANY($1::bigint[]) ORDER BY q.id`, [r.i_quantity_ids]),
     db.query(`SELECT ${COMMENT_SELECT} FROM issue_comment c LEFT JOIN machine_account ca ON ca.id = c.account_id
       WHERE c.issue_id = $1 AND c.deleted_at IS NULL ORDER BY c.id`, [r.i_id]),
+    labelsOfIssue(db, r.i_id as number),
   ]);
   const pinGroup = toPinGroup(r);
   const pinList = pins.rows.map(toPin);
@@ -250,7 +258,7 @@ export async function getIssue(db: Queryable, account: Account, hashId: string) 
     pinGroup,
     pins: pinList,
     automation: automation === null ? null : automation.type === 'missing' ? { type: 'missing' as const } : { type: 'thresholds' as const, quantities: quantityList },
-    labels: [],
+    labels,
     comments: comments.rows.map(toComment),
     subscribed: r.i_subscribed as boolean,
     links: pinList.length === 0 ? [{ pinGroup, pin: null }] : pinList.map((pin) => ({ pinGroup, pin })),
