@@ -103,6 +103,17 @@ describe('quantity merge', () => {
     expect(panel.charts.manual.map((chart) => [chart.title, chart.series.map((x) => [x.quantity.hashId, x.color])])).toEqual([['volts', [[target, '#ff0000']]]]);
   });
 
+  it('replaces the source in measurement filters, each quantity once', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const [source, other, target] = [await quantity(c, 'Volt'), await quantity(c, 'Ampere'), await quantity(c, 'Voltage')];
+    const filter = ok(await c.request<{ hashId: string }>('POST', '/measurement-filter/', {
+      name: 'volts', description: '', period: 'lastMonth', reportTypeHashIds: [], quantityHashIds: [source, other, target], fieldKeys: [],
+    })).hashId;
+    ok(await merge(c, source, target));
+    const got = ok(await c.request<{ quantities: { hashId: string }[] }>('GET', `/measurement-filter/${filter}`));
+    expect(got.quantities.map((q) => q.hashId)).toEqual([target, other]);
+  });
+
   it('in a connectivity environment moves the device types\' charts and channel charts to the target', async () => {
     const supplier = await api.login('connectivity');
     const [source, target] = [await quantity(supplier, 'Volt'), await quantity(supplier, 'Voltage')];

@@ -72,8 +72,13 @@ async function moveIssues(db: Queryable, q: Ids): Promise<void> {
         AND EXISTS (SELECT 1 FROM issue t WHERE t.cause = regexp_replace(s.cause, '[0-9]+$', $2::text) AND t.closed_at IS NULL AND t.deleted_at IS NULL)`,
     [sourceCause, String(q.target)]);
   await db.query(`UPDATE issue SET cause = regexp_replace(cause, '[0-9]+$', $2::text) WHERE cause ~ $1`, [sourceCause, String(q.target)]);
+  await replaceInQuantityIds(db, 'issue', q);
+}
+
+/** The source replaced by the target in a table's `quantity_ids` list, each id once, in the list's order. */
+async function replaceInQuantityIds(db: Queryable, table: 'issue' | 'measurement_filter', q: Ids): Promise<void> {
   await db.query(
-    `UPDATE issue SET quantity_ids = ARRAY(SELECT d.id FROM (SELECT DISTINCT ON (x.id) x.id, x.n FROM unnest(array_replace(quantity_ids, $1::bigint, $2::bigint)) WITH ORDINALITY AS x(id, n)
+    `UPDATE ${table} SET quantity_ids = ARRAY(SELECT d.id FROM (SELECT DISTINCT ON (x.id) x.id, x.n FROM unnest(array_replace(quantity_ids, $1::bigint, $2::bigint)) WITH ORDINALITY AS x(id, n)
                                   ORDER BY x.id, x.n) d ORDER BY d.n),
             updated_at = now()
       WHERE $1::bigint = ANY(quantity_ids)`, [q.source, q.target]);
@@ -116,6 +121,7 @@ export async function mergeQuantity(db: Db, environmentId: number, sourceHashId:
     const touched = [...await moveMeasurements(client, q), ...await moveThresholds(client, q)];
     await moveIssues(client, q);
     await moveCharts(client, q);
+    await replaceInQuantityIds(client, 'measurement_filter', q);
     await client.query('UPDATE quantity SET deleted_at = now(), updated_at = now() WHERE id = $1', [q.source]);
     return touched;
   });
