@@ -1,5 +1,5 @@
 /** The server's first flights seen from a hand-driven peer: cookie exchange, retransmission, limits, timeouts. */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { parseHandshakeFragments, transcriptBytes } from '../../src/dtls/handshake.ts';
 import { RecordLayer } from '../../src/dtls/record.ts';
@@ -8,20 +8,13 @@ import { extendedMasterSecret, keyExpansion, pskPreMasterSecret, splitKeyBlock, 
 import { cipherSuiteById, keyBlockLength } from '../../src/tls/suites/index.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
 import type { Received } from './raw-client.ts';
-import { IDENTITY, PSK_HEX, startEchoServer, waitFor } from './helpers.ts';
-import type { EchoServer } from './helpers.ts';
+import { IDENTITY, PSK_HEX, perTest, startEchoServer, waitFor } from './helpers.ts';
 
-let srv: EchoServer | undefined;
-const peers: RawPeer[] = [];
-afterEach(async () => {
-  await srv?.server.close();
-  srv = undefined;
-  for (const p of peers.splice(0)) p.close();
-});
+const t = perTest();
 
 async function peer(port: number): Promise<RawPeer> {
   const p = await new RawPeer(port).open();
-  peers.push(p);
+  t.peers.push(p);
   return p;
 }
 
@@ -39,26 +32,26 @@ async function cookieExchange(p: RawPeer): Promise<{ hvrSize: number; ch1Size: n
 
 describe('DTLS cookie exchange and flights', () => {
   it('answers a ClientHello without cookie with a HelloVerifyRequest no larger than it, keeping no state', async () => {
-    srv = await startEchoServer();
-    const p = await peer(srv.port);
+    t.srv = await startEchoServer();
+    const p = await peer(t.srv.port);
     const { hvrSize, ch1Size } = await cookieExchange(p);
     expect(hvrSize).toBeLessThanOrEqual(ch1Size);
-    expect(srv.server.handshakeCount).toBe(0);
+    expect(t.srv.server.handshakeCount).toBe(0);
   });
 
   it('a cookie made for another port is answered with a new HelloVerifyRequest, not a ServerHello', async () => {
-    srv = await startEchoServer();
-    const { ch2 } = await cookieExchange(await peer(srv.port));
-    const other = await peer(srv.port);
+    t.srv = await startEchoServer();
+    const { ch2 } = await cookieExchange(await peer(t.srv.port));
+    const other = await peer(t.srv.port);
     other.send(ch2);
     await waitFor(() => other.received.length > 0);
     expect(other.received[0].fragments[0].type).toBe(3);
-    expect(srv.server.handshakeCount).toBe(0);
+    expect(t.srv.server.handshakeCount).toBe(0);
   });
 
   it('sends ServerHello + ServerHelloDone after a valid cookie, retransmits them on its timer and when the client repeats ClientHello', async () => {
-    srv = await startEchoServer();
-    const p = await peer(srv.port);
+    t.srv = await startEchoServer();
+    const p = await peer(t.srv.port);
     const { ch2 } = await cookieExchange(p);
     p.send(ch2);
     await waitFor(() => p.received.length > 0);
@@ -67,7 +60,7 @@ describe('DTLS cookie exchange and flights', () => {
       [2, 1],
       [14, 2],
     ]);
-    expect(srv.server.handshakeCount).toBe(1);
+    expect(t.srv.server.handshakeCount).toBe(1);
     // Timer: nothing from the client for ~1 s → the same flight again, with new record sequence numbers.
     await waitFor(() => p.received.length > 0, 3000);
     const again = p.received.shift()!;
@@ -83,19 +76,19 @@ describe('DTLS cookie exchange and flights', () => {
   });
 
   it('abandons a handshake after handshakeTimeoutMs with a handshakeError', async () => {
-    srv = await startEchoServer({ handshakeTimeoutMs: 300 });
-    const p = await peer(srv.port);
+    t.srv = await startEchoServer({ handshakeTimeoutMs: 300 });
+    const p = await peer(t.srv.port);
     const { ch2 } = await cookieExchange(p);
     p.send(ch2);
-    await waitFor(() => srv!.errors.length > 0);
-    expect(srv.errors[0].err.message).toMatch(/timeout/);
-    expect(srv.server.handshakeCount).toBe(0);
+    await waitFor(() => t.srv!.errors.length > 0);
+    expect(t.srv.errors[0].err.message).toMatch(/timeout/);
+    expect(t.srv.server.handshakeCount).toBe(0);
   });
 
   it('maxHandshakes: a second client with a valid cookie gets no ServerHello while the first handshake runs', async () => {
-    srv = await startEchoServer({ maxHandshakes: 1 });
-    const a = await peer(srv.port);
-    const b = await peer(srv.port);
+    t.srv = await startEchoServer({ maxHandshakes: 1 });
+    const a = await peer(t.srv.port);
+    const b = await peer(t.srv.port);
     const ea = await cookieExchange(a);
     const eb = await cookieExchange(b);
     a.send(ea.ch2);
@@ -103,14 +96,14 @@ describe('DTLS cookie exchange and flights', () => {
     b.send(eb.ch2);
     await new Promise((r) => setTimeout(r, 200));
     expect(b.received).toEqual([]);
-    expect(srv.server.handshakeCount).toBe(1);
+    expect(t.srv.server.handshakeCount).toBe(1);
   });
 });
 
 describe('a complete handshake by a hand-driven peer built from the RFC primitives', () => {
   it('the server answers a repeated flight 5 with flight 6 again, and the session then carries data', async () => {
-    srv = await startEchoServer();
-    const p = await peer(srv.port);
+    t.srv = await startEchoServer();
+    const p = await peer(t.srv.port);
     const psk = Buffer.from(PSK_HEX, 'hex');
     const ch = clientHello();
     p.send(clientHelloDatagram(ch, 0, 0));
@@ -161,7 +154,7 @@ describe('a complete handshake by a hand-driven peer built from the RFC primitiv
       [22, 1],
     ]);
     expect(serverFinished(f6)).toEqual(expectedServerFinished);
-    await waitFor(() => srv!.sessions.length === 1);
+    await waitFor(() => t.srv!.sessions.length === 1);
 
     // Our flight 5 "was not acknowledged": repeat it, the server repeats flight 6 (fresh record numbers).
     p.send(flight5());
@@ -170,6 +163,6 @@ describe('a complete handshake by a hand-driven peer built from the RFC primitiv
     p.send(rl.seal(1, 23, Buffer.from('by hand')));
     const echo = rl.open((await p.take((d) => d.records.some((r) => r.type === 23))).records[0]);
     expect(echo).toEqual(Buffer.from('echo:by hand'));
-    expect(srv.sessions).toHaveLength(1);
+    expect(t.srv.sessions).toHaveLength(1);
   });
 });

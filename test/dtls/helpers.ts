@@ -2,7 +2,9 @@
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { spawn } from 'node:child_process';
+import { afterEach } from 'vitest';
 import { createDtlsServer } from '../../src/dtls/server.ts';
+import type { RawPeer } from './raw-client.ts';
 import type { DtlsServer, DtlsServerOptions, DtlsSession, HandshakeErrorInfo } from '../../src/dtls/server.ts';
 
 export const PSK_HEX = '00112233445566778899aabbccddeeff';
@@ -171,4 +173,15 @@ export function gnutlsClient(o: { port: number; args: string[]; line?: string; t
       resolve({ stdout, stderr, echoed });
     });
   });
+}
+
+/** What a test starts (one echo server, raw peers), closed after each test of the file that calls this once. */
+export function perTest(): { srv: EchoServer | undefined; peers: RawPeer[] } {
+  const started: { srv: EchoServer | undefined; peers: RawPeer[] } = { srv: undefined, peers: [] };
+  afterEach(async () => {
+    await started.srv?.server.close();
+    started.srv = undefined;
+    for (const p of started.peers.splice(0)) p.close();
+  });
+  return started;
 }

@@ -1,26 +1,19 @@
 /** Per-source-address limits: associations per address and a handshake-rate token bucket, seen by hand-driven peers. */
 import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/app/config.ts';
 import { AddressLimits, DTLS_DEFAULTS } from '../../src/dtls/limits.ts';
 import { createDtlsServer } from '../../src/dtls/server.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
-import { startEchoServer, waitFor } from './helpers.ts';
-import type { EchoServer } from './helpers.ts';
+import { perTest, startEchoServer, waitFor } from './helpers.ts';
 
-let srv: EchoServer | undefined;
-const peers: RawPeer[] = [];
-afterEach(async () => {
-  await srv?.server.close();
-  srv = undefined;
-  for (const p of peers.splice(0)) p.close();
-});
+const t = perTest();
 
 /** Does a cookie exchange from `address` and sends ClientHello 2: true when a ServerHello comes back. */
 async function getsServerHello(port: number, address = '127.0.0.1'): Promise<boolean> {
   const p = await new RawPeer(port).open(address);
-  peers.push(p);
+  t.peers.push(p);
   const ch = clientHello();
   p.send(clientHelloDatagram(ch, 0, 0));
   await waitFor(() => p.received.length > 0);
@@ -36,35 +29,35 @@ async function getsServerHello(port: number, address = '127.0.0.1'): Promise<boo
 
 describe('DTLS per-address limits', () => {
   it('maxSessionsPerAddress: the third association from 127.0.0.1 is refused, 127.0.0.2 still gets one', async () => {
-    srv = await startEchoServer({ maxSessionsPerAddress: 2 });
-    expect(await getsServerHello(srv.port)).toBe(true);
-    expect(await getsServerHello(srv.port)).toBe(true);
-    expect(srv.server.sessionsFrom('127.0.0.1')).toBe(2);
-    expect(await getsServerHello(srv.port)).toBe(false);
-    expect(await getsServerHello(srv.port, '127.0.0.2')).toBe(true);
-    expect(srv.server.handshakeCount).toBe(3);
+    t.srv = await startEchoServer({ maxSessionsPerAddress: 2 });
+    expect(await getsServerHello(t.srv.port)).toBe(true);
+    expect(await getsServerHello(t.srv.port)).toBe(true);
+    expect(t.srv.server.sessionsFrom('127.0.0.1')).toBe(2);
+    expect(await getsServerHello(t.srv.port)).toBe(false);
+    expect(await getsServerHello(t.srv.port, '127.0.0.2')).toBe(true);
+    expect(t.srv.server.handshakeCount).toBe(3);
   });
 
   it('an association that ends frees its place for the address', async () => {
-    srv = await startEchoServer({ maxSessionsPerAddress: 1, handshakeTimeoutMs: 300 });
-    expect(await getsServerHello(srv.port)).toBe(true);
-    expect(await getsServerHello(srv.port)).toBe(false);
-    await waitFor(() => srv!.server.sessionsFrom('127.0.0.1') === 0); // the handshake timed out
-    expect(await getsServerHello(srv.port)).toBe(true);
+    t.srv = await startEchoServer({ maxSessionsPerAddress: 1, handshakeTimeoutMs: 300 });
+    expect(await getsServerHello(t.srv.port)).toBe(true);
+    expect(await getsServerHello(t.srv.port)).toBe(false);
+    await waitFor(() => t.srv!.server.sessionsFrom('127.0.0.1') === 0); // the handshake timed out
+    expect(await getsServerHello(t.srv.port)).toBe(true);
   });
 
   it('handshake rate: after a burst of 3 the address must wait for tokens; another address is not affected', async () => {
-    srv = await startEchoServer({ handshakeBurstPerAddress: 3, handshakeRatePerAddress: 2 });
-    for (let i = 0; i < 3; i++) expect(await getsServerHello(srv.port)).toBe(true);
-    expect(await getsServerHello(srv.port)).toBe(false);
-    expect(await getsServerHello(srv.port, '127.0.0.3')).toBe(true);
+    t.srv = await startEchoServer({ handshakeBurstPerAddress: 3, handshakeRatePerAddress: 2 });
+    for (let i = 0; i < 3; i++) expect(await getsServerHello(t.srv.port)).toBe(true);
+    expect(await getsServerHello(t.srv.port)).toBe(false);
+    expect(await getsServerHello(t.srv.port, '127.0.0.3')).toBe(true);
     await new Promise((r) => setTimeout(r, 600)); // 2 per second: one token back after 500 ms
-    expect(await getsServerHello(srv.port)).toBe(true);
+    expect(await getsServerHello(t.srv.port)).toBe(true);
   });
 
   it('a server given no limits takes the configuration\'s defaults', async () => {
-    srv = await startEchoServer();
-    expect(srv.server.limits).toEqual(loadConfig({ SECRET_KEY: '00'.repeat(32) }).dtls);
+    t.srv = await startEchoServer();
+    expect(t.srv.server.limits).toEqual(loadConfig({ SECRET_KEY: '00'.repeat(32) }).dtls);
   });
 
   it('a server that binds its own socket asks for DTLS_RECEIVE_BUFFER_BYTES of receive buffer (as far as rmem_max allows)', async () => {

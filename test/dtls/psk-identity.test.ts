@@ -1,5 +1,5 @@
 /** PSK identities over DTLS: an unknown one is answered as a wrong key would be, an over-long one is never looked up. */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { MAX_PSK_IDENTITY_BYTES } from '../../src/dtls/limits.ts';
 import { transcriptBytes } from '../../src/dtls/handshake.ts';
@@ -8,19 +8,13 @@ import { encodeClientHello, encodeClientKeyExchangePsk, parseServerHello } from 
 import { extendedMasterSecret, keyExpansion, pskPreMasterSecret, splitKeyBlock, verifyData } from '../../src/tls/prf.ts';
 import { cipherSuiteById, keyBlockLength } from '../../src/tls/suites/index.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
-import { IDENTITY, PSK_HEX, dtlsClient, startEchoServer, waitFor } from './helpers.ts';
+import { IDENTITY, PSK_HEX, dtlsClient, perTest, startEchoServer, waitFor } from './helpers.ts';
 import type { EchoServer } from './helpers.ts';
 
 const CCM8 = 'PSK-AES128-CCM8:@SECLEVEL=0';
 const KEY = Buffer.from(PSK_HEX, 'hex');
 
-let srv: EchoServer | undefined;
-const peers: RawPeer[] = [];
-afterEach(async () => {
-  await srv?.server.close();
-  srv = undefined;
-  for (const p of peers.splice(0)) p.close();
-});
+const t = perTest();
 
 /** A server that records every identity it is asked to look up; `known` ones have KEY. */
 async function serverWithLookups(known = [IDENTITY]): Promise<{ srv: EchoServer; lookups: string[] }> {
@@ -45,7 +39,7 @@ function alerts(sent: Buffer[]): number[][] {
  */
 async function handDriven(port: number, identity: Buffer, psk: Buffer): Promise<number[][] | 'established'> {
   const p = await new RawPeer(port).open();
-  peers.push(p);
+  t.peers.push(p);
   const ch = clientHello();
   p.send(clientHelloDatagram(ch, 0, 0));
   await waitFor(() => p.received.length > 0);
@@ -74,31 +68,31 @@ async function handDriven(port: number, identity: Buffer, psk: Buffer): Promise<
 describe('DTLS PSK identities', () => {
   it('an unknown identity is looked up and then answered exactly as a wrong key: the same alert after the client Finished', async () => {
     let lookups: string[];
-    ({ srv, lookups } = await serverWithLookups());
-    const wrongKey = await dtlsClient({ port: srv.port, cipher: CCM8, pskHex: 'ffeeddccbbaa99887766554433221100', timeoutMs: 5000 });
-    await waitFor(() => srv!.errors.length === 1);
-    const afterWrongKey = srv.sent.length;
-    const unknown = await dtlsClient({ port: srv.port, cipher: CCM8, identity: 'nobody', timeoutMs: 5000 });
-    await waitFor(() => srv!.errors.length === 2);
+    ({ srv: t.srv, lookups } = await serverWithLookups());
+    const wrongKey = await dtlsClient({ port: t.srv.port, cipher: CCM8, pskHex: 'ffeeddccbbaa99887766554433221100', timeoutMs: 5000 });
+    await waitFor(() => t.srv!.errors.length === 1);
+    const afterWrongKey = t.srv.sent.length;
+    const unknown = await dtlsClient({ port: t.srv.port, cipher: CCM8, identity: 'nobody', timeoutMs: 5000 });
+    await waitFor(() => t.srv!.errors.length === 2);
     expect([wrongKey.echoed, unknown.echoed]).toEqual([false, false]);
     expect(unknown.stderr).not.toContain('unknown psk identity');
-    expect(alerts(srv.sent.slice(afterWrongKey))).toEqual(alerts(srv.sent.slice(0, afterWrongKey)));
-    expect(alerts(srv.sent.slice(afterWrongKey))).toEqual([[2, 20]]); // fatal bad_record_mac
+    expect(alerts(t.srv.sent.slice(afterWrongKey))).toEqual(alerts(t.srv.sent.slice(0, afterWrongKey)));
+    expect(alerts(t.srv.sent.slice(afterWrongKey))).toEqual([[2, 20]]); // fatal bad_record_mac
     expect(lookups).toEqual([IDENTITY, 'nobody']);
-    expect(srv.errors[1].info.pskIdentity).toBe('nobody');
-    expect(srv.sessions).toEqual([]);
+    expect(t.srv.errors[1].info.pskIdentity).toBe('nobody');
+    expect(t.srv.sessions).toEqual([]);
   });
 
   it('an identity of MAX_PSK_IDENTITY_BYTES is looked up and works; one byte longer is never looked up and is answered as a wrong key', async () => {
     const longest = 'i'.repeat(MAX_PSK_IDENTITY_BYTES);
     const tooLong = 'i'.repeat(MAX_PSK_IDENTITY_BYTES + 1);
     let lookups: string[];
-    ({ srv, lookups } = await serverWithLookups([longest, tooLong]));
-    expect(await handDriven(srv.port, Buffer.from(longest), KEY)).toBe('established');
-    expect(await handDriven(srv.port, Buffer.from(tooLong), KEY)).toEqual([[2, 20]]);
-    expect(await handDriven(srv.port, Buffer.from(longest), Buffer.alloc(16))).toEqual([[2, 20]]); // a wrong key, for comparison
+    ({ srv: t.srv, lookups } = await serverWithLookups([longest, tooLong]));
+    expect(await handDriven(t.srv.port, Buffer.from(longest), KEY)).toBe('established');
+    expect(await handDriven(t.srv.port, Buffer.from(tooLong), KEY)).toEqual([[2, 20]]);
+    expect(await handDriven(t.srv.port, Buffer.from(longest), Buffer.alloc(16))).toEqual([[2, 20]]); // a wrong key, for comparison
     expect(lookups).toEqual([longest, longest]);
-    await waitFor(() => srv!.errors.length === 2);
-    expect(srv.errors[0].info.pskIdentity).toBeUndefined();
+    await waitFor(() => t.srv!.errors.length === 2);
+    expect(t.srv.errors[0].info.pskIdentity).toBeUndefined();
   });
 });

@@ -2,24 +2,17 @@
  * Handshake slots under a stall attack: hosts at other addresses that pass the cookie check, get the server's flight
  * and never answer must not keep every slot until the handshake timeout.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HandshakeSlots } from '../../src/dtls/limits.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
-import { dtlsClient, startEchoServer, waitFor } from './helpers.ts';
-import type { EchoServer } from './helpers.ts';
+import { dtlsClient, perTest, startEchoServer, waitFor } from './helpers.ts';
 
-let srv: EchoServer | undefined;
-const peers: RawPeer[] = [];
-afterEach(async () => {
-  await srv?.server.close();
-  srv = undefined;
-  for (const p of peers.splice(0)) p.close();
-});
+const t = perTest();
 
 /** Starts a handshake from `address` that stalls after the server's flight 4: true when a ServerHello came within `ms`. */
 async function stalled(port: number, address: string, ms = 5000): Promise<boolean> {
   const p = await new RawPeer(port).open(address);
-  peers.push(p);
+  t.peers.push(p);
   const ch = clientHello();
   p.send(clientHelloDatagram(ch, 0, 0));
   await waitFor(() => p.received.length > 0);
@@ -39,32 +32,32 @@ async function fill(port: number, address: string, n: number): Promise<void> {
 
 describe('DTLS handshake slots', () => {
   it('stalled handshakes from three addresses holding every slot do not keep a device at a fourth address out', async () => {
-    srv = await startEchoServer({ maxHandshakes: 30 }); // per-address limits and the 30 s handshake timeout: defaults
-    for (const address of ['127.0.0.2', '127.0.0.3', '127.0.0.4']) await fill(srv.port, address, 10);
-    expect(srv.server.handshakeCount).toBe(30);
-    const device = await dtlsClient({ port: srv.port, cipher: 'PSK-AES128-CCM8:@SECLEVEL=0', line: 'still served', timeoutMs: 15_000 });
+    t.srv = await startEchoServer({ maxHandshakes: 30 }); // per-address limits and the 30 s handshake timeout: defaults
+    for (const address of ['127.0.0.2', '127.0.0.3', '127.0.0.4']) await fill(t.srv.port, address, 10);
+    expect(t.srv.server.handshakeCount).toBe(30);
+    const device = await dtlsClient({ port: t.srv.port, cipher: 'PSK-AES128-CCM8:@SECLEVEL=0', line: 'still served', timeoutMs: 15_000 });
     expect(device.echoed).toBe(true);
-    expect(srv.sessions.map((s) => s.remoteAddress)).toEqual(['127.0.0.1']);
-    const held = ['127.0.0.2', '127.0.0.3', '127.0.0.4'].map((a) => srv!.server.sessionsFrom(a));
+    expect(t.srv.sessions.map((s) => s.remoteAddress)).toEqual(['127.0.0.1']);
+    const held = ['127.0.0.2', '127.0.0.3', '127.0.0.4'].map((a) => t.srv!.server.sessionsFrom(a));
     expect(held.reduce((a, b) => a + b)).toBe(29); // one stalled handshake gave way
   });
 
   it('a new handshake from an address holding fewer takes the oldest slot of the address holding the most', async () => {
-    srv = await startEchoServer({ maxHandshakes: 4 });
+    t.srv = await startEchoServer({ maxHandshakes: 4 });
     // the destination port of every datagram the server sends, in the order it sends them
     const sentTo: number[] = [];
-    const socket = srv.server.socket;
+    const socket = t.srv.server.socket;
     const send = socket.send.bind(socket) as (...args: unknown[]) => void;
     (socket as unknown as { send: (...args: unknown[]) => void }).send = (...args: unknown[]) => {
       sentTo.push(args[1] as number);
       send(...args);
     };
-    await fill(srv.port, '127.0.0.2', 3);
-    await fill(srv.port, '127.0.0.3', 1);
-    const [oldest, , youngerAtSameAddress] = peers.map((p) => p.socket.address().port);
-    expect(await stalled(srv.port, '127.0.0.3')).toBe(true);
+    await fill(t.srv.port, '127.0.0.2', 3);
+    await fill(t.srv.port, '127.0.0.3', 1);
+    const [oldest, , youngerAtSameAddress] = t.peers.map((p) => p.socket.address().port);
+    expect(await stalled(t.srv.port, '127.0.0.3')).toBe(true);
     const evictedAt = sentTo.length;
-    expect([srv.server.sessionsFrom('127.0.0.2'), srv.server.sessionsFrom('127.0.0.3')]).toEqual([2, 2]);
+    expect([t.srv.server.sessionsFrom('127.0.0.2'), t.srv.server.sessionsFrom('127.0.0.3')]).toEqual([2, 2]);
     // the evicted handshake is forgotten: once a younger one's retransmission timer has sent its flight 4 again, the
     // oldest's (due earlier) would have too
     await waitFor(() => sentTo.slice(evictedAt).includes(youngerAtSameAddress), 20_000);
@@ -72,12 +65,12 @@ describe('DTLS handshake slots', () => {
   });
 
   it('while every slot is taken, an address holding as many as any other gets none of theirs', async () => {
-    srv = await startEchoServer({ maxHandshakes: 4 });
-    await fill(srv.port, '127.0.0.2', 2);
-    await fill(srv.port, '127.0.0.3', 2);
-    expect(await stalled(srv.port, '127.0.0.2', 1000)).toBe(false);
-    expect(await stalled(srv.port, '127.0.0.3', 1000)).toBe(false);
-    expect([srv.server.sessionsFrom('127.0.0.2'), srv.server.sessionsFrom('127.0.0.3')]).toEqual([2, 2]);
+    t.srv = await startEchoServer({ maxHandshakes: 4 });
+    await fill(t.srv.port, '127.0.0.2', 2);
+    await fill(t.srv.port, '127.0.0.3', 2);
+    expect(await stalled(t.srv.port, '127.0.0.2', 1000)).toBe(false);
+    expect(await stalled(t.srv.port, '127.0.0.3', 1000)).toBe(false);
+    expect([t.srv.server.sessionsFrom('127.0.0.2'), t.srv.server.sessionsFrom('127.0.0.3')]).toEqual([2, 2]);
   });
 });
 
