@@ -1,15 +1,13 @@
-import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMachineAccount } from '../../src/accounts/store.ts';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
-import { mailQueueName } from '../../src/notifications/mail-queue.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { linkedDevice, ok, type LinkedDevice } from '../monitoring/linked-device.ts';
 import { environmentClient } from '../support/provision.ts';
 import { until } from '../support/until.ts';
-import { TestSmtp } from './smtp.ts';
+import { dropMailQueue, TestSmtp } from './smtp.ts';
 
 // Issue notifications end to end: a linked device's values cross a pin's thresholds, the issue opens, and the
 // accounts whose notificationLevel covers it are subscribed and mailed through a real SMTP server.
@@ -54,9 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await service?.stop();
-  const queue = new Queue(mailQueueName(ctx), { connection: ctx.redis });
-  await queue.obliterate({ force: true }).catch(() => undefined);
-  await queue.close();
+  await dropMailQueue(ctx);
   await closeContext(ctx);
   await smtp.stop();
 });

@@ -1,13 +1,12 @@
-import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { metricsRegistry } from '../../src/app/metrics.ts';
-import { mailQueueName, queueMails, startMailWorker, type MailWorker } from '../../src/notifications/mail-queue.ts';
+import { queueMails, startMailWorker, type MailWorker } from '../../src/notifications/mail-queue.ts';
 import { insertNotifications, type OutgoingMail } from '../../src/notifications/store.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
 import { until } from '../support/until.ts';
-import { TestSmtp } from './smtp.ts';
+import { dropMailQueue, TestSmtp } from './smtp.ts';
 
 interface Row { notification: { hashId: string; kind: string; to: string[]; subject: string; body: string; state: string; reason: string | null; attempts: number; sentAt: string | null } }
 
@@ -43,9 +42,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await worker?.close();
-  const queue = new Queue(mailQueueName(ctx), { connection: ctx.redis });
-  await queue.obliterate({ force: true }).catch(() => undefined);
-  await queue.close();
+  await dropMailQueue(ctx);
   await api.close();
   await closeContext(ctx);
   await smtp.stop();

@@ -3,7 +3,10 @@
 // on the same port to play an outage.
 
 import type { AddressInfo } from 'node:net';
+import { Queue } from 'bullmq';
 import { SMTPServer } from 'smtp-server';
+import type { AppContext } from '../../src/app/context.ts';
+import { mailQueueName } from '../../src/notifications/mail-queue.ts';
 
 export interface ReceivedMail { to: string[]; subject: string; text: string; raw: string }
 
@@ -78,4 +81,11 @@ export class TestSmtp {
   to(address: string): ReceivedMail[] {
     return this.mails.filter((m) => m.to.includes(address));
   }
+}
+
+/** After a test file: its mail queue emptied (nothing of it left for the next run on this Redis), then closed. */
+export async function dropMailQueue(ctx: AppContext): Promise<void> {
+  const queue = new Queue(mailQueueName(ctx), { connection: ctx.redis });
+  await queue.obliterate({ force: true }).catch(() => undefined);
+  await queue.close();
 }
