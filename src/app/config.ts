@@ -176,7 +176,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   SHUTDOWN_GRACE_MS: ['10000', 'how long SIGTERM waits for in-flight jobs'],
   QUEUE_NAME: ['device-events', 'BullMQ queue name'],
   QUEUE_BATCH_DELAY_MS: ['12', 'how long a gateway gathers device requests into one queued job before it queues them (at most 64; while one job is being queued the next gathers until it is): longer makes fewer, larger jobs, so less CPU per report, for that much more latency'],
-  SMTP_URL: ['unset → mail is logged (info), not sent', 'SMTP server for the mail a command\'s `email` addresses get when the device executes it, e.g. smtp://user:pass@mail.example.com:587'],
+  SMTP_URL: ['unset → mail is logged (info) and stored as failed, not sent', 'SMTP server for every mail (issue notifications, supplier alerts, command mails), e.g. smtp://user:pass@mail.example.com:587'],
   MAIL_FROM: ['gridgate <noreply@localhost>', 'sender of that mail'],
   MAIL_RETRY_BASE_MS: ['1000', 'first retry of a mail the SMTP server did not take (unreachable, 4xx), doubling per attempt up to MAIL_RETRY_MAX_MS, without end: an outage delays mail, never drops it; a 5xx refusal fails the mail with the server\'s reply'],
   MAIL_RETRY_MAX_MS: ['300000', 'longest wait between two tries of one mail'],

@@ -14,6 +14,7 @@
 
 import type { AppContext } from '../app/context.ts';
 import type { Queryable } from '../app/db.ts';
+import { OutageLog } from '../app/outage-log.ts';
 import type { Limits, ValuePair } from '../monitoring/thresholds/limits.ts';
 import { digestMail, issueMail, type IssueEventFacts, type IssueEventKind, type IssueFacts, type MailText } from './issue-mail.ts';
 import { queueStored, storeMails } from './mail-queue.ts';
@@ -174,10 +175,12 @@ export async function notifyIssues(ctx: AppContext): Promise<number> {
 export function startIssueNotifier(ctx: AppContext): { stop(): Promise<void> } {
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
+  // a scan a second: a store outage reads as one line when it begins and one when it ends, not one per scan
+  const outage = new OutageLog(ctx.log, 'issue notifications could not be made; the scan is tried again every second', 'issue notifications are made again');
   const timer = setInterval(() => {
     running = running.then(async () => {
       if (stopped) return;
-      await notifyIssues(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'issue notifications could not be made; tried again'));
+      await notifyIssues(ctx).then(() => outage.up(), (err: Error) => outage.down(err));
     });
   }, ISSUE_SCAN_MS);
   timer.unref();

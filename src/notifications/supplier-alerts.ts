@@ -12,6 +12,7 @@
 // A process that dies loses at most the counts of its last ALERT_FLUSH_MS.
 
 import type { AppContext } from '../app/context.ts';
+import { OutageLog } from '../app/outage-log.ts';
 import type { ActivityRow } from '../connectivity/activities/store.ts';
 import { queueStored, storeMails } from './mail-queue.ts';
 import type { OutgoingMail } from './store.ts';
@@ -138,9 +139,12 @@ export class SupplierAlerts {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private readonly ctx: AppContext;
+  // a flush a second: a store outage reads as one line when it begins and one when it ends
+  private readonly outage: OutageLog;
 
   constructor(ctx: AppContext) {
     this.ctx = ctx;
+    this.outage = new OutageLog(ctx.log, 'supplier alerts could not be written; their counts are kept and written when the store is back', 'supplier alerts are written again');
   }
 
   /** Counts the failures; the first of each object in a flush is the one an alert shows. */
@@ -162,7 +166,7 @@ export class SupplierAlerts {
 
   /** Writes the gathered counts and mails the subscriptions that fell due; resolves once done (failures are logged). */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.write()).catch((err: Error) => this.ctx.log.warn({ err: err.message }, 'supplier alerts could not be written'));
+    this.flushing = this.flushing.then(() => this.write()).then(() => this.outage.up(), (err: Error) => this.outage.down(err));
     return this.flushing;
   }
 
