@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { spawn } from 'node:child_process';
 import { afterEach } from 'vitest';
 import { createDtlsServer } from '../../src/dtls/server.ts';
-import type { RawPeer } from './raw-client.ts';
+import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
 import type { DtlsServer, DtlsServerOptions, DtlsSession, HandshakeErrorInfo } from '../../src/dtls/server.ts';
 
 export const PSK_HEX = '00112233445566778899aabbccddeeff';
@@ -184,4 +184,24 @@ export function perTest(): { srv: EchoServer | undefined; peers: RawPeer[] } {
     for (const p of started.peers.splice(0)) p.close();
   });
   return started;
+}
+
+/**
+ * A cookie exchange from `address`, then ClientHello 2, and nothing more (the handshake stalls after the server's
+ * flight 4): true when a ServerHello came within `ms`. The peer goes to `peers` (closed after the test).
+ */
+export async function serverHelloAfterCookie(peers: RawPeer[], port: number, address: string, ms: number): Promise<boolean> {
+  const p = await new RawPeer(port).open(address);
+  peers.push(p);
+  const ch = clientHello();
+  p.send(clientHelloDatagram(ch, 0, 0));
+  await waitFor(() => p.received.length > 0);
+  const cookie = p.received.shift()!.fragments[0].body.subarray(3);
+  p.send(clientHelloDatagram({ ...ch, cookie }, 1, 1));
+  try {
+    await p.take((d) => d.fragments.some((f) => f.type === 2), ms);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -5,27 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/app/config.ts';
 import { AddressLimits, DTLS_DEFAULTS } from '../../src/dtls/limits.ts';
 import { createDtlsServer } from '../../src/dtls/server.ts';
-import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
-import { perTest, startEchoServer, waitFor } from './helpers.ts';
+import { perTest, serverHelloAfterCookie, startEchoServer, waitFor } from './helpers.ts';
 
 const t = perTest();
 
 /** Does a cookie exchange from `address` and sends ClientHello 2: true when a ServerHello comes back. */
-async function getsServerHello(port: number, address = '127.0.0.1'): Promise<boolean> {
-  const p = await new RawPeer(port).open(address);
-  t.peers.push(p);
-  const ch = clientHello();
-  p.send(clientHelloDatagram(ch, 0, 0));
-  await waitFor(() => p.received.length > 0);
-  const cookie = p.received.shift()!.fragments[0].body.subarray(3);
-  p.send(clientHelloDatagram({ ...ch, cookie }, 1, 1));
-  try {
-    await p.take((d) => d.fragments.some((f) => f.type === 2), 400);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const getsServerHello = (port: number, address = '127.0.0.1') => serverHelloAfterCookie(t.peers, port, address, 400);
 
 describe('DTLS per-address limits', () => {
   it('maxSessionsPerAddress: the third association from 127.0.0.1 is refused, 127.0.0.2 still gets one', async () => {

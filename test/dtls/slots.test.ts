@@ -4,27 +4,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { HandshakeSlots } from '../../src/dtls/limits.ts';
-import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
-import { dtlsClient, perTest, startEchoServer, waitFor } from './helpers.ts';
+import { dtlsClient, perTest, serverHelloAfterCookie, startEchoServer, waitFor } from './helpers.ts';
 
 const t = perTest();
 
 /** Starts a handshake from `address` that stalls after the server's flight 4: true when a ServerHello came within `ms`. */
-async function stalled(port: number, address: string, ms = 5000): Promise<boolean> {
-  const p = await new RawPeer(port).open(address);
-  t.peers.push(p);
-  const ch = clientHello();
-  p.send(clientHelloDatagram(ch, 0, 0));
-  await waitFor(() => p.received.length > 0);
-  const cookie = p.received.shift()!.fragments[0].body.subarray(3);
-  p.send(clientHelloDatagram({ ...ch, cookie }, 1, 1));
-  try {
-    await p.take((d) => d.fragments.some((f) => f.type === 2), ms);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const stalled = (port: number, address: string, ms = 5000) => serverHelloAfterCookie(t.peers, port, address, ms);
 
 async function fill(port: number, address: string, n: number): Promise<void> {
   for (let i = 0; i < n; i++) expect(await stalled(port, address)).toBe(true);
