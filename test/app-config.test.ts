@@ -3,14 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES, loadConfig } from '../src/app/config.ts';
 
 describe('configuration', () => {
-  it('the README configuration table lists every variable the service reads', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  it('the configuration table (docs/configuration.md) lists every variable the service reads', () => {
+    const readme = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8');
     const missing = Object.keys(CONFIG_VARIABLES).filter((name) => !readme.includes(`| \`${name}\` |`));
     expect(missing).toEqual([]);
   });
 
-  it('the README configuration table gives every variable the default config.ts documents', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  it('the configuration table (docs/configuration.md) gives every variable the default config.ts documents', () => {
+    const readme = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8');
     const shown = new Map<string, string>();
     for (const m of readme.matchAll(/^\| `([A-Z0-9_]+)` \| (.*?) \|/gm)) shown.set(m[1], m[2].replaceAll('`', ''));
     const differing = Object.entries(CONFIG_VARIABLES)

@@ -125,7 +125,7 @@ describe('the embedded default', () => {
       const answer = await report();
       expect(answer?.status, answer?.body).toBe(200);
       db = await openDb({ databaseUrl: null, dataDir: DATA_DIR, migrate: false });
-      // The answer waits for the commit, the job for the WAL flush (README, "The device's answer waits for the commit,
+      // The answer waits for the commit, the job for the WAL flush (docs/decisions.md, "The device's answer waits for the commit,
       // the job waits for the disk"). The SIGKILL can land between the first report's commit and that flush: then its
       // job is still queued and runs again once the server is back, a moment after the second report is answered.
       // Both must be there, each once (a lost first report leaves 1 here until the timeout).

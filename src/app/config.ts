@@ -116,7 +116,7 @@ export interface SupplierCodeLimits {
   maxActivityBytes: number;
 }
 
-/** Configuration variables: name → [default shown in the README, meaning]. */
+/** Configuration variables: name → [default shown in docs/configuration.md, meaning]. */
 export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   ROLE: ['all', 'all, or a comma-separated list of api, gateway, worker (also the first CLI argument)'],
   DATABASE_URL: ['unset → embedded PostgreSQL in DATA_DIR', 'PostgreSQL connection string'],

@@ -130,7 +130,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     sendRequest: (args, idempotencyKey) => outbound.send(args, idempotencyKey),
     count: (deviceHashId, key, at) => countDeviceEvent(ctx, deviceHashId, key, at),
   };
-  // connectivity counters: Redis hourly hashes copied to PostgreSQL (see the README's decisions)
+  // connectivity counters: Redis hourly hashes copied to PostgreSQL (see docs/decisions.md)
   const counterFlusher = startCounterFlusher(ctx);
 
   // A BullMQ worker fetches its jobs one Redis round trip at a time; several workers on their

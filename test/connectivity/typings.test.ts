@@ -9,7 +9,7 @@ let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
 afterAll(async () => { await api.close(); });
 
-const README = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../../README.md'), 'utf8');
+const README = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../../docs/walkthrough.md'), 'utf8');
 
 const PATHS = {
   eventHandler: '/device-type/typings.d.ts',
@@ -48,10 +48,10 @@ async function check(kind: Kind, source: string): Promise<string[]> {
   return ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
 }
 
-/** The README's example code of the curl walk-through: a shell variable holding `function handle ...`. */
+/** The walkthrough's example code (docs/walkthrough.md) of the curl walk-through: a shell variable holding `function handle ...`. */
 function readmeVariable(name: string): string {
   const match = new RegExp(`^${name}="(function handle[\\s\\S]*?\\n\\})"$`, 'm').exec(README);
-  if (!match) throw new Error(`README has no ${name}="function handle ..." example`);
+  if (!match) throw new Error(`docs/walkthrough.md has no ${name}="function handle ..." example`);
   // the shell substitutes hashIds ('$Q', '$RT', '$DT') before the code is saved
   return match[1].replace(/\$[A-Z]+/g, 'abc123');
 }
@@ -59,12 +59,12 @@ function readmeVariable(name: string): string {
 describe('typings for supplier code', () => {
   it.each([
     ['eventHandler', 'HANDLER'], ['parser', 'PARSER'], ['webhookIdentifier', 'IDENT'], ['certificateIdentifier', 'IDENTIFIER'],
-  ] as const)('the README\'s %s example (%s) compiles against its typings without a complaint', async (kind, variable) => {
+  ] as const)('the walkthrough\'s %s example (%s) compiles against its typings without a complaint', async (kind, variable) => {
     expect(await check(kind, readmeVariable(variable))).toEqual([]);
   });
 
-  it('the README\'s complete event handler, with overloads per event, compiles against the event handler typings', async () => {
-    const block = /### Typings for supplier code[\s\S]*?```ts\n([\s\S]*?)```/.exec(README);
+  it('the walkthrough\'s complete event handler, with overloads per event, compiles against the event handler typings', async () => {
+    const block = /## Typings for supplier code[\s\S]*?```ts\n([\s\S]*?)```/.exec(README);
     expect(block).not.toBeNull();
     expect(await check('eventHandler', block![1])).toEqual([]);
   });
