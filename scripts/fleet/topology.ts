@@ -1,0 +1,186 @@
+// The fleet on one machine, without Docker: an API process, N gateway nodes and M workers of src/main.ts on the
+// same stores, behind a real nginx stream balancer (UDP for CoAP/DTLS, TCP for the device HTTPS port and the API).
+// `npm run fleet` runs it by hand; the fleet tests and the bench start it from here.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { startBalancer, type BalancedPort, type Balancer } from './nginx.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const MAIN = path.join(ROOT, 'src/main.ts');
+
+export type NodeRole = 'api' | 'gateway' | 'worker';
+
+export interface FleetOptions {
+  gateways: number;
+  workers: number;
+  /** every process's environment: DATABASE_URL, REDIS_URL or REDIS_CLUSTER_NODES, SECRET_KEY, QUEUE_NAME, ... */
+  env: Record<string, string>;
+  /** extra environment of one node (e.g. its own cluster port) */
+  nodeEnv?: (role: NodeRole, index: number) => Promise<Record<string, string>> | Record<string, string>;
+  /** the balancer's public ports (0 or unset: free ones) */
+  ports?: { api?: number; https?: number; coaps?: number };
+  /** UDP balancing: round robin (default) or a hash of the source address and port */
+  balance?: 'round-robin' | 'source';
+  /** where the balancer's config and each node's log go */
+  dir: string;
+  /** where a node's stdout and stderr go: its log file (default) or this process's */
+  stdio?: 'file' | 'inherit';
+}
+
+export interface FleetNode {
+  name: string;
+  role: NodeRole;
+  index: number;
+  env: Record<string, string>;
+  child: ChildProcess;
+  /** /health and /metrics of this node (and the REST API on the api node) */
+  apiPort: number;
+  httpsPort: number;
+  coapsPort: number;
+}
+
+export interface Fleet {
+  nodes: FleetNode[];
+  balancer: Balancer;
+  /** the balancer's ports: the deployment's public face */
+  ports: { api: number; https: number; coaps: number };
+  apiBase: string;
+  gateways(): FleetNode[];
+  /** SIGTERM (graceful) or SIGKILL the node, wait for it to go, start it again with the same ports, wait for /health */
+  restart(node: FleetNode, signal?: 'SIGTERM' | 'SIGKILL'): Promise<FleetNode>;
+  kill(node: FleetNode, signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** the node's /metrics text */
+  metrics(node: FleetNode): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function freeTcpPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as net.AddressInfo;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+
+async function waitHealthy(node: FleetNode, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (node.child.exitCode !== null) throw new Error(`${node.name} exited during start (${node.child.exitCode})`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${node.apiPort}/health`)).ok) return;
+    } catch { /* not yet */ }
+    if (Date.now() > deadline) throw new Error(`${node.name} did not become healthy`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export function nodeMetric(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})? ([^ ]+)/.exec(line);
+    if (!m || m[1] !== name) continue;
+    if (Object.entries(labels).every(([k, v]) => (m[2] ?? '').includes(`${k}="${v}"`))) sum += Number(m[3]);
+  }
+  return sum;
+}
+
+/** Starts the API node first (it migrates the database and writes missing certificates), then the gateways and workers, then nginx. */
+export async function startFleet(opts: FleetOptions): Promise<Fleet> {
+  mkdirSync(opts.dir, { recursive: true });
+  const nodes: FleetNode[] = [];
+  const spawnNode = (node: Omit<FleetNode, 'child'>): FleetNode => {
+    const logFile = path.join(opts.dir, `${node.name}.log`);
+    const stdio = opts.stdio === 'inherit' ? 'inherit' : 'pipe';
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, node.role], { cwd: ROOT, env: node.env, stdio: ['ignore', stdio, stdio] });
+    if (stdio === 'pipe') {
+      const write = (d: Buffer) => { try { writeFileSync(logFile, d, { flag: 'a' }); } catch { /* the folder went */ } };
+      child.stdout!.on('data', write);
+      child.stderr!.on('data', write);
+    }
+    return { ...node, child };
+  };
+  const make = async (role: NodeRole, index: number, apiBase?: string): Promise<FleetNode> => {
+    const apiPort = await freeTcpPort();
+    const httpsPort = role === 'gateway' ? await freeTcpPort() : 0;
+    const coapsPort = role === 'gateway' ? await freeTcpPort() : 0;
+    const name = `${role}-${index + 1}`;
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn',
+      ...opts.env,
+      API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort), COAPS_PORT: String(coapsPort),
+      // workers push reports to the API node
+      ...(apiBase && role !== 'api' ? { MONITORING_CORE_URL: apiBase } : {}),
+      ...(await opts.nodeEnv?.(role, index)),
+    };
+    return spawnNode({ name, role, index, env, apiPort, httpsPort, coapsPort });
+  };
+  const stopNodes = async () => {
+    await Promise.all(nodes.map(async (n) => {
+      if (n.child.exitCode !== null || n.child.signalCode !== null) return;
+      const gone = new Promise((r) => n.child.once('exit', r));
+      n.child.kill('SIGTERM');
+      const t = setTimeout(() => n.child.kill('SIGKILL'), 15_000);
+      await gone;
+      clearTimeout(t);
+    }));
+  };
+  let balancer: Balancer | null = null;
+  try {
+    const api = await make('api', 0);
+    nodes.push(api);
+    await waitHealthy(api);
+    const apiBase = `http://127.0.0.1:${api.apiPort}`;
+    for (let i = 0; i < opts.gateways; i++) nodes.push(await make('gateway', i, apiBase));
+    for (let i = 0; i < opts.workers; i++) nodes.push(await make('worker', i, apiBase));
+    await Promise.all(nodes.filter((n) => n.role !== 'api').map((n) => waitHealthy(n)));
+    const ports = {
+      api: opts.ports?.api || await freeTcpPort(),
+      https: opts.ports?.https || await freeTcpPort(),
+      coaps: opts.ports?.coaps || await freeTcpPort(),
+    };
+    const gateways = () => nodes.filter((n) => n.role === 'gateway');
+    const balanced = (): BalancedPort[] => [
+      { listen: ports.coaps, protocol: 'udp', upstreams: gateways().map((g) => `127.0.0.1:${g.coapsPort}`), balance: opts.balance },
+      { listen: ports.https, protocol: 'tcp', upstreams: gateways().map((g) => `127.0.0.1:${g.httpsPort}`) },
+      { listen: ports.api, protocol: 'tcp', upstreams: [`127.0.0.1:${api.apiPort}`] },
+    ];
+    balancer = await startBalancer(path.join(opts.dir, 'nginx'), balanced());
+    const kill = async (node: FleetNode, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM') => {
+      if (node.child.exitCode !== null || node.child.signalCode !== null) return;
+      const gone = new Promise((r) => node.child.once('exit', r));
+      node.child.kill(signal);
+      await gone;
+    };
+    const fleet: Fleet = {
+      nodes,
+      balancer,
+      ports,
+      apiBase: `http://127.0.0.1:${ports.api}`,
+      gateways,
+      kill,
+      async restart(node, signal = 'SIGTERM') {
+        await kill(node, signal);
+        const again = spawnNode({ name: node.name, role: node.role, index: node.index, env: node.env, apiPort: node.apiPort, httpsPort: node.httpsPort, coapsPort: node.coapsPort });
+        nodes[nodes.indexOf(node)] = again;
+        await waitHealthy(again);
+        return again;
+      },
+      async metrics(node) {
+        return (await fetch(`http://127.0.0.1:${node.apiPort}/metrics`)).text();
+      },
+      async stop() {
+        await balancer?.stop();
+        await stopNodes();
+      },
+    };
+    return fleet;
+  } catch (err) {
+    await balancer?.stop();
+    await stopNodes();
+    throw err;
+  }
+}
