@@ -23,6 +23,7 @@ import { claimedDeviceReads, claimTokensOfClaimed, customerCommands, linkRoutes 
 import { measurementRoutes } from '../monitoring/measurements/routes.ts';
 import { gridRoutes } from '../monitoring/grids/routes.ts';
 import { graphRoutes } from '../monitoring/graph/routes.ts';
+import { tileRoutes } from '../monitoring/tiles/routes.ts';
 import { edgeRoutes } from '../monitoring/edges/routes.ts';
 import { nodeRoutes } from '../monitoring/nodes/routes.ts';
 import { analyticsRoutes } from '../monitoring/analytics/routes.ts';
@@ -66,6 +67,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   measurementRoutes,
   gridRoutes,
   graphRoutes,
+  tileRoutes,
   edgeRoutes,
   nodeRoutes,
   analyticsRoutes,
