@@ -24,8 +24,11 @@ const CMD_LINE_TO = 2;
 
 /** Protobuf wire format, only what vector_tile.proto needs (varints, length-delimited, doubles). */
 class ProtoWriter {
-  private buf = Buffer.alloc(4096);
+  private buf: Buffer;
   length = 0;
+
+  /** a feature's or a value's writer starts small: a tile has thousands of them */
+  constructor(size = 64) { this.buf = Buffer.allocUnsafe(size); }
 
   private reserve(n: number): void {
     if (this.length + n <= this.buf.length) return;
@@ -70,12 +73,20 @@ class ProtoWriter {
   }
 
   packed(field: number, values: number[]): void {
-    const inner = new ProtoWriter();
-    for (const v of values) inner.varint(v);
-    this.bytes(field, inner.finish());
+    let size = 0;
+    for (const v of values) size += varintSize(v);
+    this.tag(field, 2);
+    this.varint(size);
+    for (const v of values) this.varint(v);
   }
 
   finish(): Buffer { return this.buf.subarray(0, this.length); }
+}
+
+function varintSize(value: number): number {
+  let size = 1;
+  for (let v = value; v >= 0x80; v = Math.floor(v / 0x80)) size++;
+  return size;
 }
 
 const zigzag = (n: number) => (n >= 0 ? n * 2 : -n * 2 - 1);
@@ -124,7 +135,7 @@ function writeValue(value: TileValue): Buffer {
 }
 
 function writeLayer(layer: TileLayer, extent: number): Buffer {
-  const w = new ProtoWriter();
+  const w = new ProtoWriter(64 * 1024);
   w.uint(15, 2);
   w.string(1, layer.name);
   const keys = new Map<string, number>();
@@ -159,7 +170,7 @@ function writeLayer(layer: TileLayer, extent: number): Buffer {
 
 /** The tile's protobuf; layers without features are left out, as the spec allows. */
 export function encodeTile(layers: TileLayer[], extent: number): Buffer {
-  const w = new ProtoWriter();
+  const w = new ProtoWriter(64 * 1024);
   for (const layer of layers) if (layer.features.length > 0) w.bytes(3, writeLayer(layer, extent));
   return w.finish();
 }
