@@ -76,6 +76,16 @@ function nounOf(route: Route): string {
   return rest === '' ? route.prop : rest[0].toLowerCase() + rest.slice(1);
 }
 
+/** The hashId a route's params.hashId names: of its noun, of the noun's leading words (getPinGroupPerformance: pinGroup), or of its group (issue.setSubscription: issue). */
+function knownHashId(route: Route, s: Session): string | undefined {
+  const words = nounOf(route).split(/(?=[A-Z])/);
+  for (let n = words.length; n > 0; n--) {
+    const h = s.registry.get(words.slice(0, n).join(''));
+    if (h) return h;
+  }
+  return s.registry.get(route.prop);
+}
+
 /** A value the schema takes: its example, its default, or the least of its type. */
 function sample(d: JoiDescription | undefined, key: string, s: Session): unknown {
   if (!d) return undefined;
@@ -117,7 +127,7 @@ function requestOf(route: Route, s: Session): Record<string, unknown> {
   const request: Record<string, unknown> = {};
   if (o.params) {
     const params = sample(o.params.describe(), '', s) as Record<string, unknown>;
-    if ('hashId' in params) params.hashId = s.registry.get(nounOf(route)) ?? s.registry.get(route.prop) ?? params.hashId;
+    if ('hashId' in params) params.hashId = knownHashId(route, s) ?? params.hashId;
     request.params = params;
   }
   // a query of defaults where the schema takes one (find's paging and sorting)
