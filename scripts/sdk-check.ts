@@ -122,6 +122,14 @@ function sample(d: JoiDescription | undefined, key: string, s: Session): unknown
   }
 }
 
+// supplier code the examples cannot give (theirs are placeholders, not TypeScript)
+const SUPPLIER_CODE: Record<string, Record<string, unknown>> = {
+  'device-type.add': { eventHandler: 'function handle(args: Arguments, exec: Exec): void {\n}\n', commandTypeHashIds: [] },
+  'supplier-report-type.add': { parser: 'function handle(args: { payload: string }, exec: Exec) {\n  return { generatedAt: new Date(), measurements: [] };\n}\n' },
+  'supplier-webhook.add': { identifier: 'function handle(args: Arguments, exec: Exec) {\n  return null;\n}\n' },
+  'supplier-certificate.add': { identifier: 'function handle(args: Arguments, exec: Exec) {\n  return null;\n}\n' },
+};
+
 function requestOf(route: Route, s: Session): Record<string, unknown> {
   const o = route.options;
   const request: Record<string, unknown> = {};
@@ -137,6 +145,10 @@ function requestOf(route: Route, s: Session): Record<string, unknown> {
   // what no example can know
   if (route.prop === 'authentication') request.body = { assertion: s.assertion };
   if (route.prop === 'twoFactorAuthentication' && route.name !== 'enable') request.body = { password: s.assertion.split(':')[1] };
+  const sent = request.body as Record<string, unknown> | undefined;
+  if (sent) Object.assign(sent, SUPPLIER_CODE[`${route.group}.${route.name}`] ?? {});
+  if (sent && route.prop === 'deviceType' && route.name === 'add') delete sent.identifierFieldKey;
+  if (sent && route.prop === 'user' && s.type === 'connectivity' && Array.isArray(sent.rights)) sent.rights = ['ENVIRONMENT_ADMIN'];
   return request;
 }
 
