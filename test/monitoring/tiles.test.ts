@@ -164,6 +164,17 @@ describe('map tiles', () => {
     expect(features(await decoded(c, z, x, y, '?mapLayers=cables'), 'pinGroups').map((f) => f.properties.mapLayer)).toEqual(['cables']);
   });
 
+  it('holds the nodes as points in layer nodes when the map layer nodes is asked for', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const node = await c.request<{ hashId: string }>('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [4.91, 52.36] }, fields: { id: 'Junction' } });
+    expect(node.status).toBe(200);
+    const { z, x, y, at } = locate(4.91, 52.36, 16);
+    expect(features(await decoded(c, z, x, y), 'nodes')).toEqual([]);
+    const [f, ...rest] = features(await decoded(c, z, x, y, '?mapLayers=default&mapLayers=nodes'), 'nodes');
+    expect(rest).toEqual([]);
+    expect([f.type, points(f), f.properties]).toEqual([1, [[at()]], { hashId: node.body.hashId, name: 'Junction' }]);
+  });
+
   it("never holds another environment's pin groups or edges, at the same place", async () => {
     const mine = await api.login('monitoring', RIGHTS);
     const theirs = await api.login('monitoring', RIGHTS);

@@ -17,14 +17,15 @@ const TileQuery = Type.Object({
   mapLayers: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 30 })),
 });
 
-/** The SDK's graph getTile: a Mapbox Vector Tile of the environment's pin groups and edges (src/monitoring/tiles/store.ts). */
+/** The SDK's graph getTile: a Mapbox Vector Tile of the environment's pin groups, edges and nodes (src/monitoring/tiles/store.ts). */
 export async function tileRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.get('/graph/tiles/:z/:x/:y', {
     config: { rights: readRights },
     schema: {
       tags: ['graph'], summary: 'getTile', params: TileParams, querystring: TileQuery,
       description: 'A Mapbox Vector Tile (2.1, extent 4096, buffer 64): layer pinGroups (points: hashId, name, symbolKey, level, mapLayer, deviceLinkHashId; '
-        + 'past 2000 in a tile, clusters: cluster, pointCount, level) and layer edges (lines: hashId, name, level, mapLayer), of the map layers asked for (default: default).',
+        + 'past 2000 in a tile, clusters: cluster, pointCount, level), layer edges (lines: hashId, name, level, mapLayer) and, with mapLayers naming nodes, '
+        + 'layer nodes (points: hashId, name), of the map layers asked for (default: default).',
     },
   }, async (request, reply) => {
     const { z, x, y } = request.params as { z: number; x: number; y: number };

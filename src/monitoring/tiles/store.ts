@@ -82,11 +82,26 @@ async function edgeFeatures(db: Queryable, environmentId: number, tile: TileAddr
   return features;
 }
 
-/** The tile's protobuf: layers `pinGroups` (points and clusters) and `edges` (lines). */
+/** Nodes are the map layer `nodes` (the name no pin group's or edge's layer may have): shown when it is asked for. */
+async function nodeFeatures(db: Queryable, environmentId: number, tile: TileAddress, mapLayers: string[]): Promise<TileFeature[]> {
+  if (!mapLayers.includes(NODES_LAYER)) return [];
+  const box = tileBox(tile, TILE_EXTENT, TILE_BUFFER);
+  const { rows } = await db.query<{ hash_id: string; name: string; lon: number; lat: number }>(
+    `SELECT hash_id, name, lon, lat FROM (
+       SELECT hash_id, name, (geometry -> 'coordinates' ->> 0)::float8 AS lon, (geometry -> 'coordinates' ->> 1)::float8 AS lat FROM node WHERE environment_id = $1) n
+      WHERE lon BETWEEN $2 AND $3 AND lat BETWEEN $4 AND $5`,
+    [environmentId, box.west, box.east, box.south, box.north]);
+  return rows.map((r) => ({ type: 'point', geometry: [project([r.lon, r.lat], tile, TILE_EXTENT)], properties: { hashId: r.hash_id, name: r.name } }));
+}
+
+const NODES_LAYER = 'nodes';
+
+/** The tile's protobuf: layers `pinGroups` (points and clusters), `edges` (lines) and, when asked for, `nodes` (points). */
 export async function renderTile(db: Queryable, environmentId: number, tile: TileAddress, mapLayers: string[]): Promise<Buffer> {
-  const [pinGroups, edges] = await Promise.all([
+  const [pinGroups, edges, nodes] = await Promise.all([
     pinGroupFeatures(db, environmentId, tile, mapLayers),
     edgeFeatures(db, environmentId, tile, mapLayers),
+    nodeFeatures(db, environmentId, tile, mapLayers),
   ]);
-  return encodeTile([{ name: 'edges', features: edges }, { name: 'pinGroups', features: pinGroups }], TILE_EXTENT);
+  return encodeTile([{ name: 'edges', features: edges }, { name: 'nodes', features: nodes }, { name: 'pinGroups', features: pinGroups }], TILE_EXTENT);
 }
