@@ -16,6 +16,7 @@
 // --analytics on|off --analytics-timeout-ms 10000 (a broad analytics query, mean per day per pin for a year, over the same --measurement-rows table; bench/analytics.ts)
 // --thresholds on|off --threshold-devices 100 (the report path of linked devices under pin thresholds with THRESHOLD_EVALUATION off and on, and the store step alone; bench/thresholds.ts)
 // --notifications on|off --mails 2000 (mail throughput from the queue to a local SMTP server, and the supplier-alert bookkeeping per failed run; bench/notifications.ts)
+// --tiles on|off --tile-pin-groups 100000 (map tiles at zoom 15, 14 and 12 over a city of that many pin groups; bench/tiles.ts)
 // --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -34,9 +35,10 @@ import { chartPanelsRow, chartSeriesRow } from './charts.ts';
 import { benchDatabase, fillMeasurementTable, ingestLinkedRow, measurementFindRow } from './measurements.ts';
 import { notificationRows } from './notifications.ts';
 import { thresholdRows } from './thresholds.ts';
+import { tileRows } from './tiles.ts';
 import { webhookRow } from './webhooks.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' }, flood: { type: 'string', default: 'on' }, 'flood-rate': { type: 'string', default: '5000' }, notifications: { type: 'string', default: 'on' }, mails: { type: 'string', default: '2000' } } });
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' }, flood: { type: 'string', default: 'on' }, 'flood-rate': { type: 'string', default: '5000' }, notifications: { type: 'string', default: 'on' }, mails: { type: 'string', default: '2000' }, tiles: { type: 'string', default: 'on' }, 'tile-pin-groups': { type: 'string', default: '100000' } } });
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
@@ -156,6 +158,7 @@ async function main(): Promise<void> {
   if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off') dtlsRows.push(...await measurementTableRows());
   if (values.measurements !== 'off') dtlsRows.push(...await ingestLinkedRow({ batches: 200 }));
   if (values.thresholds !== 'off') dtlsRows.push(...await thresholdRows({ devices: Number(values['threshold-devices']), seconds: SECONDS, warmup: WARMUP, batches: 200 }));
+  if (values.tiles !== 'off') dtlsRows.push(...await tileRows({ pinGroups: Number(values['tile-pin-groups']), rounds: 500 }));
   if (values.notifications !== 'off') dtlsRows.push(...await notificationRows({ mails: Number(values.mails), failures: 200_000 }));
   const results = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, seconds: SECONDS, devices: DEVICES, rows, commandRows, dtlsRows };
   writeFileSync(path.join(root, 'bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);

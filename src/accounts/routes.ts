@@ -6,6 +6,7 @@ import { signToken } from '../http/auth.ts';
 import { FindQuery, HashIdParams } from '../http/schemas.ts';
 import { environmentView } from '../monitoring/environments/settings.ts';
 import { beginLogin } from './login-limits.ts';
+import { checkSecondFactor, splitCode } from './two-factor/routes.ts';
 import { userEnvironmentSettings } from './user-environment-settings.ts';
 import { userView as userViewOf } from './users.ts';
 import { assertionAccount, prepareLogins, verifyAssertion, type Account, type EnvironmentRecord } from './store.ts';
@@ -29,11 +30,13 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     config: { auth: 'none' },
     schema: { tags: ['authentication'], summary: 'machineLogin', security: [], body: Type.Object({ assertion: Type.String({ minLength: 1, maxLength: 1024 }) }) },
   }, async (request) => {
-    const { assertion } = request.body as { assertion: string };
+    // with two-factor authentication on, the code follows the assertion: <hashId>:<secret>:<code>
+    const { credential: assertion, code } = splitCode((request.body as { assertion: string }).assertion);
     // failed logins are limited per source address and per account (src/accounts/login-limits.ts)
     const attempt = await beginLogin(ctx, request.ip, assertionAccount(assertion));
     const account = await verifyAssertion(ctx.db, assertion);
     if (!account) throw new AuthenticationError('The assertion is not valid');
+    await checkSecondFactor(ctx, account, code);
     await attempt.succeeded();
     return {
       jwt: await signToken(ctx, account),

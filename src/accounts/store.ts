@@ -28,6 +28,8 @@ export interface Account {
   locale: string | null;
   timezone: string | null;
   environment: EnvironmentRecord;
+  /** when two-factor authentication was enabled; null when it is off (src/accounts/two-factor/) */
+  twoFactorEnabledAt: Date | null;
 }
 
 /** The rights an environment type knows. */
@@ -103,8 +105,9 @@ export function uniqueEmail(err: unknown, email: string | null | undefined): unk
 
 export async function loadAccount(db: Queryable, hashId: string): Promise<Account | null> {
   const { rows } = await db.query(
-    `SELECT a.id, a.hash_id, a.name, a.rights, a.email, a.locale, a.timezone, ${ENV_COLUMNS}
+    `SELECT a.id, a.hash_id, a.name, a.rights, a.email, a.locale, a.timezone, tf.enabled_at AS two_factor_enabled_at, ${ENV_COLUMNS}
        FROM machine_account a JOIN environment e ON e.id = a.environment_id
+       LEFT JOIN account_two_factor tf ON tf.account_id = a.id
       WHERE a.hash_id = $1 AND a.kind = 'machine' AND a.revoked_at IS NULL AND e.deleted_at IS NULL`,
     [hashId],
   );
@@ -113,6 +116,7 @@ export async function loadAccount(db: Queryable, hashId: string): Promise<Accoun
   return {
     id: r.id as number, hashId: r.hash_id as string, name: r.name as string, rights: r.rights as string[],
     email: r.email as string | null, locale: r.locale as string | null, timezone: r.timezone as string | null, environment: toEnvironment(r),
+    twoFactorEnabledAt: r.two_factor_enabled_at as Date | null,
   };
 }
 
@@ -142,6 +146,12 @@ export async function verifyAssertion(db: Queryable, assertion: string): Promise
   const matches = await verifySecret(assertion.slice(hashId.length + 1), stored);
   if (rows.length === 0 || !matches) return null;
   return loadAccount(db, hashId);
+}
+
+/** Whether `secret` is the account's (the part of its assertion after the colon). */
+export async function verifyAccountSecret(db: Queryable, account: Account, secret: string): Promise<boolean> {
+  const { rows } = await db.query<{ secret_hash: string }>('SELECT secret_hash FROM machine_account WHERE id = $1', [account.id]);
+  return rows.length > 0 && verifySecret(secret, rows[0].secret_hash);
 }
 
 /** Computes the stand-in hash ahead of the first login that needs it. */

@@ -58,10 +58,10 @@ function environmentLocale(env: EnvironmentRecord): Locale {
 }
 
 /** The SDK's user model of an account or a stored user. */
-export function userView(user: Pick<Account, 'hashId' | 'email' | 'name' | 'rights' | 'locale' | 'timezone'>, env: EnvironmentRecord): UserView {
+export function userView(user: Pick<Account, 'hashId' | 'email' | 'name' | 'rights' | 'locale' | 'timezone' | 'twoFactorEnabledAt'>, env: EnvironmentRecord): UserView {
   return {
     hashId: user.hashId, email: user.email, name: user.name, timezone: user.timezone ?? DEFAULT_TIMEZONE,
-    locale: user.locale ?? environmentLocale(env), phone: null, company: null, rights: user.rights, twoFactorAuthenticationEnabled: false,
+    locale: user.locale ?? environmentLocale(env), phone: null, company: null, rights: user.rights, twoFactorAuthenticationEnabled: user.twoFactorEnabledAt !== null,
   };
 }
 
@@ -91,7 +91,8 @@ function checkGrant(caller: Account, rights: string[]): void {
 }
 
 const USER_SELECT = `a.id AS user_id, a.hash_id, a.kind, a.name, a.email, a.locale, a.timezone, a.rights,
-  s.account_id IS NOT NULL AS has_settings, s.notification_level, p.hash_id AS panel_hash_id`;
+  s.account_id IS NOT NULL AS has_settings, s.notification_level, p.hash_id AS panel_hash_id,
+  (SELECT tf.enabled_at FROM account_two_factor tf WHERE tf.account_id = a.id) AS two_factor_enabled_at`;
 const USER_FROM = `machine_account a
   LEFT JOIN user_environment_settings s ON s.account_id = a.id AND s.environment_id = a.environment_id
   LEFT JOIN analytics_panel p ON p.id = s.default_analytics_panel_id`;
@@ -106,7 +107,7 @@ interface StoredUser {
 function toStoredUser(r: Row, env: EnvironmentRecord): StoredUser {
   const user = userView({
     hashId: r.hash_id as string, email: r.email as string | null, name: r.name as string, rights: r.rights as string[],
-    locale: r.locale as string | null, timezone: r.timezone as string | null,
+    locale: r.locale as string | null, timezone: r.timezone as string | null, twoFactorEnabledAt: r.two_factor_enabled_at as Date | null,
   }, env);
   // no settings row: the defaults every account starts with (src/accounts/user-environment-settings.ts)
   const settings: UserEnvironmentSettings = r.has_settings

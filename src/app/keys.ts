@@ -7,6 +7,8 @@ const scryptAsync = promisify(scrypt) as (pw: string, salt: Buffer, len: number,
 export interface ServerKeys {
   jwt: Uint8Array;
   pskEncryption: Buffer;
+  /** seals accounts' TOTP keys (src/accounts/two-factor/) */
+  totpEncryption: Buffer;
   internalToken: string;
   /** seals find queries' nextPageOffset (src/http/paging.ts) */
   pagingOffset: Buffer;
@@ -17,6 +19,7 @@ export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): Serve
   return {
     jwt: new Uint8Array(derive('jwt-hs256')),
     pskEncryption: derive('psk-at-rest'),
+    totpEncryption: derive('totp-at-rest'),
     internalToken: internalTokenOverride || derive('internal-token').toString('base64url'),
     pagingOffset: derive('paging-offset'),
   };

@@ -10,8 +10,10 @@ export interface RouteRights {
   monitoring?: string;
 }
 
+/** A token for the account; with two-factor authentication on, it carries when that was switched on (`tfa`). */
 export async function signToken(ctx: AppContext, account: Account): Promise<string> {
-  return new SignJWT({ env: account.environment.hashId })
+  const tfa = account.twoFactorEnabledAt?.getTime();
+  return new SignJWT({ env: account.environment.hashId, ...(tfa === undefined ? {} : { tfa }) })
     .setProtectedHeader({ alg: 'HS256' })
     .setSubject(account.hashId)
     .setIssuedAt()
@@ -19,19 +21,28 @@ export async function signToken(ctx: AppContext, account: Account): Promise<stri
     .sign(ctx.keys.jwt);
 }
 
-/** Resolves the bearer token to a live account (revoked accounts' tokens stop working at once). */
+/**
+ * Resolves the bearer token to a live account (revoked accounts' tokens stop working at once). Once
+ * two-factor authentication is on, only tokens stamped with when it was switched on work: those of a
+ * login with a code, or of enable itself.
+ */
 export async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<Account> {
   const header = request.headers.authorization;
   if (!header || !header.startsWith('Bearer ')) throw new AuthenticationError();
   let subject: string | undefined;
+  let tfa: unknown;
   try {
     const { payload } = await jwtVerify(header.slice(7), ctx.keys.jwt, { algorithms: ['HS256'] });
     subject = payload.sub;
+    tfa = payload.tfa;
   } catch {
     throw new AuthenticationError('The token is invalid or has expired; log in again');
   }
   const account = subject ? await loadAccount(ctx.db, subject) : null;
   if (!account) throw new AuthenticationError('The account of this token no longer exists or was revoked');
+  if (account.twoFactorEnabledAt && tfa !== account.twoFactorEnabledAt.getTime()) {
+    throw new AuthenticationError('Two-factor authentication is on for this account: log in again with a code');
+  }
   return account;
 }
 

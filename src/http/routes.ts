@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../app/context.ts';
 import { accountRoutes } from '../accounts/routes.ts';
+import { twoFactorRoutes } from '../accounts/two-factor/routes.ts';
 import { quantityRoutes } from '../monitoring/quantities/routes.ts';
 import { deviceTypeRoutes } from '../connectivity/device-types/routes.ts';
 import { deviceRoutes } from '../connectivity/devices/routes.ts';
@@ -22,6 +23,7 @@ import { claimedDeviceReads, claimTokensOfClaimed, customerCommands, linkRoutes 
 import { measurementRoutes } from '../monitoring/measurements/routes.ts';
 import { gridRoutes } from '../monitoring/grids/routes.ts';
 import { graphRoutes } from '../monitoring/graph/routes.ts';
+import { tileRoutes } from '../monitoring/tiles/routes.ts';
 import { edgeRoutes } from '../monitoring/edges/routes.ts';
 import { nodeRoutes } from '../monitoring/nodes/routes.ts';
 import { analyticsRoutes } from '../monitoring/analytics/routes.ts';
@@ -42,6 +44,7 @@ import { measurementFilterRoutes } from '../monitoring/measurement-filters/route
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
   accountRoutes,
+  twoFactorRoutes,
   quantityRoutes,
   deviceTypeRoutes,
   // a monitoring environment reads the devices it claimed through links/
@@ -64,6 +67,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   measurementRoutes,
   gridRoutes,
   graphRoutes,
+  tileRoutes,
   edgeRoutes,
   nodeRoutes,
   analyticsRoutes,

@@ -38,6 +38,7 @@ const ops: Op[] = [
   { method: 'POST', url: '/graph/pin-grid/abc', body: {}, monitoring: 'STATIC' },
   { method: 'POST', url: '/graph/pin-group-grid/abc', body: {}, monitoring: 'STATIC' },
   { method: 'GET', url: '/graph/grid', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/tiles/1/0/0', monitoring: 'READ' },
   { method: 'DELETE', url: '/graph/grid/abc', monitoring: 'STATIC' },
   { method: 'GET', url: '/graph/', monitoring: 'READ' },
   { method: 'POST', url: '/graph/', body: [], monitoring: 'STATIC' },

@@ -1,0 +1,76 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../../app/context.ts';
+import { AuthenticationError, ParameterError } from '../../app/errors.ts';
+import { signToken } from '../../http/auth.ts';
+import { verifyAccountSecret, type Account } from '../store.ts';
+import { acceptCode, disableTwoFactor, enableTwoFactor, newPendingKey } from './store.ts';
+import { base32Encode, TOTP_DIGITS, TOTP_STEP_SECONDS } from './totp.ts';
+
+// The SDK's two-factor-authentication routes. An account's "password" is the secret of its
+// assertion (`<hashId>:<secret>`; the whole assertion is taken too). Where a code must come with a
+// credential the SDK's schema has no field for (machine-login's assertion, disable's password), it
+// follows it after a colon: `<hashId>:<secret>:<code>`, `<secret>:<code>`.
+
+const ISSUER = 'gridgate';
+
+/** A credential and the six-digit TOTP code after its last colon, if it has one. */
+export function splitCode(credential: string): { credential: string; code: string | null } {
+  const match = /^(.*):(\d{6})$/s.exec(credential);
+  return match ? { credential: match[1], code: match[2] } : { credential, code: null };
+}
+
+/** A login's second factor: nothing when the account has none, else its code, good and not used before. */
+export async function checkSecondFactor(ctx: AppContext, account: Account, code: string | null): Promise<void> {
+  if (!account.twoFactorEnabledAt) return;
+  if (code === null) throw new AuthenticationError('This account has two-factor authentication: send the assertion as <hashId>:<secret>:<code>');
+  if (!(await acceptCode(ctx, account, code))) throw new AuthenticationError('The two-factor authentication code is wrong or was used already');
+}
+
+/** Checks the password field (the account's secret, or its whole assertion); parameter_error naming `password`. */
+async function checkPassword(ctx: AppContext, account: Account, password: string): Promise<void> {
+  const secret = password.startsWith(`${account.hashId}:`) ? password.slice(account.hashId.length + 1) : password;
+  if (!(await verifyAccountSecret(ctx.db, account, secret))) throw new ParameterError('password: not the secret of this account');
+}
+
+const keyuri = (account: Account, key: Buffer) => {
+  const label = encodeURIComponent(`${ISSUER}:${account.email ?? account.name}`);
+  return `otpauth://totp/${label}?secret=${base32Encode(key)}&issuer=${ISSUER}&algorithm=SHA1&digits=${TOTP_DIGITS}&period=${TOTP_STEP_SECONDS}`;
+};
+
+const Password = Type.Object({ password: Type.String({ minLength: 1, maxLength: 1024 }) });
+
+export async function twoFactorRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const config = { auth: 'account' as const };
+
+  app.post('/two-factor-authentication/get-keyuri', {
+    config, schema: { tags: ['two-factor-authentication'], summary: 'getKeyuri', body: Password, description: 'A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already.' },
+  }, async (request) => {
+    const account = request.account;
+    await checkPassword(ctx, account, (request.body as { password: string }).password);
+    const key = await newPendingKey(ctx, account);
+    return key ? { keyuri: keyuri(account, key), secret: base32Encode(key) } : { keyuri: null, secret: null };
+  });
+
+  app.post('/two-factor-authentication/enable', {
+    config, schema: { tags: ['two-factor-authentication'], summary: 'enable', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }), description: 'The tokens issued before stop working; use the jwt answered.' },
+  }, async (request) => {
+    const account = request.account;
+    const enabledAt = await enableTwoFactor(ctx, account, (request.body as { code: string }).code);
+    return { jwt: await signToken(ctx, { ...account, twoFactorEnabledAt: enabledAt }) };
+  });
+
+  app.post('/two-factor-authentication/disable', {
+    config, schema: { tags: ['two-factor-authentication'], summary: 'disable', body: Password, description: 'password: the secret followed by :<code> when two-factor authentication is on.' },
+  }, async (request, reply) => {
+    const account = request.account;
+    const { credential, code } = splitCode((request.body as { password: string }).password);
+    await checkPassword(ctx, account, credential);
+    if (account.twoFactorEnabledAt) {
+      if (code === null) throw new ParameterError('password: follow the secret with :<code>, the code the authenticator app shows');
+      if (!(await acceptCode(ctx, account, code))) throw new ParameterError('password: the code is wrong or was used already');
+    }
+    await disableTwoFactor(ctx, account);
+    reply.status(204);
+  });
+}
