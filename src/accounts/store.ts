@@ -27,6 +27,8 @@ export interface Account {
   email: string | null;
   locale: string | null;
   timezone: string | null;
+  phone: string | null;
+  company: string | null;
   environment: EnvironmentRecord;
 }
 
@@ -103,7 +105,7 @@ export function uniqueEmail(err: unknown, email: string | null | undefined): unk
 
 export async function loadAccount(db: Queryable, hashId: string): Promise<Account | null> {
   const { rows } = await db.query(
-    `SELECT a.id, a.hash_id, a.name, a.rights, a.email, a.locale, a.timezone, ${ENV_COLUMNS}
+    `SELECT a.id, a.hash_id, a.name, a.rights, a.email, a.locale, a.timezone, a.phone, a.company, ${ENV_COLUMNS}
        FROM machine_account a JOIN environment e ON e.id = a.environment_id
       WHERE a.hash_id = $1 AND a.kind = 'machine' AND a.revoked_at IS NULL AND e.deleted_at IS NULL`,
     [hashId],
@@ -112,7 +114,8 @@ export async function loadAccount(db: Queryable, hashId: string): Promise<Accoun
   const r = rows[0];
   return {
     id: r.id as number, hashId: r.hash_id as string, name: r.name as string, rights: r.rights as string[],
-    email: r.email as string | null, locale: r.locale as string | null, timezone: r.timezone as string | null, environment: toEnvironment(r),
+    email: r.email as string | null, locale: r.locale as string | null, timezone: r.timezone as string | null,
+    phone: r.phone as string | null, company: r.company as string | null, environment: toEnvironment(r),
   };
 }
 
