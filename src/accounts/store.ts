@@ -76,6 +76,14 @@ export async function createEnvironment(db: Queryable, type: EnvironmentType, na
   return toEnvironment(rows[0]);
 }
 
+/** Sets the environment's name (when given) and merges `settings` into its settings; the stored record. */
+export async function patchEnvironment(db: Queryable, env: EnvironmentRecord, name: string | undefined, settings: Record<string, unknown>): Promise<EnvironmentRecord> {
+  const { rows } = await db.query<{ name: string; settings: Record<string, unknown> }>(
+    `UPDATE environment SET name = COALESCE($2, name), settings = settings || $3::jsonb, updated_at = now()
+      WHERE id = $1 AND deleted_at IS NULL RETURNING name, settings`, [env.id, name ?? null, JSON.stringify(settings)]);
+  return { ...env, name: rows[0].name, settings: rows[0].settings };
+}
+
 /**
  * Creates a machine account; the returned assertion (`<hashId>:<secret>`) is shown once and stored only as a slow hash.
  * With `email` it is a user its environment's mail reaches (issue notifications, supplier alerts).

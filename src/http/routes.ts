@@ -39,6 +39,7 @@ import { suggestionRoutes } from '../monitoring/suggestions/routes.ts';
 import { labelRoutes } from '../monitoring/labels/routes.ts';
 import { measurementFilterRoutes } from '../monitoring/measurement-filters/routes.ts';
 import { settingsRoutes } from '../accounts/settings/routes.ts';
+import { environmentAddRoutes } from '../accounts/environments/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -82,6 +83,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   labelRoutes,
   measurementFilterRoutes,
   settingsRoutes,
+  environmentAddRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
