@@ -6,7 +6,7 @@ import { hashSecret, verifySecret } from '../app/keys.ts';
 
 export type EnvironmentType = 'monitoring' | 'connectivity';
 
-export const MONITORING_RIGHTS = ['READ', 'STATIC', 'ISSUES', 'AUDIT_TRAIL', 'USERS', 'EXPORT', 'SENSORS', 'REPORTS', 'THRESHOLDS', 'ENVIRONMENT_ADMIN'];
+export const MONITORING_RIGHTS = ['READ', 'STATIC', 'ISSUES', 'AUDIT_TRAIL', 'USERS', 'EXPORT', 'IMPORT', 'SENSORS', 'REPORTS', 'THRESHOLDS', 'ENVIRONMENT_ADMIN'];
 export const CONNECTIVITY_RIGHTS = ['ENVIRONMENT_ADMIN'];
 
 export interface EnvironmentRecord {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MONITORING_RIGHTS } from '../../src/accounts/store.ts';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import { lookupPskCredential } from '../../src/connectivity/devices/credentials.ts';
 import { addDeviceType, expectParameterError, type ErrorBody } from '../connectivity/fixtures.ts';
@@ -54,7 +55,7 @@ describe('environment add', () => {
     const added = await addEnvironment(c, 'Pipelines north');
     expect(added).toMatchObject({
       environment: { type: 'monitoring', name: 'Pipelines north', locale: 'en', measurementsExpirationDays: 3650 },
-      environmentRights: ['READ', 'STATIC', 'ISSUES', 'AUDIT_TRAIL', 'USERS', 'EXPORT', 'SENSORS', 'REPORTS', 'THRESHOLDS', 'ENVIRONMENT_ADMIN'],
+      environmentRights: MONITORING_RIGHTS,
       userEnvironmentSettings: { notificationLevel: 0, defaultAnalyticsPanelHashId: null },
       machineAccount: { hashId: expect.any(String), assertion: expect.stringMatching(/^[a-z0-9]+:/) },
     });
