@@ -38,7 +38,7 @@ async function world() {
 
 const csvUrl = (text: string, type = 'text/csv') => `data:${type};base64,${Buffer.from(text).toString('base64')}`;
 const decode = (url: string) => Buffer.from(url.slice(url.indexOf(',') + 1), 'base64');
-const upload = (c: ApiClient, lines: string[], name = 'Q2 inspections') => c.request<ImportRow & ErrorBody>('POST', '/import-request/', { name, dataUrl: csvUrl(`${[HEADER, ...lines].join('\r\n')}\r\n`) });
+const upload = (c: ApiClient, lines: string[], name = 'Q2 inspections') => c.request<ImportRow & ErrorBody>('POST', '/import/', { name, dataUrl: csvUrl(`${[HEADER, ...lines].join('\r\n')}\r\n`) });
 
 async function measurementsOf(c: ApiClient) {
   const { rows } = await api.ctx.db.query(
@@ -52,7 +52,7 @@ describe('import-request generate-template', () => {
   it('lists each pin of the chosen pin groups, then of the grid\'s, per report type, with the columns to fill empty', async () => {
     const w = await world();
     const second = await reportTypeAndQuantity(w.c, 'Survey');
-    const r = await w.c.request<File>('POST', '/import-request/template', { pinGroupHashIds: [w.a], pinGroupGridHashIds: [w.grid], reportTypeHashIds: [w.reportType, second.reportType] });
+    const r = await w.c.request<File>('POST', '/import/template', { pinGroupHashIds: [w.a], pinGroupGridHashIds: [w.grid], reportTypeHashIds: [w.reportType, second.reportType] });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     const content = decode(r.body.url);
     expect(r.body).toMatchObject({ name: 'import-template.csv', mimeType: 'text/csv', bytes: content.length, md5: createHash('md5').update(content).digest('hex'), expiresAt: null });
@@ -73,13 +73,13 @@ describe('import-request generate-template', () => {
     const other = await world();
     const body = { pinGroupHashIds: [w.a], pinGroupGridHashIds: [], reportTypeHashIds: [w.reportType] };
     const n = (k: number) => Array.from({ length: k }, (_, i) => `x${i}`);
-    expectParameterError(await w.c.request('POST', '/import-request/template', { ...body, pinGroupHashIds: n(201) }), 'pinGroupHashIds');
-    expectParameterError(await w.c.request('POST', '/import-request/template', { ...body, pinGroupGridHashIds: n(11) }), 'pinGroupGridHashIds');
-    expectParameterError(await w.c.request('POST', '/import-request/template', { ...body, reportTypeHashIds: [] }), 'reportTypeHashIds');
-    expectParameterError(await w.c.request('POST', '/import-request/template', { ...body, reportTypeHashIds: n(6) }), 'reportTypeHashIds');
-    expectParameterError(await w.c.request('POST', '/import-request/template', { ...body, pinGroupHashIds: [w.a, other.a] }), 'pinGroupHashIds[1]');
-    expectParameterError(await w.c.request('POST', '/import-request/template', { ...body, pinGroupGridHashIds: [other.grid] }), 'pinGroupGridHashIds[0]');
-    expectParameterError(await w.c.request('POST', '/import-request/template', { ...body, reportTypeHashIds: [other.reportType] }), 'reportTypeHashIds[0]');
+    expectParameterError(await w.c.request('POST', '/import/template', { ...body, pinGroupHashIds: n(201) }), 'pinGroupHashIds');
+    expectParameterError(await w.c.request('POST', '/import/template', { ...body, pinGroupGridHashIds: n(11) }), 'pinGroupGridHashIds');
+    expectParameterError(await w.c.request('POST', '/import/template', { ...body, reportTypeHashIds: [] }), 'reportTypeHashIds');
+    expectParameterError(await w.c.request('POST', '/import/template', { ...body, reportTypeHashIds: n(6) }), 'reportTypeHashIds');
+    expectParameterError(await w.c.request('POST', '/import/template', { ...body, pinGroupHashIds: [w.a, other.a] }), 'pinGroupHashIds[1]');
+    expectParameterError(await w.c.request('POST', '/import/template', { ...body, pinGroupGridHashIds: [other.grid] }), 'pinGroupGridHashIds[0]');
+    expectParameterError(await w.c.request('POST', '/import/template', { ...body, reportTypeHashIds: [other.reportType] }), 'reportTypeHashIds[0]');
   });
 });
 
@@ -136,19 +136,19 @@ describe('import-request add', () => {
       `line 2, reportTypeHashId: ${other.reportType} is not a report type of this environment`,
       `line 2, quantityHashId: ${other.quantity} is not a quantity of this environment`,
     ]);
-    const header = await w.c.request<ImportRow>('POST', '/import-request/', { name: 'x', dataUrl: csvUrl('pinGroupHashId,pinHashId\r\nx,y\r\n') });
+    const header = await w.c.request<ImportRow>('POST', '/import/', { name: 'x', dataUrl: csvUrl('pinGroupHashId,pinHashId\r\nx,y\r\n') });
     expect(header.body.importRequest.errors).toEqual(['line 1: the header lacks the columns pinGroupName, pinName, reportTypeHashId, reportTypeName, generatedAt, quantityHashId, orderOfMagnitude, significand']);
   });
 
   it('limits: a base64 CSV data URL of at most 10,000 lines, a name of 1 to 255 characters; refused ones are not stored', async () => {
     const w = await world();
-    expectParameterError(await w.c.request('POST', '/import-request/', { name: 'x', dataUrl: 'not a data url' }), 'dataUrl');
-    expectParameterError(await w.c.request('POST', '/import-request/', { name: 'x', dataUrl: csvUrl(HEADER, 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet') }), 'dataUrl', 'CSV');
+    expectParameterError(await w.c.request('POST', '/import/', { name: 'x', dataUrl: 'not a data url' }), 'dataUrl');
+    expectParameterError(await w.c.request('POST', '/import/', { name: 'x', dataUrl: csvUrl(HEADER, 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet') }), 'dataUrl', 'CSV');
     const line = `${w.a},,${w.a1},,${w.reportType},,2026-10-01T10:00:00Z,${w.quantity},0,1`;
     expectParameterError(await upload(w.c, Array.from({ length: 10_001 }, () => line)), 'dataUrl', '10000');
     expectParameterError(await upload(w.c, [line], 'n'.repeat(256)), 'name');
-    expectParameterError(await w.c.request('POST', '/import-request/', { dataUrl: csvUrl(HEADER) }), 'name');
-    expect(await findAll(w.c, '/import-request/')).toEqual([]);
+    expectParameterError(await w.c.request('POST', '/import/', { dataUrl: csvUrl(HEADER) }), 'name');
+    expect(await findAll(w.c, '/import/')).toEqual([]);
     expect(await measurementsOf(w.c)).toEqual([]);
   });
 });
@@ -159,25 +159,25 @@ describe('import-request find and delete', () => {
     const line = `${w.a},,${w.a1},,${w.reportType},,2026-10-01T10:00:00Z,${w.quantity},0,1`;
     const ids = [];
     for (const name of ['bravo', 'alpha', 'charlie']) ids.push((await upload(w.c, [line], name)).body.importRequest.hashId);
-    const rows = await findAll<ImportRow>(w.c, '/import-request/?sortBy=name&descending=false');
+    const rows = await findAll<ImportRow>(w.c, '/import/?sortBy=name&descending=false');
     expect(rows.map((r) => [r.importRequest.name, r.importRequest.state, r.createdByUserName])).toEqual([['alpha', 'success', 'machine account'], ['bravo', 'success', 'machine account'], ['charlie', 'success', 'machine account']]);
     const other = await world();
-    expect(await findAll(other.c, '/import-request/')).toEqual([]);
-    expect((await other.c.request('DELETE', `/import-request/${ids[0]}`)).status).toBe(404);
+    expect(await findAll(other.c, '/import/')).toEqual([]);
+    expect((await other.c.request('DELETE', `/import/${ids[0]}`)).status).toBe(404);
     const noImport = await api.login('monitoring', ['READ', 'STATIC', 'USERS']);
     const noUsers = await api.login('monitoring', ['READ', 'IMPORT']);
     for (const r of [
-      await noImport.request<ErrorBody>('POST', '/import-request/template', { pinGroupHashIds: [], pinGroupGridHashIds: [], reportTypeHashIds: ['x'] }),
-      await noImport.request<ErrorBody>('POST', '/import-request/', { name: 'x', dataUrl: csvUrl(HEADER) }),
-      await noImport.request<ErrorBody>('DELETE', `/import-request/${ids[0]}`),
-      await noUsers.request<ErrorBody>('GET', '/import-request/'),
+      await noImport.request<ErrorBody>('POST', '/import/template', { pinGroupHashIds: [], pinGroupGridHashIds: [], reportTypeHashIds: ['x'] }),
+      await noImport.request<ErrorBody>('POST', '/import/', { name: 'x', dataUrl: csvUrl(HEADER) }),
+      await noImport.request<ErrorBody>('DELETE', `/import/${ids[0]}`),
+      await noUsers.request<ErrorBody>('GET', '/import/'),
     ]) expect([r.status, r.body.key]).toEqual([403, 'right_error']);
     const supplier = await api.login('connectivity');
-    expect((await supplier.request<{ rows: unknown[] }>('GET', '/import-request/')).body.rows).toEqual([]);
-    expect((await supplier.request<ErrorBody>('POST', '/import-request/', { name: 'x', dataUrl: csvUrl(HEADER) })).status).toBe(403);
-    expect((await w.c.request('DELETE', `/import-request/${ids[0]}`)).status).toBe(204);
-    expect((await w.c.request('DELETE', `/import-request/${ids[0]}`)).status).toBe(404);
-    expect((await findAll<ImportRow>(w.c, '/import-request/')).map((r) => r.importRequest.hashId).sort()).toEqual([ids[1], ids[2]].sort());
+    expect((await supplier.request<{ rows: unknown[] }>('GET', '/import/')).body.rows).toEqual([]);
+    expect((await supplier.request<ErrorBody>('POST', '/import/', { name: 'x', dataUrl: csvUrl(HEADER) })).status).toBe(403);
+    expect((await w.c.request('DELETE', `/import/${ids[0]}`)).status).toBe(204);
+    expect((await w.c.request('DELETE', `/import/${ids[0]}`)).status).toBe(404);
+    expect((await findAll<ImportRow>(w.c, '/import/')).map((r) => r.importRequest.hashId).sort()).toEqual([ids[1], ids[2]].sort());
     // the reports it imported stay
     expect(await measurementsOf(w.c)).toHaveLength(3);
   });

@@ -106,10 +106,10 @@ const ops: Op[] = [
   { method: 'GET', url: '/measurement-filter/abc', monitoring: 'READ' },
   { method: 'POST', url: '/measurement-filter/abc', body: { name: 'f' }, monitoring: 'REPORTS' },
   { method: 'DELETE', url: '/measurement-filter/abc', monitoring: 'REPORTS' },
-  { method: 'POST', url: '/import-request/template', body: { pinGroupHashIds: [], pinGroupGridHashIds: [], reportTypeHashIds: ['abc'] }, monitoring: 'IMPORT' },
-  { method: 'POST', url: '/import-request/', body: { name: 'x', dataUrl: 'data:text/csv;base64,' }, monitoring: 'IMPORT' },
-  { method: 'GET', url: '/import-request/', monitoring: 'USERS', connectivity: 'ENVIRONMENT_ADMIN' },
-  { method: 'DELETE', url: '/import-request/abc', monitoring: 'IMPORT' },
+  { method: 'POST', url: '/import/template', body: { pinGroupHashIds: [], pinGroupGridHashIds: [], reportTypeHashIds: ['abc'] }, monitoring: 'IMPORT' },
+  { method: 'POST', url: '/import/', body: { name: 'x', dataUrl: 'data:text/csv;base64,' }, monitoring: 'IMPORT' },
+  { method: 'GET', url: '/import/', monitoring: 'USERS', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'DELETE', url: '/import/abc', monitoring: 'IMPORT' },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;

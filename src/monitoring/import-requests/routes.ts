@@ -25,12 +25,12 @@ const rights = { monitoring: 'IMPORT' };
 
 /** Measurements imported from a CSV sheet (see store.ts for its columns): template, add, find, delete. */
 export async function importRequestRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  app.post('/import-request/template', {
+  app.post('/import/template', {
     config: { rights },
     schema: { tags, summary: 'import-request generate-template', body: TemplateBody, description: 'A CSV with a line per pin of the pin groups (and of the grids\' pin groups) and per report type, answered inline (url is a data URL).' },
   }, async (request) => generateTemplate(ctx.db, request.account, request.body as TemplateRequest));
 
-  app.post('/import-request/', {
+  app.post('/import/', {
     // the file is in the body: past the schema's limit the body itself is refused, before it is parsed
     bodyLimit: Math.ceil(MAX_BYTES / 3) * 4 + 64 * 1024,
     config: { rights },
@@ -40,12 +40,12 @@ export async function importRequestRoutes(app: FastifyInstance, ctx: AppContext)
     },
   }, async (request) => addImportRequest(ctx.db, request.account, request.body as { name: string; dataUrl: string }));
 
-  app.get('/import-request/', {
+  app.get('/import/', {
     config: { rights: { monitoring: 'USERS', connectivity: 'ENVIRONMENT_ADMIN' } },
     schema: { tags, summary: 'import-request find', querystring: Find },
   }, async (request) => findImportRequests(ctx.db, request.account.environment.id, request.query as FindQueryType));
 
-  app.delete('/import-request/:hashId', {
+  app.delete('/import/:hashId', {
     config: { rights },
     schema: { tags, summary: 'import-request delete', params: HashIdParams, description: 'The request leaves the list; the reports it imported stay.' },
   }, async (request, reply) => {
