@@ -18,8 +18,8 @@ export function supplierView(env: EnvironmentRecord) {
   return {
     hashId: env.hashId,
     name: env.name,
-    enforceTwoFactorAuthentication: false,
-    theme: (env.settings as Record<string, unknown>).theme ?? null,
+    enforceTwoFactorAuthentication: (env.settings.enforceTwoFactorAuthentication as boolean | undefined) ?? false,
+    theme: env.settings.theme ?? null,
     createdAt: env.createdAt.toISOString(),
   };
 }

@@ -6,7 +6,7 @@ import { hashSecret, verifySecret } from '../app/keys.ts';
 
 export type EnvironmentType = 'monitoring' | 'connectivity';
 
-export const MONITORING_RIGHTS = ['READ', 'STATIC', 'ISSUES', 'AUDIT_TRAIL', 'USERS', 'EXPORT', 'SENSORS', 'REPORTS', 'THRESHOLDS', 'ENVIRONMENT_ADMIN'];
+export const MONITORING_RIGHTS = ['READ', 'STATIC', 'ISSUES', 'AUDIT_TRAIL', 'USERS', 'EXPORT', 'IMPORT', 'SENSORS', 'REPORTS', 'THRESHOLDS', 'ENVIRONMENT_ADMIN'];
 export const CONNECTIVITY_RIGHTS = ['ENVIRONMENT_ADMIN'];
 
 export interface EnvironmentRecord {
@@ -27,6 +27,8 @@ export interface Account {
   email: string | null;
   locale: string | null;
   timezone: string | null;
+  phone: string | null;
+  company: string | null;
   environment: EnvironmentRecord;
   /** when two-factor authentication was enabled; null when it is off (src/accounts/two-factor/) */
   twoFactorEnabledAt: Date | null;
@@ -76,6 +78,14 @@ export async function createEnvironment(db: Queryable, type: EnvironmentType, na
   return toEnvironment(rows[0]);
 }
 
+/** Sets the environment's name (when given) and merges `settings` into its settings; the stored record. */
+export async function patchEnvironment(db: Queryable, env: EnvironmentRecord, name: string | undefined, settings: Record<string, unknown>): Promise<EnvironmentRecord> {
+  const { rows } = await db.query<{ name: string; settings: Record<string, unknown> }>(
+    `UPDATE environment SET name = COALESCE($2, name), settings = settings || $3::jsonb, updated_at = now()
+      WHERE id = $1 AND deleted_at IS NULL RETURNING name, settings`, [env.id, name ?? null, JSON.stringify(settings)]);
+  return { ...env, name: rows[0].name, settings: rows[0].settings };
+}
+
 /**
  * Creates a machine account; the returned assertion (`<hashId>:<secret>`) is shown once and stored only as a slow hash.
  * With `email` it is a user its environment's mail reaches (issue notifications, supplier alerts).
@@ -105,7 +115,7 @@ export function uniqueEmail(err: unknown, email: string | null | undefined): unk
 
 export async function loadAccount(db: Queryable, hashId: string): Promise<Account | null> {
   const { rows } = await db.query(
-    `SELECT a.id, a.hash_id, a.name, a.rights, a.email, a.locale, a.timezone, tf.enabled_at AS two_factor_enabled_at, ${ENV_COLUMNS}
+    `SELECT a.id, a.hash_id, a.name, a.rights, a.email, a.locale, a.timezone, a.phone, a.company, tf.enabled_at AS two_factor_enabled_at, ${ENV_COLUMNS}
        FROM machine_account a JOIN environment e ON e.id = a.environment_id
        LEFT JOIN account_two_factor tf ON tf.account_id = a.id
       WHERE a.hash_id = $1 AND a.kind = 'machine' AND a.revoked_at IS NULL AND e.deleted_at IS NULL`,
@@ -115,7 +125,8 @@ export async function loadAccount(db: Queryable, hashId: string): Promise<Accoun
   const r = rows[0];
   return {
     id: r.id as number, hashId: r.hash_id as string, name: r.name as string, rights: r.rights as string[],
-    email: r.email as string | null, locale: r.locale as string | null, timezone: r.timezone as string | null, environment: toEnvironment(r),
+    email: r.email as string | null, locale: r.locale as string | null, timezone: r.timezone as string | null,
+    phone: r.phone as string | null, company: r.company as string | null, environment: toEnvironment(r),
     twoFactorEnabledAt: r.two_factor_enabled_at as Date | null,
   };
 }

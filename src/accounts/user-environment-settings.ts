@@ -12,7 +12,7 @@ export interface UserEnvironmentSettings { notificationLevel: 0 | 1 | 2 | null; 
 export interface SettingsOwner { id: number; environment: { id: number } }
 
 /** What an account that never set anything has. */
-const DEFAULTS: UserEnvironmentSettings = { notificationLevel: 0, defaultAnalyticsPanelHashId: null };
+export const DEFAULTS: UserEnvironmentSettings = { notificationLevel: 0, defaultAnalyticsPanelHashId: null };
 
 export async function userEnvironmentSettings(db: Queryable, account: SettingsOwner): Promise<UserEnvironmentSettings> {
   const { rows } = await db.query<{ notification_level: 0 | 1 | 2 | null; panel: string | null }>(

@@ -45,8 +45,8 @@ export interface UserView {
   name: string;
   timezone: string;
   locale: string;
-  phone: null;
-  company: null;
+  phone: string | null;
+  company: string | null;
   rights: string[];
   twoFactorAuthenticationEnabled: boolean;
 }
@@ -58,15 +58,15 @@ function environmentLocale(env: EnvironmentRecord): Locale {
 }
 
 /** The SDK's user model of an account or a stored user. */
-export function userView(user: Pick<Account, 'hashId' | 'email' | 'name' | 'rights' | 'locale' | 'timezone' | 'twoFactorEnabledAt'>, env: EnvironmentRecord): UserView {
+export function userView(user: Pick<Account, 'hashId' | 'email' | 'name' | 'rights' | 'locale' | 'timezone' | 'phone' | 'company' | 'twoFactorEnabledAt'>, env: EnvironmentRecord): UserView {
   return {
     hashId: user.hashId, email: user.email, name: user.name, timezone: user.timezone ?? DEFAULT_TIMEZONE,
-    locale: user.locale ?? environmentLocale(env), phone: null, company: null, rights: user.rights, twoFactorAuthenticationEnabled: user.twoFactorEnabledAt !== null,
+    locale: user.locale ?? environmentLocale(env), phone: user.phone, company: user.company, rights: user.rights, twoFactorAuthenticationEnabled: user.twoFactorEnabledAt !== null,
   };
 }
 
 /** Whether Intl knows the zone: mails are dated with Intl in the user's zone. */
-function checkTimezone(timezone: string): string {
+export function checkTimezone(timezone: string): string {
   try {
     if (timezone.length <= 64) {
       new Intl.DateTimeFormat('en', { timeZone: timezone });
@@ -78,7 +78,7 @@ function checkTimezone(timezone: string): string {
   throw new ParameterError('timezone must be an IANA time zone such as Europe/Amsterdam or UTC (at most 64 characters)');
 }
 
-function checkName(name: string): string {
+export function checkName(name: string): string {
   if (name.trim() === '' || name.length > 255) throw new ParameterError('name must be 1 to 255 characters');
   return name;
 }
@@ -90,7 +90,7 @@ function checkGrant(caller: Account, rights: string[]): void {
   if (beyond.length > 0) throw new RightError(`rights: this account cannot grant ${beyond.join(', ')}, a right it does not hold`);
 }
 
-const USER_SELECT = `a.id AS user_id, a.hash_id, a.kind, a.name, a.email, a.locale, a.timezone, a.rights,
+const USER_SELECT = `a.id AS user_id, a.hash_id, a.kind, a.name, a.email, a.locale, a.timezone, a.phone, a.company, a.rights,
   s.account_id IS NOT NULL AS has_settings, s.notification_level, p.hash_id AS panel_hash_id,
   (SELECT tf.enabled_at FROM account_two_factor tf WHERE tf.account_id = a.id) AS two_factor_enabled_at`;
 const USER_FROM = `machine_account a
@@ -107,7 +107,8 @@ interface StoredUser {
 function toStoredUser(r: Row, env: EnvironmentRecord): StoredUser {
   const user = userView({
     hashId: r.hash_id as string, email: r.email as string | null, name: r.name as string, rights: r.rights as string[],
-    locale: r.locale as string | null, timezone: r.timezone as string | null, twoFactorEnabledAt: r.two_factor_enabled_at as Date | null,
+    locale: r.locale as string | null, timezone: r.timezone as string | null, phone: r.phone as string | null, company: r.company as string | null,
+    twoFactorEnabledAt: r.two_factor_enabled_at as Date | null,
   }, env);
   // no settings row: the defaults every account starts with (src/accounts/user-environment-settings.ts)
   const settings: UserEnvironmentSettings = r.has_settings

@@ -68,6 +68,10 @@ export interface Config {
   /** first retry of a mail SMTP did not take (server away, 4xx), doubling up to mailRetryMaxMs; a 5xx is not retried */
   mailRetryBaseMs: number;
   mailRetryMaxMs: number;
+  /** the operator's addresses settings feedback is mailed to; empty: feedback is only stored */
+  feedbackMailTo: string[];
+  /** environments the accounts of one operator-made environment (and of those it added) may add through the API */
+  environmentAddLimit: number;
   /** a recipient gets at most one issue mail per this window; what happens meanwhile comes as one digest at its end */
   notificationDigestSeconds: number;
   /** a supplier object's subscriber gets at most one failure alert per this window; the next one sums up the failures since */
@@ -180,6 +184,8 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   MAIL_FROM: ['gridgate <noreply@localhost>', 'sender of that mail'],
   MAIL_RETRY_BASE_MS: ['1000', 'first retry of a mail the SMTP server did not take (unreachable, 4xx), doubling per attempt up to MAIL_RETRY_MAX_MS, without end: an outage delays mail, never drops it; a 5xx refusal fails the mail with the server\'s reply'],
   MAIL_RETRY_MAX_MS: ['300000', 'longest wait between two tries of one mail'],
+  FEEDBACK_MAIL_TO: ['empty → feedback is stored only', 'comma-separated addresses of the operator that settings feedback (POST /settings/feedback) is mailed to, through the mail queue; it is stored in the feedback table either way'],
+  ENVIRONMENT_ADD_LIMIT: ['20', 'environments (monitoring and connectivity) the accounts of one environment the operator made, and of the environments they added, may add through environment add and supplier add; more are answered 400 parameter_error'],
   NOTIFICATION_DIGEST_SECONDS: ['300', 'a recipient gets at most one issue mail per this window: the first event is mailed at once, the later ones of the window come together in one digest mail at its end'],
   NOTIFICATION_ALERT_QUIET_SECONDS: ['3600', 'a subscriber of a supplier object gets its first failure alert at once, the next no sooner than this after the last, summing up the failures since'],
   FIRMWARE_MAX_BYTES: ['8388608 (8 MiB)', 'largest firmware image'],
@@ -301,6 +307,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     queueName: env.QUEUE_NAME || 'device-events',
     smtpUrl: env.SMTP_URL || null,
     mailFrom: env.MAIL_FROM || 'gridgate <noreply@localhost>',
+    feedbackMailTo: (env.FEEDBACK_MAIL_TO ?? '').split(',').map((a) => a.trim()).filter((a) => a !== ''),
+    environmentAddLimit: int(env, 'ENVIRONMENT_ADD_LIMIT', 20, 0, 1_000_000),
     mailRetryBaseMs: int(env, 'MAIL_RETRY_BASE_MS', 1000, 1, 3_600_000),
     mailRetryMaxMs: int(env, 'MAIL_RETRY_MAX_MS', 300_000, 1, 86_400_000),
     notificationDigestSeconds: int(env, 'NOTIFICATION_DIGEST_SECONDS', 300, 0, 86_400),

@@ -40,6 +40,9 @@ import { pinQuantityRoutes } from '../monitoring/pin-quantities/routes.ts';
 import { suggestionRoutes } from '../monitoring/suggestions/routes.ts';
 import { labelRoutes } from '../monitoring/labels/routes.ts';
 import { measurementFilterRoutes } from '../monitoring/measurement-filters/routes.ts';
+import { settingsRoutes } from '../accounts/settings/routes.ts';
+import { environmentAddRoutes } from '../accounts/environments/routes.ts';
+import { importRequestRoutes } from '../monitoring/import-requests/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -84,6 +87,9 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   suggestionRoutes,
   labelRoutes,
   measurementFilterRoutes,
+  settingsRoutes,
+  environmentAddRoutes,
+  importRequestRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

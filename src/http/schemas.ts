@@ -23,6 +23,10 @@ export const FieldConfiguration = Type.Object({
 }, { additionalProperties: true });
 export const FieldConfigurations = Type.Array(FieldConfiguration, { maxItems: 50 });
 export const Fields = Type.Record(Type.String(), Type.Unknown());
+const Color = Type.String({ pattern: '^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$' });
+const Colors = Type.Object(Object.fromEntries(['primary', 'secondary', 'accent', 'error', 'warning', 'info', 'success', 'neutral'].map((k) => [k, Color])), { additionalProperties: false });
+/** An environment's (or supplier's) colours, light and optionally dark. */
+export const Theme = Type.Object({ light: Colors, dark: Type.Optional(Colors) }, { additionalProperties: false });
 
 export const FindQuery = Type.Object({
   sortBy: Type.Optional(Type.String()),

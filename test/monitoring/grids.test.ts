@@ -64,6 +64,32 @@ describe('grids', () => {
     expect((await c.request('GET', `/graph/pin-group-grid/${add.body.hashId}`)).status).toBe(404);
   });
 
+  it('the generic grid add / get / update answer the pin group grid shapes, limits and tenants included', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const other = await api.login('monitoring', ['READ', 'STATIC']);
+    const [a, b] = [await addPinGroup(c, 'a'), await addPinGroup(c, 'b')];
+    const add = await c.request<{ hashId: string; grid: Grid }>('POST', '/graph/grid', { fields: { id: 'Route west' }, pinGroupHashIds: [b.hashId, a.hashId] });
+    expect(add.status, JSON.stringify(add.body)).toBe(200);
+    expect(add.body).toEqual({ hashId: add.body.hashId, grid: { hashId: add.body.hashId, typeKey: 'pinGroup', name: 'Route west', fields: { id: 'Route west' }, deletedAt: null } });
+    const get = await c.request<{ grid: Grid; pinGroups: { hashId: string }[]; lastReports: unknown[]; notificationLevel: number | null; photo: string | null }>('GET', `/graph/grid/${add.body.hashId}`);
+    expect(get.status).toBe(200);
+    expect([get.body.grid.name, ids(get.body.pinGroups), get.body.lastReports, get.body.notificationLevel, get.body.photo]).toEqual(['Route west', [b.hashId, a.hashId], [], 0, null]);
+    // the same grid through its pin group grid name
+    expect((await c.request<{ grid: Grid }>('GET', `/graph/pin-group-grid/${add.body.hashId}`)).body.grid).toEqual(get.body.grid);
+    const upd = await c.request<{ grid: Grid; pinGroups: { hashId: string }[]; lastReports: unknown[] }>('POST', `/graph/grid/${add.body.hashId}`, { fields: { id: 'Route W' }, pinGroupHashIds: [a.hashId] });
+    expect([upd.status, upd.body.grid.name, ids(upd.body.pinGroups), upd.body.lastReports]).toEqual([200, 'Route W', [a.hashId], []]);
+    expectParameterError(await c.request('POST', '/graph/grid', { fields: { id: 'g' }, pinGroupHashIds: Array.from({ length: 91 }, (_, i) => `x${i}`) }), 'pinGroupHashIds', '90');
+    expectParameterError(await c.request('POST', `/graph/grid/${add.body.hashId}`, { pinGroupHashIds: [a.hashId, 'nothere'] }), 'pinGroupHashIds[1]');
+    expectParameterError(await c.request('POST', '/graph/grid', { fields: { id: 'g' }, pinGroupHashIds: [(await addPinGroup(other)).hashId] }), 'pinGroupHashIds[0]');
+    // a pin grid is not reached by the pin group grid routes
+    const pinGrid = (await c.request<{ hashId: string }>('POST', '/graph/pin-grid', { fields: { id: 'pins' } })).body.hashId;
+    expect((await c.request('GET', `/graph/grid/${pinGrid}`)).status).toBe(404);
+    for (const [m, u] of [['GET', `/graph/grid/${add.body.hashId}`], ['POST', `/graph/grid/${add.body.hashId}`]] as const) {
+      expect((await other.request<ErrorBody>(m, u, m === 'POST' ? { fields: { id: 'stolen' } } : undefined)).status, `${m} ${u}`).toBe(404);
+    }
+    expect((await c.request<{ grid: Grid }>('GET', `/graph/grid/${add.body.hashId}`)).body.grid.name).toBe('Route W');
+  });
+
   it('limits and references: 90 members on add, 90 / 10,000 on update, 30 grids per object; unknown or foreign members; all or nothing', async () => {
     const c = await api.login('monitoring', ['READ', 'STATIC']);
     const other = await api.login('monitoring', ['READ', 'STATIC']);

@@ -39,6 +39,9 @@ const ops: Op[] = [
   { method: 'POST', url: '/graph/pin-group-grid/abc', body: {}, monitoring: 'STATIC' },
   { method: 'GET', url: '/graph/grid', monitoring: 'READ' },
   { method: 'GET', url: '/graph/tiles/1/0/0', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/grid', body: { fields: { id: 'g' } }, monitoring: 'STATIC' },
+  { method: 'GET', url: '/graph/grid/abc', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/grid/abc', body: {}, monitoring: 'STATIC' },
   { method: 'DELETE', url: '/graph/grid/abc', monitoring: 'STATIC' },
   { method: 'GET', url: '/graph/', monitoring: 'READ' },
   { method: 'POST', url: '/graph/', body: [], monitoring: 'STATIC' },
@@ -104,6 +107,10 @@ const ops: Op[] = [
   { method: 'GET', url: '/measurement-filter/abc', monitoring: 'READ' },
   { method: 'POST', url: '/measurement-filter/abc', body: { name: 'f' }, monitoring: 'REPORTS' },
   { method: 'DELETE', url: '/measurement-filter/abc', monitoring: 'REPORTS' },
+  { method: 'POST', url: '/import/template', body: { pinGroupHashIds: [], pinGroupGridHashIds: [], reportTypeHashIds: ['abc'] }, monitoring: 'IMPORT' },
+  { method: 'POST', url: '/import/', body: { name: 'x', dataUrl: 'data:text/csv;base64,' }, monitoring: 'IMPORT' },
+  { method: 'GET', url: '/import/', monitoring: 'USERS', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'DELETE', url: '/import/abc', monitoring: 'IMPORT' },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;

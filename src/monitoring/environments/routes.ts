@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
-import { FieldConfiguration } from '../../http/schemas.ts';
+import { FieldConfiguration, Theme } from '../../http/schemas.ts';
 import { AUTO_CLOSE_UNITS } from '../thresholds/cache.ts';
 import { deleteEnvironment, environmentView, updateEnvironment, type EnvironmentUpdate } from './settings.ts';
 import { announceDevicesChanged } from '../../pipeline/device-context.ts';
@@ -15,8 +15,6 @@ const MapLayer = Type.Object({
 const Updatable = Type.Union([FieldConfiguration, Type.Object({ existingKey: Type.Optional(Type.String()), fieldConfiguration: FieldConfiguration })]);
 // each kind needs one key: the first field's value is the object's name
 const UpdatableList = Type.Array(Updatable, { minItems: 1, maxItems: 50 });
-const Color = Type.String({ pattern: '^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$' });
-const Colors = Type.Object(Object.fromEntries(['primary', 'secondary', 'accent', 'error', 'warning', 'info', 'success', 'neutral'].map((k) => [k, Color])), { additionalProperties: false });
 
 const UpdateBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
@@ -26,7 +24,7 @@ const UpdateBody = Type.Object({
   defaultGraphRange: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   measurementsExpirationDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 9999 })),
   enforceTwoFactorAuthentication: Type.Optional(Type.Boolean()),
-  theme: Type.Optional(Type.Union([Type.Object({ light: Colors, dark: Type.Optional(Colors) }, { additionalProperties: false }), Type.Null()])),
+  theme: Type.Optional(Type.Union([Theme, Type.Null()])),
   // members only the seed names: accepted and kept
   allowAutoCloseThresholdIssues: Type.Optional(Type.Boolean()),
   issueAutoClosingTriggerAmount: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),

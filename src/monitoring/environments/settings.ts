@@ -1,7 +1,7 @@
 import type { Db } from '../../app/db.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { plainConfigurations, type FieldConfiguration, type UpdatableFieldConfiguration } from '../../app/fields.ts';
-import type { EnvironmentRecord } from '../../accounts/store.ts';
+import { patchEnvironment, type EnvironmentRecord } from '../../accounts/store.ts';
 import { thresholdCache } from '../thresholds/cache.ts';
 
 export const GRAPH_KINDS = ['pinGroups', 'edges', 'grids', 'nodes', 'pins'] as const;
@@ -72,12 +72,10 @@ export async function updateEnvironment(db: Db, env: EnvironmentRecord, update: 
       keys.add(l.key);
     });
   }
-  const { rows } = await db.query<{ name: string; settings: Settings }>(
-    `UPDATE environment SET name = COALESCE($2, name), settings = settings || $3::jsonb, updated_at = now()
-      WHERE id = $1 AND deleted_at IS NULL RETURNING name, settings`, [env.id, name ?? null, JSON.stringify(patch)]);
+  const updated = await patchEnvironment(db, env, name, patch);
   // the report path keeps each pin's auto-close settings: they are read again
   thresholdCache.forgetAll();
-  return { ...env, name: rows[0].name, settings: rows[0].settings };
+  return updated;
 }
 
 /**

@@ -13,15 +13,16 @@ const FindGridQuery = Type.Object({ ...FindQuery.properties, includeDeleted: Typ
 
 const tags = ['grid'];
 const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
-const KINDS: { kind: GridKind; path: string; key: string; updateMax: number }[] = [
-  { kind: 'pin', path: '/graph/pin-grid', key: 'pinHashIds', updateMax: 90 },
-  { kind: 'pinGroup', path: '/graph/pin-group-grid', key: 'pinGroupHashIds', updateMax: 10_000 },
+// the SDK's generic grid add / get / update (/graph/grid) are its older names of the pin group grid ones
+const KINDS: { kind: GridKind; path: string; noun: string; key: string; updateMax: number }[] = [
+  { kind: 'pin', path: '/graph/pin-grid', noun: 'pin-grid', key: 'pinHashIds', updateMax: 90 },
+  { kind: 'pinGroup', path: '/graph/pin-group-grid', noun: 'pin-group-grid', key: 'pinGroupHashIds', updateMax: 10_000 },
+  { kind: 'pinGroup', path: '/graph/grid', noun: 'grid', key: 'pinGroupHashIds', updateMax: 10_000 },
 ];
 
-/** Pin grids and pin group grids: add / get / update per kind, find and delete for both under /graph/grid. */
+/** Pin grids and pin group grids: add / get / update per kind (pin group grids also as /graph/grid), find and delete for both under /graph/grid. */
 export async function gridRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  for (const { kind, path, key, updateMax } of KINDS) {
-    const noun = kind === 'pin' ? 'pin-grid' : 'pin-group-grid';
+  for (const { kind, path, noun, key, updateMax } of KINDS) {
     app.post(path, { config: { rights: staticRights }, schema: { tags, summary: `${noun} add`, body: addBody(key) } }, async (request) => {
       const body = request.body as { fields: Fields; photo?: string } & Record<string, string[] | undefined>;
       return addGrid(ctx.db, request.account.environment, kind, { fields: body.fields, photo: body.photo, members: body[key] }, key);
