@@ -10,6 +10,8 @@ export interface ServerKeys {
   internalToken: string;
   /** seals find queries' nextPageOffset (src/http/paging.ts) */
   pagingOffset: Buffer;
+  /** MACs the datagrams between the gateway nodes of a CID-routed cluster (src/dtls/cluster/messages.ts) */
+  dtlsCluster: Buffer;
 }
 
 export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): ServerKeys {
@@ -19,6 +21,7 @@ export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): Serve
     pskEncryption: derive('psk-at-rest'),
     internalToken: internalTokenOverride || derive('internal-token').toString('base64url'),
     pagingOffset: derive('paging-offset'),
+    dtlsCluster: derive('dtls-cluster-forwarding'),
   };
 }
 
