@@ -80,7 +80,10 @@ export class DtlsClusterNode implements CidRouter {
       throw err;
     }
     socket.on('message', (b, rinfo) => node.#onMessage(b, rinfo));
-    socket.on('error', (err) => o.log.warn({ err: err.message }, 'dtls cluster socket error'));
+    socket.on('error', (err) => {
+      o.count?.('send_failed');
+      o.log.warn({ err: err.message }, 'dtls cluster socket error');
+    });
     dtls.routeCids(node);
     return node;
   }
@@ -95,20 +98,8 @@ export class DtlsClusterNode implements CidRouter {
 
   unclaimed(cid: Buffer, datagram: Buffer, from: { address: string; port: number }): void {
     const owner = cidNode(cid);
-    if (owner === this.registry.nodeId) {
-      this.#ownerGone(cid, datagram, from, 'no_session');
-      return;
-    }
-    const known = this.registry.peer(owner);
-    if (known) {
-      this.#forward(known, datagram, from);
-      return;
-    }
-    // a node that joined since the last read, or one that is gone
-    void this.registry.lookup(owner).then((peer) => {
-      if (peer) this.#forward(peer, datagram, from);
-      else this.#ownerGone(cid, datagram, from, 'unknown_node');
-    });
+    if (owner === this.registry.nodeId) this.#ownerGone(cid, datagram, from, 'no_session');
+    else this.#toNode(owner, (to) => this.#forward(to, datagram, from), () => this.#ownerGone(cid, datagram, from, 'unknown_node'));
   }
 
   /** Gives the node id back and closes the inter-node port (the DTLS server is closed by its owner). */
@@ -126,12 +117,21 @@ export class DtlsClusterNode implements CidRouter {
     this.#o.count?.(reason);
   }
 
+  /** Calls `send` with node `id`'s address: known, or read from the directory (a node that joined since the last read). */
+  #toNode(id: number, send: (to: NodeAddress) => void, gone: () => void): void {
+    const known = this.registry.peer(id);
+    if (known) send(known);
+    else void this.registry.lookup(id).then((peer) => (peer ? send(peer) : gone()));
+  }
+
   #forward(to: NodeAddress, datagram: Buffer, from: { address: string; port: number }): void {
     this.#send({ kind: MessageKind.forward, node: this.registry.nodeId, address: from.address, port: from.port, datagram }, to, 'forwarded_out');
   }
 
+  /** No callback per datagram (it costs a few µs each): a send that fails is counted from the socket's 'error' event. */
   #send(m: ClusterMessage, to: NodeAddress, event: ClusterEvent): void {
-    this.socket.send(sealMessage(this.#o.key, m), to.port, to.address, (err) => this.#o.count?.(err ? 'send_failed' : event));
+    this.socket.send(sealMessage(this.#o.key, m), to.port, to.address);
+    this.#o.count?.(event);
   }
 
   #onMessage(b: Buffer, rinfo: dgram.RemoteInfo): void {
@@ -143,7 +143,7 @@ export class DtlsClusterNode implements CidRouter {
     }
     if (m.kind === MessageKind.answer) {
       this.#o.count?.('answer_in');
-      this.#dtls.socket.send(m.datagram, m.port, m.address, (err) => { if (err) this.#o.count?.('send_failed'); });
+      this.#dtls.socket.send(m.datagram, m.port, m.address);
       return;
     }
     this.#o.count?.('forwarded_in');
@@ -158,14 +158,11 @@ export class DtlsClusterNode implements CidRouter {
   #relayTo(id: number): Relay {
     let relay = this.#relays.get(id);
     if (!relay) {
-      relay = (datagram, address, port) => {
-        const via = this.registry.peer(id);
-        if (!via) {
-          this.#o.count?.('unknown_node');
-          return;
-        }
-        this.#send({ kind: MessageKind.answer, node: this.registry.nodeId, address, port, datagram }, via, 'answer_out');
-      };
+      relay = (datagram, address, port) => this.#toNode(
+        id,
+        (via) => this.#send({ kind: MessageKind.answer, node: this.registry.nodeId, address, port, datagram }, via, 'answer_out'),
+        () => this.#o.count?.('unknown_node'),
+      );
       this.#relays.set(id, relay);
     }
     return relay;
