@@ -26,6 +26,9 @@
  * handshake slot is taken, a handshake from an address holding fewer takes the oldest slot of the address holding the
  * most (limits.ts HandshakeSlots): hosts that pass the cookie check and stall cannot lock other addresses out.
  *
+ * Cluster (cluster/, only when routeCids() was called): CIDs name the node, and a tls12_cid record of a CID no session
+ * here holds goes to the CidRouter, which forwards it to its node; receiveRelayed() takes such records from the others.
+ *
  * Connection ID: offered by the client → an 8-byte CID is issued (every suite: AEAD and MAC-then-encrypt), records
  * of type tls12_cid find their session by CID whatever their source, and an authentic record newer than any before
  * from another address/port moves the session there ('migrate' on the session); answers follow it. A device can

@@ -5,14 +5,21 @@
  */
 import { createSecretKey, randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/app/logger.ts';
 import { Redis } from '../../src/app/redis.ts';
 import { MAX_NODES } from '../../src/dtls/cluster/cid.ts';
 import { MessageKind, sealMessage } from '../../src/dtls/cluster/messages.ts';
 import { DtlsClusterNode } from '../../src/dtls/cluster/node.ts';
+import { NodeRegistry } from '../../src/dtls/cluster/registry.ts';
 import type { ClusterEvent } from '../../src/dtls/cluster/node.ts';
 import { CidClient } from '../support/cid-client/client.ts';
+import { freeUdpPort } from '../support/nginx.ts';
+import { freePort } from '../support/ports.ts';
+import { exited, killPrivateRedis, startRedis } from '../support/private-redis.ts';
 import { until } from '../support/until.ts';
 import { IDENTITY, PSK_HEX, startEchoServer, waitFor } from './helpers.ts';
 import type { EchoServer } from './helpers.ts';
@@ -32,7 +39,10 @@ const open: Array<{ close(): unknown }> = [];
 afterEach(async () => {
   for (const o of open.splice(0).reverse()) await o.close();
 });
-afterAll(() => redis.quit());
+afterAll(async () => {
+  killPrivateRedis();
+  await redis.quit();
+});
 
 async function startNode(deployment: string, nodeKey = key): Promise<Node> {
   const srv = await startEchoServer();
@@ -158,5 +168,32 @@ describe('CID-routed DTLS cluster', () => {
     peer.send(noSession, b.srv.port, '127.0.0.1');
     await until(async () => [count(b.events, 'unknown_node'), count(a.events, 'no_session')], ([u, n]) => u === 1 && n === 1, 'both dropped', 3000);
     expect(a.srv.data).toEqual([]);
+  });
+
+  it('the node directory logs a Redis outage as one line when it begins and one when it ends, and keeps the nodes it knew', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-cid-redis-'));
+    const port = await freePort();
+    let server = await startRedis(port, dir);
+    // commands fail during the outage (the service's connection would wait instead: its outage is logged by app/redis.ts)
+    const conn = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+    conn.on('error', () => undefined);
+    const lines: Array<{ level: number; msg: string }> = [];
+    const registry = new NodeRegistry(conn, createLogger('info', { write: (l: string) => { lines.push(JSON.parse(l)); } }), 'outage', { address: '127.0.0.1', port: await freeUdpPort() }, 600);
+    open.push({ close: async () => { await registry.leave(); conn.disconnect(); } });
+    const id = await registry.join();
+    server.kill('SIGKILL');
+    await exited(server);
+    await until(async () => lines.length, (n) => n === 1, 'the outage line', 5000);
+    await new Promise((r) => setTimeout(r, 1500)); // several heartbeats into the outage
+    expect(registry.peer(id)).toBeDefined();
+    server = await startRedis(port, dir);
+    open.push({ close: () => server.kill('SIGKILL') });
+    await until(async () => lines.length, (n) => n === 2, 'the line of its end', 5000);
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      [40, 'dtls cluster: the node directory in Redis is unreachable; forwarding with the nodes known before'],
+      [30, 'dtls cluster: the node directory in Redis is reachable again'],
+    ]);
+    // the lease was taken again after the restart (the new Redis had none)
+    await until(async () => conn.exists(`{outage:dtls-cluster}:node:${registry.nodeId}`), (n) => n === 1, 'the lease back', 3000);
   });
 });
