@@ -54,6 +54,7 @@ export class DtlsClusterNode implements CidRouter {
   readonly #dtls: DtlsServer;
   /** One relay per peer node (answers to devices whose records that node forwarded), so a session holds no closure of its own. */
   readonly #relays = new Map<number, Relay>();
+  #closed = false;
 
   private constructor(o: DtlsClusterOptions, dtls: DtlsServer, socket: dgram.Socket) {
     this.#o = o;
@@ -104,6 +105,7 @@ export class DtlsClusterNode implements CidRouter {
 
   /** Gives the node id back and closes the inter-node port (the DTLS server is closed by its owner). */
   async close(): Promise<void> {
+    this.#closed = true;
     await this.registry.leave();
     await new Promise<void>((resolve) => this.socket.close(() => resolve()));
   }
@@ -130,6 +132,7 @@ export class DtlsClusterNode implements CidRouter {
 
   /** No callback per datagram (it costs a few µs each): a send that fails is counted from the socket's 'error' event. */
   #send(m: ClusterMessage, to: NodeAddress, event: ClusterEvent): void {
+    if (this.#closed) return; // sessions closing after this node left: their close_notify has no way out
     this.socket.send(sealMessage(this.#o.key, m), to.port, to.address);
     this.#o.count?.(event);
   }
@@ -143,7 +146,11 @@ export class DtlsClusterNode implements CidRouter {
     }
     if (m.kind === MessageKind.answer) {
       this.#o.count?.('answer_in');
-      this.#dtls.socket.send(m.datagram, m.port, m.address);
+      try {
+        this.#dtls.socket.send(m.datagram, m.port, m.address);
+      } catch {
+        this.#o.count?.('send_failed'); // the DTLS socket closed (shutting down)
+      }
       return;
     }
     this.#o.count?.('forwarded_in');
