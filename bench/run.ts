@@ -16,7 +16,7 @@
 // --analytics on|off --analytics-timeout-ms 10000 (a broad analytics query, mean per day per pin for a year, over the same --measurement-rows table; bench/analytics.ts)
 // --thresholds on|off --threshold-devices 100 (the report path of linked devices under pin thresholds with THRESHOLD_EVALUATION off and on, and the store step alone; bench/thresholds.ts)
 // --notifications on|off --mails 2000 (mail throughput from the queue to a local SMTP server, and the supplier-alert bookkeeping per failed run; bench/notifications.ts)
-// --cid on|off --cid-clients 20 (CPU of a DTLS record forwarded between two nodes of a CID-routed cluster against a local one; bench/cid-routing.ts)
+// --cid on|off --cid-clients 20 (CPU of a DTLS record, and of a whole CoAP report, forwarded between two nodes of a CID-routed cluster against a local one; bench/cid-routing.ts)
 // --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -32,7 +32,7 @@ import { linkDevices, pct, provision, reportsOnPins, root, startBenchService, st
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
 import { analyticsRow } from './analytics.ts';
 import { chartPanelsRow, chartSeriesRow } from './charts.ts';
-import { cidRoutingRows } from './cid-routing.ts';
+import { cidReportRows, cidRoutingRows } from './cid-routing.ts';
 import { benchDatabase, fillMeasurementTable, ingestLinkedRow, measurementFindRow } from './measurements.ts';
 import { notificationRows } from './notifications.ts';
 import { thresholdRows } from './thresholds.ts';
@@ -154,7 +154,10 @@ async function main(): Promise<void> {
   const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];
   const dtlsRows: BenchRow[] = values.dtls === 'off' ? [] : await dtlsServerRows({ seconds: Math.max(SECONDS, 20), idleSessions: Number(values['idle-sessions']), procs: 4 });
   if (values.coap !== 'off') dtlsRows.push(...await coapRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), layout: values['coap-layout'], closed: values['coap-closed'] !== 'off', linked: values.linked !== 'off' }));
-  if (values.cid !== 'off') dtlsRows.push(...await cidRoutingRows({ clients: Number(values['cid-clients']), records: 500, rounds: 3 }));
+  if (values.cid !== 'off') {
+    dtlsRows.push(...await cidRoutingRows({ clients: Number(values['cid-clients']), records: 500, rounds: 3 }));
+    dtlsRows.push(...await cidReportRows({ clients: Number(values['cid-clients']), reports: 100, rounds: 3 }));
+  }
   if (values.flood !== 'off') dtlsRows.push(...await floodRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), floodRate: Number(values['flood-rate']) }));
   if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off') dtlsRows.push(...await measurementTableRows());
   if (values.measurements !== 'off') dtlsRows.push(...await ingestLinkedRow({ batches: 200 }));
