@@ -5,7 +5,7 @@
 // balancer after a NAT rebinding): its records go there, on to the owner, and the answers back the same way. CPU is
 // both node processes' (utime + stime from /proc) per answered record; the rounds alternate local and forwarded, so
 // both see the same machine load. `node bench/cid-routing.ts records|reports [clients] [per round] [rounds]`: the DTLS layer
-// alone, or whole CoAP reports through the service (cidReportRows).
+// alone, or whole CoAP reports through the service (cidReportRows). CID_PROF=<dir>: a V8 CPU profile of each node there.
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -18,7 +18,7 @@ import { COAPS_PORT, HTTPS_PORT, provision, root, startBenchService } from './ha
 interface Node { child: ChildProcess; port: number; nodeId: number }
 
 function startNode(env: Record<string, string>): Promise<Node> {
-  const child = fork(path.join(root, 'bench/cid-node.ts'), [], { execArgv: ['--disable-warning=ExperimentalWarning'], env: { ...process.env, ...env } });
+  const child = fork(path.join(root, 'bench/cid-node.ts'), [], { execArgv: ['--disable-warning=ExperimentalWarning', ...(process.env.CID_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CID_PROF}`] : [])], env: { ...process.env, ...env } });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`cid-node exited with ${code}`)));
     child.once('message', (m: { ready: { port: number; nodeId: number } }) => resolve({ child, ...m.ready }));
