@@ -15,7 +15,7 @@ import { MAX_NODES } from '../../src/dtls/cluster/cid.ts';
 import { MessageKind, sealMessage } from '../../src/dtls/cluster/messages.ts';
 import { DtlsClusterNode } from '../../src/dtls/cluster/node.ts';
 import { NodeRegistry } from '../../src/dtls/cluster/registry.ts';
-import type { ClusterEvent } from '../../src/dtls/cluster/node.ts';
+import type { ClusterEvent, DtlsClusterOptions } from '../../src/dtls/cluster/node.ts';
 import { CidClient } from '../support/cid-client/client.ts';
 import { freeUdpPort } from '../support/nginx.ts';
 import { freePort } from '../support/ports.ts';
@@ -44,18 +44,18 @@ afterAll(async () => {
   await redis.quit();
 });
 
-async function startNode(deployment: string, nodeKey = key): Promise<Node> {
+async function startNode(deployment: string, takeOverSession?: DtlsClusterOptions['takeOverSession']): Promise<Node> {
   const srv = await startEchoServer();
   open.push(srv.server);
   const events: ClusterEvent[] = [];
-  const cluster = await DtlsClusterNode.start({ redis, log, deployment, key: nodeKey, address: '127.0.0.1', port: 0, leaseMs: 3000, count: (e) => events.push(e) }, srv.server);
+  const cluster = await DtlsClusterNode.start({ redis, log, deployment, key, address: '127.0.0.1', port: 0, leaseMs: 3000, count: (e) => events.push(e), ...(takeOverSession ? { takeOverSession } : {}) }, srv.server);
   open.push(cluster);
   return { deployment, srv, cluster, events };
 }
 
-async function twoNodes(): Promise<[Node, Node]> {
+async function twoNodes(takeOverSession?: DtlsClusterOptions['takeOverSession']): Promise<[Node, Node]> {
   const deployment = `cid-test-${randomBytes(4).toString('hex')}`;
-  const a = await startNode(deployment);
+  const a = await startNode(deployment, takeOverSession);
   const b = await startNode(deployment);
   await until(async () => a.cluster.registry.lookup(b.cluster.nodeId), (p) => p !== undefined, 'node a to know node b', 2000);
   return [a, b];
@@ -168,6 +168,24 @@ describe('CID-routed DTLS cluster', () => {
     peer.send(noSession, b.srv.port, '127.0.0.1');
     await until(async () => [count(b.events, 'unknown_node'), count(a.events, 'no_session')], ([u, n]) => u === 1 && n === 1, 'both dropped', 3000);
     expect(a.srv.data).toEqual([]);
+  });
+
+  it('a record for a session the owner no longer holds goes to the takeover hook first, with the device\'s address', async () => {
+    const offered: Array<{ cid: string; from: { address: string; port: number } }> = [];
+    const [a, b] = await twoNodes(async (cid, _datagram, from) => {
+      offered.push({ cid: cid.toString('hex'), from });
+      return true;
+    });
+    const c = await deviceOn(a);
+    const record = Buffer.from(c.sealApplicationData('after a restart', 3));
+    record[12] ^= 0xff; // a CID of node a that no session of a holds (as after a restart of a)
+    const peer = dgram.createSocket('udp4');
+    open.push(peer);
+    await new Promise<void>((r) => peer.bind(0, '127.0.0.1', () => r()));
+    peer.send(record, b.srv.port, '127.0.0.1');
+    await until(async () => offered.length, (n) => n === 1, 'the takeover hook called', 3000);
+    expect(offered[0]).toEqual({ cid: record.subarray(11, 19).toString('hex'), from: { address: '127.0.0.1', port: peer.address().port } });
+    expect(count(a.events, 'no_session')).toBe(0); // taken over: not counted as dropped
   });
 
   it('the node directory logs a Redis outage as one line when it begins and one when it ends, and keeps the nodes it knew', async () => {

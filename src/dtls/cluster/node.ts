@@ -39,7 +39,7 @@ export interface DtlsClusterOptions {
    * The CID's node is gone, or it is this node and no session holds the CID: true when the session was taken over
    * (e.g. from sealed state the node that held it left behind) and the datagram handled. Without it: dropped.
    */
-  takeOverSession?: (cid: Buffer, datagram: Buffer, from: { address: string; port: number }) => boolean;
+  takeOverSession?: (cid: Buffer, datagram: Buffer, from: { address: string; port: number }) => boolean | Promise<boolean>;
 }
 
 /** forwarded / relayed answers, each way; and the reasons a record or message was dropped */
@@ -115,8 +115,16 @@ export class DtlsClusterNode implements CidRouter {
    * dropped, as RFC 9146 drops a record of an unknown CID, and the device handshakes again once its retries run out.
    */
   #ownerGone(cid: Buffer, datagram: Buffer, from: { address: string; port: number }, reason: 'unknown_node' | 'no_session'): void {
-    if (this.#o.takeOverSession?.(cid, datagram, from)) return;
-    this.#o.count?.(reason);
+    if (!this.#o.takeOverSession) {
+      this.#o.count?.(reason);
+      return;
+    }
+    void Promise.resolve(this.#o.takeOverSession(cid, datagram, from)).then((taken) => {
+      if (!taken) this.#o.count?.(reason);
+    }, (err: Error) => {
+      this.#o.count?.(reason);
+      this.#o.log.warn({ err: err.message }, 'dtls cluster: session takeover failed; record dropped');
+    });
   }
 
   /** Calls `send` with node `id`'s address: known, or read from the directory (a node that joined since the last read). */
