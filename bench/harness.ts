@@ -63,8 +63,9 @@ export interface BenchService {
 /**
  * Starts one child process per role list (`['all']`, `['api,gateway', 'worker']`, ...) on a fresh database.
  * `embeddedDataDir`: no DATABASE_URL, the service's own embedded database in that (fresh) DATA_DIR instead.
+ * `processEnv`: what process `i` has of its own (beside its API_PORT), e.g. a COAPS_PORT each.
  */
-export async function startBenchService(processes: string[], env: Record<string, string> = {}, opts: { embeddedDataDir?: string } = {}): Promise<BenchService> {
+export async function startBenchService(processes: string[], env: Record<string, string> = {}, opts: { embeddedDataDir?: string; processEnv?: (i: number) => Record<string, string> } = {}): Promise<BenchService> {
   const dbUrl = opts.embeddedDataDir ? null : await recreateDatabase(ADMIN_URL, DB_NAME);
   const base = `http://127.0.0.1:${API_PORT}`;
   const { DATABASE_URL: _unset, ...inherited } = process.env;
@@ -78,7 +79,7 @@ export async function startBenchService(processes: string[], env: Record<string,
   // BENCH_NODE_FLAGS="--trace-gc ...": extra node flags for each service process
   profile.push(...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean));
   const children = processes.map((roles, i) => spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...profile, path.join(root, 'src/main.ts'), roles], {
-    env: { ...common, API_PORT: String(API_PORT + i) }, stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...common, API_PORT: String(API_PORT + i), ...opts.processEnv?.(i) }, stdio: ['ignore', 'inherit', 'inherit'],
   }));
   let db: Db | null = dbUrl ? await openDb({ databaseUrl: dbUrl, dataDir: '/tmp' }) : null;
   const stop = async () => {

@@ -17,6 +17,7 @@
 // --thresholds on|off --threshold-devices 100 (the report path of linked devices under pin thresholds with THRESHOLD_EVALUATION off and on, and the store step alone; bench/thresholds.ts)
 // --notifications on|off --mails 2000 (mail throughput from the queue to a local SMTP server, and the supplier-alert bookkeeping per failed run; bench/notifications.ts)
 // --tiles on|off --tile-pin-groups 100000 (map tiles at zoom 15, 14 and 12 over a city of that many pin groups; bench/tiles.ts)
+// --cid on|off --cid-clients 20 (CPU of a DTLS record, and of a whole CoAP report, forwarded between two nodes of a CID-routed cluster against a local one; bench/cid-routing.ts)
 // --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -32,13 +33,14 @@ import { linkDevices, pct, provision, reportsOnPins, root, startBenchService, st
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
 import { analyticsRow } from './analytics.ts';
 import { chartPanelsRow, chartSeriesRow } from './charts.ts';
+import { cidReportRows, cidRoutingRows } from './cid-routing.ts';
 import { benchDatabase, fillMeasurementTable, ingestLinkedRow, measurementFindRow } from './measurements.ts';
 import { notificationRows } from './notifications.ts';
 import { thresholdRows } from './thresholds.ts';
 import { tileRows } from './tiles.ts';
 import { webhookRow } from './webhooks.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' }, flood: { type: 'string', default: 'on' }, 'flood-rate': { type: 'string', default: '5000' }, notifications: { type: 'string', default: 'on' }, mails: { type: 'string', default: '2000' }, tiles: { type: 'string', default: 'on' }, 'tile-pin-groups': { type: 'string', default: '100000' } } });
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' }, flood: { type: 'string', default: 'on' }, 'flood-rate': { type: 'string', default: '5000' }, notifications: { type: 'string', default: 'on' }, mails: { type: 'string', default: '2000' }, tiles: { type: 'string', default: 'on' }, 'tile-pin-groups': { type: 'string', default: '100000' }, cid: { type: 'string', default: 'on' }, 'cid-clients': { type: 'string', default: '20' } } });
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
@@ -154,6 +156,10 @@ async function main(): Promise<void> {
   const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];
   const dtlsRows: BenchRow[] = values.dtls === 'off' ? [] : await dtlsServerRows({ seconds: Math.max(SECONDS, 20), idleSessions: Number(values['idle-sessions']), procs: 4 });
   if (values.coap !== 'off') dtlsRows.push(...await coapRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), layout: values['coap-layout'], closed: values['coap-closed'] !== 'off', linked: values.linked !== 'off' }));
+  if (values.cid !== 'off') {
+    dtlsRows.push(...await cidRoutingRows({ clients: Number(values['cid-clients']), records: 500, rounds: 3 }));
+    dtlsRows.push(...await cidReportRows({ clients: Number(values['cid-clients']), reports: 100, rounds: 3 }));
+  }
   if (values.flood !== 'off') dtlsRows.push(...await floodRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), floodRate: Number(values['flood-rate']) }));
   if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off') dtlsRows.push(...await measurementTableRows());
   if (values.measurements !== 'off') dtlsRows.push(...await ingestLinkedRow({ batches: 200 }));

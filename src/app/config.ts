@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import { DTLS_DEFAULTS } from '../dtls/limits.ts';
 import type { DtlsLimits } from '../dtls/limits.ts';
@@ -32,6 +33,8 @@ export interface Config {
   coapPiggybackMs: number;
   /** limits of the DTLS server behind COAPS_PORT (defaults: DTLS_DEFAULTS in src/dtls/limits.ts) */
   dtls: DtlsLimits;
+  /** the inter-node port of a CID-routed cluster of gateway nodes (src/dtls/cluster/); null: one node, as before */
+  dtlsCluster: { port: number; address: string; leaseMs: number } | null;
   logLevel: string;
   /** 32-byte server key; JWT signing key and PSK encryption key are derived from it. */
   secretKey: Buffer;
@@ -147,6 +150,9 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   DTLS_IDLE_TIMEOUT_MS: [String(DTLS_DEFAULTS.idleTimeoutMs), 'a DTLS session without an authentic record for this long is closed (devices resume or handshake again)'],
   DTLS_MTU: [String(DTLS_DEFAULTS.mtu), 'largest datagram the DTLS server sends (its flights are fragmented to fit)'],
   DTLS_RECEIVE_BUFFER_BYTES: [String(DTLS_DEFAULTS.receiveBufferBytes), 'receive buffer of the DTLS socket (capped by the kernel\'s net.core.rmem_max: raise that too); the kernel\'s default overflows under a ClientHello flood whenever the event loop pauses, and drops devices\' datagrams with the flood\'s'],
+  DTLS_CLUSTER_PORT: ['unset → off (one gateway node)', 'UDP port for the other gateway nodes of a CID-routed cluster (docs/fleet.md): a node forwards a DTLS record whose Connection ID names another node there, and relays that node\'s answer to the device (0: any free port)'],
+  DTLS_CLUSTER_ADDRESS: ['this host\'s first non-loopback IPv4 address, else 127.0.0.1', 'address the cluster port is bound on and the other nodes reach it at (registered in Redis)'],
+  DTLS_CLUSTER_LEASE_MS: ['10000', 'a node holds its node id in Redis for this long, renewed every third of it; a node that stops is forgotten this much later (one that shuts down cleanly, at once)'],
   COAP_PIGGYBACK_MS: ['1000', 'a CoAP answer ready within this window is piggybacked on the ACK, later ones follow as a separate response'],
   LOG_LEVEL: ['info', 'pino level'],
   SECRET_KEY: ['unset → generated once into DATA_DIR/secret.key', '64 hex digits; signs tokens and encrypts device keys at rest. Every process of a deployment needs the same one'],
@@ -208,6 +214,12 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, ma
     throw new Error(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
   }
   return n;
+}
+
+/** The first non-loopback IPv4 address of this host (what the other nodes of a cluster most likely reach it at). */
+function hostAddress(): string {
+  const all = Object.values(networkInterfaces()).flat();
+  return all.find((i) => i && i.family === 'IPv4' && !i.internal)?.address ?? '127.0.0.1';
 }
 
 function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
@@ -272,6 +284,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
       mtu: int(env, 'DTLS_MTU', DTLS_DEFAULTS.mtu, 256, 65_000),
       receiveBufferBytes: int(env, 'DTLS_RECEIVE_BUFFER_BYTES', DTLS_DEFAULTS.receiveBufferBytes, 65_536, 2 ** 30),
     },
+    dtlsCluster: env.DTLS_CLUSTER_PORT
+      ? {
+          port: int(env, 'DTLS_CLUSTER_PORT', 0, 0, 65535),
+          address: env.DTLS_CLUSTER_ADDRESS || hostAddress(),
+          leaseMs: int(env, 'DTLS_CLUSTER_LEASE_MS', 10_000, 300, 3_600_000),
+        }
+      : null,
     logLevel: env.LOG_LEVEL || 'info',
     secretKey,
     tokenLifetimeSeconds: int(env, 'TOKEN_LIFETIME_SECONDS', 30 * 24 * 3600, 60),

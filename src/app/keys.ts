@@ -12,6 +12,8 @@ export interface ServerKeys {
   internalToken: string;
   /** seals find queries' nextPageOffset (src/http/paging.ts) */
   pagingOffset: Buffer;
+  /** MACs the datagrams between the gateway nodes of a CID-routed cluster (src/dtls/cluster/messages.ts) */
+  dtlsCluster: Buffer;
 }
 
 export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): ServerKeys {
@@ -22,6 +24,7 @@ export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): Serve
     totpEncryption: derive('totp-at-rest'),
     internalToken: internalTokenOverride || derive('internal-token').toString('base64url'),
     pagingOffset: derive('paging-offset'),
+    dtlsCluster: derive('dtls-cluster-forwarding'),
   };
 }
 

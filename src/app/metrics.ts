@@ -10,6 +10,16 @@ export const metrics = {
   refused: new Counter({ name: 'gridgate_gateway_device_requests_refused_total', help: 'Requests of authenticated devices refused at the gateway', labelNames: ['protocol', 'reason'] }),
   coapMalformed: new Counter({ name: 'gridgate_gateway_coap_malformed_total', help: 'CoAP datagrams dropped (or reset) as malformed', labelNames: ['protocol'] }),
   coapFailures: new Counter({ name: 'gridgate_gateway_coap_failures_total', help: 'CoAP datagrams or answers whose handling threw (the exchange dropped, the listener kept)', labelNames: ['protocol'] }),
+  clusterForwarded: new Counter({
+    name: 'gridgate_dtls_cluster_forwarded_total',
+    help: 'Datagrams between the gateway nodes of a CID-routed cluster: kind record (a device\'s record for the node its CID names) or answer (that node\'s answer, sent to the device by the node the record came to); direction out (sent) or in (received)',
+    labelNames: ['kind', 'direction'],
+  }),
+  clusterFailures: new Counter({
+    name: 'gridgate_dtls_cluster_failures_total',
+    help: 'Records and inter-node datagrams dropped: unknown_node (the CID names no live node), no_session (the named node holds no such session), unauthenticated (an inter-node datagram without a valid MAC, or stale), send_failed',
+    labelNames: ['reason'],
+  }),
   jobAttempts: new Counter({
     name: 'gridgate_queue_job_attempts_total',
     help: 'Runs of queued device jobs by outcome: completed, delayed (a store was unavailable: run again later), retried (failed, attempts left), failed (failed for good)',

@@ -26,6 +26,9 @@
  * handshake slot is taken, a handshake from an address holding fewer takes the oldest slot of the address holding the
  * most (limits.ts HandshakeSlots): hosts that pass the cookie check and stall cannot lock other addresses out.
  *
+ * Cluster (cluster/, only when routeCids() was called): CIDs name the node, and a tls12_cid record of a CID no session
+ * here holds goes to the CidRouter, which forwards it to its node; receiveRelayed() takes such records from the others.
+ *
  * Connection ID: offered by the client → an 8-byte CID is issued (every suite: AEAD and MAC-then-encrypt), records
  * of type tls12_cid find their session by CID whatever their source, and an authentic record newer than any before
  * from another address/port moves the session there ('migrate' on the session); answers follow it. A device can
@@ -59,7 +62,7 @@ import { AddressLimits, DTLS_DEFAULTS, HandshakeSlots } from './limits.ts';
 import type { DtlsLimits } from './limits.ts';
 import { DtlsSession } from './session.ts';
 import { SessionCache } from './session-cache.ts';
-import type { SessionConfig, SessionHost } from './session.ts';
+import type { PeerRoute, Relay, SessionConfig, SessionHost } from './session.ts';
 
 export { DtlsSession };
 
@@ -103,6 +106,17 @@ export interface DtlsServerOptions {
   handshakeBurstPerAddress?: number;
   /** Receive buffer of the socket the server binds itself (a given socket is left as it is). */
   receiveBufferBytes?: number;
+}
+
+/**
+ * Routing of tls12_cid records among the nodes of a cluster (src/dtls/cluster/). Without one, CIDs are random and a
+ * record whose CID no session here holds is dropped.
+ */
+export interface CidRouter {
+  /** A new CID of SERVER_CID_LENGTH bytes that names this node. */
+  newCid(): Buffer;
+  /** A tls12_cid record (whole datagram) arrived from `from` whose CID no session of this server holds. */
+  unclaimed(cid: Buffer, datagram: Buffer, from: { address: string; port: number }): void;
 }
 
 export interface HandshakeErrorInfo {
@@ -159,10 +173,10 @@ export class DtlsServer extends EventEmitter {
   readonly #handshaking = new HandshakeSlots<DtlsSession>((s) => s.remoteAddress);
   /** One host for every session (a session passes itself): an idle session holds no closures of its own. */
   readonly #host: SessionHost = {
-    send: (s, d) => this.#send(d, s.remotePort, s.remoteAddress),
+    send: (s, d) => (s.relay ? s.relay(d, s.remoteAddress, s.remotePort) : this.#send(d, s.remotePort, s.remoteAddress)),
     allocateCid: () => {
       let cid: Buffer;
-      do cid = randomBytes(SERVER_CID_LENGTH);
+      do cid = this.#cidRouter ? this.#cidRouter.newCid() : randomBytes(SERVER_CID_LENGTH);
       while (this.#byCid.has(cid.toString('hex')));
       return cid;
     },
@@ -206,6 +220,7 @@ export class DtlsServer extends EventEmitter {
       if (s.connectionId) this.#byCid.delete(s.connectionId.toString('hex'));
     },
   };
+  #cidRouter: CidRouter | null = null;
   #closed = false;
 
   constructor(opts: DtlsServerOptions) {
@@ -290,6 +305,30 @@ export class DtlsServer extends EventEmitter {
     return this.#limits.sessions(address);
   }
 
+  /** From now on, CIDs name this node and records of CIDs held elsewhere go to `router` (a cluster node). */
+  routeCids(router: CidRouter): void {
+    this.#cidRouter = router;
+  }
+
+  /**
+   * A datagram another cluster node received from the device at `from` (tls12_cid records only): handled as if it had
+   * come to this server's socket from there, and once authentic, answers go back through `relay`. False when no
+   * session here holds its CID.
+   */
+  receiveRelayed(datagram: Buffer, from: PeerRoute & { relay: Relay }): boolean {
+    let records: DtlsRecord[];
+    try {
+      records = parseDatagram(datagram, SERVER_CID_LENGTH);
+    } catch {
+      return true; // malformed: nothing anyone else could do with it either
+    }
+    if (records.length === 0 || records[0].type !== CONTENT_TYPE_TLS12_CID) return true;
+    const session = this.#byCid.get(records[0].cid!.toString('hex'));
+    if (!session) return false;
+    session.handleRecords(records, from);
+    return true;
+  }
+
   /** Closes every session (close_notify), stops all timers and closes the socket. */
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
@@ -307,7 +346,10 @@ export class DtlsServer extends EventEmitter {
       if (records.length === 0) return;
       if (records[0].type === CONTENT_TYPE_TLS12_CID) {
         // RFC 9146: a record with our CID finds its session whatever address it comes from.
-        this.#byCid.get(records[0].cid!.toString('hex'))?.handleRecords(records, { address: rinfo.address, port: rinfo.port });
+        const cid = records[0].cid!;
+        const session = this.#byCid.get(cid.toString('hex'));
+        if (session) session.handleRecords(records, { address: rinfo.address, port: rinfo.port });
+        else this.#cidRouter?.unclaimed(cid, datagram, { address: rinfo.address, port: rinfo.port });
         return;
       }
       const key = `${rinfo.address}:${rinfo.port}`;

@@ -78,10 +78,22 @@ export interface SessionConfig {
   maxRetransmitMs: number;
 }
 
-/** What a session needs from its server: a way to send datagrams to its peer and to report its life cycle. */
+/**
+ * A way to the peer other than the server's own socket: the datagram goes back through the cluster node the peer's
+ * records arrive at (src/dtls/cluster/), which sends it to `address`:`port` from the socket they came in on.
+ */
+export type Relay = (datagram: Buffer, address: string, port: number) => void;
+
+/** Where a datagram came from, and the relay it came through when another cluster node received it. */
+export interface PeerRoute {
+  address: string;
+  port: number;
+  relay?: Relay;
+}
+
 /** What a session needs from its server; one host serves every session, so each call names the session. */
 export interface SessionHost {
-  /** Sends to the session's current remoteAddress/remotePort. */
+  /** Sends to the session's current remoteAddress/remotePort (through its relay when it has one). */
   send(session: DtlsSession, datagram: Buffer): void;
   established(session: DtlsSession): void;
   handshakeFailed(session: DtlsSession, err: Error): void;
@@ -132,6 +144,8 @@ export class DtlsSession extends EventEmitter {
   /** Where the peer is now; changes only through Connection ID migration (see 'migrate'). */
   remoteAddress: string;
   remotePort: number;
+  /** How answers reach the peer: the server's socket (undefined), or the relay its newest authentic record came through. */
+  relay: Relay | undefined = undefined;
   /** The CID this server issued for the session (the client puts it in its records), if one was negotiated. */
   readonly connectionId: Buffer | undefined;
   /** The CID the client asked the server to put in its records (may be empty), if one was negotiated. */
@@ -334,7 +348,7 @@ export class DtlsSession extends EventEmitter {
    * Handles the records of one datagram from the peer (called by the server). Never throws. `from` is where the
    * datagram came from when it was routed here by its connection id rather than by address.
    */
-  handleRecords(records: DtlsRecord[], from?: { address: string; port: number }): void {
+  handleRecords(records: DtlsRecord[], from?: PeerRoute): void {
     let retransmit = false;
     for (const r of records) {
       if (this.#state === 'closed') return;
@@ -358,9 +372,13 @@ export class DtlsSession extends EventEmitter {
    * RFC 9146 §6: an authentic tls12_cid record, newer than any before it, from another address/port moves the
    * session there. Only an established session moves (the handshake finishes where it started).
    */
-  #maybeMigrate(from: { address: string; port: number }): void {
-    if (this.#state !== 'established' || (from.address === this.remoteAddress && from.port === this.remotePort)) return;
-    if (!this.#host.migrate(this, from)) return;
+  #maybeMigrate(from: PeerRoute): void {
+    if (this.#state !== 'established') return;
+    const moved = from.address !== this.remoteAddress || from.port !== this.remotePort;
+    if (moved && !this.#host.migrate(this, from)) return;
+    // answers go back the way the newest authentic record came: directly, or through the cluster node that relayed it
+    this.relay = from.relay;
+    if (!moved) return;
     const old = { address: this.remoteAddress, port: this.remotePort };
     this.remoteAddress = from.address;
     this.remotePort = from.port;
@@ -368,7 +386,7 @@ export class DtlsSession extends EventEmitter {
   }
 
   /** Returns true when the record shows the peer retransmitting its previous flight. */
-  #onRecord(r: DtlsRecord, from: { address: string; port: number } | undefined): boolean {
+  #onRecord(r: DtlsRecord, from: PeerRoute | undefined): boolean {
     const data = this.#records.open(r);
     if (data === 'bad_mac') {
       // Dropped silently (RFC 6347 §4.1.2.7): anyone who knows the address can send a record that fails. A client

@@ -27,6 +27,7 @@ import type { CertificateView } from '../sandbox/types.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from './firmware.ts';
 import { gaugeFrom, metrics } from '../app/metrics.ts';
+import { joinDtlsCluster } from './coap-cluster.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 
 export interface CoapDeviceListener {
@@ -223,6 +224,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
   gaugeFrom('gridgate_dtls_sessions', 'Established DTLS sessions', [], () => [[{}, dtls.sessionCount]]);
   gaugeFrom('gridgate_dtls_handshakes_in_progress', 'DTLS handshakes in progress (past the cookie exchange)', [], () => [[{}, dtls.handshakeCount]]);
   await listening(dtls.socket);
+  const cluster = await joinDtlsCluster(ctx, dtls);
 
   let udp: dgram.Socket | null = null;
   let plain: CoapUdpServer | null = null;
@@ -269,6 +271,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       for (const e of endpoints) e.close();
       plain?.close();
+      await cluster?.close(); // the other nodes stop forwarding here before the sessions go
       await dtls.close();
       if (udp) await new Promise<void>((resolve) => udp!.close(() => resolve()));
     },

@@ -10,11 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { TEST_SECRET, testConfig } from '../helpers.ts';
+import { exited, killPrivateRedis, startRedis } from '../support/private-redis.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const children: ChildProcess[] = [];
 afterAll(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  killPrivateRedis();
 });
 
 async function freePort(): Promise<number> {
@@ -23,28 +25,6 @@ async function freePort(): Promise<number> {
   const { port } = srv.address() as net.AddressInfo;
   await new Promise((resolve) => srv.close(resolve));
   return port;
-}
-
-/** A private redis-server on `port` (no persistence), once it accepts connections. */
-async function startRedis(port: number, dir: string): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]);
-  children.push(child);
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('Ready to accept connections')) resolve();
-    });
-    child.on('exit', (code) => reject(new Error(`redis-server exited (${code}): ${out}`)));
-  });
-  return child;
-}
-
-function exited(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
-  });
 }
 
 interface LogLine { level: number; msg: string; [key: string]: unknown }

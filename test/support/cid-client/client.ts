@@ -79,7 +79,7 @@ export class CidClient {
   /** Application data received, with the local port it arrived on. */
   readonly received: Array<{ data: Buffer; localPort: number }> = [];
 
-  readonly #port: number;
+  #port: number;
   readonly #o: CidClientOptions;
   readonly #inbox: Rec[] = [];
   #keys!: Keys;
@@ -244,6 +244,12 @@ export class CidClient {
     const old = this.socket;
     await this.#bind();
     old.close();
+  }
+
+  /** Moves to a new UDP source port and sends to `port` from now on (another node of a cluster, as a balancer would). */
+  async moveTo(port: number): Promise<void> {
+    await this.rebind();
+    this.#port = port;
   }
 
   async waitForData(pred: (s: string) => boolean, ms = 3000): Promise<{ data: Buffer; localPort: number }> {
