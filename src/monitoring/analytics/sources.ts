@@ -7,6 +7,8 @@
 // `<table>.<fields|deviceFields>.<key>` (`pin.fields.id`). Adding a source is one entry in SOURCES, with its
 // table in TABLES.
 
+import { missedReports } from '../issues/connectivity-check.ts';
+
 /** What a field holds; decides which comparisons and aggregations apply and how values are parsed. */
 export type FieldType = 'string' | 'number' | 'integer' | 'boolean' | 'timestamp' | 'json';
 
@@ -44,8 +46,11 @@ const edgeLevel = f(`(SELECT coalesce(max(oi.level), 0) FROM pin ep JOIN issue o
  * A measurement's value, significand x 10^orderOfMagnitude, in double precision: a negative magnitude
  * divides by the exact power of ten, so 1234 x 10^-3 is the double nearest 1.234.
  */
-const MEASUREMENT_VALUE = `CASE WHEN m.order_of_magnitude >= 0 THEN m.significand * 10::float8 ^ m.order_of_magnitude
-  ELSE m.significand / 10::float8 ^ (-m.order_of_magnitude) END`;
+const value = (significand: string, orderOfMagnitude: string) => `CASE WHEN ${orderOfMagnitude} >= 0 THEN ${significand} * 10::float8 ^ ${orderOfMagnitude}
+  ELSE ${significand} / 10::float8 ^ (-${orderOfMagnitude}) END`;
+const MEASUREMENT_VALUE = value('m.significand', 'm.order_of_magnitude');
+/** A threshold stored as a value pair (jsonb `{orderOfMagnitude, significand}`, null when not set) as a number. */
+const pairValue = (column: string) => f(value(`(${column}->>'significand')::float8`, `(${column}->>'orderOfMagnitude')::int`), 'number');
 
 export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
   measurement: {
@@ -103,8 +108,10 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
     alias: 'q',
     fields: {
       hashId: hashId('q'), name: f('q.name_text', 'string'), color: f('q.color', 'string'), unit: f('q.unit', 'string'),
-      // thresholds are stored as value pairs; analytics does not unfold them
-      defaultCriticallyLowThresholdValue: null, defaultLowThresholdValue: null, defaultHighThresholdValue: null, defaultCriticallyHighThresholdValue: null,
+      defaultCriticallyLowThresholdValue: pairValue('q.default_critically_low_threshold'),
+      defaultLowThresholdValue: pairValue('q.default_low_threshold'),
+      defaultHighThresholdValue: pairValue('q.default_high_threshold'),
+      defaultCriticallyHighThresholdValue: pairValue('q.default_critically_high_threshold'),
       createdAt: at('q.created_at'), updatedAt: at('q.updated_at'), deletedAt: at('q.deleted_at'),
     },
   },
@@ -112,8 +119,7 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
     alias: 'd',
     fields: {
       hashId: hashId('d'), fields: f('d.fields', 'json'), nextReportBefore: at('d.next_report_before'), lastOnlineAt: at('d.last_online_at'),
-      // missed reports are not counted by this service
-      missedReports: null,
+      missedReports: f(missedReports('d'), 'integer'),
       createdAt: at('d.created_at'), updatedAt: at('d.updated_at'), deletedAt: never,
     },
     formFields: { fields: 'd.fields' },
