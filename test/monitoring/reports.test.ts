@@ -69,6 +69,12 @@ describe('report types', () => {
     expect(updated.reportType.fieldConfigurations.pin.map((c) => c.key)).toEqual(['note']);
     expect(updated.quantities.map((q) => q.hashId)).toEqual([existing, p.quantityHashId]);
 
+    // the quantity knows the forms that offer it, and quantity find narrows to a form's quantities
+    const quantity = ok(await p.c.request<{ reportTypes: { hashId: string }[] }>('GET', `/quantity/${existing}`));
+    expect(quantity.reportTypes.map((t) => t.hashId)).toEqual([p.reportTypeHashId]);
+    ok(await p.c.request('POST', '/quantity/', { name: 'Not in the form' }));
+    const own = ok(await p.c.request<{ rows: { quantity: { hashId: string } }[] }>('GET', `/quantity/quantities?environmentReportTypeHashIds[0]=${p.reportTypeHashId}`));
+    expect(own.rows.map((r) => r.quantity.hashId).sort()).toEqual([existing, p.quantityHashId].sort());
     const found = ok(await p.c.request<{ rows: { reportType: { hashId: string; type: string } }[] }>('GET', '/report-type/?type=human&sortBy=name'));
     expect(found.rows.map((r) => r.reportType.hashId)).toEqual([p.reportTypeHashId]);
     expect(ok(await p.c.request<{ rows: unknown[] }>('GET', '/report-type/?type=device')).rows).toEqual([]);

@@ -79,6 +79,14 @@ export async function quantitiesOfReportType(db: Queryable, reportTypeId: number
   return rows.map(toQuantity);
 }
 
+/** The environment's manual report types whose form offers quantity `quantityHashId` (quantity get's reportTypes). */
+export async function reportTypesOfQuantity(db: Queryable, environmentId: number, quantityHashId: string): Promise<EnvironmentReportType[]> {
+  const { rows } = await db.query(
+    `SELECT ${REPORT_TYPE_SELECT} FROM report_type rt JOIN report_type_quantity x ON x.report_type_id = rt.id JOIN quantity q ON q.id = x.quantity_id
+      WHERE rt.environment_id = $1 AND rt.deleted_at IS NULL AND q.hash_id = $2 ORDER BY rt.id`, [environmentId, quantityHashId]);
+  return rows.map(toEnvironmentReportType);
+}
+
 export async function getReportType(db: Queryable, environmentId: number, hashId: string) {
   const { id, reportType } = await loadReportType(db, environmentId, hashId);
   return { reportType, quantities: await quantitiesOfReportType(db, id) };
