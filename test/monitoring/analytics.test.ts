@@ -223,6 +223,26 @@ describe('analytics results: quantity thresholds and missed reports', () => {
     expect(await rowsOf(b, outside('>', 'quantity.defaultCriticallyHighThresholdValue'))).toEqual([[21]]);
   });
 
+  it('a pin\'s own thresholds (measurementThreshold) as numbers, as a source and beside its measurements', async () => {
+    const t = await api.login('monitoring', ['READ', 'STATIC', 'THRESHOLDS', 'ENVIRONMENT_ADMIN']);
+    const quantityHashId = (await t.request<{ hashId: string }>('POST', '/quantity/', { name: 'P', unit: 'Pa' })).body.hashId;
+    const group = (await addPinGroup(t, 'thresholded')).hashId;
+    const pin = await addPin(t, group, 'p1');
+    await addPin(t, group, 'p2');
+    const set = await t.request('POST', '/measurement-threshold/thresholds', {
+      pinHashId: pin.hashId, quantityHashId, thresholds: { criticallyLow: null, low: { orderOfMagnitude: 0, significand: 2 }, high: { orderOfMagnitude: 2, significand: 15 }, criticallyHigh: null },
+    });
+    expect(set.status, JSON.stringify(set.body)).toBeLessThan(300);
+    const { rows: [q] } = await api.ctx.db.query<{ id: number }>('SELECT id FROM quantity WHERE hash_id = $1', [quantityHashId]);
+    await plant(api.ctx.db, pin.hashId, q.id, [['2025-03-01T10:00:00Z', 1], ['2025-03-01T11:00:00Z', 3], ['2025-03-01T12:00:00Z', 1600]]);
+    expect(await rowsOf(t, { source: 'measurementThreshold', columns: [{ field: 'pin.name' }, { field: 'measurementThreshold.lowValue' }, { field: 'measurementThreshold.highValue' }, { field: 'measurementThreshold.criticallyLowValue' }] }))
+      .toEqual([['p1', 2, 1500, null]]);
+    const outside = { type: 'or', restrictions: [
+      { left: 'measurement.value', comparison: '<', right: { field: 'measurementThreshold.lowValue' } },
+      { left: 'measurement.value', comparison: '>', right: { field: 'measurementThreshold.highValue' } }] };
+    expect(await rowsOf(t, { source: m, columns: [{ field: 'measurement.value' }], filter: outside, sort: [{ columnIndex: 0, descending: false }] })).toEqual([[1], [1600]]);
+  });
+
   it('device.missedReports counts the reports a claimed device missed since its nextReportBefore; another environment\'s device is not seen', async () => {
     const db = api.ctx.db;
     const supplier = await api.login('connectivity', ['ENVIRONMENT_ADMIN']);

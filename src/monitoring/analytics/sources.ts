@@ -115,6 +115,15 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
       createdAt: at('q.created_at'), updatedAt: at('q.updated_at'), deletedAt: at('q.deleted_at'),
     },
   },
+  // a pin's own thresholds for a quantity (measurement threshold set); the quantity's defaults apply where it has none
+  measurementThreshold: {
+    alias: 'mt',
+    fields: {
+      hashId: hashId('mt'),
+      criticallyLowValue: pairValue('mt.critically_low'), lowValue: pairValue('mt.low'), highValue: pairValue('mt.high'), criticallyHighValue: pairValue('mt.critically_high'),
+      createdAt: at('mt.created_at'), updatedAt: at('mt.updated_at'), deletedAt: never,
+    },
+  },
   device: {
     alias: 'd',
     fields: {
@@ -172,6 +181,7 @@ export const SOURCES: Partial<Record<typeof SDK_TABLES[number], SourceDef>> = {
       edge: { sql: 'LEFT JOIN edge e ON e.id = p.edge_id' },
       quantity: { sql: 'JOIN quantity q ON q.id = m.quantity_id' },
       report: { sql: 'JOIN condition_report r ON r.id = m.report_id' },
+      measurementThreshold: { sql: 'LEFT JOIN pin_threshold mt ON mt.pin_id = m.pin_id AND mt.quantity_id = m.quantity_id' },
       device: { sql: 'LEFT JOIN device d ON d.id = m.device_id' },
       deviceType: DEVICE_TYPE,
     },
@@ -199,6 +209,17 @@ export const SOURCES: Partial<Record<typeof SDK_TABLES[number], SourceDef>> = {
     },
   },
   edge: { from: 'edge e', table: 'edge', scope: 'e.environment_id = $1', joins: {} },
+  // the thresholds set on the environment's pins
+  measurementThreshold: {
+    from: 'pin_threshold mt',
+    table: 'measurementThreshold',
+    scope: 'mt.environment_id = $1',
+    joins: {
+      pin: { sql: 'JOIN pin p ON p.id = mt.pin_id' },
+      pinGroup: { sql: 'JOIN pin_group pg ON pg.id = p.pin_group_id', after: ['pin'] },
+      quantity: { sql: 'JOIN quantity q ON q.id = mt.quantity_id' },
+    },
+  },
   // condition reports registered on the environment's pin groups
   report: {
     from: 'condition_report r JOIN pin_group pg ON pg.id = r.pin_group_id',
