@@ -86,6 +86,38 @@ describe('report types', () => {
     expectParameterError(await p.c.request('POST', '/report/', { reportTypeHashId: p.reportTypeHashId, pinGroupHashId: p.pinGroupHashId, measurements: [] }), 'reportTypeHashId');
   });
 
+  it('find and get include the device report types of the suppliers whose devices the environment claimed; another supplier\'s are not found', async () => {
+    const p = await place();
+    const db = api.ctx.db;
+    /** A supplier with a device report type; `claimedBy`: the environment that claimed one of its devices. */
+    const supplier = async (name: string, claimedBy: string | null) => {
+      const s = await api.login('connectivity', ['ENVIRONMENT_ADMIN']);
+      const { rows: [rt] } = await db.query<{ hash_id: string }>(
+        `INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash)
+         SELECT md5(random()::text), id, to_jsonb($2::text), $2, '{"pinGroup": [], "pin": [], "measurement": []}', 'x', 'x' FROM environment WHERE hash_id = $1 RETURNING hash_id`,
+        [s.environmentHashId, name]);
+      await db.query(
+        `WITH t AS (INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, subscription_hash_id)
+                    SELECT md5(random()::text), id, '"t"', 't', '', '', md5(random()::text) FROM environment WHERE hash_id = $1 RETURNING id, environment_id)
+         INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, claimed_environment_id)
+         SELECT md5(random()::text), t.environment_id, t.id, 'd1', (SELECT id FROM environment WHERE hash_id = $2) FROM t`, [s.environmentHashId, claimedBy]);
+      return rt.hash_id;
+    };
+    const claimed = await supplier('Supplier parser', p.c.environmentHashId);
+    const other = await supplier('Not claimed', null);
+    const found = ok(await p.c.request<{ rows: { reportType: { hashId: string; type: string } }[] }>('GET', '/report-type/'));
+    expect(found.rows.map((r) => [r.reportType.hashId, r.reportType.type]).sort()).toEqual([[claimed, 'device'], [p.reportTypeHashId, 'human']].sort());
+    expect(ok(await p.c.request<{ rows: { reportType: { hashId: string } }[] }>('GET', '/report-type/?type=device')).rows.map((r) => r.reportType.hashId)).toEqual([claimed]);
+    expect(ok(await p.c.request('GET', `/report-type/${claimed}`))).toEqual({
+      reportType: { hashId: claimed, name: 'Supplier parser', type: 'device', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, deletedAt: null }, quantities: [],
+    });
+    expect((await p.c.request('GET', `/report-type/${other}`)).status).toBe(404);
+    // the supplier's type is the supplier's: not changed here, nor used for a manual report
+    expect((await p.c.request('POST', `/report-type/${claimed}`, { name: 'mine' })).status).toBe(404);
+    expect((await p.c.request('DELETE', `/report-type/${claimed}`)).status).toBe(404);
+    expectParameterError(await p.c.request('POST', '/report/', { reportTypeHashId: claimed, pinGroupHashId: p.pinGroupHashId, measurements: [] }), 'reportTypeHashId');
+  });
+
   it('limits of the SDK\'s schema and what it cannot state, each a parameter_error naming the member', async () => {
     const c = await api.login('monitoring', RIGHTS);
     const add = (body: Record<string, unknown>) => c.request('POST', '/report-type/', { name: 'x', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, quantities: [], ...body });

@@ -3,6 +3,7 @@ import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { plainConfigurations, type FieldConfiguration, type UpdatableFieldConfiguration } from '../../app/fields.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
+import { VISIBLE_REPORT_TYPE } from '../measurement-filters/store.ts';
 import { addQuantity, QUANTITY_SELECT, toQuantity, type Quantity, type QuantityInput } from '../quantities/store.ts';
 import { REPORT_TYPE_SELECT, toEnvironmentReportType, type EnvironmentReportType } from './view.ts';
 
@@ -87,18 +88,26 @@ export async function reportTypesOfQuantity(db: Queryable, environmentId: number
   return rows.map(toEnvironmentReportType);
 }
 
+/** report-type get: a manual type of the environment with its quantities, or a device report type it receives (which has none). */
 export async function getReportType(db: Queryable, environmentId: number, hashId: string) {
-  const { id, reportType } = await loadReportType(db, environmentId, hashId);
-  return { reportType, quantities: await quantitiesOfReportType(db, id) };
+  const { rows } = await db.query(`SELECT rt.id, ${REPORT_TYPE_SELECT} FROM report_type rt WHERE rt.hash_id = $2 AND ${VISIBLE_REPORT_TYPE}`, [environmentId, hashId]);
+  if (rows.length === 0) throw new NotFoundError('reportType', hashId);
+  const reportType = toEnvironmentReportType(rows[0]);
+  return { reportType, quantities: reportType.type === 'human' ? await quantitiesOfReportType(db, Number(rows[0].id)) : [] };
 }
 
 export interface ReportTypeFindQuery extends FindQuery { type?: 'human' | 'device' }
 
-/** report-type find: the environment's manual report types (the suppliers' device report types are not its to list). */
+/** report-type find: the environment's manual report types and the device report types of the suppliers whose devices it claimed. */
 export async function findReportTypes(db: Queryable, environmentId: number, query: ReportTypeFindQuery) {
+  const where = [VISIBLE_REPORT_TYPE];
+  const params: unknown[] = [environmentId];
+  if (query.type) {
+    params.push(query.type);
+    where.push(`rt.type = $${params.length}`);
+  }
   const page = await findPage(db, {
-    from: 'report_type rt', select: REPORT_TYPE_SELECT, idColumn: 'rt.id',
-    where: ['rt.environment_id = $1', 'rt.deleted_at IS NULL', 'rt.type = $2'], params: [environmentId, query.type ?? 'human'],
+    from: 'report_type rt', select: REPORT_TYPE_SELECT, idColumn: 'rt.id', where, params,
     sortable: { hashId: 'rt.hash_id', name: 'rt.name_text' }, search: ['rt.name_text', 'rt.hash_id'], updatedColumn: 'rt.updated_at',
   }, { ...query, sortBy: query.sortBy ?? 'hashId' });
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ reportType: toEnvironmentReportType(r) })) };
