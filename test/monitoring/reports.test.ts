@@ -176,6 +176,9 @@ describe('manual reports', () => {
     expect(issues[0].issue).toMatchObject({ level: 1, title: 'Temperature too high on inlet' });
     const got = ok(await p.c.request<{ observations: { measurement: { performance: number } }[] }>('GET', `/report/${hashId}`));
     expect(got.observations[0].measurement.performance).toBe(1);
+    // measurement find: 320 is above the threshold (1), 310 was entered as not to compare (-1)
+    const shown = (await measurementRows(p)).flatMap((r) => r.report!.pinObservations.map((o) => [o.measurement.significand, (o.measurement as { performance?: number }).performance]));
+    expect(shown.sort()).toEqual([[310, -1], [320, 1]]);
   });
 
   it('update changes, adds and removes measurements and the fields; delete removes the report; the rollup follows both', async () => {

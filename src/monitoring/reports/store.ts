@@ -135,3 +135,11 @@ export async function refreshRollup(db: Queryable, ...keys: string[]): Promise<v
       GROUP BY pin_id, quantity_id, hour
       ORDER BY pin_id, quantity_id, hour`, [all]);
 }
+
+/** The hashIds of the measurements of these reports that were entered as not to compare to thresholds (doNotCompareToThresholds). */
+export async function uncheckedMeasurements(db: Queryable, reportHashIds: string[]): Promise<Set<string>> {
+  if (reportHashIds.length === 0) return new Set();
+  const { rows } = await db.query<{ hash_id: string }>(
+    'SELECT unnest(unchecked_measurement_hash_ids) AS hash_id FROM manual_report WHERE report_hash_id = ANY($1::text[])', [reportHashIds]);
+  return new Set(rows.map((r) => r.hash_id));
+}
