@@ -202,7 +202,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   OUTBOUND_CA_FILE: ['unset', 'PEM file of extra CA certificates outbound requests trust'],
   LOCAL_HANDOFF: ['on', 'on or off: a worker in the same process as the gateway runs the batches that gateway queues without fetching them from Redis (each stays queued, out of other workers\' reach while it runs, until what it stored is on disk)'],
   LOCAL_HANDOFF_CLAIM_MS: ['30000', 'how long a batch taken by the worker beside its gateway stays out of other workers\' reach (renewed every third of it while it runs): after a crash of that process, its batches run elsewhere this much later'],
-  THRESHOLD_EVALUATION: ['on', 'on or off: measurements of linked devices are checked against their pins\' thresholds and open or update threshold issues (off: no threshold issue opens; for measuring the report path without it)'],
+  THRESHOLD_EVALUATION: ['on', 'on or off: measurements of linked devices and of manual reports are checked against their pins\' thresholds and open or update threshold issues (off: no threshold issue opens; for measuring the report path without it)'],
   CONNECTIVITY_CHECK_MS: ['30000', 'how often one worker (a Redis lock picks it) looks for linked devices silent past their connectivity threshold; an issue opens within the threshold plus this interval'],
 };
 

@@ -43,6 +43,8 @@ import { measurementFilterRoutes } from '../monitoring/measurement-filters/route
 import { settingsRoutes } from '../accounts/settings/routes.ts';
 import { environmentAddRoutes } from '../accounts/environments/routes.ts';
 import { importRequestRoutes } from '../monitoring/import-requests/routes.ts';
+import { environmentReportTypeRoutes } from '../monitoring/report-types/routes.ts';
+import { reportRoutes } from '../monitoring/reports/manual-routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -90,6 +92,8 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   settingsRoutes,
   environmentAddRoutes,
   importRequestRoutes,
+  environmentReportTypeRoutes,
+  reportRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -22,6 +22,11 @@ export const FieldConfiguration = Type.Object({
   regex: Type.Optional(Type.Union([Type.String({ maxLength: USER_REGEX_MAX_LENGTH, userRegex: true }), Type.Null()])),
 }, { additionalProperties: true });
 export const FieldConfigurations = Type.Array(FieldConfiguration, { maxItems: 50 });
+/** An update's configuration array: each item a configuration or the SDK's `{existingKey, fieldConfiguration}`. */
+export const UpdatableFieldConfigurations = Type.Array(Type.Union([
+  FieldConfiguration,
+  Type.Object({ existingKey: Type.Optional(Type.String()), fieldConfiguration: FieldConfiguration }, { additionalProperties: false }),
+]), { maxItems: 50 });
 export const Fields = Type.Record(Type.String(), Type.Unknown());
 const Color = Type.String({ pattern: '^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$' });
 const Colors = Type.Object(Object.fromEntries(['primary', 'secondary', 'accent', 'error', 'warning', 'info', 'success', 'neutral'].map((k) => [k, Color])), { additionalProperties: false });

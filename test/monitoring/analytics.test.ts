@@ -141,6 +141,19 @@ describe('analytics results: example queries against hand-computed answers', () 
       [['north', day('1'), 3], ['north', day('2'), 1], ['north', day('3'), 1], ['south', day('2'), 2]]],
     ['claimed devices (source device): none', { source: 'device', columns: [{ type: 'count' }] }, [[0]]],
     ['quantity of measurements', { source: m, columns: [{ field: 'quantity.name' }, { type: 'count' }] }, [['V', 7]]],
+    ['a calculation of a field, aggregated per pin', { source: m, columns: [{ field: 'pin.fields.id' }, { type: 'max', field: { expression: '(measurement.value - 1) * 2' } }] },
+      [['n1', 58], ['n2', 12], ['s1', 3]]],
+    ['a calculation with functions, a remainder and a time in seconds', {
+      source: m, columns: [{ field: { expression: 'round(sqrt(measurement.value * 10)) + 7 % 4' } }, { field: { expression: '[measurement.generatedAt] - 1735689600' } }],
+      filter: { type: 'and', restrictions: [{ left: 'pin.fields.id', comparison: '=', right: { value: 'n1' } }] }, sort: [{ columnIndex: 0, descending: false }],
+    }, [[13, 36000], [17, 54000], [20, 118800]]],
+    ['a calculation without a value is null: division by zero, the root of a negative', {
+      source: m, columns: [{ type: 'any', field: { expression: 'measurement.value / (measurement.value - measurement.value)' } }, { type: 'any', field: { expression: 'sqrt(-measurement.value)' } }],
+    }, [[null, null]]],
+    ['a filter on a calculation', {
+      source: m, columns: [{ type: 'count' }],
+      filter: { type: 'and', restrictions: [{ left: { expression: '-measurement.value * 10' }, comparison: '<=', right: { value: -100 } }] },
+    }, [[3]]],
     ['any, with a number hint on a text form field', { source: 'pin', columns: [{ type: 'any', field: 'pin.fields.id' }, { type: 'max', field: 'pin.fields.id', dataTypeHint: 'number' }] }, [['n1', null]]],
   ];
   it.each(examples)('%s', async (_name, query, expected) => {
@@ -191,6 +204,65 @@ describe('analytics results: example queries against hand-computed answers', () 
   });
 });
 
+describe('analytics results: quantity thresholds and missed reports', () => {
+  it('a quantity\'s default thresholds are numbers: measurements below their quantity\'s low threshold', async () => {
+    const db = api.ctx.db;
+    const { rows: [q] } = await db.query<{ id: number }>(
+      `INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude, default_low_threshold, default_critically_high_threshold)
+       SELECT md5(random()::text), id, '"T"', 'T', '#000000', 'K', 0, '{"orderOfMagnitude": -1, "significand": 65}', '{"orderOfMagnitude": 1, "significand": 2}'
+         FROM environment WHERE hash_id = $1 RETURNING id`, [b.environmentHashId]);
+    const other = (await addPinGroup(b, 'thresholds')).hashId;
+    await plant(db, (await addPin(b, other, 't1')).hashId, q.id, [['2025-02-01T10:00:00Z', 6], ['2025-02-01T11:00:00Z', 7], ['2025-02-01T12:00:00Z', 21]]);
+    const byQuantity = { type: 'and', restrictions: [{ left: 'quantity.name', comparison: '=', right: { value: 'T' } }] };
+    expect(await rowsOf(b, {
+      source: m, columns: [{ type: 'any', field: 'quantity.defaultLowThresholdValue' }, { type: 'any', field: 'quantity.defaultHighThresholdValue' }, { type: 'any', field: 'quantity.defaultCriticallyHighThresholdValue' }],
+      filter: byQuantity,
+    })).toEqual([[6.5, null, 20]]);
+    const outside = (comparison: string, field: string) => ({ source: m, columns: [{ field: 'measurement.value' }], filter: { type: 'and', restrictions: [byQuantity.restrictions[0], { left: 'measurement.value', comparison, right: { field } }] } });
+    expect(await rowsOf(b, outside('<', 'quantity.defaultLowThresholdValue'))).toEqual([[6]]);
+    expect(await rowsOf(b, outside('>', 'quantity.defaultCriticallyHighThresholdValue'))).toEqual([[21]]);
+  });
+
+  it('a pin\'s own thresholds (measurementThreshold) as numbers, as a source and beside its measurements', async () => {
+    const t = await api.login('monitoring', ['READ', 'STATIC', 'THRESHOLDS', 'ENVIRONMENT_ADMIN']);
+    const quantityHashId = (await t.request<{ hashId: string }>('POST', '/quantity/', { name: 'P', unit: 'Pa' })).body.hashId;
+    const group = (await addPinGroup(t, 'thresholded')).hashId;
+    const pin = await addPin(t, group, 'p1');
+    await addPin(t, group, 'p2');
+    const set = await t.request('POST', '/measurement-threshold/thresholds', {
+      pinHashId: pin.hashId, quantityHashId, thresholds: { criticallyLow: null, low: { orderOfMagnitude: 0, significand: 2 }, high: { orderOfMagnitude: 2, significand: 15 }, criticallyHigh: null },
+    });
+    expect(set.status, JSON.stringify(set.body)).toBeLessThan(300);
+    const { rows: [q] } = await api.ctx.db.query<{ id: number }>('SELECT id FROM quantity WHERE hash_id = $1', [quantityHashId]);
+    await plant(api.ctx.db, pin.hashId, q.id, [['2025-03-01T10:00:00Z', 1], ['2025-03-01T11:00:00Z', 3], ['2025-03-01T12:00:00Z', 1600]]);
+    expect(await rowsOf(t, { source: 'measurementThreshold', columns: [{ field: 'pin.name' }, { field: 'measurementThreshold.lowValue' }, { field: 'measurementThreshold.highValue' }, { field: 'measurementThreshold.criticallyLowValue' }] }))
+      .toEqual([['p1', 2, 1500, null]]);
+    const outside = { type: 'or', restrictions: [
+      { left: 'measurement.value', comparison: '<', right: { field: 'measurementThreshold.lowValue' } },
+      { left: 'measurement.value', comparison: '>', right: { field: 'measurementThreshold.highValue' } }] };
+    expect(await rowsOf(t, { source: m, columns: [{ field: 'measurement.value' }], filter: outside, sort: [{ columnIndex: 0, descending: false }] })).toEqual([[1], [1600]]);
+  });
+
+  it('device.missedReports counts the reports a claimed device missed since its nextReportBefore; another environment\'s device is not seen', async () => {
+    const db = api.ctx.db;
+    const supplier = await api.login('connectivity', ['ENVIRONMENT_ADMIN']);
+    const { rows: [t] } = await db.query<{ id: number }>(
+      `INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, subscription_hash_id)
+       SELECT md5(random()::text), id, '"t"', 't', '', '', md5(random()::text) FROM environment WHERE hash_id = $1 RETURNING id`, [supplier.environmentHashId]);
+    // reported an hour before its nextReportBefore, which passed 2.5 hours ago: 1 + 2 hour-long gaps missed
+    const device = (identifier: string, env: string, lastOnline: string, nextBefore: string | null) => db.query(
+      `INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, last_online_at, next_report_before, claimed_environment_id)
+       SELECT md5(random()::text), s.id, $2, $3, now() - $4::interval, now() - $5::interval, c.id FROM environment s, environment c WHERE s.hash_id = $1 AND c.hash_id = $6`,
+      [supplier.environmentHashId, t.id, identifier, lastOnline, nextBefore, env]);
+    await device('late', a.environmentHashId, '3.5 hours', '2.5 hours');
+    await device('on time', a.environmentHashId, '10 minutes', '-50 minutes');
+    await device('never reported', a.environmentHashId, '0', null);
+    await device('in b', b.environmentHashId, '100 hours', '99 hours');
+    expect(await rowsOf(a, { source: 'device', columns: [{ field: 'device.missedReports' }, { type: 'count' }], sort: [{ columnIndex: 0, descending: false }] }))
+      .toEqual([[0, 2], [3, 1]]);
+  });
+});
+
 describe('analytics results: the issue source, and objects\' level from their open issues', () => {
   it('counts issues per level and pin group, open ones only by closedAt; B\'s issue never in A\'s answer', async () => {
     const ia = await api.login('monitoring', ['READ', 'STATIC', 'ISSUES']);
@@ -225,10 +297,17 @@ describe('analytics results: what the SDK allows but this service does not answe
   const cases: [string, Query, string][] = [
     ['an SDK table without a source here', { source: 'performanceMonth', columns: [{ type: 'count' }] }, 'source performanceMonth'],
     ['a name that is no analytics table', { source: 'pinGroups', columns: [{ type: 'count' }] }, 'source'],
-    ['a field of an SDK table not kept', { source: m, columns: [{ field: 'quantity.defaultLowThresholdValue' }] }, 'columns[0].field'],
+    ['a field of an SDK table not kept', { source: 'pinGroup', columns: [{ field: 'performanceMonth.hashId' }] }, 'columns[0].field'],
     ['a table out of reach of the source', { source: 'edge', columns: [{ field: 'measurement.value' }] }, 'columns[0].field'],
     ['an unknown field', { source: m, columns: [{ field: 'measurement.nope' }] }, 'columns[0].field'],
-    ['a calculation', { source: m, columns: [{ field: { expression: 'value * 2' } }] }, 'columns[0].field'],
+    ['a calculation naming no field', { source: m, columns: [{ field: { expression: 'value * 2' } }] }, 'columns[0].field.expression'],
+    ['a calculation of a text', { source: m, columns: [{ field: { expression: 'pin.hashId * 2' } }] }, 'columns[0].field.expression'],
+    ['a calculation with an unknown function', { source: m, columns: [{ field: { expression: 'pg_sleep(10)' } }] }, 'columns[0].field.expression'],
+    ['a calculation with SQL in it', { source: m, columns: [{ field: { expression: 'measurement.value; DROP TABLE pin' } }] }, 'columns[0].field.expression'],
+    ['a calculation missing a parenthesis', { source: m, columns: [{ field: { expression: '(measurement.value * 2' } }] }, 'columns[0].field.expression'],
+    ['a calculation nested too deep', { source: m, columns: [{ field: { expression: `${'('.repeat(21)}1${')'.repeat(21)}` } }] }, 'columns[0].field.expression'],
+    ['a calculation of too many operands', { source: m, columns: [{ field: { expression: Array.from({ length: 101 }, () => '1').join('+') } }] }, 'columns[0].field.expression'],
+    ['a calculation in a filter naming another table\'s unknown field', { source: m, columns: [{ type: 'count' }], filter: { type: 'and', restrictions: [{ left: { expression: 'pin.nope + 1' }, comparison: 'isNull' }] } }, 'filter.restrictions[0].left.expression'],
     ['mean of a text', { source: m, columns: [{ type: 'mean', field: 'pin.hashId' }] }, 'columns[0].field'],
     ['time group of a text', { source: m, columns: [{ type: 'timeGroup', field: 'pin.hashId', granularity: 'day' }] }, 'columns[0].field'],
     ['an unknown granularity', { source: m, columns: [{ type: 'timeGroup', field: 'measurement.generatedAt', granularity: 'fortnight' }] }, 'columns[0].granularity'],

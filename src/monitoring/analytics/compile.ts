@@ -3,6 +3,7 @@
 // comparisons and named ranges are looked up in allow-lists (own members only, never `__proto__`);
 // every value, form-field key, limit and offset travels as a typed parameter. Whatever is not on a list
 // is a parameter_error naming the member (`columns[2].field`, `filter.restrictions[0].comparison`).
+// A calculation (`{ expression }` in place of a field) is compiled by expression.ts under the same rule.
 //
 // Shape of the statement:
 //   SELECT c0..cn FROM (
@@ -18,6 +19,7 @@ import {
   AGGREGATIONS, COMPARISONS, DATA_TYPE_HINTS, GRANULARITIES, QUERY_LIMITS,
   type AnalyticsQuery, type Column, type Condition, type Constraint, type Field,
 } from './query.ts';
+import { compileExpression } from './expression.ts';
 import { SDK_TABLES, SOURCES, TABLES, type FieldType, type SourceDef, type TableKey } from './sources.ts';
 
 export interface CompiledQuery { sql: string; params: unknown[]; columns: number }
@@ -90,7 +92,8 @@ class Compiler {
   /** `<table>.<field>` or `<table>.<fields|deviceFields>.<key>` → its SQL, from the registry only. */
   field(field: Field | undefined, name: string, dataTypeHint?: string): Expr {
     if (field !== null && typeof field === 'object') {
-      throw new ParameterError(`${name}: calculations ({expression}) are not supported by this service; name a field such as pinGroup.hashId`);
+      const member = `${name}.expression`;
+      return { sql: compileExpression(field.expression, member, (f, hint) => this.field(f, member, hint), (v, cast) => this.param(v, cast)), type: 'number' };
     }
     if (typeof field !== 'string' || field === '') throw new ParameterError(`${name} is required: a field such as pinGroup.hashId`);
     const dot = field.indexOf('.');

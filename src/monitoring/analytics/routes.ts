@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import type { FindQuery as FindQueryType } from '../../app/find.ts';
 import { FindQuery, HashIdParams } from '../../http/schemas.ts';
+import { EXPRESSION_FUNCTIONS } from './expression.ts';
 import { NAMED_RANGE_NAMES } from './compile.ts';
 import { QUERY_LIMITS, type AnalyticsQuery as Query } from './query.ts';
 import { AnalyticsQuery, Cards, Layout, PanelTitle } from './schemas.ts';
@@ -21,7 +22,10 @@ const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 const RESULTS_DESCRIPTION = [
   'Rows of an analytics query over this environment\'s data; each row is an array of cell values, one per column.',
   `Sources: ${Object.keys(SOURCES).join(', ')}. Fields are <table>.<field> (e.g. pinGroup.hashId, measurement.value), form fields <table>.fields.<key>;`,
-  `tables: ${Object.keys(TABLES).join(', ')}. The SDK's other tables and calculations ({expression}) are refused with a parameter_error naming the member.`,
+  `tables: ${Object.keys(TABLES).join(', ')}. The SDK's other tables are refused with a parameter_error naming the member.`,
+  'A field may be a calculation, {expression}: numbers and number or time fields (times as seconds since 1970) with + - * / % and parentheses,',
+  `and the functions ${EXPRESSION_FUNCTIONS.join(', ')}; a form field used in it is read as a number ([pin.fields.a key] when its key holds other characters);`,
+  'what has no value (division by zero) is null.',
   'Aggregations: count, share (with a condition: percentage of the group\'s rows meeting it; without: the group\'s percentage of all rows), sum, mean, min, max,',
   'any (the smallest value; for booleans whether any is true). Columns that are not aggregated group the rows when any column is aggregated.',
   'Time groups (UTC): hour, day, week (ISO, from Monday), month, year truncate to a timestamp; hourOfTheDay 0-23, dayOfTheWeek 1 (Monday) - 7, monthOfTheYear 1-12.',

@@ -7,6 +7,8 @@
 // `<table>.<fields|deviceFields>.<key>` (`pin.fields.id`). Adding a source is one entry in SOURCES, with its
 // table in TABLES.
 
+import { missedReports } from '../issues/connectivity-check.ts';
+
 /** What a field holds; decides which comparisons and aggregations apply and how values are parsed. */
 export type FieldType = 'string' | 'number' | 'integer' | 'boolean' | 'timestamp' | 'json';
 
@@ -44,8 +46,11 @@ const edgeLevel = f(`(SELECT coalesce(max(oi.level), 0) FROM pin ep JOIN issue o
  * A measurement's value, significand x 10^orderOfMagnitude, in double precision: a negative magnitude
  * divides by the exact power of ten, so 1234 x 10^-3 is the double nearest 1.234.
  */
-const MEASUREMENT_VALUE = `CASE WHEN m.order_of_magnitude >= 0 THEN m.significand * 10::float8 ^ m.order_of_magnitude
-  ELSE m.significand / 10::float8 ^ (-m.order_of_magnitude) END`;
+const value = (significand: string, orderOfMagnitude: string) => `CASE WHEN ${orderOfMagnitude} >= 0 THEN ${significand} * 10::float8 ^ ${orderOfMagnitude}
+  ELSE ${significand} / 10::float8 ^ (-${orderOfMagnitude}) END`;
+const MEASUREMENT_VALUE = value('m.significand', 'm.order_of_magnitude');
+/** A threshold stored as a value pair (jsonb `{orderOfMagnitude, significand}`, null when not set) as a number. */
+const pairValue = (column: string) => f(value(`(${column}->>'significand')::float8`, `(${column}->>'orderOfMagnitude')::int`), 'number');
 
 export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
   measurement: {
@@ -103,17 +108,27 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
     alias: 'q',
     fields: {
       hashId: hashId('q'), name: f('q.name_text', 'string'), color: f('q.color', 'string'), unit: f('q.unit', 'string'),
-      // thresholds are stored as value pairs; analytics does not unfold them
-      defaultCriticallyLowThresholdValue: null, defaultLowThresholdValue: null, defaultHighThresholdValue: null, defaultCriticallyHighThresholdValue: null,
+      defaultCriticallyLowThresholdValue: pairValue('q.default_critically_low_threshold'),
+      defaultLowThresholdValue: pairValue('q.default_low_threshold'),
+      defaultHighThresholdValue: pairValue('q.default_high_threshold'),
+      defaultCriticallyHighThresholdValue: pairValue('q.default_critically_high_threshold'),
       createdAt: at('q.created_at'), updatedAt: at('q.updated_at'), deletedAt: at('q.deleted_at'),
+    },
+  },
+  // a pin's own thresholds for a quantity (measurement threshold set); the quantity's defaults apply where it has none
+  measurementThreshold: {
+    alias: 'mt',
+    fields: {
+      hashId: hashId('mt'),
+      criticallyLowValue: pairValue('mt.critically_low'), lowValue: pairValue('mt.low'), highValue: pairValue('mt.high'), criticallyHighValue: pairValue('mt.critically_high'),
+      createdAt: at('mt.created_at'), updatedAt: at('mt.updated_at'), deletedAt: never,
     },
   },
   device: {
     alias: 'd',
     fields: {
       hashId: hashId('d'), fields: f('d.fields', 'json'), nextReportBefore: at('d.next_report_before'), lastOnlineAt: at('d.last_online_at'),
-      // missed reports are not counted by this service
-      missedReports: null,
+      missedReports: f(missedReports('d'), 'integer'),
       createdAt: at('d.created_at'), updatedAt: at('d.updated_at'), deletedAt: never,
     },
     formFields: { fields: 'd.fields' },
@@ -166,6 +181,7 @@ export const SOURCES: Partial<Record<typeof SDK_TABLES[number], SourceDef>> = {
       edge: { sql: 'LEFT JOIN edge e ON e.id = p.edge_id' },
       quantity: { sql: 'JOIN quantity q ON q.id = m.quantity_id' },
       report: { sql: 'JOIN condition_report r ON r.id = m.report_id' },
+      measurementThreshold: { sql: 'LEFT JOIN pin_threshold mt ON mt.pin_id = m.pin_id AND mt.quantity_id = m.quantity_id' },
       device: { sql: 'LEFT JOIN device d ON d.id = m.device_id' },
       deviceType: DEVICE_TYPE,
     },
@@ -193,6 +209,17 @@ export const SOURCES: Partial<Record<typeof SDK_TABLES[number], SourceDef>> = {
     },
   },
   edge: { from: 'edge e', table: 'edge', scope: 'e.environment_id = $1', joins: {} },
+  // the thresholds set on the environment's pins
+  measurementThreshold: {
+    from: 'pin_threshold mt',
+    table: 'measurementThreshold',
+    scope: 'mt.environment_id = $1',
+    joins: {
+      pin: { sql: 'JOIN pin p ON p.id = mt.pin_id' },
+      pinGroup: { sql: 'JOIN pin_group pg ON pg.id = p.pin_group_id', after: ['pin'] },
+      quantity: { sql: 'JOIN quantity q ON q.id = mt.quantity_id' },
+    },
+  },
   // condition reports registered on the environment's pin groups
   report: {
     from: 'condition_report r JOIN pin_group pg ON pg.id = r.pin_group_id',

@@ -10,13 +10,18 @@ const LOCK_KEY = 'gridgate:connectivity-check';
 // under no threshold at all crosses level 1 once its own nextReportBefore passed without contact.
 // Crossing opens (or raises) the device's 'missing' issue on its pin group; back to normal closes
 // it when the environment allows it (allowAutoCloseConnectivityIssues), else it is left to a user.
+/**
+ * How many reports device `d` (the alias) missed: none before its nextReportBefore or once it reported after it; else
+ * one, plus one per gap (from its last contact to nextReportBefore) that has passed since. Analytics' device.missedReports.
+ */
+export const missedReports = (d: string) => `(CASE WHEN ${d}.next_report_before IS NULL OR ${d}.next_report_before > now() OR ${d}.last_online_at >= ${d}.next_report_before THEN 0
+    WHEN ${d}.last_online_at IS NULL THEN 1
+    ELSE 1 + floor(extract(epoch FROM now() - ${d}.next_report_before) / extract(epoch FROM ${d}.next_report_before - ${d}.last_online_at))::int END)`;
+
 const CHECK = `WITH state AS (
     SELECT l.environment_id, l.pin_group_id, d.id AS device_id, d.hash_id AS device_hash_id, d.device_type_id, e.settings,
            GREATEST(d.last_online_at, l.created_at) AS seen_at,
-           CASE WHEN d.next_report_before IS NULL OR d.next_report_before > now() OR d.last_online_at >= d.next_report_before THEN 0
-                WHEN d.last_online_at IS NULL THEN 1
-                ELSE 1 + floor(extract(epoch FROM now() - d.next_report_before) / extract(epoch FROM d.next_report_before - d.last_online_at))::int
-           END AS missed
+           ${missedReports('d')} AS missed
       FROM device_link l JOIN device d ON d.id = l.device_id JOIN environment e ON e.id = l.environment_id AND e.deleted_at IS NULL
   ), judged AS (
     SELECT s.*, GREATEST(coalesce(x.level, 0), CASE WHEN x.applicable = 0 AND s.missed > 0 THEN 1 ELSE 0 END) AS level

@@ -26,7 +26,7 @@ export interface MeasurementFilterInput {
  * The report types an environment may filter on: its own, and those of the suppliers whose devices it
  * claimed (their reports carry the supplier's report types onto its pin groups), as VISIBLE_QUANTITY.
  */
-const VISIBLE_REPORT_TYPE = `rt.deleted_at IS NULL AND (rt.environment_id = $1
+export const VISIBLE_REPORT_TYPE = `rt.deleted_at IS NULL AND (rt.environment_id = $1
   OR EXISTS (SELECT 1 FROM device d WHERE d.environment_id = rt.environment_id AND d.claimed_environment_id = $1))`;
 
 const LOOKUPS = {

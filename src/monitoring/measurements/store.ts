@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { namedStatement, type NamedStatement, type Queryable } from '../../app/db.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { performanceOf } from '../thresholds/limits.ts';
+import { uncheckedMeasurements } from '../reports/store.ts';
 import { pinThresholdsOf } from '../thresholds/store.ts';
 
 export interface MeasurementFindQuery {
@@ -265,9 +266,11 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
     rows = await run((p) => reportRows(p, rowsPerPage + 1));
   }
   const pairs = rows.flatMap((r) => ((r.observations as Observation[] | null) ?? []).map((o) => ({ pinId: Number(r.pin_id), quantityId: o.quantityId })));
-  const [quantities, thresholds] = await Promise.all([
+  const reportHashIds = [...new Set(rows.flatMap((r) => (r.report_hash_id === null ? [] : [r.report_hash_id as string])))];
+  const [quantities, thresholds, unchecked] = await Promise.all([
     quantityHashIdsOf(db, new Set(pairs.map((x) => x.quantityId))),
     pinThresholdsOf(db, environmentId, pairs),
+    uncheckedMeasurements(db, reportHashIds),
   ]);
   let nextPageOffset: string | null = null;
   if (rows.length > rowsPerPage) {
@@ -288,8 +291,8 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
         pinObservations: (r.observations as Observation[]).map(({ quantityId, ...m }) => ({
           measurement: {
             ...m, reportHashId: r.report_hash_id as string, pinHashId: r.p_hash_id as string,
-            // against the pin's own threshold for the quantity, else the quantity's defaults
-            performance: performanceOf(thresholds.get(`${Number(r.pin_id)}:${quantityId}`), m),
+            // against the pin's own threshold for the quantity, else the quantity's defaults; -1: entered as not to compare
+            performance: unchecked.has(m.hashId) ? -1 : performanceOf(thresholds.get(`${Number(r.pin_id)}:${quantityId}`), m),
           },
           quantityHashId: quantities.get(quantityId) ?? '',
         })),

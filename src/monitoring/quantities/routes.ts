@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { crudRoutes } from '../../http/crud.ts';
 import { FindQuery, HashId, StringOrTranslations, ValuePair } from '../../http/schemas.ts';
+import { reportTypesOfQuantity } from '../report-types/store.ts';
 import { mergeQuantity } from './merge.ts';
 import { addQuantity, deleteQuantity, findQuantities, getQuantity, updateQuantity } from './store.ts';
 
@@ -25,8 +26,8 @@ const QuantityBody = Type.Object({
 const QuantityQuery = Type.Composite([FindQuery, Type.Object({
   includeDeleted: Type.Optional(Type.Boolean()),
   excludeHashIds: Type.Optional(Type.Array(HashId, { maxItems: 1000 })),
-  // the SDK's filters for monitoring report types and device quantities: no such links exist in this deployment yet
   environmentReportTypeHashIds: Type.Optional(Type.Array(HashId, { maxItems: 1000 })),
+  // the SDK's filter for device quantities: no such links exist in this deployment yet
   deviceQuantityMode: Type.Optional(Type.Boolean()),
 })]);
 
@@ -38,8 +39,12 @@ export async function quantityRoutes(app: FastifyInstance, ctx: AppContext): Pro
     operations: {
       add: async (env, body) => ({ hashId: await addQuantity(ctx.db, env, body) }),
       find: (env, query) => findQuantities(ctx.db, env, query),
-      // report types of a monitoring environment and supplier quantities linked to this one: none exist here yet
-      get: async (env, hashId, account) => ({ reportTypes: [], quantity: await getQuantity(ctx.db, env, hashId, account.environment.type === 'monitoring'), linkedSupplierQuantities: [] }),
+      // the manual report types whose form offers it; supplier quantities linked to this one: none exist here yet
+      get: async (env, hashId, account) => {
+        const monitoring = account.environment.type === 'monitoring';
+        const quantity = await getQuantity(ctx.db, env, hashId, monitoring);
+        return { reportTypes: monitoring ? await reportTypesOfQuantity(ctx.db, env, hashId) : [], quantity, linkedSupplierQuantities: [] };
+      },
       update: (env, hashId, patch) => updateQuantity(ctx.db, env, hashId, patch),
       remove: (env, hashId) => deleteQuantity(ctx.db, env, hashId),
     },

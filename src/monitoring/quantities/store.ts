@@ -26,6 +26,8 @@ export interface Quantity extends Required<Omit<QuantityInput, 'deviceQuantityHa
 export interface QuantityQuery extends FindQuery {
   includeDeleted?: boolean;
   excludeHashIds?: string[];
+  /** only the quantities the forms of these manual report types offer */
+  environmentReportTypeHashIds?: string[];
 }
 
 /** The Quantity model's columns of `quantity q`. */
@@ -81,6 +83,11 @@ export async function findQuantities(db: Queryable, environmentId: number, query
   if (query.excludeHashIds?.length) {
     params.push(query.excludeHashIds);
     where.push(`NOT (q.hash_id = ANY($${params.length}::text[]))`);
+  }
+  if (query.environmentReportTypeHashIds?.length) {
+    params.push(query.environmentReportTypeHashIds);
+    where.push(`q.id IN (SELECT x.quantity_id FROM report_type_quantity x JOIN report_type rt ON rt.id = x.report_type_id
+      WHERE rt.environment_id = $1 AND rt.hash_id = ANY($${params.length}::text[]))`);
   }
   const page = await findPage(db, {
     from: 'quantity q', select: QUANTITY_SELECT, idColumn: 'q.id', where, params,

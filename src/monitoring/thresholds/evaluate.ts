@@ -8,7 +8,8 @@ import { thresholdCache, type ThresholdCache } from './cache.ts';
 /** What a batch says about one (pin, quantity) pair, in time order of its measurements. */
 interface PairSummary {
   pinId: number;
-  linkId: number;
+  /** the device link the measurements came through; null for a manual report (entered on its pin group) */
+  linkId: number | null;
   quantityHashId: string;
   maxLevel: Level;
   /** which side the worst measurement lay on */
@@ -38,10 +39,11 @@ const UPSERT_ISSUES = namedStatement('threshold-issues', `WITH input AS (
            "lastLevel" smallint, "lastValue" jsonb, "lastAt" timestamptz, "firstCrossingAt" timestamptz, crossings int, count int,
            "inRangeTail" int, "inRangeSince" timestamptz, "autoClose" boolean, "closeAmount" int, "closeSeconds" int, "updateOnly" boolean)
       JOIN pin p ON p.id = x."pinId"
-      JOIN device_link_channel c ON c.link_id = x."linkId" AND c.pin_id = x."pinId"
       JOIN quantity q ON q.hash_id = x."quantityHashId"
       CROSS JOIN LATERAL (SELECT concat('threshold:', x."pinId", ':', q.id) AS cause) k
       LEFT JOIN LATERAL (SELECT oi.id FROM issue oi WHERE oi.cause = k.cause AND oi.closed_at IS NULL AND oi.deleted_at IS NULL) o ON true
+     -- a device's measurement counts while its channel is still mapped to the pin; a manual one has no channel
+     WHERE x."linkId" IS NULL OR EXISTS (SELECT 1 FROM device_link_channel c WHERE c.link_id = x."linkId" AND c.pin_id = x."pinId")
   ), upd AS (
     UPDATE issue i SET
       level = GREATEST(i.level, s."maxLevel"),
@@ -157,9 +159,9 @@ export class ThresholdEvaluator {
     const pinIds = new Set<number>();
     const quantities = new Set<string>();
     for (const r of reports) {
-      if (!r.linkId) continue;
+      if (!r.linkId && !r.manual) continue;
       for (const m of r.measurements) {
-        if (m.pinId == null) continue;
+        if (m.pinId == null || m.unchecked) continue;
         pinIds.add(m.pinId);
         quantities.add(m.quantityHashId);
       }
@@ -168,9 +170,9 @@ export class ThresholdEvaluator {
     await cache.load(this.db, pinIds, quantities);
     const pairs = new Map<string, { summary: PairSummary; items: Item[] }>();
     for (const r of reports) {
-      if (!r.linkId) continue;
+      if (!r.linkId && !r.manual) continue;
       for (const m of r.measurements) {
-        if (m.pinId == null) continue;
+        if (m.pinId == null || m.unchecked) continue;
         const pin = cache.pin(m.pinId);
         if (!pin) continue;
         const limits = pin.limits.get(m.quantityHashId) ?? cache.defaults(m.quantityHashId);
@@ -182,7 +184,7 @@ export class ThresholdEvaluator {
           pair = {
             items: [],
             summary: {
-              pinId: m.pinId, linkId: r.linkId, quantityHashId: m.quantityHashId, maxLevel: 0, side: 'high', lastLevel: 0, lastValue: value, lastAt: m.generatedAt,
+              pinId: m.pinId, linkId: r.linkId ?? null, quantityHashId: m.quantityHashId, maxLevel: 0, side: 'high', lastLevel: 0, lastValue: value, lastAt: m.generatedAt,
               firstCrossingAt: null, crossings: 0, count: 0, inRangeTail: 0, inRangeSince: null,
               autoClose: pin.autoClose.allowed, closeAmount: pin.autoClose.amount, closeSeconds: pin.autoClose.unitSeconds, updateOnly: false,
             },
