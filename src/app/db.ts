@@ -22,6 +22,13 @@ export interface Queryable {
   query<T extends Row = Row>(sql: Sql, params?: unknown[]): Promise<{ rows: T[]; rowCount: number | null }>;
 }
 
+/**
+ * How far back a retried write looks for the row its first run stored. Reports and activities are partitioned by
+ * time (migration 032) and no unique index spans the partitions, so a retry whose time differs from its first run's
+ * (supplier code that reads the clock; an activity's created_at) finds that row by hashId in this window only.
+ */
+export const RETRY_HORIZON = '7 days';
+
 const statementNames = new Set<string>();
 /** A statement prepared once per connection under `name` (unique per process: one name, one text). */
 export function namedStatement(name: string, text: string): NamedStatement {
