@@ -1,4 +1,4 @@
-import { namedStatement, RETRY_HORIZON, type Queryable } from '../../app/db.ts';
+import { namedStatement, recentlyStored, RETRY_HORIZON, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { replacedMessage, storableJson } from '../../app/storable.ts';
@@ -25,10 +25,12 @@ export interface ActivityRow {
 
 const INPUT = `x AS (SELECT * FROM json_to_recordset($1::json)
     AS x(h text, e bigint, d bigint, t bigint, tt text, td json, f boolean, l json, a json, s timestamptz, fin timestamptz))`;
-// the table is partitioned by created_at (migration 032), which a retry does not repeat: its first run's row is found by hashId within RETRY_HORIZON
-const STORED = `supplier_activity a WHERE a.hash_id = x.h AND a.created_at > now() - interval '${RETRY_HORIZON}'`;
+// the table is partitioned by created_at (migration 032), which a retry does not repeat: its first run's row is found by hashId in the last RETRY_HORIZON
 const INSERT_NEW = `INSERT INTO supplier_activity (hash_id, environment_id, device_id, device_type_id, trigger_type, trigger_data, failed, log, activities, started_at, finished_at)
-  SELECT x.h, x.e, x.d, x.t, x.tt, x.td, x.f, x.l, x.a, x.s, x.fin FROM x WHERE NOT EXISTS (SELECT 1 FROM ${STORED})`;
+  SELECT x.h, x.e, x.d, x.t, x.tt, x.td, x.f, x.l, x.a, x.s, x.fin FROM x
+   WHERE NOT EXISTS (SELECT 1 FROM supplier_activity a WHERE a.hash_id = x.h AND ${recentlyStored('a.created_at')})`;
+/** Rows of the last RETRY_HORIZON with a hashId of `hashIds` (SQL giving an array), found through the hashId index. */
+const storedOf = (hashIds: string) => `a.hash_id = ANY(${hashIds}) AND a.created_at > now() - interval '${RETRY_HORIZON}' AND a.created_at <= now() AND a.hash_id = x.h`;
 
 /**
  * A batch of activities as one JSON array, one fixed statement whatever the batch size: prepared
@@ -39,13 +41,13 @@ const INSERT_NEW = `INSERT INTO supplier_activity (hash_id, environment_id, devi
  */
 const INSERT_ACTIVITIES = namedStatement('insert-activities', `WITH ${INPUT}, replaced AS (
     UPDATE supplier_activity a SET trigger_data = x.td, failed = x.f, log = x.l, activities = x.a, started_at = x.s, finished_at = x.fin
-      FROM x WHERE a.hash_id = x.h AND a.created_at > now() - interval '${RETRY_HORIZON}' AND a.failed AND NOT x.f)
+      FROM x WHERE ${storedOf('ARRAY(SELECT h FROM x WHERE NOT f)')} AND a.failed)
   ${INSERT_NEW}`);
 
 /** The run of a job given up on: its activity says so, whether or not the run had written it already. */
 const GIVEN_UP_ACTIVITY = `WITH ${INPUT}, marked AS (
     UPDATE supplier_activity a SET failed = true, log = (a.log::jsonb || x.l::jsonb)::json, finished_at = x.fin
-      FROM x WHERE a.hash_id = x.h AND a.created_at > now() - interval '${RETRY_HORIZON}')
+      FROM x WHERE ${storedOf('ARRAY(SELECT h FROM x)')})
   ${INSERT_NEW}`;
 
 /**

@@ -1,4 +1,4 @@
-import { namedStatement, RETRY_HORIZON, type Queryable } from '../../app/db.ts';
+import { namedStatement, recentlyStored, type Queryable } from '../../app/db.ts';
 
 /** A condition report as the workers push it to the monitoring core. */
 export interface ConditionReportIn {
@@ -36,9 +36,9 @@ const INGEST_REPORTS = namedStatement('ingest-reports', `WITH input AS (
          LEFT JOIN device d ON d.hash_id = i."deviceHashId" AND d.environment_id = e.id
          LEFT JOIN report_type rt ON rt.hash_id = i."reportTypeHashId" AND rt.environment_id = e.id
          LEFT JOIN device_link l ON l.id = i."linkId" AND l.device_id = d.id
-        -- a report stored already: at the same time (the same batch again) or, from a retried run of supplier code that took
-        -- the time from its clock, within the retry horizon (the table is partitioned by time: src/app/migrations/032)
-        WHERE NOT EXISTS (SELECT 1 FROM condition_report c WHERE c.hash_id = i."hashId" AND c.generated_at > now() - interval '${RETRY_HORIZON}')
+        -- a report stored already: at the same time (the same batch again: ON CONFLICT) or, from a retried run of supplier code
+        -- that took the time from its clock, between the retry horizon and now
+        WHERE NOT EXISTS (SELECT 1 FROM condition_report c WHERE c.hash_id = i."hashId" AND ${recentlyStored('c.generated_at')})
        ON CONFLICT (hash_id, generated_at) DO NOTHING
        RETURNING id, hash_id, environment_id, device_id, pin_group_id
      )
