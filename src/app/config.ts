@@ -15,6 +15,8 @@ export interface Config {
   databaseUrl: string | null;
   /** a pooled database connection idle this long is closed (and opened again when needed) */
   databaseIdleTimeoutMs: number;
+  /** DATABASE_READ_URL: a streaming replica for the read-heavy operations; null = the primary */
+  databaseReadUrl: string | null;
   redisUrl: string;
   dataDir: string;
   certsDir: string;
@@ -128,6 +130,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   ROLE: ['all', 'all, or a comma-separated list of api, gateway, worker (also the first CLI argument)'],
   DATABASE_URL: ['unset → embedded PostgreSQL in DATA_DIR', 'PostgreSQL connection string'],
   DATABASE_IDLE_TIMEOUT_MS: ['10000', 'a pooled database connection idle this long is closed'],
+  DATABASE_READ_URL: ['unset → the primary (DATABASE_URL)', 'PostgreSQL connection string of a streaming replica of DATABASE_URL: measurement find, chart series and analytics read there'],
   REDIS_URL: ['redis://127.0.0.1:6379', 'Redis for queues, caches, counters'],
   DATA_DIR: ['./data', 'embedded database and other local state (the generated secret key)'],
   CERTS_DIR: ['./certs', 'device CA, server certificate for the TLS and DTLS device ports, example device certificate (created by npm run certs, and at start when missing)'],
@@ -257,6 +260,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     roles,
     databaseUrl: env.DATABASE_URL || null,
     databaseIdleTimeoutMs: int(env, 'DATABASE_IDLE_TIMEOUT_MS', 10_000, 100),
+    databaseReadUrl: env.DATABASE_READ_URL || null,
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     dataDir,
     certsDir: path.resolve(env.CERTS_DIR ?? './certs'),

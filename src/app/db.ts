@@ -22,6 +22,21 @@ export interface Queryable {
   query<T extends Row = Row>(sql: Sql, params?: unknown[]): Promise<{ rows: T[]; rowCount: number | null }>;
 }
 
+/**
+ * How far back a retried write looks for the row its first run stored. Reports and activities are partitioned by
+ * time (migration 032) and no unique index spans the partitions, so a retry whose time differs from its first run's
+ * (supplier code that reads the clock; an activity's created_at) finds that row by hashId in this window only.
+ */
+export const RETRY_HORIZON = '7 days';
+
+/**
+ * The condition of a subquery that finds a row stored by hashId between RETRY_HORIZON ago and now, on its time
+ * column `at`: the bounds leave it two weekly partitions. Its `OFFSET 0` keeps it a subquery run once per row
+ * through the hashId index: as a join, the planner may hash a whole week of rows to check a batch of 50, and an
+ * `= ANY(array)` search of the batch's hashIds was planned as a scan of the partitions (both measured slower).
+ */
+export const recentlyStored = (at: string): string => `${at} > now() - interval '${RETRY_HORIZON}' AND ${at} <= now() OFFSET 0`;
+
 const statementNames = new Set<string>();
 /** A statement prepared once per connection under `name` (unique per process: one name, one text). */
 export function namedStatement(name: string, text: string): NamedStatement {
@@ -30,10 +45,20 @@ export function namedStatement(name: string, text: string): NamedStatement {
   return Object.freeze({ name, text });
 }
 
-/** The system of record: pg pools on PostgreSQL (DATABASE_URL's, or the embedded one the service runs itself). */
-export interface Db extends Queryable {
+/** Statements and transactions on one pool. */
+export interface TxQueryable extends Queryable {
   tx<T>(fn: (client: Queryable) => Promise<T>): Promise<T>;
+}
+
+/** The system of record: pg pools on PostgreSQL (DATABASE_URL's, or the embedded one the service runs itself). */
+export interface Db extends TxQueryable {
   close(): Promise<void>;
+  /**
+   * The read-heavy operations' pool (measurement find, chart series, analytics): a streaming replica when
+   * DATABASE_READ_URL is set, else the primary. A replica answers what it has replayed: a write committed on
+   * the primary a moment ago may not be there yet (docs/decisions.md, "A read replica").
+   */
+  readonly read: TxQueryable;
   readonly embedded: boolean;
   /**
    * Writes whose commit returns before PostgreSQL has flushed it to disk (`synchronous_commit = off` on its own
@@ -100,35 +125,39 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
 
 const queryOn = (pool: pg.Pool): Queryable['query'] => (sql, params) => pool.query(sql as never, params as unknown[]) as never;
 
-function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool): Db {
+const txOn = (pool: pg.Pool): TxQueryable['tx'] => async (fn) => {
+  const client = await pool.connect();
+  // the pool listens for errors only on idle connections: one that breaks between two statements of this
+  // transaction would emit 'error' with no listener and end the process; its next statement fails instead
+  const ignore = () => undefined;
+  client.on('error', ignore);
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client as unknown as Queryable);
+    await client.query('COMMIT');
+    client.removeListener('error', ignore);
+    client.release();
+    return result;
+  } catch (err) {
+    // a connection that cannot even roll back (the server went away mid-transaction) is closed, not pooled again
+    const broken = await client.query('ROLLBACK').then(() => false, () => true);
+    client.removeListener('error', ignore);
+    client.release(broken);
+    throw err;
+  }
+  };
+
+function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool, readPool: pg.Pool | null): Db {
+  const read: TxQueryable = readPool ? { query: queryOn(readPool), tx: txOn(readPool) } : { query: queryOn(pool), tx: txOn(pool) };
   return {
     embedded,
     query: queryOn(pool),
     deferred: { query: queryOn(deferredPool) },
     flushed: flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })),
-    async tx(fn) {
-      const client = await pool.connect();
-      // the pool listens for errors only on idle connections: one that breaks between two statements of this
-      // transaction would emit 'error' with no listener and end the process; its next statement fails instead
-      const ignore = () => undefined;
-      client.on('error', ignore);
-      try {
-        await client.query('BEGIN');
-        const result = await fn(client as unknown as Queryable);
-        await client.query('COMMIT');
-        client.removeListener('error', ignore);
-        client.release();
-        return result;
-      } catch (err) {
-        // a connection that cannot even roll back (the server went away mid-transaction) is closed, not pooled again
-        const broken = await client.query('ROLLBACK').then(() => false, () => true);
-        client.removeListener('error', ignore);
-        client.release(broken);
-        throw err;
-      }
-    },
+    tx: txOn(pool),
+    read,
     async close() {
-      await Promise.all([pool.end(), deferredPool.end()]);
+      await Promise.all([pool.end(), deferredPool.end(), readPool?.end()]);
       await onClose();
     },
   };
@@ -137,29 +166,35 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
 /** Connections of the deferred-commit pool: the worker's batched writers (reports, activities, lastOnlineAt) */
 const DEFERRED_POOL_SIZE = 6;
 
-function postgresDb(url: string, opts: { poolSize?: number; log?: Logger; idleTimeoutMillis?: number }, embedded: boolean, onClose: () => Promise<void>): Db {
+interface PoolOptions { poolSize?: number; log?: Logger; idleTimeoutMillis?: number; readUrl?: string | null }
+
+function postgresDb(url: string, opts: PoolOptions, embedded: boolean, onClose: () => Promise<void>): Db {
   const idle = opts.idleTimeoutMillis === undefined ? {} : { idleTimeoutMillis: opts.idleTimeoutMillis };
   // JIT off: its compile time (0.5 s measured on a measurement find whose estimate crossed jit_above_cost on stale
   // statistics) dwarfs the short statements this service runs; analytics turns it on for its own transaction
   const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, options: '-c jit=off', ...idle });
   const deferred = new pg.Pool({ connectionString: url, max: DEFERRED_POOL_SIZE, options: '-c synchronous_commit=off -c jit=off', ...idle });
+  const read = opts.readUrl ? new pg.Pool({ connectionString: opts.readUrl, max: opts.poolSize ?? 10, options: '-c jit=off', ...idle }) : null;
   // an outage breaks every idle connection at once: one line when they start failing, one when a new one connects
-  if (opts.log) {
-    const outage = new OutageLog(opts.log, 'idle database connections failed: PostgreSQL is unavailable', 'database connections succeed again');
-    for (const p of [pool, deferred]) {
-      p.on('error', (err) => outage.down(err));
-      p.on('connect', () => outage.up());
+  const watch = (pools: pg.Pool[], down: string, up: string) => {
+    const outage = opts.log ? new OutageLog(opts.log, down, up) : null;
+    for (const p of pools) {
+      p.on('error', (err) => outage?.down(err));
+      p.on('connect', () => outage?.up());
     }
-  } else for (const p of [pool, deferred]) p.on('error', () => undefined);
-  return wrapPool(pool, embedded, onClose, deferred);
+  };
+  watch([pool, deferred], 'idle database connections failed: PostgreSQL is unavailable', 'database connections succeed again');
+  if (read) watch([read], 'idle read replica connections failed: DATABASE_READ_URL is unavailable', 'read replica connections succeed again');
+  return wrapPool(pool, embedded, onClose, deferred, read);
 }
 
 /**
  * Opens the database named by `databaseUrl`, or else the embedded PostgreSQL of `dataDir` (started when no process
  * of this machine runs it yet: src/app/embedded-postgres.ts), and migrates it. `idleTimeoutMillis`: how long a
- * pooled connection may idle before it is closed (pg's default, 10 s, when unset).
+ * pooled connection may idle before it is closed (pg's default, 10 s, when unset). `readUrl`: a streaming replica
+ * for `db.read` (DATABASE_READ_URL; the primary when unset).
  */
-export async function openDb(opts: { databaseUrl: string | null; dataDir: string; poolSize?: number; log?: Logger; migrate?: boolean; idleTimeoutMillis?: number }): Promise<Db> {
+export async function openDb(opts: { databaseUrl: string | null; dataDir: string; migrate?: boolean } & PoolOptions): Promise<Db> {
   let db: Db;
   if (opts.databaseUrl) {
     db = postgresDb(opts.databaseUrl, opts, false, async () => undefined);

@@ -4,47 +4,57 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './ports.ts';
 
-/** A PostgreSQL server of the test's own (Debian's binaries), to stop and start under load. */
+/** A PostgreSQL server of the test's own (Debian's binaries), to stop and start under load; a primary a standby can follow (test/support/pg-standby.ts). */
 export interface PrivatePostgres {
   url: string;
+  port: number;
   /** `pg_ctl stop -m immediate`: the server dies as in a crash; clients see their connections cut */
   kill(): void;
   start(): void;
   destroy(): void;
 }
 
-function binDir(): string {
+/** The directory of Debian's PostgreSQL binaries (the newest version installed). */
+export function binDir(): string {
   const root = '/usr/lib/postgresql';
   const version = readdirSync(root).sort((a, b) => Number(b) - Number(a))[0];
   return path.join(root, version, 'bin');
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+/**
+ * Runs PostgreSQL's `tool` on files under `dir`: as the postgres user when this process is root (PostgreSQL
+ * refuses to run as root; `dir` is given to that user), else as this user. Throws with the tool's output on failure.
+ */
+export function pgTool(dir: string): (tool: string, args: string[]) => void {
   const bin = binDir();
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-pg-'));
-  const data = path.join(dir, 'data');
-  const port = await freePort();
-  // PostgreSQL refuses to run as root: as root, the server runs as the postgres user
   const asRoot = process.getuid?.() === 0;
   if (asRoot) {
     const { uid, gid } = { uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })) };
     chownSync(dir, uid, gid);
   }
-  const run = (tool: string, args: string[]) => {
+  return (tool, args) => {
     const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]] : [path.join(bin, tool), args];
     const out = spawnSync(cmd, argv, { encoding: 'utf8', timeout: 60_000 });
     if (out.status !== 0) throw new Error(`${tool} failed: ${out.stderr || out.stdout}`);
   };
+}
+
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-pg-'));
+  const data = path.join(dir, 'data');
+  const port = await freePort();
+  const run = pgTool(dir);
   run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  const start = () => run('pg_ctl', ['-D', data, '-w', '-t', '60', '-l', path.join(dir, 'log'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`, 'start']);
+  const start = () => run('pg_ctl', ['-D', data, '-w', '-t', '60', '-l', path.join(dir, 'log'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100 -c wal_level=replica -c max_wal_senders=5`, 'start']);
   start();
   run('createdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', 'gridgate']);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/gridgate`,
+    port,
     kill: () => run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']),
     start,
     destroy: () => {
-      spawnSync(asRoot ? 'runuser' : path.join(bin, 'pg_ctl'), asRoot ? ['-u', 'postgres', '--', path.join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', 'stop'] : ['-D', data, '-m', 'immediate', 'stop']);
+      try { run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']); } catch { /* stopped already */ }
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,4 +1,4 @@
-import { namedStatement, type Queryable } from '../../app/db.ts';
+import { namedStatement, recentlyStored, RETRY_HORIZON, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { replacedMessage, storableJson } from '../../app/storable.ts';
@@ -23,25 +23,32 @@ export interface ActivityRow {
   finishedAt: Date;
 }
 
-const ACTIVITY_ROWS = `
-  INSERT INTO supplier_activity (hash_id, environment_id, device_id, device_type_id, trigger_type, trigger_data, failed, log, activities, started_at, finished_at)
-  SELECT x.h, x.e, x.d, x.t, x.tt, x.td, x.f, x.l, x.a, x.s, x.fin
-    FROM json_to_recordset($1::json) AS x(h text, e bigint, d bigint, t bigint, tt text, td json, f boolean, l json, a json, s timestamptz, fin timestamptz)`;
-const ACTIVITY_COLUMNS = ['trigger_data', 'failed', 'log', 'activities', 'started_at', 'finished_at'].map((c) => `${c} = EXCLUDED.${c}`).join(', ');
+const INPUT = `x AS (SELECT * FROM json_to_recordset($1::json)
+    AS x(h text, e bigint, d bigint, t bigint, tt text, td json, f boolean, l json, a json, s timestamptz, fin timestamptz))`;
+// the table is partitioned by created_at (migration 032), which a retry does not repeat: its first run's row is found by hashId in the last RETRY_HORIZON
+const INSERT_NEW = `INSERT INTO supplier_activity (hash_id, environment_id, device_id, device_type_id, trigger_type, trigger_data, failed, log, activities, started_at, finished_at)
+  SELECT x.h, x.e, x.d, x.t, x.tt, x.td, x.f, x.l, x.a, x.s, x.fin FROM x
+   WHERE NOT EXISTS (SELECT 1 FROM supplier_activity a WHERE a.hash_id = x.h AND ${recentlyStored('a.created_at')})`;
+/** Rows of the last RETRY_HORIZON with a hashId of `hashIds` (SQL giving an array), found through the hashId index. */
+const storedOf = (hashIds: string) => `a.hash_id = ANY(${hashIds}) AND a.created_at > now() - interval '${RETRY_HORIZON}' AND a.created_at <= now() AND a.hash_id = x.h`;
 
 /**
  * A batch of activities as one JSON array, one fixed statement whatever the batch size: prepared
  * once per connection (a multi-row VALUES list is a new statement, parsed and planned again, for
  * every batch size). Idempotent: a retried job writes the same hashIds again, and those rows are skipped,
  * unless the row there is the record of a job given up on (src/pipeline/given-up.ts) and this run succeeded.
+ * Both parts see the rows as they were before the statement: a row updated is not inserted again.
  */
-const INSERT_ACTIVITIES = namedStatement('insert-activities', `${ACTIVITY_ROWS}
-  ON CONFLICT (hash_id) DO UPDATE SET ${ACTIVITY_COLUMNS} WHERE supplier_activity.failed AND NOT EXCLUDED.failed`);
+const INSERT_ACTIVITIES = namedStatement('insert-activities', `WITH ${INPUT}, replaced AS (
+    UPDATE supplier_activity a SET trigger_data = x.td, failed = x.f, log = x.l, activities = x.a, started_at = x.s, finished_at = x.fin
+      FROM x WHERE ${storedOf('ARRAY(SELECT h FROM x WHERE NOT f)')} AND a.failed)
+  ${INSERT_NEW}`);
 
 /** The run of a job given up on: its activity says so, whether or not the run had written it already. */
-const GIVEN_UP_ACTIVITY = `${ACTIVITY_ROWS}
-  ON CONFLICT (hash_id) DO UPDATE SET failed = true, log = (supplier_activity.log::jsonb || EXCLUDED.log::jsonb)::json, finished_at = EXCLUDED.finished_at`;
-
+const GIVEN_UP_ACTIVITY = `WITH ${INPUT}, marked AS (
+    UPDATE supplier_activity a SET failed = true, log = (a.log::jsonb || x.l::jsonb)::json, finished_at = x.fin
+      FROM x WHERE ${storedOf('ARRAY(SELECT h FROM x)')})
+  ${INSERT_NEW}`;
 
 /**
  * Stores a batch of activities in one statement. Each row is made storable first, alone: bounded

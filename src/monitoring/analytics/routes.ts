@@ -47,7 +47,7 @@ export async function analyticsRoutes(app: FastifyInstance, ctx: AppContext): Pr
   app.get('/analytics/', {
     config: { rights: readRights },
     schema: { tags, summary: 'analytics results', querystring: AnalyticsQuery, description: RESULTS_DESCRIPTION },
-  }, async (request) => analyticsResults(ctx.db, env(request), request.query as Query, ctx.config.analyticsStatementTimeoutMs, gate));
+  }, async (request) => analyticsResults(ctx.db.read, env(request), request.query as Query, ctx.config.analyticsStatementTimeoutMs, gate));
 
   app.post('/analytics/panel', {
     config: { rights: panelRights },

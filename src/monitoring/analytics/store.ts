@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Db, Queryable } from '../../app/db.ts';
+import type { Queryable, TxQueryable } from '../../app/db.ts';
 import { AppError, NotFoundError, ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
@@ -64,7 +64,7 @@ export function analyticsGate(limit: number): <T>(fn: () => Promise<T>) => Promi
  * read-only transaction whose statement PostgreSQL cancels after `timeoutMs`.
  */
 export async function analyticsResults(
-  db: Db, environmentId: number, q: AnalyticsQuery, timeoutMs: number, gate: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+  db: TxQueryable, environmentId: number, q: AnalyticsQuery, timeoutMs: number, gate: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
 ): Promise<{ nextPageOffset: string | null; rows: unknown[][] }> {
   const rowsPerPage = q.rowsPerPage ?? QUERY_LIMITS.defaultRowsPerPage;
   if (!Number.isInteger(rowsPerPage) || rowsPerPage < 1 || rowsPerPage > QUERY_LIMITS.rowsPerPage) {

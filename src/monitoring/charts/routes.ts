@@ -70,7 +70,7 @@ export async function chartRoutes(app: FastifyInstance, ctx: AppContext): Promis
   app.get('/chart/', {
     config: { rights: readRights },
     schema: { tags, summary: 'chart series', description: SERIES_DESCRIPTION, querystring: SeriesQuerySchema },
-  }, async (request) => chartSeries(ctx.db, request.account.environment.id, request.query as SeriesQuery));
+  }, async (request) => chartSeries(ctx.db.read, request.account.environment.id, request.query as SeriesQuery));
 
   app.get('/chart/panel', {
     config: { rights: readRights },

@@ -62,9 +62,13 @@ export async function resolveSeries(db: Queryable, environmentId: number, refs: 
   });
 }
 
-// the report's hashId as a subquery: one primary key lookup per row answered (a join is planned as a hash join over every report)
+// the report's hashId as a subquery: one primary key lookup per row answered (a join is planned as a hash join over every report).
+// Reports are partitioned by week (migration 032): the lookup first tries the weeks around the measurement's time, where its
+// report almost always is, and only then every week (a lookup in all of 58 partitions cost 0.8 ms per point)
 const MEASUREMENT_COLUMNS = `m.hash_id, m.generated_at, m.channel_index, m.channel_measurement_index,
-  (SELECT r.hash_id FROM condition_report r WHERE r.id = m.report_id) AS report_hash_id, m.order_of_magnitude, m.significand`;
+  COALESCE((SELECT r.hash_id FROM condition_report r WHERE r.id = m.report_id
+              AND r.generated_at >= m.generated_at - interval '7 days' AND r.generated_at < m.generated_at + interval '7 days'),
+           (SELECT r.hash_id FROM condition_report r WHERE r.id = m.report_id)) AS report_hash_id, m.order_of_magnitude, m.significand`;
 
 /** `limits`: the series' thresholds (the pin's own, else the quantity's defaults; performance -1 without). */
 function toMeasurement(r: Record<string, unknown>, pinHashId: string, limits: Limits | null | undefined): Measurement {

@@ -37,5 +37,5 @@ export async function measurementRoutes(app: FastifyInstance, ctx: AppContext): 
         + 'includePinsWithoutReports (default true): each pin the pin group, pin and search filters name that has no report row under the other filters gets one row with report null; '
         + 'sorted by a name these rows sit among the others, sorted by generatedAt they come after every report row (by pin). false leaves them out.',
     },
-  }, async (request) => findMeasurements(ctx.db, request.account.environment.id, request.query as MeasurementFindQuery));
+  }, async (request) => findMeasurements(ctx.db.read, request.account.environment.id, request.query as MeasurementFindQuery));
 }

@@ -1,4 +1,4 @@
-import { namedStatement, type Queryable } from '../../app/db.ts';
+import { namedStatement, recentlyStored, type Queryable } from '../../app/db.ts';
 
 /** A condition report as the workers push it to the monitoring core. */
 export interface ConditionReportIn {
@@ -40,7 +40,10 @@ const INGEST_REPORTS = namedStatement('ingest-reports', `WITH input AS (
          LEFT JOIN device d ON d.hash_id = i."deviceHashId" AND d.environment_id = e.id
          LEFT JOIN report_type rt ON rt.hash_id = i."reportTypeHashId" AND rt.environment_id = e.id
          LEFT JOIN device_link l ON l.id = i."linkId" AND l.device_id = d.id
-       ON CONFLICT (hash_id) DO NOTHING
+        -- a report stored already: at the same time (the same batch again: ON CONFLICT) or, from a retried run of supplier code
+        -- that took the time from its clock, between the retry horizon and now
+        WHERE NOT EXISTS (SELECT 1 FROM condition_report c WHERE c.hash_id = i."hashId" AND ${recentlyStored('c.generated_at')})
+       ON CONFLICT (hash_id, generated_at) DO NOTHING
        RETURNING id, hash_id, environment_id, device_id, pin_group_id
      )
      INSERT INTO measurement (hash_id, report_id, environment_id, device_id, quantity_id, pin_id, channel_index, channel_measurement_index,
@@ -59,7 +62,8 @@ const INGEST_REPORTS = namedStatement('ingest-reports', `WITH input AS (
  * A report whose `linkId` names the device's live link is registered on that link's pin group and
  * its measurements on the pins the worker mapped (`pinId`); a link undone meanwhile (unlink,
  * unclaim, pin group deleted) matches nothing, so a stale device cache cannot put a report on a pin.
- * Idempotent by report hashId: a batch pushed twice (a retried job or request) is stored once.
+ * Idempotent by report hashId: a batch pushed twice (a retried job or request) is stored once, when
+ * the retry comes within RETRY_HORIZON or gives the report the same generatedAt.
  * A report lands only when its environment exists, and a measurement only when its quantity
  * belongs to that environment. Returns the number of measurements stored.
  */
