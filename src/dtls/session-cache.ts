@@ -3,6 +3,9 @@
  * handshake needs to rebuild keys (master secret, suite, extended_master_secret flag) and who the peer was (PSK
  * identity or verified certificate chain). Bounded: the oldest entry goes when full; entries expire after a
  * lifetime counted from the full handshake that created them (a resumption does not extend it).
+ *
+ * With a `shared` cache (session-store.ts: Redis, sealed) every entry is also written there, with the same expiry,
+ * and an id this process does not know is fetched from it first (`fetch`): any gateway node resumes any session.
  */
 import type { X509Certificate } from 'node:crypto';
 import { publicRandomBytes } from '../tls/random.ts';
@@ -27,15 +30,38 @@ export interface CachedSession {
   expiresAt: number;
 }
 
+/** The resumption cache the gateway nodes of a deployment share (session-store.ts). */
+export interface SharedSessionCache {
+  put(id: Buffer, entry: CachedSession): void;
+  remove(id: Buffer): void;
+  /** The entry for `id`, undefined when there is none (or the store cannot be reached). */
+  fetch(id: Buffer): Promise<CachedSession | undefined>;
+}
+
 export class SessionCache {
   readonly #max: number;
   readonly #lifetimeMs: number;
+  readonly #shared: SharedSessionCache | undefined;
   /** Insertion order = age order, so the first key is the oldest. */
   readonly #entries = new Map<string, CachedSession>();
 
-  constructor(maxEntries: number, lifetimeMs: number) {
+  constructor(maxEntries: number, lifetimeMs: number, shared?: SharedSessionCache) {
     this.#max = maxEntries;
     this.#lifetimeMs = lifetimeMs;
+    this.#shared = shared;
+  }
+
+  /** Whether `id` should be fetched from the shared cache before a ClientHello offering it is answered. */
+  wantsFetch(id: Buffer, now = Date.now()): boolean {
+    return this.#shared !== undefined && this.#max > 0 && id.length === SESSION_ID_LENGTH && this.get(id, now) === undefined;
+  }
+
+  /** Fetches `id` from the shared cache into this one; true when it is now here. */
+  async fetch(id: Buffer): Promise<boolean> {
+    const e = await this.#shared?.fetch(id);
+    if (!e || e.expiresAt <= Date.now()) return false;
+    this.#insert(id.toString('hex'), e);
+    return true;
   }
 
   get size(): number {
@@ -49,12 +75,17 @@ export class SessionCache {
 
   store(id: Buffer, s: Omit<CachedSession, 'expiresAt'>, now = Date.now()): void {
     if (this.#max <= 0 || id.length === 0) return;
-    const key = id.toString('hex');
-    this.#entries.delete(key);
-    while (this.#entries.size >= this.#max) this.#entries.delete(this.#entries.keys().next().value!);
     const secrets = owned(s.pskHash ? Buffer.concat([s.masterSecret, s.pskHash]) : s.masterSecret);
     const masterSecret = secrets.subarray(0, s.masterSecret.length);
-    this.#entries.set(key, { ...s, masterSecret, ...(s.pskHash ? { pskHash: secrets.subarray(s.masterSecret.length) } : {}), expiresAt: now + this.#lifetimeMs });
+    const entry = { ...s, masterSecret, ...(s.pskHash ? { pskHash: secrets.subarray(s.masterSecret.length) } : {}), expiresAt: now + this.#lifetimeMs };
+    this.#insert(id.toString('hex'), entry);
+    this.#shared?.put(id, entry);
+  }
+
+  #insert(key: string, entry: CachedSession): void {
+    this.#entries.delete(key);
+    while (this.#entries.size >= this.#max) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#entries.set(key, entry);
   }
 
   /** The live entry for `id`, or undefined (unknown, expired — then removed — or an id of the wrong size). */
@@ -72,5 +103,6 @@ export class SessionCache {
 
   delete(id: Buffer): void {
     this.#entries.delete(id.toString('hex'));
+    this.#shared?.remove(id);
   }
 }
