@@ -92,9 +92,11 @@ export function makeCertificates(): string {
   return dir;
 }
 
-export function startDtlsServer(psk: Buffer, certDir?: string): Promise<{ child: ChildProcess; port: number; memory(): Promise<MemoryFigures> }> {
+/** bench/dtls-server.ts; `keep`: with sessions and the resumption cache in Redis, as the gateway runs it by default. */
+export function startDtlsServer(psk: Buffer, certDir?: string, keep = false): Promise<{ child: ChildProcess; port: number; memory(): Promise<MemoryFigures> }> {
   const child = fork(path.join(root, 'bench/dtls-server.ts'), [], {
-    execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning'], env: { ...process.env, BENCH_PSK: psk.toString('hex'), BENCH_PORT: '0', ...(certDir ? { BENCH_CERT_DIR: certDir } : {}) },
+    execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning'],
+    env: { ...process.env, BENCH_PSK: psk.toString('hex'), BENCH_PORT: '0', BENCH_KEEP: keep ? 'on' : 'off', ...(certDir ? { BENCH_CERT_DIR: certDir } : {}) },
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`bench DTLS server exited ${code}`)));

@@ -96,6 +96,15 @@ interface ReadEpoch {
   cid?: EpochCid;
 }
 
+/** Epoch 0's read state: a window, or after the handshake one that refuses nothing. */
+type Epoch0 = Omit<ReadEpoch, 'replay'> & { replay: Pick<ReplayWindow, 'check' | 'isNewest' | 'accept'> };
+
+/**
+ * Epoch 0 once the handshake is over (see RecordLayer.endEpoch0): plaintext that only ever asks for flight 6 again,
+ * at most one answer per datagram and no larger, so no window is kept for it; one object for every session.
+ */
+const EPOCH0_AFTER_HANDSHAKE: Epoch0 = Object.freeze({ protection: null, replay: { check: () => true, isNewest: () => false, accept: () => undefined } });
+
 /** The CID of one direction of an epoch and the protection of its tls12_cid records. */
 export interface EpochCid {
   cid: Buffer;
@@ -111,7 +120,7 @@ const SEQ_SCRATCH = Buffer.alloc(8);
  * an idle session holds thousands of these.
  */
 export class RecordLayer {
-  #read0: ReadEpoch = { protection: null, replay: new ReplayWindow() };
+  #read0: Epoch0 = { protection: null, replay: new ReplayWindow() };
   #read1: ReadEpoch | undefined;
   #writeSeq0 = 0;
   #writeSeq1: number | undefined;
@@ -121,6 +130,11 @@ export class RecordLayer {
   #writeLimit1 = MAX_SEQUENCE + 1;
   /** Whether the last record `open` accepted had the highest sequence number of its epoch so far (RFC 9146 §6). */
   lastOpenedWasNewest = false;
+
+  /** The handshake is over: epoch 0 keeps no replay window of its own any more. */
+  endEpoch0(): void {
+    this.#read0 = EPOCH0_AFTER_HANDSHAKE;
+  }
 
   /** Starts epoch 0 writes at `seq` (RFC 6347 §4.2.1: continue from the ClientHello's record sequence number). */
   setInitialWriteSequence(seq: number): void {

@@ -98,7 +98,10 @@ export interface DtlsServerOptions {
   idleTimeoutMs?: number;
   /** Cookie secret rotation period. Default 60 000 ms. */
   cookieRotationMs?: number;
-  /** Sessions kept for resumption by session id at most (the oldest go first); 0 disables resumption. Default 10 000. */
+  /**
+   * Sessions kept for resumption by session id in this process at most (the oldest go first); 0 disables resumption.
+   * Default 10 000; with a `sharedCache` 1 000 (a front for the recent ids: the shared cache holds them all).
+   */
   sessionCacheSize?: number;
   /** A cached session can be resumed for this long after its full handshake. Default 86 400 000 ms (24 h). */
   sessionLifetimeMs?: number;
@@ -142,6 +145,7 @@ const DEFAULTS = {
   ...DTLS_DEFAULTS,
   cookieRotationMs: 60_000,
   sessionCacheSize: 10_000,
+  sharedCacheFront: 1_000,
   sessionLifetimeMs: 86_400_000,
   initialRetransmitMs: 1_000,
   maxRetransmitMs: 60_000,
@@ -285,7 +289,9 @@ export class DtlsServer extends EventEmitter {
     this.#config = {
       lookupPsk: opts.lookupPsk,
       suites: certificate ? [...CIPHER_SUITES, ...ECDHE_ECDSA_SUITES] : CIPHER_SUITES,
-      cache: new SessionCache(opts.sessionCacheSize ?? DEFAULTS.sessionCacheSize, opts.sessionLifetimeMs ?? DEFAULTS.sessionLifetimeMs, opts.sharedCache),
+      cache: new SessionCache(
+        opts.sessionCacheSize ?? (opts.sharedCache ? DEFAULTS.sharedCacheFront : DEFAULTS.sessionCacheSize), opts.sessionLifetimeMs ?? DEFAULTS.sessionLifetimeMs, opts.sharedCache,
+      ),
       // A certificate session resumes only while its chain is still valid and trusted (anchors may have changed).
       ...(certificate ? { certificate } : {}),
       resumable: (s) => s.peerCertificates.length === 0 || (certificate !== undefined && chainStillValid(s.peerCertificates, certificate.trustAnchors())),

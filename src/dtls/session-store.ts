@@ -13,7 +13,8 @@
  *   <prefix>{dtls-sid:<session id hex>}                                 string: a resumption cache entry (sealed)
  * A session's hash expires when the session would have gone idle; a cache entry when its lifetime ends.
  */
-import { hkdfSync } from 'node:crypto';
+import { createHash, createSecretKey, hkdfSync } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { decryptSecret, encryptSecret } from '../app/keys.ts';
 import type { Redis } from '../app/redis.ts';
 import type { CachedSession, SharedSessionCache } from './session-cache.ts';
@@ -55,6 +56,9 @@ redis.call('HSET', KEYS[1], 's', ARGV[2], 'p', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`;
 
+const sha1 = (script: string) => createHash('sha1').update(script).digest('hex');
+const SCRIPTS = { take: { lua: TAKE, sha: sha1(TAKE) }, renew: { lua: RENEW, sha: sha1(RENEW) } };
+
 /** Sessions written per pipeline on shutdown. */
 const SAVE_CHUNK = 5_000;
 
@@ -71,7 +75,7 @@ export interface DtlsStateStoreOptions {
 export class DtlsStateStore implements SessionKeeper, SharedSessionCache {
   readonly #redis: Redis;
   readonly #prefix: string;
-  readonly #key: Buffer;
+  readonly #key: KeyObject;
   readonly #idleMs: number;
   readonly #onError: (err: Error) => void;
   /** Sealed keys of sessions whose handshake-time write failed: saveAll writes them with their motion. */
@@ -80,7 +84,7 @@ export class DtlsStateStore implements SessionKeeper, SharedSessionCache {
   constructor(redis: Redis, o: DtlsStateStoreOptions) {
     this.#redis = redis;
     this.#prefix = o.prefix;
-    this.#key = Buffer.from(hkdfSync('sha256', o.secretKey, Buffer.alloc(0), 'dtls-session-state', 32));
+    this.#key = createSecretKey(Buffer.from(hkdfSync('sha256', o.secretKey, Buffer.alloc(0), 'dtls-session-state', 32)));
     this.#idleMs = o.idleTimeoutMs;
     this.#onError = o.onError ?? (() => undefined);
   }
@@ -119,7 +123,7 @@ export class DtlsStateStore implements SessionKeeper, SharedSessionCache {
   async renew(ref: string, leaseEnd: number, motion: SessionMotion): Promise<number | null> {
     const name = this.sessionKey(ref);
     const next = leaseEnd + WRITE_LEASE;
-    const done = Number(await this.#redis.eval(RENEW, 1, name, String(leaseEnd), this.#sealMotion(name, motion), String(next), String(this.#ttl(motion.lastActive))));
+    const done = Number(await this.#run(SCRIPTS.renew, [name, leaseEnd, this.#sealMotion(name, motion), next, this.#ttl(motion.lastActive)]));
     if (done === 1) return next;
     if (done === 0) return null;
     const k = this.#unsaved.get(ref);
@@ -132,6 +136,16 @@ export class DtlsStateStore implements SessionKeeper, SharedSessionCache {
     return next;
   }
 
+  /** Runs a script of one key (args: the key, then its arguments) by its digest, sending its text only when Redis lacks it. */
+  async #run(script: { lua: string; sha: string }, args: Array<string | number | Buffer>): Promise<unknown> {
+    try {
+      return await this.#redis.callBuffer('EVALSHA', [script.sha, 1, ...args]);
+    } catch (err) {
+      if (!(err as Error).message.startsWith('NOSCRIPT')) throw err;
+      return this.#redis.callBuffer('EVAL', [script.lua, 1, ...args]);
+    }
+  }
+
   forget(ref: string): void {
     this.#unsaved.delete(ref);
     this.#redis.del(this.sessionKey(ref)).catch((err: Error) => this.#onError(err));
@@ -139,7 +153,7 @@ export class DtlsStateStore implements SessionKeeper, SharedSessionCache {
 
   async take(ref: string): Promise<KeptStart | null> {
     const name = this.sessionKey(ref);
-    const got = await this.#redis.callBuffer('EVAL', TAKE, 1, name, WRITE_LEASE) as [Buffer, Buffer, number] | null;
+    const got = await this.#run(SCRIPTS.take, [name, WRITE_LEASE]) as [Buffer, Buffer, number] | null;
     if (!got) return null;
     const [k, s, end] = got;
     let start: KeptStart;

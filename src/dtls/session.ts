@@ -24,7 +24,6 @@
  * Flight sending follows pion/dtls: the last flight is kept, retransmitted on a timer that doubles from 1 s to
  * 60 s, and re-sent at once when the peer retransmits its previous flight.
  */
-import { EventEmitter } from 'node:events';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { X509Certificate } from 'node:crypto';
 import type { Hash } from 'node:crypto';
@@ -54,6 +53,7 @@ import {
 import type { HandshakeMessage } from './handshake.ts';
 import { ContentType, RECORD_HEADER_LENGTH, RecordLayer } from './record.ts';
 import { ReplayWindow } from './replay.ts';
+import { SessionEvents } from './session-events.ts';
 import type { DtlsRecord, EpochCid } from './record.ts';
 import {
   EXTENSION_CONNECTION_ID,
@@ -137,12 +137,14 @@ const owned = (b: Buffer): Buffer => {
 };
 const ownedMessage = (m: HandshakeMessage): HandshakeMessage => ({ ...m, body: owned(m.body) });
 const CCS = Buffer.from([1]);
+const NO_CERTIFICATES: X509Certificate[] = [];
+const NO_EXTENSIONS: Negotiated['extraExtensions'] = [];
 
 /**
  * Emits 'data' (Buffer), 'close', and 'migrate' ({ address, port } it came from) when an authentic tls12_cid record
  * moved it to a new address/port. Created by the server; handed out through its 'session' event.
  */
-export class DtlsSession extends EventEmitter {
+export class DtlsSession extends SessionEvents {
   /** Where the peer is now; changes only through Connection ID migration (see 'migrate'). */
   remoteAddress: string;
   remotePort: number;
@@ -151,8 +153,8 @@ export class DtlsSession extends EventEmitter {
   /** The CID the client asked the server to put in its records (may be empty), if one was negotiated. */
   readonly peerConnectionId: Buffer | undefined;
   pskIdentity: string | undefined;
-  /** The client's verified certificate chain, device certificate first (empty for PSK sessions). */
-  peerCertificates: X509Certificate[] = [];
+  /** The client's verified certificate chain, device certificate first (empty for PSK sessions: one shared empty array). */
+  peerCertificates: X509Certificate[] = NO_CERTIFICATES;
   /** Subject of the device certificate the client sent, verified or not (for refusal reports). */
   offeredCertificateSubject: string | undefined;
 
@@ -169,6 +171,10 @@ export class DtlsSession extends EventEmitter {
   /** message_seq of the first message of the client flight we wait for (or would wait for after the last). */
   #awaitedFlightStart: number;
   #flight: Flight | undefined;
+  /** Established: the session id as a latin1 string (an idle session holds 32 characters rather than a Buffer). */
+  #sessionIdText: string | undefined;
+  /** Established by a full handshake: flight 6's Finished verify_data (latin1), until the client's data shows it arrived. */
+  #finished6: string | undefined;
   #queued: DtlsRecord[] = [];
   #masterBytes: Buffer | undefined;
   /** Fingerprint of the PSK of a full PSK handshake, cached with the session for the resumption check. */
@@ -211,11 +217,12 @@ export class DtlsSession extends EventEmitter {
       this.connectionId = keys.connectionId;
       this.peerConnectionId = keys.peerConnectionId;
       this.pskIdentity = keys.pskIdentity;
-      this.peerCertificates = certificatesFromDer(keys.peerCertificates);
+      if (keys.peerCertificates.length > 0) this.peerCertificates = certificatesFromDer(keys.peerCertificates);
       this.#negotiated = {
         suite, extendedMasterSecret: keys.extendedMasterSecret, secureRenegotiation: true, clientRandom: EMPTY, serverRandom: EMPTY,
-        sessionId: keys.sessionId, extraExtensions: [], clientSentPointFormats: false,
+        sessionId: EMPTY, extraExtensions: NO_EXTENSIONS, clientSentPointFormats: false,
       };
+      this.#sessionIdText = keys.sessionId.toString('latin1');
       const p = epoch1Protections(suite, keys.keyBlock, keys.connectionId, keys.peerConnectionId);
       this.#records.installReadEpoch(1, p.read, p.readCid, ReplayWindow.restore(motion.replay));
       this.#records.installWriteEpoch(1, p.write, p.writeCid, writeSeq);
@@ -226,6 +233,7 @@ export class DtlsSession extends EventEmitter {
       this.#awaitedFlightStart = 0;
       this.#nextSendSeq = 0;
       this.#state = 'established';
+      this.#records.endEpoch0();
       this.#restored = true;
       this.#lastActive = motion.lastActive;
       return;
@@ -346,7 +354,7 @@ export class DtlsSession extends EventEmitter {
 
   /** The session id (resumption handle) of this session. */
   get sessionId(): Buffer {
-    return this.#negotiated.sessionId;
+    return this.#sessionIdText === undefined ? this.#negotiated.sessionId : Buffer.from(this.#sessionIdText, 'latin1');
   }
 
   /** The ECDHE group of a full certificate handshake ('x25519' or 'secp256r1'), undefined otherwise. */
@@ -431,7 +439,17 @@ export class DtlsSession extends EventEmitter {
       }
     }
     // Once per datagram at most, so a flood of duplicates cannot make us send more than we receive.
-    if (retransmit && this.#flight) this.#sendFlight(this.#flight, false);
+    if (!retransmit) return;
+    const flight = this.#flight ?? this.#flight6();
+    if (!flight) return;
+    this.#sendFlight(flight, false);
+    if (this.#finished6 !== undefined) this.#flight = undefined; // an idle session keeps the 12 bytes, not the flight
+  }
+
+  /** Flight 6 again from its verify_data (a client that repeats flight 5 did not get it). */
+  #flight6(): Flight | undefined {
+    if (this.#finished6 === undefined) return undefined;
+    return { plain: [], encrypted: [{ type: HandshakeType.finished, messageSeq: this.#nextSendSeq - 1, body: Buffer.from(this.#finished6, 'latin1') }] };
   }
 
   /**
@@ -483,6 +501,7 @@ export class DtlsSession extends EventEmitter {
         if (this.#state !== 'established' || r.epoch === 0) return false;
         // Data in epoch 1 shows the client has our Finished: flight 6 will not be asked for again (RFC 6347 §4.2.4).
         this.#flight = undefined;
+        this.#finished6 = undefined;
         if (data.length > 0) this.emit('data', data);
         return false;
       default:
@@ -544,7 +563,7 @@ export class DtlsSession extends EventEmitter {
     } else if (level === AlertLevel.fatal) {
       // RFC 5246 §7.2.2: a session ended by a fatal alert must not be resumed (an authentic one: in plaintext,
       // anyone could end it for the device).
-      if (epoch !== 0) this.#config.cache.delete(this.#negotiated.sessionId);
+      if (epoch !== 0) this.#config.cache.delete(this.sessionId);
       if (this.#state === 'established') this.#end();
       else this.#fail(new TlsPeerAlert(description), undefined);
     }
@@ -685,10 +704,12 @@ export class DtlsSession extends EventEmitter {
     const n = this.#negotiated;
     this.#negotiated = {
       suite: n.suite, extendedMasterSecret: n.extendedMasterSecret, secureRenegotiation: n.secureRenegotiation,
-      clientRandom: EMPTY, serverRandom: EMPTY, sessionId: owned(n.sessionId), extraExtensions: [],
+      clientRandom: EMPTY, serverRandom: EMPTY, sessionId: EMPTY, extraExtensions: NO_EXTENSIONS,
       clientSentPointFormats: n.clientSentPointFormats, ecdheGroup: this.#ephemeral?.group ?? n.ecdheGroup,
       ...(n.resumed ? { resumed: n.resumed } : {}),
     };
+    this.#sessionIdText = n.sessionId.toString('latin1');
+    this.#records.endEpoch0();
     this.#transcript = undefined;
     this.#masterBytes = undefined;
     this.#master = undefined;
@@ -703,7 +724,13 @@ export class DtlsSession extends EventEmitter {
     this.#wrongKeyTimer = undefined;
     this.#reassembler = undefined;
     this.#queued = NO_RECORDS;
-    if (this.#flight) this.#flight = { plain: this.#flight.plain.map(ownedMessage), encrypted: this.#flight.encrypted.map(ownedMessage) };
+    const f = this.#flight;
+    if (f && f.plain.length === 0 && f.encrypted.length === 1 && f.encrypted[0].type === HandshakeType.finished) {
+      this.#finished6 = f.encrypted[0].body.toString('latin1');
+      this.#flight = undefined;
+    } else if (f) {
+      this.#flight = { plain: f.plain.map(ownedMessage), encrypted: f.encrypted.map(ownedMessage) };
+    }
   }
 
   // ---- flights out ------------------------------------------------------------------------------------------
