@@ -2,7 +2,8 @@
 // gcc) so the client's CPU stays small next to the server's:
 //   - full PSK handshakes/s against the DTLS server alone (bench/dtls-server.ts), 20 s by default
 //   - full ECDHE-ECDSA handshakes/s with a client certificate (P-256 chain made with the openssl CLI)
-//   - memory per idle established session (heap + external after GC, and RSS) of the DTLS server alone
+//   - memory per idle established session (heap + external after GC, and RSS) of the DTLS server alone, without and
+//     with the session store (bench/dtls-kept.ts measures the store itself)
 //   - the same two handshake loads against libcoap's coap-server-openssl (C, OpenSSL), PSK (-k) and certificate
 //     (-c -j -C: client certificate verified), each beside ours as a ratio
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
@@ -111,7 +112,7 @@ export function startDtlsServer(psk: Buffer, certDir?: string, keep = false): Pr
 }
 
 /** The memory row: `sessions` PSK sessions opened against `srv` (bench/dtls-server.ts) and held idle; heap + external after GC per session. */
-export async function idleSessionMemory(srv: Awaited<ReturnType<typeof startDtlsServer>>, psk: Buffer, sessions: number): Promise<BenchRow> {
+export async function idleSessionMemory(srv: Awaited<ReturnType<typeof startDtlsServer>>, psk: Buffer, sessions: number, setting: string): Promise<BenchRow> {
   const before = await srv.memory();
   const holder = spawn(LOAD, ['idle', '127.0.0.1', String(srv.port), '30', String(sessions), 'psk', 'idle', psk.toString('hex')], { stdio: ['ignore', 'pipe', 'inherit'] });
   const connected = await new Promise<number>((resolve) => {
@@ -124,7 +125,7 @@ export async function idleSessionMemory(srv: Awaited<ReturnType<typeof startDtls
   holder.kill('SIGKILL');
   const per = (a: number, b: number) => Math.round((b - a) / Math.max(1, after.sessions - before.sessions));
   return {
-    name: `memory per idle established DTLS session (${connected} sessions; heap + external after GC)`,
+    name: `memory per idle established DTLS session (${connected} sessions, ${setting}; heap + external after GC)`,
     value: per(before.heapUsed + before.external, after.heapUsed + after.external), unit: 'bytes/session',
     detail: `RSS ${per(before.rss, after.rss)} bytes/session; sessions counted by the server ${after.sessions - before.sessions}`,
     target: '<= 2048 bytes/session',
@@ -173,7 +174,14 @@ export async function dtlsServerRows(opts: { seconds: number; idleSessions: numb
     });
 
     await new Promise((r) => setTimeout(r, 500));
-    rows.push(await idleSessionMemory(srv, psk, opts.idleSessions));
+    rows.push(await idleSessionMemory(srv, psk, opts.idleSessions, 'no session store'));
+    // as the gateway runs it by default (DTLS_KEEP_SESSIONS=on): the resumption cache in Redis, a small front in process
+    const kept = await startDtlsServer(psk, undefined, true);
+    try {
+      rows.push(await idleSessionMemory(kept, psk, opts.idleSessions, 'sessions and resumption cache kept in Redis, the gateway default'));
+    } finally {
+      await stop(kept.child);
+    }
   } finally {
     await stop(srv.child);
   }
