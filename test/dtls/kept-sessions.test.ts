@@ -6,6 +6,7 @@ import { Redis } from '../../src/app/redis.ts';
 import { parseDatagram } from '../../src/dtls/record.ts';
 import { DtlsStateStore } from '../../src/dtls/session-store.ts';
 import { WRITE_LEASE, decodeKeys, encodeKeys } from '../../src/dtls/session-state.ts';
+import { CidClient } from '../support/cid-client/client.ts';
 import { until } from '../support/until.ts';
 import { IDENTITY, PSK_HEX, startEchoServer, waitFor } from './helpers.ts';
 import type { EchoServer } from './helpers.ts';
@@ -146,6 +147,30 @@ describe('kept DTLS sessions', () => {
     expect(first - last).toBeLessThanOrEqual(WRITE_LEASE); // node-dtls-client drops records more than 64 ahead
   });
 
+  it('a Connection ID session is found by its CID on the next server, from a new source port too (takeOverSession by CID)', async () => {
+    const p = prefix();
+    const a = await echoServer(p);
+    const c = new CidClient(a.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex'), suite: 'ccm8' });
+    try {
+      await c.connect();
+      c.send('one');
+      await c.waitForData((x) => x === 'echo:one');
+      const cid = a.sessions[0].connectionId!;
+      await a.server.suspend();
+      const b = await echoServer(p, a.port);
+      await c.rebind(); // a NAT gave the device another port meanwhile
+      c.send('two');
+      const answer = await c.waitForData((x) => x === 'echo:two');
+      expect(answer.localPort).toBe(c.localPort);
+      expect(b.sessions).toHaveLength(1);
+      expect(b.sessions[0].restored).toBe(true);
+      expect(b.sessions[0].connectionId).toEqual(cid);
+      expect(await b.server.takeOverSession(cid)).toBe(b.sessions[0]);
+    } finally {
+      c.close();
+    }
+  });
+
   it('two loads of the same kept state get leases of their own', async () => {
     const p = prefix();
     const kept = store(p);
@@ -159,5 +184,17 @@ describe('kept DTLS sessions', () => {
     // the first holder's lease cannot be renewed: the session is someone else's now
     expect(await kept.renew('a10.0.0.1:5', 7 + WRITE_LEASE, one!.motion)).toBeNull();
     expect(await kept.take('a10.0.0.2:5')).toBeNull();
+  });
+
+  it('a kept state moved under another session\'s name (another device, another tenant) is refused and removed', async () => {
+    const p = prefix();
+    const kept = store(p);
+    const keys = { suiteId: 0xc0a8, extendedMasterSecret: true, keyBlock: randomBytes(40), sessionId: randomBytes(32), pskIdentity: 'tenant-a-device', peerCertificates: [] };
+    kept.established('a10.0.0.1:7', keys, { writeSeq: 1, replay: [1, 1, 0], remoteAddress: '10.0.0.1', remotePort: 7, lastActive: Date.now(), attachment: Buffer.alloc(0) });
+    const fields = await redis.hgetallBuffer(kept.sessionKey('a10.0.0.1:7'));
+    await redis.hset(kept.sessionKey('a10.0.0.9:7'), fields);
+    expect(await kept.take('a10.0.0.9:7')).toBeNull();
+    expect(await redis.exists(kept.sessionKey('a10.0.0.9:7'))).toBe(0);
+    expect((await kept.take('a10.0.0.1:7'))?.keys.pskIdentity).toBe('tenant-a-device');
   });
 });
