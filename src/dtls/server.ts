@@ -17,6 +17,8 @@
  *               certificate messages in flight4-certificate.ts), 4b in session.ts (resumption: ServerHello, CCS,
  *               Finished), 6 (CCS, Finished)
  *   session-cache.ts  resumption by session id (bounded, expiring; RFC 7627 §5.3 EMS rules in flights/flight4.ts)
+ *   session-state.ts / session-store.ts  an established session as bytes, kept sealed in Redis for the next process
+ *               or another node (and the shared resumption cache)        session-events.ts  a session's listeners
  *   limits.ts   per-source-address admission          cid.ts  RFC 9146 Connection ID: extension, tls12_cid records
  *   handshake.ts  handshake header, fragmentation, reassembly    record.ts / replay.ts  records, epochs, anti-replay
  *
