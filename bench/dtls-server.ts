@@ -2,16 +2,24 @@
 // (what the service's Redis-cached lookup returns on a hit) and every session echoes what it receives. On IPC
 // message 'memory' it collects garbage and answers the heap, external and RSS figures, to measure the memory an idle
 // established session holds. With BENCH_CERT_DIR (server.pem, server.key, ca.pem) it also offers the ECDHE-ECDSA
-// suites and requires client certificates chained to ca.pem. Run with --expose-gc.
+// suites and requires client certificates chained to ca.pem. With BENCH_KEEP=on it keeps sessions and the resumption
+// cache in Redis (REDIS_URL) as the gateway does by default (DTLS_KEEP_SESSIONS=on). Run with --expose-gc.
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { Redis } from '../src/app/redis.ts';
 import { createDtlsServer } from '../src/dtls/server.ts';
+import { DtlsStateStore } from '../src/dtls/session-store.ts';
 
 const key = Buffer.from(process.env.BENCH_PSK ?? '', 'hex');
 const certDir = process.env.BENCH_CERT_DIR;
 const anchors = certDir ? [new X509Certificate(readFileSync(path.join(certDir, 'ca.pem')))] : [];
+const kept = process.env.BENCH_KEEP === 'on'
+  ? new DtlsStateStore(new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), { prefix: `bench-dtls-${randomBytes(4).toString('hex')}:`, secretKey: randomBytes(32), idleTimeoutMs: 600_000 })
+  : undefined;
 const server = createDtlsServer({
+  ...(kept ? { keeper: kept, sharedCache: kept } : {}),
   ...(certDir ? {
     certificate: {
       key: readFileSync(path.join(certDir, 'server.key')),

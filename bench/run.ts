@@ -4,6 +4,7 @@
 // --commands 100 (devices of the command delivery row, bench/commands.ts; 0 skips it)
 // --webhooks on|off --webhook-senders 50 (the webhook row: bench/webhooks.ts)
 // --dtls on|off --idle-sessions 2000 (DTLS server rows: handshakes/s, the same handshakes against libcoap's coap-server-openssl, memory per idle session; bench/dtls.ts)
+// --kept-sessions 100000 (kept DTLS sessions: save on hand-over and load, sessions/s, and memory per session carried on; bench/dtls-kept.ts; 0 skips it)
 // --coap on|off --coap-sessions 200 --coap-rate 2000 --coap-layout all (the service's processes, e.g. 'api,worker|gateway'; CoAP/DTLS end to end closed loop and paced, and libcoap's
 // coap-server-openssl beside it, and the floor ratios of the closed and paced rows: bench/coap.ts, bench/floor.ts) --coap-closed on|off (off: the paced row alone, warmed up paced)
 // --flood on|off --flood-rate 5000 (the coap rows' sessions and rate paced, alone and beside a handshake flood from 127.0.0.2-11: ClientHellos
@@ -28,6 +29,7 @@ import { cpuMeter } from './cpu.ts';
 import { coapRows } from './coap.ts';
 import { floodRows } from './flood.ts';
 import { dtlsServerRows, type BenchRow } from './dtls.ts';
+import { keptSessionRows } from './dtls-kept.ts';
 import { serviceMemoryMb, startEmbedded } from './embedded.ts';
 import { linkDevices, pct, provision, reportsOnPins, root, startBenchService, storedReports, HTTPS_PORT, type BenchService, type Provisioned } from './harness.ts';
 import { runPskDevice, type DeviceStats } from './psk-client.ts';
@@ -40,7 +42,42 @@ import { thresholdRows } from './thresholds.ts';
 import { tileRows } from './tiles.ts';
 import { webhookRow } from './webhooks.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' }, flood: { type: 'string', default: 'on' }, 'flood-rate': { type: 'string', default: '5000' }, notifications: { type: 'string', default: 'on' }, mails: { type: 'string', default: '2000' }, tiles: { type: 'string', default: 'on' }, 'tile-pin-groups': { type: 'string', default: '100000' }, cid: { type: 'string', default: 'on' }, 'cid-clients': { type: 'string', default: '20' } } });
+const { values } = parseArgs({
+  options: {
+    layouts: { type: 'string', default: 'all' },
+    devices: { type: 'string', default: '100' },
+    seconds: { type: 'string', default: '15' },
+    warmup: { type: 'string', default: '3' },
+    commands: { type: 'string', default: '100' },
+    webhooks: { type: 'string', default: 'on' },
+    'webhook-senders': { type: 'string', default: '50' },
+    dtls: { type: 'string', default: 'on' },
+    coap: { type: 'string', default: 'on' },
+    'coap-sessions': { type: 'string', default: '200' },
+    'coap-rate': { type: 'string', default: '2000' },
+    'coap-layout': { type: 'string', default: 'all' },
+    'coap-closed': { type: 'string', default: 'on' },
+    embedded: { type: 'string', default: 'on' },
+    'idle-sessions': { type: 'string', default: '2000' },
+    measurements: { type: 'string', default: 'on' },
+    charts: { type: 'string', default: 'on' },
+    'measurement-rows': { type: 'string', default: '10000000' },
+    analytics: { type: 'string', default: 'on' },
+    'analytics-timeout-ms': { type: 'string', default: '10000' },
+    thresholds: { type: 'string', default: 'on' },
+    'threshold-devices': { type: 'string', default: '100' },
+    linked: { type: 'string', default: 'on' },
+    flood: { type: 'string', default: 'on' },
+    'flood-rate': { type: 'string', default: '5000' },
+    notifications: { type: 'string', default: 'on' },
+    mails: { type: 'string', default: '2000' },
+    tiles: { type: 'string', default: 'on' },
+    'tile-pin-groups': { type: 'string', default: '100000' },
+    cid: { type: 'string', default: 'on' },
+    'cid-clients': { type: 'string', default: '20' },
+    'kept-sessions': { type: 'string', default: '100000' },
+  },
+});
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
@@ -155,6 +192,7 @@ async function main(): Promise<void> {
   if (values.webhooks !== 'off') rows.push(await webhookRow({ senders: Number(values['webhook-senders']), devicesPerSender: 10, seconds: SECONDS, warmup: WARMUP }));
   const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];
   const dtlsRows: BenchRow[] = values.dtls === 'off' ? [] : await dtlsServerRows({ seconds: Math.max(SECONDS, 20), idleSessions: Number(values['idle-sessions']), procs: 4 });
+  if (Number(values['kept-sessions']) > 0) dtlsRows.push(...await keptSessionRows({ sessions: Number(values['kept-sessions']) }));
   if (values.coap !== 'off') dtlsRows.push(...await coapRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), layout: values['coap-layout'], closed: values['coap-closed'] !== 'off', linked: values.linked !== 'off' }));
   if (values.cid !== 'off') {
     dtlsRows.push(...await cidRoutingRows({ clients: Number(values['cid-clients']), records: 500, rounds: 3 }));

@@ -37,6 +37,8 @@ export interface Config {
   dtls: DtlsLimits;
   /** the inter-node port of a CID-routed cluster of gateway nodes (src/dtls/cluster/); null: one node, as before */
   dtlsCluster: { port: number; address: string; leaseMs: number } | null;
+  /** DTLS sessions and the resumption cache kept in Redis (src/dtls/session-store.ts) */
+  dtlsKeepSessions: boolean;
   logLevel: string;
   /** 32-byte server key; JWT signing key and PSK encryption key are derived from it. */
   secretKey: Buffer;
@@ -151,6 +153,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   DTLS_HANDSHAKE_BURST_PER_ADDRESS: [String(DTLS_DEFAULTS.handshakeBurstPerAddress), 'DTLS handshakes a source IP address may start at once (token bucket size)'],
   DTLS_HANDSHAKE_TIMEOUT_MS: [String(DTLS_DEFAULTS.handshakeTimeoutMs), 'a DTLS handshake not complete after this long is abandoned'],
   DTLS_IDLE_TIMEOUT_MS: [String(DTLS_DEFAULTS.idleTimeoutMs), 'a DTLS session without an authentic record for this long is closed (devices resume or handshake again)'],
+  DTLS_KEEP_SESSIONS: ['on', 'on or off: established DTLS sessions (sealed with SECRET_KEY) and the resumption cache live in Redis, so a restarted gateway or another node carries them on without a handshake (docs/decisions.md)'],
   DTLS_MTU: [String(DTLS_DEFAULTS.mtu), 'largest datagram the DTLS server sends (its flights are fragmented to fit)'],
   DTLS_RECEIVE_BUFFER_BYTES: [String(DTLS_DEFAULTS.receiveBufferBytes), 'receive buffer of the DTLS socket (capped by the kernel\'s net.core.rmem_max: raise that too); the kernel\'s default overflows under a ClientHello flood whenever the event loop pauses, and drops devices\' datagrams with the flood\'s'],
   DTLS_CLUSTER_PORT: ['unset → off (one gateway node)', 'UDP port for the other gateway nodes of a CID-routed cluster (docs/fleet.md): a node forwards a DTLS record whose Connection ID names another node there, and relays that node\'s answer to the device (0: any free port)'],
@@ -277,6 +280,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     coapPort: env.COAP_PORT ? int(env, 'COAP_PORT', 5683, 0, 65535) : null,
     coapPlainIdentities: (env.COAP_PLAIN_IDENTITIES ?? '').split(',').map((i) => i.trim()).filter((i) => i !== ''),
     coapPiggybackMs: int(env, 'COAP_PIGGYBACK_MS', 1000, 0, 60_000),
+    dtlsKeepSessions: onOff(env, 'DTLS_KEEP_SESSIONS', true),
     dtls: {
       maxSessions: int(env, 'DTLS_MAX_SESSIONS', DTLS_DEFAULTS.maxSessions, 1),
       maxHandshakes: int(env, 'DTLS_MAX_HANDSHAKES', DTLS_DEFAULTS.maxHandshakes, 1),

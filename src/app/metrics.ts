@@ -6,6 +6,11 @@ import { Counter, Gauge, Histogram, register } from 'prom-client';
  */
 export const metrics = {
   deviceRequests: new Counter({ name: 'gridgate_gateway_device_requests_total', help: 'Device requests received', labelNames: ['protocol'] }),
+  dtlsSessions: new Counter({
+    name: 'gridgate_dtls_sessions_started_total',
+    help: 'DTLS sessions a gateway started serving, by how: handshake (full), resumption (abbreviated handshake), kept (carried on from a state another process kept: no handshake)',
+    labelNames: ['origin'],
+  }),
   handshakeFailures: new Counter({ name: 'gridgate_gateway_handshake_failures_total', help: 'Failed device handshakes', labelNames: ['protocol'] }),
   refused: new Counter({ name: 'gridgate_gateway_device_requests_refused_total', help: 'Requests of authenticated devices refused at the gateway', labelNames: ['protocol', 'reason'] }),
   coapMalformed: new Counter({ name: 'gridgate_gateway_coap_malformed_total', help: 'CoAP datagrams dropped (or reset) as malformed', labelNames: ['protocol'] }),

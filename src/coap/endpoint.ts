@@ -64,6 +64,8 @@ export interface CoapEndpointOptions extends Partial<CoapConfig> {
   dedupLimit?: DedupLimit;
   /** The peer's source address is not proven (plain UDP): refusals of unauthenticated requests never outgrow the request. */
   unprovenPeer?: boolean;
+  /** Where this endpoint's message ids continue (an endpoint carried on from another process's). Default: random. */
+  lastMessageId?: number;
 }
 
 /** Unknown critical options a 4.02 names: the rest are counted (RFC 7252 §5.4.1 only asks to reject). */
@@ -98,7 +100,7 @@ export class CoapEndpoint extends EventEmitter {
 
   constructor(opts: CoapEndpointOptions) {
     super();
-    const { send, handler, diagnostic, admit, uploadBudget, uploadOwner, dedupLimit, unprovenPeer, ...config } = opts;
+    const { send, handler, diagnostic, admit, uploadBudget, uploadOwner, dedupLimit, unprovenPeer, lastMessageId, ...config } = opts;
     this.#admit = admit;
     this.#diagnostic = diagnostic ?? ((_code, message) => ({ payload: Buffer.from(message), options: [] }));
     this.#config = { ...COAP_DEFAULTS, ...Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) };
@@ -107,6 +109,7 @@ export class CoapEndpoint extends EventEmitter {
     this.#uploadBudget = uploadBudget;
     this.#uploadOwner = uploadOwner ?? (() => this);
     this.#unprovenPeer = unprovenPeer ?? false;
+    if (lastMessageId !== undefined) this.#nextMessageId = lastMessageId & 0xffff;
     this.#dedup = new Deduplicator({ maxEntries: this.#config.maxDedupEntries, lifetimeMs: this.#config.exchangeLifetimeMs, limit: dedupLimit });
   }
 
@@ -342,6 +345,11 @@ export class CoapEndpoint extends EventEmitter {
     });
     o.timer = setTimeout(fire, o.waitMs);
     this.#outstanding.set(messageId, o);
+  }
+
+  /** The message id this endpoint used last (a next process's endpoint for the same peer continues after it). */
+  get lastMessageId(): number {
+    return this.#nextMessageId;
   }
 
   #newMessageId(): number {

@@ -143,12 +143,14 @@ export class HandshakeSlots<T> {
     this.#size++;
   }
 
-  delete(handshake: T): void {
+  /** False when it was not here (e.g. established already). */
+  delete(handshake: T): boolean {
     const address = this.#addressOf(handshake);
     const own = this.#byAddress.get(address);
-    if (!own?.delete(handshake)) return;
+    if (!own?.delete(handshake)) return false;
     this.#size--;
     if (own.size === 0) this.#byAddress.delete(address);
+    return true;
   }
 
   /** The handshake a new one from `address` may replace: the oldest of the address holding the most, if it holds more. */

@@ -96,6 +96,15 @@ interface ReadEpoch {
   cid?: EpochCid;
 }
 
+/** Epoch 0's read state: a window, or after the handshake one that refuses nothing. */
+type Epoch0 = Omit<ReadEpoch, 'replay'> & { replay: Pick<ReplayWindow, 'check' | 'isNewest' | 'accept'> };
+
+/**
+ * Epoch 0 once the handshake is over (see RecordLayer.endEpoch0): plaintext that only ever asks for flight 6 again,
+ * at most one answer per datagram and no larger, so no window is kept for it; one object for every session.
+ */
+const EPOCH0_AFTER_HANDSHAKE: Epoch0 = Object.freeze({ protection: null, replay: { check: () => true, isNewest: () => false, accept: () => undefined } });
+
 /** The CID of one direction of an epoch and the protection of its tls12_cid records. */
 export interface EpochCid {
   cid: Buffer;
@@ -111,30 +120,59 @@ const SEQ_SCRATCH = Buffer.alloc(8);
  * an idle session holds thousands of these.
  */
 export class RecordLayer {
-  #read0: ReadEpoch = { protection: null, replay: new ReplayWindow() };
+  #read0: Epoch0 = { protection: null, replay: new ReplayWindow() };
   #read1: ReadEpoch | undefined;
   #writeSeq0 = 0;
   #writeSeq1: number | undefined;
   #writeProtection1: RecordProtection | undefined;
   #writeCid1: EpochCid | undefined;
+  /** Epoch 1 seals stop here (session-state.ts: a session restored elsewhere continues past it, so no nonce repeats). */
+  #writeLimit1 = MAX_SEQUENCE + 1;
   /** Whether the last record `open` accepted had the highest sequence number of its epoch so far (RFC 9146 §6). */
   lastOpenedWasNewest = false;
+
+  /** The handshake is over: epoch 0 keeps no replay window of its own any more. */
+  endEpoch0(): void {
+    this.#read0 = EPOCH0_AFTER_HANDSHAKE;
+  }
 
   /** Starts epoch 0 writes at `seq` (RFC 6347 §4.2.1: continue from the ClientHello's record sequence number). */
   setInitialWriteSequence(seq: number): void {
     this.#writeSeq0 = seq;
   }
 
-  installReadEpoch(epoch: number, protection: RecordProtection, cid?: EpochCid): void {
+  /** `protection` is only used for records without a CID: null when the epoch has a read CID. */
+  installReadEpoch(epoch: number, protection: RecordProtection | null, cid?: EpochCid, replay = new ReplayWindow()): void {
     if (epoch !== 1) throw new Error('only epoch 1 follows the handshake');
-    this.#read1 = cid ? { protection, replay: new ReplayWindow(), cid } : { protection, replay: new ReplayWindow() };
+    this.#read1 = cid ? { protection, replay, cid } : { protection, replay };
   }
 
-  installWriteEpoch(epoch: number, protection: RecordProtection, cid?: EpochCid): void {
+  /** `protection` is only used without a write CID (then it may be undefined). `seq`: the first sequence number to send. */
+  installWriteEpoch(epoch: number, protection: RecordProtection | undefined, cid?: EpochCid, seq = 0): void {
     if (epoch !== 1) throw new Error('only epoch 1 follows the handshake');
     this.#writeProtection1 = protection;
-    this.#writeSeq1 = 0;
+    this.#writeSeq1 = seq;
     this.#writeCid1 = cid;
+  }
+
+  /** Epoch 1 seals throw from sequence number `limit` on. */
+  setWriteLimit(limit: number): void {
+    this.#writeLimit1 = Math.min(limit, MAX_SEQUENCE + 1);
+  }
+
+  get writeLimit(): number {
+    return this.#writeLimit1;
+  }
+
+  /** Epoch-1 records that may still be sealed before the write limit. */
+  writeRoom(): number {
+    return this.#writeLimit1 - (this.#writeSeq1 ?? 0);
+  }
+
+  /** Epoch 1: the next write sequence number and the replay window (ReplayWindow.snapshot), for session-state.ts. */
+  epoch1State(): { writeSeq: number; replay: [number, number, number] } {
+    if (this.#writeSeq1 === undefined || !this.#read1) throw new Error('epoch 1 is not installed');
+    return { writeSeq: this.#writeSeq1, replay: this.#read1.replay.snapshot() };
   }
 
   /** Bytes a sealed record in `epoch` carries beyond the suite's overhead: the CID and the inner content type. */
@@ -184,7 +222,7 @@ export class RecordLayer {
   seal(epoch: number, type: number, data: Buffer): Buffer {
     const seq = epoch === 0 ? this.#writeSeq0 : epoch === 1 ? this.#writeSeq1 : undefined;
     if (seq === undefined) throw new Error(`no write state for epoch ${epoch}`);
-    if (seq > MAX_SEQUENCE) throw new Error('record sequence number exhausted');
+    if (seq > MAX_SEQUENCE || (epoch === 1 && seq >= this.#writeLimit1)) throw new Error('record sequence number exhausted');
     if (epoch === 0) this.#writeSeq0 = seq + 1;
     else this.#writeSeq1 = seq + 1;
     const cid = epoch === 1 ? this.#writeCid1 : undefined;
@@ -198,7 +236,10 @@ export class RecordLayer {
     }
     const prot = epoch === 1 ? this.#writeProtection1 : undefined;
     const header = { type, version: DTLS12, epoch, seq };
-    if (!prot) return encodeRecord({ ...header, fragment: data });
+    if (!prot) {
+      if (epoch === 1) throw new Error('epoch 1 has no write protection');
+      return encodeRecord({ ...header, fragment: data });
+    }
     const out = prot.seal(sequenceInput(epoch, seq, SEQ_SCRATCH), type, DTLS12, data, RECORD_HEADER_LENGTH);
     writeRecordHeader(out, 0, header, out.length - RECORD_HEADER_LENGTH);
     return out;

@@ -13,6 +13,20 @@ export class ReplayWindow {
   #lo = 0;
   #hi = 0;
 
+  /** The window as three numbers (highest accepted, then the two bit words), for session-state.ts. */
+  snapshot(): [number, number, number] {
+    return [this.#top, this.#lo, this.#hi];
+  }
+
+  /** A window from snapshot(). */
+  static restore([top, lo, hi]: readonly [number, number, number]): ReplayWindow {
+    const w = new ReplayWindow();
+    w.#top = top;
+    w.#lo = lo >>> 0;
+    w.#hi = hi >>> 0;
+    return w;
+  }
+
   /** True when `seq` is neither too old nor already seen. Does not change the window (call accept after the MAC check). */
   check(seq: number): boolean {
     if (seq > this.#top) return true;

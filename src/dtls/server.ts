@@ -17,6 +17,8 @@
  *               certificate messages in flight4-certificate.ts), 4b in session.ts (resumption: ServerHello, CCS,
  *               Finished), 6 (CCS, Finished)
  *   session-cache.ts  resumption by session id (bounded, expiring; RFC 7627 §5.3 EMS rules in flights/flight4.ts)
+ *   session-state.ts / session-store.ts  an established session as bytes, kept sealed in Redis for the next process
+ *               or another node (and the shared resumption cache)        session-events.ts  a session's listeners
  *   limits.ts   per-source-address admission          cid.ts  RFC 9146 Connection ID: extension, tls12_cid records
  *   handshake.ts  handshake header, fragmentation, reassembly    record.ts / replay.ts  records, epochs, anti-replay
  *
@@ -38,6 +40,11 @@
  * A ClientHello with a valid cookie from the address:port of an established session starts a new handshake beside
  * it (RFC 6347 §4.2.8): a cookie stays valid for a minute or two and proves nothing about the device, so the old
  * session is replaced only when the new handshake completes.
+ *
+ * Kept sessions (with a `keeper`, session-store.ts): each completed handshake's state is written out; `suspend()` writes
+ * every session's latest state and lets them go without a word to the peers; a record for a CID or address:port this
+ * process does not know is held while the session is looked for there (`takeOverSession`), then handled as if the
+ * session had always been here.
  *
  * Limits of this implementation: a first ClientHello must fit one record (it is not reassembled statelessly);
  * renegotiation is refused (no_renegotiation warning); no session tickets (RFC 5077); DTLS 1.3 is not spoken.
@@ -62,7 +69,9 @@ import { AddressLimits, DTLS_DEFAULTS, HandshakeSlots } from './limits.ts';
 import type { DtlsLimits } from './limits.ts';
 import { DtlsSession } from './session.ts';
 import { SessionCache } from './session-cache.ts';
-import type { PeerRoute, Relay, SessionConfig, SessionHost } from './session.ts';
+import type { PeerRoute, Relay, SessionConfig, SessionHost, KeptStart } from './session.ts';
+import type { SharedSessionCache } from './session-cache.ts';
+import type { SessionKeeper } from './session-store.ts';
 
 export { DtlsSession };
 
@@ -94,7 +103,10 @@ export interface DtlsServerOptions {
   idleTimeoutMs?: number;
   /** Cookie secret rotation period. Default 60 000 ms. */
   cookieRotationMs?: number;
-  /** Sessions kept for resumption by session id at most (the oldest go first); 0 disables resumption. Default 10 000. */
+  /**
+   * Sessions kept for resumption by session id in this process at most (the oldest go first); 0 disables resumption.
+   * Default 10 000; with a `sharedCache` 1 000 (a front for the recent ids: the shared cache holds them all).
+   */
   sessionCacheSize?: number;
   /** A cached session can be resumed for this long after its full handshake. Default 86 400 000 ms (24 h). */
   sessionLifetimeMs?: number;
@@ -106,6 +118,12 @@ export interface DtlsServerOptions {
   handshakeBurstPerAddress?: number;
   /** Receive buffer of the socket the server binds itself (a given socket is left as it is). */
   receiveBufferBytes?: number;
+  /** Keeps established sessions beyond this process (session-store.ts); without it they live and die here. */
+  keeper?: SessionKeeper;
+  /** The resumption cache shared with the other nodes of the deployment (session-store.ts). */
+  sharedCache?: SharedSessionCache;
+  /** Bytes of the application above kept with a session (e.g. its device); given back with a session carried on. */
+  attachment?(session: DtlsSession): Buffer | undefined;
 }
 
 /**
@@ -118,6 +136,17 @@ export interface CidRouter {
   /** A tls12_cid record (whole datagram) arrived from `from` whose CID no session of this server holds. */
   unclaimed(cid: Buffer, datagram: Buffer, from: { address: string; port: number }): void;
 }
+
+/** How a server names a session to its keeper: by the Connection ID it issued, else by the peer's address:port. */
+export function sessionRef(s: { connectionId: Buffer | undefined; remoteAddress: string; remotePort: number }): string {
+  return s.connectionId ? `c${s.connectionId.toString('hex')}` : `a${s.remoteAddress}:${s.remotePort}`;
+}
+
+/** Datagrams held per session being looked for in the keeper, and kept-state look-ups at once at most. */
+const HELD_PER_LOOKUP = 8;
+/** A ref not found in the keeper is not looked for again for this long (a device that lost its session sends until it handshakes). */
+const MISS_MEMORY_MS = 5_000;
+const MISSES_REMEMBERED = 10_000;
 
 export interface HandshakeErrorInfo {
   remoteAddress: string;
@@ -132,14 +161,16 @@ const DEFAULTS = {
   ...DTLS_DEFAULTS,
   cookieRotationMs: 60_000,
   sessionCacheSize: 10_000,
+  sharedCacheFront: 1_000,
   sessionLifetimeMs: 86_400_000,
   initialRetransmitMs: 1_000,
   maxRetransmitMs: 60_000,
 };
 
 /**
- * Emits 'listening', 'session' (session: DtlsSession, after a completed handshake), 'handshakeError'
- * (err: Error, info: HandshakeErrorInfo) and 'error' (socket errors).
+ * Emits 'listening', 'session' (session: DtlsSession, after a completed handshake, or carried on from a kept state:
+ * then its `attachment` bytes are the second argument), 'handshakeError' (err: Error, info: HandshakeErrorInfo),
+ * 'keeperError' (err: the keeper could not be reached; the session carries on) and 'error' (socket errors).
  */
 export class DtlsServer extends EventEmitter {
   readonly socket: dgram.Socket;
@@ -169,6 +200,18 @@ export class DtlsServer extends EventEmitter {
   readonly #restarts = new Map<string, { session: DtlsSession; replaces: DtlsSession }>();
   /** Sessions that negotiated a Connection ID, by the CID we issued (hex). */
   readonly #byCid = new Map<string, DtlsSession>();
+  readonly #keeper: SessionKeeper | undefined;
+  /** Kept sessions being looked for, by ref, with the datagrams that arrived for them meanwhile. */
+  readonly #taking = new Map<string, { promise: Promise<DtlsSession | null>; held: Array<[Buffer, dgram.RemoteInfo]> }>();
+  /** Refs recently not found in the keeper, with when that was (oldest first). */
+  readonly #misses = new Map<string, number>();
+  /** Set by suspend(): sessions now end without close_notify and stay kept. */
+  #suspending = false;
+  readonly #attachment: (s: DtlsSession) => Buffer | undefined;
+  /** Sessions whose lease of write sequence numbers is being renewed. */
+  readonly #renewing = new Set<DtlsSession>();
+  /** Sessions another process took over: what is kept for them is theirs now. */
+  readonly #givenUp = new WeakSet<DtlsSession>();
   /** Sessions whose handshake runs (their count is what maxHandshakes bounds), by source address. */
   readonly #handshaking = new HandshakeSlots<DtlsSession>((s) => s.remoteAddress);
   /** One host for every session (a session passes itself): an idle session holds no closures of its own. */
@@ -193,7 +236,7 @@ export class DtlsServer extends EventEmitter {
       if (!this.#peers.has(key)) this.#peers.set(key, s);
       return true;
     },
-    established: (s) => {
+    established: (s, keys) => {
       this.#handshaking.delete(s);
       const key = `${s.remoteAddress}:${s.remotePort}`;
       const restart = this.#restarts.get(key);
@@ -202,7 +245,21 @@ export class DtlsServer extends EventEmitter {
         this.#peers.set(key, s);
         restart.replaces.close(); // the client proved itself with a complete handshake: its earlier session goes
       }
+      if (this.#keeper) s.limitWrites(this.#keeper.established(sessionRef(s), keys, s.motion()));
       this.emit('session', s);
+    },
+    leaseRunningOut: (s) => {
+      const keeper = this.#keeper;
+      if (!keeper || this.#renewing.has(s) || this.#suspending) return;
+      this.#renewing.add(s);
+      keeper.renew(sessionRef(s), s.writeLimit, s.motion(this.#attachment(s))).then((end) => {
+        if (end !== null) s.limitWrites(end);
+        else {
+          // another process carries this session on now: this one goes without a word
+          this.#givenUp.add(s);
+          s.release();
+        }
+      }, (err: unknown) => this.emit('keeperError', err)).finally(() => this.#renewing.delete(s));
     },
     handshakeFailed: (s, err) => {
       const info: HandshakeErrorInfo = { remoteAddress: s.remoteAddress, remotePort: s.remotePort };
@@ -211,8 +268,9 @@ export class DtlsServer extends EventEmitter {
       this.emit('handshakeError', err, info);
     },
     closed: (s) => {
-      this.#handshaking.delete(s);
+      const wasHandshake = this.#handshaking.delete(s);
       if (!this.#live.delete(s)) return; // refused before it was counted
+      if (!wasHandshake && !this.#suspending && !this.#givenUp.has(s)) this.#keeper?.forget(sessionRef(s));
       this.#limits.removed(s.remoteAddress);
       const key = `${s.remoteAddress}:${s.remotePort}`;
       if (this.#peers.get(key) === s) this.#peers.delete(key);
@@ -243,10 +301,14 @@ export class DtlsServer extends EventEmitter {
     const mtu = limits.mtu;
     if (mtu < 64) throw new Error('mtu must be at least 64 bytes');
     const certificate = opts.certificate ? serverCertificate(opts.certificate) : undefined;
+    this.#keeper = opts.keeper;
+    this.#attachment = opts.attachment ?? (() => undefined);
     this.#config = {
       lookupPsk: opts.lookupPsk,
       suites: certificate ? [...CIPHER_SUITES, ...ECDHE_ECDSA_SUITES] : CIPHER_SUITES,
-      cache: new SessionCache(opts.sessionCacheSize ?? DEFAULTS.sessionCacheSize, opts.sessionLifetimeMs ?? DEFAULTS.sessionLifetimeMs),
+      cache: new SessionCache(
+        opts.sessionCacheSize ?? (opts.sharedCache ? DEFAULTS.sharedCacheFront : DEFAULTS.sessionCacheSize), opts.sessionLifetimeMs ?? DEFAULTS.sessionLifetimeMs, opts.sharedCache,
+      ),
       // A certificate session resumes only while its chain is still valid and trusted (anchors may have changed).
       ...(certificate ? { certificate } : {}),
       resumable: (s) => s.peerCertificates.length === 0 || (certificate !== undefined && chainStillValid(s.peerCertificates, certificate.trustAnchors())),
@@ -329,15 +391,140 @@ export class DtlsServer extends EventEmitter {
     return true;
   }
 
-  /** Closes every session (close_notify), stops all timers and closes the socket. */
+  /**
+   * A record a cluster node could not place (its CID names a node that is gone, or this node, which does not hold it):
+   * held while the session is looked for among the kept ones, then handled as if it had come from `from`. False when
+   * there is nothing to look in (no keeper, or the ref was missed a moment ago).
+   */
+  claimKept(cid: Buffer, datagram: Buffer, from: { address: string; port: number }): boolean {
+    return this.#holdForKept(`c${cid.toString('hex')}`, datagram, { address: from.address, port: from.port, family: from.address.includes(':') ? 'IPv6' : 'IPv4', size: datagram.length });
+  }
+
+  /** Closes every session (close_notify; after suspend(): without a word), stops all timers and closes the socket. */
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
     clearInterval(this.#rotation);
     clearInterval(this.#idleSweep);
-    for (const s of [...this.#live]) s.close();
+    for (const s of [...this.#live]) {
+      if (this.#suspending) s.release();
+      else s.close();
+    }
     this.socket.off('message', this.#onMessage);
     return new Promise((resolve) => this.socket.close(() => resolve()));
+  }
+
+  /**
+   * Hands every established session over to whichever process comes next: writes their latest state to the keeper
+   * (with the application's `attachment`) and closes the server without telling the peers.
+   * Resolves with the number of sessions written. Without a keeper it is close().
+   */
+  async suspend(): Promise<number> {
+    if (!this.#keeper || this.#closed) {
+      await this.close();
+      return 0;
+    }
+    this.#suspending = true;
+    this.socket.off('message', this.#onMessage); // no record changes a session while it is written out
+    const sessions: Array<{ ref: string; motion: ReturnType<DtlsSession['motion']> }> = [];
+    for (const s of this.#live) if (s.established) sessions.push({ ref: sessionRef(s), motion: s.motion(this.#attachment(s)) });
+    try {
+      return await this.#keeper.saveAll(sessions);
+    } finally {
+      await this.close();
+    }
+  }
+
+  /**
+   * The session with this Connection ID (or of this address:port), carried on here from its kept state when this
+   * process does not hold it (after a restart, or when the node that held it is gone); null when there is none.
+   */
+  takeOverSession(ref: Buffer | { address: string; port: number }): Promise<DtlsSession | null> {
+    const local = Buffer.isBuffer(ref) ? this.#byCid.get(ref.toString('hex')) : this.#peers.get(`${ref.address}:${ref.port}`);
+    if (local) return Promise.resolve(local);
+    const key = Buffer.isBuffer(ref) ? `c${ref.toString('hex')}` : `a${ref.address}:${ref.port}`;
+    return this.#take(key)?.promise ?? Promise.resolve(null);
+  }
+
+  /** Starts (or joins) the look-up of a kept session; undefined when there is no keeper or too many look-ups run. */
+  #take(ref: string): { promise: Promise<DtlsSession | null>; held: Array<[Buffer, dgram.RemoteInfo]> } | undefined {
+    const running = this.#taking.get(ref);
+    if (running) return running;
+    const keeper = this.#keeper;
+    if (!keeper || this.#closed || this.#suspending || this.#taking.size >= this.#maxHandshakes) return undefined;
+    const missed = this.#misses.get(ref);
+    if (missed !== undefined && missed > Date.now() - MISS_MEMORY_MS) return undefined;
+    const held: Array<[Buffer, dgram.RemoteInfo]> = [];
+    const promise = keeper.take(ref).then((kept) => {
+      if (!kept) {
+        this.#missed(ref);
+        return null;
+      }
+      return this.#carryOn(kept);
+    }).catch((err: unknown) => {
+      this.emit('error', err);
+      return null;
+    }).then((session) => {
+      this.#taking.delete(ref);
+      for (const [d, rinfo] of held) this.#onMessage(d, rinfo);
+      return session;
+    });
+    const entry = { promise, held };
+    this.#taking.set(ref, entry);
+    return entry;
+  }
+
+  #missed(ref: string): void {
+    this.#misses.delete(ref);
+    this.#misses.set(ref, Date.now());
+    while (this.#misses.size > MISSES_REMEMBERED) this.#misses.delete(this.#misses.keys().next().value!);
+  }
+
+  /** An established session from its kept state, registered like one made here; null when this server is full or closing. */
+  #carryOn(kept: KeptStart): DtlsSession | null {
+    if (this.#closed || this.#suspending || this.sessionCount >= this.#maxSessions) return null;
+    const peer = { address: kept.motion.remoteAddress, port: kept.motion.remotePort };
+    const cid = kept.keys.connectionId?.toString('hex');
+    const key = `${peer.address}:${peer.port}`;
+    // another process's session, or one made here meanwhile: the one here stays
+    if ((cid !== undefined && this.#byCid.has(cid)) || (cid === undefined && this.#peers.has(key))) return null;
+    const session = new DtlsSession(this.#host, this.#config, peer, kept);
+    this.#live.add(session);
+    this.#limits.added(peer.address);
+    if (!this.#peers.has(key)) this.#peers.set(key, session);
+    if (cid !== undefined) this.#byCid.set(cid, session);
+    this.emit('session', session, kept.motion.attachment);
+    return session;
+  }
+
+  /**
+   * A ClientHello (its cookie checked) offering a session id this process does not know: the shared cache is asked for
+   * it first, then the datagram is handled again. True while that runs (the ClientHello waits for it).
+   */
+  #fetchingResumption(id: Buffer, datagram: Buffer, rinfo: dgram.RemoteInfo): boolean {
+    const cache = this.#config.cache;
+    if (!cache.wantsFetch(id)) return false;
+    const ref = `s${id.toString('hex')}`;
+    const missed = this.#misses.get(ref);
+    if (missed !== undefined && missed > Date.now() - MISS_MEMORY_MS) return false;
+    if (this.#taking.has(ref)) return true; // a retransmitted ClientHello: the first one is on its way
+    if (this.#taking.size >= this.#maxHandshakes) return false;
+    const promise = cache.fetch(id).then((found) => {
+      if (!found) this.#missed(ref);
+      this.#taking.delete(ref);
+      if (!this.#closed) this.#onMessage(datagram, rinfo);
+      return null;
+    });
+    this.#taking.set(ref, { promise, held: [] });
+    return true;
+  }
+
+  /** Holds a datagram for a session this process does not know while the keeper is asked for it; false when it is not asked. */
+  #holdForKept(ref: string, datagram: Buffer, rinfo: dgram.RemoteInfo): boolean {
+    const taking = this.#take(ref);
+    if (!taking) return false;
+    if (taking.held.length < HELD_PER_LOOKUP) taking.held.push([datagram, rinfo]);
+    return true;
   }
 
   #onMessage = (datagram: Buffer, rinfo: dgram.RemoteInfo): void => {
@@ -349,7 +536,9 @@ export class DtlsServer extends EventEmitter {
         const cid = records[0].cid!;
         const session = this.#byCid.get(cid.toString('hex'));
         if (session) session.handleRecords(records, { address: rinfo.address, port: rinfo.port });
-        else this.#cidRouter?.unclaimed(cid, datagram, { address: rinfo.address, port: rinfo.port });
+        // a cluster node: another live node's CID is forwarded there; a gone node's (or this node's, after a restart) is claimed from the kept sessions
+        else if (this.#cidRouter) this.#cidRouter.unclaimed(cid, datagram, { address: rinfo.address, port: rinfo.port });
+        else this.#holdForKept(`c${cid.toString('hex')}`, datagram, rinfo);
         return;
       }
       const key = `${rinfo.address}:${rinfo.port}`;
@@ -368,22 +557,25 @@ export class DtlsServer extends EventEmitter {
         session.handleRecords(records);
         return;
       }
-      this.#onClientHello(records[0], datagram.length, rinfo, session);
+      // protected records from an address:port without a session: perhaps a session another process kept
+      if (!session && records[0].epoch !== 0 && this.#holdForKept(`a${key}`, datagram, rinfo)) return;
+      this.#onClientHello(records[0], datagram, rinfo, session);
     } catch {
       // A malformed datagram from a peer without a session: drop it.
     }
   };
 
-  #onClientHello(r: DtlsRecord, datagramLength: number, rinfo: dgram.RemoteInfo, old: DtlsSession | undefined): void {
+  #onClientHello(r: DtlsRecord, datagram: Buffer, rinfo: dgram.RemoteInfo, old: DtlsSession | undefined): void {
     if (!isClientHello(r)) return;
     const [f] = parseHandshakeFragments(r.fragment);
     if (f.fragmentOffset !== 0 || f.body.length !== f.length) return;
     const ch = parseClientHello(f.body, { dtls: true });
     if (!this.#cookies.verify(rinfo.address, rinfo.port, ch)) {
       const hvr = helloVerifyRequestDatagram(this.#cookies.make(rinfo.address, rinfo.port, ch), r.seq, f.messageSeq);
-      if (hvr.length <= datagramLength) this.#send(hvr, rinfo.port, rinfo.address);
+      if (hvr.length <= datagram.length) this.#send(hvr, rinfo.port, rinfo.address);
       return;
     }
+    if (this.#fetchingResumption(ch.sessionId, datagram, rinfo)) return;
     if (this.sessionCount >= this.#maxSessions) return;
     // every slot taken: the oldest handshake of the address holding the most gives way, if it holds more than this one
     const full = this.#handshaking.size >= this.#maxHandshakes;

@@ -24,7 +24,6 @@
  * Flight sending follows pion/dtls: the last flight is kept, retransmitted on a timer that doubles from 1 s to
  * 60 s, and re-sent at once when the peer retransmits its previous flight.
  */
-import { EventEmitter } from 'node:events';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { X509Certificate } from 'node:crypto';
 import type { Hash } from 'node:crypto';
@@ -32,7 +31,7 @@ import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/ale
 import { lookupPskSafely } from '../tls/psk.ts';
 import { HandshakeType, findExtension, parseFinished } from '../tls/messages.ts';
 import type { ClientHello } from '../tls/messages.ts';
-import { HmacSha256Key, extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from '../tls/prf.ts';
+import { HmacSha256Key, extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, verifyData } from '../tls/prf.ts';
 import { keyBlockLength } from '../tls/suites/index.ts';
 import type { CipherSuite, RecordProtection } from '../tls/suites/index.ts';
 import { flight4, negotiate, serverHello } from './flights/flight4.ts';
@@ -53,15 +52,18 @@ import {
 } from './handshake.ts';
 import type { HandshakeMessage } from './handshake.ts';
 import { ContentType, RECORD_HEADER_LENGTH, RecordLayer } from './record.ts';
+import { ReplayWindow } from './replay.ts';
+import { SessionEvents } from './session-events.ts';
 import type { DtlsRecord, EpochCid } from './record.ts';
 import {
   EXTENSION_CONNECTION_ID,
-  createCidProtection,
   encodeConnectionIdExtension,
   parseConnectionIdExtension,
   suiteSupportsCid,
 } from './cid.ts';
 import type { CachedSession, SessionCache } from './session-cache.ts';
+import { WRITE_LEASE, certificatesFromDer, epoch1Protections } from './session-state.ts';
+import type { SessionKeys, SessionMotion } from './session-state.ts';
 
 export interface SessionConfig {
   lookupPsk(identity: string): Promise<Buffer | null>;
@@ -95,16 +97,28 @@ export interface PeerRoute {
 export interface SessionHost {
   /** Sends to the session's current remoteAddress/remotePort (through its relay when it has one). */
   send(session: DtlsSession, datagram: Buffer): void;
-  established(session: DtlsSession): void;
+  /** The handshake completed; `keys` is what a later process needs to carry the session on (session-state.ts). */
+  established(session: DtlsSession, keys: SessionKeys): void;
   handshakeFailed(session: DtlsSession, err: Error): void;
   closed(session: DtlsSession): void;
   /** A connection id no other session of this server uses (SERVER_CID_LENGTH bytes). */
   allocateCid(): Buffer;
+  /** Half of the session's lease of sequence numbers is used (see limitWrites): the host renews it. */
+  leaseRunningOut?(session: DtlsSession): void;
   /**
    * The session is about to move to `to` (RFC 9146 §6; its remoteAddress/remotePort still say where it was): false
    * when it may not, and it then stays where it is.
    */
   migrate(session: DtlsSession, to: { address: string; port: number }): boolean;
+}
+
+/** A kept session to carry on: its state, and the first sequence number this load may seal (session-store.ts). */
+export interface KeptStart {
+  keys: SessionKeys;
+  motion: SessionMotion;
+  writeSeq: number;
+  /** The end of its lease: it seals below this until the lease is renewed. */
+  writeLimit: number;
 }
 
 type State =
@@ -135,12 +149,14 @@ const owned = (b: Buffer): Buffer => {
 };
 const ownedMessage = (m: HandshakeMessage): HandshakeMessage => ({ ...m, body: owned(m.body) });
 const CCS = Buffer.from([1]);
+const NO_CERTIFICATES: X509Certificate[] = [];
+const NO_EXTENSIONS: Negotiated['extraExtensions'] = [];
 
 /**
  * Emits 'data' (Buffer), 'close', and 'migrate' ({ address, port } it came from) when an authentic tls12_cid record
  * moved it to a new address/port. Created by the server; handed out through its 'session' event.
  */
-export class DtlsSession extends EventEmitter {
+export class DtlsSession extends SessionEvents {
   /** Where the peer is now; changes only through Connection ID migration (see 'migrate'). */
   remoteAddress: string;
   remotePort: number;
@@ -151,8 +167,8 @@ export class DtlsSession extends EventEmitter {
   /** The CID the client asked the server to put in its records (may be empty), if one was negotiated. */
   readonly peerConnectionId: Buffer | undefined;
   pskIdentity: string | undefined;
-  /** The client's verified certificate chain, device certificate first (empty for PSK sessions). */
-  peerCertificates: X509Certificate[] = [];
+  /** The client's verified certificate chain, device certificate first (empty for PSK sessions: one shared empty array). */
+  peerCertificates: X509Certificate[] = NO_CERTIFICATES;
   /** Subject of the device certificate the client sent, verified or not (for refusal reports). */
   offeredCertificateSubject: string | undefined;
 
@@ -169,6 +185,10 @@ export class DtlsSession extends EventEmitter {
   /** message_seq of the first message of the client flight we wait for (or would wait for after the last). */
   #awaitedFlightStart: number;
   #flight: Flight | undefined;
+  /** Established: the session id as a latin1 string (an idle session holds 32 characters rather than a Buffer). */
+  #sessionIdText: string | undefined;
+  /** Established by a full handshake: flight 6's Finished verify_data (latin1), until the client's data shows it arrived. */
+  #finished6: string | undefined;
   #queued: DtlsRecord[] = [];
   #masterBytes: Buffer | undefined;
   /** Fingerprint of the PSK of a full PSK handshake, cached with the session for the resumption check. */
@@ -176,6 +196,10 @@ export class DtlsSession extends EventEmitter {
   /** The master secret as an HMAC key: key expansion and both Finished use it. */
   #master: HmacSha256Key | undefined;
   #serverWrite: RecordProtection | undefined;
+  /** The key block until established (handed to the host with the session's keys), then gone. */
+  #keyBlock: Buffer | undefined;
+  /** Carried on from a kept state (session-store.ts) rather than made by a handshake in this process. */
+  #restored = false;
   #serverWriteCid: EpochCid | undefined;
   /** ECDHE_ECDSA only: our ephemeral key, and the handshake messages so far (what CertificateVerify signs). */
   #ephemeral: EphemeralEcdhe | undefined;
@@ -191,15 +215,44 @@ export class DtlsSession extends EventEmitter {
   /**
    * Starts the handshake from a ClientHello whose cookie the server verified: negotiates and sends flight 4.
    * Throws TlsAlert when nothing acceptable was offered (the server then answers with a plaintext alert).
+   * Or, given a kept state (session-state.ts) instead, carries an established session on: nothing is sent.
    */
-  constructor(host: SessionHost, config: SessionConfig, peer: { address: string; port: number }, clientHello: { ch: ClientHello; msg: HandshakeMessage; recordSeq: number }) {
+  constructor(host: SessionHost, config: SessionConfig, peer: { address: string; port: number }, start: { ch: ClientHello; msg: HandshakeMessage; recordSeq: number } | KeptStart) {
     super();
-    const { ch, msg, recordSeq } = clientHello;
     this.#host = host;
     this.#config = config;
     this.remoteAddress = peer.address;
     this.remotePort = peer.port;
     this.#retransmitMs = config.initialRetransmitMs;
+    if ('keys' in start) {
+      const { keys, motion, writeSeq, writeLimit } = start;
+      const suite = config.suites.find((x) => x.id === keys.suiteId);
+      if (!suite) throw new Error(`kept session has suite 0x${keys.suiteId.toString(16)}, which this server does not offer`);
+      this.connectionId = keys.connectionId;
+      this.peerConnectionId = keys.peerConnectionId;
+      this.pskIdentity = keys.pskIdentity;
+      if (keys.peerCertificates.length > 0) this.peerCertificates = certificatesFromDer(keys.peerCertificates);
+      this.#negotiated = {
+        suite, extendedMasterSecret: keys.extendedMasterSecret, secureRenegotiation: true, clientRandom: EMPTY, serverRandom: EMPTY,
+        sessionId: EMPTY, extraExtensions: NO_EXTENSIONS, clientSentPointFormats: false,
+      };
+      this.#sessionIdText = keys.sessionId.toString('latin1');
+      const p = epoch1Protections(suite, keys.keyBlock, keys.connectionId, keys.peerConnectionId);
+      this.#records.installReadEpoch(1, p.read, p.readCid, ReplayWindow.restore(motion.replay));
+      this.#records.installWriteEpoch(1, p.write, p.writeCid, writeSeq);
+      this.#records.setWriteLimit(writeLimit);
+      this.#transcript = undefined;
+      this.#signedMessages = undefined;
+      this.#queued = NO_RECORDS;
+      this.#awaitedFlightStart = 0;
+      this.#nextSendSeq = 0;
+      this.#state = 'established';
+      this.#records.endEpoch0();
+      this.#restored = true;
+      this.#lastActive = motion.lastActive;
+      return;
+    }
+    const { ch, msg, recordSeq } = start;
     const n = negotiate(ch, { suites: config.suites, cache: config.cache, stillValid: config.resumable });
     this.#negotiated = n;
     // RFC 9146 §3: the client's extension holds the CID it wants to receive; ours holds the one we want to receive.
@@ -280,11 +333,32 @@ export class DtlsSession extends EventEmitter {
     const sh = serverHello(this.#negotiated, this.#nextSendSeq++);
     this.#addToTranscript(sh);
     this.#installKeys(cached.masterSecret);
-    this.#records.installWriteEpoch(1, this.#serverWrite!, this.#serverWriteCid);
+    this.#records.installWriteEpoch(1, this.#serverWrite, this.#serverWriteCid);
     const finished = flight6Finished(this.#master!, this.#transcript!.copy().digest(), this.#nextSendSeq++);
     this.#addToTranscript(finished);
     this.#state = 'wait_finished';
     this.#sendFlight({ plain: [sh], encrypted: [finished] });
+  }
+
+  /** Whether this session was carried on from a kept state (another process made it). */
+  get restored(): boolean {
+    return this.#restored;
+  }
+
+  /** The epoch-1 sequence number the session may not reach (see limitWrites). */
+  get writeLimit(): number {
+    return this.#records.writeLimit;
+  }
+
+  /** Epoch-1 records are sealed up to (not including) sequence number `limit` (a lease of session-store.ts). */
+  limitWrites(limit: number): void {
+    this.#records.setWriteLimit(limit);
+  }
+
+  /** What moves with every record, for session-state.ts (`attachment`: the application's bytes). */
+  motion(attachment: Buffer = EMPTY): SessionMotion {
+    const { writeSeq, replay } = this.#records.epoch1State();
+    return { writeSeq, replay, remoteAddress: this.remoteAddress, remotePort: this.remotePort, lastActive: this.#lastActive, attachment };
   }
 
   /** Whether this session was resumed from the cache by an abbreviated handshake. */
@@ -294,7 +368,7 @@ export class DtlsSession extends EventEmitter {
 
   /** The session id (resumption handle) of this session. */
   get sessionId(): Buffer {
-    return this.#negotiated.sessionId;
+    return this.#sessionIdText === undefined ? this.#negotiated.sessionId : Buffer.from(this.#sessionIdText, 'latin1');
   }
 
   /** The ECDHE group of a full certificate handshake ('x25519' or 'secp256r1'), undefined otherwise. */
@@ -330,9 +404,23 @@ export class DtlsSession extends EventEmitter {
     const max = Math.max(1, this.#config.mtu - RECORD_HEADER_LENGTH - this.#negotiated.suite.maxOverhead - this.#records.cidOverhead(1));
     let o = 0;
     do {
-      this.#host.send(this, this.#records.seal(1, ContentType.application_data, data.subarray(o, o + max)));
+      let record: Buffer;
+      try {
+        record = this.#records.seal(1, ContentType.application_data, data.subarray(o, o + max));
+      } catch {
+        // sequence numbers used up (or the lease of a kept session not renewed): the device does a new handshake
+        this.#end();
+        return;
+      }
+      this.#host.send(this, record);
+      if (this.#records.writeRoom() <= WRITE_LEASE / 2) this.#host.leaseRunningOut?.(this);
       o += max;
     } while (o < data.length);
+  }
+
+  /** Forgets the session without a word to the peer: it is carried on elsewhere (DtlsServer.suspend). */
+  release(): void {
+    if (this.#state !== 'closed') this.#end();
   }
 
   /** Sends close_notify and forgets the session. */
@@ -365,7 +453,17 @@ export class DtlsSession extends EventEmitter {
       }
     }
     // Once per datagram at most, so a flood of duplicates cannot make us send more than we receive.
-    if (retransmit && this.#flight) this.#sendFlight(this.#flight, false);
+    if (!retransmit) return;
+    const flight = this.#flight ?? this.#flight6();
+    if (!flight) return;
+    this.#sendFlight(flight, false);
+    if (this.#finished6 !== undefined) this.#flight = undefined; // an idle session keeps the 12 bytes, not the flight
+  }
+
+  /** Flight 6 again from its verify_data (a client that repeats flight 5 did not get it). */
+  #flight6(): Flight | undefined {
+    if (this.#finished6 === undefined) return undefined;
+    return { plain: [], encrypted: [{ type: HandshakeType.finished, messageSeq: this.#nextSendSeq - 1, body: Buffer.from(this.#finished6, 'latin1') }] };
   }
 
   /**
@@ -421,6 +519,7 @@ export class DtlsSession extends EventEmitter {
         if (this.#state !== 'established' || r.epoch === 0) return false;
         // Data in epoch 1 shows the client has our Finished: flight 6 will not be asked for again (RFC 6347 §4.2.4).
         this.#flight = undefined;
+        this.#finished6 = undefined;
         if (data.length > 0) this.emit('data', data);
         return false;
       default:
@@ -482,7 +581,7 @@ export class DtlsSession extends EventEmitter {
     } else if (level === AlertLevel.fatal) {
       // RFC 5246 §7.2.2: a session ended by a fatal alert must not be resumed (an authentic one: in plaintext,
       // anyone could end it for the device).
-      if (epoch !== 0) this.#config.cache.delete(this.#negotiated.sessionId);
+      if (epoch !== 0) this.#config.cache.delete(this.sessionId);
       if (this.#state === 'established') this.#end();
       else this.#fail(new TlsPeerAlert(description), undefined);
     }
@@ -569,19 +668,11 @@ export class DtlsSession extends EventEmitter {
     const n = this.#negotiated;
     this.#masterBytes = master;
     this.#master = new HmacSha256Key(master);
-    const suite = n.suite;
-    const k = splitKeyBlock(
-      keyExpansion(this.#master, n.serverRandom, n.clientRandom, keyBlockLength(suite)),
-      suite.macKeyLength,
-      suite.encKeyLength,
-      suite.fixedIvLength,
-    );
-    const readCid = this.connectionId ? { cid: this.connectionId, protection: createCidProtection(suite, k.clientMacKey, k.clientKey, k.clientIv) } : undefined;
-    this.#records.installReadEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv), readCid);
-    this.#serverWrite = suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv);
-    if (this.peerConnectionId && this.peerConnectionId.length > 0) {
-      this.#serverWriteCid = { cid: this.peerConnectionId, protection: createCidProtection(suite, k.serverMacKey, k.serverKey, k.serverIv) };
-    }
+    this.#keyBlock = keyExpansion(this.#master, n.serverRandom, n.clientRandom, keyBlockLength(n.suite));
+    const p = epoch1Protections(n.suite, this.#keyBlock, this.connectionId, this.peerConnectionId);
+    this.#records.installReadEpoch(1, p.read, p.readCid);
+    this.#serverWrite = p.write;
+    this.#serverWriteCid = p.writeCid;
   }
 
   #onClientFinished(msg: HandshakeMessage): void {
@@ -600,7 +691,7 @@ export class DtlsSession extends EventEmitter {
       this.#flight = undefined;
     } else {
       const finished = flight6Finished(this.#master!, this.#transcript!.digest(), this.#nextSendSeq++);
-      this.#records.installWriteEpoch(1, this.#serverWrite!, this.#serverWriteCid);
+      this.#records.installWriteEpoch(1, this.#serverWrite, this.#serverWriteCid);
       this.#state = 'established';
       // Flight 6 is the last flight: it is not retransmitted on a timer, only when the client repeats flight 5.
       this.#sendFlight({ plain: [], encrypted: [finished] }, false);
@@ -608,9 +699,17 @@ export class DtlsSession extends EventEmitter {
       const cached = { masterSecret: this.#masterBytes!, suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, peerCertificates: this.peerCertificates };
       this.#config.cache.store(n.sessionId, this.pskIdentity === undefined || !this.#pskHash ? cached : { ...cached, pskIdentity: this.pskIdentity, pskHash: this.#pskHash });
     }
+    const n = this.#negotiated;
+    const keys: SessionKeys = {
+      suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, keyBlock: this.#keyBlock!, sessionId: owned(n.sessionId),
+      peerCertificates: this.peerCertificates.map((c) => c.raw),
+      ...(this.connectionId ? { connectionId: this.connectionId } : {}),
+      ...(this.peerConnectionId ? { peerConnectionId: this.peerConnectionId } : {}),
+      ...(this.pskIdentity !== undefined ? { pskIdentity: this.pskIdentity } : {}),
+    };
     this.#shed();
     this.#refreshIdle();
-    this.#host.established(this);
+    this.#host.established(this, keys);
   }
 
   /**
@@ -623,16 +722,19 @@ export class DtlsSession extends EventEmitter {
     const n = this.#negotiated;
     this.#negotiated = {
       suite: n.suite, extendedMasterSecret: n.extendedMasterSecret, secureRenegotiation: n.secureRenegotiation,
-      clientRandom: EMPTY, serverRandom: EMPTY, sessionId: owned(n.sessionId), extraExtensions: [],
+      clientRandom: EMPTY, serverRandom: EMPTY, sessionId: EMPTY, extraExtensions: NO_EXTENSIONS,
       clientSentPointFormats: n.clientSentPointFormats, ecdheGroup: this.#ephemeral?.group ?? n.ecdheGroup,
       ...(n.resumed ? { resumed: n.resumed } : {}),
     };
+    this.#sessionIdText = n.sessionId.toString('latin1');
+    this.#records.endEpoch0();
     this.#transcript = undefined;
     this.#masterBytes = undefined;
     this.#master = undefined;
     this.#pskHash = undefined;
     this.#serverWrite = undefined;
     this.#serverWriteCid = undefined;
+    this.#keyBlock = undefined;
     this.#ephemeral = undefined;
     this.#signedMessages = undefined;
     this.#handshakeTimer = undefined;
@@ -640,7 +742,13 @@ export class DtlsSession extends EventEmitter {
     this.#wrongKeyTimer = undefined;
     this.#reassembler = undefined;
     this.#queued = NO_RECORDS;
-    if (this.#flight) this.#flight = { plain: this.#flight.plain.map(ownedMessage), encrypted: this.#flight.encrypted.map(ownedMessage) };
+    const f = this.#flight;
+    if (f && f.plain.length === 0 && f.encrypted.length === 1 && f.encrypted[0].type === HandshakeType.finished) {
+      this.#finished6 = f.encrypted[0].body.toString('latin1');
+      this.#flight = undefined;
+    } else if (f) {
+      this.#flight = { plain: f.plain.map(ownedMessage), encrypted: f.encrypted.map(ownedMessage) };
+    }
   }
 
   // ---- flights out ------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import { countHandshakeFailure } from '../connectivity/counters/handshake.ts';
 import { countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
 import { createDtlsServer } from '../dtls/server.ts';
+import { DtlsStateStore } from '../dtls/session-store.ts';
 import type { DtlsServer, DtlsSession } from '../dtls/server.ts';
 import type { DeviceAnswer } from '../pipeline/jobs.ts';
 import { CertificateRefused, identifyCertificateDevice } from '../pki/device-identity.ts';
@@ -88,7 +89,8 @@ function answerResponse(answer: DeviceAnswer): CoapResponse {
 export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueue, ports: { coapsPort: number; coapPort: number | null }): Promise<CoapDeviceListener> {
   let closing = false;
   let inFlight = 0;
-  const endpoints = new Set<CoapEndpoint>();
+  /** The CoAP endpoint of each coaps session (its device known), and the device (null: a refused certificate) */
+  const endpoints = new Map<DtlsSession, { endpoint: CoapEndpoint; deviceHashId: string | null }>();
   // unfinished Block1 uploads of all devices together hold at most 64 bodies of the largest size, one device (all
   // its sessions together) what one session may: many sessions of one device cannot crowd the others out
   const uploadBudget = new UploadBudget(64 * ctx.config.deviceBodyLimitBytes, COAP_DEFAULTS.maxUploads * ctx.config.deviceBodyLimitBytes);
@@ -129,10 +131,23 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     ctx.log.warn({ err: err.message }, 'coaps has no server certificate: PSK devices only');
     return undefined;
   });
+  // sessions and the resumption cache in Redis: a restarted gateway (or another node) carries them on (docs/decisions.md)
+  const kept = ctx.config.dtlsKeepSessions
+    ? new DtlsStateStore(ctx.redis, {
+      prefix: `gridgate:${ctx.config.queueName}:`, secretKey: ctx.config.secretKey, idleTimeoutMs: ctx.config.dtls.idleTimeoutMs,
+      onError: (err) => ctx.log.debug({ err: err.message }, 'dtls session state not written or read'),
+    })
+    : undefined;
   const dtls = createDtlsServer({
     socket: ports.coapsPort,
     ...ctx.config.dtls,
     ...(certificate ? { certificate } : {}),
+    ...(kept ? { keeper: kept, sharedCache: kept } : {}),
+    // each session's device and CoAP message id go with it to the next process
+    attachment: (session) => {
+      const e = endpoints.get(session);
+      return e?.deviceHashId ? encodeCoapAttachment({ deviceHashId: e.deviceHashId, lastMessageId: e.endpoint.lastMessageId }) : undefined;
+    },
     lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
   });
   dtls.on('handshakeError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
@@ -169,7 +184,9 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     }
   });
 
-  dtls.on('session', (session: DtlsSession) => {
+  dtls.on('session', (session: DtlsSession, attachment?: Buffer) => {
+    metrics.dtlsSessions.inc({ origin: session.restored ? 'kept' : session.resumed ? 'resumption' : 'handshake' });
+    const carried = attachment ? coapAttachment(attachment) : undefined;
     // datagrams that arrive while the device is looked up wait (a few) for it
     const early: Buffer[] = [];
     const hold = (d: Buffer) => { if (early.length < 16) early.push(d); };
@@ -177,8 +194,9 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     sessionDevice(session).then((device) => {
       session.off('data', hold);
       if (!session.established) return; // closed while it was looked up
-      // the anchors may have changed while the device was looked up
-      if (!device || (session.peerCertificates.length > 0 && !stillTrusted(session, trustAnchors(ctx)))) {
+      // the anchors may have changed while the device was looked up; a kept session stays with the device it was made for
+      if (!device || (session.peerCertificates.length > 0 && !stillTrusted(session, trustAnchors(ctx)))
+        || (carried && !('refusal' in device) && carried.deviceHashId !== device.deviceHashId)) {
         session.close();
         return;
       }
@@ -205,14 +223,15 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
         handler: 'refusal' in device
           ? async () => json('4.01', { key: 'authentication_error', message: device.refusal })
           : (req) => serve(device, req, 'coaps', session.remoteAddress, queryPairs(req.options)),
+        ...(carried ? { lastMessageId: carried.lastMessageId } : {}),
       });
       endpoint.on('malformed', malformed('coaps'));
       endpoint.on('failure', failed('coaps'));
-      endpoints.add(endpoint);
+      endpoints.set(session, { endpoint, deviceHashId: 'refusal' in device ? null : device.deviceHashId });
       session.on('data', (d: Buffer) => endpoint.receive(d));
       session.on('close', () => {
         endpoint.close();
-        endpoints.delete(endpoint);
+        endpoints.delete(session);
       });
       for (const d of early) endpoint.receive(d);
     }, (err: Error) => {
@@ -221,6 +240,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     });
   });
   dtls.on('error', (err: Error) => ctx.log.warn({ err: err.message }, 'coaps socket error'));
+  dtls.on('keeperError', (err: Error) => ctx.log.debug({ err: err.message }, 'dtls session lease not renewed'));
   gaugeFrom('gridgate_dtls_sessions', 'Established DTLS sessions', [], () => [[{}, dtls.sessionCount]]);
   gaugeFrom('gridgate_dtls_handshakes_in_progress', 'DTLS handshakes in progress (past the cookie exchange)', [], () => [[{}, dtls.handshakeCount]]);
   await listening(dtls.socket);
@@ -267,12 +287,15 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       closing = true;
       stopTrustCheck();
       const deadline = Date.now() + graceMs;
-      const busy = () => inFlight > 0 || [...endpoints].some((e) => e.pending > 0) || (plain?.pending ?? 0) > 0;
+      const busy = () => inFlight > 0 || [...endpoints.values()].some((e) => e.endpoint.pending > 0) || (plain?.pending ?? 0) > 0;
       while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      for (const e of endpoints) e.close();
       plain?.close();
       await cluster?.close(); // the other nodes stop forwarding here before the sessions go
-      await dtls.close();
+      const saved = await dtls.suspend().catch((err: Error) => {
+        ctx.log.warn({ err: err.message }, 'coaps sessions could not be kept: their devices will handshake again');
+        return 0;
+      });
+      if (saved > 0) ctx.log.info({ sessions: saved }, 'coaps sessions kept for the next process');
       if (udp) await new Promise<void>((resolve) => udp!.close(() => resolve()));
     },
   };
@@ -294,6 +317,21 @@ function listening(socket: dgram.Socket): Promise<void> {
       resolve();
     });
   });
+}
+
+/** What a kept coaps session carries for the CoAP layer of the next process: its device, and its last message id. */
+interface CoapAttachment { deviceHashId: string; lastMessageId: number }
+
+function encodeCoapAttachment(a: CoapAttachment): Buffer {
+  const id = Buffer.from(a.deviceHashId, 'utf8');
+  const out = Buffer.allocUnsafe(2 + id.length);
+  out.writeUInt16BE(a.lastMessageId & 0xffff, 0);
+  id.copy(out, 2);
+  return out;
+}
+
+function coapAttachment(b: Buffer): CoapAttachment | undefined {
+  return b.length > 2 ? { lastMessageId: b.readUInt16BE(0), deviceHashId: b.subarray(2).toString('utf8') } : undefined;
 }
 
 /** Uri-Query options as key/value pairs (`k=v`; a bare `k` has the value ''). */

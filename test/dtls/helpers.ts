@@ -23,8 +23,8 @@ export interface EchoServer {
   data: string[];
 }
 
-/** A server that answers every application record with `echo:` + the data. */
-export async function startEchoServer(opts: Partial<DtlsServerOptions> = {}): Promise<EchoServer> {
+/** A server that answers every application record with `echo:` + the data (on UDP `port`, default any free one). */
+export async function startEchoServer(opts: Partial<DtlsServerOptions> = {}, port = 0): Promise<EchoServer> {
   const socket = dgram.createSocket('udp4');
   const sent: Buffer[] = [];
   const send = socket.send.bind(socket) as (...args: unknown[]) => void;
@@ -34,7 +34,7 @@ export async function startEchoServer(opts: Partial<DtlsServerOptions> = {}): Pr
   };
   const received: Buffer[] = [];
   socket.on('message', (d) => received.push(d));
-  socket.bind(0, '127.0.0.1');
+  socket.bind(port, '127.0.0.1');
   await once(socket, 'listening');
   const server = createDtlsServer({
     socket,
