@@ -6,6 +6,7 @@ import { embeddedPostgres } from './embedded-postgres.ts';
 import { NotFoundError } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { OutageLog } from './outage-log.ts';
+import { authorSetting, mayWrite } from './author.ts';
 
 // bigint columns (ids, counts) come back as JS numbers: ours stay far below 2^53
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -93,6 +94,8 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
         throw err;
       }
     }
+    // the audit trail's trigger on every table, those of the migrations just applied included (045_audit_log.sql)
+    await db.query('SELECT audit_attach_all()');
   } finally {
     await db.query('SELECT pg_advisory_unlock(7245001)');
   }
@@ -101,9 +104,13 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
 const queryOn = (pool: pg.Pool): Queryable['query'] => (sql, params) => pool.query(sql as never, params as unknown[]) as never;
 
 function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool): Db {
-  return {
+  const plainQuery = queryOn(pool);
+  const db: Db = {
     embedded,
-    query: queryOn(pool),
+    // a write made for an API operation runs in a transaction of its own that names its author (src/app/author.ts)
+    query: (sql, params) => (authorSetting() !== null && mayWrite(typeof sql === 'string' ? sql : sql.text)
+      ? db.tx((client) => client.query(sql, params))
+      : plainQuery(sql, params)),
     deferred: { query: queryOn(deferredPool) },
     flushed: flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })),
     async tx(fn) {
@@ -113,7 +120,9 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
       const ignore = () => undefined;
       client.on('error', ignore);
       try {
-        await client.query('BEGIN');
+        const author = authorSetting();
+        // one round trip: the author is set for this transaction only, so a pooled connection carries none onward
+        await client.query(author === null ? 'BEGIN' : `BEGIN; SELECT set_config('gridgate.audit', ${client.escapeLiteral(author)}, true)`);
         const result = await fn(client as unknown as Queryable);
         await client.query('COMMIT');
         client.removeListener('error', ignore);
@@ -132,6 +141,7 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
       await onClose();
     },
   };
+  return db;
 }
 
 /** Connections of the deferred-commit pool: the worker's batched writers (reports, activities, lastOnlineAt) */

@@ -38,6 +38,7 @@ import { pinQuantityRoutes } from '../monitoring/pin-quantities/routes.ts';
 import { suggestionRoutes } from '../monitoring/suggestions/routes.ts';
 import { labelRoutes } from '../monitoring/labels/routes.ts';
 import { measurementFilterRoutes } from '../monitoring/measurement-filters/routes.ts';
+import { auditRoutes } from '../audit/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -80,6 +81,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   suggestionRoutes,
   labelRoutes,
   measurementFilterRoutes,
+  auditRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -1,0 +1,74 @@
+-- The audit trail (src/audit/): a row per row changed through the API, written by a trigger in the transaction
+-- of the change. The API sets `gridgate.audit` (transaction-local) to the author's {"e": environmentId, "u":
+-- userHashId}; writes without it (devices, workers, migrations) are not the API's and leave no row.
+CREATE TABLE audit_log (
+  id             bigserial PRIMARY KEY,
+  hash_id        text NOT NULL UNIQUE DEFAULT substr(md5(random()::text || clock_timestamp()::text), 1, 10),
+  -- no foreign key: the log of an environment's deletion is written while its row goes
+  environment_id bigint NOT NULL,
+  user_hash_id   text,
+  object_type    text NOT NULL,
+  object_hash_id text,
+  action         text NOT NULL,
+  diff           jsonb,
+  created_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX audit_log_object ON audit_log (environment_id, object_type, object_hash_id, id);
+CREATE INDEX audit_log_env ON audit_log (environment_id, id);
+
+-- columns whose values never enter the log (credentials, sealed keys, token digests): named, valued "[redacted]"
+CREATE FUNCTION audit_redact(r jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+  SELECT coalesce(jsonb_object_agg(key, CASE WHEN key ~ '(secret|sealed|password|token|private|totp|_sha256)' THEN '"[redacted]"'::jsonb ELSE value END), '{}'::jsonb)
+    FROM jsonb_each(r)
+$$;
+
+CREATE FUNCTION audit_row() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  author jsonb := current_setting('gridgate.audit', true)::jsonb;
+  old_row jsonb := CASE WHEN TG_OP <> 'INSERT' THEN audit_redact(to_jsonb(OLD)) END;
+  new_row jsonb := CASE WHEN TG_OP <> 'DELETE' THEN audit_redact(to_jsonb(NEW)) END;
+  changed_old jsonb;
+  changed_new jsonb;
+  act text := lower(TG_OP);
+BEGIN
+  IF TG_OP = 'UPDATE' THEN
+    -- only what changed (updated_at always does: it is not a change of its own)
+    SELECT jsonb_object_agg(o.key, o.value), jsonb_object_agg(o.key, new_row -> o.key)
+      INTO changed_old, changed_new
+      FROM jsonb_each(old_row) o
+     WHERE o.value IS DISTINCT FROM new_row -> o.key AND o.key <> 'updated_at';
+    IF changed_old IS NULL THEN RETURN NULL; END IF;
+    -- a soft delete is a delete
+    IF changed_new ? 'deleted_at' AND old_row -> 'deleted_at' = 'null'::jsonb THEN act := 'delete'; END IF;
+  ELSE
+    changed_old := old_row;
+    changed_new := new_row;
+  END IF;
+  IF act = 'insert' THEN act := 'create'; END IF;
+  INSERT INTO audit_log (environment_id, user_hash_id, object_type, object_hash_id, action, diff)
+  VALUES ((author ->> 'e')::bigint, author ->> 'u',
+          -- the SDK's names: pin_group -> pinGroup
+          (SELECT string_agg(CASE WHEN i = 1 THEN p ELSE initcap(p) END, '' ORDER BY i)
+             FROM unnest(string_to_array(TG_TABLE_NAME, '_')) WITH ORDINALITY AS x(p, i)),
+          coalesce(new_row, old_row) ->> 'hash_id', act,
+          jsonb_build_object('old', changed_old, 'new', changed_new));
+  RETURN NULL;
+END $$;
+
+-- Puts the trigger on every table of the schema that lacks it (run after each migration run, so tables that later
+-- migrations add are covered without naming them); the WHEN keeps writes without an author from calling it at all.
+CREATE FUNCTION audit_attach_all() RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE t record; n integer := 0;
+BEGIN
+  FOR t IN
+    SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+     WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+       AND c.relname NOT IN ('audit_log', 'schema_migrations', 'wal_flush_barrier')
+       AND NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = c.oid AND g.tgname = 'audit_change')
+  LOOP
+    EXECUTE format('CREATE TRIGGER audit_change AFTER INSERT OR UPDATE OR DELETE ON %I FOR EACH ROW '
+                   'WHEN (current_setting(''gridgate.audit'', true) <> '''') EXECUTE FUNCTION audit_row()', t.relname);
+    n := n + 1;
+  END LOOP;
+  RETURN n;
+END $$;
