@@ -10,6 +10,8 @@ export interface ServerKeys {
   internalToken: string;
   /** seals find queries' nextPageOffset (src/http/paging.ts) */
   pagingOffset: Buffer;
+  /** signs export download links (src/monitoring/exports/link.ts) */
+  exportDownload: Buffer;
 }
 
 export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): ServerKeys {
@@ -19,6 +21,7 @@ export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): Serve
     pskEncryption: derive('psk-at-rest'),
     internalToken: internalTokenOverride || derive('internal-token').toString('base64url'),
     pagingOffset: derive('paging-offset'),
+    exportDownload: derive('export-download'),
   };
 }
 

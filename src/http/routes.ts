@@ -39,6 +39,7 @@ import { suggestionRoutes } from '../monitoring/suggestions/routes.ts';
 import { labelRoutes } from '../monitoring/labels/routes.ts';
 import { measurementFilterRoutes } from '../monitoring/measurement-filters/routes.ts';
 import { auditRoutes } from '../audit/routes.ts';
+import { exportRoutes } from '../monitoring/exports/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -82,6 +83,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   labelRoutes,
   measurementFilterRoutes,
   auditRoutes,
+  exportRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
