@@ -105,12 +105,31 @@ const queryOn = (pool: pg.Pool): Queryable['query'] => (sql, params) => pool.que
 
 function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool): Db {
   const plainQuery = queryOn(pool);
+  // The audit trail's author ('' for none) each pooled connection's session names (src/app/author.ts): a write
+  // runs only on a connection naming its own author, set (a round trip) when it differs. An API operation's writes
+  // mostly find theirs already set; the first write without one after them sets it back to ''. Reads need none.
+  const sessionAuthor = new WeakMap<pg.PoolClient, string>();
+  const authorText = (client: pg.PoolClient, author: string) => `set_config('gridgate.audit', ${client.escapeLiteral(author)}, `;
   const db: Db = {
     embedded,
-    // a write made for an API operation runs in a transaction of its own that names its author (src/app/author.ts)
-    query: (sql, params) => (authorSetting() !== null && mayWrite(typeof sql === 'string' ? sql : sql.text)
-      ? db.tx((client) => client.query(sql, params))
-      : plainQuery(sql, params)),
+    async query(sql, params) {
+      if (!mayWrite(typeof sql === 'string' ? sql : sql.text)) return plainQuery(sql, params);
+      const author = authorSetting() ?? '';
+      const client = await pool.connect();
+      try {
+        if ((sessionAuthor.get(client) ?? '') !== author) {
+          await client.query(`SELECT ${authorText(client, author)}false)`);
+          sessionAuthor.set(client, author);
+        }
+        const result = await client.query(sql as never, params as unknown[]);
+        client.release();
+        return result as never;
+      } catch (err) {
+        // as pool.query does: a connection whose statement failed is not pooled again
+        client.release(err as Error);
+        throw err;
+      }
+    },
     deferred: { query: queryOn(deferredPool) },
     flushed: flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })),
     async tx(fn) {
@@ -120,9 +139,9 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
       const ignore = () => undefined;
       client.on('error', ignore);
       try {
-        const author = authorSetting();
-        // one round trip: the author is set for this transaction only, so a pooled connection carries none onward
-        await client.query(author === null ? 'BEGIN' : `BEGIN; SELECT set_config('gridgate.audit', ${client.escapeLiteral(author)}, true)`);
+        const author = authorSetting() ?? '';
+        // in the same round trip as BEGIN, for this transaction only (a rollback would undo a session-level one)
+        await client.query((sessionAuthor.get(client) ?? '') === author ? 'BEGIN' : `BEGIN; SELECT ${authorText(client, author)}true)`);
         const result = await fn(client as unknown as Queryable);
         await client.query('COMMIT');
         client.removeListener('error', ignore);

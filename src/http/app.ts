@@ -101,7 +101,7 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
   // logged in the write's own transaction (src/app/author.ts); routes registered later, by any feature, included
   app.addHook('onRoute', (route) => {
     const methods = ([] as string[]).concat(route.method);
-    if (!methods.some((m) => CHANGING_METHODS.has(m))) return;
+    if (!ctx.config.auditLog || !methods.some((m) => CHANGING_METHODS.has(m))) return;
     const handler = route.handler;
     route.handler = function audited(this: FastifyInstance, request, reply) {
       const account = request.account as Account | null;

@@ -62,6 +62,9 @@ describe('audit trail', () => {
         throw new Error('the change fails after its write');
       })).rejects.toThrow('the change fails');
     });
+    // the next writes outside an operation, on the connections the author's writes used, are not the author's
+    await db.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), env, 'by a worker', '#000000']);
+    await db.tx((tx) => tx.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), env, 'by a worker', '#000000']));
     expect((await logOf(c)).map((r) => r.log.objectHashId)).toEqual([kept]);
     expect((await db.query('SELECT 1 FROM label WHERE hash_id = $1', [rolledBack])).rows).toEqual([]);
   });

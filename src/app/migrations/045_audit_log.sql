@@ -1,6 +1,6 @@
 -- The audit trail (src/audit/): a row per row changed through the API, written by a trigger in the transaction
--- of the change. The API sets `gridgate.audit` (transaction-local) to the author's {"e": environmentId, "u":
--- userHashId}; writes without it (devices, workers, migrations) are not the API's and leave no row.
+-- of the change. Before an API operation's write the Db sets `gridgate.audit` to the author's {"e": environmentId,
+-- "u": userHashId} (src/app/db.ts); writes without it ('' or unset: devices, workers, migrations) leave no row.
 CREATE TABLE audit_log (
   id             bigserial PRIMARY KEY,
   hash_id        text NOT NULL UNIQUE DEFAULT substr(md5(random()::text || clock_timestamp()::text), 1, 10),
@@ -18,40 +18,38 @@ CREATE INDEX audit_log_env ON audit_log (environment_id, id);
 
 -- columns whose values never enter the log (credentials, sealed keys, token digests): named, valued "[redacted]"
 CREATE FUNCTION audit_redact(r jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
-  SELECT coalesce(jsonb_object_agg(key, CASE WHEN key ~ '(secret|sealed|password|token|private|totp|_sha256)' THEN '"[redacted]"'::jsonb ELSE value END), '{}'::jsonb)
+  SELECT CASE WHEN r IS NULL THEN NULL ELSE coalesce(jsonb_object_agg(key, CASE WHEN key ~ '(secret|sealed|password|token|private|totp|_sha256)' THEN '"[redacted]"'::jsonb ELSE value END), '{}'::jsonb) END
     FROM jsonb_each(r)
 $$;
 
 CREATE FUNCTION audit_row() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   author jsonb := current_setting('gridgate.audit', true)::jsonb;
-  old_row jsonb := CASE WHEN TG_OP <> 'INSERT' THEN audit_redact(to_jsonb(OLD)) END;
-  new_row jsonb := CASE WHEN TG_OP <> 'DELETE' THEN audit_redact(to_jsonb(NEW)) END;
-  changed_old jsonb;
-  changed_new jsonb;
-  act text := lower(TG_OP);
+  old_row jsonb;
+  new_row jsonb;
+  act text := CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE lower(TG_OP) END;
+  object_hash_id text;
 BEGIN
+  IF TG_OP <> 'INSERT' THEN old_row := to_jsonb(OLD); END IF;
+  IF TG_OP <> 'DELETE' THEN new_row := to_jsonb(NEW); END IF;
+  object_hash_id := coalesce(new_row, old_row) ->> 'hash_id';
   IF TG_OP = 'UPDATE' THEN
     -- only what changed (updated_at always does: it is not a change of its own)
     SELECT jsonb_object_agg(o.key, o.value), jsonb_object_agg(o.key, new_row -> o.key)
-      INTO changed_old, changed_new
+      INTO old_row, new_row
       FROM jsonb_each(old_row) o
      WHERE o.value IS DISTINCT FROM new_row -> o.key AND o.key <> 'updated_at';
-    IF changed_old IS NULL THEN RETURN NULL; END IF;
+    IF old_row IS NULL THEN RETURN NULL; END IF;
     -- a soft delete is a delete
-    IF changed_new ? 'deleted_at' AND old_row -> 'deleted_at' = 'null'::jsonb THEN act := 'delete'; END IF;
-  ELSE
-    changed_old := old_row;
-    changed_new := new_row;
+    IF new_row ? 'deleted_at' AND old_row -> 'deleted_at' = 'null'::jsonb THEN act := 'delete'; END IF;
   END IF;
-  IF act = 'insert' THEN act := 'create'; END IF;
   INSERT INTO audit_log (environment_id, user_hash_id, object_type, object_hash_id, action, diff)
   VALUES ((author ->> 'e')::bigint, author ->> 'u',
           -- the SDK's names: pin_group -> pinGroup
           (SELECT string_agg(CASE WHEN i = 1 THEN p ELSE initcap(p) END, '' ORDER BY i)
              FROM unnest(string_to_array(TG_TABLE_NAME, '_')) WITH ORDINALITY AS x(p, i)),
-          coalesce(new_row, old_row) ->> 'hash_id', act,
-          jsonb_build_object('old', changed_old, 'new', changed_new));
+          object_hash_id, act,
+          jsonb_build_object('old', audit_redact(old_row), 'new', audit_redact(new_row)));
   RETURN NULL;
 END $$;
 
