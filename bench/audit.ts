@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import type { BenchRow } from './dtls.ts';
 import { pct } from './harness.ts';
+import { benchDatabase, benchDatabaseUrl } from './measurements.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../test/helpers.ts';
 
 interface Writer { client: ApiClient; labelHashId: string }
@@ -27,8 +28,10 @@ async function writeRound(w: Writer, writes: number): Promise<number[]> {
 }
 
 export async function auditCostRow(opts: { rounds: number; writes: number }): Promise<BenchRow> {
-  const on = await startTestApi(await testContext({ AUDIT_LOG: 'on' }));
-  const off = await startTestApi(await testContext({ AUDIT_LOG: 'off' }));
+  const name = 'gridgate_bench_audit';
+  await (await benchDatabase(name)).close();
+  const on = await startTestApi(await testContext({ DATABASE_URL: benchDatabaseUrl(name), AUDIT_LOG: 'on' }));
+  const off = await startTestApi(await testContext({ DATABASE_URL: benchDatabaseUrl(name), AUDIT_LOG: 'off' }));
   try {
     const writers = { on: await writer(on), off: await writer(off) };
     const times = { on: [] as number[], off: [] as number[] };

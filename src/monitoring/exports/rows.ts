@@ -62,8 +62,11 @@ export function rowsStatement(environmentId: number, scope: ExportScope): RowsSt
   return { header, sql: compiled.sql, params: compiled.params };
 }
 
-/** How many rows the statement yields (for the progress); one scan, cheap beside writing them. */
-export async function countRows(db: Queryable, s: RowsStatement): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*) AS n FROM (${s.sql}) x`, s.params);
-  return Number(rows[0].n);
+/**
+ * About how many rows the statement yields, for the progress: the planner's estimate (a count would run the
+ * statement twice; measured, it doubled the export's database time).
+ */
+export async function estimateRows(db: Queryable, s: RowsStatement): Promise<number> {
+  const { rows } = await db.query<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }>(`EXPLAIN (FORMAT JSON) ${s.sql}`, s.params);
+  return Math.max(1, Math.round(rows[0]['QUERY PLAN'][0].Plan['Plan Rows']));
 }

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import type { Db } from '../../app/db.ts';
 import { csvLine } from './csv.ts';
-import { countRows, rowsStatement } from './rows.ts';
+import { estimateRows, rowsStatement } from './rows.ts';
 import type { ExportWork } from './store.ts';
 
 /** Rows fetched from the cursor at a time: the most the process holds of an export. */
@@ -16,7 +16,7 @@ export interface WrittenExport { fileName: string; bytes: number; rows: number }
 
 /**
  * Writes the export's CSV under `dir` (`<environmentHashId>/<hashId>.csv`), from a cursor over one read-only snapshot,
- * a batch at a time with the file's backpressure; `progress(rowsWritten, share)` is called after each batch. The
+ * a batch at a time with the file's backpressure; `progress(rowsWritten, share)` is called after each batch (share: of the planner's estimate, below 1 until done). The
  * file is written beside its final name and renamed when complete: a run that dies leaves no file that looks whole,
  * and the next run writes it again from the start.
  */
@@ -32,7 +32,7 @@ export async function writeExport(db: Db, work: ExportWork, dir: string, progres
   try {
     await db.tx(async (client) => {
       await client.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
-      const total = await countRows(client, statement);
+      const estimate = await estimateRows(client, statement);
       await client.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${statement.sql}`, statement.params);
       out.write(csvLine(statement.header, work.format));
       for (;;) {
@@ -42,7 +42,8 @@ export async function writeExport(db: Db, work: ExportWork, dir: string, progres
         for (const row of rows) chunk += csvLine(row, work.format);
         if (!out.write(chunk)) await once(out, 'drain');
         written += rows.length;
-        await progress(written, total === 0 ? 1 : Math.min(1, written / total));
+        // below 1 until the file is complete: the estimate may be short
+        await progress(written, Math.min(0.99, written / estimate));
       }
     });
     out.end();
