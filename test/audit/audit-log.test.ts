@@ -43,6 +43,8 @@ describe('audit trail', () => {
     const [deleted, updated, created] = rows.map((r) => r.log.diff);
     expect(created?.old).toBeNull();
     expect(created?.new).toMatchObject({ hash_id: hashId, name: 'Rust', color: '#ff0000' });
+    expect(Object.keys(created?.new ?? {})).not.toContain('id');
+    expect(Object.keys(created?.new ?? {})).not.toContain('environment_id');
     expect(updated).toEqual({ old: { color: '#ff0000' }, new: { color: '#00ff00' } });
     expect(deleted?.old).toEqual({ deleted_at: null });
     expect(deleted?.new?.deleted_at).toEqual(expect.any(String));

@@ -30,8 +30,9 @@ DECLARE
   act text := CASE TG_OP WHEN 'INSERT' THEN 'create' ELSE lower(TG_OP) END;
   object_hash_id text;
 BEGIN
-  IF TG_OP <> 'INSERT' THEN old_row := to_jsonb(OLD); END IF;
-  IF TG_OP <> 'DELETE' THEN new_row := to_jsonb(NEW); END IF;
+  -- the row's own and its environment's internal ids are no part of what changed (the object is named by hash_id)
+  IF TG_OP <> 'INSERT' THEN old_row := to_jsonb(OLD) - 'id' - 'environment_id'; END IF;
+  IF TG_OP <> 'DELETE' THEN new_row := to_jsonb(NEW) - 'id' - 'environment_id'; END IF;
   object_hash_id := coalesce(new_row, old_row) ->> 'hash_id';
   IF TG_OP = 'UPDATE' THEN
     -- only what changed (updated_at always does: it is not a change of its own)
