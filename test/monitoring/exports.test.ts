@@ -62,7 +62,7 @@ describe('exports', () => {
     expect(file.status).toBe(200);
     expect(file.type).toBe('text/csv; charset=utf-8');
     const [header, ...rows] = linesOf(file.body);
-    expect(header).toEqual(['generatedAt', 'pinGroupHashId', 'pinGroupName', 'pinHashId', 'pinName', 'quantityHashId', 'quantityName', 'unit', 'value', 'reportHashId']);
+    expect(header).toEqual(['generatedAt', 'pinGroupHashId', 'pinGroupName', 'pinHashId', 'pinName', 'quantityHashId', 'quantityName', 'unit', 'value']);
     expect(rows.map((r) => [r[0], r[3], r[8]])).toEqual(
       times.filter((t) => t.significand >= 3 && t.significand <= 8).map((t) => [t.at.toISOString(), pinHashId, String(t.significand)]));
   });

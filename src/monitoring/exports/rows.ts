@@ -16,7 +16,7 @@ function pinConditions(scope: { pinGroupIds?: number[]; pinIds?: number[] }, par
   return [`(p.pin_group_id = ANY($${params.length - 1}::bigint[]) OR p.id = ANY($${params.length}::bigint[]))`];
 }
 
-export const MEASUREMENT_HEADER = ['generatedAt', 'pinGroupHashId', 'pinGroupName', 'pinHashId', 'pinName', 'quantityHashId', 'quantityName', 'unit', 'value', 'reportHashId'];
+export const MEASUREMENT_HEADER = ['generatedAt', 'pinGroupHashId', 'pinGroupName', 'pinHashId', 'pinName', 'quantityHashId', 'quantityName', 'unit', 'value'];
 
 function measurementRows(environmentId: number, scope: MeasurementScope): RowsStatement {
   const params: unknown[] = [environmentId];
@@ -28,15 +28,18 @@ function measurementRows(environmentId: number, scope: MeasurementScope): RowsSt
     params.push(scope.series.map((s) => s[0]), scope.series.map((s) => s[1]));
     where.push(`(m.pin_id, m.quantity_id) IN (SELECT * FROM unnest($${params.length - 1}::bigint[], $${params.length}::bigint[]))`);
   }
+  // by pin, quantity and time: the order of the index measurement_pin_quantity_time, so rows stream from the first
+  // fetch on; in time order alone, 10 M rows were sorted on disk before the first row came (over 5 minutes). No
+  // report column: its lookup per row (10 M index probes) made the export several times slower.
   return {
     header: MEASUREMENT_HEADER,
     // the value as the decimal it is (significand × 10^orderOfMagnitude), without trailing zeros
     sql: `SELECT ${iso('m.generated_at')}, pg.hash_id, pg.name, p.hash_id, p.name, q.hash_id, q.name_text, q.unit,
-                 trim_scale(m.significand::numeric * 10::numeric ^ m.order_of_magnitude)::text, r.hash_id
+                 trim_scale(m.significand::numeric * 10::numeric ^ m.order_of_magnitude)::text
             FROM measurement m JOIN pin p ON p.id = m.pin_id JOIN pin_group pg ON pg.id = p.pin_group_id
-            JOIN quantity q ON q.id = m.quantity_id JOIN condition_report r ON r.id = m.report_id
+            JOIN quantity q ON q.id = m.quantity_id
            WHERE ${where.join(' AND ')}
-           ORDER BY m.generated_at, m.id`,
+           ORDER BY m.pin_id, m.quantity_id, m.generated_at`,
     params,
   };
 }
