@@ -52,9 +52,17 @@ export async function fillMeasurementTable(db: Queryable, total: number): Promis
 }
 
 /** A private bench database, recreated empty (migrated). */
+const benchAdminUrl = () => process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
 export async function benchDatabase(name: string): Promise<Db> {
-  const admin = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  return openDb({ databaseUrl: await recreateDatabase(admin, name), dataDir: '/tmp' });
+  return openDb({ databaseUrl: await recreateDatabase(benchAdminUrl(), name), dataDir: '/tmp' });
+}
+
+/** The URL of the bench database `name` (made by benchDatabase), for a child process. */
+export function benchDatabaseUrl(name: string): string {
+  const url = new URL(benchAdminUrl());
+  url.pathname = `/${name}`;
+  return url.toString();
 }
 
 /** measurement find over pg0's year of hourly values, in a table filled by fillMeasurementTable. */

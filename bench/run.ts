@@ -19,6 +19,8 @@
 // --notifications on|off --mails 2000 (mail throughput from the queue to a local SMTP server, and the supplier-alert bookkeeping per failed run; bench/notifications.ts)
 // --tiles on|off --tile-pin-groups 100000 (map tiles at zoom 15, 14 and 12 over a city of that many pin groups; bench/tiles.ts)
 // --cid on|off --cid-clients 20 (CPU of a DTLS record, and of a whole CoAP report, forwarded between two nodes of a CID-routed cluster against a local one; bench/cid-routing.ts)
+// --exports on|off (every measurement of the same --measurement-rows table exported to CSV: time and peak memory; bench/exports.ts)
+// --audit on|off --audit-writes 200 (the same API write with the audit log on and off, alternating rounds; bench/audit.ts)
 // --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -36,7 +38,9 @@ import { runPskDevice, type DeviceStats } from './psk-client.ts';
 import { analyticsRow } from './analytics.ts';
 import { chartPanelsRow, chartSeriesRow } from './charts.ts';
 import { cidReportRows, cidRoutingRows } from './cid-routing.ts';
-import { benchDatabase, fillMeasurementTable, ingestLinkedRow, measurementFindRow } from './measurements.ts';
+import { benchDatabase, benchDatabaseUrl, fillMeasurementTable, ingestLinkedRow, measurementFindRow } from './measurements.ts';
+import { exportRow } from './exports.ts';
+import { auditCostRow } from './audit.ts';
 import { notificationRows } from './notifications.ts';
 import { thresholdRows } from './thresholds.ts';
 import { tileRows } from './tiles.ts';
@@ -76,6 +80,9 @@ const { values } = parseArgs({
     cid: { type: 'string', default: 'on' },
     'cid-clients': { type: 'string', default: '20' },
     'kept-sessions': { type: 'string', default: '100000' },
+    exports: { type: 'string', default: 'on' },
+    audit: { type: 'string', default: 'on' },
+    'audit-writes': { type: 'string', default: '200' },
   },
 });
 const DEVICES = Number(values.devices);
@@ -170,15 +177,17 @@ async function runLayout(layout: Layout, withLinked: boolean): Promise<Row[]> {
   }
 }
 
-/** The rows reading one filled measurement table: measurement find (--measurements), the chart rows (--charts) and the broad analytics query (--analytics). */
+/** The rows reading one filled measurement table: measurement find (--measurements), the chart rows (--charts), the broad analytics query (--analytics) and the export (--exports). */
 async function measurementTableRows(): Promise<BenchRow[]> {
-  const db = await benchDatabase('gridgate_bench_measurements');
+  const name = 'gridgate_bench_measurements';
+  const db = await benchDatabase(name);
   try {
     const table = await fillMeasurementTable(db, Number(values['measurement-rows']));
     const rows: BenchRow[] = [];
     if (values.measurements !== 'off') rows.push(await measurementFindRow(db, table, { rounds: 20 }));
     if (values.charts !== 'off') rows.push(await chartSeriesRow(db, table, { rounds: 100 }), await chartPanelsRow(db, table, { rounds: 50 }));
     if (values.analytics !== 'off') rows.push(await analyticsRow(db, table, { rounds: 5, timeoutMs: Number(values['analytics-timeout-ms']) }));
+    if (values.exports !== 'off') rows.push(exportRow(benchDatabaseUrl(name), table));
     return rows;
   } finally {
     await db.close();
@@ -199,7 +208,8 @@ async function main(): Promise<void> {
     dtlsRows.push(...await cidReportRows({ clients: Number(values['cid-clients']), reports: 100, rounds: 3 }));
   }
   if (values.flood !== 'off') dtlsRows.push(...await floodRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), floodRate: Number(values['flood-rate']) }));
-  if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off') dtlsRows.push(...await measurementTableRows());
+  if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off' || values.exports !== 'off') dtlsRows.push(...await measurementTableRows());
+  if (values.audit !== 'off') dtlsRows.push(await auditCostRow({ rounds: 10, writes: Number(values['audit-writes']) }));
   if (values.measurements !== 'off') dtlsRows.push(...await ingestLinkedRow({ batches: 200 }));
   if (values.thresholds !== 'off') dtlsRows.push(...await thresholdRows({ devices: Number(values['threshold-devices']), seconds: SECONDS, warmup: WARMUP, batches: 200 }));
   if (values.tiles !== 'off') dtlsRows.push(...await tileRows({ pinGroups: Number(values['tile-pin-groups']), rounds: 500 }));

@@ -13,6 +13,7 @@ import { ensureCertificates } from './pki/files.ts';
 import { watchTrust } from './pki/trust.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
 import { startMailWorker } from './notifications/mail-queue.ts';
+import { startExportWorker } from './monitoring/exports/queue.ts';
 import { startIssueNotifier } from './notifications/issue-notifier.ts';
 import { supplierAlerts } from './notifications/supplier-alerts.ts';
 import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
@@ -72,6 +73,8 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   // mail (issue notifications, supplier alerts, command mails) is sent by the workers: src/notifications/mail-queue.ts
   const mail = has('worker') ? startMailWorker(ctx) : null;
   const issueNotifier = has('worker') ? startIssueNotifier(ctx) : null;
+  // CSV exports (settings add-export) are written by the workers: src/monitoring/exports/queue.ts
+  const exports = has('worker') ? startExportWorker(ctx) : null;
   // failures of supplier code are counted where they happen (worker, webhook, certificate identity); a worker also mails summaries falling due
   if (has('worker')) supplierAlerts(ctx).start();
   let queue: DeviceQueue | null = null;
@@ -101,7 +104,7 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
       await trust?.stop();
       // jobs a worker does not finish in time stay in Redis (BullMQ hands them to the next worker)
       const grace = new Promise<void>((resolve) => setTimeout(resolve, ctx.config.shutdownGraceMs).unref());
-      await Promise.race([Promise.all([worker?.close(), mail?.close(), issueNotifier?.stop()]), grace]);
+      await Promise.race([Promise.all([worker?.close(), mail?.close(), issueNotifier?.stop(), exports?.close()]), grace]);
       await queue?.close();
       await supplierAlerts(ctx).close();
       await api.close();

@@ -69,6 +69,11 @@ export interface Config {
   loginFailureWindowSeconds: number;
   shutdownGraceMs: number;
   queueName: string;
+  /** changes made through the API are logged (src/app/author.ts) */
+  auditLog: boolean;
+  /** how long an export's file and link last (src/monitoring/exports/) */
+  exportRetentionHours: number;
+  exportConcurrency: number;
   /** SMTP server for command mail (`smtp://user:pass@host:587`), or null: mail is logged instead */
   smtpUrl: string | null;
   mailFrom: string;
@@ -209,6 +214,9 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   LOCAL_HANDOFF: ['on', 'on or off: a worker in the same process as the gateway runs the batches that gateway queues without fetching them from Redis (each stays queued, out of other workers\' reach while it runs, until what it stored is on disk)'],
   LOCAL_HANDOFF_CLAIM_MS: ['30000', 'how long a batch taken by the worker beside its gateway stays out of other workers\' reach (renewed every third of it while it runs): after a crash of that process, its batches run elsewhere this much later'],
   THRESHOLD_EVALUATION: ['on', 'on or off: measurements of linked devices and of manual reports are checked against their pins\' thresholds and open or update threshold issues (off: no threshold issue opens; for measuring the report path without it)'],
+  AUDIT_LOG: ['on', 'on or off: every change an account makes through the API is written to the audit log (settings find-log) in the change\'s own transaction (off: no log; for measuring its cost)'],
+  EXPORT_RETENTION_HOURS: ['168', 'an export\'s CSV file (under DATA_DIR/exports) and its download link last this long after it is written; then the file is deleted and the export request shows status deleted'],
+  EXPORT_CONCURRENCY: ['1', 'exports one worker process writes at once (each streams its rows from one PostgreSQL cursor)'],
   CONNECTIVITY_CHECK_MS: ['30000', 'how often one worker (a Redis lock picks it) looks for linked devices silent past their connectivity threshold; an issue opens within the threshold plus this interval'],
 };
 
@@ -351,5 +359,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     localHandoffClaimMs: int(env, 'LOCAL_HANDOFF_CLAIM_MS', 30_000, 1000, 3_600_000),
     queueBatchDelayMs: int(env, 'QUEUE_BATCH_DELAY_MS', 12, 0, 1000),
     connectivityCheckMs: int(env, 'CONNECTIVITY_CHECK_MS', 30_000, 100, 60_000),
+    auditLog: onOff(env, 'AUDIT_LOG', true),
+    exportRetentionHours: int(env, 'EXPORT_RETENTION_HOURS', 168, 1, 24 * 366),
+    exportConcurrency: int(env, 'EXPORT_CONCURRENCY', 1, 1, 64),
   };
 }

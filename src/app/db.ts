@@ -6,6 +6,7 @@ import { embeddedPostgres } from './embedded-postgres.ts';
 import { NotFoundError } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { OutageLog } from './outage-log.ts';
+import { authorSetting, mayWrite } from './author.ts';
 
 // bigint columns (ids, counts) come back as JS numbers: ours stay far below 2^53
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -118,6 +119,8 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
         throw err;
       }
     }
+    // the audit trail's trigger on every table, those of the migrations just applied included (045_audit_log.sql)
+    await db.query('SELECT audit_attach_all()');
   } finally {
     await db.query('SELECT pg_advisory_unlock(7245001)');
   }
@@ -125,14 +128,15 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
 
 const queryOn = (pool: pg.Pool): Queryable['query'] => (sql, params) => pool.query(sql as never, params as unknown[]) as never;
 
-const txOn = (pool: pg.Pool): TxQueryable['tx'] => async (fn) => {
+/** Transactions on `pool`; `begin` gives the statement that opens one (the audit trail names its author there). */
+const txOn = (pool: pg.Pool, begin: (client: pg.PoolClient) => string = () => 'BEGIN'): TxQueryable['tx'] => async (fn) => {
   const client = await pool.connect();
   // the pool listens for errors only on idle connections: one that breaks between two statements of this
   // transaction would emit 'error' with no listener and end the process; its next statement fails instead
   const ignore = () => undefined;
   client.on('error', ignore);
   try {
-    await client.query('BEGIN');
+    await client.query(begin(client));
     const result = await fn(client as unknown as Queryable);
     await client.query('COMMIT');
     client.removeListener('error', ignore);
@@ -149,18 +153,46 @@ const txOn = (pool: pg.Pool): TxQueryable['tx'] => async (fn) => {
 
 function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool, readPool: pg.Pool | null): Db {
   const read: TxQueryable = readPool ? { query: queryOn(readPool), tx: txOn(readPool) } : { query: queryOn(pool), tx: txOn(pool) };
-  return {
+  const plainQuery = queryOn(pool);
+  // The audit trail's author ('' for none) each pooled connection's session names (src/app/author.ts): a write
+  // runs only on a connection naming its own author, set (a round trip) when it differs. An API operation's writes
+  // mostly find theirs already set; the first write without one after them sets it back to ''. Reads need none.
+  const sessionAuthor = new WeakMap<pg.PoolClient, string>();
+  const authorText = (client: pg.PoolClient, author: string) => `set_config('gridgate.audit', ${client.escapeLiteral(author)}, `;
+  const db: Db = {
     embedded,
-    query: queryOn(pool),
+    async query(sql, params) {
+      if (!mayWrite(typeof sql === 'string' ? sql : sql.text)) return plainQuery(sql, params);
+      const author = authorSetting() ?? '';
+      const client = await pool.connect();
+      try {
+        if ((sessionAuthor.get(client) ?? '') !== author) {
+          await client.query(`SELECT ${authorText(client, author)}false)`);
+          sessionAuthor.set(client, author);
+        }
+        const result = await client.query(sql as never, params as unknown[]);
+        client.release();
+        return result as never;
+      } catch (err) {
+        // as pool.query does: a connection whose statement failed is not pooled again
+        client.release(err as Error);
+        throw err;
+      }
+    },
     deferred: { query: queryOn(deferredPool) },
     flushed: flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })),
-    tx: txOn(pool),
+    // the author in the same round trip as BEGIN, for this transaction only (a rollback would undo a session-level one)
+    tx: txOn(pool, (client) => {
+      const author = authorSetting() ?? '';
+      return (sessionAuthor.get(client) ?? '') === author ? 'BEGIN' : `BEGIN; SELECT ${authorText(client, author)}true)`;
+    }),
     read,
     async close() {
       await Promise.all([pool.end(), deferredPool.end(), readPool?.end()]);
       await onClose();
     },
   };
+  return db;
 }
 
 /** Connections of the deferred-commit pool: the worker's batched writers (reports, activities, lastOnlineAt) */

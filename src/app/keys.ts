@@ -15,6 +15,8 @@ export interface ServerKeys {
   pagingOffset: Buffer;
   /** MACs the datagrams between the gateway nodes of a CID-routed cluster (src/dtls/cluster/messages.ts) */
   dtlsCluster: Buffer;
+  /** signs export download links (src/monitoring/exports/link.ts) */
+  exportDownload: Buffer;
 }
 
 export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): ServerKeys {
@@ -26,6 +28,7 @@ export function deriveKeys(secretKey: Buffer, internalTokenOverride = ''): Serve
     internalToken: internalTokenOverride || derive('internal-token').toString('base64url'),
     pagingOffset: derive('paging-offset'),
     dtlsCluster: derive('dtls-cluster-forwarding'),
+    exportDownload: derive('export-download'),
   };
 }
 

@@ -9,6 +9,7 @@ import { errorHandler } from './errors.ts';
 import { shapeForVersion } from './versions.ts';
 import { openOffset, sealOffset } from './paging.ts';
 import { checkInput, validationOptions } from './validation.ts';
+import { asAuthor } from '../app/author.ts';
 
 /**
  * Api-Version policy: every version from the oldest to the newest is served, each with the shapes of the
@@ -18,6 +19,7 @@ import { checkInput, validationOptions } from './validation.ts';
 export const SUPPORTED_API_VERSIONS = [4, 5, 6, 7, 8];
 const OLDEST = SUPPORTED_API_VERSIONS[0];
 const NEWEST = SUPPORTED_API_VERSIONS[SUPPORTED_API_VERSIONS.length - 1];
+const CHANGING_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -93,6 +95,19 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
       components: { securitySchemes: { 'jwt-token': { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
       security: [{ 'jwt-token': [] }],
     },
+  });
+
+  // the audit trail: every changing operation of an account runs as that account's, so each write it makes is
+  // logged in the write's own transaction (src/app/author.ts); routes registered later, by any feature, included
+  app.addHook('onRoute', (route) => {
+    const methods = ([] as string[]).concat(route.method);
+    if (!ctx.config.auditLog || !methods.some((m) => CHANGING_METHODS.has(m))) return;
+    const handler = route.handler;
+    route.handler = function audited(this: FastifyInstance, request, reply) {
+      const account = request.account as Account | null;
+      if (!account || !CHANGING_METHODS.has(request.method)) return handler.call(this, request, reply);
+      return asAuthor({ environmentId: account.environment.id, userHashId: account.hashId }, () => handler.call(this, request, reply));
+    };
   });
 
   app.addHook('onRequest', async (request) => {

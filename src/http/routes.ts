@@ -45,6 +45,8 @@ import { environmentAddRoutes } from '../accounts/environments/routes.ts';
 import { importRequestRoutes } from '../monitoring/import-requests/routes.ts';
 import { environmentReportTypeRoutes } from '../monitoring/report-types/routes.ts';
 import { reportRoutes } from '../monitoring/reports/manual-routes.ts';
+import { auditRoutes } from '../audit/routes.ts';
+import { exportRoutes } from '../monitoring/exports/routes.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -94,6 +96,8 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   importRequestRoutes,
   environmentReportTypeRoutes,
   reportRoutes,
+  auditRoutes,
+  exportRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {

@@ -1,0 +1,35 @@
+// Who makes a change through the API, for the audit trail. The HTTP layer runs every changing operation
+// (POST, PUT, PATCH, DELETE with an account) inside `asAuthor`; the Db (db.ts) runs each of its writes on a
+// connection whose `gridgate.audit` names that author (and '' for a write outside an operation), and the trigger
+// of migration 045 logs the rows the write changes in the write's own transaction: a change that rolls back
+// leaves no log row, and no route logs by hand. Writes outside an operation (devices, workers) are not logged.
+
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+export interface Author {
+  environmentId: number;
+  /** the account's hashId (the log's userHashId) */
+  userHashId: string;
+}
+
+const current = new AsyncLocalStorage<string>();
+
+/** Runs `fn` with `author` as the author of every write it makes. */
+export function asAuthor<T>(author: Author, fn: () => T): T {
+  return current.run(JSON.stringify({ e: author.environmentId, u: author.userHashId }), fn);
+}
+
+/** Runs `fn` with no author (a write the API causes but does not make, such as a background job it starts). */
+export function withoutAuthor<T>(fn: () => T): T {
+  return current.exit(fn);
+}
+
+/** The `gridgate.audit` value of the write being made now, or null outside an operation. */
+export const authorSetting = (): string | null => current.getStore() ?? null;
+
+// statements that change no rows (a SELECT ... FOR UPDATE only locks them); anything else (INSERT, UPDATE,
+// DELETE, WITH ..., CALL) may. A SELECT of a function that writes would escape the log: the stores have none.
+const READ_ONLY = /^\s*(SELECT|SHOW|EXPLAIN|VALUES|TABLE)\b/i;
+
+/** Whether `sql` may change rows (and so must run with its author set). */
+export const mayWrite = (sql: string): boolean => !READ_ONLY.test(sql);

@@ -1,0 +1,93 @@
+// Exports run in the background: add-export stores the request (status waiting) and queues a BullMQ job naming
+// it in `<QUEUE_NAME>-export`; a worker claims it (creating), writes the CSV with its progress in the row, and
+// marks it available with the expiry of its file and link. Restartable: a worker that dies mid-export holds the
+// job's lock no longer, BullMQ's stalled-job check hands the job to another worker and the export is written again
+// from the start (claimExport takes a creating request as well as a waiting one); a job lost on the way to Redis
+// leaves its request waiting, queued again when a worker starts. Expired files are deleted once a minute.
+
+import { unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { Queue, Worker, type Job } from 'bullmq';
+import type { AppContext } from '../../app/context.ts';
+import { OutageLog } from '../../app/outage-log.ts';
+import { bullmqErrorLogger, createRedis } from '../../app/redis.ts';
+import { claimExport, expireExports, markAvailable, recordProgress, unfinishedExports } from './store.ts';
+import { writeExport } from './writer.ts';
+
+interface ExportJob { hashId: string }
+
+const JOB_NAME = 'export';
+/** a failing export (the database away) is tried again, backing off to a minute between tries, for a day */
+const ATTEMPTS = 1440;
+const PROGRESS_EVERY_MS = 1000;
+const SWEEP_EVERY_MS = 60_000;
+
+export const exportQueueName = (ctx: AppContext) => `${ctx.config.queueName}-export`;
+/** Where export files live: DATA_DIR/exports (shared by the API and worker processes that serve and write them). */
+export const exportDir = (ctx: AppContext) => path.join(ctx.config.dataDir, 'exports');
+
+const producers = new WeakMap<AppContext, Queue<ExportJob>>();
+
+function producer(ctx: AppContext): Queue<ExportJob> {
+  let queue = producers.get(ctx);
+  if (!queue) {
+    queue = new Queue<ExportJob>(exportQueueName(ctx), {
+      connection: ctx.redis,
+      defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000 },
+    });
+    queue.on('error', bullmqErrorLogger(ctx.log, 'export queue error'));
+    producers.set(ctx, queue);
+  }
+  return queue;
+}
+
+/** Queues the export requests' jobs (the job id is the request's hashId: never queued twice at once). */
+export async function queueExports(ctx: AppContext, hashIds: string[]): Promise<void> {
+  if (hashIds.length > 0) await producer(ctx).addBulk(hashIds.map((hashId) => ({ name: JOB_NAME, data: { hashId }, opts: { jobId: hashId } })));
+}
+
+async function runExport(ctx: AppContext, hashId: string): Promise<void> {
+  const work = await claimExport(ctx.db, hashId);
+  // written by an earlier run whose job did not finish, or its environment is gone
+  if (!work) return;
+  let last = Date.now();
+  const written = await writeExport(ctx.db, work, exportDir(ctx), async (rows, share) => {
+    if (Date.now() - last < PROGRESS_EVERY_MS) return;
+    last = Date.now();
+    await recordProgress(ctx.db, work.id, rows, share);
+  });
+  await markAvailable(ctx.db, work.id, written.fileName, written.bytes, written.rows, ctx.config.exportRetentionHours);
+  ctx.log.info({ exportRequest: hashId, rows: written.rows, bytes: written.bytes }, 'export written');
+}
+
+/** Deletes the files of expired exports (their requests show status deleted). */
+export async function sweepExpiredExports(ctx: AppContext): Promise<number> {
+  const files = await expireExports(ctx.db, 1000);
+  for (const file of files) await unlink(path.join(exportDir(ctx), file)).catch(() => undefined);
+  return files.length;
+}
+
+export interface ExportWorker { close(): Promise<void> }
+
+export function startExportWorker(ctx: AppContext): ExportWorker {
+  const connection = createRedis(ctx.config.redisUrl, ctx.log);
+  const worker = new Worker<ExportJob>(exportQueueName(ctx), async (job: Job<ExportJob>) => runExport(ctx, job.data.hashId), {
+    connection, concurrency: ctx.config.exportConcurrency,
+  });
+  worker.on('error', bullmqErrorLogger(ctx.log, 'export worker error'));
+  worker.on('failed', (job, err) => ctx.log.warn({ exportRequest: job?.data.hashId, err: err.message }, 'export failed; it is tried again'));
+  unfinishedExports(ctx.db).then((hashIds) => queueExports(ctx, hashIds)).catch(
+    (err: Error) => ctx.log.warn({ err: err.message }, 'unfinished exports could not be queued again'));
+  const outage = new OutageLog(ctx.log, 'expired exports cannot be deleted: PostgreSQL is unavailable', 'expired exports are deleted again');
+  const sweep = setInterval(() => {
+    sweepExpiredExports(ctx).then(() => outage.up(), (err) => outage.down(err));
+  }, SWEEP_EVERY_MS);
+  sweep.unref();
+  return {
+    async close() {
+      clearInterval(sweep);
+      await worker.close();
+      connection.disconnect();
+    },
+  };
+}

@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
+import { expectParameterError, findAll, type ErrorBody } from '../connectivity/fixtures.ts';
+import { until } from '../support/until.ts';
+import { addPin, addPinGroup, pinWithHistory } from './fixtures.ts';
+import { startExportWorker, type ExportWorker } from '../../src/monitoring/exports/queue.ts';
+
+// Exports over the REST interface: queued, written by the export worker, downloaded by a signed link that
+// only names its own environment's export and expires; the CSV holds exactly what was asked.
+
+let api: TestApi;
+let worker: ExportWorker;
+beforeAll(async () => {
+  api = await startTestApi();
+  worker = startExportWorker(api.ctx);
+});
+afterAll(async () => {
+  await worker.close();
+  await api.close();
+});
+
+const RIGHTS = ['READ', 'STATIC', 'REPORTS', 'EXPORT'];
+const DAY = 86_400_000;
+interface ExportRequest { hashId: string; content: Record<string, unknown>; delimiter: string; rowDelimiter: string; status: string; downloadUrl?: string; progress: number; createdAt: string }
+
+async function addExport(c: ApiClient, content: Record<string, unknown>, delimiter = ',', rowDelimiter = '\n'): Promise<string> {
+  const r = await c.request<{ hashId: string }>('POST', '/settings/export', { content, delimiter, rowDelimiter });
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  expect(Object.keys(r.body)).toEqual(['hashId']);
+  return r.body.hashId;
+}
+
+const exportOf = async (c: ApiClient, hashId: string) => (await findAll<{ exportRequest: ExportRequest }>(c, '/settings/export', 100))
+  .map((r) => r.exportRequest).find((e) => e.hashId === hashId);
+
+async function available(c: ApiClient, hashId: string): Promise<ExportRequest> {
+  return (await until(() => exportOf(c, hashId), (e) => e?.status === 'available', `export ${hashId} available`))!;
+}
+
+async function download(url: string): Promise<{ status: number; body: string; type?: string }> {
+  const u = new URL(url);
+  const r = await api.app.inject({ method: 'GET', url: `${u.pathname}${u.search}` });
+  return { status: r.statusCode, body: r.body, type: r.headers['content-type'] as string | undefined };
+}
+
+/** The CSV's lines split into values (the tests' values hold no quotes or delimiters unless said). */
+const linesOf = (csv: string, rowDelimiter = '\n', delimiter = ',') => csv.split(rowDelimiter).filter((l) => l !== '').map((l) => l.split(delimiter));
+
+describe('exports', () => {
+  it('an export\'s CSV holds exactly the measurements of its period (from included, to not)', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const pinHashId = await pinWithHistory(api.ctx.db, c, [1, 2, 3, 5, 8, 13]);
+    const { rows: times } = await api.ctx.db.query<{ at: Date; significand: number }>(
+      'SELECT m.generated_at AS at, m.significand FROM measurement m JOIN pin p ON p.id = m.pin_id WHERE p.hash_id = $1 ORDER BY 1', [pinHashId]);
+    // from: exactly the 8-day-old measurement; to: exactly the 2-day-old one
+    const from = times.find((t) => t.significand === 8)!.at.toISOString();
+    const to = times.find((t) => t.significand === 2)!.at.toISOString();
+    const hashId = await addExport(c, { type: 'all', staticOnly: false, gridHashId: null, from, to });
+    const done = await available(c, hashId);
+    expect(done).toMatchObject({ hashId, content: { type: 'all', staticOnly: false, gridHashId: null, from, to }, delimiter: ',', rowDelimiter: '\n', progress: 1 });
+    const file = await download(done.downloadUrl!);
+    expect(file.status).toBe(200);
+    expect(file.type).toBe('text/csv; charset=utf-8');
+    const [header, ...rows] = linesOf(file.body);
+    expect(header).toEqual(['generatedAt', 'pinGroupHashId', 'pinGroupName', 'pinHashId', 'pinName', 'quantityHashId', 'quantityName', 'unit', 'value']);
+    expect(rows.map((r) => [r[0], r[3], r[8]])).toEqual(
+      times.filter((t) => t.significand >= 3 && t.significand <= 8).map((t) => [t.at.toISOString(), pinHashId, String(t.significand)]));
+  });
+
+  it('writes the delimiters asked for, quoting values that hold them; static data is a row per pin', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const pg = await addPinGroup(c, 'north; "old" side');
+    const pins = [await addPin(c, pg.hashId, 'a'), await addPin(c, pg.hashId, 'b')];
+    const hashId = await addExport(c, { type: 'all', staticOnly: true, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z' }, ';', '\r\n');
+    const file = await download((await available(c, hashId)).downloadUrl!);
+    const lines = file.body.split('\r\n');
+    expect(lines[0]).toBe('pinGroupHashId;pinGroupName;pinGroupFields;pinGroupGeometry;pinHashId;pinName;pinFields');
+    expect(lines.slice(1, 3).map((l) => l.split(';').slice(0, 2).concat(l.split(';').slice(-3, -1)))).toEqual(pins.map((p) => [pg.hashId, '"north', p.hashId, p.name]));
+    expect(lines[1]).toContain(`;"north; ""old"" side";`);
+    expect(lines[3]).toBe('');
+    expect(file.body).not.toMatch(/[^\r]\n/);
+  });
+
+  it('a chart exports its series of its period; a measurement filter its pins and period', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const pinA = await pinWithHistory(api.ctx.db, c, [1, 2, 3]);
+    await pinWithHistory(api.ctx.db, c, [1, 2, 3]);
+    const { rows: [q] } = await api.ctx.db.query<{ hash_id: string }>('SELECT q.hash_id FROM measurement m JOIN pin p ON p.id = m.pin_id JOIN quantity q ON q.id = m.quantity_id WHERE p.hash_id = $1 LIMIT 1', [pinA]);
+    const from = new Date(Date.now() - 2.5 * DAY).toISOString();
+    const to = new Date().toISOString();
+    const chart = await addExport(c, { type: 'chart', from, to, series: [{ pinHashId: pinA, quantityHashId: q.hash_id }], title: 'Rectifier' });
+    const rows = linesOf((await download((await available(c, chart)).downloadUrl!)).body).slice(1);
+    expect(rows.map((r) => [r[3], r[8]])).toEqual([[pinA, '2'], [pinA, '1']]);
+
+    const filter = await c.request<{ hashId: string }>('POST', '/measurement-filter/', { name: 'last month', description: '', period: 'lastMonth', reportTypeHashIds: [], quantityHashIds: [q.hash_id], fieldKeys: [] });
+    expect(filter.status, JSON.stringify(filter.body)).toBe(200);
+    const byFilter = await addExport(c, { type: 'measurementFilter', measurementFilterHashId: filter.body.hashId });
+    const done = await available(c, byFilter);
+    expect(done.content).toMatchObject({ type: 'measurementFilter', name: 'last month', description: '' });
+    // pin A's three measurements: the other pin measures a quantity of its own
+    expect(linesOf((await download(done.downloadUrl!)).body).slice(1).map((r) => [r[3], r[8]])).toEqual([[pinA, '3'], [pinA, '2'], [pinA, '1']]);
+  });
+
+  it('an analytics query exports its whole result, in its columns', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    for (const name of ['x', 'y', 'z']) await addPinGroup(c, name);
+    const query = { source: 'pinGroup', columns: [{ field: 'pinGroup.fields.id', name: 'Name' }], sort: [{ columnIndex: 0, descending: false }] };
+    const hashId = await addExport(c, { type: 'analyticsQuery', query, dashboardId: 'd1', widgetName: 'Locations' });
+    const body = (await download((await available(c, hashId)).downloadUrl!)).body;
+    expect(linesOf(body)).toEqual([['Name'], ['x'], ['y'], ['z']]);
+  });
+
+  it('the download link works for its own export only, unaltered and unexpired', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const other = await api.login('monitoring', RIGHTS);
+    const hashId = await addExport(c, { type: 'all', staticOnly: true, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z' });
+    const url = new URL((await available(c, hashId)).downloadUrl!);
+    expect((await download(url.toString())).status).toBe(200);
+    const altered = (name: string, value: string) => { const u = new URL(url); u.searchParams.set(name, value); return u.toString(); };
+    expect((await download(altered('environment', other.environmentHashId))).status).toBe(404);
+    expect((await download(altered('expires', String(Number(url.searchParams.get('expires')) + 1)))).status).toBe(404);
+    expect((await download(altered('signature', '0'.repeat(64)))).status).toBe(404);
+    // another environment's export under this link's signature
+    const theirs = await addExport(other, { type: 'all', staticOnly: true, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z' });
+    await available(other, theirs);
+    expect((await download(url.toString().replace(hashId, theirs))).status).toBe(404);
+    // expired: the link and the file are gone, the request shows deleted
+    await api.ctx.db.query("UPDATE export_request SET expires_at = now() - interval '1 second' WHERE hash_id = $1", [hashId]);
+    expect((await download(url.toString())).status).toBe(404);
+    const { sweepExpiredExports } = await import('../../src/monitoring/exports/queue.ts');
+    expect(await sweepExpiredExports(api.ctx)).toBeGreaterThanOrEqual(1);
+    expect((await exportOf(c, hashId))?.status).toBe('deleted');
+  });
+
+  it('an export a worker did not finish is written when a worker starts again', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    await pinWithHistory(api.ctx.db, c, [1]);
+    const { rows: [env] } = await api.ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
+    // as a worker that died mid-export left it: creating, and no job in the queue
+    await api.ctx.db.query(
+      `INSERT INTO export_request (hash_id, environment_id, content, scope, delimiter, row_delimiter, status, progress)
+       VALUES ('unfinished1', $1, '{"type":"all","staticOnly":false,"gridHashId":null}', '{"kind":"measurements","from":null,"to":null}', ',', E'\\n', 'creating', 0.4)`, [env.id]);
+    const second = startExportWorker(api.ctx);
+    try {
+      const done = await available(c, 'unfinished1');
+      expect(linesOf((await download(done.downloadUrl!)).body).length).toBe(2);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('needs EXPORT, in a monitoring environment; another environment\'s objects and exports are not reachable', async () => {
+    const without = await api.login('monitoring', ['READ']);
+    const r = await without.request<ErrorBody>('POST', '/settings/export', { content: { type: 'all', staticOnly: true, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2021-01-01T00:00:00Z' }, delimiter: ',', rowDelimiter: '\n' });
+    expect([r.status, r.body.key]).toEqual([403, 'right_error']);
+    expect((await without.request<ErrorBody>('GET', '/settings/export')).status).toBe(403);
+    expect((await (await api.login('connectivity')).request<ErrorBody>('GET', '/settings/export')).body.key).toBe('right_error');
+
+    const a = await api.login('monitoring', RIGHTS);
+    const b = await api.login('monitoring', RIGHTS);
+    const pinA = await pinWithHistory(api.ctx.db, a, [1]);
+    const mine = await addExport(a, { type: 'all', staticOnly: true, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z' });
+    expect(await findAll(b, '/settings/export')).toEqual([]);
+    expect((await findAll<{ exportRequest: ExportRequest }>(a, '/settings/export')).map((x) => x.exportRequest.hashId)).toEqual([mine]);
+    const { rows: [q] } = await api.ctx.db.query<{ hash_id: string }>('SELECT q.hash_id FROM measurement m JOIN pin p ON p.id = m.pin_id JOIN quantity q ON q.id = m.quantity_id WHERE p.hash_id = $1 LIMIT 1', [pinA]);
+    const filter = await a.request<{ hashId: string }>('POST', '/measurement-filter/', { name: 'f', description: '', period: 'lastMonth', reportTypeHashIds: [], quantityHashIds: [q.hash_id], fieldKeys: [] });
+    expect(filter.status).toBe(200);
+    expectParameterError(await b.request('POST', '/settings/export', { content: { type: 'measurementFilter', measurementFilterHashId: filter.body.hashId }, delimiter: ',', rowDelimiter: '\n' }), 'content.measurementFilterHashId');
+    expectParameterError(await b.request('POST', '/settings/export', {
+      content: { type: 'chart', from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z', series: [{ pinHashId: pinA, quantityHashId: 'q0' }], title: 't' }, delimiter: ',', rowDelimiter: '\n',
+    }), 'content.series[0].pinHashId');
+  });
+
+  it('limits are parameter errors naming the field', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const all = { type: 'all', staticOnly: false, gridHashId: null, from: '2021-01-01T00:00:00Z', to: '2020-01-01T00:00:00Z' };
+    expectParameterError(await c.request('POST', '/settings/export', { content: all, delimiter: ',', rowDelimiter: '\n' }), 'content.to');
+    expectParameterError(await c.request('POST', '/settings/export', { content: { ...all, to: '2022-01-01T00:00:00Z' }, delimiter: '|', rowDelimiter: '\n' }), 'delimiter');
+    expectParameterError(await c.request('POST', '/settings/export', { content: { ...all, to: '2022-01-01T00:00:00Z', gridHashId: 'nogrid' }, delimiter: ',', rowDelimiter: '\n' }), 'content.gridHashId');
+    // the content's kinds are alternatives: a chart of 41 series fits none of them
+    const series = Array.from({ length: 41 }, () => ({ pinHashId: 'p', quantityHashId: 'q' }));
+    expectParameterError(await c.request('POST', '/settings/export', { content: { type: 'chart', from: all.to, to: all.from, series, title: 't' }, delimiter: ',', rowDelimiter: '\n' }), 'content');
+    const fortySeries = series.slice(1);
+    expectParameterError(await c.request('POST', '/settings/export', { content: { type: 'chart', from: all.from, to: all.to, series: fortySeries, title: 't' }, delimiter: ',', rowDelimiter: '\n' }), 'content.to');
+    expectParameterError(await c.request('POST', '/settings/export', { content: { type: 'analyticsQuery', query: { source: 'nothing', columns: [] }, dashboardId: 'd', widgetName: 'w' }, delimiter: ',', rowDelimiter: '\n' }));
+    expectParameterError(await c.request('GET', '/settings/export?sortBy=hashId'), 'sortBy');
+  });
+});
