@@ -87,23 +87,36 @@ export async function startRedisCluster(opts: { masters?: number; replicasPerMas
   };
   await until(ready, (ok) => ok, 'the cluster to be ok on every node', 30_000);
 
-  const alive = () => nodes.filter((n) => n.process.exitCode === null && n.process.signalCode === null);
+  const killed = new Set<number>();
+  const alive = () => nodes.filter((n) => !killed.has(n.port) && n.process.exitCode === null && n.process.signalCode === null);
+  /** the cluster's view, from the first live node that answers */
+  const view = async () => {
+    for (const n of alive()) {
+      try {
+        return await clusterNodes(n.port);
+      } catch {
+        // that node is going away: ask the next
+      }
+    }
+    throw new Error('no node of the cluster answers');
+  };
   const cluster: RedisCluster = {
     nodes,
     nodesEnv: nodes.map((n) => `127.0.0.1:${n.port}`).join(','),
     async masterPorts() {
-      const all = await clusterNodes(alive()[0].port);
+      const all = await view();
       return all.filter((n) => n.flags.includes('master') && !n.flags.includes('fail') && n.slots).map((n) => n.port);
     },
     keyCount: (port) => ask(port, (r) => r.dbsize()),
     async replicaOf(port) {
-      const all = await clusterNodes(alive()[0].port);
+      const all = await view();
       const master = all.find((n) => n.port === port);
       const replica = all.find((n) => n.masterId === master?.id && !n.flags.includes('fail'));
       if (!replica) throw new Error(`no replica of the master at ${port}`);
       return replica.port;
     },
     kill(port) {
+      killed.add(port);
       nodes.find((n) => n.port === port)?.process.kill('SIGKILL');
     },
     async stop() {
