@@ -16,6 +16,8 @@
 // --analytics on|off --analytics-timeout-ms 10000 (a broad analytics query, mean per day per pin for a year, over the same --measurement-rows table; bench/analytics.ts)
 // --thresholds on|off --threshold-devices 100 (the report path of linked devices under pin thresholds with THRESHOLD_EVALUATION off and on, and the store step alone; bench/thresholds.ts)
 // --notifications on|off --mails 2000 (mail throughput from the queue to a local SMTP server, and the supplier-alert bookkeeping per failed run; bench/notifications.ts)
+// --redis-cluster on|off (the HTTPS row of 1 process on a Redis Cluster of 3 masters + 3 replicas the bench starts, QUEUE_SHARDS 1 and 3:
+// what the cluster costs against the single-Redis row; test/support/redis-cluster.ts)
 // --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -35,8 +37,9 @@ import { benchDatabase, fillMeasurementTable, ingestLinkedRow, measurementFindRo
 import { notificationRows } from './notifications.ts';
 import { thresholdRows } from './thresholds.ts';
 import { webhookRow } from './webhooks.ts';
+import { startRedisCluster } from '../test/support/redis-cluster.ts';
 
-const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' }, flood: { type: 'string', default: 'on' }, 'flood-rate': { type: 'string', default: '5000' }, notifications: { type: 'string', default: 'on' }, mails: { type: 'string', default: '2000' } } });
+const { values } = parseArgs({ options: { layouts: { type: 'string', default: 'all' }, devices: { type: 'string', default: '100' }, seconds: { type: 'string', default: '15' }, warmup: { type: 'string', default: '3' }, commands: { type: 'string', default: '100' }, webhooks: { type: 'string', default: 'on' }, 'webhook-senders': { type: 'string', default: '50' }, dtls: { type: 'string', default: 'on' }, coap: { type: 'string', default: 'on' }, 'coap-sessions': { type: 'string', default: '200' }, 'coap-rate': { type: 'string', default: '2000' }, 'coap-layout': { type: 'string', default: 'all' }, 'coap-closed': { type: 'string', default: 'on' }, embedded: { type: 'string', default: 'on' }, 'idle-sessions': { type: 'string', default: '2000' }, measurements: { type: 'string', default: 'on' }, charts: { type: 'string', default: 'on' }, 'measurement-rows': { type: 'string', default: '10000000' }, analytics: { type: 'string', default: 'on' }, 'analytics-timeout-ms': { type: 'string', default: '10000' }, thresholds: { type: 'string', default: 'on' }, 'threshold-devices': { type: 'string', default: '100' }, linked: { type: 'string', default: 'on' }, flood: { type: 'string', default: 'on' }, 'flood-rate': { type: 'string', default: '5000' }, notifications: { type: 'string', default: 'on' }, mails: { type: 'string', default: '2000' }, 'redis-cluster': { type: 'string', default: 'on' } } });
 const DEVICES = Number(values.devices);
 const SECONDS = Number(values.seconds);
 const WARMUP = Number(values.warmup);
@@ -49,14 +52,21 @@ interface Row {
   onPins?: number;
 }
 
-/** One layout of the service: the role list of each process it runs (`start` replaces the default start on PostgreSQL). */
-interface Layout { name: string; processes: string[]; start?: () => Promise<{ svc: BenchService; extra: Partial<Row> }> }
+/**
+ * One layout of the service: the role list of each process it runs (`start` replaces the default start on PostgreSQL;
+ * `redisCluster`: on a Redis Cluster started for it, with that many QUEUE_SHARDS).
+ */
+interface Layout { name: string; processes: string[]; start?: () => Promise<{ svc: BenchService; extra: Partial<Row> }>; redisCluster?: { queueShards: number } }
 const LAYOUTS: Layout[] = [
   { name: '1 process (all)', processes: ['all'] },
   { name: '2 processes (api,gateway | worker)', processes: ['api,gateway', 'worker'] },
   { name: '2 processes (api | gateway,worker)', processes: ['api', 'gateway,worker'] },
 ];
 
+
+const ON_REDIS_CLUSTER: Layout[] = [1, 3].map((queueShards) => ({
+  name: `1 process (all) on a Redis Cluster (3 masters + 3 replicas), QUEUE_SHARDS=${queueShards}`, processes: ['all'], redisCluster: { queueShards },
+}));
 
 const EMBEDDED: Layout = {
   name: 'embedded default (1 process, DATABASE_URL unset)', processes: ['all'],
@@ -115,7 +125,9 @@ async function loadRow(layout: Layout, svc: BenchService, p: Provisioned, linked
 
 /** A layout's rows: its devices unlinked, then (with --linked on) the same devices linked, on the same service in the same run. */
 async function runLayout(layout: Layout, withLinked: boolean): Promise<Row[]> {
-  const { svc, extra } = layout.start ? await layout.start() : { svc: await startBenchService(layout.processes), extra: {} };
+  const cluster = layout.redisCluster ? await startRedisCluster() : null;
+  const env: Record<string, string> = cluster ? { REDIS_CLUSTER_NODES: cluster.nodesEnv, QUEUE_SHARDS: String(layout.redisCluster!.queueShards) } : {};
+  const { svc, extra } = layout.start ? await layout.start() : { svc: await startBenchService(layout.processes, env).catch(async (err: unknown) => { await cluster?.stop(); throw err; }), extra: {} };
   try {
     const p = await provision(svc, DEVICES);
     const rows = [{ ...await loadRow(layout, svc, p, false), ...extra, ...(layout.start ? { loadedMemoryMb: serviceMemoryMb(svc) } : {}) }];
@@ -126,6 +138,7 @@ async function runLayout(layout: Layout, withLinked: boolean): Promise<Row[]> {
     return rows;
   } finally {
     await svc.stop();
+    await cluster?.stop();
   }
 }
 
@@ -147,6 +160,7 @@ async function measurementTableRows(): Promise<BenchRow[]> {
 async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const layout of LAYOUTS.filter((l, i) => values.layouts === 'all' || values.layouts.split(',').includes(String(i + 1)))) rows.push(...await runLayout(layout, values.linked !== 'off'));
+  if (values['redis-cluster'] !== 'off') for (const layout of ON_REDIS_CLUSTER) rows.push(...await runLayout(layout, false));
   if (values.embedded !== 'off') rows.push(...await runLayout(EMBEDDED, false));
   if (values.webhooks !== 'off') rows.push(await webhookRow({ senders: Number(values['webhook-senders']), devicesPerSender: 10, seconds: SECONDS, warmup: WARMUP }));
   const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];
