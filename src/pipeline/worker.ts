@@ -292,13 +292,14 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     return w;
   });
 
-  gaugeFrom('gridgate_queue_jobs', 'Device jobs in the queue (QUEUE_NAME) by state', ['state'], async () => {
+  const shardCounts = () => Promise.all(events.queues.map((q) => q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized')));
+  gaugeFrom('gridgate_queue_jobs', 'Device jobs in the queue (QUEUE_NAME, all its shards) by state', ['state'], async () => {
     const counts = new Map<string, number>();
-    for (const queue of events.queues) {
-      for (const [state, n] of Object.entries(await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized'))) counts.set(state, (counts.get(state) ?? 0) + n);
-    }
+    for (const shard of await shardCounts()) for (const [state, n] of Object.entries(shard)) counts.set(state, (counts.get(state) ?? 0) + n);
     return [...counts].map(([state, n]) => [{ state }, n]);
   });
+  gaugeFrom('gridgate_queue_shard_jobs', 'Device jobs in each shard of the queue (QUEUE_SHARDS) by state', ['shard', 'state'], async () =>
+    (await shardCounts()).flatMap((counts, shard) => Object.entries(counts).map(([state, n]): [Record<string, string>, number] => [{ shard: String(shard), state }, n])));
   // the monitoring core is asked before the first job and then every CORE_PROBE_INTERVAL_MS: /health tells when it does not answer
   let coreProblem: string | null = null;
   let probeTimer: NodeJS.Timeout | null = null;
