@@ -32,6 +32,15 @@ class RedisOutage {
     conn.on('end', () => {
       if (this.#down.delete(conn) && this.#down.size === 0) this.#since = 0;
     });
+    if (conn instanceof Cluster) {
+      // a cluster stays ready while one master is away: its nodes' failures come as 'node error', and it counts as
+      // whole again once, after a slots refresh, every master connection it holds answers
+      conn.on('node error', (err: Error) => this.#failed(conn, err));
+      conn.on('refresh', () => {
+        if (!this.#down.has(conn)) return;
+        Promise.all(conn.nodes('master').map((node) => node.ping())).then(() => this.#back(conn), () => undefined);
+      });
+    }
   }
 
   #failed(conn: Redis, err: Error): void {

@@ -259,7 +259,9 @@ export class DeviceEventQueue {
     const byShard = new Map<number, typeof jobs[number]['job'][]>();
     for (const { deviceHashId, job } of jobs) {
       const shard = shardOfDevice(this.config, deviceHashId);
-      byShard.set(shard, [...(byShard.get(shard) ?? []), job]);
+      const list = byShard.get(shard);
+      if (list) list.push(job);
+      else byShard.set(shard, [job]);
     }
     await Promise.all([...byShard].map(([shard, list]) => this.queues[shard].addBulk(list)));
   }
