@@ -3,7 +3,7 @@
 // Redis. Tells its parent { ready: { port, nodeId } } once it listens and knows the other nodes.
 import { createSecretKey } from 'node:crypto';
 import { createLogger } from '../src/app/logger.ts';
-import { Redis } from '../src/app/redis.ts';
+import { Redis } from 'ioredis';
 import { DtlsClusterNode } from '../src/dtls/cluster/node.ts';
 import { createDtlsServer } from '../src/dtls/server.ts';
 import type { DtlsSession } from '../src/dtls/server.ts';

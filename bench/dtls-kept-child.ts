@@ -2,7 +2,7 @@
 // (load after a crash: each from its handshake-time state), handed over with suspend() (save), and carried on by a
 // second server (load after a hand-over). Prints one JSON line of figures.
 import { randomBytes } from 'node:crypto';
-import { Redis } from '../src/app/redis.ts';
+import { Redis } from 'ioredis';
 import { createDtlsServer } from '../src/dtls/server.ts';
 import { DtlsStateStore } from '../src/dtls/session-store.ts';
 

@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { Redis } from '../src/app/redis.ts';
+import { Redis } from 'ioredis';
 import { createDtlsServer } from '../src/dtls/server.ts';
 import { DtlsStateStore } from '../src/dtls/session-store.ts';
 

@@ -10,7 +10,7 @@ import { loadConfig } from '../src/app/config.ts';
 import { recreateDatabase } from '../src/app/db.ts';
 import { createLogger } from '../src/app/logger.ts';
 import type { ActivityRow } from '../src/connectivity/activities/store.ts';
-import { mailQueueName, queueMails, startMailWorker } from '../src/notifications/mail-queue.ts';
+import { mailQueue, queueMails, startMailWorker } from '../src/notifications/mail-queue.ts';
 import { failuresOf, SupplierAlerts } from '../src/notifications/supplier-alerts.ts';
 import { Queue } from 'bullmq';
 import { SMTPServer } from 'smtp-server';
@@ -88,7 +88,7 @@ export async function notificationRows(opts: { mails: number; failures: number }
       detail: `in memory on the report path ${recordUs.toFixed(2)} us; flush statement (one a second, 1,000 failures) p50 ${flushes[Math.floor(flushes.length / 2)].toFixed(2)} ms = ${flushUsPerFailure.toFixed(2)} us/failure (PostgreSQL wall time, off the report path)`,
     });
   } finally {
-    const queue = new Queue(mailQueueName(ctx), { connection: ctx.redis });
+    const queue = new Queue(mailQueue(ctx).name, { connection: ctx.redis, prefix: mailQueue(ctx).prefix });
     await queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close();
     await closeContext(ctx);

@@ -21,6 +21,8 @@
 // --cid on|off --cid-clients 20 (CPU of a DTLS record, and of a whole CoAP report, forwarded between two nodes of a CID-routed cluster against a local one; bench/cid-routing.ts)
 // --exports on|off (every measurement of the same --measurement-rows table exported to CSV: time and peak memory; bench/exports.ts)
 // --audit on|off --audit-writes 200 (the same API write with the audit log on and off, alternating rounds; bench/audit.ts)
+// --redis-cluster on|off (the HTTPS row of 1 process on a Redis Cluster of 3 masters + 3 replicas the bench starts, QUEUE_SHARDS 1 and 3:
+// what the cluster costs against the single-Redis row; test/support/redis-cluster.ts)
 // --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -45,6 +47,7 @@ import { notificationRows } from './notifications.ts';
 import { thresholdRows } from './thresholds.ts';
 import { tileRows } from './tiles.ts';
 import { webhookRow } from './webhooks.ts';
+import { startRedisCluster } from '../test/support/redis-cluster.ts';
 
 const { values } = parseArgs({
   options: {
@@ -83,6 +86,7 @@ const { values } = parseArgs({
     exports: { type: 'string', default: 'on' },
     audit: { type: 'string', default: 'on' },
     'audit-writes': { type: 'string', default: '200' },
+    'redis-cluster': { type: 'string', default: 'on' },
   },
 });
 const DEVICES = Number(values.devices);
@@ -97,14 +101,21 @@ interface Row {
   onPins?: number;
 }
 
-/** One layout of the service: the role list of each process it runs (`start` replaces the default start on PostgreSQL). */
-interface Layout { name: string; processes: string[]; start?: () => Promise<{ svc: BenchService; extra: Partial<Row> }> }
+/**
+ * One layout of the service: the role list of each process it runs (`start` replaces the default start on PostgreSQL;
+ * `redisCluster`: on a Redis Cluster started for it, with that many QUEUE_SHARDS).
+ */
+interface Layout { name: string; processes: string[]; start?: () => Promise<{ svc: BenchService; extra: Partial<Row> }>; redisCluster?: { queueShards: number } }
 const LAYOUTS: Layout[] = [
   { name: '1 process (all)', processes: ['all'] },
   { name: '2 processes (api,gateway | worker)', processes: ['api,gateway', 'worker'] },
   { name: '2 processes (api | gateway,worker)', processes: ['api', 'gateway,worker'] },
 ];
 
+
+const ON_REDIS_CLUSTER: Layout[] = [1, 3].map((queueShards) => ({
+  name: `1 process (all) on a Redis Cluster (3 masters + 3 replicas), QUEUE_SHARDS=${queueShards}`, processes: ['all'], redisCluster: { queueShards },
+}));
 
 const EMBEDDED: Layout = {
   name: 'embedded default (1 process, DATABASE_URL unset)', processes: ['all'],
@@ -163,7 +174,9 @@ async function loadRow(layout: Layout, svc: BenchService, p: Provisioned, linked
 
 /** A layout's rows: its devices unlinked, then (with --linked on) the same devices linked, on the same service in the same run. */
 async function runLayout(layout: Layout, withLinked: boolean): Promise<Row[]> {
-  const { svc, extra } = layout.start ? await layout.start() : { svc: await startBenchService(layout.processes), extra: {} };
+  const cluster = layout.redisCluster ? await startRedisCluster() : null;
+  const env: Record<string, string> = cluster ? { REDIS_CLUSTER_NODES: cluster.nodesEnv, QUEUE_SHARDS: String(layout.redisCluster!.queueShards) } : {};
+  const { svc, extra } = layout.start ? await layout.start() : { svc: await startBenchService(layout.processes, env).catch(async (err: unknown) => { await cluster?.stop(); throw err; }), extra: {} };
   try {
     const p = await provision(svc, DEVICES);
     const rows = [{ ...await loadRow(layout, svc, p, false), ...extra, ...(layout.start ? { loadedMemoryMb: serviceMemoryMb(svc) } : {}) }];
@@ -174,6 +187,7 @@ async function runLayout(layout: Layout, withLinked: boolean): Promise<Row[]> {
     return rows;
   } finally {
     await svc.stop();
+    await cluster?.stop();
   }
 }
 
@@ -197,6 +211,7 @@ async function measurementTableRows(): Promise<BenchRow[]> {
 async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const layout of LAYOUTS.filter((l, i) => values.layouts === 'all' || values.layouts.split(',').includes(String(i + 1)))) rows.push(...await runLayout(layout, values.linked !== 'off'));
+  if (values['redis-cluster'] !== 'off') for (const layout of ON_REDIS_CLUSTER) rows.push(...await runLayout(layout, false));
   if (values.embedded !== 'off') rows.push(...await runLayout(EMBEDDED, false));
   if (values.webhooks !== 'off') rows.push(await webhookRow({ senders: Number(values['webhook-senders']), devicesPerSender: 10, seconds: SECONDS, warmup: WARMUP }));
   const commandRows: CommandRow[] = Number(values.commands) > 0 ? [await runCommandDelivery({ devices: Number(values.commands), seconds: SECONDS })] : [];

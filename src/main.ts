@@ -21,7 +21,7 @@ async function admin(argv: string[]): Promise<void> {
   const config = loadConfig();
   const log = createLogger('silent');
   if (command === 'retry-failed') {
-    process.stdout.write(`${JSON.stringify({ queue: config.queueName, retried: await retryFailedJobs(config.redisUrl, config.queueName, log) })}\n`);
+    process.stdout.write(`${JSON.stringify({ queue: config.queueName, retried: await retryFailedJobs(config, log) })}\n`);
     return;
   }
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, idleTimeoutMillis: config.databaseIdleTimeoutMs });
@@ -48,7 +48,8 @@ async function admin(argv: string[]): Promise<void> {
 async function serve(roleArg: string | undefined): Promise<void> {
   const config = loadConfig(process.env, roleArg);
   const log = createLogger(config.logLevel);
-  const redis = await ensureRedis(config.redisUrl, config.dataDir, log);
+  // a Redis Cluster is the operator's to run; the single Redis of the embedded default may be spawned here
+  const redis = config.redisClusterNodes.length > 0 ? { stop: () => undefined } : await ensureRedis(config.redisUrl, config.dataDir, log);
   const ctx = await createContext(config, log);
   const service = await startService(ctx, config.roles);
   let stopping = false;

@@ -12,7 +12,10 @@ import { registerRoutes } from '../src/http/routes.ts';
 
 export const TEST_SECRET = '11'.repeat(32);
 
-/** Test configuration: real PostgreSQL (global setup's database) and Redis, ports chosen by the OS. */
+/**
+ * Test configuration: real PostgreSQL (global setup's database) and Redis, ports chosen by the OS. With
+ * TEST_REDIS_CLUSTER_NODES (and TEST_QUEUE_SHARDS) the Redis is that Redis Cluster (test/fleet/redis-cluster.test.ts).
+ */
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({
     DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gridgate_test',
@@ -24,6 +27,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     COAPS_PORT: '0',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     QUEUE_NAME: `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
+    ...(process.env.TEST_REDIS_CLUSTER_NODES ? { REDIS_CLUSTER_NODES: process.env.TEST_REDIS_CLUSTER_NODES, QUEUE_SHARDS: process.env.TEST_QUEUE_SHARDS ?? '1' } : {}),
     ...overrides,
   });
 }

@@ -25,13 +25,13 @@ export interface LoginAttempt {
 export async function beginLogin(ctx: Ctx, address: string, accountHashId: string): Promise<LoginAttempt> {
   const keys = keysOf(ctx, address, accountHashId);
   const window = ctx.config.loginFailureWindowSeconds;
-  const results = await ctx.redis.multi()
-    .incr(keys.address).expire(keys.address, window, 'NX').ttl(keys.address)
-    .incr(keys.account).expire(keys.account, window, 'NX').ttl(keys.account)
-    .exec();
-  if (!results) throw new Error('login failure counters: the Redis transaction was aborted');
-  const value = (i: number) => Number(results[i][1]);
-  const [addressCount, addressTtl, accountCount, accountTtl] = [value(0), value(2), value(3), value(5)];
+  // one transaction per counter: on a Redis Cluster the two keys live in different slots
+  const take = async (key: string): Promise<[count: number, ttl: number]> => {
+    const results = await ctx.redis.multi().incr(key).expire(key, window, 'NX').ttl(key).exec();
+    if (!results) throw new Error('login failure counters: the Redis transaction was aborted');
+    return [Number(results[0][1]), Number(results[2][1])];
+  };
+  const [[addressCount, addressTtl], [accountCount, accountTtl]] = await Promise.all([take(keys.address), take(keys.account)]);
   if (addressCount > ctx.config.loginFailuresPerAddress) {
     throw new RateLimitError(`Too many failed logins from this address; try again in ${Math.max(addressTtl, 1)} s`, Math.max(addressTtl, 1));
   }
@@ -40,7 +40,7 @@ export async function beginLogin(ctx: Ctx, address: string, accountHashId: strin
   }
   return {
     async succeeded() {
-      await ctx.redis.multi().decr(keys.address).decr(keys.account).exec();
+      await Promise.all([ctx.redis.decr(keys.address), ctx.redis.decr(keys.account)]);
     },
   };
 }

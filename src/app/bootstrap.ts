@@ -8,7 +8,7 @@ import { createRedis } from './redis.ts';
 /** Opens the stores a process needs and derives its keys. */
 export async function createContext(config: Config, log: Logger = createLogger(config.logLevel)): Promise<AppContext> {
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, idleTimeoutMillis: config.databaseIdleTimeoutMs, readUrl: config.databaseReadUrl });
-  const redis = createRedis(config.redisUrl, log);
+  const redis = createRedis(config, log);
   return { config, log, db, redis, keys: deriveKeys(config.secretKey, config.internalToken) };
 }
 

@@ -18,6 +18,8 @@ export interface Config {
   /** DATABASE_READ_URL: a streaming replica for the read-heavy operations; null = the primary */
   databaseReadUrl: string | null;
   redisUrl: string;
+  /** REDIS_CLUSTER_NODES: some nodes of a Redis Cluster (it finds the rest); empty: the single Redis at redisUrl */
+  redisClusterNodes: { host: string; port: number }[];
   dataDir: string;
   certsDir: string;
   apiHost: string;
@@ -74,6 +76,8 @@ export interface Config {
   /** how long an export's file and link last (src/monitoring/exports/) */
   exportRetentionHours: number;
   exportConcurrency: number;
+  /** QUEUE_SHARDS: device queues; a device's jobs all go to one of them (src/app/redis-keys.ts) */
+  queueShards: number;
   /** SMTP server for command mail (`smtp://user:pass@host:587`), or null: mail is logged instead */
   smtpUrl: string | null;
   mailFrom: string;
@@ -139,6 +143,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   DATABASE_IDLE_TIMEOUT_MS: ['10000', 'a pooled database connection idle this long is closed'],
   DATABASE_READ_URL: ['unset → the primary (DATABASE_URL)', 'PostgreSQL connection string of a streaming replica of DATABASE_URL: measurement find, chart series and analytics read there'],
   REDIS_URL: ['redis://127.0.0.1:6379', 'Redis for queues, caches, counters'],
+  REDIS_CLUSTER_NODES: ['unset → the single Redis at REDIS_URL', 'host:port,host:port,... of a Redis Cluster (some of its masters or replicas; the rest are found): queues, caches, counters, locks and pub/sub all run on it and REDIS_URL is not used (docs/fleet.md)'],
   DATA_DIR: ['./data', 'embedded database and other local state (the generated secret key)'],
   CERTS_DIR: ['./certs', 'device CA, server certificate for the TLS and DTLS device ports, example device certificate (created by npm run certs, and at start when missing)'],
   API_HOST: ['0.0.0.0', 'address the REST API binds to'],
@@ -196,6 +201,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   LOGIN_FAILURE_WINDOW_SECONDS: ['300', 'the window the login failure limits count in (from the first failure)'],
   SHUTDOWN_GRACE_MS: ['10000', 'how long SIGTERM waits for in-flight jobs'],
   QUEUE_NAME: ['device-events', 'BullMQ queue name'],
+  QUEUE_SHARDS: ['1', 'device queues the device jobs are spread over, by device (one device\'s jobs stay on one, in order); every worker takes from all of them. On a Redis Cluster each is a hash slot of its own, so more shards spread the queue over more masters. Lowering it strands the jobs in the dropped shards: drain them first'],
   QUEUE_BATCH_DELAY_MS: ['12', 'how long a gateway gathers device requests into one queued job before it queues them (at most 64; while one job is being queued the next gathers until it is): longer makes fewer, larger jobs, so less CPU per report, for that much more latency'],
   SMTP_URL: ['unset → mail is logged (info) and stored as failed, not sent', 'SMTP server for every mail (issue notifications, supplier alerts, command mails), e.g. smtp://user:pass@mail.example.com:587'],
   MAIL_FROM: ['gridgate <noreply@localhost>', 'sender of that mail'],
@@ -236,6 +242,15 @@ function hostAddress(): string {
   return all.find((i) => i && i.family === 'IPv4' && !i.internal)?.address ?? '127.0.0.1';
 }
 
+/** REDIS_CLUSTER_NODES: host:port,host:port,... (an IPv6 host in brackets). */
+function clusterNodes(raw: string): { host: string; port: number }[] {
+  return raw.split(',').map((n) => n.trim()).filter((n) => n !== '').map((node) => {
+    const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(node);
+    if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new Error(`REDIS_CLUSTER_NODES must be host:port,host:port,..., got "${node}"`);
+    return { host: m[1].replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+  });
+}
+
 function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -273,6 +288,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     databaseIdleTimeoutMs: int(env, 'DATABASE_IDLE_TIMEOUT_MS', 10_000, 100),
     databaseReadUrl: env.DATABASE_READ_URL || null,
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    redisClusterNodes: clusterNodes(env.REDIS_CLUSTER_NODES ?? ''),
     dataDir,
     certsDir: path.resolve(env.CERTS_DIR ?? './certs'),
     apiHost: env.API_HOST || '0.0.0.0',
@@ -340,6 +356,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     loginFailureWindowSeconds: int(env, 'LOGIN_FAILURE_WINDOW_SECONDS', 300, 1, 86_400),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     queueName: env.QUEUE_NAME || 'device-events',
+    queueShards: int(env, 'QUEUE_SHARDS', 1, 1, 1024),
     smtpUrl: env.SMTP_URL || null,
     mailFrom: env.MAIL_FROM || 'gridgate <noreply@localhost>',
     feedbackMailTo: (env.FEEDBACK_MAIL_TO ?? '').split(',').map((a) => a.trim()).filter((a) => a !== ''),

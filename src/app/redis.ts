@@ -1,10 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Redis } from 'ioredis';
+import { Cluster, Redis as SingleRedis } from 'ioredis';
+import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 
-export { Redis };
+/** A connection to the deployment's Redis: one server (REDIS_URL) or a Redis Cluster (REDIS_CLUSTER_NODES). */
+export type Redis = SingleRedis | Cluster;
 
 /**
  * Whether Redis is reachable, as one process sees it through all of its connections. A connection
@@ -30,6 +32,15 @@ class RedisOutage {
     conn.on('end', () => {
       if (this.#down.delete(conn) && this.#down.size === 0) this.#since = 0;
     });
+    if (conn instanceof Cluster) {
+      // a cluster stays ready while one master is away: its nodes' failures come as 'node error', and it counts as
+      // whole again once, after a slots refresh, every master connection it holds answers
+      conn.on('node error', (err: Error) => this.#failed(conn, err));
+      conn.on('refresh', () => {
+        if (!this.#down.has(conn)) return;
+        Promise.all(conn.nodes('master').map((node) => node.ping())).then(() => this.#back(conn), () => undefined);
+      });
+    }
   }
 
   #failed(conn: Redis, err: Error): void {
@@ -62,20 +73,43 @@ function outageOf(log: Logger): RedisOutage {
 }
 
 /** Reports a connection's failures to its process's outage state, and those of the connections duplicated from it (BullMQ's). */
-function watched(conn: Redis, outage: RedisOutage): Redis {
+function watched<C extends Redis>(conn: C, outage: RedisOutage): C {
   outage.watch(conn);
-  const duplicate = conn.duplicate.bind(conn);
-  conn.duplicate = (override) => watched(duplicate(override), outage);
+  const duplicate = conn.duplicate.bind(conn) as (...args: unknown[]) => C;
+  (conn as unknown as { duplicate: (...args: unknown[]) => C }).duplicate = (...args: unknown[]) => watched(duplicate(...args), outage);
   return conn;
 }
 
+/** How a process reaches Redis: REDIS_CLUSTER_NODES when set, else REDIS_URL. */
+export type RedisConfig = Pick<Config, 'redisUrl' | 'redisClusterNodes'>;
+
+/** While a master fails over, a command for its slots waits this long between tries (ioredis' retryDelayOnFailover and friends). */
+const CLUSTER_RETRY_DELAY_MS = 200;
+
 /**
- * A Redis connection as BullMQ wants it (no per-command retry limit). Its failures go to the
- * process's outage log (one warn line per outage, one info line when Redis is back), not per attempt.
+ * A Redis connection as BullMQ wants it (no per-command retry limit): to the single Redis at REDIS_URL or,
+ * with REDIS_CLUSTER_NODES, to the Redis Cluster those nodes belong to (ioredis finds the others and follows
+ * slots that move or fail over). Its failures go to the process's outage log (one warn line per outage, one
+ * info line when Redis is back), not per attempt.
  */
-export function createRedis(url: string, log: Logger): Redis {
-  return watched(new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false }), outageOf(log));
+export function createRedis(config: RedisConfig, log: Logger): Redis {
+  if (config.redisClusterNodes.length === 0) {
+    return watched(new SingleRedis(config.redisUrl, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false }), outageOf(log));
+  }
+  return watched(new Cluster(config.redisClusterNodes, {
+    redisOptions: { maxRetriesPerRequest: null, enableReadyCheck: true },
+    // a master that fails over is unreachable for a few seconds: commands wait for its replica, they do not fail
+    retryDelayOnFailover: CLUSTER_RETRY_DELAY_MS,
+    retryDelayOnClusterDown: CLUSTER_RETRY_DELAY_MS,
+    retryDelayOnTryAgain: CLUSTER_RETRY_DELAY_MS,
+    maxRedirections: 64,
+    clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+    slotsRefreshInterval: 2000,
+  }), outageOf(log));
 }
+
+/** Whether the deployment's Redis is a Redis Cluster (keys combined by a command must then share a hash tag: src/app/redis-keys.ts). */
+export const isCluster = (config: RedisConfig) => config.redisClusterNodes.length > 0;
 
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
 
@@ -97,7 +131,7 @@ export function bullmqErrorLogger(log: Logger, message: string): (err: Error) =>
 }
 
 async function answers(url: string): Promise<boolean> {
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
+  const probe = new SingleRedis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1000 });
   probe.on('error', () => undefined);
   try {
     await probe.connect();

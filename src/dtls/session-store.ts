@@ -16,6 +16,7 @@
 import { createHash, createSecretKey, hkdfSync } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { decryptSecret, encryptSecret } from '../app/keys.ts';
+import { Cluster } from 'ioredis';
 import type { Redis } from '../app/redis.ts';
 import type { CachedSession, SharedSessionCache } from './session-cache.ts';
 import { WRITE_LEASE, decodeCached, decodeKeys, decodeMotion, encodeCached, encodeKeys, encodeMotion } from './session-state.ts';
@@ -172,21 +173,30 @@ export class DtlsStateStore implements SessionKeeper, SharedSessionCache {
 
   async saveAll(sessions: Array<{ ref: string; motion: SessionMotion }>): Promise<number> {
     let saved = 0;
+    // one pipeline per chunk on a single Redis; on a Redis Cluster each session's key is a slot of its own, so each
+    // is a transaction of its own (ioredis pipelines only keys of one slot), sent together
+    const cluster = this.#redis instanceof Cluster;
     for (let i = 0; i < sessions.length; i += SAVE_CHUNK) {
-      const p = this.#redis.pipeline();
-      for (const { ref, motion } of sessions.slice(i, i + SAVE_CHUNK)) {
+      const chunk = sessions.slice(i, i + SAVE_CHUNK);
+      const shared = cluster ? null : this.#redis.pipeline();
+      const runs: Promise<[Error | null, unknown][] | null>[] = [];
+      for (const { ref, motion } of chunk) {
         const name = this.sessionKey(ref);
         const s = this.#sealMotion(name, motion);
+        const p = shared ?? this.#redis.multi();
         // p: the exact next sequence number (this process seals nothing more): the next one continues without a gap
         const k = this.#unsaved.get(ref);
         if (k) p.hset(name, 'k', k, 's', s, 'p', motion.writeSeq);
         else p.hset(name, 's', s, 'p', motion.writeSeq);
         p.pexpire(name, this.#ttl(motion.lastActive));
+        if (!shared) runs.push(p.exec());
       }
-      const res = await p.exec();
-      const failed = res?.find(([err]) => err)?.[0];
-      if (failed) throw failed;
-      saved += Math.min(SAVE_CHUNK, sessions.length - i);
+      if (shared) runs.push(shared.exec());
+      for (const res of await Promise.all(runs)) {
+        const failed = res?.find(([err]) => err)?.[0];
+        if (failed) throw failed;
+      }
+      saved += chunk.length;
     }
     this.#unsaved.clear();
     return saved;

@@ -13,6 +13,7 @@ import type { AppContext } from '../app/context.ts';
 import type { Queryable } from '../app/db.ts';
 import { metrics } from '../app/metrics.ts';
 import { bullmqErrorLogger, createRedis } from '../app/redis.ts';
+import { bullQueue } from '../app/redis-keys.ts';
 import { insertNotifications, loadNotification, markFailed, markRetrying, markSent, queuedNotifications, type OutgoingMail } from './store.ts';
 
 interface MailJob { hashId: string }
@@ -23,7 +24,8 @@ const ATTEMPTS = 2 ** 31 - 1;
 const WORKER_CONCURRENCY = 8;
 const REQUEUE_AT_START = 10_000;
 
-export const mailQueueName = (ctx: AppContext) => `${ctx.config.queueName}-mail`;
+/** The mail queue's BullMQ name and prefix (one queue: mail is far from a shard's ceiling). */
+export const mailQueue = (ctx: AppContext) => bullQueue(ctx.config, `${ctx.config.queueName}-mail`);
 
 const producers = new WeakMap<AppContext, Queue<MailJob>>();
 
@@ -31,8 +33,8 @@ function producer(ctx: AppContext): Queue<MailJob> {
   let queue = producers.get(ctx);
   if (!queue) {
     // the context's own connection: a producer needs no blocking one, and closing the context closes it
-    queue = new Queue<MailJob>(mailQueueName(ctx), {
-      connection: ctx.redis,
+    queue = new Queue<MailJob>(mailQueue(ctx).name, {
+      connection: ctx.redis, prefix: mailQueue(ctx).prefix,
       defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'mail' }, removeOnComplete: true, removeOnFail: 1000 },
     });
     queue.on('error', bullmqErrorLogger(ctx.log, 'mail queue error'));
@@ -96,7 +98,7 @@ export function startMailWorker(ctx: AppContext): MailWorker | null {
   // pooled: a connection per mail costs the SMTP greeting and handshake every time
   const transport = nodemailer.createTransport({ url: ctx.config.smtpUrl, pool: true, maxConnections: WORKER_CONCURRENCY, maxMessages: Infinity }, { from: ctx.config.mailFrom });
   const { mailRetryBaseMs: base, mailRetryMaxMs: max } = ctx.config;
-  const worker = new Worker<MailJob>(mailQueueName(ctx), async (job: Job<MailJob>) => {
+  const worker = new Worker<MailJob>(mailQueue(ctx).name, async (job: Job<MailJob>) => {
     const mail = await loadNotification(ctx.db, job.data.hashId);
     // sent or failed by an earlier try whose job did not finish: nothing left to do
     if (!mail || mail.state !== 'queued') return;
@@ -118,7 +120,7 @@ export function startMailWorker(ctx: AppContext): MailWorker | null {
     await markSent(ctx.db, mail.id, refused.length > 0 ? `refused by the server: ${refused.join(', ')}` : null);
     metrics.notifications.inc({ state: 'sent' });
   }, {
-    connection: createRedis(ctx.config.redisUrl, ctx.log),
+    connection: createRedis(ctx.config, ctx.log), prefix: mailQueue(ctx).prefix,
     concurrency: WORKER_CONCURRENCY,
     settings: { backoffStrategy: (attemptsMade: number) => Math.min(max, base * 2 ** Math.min(30, Math.max(0, attemptsMade - 1))) },
   });

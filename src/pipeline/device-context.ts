@@ -161,7 +161,7 @@ export class DeviceContextLoader {
     localLoaders.set(ctx, local);
     local.add(this);
     this.#watchKey = ctx;
-    const subscriber = createRedis(ctx.config.redisUrl, ctx.log);
+    const subscriber = createRedis(ctx.config, ctx.log);
     this.#subscriber = subscriber;
     subscriber.on('message', (_channel: string, message: string) => {
       try {

@@ -2,7 +2,8 @@ import { Queue, type DefaultJobOptions, type Job } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { newHashId } from '../app/hash-id.ts';
 import { metrics } from '../app/metrics.ts';
-import { bullmqErrorLogger, createRedis, type Redis } from '../app/redis.ts';
+import { bullmqErrorLogger, createRedis, type Redis, type RedisConfig } from '../app/redis.ts';
+import { bullQueue, shardOf } from '../app/redis-keys.ts';
 import type { DeviceBatchItem, DeviceBatchJob, DeviceEventJob, DeviceJob, DeviceJobResult } from './jobs.ts';
 
 export const JOB_NAME = 'device-batch';
@@ -61,6 +62,34 @@ export function setLocalTaker(owner: object, taker: LocalTaker | null): void {
   else localTakers.delete(owner);
 }
 
+/** The device queue's shard `shard` (QUEUE_SHARDS): its BullMQ name and prefix. */
+export const deviceQueueShard = (config: RedisConfig & { queueName: string }, shard: number) => bullQueue(config, config.queueName, shard);
+
+/** The shard a device's jobs go to: all of them to one, so they stay in order. */
+export const shardOfDevice = (config: AppContext['config'], deviceHashId: string) => shardOf(deviceHashId, config.queueShards);
+
+/**
+ * One BullMQ Queue per shard of the device queue (QUEUE_SHARDS), sharing one connection: on a Redis Cluster
+ * each shard is a hash slot of its own, so the shards spread over the masters and one master is not the ceiling.
+ */
+function openShards(ctx: AppContext, onError: string): { queues: Queue<DeviceBatchJob, void>[]; close(): Promise<void> } {
+  const connection = createRedis(ctx.config, ctx.log);
+  const queues = Array.from({ length: ctx.config.queueShards }, (_, shard) => {
+    const { name, prefix } = deviceQueueShard(ctx.config, shard);
+    const queue = new Queue<DeviceBatchJob, void>(name, { connection, prefix, defaultJobOptions: JOB_OPTIONS });
+    queue.on('error', bullmqErrorLogger(ctx.log, onError));
+    return queue;
+  });
+  return {
+    queues,
+    async close() {
+      await Promise.all(queues.map((q) => q.close()));
+      // a connection handed to BullMQ stays open after close()
+      await connection.quit().catch(() => connection.disconnect());
+    },
+  };
+}
+
 const BATCH_MAX_ITEMS = 64;
 const MAX_ADDS_IN_FLIGHT = 1;
 
@@ -72,26 +101,28 @@ const MAX_ADDS_IN_FLIGHT = 1;
  * stays queued and is processed anyway.
  */
 export class DeviceQueue {
-  readonly queue: Queue<DeviceBatchJob, void>;
+  /** one per shard (QUEUE_SHARDS); the first is the only one by default */
+  readonly queues: Queue<DeviceBatchJob, void>[];
   readonly gatewayId = newHashId(12);
+  private readonly shards: ReturnType<typeof openShards>;
   private readonly subscriber: Redis;
   private readonly waiters = new Map<string, (o: WaitOutcome) => void>();
-  private pending: { itemId: string; job: DeviceJob; queued: { resolve(): void; reject(err: unknown): void } }[] = [];
-  private timer: NodeJS.Timeout | null = null;
-  private addsInFlight = 0;
-  /** when the first of `pending` arrived (performance.now()) */
-  private pendingSince = 0;
+  /** what each shard gathers for its next batch: a batch holds the jobs of one shard only */
+  private readonly batching: ShardBatch[];
   private readonly ctx: AppContext;
 
   constructor(ctx: AppContext) {
     this.ctx = ctx;
-    this.queue = new Queue(ctx.config.queueName, {
-      connection: createRedis(ctx.config.redisUrl, ctx.log),
-      defaultJobOptions: JOB_OPTIONS,
-    });
-    this.queue.on('error', bullmqErrorLogger(ctx.log, 'device queue error'));
-    this.subscriber = createRedis(ctx.config.redisUrl, ctx.log);
+    this.shards = openShards(ctx, 'device queue error');
+    this.queues = this.shards.queues;
+    this.batching = this.queues.map(() => ({ pending: [], timer: null, addsInFlight: 0, pendingSince: 0 }));
+    this.subscriber = createRedis(ctx.config, ctx.log);
     this.subscriber.on('message', (_channel: string, message: string) => this.answered(JSON.parse(message) as PublishedAnswer[]));
+  }
+
+  /** The first shard's queue (the only one unless QUEUE_SHARDS is set). */
+  get queue(): Queue<DeviceBatchJob, void> {
+    return this.queues[0];
   }
 
   private answered(answers: PublishedAnswer[]): void {
@@ -99,7 +130,7 @@ export class DeviceQueue {
   }
 
   async ready(): Promise<void> {
-    await this.queue.waitUntilReady();
+    await Promise.all(this.queues.map((q) => q.waitUntilReady()));
     await this.subscriber.subscribe(answerChannel(this.gatewayId));
     localGateways.set(this.gatewayId, (answers) => this.answered(answers));
   }
@@ -116,12 +147,14 @@ export class DeviceQueue {
       };
       this.waiters.set(itemId, finish);
     });
+    const shard = shardOfDevice(this.ctx.config, job.deviceHashId);
+    const b = this.batching[shard];
     try {
       await new Promise<void>((resolve, reject) => {
-        if (this.pending.length === 0) this.pendingSince = performance.now();
-        this.pending.push({ itemId, job, queued: { resolve, reject } });
-        if (this.pending.length >= BATCH_MAX_ITEMS) this.flush();
-        else if (!this.timer && this.addsInFlight < MAX_ADDS_IN_FLIGHT) this.timer = setTimeout(() => this.flush(), this.ctx.config.queueBatchDelayMs);
+        if (b.pending.length === 0) b.pendingSince = performance.now();
+        b.pending.push({ itemId, job, queued: { resolve, reject } });
+        if (b.pending.length >= BATCH_MAX_ITEMS) this.flush(shard);
+        else if (!b.timer && b.addsInFlight < MAX_ADDS_IN_FLIGHT) b.timer = setTimeout(() => this.flush(shard), this.ctx.config.queueBatchDelayMs);
       });
     } catch (err) {
       this.waiters.get(itemId)?.({ state: 'pending' });
@@ -130,48 +163,58 @@ export class DeviceQueue {
     return outcome;
   }
 
-  private flush(): void {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
+  private flush(shard: number): void {
+    const b = this.batching[shard];
+    if (b.timer) {
+      clearTimeout(b.timer);
+      b.timer = null;
     }
-    const batch = this.pending.splice(0, BATCH_MAX_ITEMS);
+    const batch = b.pending.splice(0, BATCH_MAX_ITEMS);
     if (batch.length === 0) return;
-    if (this.pending.length > 0) this.pendingSince = performance.now();
-    const data: DeviceBatchJob = { gatewayId: this.gatewayId, items: batch.map((b) => ({ itemId: b.itemId, job: b.job })) };
+    if (b.pending.length > 0) b.pendingSince = performance.now();
+    const data: DeviceBatchJob = { gatewayId: this.gatewayId, items: batch.map((p) => ({ itemId: p.itemId, job: p.job })) };
     metrics.queuedBatches.inc();
     metrics.queuedBatchItems.inc(batch.length);
-    this.addsInFlight++;
+    b.addsInFlight++;
     const local = localTakers.get(this.ctx)?.claim(batch.length) ?? null;
     const jobId = newHashId(16);
-    this.queue.add(JOB_NAME, data, local ? { jobId, delay: this.ctx.config.localHandoffClaimMs } : { jobId }).then(
+    this.queues[shard].add(JOB_NAME, data, local ? { jobId, delay: this.ctx.config.localHandoffClaimMs } : { jobId }).then(
       (job) => {
-        batch.forEach((b) => b.queued.resolve());
+        batch.forEach((p) => p.queued.resolve());
         local?.start(job);
       },
       (err) => {
         local?.cancel();
-        batch.forEach((b) => b.queued.reject(err));
+        batch.forEach((p) => p.queued.reject(err));
       },
     ).finally(() => {
-      this.addsInFlight--;
+      b.addsInFlight--;
       // while adds were in flight, requests gathered for the next batch: the busier, the larger; it still gathers
       // for QUEUE_BATCH_DELAY_MS from its first request, so a fast add does not cut batches short under load
-      if (this.pending.length > 0 && !this.timer) {
-        const left = this.pendingSince + this.ctx.config.queueBatchDelayMs - performance.now();
-        if (left <= 0) this.flush();
-        else this.timer = setTimeout(() => this.flush(), left);
+      if (b.pending.length > 0 && !b.timer) {
+        const left = b.pendingSince + this.ctx.config.queueBatchDelayMs - performance.now();
+        if (left <= 0) this.flush(shard);
+        else b.timer = setTimeout(() => this.flush(shard), left);
       }
     });
   }
 
   async close(): Promise<void> {
-    this.flush();
+    this.batching.forEach((_, shard) => this.flush(shard));
     localGateways.delete(this.gatewayId);
     for (const w of [...this.waiters.values()]) w({ state: 'pending' });
     await this.subscriber.quit().catch(() => this.subscriber.disconnect());
-    await this.queue.close();
+    await this.shards.close();
   }
+}
+
+/** The requests a gateway gathers for the next batch of one shard. */
+interface ShardBatch {
+  pending: { itemId: string; job: DeviceJob; queued: { resolve(): void; reject(err: unknown): void } }[];
+  timer: NodeJS.Timeout | null;
+  addsInFlight: number;
+  /** when the first of `pending` arrived (performance.now()) */
+  pendingSince: number;
 }
 
 /**
@@ -195,25 +238,46 @@ export interface EventJobOptions {
  * batches of one with no gateway waiting, so the same workers run them through the handler.
  */
 export class DeviceEventQueue {
-  readonly queue: Queue<DeviceBatchJob, void>;
+  /** one per shard (QUEUE_SHARDS), as the gateway's */
+  readonly queues: Queue<DeviceBatchJob, void>[];
+  private readonly shards: ReturnType<typeof openShards>;
+  private readonly config: AppContext['config'];
 
   constructor(ctx: AppContext) {
-    this.queue = new Queue(ctx.config.queueName, {
-      connection: createRedis(ctx.config.redisUrl, ctx.log),
-      defaultJobOptions: JOB_OPTIONS,
-    });
-    this.queue.on('error', bullmqErrorLogger(ctx.log, 'device event queue error'));
+    this.config = ctx.config;
+    this.shards = openShards(ctx, 'device event queue error');
+    this.queues = this.shards.queues;
+  }
+
+  /** The first shard's queue (the only one unless QUEUE_SHARDS is set). */
+  get queue(): Queue<DeviceBatchJob, void> {
+    return this.queues[0];
+  }
+
+  /** Adds BullMQ jobs each to the shard of its device, one addBulk per shard. */
+  private async addToShards(jobs: { deviceHashId: string; job: Parameters<Queue<DeviceBatchJob, void>['addBulk']>[0][number] }[]): Promise<void> {
+    const byShard = new Map<number, typeof jobs[number]['job'][]>();
+    for (const { deviceHashId, job } of jobs) {
+      const shard = shardOfDevice(this.config, deviceHashId);
+      const list = byShard.get(shard);
+      if (list) list.push(job);
+      else byShard.set(shard, [job]);
+    }
+    await Promise.all([...byShard].map(([shard, list]) => this.queues[shard].addBulk(list)));
   }
 
   async add(jobs: { job: DeviceEventJob; opts?: EventJobOptions }[]): Promise<void> {
     if (jobs.length === 0) return;
-    await this.queue.addBulk(jobs.map(({ job, opts }) => ({
-      name: JOB_NAME,
-      data: { gatewayId: '', items: [{ itemId: job.eventId, job }] },
-      opts: {
-        jobId: opts?.jobId ?? newHashId(16),
-        ...(opts?.delayMs ? { delay: Math.max(0, Math.round(opts.delayMs)) } : {}),
-        ...(opts?.replaceKey ? { deduplication: { id: opts.replaceKey, replace: true, keepLastIfActive: true } } : {}),
+    await this.addToShards(jobs.map(({ job, opts }) => ({
+      deviceHashId: job.deviceHashId,
+      job: {
+        name: JOB_NAME,
+        data: { gatewayId: '', items: [{ itemId: job.eventId, job }] },
+        opts: {
+          jobId: opts?.jobId ?? newHashId(16),
+          ...(opts?.delayMs ? { delay: Math.max(0, Math.round(opts.delayMs)) } : {}),
+          ...(opts?.replaceKey ? { deduplication: { id: opts.replaceKey, replace: true, keepLastIfActive: true } } : {}),
+        },
       },
     })));
   }
@@ -238,19 +302,22 @@ export class DeviceEventQueue {
    * split of the same batch adds nothing): one item that keeps failing then fails alone.
    */
   async requeueAlone(jobId: string, gatewayId: string, items: { index: number; item: DeviceBatchItem }[]): Promise<void> {
-    await this.queue.addBulk(items.map(({ index, item }) => ({
-      name: JOB_NAME,
-      data: { gatewayId, items: [{ ...item, idBase: item.idBase ?? `${jobId}:${index}` }] },
-      opts: { jobId: `${jobId}-${index}` },
+    await this.addToShards(items.map(({ index, item }) => ({
+      deviceHashId: item.job.deviceHashId,
+      job: {
+        name: JOB_NAME,
+        data: { gatewayId, items: [{ ...item, idBase: item.idBase ?? `${jobId}:${index}` }] },
+        opts: { jobId: `${jobId}-${index}` },
+      },
     })));
   }
 
-  /** Removes a job not yet run (a deleted command's commandDue); a missing or running job is left alone. */
+  /** Removes a job not yet run (a deleted command's commandDue) from whichever shard holds it; a missing or running job is left alone. */
   async remove(jobId: string): Promise<void> {
-    await this.queue.remove(jobId).catch(() => undefined);
+    await Promise.all(this.queues.map((q) => q.remove(jobId).catch(() => undefined)));
   }
 
   async close(): Promise<void> {
-    await this.queue.close();
+    await this.shards.close();
   }
 }

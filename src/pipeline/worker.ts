@@ -20,7 +20,7 @@ import type { DeviceBatchJob, DeviceJobResult } from './jobs.ts';
 import { isTransient, transientDelayMs } from './failures.ts';
 import { recordGivenUp } from './given-up.ts';
 import { OutageLog } from '../app/outage-log.ts';
-import { answerChannel, deliverLocally, DeviceEventQueue, setLocalTaker, type PublishedAnswer } from './queue.ts';
+import { answerChannel, deliverLocally, DeviceEventQueue, deviceQueueShard, setLocalTaker, type PublishedAnswer } from './queue.ts';
 import { MonitoringCoreClient, type CoreProbe } from './monitoring-client.ts';
 import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, reportingCounterTime, type ProcessDeps } from './process-device-job.ts';
@@ -269,14 +269,17 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     },
   };
 
-  const workers = Array.from({ length: fetchers }, () => {
+  // every shard of the queue (QUEUE_SHARDS) has fetchers of its own: a shard is never left waiting behind another
+  const shards = ctx.config.queueShards;
+  const workers = Array.from({ length: fetchers * shards }, (_, i) => {
+    const { name, prefix } = deviceQueueShard(ctx.config, i % shards);
     const w = new Worker<DeviceBatchJob, void>(
-      ctx.config.queueName,
+      name,
       processor,
       // jobs waiting only for the flush count against BullMQ's concurrency, not against `running`;
       // a job of a killed worker goes back to the queue (stalled) however often that happens to it
       {
-        connection: createRedis(ctx.config.redisUrl, ctx.log), concurrency: Math.ceil(ctx.config.workerConcurrency / fetchers) + FLUSH_WAITING_JOBS, autorun: false,
+        connection: createRedis(ctx.config, ctx.log), prefix, concurrency: Math.ceil(ctx.config.workerConcurrency / (fetchers * shards)) + FLUSH_WAITING_JOBS, autorun: false,
         maxStalledCount: MAX_STALLED_COUNT,
       },
     );
@@ -289,10 +292,14 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     return w;
   });
 
-  gaugeFrom('gridgate_queue_jobs', 'Device jobs in the queue (QUEUE_NAME) by state', ['state'], async () => {
-    const counts = await events.queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
-    return Object.entries(counts).map(([state, n]) => [{ state }, n]);
+  const shardCounts = () => Promise.all(events.queues.map((q) => q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized')));
+  gaugeFrom('gridgate_queue_jobs', 'Device jobs in the queue (QUEUE_NAME, all its shards) by state', ['state'], async () => {
+    const counts = new Map<string, number>();
+    for (const shard of await shardCounts()) for (const [state, n] of Object.entries(shard)) counts.set(state, (counts.get(state) ?? 0) + n);
+    return [...counts].map(([state, n]) => [{ state }, n]);
   });
+  gaugeFrom('gridgate_queue_shard_jobs', 'Device jobs in each shard of the queue (QUEUE_SHARDS) by state', ['shard', 'state'], async () =>
+    (await shardCounts()).flatMap((counts, shard) => Object.entries(counts).map(([state, n]): [Record<string, string>, number] => [{ shard: String(shard), state }, n])));
   // the monitoring core is asked before the first job and then every CORE_PROBE_INTERVAL_MS: /health tells when it does not answer
   let coreProblem: string | null = null;
   let probeTimer: NodeJS.Timeout | null = null;

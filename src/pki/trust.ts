@@ -176,7 +176,7 @@ export async function watchTrust(ctx: AppContext): Promise<{ stop(): Promise<voi
     state.watch.users++;
   } else {
     const warn = (err: Error) => ctx.log.warn({ err: err.message }, 'trust anchors could not be reloaded');
-    const subscriber = createRedis(ctx.config.redisUrl, ctx.log);
+    const subscriber = createRedis(ctx.config, ctx.log);
     subscriber.on('message', () => reload(ctx).catch(warn));
     // announcements made while the subscriber was away are lost: read the truth again
     let connectedBefore = false;

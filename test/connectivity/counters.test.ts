@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { counterHashKey, counterRecorder, hourOf, countDeviceEvent, dirtySetOf, BUILTIN_COUNTERS, COUNTER_TTL_SECONDS, CounterRecorder } from '../../src/connectivity/counters/recorder.ts';
+import { counterHashKey, counterRecorder, hourOf, countDeviceEvent, dirtySetOf, dirtySetOfDevice, BUILTIN_COUNTERS, COUNTER_SHARDS, COUNTER_TTL_SECONDS, CounterRecorder } from '../../src/connectivity/counters/recorder.ts';
 import { COUNTER_RETENTION_DAYS, flushCounters, pruneCounters, startCounterFlusher } from '../../src/connectivity/counters/store.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addDeviceType, expectParameterError } from './fixtures.ts';
@@ -63,7 +63,7 @@ describe('connectivity counters', () => {
     const stored = await api.ctx.db.query<{ key: string; value: string }>(
       `SELECT c.key, c.value FROM device_counter_hour c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1 AND c.hour = $2`, [hashId, hour(0)]);
     expect(stored.rows.map((r) => ({ key: r.key, value: Number(r.value) }))).toEqual([{ key: 'contacts', value: 2 }]);
-    for (const h of [0, 1, 2, 30]) await api.ctx.redis.del(counterHashKey(hashId, hour(h).toISOString().slice(0, 13)));
+    for (const h of [0, 1, 2, 30]) await api.ctx.redis.del(counterHashKey(api.ctx.config, hashId, hour(h).toISOString().slice(0, 13)));
     const after = byKey((await c.request<Entry[]>('GET', url(hashId, from, to))).body);
     expect(after.contacts.total).toBe(4);
     expect(after.handshakeFailures.total).toBe(1);
@@ -148,7 +148,7 @@ describe('connectivity counters', () => {
 
   it('writes large batches whole: every hash gets its increments, its TTL and its dirty mark', async () => {
     const ctx = { ...api.ctx, config: { ...api.ctx.config, queueName: `${api.ctx.config.queueName}-bulk` } };
-    const recorder = new CounterRecorder(api.ctx.redis, dirtySetOf(ctx), (err) => { throw err; });
+    const recorder = new CounterRecorder(api.ctx.redis, ctx.config, (err) => { throw err; });
     const at = new Date();
     const ids = Array.from({ length: 1500 }, (_, i) => `bulk${process.pid}x${i}`);
     for (const id of ids) {
@@ -158,13 +158,17 @@ describe('connectivity counters', () => {
     recorder.count(ids[0], 'contacts', at);
     await recorder.drain();
     const hour = at.toISOString().slice(0, 13);
-    expect(await api.ctx.redis.scard(dirtySetOf(ctx))).toBe(1500);
-    expect(await api.ctx.redis.hgetall(counterHashKey(ids[0], hour))).toEqual({ contacts: '2', reports: '2' });
-    expect(await api.ctx.redis.hgetall(counterHashKey(ids[1499], hour))).toEqual({ contacts: '1', reports: '2' });
-    const ttl = await api.ctx.redis.ttl(counterHashKey(ids[777], hour));
+    const dirtySets = Array.from({ length: COUNTER_SHARDS }, (_, shard) => dirtySetOf(ctx.config, shard));
+    const marked = await Promise.all(dirtySets.map((set) => api.ctx.redis.scard(set)));
+    expect(marked.reduce((a, b) => a + b, 0)).toBe(1500);
+    // spread over the shards by device
+    expect(marked.every((n) => n > 0)).toBe(true);
+    expect(await api.ctx.redis.hgetall(counterHashKey(ctx.config, ids[0], hour))).toEqual({ contacts: '2', reports: '2' });
+    expect(await api.ctx.redis.hgetall(counterHashKey(ctx.config, ids[1499], hour))).toEqual({ contacts: '1', reports: '2' });
+    const ttl = await api.ctx.redis.ttl(counterHashKey(ctx.config, ids[777], hour));
     expect(ttl).toBeGreaterThan(COUNTER_TTL_SECONDS - 60);
     expect(ttl).toBeLessThanOrEqual(COUNTER_TTL_SECONDS);
-    await api.ctx.redis.del(dirtySetOf(ctx), ...ids.map((id) => counterHashKey(id, hour)));
+    await Promise.all([...dirtySets, ...ids.map((id) => counterHashKey(ctx.config, id, hour))].map((key) => api.ctx.redis.del(key)));
   });
 
   it("a flush copies only its own deployment's counters (the dirty set is per QUEUE_NAME) and drops deleted devices", async () => {
@@ -172,10 +176,10 @@ describe('connectivity counters', () => {
     const hashId = await device(c);
     countDeviceEvent(api.ctx, hashId, 'contacts');
     await counterRecorder(api.ctx).drain();
-    expect(await api.ctx.redis.sismember(dirtySetOf(api.ctx), `${hashId}:${new Date().toISOString().slice(0, 13)}`)).toBe(1);
+    expect(await api.ctx.redis.sismember(dirtySetOfDevice(api.ctx.config, hashId), `${hashId}:${new Date().toISOString().slice(0, 13)}`)).toBe(1);
     const other = { ...api.ctx, config: { ...api.ctx.config, queueName: `${api.ctx.config.queueName}-other` } };
     await flushCounters(other);
-    expect(await api.ctx.redis.sismember(dirtySetOf(api.ctx), `${hashId}:${new Date().toISOString().slice(0, 13)}`)).toBe(1);
+    expect(await api.ctx.redis.sismember(dirtySetOfDevice(api.ctx.config, hashId), `${hashId}:${new Date().toISOString().slice(0, 13)}`)).toBe(1);
 
     expect((await c.request('POST', '/device/delete', { hashIds: [hashId] })).status).toBe(204);
     await flushCounters(api.ctx);

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/app/logger.ts';
-import { Redis } from '../../src/app/redis.ts';
+import { Redis } from 'ioredis';
 import { MAX_NODES } from '../../src/dtls/cluster/cid.ts';
 import { MessageKind, sealMessage } from '../../src/dtls/cluster/messages.ts';
 import { DtlsClusterNode } from '../../src/dtls/cluster/node.ts';

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { dtls } from 'node-dtls-client';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { Redis } from '../../src/app/redis.ts';
+import { Redis } from 'ioredis';
 import { parseDatagram } from '../../src/dtls/record.ts';
 import { DtlsStateStore } from '../../src/dtls/session-store.ts';
 import { WRITE_LEASE, decodeKeys, encodeKeys } from '../../src/dtls/session-state.ts';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { generate, parse, type ParsedPacket } from 'coap-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDb, type Db } from '../../src/app/db.ts';
-import { Redis } from '../../src/app/redis.ts';
+import { Redis } from 'ioredis';
 import { MessageKind, sealMessage } from '../../src/dtls/cluster/messages.ts';
 import { CidClient } from '../support/cid-client/client.ts';
 import { freeUdpPort, startNginx, type Nginx } from '../support/nginx.ts';

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Queue } from 'bullmq';
 import { SMTPServer } from 'smtp-server';
 import type { AppContext } from '../../src/app/context.ts';
-import { mailQueueName } from '../../src/notifications/mail-queue.ts';
+import { mailQueue } from '../../src/notifications/mail-queue.ts';
 
 export interface ReceivedMail { to: string[]; subject: string; text: string; raw: string }
 
@@ -85,7 +85,7 @@ export class TestSmtp {
 
 /** After a test file: its mail queue emptied (nothing of it left for the next run on this Redis), then closed. */
 export async function dropMailQueue(ctx: AppContext): Promise<void> {
-  const queue = new Queue(mailQueueName(ctx), { connection: ctx.redis });
+  const queue = new Queue(mailQueue(ctx).name, { connection: ctx.redis, prefix: mailQueue(ctx).prefix });
   await queue.obliterate({ force: true }).catch(() => undefined);
   await queue.close();
 }

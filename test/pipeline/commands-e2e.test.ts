@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { Queue } from 'bullmq';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
+import { counterHashKey } from '../../src/connectivity/counters/recorder.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
+import { deviceQueues } from '../support/jobs.ts';
 import { connectivityClient, type RestClient } from '../support/provision.ts';
 import { pskHttpRequest } from '../support/psk-client.ts';
 
@@ -92,7 +93,7 @@ async function counter(deviceHashId: string, key: string): Promise<number> {
   let total = 0;
   for (let i = 0; i < 30; i++) {
     const hour = new Date().toISOString().slice(0, 13);
-    total = Number(await ctx.redis.hget(`counters:${deviceHashId}:${hour}`, key) ?? 0);
+    total = Number(await ctx.redis.hget(counterHashKey(ctx.config, deviceHashId, hour), key) ?? 0);
     if (total > 0) return total;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -124,9 +125,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await service?.stop();
-  const queue = new Queue(ctx.config.queueName, { connection: ctx.redis });
-  await queue.obliterate({ force: true }).catch(() => undefined);
-  await queue.close();
+  for (const queue of deviceQueues(ctx)) {
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+  }
   await closeContext(ctx);
   await new Promise<void>((resolve) => smtp.close(() => resolve()));
 });

@@ -57,7 +57,7 @@ let commandTypeHashId: string;
 
 beforeAll(async () => {
   world = await startCoapWorld();
-  queue = new Queue(world.ctx.config.queueName, { connection: createRedis(world.ctx.config.redisUrl, world.ctx.log) });
+  queue = new Queue(world.ctx.config.queueName, { connection: createRedis(world.ctx.config, world.ctx.log) });
   const type = await world.api.request('POST', '/command-type/', { name: 'Open valve', fieldConfigurations: [{ key: 'position', name: 'Position', type: 'integer' }] });
   expect(type.status).toBe(200);
   commandTypeHashId = type.body.hashId;

@@ -13,7 +13,7 @@ import { startService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
 import { connectivityClient } from '../support/provision.ts';
-import { reportingDevices, reportUntil, type LoadOutcome } from '../support/report-world.ts';
+import { expectEachStoredOnce, reportingDevices, reportUntil, storedPayloads, type LoadOutcome } from '../support/report-world.ts';
 import { startServiceProcess } from '../support/service-process.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -25,26 +25,6 @@ afterAll(() => {
   pg?.destroy();
   for (const p of extraPostgres) p.destroy();
 });
-
-/** Waits (≤ `ms`) until every accepted payload is stored; returns the stored payloads of the devices. */
-async function storedPayloads(db: Queryable, environmentHashId: string, outcome: LoadOutcome, ms = 60_000): Promise<string[]> {
-  let stored: string[] = [];
-  for (let i = 0; i < ms / 100; i++) {
-    const { rows } = await db.query<{ payload: string }>(
-      'SELECT r.payload FROM condition_report r JOIN environment e ON e.id = r.environment_id WHERE e.hash_id = $1', [environmentHashId]);
-    stored = rows.map((r) => r.payload);
-    const have = new Set(stored);
-    if (outcome.accepted.every((p) => have.has(p))) break;
-    await sleep(100);
-  }
-  return stored;
-}
-
-function expectEachStoredOnce(outcome: LoadOutcome, stored: string[]): void {
-  const missing = outcome.accepted.filter((p) => !stored.includes(p));
-  expect(missing, `accepted but not stored (answers: ${JSON.stringify([...outcome.byStatus])})`).toEqual([]);
-  expect(stored.length, 'a report stored twice').toBe(new Set(stored).size);
-}
 
 /**
  * Devices of a new supplier whose handler takes 200 ms report over HTTPS for 3 s before this resolves, so a process

@@ -69,7 +69,7 @@ describe('a worker on its own', () => {
     }
     expect(status).toBe(200);
     const metrics = await (await fetch(`${worker.base}/metrics`)).text();
-    for (const name of ['gridgate_queue_jobs{state="waiting"}', 'gridgate_queue_jobs{state="failed"}', 'gridgate_process_cpu_seconds_total']) expect(metrics).toContain(name);
+    for (const name of ['gridgate_queue_jobs{state="waiting"}', 'gridgate_queue_shard_jobs{shard="0",state="waiting"}', 'gridgate_queue_jobs{state="failed"}', 'gridgate_process_cpu_seconds_total']) expect(metrics).toContain(name);
     const names = new Set(metrics.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.split(/[{ ]/)[0]));
     expect([...names].filter((n) => !n.startsWith('gridgate_'))).toEqual([]);
     for (const p of [worker, core]) p.child.kill('SIGTERM');

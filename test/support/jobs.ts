@@ -1,5 +1,14 @@
-import { Queue } from 'bullmq';
+import { Queue, type JobType } from 'bullmq';
 import type { AppContext } from '../../src/app/context.ts';
+import { deviceQueueShard } from '../../src/pipeline/queue.ts';
+
+/** A Queue for each shard of the context's device queue (QUEUE_SHARDS), on its Redis connection. */
+export function deviceQueues(ctx: AppContext): Queue[] {
+  return Array.from({ length: ctx.config.queueShards }, (_, shard) => {
+    const { name, prefix } = deviceQueueShard(ctx.config, shard);
+    return new Queue(name, { connection: ctx.redis, prefix });
+  });
+}
 
 /**
  * Queued jobs plus the handler runs of device `deviceHashId`, counted once the queue has settled (bounded at 5 s): a
@@ -8,8 +17,15 @@ import type { AppContext } from '../../src/app/context.ts';
  * a request mean it queued nothing and ran nothing.
  */
 export async function settledJobCount(ctx: AppContext, deviceHashId: string): Promise<number> {
-  const queue = new Queue(ctx.config.queueName, { connection: ctx.redis });
-  const count = () => queue.getJobCounts('completed', 'failed', 'active', 'waiting', 'delayed', 'prioritized');
+  const queues = deviceQueues(ctx);
+  const count = async () => {
+    const total = { completed: 0, failed: 0, active: 0, waiting: 0, delayed: 0, prioritized: 0 };
+    for (const queue of queues) {
+      const counts = await queue.getJobCounts(...(Object.keys(total) as JobType[]));
+      for (const state of Object.keys(total) as (keyof typeof total)[]) total[state] += counts[state] ?? 0;
+    }
+    return total;
+  };
   let counts = await count();
   // a job a gateway's own worker ran stays queued (delayed: its claim) until the run is stored, and is then removed: with
   // its activity already counted, counting it too would count one run twice for a moment

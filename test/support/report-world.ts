@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { expect } from 'vitest';
+import type { Queryable } from '../../src/app/db.ts';
 import type { RestClient } from './provision.ts';
 import { pskHttpRequest } from './psk-client.ts';
 
@@ -64,4 +66,24 @@ export async function reportUntil(port: number, devices: ReportingDevice[], stop
     }
   }));
   return { accepted, byStatus };
+}
+
+/** Waits (≤ `ms`) until every accepted payload is stored; returns the stored payloads of the devices. */
+export async function storedPayloads(db: Queryable, environmentHashId: string, outcome: LoadOutcome, ms = 60_000): Promise<string[]> {
+  let stored: string[] = [];
+  for (let i = 0; i < ms / 100; i++) {
+    const { rows } = await db.query<{ payload: string }>(
+      'SELECT r.payload FROM condition_report r JOIN environment e ON e.id = r.environment_id WHERE e.hash_id = $1', [environmentHashId]);
+    stored = rows.map((r) => r.payload);
+    const have = new Set(stored);
+    if (outcome.accepted.every((p) => have.has(p))) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return stored;
+}
+
+export function expectEachStoredOnce(outcome: LoadOutcome, stored: string[]): void {
+  const missing = outcome.accepted.filter((p) => !stored.includes(p));
+  expect(missing, `accepted but not stored (answers: ${JSON.stringify([...outcome.byStatus])})`).toEqual([]);
+  expect(stored.length, 'a report stored twice').toBe(new Set(stored).size);
 }

@@ -44,7 +44,7 @@ export class PendingCommandsHint {
   async start(ctx?: Pick<AppContext, 'config' | 'log'>): Promise<void> {
     localHints.add(this);
     if (ctx) {
-      const subscriber = createRedis(ctx.config.redisUrl, ctx.log);
+      const subscriber = createRedis(ctx.config, ctx.log);
       this.#subscriber = subscriber;
       subscriber.on('message', (_channel: string, message: string) => {
         try {

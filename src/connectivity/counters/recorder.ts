@@ -1,5 +1,6 @@
 import type { AppContext } from '../../app/context.ts';
 import type { Redis } from '../../app/redis.ts';
+import { shardOf, shardTag, tagged } from '../../app/redis-keys.ts';
 
 /**
  * The counters the service itself keeps for every device, by key (the field name in the hourly
@@ -21,11 +22,22 @@ export type BuiltinCounterKey = keyof typeof BUILTIN_COUNTERS;
 /** Hashes live this long in Redis; the flusher has copied them to PostgreSQL long before. */
 export const COUNTER_TTL_SECONDS = 3 * 24 * 3600;
 /**
- * The set of `<deviceHashId>:<hour>` hashes written since the last flush: one per deployment,
+ * Counter keys are spread over COUNTER_SHARDS hash tags by device (src/app/redis-keys.ts): a batch of
+ * increments is one script call per shard, which on a Redis Cluster touches one slot, and the shards spread
+ * over the masters. Never change it on a running deployment: hours not yet flushed would be left behind.
+ */
+export const COUNTER_SHARDS = 16;
+type KeyConfig = Pick<AppContext['config'], 'queueName'>;
+const counterShardOf = (deviceHashId: string) => shardOf(deviceHashId, COUNTER_SHARDS);
+const counterTag = (config: KeyConfig, shard: number) => shardTag(config, 'counters', shard);
+/**
+ * The set of `<deviceHashId>:<hour>` hashes of one shard written since the last flush: one per deployment,
  * named after its queue (every gateway and worker of a deployment shares QUEUE_NAME), so two
  * deployments on one Redis never flush each other's counters into the wrong database.
  */
-export const dirtySetOf = (ctx: Pick<AppContext, 'config'>) => `counters:dirty:${ctx.config.queueName}`;
+export const dirtySetOf = (config: KeyConfig, shard: number) => tagged(counterTag(config, shard), 'dirty');
+/** The set that marks a device's hours dirty. */
+export const dirtySetOfDevice = (config: KeyConfig, deviceHashId: string) => dirtySetOf(config, counterShardOf(deviceHashId));
 
 /** `2026-11-22T01`: the hour a counter increment belongs to (UTC). */
 export function hourOf(at: Date): string {
@@ -35,29 +47,29 @@ export function hourOf(at: Date): string {
   return lastHour.text;
 }
 let lastHour = { n: NaN, text: '' };
-export const counterHashKey = (deviceHashId: string, hour: string) => `counters:${deviceHashId}:${hour}`;
+/** The hash of one device's counters in one hour (in the device's shard). */
+export const counterHashKey = (config: KeyConfig, deviceHashId: string, hour: string) => tagged(counterTag(config, counterShardOf(deviceHashId)), deviceHashId, hour);
 
 const MAX_DELAY_MS = 50;
 const MAX_ENTRIES = 1000;
 
 /**
- * One round trip and one command per batch, however many devices it holds (a pipeline of
- * HINCRBYs costs the client a command object per increment). ARGV: ttl, dirty set, then per hash
- * `<deviceHashId>:<hour>`, n, and n pairs field, increment. Single-instance Redis (keys are built
- * in the script).
+ * One round trip and one command per shard and batch, however many devices it holds (a pipeline of
+ * HINCRBYs costs the client a command object per increment). KEYS: the shard's dirty set, then the
+ * hashes (all of one shard: one hash slot). ARGV: ttl, then per hash `<deviceHashId>:<hour>`, n, and
+ * n pairs field, increment.
  */
 const INCREMENT_SCRIPT = `
 local ttl = tonumber(ARGV[1])
-local i = 3
-while i <= #ARGV do
-  local member = ARGV[i]
+local i = 2
+for k = 2, #KEYS do
+  local key = KEYS[k]
   local n = tonumber(ARGV[i + 1])
-  local key = 'counters:' .. member
   for j = 1, n do
     redis.call('HINCRBY', key, ARGV[i + 2 * j], ARGV[i + 2 * j + 1])
   end
   redis.call('EXPIRE', key, ttl)
-  redis.call('SADD', ARGV[2], member)
+  redis.call('SADD', KEYS[1], ARGV[i])
   i = i + 2 + 2 * n
 end
 return 0`;
@@ -69,16 +81,18 @@ return 0`;
  */
 export class CounterRecorder {
   private pending = new Map<string, Map<string, number>>();
+  /** the shard of each member of `pending` */
+  private shardOf = new Map<string, number>();
   private entries = 0;
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private readonly redis: Redis;
-  private readonly dirtySet: string;
+  private readonly config: KeyConfig;
   private readonly onError: (err: Error) => void;
 
-  constructor(redis: Redis, dirtySet: string, onError: (err: Error) => void) {
+  constructor(redis: Redis, config: KeyConfig, onError: (err: Error) => void) {
     this.redis = redis;
-    this.dirtySet = dirtySet;
+    this.config = config;
     this.onError = onError;
   }
 
@@ -89,6 +103,7 @@ export class CounterRecorder {
     if (!fields) {
       fields = new Map();
       this.pending.set(member, fields);
+      this.shardOf.set(member, counterShardOf(deviceHashId));
     }
     if (!fields.has(key)) this.entries++;
     fields.set(key, (fields.get(key) ?? 0) + by);
@@ -103,14 +118,22 @@ export class CounterRecorder {
     }
     if (this.pending.size === 0) return this.flushing;
     const batch = this.pending;
+    const shards = this.shardOf;
     this.pending = new Map();
+    this.shardOf = new Map();
     this.entries = 0;
-    const args: (string | number)[] = [COUNTER_TTL_SECONDS, this.dirtySet];
+    const calls = new Map<number, { keys: string[]; args: (string | number)[] }>();
     for (const [member, fields] of batch) {
-      args.push(member, fields.size);
-      for (const [field, by] of fields) args.push(field, by);
+      const shard = shards.get(member)!;
+      let call = calls.get(shard);
+      if (!call) calls.set(shard, (call = { keys: [dirtySetOf(this.config, shard)], args: [COUNTER_TTL_SECONDS] }));
+      const colon = member.lastIndexOf(':');
+      call.keys.push(counterHashKey(this.config, member.slice(0, colon), member.slice(colon + 1)));
+      call.args.push(member, fields.size);
+      for (const [field, by] of fields) call.args.push(field, by);
     }
-    const written = this.redis.eval(INCREMENT_SCRIPT, 0, ...args).then(() => undefined, (err: Error) => this.onError(err));
+    const written = Promise.all([...calls.values()].map(({ keys, args }) => this.redis.eval(INCREMENT_SCRIPT, keys.length, ...keys, ...args)))
+      .then(() => undefined, (err: Error) => this.onError(err));
     this.flushing = Promise.all([this.flushing, written]).then(() => undefined);
     return this.flushing;
   }
@@ -127,7 +150,7 @@ const recorders = new WeakMap<AppContext, CounterRecorder>();
 export function counterRecorder(ctx: Pick<AppContext, 'redis' | 'log' | 'config'>): CounterRecorder {
   let recorder = recorders.get(ctx as AppContext);
   if (!recorder) {
-    recorder = new CounterRecorder(ctx.redis, dirtySetOf(ctx), (err) => ctx.log.warn({ err: err.message }, 'connectivity counters could not be written'));
+    recorder = new CounterRecorder(ctx.redis, ctx.config, (err) => ctx.log.warn({ err: err.message }, 'connectivity counters could not be written'));
     recorders.set(ctx as AppContext, recorder);
   }
   return recorder;

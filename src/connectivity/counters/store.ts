@@ -1,6 +1,6 @@
 import type { AppContext } from '../../app/context.ts';
 import { NotFoundError, ParameterError } from '../../app/errors.ts';
-import { BUILTIN_COUNTERS, COUNTER_TTL_SECONDS, counterHashKey, dirtySetOf, hourOf } from './recorder.ts';
+import { BUILTIN_COUNTERS, COUNTER_SHARDS, COUNTER_TTL_SECONDS, counterHashKey, dirtySetOf, hourOf } from './recorder.ts';
 
 type Ctx = Pick<AppContext, 'db' | 'redis' | 'log' | 'config'>;
 
@@ -14,22 +14,30 @@ const FLUSH_CHUNK = 500;
 const hourStart = (hour: string) => new Date(`${hour}:00:00.000Z`);
 
 /**
- * Copies the hourly hashes written since the last flush from Redis to `device_counter_hour`.
+ * Copies the hourly hashes written since the last flush from Redis to `device_counter_hour`, shard by shard.
  * Values are absolute (the Redis hash holds the hour's total), so two flushers, a retried flush
  * or a late one never count twice. Returns how many hashes were copied.
  */
 export async function flushCounters(ctx: Ctx, maxHashes = 20_000): Promise<number> {
   let copied = 0;
+  for (let shard = 0; shard < COUNTER_SHARDS && copied < maxHashes; shard++) copied += await flushShard(ctx, shard, maxHashes - copied);
+  return copied;
+}
+
+async function flushShard(ctx: Ctx, shard: number, maxHashes: number): Promise<number> {
+  const dirty = dirtySetOf(ctx.config, shard);
+  let copied = 0;
   while (copied < maxHashes) {
-    const members = (await ctx.redis.spop(dirtySetOf(ctx), FLUSH_CHUNK)) as string[];
+    const members = (await ctx.redis.spop(dirty, FLUSH_CHUNK)) as string[];
     if (members.length === 0) break;
     try {
+      // one shard's hashes share a hash slot: one pipeline, on a Redis Cluster too
       const pipeline = ctx.redis.pipeline();
       const parsed = members.map((m) => {
         const colon = m.lastIndexOf(':');
         return { deviceHashId: m.slice(0, colon), hour: m.slice(colon + 1) };
       });
-      for (const p of parsed) pipeline.hgetall(counterHashKey(p.deviceHashId, p.hour));
+      for (const p of parsed) pipeline.hgetall(counterHashKey(ctx.config, p.deviceHashId, p.hour));
       const results = (await pipeline.exec()) ?? [];
       const hashIds: string[] = [], hours: Date[] = [], keys: string[] = [], values: number[] = [];
       results.forEach(([err, hash], i) => {
@@ -53,7 +61,7 @@ export async function flushCounters(ctx: Ctx, maxHashes = 20_000): Promise<numbe
       }
     } catch (err) {
       // put them back: the next flush tries again
-      await ctx.redis.sadd(dirtySetOf(ctx), ...members).catch(() => undefined);
+      await ctx.redis.sadd(dirty, ...members).catch(() => undefined);
       throw err;
     }
     copied += members.length;
@@ -146,7 +154,7 @@ export async function readDeviceCounters(ctx: Ctx, environmentId: number, device
   for (let t = Math.max(firstHour, Math.floor(oldestLive / HOUR_MS) * HOUR_MS); t < range.to.getTime(); t += HOUR_MS) live.push(hourOf(new Date(t)));
   if (live.length > 0) {
     const pipeline = ctx.redis.pipeline();
-    for (const hour of live) pipeline.hgetall(counterHashKey(deviceHashId, hour));
+    for (const hour of live) pipeline.hgetall(counterHashKey(ctx.config, deviceHashId, hour));
     const results = (await pipeline.exec()) ?? [];
     results.forEach(([err, hash], i) => {
       if (err) throw err;

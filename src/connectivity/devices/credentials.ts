@@ -52,5 +52,6 @@ export async function lookupPskCredential(ctx: AppContext, identity: string, opt
 /** Drops cached credentials after a device (or its type) is deleted or re-keyed. */
 export async function invalidateCredentials(redis: Redis, identities: (string | null)[]): Promise<void> {
   const keys = identities.filter((i): i is string => !!i).map(cacheKey);
-  if (keys.length > 0) await redis.del(...keys);
+  // one key per command: on a Redis Cluster the identities' keys live in different slots
+  await Promise.all(keys.map((key) => redis.del(key)));
 }

@@ -11,6 +11,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import type { AppContext } from '../../app/context.ts';
 import { OutageLog } from '../../app/outage-log.ts';
 import { bullmqErrorLogger, createRedis } from '../../app/redis.ts';
+import { bullQueue } from '../../app/redis-keys.ts';
 import { claimExport, expireExports, markAvailable, recordProgress, unfinishedExports } from './store.ts';
 import { writeExport } from './writer.ts';
 
@@ -22,7 +23,8 @@ const ATTEMPTS = 1440;
 const PROGRESS_EVERY_MS = 1000;
 const SWEEP_EVERY_MS = 60_000;
 
-export const exportQueueName = (ctx: AppContext) => `${ctx.config.queueName}-export`;
+/** The export queue's name and BullMQ prefix (hash-tagged on a Redis Cluster: src/app/redis-keys.ts). */
+export const exportQueue = (ctx: AppContext) => bullQueue(ctx.config, `${ctx.config.queueName}-export`);
 /** Where export files live: DATA_DIR/exports (shared by the API and worker processes that serve and write them). */
 export const exportDir = (ctx: AppContext) => path.join(ctx.config.dataDir, 'exports');
 
@@ -31,8 +33,8 @@ const producers = new WeakMap<AppContext, Queue<ExportJob>>();
 function producer(ctx: AppContext): Queue<ExportJob> {
   let queue = producers.get(ctx);
   if (!queue) {
-    queue = new Queue<ExportJob>(exportQueueName(ctx), {
-      connection: ctx.redis,
+    queue = new Queue<ExportJob>(exportQueue(ctx).name, {
+      connection: ctx.redis, prefix: exportQueue(ctx).prefix,
       defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000 },
     });
     queue.on('error', bullmqErrorLogger(ctx.log, 'export queue error'));
@@ -70,9 +72,9 @@ export async function sweepExpiredExports(ctx: AppContext): Promise<number> {
 export interface ExportWorker { close(): Promise<void> }
 
 export function startExportWorker(ctx: AppContext): ExportWorker {
-  const connection = createRedis(ctx.config.redisUrl, ctx.log);
-  const worker = new Worker<ExportJob>(exportQueueName(ctx), async (job: Job<ExportJob>) => runExport(ctx, job.data.hashId), {
-    connection, concurrency: ctx.config.exportConcurrency,
+  const connection = createRedis(ctx.config, ctx.log);
+  const worker = new Worker<ExportJob>(exportQueue(ctx).name, async (job: Job<ExportJob>) => runExport(ctx, job.data.hashId), {
+    connection, prefix: exportQueue(ctx).prefix, concurrency: ctx.config.exportConcurrency,
   });
   worker.on('error', bullmqErrorLogger(ctx.log, 'export worker error'));
   worker.on('failed', (job, err) => ctx.log.warn({ exportRequest: job?.data.hashId, err: err.message }, 'export failed; it is tried again'));
