@@ -51,7 +51,7 @@ import {
   transcriptBytes,
 } from './handshake.ts';
 import type { HandshakeMessage } from './handshake.ts';
-import { ContentType, RECORD_HEADER_LENGTH, RecordLayer } from './record.ts';
+import { ContentType, MAX_SEQUENCE, RECORD_HEADER_LENGTH, RecordLayer } from './record.ts';
 import { ReplayWindow } from './replay.ts';
 import { SessionEvents } from './session-events.ts';
 import type { DtlsRecord, EpochCid } from './record.ts';
@@ -190,6 +190,8 @@ export class DtlsSession extends SessionEvents {
   /** Established by a full handshake: flight 6's Finished verify_data (latin1), until the client's data shows it arrived. */
   #finished6: string | undefined;
   #queued: DtlsRecord[] = [];
+  /** Application data waiting for a renewed lease of sequence numbers (a kept session: session-store.ts). */
+  #awaitingLease: Buffer[] = [];
   #masterBytes: Buffer | undefined;
   /** Fingerprint of the PSK of a full PSK handshake, cached with the session for the resumption check. */
   #pskHash: Buffer | undefined;
@@ -353,6 +355,12 @@ export class DtlsSession extends SessionEvents {
   /** Epoch-1 records are sealed up to (not including) sequence number `limit` (a lease of session-store.ts). */
   limitWrites(limit: number): void {
     this.#records.setWriteLimit(limit);
+    const held = this.#awaitingLease;
+    this.#awaitingLease = [];
+    for (const data of held) {
+      if (this.#state !== 'established') return;
+      this.send(data);
+    }
   }
 
   /** What moves with every record, for session-state.ts (`attachment`: the application's bytes). */
@@ -401,14 +409,25 @@ export class DtlsSession extends SessionEvents {
   /** Sends application data (split into records of at most what fits one datagram). */
   send(data: Buffer): void {
     if (this.#state !== 'established') throw new Error('DTLS session is not established');
+    // answers wait behind ones already waiting for a lease, in order
+    if (this.#awaitingLease.length > 0) {
+      this.#holdForLease(data);
+      return;
+    }
     const max = Math.max(1, this.#config.mtu - RECORD_HEADER_LENGTH - this.#negotiated.suite.maxOverhead - this.#records.cidOverhead(1));
     let o = 0;
     do {
+      if (this.#records.writeRoom() <= 0 && this.#records.writeLimit <= MAX_SEQUENCE) {
+        // the lease of a kept session is used up and its renewal not back yet: the rest waits for it (limitWrites)
+        this.#host.leaseRunningOut?.(this);
+        this.#holdForLease(data.subarray(o));
+        return;
+      }
       let record: Buffer;
       try {
         record = this.#records.seal(1, ContentType.application_data, data.subarray(o, o + max));
       } catch {
-        // sequence numbers used up (or the lease of a kept session not renewed): the device does a new handshake
+        // sequence numbers used up: the device does a new handshake
         this.#end();
         return;
       }
@@ -416,6 +435,12 @@ export class DtlsSession extends SessionEvents {
       if (this.#records.writeRoom() <= WRITE_LEASE / 2) this.#host.leaseRunningOut?.(this);
       o += max;
     } while (o < data.length);
+  }
+
+  /** Application data held while a lease renewal is in flight; more than a lease's worth ends the session (the store is not keeping up). */
+  #holdForLease(data: Buffer): void {
+    this.#awaitingLease.push(Buffer.from(data));
+    if (this.#awaitingLease.length > WRITE_LEASE) this.#end();
   }
 
   /** Forgets the session without a word to the peer: it is carried on elsewhere (DtlsServer.suspend). */
