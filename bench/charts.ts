@@ -63,8 +63,8 @@ export async function chartPanelsRow(db: Db, table: MeasurementTable, opts: { ro
     JSON.stringify(answer);
     latencies.push(performance.now() - t0);
   }
-  const charts = answer.pinGroups.reduce((a, p) => a + p.panel.charts.automatic.length + p.panel.charts.manual.length, 0);
-  const series = answer.pinGroups.reduce((a, p) => a + [...p.panel.charts.automatic, ...p.panel.charts.manual].reduce((b, c) => b + c.series.length, 0), 0);
+  const charts = (answer.pinGroups ?? []).reduce((a, p) => a + p.panel.charts.automatic.length + p.panel.charts.manual.length, 0);
+  const series = (answer.pinGroups ?? []).reduce((a, p) => a + [...p.panel.charts.automatic, ...p.panel.charts.manual].reduce((b, c) => b + c.series.length, 0), 0);
   if (charts !== PANELS * 4) throw new Error(`chart panels answered ${charts} charts, expected ${PANELS * 4}`);
   return row(`chart panels get: ${PANELS} pin groups (linked device type with a chart, measured quantities, a saved manual chart), table of ${table.measurements.toLocaleString('en')} measurements`,
     latencies, 'p99 <= 100 ms', `${opts.rounds} calls; ${charts} charts, ${series} series answered; includes JSON encoding`);

@@ -263,9 +263,10 @@ export async function getPanels(db: Queryable, environmentId: number, q: PanelsQ
     panelsOf(db, environmentId, 'pinGroup', q.pinGroupHashIds ?? [], missing('pinGroupHashIds', 'pin group')),
     panelsOf(db, environmentId, 'pin', q.pinHashIds ?? [], missing('pinHashIds', 'pin')),
   ]);
+  // a list is left out when empty: the SDK's response schema wants at least one item in a list that is there
   return {
-    pinGroups: pinGroups.map((panel, i) => ({ hashId: q.pinGroupHashIds![i], panel })),
-    pins: pins.map((panel, i) => ({ hashId: q.pinHashIds![i], panel })),
+    ...(pinGroups.length > 0 ? { pinGroups: pinGroups.map((panel, i) => ({ hashId: q.pinGroupHashIds![i], panel })) } : {}),
+    ...(pins.length > 0 ? { pins: pins.map((panel, i) => ({ hashId: q.pinHashIds![i], panel })) } : {}),
   };
 }
 

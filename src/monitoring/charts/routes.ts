@@ -82,7 +82,7 @@ export async function chartRoutes(app: FastifyInstance, ctx: AppContext): Promis
     schema: {
       tags, summary: 'chart panels get', querystring: PanelsQuerySchema,
       description: `The panels of up to ${MAX_PANELS} pin groups and ${MAX_PANELS} pins (the SDK sends up to 30 of each), answered in the order named as `
-        + '`{pinGroups: [{hashId, panel}], pins: [{hashId, panel}]}` (both always present). A hashId that is not one of this environment is a '
+        + '`{pinGroups: [{hashId, panel}], pins: [{hashId, panel}]}` (a list left out when nothing was asked for it: the SDK wants at least one item in a list that is there). A hashId that is not one of this environment is a '
         + `parameter_error naming pinGroupHashIds[i] or pinHashIds[i]. ${PANEL_DESCRIPTION}`,
     },
   }, async (request) => getPanels(ctx.db, request.account.environment.id, request.query as PanelsQuery));
