@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { root } from './harness.ts';
+import { PORT_SHIFT, root } from './harness.ts';
 
 export interface BenchRow { name: string; value: number; unit: string; p50Ms?: number; p99Ms?: number; errors?: number; detail?: string; target: string }
 
@@ -133,7 +133,7 @@ export async function idleSessionMemory(srv: Awaited<ReturnType<typeof startDtls
 }
 
 /** libcoap's coap-server-openssl on 127.0.0.1 with `args` (credentials); its DTLS port is LIBCOAP_PORT + 1. */
-const LIBCOAP_PORT = 25783;
+const LIBCOAP_PORT = 25783 + PORT_SHIFT;
 async function startLibcoap(args: string[]): Promise<ChildProcess> {
   const server = spawn('coap-server-openssl', ['-A', '127.0.0.1', '-p', String(LIBCOAP_PORT), '-v', '0', ...args], { stdio: 'ignore' });
   const failed = new Promise<never>((_, reject) => {

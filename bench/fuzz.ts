@@ -12,6 +12,7 @@ import { loadConfig } from '../src/app/config.ts';
 import { recreateDatabase } from '../src/app/db.ts';
 import { createLogger } from '../src/app/logger.ts';
 import { fuzz, startFuzzApi } from '../test/support/fuzz.ts';
+import { benchDbName } from './harness.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3000' }, seed: { type: 'string' } } });
 const runs = Number(values.runs);
@@ -19,7 +20,7 @@ const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : N
 const adminUrl = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const config = loadConfig({
-  DATABASE_URL: await recreateDatabase(adminUrl, 'gridgate_bench_fuzz'),
+  DATABASE_URL: await recreateDatabase(adminUrl, benchDbName('gridgate_bench_fuzz')),
   REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
   DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'gridgate-fuzz-')),
   SECRET_KEY: '33'.repeat(32),

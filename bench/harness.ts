@@ -10,10 +10,23 @@ import { createEnvironment, createMachineAccount } from '../src/accounts/store.t
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const DB_NAME = 'gridgate_bench';
-export const API_PORT = 18080;
-export const HTTPS_PORT = 18443;
-export const COAPS_PORT = 15684;
+/**
+ * BENCH_INSTANCE=n (1-9) lets benches run side by side on one machine (e.g. on several branches): database names get
+ * `_n`, ports move up by 1000 × n, the data directory and the queue names differ. Unset: the names and ports below.
+ */
+const INSTANCE = Number(process.env.BENCH_INSTANCE ?? 0);
+/** a bench database's name for this instance */
+export function benchDbName(name: string): string {
+  return INSTANCE ? `${name}_${INSTANCE}` : name;
+}
+const DB_NAME = benchDbName('gridgate_bench');
+/** what this instance adds to every fixed port */
+export const PORT_SHIFT = 1000 * INSTANCE;
+export const API_PORT = 18080 + PORT_SHIFT;
+export const HTTPS_PORT = 18443 + PORT_SHIFT;
+export const COAPS_PORT = 15684 + PORT_SHIFT;
+/** the data directory of the bench's service processes */
+export const BENCH_DIR = INSTANCE ? `/tmp/gridgate-bench-${INSTANCE}` : '/tmp/gridgate-bench';
 
 export const HANDLER = `
 function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
@@ -71,7 +84,7 @@ export async function startBenchService(processes: string[], env: Record<string,
   const { DATABASE_URL: _unset, ...inherited } = process.env;
   const common = {
     ...inherited, ...(dbUrl ? { DATABASE_URL: dbUrl } : {}), HTTPS_DEVICE_PORT: String(HTTPS_PORT), COAPS_PORT: String(COAPS_PORT), SECRET_KEY: '22'.repeat(32),
-    LOG_LEVEL: 'warn', QUEUE_NAME: `bench-${Date.now()}`, DATA_DIR: opts.embeddedDataDir ?? '/tmp/gridgate-bench', CERTS_DIR: '/tmp/gridgate-bench/certs', MONITORING_CORE_URL: base, ...env,
+    LOG_LEVEL: 'warn', QUEUE_NAME: `bench-${Date.now()}`, DATA_DIR: opts.embeddedDataDir ?? BENCH_DIR, CERTS_DIR: `${BENCH_DIR}/certs`, MONITORING_CORE_URL: base, ...env,
   };
   // each process answers /health on its own API_PORT; the first one carries the REST API
   // BENCH_CPU_PROF=<dir>: each service process writes a V8 CPU profile there when it exits (open it in Chrome DevTools)

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { openDb, recreateDatabase, type Db, type Queryable } from '../src/app/db.ts';
 import { findMeasurements } from '../src/monitoring/measurements/store.ts';
 import type { BenchRow } from './dtls.ts';
-import { pct } from './harness.ts';
+import { benchDbName, pct } from './harness.ts';
 
 const HOURS = 8760;
 /** one year of 5-minute values: the chart row's series */
@@ -55,13 +55,13 @@ export async function fillMeasurementTable(db: Queryable, total: number): Promis
 const benchAdminUrl = () => process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export async function benchDatabase(name: string): Promise<Db> {
-  return openDb({ databaseUrl: await recreateDatabase(benchAdminUrl(), name), dataDir: '/tmp' });
+  return openDb({ databaseUrl: await recreateDatabase(benchAdminUrl(), benchDbName(name)), dataDir: '/tmp' });
 }
 
 /** The URL of the bench database `name` (made by benchDatabase), for a child process. */
 export function benchDatabaseUrl(name: string): string {
   const url = new URL(benchAdminUrl());
-  url.pathname = `/${name}`;
+  url.pathname = `/${benchDbName(name)}`;
   return url.toString();
 }
 

@@ -19,6 +19,7 @@ import os from 'node:os';
 import { mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import type { BenchRow } from './dtls.ts';
+import { benchDbName } from './harness.ts';
 
 export async function notificationRows(opts: { mails: number; failures: number }): Promise<BenchRow[]> {
   let received = 0;
@@ -32,7 +33,7 @@ export async function notificationRows(opts: { mails: number; failures: number }
   await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
   const admin = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const config = loadConfig({
-    DATABASE_URL: await recreateDatabase(admin, 'gridgate_bench_notifications'),
+    DATABASE_URL: await recreateDatabase(admin, benchDbName('gridgate_bench_notifications')),
     DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'gridgate-bench-')), SECRET_KEY: '22'.repeat(32), LOG_LEVEL: 'silent',
     QUEUE_NAME: `bench-notifications-${process.pid}`, SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`,
     NOTIFICATION_ALERT_QUIET_SECONDS: '3600',

@@ -7,7 +7,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { cpuMeter } from './cpu.ts';
 import { closedLoop, type SenderStats } from './http1.ts';
-import { api, pct, provision, startBenchService, storedReports, HTTPS_PORT } from './harness.ts';
+import { api, BENCH_DIR, pct, provision, startBenchService, storedReports, HTTPS_PORT } from './harness.ts';
 
 export interface WebhookRow {
   name: string; cpuMsPerReport: Record<string, number>; reportsPerSecond: number; p50Ms: number; p99Ms: number;
@@ -61,7 +61,7 @@ function runSender(opts: { port: number; ca: Buffer; path: string; devices: stri
 
 /** Starts the service (one process, all roles), provisions a webhook, and measures `senders` senders for `seconds`. */
 export async function webhookRow(opts: { senders: number; devicesPerSender: number; seconds: number; warmup: number }): Promise<WebhookRow> {
-  const certsDir = '/tmp/gridgate-bench/webhook-certs';
+  const certsDir = `${BENCH_DIR}/webhook-certs`;
   // the service writes its CA and server certificate there at start; senders trust that CA
   const svc = await startBenchService(['all'], { CERTS_DIR: certsDir });
   try {
