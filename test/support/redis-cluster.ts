@@ -57,9 +57,20 @@ export async function startRedisCluster(opts: { masters?: number; replicasPerMas
   const replicas = opts.replicasPerMaster ?? 1;
   const dir = mkdtempSync(path.join(tmpdir(), 'gg-redis-cluster-'));
   const nodes: ClusterNode[] = [];
+  // freePort closes its probe socket at once, so two calls can name the same port: every port taken here is distinct
+  const taken = new Set<number>();
+  const distinctPort = async (): Promise<number> => {
+    for (;;) {
+      const p = await freePort();
+      if (!taken.has(p)) {
+        taken.add(p);
+        return p;
+      }
+    }
+  };
   for (let i = 0; i < masters * (1 + replicas); i++) {
-    const port = await freePort();
-    const busPort = await freePort();
+    const port = await distinctPort();
+    const busPort = await distinctPort();
     const nodeDir = path.join(dir, String(port));
     spawnSync('mkdir', ['-p', nodeDir]);
     const child = spawn('redis-server', [
@@ -69,23 +80,14 @@ export async function startRedisCluster(opts: { masters?: number; replicasPerMas
     ], { stdio: 'ignore' });
     nodes.push({ port, process: child });
   }
-  const answering = async () => {
-    for (const n of nodes) if (await ask(n.port, (r) => r.ping()).catch(() => '') !== 'PONG') return false;
-    return true;
-  };
-  await until(answering, (ok) => ok, 'the cluster nodes to answer', 10_000);
-  const created = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8', timeout: 60_000 });
-  if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
-  const ready = async () => {
-    for (const n of nodes) {
-      const info = await ask(n.port, (r) => r.call('CLUSTER', 'INFO') as Promise<string>).catch(() => '');
-      if (!info.includes('cluster_state:ok')) return false;
-    }
-    // every replica attached: a failover has somewhere to go
-    const all = await clusterNodes(nodes[0].port);
-    return all.filter((n) => n.flags.includes('slave')).length === masters * replicas;
-  };
-  await until(ready, (ok) => ok, 'the cluster to be ok on every node', 30_000);
+  try {
+    await join(nodes, masters, replicas);
+  } catch (err) {
+    // a cluster that did not form leaves no redis-server behind
+    for (const n of nodes) n.process.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
 
   const killed = new Set<number>();
   const alive = () => nodes.filter((n) => !killed.has(n.port) && n.process.exitCode === null && n.process.signalCode === null);
@@ -126,4 +128,25 @@ export async function startRedisCluster(opts: { masters?: number; replicasPerMas
     },
   };
   return cluster;
+}
+
+/** Joins the started nodes with `redis-cli --cluster create` and waits until every node says ok, every replica attached. */
+async function join(nodes: ClusterNode[], masters: number, replicas: number): Promise<void> {
+  const answering = async () => {
+    for (const n of nodes) if (await ask(n.port, (r) => r.ping()).catch(() => '') !== 'PONG') return false;
+    return true;
+  };
+  await until(answering, (ok) => ok, 'the cluster nodes to answer', 10_000);
+  const created = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8', timeout: 60_000 });
+  if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
+  const ready = async () => {
+    for (const n of nodes) {
+      const info = await ask(n.port, (r) => r.call('CLUSTER', 'INFO') as Promise<string>).catch(() => '');
+      if (!info.includes('cluster_state:ok')) return false;
+    }
+    // every replica attached: a failover has somewhere to go
+    const all = await clusterNodes(nodes[0].port);
+    return all.filter((n) => n.flags.includes('slave')).length === masters * replicas;
+  };
+  await until(ready, (ok) => ok, 'the cluster to be ok on every node', 30_000);
 }
