@@ -131,6 +131,10 @@ const ops: Op[] = [
   { method: 'GET', url: '/quantity/abc', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'POST', url: '/quantity/abc', body: { name: 'q' }, monitoring: 'ENVIRONMENT_ADMIN', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'DELETE', url: '/quantity/abc', monitoring: 'ENVIRONMENT_ADMIN', connectivity: 'ENVIRONMENT_ADMIN' },
+  // SDK 17's routes that 18.3.1 dropped
+  { method: 'GET', url: '/graph/pin/abc/measurements?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/edge/abc/measurements?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/thresholds', body: { pinHashId: 'abc', quantityHashId: 'abc', thresholds: null }, monitoring: 'THRESHOLDS' },
   // a connectivity environment's own (supplier update and delete)
   { method: 'PUT', url: '/supplier/', body: { name: 'x' }, connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'DELETE', url: '/supplier/', connectivity: 'ENVIRONMENT_ADMIN' },
