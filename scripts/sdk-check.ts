@@ -208,6 +208,7 @@ const EXPECTED: Record<string, string> = {
   '17 supplier-certificate.get monitoring': "18.3.1 gives this route the supplier right only: 403 in a monitoring environment",
   '17 supplier-webhook.get monitoring': "18.3.1 gives this route the supplier right only: 403 in a monitoring environment",
   '17 graph.getPinGroup monitoring': "pins in 18.3.1's shape ({ pin, grids }) at every Api-Version",
+  '17 measurement.setAnomalousUser monitoring': '404: not served (18.3.1 has no anomalousUser; a measurement is not found by hashId without an index on every ingest write)',
 };
 
 async function drive(route: Route, s: Session): Promise<Row> {
@@ -380,7 +381,7 @@ async function main(): Promise<void> {
   console.log(`SDK ${version} (${values.sdk}) at Api-Version ${apiVersion} against ${values.url}: ${routes.length} routes`);
   console.table(rows);
   const named = (list: Row[]) => (list.length ? `: ${list.map((r) => `${r.route} (${r.env})`).join(', ')}` : '');
-  const missing = rows.filter((r) => r.validation.includes('No operation'));
+  const missing = rows.filter((r) => r.validation.includes('No operation') && !r.validation.startsWith('expected'));
   const answered = rows.filter((r) => /^2\d\d$/.test(r.status));
   const passed = rows.filter((r) => r.validation === 'passed' || r.validation === 'no response schema');
   const expected = rows.filter((r) => r.validation.startsWith('expected'));
