@@ -135,7 +135,7 @@ function sample(d: JoiDescription | undefined, key: string, s: Session): unknown
 
 // supplier code the examples cannot give (theirs are placeholders, not TypeScript)
 const SUPPLIER_CODE: Record<string, Record<string, unknown>> = {
-  'device-type.add': { eventHandler: 'function handle(args: Arguments, exec: Exec): void {\n}\n', commandTypeHashIds: [] },
+  'device-type.add': { eventHandler: 'function handle(args: Arguments, exec: Exec): void {\n}\n' },
   'supplier-report-type.add': { parser: 'function handle(args: { payload: string }, exec: Exec) {\n  return { generatedAt: new Date(), measurements: [] };\n}\n' },
   'supplier-webhook.add': { identifier: 'function handle(args: Arguments, exec: Exec) {\n  return null;\n}\n' },
   'supplier-certificate.add': { identifier: 'function handle(args: Arguments, exec: Exec) {\n  return null;\n}\n' },
