@@ -355,3 +355,84 @@ describe('chart panels', () => {
     expectParameterError(await c.request('POST', '/chart/panels', { pins: Array.from({ length: 101 }, () => ({ hashId: pins[0], panel: {} })) }), 'pins', '100');
   });
 });
+
+interface Observations { moreMeasurementsAvailable: boolean; lowerbound: string | null; upperbound: string | null; observations: { measurement: Measurement; quantity: { hashId: string; name: unknown; unit: string | null } }[] }
+
+describe('pin and edge measurements (SDK 17\'s graph getPinMeasurements and getEdgeMeasurements)', () => {
+  it('a range with few measurements answers each, by generatedAt, with its quantity, its pin and the range\'s first and last time', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const pin = await addPin(c, (await addPinGroup(c)).hashId, 'anode');
+    const [volt, amp] = [await ownQuantity(c, 'Potential'), await ownQuantity(c, 'Current')];
+    await measure(pin.hashId, volt.id, '2026-03-01T10:00:00Z', 3, 3600);
+    await measure(pin.hashId, amp.id, '2026-03-01T10:30:00Z', 2, 3600);
+    // outside [from, to): the hour before and the end itself
+    await measure(pin.hashId, volt.id, '2026-03-01T09:00:00Z', 1, 60);
+    await measure(pin.hashId, volt.id, '2026-03-01T13:00:00Z', 1, 60);
+
+    const got = ok<Observations>(await c.request('GET', `/graph/pin/${pin.hashId}/measurements?from=2026-03-01T10:00:00Z&to=2026-03-01T13:00:00Z`));
+    expect(got.moreMeasurementsAvailable).toBe(false);
+    expect([got.lowerbound, got.upperbound]).toEqual(['2026-03-01T10:00:00.000Z', '2026-03-01T12:00:00.000Z']);
+    expect(got.observations.map((o) => [o.measurement.generatedAt.slice(11, 16), o.quantity.hashId])).toEqual([
+      ['10:00', volt.hashId], ['10:30', amp.hashId], ['11:00', volt.hashId], ['11:30', amp.hashId], ['12:00', volt.hashId],
+    ]);
+    expect(got.observations[0].measurement).toEqual({
+      hashId: expect.any(String), generatedAt: '2026-03-01T10:00:00.000Z', channelIndex: 0, channelMeasurementIndex: 0, reportHashId: expect.any(String),
+      pinHashId: pin.hashId, orderOfMagnitude: -3, significand: 100, performance: -1,
+    });
+    // quantities in the shapes of the request's Api-Version: a plain-text name up to 6
+    expect(got.observations[0].quantity).toMatchObject({ hashId: volt.hashId, name: 'Potential', unit: 'V' });
+
+    const none = ok<Observations>(await c.request('GET', `/graph/pin/${pin.hashId}/measurements?from=2020-01-01T00:00:00Z&to=2020-02-01T00:00:00Z`));
+    expect(none).toEqual({ moreMeasurementsAvailable: false, lowerbound: null, upperbound: null, observations: [] });
+  });
+
+  it('a range with more than 310 answers at most 310, each series\' lowest and highest per time bucket, so a spike stays', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const pin = await addPin(c, (await addPinGroup(c)).hashId, 'anode');
+    const [volt, amp] = [await ownQuantity(c, 'Potential'), await ownQuantity(c, 'Current')];
+    await measure(pin.hashId, volt.id, '2026-01-01T00:00:00Z', 2000, 600, { 1234: 999_999 });
+    await measure(pin.hashId, amp.id, '2026-01-01T00:00:00Z', 500, 2400, { 17: -55_555 });
+
+    const got = ok<Observations>(await c.request('GET', `/graph/pin/${pin.hashId}/measurements?from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:00Z`));
+    expect(got.moreMeasurementsAvailable).toBe(true);
+    expect(got.observations.length).toBeLessThanOrEqual(310);
+    expect(got.observations.length).toBeGreaterThan(200);
+    const values = got.observations.map((o) => o.measurement.significand);
+    expect(values).toContain(999_999);
+    expect(values).toContain(-55_555);
+    expect(new Set(got.observations.map((o) => o.quantity.hashId))).toEqual(new Set([volt.hashId, amp.hashId]));
+    const times = got.observations.map((o) => o.measurement.generatedAt);
+    expect(times).toEqual([...times].sort());
+    expect([got.lowerbound, got.upperbound]).toEqual(['2026-01-01T00:00:00.000Z', new Date(Date.UTC(2026, 0, 1) + 1999 * 600_000).toISOString()]);
+  });
+
+  it('an edge answers the measurements of the pins on it', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const pg = (await addPinGroup(c)).hashId;
+    const [on, alsoOn, off] = [await addPin(c, pg, 'a'), await addPin(c, pg, 'b'), await addPin(c, pg, 'c')];
+    const edge = ok<{ hashId: string }>(await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[5, 52], [5.1, 52.1]] }, fields: { id: 'e' } })).hashId;
+    for (const p of [on, alsoOn]) ok(await c.request('POST', `/graph/pin/${p.hashId}`, { edgeHashId: edge }));
+    const q = await ownQuantity(c, 'Potential');
+    await measure(on.hashId, q.id, '2026-03-01T10:00:00Z', 1, 60);
+    await measure(alsoOn.hashId, q.id, '2026-03-01T11:00:00Z', 1, 60);
+    await measure(off.hashId, q.id, '2026-03-01T10:30:00Z', 1, 60);
+
+    const got = ok<Observations>(await c.request('GET', `/graph/edge/${edge}/measurements?from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z`));
+    expect(got.observations.map((o) => o.measurement.pinHashId)).toEqual([on.hashId, alsoOn.hashId]);
+    expect(got.moreMeasurementsAvailable).toBe(false);
+  });
+
+  it('another environment\'s pin or edge is not found; a range that ends before it starts is a parameter_error', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    const other = await api.login('monitoring', ['READ', 'STATIC']);
+    const pin = await addPin(c, (await addPinGroup(c)).hashId, 'anode');
+    const edge = ok<{ hashId: string }>(await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[5, 52], [5.1, 52.1]] }, fields: { id: 'e' } })).hashId;
+    const range = 'from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z';
+    for (const url of [`/graph/pin/${pin.hashId}/measurements?${range}`, `/graph/edge/${edge}/measurements?${range}`]) {
+      const r = await other.request<ErrorBody>('GET', url);
+      expect([r.status, r.body.key]).toEqual([404, 'not_found_error']);
+    }
+    expectParameterError(await c.request('GET', `/graph/pin/${pin.hashId}/measurements?from=2026-03-02T00:00:00Z&to=2026-03-01T00:00:00Z`), 'to');
+    expectParameterError(await c.request('GET', `/graph/pin/${pin.hashId}/measurements?from=2026-03-02T00:00:00Z`), 'to');
+  });
+});

@@ -4,12 +4,14 @@ import { startTestApi, type TestApi } from '../helpers.ts';
 
 // The rights matrix of the monitoring operations: each operation x (no right, wrong right, its
 // right) x (connectivity, monitoring) environment, and each with another environment's hashId.
+// Operations of a connectivity environment only (no monitoring right) are refused in every
+// monitoring environment; operations of the account itself (no right at all) answer any account.
 
 let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
 afterAll(async () => { await api.close(); });
 
-interface Op { method: string; url: string; body?: unknown; monitoring: string; connectivity?: string }
+interface Op { method: string; url: string; body?: unknown; monitoring?: string; connectivity?: string }
 
 const ops: Op[] = [
   { method: 'PUT', url: '/environment/', body: { name: 'x' }, monitoring: 'ENVIRONMENT_ADMIN' },
@@ -124,6 +126,30 @@ const ops: Op[] = [
   { method: 'POST', url: '/import/', body: { name: 'x', dataUrl: 'data:text/csv;base64,' }, monitoring: 'IMPORT' },
   { method: 'GET', url: '/import/', monitoring: 'USERS', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'DELETE', url: '/import/abc', monitoring: 'IMPORT' },
+  { method: 'POST', url: '/quantity/', body: { name: 'q', unit: null, defaultCriticallyLowThreshold: null, defaultLowThreshold: null, defaultHighThreshold: null, defaultCriticallyHighThreshold: null }, monitoring: 'ENVIRONMENT_ADMIN', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'GET', url: '/quantity/quantities', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'GET', url: '/quantity/abc', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'POST', url: '/quantity/abc', body: { name: 'q' }, monitoring: 'ENVIRONMENT_ADMIN', connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'DELETE', url: '/quantity/abc', monitoring: 'ENVIRONMENT_ADMIN', connectivity: 'ENVIRONMENT_ADMIN' },
+  // SDK 17's routes that 18.3.1 dropped
+  { method: 'GET', url: '/graph/pin/abc/measurements?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z', monitoring: 'READ' },
+  { method: 'GET', url: '/graph/edge/abc/measurements?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z', monitoring: 'READ' },
+  { method: 'POST', url: '/graph/thresholds', body: { pinHashId: 'abc', quantityHashId: 'abc', thresholds: null }, monitoring: 'THRESHOLDS' },
+  // a connectivity environment's own (supplier update and delete)
+  { method: 'PUT', url: '/supplier/', body: { name: 'x' }, connectivity: 'ENVIRONMENT_ADMIN' },
+  { method: 'DELETE', url: '/supplier/', connectivity: 'ENVIRONMENT_ADMIN' },
+];
+
+// the account's own operations: no right, no environment; one account never reaches another's objects (test/accounts/)
+// (a wrong password's 400 shows the account got past the rights check)
+const accountOps: (Op & { answer: [number, string?] })[] = [
+  { method: 'POST', url: '/environment/', body: { name: 'mine' }, answer: [200] },
+  { method: 'POST', url: '/supplier/', body: { name: 'mine' }, answer: [200] },
+  { method: 'GET', url: '/settings/', answer: [200] },
+  { method: 'POST', url: '/settings/', body: { name: 'Me' }, answer: [204] },
+  { method: 'POST', url: '/settings/feedback', body: { feedback: 'fine' }, answer: [204] },
+  { method: 'POST', url: '/two-factor-authentication/get-keyuri', body: { password: 'wrong' }, answer: [400, 'parameter_error'] },
+  { method: 'POST', url: '/two-factor-authentication/disable', body: { password: 'wrong' }, answer: [400, 'parameter_error'] },
 ];
 
 type Account = Awaited<ReturnType<typeof newAccount>>;
@@ -156,17 +182,19 @@ async function newAccount(type: EnvironmentType, rights: string[]) {
   };
 }
 
+const ends = (op: Op) => op.method === 'DELETE' && (op.url === '/environment/' || op.url === '/supplier/');
+
 describe('rights matrix of the monitoring operations', () => {
   it.each(ops.map((op) => [`${op.method} ${op.url}`, op] as const))('%s', async (_name, op) => {
     const cases: { who: string; type: EnvironmentType; rights: string[]; allowed: boolean }[] = [
       { who: 'monitoring, no right', type: 'monitoring', rights: [], allowed: false },
       { who: 'monitoring, every other right', type: 'monitoring', rights: MONITORING_RIGHTS.filter((r) => r !== op.monitoring), allowed: false },
-      { who: `monitoring, ${op.monitoring}`, type: 'monitoring', rights: [op.monitoring], allowed: true },
+      ...(op.monitoring ? [{ who: `monitoring, ${op.monitoring}`, type: 'monitoring' as const, rights: [op.monitoring], allowed: true }] : []),
       { who: 'connectivity, no right', type: 'connectivity', rights: [], allowed: false },
       { who: 'connectivity, ENVIRONMENT_ADMIN', type: 'connectivity', rights: ['ENVIRONMENT_ADMIN'], allowed: op.connectivity === 'ENVIRONMENT_ADMIN' },
     ];
     for (const c of cases) {
-      const a = await account(c.type, c.rights, op.url === '/environment/' && op.method === 'DELETE');
+      const a = await account(c.type, c.rights, ends(op));
       const r = await a.call(op);
       if (c.allowed) {
         expect([401, 403], `${c.who}: ${r.status} ${r.key}`).not.toContain(r.status);
@@ -175,10 +203,20 @@ describe('rights matrix of the monitoring operations', () => {
       }
     }
     // with its right, but naming another environment: that environment does not exist for it
-    for (const type of ['monitoring', 'connectivity'] as const) {
-      const mine = await account('monitoring', [op.monitoring], true);
-      const foreign = await account(type, type === 'monitoring' ? ['READ'] : ['ENVIRONMENT_ADMIN']);
+    const [type, right] = op.monitoring ? ['monitoring', op.monitoring] as const : ['connectivity', op.connectivity!] as const;
+    for (const other of ['monitoring', 'connectivity'] as const) {
+      const mine = await account(type, [right], true);
+      const foreign = await account(other, other === 'monitoring' ? ['READ'] : ['ENVIRONMENT_ADMIN']);
       expect(await mine.call(op, foreign.env)).toEqual({ status: 404, key: 'not_found_error' });
+    }
+  });
+});
+
+describe('operations of the account itself', () => {
+  it.each(accountOps.map((op) => [`${op.method} ${op.url}`, op] as const))('%s answers an account without rights, in either environment type', async (_name, op) => {
+    for (const type of ['monitoring', 'connectivity'] as const) {
+      const r = await (await account(type, [], true)).call(op);
+      expect({ type, status: r.status, key: r.key }).toEqual({ type, status: op.answer[0], key: op.answer[1] });
     }
   });
 });

@@ -90,6 +90,17 @@ describe('pin thresholds', () => {
     expect(ok(await c.request<{ thresholds: unknown[] }>('GET', `/graph/pin/${d.pinHashId}`)).thresholds).toEqual([]);
   });
 
+  it('are set the same at SDK 17\'s path (graph setThreshold, POST /graph/thresholds), one item or an array', async () => {
+    const d = await linkedDevice(ctx, service, RIGHTS);
+    const c = d.customer;
+    const set = ok(await c.request<{ hashId: string }>('POST', '/graph/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }));
+    const shown = [{ value: { hashId: set.hashId, pinHashId: d.pinHashId, ...LIMITS }, quantity: expect.objectContaining({ hashId: d.quantityHashId }) }];
+    expect(ok(await c.request<{ thresholds: unknown[] }>('GET', `/graph/pin/${d.pinHashId}`)).thresholds).toEqual(shown);
+    expect(ok(await c.request('POST', '/graph/thresholds', [{ pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: null }]))).toEqual({ hashId: [null] });
+    expect(ok(await c.request<{ thresholds: unknown[] }>('GET', `/graph/pin/${d.pinHashId}`)).thresholds).toEqual([]);
+    expectParameterError(await c.request('POST', '/graph/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: { ...LIMITS, low: pair(85) } }), 'thresholds.high');
+  });
+
   it('isolates tenants: another customer can neither set thresholds on the pin nor use the supplier\'s quantity', async () => {
     const d = await linkedDevice(ctx, service, RIGHTS);
     const other = await linkedDevice(ctx, service, RIGHTS);

@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
-import { HashId } from '../../http/schemas.ts';
+import { HashId, HashIdParams } from '../../http/schemas.ts';
 import { readRights } from '../graph-schemas.ts';
 import { getPanel, getPanels, MAX_MANUAL_CHARTS, MAX_PANEL_PINS, MAX_SERIES_PER_CHART, panelTarget, updatePanel, updatePanels, type PanelsQuery, type PanelsUpdate, type PanelUpdate } from './panels.ts';
+import { MAX_OBSERVATIONS, observationsOf } from './observations.ts';
 import { chartSeries, MAX_BUCKETS, MAX_BUCKETS_HIGH_RESOLUTION, type SeriesQuery } from './series.ts';
 
 // the SDK's right for changing a chart panel (update-panel.ts, update-panels.ts)
@@ -18,6 +19,7 @@ const SeriesQuerySchema = Type.Object({
   series: Type.Optional(Type.Array(Type.Object({ pinHashId: HashId, quantityHashId: HashId }, { additionalProperties: false }), { maxItems: 40 })),
   highResolution: Type.Optional(Type.Boolean()),
 });
+const RangeQuery = Type.Object({ from: DateText, to: DateText });
 const PanelQuery = Type.Object({
   pinGroupHashId: Type.Optional(HashId),
   gridHashId: Type.Optional(HashId),
@@ -71,6 +73,17 @@ export async function chartRoutes(app: FastifyInstance, ctx: AppContext): Promis
     config: { rights: readRights },
     schema: { tags, summary: 'chart series', description: SERIES_DESCRIPTION, querystring: SeriesQuerySchema },
   }, async (request) => chartSeries(ctx.db.read, request.account.environment.id, request.query as SeriesQuery));
+
+  // SDK 17's plotting routes (18.3.1 dropped them for chart series)
+  const observations = `Up to ${MAX_OBSERVATIONS} measurements in [from, to) with their quantities, by generatedAt; with more in the range, each series' lowest and highest per equal time bucket (moreMeasurementsAvailable). lowerbound and upperbound: the first and last generatedAt in the range.`;
+  app.get('/graph/pin/:hashId/measurements', {
+    config: { rights: readRights },
+    schema: { tags: ['graph'], summary: 'graph getPinMeasurements', description: `The pin's measurements. ${observations}`, params: HashIdParams, querystring: RangeQuery },
+  }, async (request) => observationsOf(ctx.db.read, request.account.environment.id, { pinHashId: (request.params as { hashId: string }).hashId }, request.query as { from: string; to: string }));
+  app.get('/graph/edge/:hashId/measurements', {
+    config: { rights: readRights },
+    schema: { tags: ['graph'], summary: 'graph getEdgeMeasurements', description: `The measurements of the pins on the edge. ${observations}`, params: HashIdParams, querystring: RangeQuery },
+  }, async (request) => observationsOf(ctx.db.read, request.account.environment.id, { edgeHashId: (request.params as { hashId: string }).hashId }, request.query as { from: string; to: string }));
 
   app.get('/chart/panel', {
     config: { rights: readRights },

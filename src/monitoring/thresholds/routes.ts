@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { FindQuery, HashId, ValuePair } from '../../http/schemas.ts';
@@ -22,24 +22,28 @@ const ThresholdFind = Type.Object({
 });
 
 const tags = ['measurement-threshold'];
+const SET_DESCRIPTION = `Sets the limits of a quantity on a pin (one item or an array of 1 to ${MAX_ITEMS}; all or nothing); thresholds null removes them, and the quantity's default thresholds apply again. `
+  + 'A measurement below low or above high opens a level 1 (serious) issue on the pin group, below criticallyLow or above criticallyHigh a level 2 (critical) one; a value on a limit is inside it. '
+  + 'The limits must not decrease from criticallyLow to criticallyHigh. The quantity is the environment\'s own or one of a supplier whose device it claimed.';
 
-/** Pin thresholds ("issue triggers"): measurement-threshold set and find. */
+/** Pin thresholds ("issue triggers"): measurement-threshold set and find, and SDK 17's graph setThreshold. */
 export async function thresholdRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  app.post('/measurement-threshold/thresholds', {
-    config: { rights: thresholdRights },
-    schema: {
-      tags, summary: 'measurement-threshold set', body: SetBody,
-      description: `Sets the limits of a quantity on a pin (one item or an array of 1 to ${MAX_ITEMS}; all or nothing); thresholds null removes them, and the quantity's default thresholds apply again. `
-        + 'A measurement below low or above high opens a level 1 (serious) issue on the pin group, below criticallyLow or above criticallyHigh a level 2 (critical) one; a value on a limit is inside it. '
-        + 'The limits must not decrease from criticallyLow to criticallyHigh. The quantity is the environment\'s own or one of a supplier whose device it claimed.',
-    },
-  }, async (request) => {
+  const set = async (request: FastifyRequest) => {
     const body = request.body as ThresholdSet | ThresholdSet[];
     const many = Array.isArray(body);
     if (many && (body.length < 1 || body.length > MAX_ITEMS)) throw new ParameterError(`body must be an array of 1 to ${MAX_ITEMS} items, got ${body.length}`);
     const hashIds = await setThresholds(ctx.db, request.account.environment.id, many ? body : [body], (i) => (many ? `[${i}].` : ''));
     return { hashId: many ? hashIds : hashIds[0] };
-  });
+  };
+  app.post('/measurement-threshold/thresholds', {
+    config: { rights: thresholdRights },
+    schema: { tags, summary: 'measurement-threshold set', body: SetBody, description: SET_DESCRIPTION },
+  }, set);
+  // SDK 17's graph setThreshold: the same operation, under 18.3.1's right (17 asked ISSUES for it)
+  app.post('/graph/thresholds', {
+    config: { rights: thresholdRights },
+    schema: { tags: ['graph'], summary: 'graph setThreshold', body: SetBody, description: `measurement-threshold set at SDK 17's path. ${SET_DESCRIPTION}` },
+  }, set);
   app.get('/measurement-threshold/', {
     config: { rights: thresholdRights },
     schema: { tags, summary: 'measurement-threshold find', querystring: ThresholdFind, description: 'Pins\' own thresholds (type port) and the environment\'s quantity default thresholds (type quantity, location null). sortBy quantityName (default) or pinGroupName.' },
