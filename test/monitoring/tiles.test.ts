@@ -256,6 +256,17 @@ describe('cached map tiles', () => {
     }
   });
 
+  it("leaves the tile version out of the environment's audit log, where the write that changed it shows", async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const pg = await addPinGroup(c, 'logged', { geometry: { type: 'Point', coordinates: [4.92, 52.31] } });
+    const { rows } = await api.ctx.db.query<{ object_type: string }>(
+      'SELECT object_type FROM audit_log WHERE environment_id = (SELECT id FROM environment WHERE hash_id = $1) AND object_hash_id = $2', [c.environmentHashId, pg.hashId]);
+    expect(rows.map((r) => r.object_type)).toContain('pinGroup');
+    const { rows: versions } = await api.ctx.db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM audit_log WHERE environment_id = (SELECT id FROM environment WHERE hash_id = $1) AND object_type = 'tileVersion'", [c.environmentHashId]);
+    expect(versions[0].n).toBe(0);
+  });
+
   it("answers each environment's tile from its own rendering, never another environment's at the same place", async () => {
     const mine = await api.login('monitoring', RIGHTS);
     const theirs = await api.login('monitoring', RIGHTS);
