@@ -54,7 +54,7 @@ export class TileCache {
     return render;
   }
 
-  /** bytes held (tiles only), for tests and metrics */
+  /** bytes of tiles held */
   get size(): number { return this.bytes; }
 
   private keep(environmentId: number, version: string, key: string, tile: Buffer): void {
