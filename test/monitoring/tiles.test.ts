@@ -248,8 +248,17 @@ describe('cached map tiles', () => {
       expect((await c.request('POST', `/issue/${issue.body.hashId}`, { closed: true })).status).toBe(204);
       for (const node of [other, api]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([['pump station', 0]]);
 
+      const pipe = await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[4.929, 52.33], [4.931, 52.33]] }, fields: { id: 'main' }, nodeHashIds: [null, null] });
+      expect(pipe.status).toBe(200);
+      for (const node of [other, api]) expect(features(await tileOn(node, c, z, x, y), 'edges').map((f) => f.properties.name)).toEqual(['main']);
+
       // moved out of the tile
       expect((await c.request('POST', `/graph/pin-group/${pg.hashId}`, { geometry: { type: 'Point', coordinates: [4.5, 52.1] } })).status).toBe(200);
+      for (const node of [api, other]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([]);
+
+      const gone = await addPinGroup(c, 'kiosk', { geometry: { type: 'Point', coordinates: [4.9301, 52.3301] } });
+      for (const node of [other, api]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([['kiosk', 0]]);
+      expect((await c.request('DELETE', `/graph/pin-group/${gone.hashId}`)).status).toBe(204);
       for (const node of [api, other]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([]);
     } finally {
       await other.close();
