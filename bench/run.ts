@@ -17,7 +17,7 @@
 // --analytics on|off --analytics-timeout-ms 10000 (a broad analytics query, mean per day per pin for a year, over the same --measurement-rows table; bench/analytics.ts)
 // --thresholds on|off --threshold-devices 100 (the report path of linked devices under pin thresholds with THRESHOLD_EVALUATION off and on, and the store step alone; bench/thresholds.ts)
 // --notifications on|off --mails 2000 (mail throughput from the queue to a local SMTP server, and the supplier-alert bookkeeping per failed run; bench/notifications.ts)
-// --tiles on|off --tile-pin-groups 100000 (map tiles at zoom 15, 14 and 12 over a city of that many pin groups; bench/tiles.ts)
+// --tiles on|off --tile-pin-groups 100000 (map tiles at zoom 15, 14 and 12 over a city of that many pin groups, cold after a change and warm from the cache; bench/tiles.ts)
 // --cid on|off --cid-clients 20 (CPU of a DTLS record, and of a whole CoAP report, forwarded between two nodes of a CID-routed cluster against a local one; bench/cid-routing.ts)
 // --exports on|off (every measurement of the same --measurement-rows table exported to CSV: time and peak memory; bench/exports.ts)
 // --audit on|off --audit-writes 200 (the same API write with the audit log on and off, alternating rounds; bench/audit.ts)

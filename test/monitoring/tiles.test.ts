@@ -3,6 +3,8 @@ import { PbfReader } from 'pbf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { expectParameterError } from '../connectivity/fixtures.ts';
+import { TileCache } from '../../src/monitoring/tiles/cache.ts';
+import { renderTile } from '../../src/monitoring/tiles/store.ts';
 import { addPinGroup } from './fixtures.ts';
 
 // Map tiles (graph/tiles/:z/:x/:y) read back with @mapbox/vector-tile: positions, properties, clipping, clustering, rights, tenants.
@@ -212,5 +214,128 @@ describe('map tiles', () => {
     expectParameterError(await body(2, 'a', 0), 'x');
     expectParameterError(await body(2, 0, 0, `?${Array.from({ length: 31 }, (_, i) => `mapLayers=l${i}`).join('&')}`), 'mapLayers');
     expect((await tile(c, 0, 0, 0)).status).toBe(200);
+  });
+});
+
+describe('cached map tiles', () => {
+  const tileOn = async (node: TestApi, c: ApiClient, z: number, x: number, y: number) => {
+    const r = await node.app.inject({
+      method: 'GET', url: `/graph/tiles/${z}/${x}/${y}`,
+      headers: { 'api-version': '8', 'environment-hash-id': c.environmentHashId, authorization: `Bearer ${c.token}` },
+    });
+    expect(r.statusCode).toBe(200);
+    return new VectorTile(new PbfReader(r.rawPayload));
+  };
+  const shown = (t: VectorTile) => features(t, 'pinGroups').map((f) => [f.properties.name, f.properties.level]);
+
+  it('shows each write in the next tile, on every node, after the same tile was answered before it', async () => {
+    // a second node of the fleet: its own process memory, the same database
+    const other = await startTestApi(api.ctx);
+    try {
+      const c = await api.login('monitoring', RIGHTS);
+      const pg = await addPinGroup(c, 'pump', { geometry: { type: 'Point', coordinates: [4.93, 52.33] } });
+      const { z, x, y } = locate(4.93, 52.33, 15);
+      for (const node of [api, other]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([['pump', 0]]);
+
+      const rename = await c.request('POST', `/graph/pin-group/${pg.hashId}`, { fields: { id: 'pump station' } });
+      expect(rename.status, JSON.stringify(rename.body)).toBe(200);
+      for (const node of [other, api]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([['pump station', 0]]);
+
+      const issue = await c.request<{ hashId: string }>('POST', '/issue/', { pinGroupHashId: pg.hashId, title: 'Leak', level: 2, comment: '' });
+      expect(issue.status).toBe(200);
+      for (const node of [api, other]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([['pump station', 2]]);
+
+      expect((await c.request('POST', `/issue/${issue.body.hashId}`, { closed: true })).status).toBe(204);
+      for (const node of [other, api]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([['pump station', 0]]);
+
+      const pipe = await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[4.929, 52.33], [4.931, 52.33]] }, fields: { id: 'main' }, nodeHashIds: [null, null] });
+      expect(pipe.status).toBe(200);
+      for (const node of [other, api]) expect(features(await tileOn(node, c, z, x, y), 'edges').map((f) => f.properties.name)).toEqual(['main']);
+
+      // moved out of the tile
+      expect((await c.request('POST', `/graph/pin-group/${pg.hashId}`, { geometry: { type: 'Point', coordinates: [4.5, 52.1] } })).status).toBe(200);
+      for (const node of [api, other]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([]);
+
+      const gone = await addPinGroup(c, 'kiosk', { geometry: { type: 'Point', coordinates: [4.9301, 52.3301] } });
+      for (const node of [other, api]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([['kiosk', 0]]);
+      expect((await c.request('DELETE', `/graph/pin-group/${gone.hashId}`)).status).toBe(204);
+      for (const node of [api, other]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([]);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("leaves the tile version out of the environment's audit log, where the write that changed it shows", async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const pg = await addPinGroup(c, 'logged', { geometry: { type: 'Point', coordinates: [4.92, 52.31] } });
+    const { rows } = await api.ctx.db.query<{ object_type: string }>(
+      'SELECT object_type FROM audit_log WHERE environment_id = (SELECT id FROM environment WHERE hash_id = $1) AND object_hash_id = $2', [c.environmentHashId, pg.hashId]);
+    expect(rows.map((r) => r.object_type)).toContain('pinGroup');
+    const { rows: versions } = await api.ctx.db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM audit_log WHERE environment_id = (SELECT id FROM environment WHERE hash_id = $1) AND object_type = 'tileVersion'", [c.environmentHashId]);
+    expect(versions[0].n).toBe(0);
+  });
+
+  it("answers each environment's tile from its own rendering, never another environment's at the same place", async () => {
+    const mine = await api.login('monitoring', RIGHTS);
+    const theirs = await api.login('monitoring', RIGHTS);
+    await addPinGroup(mine, 'my valve', { geometry: { type: 'Point', coordinates: [4.96, 52.34] } });
+    await addPinGroup(theirs, 'their valve', { geometry: { type: 'Point', coordinates: [4.96, 52.34] } });
+    // as two environments whose graphs were written before tiles had versions (migration 058): the same, first, version
+    await api.ctx.db.query('DELETE FROM tile_version WHERE environment_id IN (SELECT id FROM environment WHERE hash_id = ANY($1))', [[mine.environmentHashId, theirs.environmentHashId]]);
+    const { z, x, y } = locate(4.96, 52.34, 15);
+    for (let round = 0; round < 2; round++) {
+      expect(shown(await tileOn(api, mine, z, x, y))).toEqual([['my valve', 0]]);
+      expect(shown(await tileOn(api, theirs, z, x, y))).toEqual([['their valve', 0]]);
+    }
+  });
+
+  it('answers the same tile from the cache as rendered afresh, clustered and one by one', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const { rows: [{ id }] } = await api.ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
+    await api.ctx.db.query(
+      `INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, geometry, map_layer)
+       SELECT 'same' || $1::text || '_' || i, $1::bigint, 'p' || i, 'cp-pole', jsonb_build_object('type', 'Point', 'coordinates', jsonb_build_array(4.85 + (i % 60) * 0.0003, 52.38 + (i / 60) * 0.0002)), 'default'
+         FROM generate_series(0, 2999) i`, [id]);
+    expect((await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[4.85, 52.38], [4.86, 52.385]] }, fields: { id: 'pipe' }, nodeHashIds: [null, null] })).status).toBe(200);
+    for (const [z, lon, lat] of [[11, 4.85, 52.38], [16, 4.855, 52.383]]) {
+      const { x, y } = locate(lon, lat, z);
+      const first = await tile(c, z, x, y);
+      const again = await tile(c, z, x, y);
+      const afresh = await renderTile(api.ctx.db, id, { z, x, y }, ['default']);
+      expect(Buffer.from(again.raw)).toEqual(Buffer.from(first.raw));
+      expect(Buffer.from(again.raw)).toEqual(afresh);
+      const decode = (raw: Buffer) => {
+        const t = new VectorTile(new PbfReader(raw));
+        return ['pinGroups', 'edges'].map((l) => features(t, l).map((f) => [f.properties, points(f)]));
+      };
+      expect(decode(again.raw)).toEqual(decode(afresh));
+      expect(decode(afresh)[0].some(([properties]) => (properties as { cluster?: boolean }).cluster === true)).toBe(z === 11);
+    }
+  });
+});
+
+describe('the cache of rendered tiles', () => {
+  it("holds no more bytes than its bound, and drops an environment's tiles once its graph has changed", async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const pg = await addPinGroup(c, 'hydrant', { geometry: { type: 'Point', coordinates: [4.91, 52.35] } });
+    const { rows: [{ id }] } = await api.ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
+    const zooms = [10, 11, 12, 13, 14, 15, 16, 17, 18];
+    const render = (cache: TileCache, z: number) => cache.tile(api.ctx.db, id, locate(4.91, 52.35, z), ['default']);
+
+    const small = new TileCache(300);
+    const sizes = [];
+    for (const z of zooms) sizes.push((await render(small, z)).length);
+    expect(Math.min(...sizes)).toBeGreaterThan(0);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBeGreaterThan(300);
+    expect(small.size).toBeGreaterThan(0);
+    expect(small.size).toBeLessThanOrEqual(300);
+
+    const large = new TileCache();
+    for (const z of zooms) await render(large, z);
+    expect(large.size).toBe(sizes.reduce((a, b) => a + b, 0));
+    expect((await c.request('POST', `/graph/pin-group/${pg.hashId}`, { fields: { id: 'fire hydrant' } })).status).toBe(200);
+    const fresh = await render(large, 15);
+    expect(large.size).toBe(fresh.length);
   });
 });

@@ -32,7 +32,8 @@ class ProtoWriter {
 
   private reserve(n: number): void {
     if (this.length + n <= this.buf.length) return;
-    const next = Buffer.alloc(Math.max(this.buf.length * 2, this.length + n));
+    // unfilled: every byte up to length is written before finish() hands it out
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + n));
     this.buf.copy(next, 0, 0, this.length);
     this.buf = next;
   }
@@ -58,7 +59,14 @@ class ProtoWriter {
     this.length += data.length;
   }
 
-  string(field: number, text: string): void { this.bytes(field, Buffer.from(text, 'utf8')); }
+  string(field: number, text: string): void {
+    // written in place: no Buffer per name and hashId of a tile's thousands of features
+    const size = Buffer.byteLength(text, 'utf8');
+    this.tag(field, 2);
+    this.varint(size);
+    this.reserve(size);
+    this.length += this.buf.write(text, this.length, 'utf8');
+  }
 
   uint(field: number, value: number): void {
     this.tag(field, 0);
@@ -139,24 +147,35 @@ function writeLayer(layer: TileLayer, extent: number): Buffer {
   w.uint(15, 2);
   w.string(1, layer.name);
   const keys = new Map<string, number>();
-  const values = new Map<string, number>();
+  // one index per value and type: 1 and '1' are two values
+  const indexes = { string: new Map<TileValue, number>(), number: new Map<TileValue, number>(), boolean: new Map<TileValue, number>() };
   const valueList: TileValue[] = [];
+  // one feature's bytes at a time, copied into the layer: the scratch writer is reused
+  const f = new ProtoWriter(1024);
+  const tags: number[] = [];
   for (const feature of layer.features) {
     const geometry = geometryCommands(feature);
     if (!geometry) continue;
-    const tags: number[] = [];
-    for (const [key, value] of Object.entries(feature.properties)) {
+    tags.length = 0;
+    for (const key in feature.properties) {
+      const value = feature.properties[key];
       // a vector tile has no null: an absent property is one not written
       if (value === null || value === undefined) continue;
-      if (!keys.has(key)) keys.set(key, keys.size);
-      const valueKey = `${typeof value}:${String(value)}`;
-      if (!values.has(valueKey)) {
-        values.set(valueKey, valueList.length);
+      let keyIndex = keys.get(key);
+      if (keyIndex === undefined) {
+        keyIndex = keys.size;
+        keys.set(key, keyIndex);
+      }
+      const index = indexes[typeof value as 'string' | 'number' | 'boolean'];
+      let valueIndex = index.get(value);
+      if (valueIndex === undefined) {
+        valueIndex = valueList.length;
+        index.set(value, valueIndex);
         valueList.push(value);
       }
-      tags.push(keys.get(key)!, values.get(valueKey)!);
+      tags.push(keyIndex, valueIndex);
     }
-    const f = new ProtoWriter();
+    f.length = 0;
     if (tags.length > 0) f.packed(2, tags);
     f.uint(3, feature.type === 'point' ? GEOM_POINT : GEOM_LINESTRING);
     f.packed(4, geometry);

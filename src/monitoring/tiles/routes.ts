@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { readRights } from '../graph-schemas.ts';
-import { renderTile } from './store.ts';
+import { TileCache } from './cache.ts';
 
 /** zoom levels a map asks for; past 24 a tile is under a centimetre wide */
 const MAX_ZOOM = 24;
@@ -17,8 +17,9 @@ const TileQuery = Type.Object({
   mapLayers: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 30 })),
 });
 
-/** The SDK's graph getTile: a Mapbox Vector Tile of the environment's pin groups, edges and nodes (src/monitoring/tiles/store.ts). */
+/** The SDK's graph getTile: a Mapbox Vector Tile of the environment's pin groups, edges and nodes (src/monitoring/tiles/store.ts), from the process's cache of rendered tiles while the environment is unchanged (cache.ts). */
 export async function tileRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const cache = new TileCache();
   app.get('/graph/tiles/:z/:x/:y', {
     config: { rights: readRights },
     schema: {
@@ -32,7 +33,7 @@ export async function tileRoutes(app: FastifyInstance, ctx: AppContext): Promise
     if (x >= 2 ** z) throw new ParameterError(`x must be below ${2 ** z} at zoom ${z}`);
     if (y >= 2 ** z) throw new ParameterError(`y must be below ${2 ** z} at zoom ${z}`);
     const mapLayers = (request.query as { mapLayers?: string[] }).mapLayers ?? ['default'];
-    const tile = await renderTile(ctx.db, request.account.environment.id, { z, x, y }, mapLayers);
+    const tile = await cache.tile(ctx.db, request.account.environment.id, { z, x, y }, mapLayers);
     reply.header('content-type', 'application/vnd.mapbox-vector-tile');
     return reply.send(tile);
   });
