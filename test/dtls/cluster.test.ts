@@ -45,7 +45,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-type NodeOptions = Pick<DtlsClusterOptions, 'takeOverSession' | 'batchBytes'>;
+type NodeOptions = Pick<DtlsClusterOptions, 'takeOverSession' | 'batchBytes' | 'batchWindowMs'>;
 
 async function startNode(deployment: string, opts: NodeOptions = {}): Promise<Node> {
   const srv = await startEchoServer();
@@ -286,6 +286,23 @@ describe('CID-routed DTLS cluster', () => {
     expect(a.srv.data).toEqual(sent);
     expect(b.cluster.sent).toEqual({ datagrams: 3, messages: 3 });
     expect(a.cluster.sent).toEqual({ datagrams: 3, messages: 3 });
+  });
+
+  it('under load a batch waits the window for the records of later turns; a record after a quiet spell leaves at the end of its turn', async () => {
+    const [a, b] = await twoNodes({}, { batchWindowMs: 300 });
+    const c = await deviceOn(a);
+    await c.moveTo(b.srv.port);
+    await new Promise((r) => setTimeout(r, 400)); // quiet: longer than the window since b last sent
+    c.send('first');
+    await c.waitForData((s) => s === 'echo:first');
+    expect(b.cluster.sent).toEqual({ datagrams: 1, messages: 1 });
+    // within the window after that datagram: these wait for each other, though they come in separate turns
+    c.send('second');
+    await new Promise((r) => setTimeout(r, 20));
+    c.send('third');
+    await until(async () => c.received.length, (n) => n === 3, 'three echoes', 3000);
+    expect(a.srv.data).toEqual(['first', 'second', 'third']);
+    expect(b.cluster.sent).toEqual({ datagrams: 2, messages: 3 });
   });
 
   it('the node directory logs a Redis outage as one line when it begins and one when it ends, and keeps the nodes it knew', async () => {

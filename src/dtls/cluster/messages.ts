@@ -10,9 +10,9 @@
  * HMAC-SHA256 of everything before it, with a key derived from SECRET_KEY), each message: kind (1) ‖ port (2) ‖
  * address length (1) ‖ address (ASCII) ‖ datagram length (2) ‖ datagram.
  *
- * A node coalesces the messages bound for one peer within one turn of its event loop into one datagram of at most
- * `batchBytes` (a message too large for that goes alone): one send, one receive and one tag for the lot, the price of
- * forwarding being those per-datagram costs (docs/fleet.md#cid-routing).
+ * A node coalesces the messages bound for one peer within one turn of its event loop (under load, within a window of
+ * `batchWindowMs`) into one datagram of at most `batchBytes` (a message too large for that goes alone): one send, one
+ * receive and one tag for the lot, the price of forwarding being those per-datagram costs (docs/fleet.md#cid-routing).
  *
  * The tag is what lets a node act on an address it did not see itself: without the key nobody can make a node
  * process a device's record as coming from a forged address, or make it send a datagram anywhere. A datagram is taken
@@ -34,6 +34,8 @@ const MESSAGE_FIXED = 6;
 export const MAX_AGE_MS = 30_000;
 /** Under a common path MTU (1,500 less the IPv6 and UDP headers, with room to spare): no IP fragmentation. */
 export const DEFAULT_BATCH_BYTES = 1400;
+/** How long a batch waits for more under load: Node's timers count whole milliseconds, so 1 is the least above none. */
+export const DEFAULT_BATCH_WINDOW_MS = 1;
 
 export const MessageKind = { forward: 1, answer: 2 } as const;
 export type MessageKind = (typeof MessageKind)[keyof typeof MessageKind];

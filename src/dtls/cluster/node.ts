@@ -16,7 +16,7 @@ import type { Redis } from '../../app/redis.ts';
 import type { CidRouter, DtlsServer } from '../server.ts';
 import type { Relay } from '../session.ts';
 import { cidNode, nodeCid, recordCid } from './cid.ts';
-import { Batch, batchBytes, DEFAULT_BATCH_BYTES, MessageKind, messageBytes, openMessages } from './messages.ts';
+import { Batch, batchBytes, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WINDOW_MS, MessageKind, messageBytes, openMessages } from './messages.ts';
 import type { MessageVisitor } from './messages.ts';
 import { NodeRegistry } from './registry.ts';
 import type { NodeAddress } from './registry.ts';
@@ -38,6 +38,11 @@ export interface DtlsClusterOptions {
    * (DEFAULT_BATCH_BYTES); a message larger than that goes alone. 0: every message alone, at once.
    */
   batchBytes?: number;
+  /**
+   * Under load (a message within this long after the previous inter-node datagram left), a batch waits this long for
+   * more (DEFAULT_BATCH_WINDOW_MS); otherwise it leaves at the end of the event-loop turn. 0: always at the end of the turn.
+   */
+  batchWindowMs?: number;
   /** what becomes of forwarded and dropped records, for metrics */
   count?: (event: ClusterEvent) => void;
   /**
@@ -68,7 +73,10 @@ export class DtlsClusterNode implements CidRouter {
   /** By peer node id. */
   readonly #outgoing = new Map<number, Outgoing>();
   readonly #batchBytes: number;
-  #flushing: NodeJS.Immediate | null = null;
+  readonly #batchWindowMs: number;
+  #flushing: NodeJS.Immediate | NodeJS.Timeout | null = null;
+  /** performance.now() when the batches last left */
+  #flushedAt = -Infinity;
   #closed = false;
   /** Inter-node datagrams and the messages in them this node sent (messages / datagrams: how well they coalesce). */
   readonly sent = { datagrams: 0, messages: 0 };
@@ -78,6 +86,7 @@ export class DtlsClusterNode implements CidRouter {
     this.#dtls = dtls;
     this.socket = socket;
     this.#batchBytes = o.batchBytes ?? DEFAULT_BATCH_BYTES;
+    this.#batchWindowMs = o.batchWindowMs ?? DEFAULT_BATCH_WINDOW_MS;
     this.registry = new NodeRegistry(o.redis, o.log, o.deployment, { address: o.address, port: socket.address().port }, o.leaseMs);
   }
 
@@ -123,7 +132,7 @@ export class DtlsClusterNode implements CidRouter {
 
   /** Gives the node id back and closes the inter-node port (the DTLS server is closed by its owner). */
   async close(): Promise<void> {
-    this.#flush();
+    this.#flush(); // what waits for company goes now (the timer that would have sent it finds nothing)
     this.#closed = true;
     await this.registry.leave();
     await new Promise<void>((resolve) => this.socket.close(() => resolve()));
@@ -155,8 +164,9 @@ export class DtlsClusterNode implements CidRouter {
 
   /**
    * Adds a message to peer `id`'s batch, sent at the end of this event-loop turn (setImmediate: after every datagram
-   * the poll phase read), or at once when the next message would not fit. So under load a datagram carries as many
-   * messages as arrived together, and nothing waits when one comes alone. A message that fits no batch goes alone.
+   * the poll phase read) or, under load (the previous batches left less than the window ago), when the window is over;
+   * at once when the next message would not fit. So under load a datagram carries the messages of a window, and a
+   * message that comes alone waits for nothing. A message that fits no batch goes alone.
    */
   #send(id: number, to: NodeAddress, kind: MessageKind, address: string, port: number, datagram: Buffer, event: ClusterEvent): void {
     if (this.#closed) return; // sessions closing after this node left: their close_notify has no way out
@@ -176,11 +186,15 @@ export class DtlsClusterNode implements CidRouter {
     out.to = to; // the newest address the directory gave (a node that restarted elsewhere)
     out.batch.add(kind, address, port, datagram);
     this.#o.count?.(event);
-    this.#flushing ??= setImmediate(this.#flush);
+    if (this.#flushing) return;
+    this.#flushing = this.#batchWindowMs > 0 && performance.now() - this.#flushedAt < this.#batchWindowMs
+      ? setTimeout(this.#flush, this.#batchWindowMs)
+      : setImmediate(this.#flush);
   }
 
   readonly #flush = (): void => {
     this.#flushing = null;
+    this.#flushedAt = performance.now();
     for (const out of this.#outgoing.values()) this.#flushTo(out);
   };
 
