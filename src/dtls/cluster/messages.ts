@@ -58,7 +58,7 @@ export function messageBytes(address: string, datagram: Buffer): number {
 }
 
 /** The bytes of a datagram holding messages of `bytes` in all. */
-export function batchBytes(bytes: number): number {
+export function datagramBytes(bytes: number): number {
   return HEADER + bytes + TAG;
 }
 
@@ -70,12 +70,17 @@ export class Batch {
   /** allocated at the first message (from Node's buffer pool below 4 KiB) */
   #b: Buffer | null = null;
   #end = HEADER;
-  count = 0;
+  #count = 0;
 
   readonly capacity: number;
 
   constructor(capacity: number) {
     this.capacity = capacity;
+  }
+
+  /** Messages in the batch. */
+  get count(): number {
+    return this.#count;
   }
 
   /** True when a message of `bytes` (messageBytes) still fits. */
@@ -95,7 +100,7 @@ export class Batch {
     b.writeUInt16BE(datagram.length, at);
     datagram.copy(b, at + 2);
     this.#end = at + 2 + datagram.length;
-    this.count++;
+    this.#count++;
   }
 
   /** The sealed datagram (of at least one message) from node `node`; the batch is empty again. */
@@ -108,14 +113,14 @@ export class Batch {
     tag(key, b.subarray(0, bodyEnd)).copy(b, bodyEnd);
     this.#b = null; // the sealed one is the socket's until it is sent
     this.#end = HEADER;
-    this.count = 0;
+    this.#count = 0;
     return b.subarray(0, bodyEnd + TAG);
   }
 }
 
 /** One datagram carrying `messages` from node `node` (as Batch does, sized to fit them). */
 export function sealMessages(key: KeyObject, node: number, messages: readonly ClusterMessage[], now = Date.now()): Buffer {
-  const batch = new Batch(batchBytes(messages.reduce((n, m) => n + messageBytes(m.address, m.datagram), 0)));
+  const batch = new Batch(datagramBytes(messages.reduce((n, m) => n + messageBytes(m.address, m.datagram), 0)));
   for (const m of messages) batch.add(m.kind, m.address, m.port, m.datagram);
   return batch.seal(key, node, now);
 }

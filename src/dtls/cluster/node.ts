@@ -16,7 +16,7 @@ import type { Redis } from '../../app/redis.ts';
 import type { CidRouter, DtlsServer } from '../server.ts';
 import type { Relay } from '../session.ts';
 import { cidNode, nodeCid, recordCid } from './cid.ts';
-import { Batch, batchBytes, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WINDOW_MS, MessageKind, messageBytes, openMessages } from './messages.ts';
+import { Batch, datagramBytes, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WINDOW_MS, MessageKind, messageBytes, openMessages } from './messages.ts';
 import type { MessageVisitor } from './messages.ts';
 import { NodeRegistry } from './registry.ts';
 import type { NodeAddress } from './registry.ts';
@@ -176,7 +176,7 @@ export class DtlsClusterNode implements CidRouter {
     if (!out.batch.fits(bytes)) {
       this.#flushTo(out);
       if (!out.batch.fits(bytes)) {
-        const alone = new Batch(batchBytes(bytes));
+        const alone = new Batch(datagramBytes(bytes));
         alone.add(kind, address, port, datagram);
         this.#flushTo({ batch: alone, to });
         this.#o.count?.(event);
