@@ -1,6 +1,7 @@
 // One gateway node of a CID-routed cluster for bench/cid-routing.ts: our DTLS server (one PSK for every identity)
 // answering each application record with its content, as one node of the cluster (src/dtls/cluster/) on the real
-// Redis. Tells its parent { ready: { port, nodeId } } once it listens and knows the other nodes.
+// Redis. Tells its parent { ready: { port, nodeId } } once it listens and knows the other nodes; BENCH_BATCH_BYTES is
+// its batchBytes (0: one message per inter-node datagram, as before coalescing); { sent } answers its datagram counts.
 import { createSecretKey } from 'node:crypto';
 import { createLogger } from '../src/app/logger.ts';
 import { Redis } from 'ioredis';
@@ -15,10 +16,11 @@ dtls.on('session', (s: DtlsSession) => s.on('data', (d: Buffer) => s.send(d)));
 await new Promise((r) => dtls.once('listening', r));
 const cluster = await DtlsClusterNode.start({
   redis, log: createLogger('warn'), deployment: process.env.BENCH_DEPLOYMENT!, key: createSecretKey(Buffer.from(process.env.BENCH_CLUSTER_KEY!, 'hex')),
-  address: '127.0.0.1', port: 0, leaseMs: 10_000,
+  address: '127.0.0.1', port: 0, leaseMs: 10_000, ...(process.env.BENCH_BATCH_BYTES ? { batchBytes: Number(process.env.BENCH_BATCH_BYTES) } : {}),
 }, dtls);
 process.send!({ ready: { port: dtls.address().port, nodeId: cluster.nodeId } });
-process.on('message', async (m: { peers?: number; stop?: true }) => {
+process.on('message', async (m: { peers?: number; sent?: true; stop?: true }) => {
+  if (m.sent) process.send!({ sent: cluster.sent });
   if (m.peers) {
     // until this node's directory holds them all (a lookup reads Redis again)
     while (cluster.registry.nodes.size < m.peers) await new Promise((r) => setTimeout(r, 100)).then(() => cluster.registry.lookup(-1));

@@ -3,13 +3,17 @@
 // a Connection ID (test/support/cid-client), each closed loop: one 100-byte record out, its answer back. Local: every
 // device sends to the node that holds its session. Forwarded: every device moved to the other node's port (as behind a
 // balancer after a NAT rebinding): its records go there, on to the owner, and the answers back the same way. CPU is
-// both node processes' (utime + stime from /proc) per answered record; the rounds alternate local and forwarded, so
-// both see the same machine load. `node bench/cid-routing.ts records|reports [clients] [per round] [rounds]`: the DTLS layer
+// both node processes' (utime + stime from /proc) per answered record. Two clusters side by side, the same but for
+// the batch bound: `coalesced` (the default DTLS_CLUSTER_BATCH_BYTES) and `alone` (0: one record per inter-node
+// datagram, the protocol before coalescing); the rounds alternate cluster and local/forwarded, so all four see the
+// same machine load. `node bench/cid-routing.ts records|reports [clients] [per round] [rounds]`: the DTLS layer
 // alone, or whole CoAP reports through the service (cidReportRows). CID_PROF=<dir>: a V8 CPU profile of each node there.
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { generate } from 'coap-packet';
+import { DEFAULT_BATCH_BYTES } from '../src/dtls/cluster/messages.ts';
 import { CidClient } from '../test/support/cid-client/client.ts';
 import { cpuMeter } from './cpu.ts';
 import type { BenchRow } from './dtls.ts';
@@ -37,53 +41,106 @@ async function closedLoop(clients: CidClient[], records: number, payload: (i: nu
 }
 const ECHO_PAYLOAD = randomBytes(100);
 
-/** Moves every client to `port` (a new source port each, as a NAT rebinding), then `rounds` times local and forwarded in turn, measuring `meter`. */
-async function alternate(clients: CidClient[], ports: { local: number; forwarded: number }, rounds: number, run: () => Promise<void>, meter: () => () => Record<string, number>) {
-  const cpu: Record<'local' | 'forwarded', Record<string, number>> = { local: {}, forwarded: {} };
+/** The batch bounds compared: the default, and 0 (every message in a datagram of its own, as before coalescing). */
+const ARMS = { coalesced: String(DEFAULT_BATCH_BYTES), alone: '0' } as const;
+type ArmName = keyof typeof ARMS;
+type Mode = 'local' | 'forwarded';
+
+interface Arm {
+  clients: CidClient[];
+  ports: Record<Mode, number>;
+  /** CPU seconds per group of processes since it was called */
+  meter: () => () => Record<string, number>;
+}
+
+/**
+ * `rounds` times, each arm local then forwarded (every client moved to a new source port before each), running
+ * `run(clients)` and adding up the arm's CPU; returns seconds by arm, mode and group, and the load averages seen.
+ */
+async function alternate(arms: Record<ArmName, Arm>, rounds: number, run: (clients: CidClient[]) => Promise<void>) {
+  const cpu = { coalesced: { local: {}, forwarded: {} }, alone: { local: {}, forwarded: {} } } as Record<ArmName, Record<Mode, Record<string, number>>>;
+  const load: string[] = [];
   for (let round = 0; round < rounds; round++) {
-    for (const mode of ['local', 'forwarded'] as const) {
-      for (const c of clients) await c.moveTo(ports[mode]);
-      const read = meter();
-      await run();
-      for (const [k, v] of Object.entries(read())) cpu[mode][k] = (cpu[mode][k] ?? 0) + v;
+    for (const name of Object.keys(ARMS) as ArmName[]) {
+      const arm = arms[name];
+      for (const mode of ['local', 'forwarded'] as const) {
+        for (const c of arm.clients) await c.moveTo(arm.ports[mode]);
+        const read = arm.meter();
+        await run(arm.clients);
+        for (const [k, v] of Object.entries(read())) cpu[name][mode][k] = (cpu[name][mode][k] ?? 0) + v;
+      }
     }
+    load.push(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
   }
-  return cpu;
+  return { cpu, load };
 }
 
 const sum = (r: Record<string, number>) => Object.values(r).reduce((a, b) => a + b, 0);
+const percent = (local: number, forwarded: number) => Number((((forwarded - local) / local) * 100).toFixed(1));
+
+/** Messages per inter-node datagram a node sent (forwards from the receiving node, answers from the owner). */
+function perDatagram(sent: { datagrams: number; messages: number }): string {
+  return sent.datagrams ? (sent.messages / sent.datagrams).toFixed(2) : '-';
+}
+
+async function connectClients(n: number, port: number, psk: Buffer, prefix: string): Promise<CidClient[]> {
+  const clients: CidClient[] = [];
+  for (let i = 0; i < n; i++) {
+    const c = new CidClient(port, { identity: `${prefix}${i}`, psk });
+    await c.connect();
+    clients.push(c);
+  }
+  return clients;
+}
 
 export async function cidRoutingRows(opts: { clients: number; records: number; rounds: number }): Promise<BenchRow[]> {
   const psk = randomBytes(16);
-  const env = { BENCH_PSK: psk.toString('hex'), BENCH_DEPLOYMENT: `bench-cid-${randomBytes(4).toString('hex')}`, BENCH_CLUSTER_KEY: randomBytes(32).toString('hex') };
-  const nodes = [await startNode(env), await startNode(env)];
+  const clusters = {} as Record<ArmName, Node[]>;
   const clients: CidClient[] = [];
   try {
-    await Promise.all(nodes.map((n) => new Promise((r) => { n.child.send({ peers: 2 }); n.child.once('message', r); })));
-    const [owner, other] = nodes;
-    for (let i = 0; i < opts.clients; i++) {
-      const c = new CidClient(owner.port, { identity: `bench-${i}`, psk });
-      await c.connect();
-      clients.push(c);
+    const arms = {} as Record<ArmName, Arm>;
+    for (const name of Object.keys(ARMS) as ArmName[]) {
+      const env = { BENCH_PSK: psk.toString('hex'), BENCH_DEPLOYMENT: `bench-cid-${randomBytes(4).toString('hex')}`, BENCH_CLUSTER_KEY: randomBytes(32).toString('hex'), BENCH_BATCH_BYTES: ARMS[name] };
+      const nodes = (clusters[name] = [await startNode(env), await startNode(env)]);
+      await Promise.all(nodes.map((n) => new Promise((r) => { n.child.send({ peers: 2 }); n.child.once('message', r); })));
+      const [owner, other] = nodes;
+      const armClients = await connectClients(opts.clients, owner.port, psk, `bench-${name}-`);
+      clients.push(...armClients);
+      arms[name] = {
+        clients: armClients, ports: { local: owner.port, forwarded: other.port },
+        meter: () => cpuMeter({ owner: (p) => p.pid === owner.child.pid, other: (p) => p.pid === other.child.pid }),
+      };
+      await closedLoop(armClients, 200); // warm-up (JIT), not counted
+      for (const c of armClients) await c.moveTo(other.port);
+      await closedLoop(armClients, 200);
     }
-    const meterNodes = () => cpuMeter({ owner: (p) => p.pid === owner.child.pid, other: (p) => p.pid === other.child.pid });
-    await closedLoop(clients, 200); // warm-up (JIT), not counted
-    for (const c of clients) await c.moveTo(other.port);
-    await closedLoop(clients, 200);
-    const cpu = await alternate(clients, { local: owner.port, forwarded: other.port }, opts.rounds, () => closedLoop(clients, opts.records), meterNodes);
+    const { cpu, load } = await alternate(arms, opts.rounds, (cs) => closedLoop(cs, opts.records));
+    const sent = async (n: Node) => new Promise<{ datagrams: number; messages: number }>((r) => {
+      n.child.send({ sent: true });
+      n.child.once('message', (m: { sent: { datagrams: number; messages: number } }) => r(m.sent));
+    });
     const n = opts.clients * opts.records * opts.rounds;
     const us = (s: number) => Number(((s * 1e6) / n).toFixed(1));
-    const local = us(sum(cpu.local));
-    const forwarded = us(sum(cpu.forwarded));
-    const extra = forwarded - local;
+    const arm = async (name: ArmName) => {
+      const local = us(sum(cpu[name].local));
+      const forwarded = us(sum(cpu[name].forwarded));
+      const [owner, other] = clusters[name];
+      return {
+        local, forwarded, more: percent(local, forwarded),
+        text: `${name}: local ${local} µs per record (owner ${us(cpu[name].local.owner)}), forwarded ${forwarded} µs (receiving node ${us(cpu[name].forwarded.other)}, owner ${us(cpu[name].forwarded.owner)}): +${(forwarded - local).toFixed(1)} µs, +${percent(local, forwarded)} %; records per inter-node datagram ${perDatagram(await sent(other))}, answers ${perDatagram(await sent(owner))}`,
+      };
+    };
+    const coalesced = await arm('coalesced');
+    const alone = await arm('alone');
     return [{
-      name: `DTLS CID routing: CPU per record forwarded between two nodes against a local one (our DTLS server answering each record; ${opts.clients} devices closed loop, ${n.toLocaleString('en')} records each way)`,
-      value: Number(((extra / local) * 100).toFixed(0)), unit: '% more CPU (DTLS layer alone)',
-      detail: `local ${local} µs per record (owner ${us(cpu.local.owner)}); forwarded ${forwarded} µs (receiving node ${us(cpu.forwarded.other)}, owner ${us(cpu.forwarded.owner)}): +${extra.toFixed(1)} µs per record`,
+      name: `DTLS CID routing: CPU per record forwarded between two nodes against a local one (our DTLS server answering each record; ${opts.clients} devices closed loop, ${n.toLocaleString('en')} records each way and cluster)`,
+      value: coalesced.more, unit: '% more CPU (DTLS layer alone)',
+      detail: `${coalesced.text}; ${alone.text}; load average ${load.join(', ')}`,
       target: '< 10 % of a CoAP report\'s CPU (the issue; Californium ~20 %): the extra µs against the CPU per CoAP/DTLS report of docs/speed.md',
     }];
   } finally {
     for (const c of clients) c.close();
+    const nodes = Object.values(clusters).flat();
     for (const n of nodes) n.child.send({ stop: true });
     await Promise.all(nodes.map((n) => (n.child.exitCode === null ? new Promise((r) => n.child.once('exit', r)) : undefined)));
   }
@@ -91,43 +148,64 @@ export async function cidRoutingRows(opts: { clients: number; records: number; r
 
 
 /**
- * The same comparison for whole CoAP reports: the service as two processes (`all`, the owner of every session, and a
- * second `gateway`) in a CID-routed cluster on PostgreSQL and Redis; `clients` devices post a report (Confirmable
- * POST, answered on the ACK) closed loop, to the owner (local) or to the other node (forwarded). CPU of the service's
- * processes per answered report.
+ * The same comparison for whole CoAP reports: the service as two clusters of two processes each (`all`, the owner
+ * of every session, and a second `gateway`; one cluster with DTLS_CLUSTER_BATCH_BYTES 0) on PostgreSQL and Redis;
+ * `clients` devices per cluster post a report (Confirmable POST, answered on the ACK) closed loop, to the owner (local)
+ * or to the other node (forwarded). Each `all` process runs the reports of its own sessions (local handoff), so the
+ * cluster not in use idles. CPU of the cluster's service processes per answered report.
  */
 export async function cidReportRows(opts: { clients: number; reports: number; rounds: number }): Promise<BenchRow[]> {
-  const svc = await startBenchService(['all', 'gateway'], { DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1' }, { processEnv: (i) => ({ COAPS_PORT: String(COAPS_PORT + i), HTTPS_DEVICE_PORT: String(HTTPS_PORT + i) }) });
+  const names = Object.keys(ARMS) as ArmName[];
+  // processes: coalesced all, coalesced gateway, alone all, alone gateway; each its own CoAPS and device HTTPS port
+  const svc = await startBenchService(['all', 'gateway', 'all', 'gateway'], { DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1' }, {
+    processEnv: (i) => ({ COAPS_PORT: String(COAPS_PORT + i), HTTPS_DEVICE_PORT: String(HTTPS_PORT + i), DTLS_CLUSTER_BATCH_BYTES: ARMS[names[i >> 1]] }),
+  });
   const clients: CidClient[] = [];
   try {
-    const p = await provision(svc, opts.clients);
-    for (const d of p.devices) {
-      const c = new CidClient(COAPS_PORT, { identity: d.identity, psk: d.key });
-      await c.connect();
-      clients.push(c);
-    }
+    const p = await provision(svc, opts.clients * names.length);
     let messageId = 0;
     const report = (i: number) => generate({
       confirmable: true, code: 'POST', messageId: ++messageId & 0xffff, token: randomBytes(4),
       options: [{ name: 'Uri-Path', value: Buffer.from('r') }, { name: 'Content-Format', value: Buffer.from([50]) }],
       payload: Buffer.from(JSON.stringify({ v: i % 100, t: Date.now() })),
     });
-    const pids = svc.children.map((c) => c.pid);
-    const meter = () => cpuMeter({
-      service: (q) => pids.includes(q.pid), postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
-    });
-    await closedLoop(clients, 50, report); // warm-up, not counted
-    const cpu = await alternate(clients, { local: COAPS_PORT, forwarded: COAPS_PORT + 1 }, opts.rounds, () => closedLoop(clients, opts.reports, report), meter);
+    const arms = {} as Record<ArmName, Arm>;
+    for (const [k, name] of names.entries()) {
+      const owner = COAPS_PORT + 2 * k;
+      const armClients: CidClient[] = [];
+      for (const d of p.devices.slice(k * opts.clients, (k + 1) * opts.clients)) {
+        const c = new CidClient(owner, { identity: d.identity, psk: d.key });
+        await c.connect();
+        armClients.push(c);
+      }
+      clients.push(...armClients);
+      const pids = svc.children.slice(2 * k, 2 * k + 2).map((c) => c.pid);
+      arms[name] = {
+        clients: armClients, ports: { local: owner, forwarded: owner + 1 },
+        meter: () => cpuMeter({
+          service: (q) => pids.includes(q.pid), postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
+        }),
+      };
+      await closedLoop(armClients, 50, report); // warm-up, not counted
+    }
+    const { cpu, load } = await alternate(arms, opts.rounds, (cs) => closedLoop(cs, opts.reports, report));
     const n = opts.clients * opts.reports * opts.rounds;
     const ms = (s: number) => Number(((s * 1000) / n).toFixed(3));
     // the service's processes only: PostgreSQL and Redis do the same work either way, and on a shared machine their
     // CPU includes every other client's
-    const local = ms(cpu.local.service);
-    const forwarded = ms(cpu.forwarded.service);
+    const arm = (name: ArmName) => {
+      const local = ms(cpu[name].local.service);
+      const forwarded = ms(cpu[name].forwarded.service);
+      return {
+        more: percent(local, forwarded),
+        text: `${name}: service ${local} ms per local report, ${forwarded} ms per forwarded one (+${(forwarded - local).toFixed(3)} ms, +${percent(local, forwarded)} %); with PostgreSQL and Redis (all of this machine's): ${ms(sum(cpu[name].local))} and ${ms(sum(cpu[name].forwarded))} ms`,
+      };
+    };
+    const coalesced = arm('coalesced');
     return [{
-      name: `CoAP/DTLS reports forwarded between two gateway nodes against local ones: CPU of the service's processes per report (${opts.clients} devices with a CID closed loop, ${n.toLocaleString('en')} reports each way)`,
-      value: Number((((forwarded - local) / local) * 100).toFixed(1)), unit: '% more CPU per report',
-      detail: `service ${local} ms per local report, ${forwarded} ms per forwarded one (+${(forwarded - local).toFixed(3)} ms); with PostgreSQL and Redis (all of this machine's): ${ms(sum(cpu.local))} and ${ms(sum(cpu.forwarded))} ms`,
+      name: `CoAP/DTLS reports forwarded between two gateway nodes against local ones: CPU of the service's processes per report (${opts.clients} devices with a CID closed loop, ${n.toLocaleString('en')} reports each way and cluster)`,
+      value: coalesced.more, unit: '% more CPU per report',
+      detail: `${coalesced.text}; ${arm('alone').text}; load average ${load.join(', ')}`,
       target: '< 10 % (the issue; Californium ~20 %)',
     }];
   } finally {

@@ -18,7 +18,7 @@
 // --thresholds on|off --threshold-devices 100 (the report path of linked devices under pin thresholds with THRESHOLD_EVALUATION off and on, and the store step alone; bench/thresholds.ts)
 // --notifications on|off --mails 2000 (mail throughput from the queue to a local SMTP server, and the supplier-alert bookkeeping per failed run; bench/notifications.ts)
 // --tiles on|off --tile-pin-groups 100000 (map tiles at zoom 15, 14 and 12 over a city of that many pin groups, cold after a change and warm from the cache; bench/tiles.ts)
-// --cid on|off --cid-clients 20 (CPU of a DTLS record, and of a whole CoAP report, forwarded between two nodes of a CID-routed cluster against a local one; bench/cid-routing.ts)
+// --cid on|off --cid-clients 20 (CPU of a DTLS record, and of a whole CoAP report, forwarded between two nodes of a CID-routed cluster against a local one, with batches between the nodes and one record per datagram; bench/cid-routing.ts)
 // --exports on|off (every measurement of the same --measurement-rows table exported to CSV: time and peak memory; bench/exports.ts)
 // --audit on|off --audit-writes 200 (the same API write with the audit log on and off, alternating rounds; bench/audit.ts)
 // --redis-cluster on|off (the HTTPS row of 1 process on a Redis Cluster of 3 masters + 3 replicas the bench starts, QUEUE_SHARDS 1 and 3:
@@ -220,7 +220,7 @@ async function main(): Promise<void> {
   if (values.coap !== 'off') dtlsRows.push(...await coapRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), layout: values['coap-layout'], closed: values['coap-closed'] !== 'off', linked: values.linked !== 'off' }));
   if (values.cid !== 'off') {
     dtlsRows.push(...await cidRoutingRows({ clients: Number(values['cid-clients']), records: 500, rounds: 3 }));
-    dtlsRows.push(...await cidReportRows({ clients: Number(values['cid-clients']), reports: 100, rounds: 3 }));
+    dtlsRows.push(...await cidReportRows({ clients: Number(values['cid-clients']), reports: 100, rounds: 5 }));
   }
   if (values.flood !== 'off') dtlsRows.push(...await floodRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), floodRate: Number(values['flood-rate']) }));
   if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off' || values.exports !== 'off') dtlsRows.push(...await measurementTableRows());

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
+import { DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WINDOW_MS } from '../dtls/cluster/messages.ts';
 import { DTLS_DEFAULTS } from '../dtls/limits.ts';
 import type { DtlsLimits } from '../dtls/limits.ts';
 
@@ -38,7 +39,7 @@ export interface Config {
   /** limits of the DTLS server behind COAPS_PORT (defaults: DTLS_DEFAULTS in src/dtls/limits.ts) */
   dtls: DtlsLimits;
   /** the inter-node port of a CID-routed cluster of gateway nodes (src/dtls/cluster/); null: one node, as before */
-  dtlsCluster: { port: number; address: string; leaseMs: number } | null;
+  dtlsCluster: { port: number; address: string; leaseMs: number; batchBytes: number; batchWindowMs: number } | null;
   /** DTLS sessions and the resumption cache kept in Redis (src/dtls/session-store.ts) */
   dtlsKeepSessions: boolean;
   logLevel: string;
@@ -321,6 +322,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
           port: int(env, 'DTLS_CLUSTER_PORT', 0, 0, 65535),
           address: env.DTLS_CLUSTER_ADDRESS || hostAddress(),
           leaseMs: int(env, 'DTLS_CLUSTER_LEASE_MS', 10_000, 300, 3_600_000),
+          batchBytes: int(env, 'DTLS_CLUSTER_BATCH_BYTES', DEFAULT_BATCH_BYTES, 0, 65_507),
+          batchWindowMs: int(env, 'DTLS_CLUSTER_BATCH_WINDOW_MS', DEFAULT_BATCH_WINDOW_MS, 0, 100),
         }
       : null,
     logLevel: env.LOG_LEVEL || 'info',

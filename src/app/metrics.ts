@@ -17,7 +17,7 @@ export const metrics = {
   coapFailures: new Counter({ name: 'gridgate_gateway_coap_failures_total', help: 'CoAP datagrams or answers whose handling threw (the exchange dropped, the listener kept)', labelNames: ['protocol'] }),
   clusterForwarded: new Counter({
     name: 'gridgate_dtls_cluster_forwarded_total',
-    help: 'Datagrams between the gateway nodes of a CID-routed cluster: kind record (a device\'s record for the node its CID names) or answer (that node\'s answer, sent to the device by the node the record came to); direction out (sent) or in (received)',
+    help: 'Records and answers between the gateway nodes of a CID-routed cluster (several to an inter-node datagram under load): kind record (a device\'s record for the node its CID names) or answer (that node\'s answer, sent to the device by the node the record came to); direction out (sent) or in (received)',
     labelNames: ['kind', 'direction'],
   }),
   clusterFailures: new Counter({

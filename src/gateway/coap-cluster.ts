@@ -28,6 +28,8 @@ export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promis
     address: c.address,
     port: c.port,
     leaseMs: c.leaseMs,
+    batchBytes: c.batchBytes,
+    batchWindowMs: c.batchWindowMs,
     // a record of a node that is gone (or of this node before a restart) is carried on from the kept sessions (DTLS_KEEP_SESSIONS)
     takeOverSession: (cid, datagram, from) => dtls.claimKept(cid, datagram, from),
     count: (event) => {

@@ -3,7 +3,7 @@
  * their node directory lives in: the device's records reach the node its CID names through whichever node they
  * arrive at, and the answers leave from that node's socket.
  */
-import { createSecretKey, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -12,7 +12,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/app/logger.ts';
 import { Redis } from 'ioredis';
 import { MAX_NODES } from '../../src/dtls/cluster/cid.ts';
-import { MessageKind, sealMessage } from '../../src/dtls/cluster/messages.ts';
+import { MessageKind, sealMessages } from '../../src/dtls/cluster/messages.ts';
+import type { ClusterMessage } from '../../src/dtls/cluster/messages.ts';
 import { DtlsClusterNode } from '../../src/dtls/cluster/node.ts';
 import { NodeRegistry } from '../../src/dtls/cluster/registry.ts';
 import type { ClusterEvent, DtlsClusterOptions } from '../../src/dtls/cluster/node.ts';
@@ -44,19 +45,21 @@ afterAll(async () => {
   await redis.quit();
 });
 
-async function startNode(deployment: string, takeOverSession?: DtlsClusterOptions['takeOverSession']): Promise<Node> {
+type NodeOptions = Pick<DtlsClusterOptions, 'takeOverSession' | 'batchBytes' | 'batchWindowMs'>;
+
+async function startNode(deployment: string, opts: NodeOptions = {}): Promise<Node> {
   const srv = await startEchoServer();
   open.push(srv.server);
   const events: ClusterEvent[] = [];
-  const cluster = await DtlsClusterNode.start({ redis, log, deployment, key, address: '127.0.0.1', port: 0, leaseMs: 3000, count: (e) => events.push(e), ...(takeOverSession ? { takeOverSession } : {}) }, srv.server);
+  const cluster = await DtlsClusterNode.start({ redis, log, deployment, key, address: '127.0.0.1', port: 0, leaseMs: 3000, count: (e) => events.push(e), ...opts }, srv.server);
   open.push(cluster);
   return { deployment, srv, cluster, events };
 }
 
-async function twoNodes(takeOverSession?: DtlsClusterOptions['takeOverSession']): Promise<[Node, Node]> {
+async function twoNodes(optsA: NodeOptions = {}, optsB: NodeOptions = {}): Promise<[Node, Node]> {
   const deployment = `cid-test-${randomBytes(4).toString('hex')}`;
-  const a = await startNode(deployment, takeOverSession);
-  const b = await startNode(deployment);
+  const a = await startNode(deployment, optsA);
+  const b = await startNode(deployment, optsB);
   await until(async () => a.cluster.registry.lookup(b.cluster.nodeId), (p) => p !== undefined, 'node a to know node b', 2000);
   return [a, b];
 }
@@ -70,6 +73,18 @@ async function deviceOn(node: Node): Promise<CidClient> {
 }
 
 const count = (events: ClusterEvent[], e: ClusterEvent) => events.filter((x) => x === e).length;
+
+/** Sends `datagram` to node `to`'s cluster port from a socket of the test's own (as a node, or an attacker, would). */
+async function toClusterPort(to: Node, datagram: Buffer): Promise<void> {
+  const s = dgram.createSocket('udp4');
+  open.push(s);
+  await new Promise<void>((r) => s.send(datagram, to.cluster.socket.address().port, '127.0.0.1', () => r()));
+}
+
+/** Forwards of `records` from the device at c's current port, as node `from` would send them. */
+function forwards(c: CidClient, records: Buffer[]): ClusterMessage[] {
+  return records.map((datagram) => ({ kind: MessageKind.forward, address: '127.0.0.1', port: c.localPort, datagram }));
+}
 
 describe('CID-routed DTLS cluster', () => {
   it('each node leases its own node id in Redis (one hash-tagged key, expiring) and gives it back on close', async () => {
@@ -135,19 +150,19 @@ describe('CID-routed DTLS cluster', () => {
     const record = c.sealApplicationData('forged', 5);
     const attacker = dgram.createSocket('udp4');
     open.push(attacker);
-    const forged = { kind: MessageKind.forward, node: b.cluster.nodeId, address: '127.0.0.1', port: 9, datagram: record };
+    const forged = [{ kind: MessageKind.forward, address: '127.0.0.1', port: 9, datagram: record }];
     const toA = (m: Buffer) => new Promise<void>((r) => attacker.send(m, a.cluster.socket.address().port, '127.0.0.1', () => r()));
-    await toA(sealMessage(createSecretKey(randomBytes(32)), forged)); // another key
-    const genuine = sealMessage(key, forged);
+    await toA(sealMessages(createSecretKey(randomBytes(32)), b.cluster.nodeId, forged)); // another key
+    const genuine = sealMessages(key, b.cluster.nodeId, forged);
     genuine[genuine.length - 1] ^= 1; // the right key, a tag off by one bit
     await toA(genuine);
-    await toA(sealMessage(key, forged, Date.now() - 60_000)); // the right key, but stale
+    await toA(sealMessages(key, b.cluster.nodeId, forged, Date.now() - 60_000)); // the right key, but stale
     await until(async () => count(a.events, 'unauthenticated'), (n) => n === 3, 'three unauthenticated datagrams', 2000);
     expect(a.srv.data).toEqual([]);
     expect(session.remotePort).toBe(homePort);
 
     // the same record with the deployment's MAC is taken, and moves the session to the address it names
-    await toA(sealMessage(key, forged));
+    await toA(sealMessages(key, b.cluster.nodeId, forged));
     await waitFor(() => a.srv.data.length === 1);
     expect(a.srv.data).toEqual(['forged']);
     expect(session.remotePort).toBe(9);
@@ -172,9 +187,11 @@ describe('CID-routed DTLS cluster', () => {
 
   it('a record for a session the owner no longer holds goes to the takeover hook first, with the device\'s address', async () => {
     const offered: Array<{ cid: string; from: { address: string; port: number } }> = [];
-    const [a, b] = await twoNodes(async (cid, _datagram, from) => {
-      offered.push({ cid: cid.toString('hex'), from });
-      return true;
+    const [a, b] = await twoNodes({
+      takeOverSession: async (cid, _datagram, from) => {
+        offered.push({ cid: cid.toString('hex'), from });
+        return true;
+      },
     });
     const c = await deviceOn(a);
     const record = Buffer.from(c.sealApplicationData('after a restart', 3));
@@ -186,6 +203,106 @@ describe('CID-routed DTLS cluster', () => {
     await until(async () => offered.length, (n) => n === 1, 'the takeover hook called', 3000);
     expect(offered[0]).toEqual({ cid: record.subarray(11, 19).toString('hex'), from: { address: '127.0.0.1', port: peer.address().port } });
     expect(count(a.events, 'no_session')).toBe(0); // taken over: not counted as dropped
+  });
+
+  it('several forwarded records in one inter-node datagram are all processed, in order, and answered in one datagram', async () => {
+    const [a, b] = await twoNodes();
+    const c = await deviceOn(a);
+    const sentByA = a.cluster.sent.datagrams;
+    const records = [1, 2, 3, 4].map((i) => c.sealApplicationData(`batched ${i}`, 10 + i));
+    await toClusterPort(a, sealMessages(key, b.cluster.nodeId, forwards(c, records)));
+    await until(async () => c.received.length, (n) => n === 4, 'four echoes', 3000);
+    expect(a.srv.data).toEqual(['batched 1', 'batched 2', 'batched 3', 'batched 4']);
+    expect(c.received.map((r) => r.data.toString())).toEqual(['echo:batched 1', 'echo:batched 2', 'echo:batched 3', 'echo:batched 4']);
+    // the four answers went back to node b in one datagram, and out of b's socket to the device
+    expect(a.cluster.sent.datagrams - sentByA).toBe(1);
+    expect(count(b.events, 'answer_in')).toBe(4);
+    expect(b.srv.sent).toHaveLength(4);
+  });
+
+  it('the records a node receives in one turn for one peer go there in one datagram, and their answers back in one', async () => {
+    const [a, b] = await twoNodes();
+    const c = await deviceOn(a);
+    await c.moveTo(b.srv.port);
+    const before = { a: { ...a.cluster.sent }, b: { ...b.cluster.sent } };
+    const sent = Array.from({ length: 10 }, (_, i) => `burst ${i}`);
+    for (const s of sent) c.send(s); // all in the socket's queue before node b's event loop reads one
+    await until(async () => c.received.length, (n) => n === 10, 'ten echoes', 3000);
+    expect(a.srv.data).toEqual(sent);
+    expect(c.received.map((r) => r.data.toString())).toEqual(sent.map((s) => `echo:${s}`));
+    expect(b.cluster.sent.messages - before.b.messages).toBe(10);
+    expect(b.cluster.sent.datagrams - before.b.datagrams).toBe(1);
+    expect(a.cluster.sent.messages - before.a.messages).toBe(10);
+    expect(a.cluster.sent.datagrams - before.a.datagrams).toBe(1);
+  });
+
+  it('an inter-node datagram with a wrong tag, cut short, or a message length past its end is dropped whole: none of its records is processed', async () => {
+    const [a, b] = await twoNodes();
+    const c = await deviceOn(a);
+    const genuine = sealMessages(key, b.cluster.nodeId, forwards(c, [c.sealApplicationData('first', 20), c.sealApplicationData('second', 21)]));
+    const wrongTag = Buffer.from(genuine);
+    wrongTag[wrongTag.length - 3] ^= 0x40;
+    const cutShort = genuine.subarray(0, genuine.length - 30);
+    // the second message's datagram length runs past the end, and the tag is made right for it (as only a key holder could)
+    const pastEnd = Buffer.from(genuine);
+    // layout (messages.ts): header (8) ‖ kind, port, address length (4) ‖ address ‖ datagram length (2) ‖ datagram ‖ …
+    const firstLength = 8 + 4 + '127.0.0.1'.length;
+    const secondLength = firstLength + 2 + genuine.readUInt16BE(firstLength) + 4 + '127.0.0.1'.length;
+    pastEnd.writeUInt16BE(pastEnd.readUInt16BE(secondLength) + 1, secondLength);
+    createHmac('sha256', key).update(pastEnd.subarray(0, pastEnd.length - 16)).digest().copy(pastEnd, pastEnd.length - 16, 0, 16);
+    for (const d of [wrongTag, cutShort, pastEnd]) await toClusterPort(a, d);
+    await until(async () => count(a.events, 'unauthenticated'), (n) => n === 3, 'three datagrams refused', 3000);
+    expect(count(a.events, 'forwarded_in')).toBe(0);
+    expect(a.srv.data).toEqual([]);
+    // the genuine one is taken, both its records
+    await toClusterPort(a, genuine);
+    await until(async () => a.srv.data.length, (n) => n === 2, 'both records', 3000);
+    expect(a.srv.data).toEqual(['first', 'second']);
+  });
+
+  it('a record too large for a batch is forwarded alone, between the batches before and after it, in order', async () => {
+    const [a, b] = await twoNodes({ batchBytes: 300 }, { batchBytes: 300 });
+    const c = await deviceOn(a);
+    await c.moveTo(b.srv.port);
+    const large = `large ${'x'.repeat(400)}`;
+    const sent = ['small 1', 'small 2', large, 'small 3'];
+    const before = { ...b.cluster.sent };
+    for (const s of sent) c.send(s);
+    await until(async () => c.received.length, (n) => n === 4, 'four echoes', 3000);
+    expect(a.srv.data).toEqual(sent);
+    // small 1 and 2 together, the large one alone, small 3
+    expect(b.cluster.sent.datagrams - before.datagrams).toBe(3);
+    // its echo, too large as well, came back alone
+    expect(c.received.map((r) => r.data.toString())).toEqual(sent.map((s) => `echo:${s}`));
+  });
+
+  it('with batchBytes 0 every forwarded record and every answer goes in a datagram of its own', async () => {
+    const [a, b] = await twoNodes({ batchBytes: 0 }, { batchBytes: 0 });
+    const c = await deviceOn(a);
+    await c.moveTo(b.srv.port);
+    const sent = ['one', 'two', 'three'];
+    for (const s of sent) c.send(s);
+    await until(async () => c.received.length, (n) => n === 3, 'three echoes', 3000);
+    expect(a.srv.data).toEqual(sent);
+    expect(b.cluster.sent).toEqual({ datagrams: 3, messages: 3 });
+    expect(a.cluster.sent).toEqual({ datagrams: 3, messages: 3 });
+  });
+
+  it('under load a batch waits the window for the records of later turns; a record after a quiet spell leaves at the end of its turn', async () => {
+    const [a, b] = await twoNodes({}, { batchWindowMs: 300 });
+    const c = await deviceOn(a);
+    await c.moveTo(b.srv.port);
+    await new Promise((r) => setTimeout(r, 400)); // quiet: longer than the window since b last sent
+    c.send('first');
+    await c.waitForData((s) => s === 'echo:first');
+    expect(b.cluster.sent).toEqual({ datagrams: 1, messages: 1 });
+    // within the window after that datagram: these wait for each other, though they come in separate turns
+    c.send('second');
+    await new Promise((r) => setTimeout(r, 20));
+    c.send('third');
+    await until(async () => c.received.length, (n) => n === 3, 'three echoes', 3000);
+    expect(a.srv.data).toEqual(['first', 'second', 'third']);
+    expect(b.cluster.sent).toEqual({ datagrams: 2, messages: 3 });
   });
 
   it('the node directory logs a Redis outage as one line when it begins and one when it ends, and keeps the nodes it knew', async () => {

@@ -12,7 +12,7 @@ import { generate, parse, type ParsedPacket } from 'coap-packet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDb, type Db } from '../../src/app/db.ts';
 import { Redis } from 'ioredis';
-import { MessageKind, sealMessage } from '../../src/dtls/cluster/messages.ts';
+import { MessageKind, sealMessages } from '../../src/dtls/cluster/messages.ts';
 import { CidClient } from '../support/cid-client/client.ts';
 import { freeUdpPort, startNginx, type Nginx } from '../support/nginx.ts';
 import { connectivityClient, pskDevice, type RestClient } from '../support/provision.ts';
@@ -124,7 +124,7 @@ describe('CID routing behind a UDP balancer', () => {
       const ownerId = c.serverCid[0];
       const [, port] = (await redis.get(`{${QUEUE_NAME}:dtls-cluster}:node:${ownerId}`))!.split(' ');
       const record = c.sealApplicationData(generate({ confirmable: true, code: 'POST', messageId: 9, token: randomBytes(4), payload: Buffer.from('{}') }), 1);
-      const forged = sealMessage(createSecretKey(randomBytes(32)), { kind: MessageKind.forward, node: (ownerId + 1) % 256, address: '127.0.0.1', port: 9, datagram: record });
+      const forged = sealMessages(createSecretKey(randomBytes(32)), (ownerId + 1) % 256, [{ kind: MessageKind.forward, address: '127.0.0.1', port: 9, datagram: record }]);
       const unauthenticated = async () => (await Promise.all(nodes.map((n) => metric(n, 'gridgate_dtls_cluster_failures_total', 'reason="unauthenticated"')))).reduce((a, b) => a + b);
       const before = await unauthenticated();
       await new Promise<void>((r) => attacker.send(forged, Number(port), '127.0.0.1', () => r()));

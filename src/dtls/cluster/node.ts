@@ -16,8 +16,8 @@ import type { Redis } from '../../app/redis.ts';
 import type { CidRouter, DtlsServer } from '../server.ts';
 import type { Relay } from '../session.ts';
 import { cidNode, nodeCid, recordCid } from './cid.ts';
-import { MessageKind, openMessage, sealMessage } from './messages.ts';
-import type { ClusterMessage } from './messages.ts';
+import { Batch, datagramBytes, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WINDOW_MS, MessageKind, messageBytes, openMessages } from './messages.ts';
+import type { MessageVisitor } from './messages.ts';
 import { NodeRegistry } from './registry.ts';
 import type { NodeAddress } from './registry.ts';
 
@@ -33,6 +33,16 @@ export interface DtlsClusterOptions {
   port: number;
   /** node id lease in Redis (renewed every third of it) */
   leaseMs: number;
+  /**
+   * Largest inter-node datagram the messages bound for one peer within one event-loop turn are coalesced into
+   * (DEFAULT_BATCH_BYTES); a message larger than that goes alone. 0: every message alone, at once.
+   */
+  batchBytes?: number;
+  /**
+   * Under load (a message within this long after the previous inter-node datagram left), a batch waits this long for
+   * more (DEFAULT_BATCH_WINDOW_MS); otherwise it leaves at the end of the event-loop turn. 0: always at the end of the turn.
+   */
+  batchWindowMs?: number;
   /** what becomes of forwarded and dropped records, for metrics */
   count?: (event: ClusterEvent) => void;
   /**
@@ -40,6 +50,12 @@ export interface DtlsClusterOptions {
    * (e.g. from sealed state the node that held it left behind) and the datagram handled. Without it: dropped.
    */
   takeOverSession?: (cid: Buffer, datagram: Buffer, from: { address: string; port: number }) => boolean | Promise<boolean>;
+}
+
+/** The messages bound for one peer node not yet sent, and where that node was last known to be. */
+interface Outgoing {
+  batch: Batch;
+  to: NodeAddress;
 }
 
 /** forwarded / relayed answers, each way; and the reasons a record or message was dropped */
@@ -54,12 +70,23 @@ export class DtlsClusterNode implements CidRouter {
   readonly #dtls: DtlsServer;
   /** One relay per peer node (answers to devices whose records that node forwarded), so a session holds no closure of its own. */
   readonly #relays = new Map<number, Relay>();
+  /** By peer node id. */
+  readonly #outgoing = new Map<number, Outgoing>();
+  readonly #batchBytes: number;
+  readonly #batchWindowMs: number;
+  #flushing: NodeJS.Immediate | NodeJS.Timeout | null = null;
+  /** performance.now() when the batches last left */
+  #flushedAt = -Infinity;
   #closed = false;
+  /** Inter-node datagrams and the messages in them this node sent (messages / datagrams: how well they coalesce). */
+  readonly sent = { datagrams: 0, messages: 0 };
 
   private constructor(o: DtlsClusterOptions, dtls: DtlsServer, socket: dgram.Socket) {
     this.#o = o;
     this.#dtls = dtls;
     this.socket = socket;
+    this.#batchBytes = o.batchBytes ?? DEFAULT_BATCH_BYTES;
+    this.#batchWindowMs = o.batchWindowMs ?? DEFAULT_BATCH_WINDOW_MS;
     this.registry = new NodeRegistry(o.redis, o.log, o.deployment, { address: o.address, port: socket.address().port }, o.leaseMs);
   }
 
@@ -100,11 +127,12 @@ export class DtlsClusterNode implements CidRouter {
   unclaimed(cid: Buffer, datagram: Buffer, from: { address: string; port: number }): void {
     const owner = cidNode(cid);
     if (owner === this.registry.nodeId) this.#ownerGone(cid, datagram, from, 'no_session');
-    else this.#toNode(owner, (to) => this.#forward(to, datagram, from), () => this.#ownerGone(cid, datagram, from, 'unknown_node'));
+    else this.#toNode(owner, (to) => this.#send(owner, to, MessageKind.forward, from.address, from.port, datagram, 'forwarded_out'), () => this.#ownerGone(cid, datagram, from, 'unknown_node'));
   }
 
   /** Gives the node id back and closes the inter-node port (the DTLS server is closed by its owner). */
   async close(): Promise<void> {
+    this.#flush(); // what waits for company goes now (the timer that would have sent it finds nothing)
     this.#closed = true;
     await this.registry.leave();
     await new Promise<void>((resolve) => this.socket.close(() => resolve()));
@@ -134,40 +162,74 @@ export class DtlsClusterNode implements CidRouter {
     else void this.registry.lookup(id).then((peer) => (peer ? send(peer) : gone()));
   }
 
-  #forward(to: NodeAddress, datagram: Buffer, from: { address: string; port: number }): void {
-    this.#send({ kind: MessageKind.forward, node: this.registry.nodeId, address: from.address, port: from.port, datagram }, to, 'forwarded_out');
+  /**
+   * Adds a message to peer `id`'s batch, sent at the end of this event-loop turn (setImmediate: after every datagram
+   * the poll phase read) or, under load (the previous batches left less than the window ago), when the window is over;
+   * at once when the next message would not fit. So under load a datagram carries the messages of a window, and a
+   * message that comes alone waits for nothing. A message that fits no batch goes alone.
+   */
+  #send(id: number, to: NodeAddress, kind: MessageKind, address: string, port: number, datagram: Buffer, event: ClusterEvent): void {
+    if (this.#closed) return; // sessions closing after this node left: their close_notify has no way out
+    let out = this.#outgoing.get(id);
+    if (!out) this.#outgoing.set(id, (out = { batch: new Batch(this.#batchBytes), to }));
+    const bytes = messageBytes(address, datagram);
+    if (!out.batch.fits(bytes)) {
+      this.#flushTo(out);
+      if (!out.batch.fits(bytes)) {
+        const alone = new Batch(datagramBytes(bytes));
+        alone.add(kind, address, port, datagram);
+        this.#flushTo({ batch: alone, to });
+        this.#o.count?.(event);
+        return;
+      }
+    }
+    out.to = to; // the newest address the directory gave (a node that restarted elsewhere)
+    out.batch.add(kind, address, port, datagram);
+    this.#o.count?.(event);
+    if (this.#flushing) return;
+    this.#flushing = this.#batchWindowMs > 0 && performance.now() - this.#flushedAt < this.#batchWindowMs
+      ? setTimeout(this.#flush, this.#batchWindowMs)
+      : setImmediate(this.#flush);
   }
 
+  readonly #flush = (): void => {
+    this.#flushing = null;
+    this.#flushedAt = performance.now();
+    for (const out of this.#outgoing.values()) this.#flushTo(out);
+  };
+
   /** No callback per datagram (it costs a few µs each): a send that fails is counted from the socket's 'error' event. */
-  #send(m: ClusterMessage, to: NodeAddress, event: ClusterEvent): void {
-    if (this.#closed) return; // sessions closing after this node left: their close_notify has no way out
-    this.socket.send(sealMessage(this.#o.key, m), to.port, to.address);
-    this.#o.count?.(event);
+  #flushTo(out: Outgoing): void {
+    const n = out.batch.count;
+    if (n === 0 || this.#closed) return;
+    this.socket.send(out.batch.seal(this.#o.key, this.registry.nodeId), out.to.port, out.to.address);
+    this.sent.datagrams++;
+    this.sent.messages += n;
   }
 
   #onMessage(b: Buffer, rinfo: dgram.RemoteInfo): void {
-    const m = openMessage(this.#o.key, b);
-    if (!m) {
+    if (openMessages(this.#o.key, b, this.#onEach) === null) {
       this.#o.count?.('unauthenticated');
       this.#o.log.debug({ from: `${rinfo.address}:${rinfo.port}` }, 'dtls cluster: unauthenticated message dropped');
-      return;
     }
-    if (m.kind === MessageKind.answer) {
+  }
+
+  /** One message of an authentic datagram; the datagram's records are all handled in this turn, in their order. */
+  readonly #onEach: MessageVisitor = (kind, node, address, port, datagram) => {
+    if (kind === MessageKind.answer) {
       this.#o.count?.('answer_in');
       try {
-        this.#dtls.socket.send(m.datagram, m.port, m.address);
+        this.#dtls.socket.send(datagram, port, address);
       } catch {
         this.#o.count?.('send_failed'); // the DTLS socket closed (shutting down)
       }
       return;
     }
     this.#o.count?.('forwarded_in');
-    const relay = this.#relayTo(m.node);
-    const from = { address: m.address, port: m.port };
-    if (!this.#dtls.receiveRelayed(m.datagram, { ...from, relay })) {
-      this.#ownerGone(recordCid(m.datagram), m.datagram, from, 'no_session');
+    if (!this.#dtls.receiveRelayed(datagram, { address, port, relay: this.#relayTo(node) })) {
+      this.#ownerGone(recordCid(datagram), datagram, { address, port }, 'no_session');
     }
-  }
+  };
 
   /** Answers for devices whose records node `id` forwarded: back to that node, at the address the directory has for it. */
   #relayTo(id: number): Relay {
@@ -175,7 +237,7 @@ export class DtlsClusterNode implements CidRouter {
     if (!relay) {
       relay = (datagram, address, port) => this.#toNode(
         id,
-        (via) => this.#send({ kind: MessageKind.answer, node: this.registry.nodeId, address, port, datagram }, via, 'answer_out'),
+        (via) => this.#send(id, via, MessageKind.answer, address, port, datagram, 'answer_out'),
         () => this.#o.count?.('unknown_node'),
       );
       this.#relays.set(id, relay);
