@@ -91,11 +91,11 @@ describe('CID-routed DTLS cluster', () => {
     const [a, b] = await twoNodes();
     expect(a.cluster.nodeId).not.toBe(b.cluster.nodeId);
     const keyOfA = `{${a.deployment}:dtls-cluster}:node:${a.cluster.nodeId}`;
-    expect(await redis.get(keyOfA)).toMatch(new RegExp(`^127\\.0\\.0\\.1 ${a.cluster.socket.address().port} [0-9a-f]{16}$`));
+    expect(await redis.get(keyOfA)).toMatch(new RegExp(`^127\\.0\\.0\\.1 ${a.cluster.socket.address().port} [0-9a-f]{16} batches$`));
     const ttl = await redis.pttl(keyOfA);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(3000);
-    expect(a.cluster.registry.nodes.get(b.cluster.nodeId)).toEqual({ address: '127.0.0.1', port: b.cluster.socket.address().port });
+    expect(a.cluster.registry.nodes.get(b.cluster.nodeId)).toEqual({ address: '127.0.0.1', port: b.cluster.socket.address().port, batches: true });
     await b.cluster.close();
     open.splice(open.indexOf(b.cluster), 1);
     expect(await redis.exists(`{${b.deployment}:dtls-cluster}:node:${b.cluster.nodeId}`)).toBe(0);
@@ -258,6 +258,49 @@ describe('CID-routed DTLS cluster', () => {
     await toClusterPort(a, genuine);
     await until(async () => a.srv.data.length, (n) => n === 2, 'both records', 3000);
     expect(a.srv.data).toEqual(['first', 'second']);
+  });
+
+  it('a node of the version before batches (no "batches" in the directory) is sent one message a datagram in its format, and read in it', async () => {
+    const [a] = await twoNodes();
+    const c = await deviceOn(a);
+    // the old node: a directory entry without the fourth word, and its inter-node socket
+    const old = dgram.createSocket('udp4');
+    open.push(old);
+    await new Promise<void>((r) => old.bind(0, '127.0.0.1', r));
+    const oldId = (a.cluster.nodeId + 1) % MAX_NODES;
+    await redis.set(`{${a.deployment}:dtls-cluster}:node:${oldId}`, `127.0.0.1 ${old.address().port} 0123456789abcdef`, 'PX', 10_000);
+    await until(async () => a.cluster.registry.lookup(oldId), (p) => p !== undefined, 'node a to know the old node', 2000);
+    expect(a.cluster.registry.peer(oldId)?.batches).toBe(false);
+    const got: Buffer[] = [];
+    old.on('message', (m) => got.push(m));
+    // its forward, in its layout: magic 0xd7 ‖ kind ‖ node ‖ sent at (6) ‖ port (2) ‖ address length ‖ address ‖ record ‖ tag
+    const oldFormat = (kind: number, node: number, port: number, datagram: Buffer): Buffer => {
+      const head = Buffer.alloc(12);
+      head[0] = 0xd7;
+      head[1] = kind;
+      head[2] = node;
+      head.writeUIntBE(Date.now(), 3, 6);
+      head.writeUInt16BE(port, 9);
+      head[11] = 9;
+      const body = Buffer.concat([head, Buffer.from('127.0.0.1', 'latin1'), datagram]);
+      return Buffer.concat([body, createHmac('sha256', key).update(body).digest().subarray(0, 16)]);
+    };
+    for (const [i, text] of ['old one', 'old two'].entries()) await toClusterPort(a, oldFormat(MessageKind.forward, oldId, c.localPort, c.sealApplicationData(text, 30 + i)));
+    await until(async () => got.length, (n) => n === 2, 'two answers to the old node', 3000);
+    expect(a.srv.data).toEqual(['old one', 'old two']);
+    // each answer alone, in the old layout, with a tag the old node checks
+    for (const m of got) {
+      expect(m[0]).toBe(0xd7);
+      expect(m[1]).toBe(MessageKind.answer);
+      expect(m[2]).toBe(a.cluster.nodeId);
+      expect(m.readUInt16BE(9)).toBe(c.localPort);
+      expect(m.subarray(m.length - 16)).toEqual(createHmac('sha256', key).update(m.subarray(0, m.length - 16)).digest().subarray(0, 16));
+      expect(m[12 + m[11]]).toBe(25); // a tls12_cid record for the device
+    }
+    // the old node passes them on to the device: the echoes of what it forwarded
+    for (const m of got) old.send(m.subarray(12 + m[11], m.length - 16), c.localPort, '127.0.0.1');
+    await c.waitForData((t) => t === 'echo:old two');
+    expect(c.received.map((r) => r.data.toString())).toEqual(['echo:old one', 'echo:old two']);
   });
 
   it('a record too large for a batch is forwarded alone, between the batches before and after it, in order', async () => {

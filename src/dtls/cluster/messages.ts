@@ -14,6 +14,11 @@
  * `batchWindowMs`) into one datagram of at most `batchBytes` (a message too large for that goes alone): one send, one
  * receive and one tag for the lot, the price of forwarding being those per-datagram costs (docs/fleet.md#cid-routing).
  *
+ * A node of the version before batches (magic 0xd7) knows one message per datagram only: magic (1) ‖ kind (1) ‖ sender
+ * node id (1) ‖ sent at (6) ‖ port (2) ‖ address length (1) ‖ address ‖ datagram ‖ tag (16). Nodes that take batches
+ * say so in the node directory (registry.ts); a peer that does not is sent that format, one message a datagram, and
+ * it is read from any peer, so a rolling deploy across the two versions keeps forwarding (sealSingle, openMessages).
+ *
  * The tag is what lets a node act on an address it did not see itself: without the key nobody can make a node
  * process a device's record as coming from a forged address, or make it send a datagram anywhere. A datagram is taken
  * whole or not at all: its tag, its freshness and the bounds of every message in it are checked before the first
@@ -24,8 +29,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 
-/** 0xd7 was the one-message format before; a node of that version refuses these datagrams rather than misread them. */
+/** Batches; a node of the version before refuses them rather than misread them, and is sent SINGLE instead. */
 const MAGIC = 0xd8;
+/** One message a datagram, the format of the version before batches. */
+const SINGLE = 0xd7;
+const SINGLE_HEADER = 12;
 const TAG = 16;
 const HEADER = 8;
 /** kind, port, address length, datagram length */
@@ -125,11 +133,42 @@ export function sealMessages(key: KeyObject, node: number, messages: readonly Cl
   return batch.seal(key, node, now);
 }
 
+/** One message in a datagram of its own, in the format of the version before batches (for a peer of that version). */
+export function sealSingle(key: KeyObject, node: number, m: ClusterMessage, now = Date.now()): Buffer {
+  const bodyEnd = SINGLE_HEADER + m.address.length + m.datagram.length;
+  const out = Buffer.allocUnsafe(bodyEnd + TAG);
+  out[0] = SINGLE;
+  out[1] = m.kind;
+  out[2] = node;
+  out.writeUIntBE(now, 3, 6);
+  out.writeUInt16BE(m.port, 9);
+  out[11] = m.address.length;
+  out.write(m.address, SINGLE_HEADER, 'latin1');
+  m.datagram.copy(out, SINGLE_HEADER + m.address.length);
+  tag(key, out.subarray(0, bodyEnd)).copy(out, bodyEnd);
+  return out;
+}
+
+function openSingle(key: KeyObject, b: Buffer, visit: MessageVisitor, now: number): number | null {
+  if (b.length < SINGLE_HEADER + TAG) return null;
+  const bodyEnd = b.length - TAG;
+  const addressEnd = SINGLE_HEADER + b[11];
+  if (addressEnd > bodyEnd) return null;
+  if (!timingSafeEqual(tag(key, b.subarray(0, bodyEnd)), b.subarray(bodyEnd))) return null;
+  if (Math.abs(now - b.readUIntBE(3, 6)) > MAX_AGE_MS) return null;
+  const kind = b[1];
+  if (kind !== MessageKind.forward && kind !== MessageKind.answer) return null;
+  visit(kind, b[2], b.toString('latin1', SINGLE_HEADER, addressEnd), b.readUInt16BE(9), b.subarray(addressEnd, bodyEnd));
+  return 1;
+}
+
 /**
- * Visits the messages of an inter-node datagram, in order, and returns how many there were; null, having visited
- * none, when it is malformed (a length past its end included), not authentic or not fresh.
+ * Visits the messages of an inter-node datagram (a batch, or a single message of the version before), in order, and
+ * returns how many there were; null, having visited none, when it is malformed (a length past its end included), not
+ * authentic or not fresh.
  */
 export function openMessages(key: KeyObject, b: Buffer, visit: MessageVisitor, now = Date.now()): number | null {
+  if (b[0] === SINGLE) return openSingle(key, b, visit, now);
   if (b.length < HEADER + TAG || b[0] !== MAGIC) return null;
   const bodyEnd = b.length - TAG;
   if (!timingSafeEqual(tag(key, b.subarray(0, bodyEnd)), b.subarray(bodyEnd))) return null;

@@ -16,7 +16,7 @@ import type { Redis } from '../../app/redis.ts';
 import type { CidRouter, DtlsServer } from '../server.ts';
 import type { Relay } from '../session.ts';
 import { cidNode, nodeCid, recordCid } from './cid.ts';
-import { Batch, datagramBytes, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WINDOW_MS, MessageKind, messageBytes, openMessages } from './messages.ts';
+import { Batch, datagramBytes, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WINDOW_MS, MessageKind, messageBytes, openMessages, sealSingle } from './messages.ts';
 import type { MessageVisitor } from './messages.ts';
 import { NodeRegistry } from './registry.ts';
 import type { NodeAddress } from './registry.ts';
@@ -170,6 +170,14 @@ export class DtlsClusterNode implements CidRouter {
    */
   #send(id: number, to: NodeAddress, kind: MessageKind, address: string, port: number, datagram: Buffer, event: ClusterEvent): void {
     if (this.#closed) return; // sessions closing after this node left: their close_notify has no way out
+    if (!to.batches) {
+      // a node of the version before batches (a rolling deploy between the two): one message a datagram, at once
+      this.socket.send(sealSingle(this.#o.key, this.registry.nodeId, { kind, address, port, datagram }), to.port, to.address);
+      this.sent.datagrams++;
+      this.sent.messages++;
+      this.#o.count?.(event);
+      return;
+    }
     let out = this.#outgoing.get(id);
     if (!out) this.#outgoing.set(id, (out = { batch: new Batch(this.#batchBytes), to }));
     const bytes = messageBytes(address, datagram);

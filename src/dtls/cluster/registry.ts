@@ -6,7 +6,9 @@
  * out; a node that stops gracefully gives it back at once.
  *
  * Keys (one hash tag, so one Redis Cluster slot and MGET works): `{<QUEUE_NAME>:dtls-cluster}:node:<id>`, value
- * `<address> <port> <instance>` (instance: random per process, so a renewal never extends another process's lease).
+ * `<address> <port> <instance> batches` (instance: random per process, so a renewal never extends another process's
+ * lease; `batches`: this node reads batched inter-node datagrams. A node of the version before wrote no fourth word
+ * and reads the first two only, so the two versions share one directory during a rolling deploy: messages.ts).
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../app/logger.ts';
@@ -17,6 +19,8 @@ import { MAX_NODES } from './cid.ts';
 export interface NodeAddress {
   address: string;
   port: number;
+  /** the node reads batches (messages.ts); false: a node of the version before, sent one message a datagram */
+  batches?: boolean;
 }
 
 /** PEXPIRE only while the key still holds our value; DEL likewise. */
@@ -43,7 +47,7 @@ export class NodeRegistry {
     this.#redis = redis;
     this.#log = log;
     this.#prefix = `{${deployment}:dtls-cluster}:node:`;
-    this.#value = `${self.address} ${self.port} ${randomBytes(8).toString('hex')}`;
+    this.#value = `${self.address} ${self.port} ${randomBytes(8).toString('hex')} batches`;
     this.#leaseMs = leaseMs;
     this.#outage = new OutageLog(log, 'dtls cluster: the node directory in Redis is unreachable; forwarding with the nodes known before', 'dtls cluster: the node directory in Redis is reachable again');
   }
@@ -131,8 +135,8 @@ export class NodeRegistry {
     this.#lastRead = Date.now();
     const nodes = new Map<number, NodeAddress>();
     values.forEach((v, id) => {
-      const [address, port] = v?.split(' ') ?? [];
-      if (address && port) nodes.set(id, { address, port: Number(port) });
+      const [address, port, , batches] = v?.split(' ') ?? [];
+      if (address && port) nodes.set(id, { address, port: Number(port), batches: batches === 'batches' });
     });
     this.#nodes = nodes;
   }
