@@ -147,6 +147,11 @@ const owned = (b: Buffer): Buffer => {
 };
 const ownedMessage = (m: HandshakeMessage): HandshakeMessage => ({ ...m, body: owned(m.body) });
 const CCS = Buffer.from([1]);
+/**
+ * A session's last activity is kept in ms since this module loaded: a small integer for the first 24 days of the
+ * process (Date.now() itself would take a heap number of 16 bytes in every idle session), a heap number after that.
+ */
+const CLOCK_BASE = Date.now();
 const NO_CERTIFICATES: X509Certificate[] = [];
 const NO_EXTENSIONS: Negotiated['extraExtensions'] = [];
 /**
@@ -211,7 +216,7 @@ export class DtlsSession extends SessionEvents {
   /** Carried on from a kept state (session-store.ts) rather than made by a handshake in this process. */
   #restored = false;
   /** When the last authentic record arrived (ms); the server's idle sweep closes sessions quiet for too long. */
-  #lastActive = 0;
+  #lastActive = 0; // ms since CLOCK_BASE
 
   /**
    * Starts the handshake from a ClientHello whose cookie the server verified: negotiates and sends flight 4.
@@ -243,7 +248,7 @@ export class DtlsSession extends SessionEvents {
       this.#state = 'established';
       this.#records.endEpoch0();
       this.#restored = true;
-      this.#lastActive = motion.lastActive;
+      this.#lastActive = motion.lastActive - CLOCK_BASE;
       return;
     }
     const { ch, msg, recordSeq } = start;
@@ -365,7 +370,7 @@ export class DtlsSession extends SessionEvents {
   /** What moves with every record, for session-state.ts (`attachment`: the application's bytes). */
   motion(attachment: Buffer = EMPTY): SessionMotion {
     const { writeSeq, replay } = this.#records.epoch1State();
-    return { writeSeq, replay, remoteAddress: this.remoteAddress, remotePort: this.remotePort, lastActive: this.#lastActive, attachment };
+    return { writeSeq, replay, remoteAddress: this.remoteAddress, remotePort: this.remotePort, lastActive: this.#lastActive + CLOCK_BASE, attachment };
   }
 
   /** Whether this session was resumed from the cache by an abbreviated handshake. */
@@ -393,7 +398,7 @@ export class DtlsSession extends SessionEvents {
   }
   /** Closes an established session that has had no authentic record since `before` (ms); true when it did. */
   closeIfIdleSince(before: number): boolean {
-    if (this.#state !== 'established' || this.#lastActive >= before) return false;
+    if (this.#state !== 'established' || this.#lastActive >= before - CLOCK_BASE) return false;
     this.close();
     return true;
   }
@@ -816,7 +821,7 @@ export class DtlsSession extends SessionEvents {
 
   #refreshIdle(): void {
     if (this.#state !== 'established') return;
-    this.#lastActive = Date.now();
+    this.#lastActive = Date.now() - CLOCK_BASE;
   }
 
   /** Ends a handshake: optional fatal alert to the peer, then the server's 'handshakeError'. */

@@ -2,11 +2,12 @@
  * Generic AES-AEAD record protection for TLS 1.2 (RFC 5246 §6.2.3.3): nonce = fixed_iv(4) || explicit_nonce(8),
  * explicit nonce = record sequence number (RFC 6655 §3 / RFC 5288 §3), AAD = seq || type || version || length.
  */
-import { createCipheriv, createDecipheriv, createSecretKey } from 'node:crypto';
+import { createCipheriv, createDecipheriv } from 'node:crypto';
 import type { CipherCCMTypes, CipherGCMTypes, KeyObject } from 'node:crypto';
 import { AlertDescription, TlsAlert } from '../alert.ts';
 import type { RecordProtection } from './types.ts';
 import { writeAdditionalData } from './types.ts';
+import { makeKey, type KeyHolder } from './cipher-keys.ts';
 
 const EXPLICIT_NONCE = 8;
 /**
@@ -31,19 +32,29 @@ function aeadMode(algorithm: CipherCCMTypes | CipherGCMTypes, tagLength: number)
 }
 
 /**
- * One direction of one session, so a server holds two per idle session: three fields. The key stays a KeyObject
- * (createCipheriv with raw key bytes costs about four times as much per record); fixed_iv is a signed 32-bit number,
- * which V8 keeps inside the object rather than in a heap number of its own.
+ * One direction of one session, so a server holds two per idle session: four fields. The key is a KeyObject only while
+ * the session is in use (cipher-keys.ts); fixed_iv is a signed 32-bit number, which V8 keeps inside the object rather
+ * than in a heap number of its own.
  */
-export class AeadProtection implements RecordProtection {
+export class AeadProtection implements RecordProtection, KeyHolder {
   private readonly mode: AeadMode;
-  private readonly key: KeyObject;
+  /** the key bytes as latin1 */
+  private readonly secret: string;
+  private cipherKey: KeyObject | undefined;
   private readonly fixedIv: number;
 
   constructor(algorithm: CipherCCMTypes | CipherGCMTypes, tagLength: number, encKey: Buffer, fixedIv: Buffer) {
     this.mode = aeadMode(algorithm, tagLength);
-    this.key = createSecretKey(encKey);
+    this.secret = encKey.toString('latin1');
     this.fixedIv = fixedIv.readInt32BE(0);
+  }
+
+  dropKeys(): void {
+    this.cipherKey = undefined;
+  }
+
+  private key(): KeyObject {
+    return (this.cipherKey ??= makeKey(this, this.secret));
   }
 
   seal(seq: Buffer, type: number, version: number, plaintext: Buffer, headroom: number): Buffer {
@@ -55,7 +66,7 @@ export class AeadProtection implements RecordProtection {
     seq.copy(NONCE, 4, 0, 8);
     writeAdditionalData(AAD, seq, type, version, len);
     // The options object is typed per-mode in @types/node; authTagLength is accepted by both CCM and GCM.
-    const cipher = createCipheriv(algorithm as CipherCCMTypes, this.key, NONCE, {
+    const cipher = createCipheriv(algorithm as CipherCCMTypes, this.key(), NONCE, {
       authTagLength: tagLength,
     });
     cipher.setAAD(AAD, { plaintextLength: len });
@@ -73,7 +84,7 @@ export class AeadProtection implements RecordProtection {
     NONCE.writeInt32BE(this.fixedIv, 0);
     fragment.copy(NONCE, 4, 0, EXPLICIT_NONCE);
     writeAdditionalData(AAD, seq, type, version, ctLen);
-    const decipher = createDecipheriv(algorithm as CipherCCMTypes, this.key, NONCE, {
+    const decipher = createDecipheriv(algorithm as CipherCCMTypes, this.key(), NONCE, {
       authTagLength: tagLength,
     });
     decipher.setAuthTag(fragment.subarray(EXPLICIT_NONCE + ctLen));
