@@ -1,5 +1,6 @@
 // The fleet rows of `npm run bench` (--fleet on): the CoAP/DTLS closed loop of bench/coap.ts (bench/dtls-load.c, each
-// session one CON POST in flight) against one gateway node reached directly, and against 1, 2 and 3 gateway nodes
+// session one CON POST in flight) and the HTTPS TLS-PSK closed loop of bench/run.ts (bench/psk-client.ts, node:tls
+// keep-alive, one report in flight per device) against one gateway node reached directly, and against 1, 2 and 3 gateway nodes
 // behind a real nginx stream balancer, all of one fleet of scripts/fleet/topology.ts (an API node, three gateway
 // nodes and one worker of src/main.ts on the bench's PostgreSQL and Redis). Between rows nginx is reloaded with 1, 2
 // or 3 upstreams (the other gateways stay up, idle), so every row runs on the same processes, and the rounds
@@ -15,7 +16,8 @@ import type { BalancedPort } from '../scripts/fleet/nginx.ts';
 import { OPEN_LIMITS } from './coap.ts';
 import { cpuMeter } from './cpu.ts';
 import { buildLoadGenerator, runLoad, type BenchRow } from './dtls.ts';
-import { provision, storedReports, type BenchService } from './harness.ts';
+import { pct, provision, storedReports, type BenchService } from './harness.ts';
+import { runPskDevice } from './psk-client.ts';
 import { benchDatabase, benchDatabaseUrl } from './measurements.ts';
 
 const DB_NAME = 'gridgate_bench_fleet';
@@ -29,7 +31,9 @@ const ROUTES: Route[] = [
   { name: '3 nodes behind nginx', nodes: 3, nginx: true },
 ];
 
+type Protocol = 'CoAP/DTLS' | 'HTTPS TLS-PSK';
 interface Totals { ok: number; errors: number; seconds: number; cpu: Record<string, number>; p50: number[]; p99: number[]; loads: string[] }
+interface Measured { ok: number; errors: number; p50Ms: number; p99Ms: number; cpu: Record<string, number>; load: string }
 
 /** The nginx upstreams for the first `nodes` gateways, beside the fleet's HTTPS and API ports as topology.ts has them. */
 function balanced(fleet: Fleet, nodes: number): BalancedPort[] {
@@ -42,7 +46,7 @@ function balanced(fleet: Fleet, nodes: number): BalancedPort[] {
   ];
 }
 
-export async function fleetRows(opts: { sessions: number; seconds: number; procs: number; rounds: number }): Promise<BenchRow[]> {
+export async function fleetRows(opts: { sessions: number; httpsDevices: number; seconds: number; procs: number; rounds: number }): Promise<BenchRow[]> {
   buildLoadGenerator();
   const key = randomBytes(16);
   const per = Math.ceil(opts.sessions / opts.procs);
@@ -65,26 +69,46 @@ export async function fleetRows(opts: { sessions: number; seconds: number; procs
       nginx: (q) => q.comm === 'nginx', postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
     });
     let answered = 0;
-    const load = async (route: Route, seconds: number) => {
-      if (route.nginx) await f.balancer.reload(balanced(f, route.nodes));
-      const port = route.nginx ? f.ports.coaps : f.gateways()[0].coapsPort;
+    const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    const coap = async (port: number, seconds: number): Promise<Measured> => {
       const read = meter();
       const result = await runLoad(opts.procs, (i) => [
         'coap', '127.0.0.1', String(port), String(seconds), String(per), 'psk', p.identityPrefix, key.toString('hex'), String(i * per), '/report',
       ]);
-      answered += result.ok;
-      return { ...result, cpu: read(), load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ') };
+      return { ...result, cpu: read(), load: loadAverage() };
     };
+    const https = async (port: number, seconds: number): Promise<Measured> => {
+      const read = meter();
+      const until = Date.now() + seconds * 1000;
+      const stats = await Promise.all(p.devices.slice(0, opts.httpsDevices).map((d) => runPskDevice({ port, identity: d.identity, key: d.key, measureFrom: 0, until })));
+      const cpu = read();
+      const latencies = stats.flatMap((s) => s.latenciesMs).sort((a, b) => a - b);
+      const ok = stats.reduce((a, s) => a + s.acknowledged + s.acknowledgedWarmup, 0);
+      return { ok, errors: stats.reduce((a, s) => a + s.errors, 0), p50Ms: pct(latencies, 50), p99Ms: pct(latencies, 99), cpu, load: loadAverage() };
+    };
+    const load = async (protocol: Protocol, route: Route, seconds: number): Promise<Measured> => {
+      if (route.nginx) await f.balancer.reload(balanced(f, route.nodes));
+      const gateway = f.gateways()[0];
+      const result = protocol === 'CoAP/DTLS'
+        ? await coap(route.nginx ? f.ports.coaps : gateway.coapsPort, seconds)
+        : await https(route.nginx ? f.ports.https : gateway.httpsPort, seconds);
+      answered += result.ok;
+      return result;
+    };
+    const protocols: Protocol[] = opts.httpsDevices > 0 ? ['CoAP/DTLS', 'HTTPS TLS-PSK'] : ['CoAP/DTLS'];
     // warm-up (JIT of every gateway, caches, pools): through nginx to all three, and directly
-    await load(ROUTES[3], 3);
-    await load(ROUTES[0], 3);
-    const totals = new Map<Route, Totals>(ROUTES.map((r) => [r, { ok: 0, errors: 0, seconds: 0, cpu: {}, p50: [], p99: [], loads: [] }]));
+    for (const protocol of protocols) {
+      await load(protocol, ROUTES[3], 3);
+      await load(protocol, ROUTES[0], 3);
+    }
+    const rows = protocols.flatMap((protocol) => ROUTES.map((route) => ({ protocol, route })));
+    const totals = new Map(rows.map((r) => [r, { ok: 0, errors: 0, seconds: 0, cpu: {}, p50: [], p99: [], loads: [] } as Totals]));
     for (let round = 0; round < opts.rounds; round++) {
       // the order turns each round, so no row always follows the same one
-      for (let k = 0; k < ROUTES.length; k++) {
-        const route = ROUTES[(k + round) % ROUTES.length];
-        const r = await load(route, opts.seconds);
-        const t = totals.get(route)!;
+      for (let k = 0; k < rows.length; k++) {
+        const row = rows[(k + round) % rows.length];
+        const r = await load(row.protocol, row.route, opts.seconds);
+        const t = totals.get(row)!;
         t.ok += r.ok;
         t.errors += r.errors;
         t.seconds += opts.seconds;
@@ -96,14 +120,17 @@ export async function fleetRows(opts: { sessions: number; seconds: number; procs
     }
     // every answered report must be stored, whichever node took it
     const stored = await storedReports(db, p.environment.id, answered);
-    return ROUTES.map((route) => {
-      const t = totals.get(route)!;
+    return rows.map((row) => {
+      const { protocol, route } = row;
+      const t = totals.get(row)!;
       const ms = (s: number) => (s * 1000) / Math.max(1, t.ok);
       const service = Object.entries(t.cpu).filter(([name]) => !['nginx', 'postgres', 'redis'].includes(name)).reduce((a, [, s]) => a + s, 0);
       const total = Object.values(t.cpu).reduce((a, s) => a + s, 0);
       const byProcess = Object.entries(t.cpu).filter(([, s]) => s > 0).map(([name, s]) => `${name} ${ms(s).toFixed(3)}`).join(', ');
       return {
-        name: `fleet: CoAP/DTLS PSK reports end to end, ${per * opts.procs} sessions closed loop (1 CON in flight each), ${route.name} (fleet of API + 3 gateways + 1 worker), ${opts.rounds} × ${opts.seconds} s alternating`,
+        name: protocol === 'CoAP/DTLS'
+          ? `fleet: CoAP/DTLS PSK reports end to end, ${per * opts.procs} sessions closed loop (1 CON in flight each), ${route.name} (fleet of API + 3 gateways + 1 worker), ${opts.rounds} × ${opts.seconds} s alternating`
+          : `fleet: HTTPS TLS-PSK reports end to end, ${opts.httpsDevices} devices keep-alive closed loop, ${route.name} (fleet of API + 3 gateways + 1 worker), ${opts.rounds} × ${opts.seconds} s alternating`,
         value: Math.round(t.ok / Math.max(1, t.seconds)), unit: 'reports/s',
         p50Ms: Number(median(t.p50).toFixed(2)), p99Ms: Number(median(t.p99).toFixed(2)), errors: t.errors,
         detail: `CPU ms/report: all ${ms(total).toFixed(3)} = service ${ms(service).toFixed(3)} + nginx ${ms(t.cpu.nginx ?? 0).toFixed(3)} + PostgreSQL ${ms(t.cpu.postgres ?? 0).toFixed(3)} + Redis ${ms(t.cpu.redis ?? 0).toFixed(3)} (${byProcess}); p50/p99 are the medians of the rounds (p99 per round ${t.p99.join(', ')}); load average per round ${t.loads.join(' | ')}; over the whole run (warm-up included) answered ${answered}, stored ${stored} (reports in flight when a load stops are stored but not counted as answered), lost ${Math.max(0, answered - stored)}`,
