@@ -84,7 +84,7 @@ export async function fleetRows(opts: { sessions: number; httpsDevices: number; 
       const cpu = read();
       const latencies = stats.flatMap((s) => s.latenciesMs).sort((a, b) => a - b);
       const ok = stats.reduce((a, s) => a + s.acknowledged + s.acknowledgedWarmup, 0);
-      return { ok, errors: stats.reduce((a, s) => a + s.errors, 0), p50Ms: pct(latencies, 50), p99Ms: pct(latencies, 99), cpu, load: loadAverage() };
+      return { ok, errors: stats.reduce((a, s) => a + s.errors, 0), p50Ms: Number(pct(latencies, 50).toFixed(2)), p99Ms: Number(pct(latencies, 99).toFixed(2)), cpu, load: loadAverage() };
     };
     const load = async (protocol: Protocol, route: Route, seconds: number): Promise<Measured> => {
       if (route.nginx) await f.balancer.reload(balanced(f, route.nodes));
