@@ -12,7 +12,7 @@ import type { DtlsRecord, EpochCid } from './record.ts';
  * idle session, of which a server holds hundreds of thousands, carries none of these fields.
  */
 export class HandshakeState {
-  transcript: Hash | undefined = createHash('sha256');
+  readonly transcript: Hash = createHash('sha256');
   /** Until the client Finished: afterwards nothing is reassembled (see #onEstablishedHandshakeRecord). */
   reassembler: HandshakeReassembler | undefined;
   queued: DtlsRecord[] = [];

@@ -215,8 +215,8 @@ export class DtlsSession extends SessionEvents {
   #awaitingLease: Buffer[] | undefined;
   /** Carried on from a kept state (session-store.ts) rather than made by a handshake in this process. */
   #restored = false;
-  /** When the last authentic record arrived (ms); the server's idle sweep closes sessions quiet for too long. */
-  #lastActive = 0; // ms since CLOCK_BASE
+  /** When the last authentic record arrived (ms since CLOCK_BASE); the server's idle sweep closes sessions quiet for too long. */
+  #lastActive = 0;
 
   /**
    * Starts the handshake from a ClientHello whose cookie the server verified: negotiates and sends flight 4.
@@ -327,7 +327,7 @@ export class DtlsSession extends SessionEvents {
   /** Hashes a handshake message into the transcript (and keeps it while a CertificateVerify may need it). */
   #addToTranscript(msg: HandshakeMessage): void {
     const bytes = transcriptBytes(msg);
-    this.#handshake.transcript!.update(bytes);
+    this.#handshake.transcript.update(bytes);
     this.#handshake.signedMessages?.push(bytes);
   }
 
@@ -340,7 +340,7 @@ export class DtlsSession extends SessionEvents {
     this.#addToTranscript(sh);
     this.#installKeys(cached.masterSecret);
     this.#records.installWriteEpoch(1, this.#handshake.serverWrite, this.#handshake.serverWriteCid);
-    const finished = flight6Finished(this.#handshake.master!, this.#handshake.transcript!.copy().digest(), this.#nextSendSeq++);
+    const finished = flight6Finished(this.#handshake.master!, this.#handshake.transcript.copy().digest(), this.#nextSendSeq++);
     this.#addToTranscript(finished);
     this.#state = 'wait_finished';
     this.#sendFlight({ plain: [sh], encrypted: [finished] });
@@ -690,7 +690,7 @@ export class DtlsSession extends SessionEvents {
   #deriveMaster(preMaster: Buffer): Buffer {
     const n = this.#negotiated;
     return n.extendedMasterSecret
-      ? extendedMasterSecret(preMaster, this.#handshake.transcript!.copy().digest())
+      ? extendedMasterSecret(preMaster, this.#handshake.transcript.copy().digest())
       : masterSecret(preMaster, n.clientRandom, n.serverRandom);
   }
 
@@ -707,7 +707,7 @@ export class DtlsSession extends SessionEvents {
   }
 
   #onClientFinished(msg: HandshakeMessage): void {
-    const expected = verifyData(this.#handshake.master!, 'client', this.#handshake.transcript!.copy().digest());
+    const expected = verifyData(this.#handshake.master!, 'client', this.#handshake.transcript.copy().digest());
     if (!timingSafeEqual(expected, parseFinished(msg.body))) {
       throw new TlsAlert(AlertDescription.decrypt_error, 'client Finished mismatch');
     }
@@ -721,7 +721,7 @@ export class DtlsSession extends SessionEvents {
       this.#state = 'established';
       this.#flight = undefined;
     } else {
-      const finished = flight6Finished(this.#handshake.master!, this.#handshake.transcript!.digest(), this.#nextSendSeq++);
+      const finished = flight6Finished(this.#handshake.master!, this.#handshake.transcript.digest(), this.#nextSendSeq++);
       this.#records.installWriteEpoch(1, this.#handshake.serverWrite, this.#handshake.serverWriteCid);
       this.#state = 'established';
       // Flight 6 is the last flight: it is not retransmitted on a timer, only when the client repeats flight 5.
