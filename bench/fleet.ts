@@ -66,7 +66,8 @@ export async function fleetRows(opts: { sessions: number; httpsDevices: number; 
     const p = await provision(svc, per * opts.procs, { sharedKey: key });
     const meter = () => cpuMeter({
       ...Object.fromEntries(f.nodes.map((n) => [n.name, (q: { pid: number }) => q.pid === n.child.pid])),
-      nginx: (q) => q.comm === 'nginx', postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
+      // this fleet's nginx (its master and the workers it forks), not another one on the machine
+      nginx: (q) => q.pid === f.balancer.child.pid || q.ppid === f.balancer.child.pid, postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
     });
     let answered = 0;
     const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
