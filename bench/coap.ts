@@ -11,7 +11,7 @@ import { buildLoadGenerator, runLoad, type BenchRow } from './dtls.ts';
 import { API_PORT, COAPS_PORT, linkDevices, PORT_SHIFT, provision, reportsOnPins, startBenchService, storedReports } from './harness.ts';
 
 /** DTLS limits opened up: every bench session comes from 127.0.0.1. */
-const OPEN_LIMITS = { DTLS_MAX_SESSIONS_PER_ADDRESS: '100000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '1000000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '1000000' };
+export const OPEN_LIMITS = { DTLS_MAX_SESSIONS_PER_ADDRESS: '100000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '1000000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '1000000' };
 const LIBCOAP_PORT = 25683 + PORT_SHIFT;
 
 type Measured = Awaited<ReturnType<typeof runLoad>> & { cpu: string; totalMs: number; perJob: number };

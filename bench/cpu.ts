@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 const TICKS_PER_SECOND = 100;
 
-function processes(): { pid: number; comm: string; ticks: number }[] {
+function processes(): { pid: number; ppid: number; comm: string; ticks: number }[] {
   const out = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -12,7 +12,7 @@ function processes(): { pid: number; comm: string; ticks: number }[] {
       const close = stat.lastIndexOf(')');
       const comm = stat.slice(stat.indexOf('(') + 1, close);
       const fields = stat.slice(close + 2).split(' ');
-      out.push({ pid: Number(entry), comm, ticks: Number(fields[11]) + Number(fields[12]) });
+      out.push({ pid: Number(entry), ppid: Number(fields[1]), comm, ticks: Number(fields[11]) + Number(fields[12]) });
     } catch {
       // the process ended while we looked
     }
@@ -21,7 +21,7 @@ function processes(): { pid: number; comm: string; ticks: number }[] {
 }
 
 /** Starts a measurement; the returned function gives CPU seconds per group since then. */
-export function cpuMeter(groups: Record<string, (p: { pid: number; comm: string }) => boolean>): () => Record<string, number> {
+export function cpuMeter(groups: Record<string, (p: { pid: number; ppid: number; comm: string }) => boolean>): () => Record<string, number> {
   const before = new Map(processes().map((p) => [p.pid, p.ticks]));
   return () => {
     const result: Record<string, number> = Object.fromEntries(Object.keys(groups).map((g) => [g, 0]));

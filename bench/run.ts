@@ -23,6 +23,8 @@
 // --audit on|off --audit-writes 200 (the same API write with the audit log on and off, alternating rounds; bench/audit.ts)
 // --redis-cluster on|off (the HTTPS row of 1 process on a Redis Cluster of 3 masters + 3 replicas the bench starts, QUEUE_SHARDS 1 and 3:
 // what the cluster costs against the single-Redis row; test/support/redis-cluster.ts)
+// --fleet on|off --fleet-sessions 200 --fleet-https-devices 100 --fleet-rounds 3 (the CoAP/DTLS and the HTTPS TLS-PSK closed loops against 1 gateway
+// node directly and 1, 2, 3 nodes behind nginx, one fleet of scripts/fleet/topology.ts, rounds alternating the rows; 0 HTTPS devices: CoAP alone; bench/fleet.ts)
 // --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -42,6 +44,7 @@ import { chartPanelsRow, chartSeriesRow } from './charts.ts';
 import { cidReportRows, cidRoutingRows } from './cid-routing.ts';
 import { benchDatabase, benchDatabaseUrl, fillMeasurementTable, ingestLinkedRow, measurementFindRow } from './measurements.ts';
 import { exportRow } from './exports.ts';
+import { fleetRows } from './fleet.ts';
 import { auditCostRow } from './audit.ts';
 import { notificationRows } from './notifications.ts';
 import { thresholdRows } from './thresholds.ts';
@@ -87,6 +90,10 @@ const { values } = parseArgs({
     audit: { type: 'string', default: 'on' },
     'audit-writes': { type: 'string', default: '200' },
     'redis-cluster': { type: 'string', default: 'on' },
+    fleet: { type: 'string', default: 'on' },
+    'fleet-sessions': { type: 'string', default: '200' },
+    'fleet-https-devices': { type: 'string', default: '100' },
+    'fleet-rounds': { type: 'string', default: '3' },
   },
 });
 const DEVICES = Number(values.devices);
@@ -222,6 +229,7 @@ async function main(): Promise<void> {
     dtlsRows.push(...await cidRoutingRows({ clients: Number(values['cid-clients']), records: 500, rounds: 3 }));
     dtlsRows.push(...await cidReportRows({ clients: Number(values['cid-clients']), reports: 100, rounds: 5 }));
   }
+  if (values.fleet !== 'off') dtlsRows.push(...await fleetRows({ sessions: Number(values['fleet-sessions']), httpsDevices: Number(values['fleet-https-devices']), seconds: SECONDS, procs: 4, rounds: Number(values['fleet-rounds']) }));
   if (values.flood !== 'off') dtlsRows.push(...await floodRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), floodRate: Number(values['flood-rate']) }));
   if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off' || values.exports !== 'off') dtlsRows.push(...await measurementTableRows());
   if (values.audit !== 'off') dtlsRows.push(await auditCostRow({ rounds: 10, writes: Number(values['audit-writes']) }));

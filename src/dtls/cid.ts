@@ -13,6 +13,7 @@ import { createCipheriv, createDecipheriv, createHmac, createSecretKey, randomFi
 import type { CipherCCMTypes, KeyObject } from 'node:crypto';
 import { AlertDescription, TlsAlert } from '../tls/alert.ts';
 import type { CipherSuite } from '../tls/suites/index.ts';
+import { makeKey, type KeyHolder } from '../tls/suites/cipher-keys.ts';
 
 export const EXTENSION_CONNECTION_ID = 54;
 export const CONTENT_TYPE_TLS12_CID = 25;
@@ -83,25 +84,39 @@ export function cidAdditionalData(version: number, epoch: number, seq: number, c
   return out;
 }
 
-/** AEAD protection of tls12_cid records in one direction (nonce = fixed_iv ‖ epoch ‖ seq, as for ordinary records). */
-export class CidAeadProtection implements CidProtection {
-  readonly #key: KeyObject;
-  readonly #algorithm: CipherCCMTypes;
-  readonly #tagLength: number;
-  readonly #nonce = Buffer.alloc(12);
+/** Nonce scratch shared by every CID protection: filled and consumed synchronously within one seal or open. */
+const NONCE = Buffer.alloc(12);
+
+/**
+ * AEAD protection of tls12_cid records in one direction (nonce = fixed_iv ‖ epoch ‖ seq, as for ordinary records).
+ * An idle session holds two: the suite's shared parameters, the key bytes (a KeyObject only while in use:
+ * src/tls/suites/cipher-keys.ts) and fixed_iv as a signed 32-bit number.
+ */
+export class CidAeadProtection implements CidProtection, KeyHolder {
+  readonly #suite: { algorithm: 'aes-128-ccm' | 'aes-128-gcm'; tagLength: number };
+  readonly #secret: string;
+  #cipherKey: KeyObject | undefined;
+  readonly #fixedIv: number;
 
   constructor(suiteId: number, encKey: Buffer, fixedIv: Buffer) {
     const p = AEAD_SUITES.get(suiteId);
     if (!p) throw new Error(`suite 0x${suiteId.toString(16)} cannot carry a connection id`);
-    this.#algorithm = p.algorithm as CipherCCMTypes; // the CCM typing carries authTagLength for GCM as well
-    this.#tagLength = p.tagLength;
-    this.#key = createSecretKey(encKey);
-    fixedIv.copy(this.#nonce, 0, 0, 4);
+    this.#suite = p;
+    this.#secret = encKey.toString('latin1');
+    this.#fixedIv = fixedIv.readInt32BE(0);
+  }
+
+  dropKeys(): void {
+    this.#cipherKey = undefined;
+  }
+
+  #key(): KeyObject {
+    return (this.#cipherKey ??= makeKey(this, this.#secret));
   }
 
   /** Bytes added to the content: real type (1), explicit nonce, tag. */
   get overhead(): number {
-    return 1 + EXPLICIT_NONCE + this.#tagLength;
+    return 1 + EXPLICIT_NONCE + this.#suite.tagLength;
   }
 
   /** Returns explicit_nonce ‖ ciphertext ‖ tag of DTLSInnerPlaintext{content, type} after `headroom` free bytes. */
@@ -109,11 +124,15 @@ export class CidAeadProtection implements CidProtection {
     const inner = Buffer.allocUnsafe(content.length + 1);
     content.copy(inner);
     inner[content.length] = type;
-    const out = Buffer.allocUnsafe(headroom + EXPLICIT_NONCE + inner.length + this.#tagLength);
+    // the CCM typing carries authTagLength for GCM as well
+    const algorithm = this.#suite.algorithm as CipherCCMTypes;
+    const tagLength = this.#suite.tagLength;
+    const out = Buffer.allocUnsafe(headroom + EXPLICIT_NONCE + inner.length + tagLength);
     out.writeUInt16BE(epoch, headroom);
     out.writeUIntBE(seq, headroom + 2, 6);
-    out.copy(this.#nonce, 4, headroom, headroom + EXPLICIT_NONCE);
-    const cipher = createCipheriv(this.#algorithm, this.#key, this.#nonce, { authTagLength: this.#tagLength });
+    NONCE.writeInt32BE(this.#fixedIv, 0);
+    out.copy(NONCE, 4, headroom, headroom + EXPLICIT_NONCE);
+    const cipher = createCipheriv(algorithm, this.#key(), NONCE, { authTagLength: tagLength });
     cipher.setAAD(cidAdditionalData(version, epoch, seq, cid, inner.length), { plaintextLength: inner.length });
     let o = headroom + EXPLICIT_NONCE;
     o += cipher.update(inner).copy(out, o);
@@ -124,10 +143,13 @@ export class CidAeadProtection implements CidProtection {
 
   /** Verifies and decrypts; returns the real content type and content. Throws bad_record_mac on any failure. */
   open(version: number, epoch: number, seq: number, cid: Buffer, fragment: Buffer): { type: number; content: Buffer } {
-    const ctLen = fragment.length - EXPLICIT_NONCE - this.#tagLength;
+    const algorithm = this.#suite.algorithm as CipherCCMTypes;
+    const tagLength = this.#suite.tagLength;
+    const ctLen = fragment.length - EXPLICIT_NONCE - tagLength;
     if (ctLen < 1) throw new TlsAlert(AlertDescription.bad_record_mac, 'tls12_cid record too short');
-    fragment.copy(this.#nonce, 4, 0, EXPLICIT_NONCE);
-    const decipher = createDecipheriv(this.#algorithm, this.#key, this.#nonce, { authTagLength: this.#tagLength });
+    NONCE.writeInt32BE(this.#fixedIv, 0);
+    fragment.copy(NONCE, 4, 0, EXPLICIT_NONCE);
+    const decipher = createDecipheriv(algorithm, this.#key(), NONCE, { authTagLength: tagLength });
     decipher.setAuthTag(fragment.subarray(EXPLICIT_NONCE + ctLen));
     decipher.setAAD(cidAdditionalData(version, epoch, seq, cid, ctLen), { plaintextLength: ctLen });
     let inner: Buffer;

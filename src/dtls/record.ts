@@ -126,8 +126,11 @@ export class RecordLayer {
   #writeSeq1: number | undefined;
   #writeProtection1: RecordProtection | undefined;
   #writeCid1: EpochCid | undefined;
-  /** Epoch 1 seals stop here (session-state.ts: a session restored elsewhere continues past it, so no nonce repeats). */
-  #writeLimit1 = MAX_SEQUENCE + 1;
+  /**
+   * Epoch 1 seals stop here (session-state.ts: a session restored elsewhere continues past it, so no nonce repeats).
+   * Undefined: no limit but the sequence space (a number above 2^31 would take a heap number in every idle session).
+   */
+  #writeLimit1: number | undefined;
   /** Whether the last record `open` accepted had the highest sequence number of its epoch so far (RFC 9146 §6). */
   lastOpenedWasNewest = false;
 
@@ -157,16 +160,16 @@ export class RecordLayer {
 
   /** Epoch 1 seals throw from sequence number `limit` on. */
   setWriteLimit(limit: number): void {
-    this.#writeLimit1 = Math.min(limit, MAX_SEQUENCE + 1);
+    this.#writeLimit1 = limit > MAX_SEQUENCE ? undefined : limit;
   }
 
   get writeLimit(): number {
-    return this.#writeLimit1;
+    return this.#writeLimit1 ?? MAX_SEQUENCE + 1;
   }
 
   /** Epoch-1 records that may still be sealed before the write limit. */
   writeRoom(): number {
-    return this.#writeLimit1 - (this.#writeSeq1 ?? 0);
+    return this.writeLimit - (this.#writeSeq1 ?? 0);
   }
 
   /** Epoch 1: the next write sequence number and the replay window (ReplayWindow.snapshot), for session-state.ts. */
@@ -222,7 +225,7 @@ export class RecordLayer {
   seal(epoch: number, type: number, data: Buffer): Buffer {
     const seq = epoch === 0 ? this.#writeSeq0 : epoch === 1 ? this.#writeSeq1 : undefined;
     if (seq === undefined) throw new Error(`no write state for epoch ${epoch}`);
-    if (seq > MAX_SEQUENCE || (epoch === 1 && seq >= this.#writeLimit1)) throw new Error('record sequence number exhausted');
+    if (seq > MAX_SEQUENCE || (epoch === 1 && this.#writeLimit1 !== undefined && seq >= this.#writeLimit1)) throw new Error('record sequence number exhausted');
     if (epoch === 0) this.#writeSeq0 = seq + 1;
     else this.#writeSeq1 = seq + 1;
     const cid = epoch === 1 ? this.#writeCid1 : undefined;

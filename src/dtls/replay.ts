@@ -1,7 +1,8 @@
 /**
  * RFC 6347 §4.1.2.6 anti-replay: a 64-entry sliding window over the 48-bit record sequence numbers of one epoch.
  * The window is two 32-bit words of plain numbers (48-bit sequence numbers are exact in a double): no allocation
- * per record, 16 bytes of state.
+ * per record, 16 bytes of state. The words are kept signed (`| 0`), so V8 stores them in the object as small
+ * integers rather than as heap numbers of their own (an idle session holds one window).
  */
 
 const WINDOW = 64;
@@ -15,15 +16,15 @@ export class ReplayWindow {
 
   /** The window as three numbers (highest accepted, then the two bit words), for session-state.ts. */
   snapshot(): [number, number, number] {
-    return [this.#top, this.#lo, this.#hi];
+    return [this.#top, this.#lo >>> 0, this.#hi >>> 0];
   }
 
   /** A window from snapshot(). */
   static restore([top, lo, hi]: readonly [number, number, number]): ReplayWindow {
     const w = new ReplayWindow();
     w.#top = top;
-    w.#lo = lo >>> 0;
-    w.#hi = hi >>> 0;
+    w.#lo = lo | 0;
+    w.#hi = hi | 0;
     return w;
   }
 
@@ -48,18 +49,18 @@ export class ReplayWindow {
         this.#hi = 0;
         this.#lo = 0;
       } else if (shift >= 32) {
-        this.#hi = (this.#lo << (shift - 32)) >>> 0;
+        this.#hi = this.#lo << (shift - 32);
         this.#lo = 0;
       } else {
-        this.#hi = ((this.#hi << shift) | (this.#lo >>> (32 - shift))) >>> 0;
-        this.#lo = (this.#lo << shift) >>> 0;
+        this.#hi = (this.#hi << shift) | (this.#lo >>> (32 - shift));
+        this.#lo = this.#lo << shift;
       }
-      this.#lo = (this.#lo | 1) >>> 0;
+      this.#lo |= 1;
       this.#top = seq;
     } else {
       const diff = this.#top - seq;
-      if (diff < 32) this.#lo = (this.#lo | (1 << diff)) >>> 0;
-      else if (diff < WINDOW) this.#hi = (this.#hi | (1 << (diff - 32))) >>> 0;
+      if (diff < 32) this.#lo |= 1 << diff;
+      else if (diff < WINDOW) this.#hi |= 1 << (diff - 32);
     }
   }
 }

@@ -35,9 +35,11 @@ export interface SharedSessionCache {
  * What the cache holds per session (a server holds one for each of its sessions): the master secret and the key
  * fingerprint in one latin1 string, made Buffers only when an entry is read; keyed by the id's bytes, latin1 too.
  */
-interface Entry extends Omit<CachedSession, 'masterSecret' | 'pskHash'> {
+interface Entry extends Omit<CachedSession, 'masterSecret' | 'pskHash' | 'pskIdentity'> {
   /** master secret ‖ PSK fingerprint, latin1: a short string costs less than a Buffer */
   secrets: string;
+  /** always present (undefined for certificate sessions): a field added after the literal would cost a property array */
+  pskIdentity: string | undefined;
 }
 
 const MASTER_SECRET_LENGTH = 48;
@@ -91,8 +93,8 @@ export class SessionCache {
     const entry: Entry = {
       secrets: (c.pskHash ? Buffer.concat([c.masterSecret, c.pskHash]) : c.masterSecret).toString('latin1'),
       suiteId: c.suiteId, extendedMasterSecret: c.extendedMasterSecret, peerCertificates: c.peerCertificates, expiresAt: c.expiresAt,
+      pskIdentity: c.pskIdentity,
     };
-    if (c.pskIdentity !== undefined) entry.pskIdentity = c.pskIdentity;
     this.#entries.set(key, entry);
   }
 
@@ -106,9 +108,10 @@ export class SessionCache {
       this.#entries.delete(key);
       return undefined;
     }
-    const { secrets: text, ...rest } = e;
+    const { secrets: text, pskIdentity, ...rest } = e;
     const secrets = Buffer.from(text, 'latin1');
     const c: CachedSession = { ...rest, masterSecret: secrets.subarray(0, MASTER_SECRET_LENGTH) };
+    if (pskIdentity !== undefined) c.pskIdentity = pskIdentity;
     if (secrets.length > MASTER_SECRET_LENGTH) c.pskHash = secrets.subarray(MASTER_SECRET_LENGTH);
     return c;
   }

@@ -26,19 +26,17 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { X509Certificate } from 'node:crypto';
-import type { Hash } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/alert.ts';
 import { lookupPskSafely } from '../tls/psk.ts';
 import { HandshakeType, findExtension, parseFinished } from '../tls/messages.ts';
 import type { ClientHello } from '../tls/messages.ts';
 import { HmacSha256Key, extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, verifyData } from '../tls/prf.ts';
 import { keyBlockLength } from '../tls/suites/index.ts';
-import type { CipherSuite, RecordProtection } from '../tls/suites/index.ts';
+import type { CipherSuite } from '../tls/suites/index.ts';
 import { flight4, negotiate, serverHello } from './flights/flight4.ts';
 import { certificateKeyExchange } from './flights/flight4-certificate.ts';
 import type { ServerCertificate } from './flights/flight4-certificate.ts';
 import { isEcdheEcdsa, parseCertificate, verifyCertificateVerify } from '../tls/ecdhe-ecdsa.ts';
-import type { EphemeralEcdhe } from '../tls/ecdhe-ecdsa.ts';
 import { verifyClientChain } from '../tls/x509-chain.ts';
 import type { Negotiated } from './flights/flight4.ts';
 import { clientPskIdentity, pskOrStandIn } from './flights/flight5-psk.ts';
@@ -54,7 +52,8 @@ import type { HandshakeMessage } from './handshake.ts';
 import { ContentType, MAX_SEQUENCE, RECORD_HEADER_LENGTH, RecordLayer } from './record.ts';
 import { ReplayWindow } from './replay.ts';
 import { SessionEvents } from './session-events.ts';
-import type { DtlsRecord, EpochCid } from './record.ts';
+import { HandshakeState } from './handshake-state.ts';
+import type { DtlsRecord } from './record.ts';
 import {
   EXTENSION_CONNECTION_ID,
   encodeConnectionIdExtension,
@@ -139,8 +138,7 @@ interface Flight {
 
 const MAX_QUEUED_RECORDS = 32;
 const EMPTY = Buffer.alloc(0);
-/** The queue of an established session: records are never queued again once the handshake is over. */
-const NO_RECORDS: DtlsRecord[] = [];
+const NO_DATA: Buffer[] = [];
 /** A copy in its own (unpooled) memory. */
 const owned = (b: Buffer): Buffer => {
   const copy = Buffer.alloc(b.length);
@@ -149,8 +147,34 @@ const owned = (b: Buffer): Buffer => {
 };
 const ownedMessage = (m: HandshakeMessage): HandshakeMessage => ({ ...m, body: owned(m.body) });
 const CCS = Buffer.from([1]);
+/**
+ * A session's last activity is kept in ms since this module loaded: a small integer for the first 24 days of the
+ * process (Date.now() itself would take a heap number of 16 bytes in every idle session), a heap number after that.
+ */
+const CLOCK_BASE = Date.now();
 const NO_CERTIFICATES: X509Certificate[] = [];
 const NO_EXTENSIONS: Negotiated['extraExtensions'] = [];
+/**
+ * What `resumed` holds once the handshake is over, where only its presence counts: the cached session itself (its
+ * master secret) stays in the cache, not in every resumed idle session.
+ */
+const RESUMED: CachedSession = Object.freeze({ masterSecret: EMPTY, suiteId: 0, extendedMasterSecret: false, peerCertificates: [], expiresAt: 0 });
+type SettledFields = Pick<Negotiated, 'suite' | 'extendedMasterSecret' | 'secureRenegotiation' | 'clientSentPointFormats' | 'ecdheGroup'>;
+const SETTLED = new Map<string, Negotiated>();
+
+/**
+ * An established session's negotiation: what it still reads of it (the suite, the flags) with the per-handshake
+ * buffers emptied. Few combinations exist, so every session with the same one shares one frozen object.
+ */
+function settled(f: SettledFields, resumed: boolean): Negotiated {
+  const name = `${f.suite.id}:${+f.extendedMasterSecret}:${+f.secureRenegotiation}:${+f.clientSentPointFormats}:${f.ecdheGroup ?? ''}:${+resumed}`;
+  let n = SETTLED.get(name);
+  if (!n) {
+    n = Object.freeze({ ...f, clientRandom: EMPTY, serverRandom: EMPTY, sessionId: EMPTY, extraExtensions: NO_EXTENSIONS, ...(resumed ? { resumed: RESUMED } : {}) });
+    SETTLED.set(name, n);
+  }
+  return n;
+}
 
 /**
  * Emits 'data' (Buffer), 'close', and 'migrate' ({ address, port } it came from) when an authentic tls12_cid record
@@ -175,10 +199,8 @@ export class DtlsSession extends SessionEvents {
   readonly #host: SessionHost;
   readonly #config: SessionConfig;
   readonly #records = new RecordLayer();
-  /** Handshake-only state (transcript, negotiation details, secrets) is dropped once established: see #shed. */
-  #transcript: Hash | undefined = createHash('sha256');
-  /** Until established: afterwards nothing is reassembled (see #onEstablishedHandshakeRecord). */
-  #reassembler: HandshakeReassembler | undefined;
+  /** Until established: what only the handshake needs (see HandshakeState); undefined once established or carried on. */
+  #hs: HandshakeState | undefined;
   #negotiated: Negotiated;
   #state: State = 'wait_client_key_exchange';
   #nextSendSeq: number;
@@ -189,29 +211,11 @@ export class DtlsSession extends SessionEvents {
   #sessionIdText: string | undefined;
   /** Established by a full handshake: flight 6's Finished verify_data (latin1), until the client's data shows it arrived. */
   #finished6: string | undefined;
-  #queued: DtlsRecord[] = [];
-  /** Application data waiting for a renewed lease of sequence numbers (a kept session: session-store.ts). */
-  #awaitingLease: Buffer[] = [];
-  #masterBytes: Buffer | undefined;
-  /** Fingerprint of the PSK of a full PSK handshake, cached with the session for the resumption check. */
-  #pskHash: Buffer | undefined;
-  /** The master secret as an HMAC key: key expansion and both Finished use it. */
-  #master: HmacSha256Key | undefined;
-  #serverWrite: RecordProtection | undefined;
-  /** The key block until established (handed to the host with the session's keys), then gone. */
-  #keyBlock: Buffer | undefined;
+  /** Application data waiting for a renewed lease of sequence numbers (a kept session: session-store.ts); made when needed. */
+  #awaitingLease: Buffer[] | undefined;
   /** Carried on from a kept state (session-store.ts) rather than made by a handshake in this process. */
   #restored = false;
-  #serverWriteCid: EpochCid | undefined;
-  /** ECDHE_ECDSA only: our ephemeral key, and the handshake messages so far (what CertificateVerify signs). */
-  #ephemeral: EphemeralEcdhe | undefined;
-  #signedMessages: Buffer[] | undefined;
-  #retransmitMs: number;
-  #retransmitTimer: NodeJS.Timeout | undefined;
-  #handshakeTimer: NodeJS.Timeout | undefined;
-  /** Armed by the first epoch-1 record that fails authentication before the client Finished: see #onRecord. */
-  #wrongKeyTimer: NodeJS.Timeout | undefined;
-  /** When the last authentic record arrived (ms); the server's idle sweep closes sessions quiet for too long. */
+  /** When the last authentic record arrived (ms since CLOCK_BASE); the server's idle sweep closes sessions quiet for too long. */
   #lastActive = 0;
 
   /**
@@ -225,7 +229,6 @@ export class DtlsSession extends SessionEvents {
     this.#config = config;
     this.remoteAddress = peer.address;
     this.remotePort = peer.port;
-    this.#retransmitMs = config.initialRetransmitMs;
     if ('keys' in start) {
       const { keys, motion, writeSeq, writeLimit } = start;
       const suite = config.suites.find((x) => x.id === keys.suiteId);
@@ -234,24 +237,18 @@ export class DtlsSession extends SessionEvents {
       this.peerConnectionId = keys.peerConnectionId;
       this.pskIdentity = keys.pskIdentity;
       if (keys.peerCertificates.length > 0) this.peerCertificates = certificatesFromDer(keys.peerCertificates);
-      this.#negotiated = {
-        suite, extendedMasterSecret: keys.extendedMasterSecret, secureRenegotiation: true, clientRandom: EMPTY, serverRandom: EMPTY,
-        sessionId: EMPTY, extraExtensions: NO_EXTENSIONS, clientSentPointFormats: false,
-      };
+      this.#negotiated = settled({ suite, extendedMasterSecret: keys.extendedMasterSecret, secureRenegotiation: true, clientSentPointFormats: false }, false);
       this.#sessionIdText = keys.sessionId.toString('latin1');
       const p = epoch1Protections(suite, keys.keyBlock, keys.connectionId, keys.peerConnectionId);
       this.#records.installReadEpoch(1, p.read, p.readCid, ReplayWindow.restore(motion.replay));
       this.#records.installWriteEpoch(1, p.write, p.writeCid, writeSeq);
       this.#records.setWriteLimit(writeLimit);
-      this.#transcript = undefined;
-      this.#signedMessages = undefined;
-      this.#queued = NO_RECORDS;
       this.#awaitedFlightStart = 0;
       this.#nextSendSeq = 0;
       this.#state = 'established';
       this.#records.endEpoch0();
       this.#restored = true;
-      this.#lastActive = motion.lastActive;
+      this.#lastActive = motion.lastActive - CLOCK_BASE;
       return;
     }
     const { ch, msg, recordSeq } = start;
@@ -264,16 +261,23 @@ export class DtlsSession extends SessionEvents {
       this.connectionId = host.allocateCid();
       n.extraExtensions.push({ type: EXTENSION_CONNECTION_ID, data: encodeConnectionIdExtension(this.connectionId) });
     }
-    this.#reassembler = new HandshakeReassembler(msg.messageSeq + 1);
+    this.#hs = new HandshakeState(config.initialRetransmitMs);
+    this.#hs.reassembler = new HandshakeReassembler(msg.messageSeq + 1);
     this.#awaitedFlightStart = msg.messageSeq + 1;
     this.#records.setInitialWriteSequence(recordSeq);
-    this.#signedMessages = []; // until #startFull knows whether a CertificateVerify will need them
+    this.#handshake.signedMessages = []; // until #startFull knows whether a CertificateVerify will need them
     this.#addToTranscript(msg);
     this.#nextSendSeq = msg.messageSeq; // the server's message_seq continues from the ClientHello's (RFC 6347 §4.2.2)
-    this.#handshakeTimer = setTimeout(() => this.#fail(new Error('DTLS handshake timeout'), undefined), config.handshakeTimeoutMs);
+    this.#handshake.handshakeTimer = setTimeout(() => this.#fail(new Error('DTLS handshake timeout'), undefined), config.handshakeTimeoutMs);
     if (n.resumed?.pskHash) this.#confirmResumption(n.resumed, n.resumed.pskHash);
     else if (n.resumed) this.#startAbbreviated(n.resumed);
     else this.#startFull();
+  }
+
+  /** The handshake's state: only the handshake's own steps use it (a bug otherwise, not anything a peer can cause). */
+  get #handshake(): HandshakeState {
+    if (!this.#hs) throw new Error('DTLS handshake state used after the handshake');
+    return this.#hs;
   }
 
   /**
@@ -295,8 +299,8 @@ export class DtlsSession extends SessionEvents {
           this.#state = 'wait_client_key_exchange';
           this.#startFull();
         }
-        const queued = this.#queued;
-        this.#queued = [];
+        const queued = this.#handshake.queued;
+        this.#handshake.queued = [];
         this.handleRecords(queued);
       },
       (err: unknown) => this.#fail(err, AlertDescription.internal_error),
@@ -308,11 +312,11 @@ export class DtlsSession extends SessionEvents {
     let keyExchange: Array<{ type: number; body: Buffer }> = [];
     if (isEcdheEcdsa(n.suite.id)) {
       const kx = certificateKeyExchange(n, this.#config.certificate!);
-      this.#ephemeral = kx.ephemeral;
+      this.#handshake.ephemeral = kx.ephemeral;
       keyExchange = kx.messages;
       this.#state = 'wait_client_certificate';
     } else {
-      this.#signedMessages = undefined;
+      this.#handshake.signedMessages = undefined;
     }
     const messages = flight4(n, this.#nextSendSeq, keyExchange);
     for (const m of messages) this.#addToTranscript(m);
@@ -323,20 +327,20 @@ export class DtlsSession extends SessionEvents {
   /** Hashes a handshake message into the transcript (and keeps it while a CertificateVerify may need it). */
   #addToTranscript(msg: HandshakeMessage): void {
     const bytes = transcriptBytes(msg);
-    this.#transcript!.update(bytes);
-    this.#signedMessages?.push(bytes);
+    this.#handshake.transcript.update(bytes);
+    this.#handshake.signedMessages?.push(bytes);
   }
 
   /** Flight 4b (RFC 5246 §7.3 abbreviated handshake): ServerHello with the client's session id, CCS, Finished. */
   #startAbbreviated(cached: CachedSession): void {
-    this.#signedMessages = undefined;
+    this.#handshake.signedMessages = undefined;
     this.pskIdentity = cached.pskIdentity;
     this.peerCertificates = cached.peerCertificates;
     const sh = serverHello(this.#negotiated, this.#nextSendSeq++);
     this.#addToTranscript(sh);
     this.#installKeys(cached.masterSecret);
-    this.#records.installWriteEpoch(1, this.#serverWrite, this.#serverWriteCid);
-    const finished = flight6Finished(this.#master!, this.#transcript!.copy().digest(), this.#nextSendSeq++);
+    this.#records.installWriteEpoch(1, this.#handshake.serverWrite, this.#handshake.serverWriteCid);
+    const finished = flight6Finished(this.#handshake.master!, this.#handshake.transcript.copy().digest(), this.#nextSendSeq++);
     this.#addToTranscript(finished);
     this.#state = 'wait_finished';
     this.#sendFlight({ plain: [sh], encrypted: [finished] });
@@ -356,8 +360,8 @@ export class DtlsSession extends SessionEvents {
   limitWrites(limit: number): void {
     this.#records.setWriteLimit(limit);
     const held = this.#awaitingLease;
-    this.#awaitingLease = [];
-    for (const data of held) {
+    this.#awaitingLease = undefined;
+    for (const data of held ?? NO_DATA) {
       if (this.#state !== 'established') return;
       this.send(data);
     }
@@ -366,7 +370,7 @@ export class DtlsSession extends SessionEvents {
   /** What moves with every record, for session-state.ts (`attachment`: the application's bytes). */
   motion(attachment: Buffer = EMPTY): SessionMotion {
     const { writeSeq, replay } = this.#records.epoch1State();
-    return { writeSeq, replay, remoteAddress: this.remoteAddress, remotePort: this.remotePort, lastActive: this.#lastActive, attachment };
+    return { writeSeq, replay, remoteAddress: this.remoteAddress, remotePort: this.remotePort, lastActive: this.#lastActive + CLOCK_BASE, attachment };
   }
 
   /** Whether this session was resumed from the cache by an abbreviated handshake. */
@@ -381,7 +385,7 @@ export class DtlsSession extends SessionEvents {
 
   /** The ECDHE group of a full certificate handshake ('x25519' or 'secp256r1'), undefined otherwise. */
   get ecdheGroup(): 'x25519' | 'secp256r1' | undefined {
-    const g = this.#negotiated.ecdheGroup ?? this.#ephemeral?.group;
+    const g = this.#negotiated.ecdheGroup ?? this.#hs?.ephemeral?.group;
     return g === undefined ? undefined : g === 29 ? 'x25519' : 'secp256r1';
   }
 
@@ -394,7 +398,7 @@ export class DtlsSession extends SessionEvents {
   }
   /** Closes an established session that has had no authentic record since `before` (ms); true when it did. */
   closeIfIdleSince(before: number): boolean {
-    if (this.#state !== 'established' || this.#lastActive >= before) return false;
+    if (this.#state !== 'established' || this.#lastActive >= before - CLOCK_BASE) return false;
     this.close();
     return true;
   }
@@ -410,7 +414,7 @@ export class DtlsSession extends SessionEvents {
   send(data: Buffer): void {
     if (this.#state !== 'established') throw new Error('DTLS session is not established');
     // answers wait behind ones already waiting for a lease, in order
-    if (this.#awaitingLease.length > 0) {
+    if (this.#awaitingLease !== undefined) {
       this.#holdForLease(data);
       return;
     }
@@ -439,8 +443,9 @@ export class DtlsSession extends SessionEvents {
 
   /** Application data held while a lease renewal is in flight; more than a lease's worth ends the session (the store is not keeping up). */
   #holdForLease(data: Buffer): void {
-    this.#awaitingLease.push(Buffer.from(data));
-    if (this.#awaitingLease.length > WRITE_LEASE) this.#end();
+    const held = (this.#awaitingLease ??= []);
+    held.push(Buffer.from(data));
+    if (held.length > WRITE_LEASE) this.#end();
   }
 
   /** Forgets the session without a word to the peer: it is carried on elsewhere (DtlsServer.suspend). */
@@ -466,7 +471,7 @@ export class DtlsSession extends SessionEvents {
     for (const r of records) {
       if (this.#state === 'closed') return;
       if (this.#state === 'psk_lookup' || this.#state === 'resume_lookup') {
-        if (this.#queued.length < MAX_QUEUED_RECORDS) this.#queued.push(r);
+        if (this.#handshake.queued.length < MAX_QUEUED_RECORDS) this.#handshake.queued.push(r);
         continue;
       }
       try {
@@ -516,8 +521,8 @@ export class DtlsSession extends SessionEvents {
       // with another key fails every time, so when no authentic Finished follows within two of its retransmission
       // periods (one lost or displaced Finished is sent again within one), the verdict is a wrong key, with the
       // alert the client can act on, long before the handshake timeout.
-      if (this.#state === 'wait_finished' && !this.#wrongKeyTimer) {
-        this.#wrongKeyTimer = setTimeout(
+      if (this.#state === 'wait_finished' && !this.#handshake.wrongKeyTimer) {
+        this.#handshake.wrongKeyTimer = setTimeout(
           () => this.#fail(new TlsAlert(AlertDescription.bad_record_mac, 'client Finished record failed authentication (wrong key?)'), AlertDescription.bad_record_mac),
           2 * this.#config.initialRetransmitMs,
         );
@@ -556,7 +561,7 @@ export class DtlsSession extends SessionEvents {
     let retransmit = false;
     for (const f of parseHandshakeFragments(data)) {
       // A message from before the flight we now await means our last flight was lost: send it again.
-      if (this.#reassembler!.push(f) === 'old' && f.messageSeq < this.#awaitedFlightStart) retransmit = true;
+      if (this.#handshake.reassembler!.push(f) === 'old' && f.messageSeq < this.#awaitedFlightStart) retransmit = true;
     }
     this.#drainHandshake();
     return retransmit;
@@ -584,7 +589,7 @@ export class DtlsSession extends SessionEvents {
   #drainHandshake(): void {
     if (!this.#processing()) return;
     // The client Finished ends the loop: the reassembler goes with the handshake.
-    for (let msg = this.#reassembler?.next(); msg; msg = this.#reassembler?.next()) {
+    for (let msg = this.#hs?.reassembler?.next(); msg; msg = this.#hs?.reassembler?.next()) {
       this.#onHandshakeMessage(msg);
       if (!this.#processing()) break;
     }
@@ -618,7 +623,7 @@ export class DtlsSession extends SessionEvents {
     switch (this.#state) {
       case 'wait_client_certificate':
         expectType(msg, HandshakeType.certificate);
-        clearTimeout(this.#retransmitTimer); // flight 5 has begun: flight 4 arrived
+        clearTimeout(this.#handshake.retransmitTimer); // flight 5 has begun: flight 4 arrived
         {
           const chain = parseCertificate(msg.body);
           this.offeredCertificateSubject = leafSubject(chain[0]);
@@ -630,20 +635,20 @@ export class DtlsSession extends SessionEvents {
       case 'wait_client_key_exchange':
         expectType(msg, HandshakeType.client_key_exchange);
         this.#addToTranscript(msg);
-        if (this.#ephemeral) {
-          this.#installKeys(this.#deriveMaster(this.#ephemeral.premasterFromClientKeyExchange(msg.body)));
+        if (this.#handshake.ephemeral) {
+          this.#installKeys(this.#deriveMaster(this.#handshake.ephemeral.premasterFromClientKeyExchange(msg.body)));
           this.#state = 'wait_certificate_verify';
           return;
         }
         this.pskIdentity = clientPskIdentity(msg.body);
-        clearTimeout(this.#retransmitTimer); // flight 5 has begun: flight 4 arrived
+        clearTimeout(this.#handshake.retransmitTimer); // flight 5 has begun: flight 4 arrived
         this.#state = 'psk_lookup';
         this.#startPskLookup(this.pskIdentity);
         return;
       case 'wait_certificate_verify':
         expectType(msg, HandshakeType.certificate_verify);
-        verifyCertificateVerify(msg.body, Buffer.concat(this.#signedMessages!), this.peerCertificates[0].publicKey);
-        this.#signedMessages = undefined;
+        verifyCertificateVerify(msg.body, Buffer.concat(this.#handshake.signedMessages!), this.peerCertificates[0].publicKey);
+        this.#handshake.signedMessages = undefined;
         this.#addToTranscript(msg);
         this.#state = 'wait_finished';
         return;
@@ -667,7 +672,7 @@ export class DtlsSession extends SessionEvents {
     if (this.#state !== 'psk_lookup') return; // failed or closed meanwhile
     try {
       const { key, known } = pskOrStandIn(psk, this.pskIdentity);
-      if (known) this.#pskHash = pskFingerprint(key);
+      if (known) this.#handshake.pskHash = pskFingerprint(key);
       this.#installKeys(this.#deriveMaster(pskPreMasterSecret(key)));
       this.#state = 'wait_finished';
       this.#drainHandshake();
@@ -675,58 +680,59 @@ export class DtlsSession extends SessionEvents {
       this.#fail(err, err instanceof TlsAlert ? err.description : AlertDescription.internal_error);
       return;
     }
-    const queued = this.#queued;
-    this.#queued = [];
-    if (this.#state === 'wait_finished') this.handleRecords(queued);
+    if (this.#state !== 'wait_finished') return; // (records queued behind a Finished that ended it go with the handshake)
+    const queued = this.#handshake.queued;
+    this.#handshake.queued = [];
+    this.handleRecords(queued);
   }
 
   /** RFC 5246 §8.1 / RFC 7627 §4: the master secret from a premaster secret (the transcript now ends with ClientKeyExchange). */
   #deriveMaster(preMaster: Buffer): Buffer {
     const n = this.#negotiated;
     return n.extendedMasterSecret
-      ? extendedMasterSecret(preMaster, this.#transcript!.copy().digest())
+      ? extendedMasterSecret(preMaster, this.#handshake.transcript.copy().digest())
       : masterSecret(preMaster, n.clientRandom, n.serverRandom);
   }
 
   /** Key expansion: epoch 1 becomes readable; the server write protection waits for our CCS. */
   #installKeys(master: Buffer): void {
     const n = this.#negotiated;
-    this.#masterBytes = master;
-    this.#master = new HmacSha256Key(master);
-    this.#keyBlock = keyExpansion(this.#master, n.serverRandom, n.clientRandom, keyBlockLength(n.suite));
-    const p = epoch1Protections(n.suite, this.#keyBlock, this.connectionId, this.peerConnectionId);
+    this.#handshake.masterBytes = master;
+    this.#handshake.master = new HmacSha256Key(master);
+    this.#handshake.keyBlock = keyExpansion(this.#handshake.master, n.serverRandom, n.clientRandom, keyBlockLength(n.suite));
+    const p = epoch1Protections(n.suite, this.#handshake.keyBlock, this.connectionId, this.peerConnectionId);
     this.#records.installReadEpoch(1, p.read, p.readCid);
-    this.#serverWrite = p.write;
-    this.#serverWriteCid = p.writeCid;
+    this.#handshake.serverWrite = p.write;
+    this.#handshake.serverWriteCid = p.writeCid;
   }
 
   #onClientFinished(msg: HandshakeMessage): void {
-    const expected = verifyData(this.#master!, 'client', this.#transcript!.copy().digest());
+    const expected = verifyData(this.#handshake.master!, 'client', this.#handshake.transcript.copy().digest());
     if (!timingSafeEqual(expected, parseFinished(msg.body))) {
       throw new TlsAlert(AlertDescription.decrypt_error, 'client Finished mismatch');
     }
     this.#addToTranscript(msg);
-    this.#awaitedFlightStart = this.#reassembler!.nextSeq;
-    clearTimeout(this.#handshakeTimer);
-    clearTimeout(this.#retransmitTimer);
-    clearTimeout(this.#wrongKeyTimer);
+    this.#awaitedFlightStart = this.#handshake.reassembler!.nextSeq;
+    clearTimeout(this.#handshake.handshakeTimer);
+    clearTimeout(this.#handshake.retransmitTimer);
+    clearTimeout(this.#handshake.wrongKeyTimer);
     if (this.resumed) {
       // Abbreviated handshake: the client's Finished ends it; a repeat of it needs no answer.
       this.#state = 'established';
       this.#flight = undefined;
     } else {
-      const finished = flight6Finished(this.#master!, this.#transcript!.digest(), this.#nextSendSeq++);
-      this.#records.installWriteEpoch(1, this.#serverWrite, this.#serverWriteCid);
+      const finished = flight6Finished(this.#handshake.master!, this.#handshake.transcript.digest(), this.#nextSendSeq++);
+      this.#records.installWriteEpoch(1, this.#handshake.serverWrite, this.#handshake.serverWriteCid);
       this.#state = 'established';
       // Flight 6 is the last flight: it is not retransmitted on a timer, only when the client repeats flight 5.
       this.#sendFlight({ plain: [], encrypted: [finished] }, false);
       const n = this.#negotiated;
-      const cached = { masterSecret: this.#masterBytes!, suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, peerCertificates: this.peerCertificates };
-      this.#config.cache.store(n.sessionId, this.pskIdentity === undefined || !this.#pskHash ? cached : { ...cached, pskIdentity: this.pskIdentity, pskHash: this.#pskHash });
+      const cached = { masterSecret: this.#handshake.masterBytes!, suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, peerCertificates: this.peerCertificates };
+      this.#config.cache.store(n.sessionId, this.pskIdentity === undefined || !this.#handshake.pskHash ? cached : { ...cached, pskIdentity: this.pskIdentity, pskHash: this.#handshake.pskHash });
     }
     const n = this.#negotiated;
     const keys: SessionKeys = {
-      suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, keyBlock: this.#keyBlock!, sessionId: owned(n.sessionId),
+      suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, keyBlock: this.#handshake.keyBlock!, sessionId: owned(n.sessionId),
       peerCertificates: this.peerCertificates.map((c) => c.raw),
       ...(this.connectionId ? { connectionId: this.connectionId } : {}),
       ...(this.peerConnectionId ? { peerConnectionId: this.peerConnectionId } : {}),
@@ -745,28 +751,14 @@ export class DtlsSession extends SessionEvents {
    */
   #shed(): void {
     const n = this.#negotiated;
-    this.#negotiated = {
+    const ecdheGroup = this.#handshake.ephemeral?.group ?? n.ecdheGroup;
+    this.#negotiated = settled({
       suite: n.suite, extendedMasterSecret: n.extendedMasterSecret, secureRenegotiation: n.secureRenegotiation,
-      clientRandom: EMPTY, serverRandom: EMPTY, sessionId: EMPTY, extraExtensions: NO_EXTENSIONS,
-      clientSentPointFormats: n.clientSentPointFormats, ecdheGroup: this.#ephemeral?.group ?? n.ecdheGroup,
-      ...(n.resumed ? { resumed: n.resumed } : {}),
-    };
+      clientSentPointFormats: n.clientSentPointFormats, ...(ecdheGroup !== undefined ? { ecdheGroup } : {}),
+    }, n.resumed !== undefined);
     this.#sessionIdText = n.sessionId.toString('latin1');
     this.#records.endEpoch0();
-    this.#transcript = undefined;
-    this.#masterBytes = undefined;
-    this.#master = undefined;
-    this.#pskHash = undefined;
-    this.#serverWrite = undefined;
-    this.#serverWriteCid = undefined;
-    this.#keyBlock = undefined;
-    this.#ephemeral = undefined;
-    this.#signedMessages = undefined;
-    this.#handshakeTimer = undefined;
-    this.#retransmitTimer = undefined;
-    this.#wrongKeyTimer = undefined;
-    this.#reassembler = undefined;
-    this.#queued = NO_RECORDS;
+    this.#hs = undefined;
     const f = this.#flight;
     if (f && f.plain.length === 0 && f.encrypted.length === 1 && f.encrypted[0].type === HandshakeType.finished) {
       this.#finished6 = f.encrypted[0].body.toString('latin1');
@@ -806,15 +798,15 @@ export class DtlsSession extends SessionEvents {
     }
     if (current.length > 0) datagrams.push(Buffer.concat(current));
     for (const d of datagrams) this.#host.send(this, d);
-    clearTimeout(this.#retransmitTimer);
+    clearTimeout(this.#hs?.retransmitTimer);
     if (arm && this.#state !== 'established') {
-      this.#retransmitTimer = setTimeout(() => this.#onRetransmitTimer(), this.#retransmitMs);
+      this.#handshake.retransmitTimer = setTimeout(() => this.#onRetransmitTimer(), this.#handshake.retransmitMs);
     }
   }
 
   #onRetransmitTimer(): void {
     if (this.#state === 'closed' || this.#state === 'established' || !this.#flight) return;
-    this.#retransmitMs = Math.min(this.#retransmitMs * 2, this.#config.maxRetransmitMs);
+    this.#handshake.retransmitMs = Math.min(this.#handshake.retransmitMs * 2, this.#config.maxRetransmitMs);
     this.#sendFlight(this.#flight);
   }
 
@@ -829,7 +821,7 @@ export class DtlsSession extends SessionEvents {
 
   #refreshIdle(): void {
     if (this.#state !== 'established') return;
-    this.#lastActive = Date.now();
+    this.#lastActive = Date.now() - CLOCK_BASE;
   }
 
   /** Ends a handshake: optional fatal alert to the peer, then the server's 'handshakeError'. */
@@ -846,10 +838,13 @@ export class DtlsSession extends SessionEvents {
   #end(handshakeError?: Error): void {
     const wasEstablished = this.#state === 'established';
     this.#state = 'closed';
-    clearTimeout(this.#retransmitTimer);
-    clearTimeout(this.#handshakeTimer);
-    clearTimeout(this.#wrongKeyTimer);
-    this.#queued = [];
+    const hs = this.#hs;
+    if (hs) {
+      clearTimeout(hs.retransmitTimer);
+      clearTimeout(hs.handshakeTimer);
+      clearTimeout(hs.wrongKeyTimer);
+      hs.queued = [];
+    }
     if (handshakeError) this.#host.handshakeFailed(this, handshakeError);
     this.#host.closed(this);
     if (wasEstablished) this.emit('close');

@@ -18,7 +18,7 @@ import { DtlsClusterNode } from '../../src/dtls/cluster/node.ts';
 import { NodeRegistry } from '../../src/dtls/cluster/registry.ts';
 import type { ClusterEvent, DtlsClusterOptions } from '../../src/dtls/cluster/node.ts';
 import { CidClient } from '../support/cid-client/client.ts';
-import { freeUdpPort } from '../support/nginx.ts';
+import { freeUdpPort } from '../../scripts/fleet/nginx.ts';
 import { freePort } from '../support/ports.ts';
 import { exited, killPrivateRedis, startRedis } from '../support/private-redis.ts';
 import { until } from '../support/until.ts';

@@ -14,7 +14,7 @@ import { openDb, type Db } from '../../src/app/db.ts';
 import { Redis } from 'ioredis';
 import { MessageKind, sealMessages } from '../../src/dtls/cluster/messages.ts';
 import { CidClient } from '../support/cid-client/client.ts';
-import { freeUdpPort, startNginx, type Nginx } from '../support/nginx.ts';
+import { freeUdpPort, startBalancer, type Balancer } from '../../scripts/fleet/nginx.ts';
 import { connectivityClient, pskDevice, type RestClient } from '../support/provision.ts';
 import { killServiceProcesses, startServiceProcess, type ServiceProcess } from '../support/service-process.ts';
 import { until } from '../support/until.ts';
@@ -28,7 +28,8 @@ const HANDLER = `function handle(args: Arguments, exec: Exec) {
 }`;
 
 let db: Db;
-let nginx: Nginx;
+let nginx: Balancer;
+let balancedPort: number;
 const nodes: ServiceProcess[] = [];
 let api: RestClient;
 const QUEUE_NAME = `cid-routing-${process.pid}`;
@@ -45,7 +46,8 @@ beforeAll(async () => {
     const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-cid-node-'));
     nodes.push(await startServiceProcess({ ...common, DATA_DIR, CERTS_DIR: path.join(DATA_DIR, 'certs'), COAPS_PORT: String(port) }));
   }
-  nginx = await startNginx([{ protocol: 'udp', upstreams: coapsPorts }]);
+  balancedPort = await freeUdpPort();
+  nginx = await startBalancer(mkdtempSync(path.join(os.tmpdir(), 'gridgate-nginx-')), [{ listen: balancedPort, protocol: 'udp', upstreams: coapsPorts.map((p) => `127.0.0.1:${p}`) }]);
   db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
   api = await connectivityClient(db, nodes[0].base);
 }, 120_000);
@@ -87,7 +89,7 @@ async function storedLogs(deviceHashId: string): Promise<string[]> {
 describe('CID routing behind a UDP balancer', () => {
   it('a device that changes its source port lands on the other node and its next Confirmable POST is answered and stored', async () => {
     const device = await pskDevice(api, HANDLER);
-    const c = new CidClient(nginx.ports[0], { identity: device.identity, psk: device.key });
+    const c = new CidClient(balancedPort, { identity: device.identity, psk: device.key });
     try {
       await c.connect();
       const owner = (await metric(nodes[0], 'gridgate_dtls_sessions', '')) === 1 ? 0 : 1;
@@ -116,7 +118,7 @@ describe('CID routing behind a UDP balancer', () => {
 
   it('a forwarding datagram without the deployment\'s MAC is dropped: the record it carries is not processed', async () => {
     const device = await pskDevice(api, HANDLER);
-    const c = new CidClient(nginx.ports[0], { identity: device.identity, psk: device.key });
+    const c = new CidClient(balancedPort, { identity: device.identity, psk: device.key });
     const attacker = dgram.createSocket('udp4');
     const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
     try {
