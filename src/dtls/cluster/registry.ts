@@ -111,6 +111,7 @@ export class NodeRegistry {
     const redis = this.#redis;
     const subscriber: Redis = redis instanceof Cluster ? redis.duplicate() : redis.duplicate();
     this.#subscriber = subscriber;
+    subscriber.on('error', () => undefined); // the heartbeat logs the directory's outages
     subscriber.on('message', (_channel: string, message: string) => {
       // our own announcement changes nothing we do not know
       if (!message.startsWith(`${this.#instance} `)) void this.#refresh(true);
