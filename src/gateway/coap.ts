@@ -228,19 +228,20 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       endpoint.on('malformed', malformed('coaps'));
       endpoint.on('failure', failed('coaps'));
       endpoints.set(session, { endpoint, deviceHashId: 'refusal' in device ? null : device.deviceHashId });
-      session.on('data', (d: Buffer) => {
+      const deliver = (d: Buffer) => {
         // shutting down: a new request is left unanswered, so the device retransmits it (ACK_TIMEOUT, 2-3 s) to
         // whichever node carries its session on next; a 5.03 would make it wait Max-Age (60 s unless told)
         // before it tries again (docs/decisions.md). Retransmissions of requests seen before get their reply, and
         // ACKs of our separate responses still count.
         if (closing && isRequest(d) && !endpoint.remembers(d.readUInt16BE(2))) return;
         endpoint.receive(d);
-      });
+      };
+      session.on('data', deliver);
       session.on('close', () => {
         endpoint.close();
         endpoints.delete(session);
       });
-      for (const d of early) endpoint.receive(d);
+      for (const d of early) deliver(d);
     }, (err: Error) => {
       ctx.log.warn({ err: err.message }, 'coaps session could not be attributed to a device');
       session.close();
