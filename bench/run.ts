@@ -23,6 +23,8 @@
 // --audit on|off --audit-writes 200 (the same API write with the audit log on and off, alternating rounds; bench/audit.ts)
 // --redis-cluster on|off (the HTTPS row of 1 process on a Redis Cluster of 3 masters + 3 replicas the bench starts, QUEUE_SHARDS 1 and 3:
 // what the cluster costs against the single-Redis row; test/support/redis-cluster.ts)
+// --roll on|off --roll-devices 200 --roll-period-ms 700 --roll-rounds 1 (a rolling restart of the 3 gateway nodes of a fleet behind nginx under CoAP/DTLS load,
+// against steady rounds of the same load: p50/p99 during the roll, retransmissions, full handshakes; bench/rolling-restart.ts)
 // --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -47,6 +49,7 @@ import { notificationRows } from './notifications.ts';
 import { thresholdRows } from './thresholds.ts';
 import { tileRows } from './tiles.ts';
 import { webhookRow } from './webhooks.ts';
+import { rollingRestartRows } from './rolling-restart.ts';
 import { startRedisCluster } from '../test/support/redis-cluster.ts';
 
 const { values } = parseArgs({
@@ -87,6 +90,10 @@ const { values } = parseArgs({
     audit: { type: 'string', default: 'on' },
     'audit-writes': { type: 'string', default: '200' },
     'redis-cluster': { type: 'string', default: 'on' },
+    roll: { type: 'string', default: 'on' },
+    'roll-devices': { type: 'string', default: '200' },
+    'roll-period-ms': { type: 'string', default: '700' },
+    'roll-rounds': { type: 'string', default: '1' },
   },
 });
 const DEVICES = Number(values.devices);
@@ -222,6 +229,7 @@ async function main(): Promise<void> {
     dtlsRows.push(...await cidRoutingRows({ clients: Number(values['cid-clients']), records: 500, rounds: 3 }));
     dtlsRows.push(...await cidReportRows({ clients: Number(values['cid-clients']), reports: 100, rounds: 3 }));
   }
+  if (values.roll !== 'off') dtlsRows.push(...await rollingRestartRows({ devices: Number(values['roll-devices']), periodMs: Number(values['roll-period-ms']), rounds: Number(values['roll-rounds']), steadyMs: 15_000 }));
   if (values.flood !== 'off') dtlsRows.push(...await floodRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), floodRate: Number(values['flood-rate']) }));
   if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off' || values.exports !== 'off') dtlsRows.push(...await measurementTableRows());
   if (values.audit !== 'off') dtlsRows.push(await auditCostRow({ rounds: 10, writes: Number(values['audit-writes']) }));
