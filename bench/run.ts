@@ -25,6 +25,8 @@
 // what the cluster costs against the single-Redis row; test/support/redis-cluster.ts)
 // --fleet on|off --fleet-sessions 200 --fleet-https-devices 100 --fleet-rounds 3 (the CoAP/DTLS and the HTTPS TLS-PSK closed loops against 1 gateway
 // node directly and 1, 2, 3 nodes behind nginx, one fleet of scripts/fleet/topology.ts, rounds alternating the rows; 0 HTTPS devices: CoAP alone; bench/fleet.ts)
+// --roll on|off --roll-devices 200 --roll-period-ms 700 --roll-rounds 1 (a rolling restart of the 3 gateway nodes of a fleet behind nginx under CoAP/DTLS load,
+// against steady rounds of the same load: p50/p99 during the roll, retransmissions, full handshakes; bench/rolling-restart.ts)
 // --charts on|off (chart series of a year of 5-minute values, chart panels get of 100 pin groups; bench/charts.ts, on the same filled table)
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -50,6 +52,7 @@ import { notificationRows } from './notifications.ts';
 import { thresholdRows } from './thresholds.ts';
 import { tileRows } from './tiles.ts';
 import { webhookRow } from './webhooks.ts';
+import { rollingRestartRows } from './rolling-restart.ts';
 import { startRedisCluster } from '../test/support/redis-cluster.ts';
 
 const { values } = parseArgs({
@@ -94,6 +97,10 @@ const { values } = parseArgs({
     'fleet-sessions': { type: 'string', default: '200' },
     'fleet-https-devices': { type: 'string', default: '100' },
     'fleet-rounds': { type: 'string', default: '3' },
+    roll: { type: 'string', default: 'on' },
+    'roll-devices': { type: 'string', default: '200' },
+    'roll-period-ms': { type: 'string', default: '700' },
+    'roll-rounds': { type: 'string', default: '1' },
   },
 });
 const DEVICES = Number(values.devices);
@@ -230,6 +237,7 @@ async function main(): Promise<void> {
     dtlsRows.push(...await cidReportRows({ clients: Number(values['cid-clients']), reports: 100, rounds: 5 }));
   }
   if (values.fleet !== 'off') dtlsRows.push(...await fleetRows({ sessions: Number(values['fleet-sessions']), httpsDevices: Number(values['fleet-https-devices']), seconds: SECONDS, procs: 4, rounds: Number(values['fleet-rounds']) }));
+  if (values.roll !== 'off') dtlsRows.push(...await rollingRestartRows({ devices: Number(values['roll-devices']), periodMs: Number(values['roll-period-ms']), rounds: Number(values['roll-rounds']), steadyMs: 15_000 }));
   if (values.flood !== 'off') dtlsRows.push(...await floodRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), floodRate: Number(values['flood-rate']) }));
   if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off' || values.exports !== 'off') dtlsRows.push(...await measurementTableRows());
   if (values.audit !== 'off') dtlsRows.push(await auditCostRow({ rounds: 10, writes: Number(values['audit-writes']) }));

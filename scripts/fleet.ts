@@ -39,7 +39,7 @@ const env: Record<string, string> = {
   DATA_DIR: path.join(dir, 'data'), CERTS_DIR: process.env.CERTS_DIR ?? path.resolve('certs'),
 };
 const fleet = await startFleet({
-  gateways: Number(values.gateways), workers: Number(values.workers), env, dir, balance: values.balance === 'source' ? 'source' : 'round-robin',
+  gateways: Number(values.gateways), workers: Number(values.workers), env, dir, balance: values.balance === 'source' ? 'source' : 'round-robin', cluster: true,
   ports: { api: Number(values['api-port']), https: Number(values['https-port']), coaps: Number(values['coaps-port']) },
 });
 if (!existsSync(keyFile)) writeFileSync(keyFile, `${secretKey}\n`, { mode: 0o600 });

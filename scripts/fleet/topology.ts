@@ -2,6 +2,7 @@
 // same stores, behind a real nginx stream balancer (UDP for CoAP/DTLS, TCP for the device HTTPS port and the API).
 // `npm run fleet` runs it by hand; the fleet tests and the bench start it from here.
 import { spawn, type ChildProcess } from 'node:child_process';
+import dgram from 'node:dgram';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -27,6 +28,8 @@ export interface FleetOptions {
   dir: string;
   /** where a node's stdout and stderr go: its log file (default) or this process's */
   stdio?: 'file' | 'inherit';
+  /** the gateway nodes form a CID-routed cluster (DTLS_CLUSTER_PORT: each node its own, kept across restarts) */
+  cluster?: boolean;
 }
 
 export interface FleetNode {
@@ -48,12 +51,43 @@ export interface Fleet {
   ports: { api: number; https: number; coaps: number };
   apiBase: string;
   gateways(): FleetNode[];
-  /** SIGTERM (graceful) or SIGKILL the node, wait for it to go, start it again with the same ports, wait for /health */
+  /**
+   * SIGTERM (graceful) or SIGKILL the node, wait for it to go, start it again with the same ports, wait for /health.
+   * A gateway node is out of the balancer meanwhile (nginx reloaded without it, then with it again): a datagram nginx
+   * passes to a closed UDP port comes back as ICMP port unreachable, after which nginx reads no more answers on that
+   * device's flow while it still passes the device's datagrams on (docs/fleet.md, "Deploys").
+   */
   restart(node: FleetNode, signal?: 'SIGTERM' | 'SIGKILL'): Promise<FleetNode>;
   kill(node: FleetNode, signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   /** the node's /metrics text */
   metrics(node: FleetNode): Promise<string>;
   stop(): Promise<void>;
+}
+
+/** Ports handed out by freeNodePort in this process: two nodes never get the same one. */
+const handedOut = new Set<number>();
+
+/**
+ * A port free for TCP and UDP on every address (as the nodes bind them) below Linux's ephemeral range (32768 on): a
+ * node's ports must still be free when it restarts, and a port from that range may meanwhile be any outgoing
+ * socket's (nginx's own, to the other nodes).
+ */
+export async function freeNodePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (handedOut.has(port)) continue;
+    const tcp = net.createServer();
+    const tcpFree = await new Promise<boolean>((r) => tcp.once('error', () => r(false)).listen(port, () => r(true)));
+    if (!tcpFree) continue;
+    const udp = dgram.createSocket('udp4');
+    const udpFree = await new Promise<boolean>((r) => { udp.once('error', () => r(false)); udp.bind(port, () => r(true)); });
+    await new Promise((r) => tcp.close(r));
+    udp.close();
+    if (udpFree) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 export async function freeTcpPort(): Promise<number> {
@@ -104,9 +138,10 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     return { ...node, child };
   };
   const make = async (role: NodeRole, index: number, apiBase?: string): Promise<FleetNode> => {
-    const apiPort = await freeTcpPort();
-    const httpsPort = role === 'gateway' ? await freeTcpPort() : 0;
-    const coapsPort = role === 'gateway' ? await freeTcpPort() : 0;
+    const apiPort = await freeNodePort();
+    const httpsPort = role === 'gateway' ? await freeNodePort() : 0;
+    const coapsPort = role === 'gateway' ? await freeNodePort() : 0;
+    const cluster: Record<string, string> = opts.cluster && role === 'gateway' ? { DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1' } : {};
     const name = `${role}-${index + 1}`;
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn',
@@ -114,6 +149,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort), COAPS_PORT: String(coapsPort),
       // workers push reports to the API node
       ...(apiBase && role !== 'api' ? { MONITORING_CORE_URL: apiBase } : {}),
+      ...cluster,
       ...(await opts.nodeEnv?.(role, index)),
     };
     return spawnNode({ name, role, index, env, apiPort, httpsPort, coapsPort });
@@ -143,9 +179,10 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       coaps: opts.ports?.coaps || await freeTcpPort(),
     };
     const gateways = () => nodes.filter((n) => n.role === 'gateway');
-    const balanced = (): BalancedPort[] => [
-      { listen: ports.coaps, protocol: 'udp', upstreams: gateways().map((g) => `127.0.0.1:${g.coapsPort}`), balance: opts.balance },
-      { listen: ports.https, protocol: 'tcp', upstreams: gateways().map((g) => `127.0.0.1:${g.httpsPort}`) },
+    /** the balancer's ports, to every gateway node but `without` */
+    const balanced = (without?: FleetNode): BalancedPort[] => [
+      { listen: ports.coaps, protocol: 'udp', upstreams: gateways().filter((g) => g !== without).map((g) => `127.0.0.1:${g.coapsPort}`), balance: opts.balance },
+      { listen: ports.https, protocol: 'tcp', upstreams: gateways().filter((g) => g !== without).map((g) => `127.0.0.1:${g.httpsPort}`) },
       { listen: ports.api, protocol: 'tcp', upstreams: [`127.0.0.1:${api.apiPort}`] },
     ];
     balancer = await startBalancer(path.join(opts.dir, 'nginx'), balanced());
@@ -163,10 +200,13 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       gateways,
       kill,
       async restart(node, signal = 'SIGTERM') {
+        const drain = node.role === 'gateway' && gateways().length > 1;
+        if (drain) await balancer!.reload(balanced(node));
         await kill(node, signal);
         const again = spawnNode({ name: node.name, role: node.role, index: node.index, env: node.env, apiPort: node.apiPort, httpsPort: node.httpsPort, coapsPort: node.coapsPort });
         nodes[nodes.indexOf(node)] = again;
         await waitHealthy(again);
+        if (drain) await balancer!.reload(balanced());
         return again;
       },
       async metrics(node) {

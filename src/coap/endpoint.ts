@@ -66,7 +66,15 @@ export interface CoapEndpointOptions extends Partial<CoapConfig> {
   unprovenPeer?: boolean;
   /** Where this endpoint's message ids continue (an endpoint carried on from another process's). Default: random. */
   lastMessageId?: number;
+  /**
+   * The last request the endpoint before this one answered with a piggybacked reply (an endpoint carried on from
+   * another process's): its retransmission gets that reply again instead of running the handler a second time.
+   */
+  lastExchange?: Exchange;
 }
+
+/** A request's message id and the datagram that answered it. */
+export interface Exchange { messageId: number; reply: Buffer }
 
 /** Unknown critical options a 4.02 names: the rest are counted (RFC 7252 §5.4.1 only asks to reject). */
 const LISTED_CRITICAL = 8;
@@ -97,10 +105,11 @@ export class CoapEndpoint extends EventEmitter {
   #nextMessageId = Math.floor(Math.random() * 0x10000);
   #running = 0;
   #closed = false;
+  #lastExchange: Exchange | undefined;
 
   constructor(opts: CoapEndpointOptions) {
     super();
-    const { send, handler, diagnostic, admit, uploadBudget, uploadOwner, dedupLimit, unprovenPeer, lastMessageId, ...config } = opts;
+    const { send, handler, diagnostic, admit, uploadBudget, uploadOwner, dedupLimit, unprovenPeer, lastMessageId, lastExchange, ...config } = opts;
     this.#admit = admit;
     this.#diagnostic = diagnostic ?? ((_code, message) => ({ payload: Buffer.from(message), options: [] }));
     this.#config = { ...COAP_DEFAULTS, ...Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) };
@@ -111,6 +120,20 @@ export class CoapEndpoint extends EventEmitter {
     this.#unprovenPeer = unprovenPeer ?? false;
     if (lastMessageId !== undefined) this.#nextMessageId = lastMessageId & 0xffff;
     this.#dedup = new Deduplicator({ maxEntries: this.#config.maxDedupEntries, lifetimeMs: this.#config.exchangeLifetimeMs, limit: dedupLimit });
+    if (lastExchange) {
+      this.#dedup.remember(lastExchange.messageId, Date.now()).reply = lastExchange.reply;
+      this.#lastExchange = lastExchange;
+    }
+  }
+
+  /** The last request answered with a piggybacked reply (what a next process's endpoint needs to answer its retransmission). */
+  get lastExchange(): Exchange | undefined {
+    return this.#lastExchange;
+  }
+
+  /** Whether a request with this message id was seen within EXCHANGE_LIFETIME (a retransmission, not a new request). */
+  remembers(messageId: number): boolean {
+    return this.#dedup.get(messageId, Date.now()) !== undefined;
   }
 
   /** Requests whose handler is still running plus separate responses not yet acknowledged. */
@@ -324,7 +347,10 @@ export class CoapEndpoint extends EventEmitter {
     const type = piggybacked ? 'ACK' : m.type === 'CON' ? 'CON' : 'NON';
     const message: CoapMessage = { type, code: res.code, messageId, token: m.token, options: [...(res.options ?? [])], payload: res.payload ?? Buffer.alloc(0) };
     const datagram = res.refused && this.#unprovenPeer ? encodeWithin(message, size) : encode(message);
-    if (piggybacked) entry.reply = datagram;
+    if (piggybacked) {
+      entry.reply = datagram;
+      if (!res.refused) this.#lastExchange = { messageId: m.messageId, reply: datagram };
+    }
     this.#send(datagram);
     if (type === 'CON') this.#retransmit(messageId, datagram);
   }

@@ -1,6 +1,6 @@
 /** CoAP (RFC 7252, RFC 7959) server side, transport-agnostic: see endpoint.ts for the layers. */
 export { CoapEndpoint } from './endpoint.ts';
-export type { CoapEndpointOptions, CoapHandler, CoapRequest, CoapResponse } from './endpoint.ts';
+export type { CoapEndpointOptions, CoapHandler, CoapRequest, CoapResponse, Exchange } from './endpoint.ts';
 export { CoapUdpServer } from './udp.ts';
 export { UploadBudget } from './block.ts';
 export { DedupLimit } from './dedup.ts';

@@ -1,13 +1,21 @@
 /**
  * The coaps listener as one node of a CID-routed cluster (DTLS_CLUSTER_PORT; src/dtls/cluster/): its keys, Redis and
  * metrics from the service's context.
+ *
+ * A session whose CID names a node that is gone is carried on by whichever node its record reaches first; that node
+ * writes down that it holds it (`{<QUEUE_NAME>:dtls-cluster}:holder:<cid>`, for as long as the session may be
+ * idle), and a record of it that reaches another node later is forwarded there instead of being claimed from Redis a
+ * second time. A second claim would take the session from a live node with the state it last wrote (lease renewal),
+ * which may predate the device's last exchange: a retransmission the holder would have answered from its
+ * deduplication would be queued again. Records of live nodes' own CIDs are forwarded by the CID alone.
  */
 import { createSecretKey } from 'node:crypto';
 import type { AppContext } from '../app/context.ts';
 import { gaugeFrom, metrics } from '../app/metrics.ts';
 import { DtlsClusterNode } from '../dtls/cluster/node.ts';
 import type { ClusterEvent } from '../dtls/cluster/node.ts';
-import type { DtlsServer } from '../dtls/server.ts';
+import { cidNode } from '../dtls/cluster/cid.ts';
+import type { DtlsServer, DtlsSession } from '../dtls/server.ts';
 
 const FORWARDED: Partial<Record<ClusterEvent, { kind: string; direction: string }>> = {
   forwarded_out: { kind: 'record', direction: 'out' },
@@ -20,7 +28,14 @@ const FORWARDED: Partial<Record<ClusterEvent, { kind: string; direction: string 
 export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promise<DtlsClusterNode | null> {
   const c = ctx.config.dtlsCluster;
   if (!c) return null;
-  const node = await DtlsClusterNode.start({
+  const holderKey = (cid: Buffer) => `{${ctx.config.queueName}:dtls-cluster}:holder:${cid.toString('hex')}`;
+  /** A node that is gone's session: to the live node that carried it on, else carried on here. */
+  const takeOver = async (cid: Buffer, datagram: Buffer, from: { address: string; port: number }): Promise<boolean> => {
+    const holder = await ctx.redis.get(holderKey(cid)).catch(() => null);
+    if (holder !== null && node.forwardTo(Number(holder), datagram, from)) return true;
+    return dtls.claimKept(cid, datagram, from);
+  };
+  const node: DtlsClusterNode = await DtlsClusterNode.start({
     redis: ctx.redis,
     log: ctx.log,
     deployment: ctx.config.queueName,
@@ -31,13 +46,20 @@ export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promis
     batchBytes: c.batchBytes,
     batchWindowMs: c.batchWindowMs,
     // a record of a node that is gone (or of this node before a restart) is carried on from the kept sessions (DTLS_KEEP_SESSIONS)
-    takeOverSession: (cid, datagram, from) => dtls.claimKept(cid, datagram, from),
+    takeOverSession: takeOver,
     count: (event) => {
       const forwarded = FORWARDED[event];
       if (forwarded) metrics.clusterForwarded.inc(forwarded);
       else metrics.clusterFailures.inc({ reason: event });
     },
   }, dtls);
+  dtls.on('session', (session: DtlsSession) => {
+    const cid = session.connectionId;
+    if (!session.restored || !cid || cidNode(cid) === node.nodeId) return;
+    ctx.redis.set(holderKey(cid), String(node.nodeId), 'PX', ctx.config.dtls.idleTimeoutMs).catch((err: Error) => {
+      ctx.log.warn({ err: err.message }, 'dtls cluster: could not note a session carried on here; another node may claim it again');
+    });
+  });
   gaugeFrom('gridgate_dtls_cluster_sessions', 'Established DTLS sessions of this gateway node, by its node id in the cluster', ['node'], () => [[{ node: String(node.nodeId) }, dtls.sessionCount]]);
   gaugeFrom('gridgate_dtls_cluster_nodes', 'Gateway nodes of the cluster this node knows of (itself included)', [], () => [[{}, node.registry.nodes.size]]);
   ctx.log.info({ nodeId: node.nodeId, address: c.address, port: node.socket.address().port }, 'dtls cluster: joined');

@@ -12,7 +12,7 @@ import type { X509Certificate } from 'node:crypto';
 import dgram from 'node:dgram';
 import type { AppContext } from '../app/context.ts';
 import { COAP_DEFAULTS, CoapEndpoint, CoapUdpServer, ContentFormat, DedupLimit, UploadBudget, encodeUint, optionText, stringOptions, uintOption } from '../coap/index.ts';
-import type { CoapOption, CoapRequest, CoapResponse } from '../coap/index.ts';
+import type { CoapOption, CoapRequest, CoapResponse, Exchange } from '../coap/index.ts';
 import { countHandshakeFailure } from '../connectivity/counters/handshake.ts';
 import { countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
@@ -36,7 +36,7 @@ export interface CoapDeviceListener {
   udp: dgram.Socket | null;
   coapsPort(): number;
   coapPort(): number | null;
-  /** Refuses new requests (5.03), lets requests in flight get their answers (bounded by `graceMs`), then closes every session. */
+  /** Leaves new requests unanswered (plain coap: 5.03), lets requests in flight get their answers (bounded by `graceMs`), keeps every session in Redis (or closes it), then leaves the cluster. */
   close(graceMs: number): Promise<void>;
 }
 
@@ -146,7 +146,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     // each session's device and CoAP message id go with it to the next process
     attachment: (session) => {
       const e = endpoints.get(session);
-      return e?.deviceHashId ? encodeCoapAttachment({ deviceHashId: e.deviceHashId, lastMessageId: e.endpoint.lastMessageId }) : undefined;
+      return e?.deviceHashId ? encodeCoapAttachment({ deviceHashId: e.deviceHashId, lastMessageId: e.endpoint.lastMessageId, lastExchange: e.endpoint.lastExchange }) : undefined;
     },
     lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
   });
@@ -223,17 +223,25 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
         handler: 'refusal' in device
           ? async () => json('4.01', { key: 'authentication_error', message: device.refusal })
           : (req) => serve(device, req, 'coaps', session.remoteAddress, queryPairs(req.options)),
-        ...(carried ? { lastMessageId: carried.lastMessageId } : {}),
+        ...(carried ? { lastMessageId: carried.lastMessageId, lastExchange: carried.lastExchange } : {}),
       });
       endpoint.on('malformed', malformed('coaps'));
       endpoint.on('failure', failed('coaps'));
       endpoints.set(session, { endpoint, deviceHashId: 'refusal' in device ? null : device.deviceHashId });
-      session.on('data', (d: Buffer) => endpoint.receive(d));
+      const deliver = (d: Buffer) => {
+        // shutting down: a new request is left unanswered, so the device retransmits it (ACK_TIMEOUT, 2-3 s) to
+        // whichever node carries its session on next; a 5.03 would make it wait Max-Age (60 s unless told)
+        // before it tries again (docs/decisions.md). Retransmissions of requests seen before get their reply, and
+        // ACKs of our separate responses still count.
+        if (closing && isRequest(d) && !endpoint.remembers(d.readUInt16BE(2))) return;
+        endpoint.receive(d);
+      };
+      session.on('data', deliver);
       session.on('close', () => {
         endpoint.close();
         endpoints.delete(session);
       });
-      for (const d of early) endpoint.receive(d);
+      for (const d of early) deliver(d);
     }, (err: Error) => {
       ctx.log.warn({ err: err.message }, 'coaps session could not be attributed to a device');
       session.close();
@@ -290,15 +298,21 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       const busy = () => inFlight > 0 || [...endpoints.values()].some((e) => e.endpoint.pending > 0) || (plain?.pending ?? 0) > 0;
       while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       plain?.close();
-      await cluster?.close(); // the other nodes stop forwarding here before the sessions go
       const saved = await dtls.suspend().catch((err: Error) => {
         ctx.log.warn({ err: err.message }, 'coaps sessions could not be kept: their devices will handshake again');
         return 0;
       });
       if (saved > 0) ctx.log.info({ sessions: saved }, 'coaps sessions kept for the next process');
+      // only now that the sessions are in Redis: the other nodes hear the leave at once and claim them from there
+      await cluster?.close();
       if (udp) await new Promise<void>((resolve) => udp!.close(() => resolve()));
     },
   };
+}
+
+/** A CoAP request (code class 0, detail 1-31: RFC 7252 §3), not an ACK, RST or response. */
+function isRequest(d: Buffer): boolean {
+  return d.length >= 4 && d[1] >= 1 && d[1] <= 31;
 }
 
 function listening(socket: dgram.Socket): Promise<void> {
@@ -319,19 +333,35 @@ function listening(socket: dgram.Socket): Promise<void> {
   });
 }
 
-/** What a kept coaps session carries for the CoAP layer of the next process: its device, and its last message id. */
-interface CoapAttachment { deviceHashId: string; lastMessageId: number }
+/**
+ * What a kept coaps session carries for the CoAP layer of the next process: its device, its last message id, and the
+ * last request it answered with the reply (a retransmission that reaches the next process gets that reply again
+ * instead of being queued a second time: the device's answer was lost in the hand-over, its report was not).
+ * Layout: last message id (2) ‖ device hashId ‖ then, when there is an exchange, 0 ‖ its message id (2) ‖ reply.
+ */
+interface CoapAttachment { deviceHashId: string; lastMessageId: number; lastExchange?: Exchange }
 
 function encodeCoapAttachment(a: CoapAttachment): Buffer {
   const id = Buffer.from(a.deviceHashId, 'utf8');
-  const out = Buffer.allocUnsafe(2 + id.length);
-  out.writeUInt16BE(a.lastMessageId & 0xffff, 0);
-  id.copy(out, 2);
-  return out;
+  const head = Buffer.allocUnsafe(2);
+  head.writeUInt16BE(a.lastMessageId & 0xffff, 0);
+  if (!a.lastExchange) return Buffer.concat([head, id]);
+  const exchange = Buffer.allocUnsafe(3);
+  exchange[0] = 0; // never in a hashId
+  exchange.writeUInt16BE(a.lastExchange.messageId, 1);
+  return Buffer.concat([head, id, exchange, a.lastExchange.reply]);
 }
 
 function coapAttachment(b: Buffer): CoapAttachment | undefined {
-  return b.length > 2 ? { lastMessageId: b.readUInt16BE(0), deviceHashId: b.subarray(2).toString('utf8') } : undefined;
+  if (b.length <= 2) return undefined;
+  const end = b.indexOf(0, 2);
+  const lastMessageId = b.readUInt16BE(0);
+  if (end < 0 || end + 3 > b.length) return { lastMessageId, deviceHashId: b.subarray(2).toString('utf8') };
+  return {
+    lastMessageId,
+    deviceHashId: b.subarray(2, end).toString('utf8'),
+    lastExchange: { messageId: b.readUInt16BE(end + 1), reply: Buffer.from(b.subarray(end + 3)) },
+  };
 }
 
 /** Uri-Query options as key/value pairs (`k=v`; a bare `k` has the value ''). */

@@ -45,7 +45,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-type NodeOptions = Pick<DtlsClusterOptions, 'takeOverSession' | 'batchBytes' | 'batchWindowMs'>;
+type NodeOptions = Pick<DtlsClusterOptions, 'takeOverSession' | 'batchBytes' | 'batchWindowMs'> & { leaseMs?: number };
 
 async function startNode(deployment: string, opts: NodeOptions = {}): Promise<Node> {
   const srv = await startEchoServer();
@@ -100,6 +100,17 @@ describe('CID-routed DTLS cluster', () => {
     open.splice(open.indexOf(b.cluster), 1);
     expect(await redis.exists(`{${b.deployment}:dtls-cluster}:node:${b.cluster.nodeId}`)).toBe(0);
     await until(async () => a.cluster.registry.nodes.has(b.cluster.nodeId), (has) => !has, 'node a to forget node b', 3000);
+  });
+
+  it('a node that joins or leaves is known to the others at once, not at their next heartbeat', async () => {
+    // a 60 s lease: the heartbeat that would read the directory again comes after 20 s
+    const deployment = `cid-test-${randomBytes(4).toString('hex')}`;
+    const a = await startNode(deployment, { leaseMs: 60_000 });
+    const b = await startNode(deployment, { leaseMs: 60_000 });
+    await until(async () => a.cluster.registry.peer(b.cluster.nodeId), (p) => p !== undefined, 'node a to know node b', 2000);
+    await b.cluster.close();
+    open.splice(open.indexOf(b.cluster), 1);
+    await until(async () => a.cluster.registry.peer(b.cluster.nodeId), (p) => p === undefined, 'node a to forget node b', 2000);
   });
 
   it('the CIDs a node issues name it in their first byte and are random after it', async () => {

@@ -158,6 +158,36 @@ describe('a DTLS session outlives the gateway process', () => {
     }
   }, 120_000);
 
+  it('SIGTERM: a retransmission of the last request, its answer lost, gets the same answer from the next process and is not run again', async () => {
+    const COAPS_PORT = String(await udpPort());
+    const a = await startServiceProcess({ ...env, COAPS_PORT });
+    const dev = await device(a);
+    const peer = await DtlsCoapPeer.connect(Number(COAPS_PORT), dev.identity, dev.key);
+    try {
+      const last = {
+        code: '0.02', token: randomBytes(4), messageId: nextMessageId++, payload: Buffer.from(JSON.stringify({ m: 'once' })),
+        options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: encodeUint(50) }],
+      };
+      expect(JSON.parse((await peer.exchange(last)).payload.toString())).toEqual({ ok: true, m: 'once' });
+      a.child.kill('SIGTERM');
+      expect(await a.exited).toBe(0);
+      const b = await startServiceProcess({ ...env, COAPS_PORT });
+      // as if the answer had never arrived: the same message id and token again, on the session the next process carries on
+      peer.received.length = 0;
+      const again = await peer.exchange(last);
+      expect(again.code).toBe('2.05');
+      expect(JSON.parse(again.payload.toString())).toEqual({ ok: true, m: 'once' });
+      expect(await sessionsStarted(b.base)).toEqual({ kept: 1 });
+      expect(await post(peer, 'next')).toEqual({ ok: true, m: 'next' });
+      expect(await stored(dev.hashId, 'next')).toBe(1);
+      expect(await stored(dev.hashId, 'once')).toBe(1);
+      b.child.kill('SIGTERM');
+      expect(await b.exited).toBe(0);
+    } finally {
+      peer.close();
+    }
+  }, 120_000);
+
   it('SIGKILL: a session kept at its handshake still answers on the next process, its sequence numbers past any the killed one had leased', async () => {
     const COAPS_PORT = String(await udpPort());
     const a = await startServiceProcess({ ...env, COAPS_PORT });

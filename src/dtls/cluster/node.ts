@@ -130,6 +130,13 @@ export class DtlsClusterNode implements CidRouter {
     else this.#toNode(owner, (to) => this.#send(owner, to, MessageKind.forward, from.address, from.port, datagram, 'forwarded_out'), () => this.#ownerGone(cid, datagram, from, 'unknown_node'));
   }
 
+  /** Forwards a device's datagram to live node `id` (not this one): false when the directory does not know it. */
+  forwardTo(id: number, datagram: Buffer, from: { address: string; port: number }): boolean {
+    const to = id === this.registry.nodeId ? undefined : this.registry.peer(id);
+    if (to) this.#send(id, to, MessageKind.forward, from.address, from.port, datagram, 'forwarded_out');
+    return to !== undefined;
+  }
+
   /** Gives the node id back and closes the inter-node port (the DTLS server is closed by its owner). */
   async close(): Promise<void> {
     this.#flush(); // what waits for company goes now (the timer that would have sent it finds nothing)

@@ -5,12 +5,19 @@
  * names a node it does not know yet. A node that stops heartbeating (crash, partition) loses its id when the lease runs
  * out; a node that stops gracefully gives it back at once.
  *
+ * Joins and leaves are announced on a pub/sub channel, and every node reads the directory again when it hears one:
+ * a node that restarts comes back under another id and, with DTLS_CLUSTER_PORT=0, on another port, and the others
+ * must not go on forwarding the records of its sessions to the address it left (into the void until their next
+ * heartbeat) when they could claim those sessions from what it kept in Redis at once.
+ *
  * Keys (one hash tag, so one Redis Cluster slot and MGET works): `{<QUEUE_NAME>:dtls-cluster}:node:<id>`, value
  * `<address> <port> <instance> batches` (instance: random per process, so a renewal never extends another process's
  * lease; `batches`: this node reads batched inter-node datagrams. A node of the version before wrote no fourth word
  * and reads the first two only, so the two versions share one directory during a rolling deploy: messages.ts).
+ * Channel: `{<QUEUE_NAME>:dtls-cluster}:changes`, messages `<instance> join|leave <id>`.
  */
 import { randomBytes } from 'node:crypto';
+import { Cluster } from 'ioredis';
 import type { Logger } from '../../app/logger.ts';
 import { OutageLog } from '../../app/outage-log.ts';
 import type { Redis } from '../../app/redis.ts';
@@ -36,10 +43,15 @@ export class NodeRegistry {
   readonly #value: string;
   readonly #leaseMs: number;
   readonly #outage: OutageLog;
+  readonly #channel: string;
+  readonly #instance: string;
+  #subscriber: Redis | null = null;
   #nodeId = -1;
   #nodes = new Map<number, NodeAddress>();
   #heartbeat: NodeJS.Timeout | null = null;
   #refreshing: Promise<void> | null = null;
+  /** an announcement came while a read was under way: that read may predate it, so read once more */
+  #readAgain = false;
   #lastRead = 0;
   #stopped = false;
 
@@ -47,7 +59,9 @@ export class NodeRegistry {
     this.#redis = redis;
     this.#log = log;
     this.#prefix = `{${deployment}:dtls-cluster}:node:`;
-    this.#value = `${self.address} ${self.port} ${randomBytes(8).toString('hex')} batches`;
+    this.#channel = `{${deployment}:dtls-cluster}:changes`;
+    this.#instance = randomBytes(8).toString('hex');
+    this.#value = `${self.address} ${self.port} ${this.#instance} batches`;
     this.#leaseMs = leaseMs;
     this.#outage = new OutageLog(log, 'dtls cluster: the node directory in Redis is unreachable; forwarding with the nodes known before', 'dtls cluster: the node directory in Redis is reachable again');
   }
@@ -62,10 +76,12 @@ export class NodeRegistry {
     return this.#nodes;
   }
 
-  /** Leases a free node id (trying them from a random one on) and starts the heartbeat. */
+  /** Listens for the others' joins and leaves, leases a free node id (trying them from a random one on), announces it and starts the heartbeat. */
   async join(): Promise<number> {
+    await this.#listen();
     this.#nodeId = await this.#lease(Math.floor(Math.random() * MAX_NODES));
     await this.#read();
+    this.#announce('join');
     this.#schedule();
     return this.#nodeId;
   }
@@ -83,11 +99,35 @@ export class NodeRegistry {
     return this.#nodes.get(id);
   }
 
-  /** Stops the heartbeat and gives the node id back. */
+  /** Stops the heartbeat, gives the node id back and tells the others. */
   async leave(): Promise<void> {
     this.#stopped = true;
     if (this.#heartbeat) clearTimeout(this.#heartbeat);
     await this.#redis.eval(RELEASE, 1, this.#key(this.#nodeId), this.#value).catch(() => undefined);
+    this.#announce('leave');
+    const subscriber = this.#subscriber;
+    this.#subscriber = null;
+    await subscriber?.quit().catch(() => subscriber.disconnect());
+  }
+
+  /** A connection of its own for the announcements (a subscribed connection runs no other commands). */
+  async #listen(): Promise<void> {
+    const redis = this.#redis;
+    const subscriber: Redis = redis instanceof Cluster ? redis.duplicate() : redis.duplicate();
+    this.#subscriber = subscriber;
+    subscriber.on('error', () => undefined); // the heartbeat logs the directory's outages
+    subscriber.on('message', (_channel: string, message: string) => {
+      // our own announcement changes nothing we do not know
+      if (!message.startsWith(`${this.#instance} `)) void this.#refresh(true);
+    });
+    // announcements made while the connection was away are lost: read the directory when it is back
+    subscriber.on('ready', () => void this.#refresh(true));
+    await subscriber.subscribe(this.#channel);
+  }
+
+  /** Best effort: a node that misses it learns the same at its next heartbeat. */
+  #announce(change: 'join' | 'leave'): void {
+    this.#redis.publish(this.#channel, `${this.#instance} ${change} ${this.#nodeId}`).catch((err: Error) => this.#outage.down(err));
   }
 
   #key(id: number): string {
@@ -124,8 +164,20 @@ export class NodeRegistry {
     }
   }
 
-  #refresh(): Promise<void> {
-    this.#refreshing ??= this.#read().catch((err: Error) => this.#outage.down(err)).finally(() => { this.#refreshing = null; });
+  /** Reads the directory; `announced`: a join or leave was heard, so a read already under way may be too early. */
+  #refresh(announced = false): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    if (this.#refreshing) {
+      if (announced) this.#readAgain = true;
+      return this.#refreshing;
+    }
+    this.#refreshing = this.#read().catch((err: Error) => this.#outage.down(err)).finally(() => {
+      this.#refreshing = null;
+      if (this.#readAgain) {
+        this.#readAgain = false;
+        void this.#refresh();
+      }
+    });
     return this.#refreshing;
   }
 
