@@ -1,7 +1,6 @@
 // A real L4 balancer for the fleet: Debian's nginx with its stream module, as a child process with its own prefix
 // folder (no root install, no system config). UDP for CoAP/DTLS and TCP for the HTTPS device port and the API.
 import { spawn, type ChildProcess } from 'node:child_process';
-import dgram from 'node:dgram';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -47,15 +46,6 @@ export function nginxConfig(dir: string, ports: BalancedPort[]): string {
     `stream {\n${blocks}}`,
     '',
   ].join('\n');
-}
-
-/** A UDP port nothing is bound to right now (the OS picks it): for nginx's UDP listener or a node's CoAP port. */
-export async function freeUdpPort(): Promise<number> {
-  const s = dgram.createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
-  const { port } = s.address();
-  await new Promise<void>((r) => s.close(r));
-  return port;
 }
 
 async function listening(port: number, protocol: 'udp' | 'tcp'): Promise<boolean> {

@@ -2,11 +2,10 @@
 // same stores, behind a real nginx stream balancer (UDP for CoAP/DTLS, TCP for the device HTTPS port and the API).
 // `npm run fleet` runs it by hand; the fleet tests and the bench start it from here.
 import { spawn, type ChildProcess } from 'node:child_process';
-import dgram from 'node:dgram';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { startBalancer, type BalancedPort, type Balancer } from './nginx.ts';
+import { freePort } from './ports.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const MAIN = path.join(ROOT, 'src/main.ts');
@@ -64,39 +63,6 @@ export interface Fleet {
   stop(): Promise<void>;
 }
 
-/** Ports handed out by freeNodePort in this process: two nodes never get the same one. */
-const handedOut = new Set<number>();
-
-/**
- * A port free for TCP and UDP on every address (as the nodes bind them) below Linux's ephemeral range (32768 on): a
- * node's ports must still be free when it restarts, and a port from that range may meanwhile be any outgoing
- * socket's (nginx's own, to the other nodes).
- */
-export async function freeNodePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (handedOut.has(port)) continue;
-    const tcp = net.createServer();
-    const tcpFree = await new Promise<boolean>((r) => tcp.once('error', () => r(false)).listen(port, () => r(true)));
-    if (!tcpFree) continue;
-    const udp = dgram.createSocket('udp4');
-    const udpFree = await new Promise<boolean>((r) => { udp.once('error', () => r(false)); udp.bind(port, () => r(true)); });
-    await new Promise((r) => tcp.close(r));
-    udp.close();
-    if (udpFree) {
-      handedOut.add(port);
-      return port;
-    }
-  }
-}
-
-export async function freeTcpPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 
 async function waitHealthy(node: FleetNode, timeoutMs = 60_000): Promise<void> {
@@ -138,9 +104,9 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     return { ...node, child };
   };
   const make = async (role: NodeRole, index: number, apiBase?: string): Promise<FleetNode> => {
-    const apiPort = await freeNodePort();
-    const httpsPort = role === 'gateway' ? await freeNodePort() : 0;
-    const coapsPort = role === 'gateway' ? await freeNodePort() : 0;
+    const apiPort = await freePort();
+    const httpsPort = role === 'gateway' ? await freePort() : 0;
+    const coapsPort = role === 'gateway' ? await freePort() : 0;
     const cluster: Record<string, string> = opts.cluster && role === 'gateway' ? { DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1' } : {};
     const name = `${role}-${index + 1}`;
     const env: Record<string, string> = {
@@ -174,9 +140,9 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     for (let i = 0; i < opts.workers; i++) nodes.push(await make('worker', i, apiBase));
     await Promise.all(nodes.filter((n) => n.role !== 'api').map((n) => waitHealthy(n)));
     const ports = {
-      api: opts.ports?.api || await freeTcpPort(),
-      https: opts.ports?.https || await freeTcpPort(),
-      coaps: opts.ports?.coaps || await freeTcpPort(),
+      api: opts.ports?.api || await freePort(),
+      https: opts.ports?.https || await freePort(),
+      coaps: opts.ports?.coaps || await freePort(),
     };
     const gateways = () => nodes.filter((n) => n.role === 'gateway');
     /** the balancer's ports, to every gateway node but `without` */

@@ -18,7 +18,6 @@ import { DtlsClusterNode } from '../../src/dtls/cluster/node.ts';
 import { NodeRegistry } from '../../src/dtls/cluster/registry.ts';
 import type { ClusterEvent, DtlsClusterOptions } from '../../src/dtls/cluster/node.ts';
 import { CidClient } from '../support/cid-client/client.ts';
-import { freeUdpPort } from '../../scripts/fleet/nginx.ts';
 import { freePort } from '../support/ports.ts';
 import { exited, killPrivateRedis, startRedis } from '../support/private-redis.ts';
 import { until } from '../support/until.ts';
@@ -367,7 +366,7 @@ describe('CID-routed DTLS cluster', () => {
     const conn = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 1, retryStrategy: () => 100 });
     conn.on('error', () => undefined);
     const lines: Array<{ level: number; msg: string }> = [];
-    const registry = new NodeRegistry(conn, createLogger('info', { write: (l: string) => { lines.push(JSON.parse(l)); } }), 'outage', { address: '127.0.0.1', port: await freeUdpPort() }, 600);
+    const registry = new NodeRegistry(conn, createLogger('info', { write: (l: string) => { lines.push(JSON.parse(l)); } }), 'outage', { address: '127.0.0.1', port: await freePort() }, 600);
     open.push({ close: async () => { await registry.leave(); conn.disconnect(); } });
     const id = await registry.join();
     server.kill('SIGKILL');

@@ -14,9 +14,10 @@ import { openDb, type Db } from '../../src/app/db.ts';
 import { Redis } from 'ioredis';
 import { MessageKind, sealMessages } from '../../src/dtls/cluster/messages.ts';
 import { CidClient } from '../support/cid-client/client.ts';
-import { freeUdpPort, startBalancer, type Balancer } from '../../scripts/fleet/nginx.ts';
+import { startBalancer, type Balancer } from '../../scripts/fleet/nginx.ts';
 import { connectivityClient, pskDevice, type RestClient } from '../support/provision.ts';
 import { killServiceProcesses, startServiceProcess, type ServiceProcess } from '../support/service-process.ts';
+import { freePort } from '../support/ports.ts';
 import { until } from '../support/until.ts';
 
 const HANDLER = `function handle(args: Arguments, exec: Exec) {
@@ -40,13 +41,13 @@ beforeAll(async () => {
     DATABASE_URL, QUEUE_NAME, DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1',
     COAP_PIGGYBACK_MS: '10000', LOG_LEVEL: 'warn',
   };
-  const coapsPorts = [await freeUdpPort(), await freeUdpPort()];
+  const coapsPorts = [await freePort(), await freePort()];
   // one after the other: the first applies the migrations
   for (const port of coapsPorts) {
     const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-cid-node-'));
     nodes.push(await startServiceProcess({ ...common, DATA_DIR, CERTS_DIR: path.join(DATA_DIR, 'certs'), COAPS_PORT: String(port) }));
   }
-  balancedPort = await freeUdpPort();
+  balancedPort = await freePort();
   nginx = await startBalancer(mkdtempSync(path.join(os.tmpdir(), 'gridgate-nginx-')), [{ listen: balancedPort, protocol: 'udp', upstreams: coapsPorts.map((p) => `127.0.0.1:${p}`) }]);
   db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
   api = await connectivityClient(db, nodes[0].base);

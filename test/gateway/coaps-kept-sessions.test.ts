@@ -14,6 +14,7 @@ import { encodeUint } from '../../src/coap/message.ts';
 import { WRITE_LEASE } from '../../src/dtls/session-state.ts';
 import { DtlsCoapPeer } from '../coap/support.ts';
 import { connectivityClient, pskDevice } from '../support/provision.ts';
+import { freePort } from '../support/ports.ts';
 import { killServiceProcesses, startServiceProcess, type ServiceProcess } from '../support/service-process.ts';
 
 const HANDLER = `function handle(args: Arguments, exec: Exec) {
@@ -61,14 +62,6 @@ class UdpTap {
     this.#upstream.close();
   }
 }
-
-const udpPort = async (): Promise<number> => {
-  const s = dgram.createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
-  const { port } = s.address();
-  s.close();
-  return port;
-};
 
 /** The record sequence number of an application_data record the gateway sent (no Connection ID: node-dtls-client offers none). */
 const recordSeq = (d: Buffer): number => d.readUIntBE(5, 6);
@@ -122,7 +115,7 @@ async function stored(deviceHashId: string, m: string): Promise<number> {
 
 describe('a DTLS session outlives the gateway process', () => {
   it('SIGTERM: the device\'s next Confirmable POST on the same session is answered by the next process, with no handshake; a record from before is refused', async () => {
-    const COAPS_PORT = String(await udpPort());
+    const COAPS_PORT = String(await freePort());
     const a = await startServiceProcess({ ...env, COAPS_PORT });
     const dev = await device(a);
     const tap = new UdpTap(Number(COAPS_PORT));
@@ -159,7 +152,7 @@ describe('a DTLS session outlives the gateway process', () => {
   }, 120_000);
 
   it('SIGTERM: a retransmission of the last request, its answer lost, gets the same answer from the next process and is not run again', async () => {
-    const COAPS_PORT = String(await udpPort());
+    const COAPS_PORT = String(await freePort());
     const a = await startServiceProcess({ ...env, COAPS_PORT });
     const dev = await device(a);
     const peer = await DtlsCoapPeer.connect(Number(COAPS_PORT), dev.identity, dev.key);
@@ -189,7 +182,7 @@ describe('a DTLS session outlives the gateway process', () => {
   }, 120_000);
 
   it('SIGKILL: a session kept at its handshake still answers on the next process, its sequence numbers past any the killed one had leased', async () => {
-    const COAPS_PORT = String(await udpPort());
+    const COAPS_PORT = String(await freePort());
     const a = await startServiceProcess({ ...env, COAPS_PORT });
     const dev = await device(a);
     const tap = new UdpTap(Number(COAPS_PORT));
@@ -217,7 +210,7 @@ describe('a DTLS session outlives the gateway process', () => {
   }, 120_000);
 
   it('DTLS_KEEP_SESSIONS=off: the next process does not know the session (the device must handshake again)', async () => {
-    const COAPS_PORT = String(await udpPort());
+    const COAPS_PORT = String(await freePort());
     const off = { ...env, COAPS_PORT, DTLS_KEEP_SESSIONS: 'off' };
     const a = await startServiceProcess(off);
     const dev = await device(a);
@@ -254,7 +247,7 @@ function sClient(port: number, dev: { identity: string; key: Buffer }, args: str
 
 describe('any gateway node resumes any session', () => {
   it('openssl -sess_out against one gateway process, -sess_in against another on the same stores: Reused', async () => {
-    const [portA, portB] = [String(await udpPort()), String(await udpPort())];
+    const [portA, portB] = [String(await freePort()), String(await freePort())];
     const a = await startServiceProcess({ ...env, COAPS_PORT: portA });
     const b = await startServiceProcess({ ...env, COAPS_PORT: portB });
     const dev = await device(a);
