@@ -15,16 +15,6 @@ export const metrics = {
   refused: new Counter({ name: 'gridgate_gateway_device_requests_refused_total', help: 'Requests of authenticated devices refused at the gateway', labelNames: ['protocol', 'reason'] }),
   coapMalformed: new Counter({ name: 'gridgate_gateway_coap_malformed_total', help: 'CoAP datagrams dropped (or reset) as malformed', labelNames: ['protocol'] }),
   coapFailures: new Counter({ name: 'gridgate_gateway_coap_failures_total', help: 'CoAP datagrams or answers whose handling threw (the exchange dropped, the listener kept)', labelNames: ['protocol'] }),
-  clusterForwarded: new Counter({
-    name: 'gridgate_dtls_cluster_forwarded_total',
-    help: 'Records and answers between the gateway nodes of a CID-routed cluster (several to an inter-node datagram under load): kind record (a device\'s record for the node its CID names) or answer (that node\'s answer, sent to the device by the node the record came to); direction out (sent) or in (received)',
-    labelNames: ['kind', 'direction'],
-  }),
-  clusterFailures: new Counter({
-    name: 'gridgate_dtls_cluster_failures_total',
-    help: 'Records and inter-node datagrams dropped: unknown_node (the CID names no live node), no_session (the named node holds no such session), unauthenticated (an inter-node datagram without a valid MAC, or stale), send_failed',
-    labelNames: ['reason'],
-  }),
   jobAttempts: new Counter({
     name: 'gridgate_queue_job_attempts_total',
     help: 'Runs of queued device jobs by outcome: completed, delayed (a store was unavailable: run again later), retried (failed, attempts left), failed (failed for good)',
@@ -66,6 +56,28 @@ export function gaugeFrom(name: string, help: string, labelNames: string[], read
     async collect() {
       this.reset();
       for (const [labels, value] of await holder.read()) this.set(labels, value);
+    },
+  });
+}
+
+/**
+ * A counter whose totals a component keeps itself (plain numbers, no label lookup per event on a hot path), read
+ * when `/metrics` is scraped: `read` gives the running total per label set. As with gaugeFrom, a second
+ * registration of the name replaces the reader.
+ */
+export function counterFrom(name: string, help: string, labelNames: string[], read: GaugeReader): void {
+  const known = readers.get(name);
+  if (known) {
+    known.read = read;
+    return;
+  }
+  const holder = { read };
+  readers.set(name, holder);
+  new Counter({
+    name, help, labelNames,
+    async collect() {
+      this.reset();
+      for (const [labels, value] of await holder.read()) this.inc(labels, value);
     },
   });
 }
