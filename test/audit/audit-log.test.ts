@@ -72,6 +72,22 @@ describe('audit trail', () => {
     expect((await db.query('SELECT 1 FROM label WHERE hash_id = $1', [rolledBack])).rows).toEqual([]);
   });
 
+  it('a log row whose random hashId repeats an earlier one does not fail the change it logs', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const author = await accountOf(c);
+    const { db } = api.ctx;
+    const env = (await db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId])).rows[0].id;
+    const rollback = new Error('rolled back: the repeated hashId stays in this transaction');
+    await expect(asAuthor({ environmentId: env, userHashId: author.hash_id }, () => db.tx(async (tx) => {
+      // every log row of this transaction gets the same hashId, as two random ones could
+      await tx.query("ALTER TABLE audit_log ALTER COLUMN hash_id SET DEFAULT 'repeated'");
+      for (const name of ['one', 'two']) await tx.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), env, name, '#000000']);
+      const { rows } = await tx.query('SELECT hash_id FROM audit_log WHERE environment_id = $1', [env]);
+      expect(rows).toEqual([{ hash_id: 'repeated' }, { hash_id: 'repeated' }]);
+      throw rollback;
+    }))).rejects.toBe(rollback);
+  });
+
   it('writes made outside an API operation (devices, workers) are not logged, nor are reads', async () => {
     const c = await api.login('monitoring', RIGHTS);
     const env = (await api.ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId])).rows[0].id;
