@@ -14,6 +14,7 @@ import type { BenchRow } from './dtls.ts';
 import { pct } from './harness.ts';
 import { benchDatabase, benchDatabaseUrl } from './measurements.ts';
 import { EVENT_HANDLER } from '../test/connectivity/fixtures.ts';
+import { closeContext } from '../src/app/bootstrap.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../test/helpers.ts';
 
 const BATCH = 100;
@@ -159,5 +160,7 @@ export async function auditCostRows(opts: { rounds: number; writes: number }): P
   } finally {
     await admin.end();
     await Promise.all([on.close(), off.close()]);
+    // startTestApi leaves a context it was given open: its pools and Redis would keep the bench from exiting
+    await Promise.all([closeContext(on.ctx), closeContext(off.ctx)]);
   }
 }
