@@ -20,7 +20,7 @@
 // --tiles on|off --tile-pin-groups 100000 (map tiles at zoom 15, 14 and 12 over a city of that many pin groups, cold after a change and warm from the cache; bench/tiles.ts)
 // --cid on|off --cid-clients 20 (CPU of a DTLS record, and of a whole CoAP report, forwarded between two nodes of a CID-routed cluster against a local one, with batches between the nodes and one record per datagram; bench/cid-routing.ts)
 // --exports on|off (every measurement of the same --measurement-rows table exported to CSV: time and peak memory; bench/exports.ts)
-// --audit on|off --audit-writes 200 (the same API write with the audit log on and off, alternating rounds; bench/audit.ts)
+// --audit on|off --audit-writes 200 --audit-rounds 20 (four kinds of API write with the audit log on and off, alternating rounds: CPU, wall time and WAL per write; bench/audit.ts)
 // --redis-cluster on|off (the HTTPS row of 1 process on a Redis Cluster of 3 masters + 3 replicas the bench starts, QUEUE_SHARDS 1 and 3:
 // what the cluster costs against the single-Redis row; test/support/redis-cluster.ts)
 // --fleet on|off --fleet-sessions 200 --fleet-https-devices 100 --fleet-rounds 3 (the CoAP/DTLS and the HTTPS TLS-PSK closed loops against 1 gateway
@@ -47,7 +47,7 @@ import { cidReportRows, cidRoutingRows } from './cid-routing.ts';
 import { benchDatabase, benchDatabaseUrl, fillMeasurementTable, ingestLinkedRow, measurementFindRow } from './measurements.ts';
 import { exportRow } from './exports.ts';
 import { fleetRows } from './fleet.ts';
-import { auditCostRow } from './audit.ts';
+import { auditCostRows } from './audit.ts';
 import { notificationRows } from './notifications.ts';
 import { thresholdRows } from './thresholds.ts';
 import { tileRows } from './tiles.ts';
@@ -92,6 +92,7 @@ const { values } = parseArgs({
     exports: { type: 'string', default: 'on' },
     audit: { type: 'string', default: 'on' },
     'audit-writes': { type: 'string', default: '200' },
+    'audit-rounds': { type: 'string', default: '20' },
     'redis-cluster': { type: 'string', default: 'on' },
     fleet: { type: 'string', default: 'on' },
     'fleet-sessions': { type: 'string', default: '200' },
@@ -240,7 +241,7 @@ async function main(): Promise<void> {
   if (values.roll !== 'off') dtlsRows.push(...await rollingRestartRows({ devices: Number(values['roll-devices']), periodMs: Number(values['roll-period-ms']), rounds: Number(values['roll-rounds']), steadyMs: 15_000 }));
   if (values.flood !== 'off') dtlsRows.push(...await floodRows({ sessions: Number(values['coap-sessions']), seconds: SECONDS, procs: 4, rate: Number(values['coap-rate']), floodRate: Number(values['flood-rate']) }));
   if (values.measurements !== 'off' || values.charts !== 'off' || values.analytics !== 'off' || values.exports !== 'off') dtlsRows.push(...await measurementTableRows());
-  if (values.audit !== 'off') dtlsRows.push(await auditCostRow({ rounds: 10, writes: Number(values['audit-writes']) }));
+  if (values.audit !== 'off') dtlsRows.push(...await auditCostRows({ rounds: Number(values['audit-rounds']), writes: Number(values['audit-writes']) }));
   if (values.measurements !== 'off') dtlsRows.push(...await ingestLinkedRow({ batches: 200 }));
   if (values.thresholds !== 'off') dtlsRows.push(...await thresholdRows({ devices: Number(values['threshold-devices']), seconds: SECONDS, warmup: WARMUP, batches: 200 }));
   if (values.tiles !== 'off') dtlsRows.push(...await tileRows({ pinGroups: Number(values['tile-pin-groups']), rounds: 500 }));

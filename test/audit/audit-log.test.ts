@@ -17,6 +17,7 @@ interface LogRow {
   userName: string | null;
 }
 const RIGHTS = ['READ', 'ISSUES', 'AUDIT_TRAIL'];
+const WEBHOOK_IDENTIFIER = 'function handle(args: { request: WebRequest }) { return { deviceTypeHashId: "x", deviceIdentifier: "y" }; }';
 
 async function addLabel(c: ApiClient, name: string): Promise<string> {
   const r = await c.request<{ hashId: string }>('POST', '/label/', { name, color: '#ff0000' });
@@ -71,6 +72,22 @@ describe('audit trail', () => {
     expect((await db.query('SELECT 1 FROM label WHERE hash_id = $1', [rolledBack])).rows).toEqual([]);
   });
 
+  it('a log row whose random hashId repeats an earlier one does not fail the change it logs', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const author = await accountOf(c);
+    const { db } = api.ctx;
+    const env = (await db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId])).rows[0].id;
+    const rollback = new Error('rolled back: the repeated hashId stays in this transaction');
+    await expect(asAuthor({ environmentId: env, userHashId: author.hash_id }, () => db.tx(async (tx) => {
+      // every log row of this transaction gets the same hashId, as two random ones could
+      await tx.query("ALTER TABLE audit_log ALTER COLUMN hash_id SET DEFAULT 'repeated'");
+      for (const name of ['one', 'two']) await tx.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), env, name, '#000000']);
+      const { rows } = await tx.query('SELECT hash_id FROM audit_log WHERE environment_id = $1', [env]);
+      expect(rows).toEqual([{ hash_id: 'repeated' }, { hash_id: 'repeated' }]);
+      throw rollback;
+    }))).rejects.toBe(rollback);
+  });
+
   it('writes made outside an API operation (devices, workers) are not logged, nor are reads', async () => {
     const c = await api.login('monitoring', RIGHTS);
     const env = (await api.ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId])).rows[0].id;
@@ -87,9 +104,41 @@ describe('audit trail', () => {
     expect(rows.map((r) => r.relname)).toEqual(['audit_log', 'device_counter_hour', 'measurement', 'measurement_hourly', 'schema_migrations', 'supplier_activity', 'wal_flush_barrier']);
   });
 
-  it('credentials never enter the log: sealed keys, secret hashes and token digests are named, their values redacted', async () => {
-    const { rows } = await api.ctx.db.query('SELECT audit_redact($1::jsonb) AS r', [JSON.stringify({ name: 'n', psk_sealed: 'abc', secret_hash: 'h', token_sha256: 't' })]);
-    expect(rows[0].r).toEqual({ name: 'n', psk_sealed: '[redacted]', secret_hash: '[redacted]', token_sha256: '[redacted]' });
+  it('credentials never enter the log: a webhook\'s sealed secret is named, its value redacted', async () => {
+    const c = await api.login('connectivity', ['ENVIRONMENT_ADMIN']);
+    const add = await c.request<{ hashId: string }>('POST', '/supplier-webhook/', { name: 'The Things Stack', identifier: WEBHOOK_IDENTIFIER });
+    expect(add.status, JSON.stringify(add.body)).toBe(200);
+    const [created] = await logOf(c, `?objectType=supplierWebhook&objectHashId=${add.body.hashId}`);
+    expect(created.log.diff?.new).toMatchObject({ name: 'The Things Stack', secret_sealed: '[redacted]' });
+  });
+
+  it('the trigger follows the schema: a table renamed, or given a credential column, by a later migration', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const author = await accountOf(c);
+    const { db } = api.ctx;
+    const env = (await db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId])).rows[0].id;
+    const suffix = newHashId(6);
+    const [table, renamed] = [`audit_probe_${suffix}`, `audit_renamed_${suffix}`];
+    const objectType = (prefix: string) => `audit${prefix}${suffix[0].toUpperCase()}${suffix.slice(1)}`;
+    // a table as a later migration makes it, on a database whose triggers 045 attached (without arguments)
+    await db.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, hash_id text NOT NULL, environment_id bigint NOT NULL, name text)`);
+    try {
+      await db.query(`CREATE TRIGGER audit_change AFTER INSERT OR UPDATE OR DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION audit_row()`);
+      const write = (sql: string) => asAuthor({ environmentId: env, userHashId: author.hash_id }, () => db.query(sql, [env]));
+      await db.query('SELECT audit_attach_all()');
+      await write(`INSERT INTO ${table} (hash_id, environment_id, name) VALUES ('probe', $1, 'first')`);
+      await db.query(`ALTER TABLE ${table} ADD COLUMN api_token text`);
+      await db.query(`ALTER TABLE ${table} RENAME TO ${renamed}`);
+      await db.query('SELECT audit_attach_all()');
+      await write(`UPDATE ${renamed} SET name = 'second', api_token = 'the secret' WHERE environment_id = $1`);
+      const rows = (await logOf(c, '?objectHashId=probe')).map((r) => r.log);
+      expect(rows.map((r) => [r.objectType, r.action, r.diff])).toEqual([
+        [objectType('Renamed'), 'update', { old: { name: 'first', api_token: '[redacted]' }, new: { name: 'second', api_token: '[redacted]' } }],
+        [objectType('Probe'), 'create', { old: null, new: { hash_id: 'probe', name: 'first' } }],
+      ]);
+    } finally {
+      await db.query(`DROP TABLE IF EXISTS ${table}, ${renamed}`);
+    }
   });
 
   it('find-log needs AUDIT_TRAIL in a monitoring environment and ENVIRONMENT_ADMIN for a supplier', async () => {
