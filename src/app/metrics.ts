@@ -40,10 +40,11 @@ type GaugeReader = () => Promise<[Record<string, string>, number][]> | [Record<s
 const readers = new Map<string, { read: GaugeReader }>();
 
 /**
- * A gauge read when `/metrics` is scraped: `read` gives the value per label set. A second registration of
- * the same name (another instance in this process, as in tests) replaces the reader.
+ * A metric read when `/metrics` is scraped: `read` gives the value per label set (for a counter, the running total a
+ * component keeps itself: plain numbers, no label lookup per event on a hot path). A second registration of the same
+ * name (another instance in this process, as in tests) replaces the reader.
  */
-export function gaugeFrom(name: string, help: string, labelNames: string[], read: GaugeReader): void {
+function readAtScrape(type: 'gauge' | 'counter', name: string, help: string, labelNames: string[], read: GaugeReader): void {
   const known = readers.get(name);
   if (known) {
     known.read = read;
@@ -51,35 +52,23 @@ export function gaugeFrom(name: string, help: string, labelNames: string[], read
   }
   const holder = { read };
   readers.set(name, holder);
-  new Gauge({
-    name, help, labelNames,
-    async collect() {
+  const config = { name, help, labelNames };
+  if (type === 'gauge') {
+    new Gauge({ ...config, async collect() {
       this.reset();
       for (const [labels, value] of await holder.read()) this.set(labels, value);
-    },
-  });
-}
-
-/**
- * A counter whose totals a component keeps itself (plain numbers, no label lookup per event on a hot path), read
- * when `/metrics` is scraped: `read` gives the running total per label set. As with gaugeFrom, a second
- * registration of the name replaces the reader.
- */
-export function counterFrom(name: string, help: string, labelNames: string[], read: GaugeReader): void {
-  const known = readers.get(name);
-  if (known) {
-    known.read = read;
-    return;
-  }
-  const holder = { read };
-  readers.set(name, holder);
-  new Counter({
-    name, help, labelNames,
-    async collect() {
+    } });
+  } else {
+    new Counter({ ...config, async collect() {
       this.reset();
       for (const [labels, value] of await holder.read()) this.inc(labels, value);
-    },
-  });
+    } });
+  }
 }
+
+/** A gauge read when `/metrics` is scraped (readAtScrape). */
+export const gaugeFrom = (name: string, help: string, labelNames: string[], read: GaugeReader): void => readAtScrape('gauge', name, help, labelNames, read);
+/** A counter whose running totals are read when `/metrics` is scraped (readAtScrape). */
+export const counterFrom = (name: string, help: string, labelNames: string[], read: GaugeReader): void => readAtScrape('counter', name, help, labelNames, read);
 
 export { register as metricsRegistry };

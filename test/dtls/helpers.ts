@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { afterEach } from 'vitest';
 import { createDtlsServer } from '../../src/dtls/server.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
+import type { CidClient } from '../support/cid-client/client.ts';
 import type { DtlsServer, DtlsServerOptions, DtlsSession, HandshakeErrorInfo } from '../../src/dtls/server.ts';
 
 export const PSK_HEX = '00112233445566778899aabbccddeeff';
@@ -175,13 +176,14 @@ export function gnutlsClient(o: { port: number; args: string[]; line?: string; t
   });
 }
 
-/** What a test starts (one echo server, raw peers), closed after each test of the file that calls this once. */
-export function perTest(): { srv: EchoServer | undefined; peers: RawPeer[] } {
-  const started: { srv: EchoServer | undefined; peers: RawPeer[] } = { srv: undefined, peers: [] };
+/** What a test starts (one echo server, raw peers, CID clients), closed after each test of the file that calls this once. */
+export function perTest(): { srv: EchoServer | undefined; peers: RawPeer[]; cidClients: CidClient[] } {
+  const started: { srv: EchoServer | undefined; peers: RawPeer[]; cidClients: CidClient[] } = { srv: undefined, peers: [], cidClients: [] };
   afterEach(async () => {
     await started.srv?.server.close();
     started.srv = undefined;
     for (const p of started.peers.splice(0)) p.close();
+    for (const c of started.cidClients.splice(0)) c.close();
   });
   return started;
 }

@@ -4,30 +4,22 @@
  * lookup) lives in one HandshakeState that the session lets go once it is established. Counted on the live heap.
  */
 import { queryObjects } from 'node:v8';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HandshakeState } from '../../src/dtls/handshake-state.ts';
 import { CidClient } from '../support/cid-client/client.ts';
 import { until } from '../support/until.ts';
-import { IDENTITY, PSK_HEX, startEchoServer } from './helpers.ts';
-import type { EchoServer } from './helpers.ts';
+import { IDENTITY, perTest, PSK_HEX, startEchoServer } from './helpers.ts';
 import { HandClient, RawPeer } from './raw-client.ts';
 
-let srv: EchoServer | undefined;
-const peers: RawPeer[] = [];
-const cidClients: CidClient[] = [];
-afterEach(async () => {
-  await srv?.server.close();
-  srv = undefined;
-  for (const p of peers.splice(0)) p.close();
-  for (const c of cidClients.splice(0)) c.close();
-});
+const started = perTest();
+const { peers, cidClients } = started;
 
 /** Live HandshakeState objects (queryObjects collects garbage first). */
 const handshakesHeld = () => queryObjects(HandshakeState, { format: 'count' });
 
 describe('an established idle session', () => {
   it('holds no handshake state: the transcript, secrets and timers go when the handshake ends', async () => {
-    srv = await startEchoServer();
+    const srv = (started.srv = await startEchoServer());
     const held = handshakesHeld();
     const clients: HandClient[] = [];
     for (let i = 0; i < 3; i++) {
@@ -40,7 +32,7 @@ describe('an established idle session', () => {
     expect(handshakesHeld()).toBe(held + 3);
     for (const [i, h] of clients.entries()) {
       peers[i].send(Buffer.concat(h.flight5()));
-      await until(async () => srv!.sessions.length, (n) => n > i, 'the session established');
+      await until(async () => srv.sessions.length, (n) => n > i, 'the session established');
     }
     expect(handshakesHeld()).toBe(held);
     // and what it kept is enough to carry on
@@ -49,12 +41,12 @@ describe('an established idle session', () => {
   });
 
   it('with a Connection ID, holds no handshake state either, and still answers', async () => {
-    srv = await startEchoServer();
+    const srv = (started.srv = await startEchoServer());
     const held = handshakesHeld();
     const c = new CidClient(srv.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex') });
     cidClients.push(c);
     await c.connect();
-    await until(async () => srv!.sessions.length, (n) => n === 1, 'the CID session');
+    await until(async () => srv.sessions.length, (n) => n === 1, 'the CID session');
     expect(handshakesHeld()).toBe(held);
     expect(srv.sessions[0].connectionId).toBeDefined();
   });
