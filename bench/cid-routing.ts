@@ -17,7 +17,8 @@ import { DEFAULT_BATCH_BYTES } from '../src/dtls/cluster/messages.ts';
 import { CidClient } from '../test/support/cid-client/client.ts';
 import { cpuMeter } from './cpu.ts';
 import type { BenchRow } from './dtls.ts';
-import { COAPS_PORT, HTTPS_PORT, provision, root, startBenchService } from './harness.ts';
+import { API_PORT, COAPS_PORT, HTTPS_PORT, provision, root, startBenchService } from './harness.ts';
+import { DEFAULT_HANDOVER_AFTER } from '../src/app/config.ts';
 
 interface Node { child: ChildProcess; port: number; nodeId: number }
 
@@ -51,23 +52,27 @@ interface Arm {
   ports: Record<Mode, number>;
   /** CPU seconds per group of processes since it was called */
   meter: () => () => Record<string, number>;
+  /** Sessions follow their devices (hand-over): after a forwarded round they are on the other node, so the two ports swap. */
+  follows?: boolean;
 }
 
 /**
  * `rounds` times, each arm local then forwarded (every client moved to a new source port before each), running
  * `run(clients)` and adding up the arm's CPU; returns seconds by arm, mode and group, and the load averages seen.
  */
-async function alternate(arms: Record<ArmName, Arm>, rounds: number, run: (clients: CidClient[]) => Promise<void>) {
-  const cpu = { coalesced: { local: {}, forwarded: {} }, alone: { local: {}, forwarded: {} } } as Record<ArmName, Record<Mode, Record<string, number>>>;
+async function alternate<A extends string>(arms: Record<A, Arm>, rounds: number, run: (clients: CidClient[]) => Promise<void>) {
+  const names = Object.keys(arms) as A[];
+  const cpu = Object.fromEntries(names.map((name) => [name, { local: {}, forwarded: {} }])) as Record<A, Record<Mode, Record<string, number>>>;
   const load: string[] = [];
   for (let round = 0; round < rounds; round++) {
-    for (const name of Object.keys(ARMS) as ArmName[]) {
+    for (const name of names) {
       const arm = arms[name];
       for (const mode of ['local', 'forwarded'] as const) {
         for (const c of arm.clients) await c.moveTo(arm.ports[mode]);
         const read = arm.meter();
         await run(arm.clients);
         for (const [k, v] of Object.entries(read())) cpu[name][mode][k] = (cpu[name][mode][k] ?? 0) + v;
+        if (arm.follows && mode === 'forwarded') arm.ports = { local: arm.ports.forwarded, forwarded: arm.ports.local };
       }
     }
     load.push(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
@@ -148,17 +153,42 @@ export async function cidRoutingRows(opts: { clients: number; records: number; r
 
 
 /**
- * The same comparison for whole CoAP reports: the service as two clusters of two processes each (`all`, the owner
- * of every session, and a second `gateway`; one cluster with DTLS_CLUSTER_BATCH_BYTES 0) on PostgreSQL and Redis;
- * `clients` devices per cluster post a report (Confirmable POST, answered on the ACK) closed loop, to the owner (local)
- * or to the other node (forwarded). Each `all` process runs the reports of its own sessions (local handoff), so the
- * cluster not in use idles. CPU of the cluster's service processes per answered report.
+ * The pairs of service processes of the reports row: the two arms of the records row with sessions that stay on the
+ * node of their handshake (DTLS_CLUSTER_HANDOVER_AFTER 0: every record of a moved device is forwarded), and `handover`,
+ * two `all` processes with the default hand-over: a moved device's session follows it after DTLS_CLUSTER_HANDOVER_AFTER
+ * records, so its reports are local again on the node it reached.
+ */
+const REPORT_ARMS = {
+  coalesced: { roles: ['all', 'gateway'], batchBytes: ARMS.coalesced, handoverAfter: '0' },
+  alone: { roles: ['all', 'gateway'], batchBytes: ARMS.alone, handoverAfter: '0' },
+  handover: { roles: ['all', 'all'], batchBytes: ARMS.coalesced, handoverAfter: String(DEFAULT_HANDOVER_AFTER) },
+} as const;
+type ReportArm = keyof typeof REPORT_ARMS;
+
+/** A counter's value on the service process answering /metrics at `base` (0 when absent). */
+async function counter(base: string, name: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+/**
+ * The same comparison for whole CoAP reports: the service as three clusters of two processes each (REPORT_ARMS: the
+ * owner of every session, an `all` process, and a second node) on PostgreSQL and Redis; `clients` devices per cluster
+ * post a report (Confirmable POST, answered on the ACK) closed loop, to the owner (local) or to the other node
+ * (forwarded). Each `all` process runs the reports of its own sessions (local handoff), so the clusters not in use
+ * idle. CPU of the cluster's service processes per answered report. In the `handover` cluster the sessions follow
+ * their devices: a forwarded round ends with them on the other node, so the next local round goes there (`follows`),
+ * and every forwarded round is "each device moved": its first records forwarded, the hand-over, then local reports.
  */
 export async function cidReportRows(opts: { clients: number; reports: number; rounds: number }): Promise<BenchRow[]> {
-  const names = Object.keys(ARMS) as ArmName[];
-  // processes: coalesced all, coalesced gateway, alone all, alone gateway; each its own CoAPS and device HTTPS port
-  const svc = await startBenchService(['all', 'gateway', 'all', 'gateway'], { DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1' }, {
-    processEnv: (i) => ({ COAPS_PORT: String(COAPS_PORT + i), HTTPS_DEVICE_PORT: String(HTTPS_PORT + i), DTLS_CLUSTER_BATCH_BYTES: ARMS[names[i >> 1]] }),
+  const names = Object.keys(REPORT_ARMS) as ReportArm[];
+  // processes: two per arm, in REPORT_ARMS's order; each its own CoAPS and device HTTPS port
+  const svc = await startBenchService(names.flatMap((name) => [...REPORT_ARMS[name].roles]), { DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1' }, {
+    processEnv: (i) => ({
+      COAPS_PORT: String(COAPS_PORT + i), HTTPS_DEVICE_PORT: String(HTTPS_PORT + i),
+      DTLS_CLUSTER_BATCH_BYTES: REPORT_ARMS[names[i >> 1]].batchBytes, DTLS_CLUSTER_HANDOVER_AFTER: REPORT_ARMS[names[i >> 1]].handoverAfter,
+    }),
   });
   const clients: CidClient[] = [];
   try {
@@ -169,7 +199,7 @@ export async function cidReportRows(opts: { clients: number; reports: number; ro
       options: [{ name: 'Uri-Path', value: Buffer.from('r') }, { name: 'Content-Format', value: Buffer.from([50]) }],
       payload: Buffer.from(JSON.stringify({ v: i % 100, t: Date.now() })),
     });
-    const arms = {} as Record<ArmName, Arm>;
+    const arms = {} as Record<ReportArm, Arm>;
     for (const [k, name] of names.entries()) {
       const owner = COAPS_PORT + 2 * k;
       const armClients: CidClient[] = [];
@@ -181,19 +211,23 @@ export async function cidReportRows(opts: { clients: number; reports: number; ro
       clients.push(...armClients);
       const pids = svc.children.slice(2 * k, 2 * k + 2).map((c) => c.pid);
       arms[name] = {
-        clients: armClients, ports: { local: owner, forwarded: owner + 1 },
+        clients: armClients, ports: { local: owner, forwarded: owner + 1 }, follows: REPORT_ARMS[name].handoverAfter !== '0',
         meter: () => cpuMeter({
           service: (q) => pids.includes(q.pid), postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
         }),
       };
       await closedLoop(armClients, 50, report); // warm-up, not counted
     }
+    const handoverBase = (i: number) => `http://127.0.0.1:${API_PORT + 2 * names.indexOf('handover') + i}`;
+    const handovers = async () => (await counter(handoverBase(0), 'gridgate_dtls_cluster_handovers_total')) + (await counter(handoverBase(1), 'gridgate_dtls_cluster_handovers_total'));
+    const handoversBefore = await handovers();
     const { cpu, load } = await alternate(arms, opts.rounds, (cs) => closedLoop(cs, opts.reports, report));
+    const handedOver = (await handovers()) - handoversBefore;
     const n = opts.clients * opts.reports * opts.rounds;
     const ms = (s: number) => Number(((s * 1000) / n).toFixed(3));
     // the service's processes only: PostgreSQL and Redis do the same work either way, and on a shared machine their
     // CPU includes every other client's
-    const arm = (name: ArmName) => {
+    const arm = (name: ReportArm) => {
       const local = ms(cpu[name].local.service);
       const forwarded = ms(cpu[name].forwarded.service);
       return {
@@ -202,11 +236,18 @@ export async function cidReportRows(opts: { clients: number; reports: number; ro
       };
     };
     const coalesced = arm('coalesced');
+    const local = ms(cpu.handover.local.service);
+    const moved = ms(cpu.handover.forwarded.service);
     return [{
-      name: `CoAP/DTLS reports forwarded between two gateway nodes against local ones: CPU of the service's processes per report (${opts.clients} devices with a CID closed loop, ${n.toLocaleString('en')} reports each way and cluster)`,
+      name: `CoAP/DTLS reports forwarded between two gateway nodes against local ones: CPU of the service's processes per report (${opts.clients} devices with a CID closed loop, ${n.toLocaleString('en')} reports each way and cluster, sessions kept where their handshake was)`,
       value: coalesced.more, unit: '% more CPU per report',
       detail: `${coalesced.text}; ${arm('alone').text}; load average ${load.join(', ')}`,
       target: '< 10 % (the issue; Californium ~20 %)',
+    }, {
+      name: `CoAP/DTLS reports of devices that reached another gateway node than their session's, the session handed over after ${DEFAULT_HANDOVER_AFTER} records (DTLS_CLUSTER_HANDOVER_AFTER), against local ones: CPU of the service's processes per report (${opts.clients} devices closed loop, ${opts.reports} reports each a round, ${n.toLocaleString('en')} reports each way)`,
+      value: percent(local, moved), unit: '% more CPU per report',
+      detail: `service ${local} ms per local report, ${moved} ms per report in a round that began with every device moved to the other node (+${(moved - local).toFixed(3)} ms, +${percent(local, moved)} %): its first records forwarded, then the hand-over, then local (${handedOver} hand-overs in ${opts.rounds} such rounds of ${opts.clients} devices); load average ${load.join(', ')}`,
+      target: '< 10 % (the issue: what a device behind a balancer that moved it costs)',
     }];
   } finally {
     for (const c of clients) c.close();

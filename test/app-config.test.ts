@@ -27,8 +27,10 @@ describe('configuration', () => {
 
   it('the DTLS cluster is off unless DTLS_CLUSTER_PORT is set, and its settings are validated', () => {
     expect(loadConfig({}).dtlsCluster).toBeNull();
-    expect(loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_ADDRESS: '10.0.0.7' }).dtlsCluster).toEqual({ port: 5700, address: '10.0.0.7', leaseMs: 10_000, batchBytes: 1400, batchWindowMs: 1 });
+    expect(loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_ADDRESS: '10.0.0.7' }).dtlsCluster).toEqual({ port: 5700, address: '10.0.0.7', leaseMs: 10_000, batchBytes: 1400, batchWindowMs: 1, handoverAfter: 4 });
     expect(loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_BATCH_BYTES: '0' }).dtlsCluster?.batchBytes).toBe(0);
+    expect(loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_HANDOVER_AFTER: '0' }).dtlsCluster?.handoverAfter).toBe(0);
+    expect(() => loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_HANDOVER_AFTER: '-1' })).toThrow(/DTLS_CLUSTER_HANDOVER_AFTER must be an integer between 0 and 1000/);
     expect(loadConfig({ DTLS_CLUSTER_PORT: '0' }).dtlsCluster?.address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     expect(() => loadConfig({ DTLS_CLUSTER_PORT: '70000' })).toThrow(/DTLS_CLUSTER_PORT must be an integer between 0 and 65535/);
     expect(() => loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_LEASE_MS: '10' })).toThrow(/DTLS_CLUSTER_LEASE_MS must be an integer between 300/);

@@ -6,6 +6,9 @@ import { DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WINDOW_MS } from '../dtls/cluster/me
 import { DTLS_DEFAULTS } from '../dtls/limits.ts';
 import type { DtlsLimits } from '../dtls/limits.ts';
 
+/** Records in a row through one other gateway node after which a session moves there (DTLS_CLUSTER_HANDOVER_AFTER). */
+export const DEFAULT_HANDOVER_AFTER = 4;
+
 export type Role = 'all' | 'api' | 'gateway' | 'worker';
 const ROLES: Role[] = ['all', 'api', 'gateway', 'worker'];
 
@@ -39,7 +42,7 @@ export interface Config {
   /** limits of the DTLS server behind COAPS_PORT (defaults: DTLS_DEFAULTS in src/dtls/limits.ts) */
   dtls: DtlsLimits;
   /** the inter-node port of a CID-routed cluster of gateway nodes (src/dtls/cluster/); null: one node, as before */
-  dtlsCluster: { port: number; address: string; leaseMs: number; batchBytes: number; batchWindowMs: number } | null;
+  dtlsCluster: { port: number; address: string; leaseMs: number; batchBytes: number; batchWindowMs: number; handoverAfter: number } | null;
   /** DTLS sessions and the resumption cache kept in Redis (src/dtls/session-store.ts) */
   dtlsKeepSessions: boolean;
   logLevel: string;
@@ -170,6 +173,9 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   DTLS_CLUSTER_PORT: ['unset → off (one gateway node)', 'UDP port for the other gateway nodes of a CID-routed cluster (docs/fleet.md): a node forwards a DTLS record whose Connection ID names another node there, and relays that node\'s answer to the device (0: any free port)'],
   DTLS_CLUSTER_ADDRESS: ['this host\'s first non-loopback IPv4 address, else 127.0.0.1', 'address the cluster port is bound on and the other nodes reach it at (registered in Redis)'],
   DTLS_CLUSTER_LEASE_MS: ['10000', 'a node holds its node id in Redis for this long, renewed every third of it; a node that stops is forgotten this much later (one that shuts down cleanly, at once)'],
+  DTLS_CLUSTER_BATCH_BYTES: [String(DEFAULT_BATCH_BYTES), 'largest datagram between two gateway nodes: the forwarded records and relayed answers bound for one node within one event-loop turn travel together in one datagram with one MAC (0: each alone, at once)'],
+  DTLS_CLUSTER_BATCH_WINDOW_MS: [String(DEFAULT_BATCH_WINDOW_MS), 'under load, a datagram between gateway nodes waits this long for more records before it leaves (0: only the records of one event-loop turn travel together)'],
+  DTLS_CLUSTER_HANDOVER_AFTER: [String(DEFAULT_HANDOVER_AFTER), 'a session whose device\'s records reached this node through one other gateway node this many times in a row moves to that node between two exchanges, so its records stop being forwarded (0: never; sessions stay where their handshake was)'],
   COAP_PIGGYBACK_MS: ['1000', 'a CoAP answer ready within this window is piggybacked on the ACK, later ones follow as a separate response'],
   LOG_LEVEL: ['info', 'pino level'],
   SECRET_KEY: ['unset → generated once into DATA_DIR/secret.key', '64 hex digits; signs tokens and encrypts device keys at rest. Every process of a deployment needs the same one'],
@@ -324,6 +330,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
           leaseMs: int(env, 'DTLS_CLUSTER_LEASE_MS', 10_000, 300, 3_600_000),
           batchBytes: int(env, 'DTLS_CLUSTER_BATCH_BYTES', DEFAULT_BATCH_BYTES, 0, 65_507),
           batchWindowMs: int(env, 'DTLS_CLUSTER_BATCH_WINDOW_MS', DEFAULT_BATCH_WINDOW_MS, 0, 100),
+          handoverAfter: int(env, 'DTLS_CLUSTER_HANDOVER_AFTER', DEFAULT_HANDOVER_AFTER, 0, 1000),
         }
       : null,
     logLevel: env.LOG_LEVEL || 'info',

@@ -146,9 +146,14 @@ export class CoapEndpoint extends EventEmitter {
     return this.#dedup.size;
   }
 
+  /** No exchange pending and no upload or sliced answer held: what this endpoint remembers fits in its attachment. */
+  get settled(): boolean {
+    return this.pending === 0 && (this.#uploads?.size ?? 0) === 0 && (this.#answers?.size ?? 0) === 0;
+  }
+
   /** Nothing kept for this peer: no exchange pending, no message id remembered, no upload or answer held. */
   get idle(): boolean {
-    return this.pending === 0 && this.#dedup.size === 0 && (this.#uploads?.size ?? 0) === 0 && (this.#answers?.size ?? 0) === 0;
+    return this.settled && this.#dedup.size === 0;
   }
 
   receive(datagram: Buffer): void {

@@ -210,6 +210,8 @@ export class DtlsServer extends EventEmitter {
   readonly #attachment: (s: DtlsSession) => Buffer | undefined;
   /** Sessions whose lease of write sequence numbers is being renewed. */
   readonly #renewing = new Set<DtlsSession>();
+  /** Sessions being handed over to another node (handOver), with the datagrams that arrived for them meanwhile. */
+  readonly #handingOver = new Map<DtlsSession, Array<[Buffer, PeerRoute]>>();
   /** Sessions another process took over: what is kept for them is theirs now. */
   readonly #givenUp = new WeakSet<DtlsSession>();
   /** Sessions whose handshake runs (their count is what maxHandshakes bounds), by source address. */
@@ -387,7 +389,49 @@ export class DtlsServer extends EventEmitter {
     if (records.length === 0 || records[0].type !== CONTENT_TYPE_TLS12_CID) return true;
     const session = this.#byCid.get(records[0].cid!.toString('hex'));
     if (!session) return false;
-    session.handleRecords(records, from);
+    if (this.#handingOver.size === 0 || !this.#heldForHandOver(session, datagram, from)) session.handleRecords(records, from);
+    return true;
+  }
+
+  /**
+   * Hands an established Connection ID session over to another node of the cluster: writes its exact state (with the
+   * application's attachment) to the keeper, then `announce()` (the cluster notes where the session goes), then lets it
+   * go here without a word to the peer; the next record reaches the new node, which carries the session on from
+   * that state. Records that arrive meanwhile wait and then follow the session (through the CidRouter). When
+   * either write fails, the session stays here and the waiting records are handled by it. Resolves true when the
+   * session was handed over. The caller hands over only between exchanges (nothing left to answer on this node).
+   */
+  async handOver(s: DtlsSession, announce: () => Promise<unknown>): Promise<boolean> {
+    const keeper = this.#keeper;
+    const cid = s.connectionId;
+    if (!keeper || !cid || !this.#cidRouter || this.#closed || this.#suspending || !s.established || this.#renewing.has(s) || this.#handingOver.has(s)) return false;
+    const held: Array<[Buffer, PeerRoute]> = [];
+    this.#handingOver.set(s, held);
+    let gone = false;
+    try {
+      await keeper.saveAll([{ ref: sessionRef(s), motion: s.motion(this.#attachment(s)) }]);
+      await announce();
+      gone = s.established && !this.#closed && !this.#suspending;
+    } catch (err) {
+      this.emit('keeperError', err);
+    }
+    this.#handingOver.delete(s);
+    if (gone) {
+      this.#givenUp.add(s);
+      s.release();
+    }
+    for (const [datagram, from] of held) {
+      if (gone) this.#cidRouter.unclaimed(cid, datagram, { address: from.address, port: from.port });
+      else s.handleRecords(parseDatagram(datagram, SERVER_CID_LENGTH), from);
+    }
+    return gone;
+  }
+
+  /** True when `session` is being handed over: the datagram waits for the outcome (a bounded number; more are dropped). */
+  #heldForHandOver(session: DtlsSession, datagram: Buffer, from: PeerRoute): boolean {
+    const held = this.#handingOver.get(session);
+    if (!held) return false;
+    if (held.length < HELD_PER_LOOKUP) held.push([datagram, from]);
     return true;
   }
 
@@ -535,7 +579,10 @@ export class DtlsServer extends EventEmitter {
         // RFC 9146: a record with our CID finds its session whatever address it comes from.
         const cid = records[0].cid!;
         const session = this.#byCid.get(cid.toString('hex'));
-        if (session) session.handleRecords(records, { address: rinfo.address, port: rinfo.port });
+        if (session) {
+          const from = { address: rinfo.address, port: rinfo.port };
+          if (this.#handingOver.size === 0 || !this.#heldForHandOver(session, datagram, from)) session.handleRecords(records, from);
+        }
         // a cluster node: another live node's CID is forwarded there; a gone node's (or this node's, after a restart) is claimed from the kept sessions
         else if (this.#cidRouter) this.#cidRouter.unclaimed(cid, datagram, { address: rinfo.address, port: rinfo.port });
         else this.#holdForKept(`c${cid.toString('hex')}`, datagram, rinfo);

@@ -40,7 +40,7 @@ export interface SessionKeeper {
   forget(ref: string): void;
   /** Claims a kept session for this process: its state and the lease it may seal in, or null. */
   take(ref: string): Promise<KeptStart | null>;
-  /** Writes the exact state of many sessions at once (hand-over); resolves when Redis has them. */
+  /** Writes the exact state of sessions this process lets go (all on shutdown, or one handed to another node); resolves when Redis has them. */
   saveAll(sessions: Array<{ ref: string; motion: SessionMotion }>): Promise<number>;
 }
 
@@ -197,8 +197,8 @@ export class DtlsStateStore implements SessionKeeper, SharedSessionCache {
         if (failed) throw failed;
       }
       saved += chunk.length;
+      for (const { ref } of chunk) this.#unsaved.delete(ref);
     }
-    this.#unsaved.clear();
     return saved;
   }
 

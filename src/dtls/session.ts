@@ -186,6 +186,11 @@ export class DtlsSession extends SessionEvents {
   remotePort: number;
   /** How answers reach the peer: the server's socket (undefined), or the relay its newest authentic record came through. */
   relay: Relay | undefined = undefined;
+  /**
+   * Authentic records in a row that came through the current relay (0 when the newest came straight to this server):
+   * a session whose device now reaches another node keeps counting up, and is handed over to that node (cluster/).
+   */
+  relayStreak = 0;
   /** The CID this server issued for the session (the client puts it in its records), if one was negotiated. */
   readonly connectionId: Buffer | undefined;
   /** The CID the client asked the server to put in its records (may be empty), if one was negotiated. */
@@ -505,6 +510,7 @@ export class DtlsSession extends SessionEvents {
     const moved = from.address !== this.remoteAddress || from.port !== this.remotePort;
     if (moved && !this.#host.migrate(this, from)) return;
     // answers go back the way the newest authentic record came: directly, or through the cluster node that relayed it
+    this.relayStreak = from.relay === undefined ? 0 : from.relay === this.relay ? this.relayStreak + 1 : 1;
     this.relay = from.relay;
     if (!moved) return;
     const old = { address: this.remoteAddress, port: this.remotePort };

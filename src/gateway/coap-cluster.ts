@@ -24,14 +24,27 @@ const FORWARDED: Partial<Record<ClusterEvent, { kind: string; direction: string 
   answer_in: { kind: 'answer', direction: 'in' },
 };
 
+/** A gateway node's place in the cluster: its node, and the hand-over of sessions whose devices now reach another node. */
+export interface DtlsCluster {
+  node: DtlsClusterNode;
+  /**
+   * Called between exchanges of a session (its last answer sent, nothing pending): when its newest records all came
+   * through one other node, DTLS_CLUSTER_HANDOVER_AFTER in a row, the session moves there (DtlsServer.handOver), so the
+   * device's records stop costing two nodes. A device whose datagrams alternate between nodes never builds a streak.
+   */
+  settled(session: DtlsSession): void;
+  close(): Promise<void>;
+}
+
 /** Joins the cluster (null when DTLS_CLUSTER_PORT is unset): `dtls` then issues CIDs naming this node and forwards the others'. */
-export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promise<DtlsClusterNode | null> {
+export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promise<DtlsCluster | null> {
   const c = ctx.config.dtlsCluster;
   if (!c) return null;
   const holderKey = (cid: Buffer) => `{${ctx.config.queueName}:dtls-cluster}:holder:${cid.toString('hex')}`;
   /** A node that is gone's session: to the live node that carried it on, else carried on here. */
   const takeOver = async (cid: Buffer, datagram: Buffer, from: { address: string; port: number }): Promise<boolean> => {
     const holder = await ctx.redis.get(holderKey(cid)).catch(() => null);
+    // forwardTo is false for this node itself: a session handed over to it is claimed here
     if (holder !== null && node.forwardTo(Number(holder), datagram, from)) return true;
     return dtls.claimKept(cid, datagram, from);
   };
@@ -75,5 +88,21 @@ export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promis
   gaugeFrom('gridgate_dtls_cluster_sessions', 'Established DTLS sessions of this gateway node, by its node id in the cluster', ['node'], () => [[{ node: String(node.nodeId) }, dtls.sessionCount]]);
   gaugeFrom('gridgate_dtls_cluster_nodes', 'Gateway nodes of the cluster this node knows of (itself included)', [], () => [[{}, node.registry.nodes.size]]);
   ctx.log.info({ nodeId: node.nodeId, address: c.address, port: node.socket.address().port }, 'dtls cluster: joined');
-  return node;
+  let handedOver = 0;
+  counterFrom('gridgate_dtls_cluster_handovers_total', 'Sessions this node handed over to the node their devices\' records now reach (DTLS_CLUSTER_HANDOVER_AFTER)', [], () => [[{}, handedOver]]);
+  return {
+    node,
+    settled(session) {
+      if (c.handoverAfter === 0 || session.relayStreak < c.handoverAfter || !session.connectionId) return;
+      const to = node.relayNode(session.relay);
+      if (to === undefined) return;
+      const cid = session.connectionId;
+      // the other nodes (and this one) forward the session's records to its new node from now on; that node claims it
+      // from Redis at its next record (takeOver above)
+      void dtls.handOver(session, () => ctx.redis.set(holderKey(cid), String(to), 'PX', ctx.config.dtls.idleTimeoutMs)).then((moved) => {
+        if (moved) handedOver++;
+      });
+    },
+    close: () => node.close(),
+  };
 }

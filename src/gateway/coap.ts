@@ -28,7 +28,7 @@ import type { CertificateView } from '../sandbox/types.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from './firmware.ts';
 import { gaugeFrom, metrics } from '../app/metrics.ts';
-import { joinDtlsCluster } from './coap-cluster.ts';
+import { joinDtlsCluster, type DtlsCluster } from './coap-cluster.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 
 export interface CoapDeviceListener {
@@ -91,6 +91,8 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
   let inFlight = 0;
   /** The CoAP endpoint of each coaps session (its device known), and the device (null: a refused certificate) */
   const endpoints = new Map<DtlsSession, { endpoint: CoapEndpoint; deviceHashId: string | null }>();
+  /** This node's place in a CID-routed cluster (DTLS_CLUSTER_PORT), once joined */
+  let cluster: DtlsCluster | null = null;
   // unfinished Block1 uploads of all devices together hold at most 64 bodies of the largest size, one device (all
   // its sessions together) what one session may: many sessions of one device cannot crowd the others out
   const uploadBudget = new UploadBudget(64 * ctx.config.deviceBodyLimitBytes, COAP_DEFAULTS.maxUploads * ctx.config.deviceBodyLimitBytes);
@@ -218,7 +220,12 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
         maxMessageBytes: ctx.config.dtls.mtu - 13 - 64 - 32,
         send: (d) => {
           // a session closed in the meantime: the device will retransmit on a new one
-          if (session.established) session.send(d);
+          if (!session.established) return;
+          session.send(d);
+          // its records reach this node through another one: once this exchange is over, the session may move there
+          if (session.relayStreak > 0 && cluster) setImmediate(() => {
+            if (!closing && session.established && endpoint.settled) cluster?.settled(session);
+          });
         },
         handler: 'refusal' in device
           ? async () => json('4.01', { key: 'authentication_error', message: device.refusal })
@@ -252,7 +259,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
   gaugeFrom('gridgate_dtls_sessions', 'Established DTLS sessions', [], () => [[{}, dtls.sessionCount]]);
   gaugeFrom('gridgate_dtls_handshakes_in_progress', 'DTLS handshakes in progress (past the cookie exchange)', [], () => [[{}, dtls.handshakeCount]]);
   await listening(dtls.socket);
-  const cluster = await joinDtlsCluster(ctx, dtls);
+  cluster = await joinDtlsCluster(ctx, dtls);
 
   let udp: dgram.Socket | null = null;
   let plain: CoapUdpServer | null = null;

@@ -197,4 +197,94 @@ describe('kept DTLS sessions', () => {
     expect(await redis.exists(kept.sessionKey('a10.0.0.9:7'))).toBe(0);
     expect((await kept.take('a10.0.0.1:7'))?.keys.pskIdentity).toBe('tenant-a-device');
   });
+
+  describe('handOver: a Connection ID session let go to another node', () => {
+    /** A CidRouter that names no other node: records of CIDs not held here are kept for the test to look at. */
+    function router() {
+      const unclaimed: Array<{ cid: Buffer; datagram: Buffer; from: { address: string; port: number } }> = [];
+      const route = { newCid: () => randomBytes(8), unclaimed: (cid: Buffer, datagram: Buffer, from: { address: string; port: number }) => void unclaimed.push({ cid, datagram, from }) };
+      return { unclaimed, route };
+    }
+
+    it('writes the exact state and lets the session go; a record sent meanwhile waits and then follows it, and the next node carries it on from that state', async () => {
+      const p = prefix();
+      const a = await echoServer(p);
+      const r = router();
+      a.server.routeCids(r.route);
+      const b = await echoServer(p);
+      const c = new CidClient(a.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex'), suite: 'ccm8' });
+      try {
+        await c.connect();
+        c.send('one');
+        await c.waitForData((x) => x === 'echo:one');
+        const session = a.sessions[0];
+        let announced!: () => void;
+        const announce = new Promise<void>((resolve) => { announced = resolve; });
+        const handing = a.server.handOver(session, () => announce);
+        const before = a.received.length;
+        c.send('two'); // reaches the owner while the state is being written: it waits
+        await until(async () => a.received.length, (n) => n > before, 'the record to reach the owner', 2000);
+        await new Promise((res) => setTimeout(res, 50));
+        expect(a.data).toEqual(['one']);
+        expect(r.unclaimed).toEqual([]);
+        announced();
+        expect(await handing).toBe(true);
+        expect(session.established).toBe(false);
+        expect(a.server.sessionCount).toBe(0);
+        // the waiting record went on to the router (which forwards it to the session's new node), with the device's address
+        expect(r.unclaimed).toHaveLength(1);
+        expect(r.unclaimed[0].cid).toEqual(session.connectionId);
+        expect(r.unclaimed[0].from).toEqual({ address: '127.0.0.1', port: c.localPort });
+        // another node claims it from the state written: the waiting record is answered there, in sequence
+        expect(b.server.claimKept(r.unclaimed[0].cid, r.unclaimed[0].datagram, r.unclaimed[0].from)).toBe(true);
+        const answer = await c.waitForData((x) => x === 'echo:two');
+        expect(answer.localPort).toBe(c.localPort);
+        expect(b.sessions[0].restored).toBe(true);
+        expect(b.received.filter((d) => d[0] === 22)).toEqual([]); // no handshake
+        expect(seq(b.sent[0])).toBe(seq(a.sent.at(-1)!) + 1); // sequence numbers go on where the owner stopped
+        // and the session lives on there
+        await c.moveTo(b.port);
+        c.send('three');
+        await c.waitForData((x) => x === 'echo:three');
+        expect(b.data).toEqual(['two', 'three']);
+      } finally {
+        c.close();
+      }
+    });
+
+    it('when its state cannot be written the session stays, and the record that waited is answered by it', async () => {
+      const p = prefix();
+      const kept = store(p);
+      // Redis refuses the hand-over's write (after a moment, so a record arrives meanwhile)
+      const failing = {
+        established: kept.established.bind(kept), renew: kept.renew.bind(kept), forget: kept.forget.bind(kept), take: kept.take.bind(kept),
+        saveAll: () => new Promise<number>((_, reject) => setTimeout(() => reject(new Error('Redis is down')), 200)),
+      };
+      const a = await startEchoServer({ keeper: failing, sharedCache: kept });
+      servers.push(a);
+      const r = router();
+      a.server.routeCids(r.route);
+      const keeperErrors: Error[] = [];
+      a.server.on('keeperError', (err: Error) => keeperErrors.push(err));
+      const c = new CidClient(a.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex'), suite: 'ccm8' });
+      try {
+        await c.connect();
+        c.send('one');
+        await c.waitForData((x) => x === 'echo:one');
+        const announce = { called: false };
+        const handing = a.server.handOver(a.sessions[0], async () => { announce.called = true; });
+        c.send('two');
+        expect(await handing).toBe(false);
+        await c.waitForData((x) => x === 'echo:two');
+        expect(a.sessions[0].established).toBe(true);
+        expect(announce.called).toBe(false);
+        expect(r.unclaimed).toEqual([]);
+        expect(keeperErrors.map((e) => e.message)).toEqual(['Redis is down']);
+        c.send('three');
+        await c.waitForData((x) => x === 'echo:three');
+      } finally {
+        c.close();
+      }
+    });
+  });
 });

@@ -68,12 +68,12 @@ async function metric(node: ServiceProcess, name: string, labels: string): Promi
 }
 
 let messageId = 1;
-/** A Confirmable POST of `body` as JSON to /report; the CoAP answer (piggybacked on the ACK). */
-async function post(c: CidClient, body: unknown): Promise<ParsedPacket> {
-  const token = randomBytes(4);
+/** A Confirmable POST of `body` as JSON to /report (`again`: that message once more, as a retransmission); the CoAP answer (piggybacked on the ACK). */
+async function post(c: CidClient, body: unknown, again?: { messageId: number; token: Buffer }): Promise<ParsedPacket> {
+  const token = again?.token ?? randomBytes(4);
   c.received.length = 0;
   c.send(generate({
-    confirmable: true, code: 'POST', messageId: messageId++, token,
+    confirmable: true, code: 'POST', messageId: again?.messageId ?? messageId++, token,
     options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: Buffer.from([50]) }],
     payload: Buffer.from(JSON.stringify(body)),
   }));
@@ -112,6 +112,48 @@ describe('CID routing behind a UDP balancer', () => {
       expect(await metric(nodes[owner], 'gridgate_dtls_cluster_forwarded_total', 'kind="record",direction="in"')).toBe(1);
       expect(await metric(nodes[other], 'gridgate_dtls_sessions', '')).toBe(0);
       expect(await until(() => storedLogs(device.hashId), (l) => l.length === 2, 'both reports stored')).toEqual(['stored {"n":1}', 'stored {"n":2}']);
+    } finally {
+      c.close();
+    }
+  }, 60_000);
+
+  it('a session whose records keep reaching the other node moves there between two exchanges: no handshake, nothing stored twice, its records no longer forwarded', async () => {
+    const device = await pskDevice(api, HANDLER);
+    const c = new CidClient(balancedPort, { identity: device.identity, psk: device.key });
+    const sessions = (n: number) => metric(nodes[n], 'gridgate_dtls_sessions', '');
+    const forwarded = (n: number) => metric(nodes[n], 'gridgate_dtls_cluster_forwarded_total', 'kind="record",direction="out"');
+    const started = (n: number, origin: string) => metric(nodes[n], 'gridgate_dtls_sessions_started_total', `origin="${origin}"`);
+    const handovers = (n: number) => metric(nodes[n], 'gridgate_dtls_cluster_handovers_total', '');
+    try {
+      const before = await Promise.all([0, 1].map(sessions));
+      await c.connect();
+      const owner = (await sessions(0)) === before[0] + 1 ? 0 : 1;
+      const other = 1 - owner;
+      const [handedOver, handshakes, kept, sentBefore] = [await handovers(owner), await started(other, 'handshake'), await started(other, 'kept'), await forwarded(other)];
+      await c.rebind(); // from now on the balancer hands this device's datagrams to the other node
+      // DTLS_CLUSTER_HANDOVER_AFTER (4) records through the other node, each answered by the owner
+      for (let n = 1; n <= 4; n++) expect(JSON.parse((await post(c, { n })).payload.toString())).toEqual({ got: { n } });
+      expect(await forwarded(other)).toBe(sentBefore + 4);
+      await until(() => handovers(owner), (n) => n === handedOver + 1, 'the owner to hand the session over', 5000);
+      expect(await sessions(owner)).toBe(before[owner]);
+      // the next record is carried on where it arrived (it goes once more by way of the owner, which points at the new node)
+      const fifth = await post(c, { n: 5 });
+      expect(fifth.code).toBe('2.05');
+      expect(JSON.parse(fifth.payload.toString())).toEqual({ got: { n: 5 } });
+      expect(await sessions(other)).toBe(before[other] + 1);
+      expect(await started(other, 'kept')).toBe(kept + 1);
+      const sentAfterMove = await forwarded(other);
+      const sixth = await post(c, { n: 6 });
+      expect(JSON.parse(sixth.payload.toString())).toEqual({ got: { n: 6 } });
+      // a retransmission of the last request is answered from what the session carried over, not run again
+      const again = await post(c, { n: 6 }, { messageId: sixth.messageId, token: sixth.token });
+      expect(again.code).toBe('2.05');
+      expect(JSON.parse(again.payload.toString())).toEqual({ got: { n: 6 } });
+      expect(await forwarded(other)).toBe(sentAfterMove); // answered by the node the device's records reach
+      expect(await started(other, 'handshake')).toBe(handshakes);
+      expect(await until(() => storedLogs(device.hashId), (l) => l.length >= 6, 'six reports stored')).toEqual([1, 2, 3, 4, 5, 6].map((n) => `stored {"n":${n}}`));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await storedLogs(device.hashId)).toHaveLength(6);
     } finally {
       c.close();
     }

@@ -137,6 +137,13 @@ export class DtlsClusterNode implements CidRouter {
     return to !== undefined;
   }
 
+  /** The live peer node whose relay `relay` is (the node a session's newest records came through), or undefined. */
+  relayNode(relay: Relay | undefined): number | undefined {
+    if (relay === undefined) return undefined;
+    for (const [id, r] of this.#relays) if (r === relay) return this.registry.peer(id) ? id : undefined;
+    return undefined;
+  }
+
   /** Gives the node id back and closes the inter-node port (the DTLS server is closed by its owner). */
   async close(): Promise<void> {
     this.#flush(); // what waits for company goes now (the timer that would have sent it finds nothing)
