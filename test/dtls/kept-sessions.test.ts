@@ -252,6 +252,39 @@ describe('kept DTLS sessions', () => {
       }
     });
 
+    it('counts the records in a row that came through one relay: records alternating between two relays, or one that comes directly, start it again', async () => {
+      const a = await echoServer(prefix());
+      a.server.routeCids(router().route);
+      const c = new CidClient(a.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex'), suite: 'ccm8' });
+      try {
+        await c.connect();
+        c.send('one');
+        await c.waitForData((x) => x === 'echo:one');
+        const session = a.sessions[0];
+        const answers: string[] = [];
+        const relay = (name: string) => (d: Buffer) => void answers.push(`${name}:${d.length}`);
+        const [viaB, viaC] = [relay('b'), relay('c')];
+        let seq = 100;
+        const relayed = (via: (d: Buffer) => void) => a.server.receiveRelayed(c.sealApplicationData(`r${seq}`, seq++), { address: '127.0.0.1', port: c.localPort, relay: via });
+        const streaks: number[] = [];
+        for (const via of [viaB, viaC, viaB, viaC]) {
+          expect(relayed(via)).toBe(true);
+          streaks.push(session.relayStreak);
+        }
+        for (let i = 0; i < 3; i++) {
+          relayed(viaB);
+          streaks.push(session.relayStreak);
+        }
+        expect(streaks).toEqual([1, 1, 1, 1, 1, 2, 3]);
+        expect(answers.filter((x) => x.startsWith('b:'))).toHaveLength(5); // each answered the way its record came
+        c.sendRaw(c.sealApplicationData('direct', seq++)); // newer than the relayed ones, straight to the server
+        await c.waitForData((x) => x === 'echo:direct');
+        expect(session.relayStreak).toBe(0);
+      } finally {
+        c.close();
+      }
+    });
+
     it('when its state cannot be written the session stays, and the record that waited is answered by it', async () => {
       const p = prefix();
       const kept = store(p);
