@@ -15,7 +15,9 @@ const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const SECRET = randomBytes(32);
 const servers: EchoServer[] = [];
 const clients: Array<ReturnType<typeof dtls.createSocket>> = [];
+const cidClients: CidClient[] = [];
 afterEach(async () => {
+  for (const c of cidClients.splice(0)) c.close();
   for (const c of clients.splice(0)) {
     try {
       c.close();
@@ -53,6 +55,16 @@ async function client(port: number): Promise<{ send(text: string): void; got: st
     socket.on('error', reject);
   });
   return { send: (text) => socket.send(Buffer.from(text)), got };
+}
+
+/** A CidClient (PSK, CCM_8, with a Connection ID) whose session on `port` has had 'one' echoed; closed after the test. */
+async function cidSession(port: number): Promise<CidClient> {
+  const c = new CidClient(port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex'), suite: 'ccm8' });
+  cidClients.push(c);
+  await c.connect();
+  c.send('one');
+  await c.waitForData((x) => x === 'echo:one');
+  return c;
 }
 
 /** The sequence number in the header of the first record of a datagram. */
@@ -150,25 +162,18 @@ describe('kept DTLS sessions', () => {
   it('a Connection ID session is found by its CID on the next server, from a new source port too (takeOverSession by CID)', async () => {
     const p = prefix();
     const a = await echoServer(p);
-    const c = new CidClient(a.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex'), suite: 'ccm8' });
-    try {
-      await c.connect();
-      c.send('one');
-      await c.waitForData((x) => x === 'echo:one');
-      const cid = a.sessions[0].connectionId!;
-      await a.server.suspend();
-      const b = await echoServer(p, a.port);
-      await c.rebind(); // a NAT gave the device another port meanwhile
-      c.send('two');
-      const answer = await c.waitForData((x) => x === 'echo:two');
-      expect(answer.localPort).toBe(c.localPort);
-      expect(b.sessions).toHaveLength(1);
-      expect(b.sessions[0].restored).toBe(true);
-      expect(b.sessions[0].connectionId).toEqual(cid);
-      expect(await b.server.takeOverSession(cid)).toBe(b.sessions[0]);
-    } finally {
-      c.close();
-    }
+    const c = await cidSession(a.port);
+    const cid = a.sessions[0].connectionId!;
+    await a.server.suspend();
+    const b = await echoServer(p, a.port);
+    await c.rebind(); // a NAT gave the device another port meanwhile
+    c.send('two');
+    const answer = await c.waitForData((x) => x === 'echo:two');
+    expect(answer.localPort).toBe(c.localPort);
+    expect(b.sessions).toHaveLength(1);
+    expect(b.sessions[0].restored).toBe(true);
+    expect(b.sessions[0].connectionId).toEqual(cid);
+    expect(await b.server.takeOverSession(cid)).toBe(b.sessions[0]);
   });
 
   it('two loads of the same kept state get leases of their own', async () => {
@@ -212,77 +217,63 @@ describe('kept DTLS sessions', () => {
       const r = router();
       a.server.routeCids(r.route);
       const b = await echoServer(p);
-      const c = new CidClient(a.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex'), suite: 'ccm8' });
-      try {
-        await c.connect();
-        c.send('one');
-        await c.waitForData((x) => x === 'echo:one');
-        const session = a.sessions[0];
-        let announced!: () => void;
-        const announce = new Promise<void>((resolve) => { announced = resolve; });
-        const handing = a.server.handOver(session, () => announce);
-        const before = a.received.length;
-        c.send('two'); // reaches the owner while the state is being written: it waits
-        await until(async () => a.received.length, (n) => n > before, 'the record to reach the owner', 2000);
-        await new Promise((res) => setTimeout(res, 50));
-        expect(a.data).toEqual(['one']);
-        expect(r.unclaimed).toEqual([]);
-        announced();
-        expect(await handing).toBe(true);
-        expect(session.established).toBe(false);
-        expect(a.server.sessionCount).toBe(0);
-        // the waiting record went on to the router (which forwards it to the session's new node), with the device's address
-        expect(r.unclaimed).toHaveLength(1);
-        expect(r.unclaimed[0].cid).toEqual(session.connectionId);
-        expect(r.unclaimed[0].from).toEqual({ address: '127.0.0.1', port: c.localPort });
-        // another node claims it from the state written: the waiting record is answered there, in sequence
-        expect(b.server.claimKept(r.unclaimed[0].cid, r.unclaimed[0].datagram, r.unclaimed[0].from)).toBe(true);
-        const answer = await c.waitForData((x) => x === 'echo:two');
-        expect(answer.localPort).toBe(c.localPort);
-        expect(b.sessions[0].restored).toBe(true);
-        expect(b.received.filter((d) => d[0] === 22)).toEqual([]); // no handshake
-        expect(seq(b.sent[0])).toBe(seq(a.sent.at(-1)!) + 1); // sequence numbers go on where the owner stopped
-        // and the session lives on there
-        await c.moveTo(b.port);
-        c.send('three');
-        await c.waitForData((x) => x === 'echo:three');
-        expect(b.data).toEqual(['two', 'three']);
-      } finally {
-        c.close();
-      }
+      const c = await cidSession(a.port);
+      const session = a.sessions[0];
+      let announced!: () => void;
+      const announce = new Promise<void>((resolve) => { announced = resolve; });
+      const handing = a.server.handOver(session, () => announce);
+      const before = a.received.length;
+      c.send('two'); // reaches the owner while the state is being written: it waits
+      await until(async () => a.received.length, (n) => n > before, 'the record to reach the owner', 2000);
+      await new Promise((res) => setTimeout(res, 50));
+      expect(a.data).toEqual(['one']);
+      expect(r.unclaimed).toEqual([]);
+      announced();
+      expect(await handing).toBe(true);
+      expect(session.established).toBe(false);
+      expect(a.server.sessionCount).toBe(0);
+      // the waiting record went on to the router (which forwards it to the session's new node), with the device's address
+      expect(r.unclaimed).toHaveLength(1);
+      expect(r.unclaimed[0].cid).toEqual(session.connectionId);
+      expect(r.unclaimed[0].from).toEqual({ address: '127.0.0.1', port: c.localPort });
+      // another node claims it from the state written: the waiting record is answered there, in sequence
+      expect(b.server.claimKept(r.unclaimed[0].cid, r.unclaimed[0].datagram, r.unclaimed[0].from)).toBe(true);
+      const answer = await c.waitForData((x) => x === 'echo:two');
+      expect(answer.localPort).toBe(c.localPort);
+      expect(b.sessions[0].restored).toBe(true);
+      expect(b.received.filter((d) => d[0] === 22)).toEqual([]); // no handshake
+      expect(seq(b.sent[0])).toBe(seq(a.sent.at(-1)!) + 1); // sequence numbers go on where the owner stopped
+      // and the session lives on there
+      await c.moveTo(b.port);
+      c.send('three');
+      await c.waitForData((x) => x === 'echo:three');
+      expect(b.data).toEqual(['two', 'three']);
     });
 
     it('counts the records in a row that came through one relay: records alternating between two relays, or one that comes directly, start it again', async () => {
       const a = await echoServer(prefix());
       a.server.routeCids(router().route);
-      const c = new CidClient(a.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex'), suite: 'ccm8' });
-      try {
-        await c.connect();
-        c.send('one');
-        await c.waitForData((x) => x === 'echo:one');
-        const session = a.sessions[0];
-        const answers: string[] = [];
-        const relay = (name: string) => (d: Buffer) => void answers.push(`${name}:${d.length}`);
-        const [viaB, viaC] = [relay('b'), relay('c')];
-        let seq = 100;
-        const relayed = (via: (d: Buffer) => void) => a.server.receiveRelayed(c.sealApplicationData(`r${seq}`, seq++), { address: '127.0.0.1', port: c.localPort, relay: via });
-        const streaks: number[] = [];
-        for (const via of [viaB, viaC, viaB, viaC]) {
-          expect(relayed(via)).toBe(true);
-          streaks.push(session.relayStreak);
-        }
-        for (let i = 0; i < 3; i++) {
-          relayed(viaB);
-          streaks.push(session.relayStreak);
-        }
-        expect(streaks).toEqual([1, 1, 1, 1, 1, 2, 3]);
-        expect(answers.filter((x) => x.startsWith('b:'))).toHaveLength(5); // each answered the way its record came
-        c.sendRaw(c.sealApplicationData('direct', seq++)); // newer than the relayed ones, straight to the server
-        await c.waitForData((x) => x === 'echo:direct');
-        expect(session.relayStreak).toBe(0);
-      } finally {
-        c.close();
+      const c = await cidSession(a.port);
+      const session = a.sessions[0];
+      const answers: string[] = [];
+      const relay = (name: string) => (d: Buffer) => void answers.push(`${name}:${d.length}`);
+      const [viaB, viaC] = [relay('b'), relay('c')];
+      let seq = 100;
+      const relayed = (via: (d: Buffer) => void) => a.server.receiveRelayed(c.sealApplicationData(`r${seq}`, seq++), { address: '127.0.0.1', port: c.localPort, relay: via });
+      const streaks: number[] = [];
+      for (const via of [viaB, viaC, viaB, viaC]) {
+        expect(relayed(via)).toBe(true);
+        streaks.push(session.relayStreak);
       }
+      for (let i = 0; i < 3; i++) {
+        relayed(viaB);
+        streaks.push(session.relayStreak);
+      }
+      expect(streaks).toEqual([1, 1, 1, 1, 1, 2, 3]);
+      expect(answers.filter((x) => x.startsWith('b:'))).toHaveLength(5); // each answered the way its record came
+      c.sendRaw(c.sealApplicationData('direct', seq++)); // newer than the relayed ones, straight to the server
+      await c.waitForData((x) => x === 'echo:direct');
+      expect(session.relayStreak).toBe(0);
     });
 
     it('when its state cannot be written the session stays, and the record that waited is answered by it', async () => {
@@ -299,25 +290,18 @@ describe('kept DTLS sessions', () => {
       a.server.routeCids(r.route);
       const keeperErrors: Error[] = [];
       a.server.on('keeperError', (err: Error) => keeperErrors.push(err));
-      const c = new CidClient(a.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex'), suite: 'ccm8' });
-      try {
-        await c.connect();
-        c.send('one');
-        await c.waitForData((x) => x === 'echo:one');
-        const announce = { called: false };
-        const handing = a.server.handOver(a.sessions[0], async () => { announce.called = true; });
-        c.send('two');
-        expect(await handing).toBe(false);
-        await c.waitForData((x) => x === 'echo:two');
-        expect(a.sessions[0].established).toBe(true);
-        expect(announce.called).toBe(false);
-        expect(r.unclaimed).toEqual([]);
-        expect(keeperErrors.map((e) => e.message)).toEqual(['Redis is down']);
-        c.send('three');
-        await c.waitForData((x) => x === 'echo:three');
-      } finally {
-        c.close();
-      }
+      const c = await cidSession(a.port);
+      const announce = { called: false };
+      const handing = a.server.handOver(a.sessions[0], async () => { announce.called = true; });
+      c.send('two');
+      expect(await handing).toBe(false);
+      await c.waitForData((x) => x === 'echo:two');
+      expect(a.sessions[0].established).toBe(true);
+      expect(announce.called).toBe(false);
+      expect(r.unclaimed).toEqual([]);
+      expect(keeperErrors.map((e) => e.message)).toEqual(['Redis is down']);
+      c.send('three');
+      await c.waitForData((x) => x === 'echo:three');
     });
   });
 });
