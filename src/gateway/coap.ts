@@ -13,9 +13,7 @@ import dgram from 'node:dgram';
 import type { AppContext } from '../app/context.ts';
 import { COAP_DEFAULTS, CoapEndpoint, CoapUdpServer, ContentFormat, DedupLimit, UploadBudget, encodeUint, optionText, stringOptions, uintOption } from '../coap/index.ts';
 import type { CoapOption, CoapRequest, CoapResponse, Exchange } from '../coap/index.ts';
-import { countHandshakeFailure } from '../connectivity/counters/handshake.ts';
 import { countDeviceEvent } from '../connectivity/counters/recorder.ts';
-import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
 import { createDtlsServer } from '../dtls/server.ts';
 import { DtlsStateStore } from '../dtls/session-store.ts';
 import type { DtlsServer, DtlsSession } from '../dtls/server.ts';
@@ -24,11 +22,11 @@ import { CertificateRefused, identifyCertificateDevice } from '../pki/device-ide
 import { dtlsCertificateOptions } from '../pki/dtls.ts';
 import { onTrustLoaded, trustAnchors } from '../pki/trust.ts';
 import { verifyChain } from '../pki/verify.ts';
-import type { CertificateView } from '../sandbox/types.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from './firmware.ts';
 import { gaugeFrom, metrics } from '../app/metrics.ts';
 import { joinDtlsCluster, type DtlsCluster } from './coap-cluster.ts';
+import { countHandshakeFailed, countRefusedContact, pskDevice, pskKeyLookup, REFUSED_MESSAGE, type AdmittedDevice } from './admission.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 
 export interface CoapDeviceListener {
@@ -39,12 +37,6 @@ export interface CoapDeviceListener {
   /** Leaves new requests unanswered (plain coap: 5.03), lets requests in flight get their answers (bounded by `graceMs`), keeps every session in Redis (or closes it), then leaves the cluster. */
   close(graceMs: number): Promise<void>;
 }
-
-/**
- * The device of a session: by its PSK identity, or by its client certificate (then `certificate` is what its handler
- * sees). `refused`: the device's type was deleted; it authenticates but every request gets 4.03.
- */
-interface Device { deviceHashId: string; environmentHashId: string; pskIdentity?: string; certificate?: CertificateView; refused: boolean }
 
 /** The Uri-Query parameter a plain-CoAP device names its PSK identity with. */
 export const PLAIN_IDENTITY_QUERY = 'psk-identity';
@@ -108,14 +100,11 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     ctx.log.error({ protocol, err: err.message, stack: err.stack }, 'coap datagram could not be handled; dropped');
   };
 
-  async function serve(device: Device, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
+  async function serve(device: AdmittedDevice, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
     if (closing) return json('5.03', { key: 'unavailable_error', message: 'the gateway is shutting down; try again' });
-    // contacts: the worker counts the queued requests; the gateway those it answers itself
     if (device.refused) {
-      countDeviceEvent(ctx, device.deviceHashId, 'contacts');
-      countDeviceEvent(ctx, device.deviceHashId, 'refusedContacts');
-      metrics.refused.inc({ protocol, reason: 'device_type_deleted' });
-      return json('4.03', { key: 'right_error', message: 'The device type of this device was deleted: the device no longer has access' });
+      countRefusedContact(ctx, protocol, device.deviceHashId);
+      return json('4.03', { key: 'right_error', message: REFUSED_MESSAGE });
     }
     inFlight++;
     try {
@@ -150,16 +139,15 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       const e = endpoints.get(session);
       return e?.deviceHashId ? encodeCoapAttachment({ deviceHashId: e.deviceHashId, lastMessageId: e.endpoint.lastMessageId, lastExchange: e.endpoint.lastExchange }) : undefined;
     },
-    lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
+    lookupPsk: pskKeyLookup(ctx),
   });
   dtls.on('handshakeError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
-    metrics.handshakeFailures.inc({ protocol: 'coaps' });
-    countHandshakeFailure(ctx, info.pskIdentity);
+    countHandshakeFailed(ctx, 'coaps', info.pskIdentity);
     ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
   });
 
   /** The device a session stands for; a refusal (every request gets 4.01 with it); or null: the session is closed. */
-  async function sessionDevice(session: DtlsSession): Promise<Device | { refusal: string } | null> {
+  async function sessionDevice(session: DtlsSession): Promise<AdmittedDevice | { refusal: string } | null> {
     if (session.peerCertificates.length > 0) {
       try {
         const d = await identifyCertificateDevice(ctx, session.peerCertificates);
@@ -167,14 +155,12 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       } catch (err) {
         // a good chain whose identifier names no device is told why (as HTTPS does); an untrusted one is closed
         if (err instanceof CertificateRefused && err.stage === 'identifier') return { refusal: err.message };
-        metrics.handshakeFailures.inc({ protocol: 'coaps' });
+        countHandshakeFailed(ctx, 'coaps');
         ctx.log.debug({ err: (err as Error).message, remoteAddress: session.remoteAddress }, 'device certificate refused');
         return null;
       }
     }
-    const identity = session.pskIdentity ?? '';
-    const cred = await lookupPskCredential(ctx, identity, { includeRefused: true });
-    return cred ? { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity, refused: cred.refused } : null;
+    return pskDevice(ctx, session.pskIdentity ?? '');
   }
 
   // a certificate session lasts only while its chain is trusted: a deleted supplier certificate ends its devices' sessions
@@ -270,7 +256,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     await listening(udp);
     udp.on('error', (err) => ctx.log.warn({ err: err.message }, 'coap socket error'));
     const refuse = () => {
-      metrics.handshakeFailures.inc({ protocol: 'coap' });
+      countHandshakeFailed(ctx, 'coap');
       return { ...json('4.01', { key: 'authentication_error', message: `plain CoAP needs the Uri-Query ${PLAIN_IDENTITY_QUERY}=<identity> of a device the operator allowed` }), refused: true };
     };
     const plainIdentity = (options: CoapOption[]) => queryPairs(options).find(([k]) => k === PLAIN_IDENTITY_QUERY)?.[1];
@@ -283,9 +269,8 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
       handler: async (req, peer) => {
         const pairs = queryPairs(req.options);
         const identity = plainIdentity(req.options) ?? '';
-        const cred = await lookupPskCredential(ctx, identity, { includeRefused: true });
-        if (!cred) return refuse();
-        const device: Device = { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: identity, refused: cred.refused };
+        const device = await pskDevice(ctx, identity);
+        if (!device) return refuse();
         return serve(device, req, 'coap', peer.address, pairs.filter(([k]) => k !== PLAIN_IDENTITY_QUERY));
       },
     });
@@ -379,7 +364,7 @@ function queryPairs(options: CoapOption[]): [string, string][] {
   });
 }
 
-async function handleRequest(ctx: AppContext, queue: DeviceQueue, device: Device, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
+async function handleRequest(ctx: AppContext, queue: DeviceQueue, device: AdmittedDevice, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
   // firmware downloads are served here, from the image store: no queue, no handler
   const firmwareHashId = coapFirmwareHashId(req);
   if (firmwareHashId) {

@@ -1,20 +1,18 @@
 import http from 'node:http';
 import type net from 'node:net';
 import type { AppContext } from '../app/context.ts';
-import { countHandshakeFailure } from '../connectivity/counters/handshake.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
-import { lookupPskCredential } from '../connectivity/devices/credentials.ts';
 import { AddressLimits } from '../dtls/limits.ts';
 import { disposeCertificateIdentity } from '../pki/device-identity.ts';
 import { certificateRefusal, serveCertificateTls } from '../pki/https-tls.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
-import type { CertificateView } from '../sandbox/types.ts';
 import { createPskTlsServer, type PskTlsConnection } from '../tls/index.ts';
 import { firmwareRequestHashId, serveFirmwareOverHttps } from './firmware.ts';
 import { metrics } from '../app/metrics.ts';
 import { readBounded, refuseRestOfBody } from './request-body.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 import { isWebhookPath, WebhookHandler } from './webhook.ts';
+import { countHandshakeFailed, countRefusedContact, pskDevice, pskKeyLookup, REFUSED_MESSAGE, type AdmittedDevice } from './admission.ts';
 
 export interface HttpsDeviceListener {
   tcp: net.Server;
@@ -22,9 +20,6 @@ export interface HttpsDeviceListener {
   /** Stops accepting, lets requests in flight get their answers (bounded by `graceMs`), then closes every connection. */
   close(graceMs: number): Promise<void>;
 }
-
-/** `refused`: the device's type was deleted; it authenticates but every request gets 403 */
-interface DeviceSession { deviceHashId: string; environmentHashId: string; pskIdentity?: string; certificate?: CertificateView; refused: boolean }
 
 function send(res: http.ServerResponse, status: number, body: unknown): void {
   const payload = Buffer.from(JSON.stringify(body));
@@ -38,13 +33,11 @@ function send(res: http.ServerResponse, status: number, body: unknown): void {
  * queued durably, and is answered with what the device type's handler returned.
  */
 export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQueue, port: number): Promise<HttpsDeviceListener> {
-  const sessions = new WeakMap<object, DeviceSession>();
+  const sessions = new WeakMap<object, AdmittedDevice>();
   let inFlight = 0;
   let closing = false;
   const webhooks = new WebhookHandler(ctx, queue);
-  const tcp = createPskTlsServer({
-    lookupPsk: async (identity) => (await lookupPskCredential(ctx, identity, { includeRefused: true }))?.key ?? null,
-  });
+  const tcp = createPskTlsServer({ lookupPsk: pskKeyLookup(ctx) });
   const server = http.createServer({ keepAliveTimeout: 60_000, requestTimeout: 30_000 }, (req, res) => {
     const conn = req.socket as unknown as PskTlsConnection;
     const session = sessions.get(conn);
@@ -60,13 +53,10 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       send(res, 401, { key: 'authentication_error', message: certificateRefusal(conn) ?? 'no authenticated device session' });
       return;
     }
-    // contacts: the worker counts the queued requests (whatever listener queued them); the gateway those it answers itself
     if (session.refused) {
-      countDeviceEvent(ctx, session.deviceHashId, 'contacts');
-      countDeviceEvent(ctx, session.deviceHashId, 'refusedContacts');
-      metrics.refused.inc({ protocol: 'https', reason: 'device_type_deleted' });
+      countRefusedContact(ctx, 'https', session.deviceHashId);
       res.setHeader('connection', 'close');
-      send(res, 403, { key: 'right_error', message: 'The device type of this device was deleted: the device no longer has access' });
+      send(res, 403, { key: 'right_error', message: REFUSED_MESSAGE });
       return;
     }
     if (closing) res.setHeader('connection', 'close');
@@ -79,19 +69,18 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
   // no automatic `100 Continue`: the webhook and device paths send it only for a body they will read (a 401 or 413 comes instead)
   server.on('checkContinue', (req, res) => server.emit('request', req, res));
   tcp.on('secureConnection', (conn: PskTlsConnection) => {
-    lookupPskCredential(ctx, conn.pskIdentity, { includeRefused: true }).then((cred) => {
-      if (!cred) {
+    pskDevice(ctx, conn.pskIdentity).then((device) => {
+      if (!device) {
         conn.destroy();
         return;
       }
-      sessions.set(conn, { deviceHashId: cred.deviceHashId, environmentHashId: cred.environmentHashId, pskIdentity: conn.pskIdentity, refused: cred.refused });
+      sessions.set(conn, device);
       server.emit('connection', conn);
     }, () => conn.destroy());
   });
   tcp.on('tlsClientError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
-    metrics.handshakeFailures.inc({ protocol: 'https' });
+    countHandshakeFailed(ctx, 'https', info.pskIdentity);
     ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
-    countHandshakeFailure(ctx, info.pskIdentity);
   });
   // the same port serves certificate TLS: ClientHellos without our PSK suites go to node:tls (src/pki/https-tls.ts)
   serveCertificateTls(ctx, tcp, {
@@ -100,7 +89,7 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       server.emit('connection', conn);
     },
     onRefused(reason, remoteAddress) {
-      metrics.handshakeFailures.inc({ protocol: 'https' });
+      countHandshakeFailed(ctx, 'https');
       ctx.log.debug({ err: reason, remoteAddress }, 'device certificate refused');
     },
   });
@@ -149,7 +138,7 @@ function admitPerAddress(tcp: net.Server, limits: AddressLimits, onRefused: (rem
   });
 }
 
-async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: DeviceSession, conn: PskTlsConnection, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: AdmittedDevice, conn: PskTlsConnection, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   // firmware downloads are served here, from the image store: no queue, no handler
   const firmwareHashId = firmwareRequestHashId(req.method, req.url);
   if (firmwareHashId) {
