@@ -7,6 +7,7 @@ import { CoapEndpoint, CoapUdpServer, DedupLimit, UploadBudget } from '../../src
 import type { CoapEndpointOptions, CoapRequest, CoapResponse } from '../../src/coap/index.ts';
 import { decodeBlock, encodeBlock } from '../../src/coap/block.ts';
 import { decodeUint, encodeUint } from '../../src/coap/message.ts';
+import { waitFor as waitForCondition } from '../support/until.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -21,13 +22,8 @@ function harness(handler: (req: CoapRequest) => Promise<CoapResponse>, config: P
 
 const opt = (p: ParsedPacket, name: string) => p.options.find((o) => o.name === name)?.value;
 const req = (p: Packet) => generate({ confirmable: true, token: Buffer.from('t0k3'), ...p });
-const waitFor = async (cond: () => boolean, ms = 3000) => {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await sleep(5);
-  }
-};
+// these tests time retransmissions: the condition is looked at every 5 ms
+const waitFor = (cond: () => boolean, ms = 3000) => waitForCondition(cond, ms, 5);
 
 describe('CoAP endpoint: reliability and deduplication', () => {
   it('piggybacks a fast answer on the ACK with the request token', async () => {

@@ -5,6 +5,7 @@ import { ScheduledCommandsLoader } from '../../src/connectivity/commands/pipelin
 import { commandsAddedChannel, PendingCommandsHint } from '../../src/connectivity/commands/pending-hint.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addCommandType, addDeviceType } from './fixtures.ts';
+import { waitFor as waitForCondition } from '../support/until.ts';
 
 let api: TestApi;
 beforeAll(async () => { api = await startTestApi(); });
@@ -41,13 +42,7 @@ async function setup(devices: number) {
 const addCommand = (c: ApiClient, commandTypeHashId: string, deviceHashId: string) =>
   c.request('POST', '/command/', { objectType: 'device', objectHashIds: [deviceHashId], commandTypeHashId, fields: {}, email: [] });
 
-const waitFor = async (cond: () => boolean, ms = 3000) => {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
+const waitFor = (cond: () => boolean, ms = 3000) => waitForCondition(cond, ms, 10);
 
 describe('pending commands hint: a device contact without commands costs no query', () => {
   it('skips the lookup for devices known to have none; an add in this process is seen before the add is answered', async () => {

@@ -7,6 +7,10 @@ import { createDtlsServer } from '../../src/dtls/server.ts';
 import { RawPeer, clientHello, clientHelloDatagram } from './raw-client.ts';
 import type { CidClient } from '../support/cid-client/client.ts';
 import type { DtlsServer, DtlsServerOptions, DtlsSession, HandshakeErrorInfo } from '../../src/dtls/server.ts';
+import { waitFor } from '../support/until.ts';
+
+/** Waits until a condition holds (test/support/until.ts). */
+export { waitFor };
 
 export const PSK_HEX = '00112233445566778899aabbccddeeff';
 export const IDENTITY = 'device-1';
@@ -126,14 +130,6 @@ export function dtlsClient(o: {
   });
 }
 
-/** Waits until `cond` holds, polling every 20 ms, for at most `ms`. */
-export async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 export interface GnutlsResult {
   stdout: string;

@@ -10,3 +10,12 @@ export async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, 
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** Waits until `cond` holds, looking every `intervalMs`; throws after `ms`. For state the test holds in memory. */
+export async function waitFor(cond: () => boolean, ms = 5000, intervalMs = 20): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
