@@ -28,11 +28,13 @@ const FORWARDED: Partial<Record<ClusterEvent, { kind: string; direction: string 
 export interface DtlsCluster {
   node: DtlsClusterNode;
   /**
-   * Called between exchanges of a session (its last answer sent, nothing pending): when its newest records all came
-   * through one other node, DTLS_CLUSTER_HANDOVER_AFTER in a row, the session moves there (DtlsServer.handOver), so the
-   * device's records stop costing two nodes. A device whose datagrams alternate between nodes never builds a streak.
+   * Called when an answer went to a device whose records reach this node through another one: once its newest records
+   * all came through one other node, DTLS_CLUSTER_HANDOVER_AFTER in a row, and `settled()` says the exchange is over
+   * (looked at once the answer has left: nothing pending, nothing half sent), the session moves there
+   * (DtlsServer.handOver), so the device's records stop costing two nodes. A device whose datagrams alternate between
+   * nodes never builds a streak.
    */
-  settled(session: DtlsSession): void;
+  answered(session: DtlsSession, settled: () => boolean): void;
   close(): Promise<void>;
 }
 
@@ -92,15 +94,17 @@ export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promis
   counterFrom('gridgate_dtls_cluster_handovers_total', 'Sessions this node handed over to the node their devices\' records now reach (DTLS_CLUSTER_HANDOVER_AFTER)', [], () => [[{}, handedOver]]);
   return {
     node,
-    settled(session) {
+    answered(session, settled) {
       if (c.handoverAfter === 0 || session.relayStreak < c.handoverAfter || !session.connectionId) return;
-      const to = node.relayNode(session.relay);
-      if (to === undefined) return;
       const cid = session.connectionId;
-      // the other nodes (and this one) forward the session's records to its new node from now on; that node claims it
-      // from Redis at its next record (takeOver above)
-      void dtls.handOver(session, () => ctx.redis.set(holderKey(cid), String(to), 'PX', ctx.config.dtls.idleTimeoutMs)).then((moved) => {
-        if (moved) handedOver++;
+      setImmediate(() => {
+        const to = node.relayNode(session.relay);
+        if (to === undefined || !session.established || !settled()) return;
+        // the other nodes (and this one) forward the session's records to its new node from now on; that node claims
+        // it from Redis at its next record (takeOver above)
+        void dtls.handOver(session, () => ctx.redis.set(holderKey(cid), String(to), 'PX', ctx.config.dtls.idleTimeoutMs)).then((moved) => {
+          if (moved) handedOver++;
+        });
       });
     },
     close: () => node.close(),

@@ -209,9 +209,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
           if (!session.established) return;
           session.send(d);
           // its records reach this node through another one: once this exchange is over, the session may move there
-          if (session.relayStreak > 0 && cluster) setImmediate(() => {
-            if (!closing && session.established && endpoint.settled) cluster?.settled(session);
-          });
+          if (session.relayStreak > 0) cluster?.answered(session, () => !closing && endpoint.settled);
         },
         handler: 'refusal' in device
           ? async () => json('4.01', { key: 'authentication_error', message: device.refusal })
