@@ -1,13 +1,12 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
-import { namedStatement } from '../app/db.ts';
 import { createMailer } from '../app/mailer.ts';
 import { gaugeFrom, metrics } from '../app/metrics.ts';
 import { bullmqErrorLogger, createRedis } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { startCounterFlusher } from '../connectivity/counters/store.ts';
-import { updateDeviceFields } from '../connectivity/devices/store.ts';
+import { setNextReportBefore, updateDeviceFields } from '../connectivity/devices/store.ts';
 import { commandPipeline } from '../connectivity/commands/pipeline.ts';
 import { offerFirmware } from '../connectivity/firmware/offer.ts';
 import { failuresOf, supplierAlerts } from '../notifications/supplier-alerts.ts';
@@ -21,7 +20,10 @@ import { isTransient, transientDelayMs } from './failures.ts';
 import { recordGivenUp } from './given-up.ts';
 import { OutageLog } from '../app/outage-log.ts';
 import { answerChannel, deliverLocally, DeviceEventQueue, deviceQueueShard, setLocalTaker, type PublishedAnswer } from './queue.ts';
-import { MonitoringCoreClient, type CoreProbe } from './monitoring-client.ts';
+import { MonitoringCoreClient } from './monitoring-client.ts';
+import { CoreWatch } from './core-watch.ts';
+import { LastOnlineWriter } from './last-online.ts';
+import { LocalRuns } from './local-runs.ts';
 import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, reportingCounterTime, type ProcessDeps } from './process-device-job.ts';
 import { thresholdEvaluation, ThresholdEvaluator } from '../monitoring/thresholds/evaluate.ts';
@@ -38,15 +40,10 @@ export interface DeviceWorker {
 const WORKER_FETCHERS = 2;
 /** A job whose worker died this many times while running it is failed (a job that kills its worker); before, it goes back to the queue. */
 const MAX_STALLED_COUNT = 20;
-const CORE_PROBE_INTERVAL_MS = 5000;
-const CORE_START_RETRY_MS = 1000;
 /** Jobs per fetcher that may wait for the disk flush (or for their supplier's slots) beyond WORKER_CONCURRENCY / fetchers. */
 const FLUSH_WAITING_JOBS = 64;
 /** Requests of the gateway beside it a worker runs locally at once, at least (else 2 x WORKER_CONCURRENCY); more go through the queue. */
 const LOCAL_ROOM_MIN = 256;
-const TOUCH_DEVICES = namedStatement('touch-devices', `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
-  FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`);
-const TOUCH_RESOLUTION_MS = 1000;
 
 /**
  * The worker role: takes device jobs from the queue and runs the suppliers' code on them.
@@ -75,27 +72,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   // a row the store refuses fails its own job, not the others written in the same statement
   const permanent = (err: unknown) => !isTransient(err);
   const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db.deferred, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4, splitOn: permanent });
-  // lastOnlineAt: the latest contact per device wins; one UPDATE per batch
-  const touches = new Batcher<{ id: number; at: Date }>(async (items) => {
-    const latest = new Map<number, Date>();
-    for (const t of items) if ((latest.get(t.id)?.getTime() ?? 0) < t.at.getTime()) latest.set(t.id, t.at);
-    await ctx.db.deferred.query(TOUCH_DEVICES, [[...latest.keys()], [...latest.values()]]);
-  }, { maxItems: 500, maxDelayMs: 5, splitOn: permanent });
-
-  // trailing lastOnlineAt writes have no job to fail: a store outage reads as one line, not one per device
-  const touchOutage = new OutageLog(ctx.log, 'lastOnlineAt could not be written: PostgreSQL is unavailable', 'lastOnlineAt is written again');
-  const lastTouch = new Map<number, number>();
-  // contacts inside the resolution are written once it has passed (trailing edge): reportLate must see every contact
-  const trailing = new Map<number, Date>();
-  let trailingTimer: NodeJS.Timeout | null = null;
-  const flushTrailing = () => {
-    trailingTimer = null;
-    for (const [id, at] of trailing) {
-      lastTouch.set(id, at.getTime());
-      touches.add({ id, at }).then(() => touchOutage.up(), (err: Error) => touchOutage.down(err));
-    }
-    trailing.clear();
-  };
+  const lastOnline = new LastOnlineWriter(ctx.db.deferred, ctx.log);
   const deps: ProcessDeps = {
     sandbox,
     loader,
@@ -105,18 +82,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       if (row.failed || row.activities.length > 0) alerts.record(failuresOf(row));
       return activities.add(row);
     },
-    touchDevice: (id, at) => {
-      // lastOnlineAt is kept to TOUCH_RESOLUTION_MS: a device reporting every 100 ms costs one row update a second, not ten
-      const last = lastTouch.get(id) ?? 0;
-      if (at.getTime() - last < TOUCH_RESOLUTION_MS) {
-        if ((trailing.get(id)?.getTime() ?? 0) < at.getTime()) trailing.set(id, at);
-        trailingTimer ??= setTimeout(flushTrailing, TOUCH_RESOLUTION_MS);
-        return Promise.resolve();
-      }
-      if (lastTouch.size > 100_000) lastTouch.clear();
-      lastTouch.set(id, at.getTime());
-      return touches.add({ id, at });
-    },
+    touchDevice: (id, at) => lastOnline.touch(id, at),
     applyDeviceCall: async (device, call, at, callHashId) => {
       if (commands.handles(call)) return commands.apply(device, call, at, callHashId);
       const triggerData = await applyDeviceCall(ctx, loader, device, call, at);
@@ -212,62 +178,10 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   };
 
   // the batches of the gateway beside this worker, run without a fetch (src/pipeline/queue.ts LocalTaker)
-  const localRoom = Math.max(LOCAL_ROOM_MIN, 2 * ctx.config.workerConcurrency);
-  let localItems = 0;
-  const localRuns = new Set<Promise<void>>();
-  const runLocally = async (job: Job<DeviceBatchJob, void>) => {
-    // renewed while it runs: no other worker takes the job meanwhile
-    const claimMs = ctx.config.localHandoffClaimMs;
-    const renew = setInterval(() => {
-      job.changeDelay(claimMs).catch((err: Error) => ctx.log.warn({ jobId: job.id, err: err.message }, 'the claim on a job taken locally could not be renewed'));
-    }, claimMs / 3);
-    let failure: unknown = null;
-    try {
-      await processBatch(job.id as string, job.data);
-    } catch (err) {
-      failure = err;
-    } finally {
-      clearInterval(renew);
-    }
-    if (failure === null) {
-      outage.up();
-      metrics.jobAttempts.inc({ outcome: 'completed' });
-      // a job that stays (Redis away) runs again after the claim: its writes are idempotent
-      await job.remove().catch((err: Error) => ctx.log.warn({ jobId: job.id, err: err.message }, 'a job run locally could not be removed; it runs again after its claim'));
-      return;
-    }
-    // the queue takes it over: due again at once, or after a delay while a store is away; its attempts count from there
-    if (isTransient(failure)) {
-      outage.down(failure);
-      metrics.jobAttempts.inc({ outcome: 'delayed' });
-      await job.changeDelay(transientDelayMs(1)).catch(() => undefined);
-    } else {
-      metrics.jobAttempts.inc({ outcome: 'retried' });
-      ctx.log.warn({ jobId: job.id, err: (failure as Error).message }, 'device job failed; it will be retried');
-      await job.promote().catch(() => undefined);
-    }
-  };
-  const localTaker = {
-    claim: (items: number) => {
-      if (closed || coreProblem !== null || localItems + items > localRoom) return null;
-      localItems += items;
-      let done = false;
-      const release = () => {
-        if (!done) localItems -= items;
-        done = true;
-      };
-      return {
-        start: (job: Job<DeviceBatchJob, void>) => {
-          const run = runLocally(job).finally(() => {
-            release();
-            localRuns.delete(run);
-          });
-          localRuns.add(run);
-        },
-        cancel: release,
-      };
-    },
-  };
+  const localRuns = new LocalRuns({
+    room: Math.max(LOCAL_ROOM_MIN, 2 * ctx.config.workerConcurrency), claimMs: ctx.config.localHandoffClaimMs,
+    accepting: () => !closed && core.problem === null, run: processBatch, outage, log: ctx.log,
+  });
 
   // every shard of the queue (QUEUE_SHARDS) has fetchers of its own: a shard is never left waiting behind another
   const shards = ctx.config.queueShards;
@@ -300,54 +214,31 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   });
   gaugeFrom('gridgate_queue_shard_jobs', 'Device jobs in each shard of the queue (QUEUE_SHARDS) by state', ['shard', 'state'], async () =>
     (await shardCounts()).flatMap((counts, shard) => Object.entries(counts).map(([state, n]): [Record<string, string>, number] => [{ shard: String(shard), state }, n])));
-  // the monitoring core is asked before the first job and then every CORE_PROBE_INTERVAL_MS: /health tells when it does not answer
-  let coreProblem: string | null = null;
-  let probeTimer: NodeJS.Timeout | null = null;
   let closed = false;
-  const coreOutage = new OutageLog(ctx.log, `the monitoring core at ${monitoringCoreUrl} does not answer: reports wait in the queue`, 'the monitoring core answers again');
-  const probeCore = async (): Promise<CoreProbe> => {
-    const probe = await monitoring.probe();
-    coreProblem = probe.state === 'ok' ? null : `monitoring core ${probe.state}: ${probe.reason}`;
-    if (probe.state === 'ok') coreOutage.up();
-    else coreOutage.down(new Error(probe.reason));
-    return probe;
-  };
-  const watchCore = () => {
-    if (closed || monitoring.local) return;
-    probeTimer = setTimeout(() => void probeCore().finally(watchCore), CORE_PROBE_INTERVAL_MS);
-    probeTimer.unref();
-  };
+  const core = new CoreWatch(monitoring, monitoringCoreUrl, ctx.log);
   const started = (async () => {
-    for (let probe = await probeCore(); probe.state !== 'ok'; probe = await probeCore()) {
-      // a wrong URL or token would hold every report forever: refuse to start instead
-      if (probe.state === 'misconfigured') throw new Error(`MONITORING_CORE_URL ${monitoringCoreUrl} does not take condition reports (${probe.reason}): set it to the API of this deployment, with the same SECRET_KEY or INTERNAL_TOKEN`);
-      if (closed) return;
-      await new Promise((r) => setTimeout(r, CORE_START_RETRY_MS));
-    }
+    await core.untilAnswers();
     if (closed) return;
     for (const w of workers) void w.run().catch((err: Error) => ctx.log.error({ err: err.message }, 'worker stopped'));
-    if (ctx.config.localHandoff) setLocalTaker(ctx, localTaker);
-    watchCore();
+    if (ctx.config.localHandoff) setLocalTaker(ctx, localRuns);
   })();
   started.catch(() => undefined);
 
   return {
     ready: async () => { await Promise.all([started, ...workers.map((w) => w.waitUntilReady()), hintStarted, watched]); },
-    unhealthy: () => coreProblem,
+    unhealthy: () => core.problem,
     async close() {
       closed = true;
       setLocalTaker(ctx, null);
-      if (probeTimer) clearTimeout(probeTimer);
-      await Promise.all(localRuns);
+      core.close();
+      await localRuns.idle();
       await connectivityCheck.stop();
       await Promise.all(workers.map((w) => w.close()));
       await hintStarted;
       await commands.stop();
       await watched;
       await loader.unwatch();
-      if (trailingTimer) clearTimeout(trailingTimer);
-      flushTrailing();
-      await Promise.all([activities.drain(), touches.drain(), answers.drain(), counterRecorder(ctx).drain()]);
+      await Promise.all([activities.drain(), lastOnline.close(), answers.drain(), counterRecorder(ctx).drain()]);
       await counterFlusher.stop();
       await monitoring.close();
       await thresholds?.close();
@@ -371,7 +262,7 @@ async function applyDeviceCall(ctx: AppContext, loader: DeviceContextLoader, dev
       return { diff: { old: Object.fromEntries(changed.map((k) => [k, before[k] ?? null])), new: Object.fromEntries(changed.map((k) => [k, after[k] ?? null])) } };
     }
     case 'expectNextReportBefore':
-      await ctx.db.query('UPDATE device SET next_report_before = $2, updated_at = now() WHERE id = $1', [device.id, call.args.before]);
+      await setNextReportBefore(ctx.db, device.id, call.args.before);
       loader.forgetDevice(device.hashId);
       return;
     case 'increaseReportingCounter':

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../app/context.ts';
-import type { Db, Queryable } from '../../app/db.ts';
+import { namedStatement, type Db, type Queryable } from '../../app/db.ts';
 import { ConflictError, NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
@@ -137,6 +137,19 @@ export async function updateDeviceFields(db: Db, environmentId: number, hashId: 
       [rows[0].device_id, JSON.stringify(fields), identifierOf(fields, type.identifierFieldKey)]);
     return { device: toDevice({ ...rows[0], device_fields: fields, user_facing_identifier: identifierOf(fields, type.identifierFieldKey) }), before, after: fields };
   });
+}
+
+const TOUCH_DEVICES = namedStatement('touch-devices', `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
+  FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`);
+
+/** Moves each device's lastOnlineAt to its contact time (never back): one statement for all of them. */
+export async function touchDevices(db: Queryable, latest: Map<number, Date>): Promise<void> {
+  await db.query(TOUCH_DEVICES, [[...latest.keys()], [...latest.values()]]);
+}
+
+/** The device expects its next report before `before` (exec.expectNextReportBefore). */
+export async function setNextReportBefore(db: Queryable, deviceId: number, before: string | null): Promise<void> {
+  await db.query('UPDATE device SET next_report_before = $2, updated_at = now() WHERE id = $1', [deviceId, before]);
 }
 
 /** Deletes all of `hashIds` or none: one of another environment (or unknown) is a not_found_error, a claimed one a conflict_error. */
