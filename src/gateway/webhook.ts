@@ -14,7 +14,7 @@ import { TtlCache } from '../app/ttl-cache.ts';
 import { findOrCreateDevice, type FoundDevice } from '../connectivity/devices/find-or-create.ts';
 import { loadWebhookTarget, openWebhookSecret, secretMatches } from '../connectivity/webhooks/store.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
-import { describeRunError, Sandbox } from '../sandbox/runner.ts';
+import { describeRunError, Sandbox, sandboxFromConfig } from '../sandbox/runner.ts';
 import type { WebRequest } from '../sandbox/types.ts';
 import { metrics } from '../app/metrics.ts';
 import { readBounded, refuseRestOfBody } from './request-body.ts';
@@ -80,7 +80,7 @@ export class WebhookHandler {
     this.ctx = ctx;
     this.queue = queue;
     this.ownSandbox = !opts.sandbox;
-    this.sandbox = opts.sandbox ?? new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs, maxBatchRuns: ctx.config.sandboxBatchRuns });
+    this.sandbox = opts.sandbox ?? sandboxFromConfig(ctx.config, ctx.log);
     const ttl = opts.cacheTtlMs ?? 2000;
     this.targets = new TtlCache(ttl);
     this.devices = new TtlCache(ttl);

@@ -10,7 +10,7 @@ import { setNextReportBefore, updateDeviceFields } from '../connectivity/devices
 import { commandPipeline } from '../connectivity/commands/pipeline.ts';
 import { offerFirmware } from '../connectivity/firmware/offer.ts';
 import { failuresOf, supplierAlerts } from '../notifications/supplier-alerts.ts';
-import { Sandbox } from '../sandbox/runner.ts';
+import { sandboxFromConfig } from '../sandbox/runner.ts';
 import type { ExecCall } from '../sandbox/types.ts';
 import { Batcher } from './batcher.ts';
 import { KeyedSlots } from './slots.ts';
@@ -51,7 +51,7 @@ const LOCAL_ROOM_MIN = 256;
  * directly rather than over HTTP to `monitoringCoreUrl`.
  */
 export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, opts: { localMonitoringCore?: boolean } = {}): DeviceWorker {
-  const sandbox = new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs, maxBatchRuns: ctx.config.sandboxBatchRuns });
+  const sandbox = sandboxFromConfig(ctx.config, ctx.log);
   gaugeFrom('gridgate_sandbox_isolate_calls', 'Calls into isolates since start (single runs and batches): fewer than runs when runs share a call', [], () => [[{}, sandbox.isolateCalls]]);
   const loader = new DeviceContextLoader(ctx.db);
   // links made elsewhere reach this worker's device cache at once (announceDevicesChanged); without Redis the ttl still bounds them

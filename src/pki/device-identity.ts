@@ -7,7 +7,7 @@ import type { X509Certificate } from 'node:crypto';
 import type { AppContext } from '../app/context.ts';
 import { AppError } from '../app/errors.ts';
 import { findOrCreateDevice } from '../connectivity/devices/find-or-create.ts';
-import { describeRunError, Sandbox } from '../sandbox/runner.ts';
+import { describeRunError, Sandbox, sandboxFromConfig } from '../sandbox/runner.ts';
 import type { CertificateView } from '../sandbox/types.ts';
 import { chainSubjects } from './subjects.ts';
 import { currentTrust } from './trust.ts';
@@ -60,7 +60,7 @@ function stateOf(ctx: AppContext): IdentityState {
 
 function sandboxOf(ctx: AppContext): Sandbox {
   const state = stateOf(ctx);
-  state.sandbox ??= new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs, maxBatchRuns: ctx.config.sandboxBatchRuns });
+  state.sandbox ??= sandboxFromConfig(ctx.config, ctx.log);
   return state.sandbox;
 }
 

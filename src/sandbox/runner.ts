@@ -18,6 +18,7 @@
 // (isolated-vm disposes the whole isolate: the entry is dropped and recreated on the next run).
 
 import ivm from 'isolated-vm';
+import type { Logger } from '../app/logger.ts';
 import { compileUserCode, mapStackOfSource, sourcePositionOf, USER_JS_FILENAME, type CompileResult } from './compile.ts';
 import { validateIdentifierResult, validateIncomingRequestResponse, validateParsedReport, type Validation } from './report.ts';
 import { supplierCodeLimits } from './limits.ts';
@@ -50,7 +51,7 @@ export interface SandboxOptions {
   runtimeLimits?: Partial<RuntimeLimits>;
   /** body bytes of a handler's answer; default SANDBOX_MAX_ANSWER_BYTES */
   maxAnswerBytes?: number;
-  /** isolated-vm reports that V8 lost control of an isolate; the host should drain and restart */
+  /** isolated-vm reports that V8 lost control of an isolate (the message names it); the host should drain and restart. Default: a process warning */
   onCatastrophicError?: (message: string) => void;
   /** runs of one context and kind taken into one isolate call; default 64 (1: every run alone) */
   maxBatchRuns?: number;
@@ -91,14 +92,34 @@ interface IsolateEntry {
   evicted: boolean;
 }
 
-interface SandboxOut {
+/** What a run gathers besides its result: its exec calls, console lines and errors. */
+interface Gathered {
+  calls: ExecCall[];
+  logs: string[];
+  errors: string[];
+}
+
+/** A run's output as the in-sandbox wrapper writes it. */
+interface SandboxOut extends Gathered {
   ok: boolean;
   result?: unknown;
   invalidResult?: boolean;
   error?: { name: string; message: string; stack: string };
-  calls: ExecCall[];
-  logs: string[];
-  errors: string[];
+}
+
+interface RunInput { isolationKey: string; source: string; args: unknown }
+/** The supplier's code compiled, and the run's arguments as the JSON the wrapper takes. */
+interface PreparedCode { compiled: Extract<CompileResult, { ok: true }>; json: string }
+
+/** Compiles the code (cached by its hash) and serialises the arguments; a failure of either is the run's error. */
+async function codeAndArguments(input: RunInput): Promise<PreparedCode | { error: RunError }> {
+  const compiled = await compileUserCode(input.source, { owner: input.isolationKey });
+  if (!compiled.ok) return { error: { kind: 'compile', message: compiled.message, line: compiled.line, column: compiled.column } };
+  try {
+    return { compiled, json: JSON.stringify(input.args ?? null) };
+  } catch (error) {
+    return { error: { kind: 'error', message: `arguments are not serialisable: ${messageOf(error)}` } };
+  }
 }
 
 const DEFAULTS = { memoryLimitMb: 64, timeoutMs: 1000, maxIsolates: 64, maxContextsPerIsolate: 32, recycleAfterRuns: 1000, maxBatchRuns: 64 };
@@ -171,11 +192,7 @@ export class Sandbox {
 
   // ---------------------------------------------------------------------------------------------
 
-  private async execute<R>(
-    kind: Kind,
-    input: { isolationKey: string; source: string; args: unknown },
-    validate: (raw: unknown) => Validation<R>,
-  ): Promise<RunOutcome<R>> {
+  private async execute<R>(kind: Kind, input: RunInput, validate: (raw: unknown) => Validation<R>): Promise<RunOutcome<R>> {
     const outcome = await this.attempt(kind, input, validate, this.maxBatchRuns > 1);
     if (outcome) return outcome;
     // not decided in its batch: the run goes again alone (a fresh context, its own time limit). The runs of a supplier
@@ -189,93 +206,80 @@ export class Sandbox {
   }
 
   /** One run, in a batch or alone; null: its batch could not decide it (run it alone). */
-  private async attempt<R>(
-    kind: Kind,
-    input: { isolationKey: string; source: string; args: unknown },
-    validate: (raw: unknown) => Validation<R>,
-    batched: boolean,
-  ): Promise<RunOutcome<R> | null> {
+  private async attempt<R>(kind: Kind, input: RunInput, validate: (raw: unknown) => Validation<R>, batched: boolean): Promise<RunOutcome<R> | null> {
     const t0 = performance.now();
-    const done = (partial: { calls?: ExecCall[]; logs?: string[]; errors?: string[] }, error: RunError): RunOutcome<R> => ({
-      ok: false,
-      error,
-      calls: partial.calls ?? [],
-      logs: partial.logs ?? [],
-      errors: partial.errors ?? [],
-      durationMs: performance.now() - t0,
+    const failed = (partial: Partial<Gathered>, error: RunError): RunOutcome<R> => ({
+      ok: false, error, calls: partial.calls ?? [], logs: partial.logs ?? [], errors: partial.errors ?? [], durationMs: performance.now() - t0,
     });
-
-    if (this.disposed) return done({}, { kind: 'error', message: 'the sandbox has been disposed' });
-
-    const compiled: CompileResult = await compileUserCode(input.source, { owner: input.isolationKey });
-    if (!compiled.ok) {
-      return done({}, {
-        kind: 'compile',
-        message: compiled.message,
-        line: compiled.line,
-        column: compiled.column,
-      });
-    }
-
-    let json: string;
+    if (this.disposed) return failed({}, { kind: 'error', message: 'the sandbox has been disposed' });
+    const code = await codeAndArguments(input);
+    if ('error' in code) return failed({}, code.error);
+    const ran = await this.runInContext(kind, input, code, batched);
+    if (ran === null) return null;
+    if ('error' in ran) return failed(ran.partial, ran.error);
+    const out = ran.out;
     try {
-      json = JSON.stringify(input.args ?? null);
+      if (!out.ok) {
+        const e = out.error ?? { name: 'Error', message: 'unknown error', stack: '' };
+        const stack = e.stack ? await mapStackOfSource(input.source, code.compiled.hash, e.stack, input.isolationKey) : undefined;
+        return failed(out, { kind: out.invalidResult ? 'invalid-result' : 'error', message: `${e.name}: ${e.message}`, ...(stack ? { stack, ...sourcePositionOf(stack) } : {}) });
+      }
+      const checked = validate(out.result);
+      if (!checked.ok) return failed(out, { kind: 'invalid-result', message: checked.message });
+      const logs = checked.notes.length > 0 ? [...out.logs, ...checked.notes] : out.logs;
+      const errors = checked.errors ? [...out.errors, ...checked.errors] : out.errors;
+      return { ok: true, result: checked.value, calls: out.calls, logs, errors, durationMs: performance.now() - t0 };
     } catch (error) {
-      return done({}, { kind: 'error', message: `arguments are not serialisable: ${messageOf(error)}` });
+      // Not expected (our own bug): the run fails, nothing escapes.
+      return failed({}, { kind: 'error', message: messageOf(error) });
     }
+  }
 
+  /**
+   * The run in its isolate and context (prepared on first use), in a batch or alone: what the supplier's code gave
+   * back, a failure of the isolate (top level, time or memory limit) with what the run gathered before it, or null
+   * when its batch could not decide it. Keeps the isolate's and context's counts of runs in flight, and retires a
+   * context after a failed run or its `recycleAfterRuns`-th.
+   */
+  private async runInContext(kind: Kind, input: RunInput, code: PreparedCode, batched: boolean): Promise<{ out: SandboxOut } | { partial: Partial<Gathered>; error: RunError } | null> {
     const iso = this.isolateFor(input.isolationKey);
     iso.inflight++;
     let ctx: ContextEntry | null = null;
     try {
-      ctx = this.contextFor(iso, compiled.hash, compiled.js);
+      ctx = this.contextFor(iso, code.compiled.hash, code.compiled.js);
       ctx.inflight++;
       try {
         await ctx.ready;
       } catch (error) {
         const failure = this.classify(iso, ctx, error);
-        if (failure.stack) failure.stack = await mapStackOfSource(input.source, compiled.hash, failure.stack, input.isolationKey);
-        return done({}, { ...failure, ...(failure.stack ? sourcePositionOf(failure.stack) : null), message: `while running the code's top level: ${failure.message}` });
+        if (failure.stack) failure.stack = await mapStackOfSource(input.source, code.compiled.hash, failure.stack, input.isolationKey);
+        return { partial: {}, error: { ...failure, ...(failure.stack ? sourcePositionOf(failure.stack) : null), message: `while running the code's top level: ${failure.message}` } };
       }
       if (++ctx.runs >= this.recycleAfterRuns) this.retire(iso, ctx);
 
-      let out: string;
-      const fromBatch = batched ? await this.inBatch(iso, ctx, kind, json) : ON_ITS_OWN;
+      let json: string;
+      const fromBatch = batched ? await this.inBatch(iso, ctx, kind, code.json) : ON_ITS_OWN;
       if (fromBatch === null) return null;
       if (fromBatch !== ON_ITS_OWN) {
-        out = fromBatch;
+        json = fromBatch;
       } else {
         const runId = ++this.seq;
         try {
           this.isolateCalls++;
-          out = (await ctx.run!.apply(undefined, [kind, runId, json], { timeout: this.timeoutMs })) as string;
+          json = (await ctx.run!.apply(undefined, [kind, runId, code.json], { timeout: this.timeoutMs })) as string;
         } catch (error) {
           const failure = this.classify(iso, ctx, error);
-          const partial = failure.kind === 'memory' ? {} : await this.collect(ctx, runId);
-          return done(partial, failure);
+          return { partial: failure.kind === 'memory' ? {} : await this.collect(ctx, runId), error: failure };
         }
       }
-
-      const parsed = JSON.parse(out) as SandboxOut;
-      if (!parsed.ok) {
-        this.retire(iso, ctx);
-        const e = parsed.error ?? { name: 'Error', message: 'unknown error', stack: '' };
-        const stack = e.stack ? await mapStackOfSource(input.source, compiled.hash, e.stack, input.isolationKey) : undefined;
-        return done(parsed, {
-          kind: parsed.invalidResult ? 'invalid-result' : 'error',
-          message: `${e.name}: ${e.message}`,
-          ...(stack ? { stack, ...sourcePositionOf(stack) } : {}),
-        });
-      }
-      const checked = validate(parsed.result);
-      if (!checked.ok) return done(parsed, { kind: 'invalid-result', message: checked.message });
-      const logs = checked.notes.length > 0 ? [...parsed.logs, ...checked.notes] : parsed.logs;
-      const errors = checked.errors ? [...parsed.errors, ...checked.errors] : parsed.errors;
-      return { ok: true, result: checked.value, calls: parsed.calls, logs, errors, durationMs: performance.now() - t0 };
+      const out = JSON.parse(json) as SandboxOut;
+      // a context whose run failed is not used again (state its code left behind)
+      if (!out.ok) this.retire(iso, ctx);
+      return { out };
     } catch (error) {
       // Not expected (our own bug or an isolate disposed under us): never let it escape.
       if (ctx) this.retire(iso, ctx);
-      return done({}, { kind: iso.isolate.isDisposed ? 'memory' : 'error', message: messageOf(error) });
+      return { partial: {}, error: { kind: iso.isolate.isDisposed ? 'memory' : 'error', message: messageOf(error) } };
     } finally {
       if (ctx) {
         ctx.inflight--;
@@ -352,10 +356,10 @@ export class Sandbox {
   }
 
   /** Logs and calls gathered by a run that was terminated. */
-  private async collect(ctx: ContextEntry, runId: number): Promise<{ calls?: ExecCall[]; logs?: string[]; errors?: string[] }> {
+  private async collect(ctx: ContextEntry, runId: number): Promise<Partial<Gathered>> {
     try {
       const out = (await ctx.collect!.apply(undefined, [runId], { timeout: 100 })) as string;
-      return JSON.parse(out) as { calls: ExecCall[]; logs: string[]; errors: string[] };
+      return JSON.parse(out) as Gathered;
     } catch {
       return {};
     }
@@ -375,8 +379,9 @@ export class Sandbox {
     const isolate = new ivm.Isolate({
       memoryLimit: this.memoryLimitMb,
       onCatastrophicError: (message: string) => {
-        console.error(`isolated-vm catastrophic error in isolate ${key}: ${message}`);
-        this.onCatastrophicError?.(message);
+        const line = `isolated-vm catastrophic error in isolate ${key}: ${message}`;
+        if (this.onCatastrophicError) this.onCatastrophicError(line);
+        else process.emitWarning(line);
       },
     });
     entry = { key, isolate, runtime: null, codes: new Map(), inflight: 0, evicted: false };
@@ -491,6 +496,21 @@ function disposeIsolate(entry: IsolateEntry): void {
   } catch {
     // already disposed
   }
+}
+
+/**
+ * A process's sandbox as its configuration says (SANDBOX_MEMORY_MB, SANDBOX_TIMEOUT_MS, SANDBOX_BATCH_RUNS). An isolate
+ * V8 lost control of leaves the process in no known state: that is logged as fatal and the process drains and exits
+ * (SIGTERM to itself, the graceful stop of src/main.ts), as isolated-vm asks, for its supervisor to start it again.
+ */
+export function sandboxFromConfig(config: { sandboxMemoryMb: number; sandboxTimeoutMs: number; sandboxBatchRuns: number }, log: Pick<Logger, 'fatal'>): Sandbox {
+  return new Sandbox({
+    memoryLimitMb: config.sandboxMemoryMb, timeoutMs: config.sandboxTimeoutMs, maxBatchRuns: config.sandboxBatchRuns,
+    onCatastrophicError: (message) => {
+      log.fatal({ err: message }, 'supplier code sandbox failed beyond repair: the process stops to be started again');
+      process.kill(process.pid, 'SIGTERM');
+    },
+  });
 }
 
 /**

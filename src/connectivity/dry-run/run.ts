@@ -13,7 +13,7 @@ import type { ConditionReportIn } from '../../monitoring/reports/store.ts';
 import { DeviceContextLoader, type DeviceRecord, type ReportTypeRecord } from '../../pipeline/device-context.ts';
 import { OutboundClient } from '../../pipeline/outbound.ts';
 import { derivedHashId, deviceViewOf, parseReport, reportingCounterTime, runDeviceHandler, type LogLine, type RunEffects, type SubActivity } from '../../pipeline/process-device-job.ts';
-import { describeRunError, Sandbox } from '../../sandbox/runner.ts';
+import { describeRunError, Sandbox, sandboxFromConfig } from '../../sandbox/runner.ts';
 import { supplierCodeLimits } from '../../sandbox/limits.ts';
 import type { CertificateView, ExecCall, HandlerEvent, RunError, WebRequest } from '../../sandbox/types.ts';
 import { checkNewCommands, commandForEvent, scheduledCommandsOf } from '../commands/store.ts';
@@ -33,7 +33,7 @@ function stateOf(ctx: AppContext): DryRunState {
   let state = states.get(ctx);
   if (!state) {
     state = {
-      sandbox: new Sandbox({ memoryLimitMb: ctx.config.sandboxMemoryMb, timeoutMs: ctx.config.sandboxTimeoutMs, maxBatchRuns: ctx.config.sandboxBatchRuns }),
+      sandbox: sandboxFromConfig(ctx.config, ctx.log),
       // nothing cached: a dry run right after a save runs what was saved
       loader: new DeviceContextLoader(ctx.db, 0),
       outbound: OutboundClient.fromConfig(ctx.config),
