@@ -88,15 +88,26 @@ export function identifierOf(fields: Fields, identifierFieldKey: string | null):
 /** The SDK's update form of a configuration array item: a configuration, or `{existingKey?, fieldConfiguration}`. */
 export type UpdatableFieldConfiguration = FieldConfiguration | { existingKey?: string; fieldConfiguration: FieldConfiguration };
 
-/** The plain configurations of an update's array, each checked for a key used twice (a parameter_error naming `path`). */
-export function plainConfigurations(path: string, list: UpdatableFieldConfiguration[]): FieldConfiguration[] {
-  const plain = list.map((c) => ('fieldConfiguration' in c && !('key' in c) ? c.fieldConfiguration as FieldConfiguration : c as FieldConfiguration));
+/** The plain field configurations of an update's array (`{existingKey?, fieldConfiguration}` items unwrapped). */
+export const unwrapConfigurations = (list: UpdatableFieldConfiguration[]): FieldConfiguration[] =>
+  list.map((c) => ('fieldConfiguration' in c && !('key' in c) ? c.fieldConfiguration as FieldConfiguration : c as FieldConfiguration));
+
+/** A parameter_error naming `path` when two configurations share a key. */
+export function uniqueKeys(path: string, list: FieldConfiguration[]): void {
   const seen = new Set<string>();
-  plain.forEach((c, i) => {
-    if (typeof c.key !== 'string' || c.key === '') throw new ParameterError(`${path}[${i}].key is required`);
+  for (const c of list) {
     if (seen.has(c.key)) throw new ParameterError(`${path}: key ${c.key} is used twice`);
     seen.add(c.key);
+  }
+}
+
+/** The plain configurations of an update's array, each with a key, none used twice (a parameter_error naming `path`). */
+export function plainConfigurations(path: string, list: UpdatableFieldConfiguration[]): FieldConfiguration[] {
+  const plain = unwrapConfigurations(list);
+  plain.forEach((c, i) => {
+    if (typeof c.key !== 'string' || c.key === '') throw new ParameterError(`${path}[${i}].key is required`);
   });
+  uniqueKeys(path, plain);
   return plain;
 }
 

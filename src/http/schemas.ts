@@ -48,12 +48,3 @@ export function Page<T extends TSchema>(row: T) {
 
 export const NoContent = { 204: Type.Null() };
 
-/** The display text of a stringOrTranslations (search and sorting use it). */
-/** A stringOrTranslations as stored. */
-export type Name = string | Record<string, string | { singular: string; plural: string }>;
-
-export function nameText(name: Name): string {
-  if (typeof name === 'string') return name;
-  const text = name.en ?? Object.values(name)[0] ?? '';
-  return typeof text === 'string' ? text : text.singular;
-}

@@ -1,9 +1,9 @@
 import type { Db, Queryable } from '../../app/db.ts';
 import { ConflictError, NotFoundError } from '../../app/errors.ts';
+import { uniqueKeys, unwrapConfigurations, type FieldConfiguration, type UpdatableFieldConfiguration } from '../../app/fields.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
-import { nameText, type Name } from '../../http/schemas.ts';
-import { uniqueKeys, unwrap, type FieldConfiguration, type UpdatableFieldConfiguration } from '../device-types/store.ts';
+import { nameText, type Name } from '../../app/names.ts';
 
 export type StartEnd = 'required' | 'optional' | 'disabled';
 export type ChannelSelect = 'single' | 'multiple' | 'off';
@@ -119,7 +119,7 @@ export async function updateCommandType(db: Db, environmentId: number, hashId: s
       name: patch.name ?? old.name,
       start: patch.start ?? old.start,
       end: patch.end ?? old.end,
-      fieldConfigurations: patch.fieldConfigurations ? unwrap(patch.fieldConfigurations) : old.fieldConfigurations,
+      fieldConfigurations: patch.fieldConfigurations ? unwrapConfigurations(patch.fieldConfigurations) : old.fieldConfigurations,
       channelSelect: patch.channelSelect ?? old.channelSelect,
       environmentAccess: patch.environmentAccess ?? old.environmentAccess,
     };

@@ -3,7 +3,7 @@ import type { Queryable } from '../../app/db.ts';
 import type { Mailer } from '../../app/mailer.ts';
 import type { DeviceRecord } from '../../pipeline/device-context.ts';
 import type { ExecCall } from '../../sandbox/types.ts';
-import { nameText } from '../../http/schemas.ts';
+import { nameText } from '../../app/names.ts';
 import { countDeviceEvent } from '../counters/recorder.ts';
 import type { DeviceEventQueue } from '../../pipeline/queue.ts';
 import { queuedCommandEvents } from './events.ts';

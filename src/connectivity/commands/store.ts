@@ -4,7 +4,8 @@ import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { CommandType } from '../command-types/store.ts';
 import { liveCommandTypes } from '../command-types/store.ts';
-import type { Channel, FieldConfiguration } from '../device-types/store.ts';
+import type { FieldConfiguration } from '../../app/fields.ts';
+import type { Channel } from '../device-types/store.ts';
 import { applyFieldsUpdate, type Fields } from '../devices/fields.ts';
 
 /** The seed's Command. */

@@ -1,8 +1,9 @@
 import type { Db, Queryable } from '../../app/db.ts';
 import { NotFoundError, ParameterError } from '../../app/errors.ts';
+import { uniqueKeys, unwrapConfigurations, type FieldConfiguration, type UpdatableFieldConfiguration } from '../../app/fields.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
-import { nameText, type Name } from '../../http/schemas.ts';
+import { nameText, type Name } from '../../app/names.ts';
 import type { Redis } from '../../app/redis.ts';
 import { getQuantity, type Quantity } from '../../monitoring/quantities/store.ts';
 import { liveCommandTypes } from '../command-types/store.ts';
@@ -10,14 +11,11 @@ import { invalidateCredentials } from '../devices/credentials.ts';
 import { compileOnSave } from '../user-code.ts';
 import { subscribeUser, subscriptionOf } from '../subscriptions/store.ts';
 
-export interface FieldConfiguration { key: string; type?: string; [member: string]: unknown }
 interface Series { quantityHashId: string; color?: string | null }
 interface ChannelChart { title: Name | null; series: Series[] }
 export interface Channel { name: Name; pinFieldConfigurations: FieldConfiguration[]; defaultPinName?: Name; charts?: ChannelChart[] }
 interface Chart { title: Name | null; series: (Series & { channelIndex: number })[] }
 
-/** The SDK's update form of a field configuration array item: `{existingKey?, fieldConfiguration}`. */
-export type UpdatableFieldConfiguration = FieldConfiguration | { existingKey?: string; fieldConfiguration: FieldConfiguration };
 
 export interface DeviceTypeInput {
   name: Name;
@@ -75,19 +73,6 @@ export function toDeviceType(r: Record<string, unknown>): DeviceType {
     measurementCycleCommandTypeHashId: r.type_measurement_cycle_command_type_hash_id as string | null,
     identifierFieldKey: r.type_identifier_field_key as string | null,
   };
-}
-
-/** The plain field configurations of an update's array (`{existingKey?, fieldConfiguration}` items unwrapped). */
-export const unwrap = (list: UpdatableFieldConfiguration[]): FieldConfiguration[] =>
-  list.map((c) => ('fieldConfiguration' in c && !('key' in c) ? c.fieldConfiguration as FieldConfiguration : c as FieldConfiguration));
-
-/** A parameter_error naming `field` when two configurations share a key. */
-export function uniqueKeys(field: string, list: FieldConfiguration[]): void {
-  const seen = new Set<string>();
-  for (const c of list) {
-    if (seen.has(c.key)) throw new ParameterError(`${field}: key ${c.key} is used twice`);
-    seen.add(c.key);
-  }
 }
 
 /** Quantity hashIds a device type's charts and channel charts refer to, each once. */
@@ -222,9 +207,9 @@ export async function updateDeviceType(db: Db, environmentId: number, hashId: st
     const t: DeviceType = {
       hashId,
       name: patch.name ?? old.name,
-      fieldConfigurations: patch.fieldConfigurations ? unwrap(patch.fieldConfigurations) : old.fieldConfigurations,
-      pinGroupFieldConfigurations: patch.pinGroupFieldConfigurations ? unwrap(patch.pinGroupFieldConfigurations) : old.pinGroupFieldConfigurations,
-      channels: patch.channels ? patch.channels.map((c) => ({ ...c, pinFieldConfigurations: unwrap(c.pinFieldConfigurations) })) : old.channels,
+      fieldConfigurations: patch.fieldConfigurations ? unwrapConfigurations(patch.fieldConfigurations) : old.fieldConfigurations,
+      pinGroupFieldConfigurations: patch.pinGroupFieldConfigurations ? unwrapConfigurations(patch.pinGroupFieldConfigurations) : old.pinGroupFieldConfigurations,
+      channels: patch.channels ? patch.channels.map((c) => ({ ...c, pinFieldConfigurations: unwrapConfigurations(c.pinFieldConfigurations) })) : old.channels,
       charts: patch.charts ?? old.charts,
       commandTypeHashIds: patch.commandTypeHashIds ?? old.commandTypeHashIds,
       measurementCycleCommandTypeHashId: patch.measurementCycleCommandTypeHashId === undefined ? old.measurementCycleCommandTypeHashId : patch.measurementCycleCommandTypeHashId,

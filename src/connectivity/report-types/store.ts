@@ -2,8 +2,8 @@ import { softDelete, type Db, type Queryable } from '../../app/db.ts';
 import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
-import { nameText, type Name } from '../../http/schemas.ts';
-import type { FieldConfiguration, UpdatableFieldConfiguration } from '../device-types/store.ts';
+import { nameText, type Name } from '../../app/names.ts';
+import { unwrapConfigurations, type FieldConfiguration, type UpdatableFieldConfiguration } from '../../app/fields.ts';
 import { compileOnSave } from '../user-code.ts';
 
 const GROUPS = ['pinGroup', 'pin', 'measurement'] as const;
@@ -83,9 +83,6 @@ export async function findReportTypes(db: Queryable, environmentId: number, quer
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ reportType: toReportType(r) })) };
 }
 
-const unwrap = (list: UpdatableFieldConfiguration[]): FieldConfiguration[] =>
-  list.map((c) => ('fieldConfiguration' in c && !('key' in c) ? c.fieldConfiguration as FieldConfiguration : c as FieldConfiguration));
-
 export async function updateReportType(db: Db, environmentId: number, hashId: string, patch: ReportTypePatch): Promise<void> {
   await db.tx(async (client) => {
     const { rows } = await client.query(`SELECT ${SELECT}, r.parser FROM report_type r WHERE r.environment_id = $1 AND r.hash_id = $2 AND r.deleted_at IS NULL FOR UPDATE`, [environmentId, hashId]);
@@ -94,7 +91,7 @@ export async function updateReportType(db: Db, environmentId: number, hashId: st
     const configurations = { ...current.fieldConfigurations };
     for (const group of GROUPS) {
       const given = patch.fieldConfigurations?.[group];
-      if (given) configurations[group] = unwrap(given);
+      if (given) configurations[group] = unwrapConfigurations(given);
     }
     checkKeys(configurations);
     const parserHash = patch.parser === undefined ? null : await compileOnSave('parser', patch.parser, environmentId);

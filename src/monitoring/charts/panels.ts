@@ -1,6 +1,6 @@
 import type { Db, Queryable } from '../../app/db.ts';
 import { NotFoundError, ParameterError } from '../../app/errors.ts';
-import { nameText, type Name } from '../../http/schemas.ts';
+import { nameText, type Name } from '../../app/names.ts';
 import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup, type PinGroup } from '../pin-groups/view.ts';
 import { PIN_SELECT, toPin } from '../pins/view.ts';
 import { QUANTITY_SELECT, toQuantity, type Quantity } from '../quantities/store.ts';

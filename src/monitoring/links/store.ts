@@ -6,7 +6,7 @@ import { newHashId } from '../../app/hash-id.ts';
 import { DEVICE_TYPE_SELECT, toDeviceType, type DeviceType } from '../../connectivity/device-types/store.ts';
 import { claimDevices, createClaimTokens, unclaimDevices, type ClaimToken } from '../../connectivity/devices/claim.ts';
 import { deviceSelect, toDevice, type Device } from '../../connectivity/devices/store.ts';
-import { nameText } from '../../http/schemas.ts';
+import { nameText } from '../../app/names.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
 import { fieldConfigurationsOf } from '../environments/settings.ts';
 import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from '../pin-groups/view.ts';

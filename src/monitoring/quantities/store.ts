@@ -3,7 +3,7 @@ import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import { thresholdCache } from '../thresholds/cache.ts';
-import { nameText, type Name } from '../../http/schemas.ts';
+import { nameText, type Name } from '../../app/names.ts';
 
 interface ValuePair { orderOfMagnitude: number; significand: number }
 
