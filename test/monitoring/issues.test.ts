@@ -40,22 +40,32 @@ interface IssueGet {
 interface Row { issue: Issue; pinGroup: { hashId: string; level: number }; subscribed: boolean; userName: string | null }
 
 describe('issue CRUD and comments', () => {
-  it('add, find, get, update, close, comment, subscribe, delete; limits are parameter_errors naming the field', async () => {
-    const d = await linkedDevice(ctx, service, RIGHTS);
-    const c = d.customer;
-    const added = ok(await c.request<{ hashId: string; mentionedUsers: unknown[] }>('POST', '/issue/', {
-      pinGroupHashId: d.pinGroupHashId, pinHashIds: [d.pinHashId], title: 'Pole leans', level: 1, comment: 'Seen on the way', automation: null,
+  let d: Awaited<ReturnType<typeof linkedDevice>>;
+  beforeAll(async () => { d = await linkedDevice(ctx, service, RIGHTS); });
+  /** A new issue on the device's pin group and pin, as the customer; its hashId. */
+  const addIssue = async (body: Record<string, unknown> = {}) =>
+    ok(await d.customer.request<{ hashId: string; mentionedUsers: unknown[] }>('POST', '/issue/', {
+      pinGroupHashId: d.pinGroupHashId, pinHashIds: [d.pinHashId], title: 'Pole leans', level: 1, comment: 'Seen on the way', automation: null, ...body,
     }));
+  const getIssue = async (hashId: string) => ok(await d.customer.request<IssueGet>('GET', `/issue/${hashId}`));
+
+  it('add answers the hashId; get shows the issue, its pins, pin group, first comment and the author subscribed', async () => {
+    const added = await addIssue();
     expect(added.mentionedUsers).toEqual([]);
-    const got = ok(await c.request<IssueGet>('GET', `/issue/${added.hashId}`));
+    const got = await getIssue(added.hashId);
     expect(got.issue).toMatchObject({ hashId: added.hashId, title: 'Pole leans', level: 1, closedAt: null, pinGroupHashId: d.pinGroupHashId, assignedUserHashId: null });
     expect(got.issue.userHashId).toMatch(/^[a-z0-9]+$/);
-    expect(got).toMatchObject({ pins: [{ hashId: d.pinHashId }], automation: null, labels: [], subscribed: true, trigger: null, pinGroup: { hashId: d.pinGroupHashId, level: 1 } });
+    expect(got).toMatchObject({ pins: [{ hashId: d.pinHashId }], automation: null, labels: [], subscribed: true, trigger: null, pinGroup: { hashId: d.pinGroupHashId } });
     expect(got.comments.map((x) => [x.comment.comment, x.comment.userHashId])).toEqual([['Seen on the way', got.issue.userHashId]]);
     expect(got.links).toEqual([{ pinGroup: expect.objectContaining({ hashId: d.pinGroupHashId }), pin: expect.objectContaining({ hashId: d.pinHashId }) }]);
+  });
 
-    // the deprecated links form, on every pin
-    const viaLinks = ok(await c.request<{ hashId: string }>('POST', '/issue/', { links: [{ pinGroupHashId: d.pinGroupHashId, pinHashId: null }], title: 'Graffiti', level: 0, comment: '' }));
+  it('find sorts, pages, filters by pin group and searches; the deprecated links form files an issue on every pin', async () => {
+    // an environment of its own: find sees every issue of it
+    const own = await linkedDevice(ctx, service, RIGHTS);
+    const c = own.customer;
+    const added = ok(await c.request<{ hashId: string }>('POST', '/issue/', { pinGroupHashId: own.pinGroupHashId, pinHashIds: [own.pinHashId], title: 'Pole leans', level: 1, comment: '' }));
+    const viaLinks = ok(await c.request<{ hashId: string }>('POST', '/issue/', { links: [{ pinGroupHashId: own.pinGroupHashId, pinHashId: null }], title: 'Graffiti', level: 0, comment: '' }));
     const rows = ok(await c.request<{ rows: Row[]; nextPageOffset: string | null }>('GET', '/issue/?sortBy=level&descending=true'));
     expect(rows.rows.map((r) => [r.issue.hashId, r.issue.level, r.subscribed])).toEqual([[added.hashId, 1, true], [viaLinks.hashId, 0, true]]);
     const paged = ok(await c.request<{ rows: Row[]; nextPageOffset: string | null }>('GET', '/issue/?rowsPerPage=1'));
@@ -64,33 +74,44 @@ describe('issue CRUD and comments', () => {
     expect(new Set([paged.rows[0].issue.hashId, second.rows[0].issue.hashId]).size).toBe(2);
     expect(ok(await c.request<{ rows: Row[] }>('GET', '/issue/?pinGroupHashId=nosuchgroup')).rows).toEqual([]);
     expect(ok(await c.request<{ rows: Row[] }>('GET', '/issue/?search=graffiti')).rows.map((r) => r.issue.hashId)).toEqual([viaLinks.hashId]);
+  });
 
-    // update: level, title, then closed; the pin group's level follows the open issues
+  it('update changes level and title, then closes; the pin group\'s level follows its open issues', async () => {
+    const own = await linkedDevice(ctx, service, RIGHTS);
+    const c = own.customer;
+    const added = ok(await c.request<{ hashId: string }>('POST', '/issue/', { pinGroupHashId: own.pinGroupHashId, title: 'Pole leans', level: 1, comment: '' }));
     expect((await c.request('POST', `/issue/${added.hashId}`, { level: 2, title: 'Pole fell' })).status).toBe(204);
-    expect(ok(await c.request<{ pinGroup: { level: number } }>('GET', `/graph/pin-group/${d.pinGroupHashId}`)).pinGroup.level).toBe(2);
+    expect(ok(await c.request<{ pinGroup: { level: number } }>('GET', `/graph/pin-group/${own.pinGroupHashId}`)).pinGroup.level).toBe(2);
     expect((await c.request('POST', `/issue/${added.hashId}`, { closed: true })).status).toBe(204);
     expect(ok(await c.request<IssueGet>('GET', `/issue/${added.hashId}`)).issue).toMatchObject({ title: 'Pole fell', level: 2, closedAt: expect.any(String) });
-    expect(ok(await c.request<{ pinGroup: { level: number } }>('GET', `/graph/pin-group/${d.pinGroupHashId}`)).pinGroup.level).toBe(0);
+    expect(ok(await c.request<{ pinGroup: { level: number } }>('GET', `/graph/pin-group/${own.pinGroupHashId}`)).pinGroup.level).toBe(0);
+  });
 
-    // comments: add (and reopen by update), change, delete
+  it('comments: one added with closeIssue closes the issue; it can be changed and deleted, once', async () => {
+    const c = d.customer;
+    const issue = await addIssue({ comment: '' });
     const commented = ok(await c.request<{ newComments: { comment: { hashId: string; comment: string }; userName: string | null }[]; mentionedUsers: unknown[] }>(
-      'POST', `/issue/${viaLinks.hashId}/comment`, { comment: 'Cleaned', closeIssue: true }));
+      'POST', `/issue/${issue.hashId}/comment`, { comment: 'Cleaned', closeIssue: true }));
     expect(commented.newComments.map((x) => x.comment.comment)).toEqual(['Cleaned']);
-    expect(ok(await c.request<IssueGet>('GET', `/issue/${viaLinks.hashId}`)).issue.closedAt).not.toBeNull();
+    expect((await getIssue(issue.hashId)).issue.closedAt).not.toBeNull();
     const commentHashId = commented.newComments[0].comment.hashId;
     const changed = ok(await c.request<{ comment: { comment: string }; mentionedUsers: unknown[] }[]>('POST', `/issue-comment/${commentHashId}`, { comment: 'Cleaned twice' }));
     expect(changed.map((x) => x.comment.comment)).toEqual(['Cleaned twice']);
     expect((await c.request('DELETE', `/issue-comment/${commentHashId}`)).status).toBe(204);
-    expect(ok(await c.request<IssueGet>('GET', `/issue/${viaLinks.hashId}`)).comments).toEqual([]);
+    expect((await getIssue(issue.hashId)).comments).toEqual([]);
     expect((await c.request('DELETE', `/issue-comment/${commentHashId}`)).status).toBe(404);
+  });
 
-    // subscription
-    expect((await c.request('POST', `/issue/${added.hashId}/notifications`, { subscribed: false })).status).toBe(204);
-    expect(ok(await c.request<IssueGet>('GET', `/issue/${added.hashId}`)).subscribed).toBe(false);
-    expect((await c.request('POST', `/issue/${added.hashId}/notifications`, { subscribed: true })).status).toBe(204);
-    expect(ok(await c.request<IssueGet>('GET', `/issue/${added.hashId}`)).subscribed).toBe(true);
+  it('a subscription to an issue is turned off and on again', async () => {
+    const issue = await addIssue();
+    expect((await d.customer.request('POST', `/issue/${issue.hashId}/notifications`, { subscribed: false })).status).toBe(204);
+    expect((await getIssue(issue.hashId)).subscribed).toBe(false);
+    expect((await d.customer.request('POST', `/issue/${issue.hashId}/notifications`, { subscribed: true })).status).toBe(204);
+    expect((await getIssue(issue.hashId)).subscribed).toBe(true);
+  });
 
-    // the grid subscription: pin-group-grid get answers it as notificationLevel (default 0)
+  it('the grid notification level: pin-group-grid get answers it (default 0), set and cleared; a level past 2 is a parameter_error', async () => {
+    const c = d.customer;
     const grid = ok(await c.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'grid' }, pinGroupHashIds: [d.pinGroupHashId] })).hashId;
     expect(ok(await c.request<{ notificationLevel: number | null }>('GET', `/graph/pin-group-grid/${grid}`)).notificationLevel).toBe(0);
     expect((await c.request('POST', `/graph/grid/${grid}/notification`, { level: 2 })).status).toBe(204);
@@ -99,8 +120,11 @@ describe('issue CRUD and comments', () => {
     expect(ok(await c.request<{ notificationLevel: number | null }>('GET', `/graph/pin-group-grid/${grid}`)).notificationLevel).toBeNull();
     expectParameterError(await c.request('POST', `/graph/grid/${grid}/notification`, { level: 3 }), 'level');
     expect((await c.request('POST', '/graph/grid/nosuchgrid/notification', { level: 1 })).status).toBe(404);
+  });
 
-    // limits
+  it('every limit of add, comment and update is a parameter_error naming the field', async () => {
+    const c = d.customer;
+    const issue = await addIssue();
     const add = (body: Record<string, unknown>) => c.request('POST', '/issue/', { pinGroupHashId: d.pinGroupHashId, title: 't', level: 0, comment: '', ...body });
     expectParameterError(await add({ title: 'x'.repeat(101) }), 'title', '100');
     expectParameterError(await add({ comment: 'x'.repeat(65537) }), 'comment', '65536');
@@ -113,18 +137,20 @@ describe('issue CRUD and comments', () => {
     expectParameterError(await add({ automation: { type: 'thresholds', quantityHashIds: ['nosuchquantity'] } }), 'automation.quantityHashIds[0]');
     expectParameterError(await add({ assignedUserHashId: 'nosuchuser' }), 'assignedUserHashId');
     expectParameterError(await add({ links: Array.from({ length: 21 }, () => ({ pinGroupHashId: d.pinGroupHashId, pinHashId: null })) }), 'links', '20');
-    expectParameterError(await c.request('POST', `/issue/${added.hashId}/comment`, { comment: 'x'.repeat(65537) }), 'comment', '65536');
-    expectParameterError(await c.request('POST', `/issue/${added.hashId}`, { title: '' }), 'title');
-    // the automation of the SDK: a thresholds issue on the supplier's quantity is fine
-    const auto = ok(await c.request<{ hashId: string }>('POST', '/issue/', {
-      pinGroupHashId: d.pinGroupHashId, title: 'watch', level: 0, comment: '', automation: { type: 'thresholds', quantityHashIds: [d.quantityHashId] },
-    }));
-    expect(ok(await c.request<{ automation: unknown }>('GET', `/issue/${auto.hashId}`)).automation).toEqual({ type: 'thresholds', quantities: [expect.objectContaining({ hashId: d.quantityHashId })] });
+    expectParameterError(await c.request('POST', `/issue/${issue.hashId}/comment`, { comment: 'x'.repeat(65537) }), 'comment', '65536');
+    expectParameterError(await c.request('POST', `/issue/${issue.hashId}`, { title: '' }), 'title');
+  });
 
-    // delete
-    expect((await c.request('DELETE', `/issue/${added.hashId}`)).status).toBe(204);
-    expect((await c.request('GET', `/issue/${added.hashId}`)).status).toBe(404);
-    expect((await c.request('DELETE', `/issue/${added.hashId}`)).status).toBe(404);
+  it('an issue with the SDK\'s thresholds automation on the supplier\'s quantity answers it with the quantity', async () => {
+    const auto = await addIssue({ title: 'watch', level: 0, comment: '', pinHashIds: undefined, automation: { type: 'thresholds', quantityHashIds: [d.quantityHashId] } });
+    expect((await getIssue(auto.hashId)).automation).toEqual({ type: 'thresholds', quantities: [expect.objectContaining({ hashId: d.quantityHashId })] });
+  });
+
+  it('delete: the issue is gone (404), and a second delete is 404', async () => {
+    const issue = await addIssue();
+    expect((await d.customer.request('DELETE', `/issue/${issue.hashId}`)).status).toBe(204);
+    expect((await d.customer.request('GET', `/issue/${issue.hashId}`)).status).toBe(404);
+    expect((await d.customer.request('DELETE', `/issue/${issue.hashId}`)).status).toBe(404);
   });
 
   it('isolates tenants: another environment neither sees nor touches the issue or its comments, nor files one on a foreign pin group', async () => {
