@@ -28,7 +28,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { X509Certificate } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/alert.ts';
 import { lookupPskSafely } from '../tls/psk.ts';
-import { HandshakeType, findExtension, parseFinished } from '../tls/messages.ts';
+import { HandshakeType, expectType, findExtension, parseFinished } from '../tls/messages.ts';
 import type { ClientHello } from '../tls/messages.ts';
 import { HmacSha256Key, extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, verifyData } from '../tls/prf.ts';
 import { keyBlockLength } from '../tls/suites/index.ts';
@@ -871,8 +871,3 @@ function pskFingerprint(psk: Buffer): Buffer {
   return createHash('sha256').update('gridgate dtls psk fingerprint\0').update(psk).digest();
 }
 
-function expectType(msg: HandshakeMessage, type: number): void {
-  if (msg.type !== type) {
-    throw new TlsAlert(AlertDescription.unexpected_message, `expected handshake type ${type}, got ${msg.type}`);
-  }
-}

@@ -11,7 +11,7 @@ import { AlertDescription, TlsAlert } from '../../tls/alert.ts';
 import {
   ExtensionType,
   HandshakeType,
-  TLS_EMPTY_RENEGOTIATION_INFO_SCSV,
+  checkClientHelloOffer,
   encodeServerHello,
   findExtension,
 } from '../../tls/messages.ts';
@@ -51,16 +51,10 @@ export interface NegotiateOptions {
 export function negotiate(ch: ClientHello, o: NegotiateOptions): Negotiated {
   // DTLS versions count down: 0xFEFD (1.2) < 0xFEFF (1.0).
   if (ch.clientVersion > DTLS12) throw new TlsAlert(AlertDescription.protocol_version, 'client does not offer DTLS 1.2');
-  if (!ch.compressionMethods.includes(0)) throw new TlsAlert(AlertDescription.illegal_parameter, 'no null compression');
-  const ri = findExtension(ch.extensions, ExtensionType.renegotiation_info);
-  if (ri && !(ri.data.length === 1 && ri.data[0] === 0)) {
-    throw new TlsAlert(AlertDescription.handshake_failure, 'non-empty renegotiation_info in initial handshake');
-  }
-  const emsExt = findExtension(ch.extensions, ExtensionType.extended_master_secret);
-  if (emsExt && emsExt.data.length !== 0) throw new TlsAlert(AlertDescription.decode_error, 'bad extended_master_secret');
-  const ems = emsExt !== undefined;
+  const offer = checkClientHelloOffer(ch);
+  const ems = offer.extendedMasterSecret;
   const base = {
-    secureRenegotiation: ri !== undefined || ch.cipherSuites.includes(TLS_EMPTY_RENEGOTIATION_INFO_SCSV),
+    secureRenegotiation: offer.secureRenegotiation,
     clientRandom: Buffer.from(ch.random),
     serverRandom: publicRandomBytes(32),
     extraExtensions: [],
