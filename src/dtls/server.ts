@@ -15,7 +15,9 @@
  *   session.ts  one association: the handshake state machine, flight (re)transmission, application data, migration
  *   flights/    what the server sends: flight 2 (HelloVerifyRequest), 4 (ServerHello … ServerHelloDone; the
  *               certificate messages in flight4-certificate.ts), 4b in session.ts (resumption: ServerHello, CCS,
- *               Finished), 6 (CCS, Finished)
+ *               Finished), 6 (CCS, Finished); and what it checks of the client's flight 5: flight5-psk.ts (the
+ *               identity, a stand-in key for an unknown one), flight5-certificate.ts (chain, CertificateVerify),
+ *               flight5-finished.ts
  *   session-cache.ts  resumption by session id (bounded, expiring; RFC 7627 §5.3 EMS rules in flights/flight4.ts)
  *   session-state.ts / session-store.ts  an established session as bytes, kept sealed in Redis for the next process
  *               or another node (and the shared resumption cache)        session-events.ts  a session's listeners

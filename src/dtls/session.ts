@@ -28,17 +28,18 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { X509Certificate } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from '../tls/alert.ts';
 import { lookupPskSafely } from '../tls/psk.ts';
-import { HandshakeType, expectType, findExtension, parseFinished } from '../tls/messages.ts';
+import { HandshakeType, expectType, findExtension } from '../tls/messages.ts';
 import type { ClientHello } from '../tls/messages.ts';
-import { HmacSha256Key, extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, verifyData } from '../tls/prf.ts';
+import { HmacSha256Key, extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret } from '../tls/prf.ts';
 import { keyBlockLength } from '../tls/suites/index.ts';
 import type { CipherSuite } from '../tls/suites/index.ts';
 import { flight4, negotiate, serverHello } from './flights/flight4.ts';
 import { certificateKeyExchange } from './flights/flight4-certificate.ts';
 import type { ServerCertificate } from './flights/flight4-certificate.ts';
-import { isEcdheEcdsa, parseCertificate, verifyCertificateVerify } from '../tls/ecdhe-ecdsa.ts';
-import { verifyClientChain } from '../tls/x509-chain.ts';
+import { isEcdheEcdsa } from '../tls/ecdhe-ecdsa.ts';
 import type { Negotiated } from './flights/flight4.ts';
+import { checkCertificateVerify, clientCertificates } from './flights/flight5-certificate.ts';
+import { checkClientFinished } from './flights/flight5-finished.ts';
 import { clientPskIdentity, pskOrStandIn } from './flights/flight5-psk.ts';
 import { flight6Finished } from './flights/flight6.ts';
 import {
@@ -630,11 +631,7 @@ export class DtlsSession extends SessionEvents {
       case 'wait_client_certificate':
         expectType(msg, HandshakeType.certificate);
         clearTimeout(this.#handshake.retransmitTimer); // flight 5 has begun: flight 4 arrived
-        {
-          const chain = parseCertificate(msg.body);
-          this.offeredCertificateSubject = leafSubject(chain[0]);
-          this.peerCertificates = verifyClientChain(chain, this.#config.certificate!.trustAnchors());
-        }
+        this.peerCertificates = clientCertificates(msg.body, this.#config.certificate!.trustAnchors(), (subject) => { this.offeredCertificateSubject = subject; });
         this.#addToTranscript(msg);
         this.#state = 'wait_client_key_exchange';
         return;
@@ -653,7 +650,7 @@ export class DtlsSession extends SessionEvents {
         return;
       case 'wait_certificate_verify':
         expectType(msg, HandshakeType.certificate_verify);
-        verifyCertificateVerify(msg.body, Buffer.concat(this.#handshake.signedMessages!), this.peerCertificates[0].publicKey);
+        checkCertificateVerify(msg.body, this.#handshake.signedMessages!, this.peerCertificates[0]);
         this.#handshake.signedMessages = undefined;
         this.#addToTranscript(msg);
         this.#state = 'wait_finished';
@@ -713,10 +710,7 @@ export class DtlsSession extends SessionEvents {
   }
 
   #onClientFinished(msg: HandshakeMessage): void {
-    const expected = verifyData(this.#handshake.master!, 'client', this.#handshake.transcript.copy().digest());
-    if (!timingSafeEqual(expected, parseFinished(msg.body))) {
-      throw new TlsAlert(AlertDescription.decrypt_error, 'client Finished mismatch');
-    }
+    checkClientFinished(this.#handshake.master!, this.#handshake.transcript.copy().digest(), msg.body);
     this.#addToTranscript(msg);
     this.#awaitedFlightStart = this.#handshake.reassembler!.nextSeq;
     clearTimeout(this.#handshake.handshakeTimer);
@@ -854,15 +848,6 @@ export class DtlsSession extends SessionEvents {
     if (handshakeError) this.#host.handshakeFailed(this, handshakeError);
     this.#host.closed(this);
     if (wasEstablished) this.emit('close');
-  }
-}
-
-function leafSubject(der: Buffer | undefined): string | undefined {
-  if (!der) return undefined;
-  try {
-    return new X509Certificate(der).subject;
-  } catch {
-    return undefined;
   }
 }
 
