@@ -19,6 +19,24 @@ describe('configuration', () => {
     expect(differing).toEqual([]);
   });
 
+  it('a default is written once: the value used is the one the table documents, and a variable it does not document is refused', () => {
+    const documented = CONFIG_VARIABLES.HTTPS_HANDSHAKE_RATE_PER_ADDRESS;
+    const keep = CONFIG_VARIABLES.DTLS_KEEP_SESSIONS;
+    try {
+      CONFIG_VARIABLES.HTTPS_HANDSHAKE_RATE_PER_ADDRESS = ['7', documented[1]];
+      CONFIG_VARIABLES.DTLS_KEEP_SESSIONS = ['off', keep[1]];
+      const c = loadConfig({});
+      expect(c.httpsLimits.handshakeRatePerAddress).toBe(7);
+      expect(c.dtlsKeepSessions).toBe(false);
+      delete CONFIG_VARIABLES.HTTPS_HANDSHAKE_RATE_PER_ADDRESS;
+      expect(() => loadConfig({})).toThrow(/reads HTTPS_HANDSHAKE_RATE_PER_ADDRESS, which CONFIG_VARIABLES does not document/);
+    } finally {
+      CONFIG_VARIABLES.HTTPS_HANDSHAKE_RATE_PER_ADDRESS = documented;
+      CONFIG_VARIABLES.DTLS_KEEP_SESSIONS = keep;
+    }
+    expect(loadConfig({}).httpsLimits.handshakeRatePerAddress).toBe(100);
+  });
+
   it('DTLS limits come from the environment and are validated', () => {
     const c = loadConfig({ DTLS_MAX_SESSIONS_PER_ADDRESS: '7', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '3', DTLS_MTU: '600' });
     expect(c.dtls).toMatchObject({ maxSessionsPerAddress: 7, handshakeRatePerAddress: 3, mtu: 600, maxSessions: 10_000 });

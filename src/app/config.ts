@@ -233,9 +233,21 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   CONNECTIVITY_CHECK_MS: ['30000', 'how often one worker (a Redis lock picks it) looks for linked devices silent past their connectivity threshold; an issue opens within the threshold plus this interval'],
 };
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0, max = 2 ** 31): number {
+/** The default CONFIG_VARIABLES documents for `name`: the one source of the configuration table and of the value used. */
+function documentedDefault(name: string): string {
+  const entry = CONFIG_VARIABLES[name];
+  if (!entry) throw new Error(`config.ts reads ${name}, which CONFIG_VARIABLES does not document`);
+  return entry[0];
+}
+
+/** The integer `name` gives, between `min` and `max`; unset, its documented default (the number it starts with). */
+function int(env: NodeJS.ProcessEnv, name: string, min = 0, max = 2 ** 31): number {
   const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
+  if (raw === undefined || raw === '') {
+    const m = /^\d+/.exec(documentedDefault(name));
+    if (!m) throw new Error(`config.ts: the documented default of ${name} is no integer`);
+    return Number(m[0]);
+  }
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) {
     throw new Error(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
@@ -258,9 +270,14 @@ function clusterNodes(raw: string): { host: string; port: number }[] {
   });
 }
 
-function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+/** `on` or `off`; unset, its documented default. */
+function onOff(env: NodeJS.ProcessEnv, name: string): boolean {
   const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
+  if (raw === undefined || raw === '') {
+    const d = documentedDefault(name);
+    if (d !== 'on' && d !== 'off') throw new Error(`config.ts: the documented default of ${name} is neither on nor off`);
+    return d === 'on';
+  }
   if (raw === 'on' || raw === 'off') return raw === 'on';
   throw new Error(`${name} must be on or off, got "${raw}"`);
 }
@@ -284,7 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
   const unknown = roles.filter((r) => !ROLES.includes(r));
   if (unknown.length > 0 || roles.length === 0) throw new Error(`ROLE must be one or more of ${ROLES.join(', ')} (comma-separated), got "${unknown.join(',')}"`);
   const dataDir = path.resolve(env.DATA_DIR ?? './data');
-  const apiPort = int(env, 'API_PORT', 8080, 0, 65535);
+  const apiPort = int(env, 'API_PORT', 0, 65535);
   const secretKey = loadSecretKey(env, dataDir);
   const alone = roles.includes('worker') && !roles.includes('api') && !roles.includes('all');
   // a worker's own port serves /health and /metrics only: it cannot be its monitoring core
@@ -292,7 +309,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
   return {
     roles,
     databaseUrl: env.DATABASE_URL || null,
-    databaseIdleTimeoutMs: int(env, 'DATABASE_IDLE_TIMEOUT_MS', 10_000, 100),
+    databaseIdleTimeoutMs: int(env, 'DATABASE_IDLE_TIMEOUT_MS', 100),
     databaseReadUrl: env.DATABASE_READ_URL || null,
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisClusterNodes: clusterNodes(env.REDIS_CLUSTER_NODES ?? ''),
@@ -300,94 +317,94 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     certsDir: path.resolve(env.CERTS_DIR ?? './certs'),
     apiHost: env.API_HOST || '0.0.0.0',
     apiPort,
-    httpsDevicePort: int(env, 'HTTPS_DEVICE_PORT', 8443, 0, 65535),
+    httpsDevicePort: int(env, 'HTTPS_DEVICE_PORT', 0, 65535),
     httpsLimits: {
-      maxConnectionsPerAddress: int(env, 'HTTPS_MAX_CONNECTIONS_PER_ADDRESS', 1_000, 1),
-      handshakeRatePerAddress: int(env, 'HTTPS_HANDSHAKE_RATE_PER_ADDRESS', 100, 1),
-      handshakeBurstPerAddress: int(env, 'HTTPS_HANDSHAKE_BURST_PER_ADDRESS', 200, 1),
+      maxConnectionsPerAddress: int(env, 'HTTPS_MAX_CONNECTIONS_PER_ADDRESS', 1),
+      handshakeRatePerAddress: int(env, 'HTTPS_HANDSHAKE_RATE_PER_ADDRESS', 1),
+      handshakeBurstPerAddress: int(env, 'HTTPS_HANDSHAKE_BURST_PER_ADDRESS', 1),
     },
     publicHost: env.PUBLIC_HOST || 'localhost',
-    coapsPort: int(env, 'COAPS_PORT', 5684, 0, 65535),
-    coapPort: env.COAP_PORT ? int(env, 'COAP_PORT', 5683, 0, 65535) : null,
+    coapsPort: int(env, 'COAPS_PORT', 0, 65535),
+    coapPort: env.COAP_PORT ? int(env, 'COAP_PORT', 0, 65535) : null,
     coapPlainIdentities: (env.COAP_PLAIN_IDENTITIES ?? '').split(',').map((i) => i.trim()).filter((i) => i !== ''),
-    coapPiggybackMs: int(env, 'COAP_PIGGYBACK_MS', 1000, 0, 60_000),
-    dtlsKeepSessions: onOff(env, 'DTLS_KEEP_SESSIONS', true),
+    coapPiggybackMs: int(env, 'COAP_PIGGYBACK_MS', 0, 60_000),
+    dtlsKeepSessions: onOff(env, 'DTLS_KEEP_SESSIONS'),
     dtls: {
-      maxSessions: int(env, 'DTLS_MAX_SESSIONS', DTLS_DEFAULTS.maxSessions, 1),
-      maxHandshakes: int(env, 'DTLS_MAX_HANDSHAKES', DTLS_DEFAULTS.maxHandshakes, 1),
-      maxSessionsPerAddress: int(env, 'DTLS_MAX_SESSIONS_PER_ADDRESS', DTLS_DEFAULTS.maxSessionsPerAddress, 1),
-      handshakeRatePerAddress: int(env, 'DTLS_HANDSHAKE_RATE_PER_ADDRESS', DTLS_DEFAULTS.handshakeRatePerAddress, 1),
-      handshakeBurstPerAddress: int(env, 'DTLS_HANDSHAKE_BURST_PER_ADDRESS', DTLS_DEFAULTS.handshakeBurstPerAddress, 1),
-      handshakeTimeoutMs: int(env, 'DTLS_HANDSHAKE_TIMEOUT_MS', DTLS_DEFAULTS.handshakeTimeoutMs, 1_000),
-      idleTimeoutMs: int(env, 'DTLS_IDLE_TIMEOUT_MS', DTLS_DEFAULTS.idleTimeoutMs, 1_000),
-      mtu: int(env, 'DTLS_MTU', DTLS_DEFAULTS.mtu, 256, 65_000),
-      receiveBufferBytes: int(env, 'DTLS_RECEIVE_BUFFER_BYTES', DTLS_DEFAULTS.receiveBufferBytes, 65_536, 2 ** 30),
+      maxSessions: int(env, 'DTLS_MAX_SESSIONS', 1),
+      maxHandshakes: int(env, 'DTLS_MAX_HANDSHAKES', 1),
+      maxSessionsPerAddress: int(env, 'DTLS_MAX_SESSIONS_PER_ADDRESS', 1),
+      handshakeRatePerAddress: int(env, 'DTLS_HANDSHAKE_RATE_PER_ADDRESS', 1),
+      handshakeBurstPerAddress: int(env, 'DTLS_HANDSHAKE_BURST_PER_ADDRESS', 1),
+      handshakeTimeoutMs: int(env, 'DTLS_HANDSHAKE_TIMEOUT_MS', 1_000),
+      idleTimeoutMs: int(env, 'DTLS_IDLE_TIMEOUT_MS', 1_000),
+      mtu: int(env, 'DTLS_MTU', 256, 65_000),
+      receiveBufferBytes: int(env, 'DTLS_RECEIVE_BUFFER_BYTES', 65_536, 2 ** 30),
     },
     dtlsCluster: env.DTLS_CLUSTER_PORT
       ? {
-          port: int(env, 'DTLS_CLUSTER_PORT', 0, 0, 65535),
+          port: int(env, 'DTLS_CLUSTER_PORT', 0, 65535),
           address: env.DTLS_CLUSTER_ADDRESS || hostAddress(),
-          leaseMs: int(env, 'DTLS_CLUSTER_LEASE_MS', 10_000, 300, 3_600_000),
-          batchBytes: int(env, 'DTLS_CLUSTER_BATCH_BYTES', DEFAULT_BATCH_BYTES, 0, 65_507),
-          batchWindowMs: int(env, 'DTLS_CLUSTER_BATCH_WINDOW_MS', DEFAULT_BATCH_WINDOW_MS, 0, 100),
-          handoverAfter: int(env, 'DTLS_CLUSTER_HANDOVER_AFTER', DEFAULT_HANDOVER_AFTER, 0, 1000),
+          leaseMs: int(env, 'DTLS_CLUSTER_LEASE_MS', 300, 3_600_000),
+          batchBytes: int(env, 'DTLS_CLUSTER_BATCH_BYTES', 0, 65_507),
+          batchWindowMs: int(env, 'DTLS_CLUSTER_BATCH_WINDOW_MS', 0, 100),
+          handoverAfter: int(env, 'DTLS_CLUSTER_HANDOVER_AFTER', 0, 1000),
         }
       : null,
     logLevel: env.LOG_LEVEL || 'info',
     secretKey,
-    tokenLifetimeSeconds: int(env, 'TOKEN_LIFETIME_SECONDS', 30 * 24 * 3600, 60),
+    tokenLifetimeSeconds: int(env, 'TOKEN_LIFETIME_SECONDS', 60),
     monitoringCoreUrl: env.MONITORING_CORE_URL || null,
     internalToken: env.INTERNAL_TOKEN || '',
-    sandboxMemoryMb: int(env, 'SANDBOX_MEMORY_MB', 64, 8, 4096),
-    sandboxTimeoutMs: int(env, 'SANDBOX_TIMEOUT_MS', 1000, 10, 60_000),
-    sandboxBatchRuns: int(env, 'SANDBOX_BATCH_RUNS', 64, 1, 1000),
+    sandboxMemoryMb: int(env, 'SANDBOX_MEMORY_MB', 8, 4096),
+    sandboxTimeoutMs: int(env, 'SANDBOX_TIMEOUT_MS', 10, 60_000),
+    sandboxBatchRuns: int(env, 'SANDBOX_BATCH_RUNS', 1, 1000),
     supplierCode: {
-      maxSourceChars: int(env, 'SANDBOX_MAX_SOURCE_CHARS', 1_000_000, 1, 1_000_000),
-      compilesPerMinute: int(env, 'SANDBOX_COMPILES_PER_MINUTE', 60, 1, 1_000_000),
-      compileTimeoutMs: int(env, 'SANDBOX_COMPILE_TIMEOUT_MS', 10_000, 100, 600_000),
-      maxAnswerBytes: int(env, 'SANDBOX_MAX_ANSWER_BYTES', 65_536, 0, 64 * 1024 * 1024),
-      maxResultBytes: int(env, 'SANDBOX_MAX_RESULT_BYTES', 1_048_576, 1024, 256 * 1024 * 1024),
-      maxLogLines: int(env, 'SANDBOX_MAX_LOG_LINES', 200, 0, 100_000),
-      maxLogLineChars: int(env, 'SANDBOX_MAX_LOG_LINE_CHARS', 2000, 1, 1_000_000),
-      maxCalls: int(env, 'SANDBOX_MAX_CALLS', 1000, 0, 100_000),
-      maxCallBytes: int(env, 'SANDBOX_MAX_CALL_BYTES', 65_536, 64, 64 * 1024 * 1024),
-      maxActivityBytes: int(env, 'ACTIVITY_MAX_BYTES', 1_048_576, 4096, 256 * 1024 * 1024),
+      maxSourceChars: int(env, 'SANDBOX_MAX_SOURCE_CHARS', 1, 1_000_000),
+      compilesPerMinute: int(env, 'SANDBOX_COMPILES_PER_MINUTE', 1, 1_000_000),
+      compileTimeoutMs: int(env, 'SANDBOX_COMPILE_TIMEOUT_MS', 100, 600_000),
+      maxAnswerBytes: int(env, 'SANDBOX_MAX_ANSWER_BYTES', 0, 64 * 1024 * 1024),
+      maxResultBytes: int(env, 'SANDBOX_MAX_RESULT_BYTES', 1024, 256 * 1024 * 1024),
+      maxLogLines: int(env, 'SANDBOX_MAX_LOG_LINES', 0, 100_000),
+      maxLogLineChars: int(env, 'SANDBOX_MAX_LOG_LINE_CHARS', 1, 1_000_000),
+      maxCalls: int(env, 'SANDBOX_MAX_CALLS', 0, 100_000),
+      maxCallBytes: int(env, 'SANDBOX_MAX_CALL_BYTES', 64, 64 * 1024 * 1024),
+      maxActivityBytes: int(env, 'ACTIVITY_MAX_BYTES', 4096, 256 * 1024 * 1024),
     },
-    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 128, 1, 10_000),
-    gatewayWaitMs: int(env, 'GATEWAY_WAIT_MS', 5000, 10, 120_000),
-    deviceBodyLimitBytes: int(env, 'DEVICE_BODY_LIMIT_BYTES', 65536, 1, 64 * 1024 * 1024),
-    jsonMaxDepth: int(env, 'JSON_MAX_DEPTH', 32, 2, 1000),
-    analyticsStatementTimeoutMs: int(env, 'ANALYTICS_STATEMENT_TIMEOUT_MS', 10_000, 1, 600_000),
-    analyticsConcurrency: int(env, 'ANALYTICS_CONCURRENCY', 2, 1, 100),
-    dryRunsPerMinute: int(env, 'DRY_RUNS_PER_MINUTE', 60, 1, 1_000_000),
-    dryRunBurst: int(env, 'DRY_RUN_BURST', 10, 1, 1_000_000),
-    loginFailuresPerAddress: int(env, 'LOGIN_FAILURES_PER_ADDRESS', 30, 1),
-    loginFailuresPerAccount: int(env, 'LOGIN_FAILURES_PER_ACCOUNT', 10, 1),
-    loginFailureWindowSeconds: int(env, 'LOGIN_FAILURE_WINDOW_SECONDS', 300, 1, 86_400),
-    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 1, 10_000),
+    gatewayWaitMs: int(env, 'GATEWAY_WAIT_MS', 10, 120_000),
+    deviceBodyLimitBytes: int(env, 'DEVICE_BODY_LIMIT_BYTES', 1, 64 * 1024 * 1024),
+    jsonMaxDepth: int(env, 'JSON_MAX_DEPTH', 2, 1000),
+    analyticsStatementTimeoutMs: int(env, 'ANALYTICS_STATEMENT_TIMEOUT_MS', 1, 600_000),
+    analyticsConcurrency: int(env, 'ANALYTICS_CONCURRENCY', 1, 100),
+    dryRunsPerMinute: int(env, 'DRY_RUNS_PER_MINUTE', 1, 1_000_000),
+    dryRunBurst: int(env, 'DRY_RUN_BURST', 1, 1_000_000),
+    loginFailuresPerAddress: int(env, 'LOGIN_FAILURES_PER_ADDRESS', 1),
+    loginFailuresPerAccount: int(env, 'LOGIN_FAILURES_PER_ACCOUNT', 1),
+    loginFailureWindowSeconds: int(env, 'LOGIN_FAILURE_WINDOW_SECONDS', 1, 86_400),
+    shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 0, 600_000),
     queueName: env.QUEUE_NAME || 'device-events',
-    queueShards: int(env, 'QUEUE_SHARDS', 1, 1, 1024),
+    queueShards: int(env, 'QUEUE_SHARDS', 1, 1024),
     smtpUrl: env.SMTP_URL || null,
     mailFrom: env.MAIL_FROM || 'gridgate <noreply@localhost>',
     feedbackMailTo: (env.FEEDBACK_MAIL_TO ?? '').split(',').map((a) => a.trim()).filter((a) => a !== ''),
-    environmentAddLimit: int(env, 'ENVIRONMENT_ADD_LIMIT', 20, 0, 1_000_000),
-    mailRetryBaseMs: int(env, 'MAIL_RETRY_BASE_MS', 1000, 1, 3_600_000),
-    mailRetryMaxMs: int(env, 'MAIL_RETRY_MAX_MS', 300_000, 1, 86_400_000),
-    notificationDigestSeconds: int(env, 'NOTIFICATION_DIGEST_SECONDS', 300, 0, 86_400),
-    notificationAlertQuietSeconds: int(env, 'NOTIFICATION_ALERT_QUIET_SECONDS', 3600, 0, 604_800),
-    firmwareMaxBytes: int(env, 'FIRMWARE_MAX_BYTES', 8 * 1024 * 1024, 1, 1024 * 1024 * 1024),
-    firmwareCacheBytes: int(env, 'FIRMWARE_CACHE_BYTES', 64 * 1024 * 1024, 0, 2 ** 31),
+    environmentAddLimit: int(env, 'ENVIRONMENT_ADD_LIMIT', 0, 1_000_000),
+    mailRetryBaseMs: int(env, 'MAIL_RETRY_BASE_MS', 1, 3_600_000),
+    mailRetryMaxMs: int(env, 'MAIL_RETRY_MAX_MS', 1, 86_400_000),
+    notificationDigestSeconds: int(env, 'NOTIFICATION_DIGEST_SECONDS', 0, 86_400),
+    notificationAlertQuietSeconds: int(env, 'NOTIFICATION_ALERT_QUIET_SECONDS', 0, 604_800),
+    firmwareMaxBytes: int(env, 'FIRMWARE_MAX_BYTES', 1, 1024 * 1024 * 1024),
+    firmwareCacheBytes: int(env, 'FIRMWARE_CACHE_BYTES', 0, 2 ** 31),
     outboundAllowedHosts: (env.OUTBOUND_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
-    outboundTimeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 3000, 10, 120_000),
-    outboundMaxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 65536, 0, 16 * 1024 * 1024),
+    outboundTimeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 10, 120_000),
+    outboundMaxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 0, 16 * 1024 * 1024),
     outboundCaFile: env.OUTBOUND_CA_FILE || null,
-    thresholdEvaluation: onOff(env, 'THRESHOLD_EVALUATION', true),
-    localHandoff: onOff(env, 'LOCAL_HANDOFF', true),
-    localHandoffClaimMs: int(env, 'LOCAL_HANDOFF_CLAIM_MS', 30_000, 1000, 3_600_000),
-    queueBatchDelayMs: int(env, 'QUEUE_BATCH_DELAY_MS', 12, 0, 1000),
-    connectivityCheckMs: int(env, 'CONNECTIVITY_CHECK_MS', 30_000, 100, 60_000),
-    auditLog: onOff(env, 'AUDIT_LOG', true),
-    exportRetentionHours: int(env, 'EXPORT_RETENTION_HOURS', 168, 1, 24 * 366),
-    exportConcurrency: int(env, 'EXPORT_CONCURRENCY', 1, 1, 64),
+    thresholdEvaluation: onOff(env, 'THRESHOLD_EVALUATION'),
+    localHandoff: onOff(env, 'LOCAL_HANDOFF'),
+    localHandoffClaimMs: int(env, 'LOCAL_HANDOFF_CLAIM_MS', 1000, 3_600_000),
+    queueBatchDelayMs: int(env, 'QUEUE_BATCH_DELAY_MS', 0, 1000),
+    connectivityCheckMs: int(env, 'CONNECTIVITY_CHECK_MS', 100, 60_000),
+    auditLog: onOff(env, 'AUDIT_LOG'),
+    exportRetentionHours: int(env, 'EXPORT_RETENTION_HOURS', 1, 24 * 366),
+    exportConcurrency: int(env, 'EXPORT_CONCURRENCY', 1, 64),
   };
 }
