@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../http/typed.ts';
 import type { AppContext } from '../app/context.ts';
 import { AuthenticationError, NotFoundError } from '../app/errors.ts';
 import { signToken } from '../http/auth.ts';
@@ -24,14 +25,15 @@ export function supplierView(env: EnvironmentRecord) {
   };
 }
 
-export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function accountRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   await prepareLogins();
   app.post('/authentication/machine-login', {
     config: { auth: 'none' },
     schema: { tags: ['authentication'], summary: 'machineLogin', security: [], body: Type.Object({ assertion: Type.String({ minLength: 1, maxLength: 1024 }) }) },
   }, async (request) => {
     // with two-factor authentication on, the code follows the assertion: <hashId>:<secret>:<code>
-    const { credential: assertion, code } = splitCode((request.body as { assertion: string }).assertion);
+    const { credential: assertion, code } = splitCode(request.body.assertion);
     // failed logins are limited per source address and per account (src/accounts/login-limits.ts)
     const attempt = await beginLogin(ctx, request.ip, assertionAccount(assertion));
     const account = await verifyAssertion(ctx.db, assertion);
@@ -59,7 +61,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     config: { auth: 'account' },
     schema: { tags: ['environment'], summary: 'environment get', params: HashIdParams },
   }, async (request) => {
-    const { hashId } = request.params as { hashId: string };
+    const { hashId } = request.params;
     if (hashId !== request.account.environment.hashId) throw new NotFoundError('environment', hashId);
     return { environment: environmentView(request.account.environment), environmentRights: request.account.rights, userEnvironmentSettings: await userEnvironmentSettings(ctx.db, request.account) };
   });
@@ -87,7 +89,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: AppContext): Prom
     config: { auth: 'account' },
     schema: { tags: ['supplier'], summary: 'supplier (connectivity environment) get', params: HashIdParams },
   }, async (request) => {
-    const { hashId } = request.params as { hashId: string };
+    const { hashId } = request.params;
     const env = suppliers(request.account).find((e) => e.hashId === hashId);
     if (!env) throw new NotFoundError('supplier', hashId);
     return { supplier: supplierView(env), supplierRights: request.account.rights };

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../http/typed.ts';
 import type { AppContext } from '../app/context.ts';
 import type { Queryable } from '../app/db.ts';
 import { ParameterError } from '../app/errors.ts';
@@ -50,7 +51,8 @@ export const SettingsUpdateBody = Type.Object({
 }, { additionalProperties: false });
 
 /** The SDK's settings updateUserEnvironmentSettings (right READ, as the SDK's route states). */
-export async function userEnvironmentSettingsRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function userEnvironmentSettingsRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.post('/settings/user-environment-settings', {
     config: { rights: { monitoring: 'READ' } },
     schema: {
@@ -61,7 +63,7 @@ export async function userEnvironmentSettingsRoutes(app: FastifyInstance, ctx: A
         + 'notificationLevel subscribes the account to every issue that opens or rises to that level (0 every issue, 1 from serious, 2 critical only, null none) unless a grid of the issue\'s pin group has its own for the account; subscribers are mailed (src/notifications/issue-notifier.ts).',
     },
   }, async (request, reply) => {
-    await updateUserEnvironmentSettings(ctx.db, request.account, request.body as SettingsUpdate);
+    await updateUserEnvironmentSettings(ctx.db, request.account, request.body);
     reply.status(204).send();
   });
 }

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../http/typed.ts';
 import type { AppContext } from '../app/context.ts';
-import type { FindQuery as FindQueryType } from '../app/find.ts';
 import { FindQuery, HashIdParams } from '../http/schemas.ts';
 import { SettingsUpdateBody } from './user-environment-settings.ts';
-import { addUser, deleteUser, findUsers, getUser, LOCALES, updateUser, type UserInput, type UserPatch } from './users.ts';
+import { addUser, deleteUser, findUsers, getUser, LOCALES, updateUser } from './users.ts';
 
 const Locale = Type.Union(LOCALES.map((l) => Type.Literal(l)));
 const Rights = Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 });
@@ -24,10 +24,10 @@ const UpdateBody = Type.Object({
 
 const rights = { monitoring: 'USERS', connectivity: 'ENVIRONMENT_ADMIN' };
 const tags = ['user'];
-const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 
 /** The SDK's user routes: the people (and machine accounts) of the caller's environment. */
-export async function userRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function userRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.post('/user/', {
     config: { rights },
     schema: {
@@ -36,17 +36,17 @@ export async function userRoutes(app: FastifyInstance, ctx: AppContext): Promise
         + 'and never log in. `userEnvironmentSettings` sets their notificationLevel. A caller grants only rights it holds, unless it holds ENVIRONMENT_ADMIN. '
         + 'An address already used by a user of the environment: 409 conflict_error.',
     },
-  }, async (request) => addUser(ctx.db, request.account, request.body as UserInput));
+  }, async (request) => addUser(ctx.db, request.account, request.body));
 
   app.get('/user/', {
     config: { rights },
     schema: { tags, summary: 'user find', querystring: FindQuery, description: 'sortBy hashId, name (default) or email; search matches name, email and hashId. Rows are {user, rights, userEnvironmentSettings}; machine accounts are users too (email null when they have none).' },
-  }, async (request) => findUsers(ctx.db, request.account, request.query as FindQueryType));
+  }, async (request) => findUsers(ctx.db, request.account, request.query));
 
   app.get('/user/:hashId', {
     config: { rights },
     schema: { tags, summary: 'user get', params: HashIdParams, description: 'Answers {user, rights, userEnvironmentSettings}.' },
-  }, async (request) => getUser(ctx.db, request.account, hashIdOf(request.params)));
+  }, async (request) => getUser(ctx.db, request.account, request.params.hashId));
 
   app.post('/user/:hashId', {
     config: { rights },
@@ -55,7 +55,7 @@ export async function userRoutes(app: FastifyInstance, ctx: AppContext): Promise
       description: 'Sets the members given (the SDK sends rights). A caller without ENVIRONMENT_ADMIN cannot change a user holding a right it lacks. email null clears a machine account\'s address.',
     },
   }, async (request, reply) => {
-    await updateUser(ctx.db, request.account, hashIdOf(request.params), request.body as UserPatch);
+    await updateUser(ctx.db, request.account, request.params.hashId, request.body);
     reply.status(204).send();
   });
 
@@ -63,7 +63,7 @@ export async function userRoutes(app: FastifyInstance, ctx: AppContext): Promise
     config: { rights },
     schema: { tags, summary: 'user delete', params: HashIdParams, description: 'Removes the user: a machine account is revoked (its tokens stop working); their subscriptions and settings go too. An account cannot delete itself (409).' },
   }, async (request, reply) => {
-    await deleteUser(ctx.db, request.account, hashIdOf(request.params));
+    await deleteUser(ctx.db, request.account, request.params.hashId);
     reply.status(204).send();
   });
 }

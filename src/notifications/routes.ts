@@ -1,5 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../http/typed.ts';
 import type { AppContext } from '../app/context.ts';
 import { FindQuery } from '../http/schemas.ts';
 import { findNotifications } from './store.ts';
@@ -12,7 +13,8 @@ const NotificationQuery = Type.Composite([FindQuery, Type.Object({
 const rights = { monitoring: 'ENVIRONMENT_ADMIN', connectivity: 'ENVIRONMENT_ADMIN' };
 
 /** Not an SDK route: what became of the environment's mails (issue notifications, supplier alerts, command mails). */
-export async function notificationRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function notificationRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.get('/notification', {
     config: { rights },
     schema: {
@@ -23,5 +25,5 @@ export async function notificationRoutes(app: FastifyInstance, ctx: AppContext):
         + '`sent` (the server took it; `reason` lists recipients it refused while it took the others) or `failed` '
         + '(refused for good with a 5xx reply, kept in `reason`, or SMTP_URL is not configured). `state` filters.',
     },
-  }, async (request) => findNotifications(ctx.db, request.account.environment.id, request.query as Static<typeof NotificationQuery>));
+  }, async (request) => findNotifications(ctx.db, request.account.environment.id, request.query));
 }

@@ -1,11 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { Theme } from '../../http/schemas.ts';
 import { environmentView } from '../../monitoring/environments/settings.ts';
 import { supplierView } from '../routes.ts';
 import { DEFAULTS as NEW_ACCOUNT_SETTINGS } from '../user-environment-settings.ts';
-import { addEnvironmentFor, deleteSupplier, updateSupplier, type SupplierUpdate } from './store.ts';
+import { addEnvironmentFor, deleteSupplier, updateSupplier } from './store.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 const AddBody = Type.Object({ name: Name }, { additionalProperties: false });
@@ -21,7 +22,8 @@ const ADD_NOTE = 'Any logged-in account may add one. The caller\'s account stays
 const supplierRights = { connectivity: 'ENVIRONMENT_ADMIN' };
 
 /** environment add, supplier add / update / delete (environment update and delete live in monitoring/environments/). */
-export async function environmentAddRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function environmentAddRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   const add = (type: 'monitoring' | 'connectivity', name: string, account: Parameters<typeof addEnvironmentFor>[2]) =>
     addEnvironmentFor(ctx.db, ctx.config.environmentAddLimit, account, type, name);
 
@@ -29,7 +31,7 @@ export async function environmentAddRoutes(app: FastifyInstance, ctx: AppContext
     config: { auth: 'account' },
     schema: { tags: ['environment'], summary: 'environment add', body: AddBody, description: `Creates a monitoring environment. ${ADD_NOTE}` },
   }, async (request) => {
-    const { environment, rights, machineAccount } = await add('monitoring', (request.body as { name: string }).name, request.account);
+    const { environment, rights, machineAccount } = await add('monitoring', request.body.name, request.account);
     return { environment: environmentView(environment), environmentRights: rights, userEnvironmentSettings: { ...NEW_ACCOUNT_SETTINGS }, machineAccount };
   });
 
@@ -37,7 +39,7 @@ export async function environmentAddRoutes(app: FastifyInstance, ctx: AppContext
     config: { auth: 'account' },
     schema: { tags: ['supplier'], summary: 'supplier add', body: AddBody, description: `Creates a connectivity environment. ${ADD_NOTE}` },
   }, async (request) => {
-    const { environment, rights, machineAccount } = await add('connectivity', (request.body as { name: string }).name, request.account);
+    const { environment, rights, machineAccount } = await add('connectivity', request.body.name, request.account);
     return { supplier: supplierView(environment), supplierRights: rights, machineAccount };
   });
 
@@ -45,7 +47,7 @@ export async function environmentAddRoutes(app: FastifyInstance, ctx: AppContext
     config: { rights: supplierRights },
     schema: { tags: ['supplier'], summary: 'supplier update', body: SupplierUpdateBody },
   }, async (request, reply) => {
-    await updateSupplier(ctx.db, request.account.environment, request.body as SupplierUpdate);
+    await updateSupplier(ctx.db, request.account.environment, request.body);
     reply.status(204).send();
   });
 

@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { LOCALES } from '../users.ts';
-import { addFeedback, updateOwnSettings, type Feedback, type OwnSettingsUpdate } from './store.ts';
+import { addFeedback, updateOwnSettings } from './store.ts';
 
 const UpdateBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
@@ -20,19 +21,20 @@ const FeedbackBody = Type.Object({
 const tags = ['settings'];
 
 /** settings update and feedback: any logged-in account, of either environment type, about itself. */
-export async function settingsRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function settingsRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.post('/settings/', {
     config: { auth: 'account' },
     schema: { tags, summary: 'settings update', body: UpdateBody, description: 'The caller\'s own name, locale, timezone, phone and company, as settings get and user show them. password: 400 (accounts log in with their assertion).' },
   }, async (request, reply) => {
-    await updateOwnSettings(ctx.db, request.account, request.body as OwnSettingsUpdate);
+    await updateOwnSettings(ctx.db, request.account, request.body);
     reply.status(204).send();
   });
   app.post('/settings/feedback', {
     config: { auth: 'account' },
     schema: { tags, summary: 'settings feedback', body: FeedbackBody, description: 'Stored for the operator, and mailed to FEEDBACK_MAIL_TO when that is set.' },
   }, async (request, reply) => {
-    await addFeedback(ctx, request.account, request.body as Feedback);
+    await addFeedback(ctx, request.account, request.body);
     reply.status(204).send();
   });
 }

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { AuthenticationError, ParameterError } from '../../app/errors.ts';
 import { signToken } from '../../http/auth.ts';
@@ -40,14 +41,15 @@ const keyuri = (account: Account, key: Buffer) => {
 
 const Password = Type.Object({ password: Type.String({ minLength: 1, maxLength: 1024 }) });
 
-export async function twoFactorRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   const config = { auth: 'account' as const };
 
   app.post('/two-factor-authentication/get-keyuri', {
     config, schema: { tags: ['two-factor-authentication'], summary: 'getKeyuri', body: Password, description: 'A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already.' },
   }, async (request) => {
     const account = request.account;
-    await checkPassword(ctx, account, (request.body as { password: string }).password);
+    await checkPassword(ctx, account, request.body.password);
     const key = await newPendingKey(ctx, account);
     return key ? { keyuri: keyuri(account, key), secret: base32Encode(key) } : { keyuri: null, secret: null };
   });
@@ -56,7 +58,7 @@ export async function twoFactorRoutes(app: FastifyInstance, ctx: AppContext): Pr
     config, schema: { tags: ['two-factor-authentication'], summary: 'enable', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }), description: 'The tokens issued before stop working; use the jwt answered.' },
   }, async (request) => {
     const account = request.account;
-    const enabledAt = await enableTwoFactor(ctx, account, (request.body as { code: string }).code);
+    const enabledAt = await enableTwoFactor(ctx, account, request.body.code);
     return { jwt: await signToken(ctx, { ...account, twoFactorEnabledAt: enabledAt }) };
   });
 
@@ -64,7 +66,7 @@ export async function twoFactorRoutes(app: FastifyInstance, ctx: AppContext): Pr
     config, schema: { tags: ['two-factor-authentication'], summary: 'disable', body: Password, description: 'password: the secret followed by :<code> when two-factor authentication is on.' },
   }, async (request, reply) => {
     const account = request.account;
-    const { credential, code } = splitCode((request.body as { password: string }).password);
+    const { credential, code } = splitCode(request.body.password);
     await checkPassword(ctx, account, credential);
     if (account.twoFactorEnabledAt) {
       if (code === null) throw new ParameterError('password: follow the secret with :<code>, the code the authenticator app shows');

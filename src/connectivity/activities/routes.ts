@@ -1,5 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
 import { findActivities, getActivity } from './store.ts';
@@ -15,9 +16,10 @@ const ActivityQuery = Type.Composite([FindQuery, Type.Object({
 const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
 const tags = ['supplier-activity'];
 
-export async function activityRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function activityRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.get('/supplier-activity/', { config: { rights }, schema: { tags, summary: 'supplier activity find', querystring: ActivityQuery } }, async (request) =>
-    findActivities(ctx.db, request.account.environment.id, request.query as Static<typeof ActivityQuery>));
+    findActivities(ctx.db, request.account.environment.id, request.query));
   app.get('/supplier-activity/:hashId', { config: { rights }, schema: { tags, summary: 'supplier activity get', params: HashIdParams } }, async (request) =>
-    getActivity(ctx.db, request.account.environment.id, (request.params as { hashId: string }).hashId));
+    getActivity(ctx.db, request.account.environment.id, request.params.hashId));
 }

@@ -1,11 +1,12 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { DeviceEventQueue } from '../../pipeline/queue.ts';
 import { FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
 import { queuedCommandEvents } from './events.ts';
 import { announceCommandsAdded } from './pending-hint.ts';
-import { addCommands, deleteCommand, deleteCommands, findCommands, getCommand, type CommandEvents, type CommandInput, type CommandQuery } from './store.ts';
+import { addCommands, deleteCommand, deleteCommands, findCommands, getCommand, type CommandEvents, type CommandInput } from './store.ts';
 
 const OneOf = <T extends string>(values: T[]) => Type.Unsafe<T>({ type: 'string', enum: values });
 const MAX_DELAY_SECONDS = 10 * 365 * 24 * 3600;
@@ -45,7 +46,8 @@ export interface CustomerCommands {
  * Commands (seed: command add / find / get / delete / deleteMulti). Each lifecycle step is queued
  * as an event for the device type's handler. Monitoring rights (M-SENSORS, M-READ) come with claimed devices.
  */
-export async function commandRoutes(app: FastifyInstance, ctx: AppContext, customer?: CustomerCommands): Promise<void> {
+export async function commandRoutes(fastify: FastifyInstance, ctx: AppContext, customer?: CustomerCommands): Promise<void> {
+  const app = typed(fastify);
   const write = { rights: customer ? { ...rights, monitoring: 'SENSORS' } : rights };
   const read = { rights: customer ? { ...rights, monitoring: 'READ' } : rights };
   const claimed = (request: { account: { environment: { type: string } } }) => customer !== undefined && request.account.environment.type === 'monitoring';
@@ -55,21 +57,21 @@ export async function commandRoutes(app: FastifyInstance, ctx: AppContext, custo
   const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;
 
   app.post('/command/', { config: write, schema: { tags, summary: 'command add', body: AddBody } }, async (request, reply) => {
-    const input = request.body as Static<typeof AddBody> as CommandInput;
+    const input = request.body;
     if (claimed(request)) await customer!.add(events, env(request), request.account.id, input);
     else await addCommands(ctx.db, events, env(request), request.account.id, input);
     reply.status(204).send();
   });
   app.get('/command/', { config: read, schema: { tags, summary: 'command find', querystring: Query } }, async (request) => {
-    const page = await findCommands(ctx.db, env(request), request.query as CommandQuery, claimed(request));
+    const page = await findCommands(ctx.db, env(request), request.query, claimed(request));
     return claimed(request) ? { nextPageOffset: page.nextPageOffset, rows: await customer!.withPinGroups(env(request), page.rows) } : page;
   });
   app.get('/command/:hashId', { config: read, schema: { tags, summary: 'command get', params: HashIdParams } }, async (request) =>
-    getCommand(ctx.db, env(request), (request.params as { hashId: string }).hashId, claimed(request)));
+    getCommand(ctx.db, env(request), request.params.hashId, claimed(request)));
   app.delete('/command/:hashId', { config: write, schema: { tags, summary: 'command delete', params: HashIdParams } }, async (request, reply) => {
-    await deleteCommand(ctx.db, events, env(request), (request.params as { hashId: string }).hashId, claimed(request));
+    await deleteCommand(ctx.db, events, env(request), request.params.hashId, claimed(request));
     reply.status(204).send();
   });
   app.delete('/command/', { config: write, schema: { tags, summary: 'command deleteMulti', body: DeleteMultiBody } }, async (request) =>
-    deleteCommands(ctx.db, events, env(request), (request.body as Static<typeof DeleteMultiBody>).hashIds, claimed(request)));
+    deleteCommands(ctx.db, events, env(request), request.body.hashIds, claimed(request)));
 }

@@ -1,5 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { HashIdParams, Timestamp } from '../../http/schemas.ts';
 import { counterRange, MAX_RANGE_HOURS, readDeviceCounters } from './store.ts';
@@ -16,7 +17,8 @@ const Entry = Type.Object({
   values: Type.Array(Type.Object({ hour: Type.String({ description: 'start of the hour, UTC' }), value: Type.Integer() }), { description: 'hours with a count, oldest first' }),
 });
 
-export async function counterRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function counterRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.get('/device/device/:hashId/connectivity-counters', {
     config: { rights: { connectivity: 'ENVIRONMENT_ADMIN' } },
     schema: {
@@ -25,7 +27,7 @@ export async function counterRoutes(app: FastifyInstance, ctx: AppContext): Prom
       params: HashIdParams, querystring: Query, response: { 200: Type.Array(Entry) },
     },
   }, async (request) => {
-    const range = counterRange(request.query as Static<typeof Query>);
-    return readDeviceCounters(ctx, request.account.environment.id, (request.params as { hashId: string }).hashId, range);
+    const range = counterRange(request.query);
+    return readDeviceCounters(ctx, request.account.environment.id, request.params.hashId, range);
   });
 }

@@ -1,5 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { HashId } from '../../http/schemas.ts';
 import { createClaimTokens, type ClaimToken } from './claim.ts';
@@ -10,7 +11,8 @@ const GetClaimTokenBody = Type.Object({ deviceHashIds: Type.Array(HashId, { minI
 export type CustomerClaimTokens = (environmentId: number, deviceHashIds: string[]) => Promise<ClaimToken[]>;
 
 /** getClaimToken: a supplier's (C-ADMIN), and a customer's for the devices it claimed (M-SENSORS) when `customer` is given. */
-export async function claimRoutes(app: FastifyInstance, ctx: AppContext, customer?: CustomerClaimTokens): Promise<void> {
+export async function claimRoutes(fastify: FastifyInstance, ctx: AppContext, customer?: CustomerClaimTokens): Promise<void> {
+  const app = typed(fastify);
   app.post('/device/claim-tokens', {
     config: { rights: customer ? { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'SENSORS' } : { connectivity: 'ENVIRONMENT_ADMIN' } },
     schema: {
@@ -20,7 +22,7 @@ export async function claimRoutes(app: FastifyInstance, ctx: AppContext, custome
     },
   }, async (request) => {
     const { environment } = request.account;
-    const deviceHashIds = (request.body as Static<typeof GetClaimTokenBody>).deviceHashIds;
+    const deviceHashIds = request.body.deviceHashIds;
     return { claimTokens: environment.type === 'monitoring' && customer ? await customer(environment.id, deviceHashIds) : await createClaimTokens(ctx.db, environment.id, deviceHashIds) };
   });
 }

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
 import type { FieldsUpdate } from './fields.ts';
@@ -25,7 +26,6 @@ const DeviceQuery = Type.Composite([FindQuery, Type.Object({ forCommandTypeHashI
 
 const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
 const tags = ['device'];
-const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 
 /** How a monitoring environment reads the devices it claimed (src/monitoring/links/, wired in src/http/routes.ts). */
 export interface ClaimedDeviceReads {
@@ -33,21 +33,22 @@ export interface ClaimedDeviceReads {
   get(environmentId: number, hashId: string): Promise<unknown>;
 }
 
-export async function deviceRoutes(app: FastifyInstance, ctx: AppContext, claimed?: ClaimedDeviceReads): Promise<void> {
+export async function deviceRoutes(fastify: FastifyInstance, ctx: AppContext, claimed?: ClaimedDeviceReads): Promise<void> {
+  const app = typed(fastify);
   const readRights = claimed ? { ...rights, monitoring: 'READ' } : rights;
   const monitoring = (request: { account: { environment: { type: string } } }) => claimed !== undefined && request.account.environment.type === 'monitoring';
   app.post('/device/psk', { config: { rights }, schema: { tags, summary: 'device addWithPsk', body: AddWithPskBody } }, async (request) => ({
-    hashId: await addDeviceWithPsk(ctx, request.account.environment.id, request.body as Static<typeof AddWithPskBody>),
+    hashId: await addDeviceWithPsk(ctx, request.account.environment.id, request.body),
   }));
   // registered before /device/:hashId so the static path wins
   app.post('/device/delete', { config: { rights }, schema: { tags, summary: 'device delete (multi)', body: DeleteBody } }, async (request, reply) => {
-    await deleteDevices(ctx.db, ctx.redis, request.account.environment.id, (request.body as Static<typeof DeleteBody>).hashIds);
+    await deleteDevices(ctx.db, ctx.redis, request.account.environment.id, request.body.hashIds);
     reply.status(204).send();
   });
   app.get('/device/', { config: { rights: readRights }, schema: { tags, summary: 'device find', querystring: DeviceQuery } }, async (request) =>
-    (monitoring(request) ? claimed!.find : (env: number, q: Static<typeof DeviceQuery>) => findDevices(ctx.db, env, q))(request.account.environment.id, request.query as Static<typeof DeviceQuery>));
+    (monitoring(request) ? claimed!.find : (env: number, q: Static<typeof DeviceQuery>) => findDevices(ctx.db, env, q))(request.account.environment.id, request.query));
   app.get('/device/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'device get', params: HashIdParams } }, async (request) =>
-    (monitoring(request) ? claimed!.get : (env: number, h: string) => getDevice(ctx.db, env, h))(request.account.environment.id, hashIdOf(request.params)));
+    (monitoring(request) ? claimed!.get : (env: number, h: string) => getDevice(ctx.db, env, h))(request.account.environment.id, request.params.hashId));
   app.post('/device/:hashId', { config: { rights }, schema: { tags, summary: 'device update', params: HashIdParams, body: UpdateBody } }, async (request) =>
-    updateDevice(ctx.db, request.account.environment.id, hashIdOf(request.params), (request.body as Static<typeof UpdateBody>).fields as FieldsUpdate));
+    updateDevice(ctx.db, request.account.environment.id, request.params.hashId, request.body.fields as FieldsUpdate));
 }

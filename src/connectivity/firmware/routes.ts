@@ -1,5 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { errorHandler } from '../../http/errors.ts';
 import { FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
@@ -16,10 +17,10 @@ const FirmwareQuery = Type.Composite([FindQuery, Type.Object({ deviceTypeHashId:
 const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
 const tags = ['firmware'];
 const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;
-const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 
 /** Firmware images per device type (not in the seed; paths in API-NOTES.md). Devices download them on the device ports. */
-export async function firmwareRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function firmwareRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   const maxBytes = ctx.config.firmwareMaxBytes;
   // base64 of the largest image plus room for the other fields: a body a bit over the limit still
   // reaches the handler, which names `data` and the limit
@@ -29,13 +30,13 @@ export async function firmwareRoutes(app: FastifyInstance, ctx: AppContext): Pro
     else errorHandler(err, request, reply);
   };
   app.post('/firmware/', { bodyLimit, errorHandler: addErrors, config: { rights }, schema: { tags, summary: 'firmware add', body: AddBody } }, async (request) =>
-    addFirmware(ctx.db, env(request), request.body as Static<typeof AddBody>, maxBytes));
+    addFirmware(ctx.db, env(request), request.body, maxBytes));
   app.get('/firmware/', { config: { rights }, schema: { tags, summary: 'firmware find', querystring: FirmwareQuery } }, async (request) =>
-    findFirmware(ctx.db, env(request), request.query as Static<typeof FirmwareQuery>));
+    findFirmware(ctx.db, env(request), request.query));
   app.get('/firmware/:hashId', { config: { rights }, schema: { tags, summary: 'firmware get', params: HashIdParams } }, async (request) =>
-    getFirmware(ctx.db, env(request), hashIdOf(request.params)));
+    getFirmware(ctx.db, env(request), request.params.hashId));
   app.delete('/firmware/:hashId', { config: { rights }, schema: { tags, summary: 'firmware delete', params: HashIdParams } }, async (request, reply) => {
-    await deleteFirmware(ctx.db, env(request), hashIdOf(request.params));
+    await deleteFirmware(ctx.db, env(request), request.params.hashId);
     reply.status(204).send();
   });
 }

@@ -1,11 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { HashId, HashIdParams } from '../../http/schemas.ts';
 import { readRights } from '../graph-schemas.ts';
-import { getPanel, getPanels, MAX_MANUAL_CHARTS, MAX_PANEL_PINS, MAX_SERIES_PER_CHART, panelTarget, updatePanel, updatePanels, type PanelsQuery, type PanelsUpdate, type PanelUpdate } from './panels.ts';
+import { getPanel, getPanels, MAX_MANUAL_CHARTS, MAX_PANEL_PINS, MAX_SERIES_PER_CHART, panelTarget, updatePanel, updatePanels } from './panels.ts';
 import { MAX_OBSERVATIONS, observationsOf } from './observations.ts';
-import { chartSeries, MAX_BUCKETS, MAX_BUCKETS_HIGH_RESOLUTION, type SeriesQuery } from './series.ts';
+import { chartSeries, MAX_BUCKETS, MAX_BUCKETS_HIGH_RESOLUTION } from './series.ts';
 
 // the SDK's right for changing a chart panel (update-panel.ts, update-panels.ts)
 const panelRights = { monitoring: 'REPORTS' };
@@ -68,27 +69,28 @@ const PANEL_DESCRIPTION = '`charts.automatic` is derived when read: for a pin gr
   + 'Series of pins or quantities deleted since are left out. pinThreshold is null where the pin has no threshold for the quantity.';
 
 /** Charts: series of measurements, and chart panels of pin groups, grids, edges and pins. */
-export async function chartRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function chartRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.get('/chart/', {
     config: { rights: readRights },
     schema: { tags, summary: 'chart series', description: SERIES_DESCRIPTION, querystring: SeriesQuerySchema },
-  }, async (request) => chartSeries(ctx.db.read, request.account.environment.id, request.query as SeriesQuery));
+  }, async (request) => chartSeries(ctx.db.read, request.account.environment.id, request.query));
 
   // SDK 17's plotting routes (18.3.1 dropped them for chart series)
   const observations = `Up to ${MAX_OBSERVATIONS} measurements in [from, to) with their quantities, by generatedAt; with more in the range, each series' lowest and highest per equal time bucket (moreMeasurementsAvailable). lowerbound and upperbound: the first and last generatedAt in the range.`;
   app.get('/graph/pin/:hashId/measurements', {
     config: { rights: readRights },
     schema: { tags: ['graph'], summary: 'graph getPinMeasurements', description: `The pin's measurements. ${observations}`, params: HashIdParams, querystring: RangeQuery },
-  }, async (request) => observationsOf(ctx.db.read, request.account.environment.id, { pinHashId: (request.params as { hashId: string }).hashId }, request.query as { from: string; to: string }));
+  }, async (request) => observationsOf(ctx.db.read, request.account.environment.id, { pinHashId: request.params.hashId }, request.query));
   app.get('/graph/edge/:hashId/measurements', {
     config: { rights: readRights },
     schema: { tags: ['graph'], summary: 'graph getEdgeMeasurements', description: `The measurements of the pins on the edge. ${observations}`, params: HashIdParams, querystring: RangeQuery },
-  }, async (request) => observationsOf(ctx.db.read, request.account.environment.id, { edgeHashId: (request.params as { hashId: string }).hashId }, request.query as { from: string; to: string }));
+  }, async (request) => observationsOf(ctx.db.read, request.account.environment.id, { edgeHashId: request.params.hashId }, request.query));
 
   app.get('/chart/panel', {
     config: { rights: readRights },
     schema: { tags, summary: 'chart panel get', description: `The query names exactly one of pinGroupHashId, gridHashId, edgeHashId, pinHashId; another environment's object is not_found_error. ${PANEL_DESCRIPTION}`, querystring: PanelQuery },
-  }, async (request) => getPanel(ctx.db, request.account.environment.id, panelTarget(request.query as Record<string, string>)));
+  }, async (request) => getPanel(ctx.db, request.account.environment.id, panelTarget(request.query)));
 
   app.get('/chart/panels', {
     config: { rights: readRights },
@@ -98,7 +100,7 @@ export async function chartRoutes(app: FastifyInstance, ctx: AppContext): Promis
         + '`{pinGroups: [{hashId, panel}], pins: [{hashId, panel}]}` (a list left out when nothing was asked for it: the SDK wants at least one item in a list that is there). A hashId that is not one of this environment is a '
         + `parameter_error naming pinGroupHashIds[i] or pinHashIds[i]. ${PANEL_DESCRIPTION}`,
     },
-  }, async (request) => getPanels(ctx.db, request.account.environment.id, request.query as PanelsQuery));
+  }, async (request) => getPanels(ctx.db, request.account.environment.id, request.query));
 
   app.post('/chart/panel', {
     config: { rights: panelRights },
@@ -109,7 +111,7 @@ export async function chartRoutes(app: FastifyInstance, ctx: AppContext): Promis
         + 'each series\' pin and quantity as for chart series (parameter_error naming manualCharts[i].series[j].pinHashId or .quantityHashId). Needs the right REPORTS, as in the SDK.',
     },
   }, async (request, reply) => {
-    await updatePanel(ctx.db, request.account.environment.id, panelTarget(request.query as Record<string, string>), request.body as PanelUpdate);
+    await updatePanel(ctx.db, request.account.environment.id, panelTarget(request.query), request.body);
     reply.status(204).send();
   });
 
@@ -121,7 +123,7 @@ export async function chartRoutes(app: FastifyInstance, ctx: AppContext): Promis
         + 'A hashId that is not one of this environment, or named twice, is a parameter_error naming pinGroups[i].hashId or pins[i].hashId. Needs the right REPORTS, as in the SDK.',
     },
   }, async (request, reply) => {
-    await updatePanels(ctx.db, request.account.environment.id, request.body as PanelsUpdate);
+    await updatePanels(ctx.db, request.account.environment.id, request.body);
     reply.status(204).send();
   });
 }

@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { FindQuery, HashId } from '../../http/schemas.ts';
 import { readRights } from '../graph-schemas.ts';
-import { findConnectivityThresholds, setConnectivityThreshold, type ConnectivityThresholdFindQuery, type ConnectivityThresholdKey } from './store.ts';
+import { findConnectivityThresholds, setConnectivityThreshold } from './store.ts';
 
 const PriorityLevel = Type.Union([Type.Literal(1), Type.Literal(2)]);
 // a week of silence at most; 0 switches that criterion off
@@ -18,10 +19,11 @@ const Find = Type.Object({ ...FindQuery.properties, priorityLevel: Type.Optional
 const tags = ['connectivity-threshold'];
 
 /** Connectivity thresholds: when a linked device's silence opens a connectivity issue (src/monitoring/issues/connectivity-check.ts). */
-export async function connectivityThresholdRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function connectivityThresholdRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.get('/connectivity-threshold/find', {
     config: { rights: readRights }, schema: { tags, summary: 'connectivity-threshold find', querystring: Find },
-  }, async (request) => findConnectivityThresholds(ctx.db, request.account.environment.id, request.query as ConnectivityThresholdFindQuery));
+  }, async (request) => findConnectivityThresholds(ctx.db, request.account.environment.id, request.query));
   app.post('/connectivity-threshold/', {
     config: { rights: { monitoring: 'THRESHOLDS' } },
     schema: {
@@ -31,8 +33,8 @@ export async function connectivityThresholdRoutes(app: FastifyInstance, ctx: App
         + 'A device under no threshold opens a level 1 issue once its own nextReportBefore passes without contact. The check runs every CONNECTIVITY_CHECK_MS.',
     },
   }, async (request, reply) => {
-    const body = request.body as { connectivityThreshold?: { missedReports: number; offlineForSeconds: number } | null };
-    await setConnectivityThreshold(ctx.db, request.account.environment.id, request.query as ConnectivityThresholdKey, body.connectivityThreshold ?? null);
+    const body = request.body;
+    await setConnectivityThreshold(ctx.db, request.account.environment.id, request.query, body.connectivityThreshold ?? null);
     reply.status(204).send();
   });
 }

@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { FieldConfiguration, Theme } from '../../http/schemas.ts';
 import { AUTO_CLOSE_UNITS } from '../thresholds/cache.ts';
-import { deleteEnvironment, environmentView, updateEnvironment, type EnvironmentUpdate } from './settings.ts';
+import { deleteEnvironment, environmentView, updateEnvironment } from './settings.ts';
 import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 
 const MapLayer = Type.Object({
@@ -39,9 +40,10 @@ const UpdateBody = Type.Object({
 const rights = { monitoring: 'ENVIRONMENT_ADMIN' };
 
 /** environment update and delete (find and get, which every account may call, live with login in accounts/). */
-export async function environmentRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function environmentRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.put('/environment/', { config: { rights }, schema: { tags: ['environment'], summary: 'environment update', body: UpdateBody } }, async (request) => ({
-    environment: environmentView(await updateEnvironment(ctx.db, request.account.environment, request.body as EnvironmentUpdate)),
+    environment: environmentView(await updateEnvironment(ctx.db, request.account.environment, request.body)),
   }));
   app.delete('/environment/', { config: { rights }, schema: { tags: ['environment'], summary: 'environment delete' } }, async (request, reply) => {
     await announceDevicesChanged(ctx, await deleteEnvironment(ctx.db, request.account.environment));

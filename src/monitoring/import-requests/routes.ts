@@ -1,9 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
-import type { FindQuery as FindQueryType } from '../../app/find.ts';
 import { FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
-import { addImportRequest, deleteImportRequest, findImportRequests, generateTemplate, MAX_BYTES, type TemplateRequest } from './store.ts';
+import { addImportRequest, deleteImportRequest, findImportRequests, generateTemplate, MAX_BYTES } from './store.ts';
 
 const TemplateBody = Type.Object({
   pinGroupHashIds: Type.Array(HashId, { maxItems: 200 }),
@@ -24,11 +24,12 @@ const tags = ['import-request'];
 const rights = { monitoring: 'IMPORT' };
 
 /** Measurements imported from a CSV sheet (see store.ts for its columns): template, add, find, delete. */
-export async function importRequestRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function importRequestRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.post('/import/template', {
     config: { rights },
     schema: { tags, summary: 'import-request generate-template', body: TemplateBody, description: 'A CSV with a line per pin of the pin groups (and of the grids\' pin groups) and per report type, answered inline (url is a data URL).' },
-  }, async (request) => generateTemplate(ctx.db, request.account, request.body as TemplateRequest));
+  }, async (request) => generateTemplate(ctx.db, request.account, request.body));
 
   app.post('/import/', {
     // the file is in the body: past the schema's limit the body itself is refused, before it is parsed
@@ -38,18 +39,18 @@ export async function importRequestRoutes(app: FastifyInstance, ctx: AppContext)
       tags, summary: 'import-request add', body: AddBody,
       description: `A CSV (data URL, at most ${MAX_BYTES} bytes, 10,000 lines) of the template's columns. Every line is checked; when one fails the request is stored as invalid with the failing lines (line, column, reason) and nothing is imported, else all of it is, in one transaction.`,
     },
-  }, async (request) => addImportRequest(ctx.db, request.account, request.body as { name: string; dataUrl: string }));
+  }, async (request) => addImportRequest(ctx.db, request.account, request.body));
 
   app.get('/import/', {
     config: { rights: { monitoring: 'USERS', connectivity: 'ENVIRONMENT_ADMIN' } },
     schema: { tags, summary: 'import-request find', querystring: Find },
-  }, async (request) => findImportRequests(ctx.db, request.account.environment.id, request.query as FindQueryType));
+  }, async (request) => findImportRequests(ctx.db, request.account.environment.id, request.query));
 
   app.delete('/import/:hashId', {
     config: { rights },
     schema: { tags, summary: 'import-request delete', params: HashIdParams, description: 'The request leaves the list; the reports it imported stay.' },
   }, async (request, reply) => {
-    await deleteImportRequest(ctx.db, request.account.environment.id, (request.params as { hashId: string }).hashId);
+    await deleteImportRequest(ctx.db, request.account.environment.id, request.params.hashId);
     reply.status(204).send();
   });
 }

@@ -1,11 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
 import { readRights } from '../graph-schemas.ts';
 import {
   addIssue, commentOnIssue, deleteComment, deleteIssue, findIssues, getIssue, setGridNotification, setSubscription, updateComment, updateIssue,
-  type IssueAdd, type IssueFindQuery, type IssueUpdate,
 } from './store.ts';
 
 const issueRights = { monitoring: 'ISSUES' };
@@ -68,42 +68,42 @@ const IssueFind = Type.Object({
 });
 
 const tags = ['issue'];
-const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 
 /** Issues on pin groups and their comments: opened by users (issue add) or by the thresholds and the connectivity check. */
-export async function issueRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function issueRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.get('/issue/', {
     config: { rights: readRights },
     schema: { tags, summary: 'issue find', querystring: IssueFind, description: 'Issues open and closed (not deleted). sortBy createdAt (default) or level; filters pinGroupHashId, edgeHashId (a pin of the pin group lies on it), gridHashId, labelHashId (issues tagged with that label), mapLayers.' },
-  }, async (request) => findIssues(ctx.db, request.account, request.query as IssueFindQuery));
+  }, async (request) => findIssues(ctx.db, request.account, request.query));
   app.get('/issue/:hashId', {
     config: { rights: readRights },
     schema: { tags, summary: 'issue get', params: HashIdParams, description: 'Besides the SDK\'s members, `trigger` tells what opened an automatic issue and what it saw last (null for a manual issue).' },
-  }, async (request) => getIssue(ctx.db, request.account, hashIdOf(request.params)));
+  }, async (request) => getIssue(ctx.db, request.account, request.params.hashId));
   app.post('/issue/', {
     config: { rights: issueRights },
     schema: { tags, summary: 'issue add', body: AddBody, description: 'pinGroupHashId (or the deprecated links, all on one pin group) is required; pinHashIds empty means every pin. A non-empty comment becomes the first comment; the author is subscribed.' },
-  }, async (request) => addIssue(ctx.db, request.account, request.body as IssueAdd));
+  }, async (request) => addIssue(ctx.db, request.account, request.body));
   app.post('/issue/:hashId', {
     config: { rights: issueRights },
     schema: { tags, summary: 'issue update', params: HashIdParams, body: UpdateBody, description: '`closed` closes or reopens; an automatic issue reopens only while no other issue of the same cause is open (else 409). Answers 204: no system comment is made.' },
   }, async (request, reply) => {
-    await updateIssue(ctx.db, request.account, hashIdOf(request.params), request.body as IssueUpdate);
+    await updateIssue(ctx.db, request.account, request.params.hashId, request.body);
     reply.status(204).send();
   });
   app.delete('/issue/:hashId', { config: { rights: issueRights }, schema: { tags, summary: 'issue delete', params: HashIdParams } }, async (request, reply) => {
-    await deleteIssue(ctx.db, request.account.environment.id, hashIdOf(request.params));
+    await deleteIssue(ctx.db, request.account.environment.id, request.params.hashId);
     reply.status(204).send();
   });
   app.post('/issue/:hashId/comment', {
     config: { rights: issueRights },
     schema: { tags, summary: 'issue addComment', params: HashIdParams, body: Type.Object({ comment: Comment, closeIssue: Type.Optional(Type.Boolean()) }, { additionalProperties: false }) },
-  }, async (request) => commentOnIssue(ctx.db, request.account, hashIdOf(request.params), request.body as { comment: string; closeIssue?: boolean }));
+  }, async (request) => commentOnIssue(ctx.db, request.account, request.params.hashId, request.body));
   app.post('/issue/:hashId/notifications', {
     config: { rights: readRights },
     schema: { tags, summary: 'issue setSubscription', params: HashIdParams, body: Type.Object({ subscribed: Type.Boolean() }, { additionalProperties: false }) },
   }, async (request, reply) => {
-    await setSubscription(ctx.db, request.account, hashIdOf(request.params), (request.body as { subscribed: boolean }).subscribed);
+    await setSubscription(ctx.db, request.account, request.params.hashId, request.body.subscribed);
     reply.status(204).send();
   });
   app.post('/graph/grid/:hashId/notification', {
@@ -113,18 +113,18 @@ export async function issueRoutes(app: FastifyInstance, ctx: AppContext): Promis
       description: 'The account\'s subscription to new issues on the pin groups of this grid: 0 every issue, 1 from serious, 2 critical only, null none. pin-group-grid get answers it as notificationLevel. It decides, for issues on the pin groups of this grid, over the account\'s own notificationLevel: the account is subscribed to an issue when it opens or rises to this level, and mailed (src/notifications/issue-notifier.ts).',
     },
   }, async (request, reply) => {
-    await setGridNotification(ctx.db, request.account, hashIdOf(request.params), (request.body as { level: 0 | 1 | 2 | null }).level);
+    await setGridNotification(ctx.db, request.account, request.params.hashId, request.body.level);
     reply.status(204).send();
   });
   app.post('/issue-comment/:hashId', {
     config: { rights: issueRights },
     schema: { tags: ['issue-comment'], summary: 'issue-comment update', params: HashIdParams, body: Type.Object({ comment: Comment }, { additionalProperties: false }), description: 'Only its author may change a comment (else 403).' },
-  }, async (request) => updateComment(ctx.db, request.account, hashIdOf(request.params), (request.body as { comment: string }).comment));
+  }, async (request) => updateComment(ctx.db, request.account, request.params.hashId, request.body.comment));
   app.delete('/issue-comment/:hashId', {
     config: { rights: issueRights },
     schema: { tags: ['issue-comment'], summary: 'issue-comment delete', params: HashIdParams, description: 'Only its author may delete a comment (else 403).' },
   }, async (request, reply) => {
-    await deleteComment(ctx.db, request.account, hashIdOf(request.params));
+    await deleteComment(ctx.db, request.account, request.params.hashId);
     reply.status(204).send();
   });
 }

@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { HashId, Timestamp } from '../../http/schemas.ts';
 import { readRights } from '../graph-schemas.ts';
-import { findMeasurements, type MeasurementFindQuery } from './store.ts';
+import { findMeasurements } from './store.ts';
 
 const HashIds = (maxItems: number) => Type.Optional(Type.Array(HashId, { minItems: 1, maxItems }));
 const Keys = Type.Optional(Type.Array(Type.String({ maxLength: 64 }), { maxItems: 20 }));
@@ -28,7 +29,8 @@ const FindQuery = Type.Object({
 });
 
 /** measurement find (M-READ): the values of a monitoring environment's pins. */
-export async function measurementRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function measurementRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.get('/measurement/', {
     config: { rights: readRights },
     schema: {
@@ -37,5 +39,5 @@ export async function measurementRoutes(app: FastifyInstance, ctx: AppContext): 
         + 'includePinsWithoutReports (default true): each pin the pin group, pin and search filters name that has no report row under the other filters gets one row with report null; '
         + 'sorted by a name these rows sit among the others, sorted by generatedAt they come after every report row (by pin). false leaves them out.',
     },
-  }, async (request) => findMeasurements(ctx.db.read, request.account.environment.id, request.query as MeasurementFindQuery));
+  }, async (request) => findMeasurements(ctx.db.read, request.account.environment.id, request.query));
 }

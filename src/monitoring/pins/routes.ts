@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
-import type { FindQuery as FindQueryType } from '../../app/find.ts';
 import { Fields, FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
 import { FieldsUpdate, readRights, staticRights } from '../graph-schemas.ts';
-import { addPin, deletePin, findPins, getPin, updatePin, type PinAdd, type PinUpdate } from './store.ts';
+import { addPin, deletePin, findPins, getPin, updatePin } from './store.ts';
 import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 
 const AddBody = Type.Object({
@@ -21,21 +21,21 @@ const UpdateBody = Type.Object({
 const FindPinQuery = Type.Object({ ...FindQuery.properties, includeDeleted: Type.Optional(Type.Boolean()) });
 
 const tags = ['pin'];
-const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 
 /** Pins (ports): added under their pin group, then find / get / update / delete under /graph/pin. */
-export async function pinRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function pinRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.post('/graph/pin-group/:pinGroupHashId/pin', {
     config: { rights: staticRights }, schema: { tags, summary: 'pin add', params: Type.Object({ pinGroupHashId: HashId }), body: AddBody },
-  }, async (request) => addPin(ctx.db, request.account.environment, (request.params as { pinGroupHashId: string }).pinGroupHashId, request.body as PinAdd));
+  }, async (request) => addPin(ctx.db, request.account.environment, request.params.pinGroupHashId, request.body));
   app.get('/graph/pin', { config: { rights: readRights }, schema: { tags, summary: 'pin find', querystring: FindPinQuery } }, async (request) =>
-    findPins(ctx.db, request.account.environment.id, request.query as FindQueryType));
+    findPins(ctx.db, request.account.environment.id, request.query));
   app.get('/graph/pin/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'pin get', params: HashIdParams } }, async (request) =>
-    getPin(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+    getPin(ctx.db, request.account.environment.id, request.params.hashId));
   app.post('/graph/pin/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin update', params: HashIdParams, body: UpdateBody } }, async (request) =>
-    updatePin(ctx.db, request.account.environment, hashIdOf(request.params), request.body as PinUpdate));
+    updatePin(ctx.db, request.account.environment, request.params.hashId, request.body));
   app.delete('/graph/pin/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin delete', params: HashIdParams } }, async (request, reply) => {
-    await announceDevicesChanged(ctx, await deletePin(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+    await announceDevicesChanged(ctx, await deletePin(ctx.db, request.account.environment.id, request.params.hashId));
     reply.status(204).send();
   });
 }

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { crudRoutes } from '../../http/crud.ts';
 import { FindQuery, HashId, StringOrTranslations, ValuePair } from '../../http/schemas.ts';
@@ -31,7 +32,8 @@ const QuantityQuery = Type.Composite([FindQuery, Type.Object({
   deviceQuantityMode: Type.Optional(Type.Boolean()),
 })]);
 
-export async function quantityRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function quantityRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   crudRoutes<Static<typeof QuantityBody>, Partial<Static<typeof QuantityBody>>>(app, {
     base: '/quantity/', findPath: '/quantity/quantities', findQuery: QuantityQuery, noun: 'quantity', addBody: QuantityBody, updateBody: Type.Partial(QuantityBody),
     rights: { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'ENVIRONMENT_ADMIN' },
@@ -57,5 +59,5 @@ export async function quantityRoutes(app: FastifyInstance, ctx: AppContext): Pro
       params: Type.Object({ sourceQuantityHashId: HashId }), body: Type.Object({ targetQuantityHashId: HashId }, { additionalProperties: false }),
     },
   }, async (request) => mergeQuantity(ctx.db, request.account.environment.id,
-    (request.params as { sourceQuantityHashId: string }).sourceQuantityHashId, (request.body as { targetQuantityHashId: string }).targetQuantityHashId));
+    request.params.sourceQuantityHashId, request.body.targetQuantityHashId));
 }

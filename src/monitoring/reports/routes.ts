@@ -1,11 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { AuthenticationError, ParameterError } from '../../app/errors.ts';
 import { ingestReportsJson } from './store.ts';
 
 /** The monitoring core's intake: workers push condition reports here (bearer: the internal token). */
-export async function reportIngestRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function reportIngestRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   const expected = Buffer.from(`Bearer ${ctx.keys.internalToken}`);
   await app.register(async (intake) => {
     // the body goes to PostgreSQL as it came: no parse and re-encode of every report here
@@ -13,7 +15,7 @@ export async function reportIngestRoutes(app: FastifyInstance, ctx: AppContext):
     intake.post('/internal/condition-reports', { config: { apiVersion: false }, schema: { hide: true } }, async (request) => {
       const given = Buffer.from(request.headers.authorization ?? '');
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new AuthenticationError('internal token required');
-      const body = request.body as string;
+      const body = request.body;
       if (typeof body !== 'string' || !body.startsWith('{"reports":[')) throw new ParameterError('body must be {"reports": [...]}');
       try {
         return { stored: await ingestReportsJson(ctx.db, body) };

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
-import { findSuggestions, SUGGESTION_TYPES, type SuggestionQuery, type SuggestionType } from './store.ts';
+import { findSuggestions, SUGGESTION_TYPES, type SuggestionType } from './store.ts';
 
 const Query = Type.Object({
   // the SDK requires it, but sends the empty search as `search=`, which reads as no parameter: absent is ''
@@ -14,9 +15,10 @@ const Query = Type.Object({
 });
 
 /** suggestions find: GET /suggestions/ (values of a field for a search box). */
-export async function suggestionRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function suggestionRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.get('/suggestions/', {
     config: { rights: { monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' }, offsetIsValue: true },
     schema: { tags: ['suggestions'], summary: 'suggestions find', querystring: Query },
-  }, async (request) => findSuggestions(ctx.db, request.account.environment.id, request.query as SuggestionQuery));
+  }, async (request) => findSuggestions(ctx.db, request.account.environment.id, request.query));
 }

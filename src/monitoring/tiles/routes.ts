@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { readRights } from '../graph-schemas.ts';
@@ -18,7 +19,8 @@ const TileQuery = Type.Object({
 });
 
 /** The SDK's graph getTile: a Mapbox Vector Tile of the environment's pin groups, edges and nodes (src/monitoring/tiles/store.ts), from the process's cache of rendered tiles while the environment is unchanged (cache.ts). */
-export async function tileRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function tileRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   const cache = new TileCache();
   app.get('/graph/tiles/:z/:x/:y', {
     config: { rights: readRights },
@@ -29,10 +31,10 @@ export async function tileRoutes(app: FastifyInstance, ctx: AppContext): Promise
         + 'layer nodes (points: hashId, name), of the map layers asked for (default: default).',
     },
   }, async (request, reply) => {
-    const { z, x, y } = request.params as { z: number; x: number; y: number };
+    const { z, x, y } = request.params;
     if (x >= 2 ** z) throw new ParameterError(`x must be below ${2 ** z} at zoom ${z}`);
     if (y >= 2 ** z) throw new ParameterError(`y must be below ${2 ** z} at zoom ${z}`);
-    const mapLayers = (request.query as { mapLayers?: string[] }).mapLayers ?? ['default'];
+    const mapLayers = request.query.mapLayers ?? ['default'];
     const tile = await cache.tile(ctx.db, request.account.environment.id, { z, x, y }, mapLayers);
     reply.header('content-type', 'application/vnd.mapbox-vector-tile');
     return reply.send(tile);
