@@ -4,6 +4,7 @@ import type { FindQuery as FindQueryType } from '../app/find.ts';
 import type { Account } from '../accounts/store.ts';
 import type { RouteRights } from './auth.ts';
 import { FindQuery, HashIdParams } from './schemas.ts';
+import { typed } from './typed.ts';
 
 /** The five operations of a resource, each scoped to the caller's environment. */
 export interface CrudOperations<TAdd, TPatch> {
@@ -33,26 +34,26 @@ export interface CrudOptions<TAdd, TPatch> {
   operations: CrudOperations<TAdd, TPatch>;
 }
 
-const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
-
 /** Registers add / find / get / update / delete with the interface's paths, statuses and schemas. */
-export function crudRoutes<TAdd, TPatch>(app: FastifyInstance, o: CrudOptions<TAdd, TPatch>): void {
+export function crudRoutes<TAdd, TPatch>(fastify: FastifyInstance, o: CrudOptions<TAdd, TPatch>): void {
+  const app = typed(fastify);
   const tags = [o.noun];
   const read = { rights: o.readRights ?? o.rights };
   const write = { rights: o.rights };
   const env = (request: { account: Account }) => request.account.environment.id;
   app.post(o.base, { config: write, schema: { tags, summary: `${o.noun} add`, body: o.addBody } }, async (request) =>
+    // the body has the type of the caller's schema, which this generic code cannot name
     o.operations.add(env(request), request.body as TAdd, request.account));
   app.get(o.findPath ?? o.base, { config: read, schema: { tags, summary: `${o.noun} find`, querystring: o.findQuery ?? FindQuery } }, async (request) =>
     o.operations.find(env(request), request.query as FindQueryType, request.account));
   app.get(`${o.base}:hashId`, { config: read, schema: { tags, summary: `${o.noun} get`, params: HashIdParams } }, async (request) =>
-    o.operations.get(env(request), hashIdOf(request.params), request.account));
+    o.operations.get(env(request), request.params.hashId, request.account));
   app.post(`${o.base}:hashId`, { config: write, schema: { tags, summary: `${o.noun} update`, params: HashIdParams, body: o.updateBody } }, async (request, reply) => {
-    await o.operations.update(env(request), hashIdOf(request.params), request.body as TPatch);
+    await o.operations.update(env(request), request.params.hashId, request.body as TPatch);
     reply.status(204).send();
   });
   app.delete(`${o.base}:hashId`, { config: write, schema: { tags, summary: `${o.noun} delete`, params: HashIdParams } }, async (request, reply) => {
-    await o.operations.remove(env(request), hashIdOf(request.params));
+    await o.operations.remove(env(request), request.params.hashId);
     reply.status(204).send();
   });
 }

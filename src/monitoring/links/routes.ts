@@ -1,12 +1,13 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import type { FindQuery } from '../../app/find.ts';
 import { Fields, HashId } from '../../http/schemas.ts';
 import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 import type { CustomerCommands } from '../../connectivity/commands/routes.ts';
 import { addCustomerCommands, withPinGroups } from './commands.ts';
-import { claim, customerClaimTokens, findClaimedDevices, getClaimedDevice, link, unclaim, unlink, type ChannelMappingItem } from './store.ts';
+import { claim, customerClaimTokens, findClaimedDevices, getClaimedDevice, link, unclaim, unlink } from './store.ts';
 
 const ClaimBody = Type.Object({ claimTokens: Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
 const UnclaimBody = Type.Object({ hashIds: Type.Array(HashId, { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
@@ -24,11 +25,12 @@ const rights = { monitoring: 'SENSORS' };
 const tags = ['device'];
 
 /** The customer's device operations: claim, link, unlink, unclaim. */
-export async function linkRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function linkRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.post('/device/claim', { config: { rights }, schema: { tags, summary: 'device claim', body: ClaimBody } }, async (request) =>
-    claim(ctx.db, request.account.environment.id, (request.body as Static<typeof ClaimBody>).claimTokens));
+    claim(ctx.db, request.account.environment.id, request.body.claimTokens));
   app.post('/device/unclaim', { config: { rights }, schema: { tags, summary: 'device unclaim', body: UnclaimBody } }, async (request, reply) => {
-    const { hashIds } = request.body as Static<typeof UnclaimBody>;
+    const { hashIds } = request.body;
     await unclaim(ctx.db, request.account.environment.id, hashIds);
     await announceDevicesChanged(ctx, hashIds);
     reply.status(204).send();
@@ -37,8 +39,8 @@ export async function linkRoutes(app: FastifyInstance, ctx: AppContext): Promise
     config: { rights },
     schema: { tags, summary: 'device link', params: Type.Object({ hashId: HashId }), body: LinkBody },
   }, async (request) => {
-    const body = request.body as { pinGroupHashId: string; channelMapping: ChannelMappingItem[] };
-    const { hashId } = request.params as { hashId: string };
+    const body = request.body;
+    const { hashId } = request.params;
     const answer = await link(ctx.db, request.account.environment, hashId, body);
     // the workers' cached copy of the device knows no link: the next report must land on the pins
     await announceDevicesChanged(ctx, [hashId]);
@@ -47,10 +49,10 @@ export async function linkRoutes(app: FastifyInstance, ctx: AppContext): Promise
   await app.register(async (scope) => {
     // unlink takes no body; the SDK posts it empty, as a form (axios's default type for no data)
     scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, _body, done) => done(null, undefined));
-    scope.post('/device/:deviceHashId/unlink', {
+    typed(scope).post('/device/:deviceHashId/unlink', {
       config: { rights }, schema: { tags, summary: 'device unlink', params: Type.Object({ deviceHashId: HashId }) },
     }, async (request, reply) => {
-      const { deviceHashId } = request.params as { deviceHashId: string };
+      const { deviceHashId } = request.params;
       await unlink(ctx.db, request.account.environment.id, deviceHashId);
       await announceDevicesChanged(ctx, [deviceHashId]);
       reply.status(204).send();

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { Fields, FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
 import { FieldsUpdate, MapLayerKey, Photo, Point, readRights, staticRights } from '../graph-schemas.ts';
-import { pinGroupPerformance, type PerformanceInterval } from './performance.ts';
+import { pinGroupPerformance } from './performance.ts';
 import {
   addPinGroup, deletePinGroup, findPinGroups, getPinGroup, updatePinGroup, updatePinGroups, MAX_BULK_PIN_GROUPS,
-  type PinGroupAdd, type PinGroupFindQuery, type PinGroupUpdate, type PinGroupsUpdate,
 } from './store.ts';
 import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 
@@ -45,40 +45,40 @@ const FindPinGroupQuery = Type.Object({
 });
 
 const tags = ['pin-group'];
-const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 
 /** Pin groups (locations): add / find / get / update / delete under /graph/pin-group. */
-export async function pinGroupRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function pinGroupRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   app.post('/graph/pin-group', { config: { rights: staticRights }, schema: { tags, summary: 'pin-group add', body: AddBody } }, async (request) =>
-    addPinGroup(ctx.db, request.account.environment, request.body as PinGroupAdd));
+    addPinGroup(ctx.db, request.account.environment, request.body));
   app.get('/graph/pin-group', { config: { rights: readRights }, schema: { tags, summary: 'pin-group find', querystring: FindPinGroupQuery } }, async (request) =>
-    findPinGroups(ctx.db, request.account.environment.id, request.query as PinGroupFindQuery));
+    findPinGroups(ctx.db, request.account.environment.id, request.query));
   app.get('/graph/pin-group/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'pin-group get', params: HashIdParams } }, async (request) =>
-    getPinGroup(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+    getPinGroup(ctx.db, request.account.environment.id, request.params.hashId));
   app.get('/graph/pin-group/:hashId/performance', {
     config: { rights: readRights },
     schema: {
       tags, summary: 'pin-group performance get', params: HashIdParams,
-      querystring: Type.Object({ asOf: Timestamp, interval: Type.Optional(Type.Union(['day', 'isoweek', 'month', 'year', 'years'].map((i) => Type.Literal(i)))) }),
+      querystring: Type.Object({ asOf: Timestamp, interval: Type.Optional(Type.Union((['day', 'isoweek', 'month', 'year', 'years'] as const).map((i) => Type.Literal(i)))) }),
     },
   }, async (request) => {
-    const q = request.query as { asOf: string; interval?: PerformanceInterval };
-    return pinGroupPerformance(ctx.db, request.account.environment.id, hashIdOf(request.params), q.asOf, q.interval ?? 'month');
+    const q = request.query;
+    return pinGroupPerformance(ctx.db, request.account.environment.id, request.params.hashId, q.asOf, q.interval ?? 'month');
   });
   app.post('/graph/pin-group/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin-group update', params: HashIdParams, body: UpdateBody } }, async (request) =>
-    updatePinGroup(ctx.db, request.account.environment, hashIdOf(request.params), request.body as PinGroupUpdate));
+    updatePinGroup(ctx.db, request.account.environment, request.params.hashId, request.body));
   app.post('/graph/pin-groups', {
     config: { rights: staticRights },
     schema: { tags, summary: 'pin-groups update', description: `Moves up to ${MAX_BULK_PIN_GROUPS} pin groups (with includeEdges also their pins' edges) to a map layer.`, body: UpdateManyBody },
   }, async (request, reply) => {
-    await updatePinGroups(ctx.db, request.account.environment, request.body as PinGroupsUpdate);
+    await updatePinGroups(ctx.db, request.account.environment, request.body);
     reply.status(204).send();
   });
   app.delete('/graph/pin-group/:hashId', {
     config: { rights: staticRights },
     schema: { tags, summary: 'pin-group delete', description: 'A linked device is unlinked first; the pin group\'s pins go with it.', params: HashIdParams },
   }, async (request, reply) => {
-    await announceDevicesChanged(ctx, await deletePinGroup(ctx.db, request.account.environment.id, hashIdOf(request.params)));
+    await announceDevicesChanged(ctx, await deletePinGroup(ctx.db, request.account.environment.id, request.params.hashId));
     reply.status(204).send();
   });
 }

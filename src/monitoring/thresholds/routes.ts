@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { FindQuery, HashId, ValuePair } from '../../http/schemas.ts';
-import { findThresholds, setThresholds, type ThresholdFindQuery, type ThresholdSet } from './store.ts';
+import { findThresholds, setThresholds } from './store.ts';
 
 const thresholdRights = { monitoring: 'THRESHOLDS' };
 const Limit = Type.Union([ValuePair, Type.Null()]);
@@ -27,9 +28,10 @@ const SET_DESCRIPTION = `Sets the limits of a quantity on a pin (one item or an 
   + 'The limits must not decrease from criticallyLow to criticallyHigh. The quantity is the environment\'s own or one of a supplier whose device it claimed.';
 
 /** Pin thresholds ("issue triggers"): measurement-threshold set and find, and SDK 17's graph setThreshold. */
-export async function thresholdRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function thresholdRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(fastify);
   const set = async (request: FastifyRequest) => {
-    const body = request.body as ThresholdSet | ThresholdSet[];
+    const body = request.body;
     const many = Array.isArray(body);
     if (many && (body.length < 1 || body.length > MAX_ITEMS)) throw new ParameterError(`body must be an array of 1 to ${MAX_ITEMS} items, got ${body.length}`);
     const hashIds = await setThresholds(ctx.db, request.account.environment.id, many ? body : [body], (i) => (many ? `[${i}].` : ''));
@@ -47,5 +49,5 @@ export async function thresholdRoutes(app: FastifyInstance, ctx: AppContext): Pr
   app.get('/measurement-threshold/', {
     config: { rights: thresholdRights },
     schema: { tags, summary: 'measurement-threshold find', querystring: ThresholdFind, description: 'Pins\' own thresholds (type port) and the environment\'s quantity default thresholds (type quantity, location null). sortBy quantityName (default) or pinGroupName.' },
-  }, async (request) => findThresholds(ctx.db, request.account.environment.id, request.query as ThresholdFindQuery));
+  }, async (request) => findThresholds(ctx.db, request.account.environment.id, request.query));
 }
