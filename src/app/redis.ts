@@ -124,6 +124,13 @@ export function isRedisConnectionError(err: Error & { code?: unknown }): boolean
  * connections, which the outage log already tells once; anything else is logged at error level.
  * (A Queue without one prints each attempt's stack trace to stderr.)
  */
+/**
+ * A BullMQ worker whose fetch, completion or failure write meets a connection error (a Redis Cluster master that
+ * died, CLUSTERDOWN until its replica is promoted) tries again after this long; BullMQ's own pause is 15 s, which
+ * left a queue shard without a worker for 15 s or more after a failover (reports answered 202 meanwhile).
+ */
+export const WORKER_RUN_RETRY_MS = 1000;
+
 export function bullmqErrorLogger(log: Logger, message: string): (err: Error) => void {
   return (err) => {
     if (!isRedisConnectionError(err)) log.error({ err: err.message }, message);

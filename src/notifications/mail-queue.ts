@@ -12,7 +12,7 @@ import nodemailer from 'nodemailer';
 import type { AppContext } from '../app/context.ts';
 import type { Queryable } from '../app/db.ts';
 import { metrics } from '../app/metrics.ts';
-import { bullmqErrorLogger, createRedis } from '../app/redis.ts';
+import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../app/redis.ts';
 import { bullQueue } from '../app/redis-keys.ts';
 import { insertNotifications, loadNotification, markFailed, markRetrying, markSent, queuedNotifications, type OutgoingMail } from './store.ts';
 
@@ -120,7 +120,7 @@ export function startMailWorker(ctx: AppContext): MailWorker | null {
     await markSent(ctx.db, mail.id, refused.length > 0 ? `refused by the server: ${refused.join(', ')}` : null);
     metrics.notifications.inc({ state: 'sent' });
   }, {
-    connection: createRedis(ctx.config, ctx.log), prefix: mailQueue(ctx).prefix,
+    connection: createRedis(ctx.config, ctx.log), prefix: mailQueue(ctx).prefix, runRetryDelay: WORKER_RUN_RETRY_MS,
     concurrency: WORKER_CONCURRENCY,
     settings: { backoffStrategy: (attemptsMade: number) => Math.min(max, base * 2 ** Math.min(30, Math.max(0, attemptsMade - 1))) },
   });

@@ -2,7 +2,7 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
 import { createMailer } from '../app/mailer.ts';
 import { gaugeFrom, metrics } from '../app/metrics.ts';
-import { bullmqErrorLogger, createRedis } from '../app/redis.ts';
+import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { startCounterFlusher } from '../connectivity/counters/store.ts';
@@ -24,6 +24,7 @@ import { MonitoringCoreClient } from './monitoring-client.ts';
 import { CoreWatch } from './core-watch.ts';
 import { LastOnlineWriter } from './last-online.ts';
 import { LocalRuns } from './local-runs.ts';
+import { FetchWatch } from './fetch-watch.ts';
 import { OutboundClient } from './outbound.ts';
 import { processDeviceJob, reportingCounterTime, type ProcessDeps } from './process-device-job.ts';
 import { thresholdEvaluation, ThresholdEvaluator } from '../monitoring/thresholds/evaluate.ts';
@@ -185,16 +186,37 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
 
   // every shard of the queue (QUEUE_SHARDS) has fetchers of its own: a shard is never left waiting behind another
   const shards = ctx.config.queueShards;
-  const workers = Array.from({ length: fetchers * shards }, (_, i) => {
-    const { name, prefix } = deviceQueueShard(ctx.config, i % shards);
+  const fetchWatch = new FetchWatch({
+    shards, log: ctx.log,
+    waiting: async (shard) => Object.values(await events.queues[shard].getJobCounts('wait', 'prioritized')).reduce((a, b) => a + b, 0),
+    restart: async (shard) => {
+      for (let i = shard; i < workers.length; i += shards) {
+        const stale = workers[i];
+        workers[i] = fetcher(i);
+        void workers[i].run().catch((err: Error) => ctx.log.error({ err: err.message }, 'worker stopped'));
+        // a fetcher stuck on a connection may never finish closing: it is left to go in the background
+        void stale.close(true).catch(() => undefined);
+      }
+    },
+  });
+  const fetcher = (i: number) => {
+    const shard = i % shards;
+    const { name, prefix } = deviceQueueShard(ctx.config, shard);
     const w = new Worker<DeviceBatchJob, void>(
       name,
-      processor,
+      async (job, token) => {
+        const ended = fetchWatch.started(shard);
+        try {
+          await processor(job, token);
+        } finally {
+          ended();
+        }
+      },
       // jobs waiting only for the flush count against BullMQ's concurrency, not against `running`;
       // a job of a killed worker goes back to the queue (stalled) however often that happens to it
       {
         connection: createRedis(ctx.config, ctx.log), prefix, concurrency: Math.ceil(ctx.config.workerConcurrency / (fetchers * shards)) + FLUSH_WAITING_JOBS, autorun: false,
-        maxStalledCount: MAX_STALLED_COUNT,
+        maxStalledCount: MAX_STALLED_COUNT, runRetryDelay: WORKER_RUN_RETRY_MS,
       },
     );
     w.on('failed', (job, err) => {
@@ -204,7 +226,8 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     });
     w.on('error', bullmqErrorLogger(ctx.log, 'worker error'));
     return w;
-  });
+  };
+  const workers = Array.from({ length: fetchers * shards }, (_, i) => fetcher(i));
 
   const shardCounts = () => Promise.all(events.queues.map((q) => q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized')));
   gaugeFrom('gridgate_queue_jobs', 'Device jobs in the queue (QUEUE_NAME, all its shards) by state', ['state'], async () => {
@@ -220,6 +243,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     await core.untilAnswers();
     if (closed) return;
     for (const w of workers) void w.run().catch((err: Error) => ctx.log.error({ err: err.message }, 'worker stopped'));
+    fetchWatch.start();
     if (ctx.config.localHandoff) setLocalTaker(ctx, localRuns);
   })();
   started.catch(() => undefined);
@@ -231,6 +255,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       closed = true;
       setLocalTaker(ctx, null);
       core.close();
+      fetchWatch.close();
       await localRuns.idle();
       await connectivityCheck.stop();
       await Promise.all(workers.map((w) => w.close()));

@@ -271,13 +271,14 @@ describe('CID-routed DTLS cluster', () => {
   });
 
   it('a node of the version before batches (no "batches" in the directory) is sent one message a datagram in its format, and read in it', async () => {
-    const [a] = await twoNodes();
+    const [a, b] = await twoNodes();
     const c = await deviceOn(a);
     // the old node: a directory entry without the fourth word, and its inter-node socket
     const old = dgram.createSocket('udp4');
     open.push(old);
     await new Promise<void>((r) => old.bind(0, '127.0.0.1', r));
-    const oldId = (a.cluster.nodeId + 1) % MAX_NODES;
+    // a free id: not node a's, nor node b's (ids are leased from a random start, so b's may be a's + 1)
+    const oldId = [1, 2].map((d) => (a.cluster.nodeId + d) % MAX_NODES).find((id) => id !== b.cluster.nodeId)!;
     await redis.set(`{${a.deployment}:dtls-cluster}:node:${oldId}`, `127.0.0.1 ${old.address().port} 0123456789abcdef`, 'PX', 10_000);
     await until(async () => a.cluster.registry.lookup(oldId), (p) => p !== undefined, 'node a to know the old node', 2000);
     expect(a.cluster.registry.peer(oldId)?.batches).toBe(false);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Queue, Worker, type Job } from 'bullmq';
 import type { AppContext } from '../../app/context.ts';
 import { OutageLog } from '../../app/outage-log.ts';
-import { bullmqErrorLogger, createRedis } from '../../app/redis.ts';
+import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../../app/redis.ts';
 import { bullQueue } from '../../app/redis-keys.ts';
 import { claimExport, expireExports, markAvailable, recordProgress, unfinishedExports } from './store.ts';
 import { writeExport } from './writer.ts';
@@ -74,7 +74,7 @@ export interface ExportWorker { close(): Promise<void> }
 export function startExportWorker(ctx: AppContext): ExportWorker {
   const connection = createRedis(ctx.config, ctx.log);
   const worker = new Worker<ExportJob>(exportQueue(ctx).name, async (job: Job<ExportJob>) => runExport(ctx, job.data.hashId), {
-    connection, prefix: exportQueue(ctx).prefix, concurrency: ctx.config.exportConcurrency,
+    connection, prefix: exportQueue(ctx).prefix, concurrency: ctx.config.exportConcurrency, runRetryDelay: WORKER_RUN_RETRY_MS,
   });
   worker.on('error', bullmqErrorLogger(ctx.log, 'export worker error'));
   worker.on('failed', (job, err) => ctx.log.warn({ exportRequest: job?.data.hashId, err: err.message }, 'export failed; it is tried again'));
