@@ -94,7 +94,7 @@ describe('the service on a Redis Cluster (3 masters, 3 replicas)', () => {
       expectEachStoredOnce(outcome, await storedPayloads(db, api.environmentHashId, outcome));
 
       // every shard takes reports again within seconds: each of twelve devices (over the six shards) is answered by its
-      // handler (200). The fetchers of a shard whose master went away may stop fetching (3 of 7 runs here, the jobs waiting 30 s and more):
+      // handler (200). The fetchers of a shard whose master went away may stop fetching (5 of 11 runs here, the jobs waiting 30 s and more):
       // the worker's FetchWatch replaces them after a few seconds of jobs waiting; and a fetch that fails is tried
       // again after a second (WORKER_RUN_RETRY_MS), not BullMQ's 15 s
       const failedOverAt = Date.now();
