@@ -9,6 +9,7 @@ import { registerRoutes } from './http/routes.ts';
 import { reportIngestRoutes } from './monitoring/reports/routes.ts';
 import { startHttpsDeviceListener, type HttpsDeviceListener } from './gateway/https.ts';
 import { startCoapDeviceListener, type CoapDeviceListener } from './gateway/coap.ts';
+import { closeFirmware } from './gateway/firmware.ts';
 import { ensureCertificates } from './pki/files.ts';
 import { watchTrust } from './pki/trust.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
@@ -101,6 +102,7 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
       retention?.stop();
       // the gateway first: its requests in flight are answered while the worker still runs
       await Promise.all([https?.close(ctx.config.shutdownGraceMs), coap?.close(ctx.config.shutdownGraceMs)]);
+      await closeFirmware(ctx);
       await trust?.stop();
       // jobs a worker does not finish in time stay in Redis (BullMQ hands them to the next worker)
       const grace = new Promise<void>((resolve) => setTimeout(resolve, ctx.config.shutdownGraceMs).unref());

@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import type { AppContext } from '../app/context.ts';
 import { TtlCache } from '../app/ttl-cache.ts';
+import { LastOnlineWriter } from '../pipeline/last-online.ts';
 import { ContentFormat, encodeUint, stringOptions, type CoapOption, type CoapRequest, type CoapResponse } from '../coap/index.ts';
 import { FIRMWARE_OFFER_HEADER } from '../connectivity/firmware/offer.ts';
 
@@ -29,7 +30,7 @@ export type FirmwareRead =
   | { status: 'range_not_satisfiable'; firmware: FirmwareImageInfo; message: string };
 
 interface ImageRecord extends FirmwareImageInfo { id: number; environmentId: number; deviceTypeId: number; deviceTypeHashId: string }
-interface DeviceRecord { environmentId: number; deviceTypeId: number }
+interface DeviceRecord { id: number; environmentId: number; deviceTypeId: number }
 
 /** Metadata is cached this long: a device reading block after block costs no query per block. */
 const META_TTL_MS = 2000;
@@ -72,13 +73,16 @@ export class ImageCache {
   }
 }
 
-interface FirmwareState { devices: TtlCache<DeviceRecord | null>; images: TtlCache<ImageRecord | null>; bytes: ImageCache }
+interface FirmwareState { devices: TtlCache<DeviceRecord | null>; images: TtlCache<ImageRecord | null>; bytes: ImageCache; lastOnline: LastOnlineWriter }
 const states = new WeakMap<AppContext, FirmwareState>();
 
 function stateOf(ctx: AppContext): FirmwareState {
   let state = states.get(ctx);
   if (!state) {
-    state = { devices: new TtlCache(META_TTL_MS, 10_000), images: new TtlCache(META_TTL_MS, 10_000), bytes: new ImageCache(ctx.config.firmwareCacheBytes) };
+    state = {
+      devices: new TtlCache(META_TTL_MS, 10_000), images: new TtlCache(META_TTL_MS, 10_000), bytes: new ImageCache(ctx.config.firmwareCacheBytes),
+      lastOnline: new LastOnlineWriter(ctx.db, ctx.log),
+    };
     states.set(ctx, state);
   }
   return state;
@@ -86,10 +90,10 @@ function stateOf(ctx: AppContext): FirmwareState {
 
 function loadDevice(ctx: AppContext, hashId: string): Promise<DeviceRecord | null> {
   return stateOf(ctx).devices.get(hashId, async () => {
-    const { rows } = await ctx.db.query<{ environment_id: number; device_type_id: number }>(
-      `SELECT d.environment_id, d.device_type_id FROM device d JOIN device_type t ON t.id = d.device_type_id
+    const { rows } = await ctx.db.query<{ id: number; environment_id: number; device_type_id: number }>(
+      `SELECT d.id, d.environment_id, d.device_type_id FROM device d JOIN device_type t ON t.id = d.device_type_id
         WHERE d.hash_id = $1 AND t.deleted_at IS NULL`, [hashId]);
-    return rows.length === 0 ? null : { environmentId: rows[0].environment_id, deviceTypeId: rows[0].device_type_id };
+    return rows.length === 0 ? null : { id: rows[0].id, environmentId: rows[0].environment_id, deviceTypeId: rows[0].device_type_id };
   });
 }
 
@@ -183,10 +187,18 @@ const etagMatches = (header: string, etag: string) =>
 /**
  * A firmware request is an authenticated contact that no worker sees: it moves lastOnlineAt here, as a queued request
  * does in the worker, so a device downloading instead of reporting is not taken for late. The answer does not wait.
+ * Written as the worker writes it (pipeline/last-online.ts): at most once a second per device, however many blocks or
+ * ranges it asks for, and a store outage is one warn line when it starts and one when it ends, not one per request (a
+ * device that cannot be read is not touched: its request fails on the same read and says so).
  */
 function touchDevice(ctx: AppContext, device: FirmwareDevice): void {
-  ctx.db.query('UPDATE device SET last_online_at = GREATEST(last_online_at, $2) WHERE hash_id = $1', [device.hashId, new Date()])
-    .catch((err: Error) => ctx.log.warn({ err: err.message }, 'lastOnlineAt could not be written'));
+  const at = new Date();
+  loadDevice(ctx, device.hashId).then((own) => { if (own) stateOf(ctx).lastOnline.heard(own.id, at); }, () => undefined);
+}
+
+/** Writes the firmware contacts still waiting for their second (the gateway's shutdown). */
+export async function closeFirmware(ctx: AppContext): Promise<void> {
+  await states.get(ctx)?.lastOnline.close();
 }
 
 /** HTTPS `GET|HEAD /firmware/<hashId>`: Range (206, 416), ETag (the sha256), If-None-Match (304), If-Range. */

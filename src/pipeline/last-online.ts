@@ -40,11 +40,24 @@ export class LastOnlineWriter {
 
   /** The device `id` was heard from at `at`: resolves once that is stored, or at once when it is written later. */
   touch(id: number, at: Date): Promise<void> {
+    return this.#touch(id, at) ?? Promise.resolve();
+  }
+
+  /**
+   * The same for a caller that does not wait (a firmware download is answered whatever becomes of its contact): a
+   * failed write is not the caller's, it counts toward the outage's one warn line.
+   */
+  heard(id: number, at: Date): void {
+    this.#touch(id, at)?.then(() => this.#outage.up(), (err: Error) => this.#outage.down(err));
+  }
+
+  /** The write of a contact, or null when it is left to the trailing edge. */
+  #touch(id: number, at: Date): Promise<void> | null {
     const last = this.#written.get(id) ?? 0;
     if (at.getTime() - last < this.#resolutionMs) {
       if ((this.#trailing.get(id)?.getTime() ?? 0) < at.getTime()) this.#trailing.set(id, at);
       this.#timer ??= setTimeout(this.#flushTrailing, this.#resolutionMs);
-      return Promise.resolve();
+      return null;
     }
     if (this.#written.size > REMEMBERED_DEVICES) this.#written.clear();
     this.#written.set(id, at.getTime());

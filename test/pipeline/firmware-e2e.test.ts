@@ -11,6 +11,7 @@ import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { DtlsCoapPeer, run } from '../coap/support.ts';
 import { opensslPsk } from '../support/openssl.ts';
+import { until } from '../support/until.ts';
 import { connectivityClient, pskDevice, type RestClient } from '../support/provision.ts';
 
 // A handler that offers the firmware images the device names in its report, and answers with its own header and body.
@@ -183,6 +184,31 @@ describe('device download over HTTPS (TLS-PSK)', () => {
       expect(parts[0].headers['content-range']).toBe(`bytes 0-${Math.min(65_535, image.length - 1)}/${image.length}`);
       expect(sha256(Buffer.concat(parts.map((p) => p.body)))).toBe(sha256(image));
     }
+  });
+
+  it('moves the device\'s lastOnlineAt as a contact: the first request at once, the later ones of its second together, the latest of them', async () => {
+    const type = (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d1.hashId}`)).body.device.deviceTypeHashId;
+    const identity = `dl-${randomBytes(6).toString('hex')}`;
+    const key = randomBytes(16);
+    const added = await api.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type, psk: key.toString('hex'), pskIdentity: identity });
+    expect(added.status).toBe(200);
+    const device = { hashId: added.body.hashId, identity, key };
+    const lastOnline = async () => (await ctx.db.query<{ at: Date | null }>('SELECT last_online_at AS at FROM device WHERE hash_id = $1', [device.hashId])).rows[0].at?.getTime() ?? null;
+    expect(await lastOnline()).toBeNull();
+
+    const asked = Date.now();
+    expect((await one(device, `/firmware/${f.small}`, { Range: 'bytes=0-99' })).status).toBe(206);
+    const first = (await until(lastOnline, (at) => at !== null, 'the first contact written'))!;
+    expect(first).toBeGreaterThanOrEqual(asked - 1000);
+    // five more ranges on a new connection, inside the first one's second: not a write each
+    const more = await deviceRequests(device, Array.from({ length: 5 }, (_, i) => ({ path: `/firmware/${f.small}`, headers: { Range: `bytes=${(i + 1) * 100}-${(i + 1) * 100 + 99}` } })));
+    expect(more.map((r) => r.status)).toEqual([206, 206, 206, 206, 206]);
+    const answered = Date.now();
+    // (on a machine so slow that the second has passed, they are written at once, as they should be)
+    if (answered - first < 800) expect(await lastOnline()).toBe(first);
+    // once the second has passed: one write, of the latest
+    const latest = (await until(lastOnline, (at) => at! > first, 'the later contacts written'))!;
+    expect(latest).toBeLessThanOrEqual(answered);
   });
 
   it('answers open and suffix ranges, 416 for unsatisfiable or malformed ones, 304 for If-None-Match, and HEAD', async () => {

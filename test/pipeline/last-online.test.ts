@@ -107,4 +107,29 @@ describe('LastOnlineWriter', () => {
     expect(lines[1]).toEqual({ level: 'info', msg: 'lastOnlineAt is written again' });
     await writer.close();
   });
+
+  it('heard (a caller that does not wait) writes as touch does, and a store outage is one warn line, however many contacts', async () => {
+    const lines: { level: string; msg: string }[] = [];
+    const log = {
+      warn: (_o: unknown, msg: string) => { lines.push({ level: 'warn', msg }); },
+      info: (_o: unknown, msg: string) => { lines.push({ level: 'info', msg }); },
+    } as unknown as typeof api.ctx.log;
+    const db = countingDb();
+    const writer = new LastOnlineWriter(db, log, { resolutionMs: 10 });
+    const t0 = Date.parse('2026-05-01T00:00:00Z');
+    writer.heard(devices[0].id, new Date(t0));
+    await until(() => lastOnlineAt(devices[0].id), (at) => at === '2026-05-01T00:00:00.000Z', 'the contact written');
+    db.down = true;
+    // contacts a second apart: each one a write of its own, each failing
+    for (let s = 1; s <= 3; s++) for (const d of devices) writer.heard(d.id, new Date(t0 + s * 1000));
+    await waitFor(() => lines.length >= 1);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(lines).toEqual([{ level: 'warn', msg: 'lastOnlineAt could not be written: PostgreSQL is unavailable' }]);
+    db.down = false;
+    writer.heard(devices[1].id, new Date(t0 + 10_000));
+    await waitFor(() => lines.length === 2);
+    expect(lines[1]).toEqual({ level: 'info', msg: 'lastOnlineAt is written again' });
+    expect(await lastOnlineAt(devices[1].id)).toBe('2026-05-01T00:00:10.000Z');
+    await writer.close();
+  });
 });
