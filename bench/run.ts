@@ -6,7 +6,7 @@
 // --dtls on|off --idle-sessions 2000 (DTLS server rows: handshakes/s, the same handshakes against libcoap's coap-server-openssl, memory per idle session; bench/dtls.ts)
 // --kept-sessions 100000 (kept DTLS sessions: save on hand-over and load, sessions/s, and memory per session carried on; bench/dtls-kept.ts; 0 skips it)
 // --coap on|off --coap-sessions 200 --coap-rate 2000 --coap-layout all (the service's processes, e.g. 'api,worker|gateway'; CoAP/DTLS end to end closed loop and paced, and libcoap's
-// coap-server-openssl beside it, and the floor ratios of the closed and paced rows: bench/coap.ts, bench/floor.ts) --coap-closed on|off (off: the paced row alone, warmed up paced)
+// coap-server-openssl beside it, the gateway's DTLS and CoAP layers alone (bench/coap-echo.ts), and the floor and runtime floor ratios of the closed and paced rows: bench/coap.ts, bench/floor.ts) --coap-closed on|off (off: the paced row alone, warmed up paced)
 // --flood on|off --flood-rate 5000 (the coap rows' sessions and rate paced, alone and beside a handshake flood from 127.0.0.2-11: ClientHellos
 // without a cookie at --flood-rate/s and cookie-proven handshakes that stall, as many as the server admits; bench/flood.ts)
 // --embedded on|off (the HTTPS row on the embedded default: one process, DATABASE_URL unset, its start time and memory;
