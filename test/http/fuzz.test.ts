@@ -4,7 +4,7 @@ import type { AppContext } from '../../src/app/context.ts';
 import { testContext } from '../helpers.ts';
 import { fuzz, startFuzzApi, type FuzzApi } from '../support/fuzz.ts';
 
-// Issue 13: no input reaches a 500. A fixed seed and a bounded count keep this quick and repeatable;
+// No input reaches a 500. A fixed seed and a bounded count keep this quick and repeatable;
 // bench/fuzz.ts runs the same property longer with a fresh seed.
 const SEED = 13;
 const RUNS = 300;

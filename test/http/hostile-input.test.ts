@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addDeviceType, EVENT_HANDLER, expectParameterError, field, type ErrorBody } from '../connectivity/fixtures.ts';
 
-// Issue 13: inputs an attacker or a careless supplier sends, each once answered 500 server_error.
+// Inputs an attacker or a careless supplier sends, each once answered 500 server_error.
 // Each must be a 400 parameter_error naming the field, and the service keeps answering.
 
 let api: TestApi;

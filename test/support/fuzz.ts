@@ -1,4 +1,4 @@
-// Property-based fuzzing of the REST API (issue 13): requests generated from the TypeBox schemas of
+// Property-based fuzzing of the REST API: requests generated from the TypeBox schemas of
 // every registered route (path parameters, query, body), each value now and then replaced by a
 // hostile one (NUL, lone surrogates, huge and fractional numbers, wrong types, deep nesting,
 // prototype member names, over-long text). The property: no answer is a 5xx, every error answer is

@@ -16,7 +16,7 @@ export function toPin(r: Record<string, unknown>) {
     level: (r.p_level as number | undefined) ?? 0,
     typeKey: (r.p_type_key as string | null) ?? null,
     edgeHashId: (r.p_edge_hash_id as string | null) ?? null,
-    // nodes arrive with a later step of this issue
+    // no route places a pin on a node (pin add and update take an edge only), so none is on one
     nodeHashId: null,
     deletedAt: null,
   };
