@@ -37,6 +37,16 @@ function countingDb() {
   return db as typeof db & Queryable;
 }
 
+/** A logger keeping the warn and info lines it is given. */
+function capturingLog() {
+  const lines: { level: string; msg: string }[] = [];
+  const log = {
+    warn: (_o: unknown, msg: string) => { lines.push({ level: 'warn', msg }); },
+    info: (_o: unknown, msg: string) => { lines.push({ level: 'info', msg }); },
+  } as unknown as typeof api.ctx.log;
+  return { lines, log };
+}
+
 const lastOnlineAt = async (id: number) =>
   (await api.ctx.db.query<{ at: Date | null }>('SELECT last_online_at AS at FROM device WHERE id = $1', [id])).rows[0].at?.toISOString() ?? null;
 
@@ -88,11 +98,7 @@ describe('LastOnlineWriter', () => {
   });
 
   it('a store outage during trailing writes is one warn line when it starts and one info line when it ends', async () => {
-    const lines: { level: string; msg: string }[] = [];
-    const log = {
-      warn: (_o: unknown, msg: string) => { lines.push({ level: 'warn', msg }); },
-      info: (_o: unknown, msg: string) => { lines.push({ level: 'info', msg }); },
-    } as unknown as typeof api.ctx.log;
+    const { lines, log } = capturingLog();
     const db = countingDb();
     const writer = new LastOnlineWriter(db, log, { resolutionMs: 100 });
     const t0 = Date.parse('2026-04-01T00:00:00Z');
@@ -109,11 +115,7 @@ describe('LastOnlineWriter', () => {
   });
 
   it('heard (a caller that does not wait) writes as touch does, and a store outage is one warn line, however many contacts', async () => {
-    const lines: { level: string; msg: string }[] = [];
-    const log = {
-      warn: (_o: unknown, msg: string) => { lines.push({ level: 'warn', msg }); },
-      info: (_o: unknown, msg: string) => { lines.push({ level: 'info', msg }); },
-    } as unknown as typeof api.ctx.log;
+    const { lines, log } = capturingLog();
     const db = countingDb();
     const writer = new LastOnlineWriter(db, log, { resolutionMs: 10 });
     const t0 = Date.parse('2026-05-01T00:00:00Z');
