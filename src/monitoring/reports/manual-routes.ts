@@ -2,9 +2,10 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { Fields, FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
+import { typed } from '../../http/typed.ts';
 import { FieldsUpdate, readRights } from '../graph-schemas.ts';
-import { addReport, deleteReport, MAX_REPORT_MEASUREMENTS, updateReport, type Evaluation, type ReportAdd, type ReportUpdate } from './manual.ts';
-import { findReports, getReport, type ReportFindQuery } from './view.ts';
+import { addReport, deleteReport, MAX_REPORT_MEASUREMENTS, updateReport, type Evaluation } from './manual.ts';
+import { findReports, getReport } from './view.ts';
 
 const reportRights = { monitoring: 'REPORTS' };
 const tags = ['report'];
@@ -42,21 +43,21 @@ const FindReports = Type.Object({
 });
 
 /** Condition reports of a monitoring environment (the SDK's report routes): read with READ; manual ones entered, changed and deleted with REPORTS. */
-export async function reportRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function reportRoutes(untyped: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(untyped);
   const evaluation: Evaluation = { enabled: ctx.config.thresholdEvaluation, log: ctx.log };
   const env = (request: FastifyRequest) => request.account.environment;
-  const hashIdOf = (request: FastifyRequest) => (request.params as { hashId: string }).hashId;
 
   app.post('/report/', { config: { rights: reportRights }, schema: { tags, summary: 'report add', body: AddBody } }, async (request) =>
-    addReport(ctx.db, env(request), { id: request.account.id, name: request.account.name }, request.body as ReportAdd, evaluation));
+    addReport(ctx.db, env(request), { id: request.account.id, name: request.account.name }, request.body, evaluation));
   app.get('/report/', { config: { rights: readRights }, schema: { tags, summary: 'report find', querystring: FindReports } }, async (request) =>
-    findReports(ctx.db, env(request).id, request.query as ReportFindQuery));
+    findReports(ctx.db, env(request).id, request.query));
   app.get('/report/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'report get', params: HashIdParams } }, async (request) =>
-    getReport(ctx.db, env(request).id, hashIdOf(request)));
+    getReport(ctx.db, env(request).id, request.params.hashId));
   app.post('/report/:hashId', { config: { rights: reportRights }, schema: { tags, summary: 'report update', params: HashIdParams, body: UpdateBody } }, async (request) =>
-    updateReport(ctx.db, env(request), hashIdOf(request), request.body as ReportUpdate, evaluation));
+    updateReport(ctx.db, env(request), request.params.hashId, request.body, evaluation));
   app.delete('/report/:hashId', { config: { rights: reportRights }, schema: { tags, summary: 'report delete', params: HashIdParams } }, async (request, reply) => {
-    await deleteReport(ctx.db, env(request).id, hashIdOf(request));
+    await deleteReport(ctx.db, env(request).id, request.params.hashId);
     reply.status(204).send();
   });
 }
