@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
-import type { FindQuery as FindQueryType } from '../../app/find.ts';
 import { FindQuery, HashIdParams } from '../../http/schemas.ts';
+import { typed } from '../../http/typed.ts';
 import { EXPRESSION_FUNCTIONS } from './expression.ts';
 import { NAMED_RANGE_NAMES } from './compile.ts';
 import { QUERY_LIMITS, type AnalyticsQuery as Query } from './query.ts';
@@ -17,7 +17,6 @@ const UpdateBody = Type.Object({ title: Type.Optional(PanelTitle), layout: Type.
 const readRights = { monitoring: 'READ' };
 const panelRights = { monitoring: 'REPORTS' };
 const tags = ['analytics'];
-const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
 
 const RESULTS_DESCRIPTION = [
   'Rows of an analytics query over this environment\'s data; each row is an array of cell values, one per column.',
@@ -41,7 +40,9 @@ const RESULTS_DESCRIPTION = [
 ].join(' ');
 
 /** Analytics (dashboards): panel add / find / get / update / delete and the results of a query. */
-export async function analyticsRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function analyticsRoutes(untyped: FastifyInstance, ctx: AppContext): Promise<void> {
+  // the query's columns are checked by compile.ts, not by the schema (unknown[] there): its three casts below
+  const app = typed(untyped);
   const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;
   const gate = analyticsGate(ctx.config.analyticsConcurrency);
   app.get('/analytics/', {
@@ -61,23 +62,23 @@ export async function analyticsRoutes(app: FastifyInstance, ctx: AppContext): Pr
     config: { rights: readRights },
     schema: { tags, summary: 'analytics panel find', querystring: FindQuery, description: 'sortBy: hashId (default) or title; search matches the title and hashId.' },
   }, async (request) => {
-    const page = await findPanels(ctx.db, env(request), request.query as FindQueryType);
+    const page = await findPanels(ctx.db, env(request), request.query);
     return { ...page, rows: page.rows.map((r) => ({ panel: panelForApiVersion(r.panel, request.apiVersion) })) };
   });
   app.get('/analytics/panel/:hashId', {
     config: { rights: readRights }, schema: { tags, summary: 'analytics panel get', params: HashIdParams },
-  }, async (request) => ({ panel: panelForApiVersion((await getPanel(ctx.db, env(request), hashIdOf(request.params))).panel, request.apiVersion) }));
+  }, async (request) => ({ panel: panelForApiVersion((await getPanel(ctx.db, env(request), request.params.hashId)).panel, request.apiVersion) }));
   app.post('/analytics/:hashId', {
     config: { rights: panelRights }, schema: { tags, summary: 'analytics panel update', params: HashIdParams, body: UpdateBody, description: 'Members left out keep their value.' },
   }, async (request, reply) => {
-    await updatePanel(ctx.db, env(request), hashIdOf(request.params), request.body as PanelUpdate);
+    await updatePanel(ctx.db, env(request), request.params.hashId, request.body as PanelUpdate);
     reply.status(204).send();
   });
   app.delete('/analytics/panel/:hashId', {
     config: { rights: panelRights },
     schema: { tags, summary: 'analytics panel delete', params: HashIdParams, description: 'Accounts that had this panel as their defaultAnalyticsPanelHashId have none afterwards.' },
   }, async (request, reply) => {
-    await deletePanel(ctx.db, env(request), hashIdOf(request.params));
+    await deletePanel(ctx.db, env(request), request.params.hashId);
     reply.status(204).send();
   });
 }
