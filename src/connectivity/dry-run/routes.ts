@@ -1,5 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { HashId, HashIdParams } from '../../http/schemas.ts';
 import { takeDryRunToken } from './rate.ts';
@@ -59,24 +60,25 @@ const identifierBody = (member: 'request' | 'certificate', description: string) 
 
 const rights = { connectivity: 'ENVIRONMENT_ADMIN' } as const;
 const environmentOf = (request: FastifyRequest) => ({ id: request.account.environment.id, hashId: request.account.environment.hashId });
-const hashIdOf = (request: FastifyRequest) => (request.params as { hashId: string }).hashId;
 const NOTHING_CHANGES = 'Nothing is stored, changed or sent. Rate limited per environment (DRY_RUN_BURST, DRY_RUNS_PER_MINUTE: 429 rate_limit_error).';
 
 /** The dry-run operations, one beside each resource whose supplier code they run. */
-export async function dryRunRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function dryRunRoutes(untyped: FastifyInstance, ctx: AppContext): Promise<void> {
+  const app = typed(untyped);
   app.addHook('onClose', async () => disposeDryRuns(ctx));
-  const route = <B>(path: string, tag: string, summary: string, body: TSchema, answer: TSchema, run: (request: FastifyRequest, body: B) => Promise<unknown>) => {
+  // `body` is each route's own schema: its type B is named at the route, so the one cast is here
+  const route = <B>(path: string, tag: string, summary: string, body: TSchema, answer: TSchema, run: (request: FastifyRequest, hashId: string, body: B) => Promise<unknown>) => {
     app.post(path, { config: { rights }, schema: { tags: [tag], summary, description: NOTHING_CHANGES, params: HashIdParams, body, response: { 200: answer } } }, async (request) => {
       await takeDryRunToken(ctx, request.account.environment.hashId);
-      return run(request, request.body as B);
+      return run(request, request.params.hashId, request.body as B);
     });
   };
   route<DeviceTypeDryRunInput>('/device-type/:hashId/dry-run', 'device-type', 'device-type dry run: the event handler on a sample event or a stored run\'s, for a device of the type',
-    DeviceTypeBody, DeviceTypeAnswer, (request, body) => dryRunDeviceType(ctx, environmentOf(request), hashIdOf(request), body));
+    DeviceTypeBody, DeviceTypeAnswer, (request, hashId, body) => dryRunDeviceType(ctx, environmentOf(request), hashId, body));
   route<{ payload: string; parser?: string; deviceHashId?: string }>('/supplier-report-type/:hashId/dry-run', 'supplier-report-type', 'supplier-report-type dry run: the parser on a payload',
-    ReportTypeBody, ReportTypeAnswer, (request, body) => dryRunReportType(ctx, environmentOf(request), hashIdOf(request), body));
+    ReportTypeBody, ReportTypeAnswer, (request, hashId, body) => dryRunReportType(ctx, environmentOf(request), hashId, body));
   route<{ request: Record<string, unknown>; identifier?: string }>('/supplier-webhook/:hashId/dry-run', 'supplier-webhook', 'supplier-webhook dry run: the identifier on a request',
-    identifierBody('request', 'the request exactly as args.request receives it'), IdentifierAnswer, (request, body) => dryRunIdentifier(ctx, environmentOf(request), 'webhook', hashIdOf(request), body));
+    identifierBody('request', 'the request exactly as args.request receives it'), IdentifierAnswer, (request, hashId, body) => dryRunIdentifier(ctx, environmentOf(request), 'webhook', hashId, body));
   route<{ certificate: Record<string, unknown>; identifier?: string }>('/supplier-certificate/:hashId/dry-run', 'supplier-certificate', 'supplier-certificate dry run: the identifier on a device certificate',
-    identifierBody('certificate', 'the certificate exactly as args.certificate receives it: { subjects }'), IdentifierAnswer, (request, body) => dryRunIdentifier(ctx, environmentOf(request), 'certificate', hashIdOf(request), body));
+    identifierBody('certificate', 'the certificate exactly as args.certificate receives it: { subjects }'), IdentifierAnswer, (request, hashId, body) => dryRunIdentifier(ctx, environmentOf(request), 'certificate', hashId, body));
 }
