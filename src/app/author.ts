@@ -1,7 +1,7 @@
 // Who makes a change through the API, for the audit trail. The HTTP layer runs every changing operation
 // (POST, PUT, PATCH, DELETE with an account) inside `asAuthor`; the Db (db.ts) runs each of its writes on a
-// connection whose `gridgate.audit` names that author (and '' for a write outside an operation), and the trigger
-// of migration 045 (its arguments from 059) logs the rows the write changes in the write's own transaction: a
+// connection whose `gridgate.audit` names that author (and '' for a write outside an operation), and the table's
+// audit trigger (migrations 045 and 061) logs the rows the write changes in the write's own transaction: a
 // change that rolls back leaves no log row, and no route logs by hand. Writes outside an operation (devices,
 // workers) are not logged.
 

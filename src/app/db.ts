@@ -119,8 +119,8 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
         throw err;
       }
     }
-    // the audit trail's trigger on every table, those of the migrations just applied included, its arguments following
-    // each table's name and credential columns (045_audit_log.sql, 059_audit_trigger_arguments.sql)
+    // the audit trail's trigger on every table, those of the migrations just applied included, its function generated
+    // from each table's columns (045_audit_log.sql, 061_audit_trigger_per_table.sql)
     await db.query('SELECT audit_attach_all()');
   } finally {
     await db.query('SELECT pg_advisory_unlock(7245001)');

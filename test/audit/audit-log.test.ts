@@ -120,10 +120,9 @@ describe('audit trail', () => {
     const suffix = newHashId(6);
     const [table, renamed] = [`audit_probe_${suffix}`, `audit_renamed_${suffix}`];
     const objectType = (prefix: string) => `audit${prefix}${suffix[0].toUpperCase()}${suffix.slice(1)}`;
-    // a table as a later migration makes it, on a database whose triggers 045 attached (without arguments)
+    // a table as a later migration makes it
     await db.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, hash_id text NOT NULL, environment_id bigint NOT NULL, name text)`);
     try {
-      await db.query(`CREATE TRIGGER audit_change AFTER INSERT OR UPDATE OR DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION audit_row()`);
       const write = (sql: string) => asAuthor({ environmentId: env, userHashId: author.hash_id }, () => db.query(sql, [env]));
       await db.query('SELECT audit_attach_all()');
       await write(`INSERT INTO ${table} (hash_id, environment_id, name) VALUES ('probe', $1, 'first')`);
@@ -131,6 +130,9 @@ describe('audit trail', () => {
       await db.query(`ALTER TABLE ${table} RENAME TO ${renamed}`);
       await db.query('SELECT audit_attach_all()');
       await write(`UPDATE ${renamed} SET name = 'second', api_token = 'the secret' WHERE environment_id = $1`);
+      // each table's trigger function is its own, named after it: the one of the old name is gone with it
+      const functions = await db.query<{ proname: string }>(`SELECT proname FROM pg_proc WHERE proname LIKE 'audit_row_audit_%${suffix}' ORDER BY 1`);
+      expect(functions.rows.map((r) => r.proname)).toEqual([`audit_row_${renamed}`]);
       const rows = (await logOf(c, '?objectHashId=probe')).map((r) => r.log);
       expect(rows.map((r) => [r.objectType, r.action, r.diff])).toEqual([
         [objectType('Renamed'), 'update', { old: { name: 'first', api_token: '[redacted]' }, new: { name: 'second', api_token: '[redacted]' } }],
@@ -138,6 +140,33 @@ describe('audit trail', () => {
       ]);
     } finally {
       await db.query(`DROP TABLE IF EXISTS ${table}, ${renamed}`);
+    }
+  });
+
+  it('an update logs the columns that changed, by their type: json and arrays included, updated_at alone is no change', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const author = await accountOf(c);
+    const { db } = api.ctx;
+    const env = (await db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId])).rows[0].id;
+    const table = `audit_types_${newHashId(6)}`;
+    // json has no equality operator (compared as text); numeric 1.0 and 1.00 are equal values
+    await db.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY, hash_id text NOT NULL, environment_id bigint NOT NULL, doc json,
+      tags text[], level numeric, at point, deleted_at timestamptz, updated_at timestamptz NOT NULL DEFAULT now())`);
+    try {
+      await db.query('SELECT audit_attach_all()');
+      const write = (sql: string) => asAuthor({ environmentId: env, userHashId: author.hash_id }, () => db.query(sql, [env]));
+      await write(`INSERT INTO ${table} (hash_id, environment_id, doc, tags, level, at) VALUES ('types', $1, '{"a": 1}', '{x}', 1.0, '(1,2)')`);
+      await write(`UPDATE ${table} SET updated_at = now() + interval '1 minute', level = 1.00, at = '(1,2)' WHERE environment_id = $1`);
+      await write(`UPDATE ${table} SET doc = '{"a": 2}', tags = '{x,y}' WHERE environment_id = $1`);
+      await write(`UPDATE ${table} SET deleted_at = '2026-01-01T00:00:00Z' WHERE environment_id = $1`);
+      const rows = (await logOf(c, '?objectHashId=types')).map((r) => [r.log.action, r.log.diff]);
+      expect(rows).toEqual([
+        ['delete', { old: { deleted_at: null }, new: { deleted_at: '2026-01-01T00:00:00+00:00' } }],
+        ['update', { old: { doc: { a: 1 }, tags: ['x'] }, new: { doc: { a: 2 }, tags: ['x', 'y'] } }],
+        ['create', { old: null, new: { hash_id: 'types', doc: { a: 1 }, tags: ['x'], level: 1.0, at: '(1,2)', deleted_at: null, updated_at: expect.any(String) } }],
+      ]);
+    } finally {
+      await db.query(`DROP TABLE IF EXISTS ${table}`);
     }
   });
 
