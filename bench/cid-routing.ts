@@ -189,6 +189,8 @@ async function counter(base: string, name: string): Promise<number> {
  * idle. CPU of the cluster's service processes per answered report. In the `handover` cluster the sessions follow
  * their devices: a forwarded round ends with them on the other node, so the next local round goes there (`follows`),
  * and every forwarded round is "each device moved": its first records forwarded, the hand-over, then local reports.
+ * A fourth set of devices measures the floor: sessions on the coalesced cluster's owner, reached in "forwarded" rounds
+ * through a bare UDP relay (bench/udp-relay.ts) instead of another node.
  */
 export async function cidReportRows(opts: { clients: number; reports: number; rounds: number }): Promise<BenchRow[]> {
   const names = Object.keys(REPORT_ARMS) as ReportArm[];
