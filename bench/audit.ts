@@ -8,7 +8,7 @@
 // transactions). The figure is the median over rounds of the per-round ratio on/off, with its spread: the cost of the
 // log is CPU and WAL; the wall time also holds the commit's disk flush, which varies more than the log costs. A third
 // side in the same rounds, the floor: the service with the log, its trigger function swapped for one that inserts a
-// constant row into a table without index (FLOOR_TABLE), the least a log row per changed row can cost.
+// constant row into a table without index (FLOOR_TABLE), the least a row trigger logging each changed row can cost.
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -92,8 +92,8 @@ async function meter(admin: pg.Client, dbOid: number): Promise<() => Promise<{ s
 }
 
 // The floor of a log row: the table's audit trigger function swapped, for a round, for one whose only statement
-// inserts a constant row into a table without an index, key or default. Whatever a log in the write's transaction
-// records and however it is found again, it costs at least this per row it logs. The table is in a schema of its own,
+// inserts a constant row into a table without an index, key or default. Whatever a row trigger that logs each changed
+// row records, and however it is found again, it costs at least this per row. The table is in a schema of its own,
 // where audit_attach_all() (it attaches to the tables of the current schema) puts no audit trigger on it.
 const FLOOR_TABLE = 'bench_audit.floor';
 const floorFunction = (table: string) => `CREATE OR REPLACE FUNCTION audit_row_${table}() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -182,7 +182,7 @@ export async function auditCostRows(opts: { rounds: number; writes: number }): P
         value: Number(extra(median(floorCpu)).toFixed(1)),
         unit: '% more CPU per write than without a log (median of the per-round ratios; service + PostgreSQL backends)',
         p50Ms: Number(m(f0, (x) => x.wallMs).toFixed(3)),
-        target: 'the least any log row per changed row costs (the log row above: under 5 %)',
+        target: 'the least a row trigger logging each changed row costs (the log above: under 5 %)',
         detail: `CPU per write ${m(f0, (x) => x.cpuMs).toFixed(3)} ms floor / ${m(b, (x) => x.cpuMs).toFixed(3)} ms off (PostgreSQL ${m(f0, (x) => x.postgresMs).toFixed(3)}/${m(b, (x) => x.postgresMs).toFixed(3)}: +${perRow(f0)} a row), `
           + `CPU ratio quartiles ${signed(extra(pct(floorCpu, 25)))} to ${signed(extra(pct(floorCpu, 75)))}; ${load}`,
       }];
