@@ -15,6 +15,7 @@ import { startPrivatePostgres, type PrivatePostgres } from '../support/private-p
 import { connectivityClient } from '../support/provision.ts';
 import { expectEachStoredOnce, reportingDevices, reportUntil, storedPayloads, type LoadOutcome } from '../support/report-world.ts';
 import { startServiceProcess } from '../support/service-process.ts';
+import { until } from '../support/until.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const children: ChildProcess[] = [];
@@ -174,7 +175,7 @@ describe('a store outage under load', () => {
       // killed while its worker runs a batch it has just taken (the handler is busy for 200 ms): a kill in the few
       // milliseconds between one batch's end and the next one's start would find nothing taken to lose
       const before = new Set((await queue.getDelayed()).map((j) => j.id));
-      for (let i = 0; i < 500 && (await queue.getDelayed()).every((j) => before.has(j.id)); i++) await sleep(5);
+      await until(() => queue.getDelayed(), (jobs) => jobs.some((j) => !before.has(j.id)), 'a batch taken by the worker beside the gateway', 5000, 5);
       first.child.kill('SIGKILL');
       await first.exited;
       const outcome = await stop();
