@@ -212,22 +212,28 @@ export async function cidReportRows(opts: { clients: number; reports: number; ro
       options: [{ name: 'Uri-Path', value: Buffer.from('r') }, { name: 'Content-Format', value: Buffer.from([50]) }],
       payload: Buffer.from(JSON.stringify({ v: i % 100, t: Date.now() })),
     });
+    /** The `set`-th set of `opts.clients` provisioned devices, connected (their sessions made) to the node at `port`. */
+    const connectSet = async (set: number, port: number): Promise<CidClient[]> => {
+      const connected: CidClient[] = [];
+      for (const d of p.devices.slice(set * opts.clients, (set + 1) * opts.clients)) {
+        const c = new CidClient(port, { identity: d.identity, psk: d.key });
+        await c.connect();
+        connected.push(c);
+      }
+      clients.push(...connected);
+      return connected;
+    };
+    /** CPU of the processes `pids` (the service's part of the figure), and of PostgreSQL and Redis beside it. */
+    const serviceMeter = (pids: (number | undefined)[]) => () => cpuMeter({
+      service: (q) => pids.includes(q.pid), postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
+    });
     const arms = {} as Record<ReportArm | 'relay', Arm>;
     for (const [k, name] of names.entries()) {
       const owner = COAPS_PORT + 2 * k;
-      const armClients: CidClient[] = [];
-      for (const d of p.devices.slice(k * opts.clients, (k + 1) * opts.clients)) {
-        const c = new CidClient(owner, { identity: d.identity, psk: d.key });
-        await c.connect();
-        armClients.push(c);
-      }
-      clients.push(...armClients);
-      const pids = svc.children.slice(2 * k, 2 * k + 2).map((c) => c.pid);
+      const armClients = await connectSet(k, owner);
       arms[name] = {
         clients: armClients, ports: { local: owner, forwarded: owner + 1 }, follows: REPORT_ARMS[name].handoverAfter !== '0',
-        meter: () => cpuMeter({
-          service: (q) => pids.includes(q.pid), postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
-        }),
+        meter: serviceMeter(svc.children.slice(2 * k, 2 * k + 2).map((c) => c.pid)),
       };
       await closedLoop(armClients, 50, report); // warm-up, not counted
     }
@@ -238,17 +244,10 @@ export async function cidReportRows(opts: { clients: number; reports: number; ro
     {
       const owner = COAPS_PORT;
       relay = await startRelay(owner);
-      const relayClients: CidClient[] = [];
-      for (const d of p.devices.slice(names.length * opts.clients, (names.length + 1) * opts.clients)) {
-        const c = new CidClient(owner, { identity: d.identity, psk: d.key });
-        await c.connect();
-        relayClients.push(c);
-      }
-      clients.push(...relayClients);
-      const pids = [...svc.children.slice(0, 2).map((c) => c.pid), relay.child.pid];
+      const relayClients = await connectSet(names.length, owner);
       arms.relay = {
         clients: relayClients, ports: { local: owner, forwarded: relay.port },
-        meter: () => cpuMeter({ service: (q) => pids.includes(q.pid), postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server') }),
+        meter: serviceMeter([...svc.children.slice(0, 2).map((c) => c.pid), relay.child.pid]),
       };
       await closedLoop(relayClients, 50, report);
     }
