@@ -40,7 +40,7 @@ DECLARE
 BEGIN
   -- `comparable`: the type has a default btree operator class (arrays compare element by element); others (json,
   -- point) are compared as text
-  FOR c IN SELECT a.attname::text AS name,
+  FOR c IN SELECT a.attname::text AS name, a.attname ~ credential AS secret,
                   y.typcategory = 'A' OR EXISTS (SELECT 1 FROM pg_opclass o JOIN pg_am m ON m.oid = o.opcmethod
                                                    WHERE m.amname = 'btree' AND o.opcdefault AND o.opcintype = y.oid) AS comparable
              FROM pg_attribute a JOIN pg_type y ON y.oid = a.atttypid
@@ -48,12 +48,10 @@ BEGIN
     IF c.name = 'hash_id' THEN has_hash_id := true; END IF;
     IF c.name = 'deleted_at' THEN has_deleted_at := true; END IF;
     CONTINUE WHEN c.name IN ('id', 'environment_id', 'updated_at');
-    IF c.name ~ credential THEN
-      redacted := redacted || jsonb_build_object(c.name, '[redacted]');
-    END IF;
+    IF c.secret THEN redacted := redacted || jsonb_build_object(c.name, '[redacted]'); END IF;
     -- the column as a one-key object when it changed, else an empty one; a credential's value never appears
-    old_diff := old_diff || format(diff_of, c.name, CASE WHEN c.comparable THEN '' ELSE '::text' END, CASE WHEN c.name ~ credential THEN '''[redacted]''::text' ELSE 'OLD.' || quote_ident(c.name) END);
-    new_diff := new_diff || format(diff_of, c.name, CASE WHEN c.comparable THEN '' ELSE '::text' END, CASE WHEN c.name ~ credential THEN '''[redacted]''::text' ELSE 'NEW.' || quote_ident(c.name) END);
+    old_diff := old_diff || format(diff_of, c.name, CASE WHEN c.comparable THEN '' ELSE '::text' END, CASE WHEN c.secret THEN '''[redacted]''::text' ELSE 'OLD.' || quote_ident(c.name) END);
+    new_diff := new_diff || format(diff_of, c.name, CASE WHEN c.comparable THEN '' ELSE '::text' END, CASE WHEN c.secret THEN '''[redacted]''::text' ELSE 'NEW.' || quote_ident(c.name) END);
   END LOOP;
   RETURN format($f$
 BEGIN
