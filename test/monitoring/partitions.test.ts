@@ -19,7 +19,7 @@ const DAY = 24 * 3600 * 1000;
 let api: TestApi;
 
 beforeAll(async () => {
-  const url = await recreateDatabase(process.env.TEST_ADMIN_DATABASE_URL as string, `${process.env.TEST_DATABASE_NAME ?? 'gridgate_test'}_partitions`);
+  const url = await recreateDatabase(process.env.TEST_ADMIN_DATABASE_URL as string, `${process.env.TEST_DATABASE_NAME}_partitions`);
   api = await startTestApi(await createContext(testConfig({ DATABASE_URL: url })));
 });
 afterAll(async () => { await api?.close(); });
