@@ -1,5 +1,6 @@
 import { Counter } from 'prom-client';
 import type { Queryable } from '../app/db.ts';
+import { checkEmail } from '../app/email.ts';
 import { ConflictError, ParameterError } from '../app/errors.ts';
 import { newHashId, newSecret } from '../app/hash-id.ts';
 import { hashSecret, verifySecret } from '../app/keys.ts';
@@ -47,13 +48,6 @@ export function checkRights(type: EnvironmentType, rights: string[]): string[] {
   return [...new Set(rights)];
 }
 
-/** An e-mail address as the user routes and the admin CLI take it; parameter_error naming `field`. */
-export function checkEmail(email: string, field = 'email'): string {
-  // one @, no spaces, a dot in the domain: what a mail server will take, not the whole of RFC 5322
-  if (email.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new ParameterError(`${field} must be an e-mail address of at most 254 characters`);
-  return email;
-}
-
 const ENV_COLUMNS = `e.id AS env_id, e.hash_id AS env_hash_id, e.type AS env_type, e.name AS env_name, e.settings AS env_settings, e.created_at AS env_created_at`;
 
 function toEnvironment(r: Record<string, unknown>): EnvironmentRecord {
@@ -94,12 +88,12 @@ export async function createMachineAccount(db: Queryable, environmentHashId: str
   const { rows } = await db.query<{ id: number; type: EnvironmentType }>('SELECT id, type FROM environment WHERE hash_id = $1 AND deleted_at IS NULL', [environmentHashId]);
   if (rows.length === 0) throw new ParameterError(`environment ${environmentHashId} does not exist`);
   const checked = checkRights(rows[0].type, rights);
-  if (email !== undefined) checkEmail(email);
+  const address = email === undefined ? null : checkEmail(email);
   const hashId = newHashId();
   const secret = newSecret();
   try {
     await db.query('INSERT INTO machine_account (hash_id, environment_id, name, secret_hash, rights, email) VALUES ($1, $2, $3, $4, $5, $6)', [
-      hashId, rows[0].id, name, await hashSecret(secret), checked, email ?? null,
+      hashId, rows[0].id, name, await hashSecret(secret), checked, address,
     ]);
   } catch (err) {
     throw uniqueEmail(err, email);

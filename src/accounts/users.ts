@@ -8,10 +8,11 @@
 // user of its environment, could give itself ENVIRONMENT_ADMIN or strip it from the environment's admins.
 
 import type { Db, Queryable, Row } from '../app/db.ts';
+import { checkEmail } from '../app/email.ts';
 import { ConflictError, NotFoundError, ParameterError, RightError } from '../app/errors.ts';
 import { findPage, type FindQuery } from '../app/find.ts';
 import { newHashId } from '../app/hash-id.ts';
-import { checkEmail, checkRights, uniqueEmail, type Account, type EnvironmentRecord } from './store.ts';
+import { checkRights, uniqueEmail, type Account, type EnvironmentRecord } from './store.ts';
 import { updateUserEnvironmentSettings, type SettingsUpdate, type UserEnvironmentSettings } from './user-environment-settings.ts';
 
 export const LOCALES = ['en', 'nl'] as const;
