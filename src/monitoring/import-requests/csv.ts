@@ -1,9 +1,13 @@
+import { csvCell, csvText } from '../exports/csv.ts';
+
 /** One CSV record: its fields and the line it starts on (1-based). */
 export interface CsvRecord { line: number; fields: string[] }
 
 /**
  * RFC 4180 CSV: `,` or `;` (the delimiter of the header line) between fields, `"` quotes with `""`
- * inside, CRLF or LF between records. A quote left open is an error naming its line.
+ * inside, CRLF or LF between records. A quote left open is an error naming its line. A field the
+ * service's own CSVs neutralised as a would-be formula (src/monitoring/exports/csv.ts) is read as the
+ * value it was, its added quote taken off: a template read back has the names it was written with.
  */
 export function parseCsv(text: string): CsvRecord[] {
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
@@ -17,7 +21,7 @@ export function parseCsv(text: string): CsvRecord[] {
   let quoted = false;
   let i = 0;
   const endRecord = () => {
-    fields.push(field);
+    fields.push(csvText(field));
     if (!(fields.length === 1 && fields[0] === '')) records.push({ line: start, fields });
     fields = [];
     field = '';
@@ -33,7 +37,7 @@ export function parseCsv(text: string): CsvRecord[] {
       continue;
     }
     if (c === '"' && field === '') { quoted = true; i += 1; continue; }
-    if (c === delimiter) { fields.push(field); field = ''; i += 1; continue; }
+    if (c === delimiter) { fields.push(csvText(field)); field = ''; i += 1; continue; }
     if (c === '\r' && body[i + 1] === '\n') { i += 1; continue; }
     if (c === '\n') { endRecord(); line += 1; start = line; i += 1; continue; }
     field += c;
@@ -44,5 +48,5 @@ export function parseCsv(text: string): CsvRecord[] {
   return records;
 }
 
-/** A field as CSV writes it: quoted when it holds a delimiter, quote or line break. */
-export const csvField = (value: string): string => (/[",;\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
+/** A field of the import template, encoded as every CSV the service writes. */
+export const csvField = (value: string): string => csvCell(value);
