@@ -3,7 +3,8 @@
 // connection whose `gridgate.audit` names that author (and '' for a write outside an operation), and the table's
 // audit trigger (migrations 045 and 061) logs the rows the write changes in the write's own transaction: a
 // change that rolls back leaves no log row, and no route logs by hand. Writes outside an operation (devices,
-// workers) are not logged.
+// workers) are not logged, nor is housekeeping (`Db.maintenance`), and a row of another environment than the
+// author's is never logged under the author (the trigger compares them: migration 062).
 
 import { AsyncLocalStorage } from 'node:async_hooks';
 
@@ -27,10 +28,3 @@ export function withoutAuthor<T>(fn: () => T): T {
 
 /** The `gridgate.audit` value of the write being made now, or null outside an operation. */
 export const authorSetting = (): string | null => current.getStore() ?? null;
-
-// statements that change no rows (a SELECT ... FOR UPDATE only locks them); anything else (INSERT, UPDATE,
-// DELETE, WITH ..., CALL) may. A SELECT of a function that writes would escape the log: the stores have none.
-const READ_ONLY = /^\s*(SELECT|SHOW|EXPLAIN|VALUES|TABLE)\b/i;
-
-/** Whether `sql` may change rows (and so must run with its author set). */
-export const mayWrite = (sql: string): boolean => !READ_ONLY.test(sql);

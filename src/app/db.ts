@@ -6,7 +6,7 @@ import { embeddedPostgres } from './embedded-postgres.ts';
 import { NotFoundError } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { OutageLog } from './outage-log.ts';
-import { authorSetting, mayWrite } from './author.ts';
+import { authorSetting, withoutAuthor } from './author.ts';
 
 // bigint columns (ids, counts) come back as JS numbers: ours stay far below 2^53
 pg.types.setTypeParser(20, (v: string) => Number(v));
@@ -71,6 +71,12 @@ export interface Db extends TxQueryable {
   readonly deferred: Queryable;
   /** Resolves once everything committed before the call, on either pool, is flushed to disk (one shared flush for callers that wait together). */
   flushed(): Promise<void>;
+  /**
+   * Runs `fn` on a connection of its own (one for the process; each statement commits alone) that never names an author: the
+   * partition maker's moves and retention's deletes are the service's housekeeping, never any account's change, and
+   * are not logged in the audit trail whichever operation or job started them.
+   */
+  maintenance<T>(fn: (client: Queryable) => Promise<T>): Promise<T>;
 }
 
 const FLUSH_BARRIER = namedStatement('wal-flush-barrier', 'UPDATE wal_flush_barrier SET at = now() WHERE id = 1');
@@ -129,67 +135,80 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
 
 const queryOn = (pool: pg.Pool): Queryable['query'] => (sql, params) => pool.query(sql as never, params as unknown[]) as never;
 
-/** Transactions on `pool`; `begin` gives the statement that opens one (the audit trail names its author there). */
-const txOn = (pool: pg.Pool, begin: (client: pg.PoolClient) => string = () => 'BEGIN'): TxQueryable['tx'] => async (fn) => {
+/**
+ * Runs `fn` on a connection of `pool`. The pool listens for errors only on idle connections: one that breaks while
+ * checked out (PostgreSQL stopped between two statements) would emit 'error' with no listener and end the process;
+ * with this listener its next statement fails instead. A connection whose work failed is closed, not pooled again,
+ * unless `reusable()` says it is sound (a transaction rolled back).
+ */
+async function onConnection<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>, reusable = () => false): Promise<T> {
   const client = await pool.connect();
-  // the pool listens for errors only on idle connections: one that breaks between two statements of this
-  // transaction would emit 'error' with no listener and end the process; its next statement fails instead
   const ignore = () => undefined;
   client.on('error', ignore);
   try {
-    await client.query(begin(client));
-    const result = await fn(client as unknown as Queryable);
-    await client.query('COMMIT');
+    const result = await fn(client);
     client.removeListener('error', ignore);
     client.release();
     return result;
   } catch (err) {
-    // a connection that cannot even roll back (the server went away mid-transaction) is closed, not pooled again
-    const broken = await client.query('ROLLBACK').then(() => false, () => true);
     client.removeListener('error', ignore);
-    client.release(broken);
+    client.release(reusable() ? undefined : err as Error);
     throw err;
   }
-  };
+}
 
-function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool, readPool: pg.Pool | null): Db {
-  const read: TxQueryable = readPool ? { query: queryOn(readPool), tx: txOn(readPool) } : { query: queryOn(pool), tx: txOn(pool) };
-  const plainQuery = queryOn(pool);
-  // The audit trail's author ('' for none) each pooled connection's session names (src/app/author.ts): a write
-  // runs only on a connection naming its own author, set (a round trip) when it differs. An API operation's writes
-  // mostly find theirs already set; the first write without one after them sets it back to ''. Reads need none.
+/** Transactions on `pool`; `begin` gives the statement that opens one (the audit trail names its author there). */
+const txOn = (pool: pg.Pool, begin: (client: pg.PoolClient) => string = () => 'BEGIN'): TxQueryable['tx'] => (fn) => {
+  // a connection that cannot even roll back (the server went away mid-transaction) is closed, not pooled again
+  let rolledBack = false;
+  return onConnection(pool, async (client) => {
+    try {
+      await client.query(begin(client));
+      const result = await fn(client as unknown as Queryable);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      rolledBack = await client.query('ROLLBACK').then(() => true, () => false);
+      throw err;
+    }
+  }, () => rolledBack);
+};
+
+function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool, readPool: pg.Pool | null, maintenancePool: pg.Pool): Db {
+  // The audit trail's author ('' for none) each pooled connection's session names (src/app/author.ts). Every
+  // statement runs on a connection naming the author of the moment, set (a round trip) when it differs: which
+  // statements write is not guessed from their text (a SELECT of a function may write, as the partition maker
+  // does), so a connection never lends the last operation's author to a statement of another.
   const sessionAuthor = new WeakMap<pg.PoolClient, string>();
   const authorText = (client: pg.PoolClient, author: string) => `set_config('gridgate.audit', ${client.escapeLiteral(author)}, `;
+  const query: Queryable['query'] = (sql, params) => {
+    const author = authorSetting() ?? '';
+    return onConnection(pool, async (client) => {
+      if ((sessionAuthor.get(client) ?? '') !== author) {
+        await client.query(`SELECT ${authorText(client, author)}false)`);
+        sessionAuthor.set(client, author);
+      }
+      return await client.query(sql as never, params as unknown[]) as never;
+    });
+  };
+  // the author in the same round trip as BEGIN, for this transaction only (a rollback would undo a session-level one)
+  const tx = txOn(pool, (client) => {
+    const author = authorSetting() ?? '';
+    return (sessionAuthor.get(client) ?? '') === author ? 'BEGIN' : `BEGIN; SELECT ${authorText(client, author)}true)`;
+  });
+  // a replica's connections write nothing and never name an author
+  const read: TxQueryable = readPool ? { query: queryOn(readPool), tx: txOn(readPool) } : { query, tx };
   const db: Db = {
     embedded,
-    async query(sql, params) {
-      if (!mayWrite(typeof sql === 'string' ? sql : sql.text)) return plainQuery(sql, params);
-      const author = authorSetting() ?? '';
-      const client = await pool.connect();
-      try {
-        if ((sessionAuthor.get(client) ?? '') !== author) {
-          await client.query(`SELECT ${authorText(client, author)}false)`);
-          sessionAuthor.set(client, author);
-        }
-        const result = await client.query(sql as never, params as unknown[]);
-        client.release();
-        return result as never;
-      } catch (err) {
-        // as pool.query does: a connection whose statement failed is not pooled again
-        client.release(err as Error);
-        throw err;
-      }
-    },
+    query,
+    tx,
     deferred: { query: queryOn(deferredPool) },
     flushed: flushBarrier(() => pool.query({ name: FLUSH_BARRIER.name, text: FLUSH_BARRIER.text })),
-    // the author in the same round trip as BEGIN, for this transaction only (a rollback would undo a session-level one)
-    tx: txOn(pool, (client) => {
-      const author = authorSetting() ?? '';
-      return (sessionAuthor.get(client) ?? '') === author ? 'BEGIN' : `BEGIN; SELECT ${authorText(client, author)}true)`;
-    }),
     read,
+    // its connection never names an author: nothing it does is logged, whatever operation started it
+    maintenance: (fn) => withoutAuthor(() => onConnection(maintenancePool, (client) => fn(client as unknown as Queryable))),
     async close() {
-      await Promise.all([pool.end(), deferredPool.end(), readPool?.end()]);
+      await Promise.all([pool.end(), deferredPool.end(), readPool?.end(), maintenancePool.end()]);
       await onClose();
     },
   };
@@ -208,6 +227,7 @@ function postgresDb(url: string, opts: PoolOptions, embedded: boolean, onClose: 
   const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, options: '-c jit=off', ...idle });
   const deferred = new pg.Pool({ connectionString: url, max: DEFERRED_POOL_SIZE, options: '-c synchronous_commit=off -c jit=off', ...idle });
   const read = opts.readUrl ? new pg.Pool({ connectionString: opts.readUrl, max: opts.poolSize ?? 10, options: '-c jit=off', ...idle }) : null;
+  const maintenance = new pg.Pool({ connectionString: url, max: 1, options: '-c jit=off', application_name: 'gridgate-maintenance', ...idle });
   // an outage breaks every idle connection at once: one line when they start failing, one when a new one connects
   const watch = (pools: pg.Pool[], down: string, up: string) => {
     const outage = opts.log ? new OutageLog(opts.log, down, up) : null;
@@ -216,9 +236,9 @@ function postgresDb(url: string, opts: PoolOptions, embedded: boolean, onClose: 
       p.on('connect', () => outage?.up());
     }
   };
-  watch([pool, deferred], 'idle database connections failed: PostgreSQL is unavailable', 'database connections succeed again');
+  watch([pool, deferred, maintenance], 'idle database connections failed: PostgreSQL is unavailable', 'database connections succeed again');
   if (read) watch([read], 'idle read replica connections failed: DATABASE_READ_URL is unavailable', 'read replica connections succeed again');
-  return wrapPool(pool, embedded, onClose, deferred, read);
+  return wrapPool(pool, embedded, onClose, deferred, read, maintenance);
 }
 
 /**

@@ -76,12 +76,15 @@ export function startRetention(ctx: AppContext, intervalMs = RETENTION_DEFAULTS.
     const token = String(process.pid) + Math.random();
     // per deployment (its queue name), as the connectivity check's: deployments sharing a Redis do not wait for each other
     if (await ctx.redis.set(`${LOCK_KEY}:${ctx.config.queueName}`, token, 'PX', intervalMs, 'NX') !== 'OK') return false;
-    const made = await ensurePartitions(ctx.db);
-    if (made.length > 0) ctx.log.info({ made }, 'partitions made');
-    const dropped = await dropExpiredPartitions(ctx.db);
-    if (dropped.length > 0) ctx.log.info({ dropped }, 'expired partitions dropped');
-    const pruned = await pruneExpired(ctx.db);
-    if (pruned.measurements + pruned.reports > 0) ctx.log.info(pruned, 'pruned expired measurements');
+    // housekeeping, on a connection that names no author: rows it moves or deletes are nobody's change (Db.maintenance)
+    await ctx.db.maintenance(async (db) => {
+      const made = await ensurePartitions(db);
+      if (made.length > 0) ctx.log.info({ made }, 'partitions made');
+      const dropped = await dropExpiredPartitions(db);
+      if (dropped.length > 0) ctx.log.info({ dropped }, 'expired partitions dropped');
+      const pruned = await pruneExpired(db);
+      if (pruned.measurements + pruned.reports > 0) ctx.log.info(pruned, 'pruned expired measurements');
+    });
     return true;
   };
   // a run another process has (the lock) says nothing about the stores
