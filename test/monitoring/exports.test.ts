@@ -295,4 +295,32 @@ describe('exports: scope', () => {
     const hashId = await addExport(b, { type: 'chart', from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z', series: [{ pinHashId: pinB, quantityHashId: supplied }], title: 't' });
     expect(linesOf((await download((await available(b, hashId)).downloadUrl!)).body).slice(1).map((r) => [r[5], r[8]])).toEqual([[supplied, '12']]);
   });
+
+  it('a measurement filter\'s export holds the measurements measurement find gives for the filter\'s criteria, report types included', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const pg = await addPinGroup(c, 'station');
+    const pins = [await addPin(c, pg.hashId, 'a'), await addPin(c, pg.hashId, 'b')];
+    const q = await ownQuantity(c, 'Potential', 'V');
+    const { rows: types } = await api.ctx.db.query<{ id: number; hash_id: string }>(
+      `INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash)
+       SELECT md5(random()::text || n), e.id, to_jsonb(n), n, '{}', '', '' FROM environment e, unnest(ARRAY['Inspection', 'Survey']) n WHERE e.hash_id = $1 RETURNING id, hash_id`, [c.environmentHashId]);
+    const [inspection, survey] = types;
+    // three inspections (two of pin a, one of pin b) and one survey
+    await measure(pins[0].hashId, q, 1, 0, new Date(Date.now() - 3 * DAY), inspection.id);
+    await measure(pins[0].hashId, q, 2, 0, new Date(Date.now() - 2 * DAY), inspection.id);
+    await measure(pins[1].hashId, q, 3, 0, new Date(Date.now() - 2 * DAY), inspection.id);
+    await measure(pins[1].hashId, q, 4, 0, new Date(Date.now() - DAY), survey.id);
+    const filter = await c.request<{ hashId: string }>('POST', '/measurement-filter/', { name: 'inspections', description: '', period: 'lastMonth', reportTypeHashIds: [inspection.hash_id], quantityHashIds: [q], fieldKeys: [] });
+    expect(filter.status, JSON.stringify(filter.body)).toBe(200);
+    const exported = linesOf((await download((await available(c, await addExport(c, { type: 'measurementFilter', measurementFilterHashId: filter.body.hashId }))).downloadUrl!)).body).slice(1)
+      .map((r) => [r[3], r[0], r[8]]);
+
+    const since = new Date(Date.now() - 30 * DAY).toISOString();
+    const found = await c.request<{ rows: { report: { pinObservations: { measurement: { pinHashId: string; generatedAt: string; significand: number } }[] } | null }[] }>(
+      'GET', `/measurement/?reportTypeHashIds[0]=${inspection.hash_id}&quantityHashIds[0]=${q}&since=${since}&includePinsWithoutReports=false&rowsPerPage=100`);
+    expect(found.status, JSON.stringify(found.body)).toBe(200);
+    const byFind = found.body.rows.flatMap((r) => r.report!.pinObservations.map((o) => [o.measurement.pinHashId, o.measurement.generatedAt, String(o.measurement.significand)]));
+    expect(byFind).toHaveLength(3);
+    expect([...exported].sort()).toEqual([...byFind].sort());
+  });
 });

@@ -24,6 +24,14 @@ function measurementRows(environmentId: number, scope: MeasurementScope): RowsSt
   if (scope.from !== null) { params.push(scope.from); where.push(`m.generated_at >= $${params.length}::timestamptz`); }
   if (scope.to !== null) { params.push(scope.to); where.push(`m.generated_at < $${params.length}::timestamptz`); }
   if (scope.quantityIds) { params.push(scope.quantityIds); where.push(`m.quantity_id = ANY($${params.length}::bigint[])`); }
+  if (scope.reportTypeIds) {
+    // the environment's reports of those types (by its pin groups, as measurement find reads them) as one set the
+    // measurements are matched against, not a report looked up per measurement: that per-row lookup is what keeps
+    // the report out of the columns (below)
+    params.push(scope.reportTypeIds);
+    where.push(`m.report_id IN (SELECT r.id FROM condition_report r JOIN pin_group rg ON rg.id = r.pin_group_id
+                                 WHERE rg.environment_id = $1 AND r.report_type_id = ANY($${params.length}::bigint[]))`);
+  }
   if (scope.series) {
     params.push(scope.series.map((s) => s[0]), scope.series.map((s) => s[1]));
     where.push(`(m.pin_id, m.quantity_id) IN (SELECT * FROM unnest($${params.length - 1}::bigint[], $${params.length}::bigint[]))`);

@@ -8,7 +8,7 @@ import { compileQuery } from '../analytics/compile.ts';
 import type { AnalyticsQuery } from '../analytics/query.ts';
 import { resolveSeries } from '../charts/series.ts';
 
-/** The measurements of pins of the environment generated in [from, to), narrowed by pin group, pin, quantity or series. */
+/** The measurements of pins of the environment generated in [from, to), narrowed by pin group, pin, quantity, series or report type. */
 export interface MeasurementScope {
   kind: 'measurements';
   from: string | null;
@@ -18,6 +18,8 @@ export interface MeasurementScope {
   quantityIds?: number[];
   /** pin and quantity pairs (a chart's series) */
   series?: [number, number][];
+  /** the types of the reports the measurements are in (a measurement filter's) */
+  reportTypeIds?: number[];
 }
 /** The static data: every pin with its pin group (a grid's members only, when given). */
 export interface StaticScope { kind: 'static'; pinGroupIds?: number[]; pinIds?: number[] }
@@ -69,9 +71,9 @@ export async function resolveContent(db: Queryable, environmentId: number, conte
       return { content: shown, scope: { kind: 'measurements', from, to, series } };
     }
     case 'measurementFilter': {
-      const { rows } = await db.query<{ name: string; description: string; period: unknown; pin_group_ids: number[]; quantity_ids: number[]; grid_hash_id: string | null }>(
-        `SELECT f.name, f.description, f.period, f.pin_group_ids, f.quantity_ids, g.hash_id AS grid_hash_id
-           FROM measurement_filter f LEFT JOIN grid g ON g.id = f.grid_id
+      const { rows } = await db.query<{ name: string; description: string; period: unknown; pin_group_ids: number[]; quantity_ids: number[]; report_type_ids: number[]; grid_hash_id: string | null }>(
+        `SELECT f.name, f.description, f.period, f.pin_group_ids, f.quantity_ids, f.report_type_ids, g.hash_id AS grid_hash_id
+           FROM measurement_filter f LEFT JOIN grid g ON g.id = f.grid_id AND g.environment_id = f.environment_id
           WHERE f.environment_id = $1 AND f.hash_id = $2 AND f.deleted_at IS NULL`, [environmentId, content.measurementFilterHashId]);
       if (rows.length === 0) throw new ParameterError(`content.measurementFilterHashId ${content.measurementFilterHashId} is not a measurement filter of this environment`);
       const f = rows[0];
@@ -89,6 +91,8 @@ export async function resolveContent(db: Queryable, environmentId: number, conte
       const scope: MeasurementScope = { kind: 'measurements', from, to };
       if (f.pin_group_ids.length > 0) scope.pinGroupIds = f.pin_group_ids.map(Number);
       if (f.quantity_ids.length > 0) scope.quantityIds = f.quantity_ids.map(Number);
+      // every criterion measurement find takes from the filter: an export of it holds the rows find shows
+      if (f.report_type_ids.length > 0) scope.reportTypeIds = f.report_type_ids.map(Number);
       if (grid) Object.assign(scope, { pinGroupIds: [...(scope.pinGroupIds ?? []), ...grid.pinGroupIds], pinIds: grid.pinIds });
       const shown = { type: 'measurementFilter', name: f.name, description: f.description, ...(from ? { from } : {}), ...(to ? { to } : {}) };
       return { content: shown, scope };
