@@ -2,7 +2,9 @@
 // of the assertion, whether or not such an account exists: the answer must not tell). A login
 // takes one failure from both counters before its secret is checked, so parallel guesses cannot
 // slip past the limit, and gives them back when it succeeds. Each counter lives for
-// LOGIN_FAILURE_WINDOW_SECONDS from its first failure.
+// LOGIN_FAILURE_WINDOW_SECONDS from its first failure. The two-factor routes that check the secret
+// or a code (get-keyuri, enable, disable) are attempts of the same kind on the same counters
+// (src/accounts/two-factor/routes.ts): guesses there and at machine-login share one budget.
 
 import type { AppContext } from '../app/context.ts';
 import { RateLimitError } from '../app/errors.ts';
@@ -33,10 +35,10 @@ export async function beginLogin(ctx: Ctx, address: string, accountHashId: strin
   };
   const [[addressCount, addressTtl], [accountCount, accountTtl]] = await Promise.all([take(keys.address), take(keys.account)]);
   if (addressCount > ctx.config.loginFailuresPerAddress) {
-    throw new RateLimitError(`Too many failed logins from this address; try again in ${Math.max(addressTtl, 1)} s`, Math.max(addressTtl, 1));
+    throw new RateLimitError(`Too many failed logins and two-factor checks from this address; try again in ${Math.max(addressTtl, 1)} s`, Math.max(addressTtl, 1));
   }
   if (accountCount > ctx.config.loginFailuresPerAccount) {
-    throw new RateLimitError(`Too many failed logins for this account; try again in ${Math.max(accountTtl, 1)} s`, Math.max(accountTtl, 1));
+    throw new RateLimitError(`Too many failed logins and two-factor checks for this account; try again in ${Math.max(accountTtl, 1)} s`, Math.max(accountTtl, 1));
   }
   return {
     async succeeded() {

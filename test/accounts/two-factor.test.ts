@@ -53,8 +53,8 @@ async function login(assertion: string, remoteAddress = '127.0.0.1') {
   return { status: r.statusCode, body: r.json() as { jwt: string; user: { twoFactorAuthenticationEnabled: boolean }; key?: string; message?: string } };
 }
 
-async function call<T = Record<string, unknown>>(token: string, url: string, payload?: object) {
-  const r = await api.app.inject({ method: payload ? 'POST' : 'GET', url, headers: headers(token), ...(payload ? { payload } : {}) });
+async function call<T = Record<string, unknown>>(token: string, url: string, payload?: object, remoteAddress = '127.0.0.1') {
+  const r = await api.app.inject({ method: payload ? 'POST' : 'GET', url, headers: headers(token), ...(payload ? { payload } : {}), remoteAddress });
   return { status: r.statusCode, body: (r.body ? r.json() : null) as T };
 }
 
@@ -207,3 +207,68 @@ describe('two-factor authentication', () => {
     expect(r.statusCode).toBe(401);
   });
 });
+
+/** A six-digit code that is none of the key's codes for the steps around `now` (a guess that is wrong whenever it is checked). */
+function wrongCode(key: Buffer, now: number): string {
+  const good = new Set([-60, -30, 0, 30, 60].map((d) => totp(key, now + d)));
+  for (let n = 0; ; n++) {
+    const code = String(n).padStart(6, '0');
+    if (!good.has(code)) return code;
+  }
+}
+
+describe('guessing at the two-factor routes', () => {
+  // each guess from its own address: what is shown is the per-account limit, which no spread of addresses gets round
+  const from = (i: number) => `10.38.${Math.floor(i / 200)}.${i % 200}`;
+
+  it('disable: wrong codes with the right secret are limited like failed logins (429 rate_limit_error), and the right code is refused while limited', async () => {
+    const s = await session();
+    const { key, token } = await enable(s);
+    const now = await steadyNow();
+    const wrong = wrongCode(key, now);
+    const limit = api.ctx.config.loginFailuresPerAccount;
+    const statuses: number[] = [];
+    for (let i = 0; i < limit; i++) statuses.push((await call(token, '/two-factor-authentication/disable', { password: `${s.secret}:${wrong}` }, from(i))).status);
+    expect(new Set(statuses)).toEqual(new Set([400]));
+    const over = await call(token, '/two-factor-authentication/disable', { password: `${s.secret}:${wrong}` }, from(limit));
+    expect([over.status, over.body.key]).toEqual([429, 'rate_limit_error']);
+    // enable used the current step's code; the next one is good and unused, and still refused
+    const right = await call(token, '/two-factor-authentication/disable', { password: `${s.secret}:${totp(key, now + 30)}` }, from(limit + 1));
+    expect([right.status, right.body.key]).toEqual([429, 'rate_limit_error']);
+    expect((await call<{ user: { twoFactorAuthenticationEnabled: boolean } }>(token, '/settings/')).body.user.twoFactorAuthenticationEnabled).toBe(true);
+    // one budget with machine-login: the guesses made here leave none for logins of the account either
+    expect((await login(`${s.assertion}:${totp(key, now + 30)}`, from(limit + 2))).status).toBe(429);
+  });
+
+  it('disable: a wrong secret counts too', async () => {
+    const s = await session();
+    const { key, token } = await enable(s);
+    const limit = api.ctx.config.loginFailuresPerAccount;
+    for (let i = 0; i < limit; i++) expect((await call(token, '/two-factor-authentication/disable', { password: `wrong${i}:${totp(key, Date.now() / 1000)}` }, from(i))).status).toBe(400);
+    const r = await call(token, '/two-factor-authentication/disable', { password: `wrong:${totp(key, Date.now() / 1000)}` }, from(limit));
+    expect([r.status, r.body.key]).toEqual([429, 'rate_limit_error']);
+  });
+
+  it('get-keyuri (wrong secrets) and enable (wrong codes) draw on the same limit; then the right code cannot enable', async () => {
+    const s = await session('connectivity');
+    const limit = api.ctx.config.loginFailuresPerAccount;
+    const half = Math.floor(limit / 2);
+    for (let i = 0; i < half; i++) expect((await call(s.token, '/two-factor-authentication/get-keyuri', { password: `not-the-secret-${i}` }, from(i))).status).toBe(400);
+    const k = await call<{ secret: string }>(s.token, '/two-factor-authentication/get-keyuri', { password: s.secret }, from(half));
+    expect(k.status).toBe(200);
+    const key = base32Decode(k.body.secret);
+    const now = await steadyNow();
+    for (let i = half; i < limit; i++) expect((await call(s.token, '/two-factor-authentication/enable', { code: wrongCode(key, now) }, from(i + 1))).status).toBe(400);
+    const right = await call(s.token, '/two-factor-authentication/enable', { code: totp(key, now) }, from(limit + 1));
+    expect([right.status, right.body.key]).toEqual([429, 'rate_limit_error']);
+    expect((await call(s.token, '/two-factor-authentication/get-keyuri', { password: s.secret }, from(limit + 2))).status).toBe(429);
+    expect((await call<{ user: { twoFactorAuthenticationEnabled: boolean } }>(s.token, '/settings/')).body.user.twoFactorAuthenticationEnabled).toBe(false);
+  });
+
+  it('a right secret or code gives its failure back: an account that keeps getting it right is never limited', async () => {
+    const s = await session();
+    const limit = api.ctx.config.loginFailuresPerAccount;
+    for (let i = 0; i <= limit; i++) expect((await call(s.token, '/two-factor-authentication/get-keyuri', { password: s.secret }, from(i))).status).toBe(200);
+  });
+});
+

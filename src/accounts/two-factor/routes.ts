@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { AuthenticationError, ParameterError } from '../../app/errors.ts';
 import { signToken } from '../../http/auth.ts';
+import { beginLogin } from '../login-limits.ts';
 import { verifyAccountSecret, type Account } from '../store.ts';
 import { acceptCode, disableTwoFactor, enableTwoFactor, newPendingKey } from './store.ts';
 import { base32Encode, TOTP_DIGITS, TOTP_STEP_SECONDS } from './totp.ts';
@@ -12,6 +13,10 @@ import { base32Encode, TOTP_DIGITS, TOTP_STEP_SECONDS } from './totp.ts';
 // assertion (`<hashId>:<secret>`; the whole assertion is taken too). Where a code must come with a
 // credential the SDK's schema has no field for (machine-login's assertion, disable's password), it
 // follows it after a colon: `<hashId>:<secret>:<code>`, `<secret>:<code>`.
+//
+// Every route here that checks the secret or a code does so under the login limits
+// (src/accounts/login-limits.ts), drawing on the same per-account budget as machine-login: a token is
+// not a licence to guess the secret or the codes faster than a login could.
 
 const ISSUER = 'gridgate';
 
@@ -39,6 +44,18 @@ const keyuri = (account: Account, key: Buffer) => {
   return `otpauth://totp/${label}?secret=${base32Encode(key)}&issuer=${ISSUER}&algorithm=SHA1&digits=${TOTP_DIGITS}&period=${TOTP_STEP_SECONDS}`;
 };
 
+/**
+ * Runs a route's checks of the secret or a code as a login attempt: 429 rate_limit_error while the
+ * caller's address or account is over its limit (before anything is checked, so the right answer is
+ * refused too); a check that throws leaves its failure counted, one that passes gives it back.
+ */
+async function asLoginAttempt<T>(ctx: AppContext, request: FastifyRequest, run: () => Promise<T>): Promise<T> {
+  const attempt = await beginLogin(ctx, request.ip, request.account.hashId);
+  const result = await run();
+  await attempt.succeeded();
+  return result;
+}
+
 const Password = Type.Object({ password: Type.String({ minLength: 1, maxLength: 1024 }) });
 
 export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
@@ -49,7 +66,7 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
     config, schema: { tags: ['two-factor-authentication'], summary: 'getKeyuri', body: Password, description: 'A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already.' },
   }, async (request) => {
     const account = request.account;
-    await checkPassword(ctx, account, request.body.password);
+    await asLoginAttempt(ctx, request, () => checkPassword(ctx, account, request.body.password));
     const key = await newPendingKey(ctx, account);
     return key ? { keyuri: keyuri(account, key), secret: base32Encode(key) } : { keyuri: null, secret: null };
   });
@@ -58,7 +75,7 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
     config, schema: { tags: ['two-factor-authentication'], summary: 'enable', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }), description: 'The tokens issued before stop working; use the jwt answered.' },
   }, async (request) => {
     const account = request.account;
-    const enabledAt = await enableTwoFactor(ctx, account, request.body.code);
+    const enabledAt = await asLoginAttempt(ctx, request, () => enableTwoFactor(ctx, account, request.body.code));
     return { jwt: await signToken(ctx, { ...account, twoFactorEnabledAt: enabledAt }) };
   });
 
@@ -67,11 +84,13 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
   }, async (request, reply) => {
     const account = request.account;
     const { credential, code } = splitCode(request.body.password);
-    await checkPassword(ctx, account, credential);
-    if (account.twoFactorEnabledAt) {
-      if (code === null) throw new ParameterError('password: follow the secret with :<code>, the code the authenticator app shows');
-      if (!(await acceptCode(ctx, account, code))) throw new ParameterError('password: the code is wrong or was used already');
-    }
+    await asLoginAttempt(ctx, request, async () => {
+      await checkPassword(ctx, account, credential);
+      if (account.twoFactorEnabledAt) {
+        if (code === null) throw new ParameterError('password: follow the secret with :<code>, the code the authenticator app shows');
+        if (!(await acceptCode(ctx, account, code))) throw new ParameterError('password: the code is wrong or was used already');
+      }
+    });
     await disableTwoFactor(ctx, account);
     reply.status(204);
   });
