@@ -67,18 +67,24 @@ describe('audit trail and housekeeping', () => {
   });
 
   it('a row of another environment is not logged under an author, whichever write reaches it', async () => {
-    const x = await api.login('monitoring', ['READ', 'STATIC', 'AUDIT_TRAIL']);
-    const y = await api.login('monitoring', ['READ', 'STATIC', 'AUDIT_TRAIL']);
+    const x = await api.login('monitoring', ['READ', 'STATIC', 'AUDIT_TRAIL', 'ISSUES']);
+    const y = await api.login('monitoring', ['READ', 'STATIC', 'AUDIT_TRAIL', 'ISSUES']);
     const [xId, yId] = [await environmentId(x), await environmentId(y)];
+    // Y's issue: its comments have no environment of their own, their issue has
+    const yPinGroup = (await addPinGroup(y, 'Y place')).hashId;
+    const yIssue = ok(await y.request<{ hashId: string }>('POST', '/issue/', { pinGroupHashId: yPinGroup, pinHashIds: [], title: 'Y issue', level: 1, comment: '' })).hashId;
+    const yIssueId = (await api.ctx.db.query<{ id: number }>('SELECT id FROM issue WHERE hash_id = $1', [yIssue])).rows[0].id;
+    const yLogBefore = await logOf(y);
     const yLabel = newHashId();
     await api.ctx.db.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [yLabel, yId, 'Y-SECRET-LABEL', '#000000']);
     await asAuthor({ environmentId: xId, userHashId: 'x-account' }, async () => {
       await api.ctx.db.query('UPDATE label SET name = $2 WHERE hash_id = $1', [yLabel, 'Y-SECRET-RENAMED']);
       await api.ctx.db.tx((tx) => tx.query('DELETE FROM label WHERE hash_id = $1', [yLabel]));
       await api.ctx.db.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), yId, 'Y-SECRET-NEW', '#000000']);
+      await api.ctx.db.query('INSERT INTO issue_comment (hash_id, issue_id, comment) VALUES ($1, $2, $3)', [newHashId(), yIssueId, 'Y-SECRET-COMMENT']);
     });
     expect(await logOf(x)).toEqual([]);
-    expect(await logOf(y)).toEqual([]);
+    expect(await logOf(y)).toEqual(yLogBefore);
   });
 
   it('housekeeping on its own connection logs nothing, even when an operation starts it', async () => {

@@ -9,10 +9,12 @@ ALTER FUNCTION gridgate_week_partition(regclass, timestamptz) SET gridgate.audit
 
 -- 2. audit_function_source (061) with two changes; audit_attach_all() replaces each table's function whose source
 --    differs, so every table gets them at the next migration run.
---    - A row of a table with an environment (its environment_id; the environment table's own id) is logged only when
---      that environment is the author's: a write of one environment's operation that reaches another's row (a
---      customer claiming a supplier's device) does not copy that row into the customer's log, and no author lent by
---      mistake can put one tenant's rows in another's log.
+--    - A row is logged only when its environment is the author's: its environment_id; the environment table's own id;
+--      for a table without one (an issue's comments and events, a grid's members), the environment of the row its
+--      first foreign key names whose table has one. A write of one environment's operation that reaches another's
+--      row (a customer claiming a supplier's device, a threshold check that writes the issues of every environment
+--      waiting in memory) does not copy that row into the operation's log, and no author lent by mistake can put
+--      one tenant's rows in another's log.
 --    - A bytea value (a firmware image, a sealed key) is logged as {"bytes", "sha256"}, and so is any other value
 --      stored larger than 4 KiB (a photo or a logo as a data: URL, a settings object holding one): a log row stays
 --      small whatever the object holds, and still tells whether the value changed and what it became.
@@ -63,6 +65,15 @@ BEGIN
     END;
   END LOOP;
   IF own_environment IS NULL AND (SELECT relname FROM pg_class WHERE oid = t) = 'environment' THEN own_environment := '%1$s.id'; END IF;
+  IF own_environment IS NULL THEN
+    SELECT format('(SELECT p.environment_id FROM %s p WHERE p.%I = %%1$s.%I)', f.confrelid::regclass, r.attname, a.attname) INTO own_environment
+      FROM pg_constraint f
+      JOIN pg_attribute a ON a.attrelid = f.conrelid AND a.attnum = f.conkey[1]
+      JOIN pg_attribute r ON r.attrelid = f.confrelid AND r.attnum = f.confkey[1]
+     WHERE f.conrelid = t AND f.contype = 'f' AND cardinality(f.conkey) = 1
+       AND EXISTS (SELECT 1 FROM pg_attribute e WHERE e.attrelid = f.confrelid AND e.attname = 'environment_id' AND NOT e.attisdropped)
+     ORDER BY a.attnotnull DESC, a.attnum LIMIT 1;
+  END IF;
   RETURN format($f$
 BEGIN
   IF TG_OP = 'UPDATE' THEN
