@@ -65,6 +65,29 @@ describe('edges', () => {
     expect((await other.request('POST', '/graph/', [{ type: 'edge', hashId: mine, geometry: line }])).status).toBe(404);
     expect(await findAll(other, '/graph/edge')).toEqual([]);
   });
+
+  it('an edge holds at most 10000 points, all its lines together, on add and update; a coordinate is a finite number in range', async () => {
+    const c = await api.login('monitoring', ['READ', 'STATIC']);
+    // lines of `n` points along a parallel, a few metres apart
+    const lineOf = (n: number, lat = 52) => Array.from({ length: n }, (_, i) => [4 + i * 1e-4, lat]);
+    const multi = (parts: number, n: number) => ({ type: 'MultiLineString', coordinates: Array.from({ length: parts }, (_, j) => lineOf(n, 52 + j * 0.01)) });
+    const full = await c.request<{ hashId: string; edge: Edge }>('POST', '/graph/edge', { geometry: multi(2, 5000), fields: { id: 'long pipe' } });
+    expect(full.status, JSON.stringify(full.body)).toBe(200);
+    expect((await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: lineOf(10_000) }, fields: { id: 'one line' } })).status).toBe(200);
+    // five lines of 2001 points: each within a line's limit, 10005 together
+    expectParameterError(await c.request('POST', '/graph/edge', { geometry: multi(5, 2001), fields: { id: 'x' } }), 'geometry.coordinates', '10000', '10005');
+    expectParameterError(await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: lineOf(10_001) }, fields: { id: 'x' } }), 'geometry');
+    expectParameterError(await c.request('POST', `/graph/edge/${full.body.hashId}`, { geometry: multi(3, 4000) }), 'geometry.coordinates', '10000', '12000');
+    expect((await c.request<{ edge: Edge }>('GET', `/graph/edge/${full.body.hashId}`)).body.edge.geometry).toEqual(multi(2, 5000));
+    // JSON's 1e999 is Infinity once parsed; NaN cannot be written in JSON at all
+    for (const coordinates of ['[[1e999, 52], [4, 52]]', '[[4, 91], [4, 52]]', '[[-181, 52], [4, 52]]']) {
+      const r = await api.app.inject({
+        method: 'POST', url: '/graph/edge', headers: { 'api-version': '5', 'environment-hash-id': c.environmentHashId, authorization: `Bearer ${c.token}`, 'content-type': 'application/json' },
+        payload: `{"geometry": {"type": "LineString", "coordinates": ${coordinates}}, "fields": {"id": "x"}}`,
+      });
+      expectParameterError({ status: r.statusCode, body: r.json() }, 'geometry');
+    }
+  });
 });
 
 describe('nodes', () => {

@@ -9,6 +9,7 @@ import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from '../pin-groups
 import { PIN_SELECT, toPin } from '../pins/view.ts';
 import { thresholdsShown } from '../thresholds/store.ts';
 import { insertNode, nodeOf } from '../nodes/store.ts';
+import { checkEdgeGeometry } from '../graph-schemas.ts';
 import { EDGE_SELECT, toEdge } from './view.ts';
 
 type Geometry = { type: 'LineString'; coordinates: [number, number][] } | { type: 'MultiLineString'; coordinates: [number, number][][] };
@@ -56,6 +57,7 @@ async function networksLock(client: Queryable, environmentId: number): Promise<v
  * when that one exists. An edge between nodes of two networks joins them into the first end's network.
  */
 export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
+  checkEdgeGeometry(input.geometry);
   const configs = fieldConfigurationsOf(env).edges;
   const fields = applyFieldsUpdate(configs, {}, input.fields, OWNER);
   const mapLayer = input.mapLayer ?? mapLayerKeys(env)[0];
@@ -98,6 +100,7 @@ export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
  */
 export async function updateEdge(db: Db, env: EnvironmentRecord, hashId: string, update: EdgeUpdate) {
   if (update.mapLayer !== undefined) checkMapLayer(env, update.mapLayer);
+  if (update.geometry) checkEdgeGeometry(update.geometry);
   await db.tx(async (client) => {
     const { rows } = await client.query<{ id: number; fields: Fields; name: string; geometry: Geometry }>(
       'SELECT id, fields, name, geometry FROM edge WHERE environment_id = $1 AND hash_id = $2 FOR UPDATE', [env.id, hashId]);
