@@ -14,11 +14,25 @@ export interface Author {
   userHashId: string;
 }
 
-const current = new AsyncLocalStorage<string>();
+// The author of an operation while it runs: anything it started that outlives it (a timer, a batch flushed later with
+// other callers' work) inherits this store but finds it closed, and writes as nobody.
+interface Operation { readonly setting: string; open: boolean }
+const current = new AsyncLocalStorage<Operation>();
 
-/** Runs `fn` with `author` as the author of every write it makes. */
+/** Runs `fn` with `author` as the author of every write it makes until `fn` (or the promise it returns) settles. */
 export function asAuthor<T>(author: Author, fn: () => T): T {
-  return current.run(JSON.stringify({ e: author.environmentId, u: author.userHashId }), fn);
+  const operation: Operation = { setting: JSON.stringify({ e: author.environmentId, u: author.userHashId }), open: true };
+  const close = () => { operation.open = false; };
+  let result: T;
+  try {
+    result = current.run(operation, fn);
+  } catch (err) {
+    close();
+    throw err;
+  }
+  if (result instanceof Promise) result.then(close, close);
+  else close();
+  return result;
 }
 
 /** Runs `fn` with no author (a write the API causes but does not make, such as a background job it starts). */
@@ -27,4 +41,7 @@ export function withoutAuthor<T>(fn: () => T): T {
 }
 
 /** The `gridgate.audit` value of the write being made now, or null outside an operation. */
-export const authorSetting = (): string | null => current.getStore() ?? null;
+export const authorSetting = (): string | null => {
+  const operation = current.getStore();
+  return operation?.open ? operation.setting : null;
+};

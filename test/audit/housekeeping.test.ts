@@ -116,3 +116,21 @@ describe('audit trail and housekeeping', () => {
     expect(updated.log.diff?.old?.photo ?? null).toBeNull();
   });
 });
+
+describe('an operation\'s author', () => {
+  it('ends with the operation: what it started and runs later (a timer, a batch flushed after it) writes as nobody', async () => {
+    const x = await api.login('monitoring', ['READ', 'STATIC', 'AUDIT_TRAIL']);
+    const xId = await environmentId(x);
+    const insert = (name: string) => api.ctx.db.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), xId, name, '#000000']);
+    let later: Promise<unknown> = Promise.resolve();
+    let armed!: () => void;
+    const go = new Promise<void>((resolve) => { armed = resolve; });
+    await asAuthor({ environmentId: xId, userHashId: 'x-account' }, async () => {
+      await insert('during the operation');
+      later = go.then(() => insert('after the operation'));
+    });
+    armed();
+    await later;
+    expect((await logOf(x)).map((r) => r.log.diff?.new?.name)).toEqual(['during the operation']);
+  });
+});
