@@ -61,7 +61,8 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log.child({ role: 'api' }) as unknown as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
-    routerOptions: { querystringParser: parseQuery },
+    // `/quantity` finds the SDK's `/quantity/` (and the other way round): no route differs only by its last slash
+    routerOptions: { querystringParser: parseQuery, ignoreTrailingSlash: true },
     bodyLimit: 16 * 1024 * 1024,
     ...validationOptions(),
     // the router's own refusals (an undecodable path, a path parameter over 100 characters) get keyed bodies too
@@ -72,8 +73,17 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
   });
   app.decorateRequest('account', null as unknown as Account);
   app.decorateRequest('apiVersion', 0);
-  // `Accept: text/json` and `Content-Type: text/json` work like application/json
-  app.addContentTypeParser(['text/json'], { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  // `Accept: text/json` and `Content-Type: text/json` work like application/json; an empty body with a JSON
+  // Content-Type (a DELETE or GET sent with the headers every other call carries) is no body, not an error
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser(['application/json', 'text/json'], { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') {
+      done(null, undefined);
+      return;
+    }
+    json(request, body, done);
+  });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => {
     reply.status(404).send({ key: 'not_found_error', message: `No operation ${request.method} ${request.url.split('?')[0]}` });

@@ -33,6 +33,11 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
     reply.status(400).send({ key: 'parameter_error', message: describeValidation(err) });
     return;
   }
+  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    const sent = request.headers['content-type'];
+    reply.status(400).send({ key: 'parameter_error', message: `the body must be JSON: send the header Content-Type: application/json (${sent ? `not ${sent}` : 'none was sent'})` });
+    return;
+  }
   if (err.statusCode === 413) {
     reply.status(413).send({ key: 'parameter_error', message: 'request body is too large' });
     return;
