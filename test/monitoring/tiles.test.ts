@@ -31,7 +31,7 @@ async function tile(c: ApiClient, z: number, x: number, y: number, query = '', e
     method: 'GET', url: `/graph/tiles/${z}/${x}/${y}${query}`,
     headers: { 'api-version': '8', 'environment-hash-id': environmentHashId, authorization: `Bearer ${c.token}` },
   });
-  return { status: r.statusCode, type: r.headers['content-type'], raw: r.rawPayload, json: () => r.json() as unknown };
+  return { status: r.statusCode, type: r.headers['content-type'], retryAfter: r.headers['retry-after'], raw: r.rawPayload, json: () => r.json() as unknown };
 }
 
 async function decoded(c: ApiClient, z: number, x: number, y: number, query = '') {
@@ -214,6 +214,68 @@ describe('map tiles', () => {
     expectParameterError(await body(2, 'a', 0), 'x');
     expectParameterError(await body(2, 0, 0, `?${Array.from({ length: 31 }, (_, i) => `mapLayers=l${i}`).join('&')}`), 'mapLayers');
     expect((await tile(c, 0, 0, 0)).status).toBe(200);
+  });
+});
+
+describe('what one tile may cost', () => {
+  /** `n` points zigzagging over the square of `size` degrees at [lon, lat]: a line as dense as an edge may be */
+  const zigzag = (lon: number, lat: number, size: number, n: number, seed = 0) => Array.from({ length: n }, (_, i) => [
+    Number((lon + ((i * 37 + seed) % 100) * (size / 100)).toFixed(6)), Number((lat + Math.floor(i / 100) * (size / (n / 100))).toFixed(6)),
+  ]);
+
+  it('reads at most 100000 points of edges: past that, the edges with the worst open issue first, then the oldest', async () => {
+    const c = await api.login('monitoring', RIGHTS);
+    const added: string[] = [];
+    for (let i = 0; i < 11; i++) {
+      const r = await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: zigzag(4.88, 52.36, 0.02, 10_000, i) }, fields: { id: `pipe ${i}` } });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      added.push(r.body.hashId);
+    }
+    // an open issue on a pin of the newest edge
+    const pg = await addPinGroup(c, 'on the newest', { geometry: { type: 'Point', coordinates: [4.89, 52.37] } });
+    expect((await c.request('POST', `/graph/pin-group/${pg.hashId}/pin`, { fields: { id: 'p' }, edgeHashId: added[10] })).status).toBe(200);
+    expect((await c.request('POST', '/issue/', { pinGroupHashId: pg.hashId, title: 'Leak', level: 2, comment: '' })).status).toBe(200);
+    const { z, x, y } = locate(4.89, 52.37, 12);
+    const drawn = features(await decoded(c, z, x, y), 'edges').map((f) => f.properties.hashId);
+    // 11 edges of 10000 points: ten fit
+    expect(drawn.sort()).toEqual([added[10], ...added.slice(0, 9)].sort());
+  });
+
+  it("queues one environment's cold tiles behind two at a time, refuses the excess with 429 and Retry-After, and answers another environment meanwhile", async () => {
+    const heavy = await api.login('monitoring', RIGHTS);
+    const other = await api.login('monitoring', RIGHTS);
+    await addPinGroup(other, 'elsewhere', { geometry: { type: 'Point', coordinates: [4.9, 52.37] } });
+    // lines of 10000 points at random over the world: each crosses every zoom-4 tile
+    let seed = 1;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    for (let i = 0; i < 3; i++) {
+      const coordinates = Array.from({ length: 10_000 }, () => [Number((-179 + random() * 358).toFixed(3)), Number((-80 + random() * 160).toFixed(3))]);
+      expect((await heavy.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates }, fields: { id: `spaghetti ${i}` } })).status).toBe(200);
+    }
+    // 80 different tiles at once, none rendered yet: more than 2 drawn and 64 waiting
+    const addresses = Array.from({ length: 80 }, (_, i) => ({ x: i % 16, y: Math.floor(i / 16) + 4 }));
+    let heavyDone = 0;
+    const burst = Promise.all(addresses.map(async ({ x, y }) => {
+      const r = await tile(heavy, 4, x, y);
+      heavyDone++;
+      return r;
+    }));
+    const answered = await other.request<{ rows: unknown[] }>('GET', '/graph/pin-group');
+    const doneWhenAnswered = heavyDone;
+    const answers = await burst;
+    expect(answered.status).toBe(200);
+    expect(answered.body.rows).toHaveLength(1);
+    // the other environment was answered while the heavy one's tiles were still being drawn
+    expect(doneWhenAnswered).toBeLessThan(answers.filter((r) => r.status === 200).length);
+    const refused = answers.filter((r) => r.status !== 200);
+    expect(refused.length).toBeGreaterThanOrEqual(80 - 66);
+    for (const r of refused) expect([r.status, (r.json() as { key: string }).key, r.retryAfter]).toEqual([429, 'rate_limit_error', '1']);
+    // asked again once the burst is over, a refused tile is drawn
+    const { x, y } = addresses[answers.indexOf(refused[0])];
+    expect(features(await decoded(heavy, 4, x, y), 'edges')).toHaveLength(3);
   });
 });
 

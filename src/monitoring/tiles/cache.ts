@@ -3,9 +3,12 @@
 // tile is never older than the last write answered, on any node of a fleet; this memory only saves the render.
 // The version is read before the graph: a tile rendered under version v shows v's writes or later ones, never
 // earlier ones. Bounded by bytes, least recently used first out; a new version drops the environment's older tiles.
+// Renders take turns per environment (renders.ts): a tile asked for by many at once is rendered once, and an
+// environment's many cold tiles queue behind two of their own, not in front of other environments' requests.
 
-import { namedStatement, type Queryable } from '../../app/db.ts';
+import { namedStatement, type Queryable, type TxQueryable } from '../../app/db.ts';
 import type { TileAddress } from './geometry.ts';
+import { RenderTurns, TILE_RENDER_LIMITS, type RenderLimits } from './renders.ts';
 import { renderTile } from './store.ts';
 
 /** what the rendered tiles of one process may hold; a zoomed-out tile of a dense city is 20-80 kB */
@@ -28,11 +31,15 @@ export class TileCache {
   private readonly rendering = new Map<string, Promise<Buffer>>();
   private bytes = 0;
   private readonly maxBytes: number;
+  private readonly turns: RenderTurns;
 
-  constructor(maxBytes = TILE_CACHE_BYTES) { this.maxBytes = maxBytes; }
+  constructor(maxBytes = TILE_CACHE_BYTES, limits: RenderLimits = TILE_RENDER_LIMITS) {
+    this.maxBytes = maxBytes;
+    this.turns = new RenderTurns(limits);
+  }
 
   /** The tile as renderTile draws it now: from memory when the environment has not changed since it was drawn. */
-  async tile(db: Queryable, environmentId: number, address: TileAddress, mapLayers: string[]): Promise<Buffer> {
+  async tile(db: TxQueryable, environmentId: number, address: TileAddress, mapLayers: string[]): Promise<Buffer> {
     const version = await tileVersion(db, environmentId);
     // the layers are a set: ?mapLayers=a&mapLayers=b draws what b, a does
     const key = JSON.stringify([environmentId, version, address.z, address.x, address.y, [...new Set(mapLayers)].sort()]);
@@ -44,7 +51,7 @@ export class TileCache {
     }
     const pending = this.rendering.get(key);
     if (pending) return pending;
-    const render = renderTile(db, environmentId, address, mapLayers)
+    const render = this.turns.run(environmentId, () => renderTile(db, environmentId, address, mapLayers))
       .then((tile) => {
         this.keep(environmentId, version, key, tile);
         return tile;

@@ -28,6 +28,24 @@ export function project([lon, lat]: [number, number], { z, x, y }: TileAddress, 
 }
 
 /**
+ * A line's [lon, lat] points in the tile's units, rounded to them (as the tile will hold them), a point on the
+ * unit of the one before left out: zoomed out, a line traced every few metres is a few units long, and its
+ * thousands of points need not be clipped one by one.
+ */
+export function projectLine(line: [number, number][], tile: TileAddress, extent: number): [number, number][] {
+  const out: [number, number][] = [];
+  let last: [number, number] | undefined;
+  for (const p of line) {
+    const [u, v] = project(p, tile, extent);
+    const at: [number, number] = [Math.round(u), Math.round(v)];
+    if (last && last[0] === at[0] && last[1] === at[1]) continue;
+    out.push(at);
+    last = at;
+  }
+  return out;
+}
+
+/**
  * The parts of a line inside the square [min, max]² (Liang–Barsky per segment): a line that leaves
  * the square and comes back becomes two parts.
  */

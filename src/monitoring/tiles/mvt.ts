@@ -1,7 +1,9 @@
 // A Mapbox Vector Tile (spec 2.1) encoder: the protobuf of vector_tile.proto written by hand, for
 // the two geometry types the map shows (points and lines). Coordinates come in already in tile
 // units (0..extent, and the buffer beyond); they are rounded here and written as the spec's
-// command integers with zigzag-encoded deltas.
+// command integers with zigzag-encoded deltas. Encoding gives the event loop back between features
+// (`pause`): a tile of many lines is milliseconds of work per thousand vertices, which other requests
+// should not wait for.
 
 export type TileValue = string | number | boolean;
 
@@ -16,6 +18,9 @@ export interface TileLayer {
   name: string;
   features: TileFeature[];
 }
+
+/** Called with the work done since its last call (vertices written); a promise when the caller should wait for it before going on. */
+export type Pause = (work: number) => Promise<void> | undefined;
 
 const GEOM_POINT = 1;
 const GEOM_LINESTRING = 2;
@@ -142,7 +147,7 @@ function writeValue(value: TileValue): Buffer {
   return w.finish();
 }
 
-function writeLayer(layer: TileLayer, extent: number): Buffer {
+async function writeLayer(layer: TileLayer, extent: number, pause: Pause): Promise<Buffer> {
   const w = new ProtoWriter(64 * 1024);
   w.uint(15, 2);
   w.string(1, layer.name);
@@ -155,6 +160,8 @@ function writeLayer(layer: TileLayer, extent: number): Buffer {
   const tags: number[] = [];
   for (const feature of layer.features) {
     const geometry = geometryCommands(feature);
+    const waited = pause(geometry?.length ?? 1);
+    if (waited) await waited;
     if (!geometry) continue;
     tags.length = 0;
     for (const key in feature.properties) {
@@ -188,8 +195,8 @@ function writeLayer(layer: TileLayer, extent: number): Buffer {
 }
 
 /** The tile's protobuf; layers without features are left out, as the spec allows. */
-export function encodeTile(layers: TileLayer[], extent: number): Buffer {
+export async function encodeTile(layers: TileLayer[], extent: number, pause: Pause = () => undefined): Promise<Buffer> {
   const w = new ProtoWriter(64 * 1024);
-  for (const layer of layers) if (layer.features.length > 0) w.bytes(3, writeLayer(layer, extent));
+  for (const layer of layers) if (layer.features.length > 0) w.bytes(3, await writeLayer(layer, extent, pause));
   return w.finish();
 }

@@ -3,10 +3,17 @@
 // one by one; past that (a zoomed-out view of a dense area) they are clustered per cell of a
 // 16 × 16 grid over the tile: one point per cell at its members' mean position, with their number
 // and highest level. A cell of one pin group shows that pin group itself.
+//
+// What one tile may cost (issue 38: an edge of 500,000 points made each zoom-4 tile it crossed 6-20 s, most of it on
+// the event loop, while other environments waited): its statements run on one connection, one after another, within
+// TILE_STATEMENT_TIMEOUT_MS; it reads at most TILE_MAX_EDGE_POINTS points of edges; its drawing and encoding give the
+// event loop back every WORK_PER_TURN points; and cache.ts lets two tiles of an environment be drawn at once.
 
-import { namedStatement, type Queryable } from '../../app/db.ts';
-import { clipLine, project, tileBox, type TileAddress } from './geometry.ts';
-import { encodeTile, type TileFeature } from './mvt.ts';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { namedStatement, type Queryable, type TxQueryable } from '../../app/db.ts';
+import { UnavailableError } from '../../app/errors.ts';
+import { clipLine, project, projectLine, tileBox, type TileAddress } from './geometry.ts';
+import { encodeTile, type Pause, type TileFeature } from './mvt.ts';
 
 export const TILE_EXTENT = 4096;
 /** tile units drawn beyond each edge, so symbols and lines crossing the edge are not cut off */
@@ -14,6 +21,17 @@ export const TILE_BUFFER = 64;
 export const TILE_MAX_PIN_GROUPS = 2000;
 /** cluster cells per tile side */
 const CLUSTER_CELLS = 16;
+/**
+ * Points of edges one tile reads at most: ten edges of the most an edge may hold (MAX_EDGE_POINTS), or the
+ * 5,000 pipes of 3 points of the bench city twenty times over. Past it the edges with the worst open issues
+ * are drawn first, then the oldest; an edge stored with more points than this alone (before edges were limited)
+ * is left out of every tile.
+ */
+export const TILE_MAX_EDGE_POINTS = 100_000;
+/** PostgreSQL time a tile's statements may take; a normal tile takes milliseconds (bench/README.md) */
+export const TILE_STATEMENT_TIMEOUT_MS = 5000;
+/** points drawn or encoded between two turns of the event loop: about 5 ms of work on lines that cross the tile */
+const WORK_PER_TURN = 5000;
 
 // A tile's area is a rectangle of Web Mercator (migration 057's mx, my: 0..1 of the world, as geometry.ts projects):
 // $2..$3 west to east, $4..$5 north to south, on the map layers $6. The statements are named: planning the clustered
@@ -72,25 +90,57 @@ async function pinGroupFeatures(db: Queryable, environmentId: number, tile: Tile
 type Line = [number, number][];
 type EdgeRow = { hash_id: string; name: string; map_layer: string; geometry: { type: 'LineString'; coordinates: Line } | { type: 'MultiLineString'; coordinates: Line[] }; level: number };
 
-// an edge's level: the highest of the open issues on its pins (as the edge model has it)
-const EDGES = namedStatement('tile-edges', `SELECT e.hash_id, e.name, e.map_layer, e.geometry,
-          (SELECT coalesce(max(oi.level), 0) FROM pin ep JOIN issue oi ON oi.pin_group_id = ep.pin_group_id AND oi.closed_at IS NULL AND oi.deleted_at IS NULL
-             AND (cardinality(oi.pin_ids) = 0 OR ep.id = ANY(oi.pin_ids)) WHERE ep.edge_id = e.id) AS level
-     FROM edge e
-    WHERE e.environment_id = $1 AND e.bbox[1] <= $3 AND e.bbox[3] >= $2 AND e.bbox[2] <= $5 AND e.bbox[4] >= $4 AND e.map_layer = ANY($6)`);
+// an edge's level: the highest of the open issues on its pins (as the edge model has it). The edges of the tile are
+// counted first (their points, from the stored JSON without sending it) and sent only while their points together
+// stay within $7: worst level first, then the oldest.
+const EDGES = namedStatement('tile-edges', `WITH candidate AS (
+       SELECT e.id,
+              (SELECT coalesce(max(oi.level), 0) FROM pin ep JOIN issue oi ON oi.pin_group_id = ep.pin_group_id AND oi.closed_at IS NULL AND oi.deleted_at IS NULL
+                 AND (cardinality(oi.pin_ids) = 0 OR ep.id = ANY(oi.pin_ids)) WHERE ep.edge_id = e.id) AS level,
+              CASE WHEN e.geometry ->> 'type' = 'MultiLineString'
+                   THEN (SELECT sum(jsonb_array_length(l)) FROM jsonb_array_elements(e.geometry -> 'coordinates') l)
+                   ELSE jsonb_array_length(e.geometry -> 'coordinates') END AS points
+         FROM edge e
+        WHERE e.environment_id = $1 AND e.bbox[1] <= $3 AND e.bbox[3] >= $2 AND e.bbox[2] <= $5 AND e.bbox[4] >= $4 AND e.map_layer = ANY($6)
+     ), drawn AS (
+       SELECT id, level, sum(points) OVER (ORDER BY level DESC, id) AS points_so_far FROM candidate WHERE points <= $7
+     )
+     SELECT e.hash_id, e.name, e.map_layer, e.geometry, d.level
+       FROM drawn d JOIN edge e ON e.id = d.id
+      WHERE d.points_so_far <= $7
+      ORDER BY d.level DESC, d.id`);
 
-async function edgeFeatures(db: Queryable, environmentId: number, tile: TileAddress, mapLayers: string[]): Promise<TileFeature[]> {
+async function edgeRows(db: Queryable, environmentId: number, tile: TileAddress, mapLayers: string[]): Promise<EdgeRow[]> {
   const box = tileBox(tile, TILE_EXTENT, TILE_BUFFER);
-  const { rows } = await db.query<EdgeRow>(EDGES,
-    [environmentId, box.west, box.east, box.south, box.north, mapLayers]);
+  const { rows } = await db.query<EdgeRow>(EDGES, [environmentId, box.west, box.east, box.south, box.north, mapLayers, TILE_MAX_EDGE_POINTS]);
+  return rows;
+}
+
+async function edgeFeatures(rows: EdgeRow[], tile: TileAddress, pause: Pause): Promise<TileFeature[]> {
   const features: TileFeature[] = [];
   for (const r of rows) {
     const lines = r.geometry.type === 'LineString' ? [r.geometry.coordinates] : r.geometry.coordinates;
-    const parts = lines.flatMap((line) => clipLine(line.map((p) => project(p, tile, TILE_EXTENT)), -TILE_BUFFER, TILE_EXTENT + TILE_BUFFER));
+    const parts: Line[] = [];
+    for (const line of lines) {
+      for (const part of clipLine(projectLine(line, tile, TILE_EXTENT), -TILE_BUFFER, TILE_EXTENT + TILE_BUFFER)) parts.push(part);
+      const waited = pause(line.length);
+      if (waited) await waited;
+    }
     if (parts.length === 0) continue;
     features.push({ type: 'line', geometry: parts, properties: { hashId: r.hash_id, name: r.name, level: r.level, mapLayer: r.map_layer } });
   }
   return features;
+}
+
+/** A Pause that gives the event loop back once `every` units of work have been done since the last time. */
+function turnsOf(every: number): Pause {
+  let done = 0;
+  return (work) => {
+    done += work;
+    if (done < every) return undefined;
+    done = 0;
+    return nextTurn();
+  };
 }
 
 /** Nodes are the map layer `nodes` (the name no pin group's or edge's layer may have): shown when it is asked for. */
@@ -108,11 +158,20 @@ async function nodeFeatures(db: Queryable, environmentId: number, tile: TileAddr
 const NODES_LAYER = 'nodes';
 
 /** The tile's protobuf: layers `pinGroups` (points and clusters), `edges` (lines) and, when asked for, `nodes` (points). */
-export async function renderTile(db: Queryable, environmentId: number, tile: TileAddress, mapLayers: string[]): Promise<Buffer> {
-  const [pinGroups, edges, nodes] = await Promise.all([
-    pinGroupFeatures(db, environmentId, tile, mapLayers),
-    edgeFeatures(db, environmentId, tile, mapLayers),
-    nodeFeatures(db, environmentId, tile, mapLayers),
-  ]);
-  return encodeTile([{ name: 'edges', features: edges }, { name: 'nodes', features: nodes }, { name: 'pinGroups', features: pinGroups }], TILE_EXTENT);
+export async function renderTile(db: TxQueryable, environmentId: number, tile: TileAddress, mapLayers: string[]): Promise<Buffer> {
+  // one connection, its statements in turn: a tile holds one of the pool's connections, never three
+  const read = await db.tx(async (client) => {
+    await client.query(`SET LOCAL statement_timeout = ${TILE_STATEMENT_TIMEOUT_MS}`);
+    const pinGroups = await pinGroupFeatures(client, environmentId, tile, mapLayers);
+    const edges = await edgeRows(client, environmentId, tile, mapLayers);
+    const nodes = await nodeFeatures(client, environmentId, tile, mapLayers);
+    return { pinGroups, edges, nodes };
+  }).catch((err: unknown) => {
+    // 57014: the statement timeout cancelled it
+    if ((err as { code?: string }).code === '57014') throw new UnavailableError(`the map tile ${tile.z}/${tile.x}/${tile.y} took more than ${TILE_STATEMENT_TIMEOUT_MS} ms to read; ask again later, or zoom in`);
+    throw err;
+  });
+  const pause = turnsOf(WORK_PER_TURN);
+  const edges = await edgeFeatures(read.edges, tile, pause);
+  return encodeTile([{ name: 'edges', features: edges }, { name: 'nodes', features: read.nodes }, { name: 'pinGroups', features: read.pinGroups }], TILE_EXTENT, pause);
 }
