@@ -7,6 +7,7 @@ import { signToken } from '../http/auth.ts';
 import { FindQuery, HashIdParams } from '../http/schemas.ts';
 import { environmentView } from '../monitoring/environments/settings.ts';
 import { beginLogin } from './login-limits.ts';
+import { lacksEnforcedSecondFactor, TwoFactorRequiredError } from './two-factor/enforce.ts';
 import { checkSecondFactor, splitCode } from './two-factor/routes.ts';
 import { userEnvironmentSettings } from './user-environment-settings.ts';
 import { userView as userViewOf } from './users.ts';
@@ -40,6 +41,8 @@ export async function accountRoutes(fastify: FastifyInstance, ctx: AppContext): 
     if (!account) throw new AuthenticationError('The assertion is not valid');
     await checkSecondFactor(ctx, account, code);
     await attempt.succeeded();
+    // the secret was right, so the caller may learn why it cannot go on, and gets a token to set a second factor up with
+    if (lacksEnforcedSecondFactor(account)) throw new TwoFactorRequiredError({ jwt: await signToken(ctx, account) });
     return {
       jwt: await signToken(ctx, account),
       user: userView(account),

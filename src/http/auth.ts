@@ -2,6 +2,7 @@ import { SignJWT, jwtVerify } from 'jose';
 import type { FastifyRequest } from 'fastify';
 import { AuthenticationError, NotFoundError, RightError } from '../app/errors.ts';
 import { loadAccount, type Account } from '../accounts/store.ts';
+import { refuseWithoutSecondFactor } from '../accounts/two-factor/enforce.ts';
 import type { AppContext } from '../app/context.ts';
 
 /** Rights an operation needs per environment type; a type that is absent cannot use the operation. */
@@ -24,7 +25,8 @@ export async function signToken(ctx: AppContext, account: Account): Promise<stri
 /**
  * Resolves the bearer token to a live account (revoked accounts' tokens stop working at once). Once
  * two-factor authentication is on, only tokens stamped with when it was switched on work: those of a
- * login with a code, or of enable itself.
+ * login with a code, or of enable itself. Where the environment enforces two-factor authentication, an
+ * account without it reaches only the routes that set it up (src/accounts/two-factor/enforce.ts).
  */
 export async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<Account> {
   const header = request.headers.authorization;
@@ -43,6 +45,7 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest): Pr
   if (account.twoFactorEnabledAt && tfa !== account.twoFactorEnabledAt.getTime()) {
     throw new AuthenticationError('Two-factor authentication is on for this account: log in again with a code');
   }
+  refuseWithoutSecondFactor(account, request.routeOptions.config);
   return account;
 }
 

@@ -272,3 +272,95 @@ describe('guessing at the two-factor routes', () => {
   });
 });
 
+// --- an environment that enforces two-factor authentication ---
+
+interface Member { hashId: string; assertion: string; secret: string; token: string }
+interface LoginRefusal { key: string; message: string; details?: { jwt?: string } }
+
+/** A new environment of `type`, with an admin (every right of its type) logged in. */
+async function team(type: 'monitoring' | 'connectivity') {
+  const env = await createEnvironment(api.ctx.db, type, '2fa enforced');
+  const join = async (rights: string[]): Promise<Member> => {
+    const a = await createMachineAccount(api.ctx.db, env.hashId, rights);
+    const l = await login(a.assertion);
+    expect(l.status).toBe(200);
+    return { hashId: a.hashId, assertion: a.assertion, secret: a.assertion.split(':')[1], token: l.body.jwt };
+  };
+  const admin = await join(type === 'monitoring' ? ['READ', 'USERS', 'ENVIRONMENT_ADMIN'] : ['ENVIRONMENT_ADMIN']);
+  /** A request to the environment (its Environment-Hash-Id) with `token`. */
+  const request = async <T = Record<string, unknown>>(token: string, method: 'GET' | 'PUT' | 'POST', url: string, payload?: object) => {
+    const r = await api.app.inject({ method, url, headers: { ...headers(token), 'environment-hash-id': env.hashId }, ...(payload ? { payload } : {}) });
+    return { status: r.statusCode, body: (r.body ? r.json() : null) as T };
+  };
+  return { env, admin, join, request };
+}
+
+/** A 403 right_error whose message tells the caller to set up two-factor authentication. */
+function expectTwoFactorRequired(r: { status: number; body: unknown }) {
+  const body = r.body as LoginRefusal;
+  expect([r.status, body.key], JSON.stringify(body)).toEqual([403, 'right_error']);
+  expect(body.message).toContain('two-factor authentication');
+  expect(body.message).toContain('/two-factor-authentication/enable');
+}
+
+describe('enforceTwoFactorAuthentication', () => {
+  it('monitoring: once on, an account without a second factor gets no working token; it can set one up and then works as before', async () => {
+    const t = await team('monitoring');
+    const reader = await t.join(['READ']);
+    const secured = await t.join(['READ']);
+    const { key: securedKey, token: securedToken } = await enable(secured);
+
+    const put = await t.request<{ environment: { enforceTwoFactorAuthentication: boolean } }>(t.admin.token, 'PUT', '/environment/', { enforceTwoFactorAuthentication: true });
+    expect(put.status).toBe(200);
+    expect(put.body.environment.enforceTwoFactorAuthentication).toBe(true);
+    const got = await t.request<{ environment: { enforceTwoFactorAuthentication: boolean } }>(securedToken, 'GET', `/environment/${t.env.hashId}`);
+    expect([got.status, got.body.environment.enforceTwoFactorAuthentication]).toEqual([200, true]);
+
+    // tokens issued before: refused everywhere but the routes that set a second factor up
+    expectTwoFactorRequired(await t.request(reader.token, 'GET', '/graph/pin-group'));
+    expectTwoFactorRequired(await t.request(reader.token, 'GET', '/settings/'));
+    expectTwoFactorRequired(await t.request(t.admin.token, 'PUT', '/environment/', { enforceTwoFactorAuthentication: false }));
+    expect((await call(t.admin.token, '/two-factor-authentication/get-keyuri', { password: t.admin.secret })).status).toBe(200);
+
+    // a login without a second factor: its secret is right, so it is told what to do, with a token for just that
+    const refused = await login(reader.assertion);
+    expectTwoFactorRequired(refused);
+    const setupToken = (refused.body as LoginRefusal).details?.jwt ?? '';
+    expectTwoFactorRequired(await t.request(setupToken, 'GET', '/graph/pin-group'));
+    const { key, token } = await enable({ ...reader, token: setupToken });
+    expect((await t.request(token, 'GET', '/graph/pin-group')).status).toBe(200);
+    const now = await steadyNow();
+    const next = await login(`${reader.assertion}:${totp(key, now + 30)}`);
+    expect(next.status).toBe(200);
+    expect((await t.request(next.body.jwt, 'GET', '/settings/')).status).toBe(200);
+
+    // an account that had a second factor already is not touched: its token works, its login with a code too
+    expect((await t.request(securedToken, 'GET', '/graph/pin-group')).status).toBe(200);
+    expect((await login(`${secured.assertion}:${totp(securedKey, now + 30)}`)).status).toBe(200);
+  });
+
+  it('a wrong secret is still a 401 that says nothing of the environment', async () => {
+    const t = await team('monitoring');
+    expect((await t.request(t.admin.token, 'PUT', '/environment/', { enforceTwoFactorAuthentication: true })).status).toBe(200);
+    const r = await login(`${t.admin.hashId}:wrong`);
+    expect([r.status, r.body.key]).toEqual([401, 'authentication_error']);
+    expect(r.body.message).not.toContain('two-factor');
+  });
+
+  it('connectivity (supplier update): the same, and switching it off lets accounts without a second factor in again', async () => {
+    const t = await team('connectivity');
+    const other = await t.join(['ENVIRONMENT_ADMIN']);
+    const secured = await t.join(['ENVIRONMENT_ADMIN']);
+    const { token: securedToken } = await enable(secured);
+    expect((await t.request(t.admin.token, 'PUT', '/supplier/', { enforceTwoFactorAuthentication: true })).status).toBe(204);
+    const got = await t.request<{ supplier: { enforceTwoFactorAuthentication: boolean } }>(securedToken, 'GET', `/supplier/${t.env.hashId}`);
+    expect([got.status, got.body.supplier.enforceTwoFactorAuthentication]).toEqual([200, true]);
+    expectTwoFactorRequired(await t.request(other.token, 'GET', '/device/'));
+    expectTwoFactorRequired(await login(other.assertion));
+
+    expect((await t.request(securedToken, 'GET', '/device/')).status).toBe(200);
+    expect((await t.request(securedToken, 'PUT', '/supplier/', { enforceTwoFactorAuthentication: false })).status).toBe(204);
+    expect((await t.request(other.token, 'GET', '/device/')).status).toBe(200);
+    expect((await login(other.assertion)).status).toBe(200);
+  });
+});

@@ -61,9 +61,11 @@ const Password = Type.Object({ password: Type.String({ minLength: 1, maxLength: 
 export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
   const app = typed(fastify);
   const config = { auth: 'account' as const };
+  // what an account needs to set a second factor up, open to it where its environment enforces one (./enforce.ts)
+  const setup = { ...config, twoFactorSetup: true };
 
   app.post('/two-factor-authentication/get-keyuri', {
-    config, schema: { tags: ['two-factor-authentication'], summary: 'getKeyuri', body: Password, description: 'A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already.' },
+    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'getKeyuri', body: Password, description: 'A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already.' },
   }, async (request) => {
     const account = request.account;
     await asLoginAttempt(ctx, request, () => checkPassword(ctx, account, request.body.password));
@@ -72,7 +74,7 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
   });
 
   app.post('/two-factor-authentication/enable', {
-    config, schema: { tags: ['two-factor-authentication'], summary: 'enable', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }), description: 'The tokens issued before stop working; use the jwt answered.' },
+    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'enable', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }), description: 'The tokens issued before stop working; use the jwt answered.' },
   }, async (request) => {
     const account = request.account;
     const enabledAt = await asLoginAttempt(ctx, request, () => enableTwoFactor(ctx, account, request.body.code));
