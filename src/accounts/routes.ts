@@ -31,7 +31,11 @@ export async function accountRoutes(fastify: FastifyInstance, ctx: AppContext): 
   await prepareLogins();
   app.post('/authentication/machine-login', {
     config: { auth: 'none' },
-    schema: { tags: ['authentication'], summary: 'machineLogin', security: [], body: Type.Object({ assertion: Type.String({ minLength: 1, maxLength: 1024 }) }) },
+    schema: {
+      tags: ['authentication'], summary: 'machineLogin', security: [], body: Type.Object({ assertion: Type.String({ minLength: 1, maxLength: 1024 }) }),
+      description: 'assertion: <hashId>:<secret>, followed by :<code> once the account has two-factor authentication. In an environment that enforces '
+        + 'two-factor authentication an account without it gets 403 right_error, with a token in details.jwt that reaches only get-keyuri and enable.',
+    },
   }, async (request) => {
     // with two-factor authentication on, the code follows the assertion: <hashId>:<secret>:<code>
     const { credential: assertion, code } = splitCode(request.body.assertion);
