@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
+import qs from 'qs';
+import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
 import { expectParameterError, findAll, type ErrorBody } from '../connectivity/fixtures.ts';
 import { until } from '../support/until.ts';
 import { addPin, addPinGroup, pinWithHistory } from './fixtures.ts';
@@ -322,5 +323,71 @@ describe('exports: scope', () => {
     const byFind = found.body.rows.flatMap((r) => r.report!.pinObservations.map((o) => [o.measurement.pinHashId, o.measurement.generatedAt, String(o.measurement.significand)]));
     expect(byFind).toHaveLength(3);
     expect([...exported].sort()).toEqual([...byFind].sort());
+  });
+});
+
+describe('exports: an analytics query\'s statement timeout', () => {
+  // a service whose analytics statements may run 1 ms (ANALYTICS_STATEMENT_TIMEOUT_MS), with its own export worker,
+  // and an environment with 100,000 measurements: aggregating them takes far longer than that
+  let strict: TestApi;
+  let strictWorker: ExportWorker;
+  let c: ApiClient;
+  beforeAll(async () => {
+    strict = await startTestApi(await testContext({ ANALYTICS_STATEMENT_TIMEOUT_MS: '1' }));
+    strictWorker = startExportWorker(strict.ctx);
+    c = await strict.login('monitoring', RIGHTS);
+    const pin = await addPin(c, (await addPinGroup(c, 'big')).hashId, 'big');
+    const q = await ownQuantity(c, 'V', 'V');
+    await strict.ctx.db.query(
+      `WITH p AS (SELECT id, environment_id, pin_group_id FROM pin WHERE hash_id = $1),
+            r AS (INSERT INTO condition_report (hash_id, environment_id, generated_at, pin_group_id) SELECT 'big-' || $1, environment_id, now(), pin_group_id FROM p RETURNING id)
+       INSERT INTO measurement (hash_id, report_id, environment_id, quantity_id, pin_id, channel_index, channel_measurement_index, generated_at, order_of_magnitude, significand)
+       SELECT 'x' || $1 || i, r.id, p.environment_id, q.id, p.id, 0, i, timestamptz '2024-01-01' + make_interval(mins => i), 0, i
+         FROM p, r, quantity q, generate_series(1, 100000) i WHERE q.hash_id = $2`, [pin.hashId, q]);
+  }, 120_000);
+  afterAll(async () => {
+    await strictWorker?.close();
+    // the other test files share this database: they must not plan with this environment's bulk
+    await strict?.ctx.db.query('DELETE FROM measurement WHERE environment_id = (SELECT id FROM environment WHERE hash_id = $1)', [c.environmentHashId]);
+    await strict?.close();
+  });
+
+  it('an export of a query that runs out of it fails for good, saying so, as GET /analytics/ answers analytics_query_too_broad', async () => {
+    const query = { source: 'measurement', columns: [{ type: 'timeGroup', field: 'measurement.generatedAt', granularity: 'hour' }, { type: 'mean', field: 'measurement.value' }] };
+    const analytics = await c.request<ErrorBody>('GET', `/analytics/?${qs.stringify(query)}`);
+    expect(analytics.body.key).toBe('analytics_query_too_broad');
+    const r = await c.request<{ hashId: string }>('POST', '/settings/export', { content: { type: 'analyticsQuery', query, dashboardId: 'd', widgetName: 'w' }, delimiter: ',', rowDelimiter: '\n' });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const failed = await until(async () => (await findAll<{ exportRequest: ExportRequest & { error?: string } }>(c, '/settings/export', 100))[0].exportRequest,
+      (e) => e.status !== 'waiting' && e.status !== 'creating', 'the export to end');
+    // the SDK's statuses: nothing to download, as an expired export; the reason beside it
+    expect(failed).toMatchObject({ hashId: r.body.hashId, status: 'deleted', error: expect.stringContaining('1 ms') });
+    expect(failed.downloadUrl).toBeUndefined();
+  });
+});
+
+describe('exports: fair across environments', () => {
+  it('one environment\'s many exports do not hold back another\'s: each environment\'s next export waits its turn', async () => {
+    const m = await api.login('monitoring', RIGHTS);
+    const n = await api.login('monitoring', RIGHTS);
+    await pinWithHistory(api.ctx.db, m, [1, 2, 3]);
+    await pinWithHistory(api.ctx.db, n, [1]);
+    const all = { type: 'all', staticOnly: false, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2030-01-01T00:00:00Z' };
+    // all of them asked for while no worker runs, so the order the worker takes them in does not depend on how fast it is
+    await worker.close();
+    const many: string[] = [];
+    for (let i = 0; i < 30; i++) many.push(await addExport(m, all));
+    const one = await addExport(n, all);
+    worker = startExportWorker(api.ctx);
+    await available(n, one);
+    for (const hashId of many) await available(m, hashId);
+    // the order the worker (one export at a time) finished them in: each is marked available by a statement of its own
+    const { rows } = await api.ctx.db.query<{ hash_id: string }>(
+      `SELECT x.hash_id FROM export_request x JOIN environment e ON e.id = x.environment_id WHERE e.hash_id = ANY($1) ORDER BY x.updated_at, x.id`, [[m.environmentHashId, n.environmentHashId]]);
+    const order = rows.map((r) => r.hash_id);
+    expect(order).toHaveLength(31);
+    // first in, first out would finish n's after all 30 of m's; in turns, right after m's first
+    expect(order.indexOf(one)).toBe(1);
+    expect(order.filter((h) => h !== one)).toEqual(many);
   });
 });

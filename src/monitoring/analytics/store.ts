@@ -60,6 +60,29 @@ export function analyticsGate(limit: number): <T>(fn: () => Promise<T>) => Promi
 }
 
 /**
+ * Sets, for the rest of `client`'s transaction, what an analytics statement runs under: PostgreSQL cancels a
+ * statement after `timeoutMs`, times are grouped in UTC, and JIT (off on the service's connections) is on, as it pays
+ * for itself on a scan of millions of measurements. GET /analytics/ and the export of an analytics query both.
+ */
+export async function setAnalyticsSession(client: Queryable, timeoutMs: number): Promise<void> {
+  await client.query("SELECT set_config('statement_timeout', $1, true), set_config('TimeZone', 'UTC', true), set_config('jit', 'on', true)", [String(timeoutMs)]);
+}
+
+/**
+ * The error a failed analytics statement is for its user, or null when it failed for another reason (the database
+ * away: worth trying again). Too broad: cancelled by the statement timeout (57014), out of memory or temporary disk
+ * (class 53), a program limit (class 54); a value the computation cannot hold (class 22, e.g. a sum that overflows).
+ */
+export function analyticsFailure(err: unknown, timeoutMs: number): AppError | null {
+  const code = pgCode(err);
+  if (code === '57014' || code?.startsWith('53') || code?.startsWith('54')) {
+    return new AnalyticsQueryTooBroadError(`The query needs more than the ${timeoutMs} ms (or the memory) an analytics query may use and was cancelled; narrow it with a filter (e.g. on time) or a coarser time group`);
+  }
+  if (code?.startsWith('22')) return new ParameterError(`The query's values cannot be computed: ${(err as Error).message}`);
+  return null;
+}
+
+/**
  * analytics results: one page of the query's rows (each an array of cell values), computed in a
  * read-only transaction whose statement PostgreSQL cancels after `timeoutMs`.
  */
@@ -76,19 +99,11 @@ export async function analyticsResults(
   try {
     rows = await gate(() => db.tx(async (client) => {
       await client.query('SET TRANSACTION READ ONLY');
-      // JIT (off on the service's connections) pays for itself on a scan of millions of measurements
-      await client.query("SELECT set_config('statement_timeout', $1, true), set_config('TimeZone', 'UTC', true), set_config('jit', 'on', true)", [String(timeoutMs)]);
+      await setAnalyticsSession(client, timeoutMs);
       return (await client.query(compiled.sql, compiled.params)).rows;
     }));
   } catch (err) {
-    const code = pgCode(err);
-    // 57014: cancelled by statement_timeout; class 53: out of memory or temporary disk; class 54: a program limit
-    if (code === '57014' || code?.startsWith('53') || code?.startsWith('54')) {
-      throw new AnalyticsQueryTooBroadError(`The query needs more than the ${timeoutMs} ms (or the memory) an analytics query may use and was cancelled; narrow it with a filter (e.g. on time) or a coarser time group`);
-    }
-    // class 22 (data exception): a value the computation cannot hold, e.g. a sum that overflows
-    if (code?.startsWith('22')) throw new ParameterError(`The query's values cannot be computed: ${(err as Error).message}`);
-    throw err;
+    throw analyticsFailure(err, timeoutMs) ?? err;
   }
   let nextPageOffset: string | null = null;
   if (rows.length > rowsPerPage) {

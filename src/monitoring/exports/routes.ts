@@ -8,7 +8,7 @@ import { FindQuery, HashId, Timestamp } from '../../http/schemas.ts';
 import { typed } from '../../http/typed.ts';
 import { AnalyticsQuery } from '../analytics/schemas.ts';
 import { downloadPath, linkHolds } from './link.ts';
-import { exportDir, queueExports } from './queue.ts';
+import { exportDir, queueNextExports } from './queue.ts';
 import { resolveContent, type AddExportContent } from './scope.ts';
 import { addExportRequest, downloadableFile, findExportRequests } from './store.ts';
 
@@ -47,8 +47,9 @@ export async function exportRoutes(untyped: FastifyInstance, ctx: AppContext): P
     // an analytics query's columns are checked by the analytics module, not by this schema (unknown[] here)
     const resolved = await resolveContent(ctx.db, env(request).id, body.content as AddExportContent);
     const hashId = await addExportRequest(ctx.db, env(request).id, resolved, body);
-    // a job that does not reach Redis leaves the request waiting: the next export worker to start queues it
-    await queueExports(ctx, [hashId]).catch((err: Error) => ctx.log.warn({ exportRequest: hashId, err: err.message }, 'export could not be queued yet'));
+    // queued when its environment's turn comes (now, unless its earlier exports fill its turns); one that does not
+    // reach Redis stays waiting, queued by its environment's next add or finished export, or when a worker starts
+    await queueNextExports(ctx, env(request).id).catch((err: Error) => ctx.log.warn({ exportRequest: hashId, err: err.message }, 'export could not be queued yet'));
     return { hashId };
   });
 

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../app/db.ts';
+import type { Db, Queryable } from '../../app/db.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { CsvFormat } from './csv.ts';
@@ -24,8 +24,9 @@ export async function findExportRequests(db: Queryable, environmentId: number, q
 export interface ExportWork { id: number; hashId: string; environmentId: number; environmentHashId: string; scope: ExportScope; format: CsvFormat }
 
 export async function claimExport(db: Queryable, hashId: string): Promise<ExportWork | null> {
+  // admitted_at set here too: an export being written counts against its environment's turns however its job came
   const { rows } = await db.query<{ id: number; environment_id: number; env_hash_id: string; scope: ExportScope; delimiter: ',' | ';'; row_delimiter: '\n' | '\r\n' }>(
-    `UPDATE export_request x SET status = 'creating', progress = 0, rows_written = 0, updated_at = now() FROM environment e
+    `UPDATE export_request x SET status = 'creating', progress = 0, rows_written = 0, admitted_at = coalesce(x.admitted_at, now()), updated_at = now() FROM environment e
       WHERE x.hash_id = $1 AND e.id = x.environment_id AND x.status IN ('waiting', 'creating')
       RETURNING x.id, x.environment_id, e.hash_id AS env_hash_id, x.scope, x.delimiter, x.row_delimiter`, [hashId]);
   if (rows.length === 0) return null;
@@ -43,10 +44,53 @@ export async function markAvailable(db: Queryable, id: number, fileName: string,
             expires_at = now() + make_interval(hours => $4), updated_at = now() WHERE id = $1`, [id, fileName, bytes, retentionHours, rowsWritten]);
 }
 
-/** Requests not yet written (their jobs are queued again when a worker starts: one lost on the way to Redis is not lost). */
-export async function unfinishedExports(db: Queryable): Promise<string[]> {
-  const { rows } = await db.query<{ hash_id: string }>("SELECT hash_id FROM export_request WHERE status IN ('waiting', 'creating') ORDER BY id LIMIT 10000");
-  return rows.map((r) => r.hash_id);
+/**
+ * An export that cannot be written (its analytics query ran out of its statement timeout, or every try failed): no
+ * file, status deleted (the SDK's statuses have no other for an export without one) and the reason in `error`.
+ */
+export async function markFailed(db: Queryable, id: number, error: string): Promise<void> {
+  await db.query("UPDATE export_request SET status = 'deleted', error = $2, updated_at = now() WHERE id = $1", [id, error]);
+}
+
+/**
+ * Admits the environment's next waiting exports, oldest first, while fewer than `perEnvironment` of its exports are
+ * admitted or being written; answers the hashIds of its admitted exports still waiting, whose jobs the caller queues
+ * (again, for one admitted before: a job queued already is not queued twice, and one that never reached Redis is).
+ * Serialised per environment (a transaction-scoped advisory lock), so two calls at once admit no more than one would.
+ */
+export async function admitExports(db: Db, environmentId: number, perEnvironment: number): Promise<string[]> {
+  return db.tx(async (client) => {
+    await client.query('SELECT pg_advisory_xact_lock(7245063, ($1::bigint % 2147483647)::int)', [environmentId]);
+    await client.query(
+      `UPDATE export_request SET admitted_at = now() WHERE id IN (
+         SELECT id FROM export_request WHERE environment_id = $1 AND status = 'waiting' AND admitted_at IS NULL ORDER BY id
+          LIMIT greatest(0, $2 - (SELECT count(*) FROM export_request
+                                   WHERE environment_id = $1 AND (status = 'creating' OR (status = 'waiting' AND admitted_at IS NOT NULL)))))`,
+      [environmentId, perEnvironment]);
+    const { rows } = await client.query<{ hash_id: string }>(
+      "SELECT hash_id FROM export_request WHERE environment_id = $1 AND status = 'waiting' AND admitted_at IS NOT NULL ORDER BY id", [environmentId]);
+    return rows.map((r) => r.hash_id);
+  });
+}
+
+/** The environment of an export, or null when it is gone. */
+export async function environmentOfExport(db: Queryable, hashId: string): Promise<number | null> {
+  const { rows } = await db.query<{ environment_id: number }>('SELECT environment_id FROM export_request WHERE hash_id = $1', [hashId]);
+  return rows.length === 0 ? null : Number(rows[0].environment_id);
+}
+
+/**
+ * What a starting worker queues (again): the exports admitted or being written, whose jobs may have been lost on
+ * the way to Redis, and the environments with exports still to admit.
+ */
+export async function unfinishedExports(db: Queryable): Promise<{ queued: string[]; environmentIds: number[] }> {
+  const { rows } = await db.query<{ hash_id: string; environment_id: number; admitted: boolean }>(
+    `SELECT hash_id, environment_id, (status = 'creating' OR admitted_at IS NOT NULL) AS admitted
+       FROM export_request WHERE status IN ('waiting', 'creating') ORDER BY id LIMIT 10000`);
+  return {
+    queued: rows.filter((r) => r.admitted).map((r) => r.hash_id),
+    environmentIds: [...new Set(rows.filter((r) => !r.admitted).map((r) => Number(r.environment_id)))],
+  };
 }
 
 /** Marks up to `limit` expired exports deleted; answers their files to delete. */
