@@ -42,6 +42,8 @@ export async function importRequestRoutes(fastify: FastifyInstance, ctx: AppCont
   }, async (request) => addImportRequest(ctx.db, request.account, request.body));
 
   app.get('/import/', {
+    // not IMPORT: the SDK's import-request find names USERS (and ENVIRONMENT_ADMIN for a supplier), and the seed's
+    // interface names no right for it; an SDK client with USERS alone must be able to list
     config: { rights: { monitoring: 'USERS', connectivity: 'ENVIRONMENT_ADMIN' } },
     schema: { tags, summary: 'import-request find', querystring: Find },
   }, async (request) => findImportRequests(ctx.db, request.account.environment.id, request.query));
