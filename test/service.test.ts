@@ -1,11 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDb } from '../src/app/db.ts';
 import { connectivityClient, pskDevice } from './support/provision.ts';
 import { pskHttpRequest } from './support/psk-client.ts';
+import { until } from './support/until.ts';
 import { admin, freePort, killServiceProcesses, MAIN, startProcess, startServiceProcess } from './support/service-process.ts';
 
 afterAll(killServiceProcesses);
@@ -116,4 +118,37 @@ describe('the service process', () => {
     expect(out.status).toBe(1);
     expect(out.stderr.trim()).toBe(`No Redis answers at redis://127.0.0.1:${port}. Start one (e.g. "apt-get install redis-server && redis-server --daemonize yes") or set REDIS_URL to a Redis that runs.`);
   }, 60_000);
+
+  it('a start that fails on a taken port stops the embedded PostgreSQL it had started', async () => {
+    const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-taken-'));
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '0.0.0.0', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const svc = await startServiceProcess({ DATA_DIR, API_PORT: String(port) }, [], { waitHealthy: false });
+      expect(await svc.exited).toBe(1);
+      // the cluster's postmaster.pid is gone once its server has stopped
+      await until(async () => existsSync(path.join(DATA_DIR, 'postgres', 'postmaster.pid')), (running) => !running, 'the embedded PostgreSQL stopped');
+    } finally {
+      taken.close();
+    }
+  }, 120_000);
+
+  it('the admin CLI answers a call it cannot run with what is wrong and its usage', () => {
+    const run = (...args: string[]) => spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'admin', ...args], { env: { PATH: process.env.PATH, SECRET_KEY: '33'.repeat(32) }, encoding: 'utf8', timeout: 60_000 });
+    // what npm leaves of `npm run admin create-environment --type connectivity --name x` (no --)
+    const stray = run('create-environment', 'connectivity', 'x');
+    expect(stray.status).toBe(2);
+    expect(stray.stderr).toContain("Unexpected argument 'connectivity'");
+    expect(stray.stderr).toContain('npm run admin -- <command>');
+    const missing = run('create-machine-account', '--rights', 'READ');
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain('create-machine-account needs --environment');
+    expect(run('create-environment', '--type', 'both', '--name', 'x').stderr).toContain('--type must be monitoring or connectivity');
+    expect(run('frobnicate').stderr).toContain('unknown command "frobnicate"');
+    const help = run('--help');
+    expect(help.status).toBe(0);
+    expect(help.stderr).toContain('create-environment --type monitoring|connectivity');
+  });
 });
+

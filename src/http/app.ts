@@ -82,7 +82,7 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
       done(null, undefined);
       return;
     }
-    json(request, body, done);
+    json(request, body as string, done);
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => {
