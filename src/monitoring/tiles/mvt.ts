@@ -105,8 +105,8 @@ function varintSize(value: number): number {
 const zigzag = (n: number) => (n >= 0 ? n * 2 : -n * 2 - 1);
 const command = (id: number, count: number) => (id & 0x7) | (count << 3);
 
-/** The command integers of a geometry; null when nothing is left to draw (a line shorter than one unit). */
-function geometryCommands(feature: TileFeature): number[] | null {
+/** The command integers of a geometry; null when nothing is left to draw (a line shorter than one unit). `pause` is told of each part's points. */
+async function geometryCommands(feature: TileFeature, pause: Pause): Promise<number[] | null> {
   const out: number[] = [];
   let cx = 0;
   let cy = 0;
@@ -129,6 +129,8 @@ function geometryCommands(feature: TileFeature): number[] | null {
       const last = points[points.length - 1];
       if (!last || last[0] !== p[0] || last[1] !== p[1]) points.push(p);
     }
+    const waited = pause(part.length);
+    if (waited) await waited;
     if (points.length < 2) continue;
     out.push(command(CMD_MOVE_TO, 1));
     moveBy(points[0][0], points[0][1]);
@@ -159,9 +161,7 @@ async function writeLayer(layer: TileLayer, extent: number, pause: Pause): Promi
   const f = new ProtoWriter(1024);
   const tags: number[] = [];
   for (const feature of layer.features) {
-    const geometry = geometryCommands(feature);
-    const waited = pause(geometry?.length ?? 1);
-    if (waited) await waited;
+    const geometry = await geometryCommands(feature, pause);
     if (!geometry) continue;
     tags.length = 0;
     for (const key in feature.properties) {

@@ -116,15 +116,41 @@ async function edgeRows(db: Queryable, environmentId: number, tile: TileAddress,
   return rows;
 }
 
+/**
+ * A line's parts in the tile and its buffer, clipped WORK_PER_TURN points at a time with a turn of the event loop
+ * between (`pause`): a part that goes on across two slices is joined again, so the parts are clipLine's.
+ */
+async function clipInTurns(points: Line, pause: Pause): Promise<Line[]> {
+  const parts: Line[] = [];
+  for (let from = 0; from < points.length - 1; from += WORK_PER_TURN) {
+    const slice = points.slice(from, from + WORK_PER_TURN + 1);
+    const last = parts[parts.length - 1];
+    let first = true;
+    for (const part of clipLine(slice, -TILE_BUFFER, TILE_EXTENT + TILE_BUFFER)) {
+      const end = last?.[last.length - 1];
+      // the previous slice's last part, ending where this one starts (the slices share that point)
+      if (first && from > 0 && end && end[0] === part[0][0] && end[1] === part[0][1] && end === points[from]) {
+        for (const p of part.slice(1)) last.push(p);
+      } else {
+        parts.push(part);
+      }
+      first = false;
+    }
+    const waited = pause(slice.length);
+    if (waited) await waited;
+  }
+  return parts;
+}
+
 async function edgeFeatures(rows: EdgeRow[], tile: TileAddress, pause: Pause): Promise<TileFeature[]> {
   const features: TileFeature[] = [];
   for (const r of rows) {
     const lines = r.geometry.type === 'LineString' ? [r.geometry.coordinates] : r.geometry.coordinates;
     const parts: Line[] = [];
     for (const line of lines) {
-      for (const part of clipLine(projectLine(line, tile, TILE_EXTENT), -TILE_BUFFER, TILE_EXTENT + TILE_BUFFER)) parts.push(part);
       const waited = pause(line.length);
       if (waited) await waited;
+      for (const part of await clipInTurns(projectLine(line, tile, TILE_EXTENT), pause)) parts.push(part);
     }
     if (parts.length === 0) continue;
     features.push({ type: 'line', geometry: parts, properties: { hashId: r.hash_id, name: r.name, level: r.level, mapLayer: r.map_layer } });
