@@ -6,15 +6,23 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { closeContext, createContext } from '../src/app/bootstrap.ts';
 import { loadConfig } from '../src/app/config.ts';
 import { recreateDatabase } from '../src/app/db.ts';
 import { createLogger } from '../src/app/logger.ts';
+import { parseCli } from '../scripts/cli.ts';
 import { fuzz, startFuzzApi } from '../test/support/fuzz.ts';
 import { benchDbName } from './harness.ts';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '3000' }, seed: { type: 'string' } } });
+const { values } = parseCli({
+  runs: { type: 'string', default: '3000', number: true, placeholder: 'n', description: 'requests to generate' },
+  seed: { type: 'string', number: true, placeholder: 'n', description: "the generator's seed, to replay a failure (default: a fresh one, printed)" },
+}, {
+  usage: `usage: npm run bench:fuzz -- [options]
+The REST API fuzz of test/http/fuzz.test.ts run longer: requests generated from every route's schemas with one hostile
+value spliced in; none may be answered 5xx or with an unkeyed error. Real PostgreSQL (database gridgate_bench_fuzz,
+recreated) and Redis (REDIS_URL). Exit 1 when a request failed.`,
+});
 const runs = Number(values.runs);
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
 const adminUrl = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

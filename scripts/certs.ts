@@ -4,7 +4,14 @@
 import path from 'node:path';
 import { loadConfig } from '../src/app/config.ts';
 import { CERT_FILES, ensureCertificates, serverHosts } from '../src/pki/files.ts';
+import { parseCli } from './cli.ts';
 
+parseCli({}, {
+  usage: `usage: npm run certs   (or: node scripts/certs.ts)
+Creates in CERTS_DIR (default ./certs) what is missing of the development device CA, the server certificate of the
+TLS and DTLS device ports (localhost, 127.0.0.1, ::1 and PUBLIC_HOST) and an example device certificate. Files that
+still fit are left alone. Settings come from the environment, as for the service (docs/configuration.md).`,
+});
 const config = loadConfig();
 const written = await ensureCertificates(config);
 const where = path.relative(process.cwd(), config.certsDir) || '.';

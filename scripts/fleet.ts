@@ -1,19 +1,26 @@
 // `npm run fleet`: the production topology on this machine without Docker — nginx (stream) in front of N gateway
 // nodes, M workers and the API, on the PostgreSQL of DATABASE_URL and the Redis of REDIS_URL. Ctrl-C stops it all.
-//   npm run fleet -- --gateways 3 --workers 2 [--coaps-port 5684 --https-port 8443 --api-port 8080] [--dir /tmp/gridgate-fleet]
+//   npm run fleet -- --gateways 3 --workers 2 [--coaps-port 5684 --https-port 8443 --api-port 8080] [--dir /tmp/gridgate-fleet]  (--help: every option)
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { parseCli } from './cli.ts';
 import { startFleet } from './fleet/topology.ts';
 
-const { values } = parseArgs({
-  options: {
-    gateways: { type: 'string', default: '3' }, workers: { type: 'string', default: '2' },
-    'coaps-port': { type: 'string', default: '5684' }, 'https-port': { type: 'string', default: '8443' }, 'api-port': { type: 'string', default: '8080' },
-    dir: { type: 'string', default: '/tmp/gridgate-fleet' }, balance: { type: 'string', default: 'round-robin' },
-  },
+const { values } = parseCli({
+  gateways: { type: 'string', default: '3', number: true, placeholder: 'n', description: 'gateway nodes behind nginx (the device ports; a CID-routed cluster)' },
+  workers: { type: 'string', default: '2', number: true, placeholder: 'n', description: 'worker processes (the device pipeline)' },
+  'coaps-port': { type: 'string', default: '5684', number: true, placeholder: 'port', description: "nginx's CoAP/DTLS port for devices" },
+  'https-port': { type: 'string', default: '8443', number: true, placeholder: 'port', description: "nginx's HTTPS port for devices (TLS-PSK and certificates)" },
+  'api-port': { type: 'string', default: '8080', number: true, placeholder: 'port', description: "the API node's REST port" },
+  dir: { type: 'string', default: '/tmp/gridgate-fleet', placeholder: 'path', description: "the fleet's folder: logs, nginx configuration, data, the shared SECRET_KEY, Prometheus targets" },
+  balance: { type: 'string', default: 'round-robin', choices: ['round-robin', 'source'], description: "how nginx picks a gateway node for a new device connection" },
+}, {
+  usage: `usage: npm run fleet -- [options]
+The production topology on this machine without Docker: nginx (stream) in front of the gateway nodes, the workers and
+the API, on the PostgreSQL of DATABASE_URL (else database gridgate_fleet on 127.0.0.1:5432, created when missing) and
+the Redis of REDIS_URL (REDIS_CLUSTER_NODES for a cluster). Prints the addresses as JSON; Ctrl-C stops it all.`,
 });
 const dir = path.resolve(values.dir);
 // every node of a deployment shares SECRET_KEY: take the environment's, else one kept in the fleet folder

@@ -26,19 +26,22 @@ import { readdirSync, readFileSync } from 'node:fs';
 import https from 'node:https';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { base32Decode, totp } from '../src/accounts/two-factor/totp.ts';
+import { parseCli } from './cli.ts';
 
-const { values } = parseArgs({
-  options: {
-    url: { type: 'string', default: 'http://127.0.0.1:8080' },
-    sdk: { type: 'string', default: '/tmp/sdk18/cjs' },
-    monitoring: { type: 'string' },
-    connectivity: { type: 'string' },
-    provision: { type: 'boolean', default: false },
-    'api-version': { type: 'string' },
-    verbose: { type: 'boolean', default: false },
-  },
+const { values } = parseCli({
+  url: { type: 'string', default: 'http://127.0.0.1:8080', placeholder: 'url', description: "the running service's REST API" },
+  sdk: { type: 'string', default: '/tmp/sdk18/cjs', placeholder: 'path', description: "a CommonJS build of @withthegrid/platform-sdk (its folder with index.js and routes/)" },
+  monitoring: { type: 'string', placeholder: 'assertion', description: "a monitoring environment's machine-account assertion" },
+  connectivity: { type: 'string', placeholder: 'assertion', description: "a connectivity environment's machine-account assertion" },
+  provision: { type: 'boolean', description: 'make both environments and their all-rights machine accounts with npm run admin (instead of the two assertions)' },
+  'api-version': { type: 'string', number: true, placeholder: 'n', description: "the Api-Version sent and validated against (default: the SDK's own; 18.x: 8, 17.x: 5)" },
+  verbose: { type: 'boolean', description: 'print the request of every call not answered' },
+}, {
+  usage: `usage: node scripts/sdk-check.ts [options]
+Drives every route of a build of the original SDK against a running service and prints one row per route: the HTTP
+status and whether the answer passed the SDK's own validation. Exit 1 when an answer failed it or a call erred
+unexpectedly. Give --monitoring and --connectivity, or --provision (docs/walkthrough.md).`,
 });
 
 type EnvType = 'monitoring' | 'connectivity';
