@@ -6,7 +6,7 @@ const m = (over: Record<string, unknown> = {}) => ({ channelIndex: 0, quantityHa
 
 describe('validateParsedReport', () => {
   it('normalises dates and rounds near-integer significands', () => {
-    const r = validateParsedReport({ generatedAt: '2024-05-01T12:00:00Z', measurements: [m({ significand: 3.06 * 1000 }), m({ generatedAt: 0 })] }, at);
+    const r = validateParsedReport({ generatedAt: '2024-05-01T12:00:00Z', measurements: [m({ significand: 3.06 * 1000 }), m({ generatedAt: 1714561200000 })] }, at);
     expect(r).toEqual({
       ok: true,
       notes: [],
@@ -14,7 +14,7 @@ describe('validateParsedReport', () => {
         generatedAt: '2024-05-01T12:00:00.000Z',
         measurements: [
           { ...m({ significand: 3060 }), generatedAt: '2024-05-01T12:00:00.000Z' },
-          { ...m(), generatedAt: '1970-01-01T00:00:00.000Z' },
+          { ...m(), generatedAt: '2024-05-01T11:00:00.000Z' },
         ],
       },
     });

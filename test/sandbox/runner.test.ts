@@ -200,7 +200,7 @@ describe('report parser runs', () => {
         generatedAt: new Date("2024-05-01T12:00:00Z"),
         measurements: [
           { channelIndex: 0, quantityHashId: "q1", orderOfMagnitude: 0, significand: toNumber(bytes) },
-          { channelIndex: 1, quantityHashId: "q2", orderOfMagnitude: ${orderOfMagnitude}, significand: ${significand}, generatedAt: new Date(0) },
+          { channelIndex: 1, quantityHashId: "q2", orderOfMagnitude: ${orderOfMagnitude}, significand: ${significand}, generatedAt: new Date(1714561200000) },
         ],
         fields: { battery: 3 },
       };
@@ -218,7 +218,7 @@ describe('report parser runs', () => {
         generatedAt: '2024-05-01T12:00:00.000Z',
         measurements: [
           { channelIndex: 0, quantityHashId: 'q1', orderOfMagnitude: 0, significand: 258, generatedAt: '2024-05-01T12:00:00.000Z' },
-          { channelIndex: 1, quantityHashId: 'q2', orderOfMagnitude: -3, significand: 3060, generatedAt: '1970-01-01T00:00:00.000Z' },
+          { channelIndex: 1, quantityHashId: 'q2', orderOfMagnitude: -3, significand: 3060, generatedAt: '2024-05-01T11:00:00.000Z' },
         ],
         fields: { battery: 3 },
       },

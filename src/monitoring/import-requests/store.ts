@@ -16,6 +16,7 @@ import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { Account } from '../../accounts/store.ts';
+import { reportDateProblem } from '../../app/report-dates.ts';
 import { csvField, parseCsv } from './csv.ts';
 
 export const COLUMNS = ['pinGroupHashId', 'pinGroupName', 'pinHashId', 'pinName', 'reportTypeHashId', 'reportTypeName', 'generatedAt', 'quantityHashId', 'orderOfMagnitude', 'significand'] as const;
@@ -121,7 +122,10 @@ function readLines(text: string, errors: string[]): Line[] {
     for (const c of ['pinGroupHashId', 'pinHashId', 'reportTypeHashId', 'quantityHashId'] as const) if (get(c) === '') fail(c, 'is empty');
     const generatedAt = new Date(get('generatedAt'));
     if (!/^\d{4}-\d\d-\d\d(T[\d:.]+(Z|[+-]\d\d:?\d\d)?)?$/.test(get('generatedAt')) || Number.isNaN(generatedAt.getTime())) fail('generatedAt', `${JSON.stringify(get('generatedAt'))} is not an ISO 8601 time`);
-    else if (generatedAt.getTime() > Date.now() + 60_000) fail('generatedAt', 'lies in the future');
+    else {
+      const outside = reportDateProblem(generatedAt);
+      if (outside) fail('generatedAt', `${get('generatedAt')} ${outside}`);
+    }
     const magnitude = get('orderOfMagnitude');
     if (!INTEGER.test(magnitude) || Number(magnitude) < -128 || Number(magnitude) > 127) fail('orderOfMagnitude', `${JSON.stringify(magnitude)} is not an integer from -128 to 127`);
     const significand = get('significand');

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
-import { Fields, FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
+import { REPORT_DATE_RULE } from '../../app/report-dates.ts';
+import { Fields, FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
 import { typed } from '../../http/typed.ts';
 import { FieldsUpdate, readRights } from '../graph-schemas.ts';
 import { addReport, deleteReport, MAX_REPORT_MEASUREMENTS, updateReport, type Evaluation } from './manual.ts';
@@ -10,9 +11,11 @@ import { findReports, getReport } from './view.ts';
 const reportRights = { monitoring: 'REPORTS' };
 const tags = ['report'];
 
+// a report's and a measurement's time: inside the window every report's time is kept in (src/app/report-dates.ts)
+const ReportTime = Type.String({ format: 'date-time', description: `ISO 8601, ${REPORT_DATE_RULE}` });
 // a value as the SDK's measurement takes it: significand x 10^orderOfMagnitude
 const Value = {
-  generatedAt: Timestamp,
+  generatedAt: ReportTime,
   orderOfMagnitude: Type.Integer({ minimum: -128, maximum: 127 }),
   significand: Type.Integer({ minimum: -2147483648, maximum: 2147483647 }),
   doNotCompareToThresholds: Type.Optional(Type.Boolean()),
@@ -21,14 +24,14 @@ const NewMeasurement = Type.Object({ pinHashId: HashId, quantityHashId: HashId, 
 const UpdatedMeasurement = Type.Object({ measurementHashId: HashId, ...Value }, { additionalProperties: false });
 
 const AddBody = Type.Object({
-  generatedAt: Type.Optional(Timestamp),
+  generatedAt: Type.Optional(ReportTime),
   measurements: Type.Array(NewMeasurement, { maxItems: MAX_REPORT_MEASUREMENTS }),
   reportTypeHashId: HashId,
   pinGroupHashId: HashId,
   fields: Type.Optional(Fields),
 }, { additionalProperties: false });
 const UpdateBody = Type.Object({
-  generatedAt: Type.Optional(Timestamp),
+  generatedAt: Type.Optional(ReportTime),
   measurements: Type.Optional(Type.Array(Type.Union([UpdatedMeasurement, NewMeasurement]), { maxItems: MAX_REPORT_MEASUREMENTS })),
   fields: Type.Optional(FieldsUpdate),
 }, { additionalProperties: false });

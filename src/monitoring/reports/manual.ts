@@ -9,6 +9,7 @@ import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { applyFieldsUpdate, type Fields, type FieldsUpdate } from '../../app/fields.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { Logger } from '../../app/logger.ts';
+import { reportDateProblem } from '../../app/report-dates.ts';
 import { loadReportType } from '../report-types/store.ts';
 import { thresholdCache } from '../thresholds/cache.ts';
 import { ThresholdEvaluator } from '../thresholds/evaluate.ts';
@@ -71,20 +72,28 @@ async function scopeOf(db: Queryable, environmentId: number, reportTypeHashId: s
   };
 }
 
+/** `at` as stored: an ISO string, or a parameter_error naming `field` when it lies outside the reports' window (src/app/report-dates.ts). */
+function reportDate(at: string, field: string): string {
+  const date = new Date(at);
+  const outside = reportDateProblem(date);
+  if (outside) throw new ParameterError(`${field} ${at} ${outside}`);
+  return date.toISOString();
+}
+
 function newMeasurement(scope: Scope, m: NewMeasurement, i: number): ManualMeasurementIn & { unchecked: boolean } {
   const pinId = scope.pins.get(m.pinHashId);
   if (pinId === undefined) throw new ParameterError(`measurements[${i}].pinHashId ${m.pinHashId} is not a pin of the report's pin group`);
   const quantityId = scope.quantities.get(m.quantityHashId);
   if (quantityId === undefined) throw new ParameterError(`measurements[${i}].quantityHashId ${m.quantityHashId} is not a quantity of the report type`);
   return {
-    hashId: newHashId(), pinId, quantityId, generatedAt: new Date(m.generatedAt).toISOString(),
+    hashId: newHashId(), pinId, quantityId, generatedAt: reportDate(m.generatedAt, `measurements[${i}].generatedAt`),
     orderOfMagnitude: m.orderOfMagnitude, significand: m.significand, unchecked: m.doNotCompareToThresholds === true,
   };
 }
 
 /** The report's time: given, else its latest measurement's, else `fallback`. */
 function reportTime(given: string | undefined, measurements: { generatedAt: string }[], fallback: string): string {
-  if (given !== undefined) return new Date(given).toISOString();
+  if (given !== undefined) return reportDate(given, 'generatedAt');
   if (measurements.length === 0) return fallback;
   return measurements.reduce((a, m) => (m.generatedAt > a ? m.generatedAt : a), measurements[0].generatedAt);
 }
@@ -161,7 +170,7 @@ export async function updateReport(db: Db, environment: { id: number; hashId: st
     // the report type may have been deleted since: its reports stay changeable
     const scope: Scope = { ...await scopeOf(client, environment.id, stored.reportTypeHashId, stored.pinGroupId, true), pinGroupId: stored.pinGroupId };
     const fields = patch.fields === undefined ? stored.fields : applyFieldsUpdate(scope.configurations, stored.fields, patch.fields, 'the report type');
-    let generatedAt = patch.generatedAt === undefined ? stored.generatedAt.toISOString() : new Date(patch.generatedAt).toISOString();
+    let generatedAt = patch.generatedAt === undefined ? stored.generatedAt.toISOString() : reportDate(patch.generatedAt, 'generatedAt');
     let unchecked = stored.unchecked;
     if (patch.measurements !== undefined) {
       const before = await rollupKeysOfReport(client, stored.id);
@@ -181,7 +190,7 @@ export async function updateReport(db: Db, environment: { id: number; hashId: st
         if (!old) throw new ParameterError(`measurements[${i}].measurementHashId ${m.measurementHashId} is not a measurement of this report`);
         byHashId.delete(m.measurementHashId);
         const next = {
-          hashId: m.measurementHashId, pinId: Number(old.pin_id), quantityId: Number(old.quantity_id), generatedAt: new Date(m.generatedAt).toISOString(),
+          hashId: m.measurementHashId, pinId: Number(old.pin_id), quantityId: Number(old.quantity_id), generatedAt: reportDate(m.generatedAt, `measurements[${i}].generatedAt`),
           orderOfMagnitude: m.orderOfMagnitude, significand: m.significand, unchecked: m.doNotCompareToThresholds === true,
         };
         kept.push(next);
