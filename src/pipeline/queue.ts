@@ -21,7 +21,7 @@ export const JOB_OPTIONS: DefaultJobOptions = {
 };
 
 /** Where workers publish the answers for the requests a gateway is holding. */
-export const answerChannel = (gatewayId: string) => `gridgate:answers:${gatewayId}`;
+export const answerChannel = (config: { queueName: string }, gatewayId: string) => `gridgate:answers:${config.queueName}:${gatewayId}`;
 
 export interface PublishedAnswer { itemId: string; result: DeviceJobResult }
 
@@ -131,7 +131,7 @@ export class DeviceQueue {
 
   async ready(): Promise<void> {
     await Promise.all(this.queues.map((q) => q.waitUntilReady()));
-    await this.subscriber.subscribe(answerChannel(this.gatewayId));
+    await this.subscriber.subscribe(answerChannel(this.ctx.config, this.gatewayId));
     localGateways.set(this.gatewayId, (answers) => this.answered(answers));
   }
 

@@ -108,7 +108,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const answers = new Batcher<{ gatewayId: string; answer: PublishedAnswer }>(async (items) => {
     const byGateway = new Map<string, PublishedAnswer[]>();
     for (const { gatewayId, answer } of items) byGateway.set(gatewayId, [...(byGateway.get(gatewayId) ?? []), answer]);
-    await Promise.all([...byGateway].map(([gatewayId, list]) => ctx.redis.publish(answerChannel(gatewayId), JSON.stringify(list))));
+    await Promise.all([...byGateway].map(([gatewayId, list]) => ctx.redis.publish(answerChannel(ctx.config, gatewayId), JSON.stringify(list))));
   }, { maxItems: 200, maxDelayMs: 0, maxConcurrentFlushes: 4 });
 
   // WORKER_CONCURRENCY bounds the device requests of one supplier (environment) running at once: a supplier whose code

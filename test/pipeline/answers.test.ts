@@ -37,7 +37,7 @@ describe('answers from the worker to the gateway holding the request', () => {
     expect(await waits[0]).toEqual({ state: 'completed', result: result(0) });
     // a gateway of another process: the worker publishes on the gateway's channel
     expect(deliverLocally('other-gateway', [{ itemId: remote, result: result(1) }])).toBe(false);
-    await ctx.redis.publish(answerChannel(queue.gatewayId), JSON.stringify([{ itemId: remote, result: result(1) }]));
+    await ctx.redis.publish(answerChannel(ctx.config, queue.gatewayId), JSON.stringify([{ itemId: remote, result: result(1) }]));
     expect(await waits[1]).toEqual({ state: 'completed', result: result(1) });
 
     await queue.queue.obliterate({ force: true });

@@ -66,7 +66,7 @@ export async function deleteSupplier(ctx: AppContext, env: EnvironmentRecord): P
   });
   for (let i = 0; i < devices.length; i += CHUNK) {
     const chunk = devices.slice(i, i + CHUNK);
-    await invalidateCredentials(ctx.redis, chunk.map((d) => d.psk_identity));
+    await invalidateCredentials(ctx, chunk.map((d) => d.psk_identity));
     await announceDevicesChanged(ctx, chunk.map((d) => d.hash_id));
   }
   await invalidateTrust(ctx);

@@ -66,7 +66,7 @@ export async function deviceTypeRoutes(app: FastifyInstance, ctx: AppContext): P
         return getDeviceType(ctx.db, env, hashId, account.id);
       },
       update: (env, hashId, patch) => updateDeviceType(ctx.db, env, hashId, patch),
-      remove: (env, hashId) => deleteDeviceType(ctx.db, ctx.redis, env, hashId),
+      remove: (env, hashId) => deleteDeviceType(ctx, env, hashId),
     },
   });
 }

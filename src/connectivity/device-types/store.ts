@@ -237,8 +237,8 @@ export async function updateDeviceType(db: Db, environmentId: number, hashId: st
 }
 
 /** Soft delete: the type's devices lose access at once (the credential lookup skips deleted types). */
-export async function deleteDeviceType(db: Db, redis: Redis, environmentId: number, hashId: string): Promise<void> {
-  const identities = await db.tx(async (client) => {
+export async function deleteDeviceType(ctx: { db: Db; redis: Redis; config: { queueName: string } }, environmentId: number, hashId: string): Promise<void> {
+  const identities = await ctx.db.tx(async (client) => {
     const { rows } = await client.query<{ id: number }>(
       'UPDATE device_type SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL RETURNING id',
       [environmentId, hashId]);
@@ -246,5 +246,5 @@ export async function deleteDeviceType(db: Db, redis: Redis, environmentId: numb
     const devices = await client.query<{ psk_identity: string | null }>('SELECT psk_identity FROM device WHERE device_type_id = $1 AND psk_identity IS NOT NULL', [rows[0].id]);
     return devices.rows.map((d) => d.psk_identity);
   });
-  await invalidateCredentials(redis, identities);
+  await invalidateCredentials(ctx, identities);
 }

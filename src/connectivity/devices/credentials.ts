@@ -15,7 +15,8 @@ interface Cached { d: string; e: string; s: string; r?: 1 }
 
 const POSITIVE_TTL_S = 300;
 const NEGATIVE_TTL_S = 5;
-const cacheKey = (identity: string) => `psk:${identity}`;
+// per deployment (QUEUE_NAME): two deployments on one Redis each have their own device of an identity
+const cacheKey = (config: { queueName: string }, identity: string) => `${config.queueName}:psk:${identity}`;
 
 /** The AAD that binds a sealed key to its identity, so a sealed key moved to another row does not open. */
 export const pskAad = (identity: string) => `psk:${identity}`;
@@ -27,7 +28,7 @@ export const pskAad = (identity: string) => `psk:${identity}`;
  * with a clear 403 / 4.03 after the handshake asks for it).
  */
 export async function lookupPskCredential(ctx: AppContext, identity: string, opts: { includeRefused?: boolean } = {}): Promise<PskCredential | null> {
-  const cached = await ctx.redis.get(cacheKey(identity));
+  const cached = await ctx.redis.get(cacheKey(ctx.config, identity));
   let entry: Cached | null;
   if (cached !== null) {
     entry = cached === '' ? null : (JSON.parse(cached) as Cached);
@@ -40,7 +41,7 @@ export async function lookupPskCredential(ctx: AppContext, identity: string, opt
       [identity],
     );
     entry = rows.length === 0 ? null : { d: rows[0].hash_id, e: rows[0].env_hash_id, s: rows[0].psk_sealed.toString('base64'), ...(rows[0].type_deleted ? { r: 1 as const } : {}) };
-    await ctx.redis.set(cacheKey(identity), entry ? JSON.stringify(entry) : '', 'EX', entry ? POSITIVE_TTL_S : NEGATIVE_TTL_S);
+    await ctx.redis.set(cacheKey(ctx.config, identity), entry ? JSON.stringify(entry) : '', 'EX', entry ? POSITIVE_TTL_S : NEGATIVE_TTL_S);
   }
   if (!entry || (entry.r === 1 && !opts.includeRefused)) return null;
   return {
@@ -50,8 +51,8 @@ export async function lookupPskCredential(ctx: AppContext, identity: string, opt
 }
 
 /** Drops cached credentials after a device (or its type) is deleted or re-keyed. */
-export async function invalidateCredentials(redis: Redis, identities: (string | null)[]): Promise<void> {
-  const keys = identities.filter((i): i is string => !!i).map(cacheKey);
+export async function invalidateCredentials(ctx: { redis: Redis; config: { queueName: string } }, identities: (string | null)[]): Promise<void> {
+  const keys = identities.filter((i): i is string => !!i).map((i) => cacheKey(ctx.config, i));
   // one key per command: on a Redis Cluster the identities' keys live in different slots
-  await Promise.all(keys.map((key) => redis.del(key)));
+  await Promise.all(keys.map((key) => ctx.redis.del(key)));
 }

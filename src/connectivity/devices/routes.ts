@@ -42,7 +42,7 @@ export async function deviceRoutes(fastify: FastifyInstance, ctx: AppContext, cl
   }));
   // registered before /device/:hashId so the static path wins
   app.post('/device/delete', { config: { rights }, schema: { tags, summary: 'device delete (multi)', body: DeleteBody } }, async (request, reply) => {
-    await deleteDevices(ctx.db, ctx.redis, request.account.environment.id, request.body.hashIds);
+    await deleteDevices(ctx, request.account.environment.id, request.body.hashIds);
     reply.status(204).send();
   });
   app.get('/device/', { config: { rights: readRights }, schema: { tags, summary: 'device find', querystring: DeviceQuery } }, async (request) =>

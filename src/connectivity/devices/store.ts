@@ -72,7 +72,7 @@ export interface AddWithPsk {
 const isUniqueViolation = (err: unknown): err is { code: string; constraint?: string } =>
   typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
 
-export async function addDeviceWithPsk(ctx: Pick<AppContext, 'db' | 'redis' | 'keys'>, environmentId: number, input: AddWithPsk): Promise<string> {
+export async function addDeviceWithPsk(ctx: Pick<AppContext, 'db' | 'redis' | 'keys' | 'config'>, environmentId: number, input: AddWithPsk): Promise<string> {
   const type = await loadDeviceType(ctx.db, environmentId, input.deviceTypeHashId);
   const fields = defaultFields(type.deviceType.fieldConfigurations);
   const hashId = newHashId();
@@ -90,7 +90,7 @@ export async function addDeviceWithPsk(ctx: Pick<AppContext, 'db' | 'redis' | 'k
     throw new ConflictError(`supplierDeviceIdentifier ${input.supplierDeviceIdentifier} is already used by another device of this environment`);
   }
   // a device that knocked before it was provisioned left a short "unknown identity" entry
-  await invalidateCredentials(ctx.redis, [input.pskIdentity]);
+  await invalidateCredentials(ctx, [input.pskIdentity]);
   return hashId;
 }
 
@@ -153,9 +153,9 @@ export async function setNextReportBefore(db: Queryable, deviceId: number, befor
 }
 
 /** Deletes all of `hashIds` or none: one of another environment (or unknown) is a not_found_error, a claimed one a conflict_error. */
-export async function deleteDevices(db: Db, redis: Redis, environmentId: number, hashIds: string[]): Promise<void> {
+export async function deleteDevices(ctx: { db: Db; redis: Redis; config: { queueName: string } }, environmentId: number, hashIds: string[]): Promise<void> {
   const wanted = [...new Set(hashIds)];
-  const identities = await db.tx(async (client) => {
+  const identities = await ctx.db.tx(async (client) => {
     const { rows } = await client.query<{ id: number; hash_id: string; psk_identity: string | null; claimed: boolean }>(
       `SELECT id, hash_id, psk_identity, claimed_environment_id IS NOT NULL AS claimed FROM device
         WHERE environment_id = $1 AND hash_id = ANY($2) FOR UPDATE`, [environmentId, wanted]);
@@ -169,5 +169,5 @@ export async function deleteDevices(db: Db, redis: Redis, environmentId: number,
     await client.query('DELETE FROM device WHERE id = ANY($1)', [rows.map((r) => r.id)]);
     return rows.map((r) => r.psk_identity);
   });
-  await invalidateCredentials(redis, identities);
+  await invalidateCredentials(ctx, identities);
 }
