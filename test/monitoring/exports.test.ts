@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
 import qs from 'qs';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
 import { expectParameterError, findAll, type ErrorBody } from '../connectivity/fixtures.ts';
 import { until } from '../support/until.ts';
 import { addPin, addPinGroup, pinWithHistory } from './fixtures.ts';
-import { startExportWorker, type ExportWorker } from '../../src/monitoring/exports/queue.ts';
+import { exportDir, startExportWorker, type ExportWorker } from '../../src/monitoring/exports/queue.ts';
 
 // Exports over the REST interface: queued, written by the export worker, downloaded by a signed link that
 // only names its own environment's export and expires; the CSV holds exactly what was asked.
@@ -363,6 +365,8 @@ describe('exports: an analytics query\'s statement timeout', () => {
     // the SDK's statuses: nothing to download, as an expired export; the reason beside it
     expect(failed).toMatchObject({ hashId: r.body.hashId, status: 'deleted', error: expect.stringContaining('1 ms') });
     expect(failed.downloadUrl).toBeUndefined();
+    // and no part of a file is left on disk
+    expect(await readdir(path.join(exportDir(strict.ctx), c.environmentHashId)).catch(() => [])).toEqual([]);
   });
 });
 

@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { mkdir, rename, stat } from 'node:fs/promises';
+import { mkdir, rename, stat, unlink } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
 import type { Db } from '../../app/db.ts';
@@ -63,6 +63,9 @@ export async function writeExport(
     await closed;
   } catch (err) {
     out.destroy();
+    // a run that fails (rather than dies) leaves no part behind: the export may have failed for good
+    await closed.catch(() => undefined);
+    await unlink(partial).catch(() => undefined);
     throw err;
   }
   await rename(partial, target);
