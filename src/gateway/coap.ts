@@ -26,6 +26,7 @@ import type { DeviceQueue } from '../pipeline/queue.ts';
 import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from './firmware.ts';
 import { gaugeFrom, metrics } from '../app/metrics.ts';
 import { joinDtlsCluster, type DtlsCluster } from './coap-cluster.ts';
+import { RefusalLog } from './refusal-log.ts';
 import { countHandshakeFailed, countRefusedContact, pskDevice, pskKeyLookup, REFUSED_MESSAGE, type AdmittedDevice } from './admission.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 
@@ -141,9 +142,10 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     },
     lookupPsk: pskKeyLookup(ctx),
   });
+  const refusals = new RefusalLog(ctx.log);
   dtls.on('handshakeError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
     countHandshakeFailed(ctx, 'coaps', info.pskIdentity);
-    ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
+    refusals.refused('coaps', info, err.message);
   });
 
   /** The device a session stands for; a refusal (every request gets 4.01 with it); or null: the session is closed. */
@@ -156,7 +158,7 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
         // a good chain whose identifier names no device is told why (as HTTPS does); an untrusted one is closed
         if (err instanceof CertificateRefused && err.stage === 'identifier') return { refusal: err.message };
         countHandshakeFailed(ctx, 'coaps');
-        ctx.log.debug({ err: (err as Error).message, remoteAddress: session.remoteAddress }, 'device certificate refused');
+        refusals.refused('coaps', { remoteAddress: session.remoteAddress }, `certificate refused: ${(err as Error).message}`);
         return null;
       }
     }

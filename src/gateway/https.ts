@@ -12,6 +12,7 @@ import { metrics } from '../app/metrics.ts';
 import { readBounded, refuseRestOfBody } from './request-body.ts';
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
 import { isWebhookPath, WebhookHandler } from './webhook.ts';
+import { RefusalLog } from './refusal-log.ts';
 import { countHandshakeFailed, countRefusedContact, pskDevice, pskKeyLookup, REFUSED_MESSAGE, type AdmittedDevice } from './admission.ts';
 
 export interface HttpsDeviceListener {
@@ -78,9 +79,10 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       server.emit('connection', conn);
     }, () => conn.destroy());
   });
+  const refusals = new RefusalLog(ctx.log);
   tcp.on('tlsClientError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
     countHandshakeFailed(ctx, 'https', info.pskIdentity);
-    ctx.log.debug({ err: err.message, ...info }, 'device handshake failed');
+    refusals.refused('https', info, err.message);
   });
   // the same port serves certificate TLS: ClientHellos without our PSK suites go to node:tls (src/pki/https-tls.ts)
   serveCertificateTls(ctx, tcp, {
@@ -90,7 +92,7 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
     },
     onRefused(reason, remoteAddress) {
       countHandshakeFailed(ctx, 'https');
-      ctx.log.debug({ err: reason, remoteAddress }, 'device certificate refused');
+      refusals.refused('https', { remoteAddress }, `certificate refused: ${reason}`);
     },
   });
   const { maxConnectionsPerAddress, handshakeRatePerAddress, handshakeBurstPerAddress } = ctx.config.httpsLimits;
