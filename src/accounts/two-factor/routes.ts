@@ -56,6 +56,8 @@ async function asLoginAttempt<T>(ctx: AppContext, request: FastifyRequest, run: 
   return result;
 }
 
+const LIMITED = ' A wrong secret or code counts as a failed login: 429 rate_limit_error past the login limits.';
+
 const Password = Type.Object({ password: Type.String({ minLength: 1, maxLength: 1024 }) });
 
 export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
@@ -65,7 +67,7 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
   const setup = { ...config, twoFactorSetup: true };
 
   app.post('/two-factor-authentication/get-keyuri', {
-    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'getKeyuri', body: Password, description: 'A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already.' },
+    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'getKeyuri', body: Password, description: 'A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already.' + LIMITED },
   }, async (request) => {
     const account = request.account;
     await asLoginAttempt(ctx, request, () => checkPassword(ctx, account, request.body.password));
@@ -74,7 +76,7 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
   });
 
   app.post('/two-factor-authentication/enable', {
-    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'enable', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }), description: 'The tokens issued before stop working; use the jwt answered.' },
+    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'enable', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }), description: 'The tokens issued before stop working; use the jwt answered.' + LIMITED },
   }, async (request) => {
     const account = request.account;
     const enabledAt = await asLoginAttempt(ctx, request, () => enableTwoFactor(ctx, account, request.body.code));
@@ -82,7 +84,7 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
   });
 
   app.post('/two-factor-authentication/disable', {
-    config, schema: { tags: ['two-factor-authentication'], summary: 'disable', body: Password, description: 'password: the secret followed by :<code> when two-factor authentication is on.' },
+    config, schema: { tags: ['two-factor-authentication'], summary: 'disable', body: Password, description: 'password: the secret followed by :<code> when two-factor authentication is on.' + LIMITED },
   }, async (request, reply) => {
     const account = request.account;
     const { credential, code } = splitCode(request.body.password);
