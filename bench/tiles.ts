@@ -7,9 +7,14 @@
 // alternating: cold (a pin group of the environment renamed just before, so the tile is rendered) and warm (the
 // same tile again: from the cache). The service's CPU and the PostgreSQL backends' CPU (from /proc) are counted per
 // kind; on a busy machine most of the wall time is waiting for a core.
+// Then the city's tiles under another environment's load (issue 38): a second environment holds 10 edges of the most
+// points an edge may have (10,000), scattered over the world so each crosses every zoom-4 tile; while it asks 12 cold
+// zoom-4 tiles at once, the city asks its cold zoom-14 tiles one after another. The figures: the city's tile time, the
+// heavy tiles' time, and the event loop's longest delay (what every other request of the process waited at most).
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { MAX_EDGE_POINTS } from '../src/monitoring/graph-schemas.ts';
 import type { Db } from '../src/app/db.ts';
 import { TileCache } from '../src/monitoring/tiles/cache.ts';
 import { TILE_MAX_PIN_GROUPS } from '../src/monitoring/tiles/store.ts';
@@ -120,12 +125,72 @@ async function zoomRows(db: Db, z: number, pinGroups: number, rounds: number): P
   });
 }
 
+const HEAVY_EDGES = 10;
+const HEAVY_TILES = 12;
+
+async function underLoadRows(db: Db, pinGroups: number, rounds: number): Promise<BenchRow[]> {
+  await db.query(`INSERT INTO environment (hash_id, type, name) VALUES ('benchheavy', 'monitoring', 'heavy')`);
+  // points at random over the world, 3 decimals (as a tenant would send them): every segment crosses tiles
+  await db.query(`INSERT INTO edge (hash_id, environment_id, name, map_layer, geometry)
+    SELECT 'heavy' || e, 2, 'spaghetti ' || e, 'default', jsonb_build_object('type', 'LineString', 'coordinates',
+             -- (e >= 0: a subquery of each edge, drawn anew, not one drawn once for all)
+             (SELECT jsonb_agg(jsonb_build_array(round((-179 + random() * 358)::numeric, 3), round((-80 + random() * 160)::numeric, 3))) FROM generate_series(1, ${MAX_EDGE_POINTS}) WHERE e >= 0))
+      FROM generate_series(1, ${HEAVY_EDGES}) e`);
+  const z = 14;
+  const centre = tileOf((CITY.west + CITY.east) / 2, (CITY.south + CITY.north) / 2, z);
+  const cityTiles = [-1, 0, 1].flatMap((dx) => [-1, 0, 1].map((dy) => ({ z, x: centre.x + dx, y: centre.y + dy })));
+  const heavyTiles = Array.from({ length: HEAVY_TILES }, (_, i) => ({ z: 4, x: 2 + i, y: 6 + (i % 2) }));
+  const cache = new TileCache();
+  const city: number[] = [];
+  const heavy: number[] = [];
+  let refused = 0;
+  let loopMaxMs = 0;
+  for (let round = 0; round < rounds; round++) {
+    // both environments changed: every tile of this round is cold
+    await db.query(`UPDATE pin_group SET name = 'renamed ' || $1::int WHERE hash_id = 'pg0'`, [round]);
+    await db.query(`UPDATE edge SET name = 'spaghetti ' || $1::int WHERE hash_id = 'heavy1'`, [round]);
+    const loop = monitorEventLoopDelay({ resolution: 5 });
+    loop.enable();
+    let done = false;
+    const burst = Promise.all(heavyTiles.map(async (t) => {
+      const t0 = performance.now();
+      try {
+        await cache.tile(db, 2, t, ['default']);
+        heavy.push(performance.now() - t0);
+      } catch {
+        refused++;
+      }
+    })).then(() => { done = true; });
+    for (let i = 0; !done; i++) {
+      const t0 = performance.now();
+      await cache.tile(db, 1, cityTiles[i % cityTiles.length], ['default']);
+      city.push(performance.now() - t0);
+      // the next city tile cold as well
+      await db.query(`UPDATE pin_group SET name = 'renamed ' || $1::int || '.' || $2::int WHERE hash_id = 'pg0'`, [round, i]);
+    }
+    await burst;
+    loop.disable();
+    loopMaxMs = Math.max(loopMaxMs, loop.max / 1e6);
+  }
+  city.sort((a, b) => a - b);
+  heavy.sort((a, b) => a - b);
+  return [{
+    name: `map tile at zoom 14, cold, over the city while another environment draws ${HEAVY_TILES} cold zoom-4 tiles at once (${HEAVY_EDGES} edges of ${MAX_EDGE_POINTS.toLocaleString('en')} points over the world)`,
+    value: Number(pct(city, 50).toFixed(2)), unit: 'ms per tile (p50)',
+    p50Ms: Number(pct(city, 50).toFixed(2)), p99Ms: Number(pct(city, 99).toFixed(2)),
+    target: "another environment's load does not hold the city's tile",
+    detail: `${city.length} city tiles over ${rounds} rounds of the other environment's burst; its tiles p50 ${pct(heavy, 50).toFixed(0)} ms, max ${(heavy[heavy.length - 1] ?? 0).toFixed(0)} ms `
+      + `(${refused} refused with 429); the event loop's longest delay ${loopMaxMs.toFixed(0)} ms; ${pinGroups.toLocaleString('en')} pin groups in the city; load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores`,
+  }];
+}
+
 export async function tileRows(opts: { pinGroups: number; rounds: number }): Promise<BenchRow[]> {
   const db = await benchDatabase('gridgate_bench_tiles');
   try {
     await fill(db, opts.pinGroups);
     const rows: BenchRow[] = [];
     for (const z of [15, 14, 12]) rows.push(...await zoomRows(db, z, opts.pinGroups, opts.rounds));
+    rows.push(...await underLoadRows(db, opts.pinGroups, Math.max(3, Math.round(opts.rounds / 50))));
     return rows;
   } finally {
     await db.close();
