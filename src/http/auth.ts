@@ -1,6 +1,6 @@
 import { SignJWT, jwtVerify } from 'jose';
 import type { FastifyRequest } from 'fastify';
-import { AuthenticationError, NotFoundError, RightError } from '../app/errors.ts';
+import { AuthenticationError, NotFoundError, ParameterError, RightError } from '../app/errors.ts';
 import { loadAccount, type Account } from '../accounts/store.ts';
 import { refuseWithoutSecondFactor } from '../accounts/two-factor/enforce.ts';
 import type { AppContext } from '../app/context.ts';
@@ -57,6 +57,10 @@ const PREFIXED_TYPES: Record<string, Account['environment']['type']> = { supplie
  * (either environment type) or `supplier:<hashId>` (a connectivity environment).
  */
 export function authorize(account: Account, header: string | undefined, rights: RouteRights | undefined): void {
+  if (header === undefined || header === '') {
+    const own = account.environment.type === 'connectivity' ? `supplier:${account.environment.hashId}` : account.environment.hashId;
+    throw new ParameterError(`the header Environment-Hash-Id is required: the environment the operation is for (this account's is ${own})`);
+  }
   const [prefix, environmentHashId] = header?.includes(':') ? header.split(/:(.*)/s, 2) : [undefined, header];
   // another environment's hashId (or a prefix of the other type) is answered like one that does not exist: tenants learn nothing of each other
   const typeMatches = prefix === undefined || PREFIXED_TYPES[prefix] === account.environment.type;

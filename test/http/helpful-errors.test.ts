@@ -14,6 +14,13 @@ afterAll(async () => { await api.close(); });
 const headers = () => ({ 'api-version': '5', authorization: `Bearer ${c.token}`, 'environment-hash-id': c.environmentHashId });
 
 describe('requests that are nearly right', () => {
+  it('a missing Environment-Hash-Id is named, with the account\'s own environment to send', async () => {
+    const r = await api.app.inject({ method: 'GET', url: '/device-type/', headers: { 'api-version': '5', authorization: `Bearer ${c.token}` } });
+    expect(r.statusCode).toBe(400);
+    expect(r.json()).toEqual({ key: 'parameter_error', message: expect.stringContaining('Environment-Hash-Id is required') });
+    expect(r.json().message).toContain(`supplier:${c.environmentHashId}`);
+  });
+
   it('a DELETE or GET with Content-Type: application/json and no body is taken as having none', async () => {
     const added = await c.request<{ hashId: string }>('POST', '/quantity/', { name: 'Depth', unit: 'm' });
     expect(added.status).toBe(200);
