@@ -6,13 +6,7 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { closeContext, createContext } from '../src/app/bootstrap.ts';
-import { loadConfig } from '../src/app/config.ts';
-import { recreateDatabase } from '../src/app/db.ts';
-import { createLogger } from '../src/app/logger.ts';
 import { parseCli } from '../scripts/cli.ts';
-import { fuzz, startFuzzApi } from '../test/support/fuzz.ts';
-import { benchDbName } from './harness.ts';
 
 const { values } = parseCli({
   runs: { type: 'string', default: '3000', number: true, placeholder: 'n', description: 'requests to generate' },
@@ -23,6 +17,13 @@ The REST API fuzz of test/http/fuzz.test.ts run longer: requests generated from 
 value spliced in; none may be answered 5xx or with an unkeyed error. Real PostgreSQL (database gridgate_bench_fuzz,
 recreated) and Redis (REDIS_URL). Exit 1 when a request failed.`,
 });
+// the service's modules load after the command line is read: --help and a mistyped option answer at once
+const { closeContext, createContext } = await import('../src/app/bootstrap.ts');
+const { loadConfig } = await import('../src/app/config.ts');
+const { recreateDatabase } = await import('../src/app/db.ts');
+const { createLogger } = await import('../src/app/logger.ts');
+const { fuzz, startFuzzApi } = await import('../test/support/fuzz.ts');
+const { benchDbName } = await import('./harness.ts');
 const runs = Number(values.runs);
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
 const adminUrl = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

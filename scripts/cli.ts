@@ -49,6 +49,8 @@ export function readCli<const T extends CliOptions>(args: readonly string[], opt
     args: [...args], strict: false, allowPositionals: true, tokens: true,
     options: Object.fromEntries(Object.entries(options).map(([name, o]) => [name, { type: o.type }])),
   });
+  // asked for the usage: that answers whatever else is on the line
+  if (tokens.some((t) => t.kind === 'option' && (t.name === 'help' || t.rawName === '-h'))) return { kind: 'help' };
   const found = new Map<string, string | boolean>();
   const positionals: string[] = [];
   for (const token of tokens) {
@@ -58,7 +60,6 @@ export function readCli<const T extends CliOptions>(args: readonly string[], opt
       positionals.push(token.value);
       continue;
     }
-    if (token.name === 'help' || token.rawName === '-h') return { kind: 'help' };
     const option = options[token.name];
     if (!option || token.rawName.length === 2) return { kind: 'error', message: `unknown option ${token.rawName}` };
     if (option.type === 'boolean') {
