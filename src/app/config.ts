@@ -203,8 +203,8 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   JSON_MAX_DEPTH: ['32', 'deepest nesting of arrays and objects in a REST request body or query (device fields, a field configuration\'s defaultValue, ...); deeper is a 400 parameter_error'],
   ANALYTICS_STATEMENT_TIMEOUT_MS: ['10000', 'how long the database may compute one analytics query (GET /analytics/) before it cancels it; the answer is then 400 analytics_query_too_broad'],
   ANALYTICS_CONCURRENCY: ['2', 'analytics queries one process computes at once; more wait their turn without holding a database connection, so other operations keep theirs'],
-  LOGIN_FAILURES_PER_ADDRESS: ['30', 'failed machine logins from one source address within LOGIN_FAILURE_WINDOW_SECONDS; more are answered 429 rate_limit_error'],
-  LOGIN_FAILURES_PER_ACCOUNT: ['10', 'failed machine logins for one account (from any address) within LOGIN_FAILURE_WINDOW_SECONDS; more are answered 429 rate_limit_error'],
+  LOGIN_FAILURES_PER_ADDRESS: ['30', 'failed machine logins and two-factor checks (get-keyuri, enable, disable) from one source address within LOGIN_FAILURE_WINDOW_SECONDS; more are answered 429 rate_limit_error'],
+  LOGIN_FAILURES_PER_ACCOUNT: ['10', 'failed machine logins and two-factor checks for one account (from any address) within LOGIN_FAILURE_WINDOW_SECONDS; more are answered 429 rate_limit_error'],
   LOGIN_FAILURE_WINDOW_SECONDS: ['300', 'the window the login failure limits count in (from the first failure)'],
   SHUTDOWN_GRACE_MS: ['10000', 'how long SIGTERM waits for in-flight jobs'],
   QUEUE_NAME: ['device-events', 'BullMQ queue name'],
@@ -229,7 +229,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   THRESHOLD_EVALUATION: ['on', 'on or off: measurements of linked devices and of manual reports are checked against their pins\' thresholds and open or update threshold issues (off: no threshold issue opens; for measuring the report path without it)'],
   AUDIT_LOG: ['on', 'on or off: every change an account makes through the API is written to the audit log (settings find-log) in the change\'s own transaction (off: no log; for measuring its cost)'],
   EXPORT_RETENTION_HOURS: ['168', 'an export\'s CSV file (under DATA_DIR/exports) and its download link last this long after it is written; then the file is deleted and the export request shows status deleted'],
-  EXPORT_CONCURRENCY: ['1', 'exports one worker process writes at once (each streams its rows from one PostgreSQL cursor)'],
+  EXPORT_CONCURRENCY: ['1', 'exports one worker process writes at once (each streams its rows from one PostgreSQL cursor), and exports of one environment queued or running at once (the rest wait their turn, so one environment\'s exports cannot hold back another\'s)'],
   CONNECTIVITY_CHECK_MS: ['30000', 'how often one worker (a Redis lock picks it) looks for linked devices silent past their connectivity threshold; an issue opens within the threshold plus this interval'],
 };
 

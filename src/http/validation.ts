@@ -9,6 +9,7 @@
 // - `format: date-time` accepts years 0001..9999 only (PostgreSQL has no year 0).
 // - the `userRegex` keyword refuses a pattern the linear-time engine cannot compile.
 
+import { emailProblem } from '../app/email.ts';
 import { AjvCompiler } from '@fastify/ajv-compiler';
 import type { FastifyServerOptions } from 'fastify';
 import { ParameterError } from '../app/errors.ts';
@@ -82,6 +83,8 @@ function extendAjv(ajvInstance: unknown): void {
   const ajv = ajvInstance as AjvLike;
   const dateTime = formatCheck(ajv.formats['date-time']);
   ajv.addFormat('date-time', { type: 'string', validate: (s) => dateTime(s) && yearInRange(s) });
+  // one rule for an address wherever a schema asks for one (src/app/email.ts), not ajv-formats' looser one
+  ajv.addFormat('email', { type: 'string', validate: (s) => emailProblem(s) === null });
   const validate: UserRegexValidate = (schema, data) => {
     if (!schema || typeof data !== 'string') return true;
     const re = compileUserRegex(data);

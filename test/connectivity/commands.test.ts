@@ -119,6 +119,10 @@ describe('commands', () => {
     expectParameterError(await c.request('POST', '/command/', { ...ok, objectHashIds: many(41, (i) => `d${i}`) }), 'objectHashIds', '40');
     expectParameterError(await c.request('POST', '/command/', { ...ok, channelIndices: many(61, (i) => i) }), 'channelIndices', '60');
     expectParameterError(await c.request('POST', '/command/', { ...ok, email: ['not-an-address'] }), 'email');
+    // the service's one address rule (src/app/email.ts): a local part over 64 characters, a domain label starting with a hyphen
+    for (const address of [`${'a'.repeat(65)}@example.com`, 'ops@-example.com', 'x,<y@evil.test>']) {
+      expectParameterError(await c.request('POST', '/command/', { ...ok, email: [address] }), 'email');
+    }
     expectParameterError(await c.request('POST', '/command/', { ...ok, email: undefined }), 'email', 'required');
     expectParameterError(await c.request('POST', '/command/', { ...ok, fields: undefined }), 'fields', 'required');
     expectParameterError(await c.request('POST', '/command/', { ...ok, objectType: 'edge' }), 'objectType', 'device, pinGroup');

@@ -57,12 +57,12 @@ describe('monitoring environments', () => {
     const c = await api.login('monitoring', ['ENVIRONMENT_ADMIN', 'READ']);
     const body = {
       name: 'Gas network north', mapLayers: [{ name: 'Base', key: 'base' }, { name: 'Aerial', key: 'aerial', namedStyle: 'pdok-luchtfoto' }],
-      fieldConfigurations: allConfigs, locale: 'nl', defaultGraphRange: '30d', measurementsExpirationDays: 365, enforceTwoFactorAuthentication: true,
+      fieldConfigurations: allConfigs, locale: 'nl', defaultGraphRange: '30d', measurementsExpirationDays: 365, enforceTwoFactorAuthentication: false,
       theme: { light: colors, dark: colors }, allowAutoCloseThresholdIssues: true, measurementsRetentionPolicyRange: null,
     };
     const r = await c.request<{ environment: Env }>('PUT', '/environment/', body);
     expect(r.status).toBe(200);
-    expect(r.body.environment).toMatchObject({ name: 'Gas network north', locale: 'nl', defaultGraphRange: '30d', measurementsExpirationDays: 365, enforceTwoFactorAuthentication: true, theme: { light: colors } });
+    expect(r.body.environment).toMatchObject({ name: 'Gas network north', locale: 'nl', defaultGraphRange: '30d', measurementsExpirationDays: 365, enforceTwoFactorAuthentication: false, theme: { light: colors } });
     expect(r.body.environment.mapLayers.map((l) => l.key)).toEqual(['base', 'aerial']);
     expect(r.body.environment.fieldConfigurations.pins[0].key).toBe('pinName');
     const g = await c.request<GetAnswer>('GET', `/environment/${c.environmentHashId}`);
@@ -70,6 +70,10 @@ describe('monitoring environments', () => {
     // a partial update keeps the rest; theme null clears
     const p = await c.request<{ environment: Env }>('PUT', '/environment/', { theme: null });
     expect(p.body.environment).toMatchObject({ name: 'Gas network north', theme: null, measurementsExpirationDays: 365 });
+    // enforcing two-factor authentication is stored too, and from then on holds for this account, which has no second factor
+    const enforced = await c.request<{ environment: Env }>('PUT', '/environment/', { enforceTwoFactorAuthentication: true });
+    expect(enforced.body.environment).toMatchObject({ enforceTwoFactorAuthentication: true });
+    expect((await c.request('GET', `/environment/${c.environmentHashId}`)).status).toBe(403);
   });
 
   it('answers each limit with a parameter_error naming the field; nothing is half-applied', async () => {
