@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { reportDateProblem } from '../app/report-dates.ts';
 import { metrics } from '../app/metrics.ts';
 import { hasUnstorable, replacedMessage, storableValue, unstorablePath } from '../app/storable.ts';
 import { describeRunError, type Sandbox } from '../sandbox/runner.ts';
@@ -277,6 +278,12 @@ export async function parseReport(
   }
   const perChannel = new Map<number, number>();
   const generatedAt = args.generatedAt ?? report.generatedAt;
+  // the handler's own generatedAt (exec.parseReport's argument) overrides the parser's: the same window holds for it
+  const dateProblem = args.generatedAt === null ? null : reportDateProblem(new Date(args.generatedAt));
+  if (dateProblem) {
+    log.push({ type: 'error', message: `generatedAt ${args.generatedAt} given to exec.parseReport ${dateProblem}` });
+    return { activity: { ...base, failed: true, log, triggerData } };
+  }
   // the report is stored with what PostgreSQL cannot hold replaced, and its activity says so
   const payload = storableValue(args.payload);
   const fields = storableValue(report.fields ?? {});

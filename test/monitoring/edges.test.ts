@@ -78,6 +78,8 @@ describe('edges', () => {
     expectParameterError(await c.request('POST', '/graph/edge', { geometry: multi(5, 2001), fields: { id: 'x' } }), 'geometry.coordinates', '10000', '10005');
     expectParameterError(await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: lineOf(10_001) }, fields: { id: 'x' } }), 'geometry');
     expectParameterError(await c.request('POST', `/graph/edge/${full.body.hashId}`, { geometry: multi(3, 4000) }), 'geometry.coordinates', '10000', '12000');
+    // the locations update keeps the same limit
+    expectParameterError(await c.request('POST', '/graph/', [{ type: 'edge', hashId: full.body.hashId, geometry: multi(3, 4000) }]), '0.geometry.coordinates', '10000', '12000');
     expect((await c.request<{ edge: Edge }>('GET', `/graph/edge/${full.body.hashId}`)).body.edge.geometry).toEqual(multi(2, 5000));
     // JSON's 1e999 is Infinity once parsed; NaN cannot be written in JSON at all
     for (const coordinates of ['[[1e999, 52], [4, 52]]', '[[4, 91], [4, 52]]', '[[-181, 52], [4, 52]]']) {

@@ -127,7 +127,10 @@ function handle(args: { payload: string }, exec: Exec) {
     })).hashId;
     const device = await pskDevice(supplier, `function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   if (args.event.type !== 'incomingRequest') return;
-  exec.parseReport({ reportTypeHashId: "${reportType}", payload: args.event.webRequest.url.path.slice(1) });
+  const path = args.event.webRequest.url.path.slice(1);
+  // the handler's own generatedAt overrides the parser's
+  if (path === 'handler-ancient') exec.parseReport({ reportTypeHashId: "${reportType}", payload: 'now', generatedAt: new Date('1900-01-01T00:00:00Z') });
+  else exec.parseReport({ reportTypeHashId: "${reportType}", payload: path });
   return { statusCode: 200, body: { ok: true } };
 }`);
     const port = service.https!.port();
@@ -153,6 +156,9 @@ function handle(args: { payload: string }, exec: Exec) {
     const ahead = await parseOf('ahead');
     expect(ahead.failed).toBe(true);
     expect(errors(ahead)[0]).toMatch(/^invalid-result: generatedAt \S+ lies more than 1 day ahead \(after /);
+    const handlerDated = await parseOf('handler-ancient');
+    expect(handlerDated.failed).toBe(true);
+    expect(errors(handlerDated)).toEqual(['generatedAt 1900-01-01T00:00:00.000Z given to exec.parseReport lies before 2000-01-01T00:00:00.000Z, the earliest time a report may carry']);
     expect(await reports()).toEqual([]);
 
     expect((await parseOf('now')).failed).toBe(false);

@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../../app/db.ts';
+import { checkEdgeGeometry } from '../graph-schemas.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { refreshBoundingBox } from '../environments/settings.ts';
@@ -27,6 +28,8 @@ const LOCATED = { pinGroup: ['pin_group', 'pin group'], node: ['node', 'node'], 
 
 /** locations update: every geometry or none (an unknown hashId rolls the whole call back). */
 export async function updateLocations(db: Db, environmentId: number, items: LocationUpdate[]): Promise<void> {
+  // an edge's points in all within the limit that edge add and update keep (what one map tile may cost)
+  items.forEach((item, i) => { if (item.type === 'edge') checkEdgeGeometry(item.geometry, `${i}.geometry`); });
   await db.tx(async (client) => {
     for (const item of items) {
       const [table, what] = LOCATED[item.type];
