@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDb, type Db } from '../../src/app/db.ts';
+import { asAuthor } from '../../src/app/author.ts';
 import { createLogger } from '../../src/app/logger.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
 import { until } from '../support/until.ts';
@@ -61,4 +62,18 @@ describe('PostgreSQL killed under idle pooled connections', () => {
     const value = await db.tx(async (q) => (await q.query<{ v: number }>('SELECT 41 + 1 AS v')).rows[0].v);
     expect(value).toBe(42);
   }, 90_000);
+
+  it('a statement (of an operation with an author, or of none) whose connection breaks while it runs fails; the process stays up', async () => {
+    for (const author of [{ environmentId: 1, userHashId: 'someone' }, null]) {
+      const statement = () => db.query('WITH s AS (SELECT pg_sleep(5)) SELECT 1 FROM s');
+      const running = (author ? asAuthor(author, statement) : statement()).then(() => null, (err: Error) => err);
+      // the statement runs on a checked-out connection when its server goes away
+      await new Promise((r) => setTimeout(r, 500));
+      pg.kill();
+      expect(await running).toBeInstanceOf(Error);
+      pg.start();
+      await until(() => db.query('SELECT 1').then(() => true, () => false), (ok) => ok, 'PostgreSQL answering again', 30_000);
+    }
+  }, 120_000);
 });
+
