@@ -320,8 +320,8 @@ export const GROUPS: Group[] = [
   },
 ];
 
-/** the fill of the measurement table at the default 10 M rows: 300,000 took 48 s on the loaded 2-core VM */
-const FILL_MINUTES = 25;
+/** the fill of the measurement table at the default 10 M rows: 2 M took 2 min on the 2-core VM at load 5, 10 M 26 min at load 17-23 */
+const FILL_MINUTES = 15;
 
 export const HEADLINE = GROUPS.filter((g) => g.headline).map((g) => g.name);
 
@@ -355,7 +355,8 @@ BENCH_NODE_FLAGS (docs/speed.md).`,
   positionals: true,
 };
 
-interface GroupRecord { measuredAt: string; seconds: number; args: string[] }
+/** When a group last ran, how long it took, its command line and the options in it that shape the rows */
+interface GroupRecord { measuredAt: string; seconds: number; args: string[]; settings?: Record<string, string | boolean | undefined> }
 type Tagged<R> = R & { group: string; measuredAt: string };
 export interface ResultsFile {
   /** when this file was last written */
@@ -400,8 +401,8 @@ const clock = (seconds: number) => {
   return s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m` : s >= 60 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${s}s`;
 };
 const rough = (minutes: number) => (minutes >= 10 ? `${Math.round(minutes / 5) * 5}+ min` : `~${minutes} min`);
-/** A group's rough minutes in a run of `groups`: the first of them to read the measurement table fills it. */
-const roughIn = (g: Group, groups: Group[]) => g.minutes + (g.readsTable && groups.find((x) => x.readsTable) === g ? FILL_MINUTES : 0);
+/** A group's rough minutes in a run of `groups`: the first of them to read the measurement table fills it (its time grows with its rows). */
+const roughIn = (g: Group, groups: Group[], rows = 10_000_000) => g.minutes + (g.readsTable && groups.find((x) => x.readsTable) === g ? Math.max(0.5, (FILL_MINUTES * rows) / 10_000_000) : 0);
 
 function listGroups(previous: unknown): string {
   const last = isObject(previous) && isObject(previous.groups) ? (previous.groups as Record<string, GroupRecord>) : {};
@@ -522,7 +523,7 @@ function measurementTableOnce(ctx: RunContext): { get: RunContext['measurementTa
         // each report row costs about as much to write as its two measurement rows (the fill's timing, 300,000 rows)
         const done = (reports * 2 + measurements) / (total * 2);
         const elapsed = (Date.now() - started) / 1000;
-        const left = done > 0.02 && done < 1 ? `, about ${clock((elapsed / done) * (1 - done))} left of the fill` : '';
+        const left = done >= 0.99 ? ', then VACUUM ANALYZE' : done > 0.02 ? `, about ${clock((elapsed / done) * (1 - done))} left of the fill` : '';
         const m = (x: number) => `${(x / 1e6).toFixed(1)} M`;
         return `fill: ${m(reports)} of ${m(total / 2)} reports and ${m(measurements)} of ${m(total)} measurements written (rough, from table sizes)${left}`;
       };
@@ -588,7 +589,11 @@ async function main(): Promise<void> {
 
   // a group's expected time: its last measured one, else the rough one
   const lastGroups = isObject(previous) && isObject(previous.groups) ? (previous.groups as Record<string, GroupRecord>) : {};
-  const expected = (g: Group) => lastGroups[g.name]?.seconds ?? roughIn(g, selected) * 60;
+  // the options that shape the rows (not those that choose groups): a last duration counts only when they match
+  const settings = Object.fromEntries(Object.keys(OPTIONS).filter((o) => cli.given.has(o) && !['only', 'all', 'list'].includes(o) && !GROUPS.some((g) => g.name === o))
+    .map((o) => [o, cli.values[o as keyof BenchValues]]));
+  const sameSettings = (r: GroupRecord | undefined) => r !== undefined && JSON.stringify(r.settings ?? {}) === JSON.stringify(settings);
+  const expected = (g: Group) => (sameSettings(lastGroups[g.name]) ? lastGroups[g.name].seconds : roughIn(g, selected, Number(cli.values['measurement-rows'])) * 60);
   const runStart = Date.now();
   const since = (t: number) => (Date.now() - t) / 1000;
   const all = { rows: [] as Tagged<Row>[], commandRows: [] as Tagged<CommandRow>[], dtlsRows: [] as Tagged<BenchRow>[] };
@@ -634,7 +639,7 @@ async function main(): Promise<void> {
       currentStart = Date.now();
       console.log(`\n== ${g.name}: ${g.description} (${done + 1} of ${selected.length}, about ${clock(expected(g))})`);
       await g.run(ctx);
-      groups[g.name] = { measuredAt: new Date().toISOString(), seconds: Math.round(since(currentStart)), args: process.argv.slice(2) };
+      groups[g.name] = { measuredAt: new Date().toISOString(), seconds: Math.round(since(currentStart)), args: process.argv.slice(2), settings };
       done++;
       console.log(`== ${g.name} done in ${clock(since(currentStart))}`);
       // after every group, so a later group's failure or a Ctrl-C keeps what was measured
