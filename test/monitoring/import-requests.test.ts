@@ -96,6 +96,8 @@ describe('import-request generate-template', () => {
     expectParameterError(await w.c.request('POST', '/import/template', { ...body, pinGroupHashIds: n(201) }), 'pinGroupHashIds');
     expectParameterError(await w.c.request('POST', '/import/template', { ...body, pinGroupGridHashIds: n(11) }), 'pinGroupGridHashIds');
     expectParameterError(await w.c.request('POST', '/import/template', { ...body, reportTypeHashIds: [] }), 'reportTypeHashIds');
+    // a type the environment did not make itself (a supplier's, or none at all) is named with what an import takes
+    expectParameterError(await w.c.request('POST', '/import/template', { ...body, reportTypeHashIds: ['nosuchtype'] }), 'reportTypeHashIds[0] nosuchtype', 'POST /report-type/', "not a supplier's device report type");
     expectParameterError(await w.c.request('POST', '/import/template', { ...body, reportTypeHashIds: n(6) }), 'reportTypeHashIds');
     expectParameterError(await w.c.request('POST', '/import/template', { ...body, pinGroupHashIds: [w.a, other.a] }), 'pinGroupHashIds[1]');
     expectParameterError(await w.c.request('POST', '/import/template', { ...body, pinGroupGridHashIds: [other.grid] }), 'pinGroupGridHashIds[0]');
@@ -153,7 +155,7 @@ describe('import-request add', () => {
     expect(foreign.body.importRequest.errors).toEqual([
       `line 2, pinGroupHashId: ${other.a} is not a pin group of this environment`,
       `line 2, pinHashId: ${other.a1} is not a pin of this environment`,
-      `line 2, reportTypeHashId: ${other.reportType} is not a report type of this environment`,
+      `line 2, reportTypeHashId: ${other.reportType} is not a report type of this environment: an import takes the report types the environment made itself (POST /report-type/, type "human"), not a supplier's device report type`,
       `line 2, quantityHashId: ${other.quantity} is not a quantity of this environment`,
     ]);
     const header = await w.c.request<ImportRow>('POST', '/import/', { name: 'x', dataUrl: csvUrl('pinGroupHashId,pinHashId\r\nx,y\r\n') });

@@ -30,13 +30,16 @@ const MAX_ERRORS = 100;
 export interface TemplateRequest { pinGroupHashIds: string[]; pinGroupGridHashIds: string[]; reportTypeHashIds: string[] }
 
 /** The ids of `hashIds` in `table` of the environment in order; an unknown one is a parameter_error naming `field[i]`. */
+// the same words for any hashId that is not one (another environment's is not told apart from none)
+const IMPORTABLE_TYPES = ': an import takes the report types the environment made itself (POST /report-type/, type "human"), not a supplier\'s device report type';
+
 async function idsOf(db: Queryable, table: 'pin_group' | 'report_type' | 'grid', environmentId: number, hashIds: string[], field: string, what: string) {
   const extra = table === 'report_type' ? ' AND deleted_at IS NULL' : table === 'grid' ? " AND type_key = 'pinGroup'" : '';
   const { rows } = await db.query<{ id: number; hash_id: string }>(`SELECT id, hash_id FROM ${table} WHERE environment_id = $1 AND hash_id = ANY($2)${extra}`, [environmentId, hashIds]);
   const ids = new Map(rows.map((r) => [r.hash_id, r.id]));
   return hashIds.map((h, i) => {
     const id = ids.get(h);
-    if (id === undefined) throw new ParameterError(`${field}[${i}] ${h} is not ${what} of this environment`);
+    if (id === undefined) throw new ParameterError(`${field}[${i}] ${h} is not ${what} of this environment${table === 'report_type' ? IMPORTABLE_TYPES : ''}`);
     return id;
   });
 }
@@ -154,7 +157,7 @@ async function resolve(db: Queryable, environmentId: number, lines: Line[], erro
     if (!pg) fail('pinGroupHashId', `${l.pinGroupHashId} is not a pin group of this environment`);
     if (!pin) fail('pinHashId', `${l.pinHashId} is not a pin of this environment`);
     else if (pg && Number(pin.owner) !== Number(pg.id)) fail('pinHashId', `${l.pinHashId} is not a pin of pin group ${l.pinGroupHashId}`);
-    if (!types.has(l.reportTypeHashId)) fail('reportTypeHashId', `${l.reportTypeHashId} is not a report type of this environment`);
+    if (!types.has(l.reportTypeHashId)) fail('reportTypeHashId', `${l.reportTypeHashId} is not a report type of this environment${IMPORTABLE_TYPES}`);
     if (!quantities.has(l.quantityHashId)) fail('quantityHashId', `${l.quantityHashId} is not a quantity of this environment`);
     if (errors.length === before) resolved.push({ line: l, pinGroupId: pg!.id, pinId: pin!.id, reportTypeId: types.get(l.reportTypeHashId)!.id, quantityId: quantities.get(l.quantityHashId)!.id });
   }
