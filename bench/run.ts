@@ -408,8 +408,9 @@ function listGroups(previous: unknown): string {
   const last = isObject(previous) && isObject(previous.groups) ? (previous.groups as Record<string, GroupRecord>) : {};
   const width = Math.max(...GROUPS.map((g) => g.name.length));
   const lines = GROUPS.map((g) => {
-    const measured = last[g.name] ? `last ${clock(last[g.name].seconds)} (${last[g.name].measuredAt.slice(0, 16).replace('T', ' ')})` : '';
-    return `${g.headline ? '*' : ' '} ${g.name.padEnd(width)}  ${`${rough(g.minutes)}${g.readsTable ? ' + fill' : ''}`.padEnd(15)} ${measured.padEnd(30)} ${g.description}`;
+    const r = last[g.name];
+    const measured = r ? `last ${clock(r.seconds)} (${r.measuredAt.slice(0, 16).replace('T', ' ')}${Object.keys(r.settings ?? {}).length > 0 ? ', other options' : ''})` : '';
+    return `${g.headline ? '*' : ' '} ${g.name.padEnd(width)}  ${`${rough(g.minutes)}${g.readsTable ? ' + fill' : ''}`.padEnd(15)} ${measured.padEnd(45)} ${g.description}`;
   });
   const total = (gs: Group[]) => rough(Math.round(gs.reduce((a, g) => a + roughIn(g, gs), 0)));
   return `${lines.join('\n')}\n\n* the headline, what npm run bench runs with no group named (${total(GROUPS.filter((g) => g.headline))}); --all runs every group (${total(GROUPS)}).
