@@ -81,6 +81,12 @@ describe('the other scripts', () => {
     expect(bogus.stderr).not.toMatch(STACK);
   });
 
+  it.each(['certs', 'fleet', 'bench', 'bench:fuzz'])('npm run %s -- --help reaches the script (package.json passes its arguments on)', (script) => {
+    const r = spawnSync('npm', ['run', '-s', script, '--', '--help'], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^usage: /);
+  });
+
   it('npm run fleet: every option in the usage, a value outside its choices refused', () => {
     const help = run('scripts/fleet.ts', '--help');
     for (const name of ['gateways', 'workers', 'coaps-port', 'https-port', 'api-port', 'dir', 'balance']) expect(help.stdout).toMatch(new RegExp(`^ {2}--${name} <`, 'm'));
