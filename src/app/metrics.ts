@@ -3,6 +3,15 @@ import { Counter, Gauge, Histogram, register } from 'prom-client';
 /**
  * Every metric of the service on `/metrics`, named `gridgate_*`. A role registers the collectors of
  * what it runs (queue depth, DTLS sessions) with `gaugeFrom`; counters are module singletons.
+ *
+ * Two rules keep the fleet's dashboard (deploy/grafana/dashboards/fleet.json) truthful:
+ * - A gauge of something shared that every process reads for itself (queue depth, read from Redis by every worker)
+ *   is exported by each of them and aggregated with `max`, never `sum`. Every worker keeps exporting it rather than one
+ *   elected exporter: no election to get wrong, and the depth stays visible while any worker is up.
+ * - No metric label is named like a label Prometheus attaches to the target: `job`, `instance`, and the fleet's own
+ *   `node` and `role` (deploy/prometheus/prometheus.yml, the targets.json of `npm run fleet`). Prometheus would rename
+ *   ours to `exported_node` and so on; a gateway's node id in the cluster is `gateway_node`.
+ *   test/fleet/dashboard.test.ts has a real Prometheus scrape two processes and checks both rules on every panel.
  */
 export const metrics = {
   deviceRequests: new Counter({ name: 'gridgate_gateway_device_requests_total', help: 'Device requests received', labelNames: ['protocol'] }),

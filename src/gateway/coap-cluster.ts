@@ -87,7 +87,8 @@ export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promis
     ['reason'],
     () => [...counts].flatMap(([event, n]) => (FORWARDED[event] ? [] : [[{ reason: event }, n] as [Record<string, string>, number]])),
   );
-  gaugeFrom('gridgate_dtls_cluster_sessions', 'Established DTLS sessions of this gateway node, by its node id in the cluster', ['node'], () => [[{ node: String(node.nodeId) }, dtls.sessionCount]]);
+  // gateway_node, not node: Prometheus attaches the fleet's own `node` target label, and a metric label of that name became exported_node
+  gaugeFrom('gridgate_dtls_cluster_sessions', 'Established DTLS sessions of this gateway node, by its node id in the cluster', ['gateway_node'], () => [[{ gateway_node: String(node.nodeId) }, dtls.sessionCount]]);
   gaugeFrom('gridgate_dtls_cluster_nodes', 'Gateway nodes of the cluster this node knows of (itself included)', [], () => [[{}, node.registry.nodes.size]]);
   ctx.log.info({ nodeId: node.nodeId, address: c.address, port: node.socket.address().port }, 'dtls cluster: joined');
   let handedOver = 0;
