@@ -16,6 +16,24 @@ export interface BalancedPort {
   upstreams: string[];
   /** `round-robin` (nginx's default: each new client flow to the next node) or `source` (hash of the client address and port) */
   balance?: 'round-robin' | 'source';
+  /** the address nginx listens on (default 127.0.0.1) */
+  host?: string;
+}
+
+/** An address as nginx's `listen` and `server` take it: an IPv6 one in brackets. */
+export function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Where this machine reaches a listener bound on `host`: a wildcard address is reached on loopback. */
+export function reachable(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  return host === '::' ? '::1' : host;
+}
+
+/** The nginx command line that acts on the fleet's own nginx (its prefix and configuration), never the system's. */
+export function nginxCommand(dir: string): string[] {
+  return [NGINX, '-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')];
 }
 
 export interface Balancer {
@@ -32,10 +50,11 @@ export function nginxConfig(dir: string, ports: BalancedPort[]): string {
     const name = `up${i}_${p.protocol}_${p.listen}`;
     const hash = p.balance === 'source' ? '    hash $remote_addr$remote_port consistent;\n' : '';
     const servers = p.upstreams.map((u) => `    server ${u} max_fails=0;\n`).join('');
-    const listen = p.protocol === 'udp' ? `${p.listen} udp` : String(p.listen);
+    const address = hostPort(p.host ?? '127.0.0.1', p.listen);
+    const listen = p.protocol === 'udp' ? `${address} udp` : address;
     // UDP: answers from the node go back to the client through the same flow; DTLS flights are several datagrams
     const udp = p.protocol === 'udp' ? '    proxy_timeout 60s;\n' : '    proxy_timeout 10m;\n    proxy_connect_timeout 2s;\n';
-    return `  upstream ${name} {\n${hash}${servers}  }\n  server {\n    listen 127.0.0.1:${listen};\n    proxy_pass ${name};\n${udp}  }\n`;
+    return `  upstream ${name} {\n${hash}${servers}  }\n  server {\n    listen ${listen};\n    proxy_pass ${name};\n${udp}  }\n`;
   }).join('');
   return [
     STREAM_MODULE ? `load_module ${STREAM_MODULE};` : '',
@@ -48,10 +67,10 @@ export function nginxConfig(dir: string, ports: BalancedPort[]): string {
   ].join('\n');
 }
 
-async function listening(port: number, protocol: 'udp' | 'tcp'): Promise<boolean> {
+async function listening(port: number, protocol: 'udp' | 'tcp', host: string): Promise<boolean> {
   if (protocol === 'udp') return true; // a UDP listener cannot be probed without a peer; nginx binds it before the TCP ones
   return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
+    const s = net.connect(port, reachable(host));
     s.once('connect', () => { s.destroy(); resolve(true); });
     s.once('error', () => resolve(false));
   });
@@ -62,13 +81,14 @@ export async function startBalancer(dir: string, ports: BalancedPort[]): Promise
   mkdirSync(dir, { recursive: true });
   const conf = path.join(dir, 'nginx.conf');
   writeFileSync(conf, nginxConfig(dir, ports));
-  const child = spawn(NGINX, ['-p', dir, '-c', conf, '-e', path.join(dir, 'error.log'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const [bin, ...args] = nginxCommand(dir);
+  const child = spawn(bin, [...args, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}): ${stderr}${existsSync(path.join(dir, 'error.log')) ? readFileSync(path.join(dir, 'error.log'), 'utf8') : ''}`);
-    const up = await Promise.all(ports.map((p) => listening(p.listen, p.protocol)));
+    const up = await Promise.all(ports.map((p) => listening(p.listen, p.protocol, p.host ?? '127.0.0.1')));
     if (up.every(Boolean) && existsSync(path.join(dir, 'nginx.pid'))) break;
     if (Date.now() > deadline) throw new Error(`nginx did not listen: ${stderr}`);
     await new Promise((r) => setTimeout(r, 50));

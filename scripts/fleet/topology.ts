@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { startBalancer, type BalancedPort, type Balancer } from './nginx.ts';
+import { hostPort, reachable, startBalancer, type BalancedPort, type Balancer } from './nginx.ts';
 import { freePort } from './ports.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -21,6 +21,11 @@ export interface FleetOptions {
   nodeEnv?: (role: NodeRole, index: number) => Promise<Record<string, string>> | Record<string, string>;
   /** the balancer's public ports (0 or unset: free ones) */
   ports?: { api?: number; https?: number; coaps?: number };
+  /**
+   * the address nginx listens on and each node's API_HOST (default: 127.0.0.1 for nginx, the nodes' own API_HOST);
+   * the device listeners of the gateway nodes bind every address (they have no setting for it)
+   */
+  host?: string;
   /** UDP balancing: round robin (default) or a hash of the source address and port */
   balance?: 'round-robin' | 'source';
   /** where the balancer's config and each node's log go */
@@ -41,6 +46,8 @@ export interface FleetNode {
   apiPort: number;
   httpsPort: number;
   coapsPort: number;
+  /** where its stdout and stderr go (unless the fleet's stdio is 'inherit') */
+  logFile: string;
 }
 
 export interface Fleet {
@@ -65,16 +72,21 @@ export interface Fleet {
 
 
 
-async function waitHealthy(node: FleetNode, timeoutMs = 60_000): Promise<void> {
+async function waitHealthy(node: FleetNode, host: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (node.child.exitCode !== null) throw new Error(`${node.name} exited during start (${node.child.exitCode})`);
     try {
-      if ((await fetch(`http://127.0.0.1:${node.apiPort}/health`)).ok) return;
+      if ((await fetch(`http://${urlHost(host)}:${node.apiPort}/health`)).ok) return;
     } catch { /* not yet */ }
     if (Date.now() > deadline) throw new Error(`${node.name} did not become healthy`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** `host` as a URL names it: an IPv6 address in brackets. */
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 export function nodeMetric(text: string, name: string, labels: Record<string, string> = {}): number {
@@ -92,7 +104,9 @@ export function nodeMetric(text: string, name: string, labels: Record<string, st
 export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   mkdirSync(opts.dir, { recursive: true });
   const nodes: FleetNode[] = [];
-  const spawnNode = (node: Omit<FleetNode, 'child'>): FleetNode => {
+  // where this machine reaches a node's API (and nginx's public ports): its bind address, loopback for a wildcard
+  const reach = reachable(opts.host ?? '127.0.0.1');
+  const spawnNode = (node: Omit<FleetNode, 'child' | 'logFile'>): FleetNode => {
     const logFile = path.join(opts.dir, `${node.name}.log`);
     const stdio = opts.stdio === 'inherit' ? 'inherit' : 'pipe';
     const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, node.role], { cwd: ROOT, env: node.env, stdio: ['ignore', stdio, stdio] });
@@ -101,7 +115,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       child.stdout!.on('data', write);
       child.stderr!.on('data', write);
     }
-    return { ...node, child };
+    return { ...node, child, logFile };
   };
   const make = async (role: NodeRole, index: number, apiBase?: string): Promise<FleetNode> => {
     const apiPort = await freePort();
@@ -112,6 +126,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn',
       ...opts.env,
+      ...(opts.host !== undefined ? { API_HOST: opts.host } : {}),
       API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort), COAPS_PORT: String(coapsPort),
       // workers push reports to the API node
       ...(apiBase && role !== 'api' ? { MONITORING_CORE_URL: apiBase } : {}),
@@ -134,11 +149,11 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   try {
     const api = await make('api', 0);
     nodes.push(api);
-    await waitHealthy(api);
-    const apiBase = `http://127.0.0.1:${api.apiPort}`;
+    await waitHealthy(api, reach);
+    const apiBase = `http://${urlHost(reach)}:${api.apiPort}`;
     for (let i = 0; i < opts.gateways; i++) nodes.push(await make('gateway', i, apiBase));
     for (let i = 0; i < opts.workers; i++) nodes.push(await make('worker', i, apiBase));
-    await Promise.all(nodes.filter((n) => n.role !== 'api').map((n) => waitHealthy(n)));
+    await Promise.all(nodes.filter((n) => n.role !== 'api').map((n) => waitHealthy(n, reach)));
     const ports = {
       api: opts.ports?.api || await freePort(),
       https: opts.ports?.https || await freePort(),
@@ -147,9 +162,9 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     const gateways = () => nodes.filter((n) => n.role === 'gateway');
     /** the balancer's ports, to every gateway node but `without` */
     const balanced = (without?: FleetNode): BalancedPort[] => [
-      { listen: ports.coaps, protocol: 'udp', upstreams: gateways().filter((g) => g !== without).map((g) => `127.0.0.1:${g.coapsPort}`), balance: opts.balance },
-      { listen: ports.https, protocol: 'tcp', upstreams: gateways().filter((g) => g !== without).map((g) => `127.0.0.1:${g.httpsPort}`) },
-      { listen: ports.api, protocol: 'tcp', upstreams: [`127.0.0.1:${api.apiPort}`] },
+      { listen: ports.coaps, protocol: 'udp', upstreams: gateways().filter((g) => g !== without).map((g) => `127.0.0.1:${g.coapsPort}`), balance: opts.balance, host: opts.host },
+      { listen: ports.https, protocol: 'tcp', upstreams: gateways().filter((g) => g !== without).map((g) => `127.0.0.1:${g.httpsPort}`), host: opts.host },
+      { listen: ports.api, protocol: 'tcp', upstreams: [hostPort(reach, api.apiPort)], host: opts.host },
     ];
     balancer = await startBalancer(path.join(opts.dir, 'nginx'), balanced());
     const kill = async (node: FleetNode, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM') => {
@@ -162,7 +177,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       nodes,
       balancer,
       ports,
-      apiBase: `http://127.0.0.1:${ports.api}`,
+      apiBase: `http://${urlHost(reach)}:${ports.api}`,
       gateways,
       kill,
       async restart(node, signal = 'SIGTERM') {
@@ -171,12 +186,12 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
         await kill(node, signal);
         const again = spawnNode({ name: node.name, role: node.role, index: node.index, env: node.env, apiPort: node.apiPort, httpsPort: node.httpsPort, coapsPort: node.coapsPort });
         nodes[nodes.indexOf(node)] = again;
-        await waitHealthy(again);
+        await waitHealthy(again, reach);
         if (drain) await balancer!.reload(balanced());
         return again;
       },
       async metrics(node) {
-        return (await fetch(`http://127.0.0.1:${node.apiPort}/metrics`)).text();
+        return (await fetch(`http://${urlHost(reach)}:${node.apiPort}/metrics`)).text();
       },
       async stop() {
         await balancer?.stop();
