@@ -111,6 +111,8 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     const stdio = opts.stdio === 'inherit' ? 'inherit' : 'pipe';
     const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, node.role], { cwd: ROOT, env: node.env, stdio: ['ignore', stdio, stdio] });
     if (stdio === 'pipe') {
+      // the file exists from the start, so `tail -f` on the log a fleet prints works before the node's first line
+      writeFileSync(logFile, '', { flag: 'a' });
       const write = (d: Buffer) => { try { writeFileSync(logFile, d, { flag: 'a' }); } catch { /* the folder went */ } };
       child.stdout!.on('data', write);
       child.stderr!.on('data', write);
