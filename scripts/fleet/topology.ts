@@ -175,6 +175,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       node.child.kill(signal);
       await gone;
     };
+    let stopping = false;
     const fleet: Fleet = {
       nodes,
       balancer,
@@ -186,6 +187,8 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
         const drain = node.role === 'gateway' && gateways().length > 1;
         if (drain) await balancer!.reload(balanced(node));
         await kill(node, signal);
+        // a stop that came while this node went down has already stopped the others: a node started now would outlive it
+        if (stopping) throw new Error(`${node.name} not started again: the fleet is stopping`);
         const again = spawnNode({ name: node.name, role: node.role, index: node.index, env: node.env, apiPort: node.apiPort, httpsPort: node.httpsPort, coapsPort: node.coapsPort });
         nodes[nodes.indexOf(node)] = again;
         await waitHealthy(again, reach);
@@ -196,6 +199,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
         return (await fetch(`http://${urlHost(reach)}:${node.apiPort}/metrics`)).text();
       },
       async stop() {
+        stopping = true;
         await balancer?.stop();
         await stopNodes();
       },

@@ -108,6 +108,19 @@ describe('npm run fleet from the command line', () => {
     expect(written.processes.find((p) => p.name === 'gateway-1')!.pid).toBe(after.pid);
   }, 60_000);
 
+  it('roll restarts every gateway node; kill leaves a node stopped', async () => {
+    const before = (await status()).processes.find((p) => p.name === 'gateway-1')!;
+    await fleetCommand('roll');
+    const rolled = (await status()).processes.find((p) => p.name === 'gateway-1')!;
+    expect(rolled.pid).not.toBe(before.pid);
+    expect(alive(rolled.pid!)).toBe(true);
+    const worker = (await status()).processes.find((p) => p.name === 'worker-1')!;
+    await fleetCommand('kill', 'worker-1', '--signal', 'SIGKILL');
+    expect((await status()).processes.find((p) => p.name === 'worker-1')).toMatchObject({ pid: worker.pid, running: false });
+    expect(alive(worker.pid!)).toBe(false);
+    await expect(fleetCommand('restart', 'gateway-9')).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('no node gateway-9') });
+  }, 60_000);
+
   it('stop, from another process, leaves nothing of the fleet running', async () => {
     const written = JSON.parse(readFileSync(path.join(dir, 'fleet.json'), 'utf8')) as FleetStatus;
     const pids = [written.pid, ...written.processes.map((p) => p.pid!)];
