@@ -198,7 +198,7 @@ export async function askFleet(dir: string, request: ControlRequest, onProgress:
     });
     socket.once('close', () => {
       if (answer) resolve(answer);
-      else reject(new Error(`the fleet in ${dir} closed the connection without an answer`));
+      else reject(new Error(`the fleet in ${dir} closed the connection before it answered (it stopped meanwhile?)`));
     });
   });
 }
