@@ -10,7 +10,7 @@ import { failCli, formatUsage } from './cli.ts';
 import { FLEET_OPTIONS, FLEET_SHAPE, readFleetCommand, type FleetCommand } from './fleet/command.ts';
 import { askFleet, controlSocket, fleetRunning, fleetStatus, formatStatus, serveControl } from './fleet/control.ts';
 import { nodeEnv } from './fleet/env.ts';
-import { reachable } from './fleet/nginx.ts';
+import { hostPort, reachable } from './fleet/nginx.ts';
 import { startFleet } from './fleet/topology.ts';
 
 /** Without DATABASE_URL: database gridgate_fleet on the local PostgreSQL, created when missing (kept across runs). */
@@ -84,16 +84,17 @@ async function start(command: Extract<FleetCommand, { kind: 'start' }>): Promise
   if (!existsSync(keyFile)) writeFileSync(keyFile, `${secretKey}\n`, { mode: 0o600 });
   // Prometheus file_sd targets: point a Prometheus at this file (deploy/prometheus/prometheus.yml does in Docker)
   const reach = reachable(command.host);
-  const target = (port: number) => (reach.includes(':') ? `[${reach}]:${port}` : `${reach}:${port}`);
-  writeFileSync(path.join(dir, 'targets.json'), JSON.stringify(fleet.nodes.map((n) => ({ targets: [target(n.apiPort)], labels: { node: n.name, role: n.role } })), null, 2));
+  writeFileSync(path.join(dir, 'targets.json'), JSON.stringify(fleet.nodes.map((n) => ({ targets: [hostPort(reach, n.apiPort)], labels: { node: n.name, role: n.role } })), null, 2));
   const status = () => fleetStatus(fleet, dir, command.host);
   // fleet.json follows every restart and kill: whoever reads it finds the pids of what runs now
   const writeStatus = () => writeFileSync(path.join(dir, 'fleet.json'), `${JSON.stringify(status(), null, 2)}\n`);
   writeStatus();
   let stopped: Promise<void> | null = null;
+  // resolves once every control connection has ended: a command that was running when Ctrl-C came gets its answer
+  let answered: Promise<void> = Promise.resolve();
   const stop = () => {
     stopped ??= fleet.stop().then(() => {
-      server.close();
+      answered = new Promise((resolve) => server.close(() => resolve()));
       try {
         unlinkSync(controlSocket(dir));
       } catch { /* already gone */ }
@@ -103,7 +104,9 @@ async function start(command: Extract<FleetCommand, { kind: 'start' }>): Promise
   const server = await serveControl(dir, fleet, { status, changed: writeStatus, stop, exit: () => process.exit(0) });
   process.stdout.write(formatStatus(status()));
   process.stdout.write(`pids, ports and log files: ${path.join(dir, 'fleet.json')}; Prometheus targets: ${path.join(dir, 'targets.json')}\n`);
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void stop().then(() => process.exit(0)));
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(sig, () => void stop().then(() => Promise.race([answered, new Promise((r) => setTimeout(r, 5000))])).then(() => process.exit(0)));
+  }
 }
 
 const outcome = readFleetCommand(process.argv.slice(2), process.env);

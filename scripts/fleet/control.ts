@@ -116,16 +116,20 @@ export async function serveControl(dir: string, fleet: Fleet, handlers: ControlH
   };
   const server = net.createServer((socket) => {
     let buffered = '';
+    let asked = false;
     socket.setEncoding('utf8');
     const send = (reply: ControlReply) => { if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`); };
     socket.on('error', () => { /* the client went; what it asked for still runs to its end */ });
     socket.on('data', (chunk: string) => {
+      // one request per connection; the socket keeps reading after it, so the client's end is seen and the
+      // connection closes (a stopping fleet waits for its open connections to have their answers)
+      if (asked) return;
       buffered += chunk;
       const end = buffered.indexOf('\n');
       if (end < 0) return;
       const line = buffered.slice(0, end);
       buffered = '';
-      socket.pause();
+      asked = true;
       let request: ControlRequest;
       try {
         request = JSON.parse(line) as ControlRequest;

@@ -20,7 +20,7 @@ export interface BalancedPort {
   host?: string;
 }
 
-/** An address as nginx's `listen` and `server` take it: an IPv6 one in brackets. */
+/** `host:port` as nginx's `listen` and `server` and a URL take it: an IPv6 address in brackets. */
 export function hostPort(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }

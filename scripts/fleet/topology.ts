@@ -75,18 +75,14 @@ export interface Fleet {
 async function waitHealthy(node: FleetNode, host: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (node.child.exitCode !== null) throw new Error(`${node.name} exited during start (${node.child.exitCode})`);
+    // a node killed by a signal (a stop while it starts) has no exit code, only its signal
+    if (node.child.exitCode !== null || node.child.signalCode !== null) throw new Error(`${node.name} exited during start (${node.child.exitCode ?? node.child.signalCode})`);
     try {
-      if ((await fetch(`http://${urlHost(host)}:${node.apiPort}/health`)).ok) return;
+      if ((await fetch(`http://${hostPort(host, node.apiPort)}/health`)).ok) return;
     } catch { /* not yet */ }
     if (Date.now() > deadline) throw new Error(`${node.name} did not become healthy`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** `host` as a URL names it: an IPv6 address in brackets. */
-function urlHost(host: string): string {
-  return host.includes(':') ? `[${host}]` : host;
 }
 
 export function nodeMetric(text: string, name: string, labels: Record<string, string> = {}): number {
@@ -152,7 +148,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     const api = await make('api', 0);
     nodes.push(api);
     await waitHealthy(api, reach);
-    const apiBase = `http://${urlHost(reach)}:${api.apiPort}`;
+    const apiBase = `http://${hostPort(reach, api.apiPort)}`;
     for (let i = 0; i < opts.gateways; i++) nodes.push(await make('gateway', i, apiBase));
     for (let i = 0; i < opts.workers; i++) nodes.push(await make('worker', i, apiBase));
     await Promise.all(nodes.filter((n) => n.role !== 'api').map((n) => waitHealthy(n, reach)));
@@ -180,7 +176,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       nodes,
       balancer,
       ports,
-      apiBase: `http://${urlHost(reach)}:${ports.api}`,
+      apiBase: `http://${hostPort(reach, ports.api)}`,
       gateways,
       kill,
       async restart(node, signal = 'SIGTERM') {
@@ -196,7 +192,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
         return again;
       },
       async metrics(node) {
-        return (await fetch(`http://${urlHost(reach)}:${node.apiPort}/metrics`)).text();
+        return (await fetch(`http://${hostPort(reach, node.apiPort)}/metrics`)).text();
       },
       async stop() {
         stopping = true;
