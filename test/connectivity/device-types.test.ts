@@ -187,7 +187,7 @@ describe('device types', () => {
     expect(add.status).toBe(200);
     const credential = await lookupPskCredential(api.ctx, identity);
     expect(credential?.key.toString('hex')).toBe('00112233');
-    expect(await api.ctx.redis.get(`psk:${identity}`)).not.toBeNull();
+    expect(await api.ctx.redis.get(`${api.ctx.config.queueName}:psk:${identity}`)).not.toBeNull();
     expect((await c.request('DELETE', `/device-type/${hashId}`)).status).toBe(204);
     expect(await lookupPskCredential(api.ctx, identity)).toBeNull();
   });

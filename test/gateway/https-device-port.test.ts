@@ -133,7 +133,7 @@ describe('PSK identities on the HTTPS device port', () => {
     const c = new TestClient(socket);
     await expect(c.handshake({ identity, psk: randomBytes(16) })).rejects.toThrow(/^alert 20$/);
     await c.waitClose();
-    expect(await ctx.redis.exists(`psk:${identity}`)).toBe(0);
+    expect(await ctx.redis.exists(`${ctx.config.queueName}:psk:${identity}`)).toBe(0);
   });
 
   it('the longest identity the API accepts (255 four-byte characters) still completes a handshake', async () => {
