@@ -174,28 +174,35 @@ const txOn = (pool: pg.Pool, begin: (client: pg.PoolClient) => string = () => 'B
   }, () => rolledBack);
 };
 
-function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool, readPool: pg.Pool | null, maintenancePool: pg.Pool): Db {
-  // The audit trail's author ('' for none) each pooled connection's session names (src/app/author.ts). Every
-  // statement runs on a connection naming the author of the moment, set (a round trip) when it differs: which
-  // statements write is not guessed from their text (a SELECT of a function may write, as the partition maker
-  // does), so a connection never lends the last operation's author to a statement of another.
+function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool, readPool: pg.Pool | null, maintenancePool: pg.Pool, authoredPool: pg.Pool): Db {
+  // The audit trail's author (src/app/author.ts). A statement made outside an operation runs on `pool`, whose
+  // connections never name an author; one made inside an operation runs on `authoredPool`, each of whose connections
+  // names the author of its last statement, set again (a round trip) only when the operation's author differs.
+  // Which statements write is not guessed from their text (a SELECT of a function may write, as the partition maker
+  // does), so no connection lends one operation's author to a statement of another or of none; and as the two never
+  // share a connection, a request's reads before its operation (authentication) do not undo its author each time.
   const sessionAuthor = new WeakMap<pg.PoolClient, string>();
-  const authorText = (client: pg.PoolClient, author: string) => `set_config('gridgate.audit', ${client.escapeLiteral(author)}, `;
+  const authorText = (client: pg.PoolClient, author: string) => `SELECT set_config('gridgate.audit', ${client.escapeLiteral(author)}, false)`;
   const query: Queryable['query'] = (sql, params) => {
-    const author = authorSetting() ?? '';
-    return onConnection(pool, async (client) => {
-      if ((sessionAuthor.get(client) ?? '') !== author) {
-        await client.query(`SELECT ${authorText(client, author)}false)`);
+    const author = authorSetting();
+    if (author === null) return onConnection(pool, async (client) => await client.query(sql as never, params as unknown[]) as never);
+    return onConnection(authoredPool, async (client) => {
+      if (sessionAuthor.get(client) !== author) {
+        await client.query(authorText(client, author));
         sessionAuthor.set(client, author);
       }
       return await client.query(sql as never, params as unknown[]) as never;
     });
   };
-  // the author in the same round trip as BEGIN, for this transaction only (a rollback would undo a session-level one)
-  const tx = txOn(pool, (client) => {
+  const plainTx = txOn(pool);
+  // the author before BEGIN in the same round trip, outside the transaction, so a rollback keeps it
+  const authoredTx = txOn(authoredPool, (client) => {
     const author = authorSetting() ?? '';
-    return (sessionAuthor.get(client) ?? '') === author ? 'BEGIN' : `BEGIN; SELECT ${authorText(client, author)}true)`;
+    if (sessionAuthor.get(client) === author) return 'BEGIN';
+    sessionAuthor.set(client, author);
+    return `${authorText(client, author)}; BEGIN`;
   });
+  const tx: TxQueryable['tx'] = (fn) => (authorSetting() === null ? plainTx(fn) : authoredTx(fn));
   // a replica's connections write nothing and never name an author
   const read: TxQueryable = readPool ? { query: queryOn(readPool), tx: txOn(readPool) } : { query, tx };
   const db: Db = {
@@ -208,7 +215,7 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
     // its connection never names an author: nothing it does is logged, whatever operation started it
     maintenance: (fn) => withoutAuthor(() => onConnection(maintenancePool, (client) => fn(client as unknown as Queryable))),
     async close() {
-      await Promise.all([pool.end(), deferredPool.end(), readPool?.end(), maintenancePool.end()]);
+      await Promise.all([pool.end(), deferredPool.end(), readPool?.end(), maintenancePool.end(), authoredPool.end()]);
       await onClose();
     },
   };
@@ -228,6 +235,8 @@ function postgresDb(url: string, opts: PoolOptions, embedded: boolean, onClose: 
   const deferred = new pg.Pool({ connectionString: url, max: DEFERRED_POOL_SIZE, options: '-c synchronous_commit=off -c jit=off', ...idle });
   const read = opts.readUrl ? new pg.Pool({ connectionString: opts.readUrl, max: opts.poolSize ?? 10, options: '-c jit=off', ...idle }) : null;
   const maintenance = new pg.Pool({ connectionString: url, max: 1, options: '-c jit=off', application_name: 'gridgate-maintenance', ...idle });
+  // the API operations' connections, which name their author (wrapPool): opened only in a process that serves them
+  const authored = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, options: '-c jit=off', ...idle });
   // an outage breaks every idle connection at once: one line when they start failing, one when a new one connects
   const watch = (pools: pg.Pool[], down: string, up: string) => {
     const outage = opts.log ? new OutageLog(opts.log, down, up) : null;
@@ -236,9 +245,9 @@ function postgresDb(url: string, opts: PoolOptions, embedded: boolean, onClose: 
       p.on('connect', () => outage?.up());
     }
   };
-  watch([pool, deferred, maintenance], 'idle database connections failed: PostgreSQL is unavailable', 'database connections succeed again');
+  watch([pool, deferred, maintenance, authored], 'idle database connections failed: PostgreSQL is unavailable', 'database connections succeed again');
   if (read) watch([read], 'idle read replica connections failed: DATABASE_READ_URL is unavailable', 'read replica connections succeed again');
-  return wrapPool(pool, embedded, onClose, deferred, read, maintenance);
+  return wrapPool(pool, embedded, onClose, deferred, read, maintenance, authored);
 }
 
 /**
