@@ -47,6 +47,7 @@ import { environmentReportTypeRoutes } from '../monitoring/report-types/routes.t
 import { reportRoutes } from '../monitoring/reports/manual-routes.ts';
 import { auditRoutes } from '../audit/routes.ts';
 import { exportRoutes } from '../monitoring/exports/routes.ts';
+import { consoleRoutes } from './console.ts';
 
 /** Every feature's routes, in one list: a newcomer finds each operation's file from here. */
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
@@ -98,6 +99,8 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   reportRoutes,
   auditRoutes,
   exportRoutes,
+  // the browser console at / (console/, served from dist/console)
+  consoleRoutes,
 ];
 
 export async function registerRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
