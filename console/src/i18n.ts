@@ -12,6 +12,7 @@ function browserLocale(): Locale {
 }
 
 export const locale = signal<Locale>(browserLocale());
+document.documentElement.lang = locale.value;
 
 export function setLocale(next: string | null | undefined, remember = false): void {
   const value: Locale = next === 'nl' ? 'nl' : 'en';

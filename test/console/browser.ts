@@ -1,0 +1,84 @@
+// The console's browser tests' kit: Debian's Chromium driven by playwright-core against a started service; every
+// request that leaves for another host is refused and recorded (the console must make none), and so is every
+// error the page logs (a CSP violation included); axe-core judges each page; screenshots land where docs/console.md
+// shows them when SCREENSHOTS=docs, else in .scratch/screenshots.
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+/** Headless Chromium with software WebGL (SwiftShader), which the map needs. */
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--enable-unsafe-swiftshader', '--use-angle=swiftshader', '--ignore-gpu-blocklist', '--disable-dev-shm-usage'],
+  });
+}
+
+export interface ConsolePage {
+  page: Page;
+  context: BrowserContext;
+  /** requests the page tried to make to another origin (refused) */
+  foreign: string[];
+  /** errors the page logged or threw (CSP violations show here) */
+  errors: string[];
+}
+
+/** A fresh browser context (cold cache, no cookies) on the service at `base`. */
+export async function openConsole(browser: Browser, base: string, options: { locale?: 'en' | 'nl'; colorScheme?: 'light' | 'dark' } = {}): Promise<ConsolePage> {
+  const context = await browser.newContext({
+    baseURL: base, locale: options.locale === 'nl' ? 'nl-NL' : 'en-GB', colorScheme: options.colorScheme ?? 'light', viewport: { width: 1280, height: 860 },
+  });
+  const origin = new URL(base).origin;
+  const foreign: string[] = [];
+  const errors: string[] = [];
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith('data:') || url.startsWith('blob:') || new URL(url).origin === origin) return route.continue();
+    foreign.push(url);
+    return route.abort('blockedbyclient');
+  });
+  const page = await context.newPage();
+  page.on('pageerror', (err) => errors.push(`pageerror: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') errors.push(`console: ${msg.text()}`);
+  });
+  return { page, context, foreign, errors };
+}
+
+const AXE = readFileSync(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
+
+export interface AxeFinding { id: string; impact: string; help: string; nodes: string[] }
+
+/**
+ * axe-core's serious and critical findings on the page as it is now (WCAG 2 A and AA rules). axe is evaluated
+ * through the DevTools protocol: the page's CSP, rightly, lets no injected script tag run.
+ */
+export async function axeFindings(page: Page): Promise<AxeFinding[]> {
+  await page.evaluate(AXE);
+  const result = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(ctx: Document, o: unknown): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) }));
+  });
+  return result.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/** A PNG of the page: docs/console/<name>.png with SCREENSHOTS=docs (what docs/console.md shows), else .scratch/screenshots. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  const dir = process.env.SCREENSHOTS === 'docs' ? path.join(ROOT, 'docs/console') : path.join(ROOT, '.scratch/screenshots');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: false });
+  return file;
+}
+
+/** The link in a mail's text that opens the console (an invitation or a password reset). */
+export function consoleLink(text: string): string {
+  const m = text.match(/https?:\/\/\S+#\/\S+/);
+  if (!m) throw new Error(`no console link in: ${text}`);
+  return m[0];
+}
