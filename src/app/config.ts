@@ -69,6 +69,8 @@ export interface Config {
   /** dry runs of supplier code (src/connectivity/dry-run/): one environment's token bucket, refilled per minute, and its size */
   dryRunsPerMinute: number;
   dryRunBurst: number;
+  /** live log streams (GET /supplier-activity/stream) one environment may hold open at once, over every API process */
+  liveLogStreamsPerEnvironment: number;
   /** failed machine logins per source address, and per account, within loginFailureWindowSeconds before 429 */
   loginFailuresPerAddress: number;
   loginFailuresPerAccount: number;
@@ -196,6 +198,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   SANDBOX_MAX_CALL_BYTES: ['65536', 'JSON of one exec call\'s arguments (parseReport payload, setDeviceFields fields, ...); a larger call throws in the supplier\'s code'],
   DRY_RUNS_PER_MINUTE: ['60', 'dry runs of supplier code (POST .../dry-run) one environment may start per minute, sustained (token bucket refill; 429 rate_limit_error beyond)'],
   DRY_RUN_BURST: ['10', 'dry runs one environment may start at once (the token bucket\'s size)'],
+  LIVE_LOG_STREAMS_PER_ENVIRONMENT: ['20', 'live log streams (GET /supplier-activity/stream) one environment may hold open at once, over every API process (429 rate_limit_error beyond)'],
   ACTIVITY_MAX_BYTES: ['1048576', 'JSON of one activity as stored (its triggerData and log lines, its sub-activities\' too); parts beyond it are stored as previews marked `"truncated": true`, with an error line saying so'],
   WORKER_CONCURRENCY: ['128', 'device requests of one supplier (environment) a worker process runs at once; a supplier with more waits for its own, never another\'s'],
   GATEWAY_WAIT_MS: ['5000', 'how long a device request waits for its handler before it gets 202 (the job stays queued)'],
@@ -378,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     analyticsConcurrency: int(env, 'ANALYTICS_CONCURRENCY', 1, 100),
     dryRunsPerMinute: int(env, 'DRY_RUNS_PER_MINUTE', 1, 1_000_000),
     dryRunBurst: int(env, 'DRY_RUN_BURST', 1, 1_000_000),
+    liveLogStreamsPerEnvironment: int(env, 'LIVE_LOG_STREAMS_PER_ENVIRONMENT', 1, 10_000),
     loginFailuresPerAddress: int(env, 'LOGIN_FAILURES_PER_ADDRESS', 1),
     loginFailuresPerAccount: int(env, 'LOGIN_FAILURES_PER_ACCOUNT', 1),
     loginFailureWindowSeconds: int(env, 'LOGIN_FAILURE_WINDOW_SECONDS', 1, 86_400),

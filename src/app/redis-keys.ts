@@ -45,3 +45,12 @@ export function bullQueue(config: RedisConfig, name: string, shard = 0): { name:
   if (config.redisClusterNodes.length > 0) return { name, prefix: tagged(`bull:${name}:${shard}`) };
   return { name: shard === 0 ? name : `${name}-${shard}`, prefix: 'bull' };
 }
+
+/**
+ * The pub/sub channel of one environment's live log: notices of its supplier activities as the worker stores them
+ * (src/connectivity/live/). One channel per environment, so an API process hears only the environments it streams.
+ */
+export const liveActivityChannel = (config: { queueName: string }, environmentId: number) => `${config.queueName}:live-activity:${environmentId}`;
+
+/** The leases of one environment's open live log streams, over every API process (a sorted set: stream id → lease end). */
+export const liveStreamsKey = (config: { queueName: string }, environmentHashId: string) => `${config.queueName}:live-streams:${environmentHashId}`;

@@ -30,6 +30,8 @@ declare module 'fastify' {
     apiVersion?: boolean;
     /** the query's `offset` is a value of the previous answer (suggestions' last item), not a sealed nextPageOffset */
     offsetIsValue?: boolean;
+    /** the query's `apiVersion` and `environmentHashId` may stand for those headers (a browser's EventSource sends none) */
+    headersFromQuery?: boolean;
   }
   interface FastifyRequest {
     account: Account;
@@ -123,12 +125,14 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request) => {
     const config = request.routeOptions.config;
     if (config.apiVersion === false || request.is404) return;
-    request.apiVersion = checkApiVersion(request.headers['api-version']);
+    const query = (config.headersFromQuery ? request.query : {}) as { apiVersion?: unknown; environmentHashId?: unknown };
+    const fromQuery = (value: unknown) => (typeof value === 'string' ? value : undefined);
+    request.apiVersion = checkApiVersion(request.headers['api-version'] ?? fromQuery(query.apiVersion));
     const mode = config.auth ?? 'environment';
     if (mode === 'none') return;
     request.account = await authenticate(ctx, request);
     if (mode === 'environment') {
-      const header = request.headers['environment-hash-id'];
+      const header = request.headers['environment-hash-id'] ?? fromQuery(query.environmentHashId);
       authorize(request.account, Array.isArray(header) ? header[0] : header, config.rights);
     }
   });

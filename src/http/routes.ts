@@ -16,6 +16,7 @@ import { webhookRoutes } from '../connectivity/webhooks/routes.ts';
 import { firmwareRoutes } from '../connectivity/firmware/routes.ts';
 import { supplierCertificateRoutes } from '../connectivity/supplier-certificates/routes.ts';
 import { dryRunRoutes } from '../connectivity/dry-run/routes.ts';
+import { liveLogRoutes } from '../connectivity/live/routes.ts';
 import { environmentRoutes } from '../monitoring/environments/routes.ts';
 import { pinGroupRoutes } from '../monitoring/pin-groups/routes.ts';
 import { pinRoutes } from '../monitoring/pins/routes.ts';
@@ -68,6 +69,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   firmwareRoutes,
   supplierCertificateRoutes,
   dryRunRoutes,
+  liveLogRoutes,
   environmentRoutes,
   pinGroupRoutes,
   pinRoutes,

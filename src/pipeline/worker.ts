@@ -4,6 +4,7 @@ import { createMailer } from '../app/mailer.ts';
 import { gaugeFrom, metrics } from '../app/metrics.ts';
 import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';
+import { publishStoredActivities } from '../connectivity/live/notice.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { startCounterFlusher } from '../connectivity/counters/store.ts';
 import { setNextReportBefore, updateDeviceFields } from '../connectivity/devices/store.ts';
@@ -72,7 +73,11 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const outbound = OutboundClient.fromConfig(ctx.config);
   // a row the store refuses fails its own job, not the others written in the same statement
   const permanent = (err: unknown) => !isTransient(err);
-  const activities = new Batcher<ActivityRow>((rows) => insertActivities(ctx.db.deferred, rows), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4, splitOn: permanent });
+  // once stored, each batch's activities are announced to the API processes serving live logs (src/connectivity/live/): not awaited
+  const activities = new Batcher<ActivityRow>(async (rows) => {
+    await insertActivities(ctx.db.deferred, rows);
+    void publishStoredActivities(ctx, rows);
+  }, { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4, splitOn: permanent });
   const lastOnline = new LastOnlineWriter(ctx.db.deferred, ctx.log);
   const deps: ProcessDeps = {
     sandbox,
