@@ -1,0 +1,7 @@
+// Being built (issue 39/40): this page's engineer replaces this file.
+import type { PageProps } from '../pages.ts';
+import { PageTitle } from '../ui.tsx';
+
+export default function CertificateEditor(_: PageProps) {
+  return <section><PageTitle>CertificateEditor</PageTitle></section>;
+}

@@ -1,0 +1,7 @@
+// Being built (issue 39/40): this page's engineer replaces this file.
+import type { PageProps } from '../pages.ts';
+import { PageTitle } from '../ui.tsx';
+
+export default function ReportTypes(_: PageProps) {
+  return <section><PageTitle>ReportTypes</PageTitle></section>;
+}
