@@ -27,7 +27,37 @@ export interface Reader { locale: string | null; timezone: string | null }
 
 export interface MailText { subject: string; text: string }
 
-const LEVELS = ['minor', 'serious', 'critical'];
+/** The mail's words in the reader's language (en, or nl for a Dutch locale); Intl formats its dates and numbers. */
+const WORDS = {
+  en: {
+    levels: ['minor', 'serious', 'critical'],
+    limits: { criticallyHigh: 'critically high', criticallyLow: 'critically low', high: 'high', low: 'low' },
+    opened: (level: string, title: string) => `New ${level} issue: ${title}`,
+    raised: (level: string, title: string) => `Issue now ${level}: ${title}`,
+    closed: (title: string) => `Issue closed: ${title}`,
+    comment: (author: string | null, title: string) => `${author ?? 'Someone'} commented on: ${title}`,
+    issue: 'Issue', level: 'Level', where: 'Where: pin group', pin: 'pin', quantity: 'Quantity', lastValue: 'last value',
+    beyond: (limit: string, value: string) => `beyond the ${limit} limit of ${value}`, within: 'within its thresholds', measured: 'measured',
+    since: 'Since', closedAt: 'Closed', notifications: (n: number) => `${n} issue notifications`,
+  },
+  nl: {
+    levels: ['klein', 'ernstig', 'kritiek'],
+    limits: { criticallyHigh: 'kritiek hoge', criticallyLow: 'kritiek lage', high: 'hoge', low: 'lage' },
+    opened: (level: string, title: string) => `Nieuwe melding (${level}): ${title}`,
+    raised: (level: string, title: string) => `Melding nu ${level}: ${title}`,
+    closed: (title: string) => `Melding gesloten: ${title}`,
+    comment: (author: string | null, title: string) => `${author ?? 'Iemand'} reageerde op: ${title}`,
+    issue: 'Melding', level: 'Niveau', where: 'Waar: pingroep', pin: 'pin', quantity: 'Grootheid', lastValue: 'laatste waarde',
+    beyond: (limit: string, value: string) => `voorbij de ${limit} grens van ${value}`, within: 'binnen de drempels', measured: 'gemeten',
+    since: 'Sinds', closedAt: 'Gesloten', notifications: (n: number) => `${n} meldingen`,
+  },
+};
+type Words = typeof WORDS.en;
+
+/** The language of a reader's mail: nl for a Dutch locale (nl, nl-NL, nl-BE), else en. */
+export function mailLanguage(locale: string | null | undefined): 'en' | 'nl' {
+  return /^nl\b/i.test(locale ?? '') ? 'nl' : 'en';
+}
 
 /** Intl formatters for the reader; a locale or time zone Intl does not know falls back to en / UTC. */
 function formatters(reader: Reader) {
@@ -49,23 +79,25 @@ function formatters(reader: Reader) {
 }
 
 /** The limit the value lies beyond, worst first (the one that set its level). */
-function crossedLimit(limits: Limits, value: ValuePair): { name: string; limit: ValuePair } | null {
-  const order: [keyof Limits, string, (c: number) => boolean][] = [
-    ['criticallyHigh', 'critically high', (c) => c > 0], ['criticallyLow', 'critically low', (c) => c < 0],
-    ['high', 'high', (c) => c > 0], ['low', 'low', (c) => c < 0],
+function crossedLimit(limits: Limits, value: ValuePair, words: Words): { name: string; limit: ValuePair } | null {
+  const order: [keyof Limits & keyof Words['limits'], (c: number) => boolean][] = [
+    ['criticallyHigh', (c) => c > 0], ['criticallyLow', (c) => c < 0], ['high', (c) => c > 0], ['low', (c) => c < 0],
   ];
-  for (const [key, name, beyond] of order) {
+  for (const [key, beyond] of order) {
     const limit = storedLimit(limits[key]);
-    if (limit && beyond(compare(value, limit))) return { name, limit };
+    if (limit && beyond(compare(value, limit))) return { name: words.limits[key], limit };
   }
   return null;
 }
 
-const HEADLINES: Record<IssueEventKind, (f: IssueFacts, e: IssueEventFacts) => string> = {
-  opened: (f, e) => `New ${LEVELS[e.level] ?? e.level} issue: ${f.title}`,
-  raised: (f, e) => `Issue now ${LEVELS[e.level] ?? e.level}: ${f.title}`,
-  closed: (f) => `Issue closed: ${f.title}`,
-  comment: (f, e) => `${e.comment?.author ?? 'Someone'} commented on: ${f.title}`,
+const levelName = (w: Words, level: number) => w.levels[level] ?? String(level);
+const headline = (w: Words, f: IssueFacts, e: IssueEventFacts): string => {
+  switch (e.kind) {
+    case 'opened': return w.opened(levelName(w, e.level), f.title);
+    case 'raised': return w.raised(levelName(w, e.level), f.title);
+    case 'closed': return w.closed(f.title);
+    case 'comment': return w.comment(e.comment?.author ?? null, f.title);
+  }
 };
 
 const SUBJECT_ORDER: IssueEventKind[] = ['closed', 'opened', 'raised', 'comment'];
@@ -73,36 +105,38 @@ const SUBJECT_ORDER: IssueEventKind[] = ['closed', 'opened', 'raised', 'comment'
 /** One mail about one issue (one or more of its events, oldest first), for `reader`. */
 export function issueMail(facts: IssueFacts, events: IssueEventFacts[], reader: Reader): MailText {
   const fmt = formatters(reader);
+  const w = WORDS[mailLanguage(reader.locale)];
   // the subject names what matters most: an issue opened with its first comment is a new issue
-  const headline = [...events].sort((a, b) => SUBJECT_ORDER.indexOf(a.kind) - SUBJECT_ORDER.indexOf(b.kind))[0];
+  const first = [...events].sort((a, b) => SUBJECT_ORDER.indexOf(a.kind) - SUBJECT_ORDER.indexOf(b.kind))[0];
   const lines: string[] = [];
   for (const e of events) {
-    lines.push(`${HEADLINES[e.kind](facts, e)} (${fmt.date(e.at)})`);
+    lines.push(`${headline(w, facts, e)} (${fmt.date(e.at)})`);
     if (e.comment) lines.push('', `  ${e.comment.text.split('\n').join('\n  ')}`, '');
   }
-  lines.push('', `Issue ${facts.hashId}: ${facts.title}`, `Level: ${LEVELS[facts.level] ?? facts.level}`);
-  lines.push(`Where: pin group ${facts.pinGroupName}${facts.pinNames.length > 0 ? `, pin ${facts.pinNames.join(', ')}` : ''}`);
+  lines.push('', `${w.issue} ${facts.hashId}: ${facts.title}`, `${w.level}: ${levelName(w, facts.level)}`);
+  lines.push(`${w.where} ${facts.pinGroupName}${facts.pinNames.length > 0 ? `, ${w.pin} ${facts.pinNames.join(', ')}` : ''}`);
   if (facts.quantityName) {
     const unit = facts.unit && facts.unit !== '1' ? ` ${facts.unit}` : '';
-    let value = `Quantity: ${facts.quantityName}`;
+    let value = `${w.quantity}: ${facts.quantityName}`;
     if (facts.lastValue) {
-      value += `, last value ${fmt.number(facts.lastValue)}${unit}`;
-      const crossed = facts.limits ? crossedLimit(facts.limits, facts.lastValue) : null;
-      if (crossed) value += `, beyond the ${crossed.name} limit of ${fmt.number(crossed.limit)}${unit}`;
-      else if (facts.limits) value += ', within its thresholds';
-      if (facts.lastMeasuredAt) value += ` (measured ${fmt.date(facts.lastMeasuredAt)})`;
+      value += `, ${w.lastValue} ${fmt.number(facts.lastValue)}${unit}`;
+      const crossed = facts.limits ? crossedLimit(facts.limits, facts.lastValue, w) : null;
+      if (crossed) value += `, ${w.beyond(crossed.name, `${fmt.number(crossed.limit)}${unit}`)}`;
+      else if (facts.limits) value += `, ${w.within}`;
+      if (facts.lastMeasuredAt) value += ` (${w.measured} ${fmt.date(facts.lastMeasuredAt)})`;
     }
     lines.push(value);
   }
-  lines.push(`Since: ${fmt.date(facts.startAt)}`);
-  if (facts.closedAt) lines.push(`Closed: ${fmt.date(facts.closedAt)}`);
-  return { subject: HEADLINES[headline.kind](facts, headline), text: lines.join('\n') };
+  lines.push(`${w.since}: ${fmt.date(facts.startAt)}`);
+  if (facts.closedAt) lines.push(`${w.closedAt}: ${fmt.date(facts.closedAt)}`);
+  return { subject: headline(w, facts, first), text: lines.join('\n') };
 }
 
 /** Several mails gathered into one (the digest rule: src/notifications/issue-notifier.ts). */
-export function digestMail(parts: MailText[]): MailText {
+export function digestMail(parts: MailText[], locale: string | null = null): MailText {
   if (parts.length === 1) return parts[0];
-  const text = [`${parts.length} issue notifications:`, '', ...parts.map((p, i) => `${i + 1}. ${p.subject}`), '',
+  const title = WORDS[mailLanguage(locale)].notifications(parts.length);
+  const text = [`${title}:`, '', ...parts.map((p, i) => `${i + 1}. ${p.subject}`), '',
     ...parts.flatMap((p, i) => ['-'.repeat(60), `${i + 1}. ${p.subject}`, '', p.text, ''])].join('\n');
-  return { subject: `${parts.length} issue notifications`, text: text.trimEnd() };
+  return { subject: title, text: text.trimEnd() };
 }

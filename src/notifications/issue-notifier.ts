@@ -17,6 +17,7 @@ import type { Queryable } from '../app/db.ts';
 import { OutageLog } from '../app/outage-log.ts';
 import type { Limits, ValuePair } from '../monitoring/thresholds/limits.ts';
 import { digestMail, issueMail, type IssueEventFacts, type IssueEventKind, type IssueFacts, type MailText } from './issue-mail.ts';
+import { publishIssueEvents } from '../monitoring/issues/stream.ts';
 import { queueStored, storeMails } from './mail-queue.ts';
 import type { OutgoingMail } from './store.ts';
 
@@ -54,8 +55,9 @@ const FACTS = `SELECT i.id, i.hash_id, i.environment_id, i.title, i.level, i.sta
   LEFT JOIN pin_threshold t ON t.pin_id = i.pin_ids[1] AND t.quantity_id = q.id
  WHERE i.id = ANY($1) AND i.deleted_at IS NULL`;
 
-const RECIPIENTS = `SELECT s.issue_id, a.id AS account_id, a.email, a.locale, a.timezone FROM issue_subscription s
-  JOIN machine_account a ON a.id = s.account_id
+// a recipient who chose no language reads the environment's
+const RECIPIENTS = `SELECT s.issue_id, a.id AS account_id, a.email, COALESCE(a.locale, e.settings->>'locale') AS locale, a.timezone FROM issue_subscription s
+  JOIN machine_account a ON a.id = s.account_id JOIN environment e ON e.id = a.environment_id
  WHERE s.issue_id = ANY($1) AND a.revoked_at IS NULL AND coalesce(a.email, '') <> ''`;
 
 const COMMENTS = `SELECT c.id, c.comment, c.account_id, a.name AS author FROM issue_comment c LEFT JOIN machine_account a ON a.id = c.account_id
@@ -70,7 +72,7 @@ function factsOf(r: Record<string, unknown>): IssueFacts {
   };
 }
 
-interface Due { accountId: number; environmentId: number; email: string; mail: MailText }
+interface Due { accountId: number; environmentId: number; email: string; locale: string | null; mail: MailText }
 
 /** What one scan found for the recipients: mails per account, in event order. */
 async function mailsOfEvents(db: Queryable, events: EventRow[]): Promise<Due[]> {
@@ -98,7 +100,7 @@ async function mailsOfEvents(db: Queryable, events: EventRow[]): Promise<Due[]> 
       if (e.kind === 'comment' && (!comment || comment.accountId === r.account_id)) continue;
       told.push({ kind: e.kind, level: e.level, at: e.created_at, comment: comment ? { text: comment.text, author: comment.author } : null });
     }
-    if (told.length > 0) due.push({ accountId: r.account_id, environmentId: issue.env, email: r.email, mail: issueMail(issue.facts, told, r) });
+    if (told.length > 0) due.push({ accountId: r.account_id, environmentId: issue.env, email: r.email, locale: r.locale, mail: issueMail(issue.facts, told, r) });
   }
   return due;
 }
@@ -106,18 +108,20 @@ async function mailsOfEvents(db: Queryable, events: EventRow[]): Promise<Due[]> 
 /** One scan: takes the events, subscribes, and mails or gathers for the digest (the rule above). */
 export async function notifyIssues(ctx: AppContext): Promise<number> {
   const windowSeconds = ctx.config.notificationDigestSeconds;
+  let taken: EventRow[] = [];
   const stored = await ctx.db.tx(async (client) => {
     const events = (await client.query<EventRow>(TAKE_EVENTS, [EVENTS_PER_SCAN])).rows.sort((a, b) => a.id - b.id);
+    taken = events;
     const due = events.length > 0 ? await mailsOfEvents(client, events) : [];
     const out: OutgoingMail[] = [];
-    const send = (accountId: number, environmentId: number, email: string, parts: MailText[]) => {
-      const m = digestMail(parts);
+    const send = (accountId: number, environmentId: number, email: string, locale: string | null, parts: MailText[]) => {
+      const m = digestMail(parts, locale);
       out.push({ environmentId, accountId, kind: parts.length > 1 ? 'issueDigest' : 'issue', to: [email], subject: m.subject, text: m.text });
     };
     const byAccount = new Map<number, Due[]>();
     for (const d of due) byAccount.set(d.accountId, [...(byAccount.get(d.accountId) ?? []), d]);
     if (windowSeconds === 0) {
-      for (const d of due) send(d.accountId, d.environmentId, d.email, [d.mail]);
+      for (const d of due) send(d.accountId, d.environmentId, d.email, d.locale, [d.mail]);
     } else if (byAccount.size > 0) {
       // each recipient's row locked (in id order) so that two workers never both mail one recipient inside a window
       await client.query(
@@ -132,7 +136,7 @@ export async function notifyIssues(ctx: AppContext): Promise<number> {
       const now = new Set(rows.map((r) => r.account_id));
       const waiting: Due[] = [];
       for (const [accountId, list] of byAccount) {
-        if (now.has(accountId)) send(accountId, list[0].environmentId, list[0].email, list.map((d) => d.mail));
+        if (now.has(accountId)) send(accountId, list[0].environmentId, list[0].email, list[0].locale, list.map((d) => d.mail));
         else waiting.push(...list);
       }
       if (waiting.length > 0) {
@@ -144,21 +148,22 @@ export async function notifyIssues(ctx: AppContext): Promise<number> {
     }
     if (windowSeconds > 0) {
       // digests whose window has ended
-      const { rows } = await client.query<{ id: number; account_id: number; environment_id: number; email: string | null; subject: string; body: string }>(
+      const { rows } = await client.query<{ id: number; account_id: number; environment_id: number; email: string | null; locale: string | null; subject: string; body: string }>(
         `DELETE FROM issue_mail_pending p USING machine_account a
           WHERE a.id = p.account_id AND p.id IN (
             SELECT p2.id FROM issue_mail_pending p2 LEFT JOIN issue_mail_recipient r ON r.account_id = p2.account_id
              WHERE r.last_mail_at IS NULL OR r.last_mail_at <= now() - make_interval(secs => $1)
              ORDER BY p2.id FOR UPDATE OF p2 SKIP LOCKED)
-          RETURNING p.id, p.account_id, p.environment_id, a.email, p.subject, p.body`, [windowSeconds]);
-      const digests = new Map<number, { env: number; email: string | null; parts: (MailText & { id: number })[] }>();
+          RETURNING p.id, p.account_id, p.environment_id, a.email,
+            COALESCE(a.locale, (SELECT e.settings->>'locale' FROM environment e WHERE e.id = a.environment_id)) AS locale, p.subject, p.body`, [windowSeconds]);
+      const digests = new Map<number, { env: number; email: string | null; locale: string | null; parts: (MailText & { id: number })[] }>();
       for (const r of rows) {
-        const d = digests.get(r.account_id) ?? { env: r.environment_id, email: r.email, parts: [] };
+        const d = digests.get(r.account_id) ?? { env: r.environment_id, email: r.email, locale: r.locale, parts: [] };
         d.parts.push({ id: r.id, subject: r.subject, text: r.body });
         digests.set(r.account_id, d);
       }
       for (const [accountId, d] of digests) {
-        if (d.email) send(accountId, d.env, d.email, d.parts.sort((a, b) => a.id - b.id));
+        if (d.email) send(accountId, d.env, d.email, d.locale, d.parts.sort((a, b) => a.id - b.id));
       }
     }
     if (out.length === 0) return [];
@@ -168,6 +173,8 @@ export async function notifyIssues(ctx: AppContext): Promise<number> {
     return storeMails(ctx, client, out);
   });
   await queueStored(ctx, stored);
+  // the console's live issue streams (GET /issue/stream), once the events are committed as taken
+  await publishIssueEvents(ctx, taken);
   return stored.length;
 }
 

@@ -11,6 +11,7 @@
 // mail. Subscriptions left with a count are claimed the same way, by a later flush, once their interval ends.
 // A process that dies loses at most the counts of its last ALERT_FLUSH_MS.
 
+import { mailLanguage } from './issue-mail.ts';
 import type { AppContext } from '../app/context.ts';
 import { OutageLog } from '../app/outage-log.ts';
 import type { ActivityRow } from '../connectivity/activities/store.ts';
@@ -61,7 +62,7 @@ const FLUSH = `WITH x AS (
   RETURNING s.id, s.user_id, s.environment_id, s.object_type, s.object_id, old.failures, old.last_notification AS since, old.due, old.sample`;
 
 // what a mail names: the object, the subscriber's address, the sample's device
-const DETAILS = `SELECT s.id, a.email, a.locale, a.timezone,
+const DETAILS = `SELECT s.id, a.email, COALESCE(a.locale, (SELECT e.settings->>'locale' FROM environment e WHERE e.id = a.environment_id)) AS locale, a.timezone,
        CASE s.object_type WHEN 'deviceType' THEN dt.name_text WHEN 'supplierReportType' THEN rt.name_text WHEN 'supplierWebhook' THEN w.name ELSE c.name END AS object_name,
        CASE s.object_type WHEN 'deviceType' THEN dt.hash_id WHEN 'supplierReportType' THEN rt.hash_id WHEN 'supplierWebhook' THEN w.hash_id ELSE c.hash_id END AS object_hash_id,
        d.hash_id AS device_hash_id, d.supplier_device_identifier
@@ -75,12 +76,27 @@ const DETAILS = `SELECT s.id, a.email, a.locale, a.timezone,
   LEFT JOIN device d ON d.id = v.device_id
  WHERE coalesce(a.email, '') <> ''`;
 
-const NOUNS: Record<SupplierObjectType, [string, string]> = {
-  deviceType: ['device type', 'event handler'],
-  supplierReportType: ['report type', 'report parser'],
-  supplierWebhook: ['webhook', 'identifier'],
-  supplierCertificate: ['supplier certificate', 'identifier'],
-};
+/** An alert's words in the subscriber's language (their locale, else their environment's). */
+const WORDS = {
+  en: {
+    nouns: { deviceType: ['device type', 'event handler'], supplierReportType: ['report type', 'report parser'], supplierWebhook: ['webhook', 'identifier'], supplierCertificate: ['supplier certificate', 'identifier'] },
+    failedSubject: (code: string, noun: string, name: string) => `The ${code} of ${noun} "${name}" failed`,
+    failed: (code: string, object: string, n: number) => `The ${code} of ${object} failed${n > 1 ? ` (${n} failures so far)` : ''}.`,
+    summarySubject: (n: number, code: string, noun: string, name: string) => `${n} failure${n === 1 ? '' : 's'} of the ${code} of ${noun} "${name}"`,
+    summary: (code: string, object: string, n: number, since: string) => `The ${code} of ${object} failed ${n} time${n === 1 ? '' : 's'} since the last alert (${since}).`,
+    theFailure: 'The failure:', oneOfThem: 'One of them:', device: 'Device', activity: 'Activity', at: 'At',
+    quiet: (s: number) => `Further failures are counted and summed up in one mail no sooner than ${s} s after this one; the activity log has each of them.`,
+  },
+  nl: {
+    nouns: { deviceType: ['apparaattype', 'event handler'], supplierReportType: ['rapporttype', 'rapportparser'], supplierWebhook: ['webhook', 'identifier'], supplierCertificate: ['leverancierscertificaat', 'identifier'] },
+    failedSubject: (code: string, noun: string, name: string) => `De ${code} van ${noun} "${name}" faalde`,
+    failed: (code: string, object: string, n: number) => `De ${code} van ${object} faalde${n > 1 ? ` (tot nu toe ${n} keer)` : ''}.`,
+    summarySubject: (n: number, code: string, noun: string, name: string) => `${n} keer faalde de ${code} van ${noun} "${name}"`,
+    summary: (code: string, object: string, n: number, since: string) => `De ${code} van ${object} faalde ${n} keer sinds de vorige melding (${since}).`,
+    theFailure: 'De fout:', oneOfThem: 'Een ervan:', device: 'Apparaat', activity: 'Activiteit', at: 'Op',
+    quiet: (s: number) => `Volgende fouten worden geteld en op zijn vroegst ${s} s na deze mail in één mail samengevat; het activiteitenlog toont ze alle.`,
+  },
+} satisfies Record<'en' | 'nl', { nouns: Record<SupplierObjectType, string[]> } & Record<string, unknown>>;
 
 /** The failures an activity records: its handler run, and each parser run it called. */
 export function failuresOf(row: ActivityRow): SupplierFailure[] {
@@ -112,24 +128,26 @@ type Details = { id: number; email: string; locale: string | null; timezone: str
 
 /** The alert (never mailed before) or the summary (failures since the last mail) of one claimed subscription. */
 function alertMail(c: Claimed, d: Details, quietSeconds: number): OutgoingMail {
-  const [noun, code] = NOUNS[c.object_type];
-  const object = `${noun} "${d.object_name ?? '?'}" (${d.object_hash_id ?? '?'})`;
+  const w = WORDS[mailLanguage(d.locale)];
+  const [noun, code] = w.nouns[c.object_type];
+  const name = d.object_name ?? '?';
+  const object = `${noun} "${name}" (${d.object_hash_id ?? '?'})`;
   const lines: string[] = [];
   let subject: string;
   if (c.since === null) {
-    subject = `The ${code} of ${noun} "${d.object_name ?? '?'}" failed`;
-    lines.push(`The ${code} of ${object} failed${c.failures > 1 ? ` (${c.failures} failures so far)` : ''}.`);
+    subject = w.failedSubject(code, noun, name);
+    lines.push(w.failed(code, object, c.failures));
   } else {
-    subject = `${c.failures} failure${c.failures === 1 ? '' : 's'} of the ${code} of ${noun} "${d.object_name ?? '?'}"`;
-    lines.push(`The ${code} of ${object} failed ${c.failures} time${c.failures === 1 ? '' : 's'} since the last alert (${dateIn(c.since, d.locale, d.timezone)}).`);
+    subject = w.summarySubject(c.failures, code, noun, name);
+    lines.push(w.summary(code, object, c.failures, dateIn(c.since, d.locale, d.timezone)));
   }
   if (c.sample) {
-    lines.push('', c.since === null ? 'The failure:' : 'One of them:', `  ${c.sample.message.split('\n').join('\n  ')}`);
-    if (d.device_hash_id) lines.push(`Device: ${d.supplier_device_identifier} (${d.device_hash_id})`);
-    if (c.sample.activityHashId) lines.push(`Activity: ${c.sample.activityHashId}`);
-    lines.push(`At: ${dateIn(new Date(c.sample.at), d.locale, d.timezone)}`);
+    lines.push('', c.since === null ? w.theFailure : w.oneOfThem, `  ${c.sample.message.split('\n').join('\n  ')}`);
+    if (d.device_hash_id) lines.push(`${w.device}: ${d.supplier_device_identifier} (${d.device_hash_id})`);
+    if (c.sample.activityHashId) lines.push(`${w.activity}: ${c.sample.activityHashId}`);
+    lines.push(`${w.at}: ${dateIn(new Date(c.sample.at), d.locale, d.timezone)}`);
   }
-  lines.push('', `Further failures are counted and summed up in one mail no sooner than ${quietSeconds} s after this one; the activity log has each of them.`);
+  lines.push('', w.quiet(quietSeconds));
   return { environmentId: c.environment_id, accountId: c.user_id, kind: 'supplierAlert', to: [d.email], subject, text: lines.join('\n') };
 }
 

@@ -64,6 +64,7 @@ describe('issue notifications', () => {
     const byDefault = await person(d.customer.environmentHashId, 'default');
     const critical = await person(d.customer.environmentHashId, 2);
     const none = await person(d.customer.environmentHashId, null);
+    const dutch = await person(d.customer.environmentHashId, 0, { locale: 'nl-NL', timezone: 'Europe/Amsterdam' });
     const { hashId, at } = await criticalIssue(d, 1234);
     const [mail] = await until(async () => smtp.to(all), (m) => m.length === 1, 'the level 0 account\'s mail');
     await until(async () => [smtp.to(byDefault), smtp.to(critical)], (m) => m.every((x) => x.length === 1), 'the mails of the default and level 2 accounts');
@@ -75,10 +76,18 @@ describe('issue notifications', () => {
     const since = new Intl.DateTimeFormat('de-DE', { dateStyle: 'medium', timeStyle: 'long', timeZone: 'Europe/Amsterdam' }).format(new Date(at));
     expect(mail.text).toContain(`Since: ${since}`);
     expect(smtp.to(critical)[0].text).toContain('last value 1,234 V');
+    // a Dutch reader reads Dutch words, not only Dutch numbers and dates
+    const [nl] = await until(async () => smtp.to(dutch), (m) => m.length === 1, 'the Dutch reader\'s mail');
+    expect(nl.subject).toMatch(/^Nieuwe melding \(kritiek\): Voltage critically high on Pipe/);
+    expect(nl.text).toContain(`Melding ${hashId}`);
+    expect(nl.text).toContain('Waar: pingroep Post 1, pin Pipe');
+    expect(nl.text).toContain('laatste waarde 1.234 V, voorbij de kritiek hoge grens van 90 V');
+    const sinds = new Intl.DateTimeFormat('nl-NL', { dateStyle: 'medium', timeStyle: 'long', timeZone: 'Europe/Amsterdam' }).format(new Date(at));
+    expect(nl.text).toContain(`Sinds: ${sinds}`);
     // the subscriptions show in issue get's answer of each account's own view: the store has them
     const { rows } = await ctx.db.query<{ email: string }>(
       'SELECT a.email FROM issue_subscription s JOIN issue i ON i.id = s.issue_id JOIN machine_account a ON a.id = s.account_id WHERE i.hash_id = $1 AND a.email IS NOT NULL', [hashId]);
-    expect(rows.map((r) => r.email).sort()).toEqual([all, byDefault, critical].sort());
+    expect(rows.map((r) => r.email).sort()).toEqual([all, byDefault, critical, dutch].sort());
     // every account's mails were made in the same scan: the null account's would have come with them
     expect(smtp.to(none)).toEqual([]);
   });

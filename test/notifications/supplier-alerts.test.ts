@@ -24,10 +24,10 @@ let service: RunningService;
 let api: RestClient;
 
 /** An account of the environment with an address, subscribed to the object. */
-async function subscriber(objectType: string, objectHashId: string, table: string): Promise<string> {
+async function subscriber(objectType: string, objectHashId: string, table: string, locale: string | null = null): Promise<string> {
   const { hashId } = await createMachineAccount(ctx.db, api.environmentHashId, ['ENVIRONMENT_ADMIN'], 'supplier engineer');
   const email = `eng-${hashId}@example.com`;
-  await ctx.db.query('UPDATE machine_account SET email = $2 WHERE hash_id = $1', [hashId, email]);
+  await ctx.db.query('UPDATE machine_account SET email = $2, locale = $3 WHERE hash_id = $1', [hashId, email, locale]);
   await ctx.db.query(
     `INSERT INTO supplier_subscription (hash_id, environment_id, user_id, object_type, object_id)
      SELECT $1, a.environment_id, a.id, $3, o.id FROM machine_account a, ${table} o WHERE a.hash_id = $2 AND o.hash_id = $4`,
@@ -118,12 +118,17 @@ describe('supplier alerts', () => {
     const deviceTypeHashId = (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${device.hashId}`)).body.device.deviceTypeHashId;
     const parserEngineer = await subscriber('supplierReportType', reportType.body.hashId, 'report_type');
     const handlerEngineer = await subscriber('deviceType', deviceTypeHashId, 'device_type');
+    const dutchEngineer = await subscriber('supplierReportType', reportType.body.hashId, 'report_type', 'nl');
     const res = await pskHttpRequest({ port: service.https!.port(), identity: device.identity, key: device.key, path: '/report', body: '{}' });
     expect(res?.status).toBe(200);
     const [alert] = await until(async () => smtp.to(parserEngineer), (m) => m.length === 1, 'the parser alert');
     expect(alert.subject).toBe('The report parser of report type "Broken parser" failed');
     expect(alert.text).toContain(`Device: ${device.identity} (${device.hashId})`);
     expect(alert.text).toMatch(/error: TypeError: .*undefined/);
+    // in the subscriber's own language
+    const [nl] = await until(async () => smtp.to(dutchEngineer), (m) => m.length === 1, 'the Dutch parser alert');
+    expect(nl.subject).toBe('De rapportparser van rapporttype "Broken parser" faalde');
+    expect(nl.text).toContain(`Apparaat: ${device.identity} (${device.hashId})`);
     // the handler ran without failing: its device type's subscriber hears nothing (an alert of the same flush would be stored with the parser's)
     const stored = await ctx.db.query('SELECT 1 FROM notification WHERE $1 = ANY(recipients)', [handlerEngineer]);
     expect(stored.rows).toEqual([]);
