@@ -32,6 +32,7 @@ import { userEnvironmentSettingsRoutes } from '../accounts/user-environment-sett
 import { thresholdRoutes } from '../monitoring/thresholds/routes.ts';
 import { connectivityThresholdRoutes } from '../monitoring/connectivity-thresholds/routes.ts';
 import { issueRoutes } from '../monitoring/issues/routes.ts';
+import { issueStreamRoutes } from '../monitoring/issues/stream.ts';
 import { chartRoutes } from '../monitoring/charts/routes.ts';
 import { userRoutes } from '../accounts/user-routes.ts';
 import { subscriptionRoutes } from '../connectivity/subscriptions/routes.ts';
@@ -85,6 +86,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   thresholdRoutes,
   connectivityThresholdRoutes,
   issueRoutes,
+  issueStreamRoutes,
   chartRoutes,
   userRoutes,
   subscriptionRoutes,
