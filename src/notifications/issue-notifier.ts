@@ -17,6 +17,7 @@ import type { Queryable } from '../app/db.ts';
 import { OutageLog } from '../app/outage-log.ts';
 import type { Limits, ValuePair } from '../monitoring/thresholds/limits.ts';
 import { digestMail, issueMail, type IssueEventFacts, type IssueEventKind, type IssueFacts, type MailText } from './issue-mail.ts';
+import { publishIssueEvents } from '../monitoring/issues/stream.ts';
 import { queueStored, storeMails } from './mail-queue.ts';
 import type { OutgoingMail } from './store.ts';
 
@@ -107,8 +108,10 @@ async function mailsOfEvents(db: Queryable, events: EventRow[]): Promise<Due[]> 
 /** One scan: takes the events, subscribes, and mails or gathers for the digest (the rule above). */
 export async function notifyIssues(ctx: AppContext): Promise<number> {
   const windowSeconds = ctx.config.notificationDigestSeconds;
+  let taken: EventRow[] = [];
   const stored = await ctx.db.tx(async (client) => {
     const events = (await client.query<EventRow>(TAKE_EVENTS, [EVENTS_PER_SCAN])).rows.sort((a, b) => a.id - b.id);
+    taken = events;
     const due = events.length > 0 ? await mailsOfEvents(client, events) : [];
     const out: OutgoingMail[] = [];
     const send = (accountId: number, environmentId: number, email: string, locale: string | null, parts: MailText[]) => {
@@ -170,6 +173,8 @@ export async function notifyIssues(ctx: AppContext): Promise<number> {
     return storeMails(ctx, client, out);
   });
   await queueStored(ctx, stored);
+  // the console's live issue streams (GET /issue/stream), once the events are committed as taken
+  await publishIssueEvents(ctx, taken);
   return stored.length;
 }
 
