@@ -4,6 +4,7 @@ import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { HashId, HashIdParams } from '../../http/schemas.ts';
 import { takeDryRunToken } from './rate.ts';
+import { compareDeviceType, compareReportType, COMPARE_MAX_RUNS } from './compare.ts';
 import { disposeDryRuns, dryRunDeviceType, dryRunIdentifier, dryRunReportType, type DeviceTypeDryRunInput } from './run.ts';
 
 const Source = Type.String({ maxLength: 1_000_000 });
@@ -58,6 +59,61 @@ const identifierBody = (member: 'request' | 'certificate', description: string) 
   identifier: Type.Optional(Type.String({ ...Source, description: 'run this source instead of the saved identifier (not saved)' })),
 }, { additionalProperties: false });
 
+const CompareBody = Type.Object({
+  eventHandler: Type.String({ ...Source, description: 'the proposed source (not saved); compiled first, as a save compiles it' }),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: COMPARE_MAX_RUNS, default: COMPARE_MAX_RUNS, description: 'how many of the last stored device requests to replay' })),
+}, { additionalProperties: false });
+const CompareAnswer = Type.Object({
+  runs: Type.Array(Type.Object({
+    activityHashId: Type.String({ description: 'the stored run whose event (the device\'s request) both runs replay' }),
+    deviceHashId: Type.Union([Type.String(), Type.Null()], { description: "its device (null once deleted: the runs then use a device of the type with no fields or commands)" }),
+    createdAt: Type.String(),
+    current: DeviceTypeAnswer,
+    proposed: DeviceTypeAnswer,
+    differs: Type.Object({
+      answer: Type.Boolean({ description: 'the answer the device would get' }),
+      reports: Type.Boolean({ description: 'the parseReport calls: report type, payload, fields, whether each failed' }),
+      measurements: Type.Boolean({ description: 'the measurements of those reports by channel, index, quantity and value (not their generatedAt, which a parser may take from its clock)' }),
+      failed: Type.Boolean({ description: 'one run failed and the other did not' }),
+    }),
+  })),
+  summary: Type.Object({
+    total: Type.Integer({ description: 'runs compared' }),
+    differing: Type.Integer({ description: 'runs with any difference' }),
+    newlyFailing: Type.Integer({ description: 'the current handler succeeds, the proposed one fails' }),
+    fixed: Type.Integer({ description: 'the current handler fails, the proposed one succeeds' }),
+  }),
+});
+const COMPARE_DESCRIPTION = `The device type's last \`limit\` (at most ${COMPARE_MAX_RUNS}) stored runs of its event handler on a device request, each dry-run twice: with the saved handler (current) and with the body's eventHandler (proposed), `
+  + 'on the run\'s device as it is now. Newest first; runs stored cut short (ACTIVITY_MAX_BYTES) are left out. A proposed source that does not compile is 400 parameter_error naming eventHandler '
+  + 'with its line and column, as a save answers it (and it counts against SANDBOX_COMPILES_PER_MINUTE like a save). Nothing is stored, changed or sent. '
+  + 'One compare takes one dry run from the environment\'s bucket (DRY_RUN_BURST, DRY_RUNS_PER_MINUTE: 429 rate_limit_error); its runs go four stored requests at a time, '
+  + 'each run within the sandbox\'s limits (SANDBOX_TIMEOUT_MS), so a compare lasts at most about limit / 4 x 2 x SANDBOX_TIMEOUT_MS.';
+
+const ReportCompareBody = Type.Object({
+  parser: Type.String({ ...Source, description: 'the proposed source (not saved); compiled first, as a save compiles it' }),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: COMPARE_MAX_RUNS, default: COMPARE_MAX_RUNS, description: 'how many of the last parsed payloads to replay' })),
+}, { additionalProperties: false });
+const ReportCompareAnswer = Type.Object({
+  runs: Type.Array(Type.Object({
+    activityHashId: Type.String({ description: 'the stored run whose exec.parseReport call gave the payload' }),
+    subActivityHashId: Type.String({ description: 'that parseReport call\'s sub-activity' }),
+    deviceHashId: Type.Union([Type.String(), Type.Null()], { description: 'its device, shown to both parsers as args.device (null once deleted: a device with no fields)' }),
+    createdAt: Type.String(),
+    current: ReportTypeAnswer,
+    proposed: ReportTypeAnswer,
+    differs: Type.Object({
+      reports: Type.Boolean({ description: 'the report: whether there is one, and its fields' }),
+      measurements: Type.Boolean({ description: 'its measurements by channel, index, quantity and value (not their generatedAt, which a parser may take from its clock)' }),
+      failed: Type.Boolean({ description: 'one run failed and the other did not' }),
+    }),
+  })),
+  summary: CompareAnswer.properties.summary,
+});
+const REPORT_COMPARE_DESCRIPTION = `The payloads of the report type's last \`limit\` (at most ${COMPARE_MAX_RUNS}) parseReport calls among the environment's last 5000 activities, newest first, each dry-run twice: `
+  + 'with the saved parser (current) and with the body\'s parser (proposed). Payloads stored cut short (ACTIVITY_MAX_BYTES) are left out. A proposed parser that does not compile is 400 parameter_error '
+  + 'naming parser with its line and column, as a save answers it. Nothing is stored, changed or sent. One compare takes one dry run from the environment\'s bucket (DRY_RUN_BURST, DRY_RUNS_PER_MINUTE).';
+
 const rights = { connectivity: 'ENVIRONMENT_ADMIN' } as const;
 const environmentOf = (request: FastifyRequest) => ({ id: request.account.environment.id, hashId: request.account.environment.hashId });
 const NOTHING_CHANGES = 'Nothing is stored, changed or sent. Rate limited per environment (DRY_RUN_BURST, DRY_RUNS_PER_MINUTE: 429 rate_limit_error).';
@@ -75,6 +131,20 @@ export async function dryRunRoutes(untyped: FastifyInstance, ctx: AppContext): P
   };
   route<DeviceTypeDryRunInput>('/device-type/:hashId/dry-run', 'device-type', 'device-type dry run: the event handler on a sample event or a stored run\'s, for a device of the type',
     DeviceTypeBody, DeviceTypeAnswer, (request, hashId, body) => dryRunDeviceType(ctx, environmentOf(request), hashId, body));
+  app.post('/device-type/:hashId/compare', {
+    config: { rights },
+    schema: { tags: ['device-type'], summary: 'device-type compare: the saved and a proposed event handler on the last stored device requests', description: COMPARE_DESCRIPTION, params: HashIdParams, body: CompareBody, response: { 200: CompareAnswer } },
+  }, async (request) => {
+    await takeDryRunToken(ctx, request.account.environment.hashId);
+    return compareDeviceType(ctx, environmentOf(request), request.params.hashId, request.body);
+  });
+  app.post('/supplier-report-type/:hashId/compare', {
+    config: { rights },
+    schema: { tags: ['supplier-report-type'], summary: 'supplier-report-type compare: the saved and a proposed parser on the last parsed payloads', description: REPORT_COMPARE_DESCRIPTION, params: HashIdParams, body: ReportCompareBody, response: { 200: ReportCompareAnswer } },
+  }, async (request) => {
+    await takeDryRunToken(ctx, request.account.environment.hashId);
+    return compareReportType(ctx, environmentOf(request), request.params.hashId, request.body);
+  });
   route<{ payload: string; parser?: string; deviceHashId?: string }>('/supplier-report-type/:hashId/dry-run', 'supplier-report-type', 'supplier-report-type dry run: the parser on a payload',
     ReportTypeBody, ReportTypeAnswer, (request, hashId, body) => dryRunReportType(ctx, environmentOf(request), hashId, body));
   route<{ request: Record<string, unknown>; identifier?: string }>('/supplier-webhook/:hashId/dry-run', 'supplier-webhook', 'supplier-webhook dry run: the identifier on a request',

@@ -59,7 +59,7 @@ const callsOf = (activities: SubActivity[]): DryRunCall[] =>
   activities.map((a) => ({ name: a.triggerType, failed: a.failed, log: a.log, triggerData: a.triggerData }));
 
 /** Code given in the body instead of the saved code: the size limit of a save applies. */
-function checkSource(field: string, source: string | undefined): void {
+export function checkSource(field: string, source: string | undefined): void {
   const max = supplierCodeLimits().maxSourceChars;
   if (source !== undefined && source.length > max) throw new ParameterError(`${field} is ${source.length} characters long, over the limit of ${max} (SANDBOX_MAX_SOURCE_CHARS)`, { field });
 }
@@ -140,7 +140,7 @@ const EVENT_OF_TRIGGER: Record<string, 'incomingRequest' | 'newCommand' | 'comma
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The event a stored run's handler received, rebuilt from its activity. */
-function replayedEvent(run: { triggerType: string; triggerData: unknown }, activityHashId: string): HandlerEvent {
+export function replayedEvent(run: { triggerType: string; triggerData: unknown }, activityHashId: string): HandlerEvent {
   const type = EVENT_OF_TRIGGER[run.triggerType];
   const data = run.triggerData;
   const unusable = (why: string) => new ParameterError(`activityHashId: activity ${activityHashId} ${why}`, { field: 'activityHashId' });
@@ -181,9 +181,13 @@ export async function dryRunDeviceType(ctx: AppContext, env: { id: number; hashI
     event = sampleEvent(input.event!);
   }
   const device = await deviceFor(ctx, env, deviceHashId, deviceType);
+  return dryRunHandler(ctx, device, input.eventHandler ?? deviceType.eventHandler, event, `dry-run:${Date.now()}:${Math.random()}`);
+}
+
+/** What a device type dry run answers: `source` run as `device`'s event handler on `event`; what it creates has ids derived from `idBase`. */
+export async function dryRunHandler(ctx: AppContext, device: DeviceRecord, source: string, event: HandlerEvent, idBase: string) {
   const reports: ConditionReportIn[] = [];
-  const idBase = `dry-run:${Date.now()}:${Math.random()}`;
-  const outcome = await runDeviceHandler(collectingEffects(ctx, reports), idBase, device, input.eventHandler ?? deviceType.eventHandler, event, new Date());
+  const outcome = await runDeviceHandler(collectingEffects(ctx, reports), idBase, device, source, event, new Date());
   return {
     answer: outcome.answer,
     error: errorOf(outcome.run.ok ? undefined : outcome.run.error),
@@ -193,20 +197,35 @@ export async function dryRunDeviceType(ctx: AppContext, env: { id: number; hashI
   };
 }
 
+/** A device type dry run's answer. */
+export type DeviceTypeDryRun = Awaited<ReturnType<typeof dryRunHandler>>;
+
+/** The device of a stored run as it is now, or (gone, or no longer of `deviceType`) a device of `deviceType` with no fields, commands or history. */
+export async function deviceOfStoredRun(ctx: AppContext, env: { id: number; hashId: string }, deviceHashId: string | null, deviceType: { id: number; hashId: string; eventHandler: string }): Promise<DeviceRecord> {
+  const device = deviceHashId === null ? null : await stateOf(ctx).loader.device(deviceHashId);
+  if (device && device.environmentId === env.id && device.deviceType.hashId === deviceType.hashId) return device;
+  return deviceFor(ctx, env, undefined, deviceType);
+}
+
 /** POST /supplier-report-type/{hashId}/dry-run */
 export async function dryRunReportType(ctx: AppContext, env: { id: number; hashId: string }, hashId: string, input: { payload: string; parser?: string; deviceHashId?: string }) {
   checkSource('parser', input.parser);
   const reportType = await reportTypeCode(ctx.db, env.id, hashId);
   const device = await deviceFor(ctx, env, input.deviceHashId, null);
+  return dryRunParser(ctx, device, reportType, input.parser ?? reportType.parser, input.payload, `dry-run:${Date.now()}:${Math.random()}`);
+}
+
+/** What a report type dry run answers: `parser` run as `reportType`'s on `payload` for `device`; the report's ids derive from `idBase`. */
+export async function dryRunParser(ctx: AppContext, device: DeviceRecord, reportType: { hashId: string; name: unknown }, parser: string, payload: string, idBase: string) {
   const reports: ConditionReportIn[] = [];
   const effects = collectingEffects(ctx, reports);
-  const parser = input.parser ?? reportType.parser;
-  // the report type as the run reads it, with the parser given in the body
+  const hashId = reportType.hashId;
+  // the report type as the run reads it, with the parser given
   const loader: RunEffects['loader'] = {
     reportType: async (environmentId, h) => (h === hashId ? { id: 0, hashId, name: reportType.name as ReportTypeRecord['name'], parser } : effects.loader.reportType(environmentId, h)),
     quantitiesOf: (environmentId) => effects.loader.quantitiesOf(environmentId),
   };
-  const parsed = await parseReport({ ...effects, loader }, device, deviceViewOf(device), { reportTypeHashId: hashId, payload: input.payload, generatedAt: null }, derivedHashId(`dry-run:${Date.now()}:${Math.random()}`, 'parse'));
+  const parsed = await parseReport({ ...effects, loader }, device, deviceViewOf(device), { reportTypeHashId: hashId, payload, generatedAt: null }, derivedHashId(idBase, 'parse'));
   const report = reports[0];
   return {
     report: report ? {
@@ -217,6 +236,15 @@ export async function dryRunReportType(ctx: AppContext, env: { id: number; hashI
     failed: parsed.activity.failed,
     log: parsed.activity.log,
   };
+}
+
+/** A report type dry run's answer. */
+export type ReportTypeDryRun = Awaited<ReturnType<typeof dryRunParser>>;
+
+/** A device of the environment as it is now, or (gone) a device with no fields or history (what a parser's args.device shows). */
+export async function deviceOrSample(ctx: AppContext, env: { id: number; hashId: string }, deviceHashId: string | null): Promise<DeviceRecord> {
+  const device = deviceHashId === null ? null : await stateOf(ctx).loader.device(deviceHashId);
+  return device && device.environmentId === env.id ? device : deviceFor(ctx, env, undefined, null);
 }
 
 /** POST /supplier-webhook/{hashId}/dry-run and /supplier-certificate/{hashId}/dry-run: the identifier, and the device it names. */

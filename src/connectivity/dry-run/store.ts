@@ -61,3 +61,33 @@ export async function deviceFieldConfigurations(db: Queryable, deviceTypeId: num
   const { rows } = await db.query<{ field_configurations: FieldConfiguration[] }>('SELECT field_configurations FROM device_type WHERE id = $1', [deviceTypeId]);
   return rows[0]?.field_configurations ?? [];
 }
+
+/** The last `limit` stored runs of a device type's handler on a device request, newest first, with their devices. */
+export async function lastIncomingRequests(db: Queryable, environmentId: number, deviceTypeId: number, limit: number): Promise<{ hashId: string; createdAt: string; triggerType: string; triggerData: unknown; deviceHashId: string | null }[]> {
+  // newest first by id, the order of the (environment_id, id) index: created_at of one batch is one timestamp
+  const { rows } = await db.query<{ hash_id: string; created_at: Date; trigger_type: string; trigger_data: unknown; device_hash_id: string | null }>(
+    `SELECT a.hash_id, a.created_at, a.trigger_type, a.trigger_data, d.hash_id AS device_hash_id
+       FROM supplier_activity a LEFT JOIN device d ON d.id = a.device_id
+      WHERE a.environment_id = $1 AND a.device_type_id = $2 AND a.trigger_type = 'handleIncomingRequest'
+      ORDER BY a.id DESC LIMIT $3`, [environmentId, deviceTypeId, limit]);
+  return rows.map((r) => ({ hashId: r.hash_id, createdAt: r.created_at.toISOString(), triggerType: r.trigger_type, triggerData: r.trigger_data, deviceHashId: r.device_hash_id }));
+}
+
+/** Activities a report type compare looks through for its payloads, newest first: a bound on the rows one compare reads. */
+const PAYLOAD_SCAN_ACTIVITIES = 5000;
+
+/**
+ * The payloads of the last `limit` parseReport calls of a report type in the environment's last PAYLOAD_SCAN_ACTIVITIES
+ * activities, newest first; payloads stored cut short (ACTIVITY_MAX_BYTES) are left out.
+ */
+export async function lastParsedPayloads(db: Queryable, environmentId: number, reportTypeHashId: string, limit: number): Promise<{ activityHashId: string; subActivityHashId: string; createdAt: string; deviceHashId: string | null; payload: string }[]> {
+  const { rows } = await db.query<{ hash_id: string; sub_hash_id: string; created_at: Date; device_hash_id: string | null; payload: string }>(
+    `SELECT a.hash_id, sub.value->>'hashId' AS sub_hash_id, a.created_at, d.hash_id AS device_hash_id, sub.value->'triggerData'->>'payload' AS payload
+       FROM (SELECT id, hash_id, created_at, device_id, activities FROM supplier_activity WHERE environment_id = $1 ORDER BY id DESC LIMIT ${PAYLOAD_SCAN_ACTIVITIES}) a
+       CROSS JOIN LATERAL json_array_elements(a.activities) WITH ORDINALITY AS sub(value, n)
+       LEFT JOIN device d ON d.id = a.device_id
+      WHERE sub.value->>'triggerType' = 'parseReport' AND sub.value->'triggerData'->'reportType'->>'hashId' = $2
+        AND json_typeof(sub.value->'triggerData'->'payload') = 'string'
+      ORDER BY a.id DESC, sub.n DESC LIMIT $3`, [environmentId, reportTypeHashId, limit]);
+  return rows.map((r) => ({ activityHashId: r.hash_id, subActivityHashId: r.sub_hash_id, createdAt: r.created_at.toISOString(), deviceHashId: r.device_hash_id, payload: r.payload }));
+}
