@@ -22,6 +22,8 @@ export interface EnvironmentRecord {
 export interface Account {
   id: number;
   hashId: string;
+  /** machine: logs in with its assertion; person: signs in to the console with a password (src/accounts/people/) */
+  kind: 'machine' | 'person';
   name: string;
   rights: string[];
   /** where the account's mail goes; null when the operator gave it no address */
@@ -107,22 +109,37 @@ export function uniqueEmail(err: unknown, email: string | null | undefined): unk
   return e.code === '23505' && e.constraint === 'machine_account_email' ? new ConflictError(`email: ${email} is already a user of this environment`) : err;
 }
 
-export async function loadAccount(db: Queryable, hashId: string): Promise<Account | null> {
+/** The live accounts `where` selects (a, e: machine_account and its environment), with their environments. */
+async function selectAccounts(db: Queryable, where: string, params: unknown[]): Promise<Account[]> {
   const { rows } = await db.query(
-    `SELECT a.id, a.hash_id, a.name, a.rights, a.email, a.locale, a.timezone, a.phone, a.company, tf.enabled_at AS two_factor_enabled_at, ${ENV_COLUMNS}
+    `SELECT a.id, a.hash_id, a.kind, a.name, a.rights, a.email, a.locale, a.timezone, a.phone, a.company, tf.enabled_at AS two_factor_enabled_at, ${ENV_COLUMNS}
        FROM machine_account a JOIN environment e ON e.id = a.environment_id
        LEFT JOIN account_two_factor tf ON tf.account_id = a.id
-      WHERE a.hash_id = $1 AND a.kind = 'machine' AND a.revoked_at IS NULL AND e.deleted_at IS NULL`,
-    [hashId],
+      WHERE ${where} AND a.revoked_at IS NULL AND e.deleted_at IS NULL
+      ORDER BY e.name, e.id`,
+    params,
   );
-  if (rows.length === 0) return null;
-  const r = rows[0];
-  return {
-    id: r.id as number, hashId: r.hash_id as string, name: r.name as string, rights: r.rights as string[],
+  return rows.map((r) => ({
+    id: r.id as number, hashId: r.hash_id as string, kind: r.kind as Account['kind'], name: r.name as string, rights: r.rights as string[],
     email: r.email as string | null, locale: r.locale as string | null, timezone: r.timezone as string | null,
     phone: r.phone as string | null, company: r.company as string | null, environment: toEnvironment(r),
     twoFactorEnabledAt: r.two_factor_enabled_at as Date | null,
-  };
+  }));
+}
+
+/** A live machine account (people never reach the bearer-token and assertion paths). */
+export async function loadAccount(db: Queryable, hashId: string): Promise<Account | null> {
+  return (await selectAccounts(db, "a.hash_id = $1 AND a.kind = 'machine'", [hashId]))[0] ?? null;
+}
+
+/** A live person's row (one environment of theirs), by its id. */
+export async function loadPersonAccount(db: Queryable, id: number): Promise<Account | null> {
+  return (await selectAccounts(db, "a.id = $1 AND a.kind = 'person'", [id]))[0] ?? null;
+}
+
+/** Every live row of the person with this address (case-insensitive), one per environment, by environment name. */
+export async function personAccounts(db: Queryable, email: string): Promise<Account[]> {
+  return selectAccounts(db, "lower(a.email) = lower($1) AND a.kind = 'person'", [email]);
 }
 
 /** Slow-hash checks run by logins, known account or not (the same count for both is what keeps their timing alike). */

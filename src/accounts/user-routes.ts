@@ -33,10 +33,10 @@ export async function userRoutes(fastify: FastifyInstance, ctx: AppContext): Pro
     schema: {
       tags, summary: 'user add', body: AddBody,
       description: 'Adds a person to the environment: they get its mail (issue notifications, supplier alerts) at `email`, in `locale` and `timezone`, '
-        + 'and never log in. `userEnvironmentSettings` sets their notificationLevel. A caller grants only rights it holds, unless it holds ENVIRONMENT_ADMIN. '
+        + 'and sign in to the console with a password: they are mailed an invitation with a link to choose it (good for 7 days), or, when they have one already (a user of another environment), word that they were added. `userEnvironmentSettings` sets their notificationLevel. A caller grants only rights it holds, unless it holds ENVIRONMENT_ADMIN. '
         + 'An address already used by a user of the environment: 409 conflict_error.',
     },
-  }, async (request) => addUser(ctx.db, request.account, request.body));
+  }, async (request) => addUser(ctx, request.account, request.body));
 
   app.get('/user/', {
     config: { rights },
@@ -61,7 +61,7 @@ export async function userRoutes(fastify: FastifyInstance, ctx: AppContext): Pro
 
   app.delete('/user/:hashId', {
     config: { rights },
-    schema: { tags, summary: 'user delete', params: HashIdParams, description: 'Removes the user: a machine account is revoked (its tokens stop working); their subscriptions and settings go too. An account cannot delete itself (409).' },
+    schema: { tags, summary: 'user delete', params: HashIdParams, description: 'Removes the user: a machine account is revoked (its tokens stop working), a person\'s console sessions in this environment end; their subscriptions and settings go too. An account cannot delete itself (409).' },
   }, async (request, reply) => {
     await deleteUser(ctx.db, request.account, request.params.hashId);
     reply.status(204).send();

@@ -1,17 +1,22 @@
 // The people of an environment (the SDK's user routes). A user is a row of machine_account: a machine
 // account the operator made (it logs in with its assertion), or a person added through the API (kind
-// 'person': no secret, never logs in, reached by mail). Both have a name, an address, rights and their own
+// 'person': no secret; invited by mail to choose a password and sign in to the console, src/accounts/people/).
+// Both have a name, an address, rights and their own
 // userEnvironmentSettings, so issue notifications and supplier alerts treat them alike.
 //
 // Rights cannot grow through these routes: a caller grants only rights it holds itself, unless it holds
 // ENVIRONMENT_ADMIN, and leaves alone users holding a right it lacks. Otherwise a USERS account, itself a
 // user of its environment, could give itself ENVIRONMENT_ADMIN or strip it from the environment's admins.
 
+import type { AppContext } from '../app/context.ts';
 import type { Db, Queryable, Row } from '../app/db.ts';
 import { checkEmail } from '../app/email.ts';
 import { ConflictError, NotFoundError, ParameterError, RightError } from '../app/errors.ts';
 import { findPage, type FindQuery } from '../app/find.ts';
 import { newHashId } from '../app/hash-id.ts';
+import { queueStored } from '../notifications/mail-queue.ts';
+import { invitePerson } from './people/people.ts';
+import { deleteAccountSessions } from './people/sessions.ts';
 import { checkRights, uniqueEmail, type Account, type EnvironmentRecord } from './store.ts';
 import { updateUserEnvironmentSettings, type SettingsUpdate, type UserEnvironmentSettings } from './user-environment-settings.ts';
 
@@ -134,12 +139,13 @@ function checkTarget(caller: Account, target: StoredUser): void {
   if (beyond.length > 0) throw new RightError(`user ${target.user.hashId} holds ${beyond.join(', ')}, a right this account does not hold`);
 }
 
-export async function addUser(db: Db, caller: Account, input: UserInput): Promise<{ hashId: string }> {
+/** Adds a person as a user; they are mailed an invitation to choose a password, or, with one, word of the new environment. */
+export async function addUser(ctx: AppContext, caller: Account, input: UserInput): Promise<{ hashId: string }> {
   const env = caller.environment;
   const rights = checkRights(env.type, input.rights);
   checkGrant(caller, rights);
   const hashId = newHashId();
-  await db.tx(async (client) => {
+  const mails = await ctx.db.tx(async (client) => {
     let id: number;
     try {
       const { rows } = await client.query<{ id: number }>(
@@ -151,7 +157,9 @@ export async function addUser(db: Db, caller: Account, input: UserInput): Promis
       throw uniqueEmail(err, input.email);
     }
     if (input.userEnvironmentSettings) await updateUserEnvironmentSettings(client, { id, environment: env }, input.userEnvironmentSettings);
+    return invitePerson(ctx, client, { accountId: id, email: input.email, locale: input.locale ?? null, environment: env, inviter: caller.name });
   });
+  await queueStored(ctx, mails);
   return { hashId };
 }
 
@@ -199,6 +207,8 @@ export async function updateUser(db: Db, caller: Account, hashId: string, patch:
         throw uniqueEmail(err, patch.email);
       }
     }
+    // a console session belongs to an address: one acting as this row ends when the row's address changes
+    if (patch.email != null && target.kind === 'person' && patch.email.toLowerCase() !== target.user.email?.toLowerCase()) await deleteAccountSessions(client, target.id);
     if (patch.userEnvironmentSettings) await updateUserEnvironmentSettings(client, { id: target.id, environment: env }, patch.userEnvironmentSettings);
   });
 }
@@ -218,5 +228,7 @@ export async function deleteUser(db: Db, caller: Account, hashId: string): Promi
     await client.query('DELETE FROM issue_subscription WHERE account_id = $1', [target.id]);
     await client.query('DELETE FROM grid_notification WHERE account_id = $1', [target.id]);
     await client.query('DELETE FROM user_environment_settings WHERE account_id = $1', [target.id]);
+    // a person's console sessions in this environment end with it
+    await deleteAccountSessions(client, target.id);
   });
 }

@@ -49,6 +49,11 @@ export interface Config {
   /** 32-byte server key; JWT signing key and PSK encryption key are derived from it. */
   secretKey: Buffer;
   tokenLifetimeSeconds: number;
+  /** PUBLIC_URL: the console's origin as people reach it; the links of invitation and password reset mails start with it */
+  publicUrl: string;
+  /** a person's console session ends this long after its last request, and this long after it began at the latest */
+  sessionIdleMinutes: number;
+  sessionAbsoluteHours: number;
   /** null: this process's own API (role all), or http://127.0.0.1:API_PORT */
   monitoringCoreUrl: string | null;
   internalToken: string;
@@ -182,6 +187,9 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   LOG_LEVEL: ['info', 'pino level'],
   SECRET_KEY: ['unset → generated once into DATA_DIR/secret.key', '64 hex digits; signs tokens and encrypts device keys at rest. Every process of a deployment needs the same one'],
   TOKEN_LIFETIME_SECONDS: ['2592000 (30 days)', 'lifetime of a machine login token'],
+  PUBLIC_URL: ['unset → http://localhost:API_PORT', 'the origin (scheme://host[:port], optionally a path) people reach the console at: invitation and password reset mails link to PUBLIC_URL/#/set-password?token=...'],
+  SESSION_IDLE_MINUTES: ['30', 'a person\'s console session (cookie gridgate_session) ends after this long without a request'],
+  SESSION_ABSOLUTE_HOURS: ['12', 'a person\'s console session ends this long after the login at the latest, however active'],
   MONITORING_CORE_URL: ['this process\'s API (roles all, or api with worker); required for a worker without api', 'where workers push condition reports'],
   INTERNAL_TOKEN: ['derived from SECRET_KEY', 'bearer token workers present to the monitoring core'],
   SANDBOX_MEMORY_MB: ['64', 'memory limit of one supplier isolate'],
@@ -273,6 +281,21 @@ function clusterNodes(raw: string): { host: string; port: number }[] {
   });
 }
 
+/** PUBLIC_URL without its trailing slash; unset, this host's API port on localhost. */
+function publicUrl(raw: string | undefined, apiPort: number): string {
+  if (raw === undefined || raw === '') return `http://localhost:${apiPort}`;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`PUBLIC_URL must be an http or https URL such as https://console.example.com, got "${raw}"`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '') {
+    throw new Error(`PUBLIC_URL must be an http or https URL without query or fragment, got "${raw}"`);
+  }
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
+}
+
 /** `on` or `off`; unset, its documented default. */
 function onOff(env: NodeJS.ProcessEnv, name: string): boolean {
   const raw = env[name];
@@ -356,6 +379,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     logLevel: env.LOG_LEVEL || 'info',
     secretKey,
     tokenLifetimeSeconds: int(env, 'TOKEN_LIFETIME_SECONDS', 60),
+    publicUrl: publicUrl(env.PUBLIC_URL, apiPort),
+    sessionIdleMinutes: int(env, 'SESSION_IDLE_MINUTES', 1, 7 * 24 * 60),
+    sessionAbsoluteHours: int(env, 'SESSION_ABSOLUTE_HOURS', 1, 24 * 366),
     monitoringCoreUrl: env.MONITORING_CORE_URL || null,
     internalToken: env.INTERNAL_TOKEN || '',
     sandboxMemoryMb: int(env, 'SANDBOX_MEMORY_MB', 8, 4096),

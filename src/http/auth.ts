@@ -3,6 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { AuthenticationError, NotFoundError, ParameterError, RightError } from '../app/errors.ts';
 import { loadAccount, type Account } from '../accounts/store.ts';
 import { refuseWithoutSecondFactor } from '../accounts/two-factor/enforce.ts';
+import { authenticateSession } from '../accounts/people/session-auth.ts';
+import { sessionCookie } from '../accounts/people/sessions.ts';
 import type { AppContext } from '../app/context.ts';
 
 /** Rights an operation needs per environment type; a type that is absent cannot use the operation. */
@@ -27,9 +29,17 @@ export async function signToken(ctx: AppContext, account: Account): Promise<stri
  * two-factor authentication is on, only tokens stamped with when it was switched on work: those of a
  * login with a code, or of enable itself. Where the environment enforces two-factor authentication, an
  * account without it reaches only the routes that set it up (src/accounts/two-factor/enforce.ts).
+ * Without an Authorization header, a person's console session cookie authenticates as the row it acts as
+ * (src/accounts/people/session-auth.ts); bearer tokens are machine accounts' only.
  */
 export async function authenticate(ctx: AppContext, request: FastifyRequest): Promise<Account> {
   const header = request.headers.authorization;
+  const cookie = header === undefined ? sessionCookie(request) : null;
+  if (cookie !== null) {
+    const account = await authenticateSession(ctx, request, cookie);
+    refuseWithoutSecondFactor(account, request.routeOptions.config);
+    return account;
+  }
   if (!header || !header.startsWith('Bearer ')) throw new AuthenticationError();
   let subject: string | undefined;
   let tfa: unknown;

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../app/context.ts';
 import { accountRoutes } from '../accounts/routes.ts';
 import { twoFactorRoutes } from '../accounts/two-factor/routes.ts';
+import { personRoutes } from '../accounts/people/routes.ts';
 import { quantityRoutes } from '../monitoring/quantities/routes.ts';
 import { deviceTypeRoutes } from '../connectivity/device-types/routes.ts';
 import { deviceRoutes } from '../connectivity/devices/routes.ts';
@@ -55,6 +56,7 @@ import { consoleRoutes } from './console.ts';
 export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[] = [
   accountRoutes,
   twoFactorRoutes,
+  personRoutes,
   quantityRoutes,
   deviceTypeRoutes,
   // a monitoring environment reads the devices it claimed through links/

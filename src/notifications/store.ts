@@ -2,7 +2,7 @@ import type { Queryable } from '../app/db.ts';
 import { findPage, type FindQuery } from '../app/find.ts';
 import { newHashId } from '../app/hash-id.ts';
 
-export type NotificationKind = 'issue' | 'issueDigest' | 'supplierAlert' | 'command' | 'feedback';
+export type NotificationKind = 'issue' | 'issueDigest' | 'supplierAlert' | 'command' | 'feedback' | 'invitation' | 'passwordReset' | 'environmentAdded';
 export type NotificationState = 'queued' | 'sent' | 'failed';
 
 /** One mail to send: to whom, about what, for which environment and account (null: none, e.g. a command's free addresses). */

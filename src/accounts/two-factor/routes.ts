@@ -5,6 +5,8 @@ import type { AppContext } from '../../app/context.ts';
 import { AuthenticationError, ParameterError } from '../../app/errors.ts';
 import { signToken } from '../../http/auth.ts';
 import { beginLogin } from '../login-limits.ts';
+import { checkPersonPassword } from '../people/people.ts';
+import { markSecondFactor } from '../people/sessions.ts';
 import { verifyAccountSecret, type Account } from '../store.ts';
 import { acceptCode, disableTwoFactor, enableTwoFactor, newPendingKey } from './store.ts';
 import { base32Encode, TOTP_DIGITS, TOTP_STEP_SECONDS } from './totp.ts';
@@ -33,8 +35,15 @@ export async function checkSecondFactor(ctx: AppContext, account: Account, code:
   if (!(await acceptCode(ctx, account, code))) throw new AuthenticationError('The two-factor authentication code is wrong or was used already');
 }
 
-/** Checks the password field (the account's secret, or its whole assertion); parameter_error naming `password`. */
+/**
+ * Checks the password field (the account's secret, or its whole assertion; a person's console password);
+ * parameter_error naming `password`.
+ */
 async function checkPassword(ctx: AppContext, account: Account, password: string): Promise<void> {
+  if (account.kind === 'person') {
+    if (!(await checkPersonPassword(ctx.db, account, password))) throw new ParameterError('password: not the password of this person');
+    return;
+  }
   const secret = password.startsWith(`${account.hashId}:`) ? password.slice(account.hashId.length + 1) : password;
   if (!(await verifyAccountSecret(ctx.db, account, secret))) throw new ParameterError('password: not the secret of this account');
 }
@@ -67,7 +76,7 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
   const setup = { ...config, twoFactorSetup: true };
 
   app.post('/two-factor-authentication/get-keyuri', {
-    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'getKeyuri', body: Password, description: 'A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already.' + LIMITED },
+    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'getKeyuri', body: Password, description: 'password: the account\'s secret or assertion; through a person\'s console session, their password. A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already.' + LIMITED },
   }, async (request) => {
     const account = request.account;
     await asLoginAttempt(ctx, request, () => checkPassword(ctx, account, request.body.password));
@@ -76,15 +85,20 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
   });
 
   app.post('/two-factor-authentication/enable', {
-    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'enable', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }), description: 'The tokens issued before stop working; use the jwt answered.' + LIMITED },
+    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'enable', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }), description: 'The tokens issued before stop working; use the jwt answered. Through a person\'s console session: the session stays signed in and jwt is null.' + LIMITED },
   }, async (request) => {
     const account = request.account;
     const enabledAt = await asLoginAttempt(ctx, request, () => enableTwoFactor(ctx, account, request.body.code));
+    // a console session stays signed in, verified for the new second factor; people have no tokens
+    if (request.personSession) {
+      await markSecondFactor(ctx.db, request.personSession, enabledAt);
+      return { jwt: null };
+    }
     return { jwt: await signToken(ctx, { ...account, twoFactorEnabledAt: enabledAt }) };
   });
 
   app.post('/two-factor-authentication/disable', {
-    config, schema: { tags: ['two-factor-authentication'], summary: 'disable', body: Password, description: 'password: the secret followed by :<code> when two-factor authentication is on.' + LIMITED },
+    config, schema: { tags: ['two-factor-authentication'], summary: 'disable', body: Password, description: 'password: the secret (a person: their password) followed by :<code> when two-factor authentication is on.' + LIMITED },
   }, async (request, reply) => {
     const account = request.account;
     const { credential, code } = splitCode(request.body.password);
@@ -96,6 +110,7 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
       }
     });
     await disableTwoFactor(ctx, account);
+    if (request.personSession) await markSecondFactor(ctx.db, request.personSession, null);
     reply.status(204);
   });
 }
