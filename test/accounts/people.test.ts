@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { passwordChecks } from '../../src/accounts/people/passwords.ts';
+import { setSessionCookie } from '../../src/accounts/people/sessions.ts';
 import { base32Decode, totp } from '../../src/accounts/two-factor/totp.ts';
 import { startMailWorker, type MailWorker } from '../../src/notifications/mail-queue.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
@@ -393,5 +394,19 @@ describe('people: login limits and machine accounts', () => {
     expect(settings.body.user.hashId).not.toBe(person.hash_id);
     expect((await send('GET', '/settings/', undefined, { cookie, headers: { authorization: 'Bearer nonsense' } })).status).toBe(401);
     expect((await admin.request('GET', '/environment/')).status).toBe(200);
+  });
+
+  it('needs Api-Version like every route, is described in the OpenAPI document, and marks the cookie Secure over TLS', async () => {
+    const r = await api.app.inject({ method: 'POST', url: '/authentication/person/login', payload: { email: newEmail(), password: PASSWORD } });
+    expect([r.statusCode, r.json().key]).toEqual([400, 'api_version_error']);
+    const paths = (await api.app.inject({ method: 'GET', url: '/openapi.json' })).json().paths as Record<string, Record<string, { description?: string }>>;
+    for (const route of ['login', 'session', 'switch-environment', 'logout', 'logout-everywhere', 'set-password', 'password-reset']) {
+      const operation = Object.values(paths[`/authentication/person/${route}`] ?? {})[0];
+      expect(operation?.description, route).toBeTruthy();
+    }
+    let header = '';
+    const reply = { header: (_name: string, value: string) => { header = value; } };
+    setSessionCookie({ protocol: 'https' } as never, reply as never, 't'.repeat(43), ctx);
+    expect(header).toBe(`gridgate_session=${'t'.repeat(43)}; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=43200`);
   });
 });
