@@ -13,7 +13,7 @@ import { ActivityLog } from './device/ActivityLog.tsx';
 import { Commands } from './device/Commands.tsx';
 import { Counters } from './device/Counters.tsx';
 import type { ActivityDetail, ActivitySummary, CommandType, DeviceRow, DeviceType, FieldConfiguration } from './device/types.ts';
-import { Ago, Section } from './parts.tsx';
+import { Ago, deviceName, Section } from './parts.tsx';
 
 const t = messages(
   {
@@ -83,7 +83,7 @@ export default function Device({ params }: PageProps) {
     <article class="device-page">
       <p class="small"><a href="#/devices">← {t('back')}</a></p>
       <PageTitle actions={<><a class="button" href={`#/live?device=${encodeURIComponent(hashId)}`}>{t('openLive')}</a><button type="button" class="danger" onClick={remove}>{t('remove')}</button></>}>
-        {d.userFacingIdentifier}
+        {deviceName(d)}
       </PageTitle>
       <ErrorBox error={removeError} />
       <nav aria-label={t('onThisPage')} class="in-page">

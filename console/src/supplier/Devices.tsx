@@ -8,7 +8,7 @@ import type { PageProps } from '../pages.ts';
 import { navigate } from '../router.ts';
 import { Empty, ErrorBox, Field, Loading, PageTitle, TextInput, useAsync } from '../ui.tsx';
 import type { DeviceRow, DeviceType } from './device/types.ts';
-import { Ago, randomHex } from './parts.tsx';
+import { Ago, deviceName, randomHex } from './parts.tsx';
 
 const t = messages(
   {
@@ -70,8 +70,8 @@ export default function Devices(_: PageProps) {
           <tbody>
             {rows.map((r) => (
               <tr key={r.device.hashId} class="clickable" onClick={() => navigate(`/devices/${r.device.hashId}`)}>
-                <td><a href={`#/devices/${r.device.hashId}`} onClick={(e) => e.stopPropagation()}>{r.device.userFacingIdentifier}</a>
-                  {r.device.userFacingIdentifier !== r.device.supplierDeviceIdentifier && <div class="muted small">{r.device.supplierDeviceIdentifier}</div>}</td>
+                <td><a href={`#/devices/${r.device.hashId}`} onClick={(e) => e.stopPropagation()}>{deviceName(r.device)}</a>
+                  {deviceName(r.device) !== r.device.supplierDeviceIdentifier && <div class="muted small">{r.device.supplierDeviceIdentifier}</div>}</td>
                 <td>{translated(r.deviceType.name)}</td>
                 <td><Ago iso={r.device.lastOnlineAt} /></td>
                 <td>{r.environmentName ?? <span class="muted">{t('notClaimed')}</span>}</td>

@@ -44,3 +44,7 @@ export function Section({ title, id, children, actions }: { title: string; id: s
 export function randomHex(bytes: number): string {
   return [...crypto.getRandomValues(new Uint8Array(bytes))].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
+
+/** What people call a device: its user-facing identifier, else (that is only its hashId) the supplier's identifier. */
+export const deviceName = (d: { hashId: string; userFacingIdentifier: string; supplierDeviceIdentifier: string }): string =>
+  d.userFacingIdentifier && d.userFacingIdentifier !== d.hashId ? d.userFacingIdentifier : d.supplierDeviceIdentifier;

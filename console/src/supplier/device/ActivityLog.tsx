@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, eventStream } from '../../api.ts';
 import { formatDate, formatNumber, locale, messages, translated } from '../../i18n.ts';
 import { ErrorBox, Loading } from '../../ui.tsx';
-import { Json } from '../parts.tsx';
+import { deviceName, Json } from '../parts.tsx';
 import type { ActivityDetail, ActivitySummary, Device, DeviceType, SubActivity } from './types.ts';
 
 const t = messages(
@@ -181,7 +181,7 @@ function EntryView({ entry, oneDevice, level }: { entry: Entry; oneDevice: boole
         <span class={entry.failed ? 'badge bad' : 'badge ok'}>{entry.failed ? t('failed') : t('ok')}</span>
         <span class="live-trigger">{entry.triggerType}</span>
         {request && <span class="mono live-path">{request.request.method.toUpperCase()} {request.request.url.path}{status !== undefined ? ` → ${status}` : ''}</span>}
-        {!oneDevice && entry.device && <span class="live-device">{entry.device.userFacingIdentifier}</span>}
+        {!oneDevice && entry.device && <span class="live-device">{deviceName(entry.device)}</span>}
         {entry.deviceType && <span class="muted live-type">{translated(entry.deviceType.name)}</span>}
         {entry.detail?.durationMs !== undefined && <span class="muted live-duration">{t('ms', { n: formatNumber(entry.detail.durationMs) })}</span>}
         {!entry.live && <span class="muted live-older">({t('olderLoaded')})</span>}
@@ -214,7 +214,7 @@ function EntryBody({ entry, level }: { entry: Entry; level: 3 | 4 }) {
       <dl>
         <dt>{t('trigger')}</dt><dd>{a.triggerType}</dd>
         <dt>{t('duration')}</dt><dd>{detail.durationMs !== undefined ? t('ms', { n: formatNumber(detail.durationMs) }) : '–'}</dd>
-        {detail.device && <><dt>{t('device')}</dt><dd><a href={`#/devices/${detail.device.hashId}`}>{detail.device.userFacingIdentifier}</a> <code>{detail.device.hashId}</code></dd></>}
+        {detail.device && <><dt>{t('device')}</dt><dd><a href={`#/devices/${detail.device.hashId}`}>{deviceName(detail.device)}</a> <code>{detail.device.hashId}</code></dd></>}
         {detail.deviceType && <><dt>{t('deviceType')}</dt><dd>{translated(detail.deviceType.name)}</dd></>}
         <dt>Id</dt><dd><code>{a.hashId}</code> · {formatDate(a.createdAt)}</dd>
       </dl>
