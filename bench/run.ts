@@ -318,6 +318,14 @@ export const GROUPS: Group[] = [
       ctx.sink.bench(await notificationRows({ mails: n(ctx, 'mails'), failures: 200_000 }));
     },
   },
+  {
+    name: 'live', minutes: 1,
+    description: 'live log: from a device request to its event on GET /supplier-activity/stream (p50, p99), 20 and 200 reports/s, 2 processes',
+    run: async (ctx) => {
+      const { liveLogRows } = await import('./live.ts');
+      ctx.sink.bench(await liveLogRows({ devices: 20, rates: [20, 200], seconds: n(ctx, 'seconds') }));
+    },
+  },
 ];
 
 /** the fill of the measurement table at the default 10 M rows: 2 M took 2 min on the 2-core VM at load 5, 10 M 26 min at load 17-23 */
