@@ -67,7 +67,7 @@ export async function fleetRows(opts: { sessions: number; httpsDevices: number; 
     const meter = () => cpuMeter({
       ...Object.fromEntries(f.nodes.map((n) => [n.name, (q: { pid: number }) => q.pid === n.child.pid])),
       // this fleet's nginx (its master and the workers it forks), not another one on the machine
-      nginx: (q) => q.pid === f.balancer.child.pid || q.ppid === f.balancer.child.pid, postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
+      nginx: (q) => q.pid === f.balancer.pid || q.ppid === f.balancer.pid, postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
     });
     let answered = 0;
     const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');

@@ -1,6 +1,7 @@
-// `npm run fleet`: the production topology on this machine without Docker — nginx (stream) in front of N gateway
-// nodes, M workers and the API, on the PostgreSQL of DATABASE_URL and the Redis of REDIS_URL. Ctrl-C stops it all.
-//   npm run fleet -- --gateways 3 --workers 2 [--coaps-port 15684 --https-port 18443 --api-port 18080] [--host 127.0.0.1] [--dir /tmp/gridgate-fleet]
+// `npm run fleet`: the production topology on this machine without Docker — a balancer (nft: destination NAT in a
+// network namespace where devices run, the default as root; nginx stream) in front of N gateway nodes, M workers and
+// the API, on the PostgreSQL of DATABASE_URL and the Redis of REDIS_URL. Ctrl-C stops it all.
+//   npm run fleet -- --gateways 3 --workers 2 [--balancer nft|nginx] [--coaps-port 15684 --https-port 18443 --api-port 18080] [--host 127.0.0.1] [--dir /tmp/gridgate-fleet]
 //   npm run fleet -- status | restart <node> | kill <node> | roll | stop   (from another shell; --help: every option)
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { FLEET_OPTIONS, FLEET_SHAPE, readFleetCommand, type FleetCommand } from 
 import { askFleet, controlSocket, fleetRunning, fleetStatus, formatStatus, serveControl } from './fleet/control.ts';
 import { nodeEnv } from './fleet/env.ts';
 import { hostPort, reachable } from './fleet/nginx.ts';
+import { nftUnavailable } from './fleet/nft.ts';
 import { startFleet } from './fleet/topology.ts';
 
 /** Without DATABASE_URL: database gridgate_fleet on the local PostgreSQL, created when missing (kept across runs). */
@@ -78,8 +80,16 @@ async function start(command: Extract<FleetCommand, { kind: 'start' }>): Promise
     SECRET_KEY: secretKey, QUEUE_NAME: process.env.QUEUE_NAME ?? 'gridgate-fleet', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
     DATA_DIR: path.join(dir, 'data'), CERTS_DIR: process.env.CERTS_DIR ?? path.resolve('certs'),
   });
+  // nft keeps every device's address (and so every device's session); nginx only for fleets whose devices all use CIDs
+  const unavailable = nftUnavailable();
+  if (command.balancer === 'nft' && unavailable) {
+    process.stderr.write(`--balancer nft: ${unavailable}\n`);
+    process.exit(1);
+  }
+  const balancer = command.balancer === 'auto' ? (unavailable ? 'nginx' : 'nft') : command.balancer;
+  if (command.balancer === 'auto' && unavailable) process.stderr.write(`balancer: nginx (${unavailable}); devices without a Connection ID lose their sessions when a node restarts\n`);
   const fleet = await startFleet({
-    gateways: command.gateways, workers: command.workers, env, dir, balance: command.balance, cluster: true, ports: command.ports, host: command.host,
+    gateways: command.gateways, workers: command.workers, env, dir, balance: command.balance, cluster: true, ports: command.ports, host: command.host, balancer,
   });
   if (!existsSync(keyFile)) writeFileSync(keyFile, `${secretKey}\n`, { mode: 0o600 });
   // Prometheus file_sd targets: point a Prometheus at this file (deploy/prometheus/prometheus.yml does in Docker)

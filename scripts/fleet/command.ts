@@ -14,6 +14,7 @@ export const FLEET_OPTIONS = {
   'api-port': { type: 'string', default: String(FLEET_DEFAULT_PORTS.api), number: true, placeholder: 'port', description: "nginx's port for the API node's REST API" },
   host: { type: 'string', placeholder: 'address', description: "the address nginx listens on and the nodes' API_HOST (default API_HOST, else 127.0.0.1)" },
   dir: { type: 'string', default: '/tmp/gridgate-fleet', placeholder: 'path', description: "the fleet's folder: logs, nginx configuration, data, the shared SECRET_KEY, Prometheus targets, fleet.json, control.sock" },
+  balancer: { type: 'string', default: 'auto', choices: ['auto', 'nft', 'nginx'], description: 'nft: destination NAT in a network namespace of the fleet (devices run in it and keep their addresses: every device keeps its session; needs root); nginx: for fleets whose devices all use CIDs; auto: nft when root with ip, nft and conntrack, else nginx' },
   balance: { type: 'string', default: 'round-robin', choices: ['round-robin', 'source'], description: 'how nginx picks a gateway node for a new device connection' },
   json: { type: 'boolean', description: 'status: print fleet.json\'s JSON (with running: true or false) rather than a table' },
   signal: { type: 'string', default: 'SIGTERM', choices: ['SIGTERM', 'SIGKILL'], description: 'restart and kill: how the node is stopped (SIGTERM: it drains and keeps its DTLS sessions)' },
@@ -24,21 +25,24 @@ export const FLEET_SHAPE: CliShape = {
   usage: `usage: npm run fleet -- [options]                  start a fleet (Ctrl-C or \`stop\` stops it all)
        npm run fleet -- status|roll|stop [--dir path] [--json]
        npm run fleet -- restart|kill <node> [--dir path] [--signal SIGTERM|SIGKILL]
-The production topology on this machine without Docker: nginx (stream) in front of the gateway nodes, the workers and
-the API, on the PostgreSQL of DATABASE_URL (else database gridgate_fleet on 127.0.0.1:5432, created when missing) and
+The production topology on this machine without Docker: a balancer (nft: destination NAT in a network namespace where
+devices run; nginx stream) in front of the gateway nodes, the workers and the API, on the PostgreSQL of DATABASE_URL (else database gridgate_fleet on 127.0.0.1:5432, created when missing) and
 the Redis of REDIS_URL (REDIS_CLUSTER_NODES for a cluster). Every other setting of docs/configuration.md set in this
 environment reaches every node (QUEUE_SHARDS, SHUTDOWN_GRACE_MS, DTLS_*, ...). At start it prints every process's pid,
 ports and log file and writes them to <dir>/fleet.json.
 Commands, answered by the fleet running in --dir through <dir>/control.sock:
   status           every process: pid, running or not, ports, log file
-  restart <node>   stop the node (a gateway out of nginx meanwhile), start it again, wait for /health
+  restart <node>   stop the node (a gateway out of the balancer meanwhile), start it again, wait for /health
   kill <node>      stop the node and leave it stopped (restart starts it again)
   roll             restart every gateway node, one after another
   stop             stop nginx and every node, then the fleet itself`,
 };
 
 export type FleetCommand =
-  | { kind: 'start'; gateways: number; workers: number; ports: { api: number; https: number; coaps: number }; host: string; dir: string; balance: 'round-robin' | 'source' }
+  | {
+    kind: 'start'; gateways: number; workers: number; ports: { api: number; https: number; coaps: number }; host: string; dir: string;
+    balance: 'round-robin' | 'source'; balancer: 'auto' | 'nft' | 'nginx';
+  }
   | { kind: 'control'; dir: string; request: ControlRequest; json: boolean };
 
 /** What `args` ask of `npm run fleet` (`env` gives API_HOST for --host's default), or the usage, or one line naming a mistake. */
@@ -56,6 +60,7 @@ export function readFleetCommand(args: readonly string[], env: Readonly<Record<s
         kind: 'ok',
         command: {
           kind: 'start', gateways: Number(values.gateways), workers: Number(values.workers), dir, balance: values.balance === 'source' ? 'source' : 'round-robin',
+          balancer: values.balancer === 'nft' || values.balancer === 'nginx' ? values.balancer : 'auto',
           ports: { api: Number(values['api-port']), https: Number(values['https-port']), coaps: Number(values['coaps-port']) },
           host: values.host ?? (env.API_HOST || '127.0.0.1'),
         },

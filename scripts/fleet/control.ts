@@ -6,7 +6,6 @@ import { existsSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
-import { nginxCommand } from './nginx.ts';
 import type { Fleet, FleetNode } from './topology.ts';
 
 export type ControlRequest =
@@ -18,11 +17,11 @@ export type ControlReply = { progress: string } | ControlAnswer;
 
 export interface ProcessStatus {
   name: string;
-  role: 'nginx' | FleetNode['role'];
+  role: 'nginx' | 'nft' | FleetNode['role'];
   pid: number | null;
   running: boolean;
   /** what it listens on: a node's own ports (api: /health and /metrics), nginx's public ones */
-  ports: { api: number; https?: number; coaps?: number };
+  ports: { api?: number; https?: number; coaps?: number };
   log: string;
 }
 
@@ -33,8 +32,13 @@ export interface FleetStatus {
   host: string;
   api: string;
   control: string;
-  /** nginx's own command line: `... -s reload` reloads this fleet's nginx, never the system's */
+  /** the balancer: nginx or nft (destination NAT in the network namespace `namespace`, where devices run) */
+  balancer: 'nginx' | 'nft';
+  /** nginx's own command line (`... -s reload` reloads this fleet's nginx, never the system's); nft: the command listing its table */
   nginxCommand: string;
+  /** where devices reach the CoAP/DTLS and HTTPS ports */
+  deviceHost: string;
+  namespace?: string;
   processes: ProcessStatus[];
 }
 
@@ -44,12 +48,16 @@ const running = (child: ChildProcess): boolean => child.exitCode === null && chi
 
 /** Every process of `fleet` (nginx first) with its pid, ports and log file, as fleet.json and `status` give them. */
 export function fleetStatus(fleet: Fleet, dir: string, host: string): FleetStatus {
-  const nginxDir = fleet.balancer.dir;
+  const b = fleet.balancer;
   return {
     pid: process.pid, dir, host, api: fleet.apiBase, control: controlSocket(dir),
-    nginxCommand: nginxCommand(nginxDir).join(' '),
+    balancer: b.kind, nginxCommand: b.command, deviceHost: fleet.deviceHost, ...(fleet.namespace ? { namespace: fleet.namespace } : {}),
     processes: [
-      { name: 'nginx', role: 'nginx', pid: fleet.balancer.child.pid ?? null, running: running(fleet.balancer.child), ports: { ...fleet.ports }, log: path.join(nginxDir, 'error.log') },
+      {
+        name: b.kind, role: b.kind, pid: b.pid, running: b.running(),
+        ports: b.kind === 'nft' ? { coaps: fleet.ports.coaps, https: fleet.ports.https } : { ...fleet.ports },
+        log: path.join(b.dir, b.kind === 'nft' ? 'nft-rules.nft' : 'error.log'),
+      },
       ...fleet.nodes.map((n): ProcessStatus => ({
         name: n.name, role: n.role, pid: n.child.pid ?? null, running: running(n.child),
         ports: n.role === 'gateway' ? { api: n.apiPort, https: n.httpsPort, coaps: n.coapsPort } : { api: n.apiPort }, log: n.logFile,
@@ -66,7 +74,10 @@ export function formatStatus(status: FleetStatus): string {
   ]);
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   const table = rows.map((r) => r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]) : c)).join('  ')).join('\n');
-  return `${table}\nfleet pid ${status.pid}, API ${status.api}, control ${status.control}\nnginx of this fleet: ${status.nginxCommand} -s reload\n`;
+  const balancer = status.balancer === 'nft'
+    ? `devices: ip netns exec ${status.namespace} <client> ${status.deviceHost} (CoAP/DTLS and HTTPS ports above); the table: ${status.nginxCommand}`
+    : `nginx of this fleet: ${status.nginxCommand} -s reload`;
+  return `${table}\nfleet pid ${status.pid}, API ${status.api}, control ${status.control}\n${balancer}\n`;
 }
 
 export interface ControlHandlers {

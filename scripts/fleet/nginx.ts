@@ -1,6 +1,6 @@
 // A real L4 balancer for the fleet: Debian's nginx with its stream module, as a child process with its own prefix
 // folder (no root install, no system config). UDP for CoAP/DTLS and TCP for the HTTPS device port and the API.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -36,11 +36,25 @@ export function nginxCommand(dir: string): string[] {
   return [NGINX, '-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')];
 }
 
+/** The fleet's balancer: nginx (this file) or nftables destination NAT in a network namespace (nft.ts). */
 export interface Balancer {
+  kind: 'nginx' | 'nft';
   dir: string;
-  child: ChildProcess;
-  /** rewrites the upstream lists and reloads nginx (SIGHUP): open flows stay on their node */
-  reload(ports: BalancedPort[]): Promise<void>;
+  /** nginx's pid; null for nft (the kernel balances) */
+  pid: number | null;
+  running(): boolean;
+  /** where devices reach the balanced ports (nft: the VIP, reached from the fleet's network namespace) */
+  address: string | null;
+  /** the address the balancer reaches the nodes at */
+  upstreamHost: string;
+  /** how to act on this balancer by hand (nginx: its command line, to which `-s reload` is added; nft: its table) */
+  command: string;
+  /**
+   * rewrites the upstream lists (nginx: reloaded with SIGHUP): open flows stay on their node, but those to the node
+   * ports in `forget` end (nft: their conntrack entries are deleted; nginx ends a reloaded worker's flows anyway), so
+   * those devices' next datagrams are new flows, given a node of the new lists
+   */
+  reload(ports: BalancedPort[], forget?: number[]): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -94,8 +108,13 @@ export async function startBalancer(dir: string, ports: BalancedPort[]): Promise
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
+    kind: 'nginx',
     dir,
-    child,
+    pid: child.pid ?? null,
+    running: () => child.exitCode === null && child.signalCode === null,
+    address: null,
+    upstreamHost: '127.0.0.1',
+    command: nginxCommand(dir).join(' '),
     async reload(next) {
       writeFileSync(conf, nginxConfig(dir, next));
       child.kill('SIGHUP');

@@ -1,10 +1,19 @@
 // The fleet on one machine, without Docker: an API process, N gateway nodes and M workers of src/main.ts on the
-// same stores, behind a real nginx stream balancer (UDP for CoAP/DTLS, TCP for the device HTTPS port and the API).
+// same stores, behind a real balancer: nginx stream (UDP for CoAP/DTLS, TCP for the device HTTPS port and the API), or
+// nftables destination NAT in a network namespace of the fleet's own, which keeps each device's address (nft.ts).
 // `npm run fleet` runs it by hand; the fleet tests and the bench start it from here.
+//
+// The fleet is the nodes' supervisor: a gateway node that exits when the fleet did not stop it (SIGKILL, a crash) is
+// taken out of the balancer at once, its flows end (nft: their conntrack entries), and its node id in the cluster
+// directory is given back for it (evictNode), so the other nodes carry its sessions on from Redis at the devices'
+// next records instead of forwarding them to a dead port until its lease runs out.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Cluster, Redis as SingleRedis } from 'ioredis';
+import { evictNode } from '../../src/dtls/cluster/registry.ts';
 import { hostPort, reachable, startBalancer, type BalancedPort, type Balancer } from './nginx.ts';
+import { startNftBalancer } from './nft.ts';
 import { freePort } from './ports.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -28,6 +37,11 @@ export interface FleetOptions {
   host?: string;
   /** UDP balancing: round robin (default) or a hash of the source address and port */
   balance?: 'round-robin' | 'source';
+  /**
+   * nginx (default: every device has nginx's address; devices without CID lose their sessions when their flow moves)
+   * or nft (destination NAT in a network namespace: devices run in it and keep their own addresses; needs root)
+   */
+  balancer?: 'nginx' | 'nft';
   /** where the balancer's config and each node's log go */
   dir: string;
   /** where a node's stdout and stderr go: its log file (default) or this process's */
@@ -46,22 +60,32 @@ export interface FleetNode {
   apiPort: number;
   httpsPort: number;
   coapsPort: number;
+  /** its inter-node port (DTLS_CLUSTER_PORT), kept across restarts; 0 when not a cluster node */
+  clusterPort: number;
   /** where its stdout and stderr go (unless the fleet's stdio is 'inherit') */
   logFile: string;
+  /** resolves once the fleet has handled its exit (out of the balancer, flows ended, node id given back) */
+  gone: Promise<void>;
 }
 
 export interface Fleet {
   nodes: FleetNode[];
   balancer: Balancer;
-  /** the balancer's ports: the deployment's public face */
+  /** the balancer's ports: the deployment's public face (nft: the API's is the API node's own, reached directly) */
   ports: { api: number; https: number; coaps: number };
+  /** where devices reach `ports.coaps` and `ports.https`: nginx's address, or the VIP inside `namespace` (nft) */
+  deviceHost: string;
+  /** nft: the network namespace the devices run in (`ip netns exec <namespace> ...`) */
+  namespace?: string;
   apiBase: string;
   gateways(): FleetNode[];
   /**
    * SIGTERM (graceful) or SIGKILL the node, wait for it to go, start it again with the same ports, wait for /health.
    * A gateway node is out of the balancer meanwhile (nginx reloaded without it, then with it again): a datagram nginx
    * passes to a closed UDP port comes back as ICMP port unreachable, after which nginx reads no more answers on that
-   * device's flow while it still passes the device's datagrams on (docs/fleet.md, "Deploys").
+   * device's flow while it still passes the device's datagrams on (docs/fleet.md, "Deploys"). nft: out of the map before
+   * the signal (new flows go elsewhere), its flows' conntrack entries deleted once it has exited (each device's next
+   * datagram goes to a node that is up and carries the session on from what the node wrote to Redis), in again once healthy.
    */
   restart(node: FleetNode, signal?: 'SIGTERM' | 'SIGKILL'): Promise<FleetNode>;
   kill(node: FleetNode, signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
@@ -96,13 +120,46 @@ export function nodeMetric(text: string, name: string, labels: Record<string, st
   return sum;
 }
 
-/** Starts the API node first (it migrates the database and writes missing certificates), then the gateways and workers, then nginx. */
+/** A client of the fleet's Redis (REDIS_CLUSTER_NODES or REDIS_URL of its environment), for the supervisor's evictions. */
+function fleetRedis(env: Record<string, string>): SingleRedis | Cluster {
+  const nodes = (env.REDIS_CLUSTER_NODES ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  if (nodes.length === 0) return new SingleRedis(env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 2 });
+  return new Cluster(nodes.map((n) => ({ host: n.slice(0, n.lastIndexOf(':')), port: Number(n.slice(n.lastIndexOf(':') + 1)) })));
+}
+
+/** Starts the API node first (it migrates the database and writes missing certificates), then the gateways and workers, then the balancer. */
 export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   mkdirSync(opts.dir, { recursive: true });
   const nodes: FleetNode[] = [];
   // where this machine reaches a node's API (and nginx's public ports): its bind address, loopback for a wildcard
   const reach = reachable(opts.host ?? '127.0.0.1');
-  const spawnNode = (node: Omit<FleetNode, 'child' | 'logFile'>): FleetNode => {
+  const redis = opts.cluster ? fleetRedis(opts.env) : null;
+  redis?.on('error', () => undefined); // an eviction that fails leaves the node to its lease
+  let balancer: Balancer | null = null;
+  let stopping = false;
+  /** balancer changes one at a time: a node's exit and a restart's steps never interleave their reloads */
+  let balancerQueue: Promise<unknown> = Promise.resolve();
+  const serially = <T>(step: () => Promise<T>): Promise<T> => {
+    const next = balancerQueue.then(step);
+    balancerQueue = next.catch(() => undefined);
+    return next;
+  };
+  const alive = (n: FleetNode) => n.child.exitCode === null && n.child.signalCode === null;
+  const gateways = () => nodes.filter((n) => n.role === 'gateway');
+  let balanced: (without?: FleetNode) => BalancedPort[] = () => [];
+  /** A gateway node exited: out of the balancer, its flows ended, its node id given back (it may not have left). */
+  const nodeExited = async (node: FleetNode): Promise<void> => {
+    if (!balancer || stopping) return;
+    const b = balancer;
+    // both at once: the balancer sends the node's devices elsewhere, the cluster stops forwarding to its dead port
+    await Promise.all([
+      serially(() => b.reload(balanced(), [node.coapsPort, node.httpsPort])).catch(() => undefined),
+      redis && node.clusterPort
+        ? evictNode(redis, opts.env.QUEUE_NAME || 'device-events', { address: node.env.DTLS_CLUSTER_ADDRESS, port: node.clusterPort }).catch(() => undefined)
+        : undefined,
+    ]);
+  };
+  const spawnNode = (node: Omit<FleetNode, 'child' | 'logFile' | 'gone'>): FleetNode => {
     const logFile = path.join(opts.dir, `${node.name}.log`);
     const stdio = opts.stdio === 'inherit' ? 'inherit' : 'pipe';
     const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, node.role], { cwd: ROOT, env: node.env, stdio: ['ignore', stdio, stdio] });
@@ -113,13 +170,19 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       child.stdout!.on('data', write);
       child.stderr!.on('data', write);
     }
-    return { ...node, child, logFile };
+    const spawned: FleetNode = { ...node, child, logFile, gone: Promise.resolve() };
+    // the supervisor sees a gateway node's exit at once (a SIGKILL, a crash): no lease or health check to wait for
+    if (node.role === 'gateway') spawned.gone = new Promise((resolve) => child.once('exit', () => void nodeExited(spawned).then(resolve)));
+    return spawned;
   };
   const make = async (role: NodeRole, index: number, apiBase?: string): Promise<FleetNode> => {
-    const apiPort = await freePort();
+    // nft balances the device ports only: the API node listens on the fleet's API port itself
+    const apiPort = role === 'api' && opts.balancer === 'nft' && opts.ports?.api ? opts.ports.api : await freePort();
     const httpsPort = role === 'gateway' ? await freePort() : 0;
     const coapsPort = role === 'gateway' ? await freePort() : 0;
-    const cluster: Record<string, string> = opts.cluster && role === 'gateway' ? { DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1' } : {};
+    const clusterPort = opts.cluster && role === 'gateway' ? await freePort() : 0;
+    // a port of its own, kept across restarts: the supervisor finds a dead node's directory entry by it
+    const cluster: Record<string, string> = clusterPort ? { DTLS_CLUSTER_PORT: String(clusterPort), DTLS_CLUSTER_ADDRESS: '127.0.0.1' } : {};
     const name = `${role}-${index + 1}`;
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn',
@@ -131,11 +194,11 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       ...cluster,
       ...(await opts.nodeEnv?.(role, index)),
     };
-    return spawnNode({ name, role, index, env, apiPort, httpsPort, coapsPort });
+    return spawnNode({ name, role, index, env, apiPort, httpsPort, coapsPort, clusterPort });
   };
   const stopNodes = async () => {
     await Promise.all(nodes.map(async (n) => {
-      if (n.child.exitCode !== null || n.child.signalCode !== null) return;
+      if (!alive(n)) return;
       const gone = new Promise((r) => n.child.once('exit', r));
       n.child.kill('SIGTERM');
       const t = setTimeout(() => n.child.kill('SIGKILL'), 15_000);
@@ -143,7 +206,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       clearTimeout(t);
     }));
   };
-  let balancer: Balancer | null = null;
+  const closeRedis = () => redis?.quit().catch(() => redis.disconnect());
   try {
     const api = await make('api', 0);
     nodes.push(api);
@@ -152,43 +215,59 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     for (let i = 0; i < opts.gateways; i++) nodes.push(await make('gateway', i, apiBase));
     for (let i = 0; i < opts.workers; i++) nodes.push(await make('worker', i, apiBase));
     await Promise.all(nodes.filter((n) => n.role !== 'api').map((n) => waitHealthy(n, reach)));
+    const nft = opts.balancer === 'nft';
     const ports = {
-      api: opts.ports?.api || await freePort(),
+      // nft balances the device ports only: the API is the API node's own port, reached directly
+      api: nft ? api.apiPort : opts.ports?.api || await freePort(),
       https: opts.ports?.https || await freePort(),
       coaps: opts.ports?.coaps || await freePort(),
     };
-    const gateways = () => nodes.filter((n) => n.role === 'gateway');
-    /** the balancer's ports, to every gateway node but `without` */
-    const balanced = (without?: FleetNode): BalancedPort[] => [
-      { listen: ports.coaps, protocol: 'udp', upstreams: gateways().filter((g) => g !== without).map((g) => `127.0.0.1:${g.coapsPort}`), balance: opts.balance, host: opts.host },
-      { listen: ports.https, protocol: 'tcp', upstreams: gateways().filter((g) => g !== without).map((g) => `127.0.0.1:${g.httpsPort}`), host: opts.host },
-      { listen: ports.api, protocol: 'tcp', upstreams: [hostPort(reach, api.apiPort)], host: opts.host },
-    ];
-    balancer = await startBalancer(path.join(opts.dir, 'nginx'), balanced());
-    const kill = async (node: FleetNode, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM') => {
-      if (node.child.exitCode !== null || node.child.signalCode !== null) return;
-      const gone = new Promise((r) => node.child.once('exit', r));
-      node.child.kill(signal);
-      await gone;
+    let upstreamHost = '127.0.0.1';
+    /** the balancer's ports, to every running gateway node but `without` */
+    balanced = (without?: FleetNode): BalancedPort[] => {
+      const up = gateways().filter((g) => g !== without && alive(g));
+      return [
+        { listen: ports.coaps, protocol: 'udp', upstreams: up.map((g) => hostPort(upstreamHost, g.coapsPort)), balance: opts.balance, host: opts.host },
+        { listen: ports.https, protocol: 'tcp', upstreams: up.map((g) => hostPort(upstreamHost, g.httpsPort)), host: opts.host },
+        ...(nft ? [] : [{ listen: ports.api, protocol: 'tcp' as const, upstreams: [hostPort(reach, api.apiPort)], host: opts.host }]),
+      ];
     };
-    let stopping = false;
+    if (nft) {
+      mkdirSync(path.join(opts.dir, 'nft'), { recursive: true });
+      const probe = await startNftBalancer(path.join(opts.dir, 'nft'), []);
+      upstreamHost = probe.upstreamHost;
+      await probe.reload(balanced());
+      balancer = probe;
+    } else {
+      balancer = await startBalancer(path.join(opts.dir, 'nginx'), balanced());
+    }
+    const b = balancer;
+    const kill = async (node: FleetNode, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM') => {
+      if (!alive(node)) return node.gone;
+      node.child.kill(signal);
+      await node.gone;
+    };
     const fleet: Fleet = {
       nodes,
-      balancer,
+      balancer: b,
       ports,
+      deviceHost: b.address ?? reach,
+      namespace: nft && 'network' in b ? (b as Awaited<ReturnType<typeof startNftBalancer>>).network.namespace : undefined,
       apiBase: `http://${hostPort(reach, ports.api)}`,
       gateways,
       kill,
       async restart(node, signal = 'SIGTERM') {
         const drain = node.role === 'gateway' && gateways().length > 1;
-        if (drain) await balancer!.reload(balanced(node));
+        if (drain) await serially(() => b.reload(balanced(node)));
+        // the node's exit takes it out of the balancer and ends its flows (nodeExited): its devices' next datagrams
+        // go to a node that is up, which carries their sessions on from what this one wrote to Redis
         await kill(node, signal);
         // a stop that came while this node went down has already stopped the others: a node started now would outlive it
         if (stopping) throw new Error(`${node.name} not started again: the fleet is stopping`);
-        const again = spawnNode({ name: node.name, role: node.role, index: node.index, env: node.env, apiPort: node.apiPort, httpsPort: node.httpsPort, coapsPort: node.coapsPort });
+        const again = spawnNode({ name: node.name, role: node.role, index: node.index, env: node.env, apiPort: node.apiPort, httpsPort: node.httpsPort, coapsPort: node.coapsPort, clusterPort: node.clusterPort });
         nodes[nodes.indexOf(node)] = again;
         await waitHealthy(again, reach);
-        if (drain) await balancer!.reload(balanced());
+        if (node.role === 'gateway') await serially(() => b.reload(balanced()));
         return again;
       },
       async metrics(node) {
@@ -196,14 +275,17 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       },
       async stop() {
         stopping = true;
-        await balancer?.stop();
         await stopNodes();
+        await b.stop();
+        await closeRedis();
       },
     };
     return fleet;
   } catch (err) {
-    await balancer?.stop();
+    stopping = true;
     await stopNodes();
+    await balancer?.stop();
+    await closeRedis();
     throw err;
   }
 }

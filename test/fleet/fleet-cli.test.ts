@@ -48,6 +48,8 @@ beforeAll(async () => {
   fleetProcess = spawn(process.execPath, [
     '--disable-warning=ExperimentalWarning', SCRIPT, '--dir', dir, '--gateways', '1', '--workers', '1',
     '--api-port', String(ports.api), '--https-port', String(ports.https), '--coaps-port', String(ports.coaps),
+    // nginx: this test follows nginx's processes (the nft balancer, the default as root, is test/fleet/nft-balancer.test.ts's)
+    '--balancer', 'nginx',
   ], {
     cwd: ROOT,
     env: {

@@ -15,6 +15,11 @@
  * lease; `batches`: this node reads batched inter-node datagrams. A node of the version before wrote no fourth word
  * and reads the first two only, so the two versions share one directory during a rolling deploy: messages.ts).
  * Channel: `{<QUEUE_NAME>:dtls-cluster}:changes`, messages `<instance> join|leave <id>`.
+ *
+ * A node that dies without leaving (SIGKILL, out of memory) keeps its id until its lease runs out, and meanwhile the
+ * others forward its sessions' records into the void. Whoever sees it die first (the fleet's supervisor, an
+ * orchestrator's hook) gives its id back for it with `evictNode`, which announces the leave as the node itself would:
+ * the others read the directory at once and carry its sessions on from Redis at the device's next record.
  */
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
@@ -35,6 +40,24 @@ const RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('
 const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
 /** A directory read because a CID named an unknown node waits at least this long after the previous read. */
 const MIN_LOOKUP_INTERVAL_MS = 250;
+
+/**
+ * Gives back the node id of the dead node whose inter-node port was `node` (address and port as it registered them),
+ * and announces its leave to the others, as it would have done itself. Only the entry read is deleted (a process that
+ * registered the same address since keeps its id). Returns the ids given back.
+ */
+export async function evictNode(redis: Redis, deployment: string, node: NodeAddress): Promise<number[]> {
+  const prefix = `{${deployment}:dtls-cluster}:node:`;
+  const values = await redis.mget(Array.from({ length: MAX_NODES }, (_, id) => `${prefix}${id}`));
+  const evicted: number[] = [];
+  for (const [id, value] of values.entries()) {
+    const [address, port] = value?.split(' ') ?? [];
+    if (address !== node.address || Number(port) !== node.port) continue;
+    if (Number(await redis.eval(RELEASE, 1, `${prefix}${id}`, value!)) === 1) evicted.push(id);
+  }
+  for (const id of evicted) await redis.publish(`{${deployment}:dtls-cluster}:changes`, `evicted leave ${id}`);
+  return evicted;
+}
 
 export class NodeRegistry {
   readonly #redis: Redis;

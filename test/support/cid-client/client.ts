@@ -69,6 +69,8 @@ export interface CidClientOptions {
   clientCid?: Buffer;
   /** Default 'ccm8'. */
   suite?: 'ccm8' | 'cbc';
+  /** The server's address (default 127.0.0.1, the client then bound on loopback; otherwise on every address). */
+  host?: string;
 }
 
 export class CidClient {
@@ -99,7 +101,7 @@ export class CidClient {
   async #bind(): Promise<void> {
     const s = dgram.createSocket('udp4');
     s.on('message', (d) => this.#onDatagram(d, s));
-    await new Promise<void>((resolve) => s.bind(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => (this.#o.host && this.#o.host !== '127.0.0.1' ? s.bind(0, resolve) : s.bind(0, '127.0.0.1', resolve)));
     this.socket = s;
   }
 
@@ -151,7 +153,7 @@ export class CidClient {
   }
 
   #send(...records: Buffer[]): void {
-    this.socket.send(Buffer.concat(records), this.#port, '127.0.0.1');
+    this.socket.send(Buffer.concat(records), this.#port, this.#o.host ?? '127.0.0.1');
   }
 
   get #suiteId(): number {
