@@ -187,7 +187,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   LOG_LEVEL: ['info', 'pino level'],
   SECRET_KEY: ['unset → generated once into DATA_DIR/secret.key', '64 hex digits; signs tokens and encrypts device keys at rest. Every process of a deployment needs the same one'],
   TOKEN_LIFETIME_SECONDS: ['2592000 (30 days)', 'lifetime of a machine login token'],
-  PUBLIC_URL: ['unset → http://localhost:API_PORT', 'the origin (scheme://host[:port], optionally a path) people reach the console at: invitation and password reset mails link to PUBLIC_URL/#/set-password?token=...'],
+  PUBLIC_URL: ['unset → http://localhost:API_PORT', 'the origin (scheme://host[:port], optionally a path) people reach the console at: invitation and password reset mails link to PUBLIC_URL/#/set-password?token=...; its origin is accepted as a console request\'s Origin, and https makes the session cookie Secure (TLS ended in front of the API)'],
   SESSION_IDLE_MINUTES: ['30', 'a person\'s console session (cookie gridgate_session) ends after this long without a request'],
   SESSION_ABSOLUTE_HOURS: ['12', 'a person\'s console session ends this long after the login at the latest, however active'],
   MONITORING_CORE_URL: ['this process\'s API (roles all, or api with worker); required for a worker without api', 'where workers push condition reports'],

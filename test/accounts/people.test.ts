@@ -148,7 +148,8 @@ describe('people: invitation, password, sign-in', () => {
     expect((await login(email, 'not the password!')).body).toMatchObject({ key: 'authentication_error' });
     const signedIn = await login(email.toUpperCase());
     expect(signedIn.status, JSON.stringify(signedIn.body)).toBe(200);
-    expect(signedIn.setCookie).toMatch(/^gridgate_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200$/);
+    // Secure: PUBLIC_URL is https (TLS ends in front of the API)
+    expect(signedIn.setCookie).toMatch(/^gridgate_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Secure; Max-Age=43200$/);
     const view = signedIn.body.session;
     expect(view).toMatchObject({
       user: { hashId, email, locale: 'en', twoFactorAuthenticationEnabled: false, rights: ['READ', 'USERS'] },
@@ -204,6 +205,8 @@ describe('people: the cookie on other routes', () => {
     // the console's own requests
     expect((await change({})).status).toBe(204);
     expect((await change({ headers: { origin: `http://${HOST}` } })).status).toBe(204);
+    // behind a proxy that ends TLS the browser's origin is PUBLIC_URL's
+    expect((await change({ headers: { origin: PUBLIC_URL } })).status).toBe(204);
     // reads need no header; the routes of the session itself follow the same rule
     expect((await send('GET', '/settings/', undefined, { cookie, headers: { ...headers, origin: 'https://evil.example' } })).status).toBe(200);
     expect((await send('POST', '/authentication/person/logout', undefined, { cookie, console: false })).status).toBe(403);
@@ -328,7 +331,7 @@ describe('people: sessions end', () => {
     const one = (await login(email)).cookie;
     const out = await send('POST', '/authentication/person/logout', undefined, { cookie: one });
     expect(out.status).toBe(204);
-    expect(out.setCookie).toMatch(/^gridgate_session=; Path=\/; HttpOnly; SameSite=Strict; Max-Age=0$/);
+    expect(out.setCookie).toMatch(/^gridgate_session=; Path=\/; HttpOnly; SameSite=Strict; Secure; Max-Age=0$/);
     expect((await session(one)).status).toBe(401);
 
     const [two, three] = [(await login(email)).cookie, (await login(email)).cookie];
@@ -404,9 +407,13 @@ describe('people: login limits and machine accounts', () => {
       const operation = Object.values(paths[`/authentication/person/${route}`] ?? {})[0];
       expect(operation?.description, route).toBeTruthy();
     }
-    let header = '';
-    const reply = { header: (_name: string, value: string) => { header = value; } };
-    setSessionCookie({ protocol: 'https' } as never, reply as never, 't'.repeat(43), ctx);
-    expect(header).toBe(`gridgate_session=${'t'.repeat(43)}; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=43200`);
+    const cookieOver = (protocol: string) => {
+      let header = '';
+      const reply = { header: (_name: string, value: string) => { header = value; } };
+      setSessionCookie({ ...ctx, config: { ...ctx.config, publicUrl: 'http://localhost:8080' } }, { protocol } as never, reply as never, 't'.repeat(43));
+      return header;
+    };
+    expect(cookieOver('https')).toBe(`gridgate_session=${'t'.repeat(43)}; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=43200`);
+    expect(cookieOver('http')).toBe(`gridgate_session=${'t'.repeat(43)}; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200`);
   });
 });

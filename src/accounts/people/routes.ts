@@ -23,7 +23,7 @@ const SESSION = 'Answers {session: {user, environment: {hashId, name, type, sett
   + 'the two-factor-authentication routes answer until it is enabled. ';
 const COOKIE = 'The session is the HttpOnly cookie gridgate_session (SameSite=Strict; Secure over TLS); it authenticates every other '
   + 'operation as the row it acts as, with Environment-Hash-Id as a bearer token does. A cookie-authenticated request other than '
-  + 'GET/HEAD/OPTIONS needs the header X-Gridgate-Console: 1 and, with an Origin header, this origin: else 403 right_error. ';
+  + 'GET/HEAD/OPTIONS needs the header X-Gridgate-Console: 1 and, with an Origin header, this origin (or PUBLIC_URL\'s): else 403 right_error. ';
 const LIMITED = 'A wrong password or code counts as a failed login (per source address and per person): 429 rate_limit_error past the limits. ';
 const TWO_FACTOR = 'When the row has two-factor authentication: without code 401 second_factor_required, with a wrong or used one 401 authentication_error. ';
 
@@ -90,7 +90,7 @@ export async function personRoutes(fastify: FastifyInstance, ctx: AppContext): P
       if (old) await deleteSession(ctx.db, old.id);
     }
     const { token, session } = await createSession(ctx, account.email!.toLowerCase(), account.id, account.twoFactorEnabledAt, request.headers['user-agent']);
-    setSessionCookie(request, reply, token, ctx);
+    setSessionCookie(ctx, request, reply, token);
     return answer(account, session);
   });
 
@@ -111,7 +111,7 @@ export async function personRoutes(fastify: FastifyInstance, ctx: AppContext): P
         + TWO_FACTOR + LIMITED + SESSION + COOKIE,
     },
   }, async (request) => {
-    refuseCrossSite(request);
+    refuseCrossSite(ctx, request);
     const current = await currentSession(ctx, request);
     const { session, account } = await switchEnvironment(ctx, current.session, request.body.environmentHashId, request.body.code, request.ip);
     return answer(account, session);
@@ -123,11 +123,11 @@ export async function personRoutes(fastify: FastifyInstance, ctx: AppContext): P
   }, async (request, reply) => {
     const token = sessionCookie(request);
     if (token !== null) {
-      refuseCrossSite(request);
+      refuseCrossSite(ctx, request);
       const session = await resolveSession(ctx, token);
       if (session) await deleteSession(ctx.db, session.id);
     }
-    clearSessionCookie(request, reply);
+    clearSessionCookie(ctx, request, reply);
     reply.status(204).send();
   });
 
@@ -135,10 +135,10 @@ export async function personRoutes(fastify: FastifyInstance, ctx: AppContext): P
     config: { auth: 'none' },
     schema: { tags, summary: 'person logout everywhere', security: [], description: `Ends every session of the person, in every browser, and clears the cookie; 204. 401 without a live session. ${COOKIE}` },
   }, async (request, reply) => {
-    refuseCrossSite(request);
+    refuseCrossSite(ctx, request);
     const { session } = await currentSession(ctx, request);
     await deletePersonSessions(ctx.db, session.email);
-    clearSessionCookie(request, reply);
+    clearSessionCookie(ctx, request, reply);
     reply.status(204).send();
   });
 }

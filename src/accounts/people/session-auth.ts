@@ -5,7 +5,7 @@
 // Cross-site requests: the browser sends the cookie with any request to this origin, but SameSite=Strict keeps it
 // off requests another site starts, and on top of that every cookie-authenticated request that changes something
 // must carry X-Gridgate-Console: 1 (a header no form and no simple cross-site request can carry) and, when it
-// has an Origin header, come from this origin. Bearer tokens are not affected: a browser never adds them itself.
+// has an Origin header, come from this origin (or PUBLIC_URL's). Bearer tokens are not affected: a browser never adds them itself.
 
 import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
@@ -16,12 +16,15 @@ import { deleteSession, resolveSession, type PersonSession } from './sessions.ts
 export const CONSOLE_HEADER = 'x-gridgate-console';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-/** 403 right_error unless a changing request carries X-Gridgate-Console: 1 and, if it names an Origin, this one. */
-export function refuseCrossSite(request: FastifyRequest): void {
+/**
+ * 403 right_error unless a changing request carries X-Gridgate-Console: 1 and, if it names an Origin, this one: the
+ * request's own (scheme://host as it arrived), or PUBLIC_URL's (the origin the browser sees when TLS ends in front).
+ */
+export function refuseCrossSite(ctx: Pick<AppContext, 'config'>, request: FastifyRequest): void {
   if (SAFE_METHODS.has(request.method)) return;
   const origin = request.headers.origin;
-  const own = `${request.protocol}://${request.host}`;
-  if (request.headers[CONSOLE_HEADER] !== '1' || (origin !== undefined && origin !== own)) {
+  const own = origin === `${request.protocol}://${request.host}` || origin === new URL(ctx.config.publicUrl).origin;
+  if (request.headers[CONSOLE_HEADER] !== '1' || (origin !== undefined && !own)) {
     throw new RightError('cross-site request refused: a request authenticated by the session cookie that changes something needs the header X-Gridgate-Console: 1 and, with an Origin header, this origin');
   }
 }
@@ -44,7 +47,7 @@ export async function sessionAccount(ctx: AppContext, token: string): Promise<{ 
 
 /** authenticate's cookie path: the cross-site rule, then the session's row. */
 export async function authenticateSession(ctx: AppContext, request: FastifyRequest, token: string): Promise<Account> {
-  refuseCrossSite(request);
+  refuseCrossSite(ctx, request);
   const { session, account } = await sessionAccount(ctx, token);
   request.personSession = session;
   return account;

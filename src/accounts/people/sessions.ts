@@ -106,13 +106,15 @@ export function sessionCookie(request: FastifyRequest): string | null {
   return null;
 }
 
-const attributes = (request: FastifyRequest) => `Path=/; HttpOnly; SameSite=Strict${request.protocol === 'https' ? '; Secure' : ''}`;
+// Secure over TLS: the request's own, or TLS ended in front of the API (PUBLIC_URL https)
+const attributes = (ctx: Ctx, request: FastifyRequest) =>
+  `Path=/; HttpOnly; SameSite=Strict${request.protocol === 'https' || ctx.config.publicUrl.startsWith('https:') ? '; Secure' : ''}`;
 
-export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, token: string, ctx: Ctx): void {
+export function setSessionCookie(ctx: Ctx, request: FastifyRequest, reply: FastifyReply, token: string): void {
   // the browser may drop it at the absolute end; the server ends it sooner when idle
-  reply.header('set-cookie', `${SESSION_COOKIE}=${token}; ${attributes(request)}; Max-Age=${ctx.config.sessionAbsoluteHours * 3600}`);
+  reply.header('set-cookie', `${SESSION_COOKIE}=${token}; ${attributes(ctx, request)}; Max-Age=${ctx.config.sessionAbsoluteHours * 3600}`);
 }
 
-export function clearSessionCookie(request: FastifyRequest, reply: FastifyReply): void {
-  reply.header('set-cookie', `${SESSION_COOKIE}=; ${attributes(request)}; Max-Age=0`);
+export function clearSessionCookie(ctx: Ctx, request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('set-cookie', `${SESSION_COOKIE}=; ${attributes(ctx, request)}; Max-Age=0`);
 }
