@@ -1,5 +1,6 @@
 import type { AppContext } from '../app/context.ts';
 import { recordGivenUpActivity, type ActivityRow } from '../connectivity/activities/store.ts';
+import { publishStoredActivities } from '../connectivity/live/notice.ts';
 import type { DeviceContextLoader } from './device-context.ts';
 import type { DeviceAnswer, DeviceBatchJob, DeviceJobResult } from './jobs.ts';
 import { derivedHashId, triggerTypeOf } from './process-device-job.ts';
@@ -31,6 +32,10 @@ export async function recordGivenUp(
       log: [{ type: 'error', message: `not processed: gave up after repeated failures (${err.message}); the job waits in the failed set for an operator (npm run admin -- retry-failed)` }],
     };
     // made storable on the way (src/connectivity/activities/store.ts): what the device sent may be what was refused
-    await recordGivenUpActivity(ctx.db, row).catch((e: Error) => ctx.log.error({ jobId, err: e.message }, 'the failed activity of a given-up job could not be written'));
+    await recordGivenUpActivity(ctx.db, row).then(
+      // the live log shows the run given up on as it shows every stored run
+      () => publishStoredActivities(ctx, [row]),
+      (e: Error) => ctx.log.error({ jobId, err: e.message }, 'the failed activity of a given-up job could not be written'),
+    );
   }));
 }
