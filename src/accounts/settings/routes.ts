@@ -25,7 +25,7 @@ export async function settingsRoutes(fastify: FastifyInstance, ctx: AppContext):
   const app = typed(fastify);
   app.post('/settings/', {
     config: { auth: 'account' },
-    schema: { tags, summary: 'settings update', body: UpdateBody, description: 'The caller\'s own name, locale, timezone, phone and company, as settings get and user show them. password: 400 (accounts log in with their assertion).' },
+    schema: { tags, summary: 'settings update', body: UpdateBody, description: 'The caller\'s own name, locale, timezone, phone and company, as settings get and user show them. password: 400 (machine accounts log in with their assertion; a person sets a new password through password reset).' },
   }, async (request, reply) => {
     await updateOwnSettings(ctx.db, request.account, request.body);
     reply.status(204).send();

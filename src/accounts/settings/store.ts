@@ -18,7 +18,8 @@ export interface OwnSettingsUpdate {
 /** settings update: the caller's own name, locale, time zone, phone and company (what `user` shows of it). */
 export async function updateOwnSettings(db: Db, account: Account, update: OwnSettingsUpdate): Promise<void> {
   // an account logs in with its assertion; there is no password to change, and saying so beats ignoring it
-  if (update.password !== undefined) throw new ParameterError('password: this service has no passwords; an account logs in with its machine assertion (the operator issues a new one)');
+  if (update.password !== undefined && account.kind === 'person') throw new ParameterError('password: a person sets a new password through the link of a reset mail (POST /authentication/person/password-reset)');
+  if (update.password !== undefined) throw new ParameterError('password: a machine account has no password; it logs in with its machine assertion (the operator issues a new one)');
   const sets: string[] = [];
   const params: unknown[] = [account.id];
   const set = (column: string, value: unknown) => { params.push(value); sets.push(`${column} = $${params.length}`); };
