@@ -146,7 +146,7 @@ describe('a supplier\'s devices in the console', () => {
     await expect.poll(() => page.locator('main h1').textContent(), { timeout: 15_000 }).toBe(device.identity);
     // the counters as charts (uPlot), the contact counted; the credentials its request showed
     await page.locator('.time-chart canvas').first().waitFor();
-    await expect.poll(() => page.locator('.totals tr', { hasText: 'contacts' }).locator('td').nth(1).textContent().catch(() => null), { timeout: 10_000 }).not.toBe('0');
+    expect(Number(await page.locator('.totals tr[data-key=contacts] td').nth(1).textContent())).toBeGreaterThanOrEqual(1);
     await page.locator('#credentials-title').waitFor();
     await expect.poll(() => page.locator('section[aria-labelledby=credentials-title]').textContent()).toContain(device.identity);
     // the live log: connected, the earlier contact loaded on open

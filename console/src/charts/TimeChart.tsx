@@ -21,7 +21,7 @@ export interface TimeChartProps {
   title: string;
   series: TimeSeries[];
   height?: number;
-  /** bars suit counts per period (e.g. per hour); lines the rest */
+  /** bars suit counts per period (e.g. per hour) of one series; with several series bars would hide each other, so they are drawn as lines */
   kind?: 'line' | 'bars';
   /** the time format of the table and the axis: 'hour' leaves out seconds */
   precision?: 'hour' | 'second';
@@ -42,6 +42,14 @@ export function align(series: TimeSeries[]): uPlot.AlignedData {
   return [xs.map((x) => x / 1000), ...columns] as uPlot.AlignedData;
 }
 
+/** Half the smallest distance between two x values (seconds), or half an hour when there is one value. */
+function halfStep(data: uPlot.AlignedData): number {
+  const xs = data[0] as number[];
+  let step = Infinity;
+  for (let i = 1; i < xs.length; i++) step = Math.min(step, xs[i] - xs[i - 1]);
+  return (Number.isFinite(step) ? step : 3600) / 2;
+}
+
 function formatTime(ms: number, precision: 'hour' | 'second'): string {
   return new Date(ms).toLocaleString(locale.value === 'nl' ? 'nl-NL' : 'en-GB', precision === 'hour'
     ? { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' }
@@ -52,6 +60,7 @@ export function TimeChart({ title, series, height = 220, kind = 'line', precisio
   const box = useRef<HTMLDivElement>(null);
   const data = useMemo(() => align(series), [series]);
   const dark = scheme.value === 'dark';
+  const bars = kind === 'bars' && series.length === 1;
   const empty = data[0].length === 0;
 
   useEffect(() => {
@@ -62,23 +71,24 @@ export function TimeChart({ title, series, height = 220, kind = 'line', precisio
     const grid = css.getPropertyValue('--line').trim() || (dark ? '#30363d' : '#d0d7de');
     const colours = COLOURS[dark ? 'dark' : 'light'];
     const axis = { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
-    const bars = kind === 'bars' ? uPlot.paths.bars!({ size: [0.8 / Math.max(1, series.length), 40], align: 1 }) : undefined;
+    const barPaths = bars ? uPlot.paths.bars!({ size: [0.8, 40], align: 0 }) : undefined;
     const plot = new uPlot({
       width: Math.max(200, el.clientWidth),
       height,
       legend: { show: true },
       cursor: { drag: { x: true, y: false } },
       axes: [axis, { ...axis, size: 50 }],
-      scales: { x: { time: true } },
+      // bars stand on their period: half a step of room at either end, so the first and the last are whole
+      scales: { x: bars ? { time: true, range: (_u, min, max) => [min - halfStep(data), max + halfStep(data)] } : { time: true } },
       series: [
         {},
         ...series.map((s, i) => ({
           label: s.label,
           stroke: colours[i % colours.length],
-          fill: kind === 'bars' ? `${colours[i % colours.length]}cc` : undefined,
-          width: kind === 'bars' ? 1 : 2,
-          paths: bars,
-          points: { show: kind === 'line' ? undefined : false },
+          fill: bars ? `${colours[i % colours.length]}cc` : undefined,
+          width: bars ? 1 : 2,
+          paths: barPaths,
+          points: { show: bars ? false : undefined },
           spanGaps: false,
         })),
       ],
@@ -89,7 +99,7 @@ export function TimeChart({ title, series, height = 220, kind = 'line', precisio
       observer.disconnect();
       plot.destroy();
     };
-  }, [data, dark, kind, height, empty]);
+  }, [data, dark, bars, height, empty]);
 
   return (
     <figure class="time-chart" aria-label={title}>

@@ -80,7 +80,7 @@ export function Counters({ deviceHashId }: { deviceHashId: string }) {
           <table class="totals">
             <caption>{t('totals')}</caption>
             <thead><tr><th scope="col">{t('counter')}</th><th scope="col">{t('total')}</th></tr></thead>
-            <tbody>{data.entries.map((e) => <tr key={e.key}><td>{e.name}</td><td>{formatNumber(e.total)}</td></tr>)}</tbody>
+            <tbody>{data.entries.map((e) => <tr key={e.key} data-key={e.key}><td>{e.name}</td><td>{formatNumber(e.total)}</td></tr>)}</tbody>
           </table>
         </>
       )}
