@@ -189,6 +189,23 @@ describe('people: invitation, password, sign-in', () => {
 });
 
 describe('people: the cookie on other routes', () => {
+  it('a person of a connectivity environment: its type and settings in the session, the supplier routes through the cookie', async () => {
+    const admin = await api.login('connectivity');
+    const email = newEmail();
+    await addPerson(admin, email, { rights: ['ENVIRONMENT_ADMIN'] });
+    expect((await setPassword(tokenIn((await mails(email, 1))[0]))).status).toBe(204);
+    const { body, cookie } = await login(email);
+    expect(body.session.environment).toMatchObject({ hashId: admin.environmentHashId, type: 'connectivity', settings: { theme: null, enforceTwoFactorAuthentication: false } });
+    expect(body.session.environmentRights).toEqual(['ENVIRONMENT_ADMIN']);
+    const found = await send<{ rows: unknown[] }>('GET', '/device-type/', undefined, { cookie, headers: { 'environment-hash-id': `supplier:${admin.environmentHashId}` } });
+    expect([found.status, found.body.rows]).toEqual([200, []]);
+    const added = await send<{ hashId: string }>('POST', '/quantity/', { name: 'Temperature', unit: '°C', defaultOrderOfMagnitude: -1 }, { cookie, headers: { 'environment-hash-id': admin.environmentHashId } });
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    // the audit trail names the person's row as the author
+    const { rows } = await ctx.db.query<{ user_hash_id: string }>("SELECT user_hash_id FROM audit_log WHERE object_hash_id = $1 AND action = 'create'", [added.body.hashId]);
+    expect(rows.map((r) => r.user_hash_id)).toEqual([body.session.user.hashId]);
+  });
+
   it('refuses a cookie-authenticated change without X-Gridgate-Console or from another origin (403 right_error); bearer tokens need neither', async () => {
     const admin = await environment(`Csrf ${randomBytes(3).toString('hex')}`);
     const email = await invited(admin);
