@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironment, createMachineAccount } from '../../src/accounts/store.ts';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { liveActivityChannel, liveStreamsKey } from '../../src/app/redis-keys.ts';
+import { EventStream } from '../../src/connectivity/live/event-stream.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';
@@ -242,5 +245,35 @@ describe('live log', () => {
     expect(again.status).toBe(200);
     for (const s of [...open.slice(1), again]) s.close();
     await until(() => subscribers(a.environmentId), (n) => n === 0, 'no subscription left');
+  });
+});
+
+describe('event stream', () => {
+  it('sends retry first, then a keepalive comment each period (renewing the lease), and ends once when the client goes', async () => {
+    let renewals = 0;
+    let ends = 0;
+    let stream: EventStream | null = null;
+    const server = createServer((_req, res) => {
+      stream = new EventStream(res, () => { renewals++; }, 50);
+      stream.onEnd(() => { ends++; });
+      stream.send('activity', 'abc', '{"n":1}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const abort = new AbortController();
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, { signal: abort.signal });
+      expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = '';
+      while ((text.match(/: keepalive\n\n/g) ?? []).length < 2) text += (await reader.read()).value ?? '';
+      expect(text.startsWith('retry: 3000\n\nevent: activity\nid: abc\ndata: {"n":1}\n\n: keepalive\n\n: keepalive\n\n')).toBe(true);
+      expect(renewals).toBeGreaterThanOrEqual(2);
+      abort.abort();
+      await waitFor(() => stream?.ended === true);
+      expect(ends).toBe(1);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
