@@ -1,3 +1,14 @@
+// The live log: a supplier's activities as the worker stores them, as server-sent events. The folder's map:
+//   notice.ts       the worker's side: once a batch of activities is stored, one notice per environment on its
+//                   Redis channel (src/pipeline/worker.ts, given-up.ts)
+//   hub.ts          an API process's side: one subscriber connection, an environment's channel subscribed while
+//                   the process streams it, each activity read once and fanned out to the streams it matches
+//   leases.ts       LIVE_LOG_STREAMS_PER_ENVIRONMENT over every API process (leases in Redis that run out)
+//   event-stream.ts the text/event-stream answer: retry, events, keepalive comments, one end
+//   routes.ts       GET /supplier-activity/stream (this file); store.ts its filters
+// Tenant isolation: a stream subscribes only its own environment's channel, and each activity is read back
+// within that environment.
+
 import { randomUUID } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
