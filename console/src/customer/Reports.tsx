@@ -6,9 +6,10 @@ import { formatDate, messages } from '../i18n.ts';
 import type { PageProps } from '../pages.ts';
 import { hasRight } from '../session.ts';
 import { ErrorBox, Field, Loading, PageTitle, Table, useAsync } from '../ui.tsx';
-import { FieldInputs, Pager, PinGroupSelect, usePager, usePinGroups, valuePair, type FieldConfig } from './admin/parts.tsx';
+import { FieldForm, problems, type FieldConfiguration } from '../forms/FieldForm.tsx';
+import { Pager, PinGroupSelect, usePager, usePinGroups, valuePair } from './admin/parts.tsx';
 
-interface ReportType { hashId: string; name: string; fieldConfigurations: { pinGroup: FieldConfig[]; pin: FieldConfig[]; measurement: FieldConfig[] } }
+interface ReportType { hashId: string; name: string; fieldConfigurations: { pinGroup: FieldConfiguration[]; pin: FieldConfiguration[]; measurement: FieldConfiguration[] } }
 interface Quantity { hashId: string; name: string; unit: string | null }
 interface Pin { hashId: string; name: string }
 interface ReportRow { report: { hashId: string; generatedAt: string; reportTypeType: string; deviceHashId: string | null }; pinGroup: { hashId: string; name: string }; reportTypeName: string }
@@ -66,6 +67,8 @@ export default function Reports({ query }: PageProps) {
     e.preventDefault();
     setError(null);
     setDone(false);
+    const formProblems = Object.entries(problems(detail.data?.reportType.fieldConfigurations.pinGroup ?? [], fields));
+    if (formProblems.length > 0) return setError(new Error(formProblems.map(([k, p]) => `${k}: ${p}`).join('; ')));
     const at = new Date(generatedAt).toISOString();
     const measurements = [];
     for (const pin of pinList) {
@@ -121,7 +124,7 @@ export default function Reports({ query }: PageProps) {
             {detail.data.reportType.fieldConfigurations.pinGroup.length > 0 && (
               <fieldset>
                 <legend>{t('form')}</legend>
-                <FieldInputs configurations={detail.data.reportType.fieldConfigurations.pinGroup} values={fields} onChange={setFields} />
+                <FieldForm configurations={detail.data.reportType.fieldConfigurations.pinGroup} values={fields} onChange={setFields} />
               </fieldset>
             )}
             <fieldset>

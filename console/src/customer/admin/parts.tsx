@@ -1,9 +1,9 @@
 // Small parts the customer's administration pages share: files in and out of the browser, values as the API
-// stores them (significand x 10^orderOfMagnitude), a pin group picker, paging, and the fields of a form
-// configuration as labelled inputs. Every name a tenant wrote is rendered as text.
+// stores them (significand x 10^orderOfMagnitude), a pin group picker, paging. Every name a tenant wrote is
+// rendered as text.
 import { useState } from 'preact/hooks';
 import { findAll } from '../../api.ts';
-import { messages, translated } from '../../i18n.ts';
+import { messages } from '../../i18n.ts';
 import { Field, useAsync } from '../../ui.tsx';
 import './admin.css';
 
@@ -109,63 +109,6 @@ export function Pager({ page, nextOffset, onNext, onPrevious }: { page: number; 
       <span>{t('page', { n: page })}</span>
       <button type="button" onClick={() => nextOffset && onNext(nextOffset)} disabled={!nextOffset}>{t('next')}</button>
     </nav>
-  );
-}
-
-/** One entry of a field configuration, as far as simple inputs need it. */
-export interface FieldConfig {
-  key: string; name?: unknown; type?: string; inputType?: string; hint?: unknown; allowNull?: boolean; defaultValue?: unknown;
-  valueOptions?: { value: unknown; text?: unknown }[]; showIf?: { key: string; value: unknown } | null; prefix?: unknown; suffix?: unknown;
-}
-
-/** The fields of a configuration as labelled inputs (text, number, yes/no, a choice of the configured options). */
-export function FieldInputs({ configurations, values, onChange, readOnly }: { configurations: FieldConfig[]; values: Record<string, unknown>; onChange: (v: Record<string, unknown>) => void; readOnly?: boolean }) {
-  const set = (key: string, value: unknown) => onChange({ ...values, [key]: value });
-  return (
-    <>
-      {configurations.filter((c) => !c.showIf || values[c.showIf.key] === c.showIf.value).map((c) => {
-        const label = translated(c.name) || c.key;
-        const hint = c.hint ? translated(c.hint) : undefined;
-        const value = values[c.key] ?? c.defaultValue ?? '';
-        if (c.valueOptions && c.valueOptions.length > 0) {
-          return (
-            <Field key={c.key} label={label} hint={hint}>
-              {(id) => (
-                <select id={id} disabled={readOnly} value={String(value)} onChange={(e) => {
-                  const chosen = c.valueOptions![Number((e.target as HTMLSelectElement).selectedIndex) - 1];
-                  set(c.key, chosen ? chosen.value : null);
-                }}>
-                  <option value="">{t('choose')}</option>
-                  {c.valueOptions!.map((o, i) => <option key={i} value={String(o.value)}>{o.text ? translated(o.text) : String(o.value)}</option>)}
-                </select>
-              )}
-            </Field>
-          );
-        }
-        if (c.type === 'boolean') {
-          return (
-            <div class="field check" key={c.key}>
-              <label><input type="checkbox" disabled={readOnly} checked={value === true} onChange={(e) => set(c.key, (e.target as HTMLInputElement).checked)} /> {label}</label>
-              {hint && <small class="muted">{hint}</small>}
-            </div>
-          );
-        }
-        const numeric = c.type === 'integer' || c.type === 'number';
-        return (
-          <Field key={c.key} label={label} hint={hint}>
-            {(id) => {
-              const onInput = (e: Event) => {
-                const raw = (e.target as HTMLInputElement).value;
-                set(c.key, numeric ? (raw === '' ? null : Number(raw)) : raw);
-              };
-              return numeric
-                ? <input id={id} type="number" readOnly={readOnly} value={String(value)} step={c.type === 'integer' ? 1 : 'any'} onInput={onInput} />
-                : <input id={id} type="text" readOnly={readOnly} value={String(value)} onInput={onInput} />;
-            }}
-          </Field>
-        );
-      })}
-    </>
   );
 }
 
