@@ -55,7 +55,7 @@ function cidLink(c: NsDevicesConfig, d: NsDevicesConfig['devices'][number], onDa
       // the client decrypts first (its listener came first); what it kept is read here
       client.socket.on('message', () => { for (const r of client.received.splice(0)) onData(r.data); });
     },
-    send: (b) => client.send(b),
+    send: (b) => { try { client.send(b); } catch { /* no session (a handshake that failed) or closed */ } },
     close: () => client.close(),
     get localPort() { return client.localPort; },
   };
@@ -75,7 +75,7 @@ function plainLink(c: NsDevicesConfig, d: NsDevicesConfig['devices'][number], on
       s.on('error', reject);
       s.on('message', (m: Buffer) => onData(m));
     }),
-    send: (b) => socket?.send(b),
+    send: (b) => { try { socket?.send(b); } catch { /* a handshake that failed closed it: the retransmissions run out */ } },
     close: () => { try { socket?.close(); } catch { /* closed */ } },
     get localPort() { return port; },
   };
@@ -180,7 +180,8 @@ class Device {
       if (this.#closed) return r;
       if (code === null) {
         this.unanswered++;
-        await this.connect().catch(() => undefined);
+        // a new handshake, tried again until one succeeds (the node it reaches may be gone too)
+        while (!this.#closed && !await this.connect().then(() => true, () => false)) await new Promise((res) => setTimeout(res, this.c.ackTimeoutMs));
         continue;
       }
       r.code = code;
