@@ -326,6 +326,14 @@ export const GROUPS: Group[] = [
       ctx.sink.bench(await liveLogRows({ devices: 20, rates: [20, 200], seconds: n(ctx, 'seconds') }));
     },
   },
+  {
+    name: 'console', minutes: 2,
+    description: "the console in Chromium: first load on a cold cache (sign-in form usable, bytes gzip), the live log's delay from a device request to its entry in the page (p50, p99)",
+    run: async (ctx) => {
+      const { consoleRows } = await import('./console.ts');
+      ctx.sink.bench(await consoleRows({ loads: 10, requests: 50, intervalMs: 100 }));
+    },
+  },
 ];
 
 /** the fill of the measurement table at the default 10 M rows: 2 M took 2 min on the 2-core VM at load 5, 10 M 26 min at load 17-23 */
