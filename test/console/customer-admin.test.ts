@@ -78,7 +78,10 @@ beforeAll(async () => {
   measuredAt = new Date(Date.now() - 3_600_000).toISOString();
   await ok(admin.request('POST', '/report/', {
     pinGroupHashId, reportTypeHashId, generatedAt: measuredAt, fields: { inspector: 'api' },
-    measurements: [{ pinHashId, quantityHashId, generatedAt: measuredAt, orderOfMagnitude: -3, significand: 8513 }],
+    measurements: [
+      { pinHashId, quantityHashId, generatedAt: new Date(Date.parse(measuredAt) - 4 * 3_600_000).toISOString(), orderOfMagnitude: -3, significand: 8420 },
+      { pinHashId, quantityHashId, generatedAt: measuredAt, orderOfMagnitude: -3, significand: 8513 },
+    ],
   }));
   await ok(admin.request('POST', '/analytics/panel', {
     title: 'Condition', layout: [{ x: 0, y: 0, width: 2, height: 4 }, { x: 2, y: 0, width: 4, height: 4 }],
@@ -123,6 +126,14 @@ async function open(page: Page, path: string, heading: string): Promise<void> {
   await expect.poll(() => page.locator('main [role=status]').filter({ hasText: /Loading|Laden/ }).count(), { timeout: 15_000 }).toBe(0);
 }
 
+/** The audit log narrowed to the environment's own changes, the newest opened. */
+async function environmentChanges(page: Page): Promise<void> {
+  await page.locator('select[name=objectType]').selectOption('environment');
+  await page.locator('form[role=search] button[type=submit]').click();
+  await expect.poll(() => page.locator('main table tbody tr').count()).toBeLessThan(6);
+  await page.locator('main table tbody tr summary').first().click();
+}
+
 const noImg = (page: Page) => page.evaluate(() => document.querySelectorAll('img[src="x"]').length);
 
 describe('the customer\'s administration pages', () => {
@@ -150,7 +161,7 @@ describe('the customer\'s administration pages', () => {
   it('dashboards: the cards of a dashboard with their numbers and a time chart', async () => {
     await open(c.page, '/dashboards', 'Dashboards');
     await expect.poll(() => c.page.locator('main h2').textContent()).toBe('Condition');
-    await expect.poll(() => c.page.locator('.card').nth(0).locator('.big-number').textContent()).toBe('1');
+    await expect.poll(() => c.page.locator('.card').nth(0).locator('.big-number').textContent()).toBe('2');
     await c.page.locator('.card', { hasText: 'Measurements per hour' }).locator('canvas').first().waitFor();
     expect(await axeFindings(c.page)).toEqual([]);
   }, 60_000);
@@ -161,6 +172,7 @@ describe('the customer\'s administration pages', () => {
     await c.page.getByLabel('Report type').selectOption(reportTypeHashId);
     await c.page.getByLabel('Inspector').fill('Grace');
     await c.page.getByLabel('Value of Potential on port 1').fill('-0.850');
+    await screenshot(c.page, 'reports-entry-light');
     await c.page.getByRole('button', { name: 'Submit report' }).click();
     await c.page.getByText('Report stored.').waitFor();
     const reports = await ok(admin.request<{ rows: { report: { hashId: string } }[] }>('GET', `/report/?pinGroupHashId=${pinGroupHashId}`));
@@ -202,6 +214,7 @@ describe('the customer\'s administration pages', () => {
     await c.page.getByRole('button', { name: 'Import', exact: true }).click();
     await c.page.getByText('readings.csv was not imported: 1 line(s) failed. Nothing was stored.').waitFor();
     await expect.poll(() => c.page.locator('form ul.failing li').allTextContents()).toEqual(['line 3, significand: "twelve" is not an integer from -2147483648 to 2147483647']);
+    await screenshot(c.page, 'imports-failing-light');
     const reports = await ok(admin.request<{ rows: unknown[] }>('GET', `/report/?pinGroupHashId=${pinGroupHashId}`));
     expect(reports.rows).toHaveLength(2);
     expect(await noImg(c.page)).toBe(0);
@@ -252,6 +265,7 @@ describe('the customer\'s administration pages', () => {
     refused.length = 0;
     for (const p of PAGES) {
       await open(c.page, p.path, p.en);
+      if (p.name === 'audit') await environmentChanges(c.page);
       expect(await axeFindings(c.page), p.path).toEqual([]);
       await screenshot(c.page, `${p.name}-light`);
     }
@@ -259,6 +273,7 @@ describe('the customer\'s administration pages', () => {
     await c.page.locator('header.top .tools select').selectOption('nl');
     for (const p of PAGES) {
       await open(c.page, p.path, p.nl);
+      if (p.name === 'audit') await environmentChanges(c.page);
       expect(await c.page.evaluate(() => document.documentElement.lang)).toBe('nl');
       expect(await c.page.evaluate(() => document.documentElement.dataset.scheme)).toBe('dark');
       expect(await axeFindings(c.page), p.path).toEqual([]);
