@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { passwordChecks } from '../../src/accounts/people/passwords.ts';
@@ -12,6 +12,9 @@ import { until } from '../support/until.ts';
 
 // People sign in to the console: invited by mail (a real SMTP server), they choose a password, sign in, and their
 // session cookie authenticates the API as their row of the environment it acts in.
+
+// every sign-in and password set is a scrypt of 128 MiB by design (a few hundred ms, seconds on a loaded machine)
+vi.setConfig({ testTimeout: 120_000 });
 
 const PUBLIC_URL = 'https://console.example.com';
 const HOST = 'console.test';

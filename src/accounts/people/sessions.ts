@@ -52,8 +52,9 @@ export async function createSession(ctx: Ctx, email: string, accountId: number, 
 /** The live session of a cookie's token; an expired one is deleted. Its last_seen_at moves on at most once a minute. */
 export async function resolveSession(ctx: Ctx, token: string): Promise<PersonSession | null> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
-  const { rows } = await ctx.db.query<{ id: number; email: string; account_id: number; second_factor_at: Date | null; expired: boolean; idle_seconds: number }>(
-    `SELECT id, email, account_id, second_factor_at, ${EXPIRES} <= now() AS expired, extract(epoch FROM now() - last_seen_at)::float8 AS idle_seconds
+  const { rows } = await ctx.db.query<{ id: number; email: string; account_id: number; second_factor_at: Date | null; expires_at: Date; expired: boolean; idle_seconds: number }>(
+    `SELECT id, email, account_id, second_factor_at, ${EXPIRES} AS expires_at, ${EXPIRES} <= now() AS expired,
+            extract(epoch FROM now() - last_seen_at)::float8 AS idle_seconds
        FROM person_session WHERE token_sha256 = $1`, [digestOf(token), ...limits(ctx)]);
   const r = rows[0];
   if (!r) return null;
@@ -61,12 +62,15 @@ export async function resolveSession(ctx: Ctx, token: string): Promise<PersonSes
     await ctx.db.query('DELETE FROM person_session WHERE id = $1', [r.id]);
     return null;
   }
+  let expiresAt = r.expires_at;
   // a request a minute is enough to know the session is in use, without a write per request
-  const { rows: touched } = r.idle_seconds >= 60
-    ? await ctx.db.query<{ expires_at: Date }>(`UPDATE person_session SET last_seen_at = now() WHERE id = $1 RETURNING ${EXPIRES} AS expires_at`, [r.id, ...limits(ctx)])
-    : await ctx.db.query<{ expires_at: Date }>(`SELECT ${EXPIRES} AS expires_at FROM person_session WHERE id = $1`, [r.id, ...limits(ctx)]);
-  if (touched.length === 0) return null;
-  return { id: r.id, email: r.email, accountId: r.account_id, secondFactorAt: r.second_factor_at, expiresAt: touched[0].expires_at };
+  if (r.idle_seconds >= 60) {
+    const { rows: touched } = await ctx.db.query<{ expires_at: Date }>(
+      `UPDATE person_session SET last_seen_at = now() WHERE id = $1 RETURNING ${EXPIRES} AS expires_at`, [r.id, ...limits(ctx)]);
+    if (touched.length === 0) return null;
+    expiresAt = touched[0].expires_at;
+  }
+  return { id: r.id, email: r.email, accountId: r.account_id, secondFactorAt: r.second_factor_at, expiresAt };
 }
 
 /** Moves the session to another row of its person, verified for that row's second factor. */
