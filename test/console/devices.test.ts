@@ -21,6 +21,7 @@ import { until } from '../support/until.ts';
 import { axeFindings, consoleLink, launchBrowser, openConsole, screenshot, type ConsolePage } from './browser.ts';
 
 const PASSWORD = 'a long enough password 42';
+const XSS = '<img src=x onerror=alert(1)>';
 const smtp = new TestSmtp();
 let service: ServiceProcess;
 let db: Db;
@@ -64,6 +65,8 @@ beforeAll(async () => {
   const added = await machine.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId, psk: key, pskIdentity: identity });
   expect(added.status).toBe(200);
   device = { hashId: added.body.hashId, identity, key };
+  const named = await machine.request('POST', '/device/psk', { supplierDeviceIdentifier: XSS, deviceTypeHashId, psk: key, pskIdentity: `xss-${identity}` });
+  expect(named.status).toBe(200);
   browser = await launchBrowser();
 }, 180_000);
 
@@ -134,6 +137,10 @@ describe('a supplier\'s devices in the console', () => {
     const { page } = c;
     await signIn(c);
     await open(page, '/devices', 'Devices');
+    // a device named as an attacker would: its name is text, no element
+    await page.getByLabel('Search devices').fill('onerror');
+    await page.getByRole('link', { name: XSS }).waitFor();
+    expect(await page.locator('main img').count()).toBe(0);
     await page.getByLabel('Search devices').fill(device.identity.slice(0, 10));
     const link = page.getByRole('link', { name: device.identity });
     await link.waitFor();
@@ -232,6 +239,14 @@ describe('a supplier\'s devices in the console', () => {
     await screenshots(page, 'people-connectivity');
     await page.getByRole('button', { name: 'Unsubscribe: Valve' }).click();
     await page.getByText('You have no subscriptions.').waitFor();
+    // in Dutch
+    await page.locator('header.top select:has(option[value=nl])').selectOption('nl');
+    await expect.poll(() => page.locator('main h1').textContent()).toBe('Mensen');
+    await page.getByText('Je hebt geen abonnementen.').waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await open(page, '/live', 'Live log');
+    await page.getByRole('status').filter({ hasText: 'Live: nieuwe activiteiten' }).waitFor();
+    await page.locator('header.top select:has(option[value=nl])').selectOption('en');
     expect(c.foreign).toEqual([]);
     expect(pageErrors(c)).toEqual([]);
     await c.context.close();

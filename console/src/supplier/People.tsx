@@ -170,7 +170,7 @@ function Invite({ type, onDone }: { type: 'monitoring' | 'connectivity'; onDone:
   return (
     <form onSubmit={submit} class="invite">
       <p class="muted small">{t('inviteHint')}</p>
-      <div class="row">
+      <div class="row top">
         <TextInput label={t('name')} value={name} onInput={setName} required name="name" />
         <TextInput label={t('email')} type="email" value={email} onInput={setEmail} required name="email" />
         <Field label={t('language')}>
