@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { AuthenticationError } from '../../app/errors.ts';
 import { HashId } from '../../http/schemas.ts';
@@ -39,7 +39,11 @@ export async function personRoutes(fastify: FastifyInstance, ctx: AppContext): P
   const app = typed(fastify);
   fastify.decorateRequest('personSession', null);
   void dummyPasswordHash();
-  const answer = async (account: Account, session: PersonSession) => ({ session: sessionView(account, await personAccounts(ctx.db, session.email), session) });
+  // a session's answer is the person's own: no cache keeps it
+  const answer = async (reply: FastifyReply, account: Account, session: PersonSession) => {
+    reply.header('cache-control', 'no-store');
+    return { session: sessionView(account, await personAccounts(ctx.db, session.email), session) };
+  };
 
   app.post('/authentication/person/set-password', {
     config: { auth: 'none' },
@@ -91,15 +95,15 @@ export async function personRoutes(fastify: FastifyInstance, ctx: AppContext): P
     }
     const { token, session } = await createSession(ctx, account.email!.toLowerCase(), account.id, account.twoFactorEnabledAt, request.headers['user-agent']);
     setSessionCookie(ctx, request, reply, token);
-    return answer(account, session);
+    return answer(reply, account, session);
   });
 
   app.get('/authentication/person/session', {
     config: { auth: 'none' },
     schema: { tags, summary: 'person session', security: [], description: `The session of the cookie; 401 authentication_error when there is none or it ended. ${SESSION}` },
-  }, async (request) => {
+  }, async (request, reply) => {
     const { session, account } = await currentSession(ctx, request);
-    return answer(account, session);
+    return answer(reply, account, session);
   });
 
   app.post('/authentication/person/switch-environment', {
@@ -110,11 +114,11 @@ export async function personRoutes(fastify: FastifyInstance, ctx: AppContext): P
       description: 'Moves the session to the person\'s row in another environment (404 not_found_error when they are no user there). '
         + TWO_FACTOR + LIMITED + SESSION + COOKIE,
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     refuseCrossSite(ctx, request);
     const current = await currentSession(ctx, request);
     const { session, account } = await switchEnvironment(ctx, current.session, request.body.environmentHashId, request.body.code, request.ip);
-    return answer(account, session);
+    return answer(reply, account, session);
   });
 
   app.post('/authentication/person/logout', {
