@@ -105,7 +105,7 @@ function LinkForm({ row, preselect, onDone, onCancel }: { row: ClaimedRow; prese
   const [pinGroupHashId, setPinGroupHashId] = useState(preselect ?? '');
   const [mapping, setMapping] = useState<string[]>(() => row.deviceType.channels.map(() => ''));
   const [error, setError] = useState<unknown>(null);
-  const groups = useAsync(() => findAll<{ pinGroup: PinGroup }>('/graph/pin-group', { rowsPerPage: 200 }, 1000), []);
+  const groups = useAsync(() => findAll<{ pinGroup: PinGroup }>('/graph/pin-group', { rowsPerPage: 100 }, 1000), []);
   const detail = useAsync(async (signal) => (pinGroupHashId ? api<{ pinGroup: PinGroup; pins: { pin: Pin }[] }>('GET', `/graph/pin-group/${pinGroupHashId}`, { signal }) : null), [pinGroupHashId]);
   // each channel to the pin of the same name, when the pin group has one
   useEffect(() => {
@@ -131,14 +131,15 @@ function LinkForm({ row, preselect, onDone, onCancel }: { row: ClaimedRow; prese
       <Field label={t('pinGroup')}>{(id) => (
         <select id={id} name="pinGroup" value={pinGroupHashId} onChange={(e) => setPinGroupHashId((e.target as HTMLSelectElement).value)}>
           <option value="">{t('choose')}</option>
-          {(groups.data ?? []).map((g) => <option key={g.pinGroup.hashId} value={g.pinGroup.hashId}>{g.pinGroup.name}</option>)}
+          {/* selected as well as the select's value: the options come after the value was set */}
+          {(groups.data ?? []).map((g) => <option key={g.pinGroup.hashId} value={g.pinGroup.hashId} selected={g.pinGroup.hashId === pinGroupHashId}>{g.pinGroup.name}</option>)}
         </select>
       )}</Field>
       {pinGroupHashId && detail.data ? row.deviceType.channels.map((c, i) => (
         <Field key={i} label={t('channel', { name: channelName(c, i) })}>{(id) => (
           <select id={id} name={`channel-${i}`} value={mapping[i]} onChange={(e) => { const v = (e.target as HTMLSelectElement).value; setMapping((m) => m.map((x, j) => (j === i ? v : x))); }}>
             <option value="">{t('newPin', { name: c.defaultPinName ?? channelName(c, i) })}</option>
-            {detail.data!.pins.map((p) => <option key={p.pin.hashId} value={p.pin.hashId}>{p.pin.name}</option>)}
+            {detail.data!.pins.map((p) => <option key={p.pin.hashId} value={p.pin.hashId} selected={p.pin.hashId === mapping[i]}>{p.pin.name}</option>)}
           </select>
         )}</Field>
       )) : null}

@@ -18,7 +18,7 @@ export default function Issues(_: PageProps) {
   const [version, setVersion] = useState(0);
   const [showClosed, setShowClosed] = useState(false);
   const [announce, setAnnounce] = useState('');
-  const list = useAsync(() => findAll<IssueRow>('/issue/', { sortBy: 'createdAt', descending: true, rowsPerPage: 200 }, 1000), [version]);
+  const list = useAsync(() => findAll<IssueRow>('/issue/', { sortBy: 'createdAt', descending: true, rowsPerPage: 100 }, 1000), [version]);
   useIssueStream((e) => {
     setAnnounce(t(e.kind === 'opened' ? 'opened' : 'changed', { title: e.issue.title }));
     setVersion((v) => v + 1);

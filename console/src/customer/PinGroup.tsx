@@ -4,7 +4,7 @@
 // reduces a long range to min/max per bucket: no page waits for a year of raw rows); zoom and pan ask it again for
 // the new range. While the range ends now, the charts are read again every few seconds, so a new measurement
 // shows without a reload; an issue event (GET /issue/stream) on this pin group reloads the page's data.
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { TimeChart, type TimeSeries } from '../charts/TimeChart.tsx';
 import { FieldForm, problems, type FieldConfiguration, type FieldValues } from '../forms/FieldForm.tsx';
@@ -163,8 +163,11 @@ function Charts({ hashId, tick }: { hashId: string; tick: number }) {
   // the range shown; `follow`: its end is now, and it moves along with time
   const [view, setView] = useState<{ span: number; end: number; follow: boolean }>(() => ({ span: span0, end: Date.now(), follow: true }));
   const [poll, setPoll] = useState(0);
-  const panel = useAsync((signal) => api<Panel>('GET', '/chart/panel', { query: { pinGroupHashId: hashId }, signal }), [hashId, tick]);
+  // a panel without charts yet (nothing measured on its pins) is asked again with each poll: the first measurement makes its chart
+  const emptyPanel = useRef(true);
+  const panel = useAsync((signal) => api<Panel>('GET', '/chart/panel', { query: { pinGroupHashId: hashId }, signal }), [hashId, tick, emptyPanel.current ? poll : -1]);
   const charts = panel.data ? (panel.data.lastMode === 'manual' && panel.data.charts.manual.length > 0 ? panel.data.charts.manual : panel.data.charts.automatic) : [];
+  emptyPanel.current = charts.length === 0;
   const refs = useMemo(() => charts.flatMap((c) => c.series.map((s) => ({ pinHashId: s.pin.hashId, quantityHashId: s.quantity.hashId }))), [panel.data]);
   const end = view.follow ? Date.now() + 60_000 : view.end;
   const start = end - view.span;

@@ -24,8 +24,8 @@ import { ErrorBox, Loading } from '../../ui.tsx';
 import './map.css';
 
 const t = messages(
-  { label: 'Map of the pin groups', layers: 'Map layers', failed: 'The map could not be drawn: {message}', legend: 'Open issues', none: 'none', serious: 'serious', critical: 'critical', cluster: 'several pin groups' },
-  { label: 'Kaart van de locaties', layers: 'Kaartlagen', failed: 'De kaart kon niet worden getekend: {message}', legend: 'Open meldingen', none: 'geen', serious: 'ernstig', critical: 'kritiek', cluster: 'meerdere locaties' },
+  { label: 'Map of the pin groups', layers: 'Map layers', legend: 'Open issues', none: 'none', serious: 'serious', critical: 'critical', cluster: 'several pin groups' },
+  { label: 'Kaart van de locaties', layers: 'Kaartlagen', legend: 'Open meldingen', none: 'geen', serious: 'ernstig', critical: 'kritiek', cluster: 'meerdere locaties' },
 );
 
 export interface MapLayer { key: string; name: unknown; style?: unknown; namedStyle?: string | null }
@@ -105,6 +105,7 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
         if (typeof c === 'string') strokeOfLayer.push(l.key, c);
       }
       strokeOfLayer.push(fg);
+      const halo = strokeOfLayer.length > 3 ? strokeOfLayer : fg;
       const style: StyleSpecification = {
         version: 8,
         sources: {
@@ -126,7 +127,7 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
           },
           {
             id: 'pin-group-halo', type: 'circle', source: 'gridgate', 'source-layer': 'pinGroups', filter: ['all', ['!', ['has', 'cluster']], onlyIssues] as never,
-            paint: { 'circle-color': strokeOfLayer as never, 'circle-radius': ['interpolate', ['linear'], ['zoom'], 2, 5, 16, 11] },
+            paint: { 'circle-color': halo as never, 'circle-radius': ['interpolate', ['linear'], ['zoom'], 2, 5, 16, 11] },
           },
           {
             id: 'pin-groups', type: 'symbol', source: 'gridgate', 'source-layer': 'pinGroups', filter: ['all', ['!', ['has', 'cluster']], onlyIssues] as never,
@@ -205,7 +206,7 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
 
   return (
     <div class="map-view">
-      {error ? <ErrorBox error={new Error(t('failed', { message: error instanceof Error ? error.message : String(error) }))} /> : null}
+      {error ? <ErrorBox error={error} /> : null}
       <div class="map-frame" style={{ height }}>
         <div ref={container} class="map-canvas" role="region" aria-label={t('label')} data-loaded={loaded ? 'true' : 'false'} />
         {!loaded && !error ? <div class="map-loading"><Loading /></div> : null}
