@@ -364,6 +364,20 @@ describe('people: sessions end', () => {
   });
 });
 
+describe('people: a row changes', () => {
+  it('a session acting as a row whose address changes ends (the session belongs to the old address)', async () => {
+    const admin = await environment(`Moved ${randomBytes(3).toString('hex')}`);
+    const email = await invited(admin);
+    const { body, cookie } = await login(email);
+    expect((await admin.request('POST', `/user/${body.session.user.hashId}`, { name: 'Renamed' })).status).toBe(204);
+    expect((await session(cookie)).body.session.user).toMatchObject({ name: 'Renamed' });
+    expect((await admin.request('POST', `/user/${body.session.user.hashId}`, { email: newEmail() })).status).toBe(204);
+    expect((await session(cookie)).status).toBe(401);
+    // nor can the old address sign in to that row any more
+    expect((await login(email)).body.key).toBe('authentication_error');
+  });
+});
+
 describe('people: password reset', () => {
   it('answers 204 for any address; a person gets a link good once that sets a new password and ends their sessions', async () => {
     const admin = await environment(`Reset ${randomBytes(3).toString('hex')}`);
