@@ -6,13 +6,14 @@
 // shows without a reload; an issue event (GET /issue/stream) on this pin group reloads the page's data.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { TimeChart, type TimeSeries } from '../charts/TimeChart.tsx';
+import type { TimeSeries } from '../charts/TimeChart.tsx';
 import { FieldForm, problems, type FieldConfiguration, type FieldValues } from '../forms/FieldForm.tsx';
 import { formatDate, formatNumber, messages, translated } from '../i18n.ts';
 import type { PageProps } from '../pages.ts';
 import { environmentSetting, hasRight } from '../session.ts';
 import { ErrorBox, Loading, PageTitle, Table, useAsync } from '../ui.tsx';
 import { LevelBadge, useIssueStream, valueOf, type Pin, type PinGroup as PinGroupModel, type Quantity, type ValuePair } from './parts/parts.tsx';
+import { Chart as ChartView, type ThresholdLine } from './parts/Chart.tsx';
 import './parts/parts.css';
 
 const t = messages(
@@ -39,7 +40,8 @@ interface PinGroupGet {
   deviceType: { name: string } | null;
   thresholds: { value: { hashId: string; pinHashId: string; criticallyLow: ValuePair | null; low: ValuePair | null; high: ValuePair | null; criticallyHigh: ValuePair | null }; quantity: Quantity }[];
 }
-interface ChartDef { title: unknown; series: { quantity: Quantity; pin: Pin; color: string | null }[] }
+interface Limits { criticallyLow: ValuePair | null; low: ValuePair | null; high: ValuePair | null; criticallyHigh: ValuePair | null }
+interface ChartDef { title: unknown; series: { quantity: Quantity; pin: Pin; color: string | null; pinThreshold: Limits | null }[] }
 interface Panel { lastMode: 'manual' | 'automatic'; charts: { automatic: ChartDef[]; manual: ChartDef[] } }
 interface SeriesAnswer { series: { pinHashId: string; quantityHashId: string; measurements: { generatedAt: string; significand: number; orderOfMagnitude: number }[]; reduction: { pointCount: number; bucketCount: number } | null }[] }
 interface MeasurementRow { report: { generatedAt: string; pinObservations: { measurement: { significand: number; orderOfMagnitude: number; pinHashId: string }; quantityHashId: string }[] } | null; pin: { hashId: string } }
@@ -57,7 +59,13 @@ const POLL_MS = 4000;
 export default function PinGroup({ params }: PageProps) {
   const { hashId } = params;
   const [tick, setTick] = useState(0);
-  const data = useAsync((signal) => api<PinGroupGet>('GET', `/graph/pin-group/${encodeURIComponent(hashId)}`, { signal }), [hashId, tick]);
+  // the device's last contact and the pins' levels move on their own: read again now and then
+  const [fresh, setFresh] = useState(0);
+  useEffect(() => {
+    const timer = setInterval(() => setFresh((n) => n + 1), POLL_MS * 3);
+    return () => clearInterval(timer);
+  }, []);
+  const data = useAsync((signal) => api<PinGroupGet>('GET', `/graph/pin-group/${encodeURIComponent(hashId)}`, { signal }), [hashId, tick, fresh]);
   useIssueStream((e) => { if (e.issue.pinGroupHashId === hashId) setTick((n) => n + 1); });
   if (data.loading && !data.data) return <section><PageTitle>{t('title')}</PageTitle><Loading /></section>;
   if (!data.data) return <section><PageTitle>{t('title')}</PageTitle><ErrorBox error={data.error} onRetry={data.reload} /></section>;
@@ -222,9 +230,18 @@ function Charts({ hashId, tick }: { hashId: string; tick: number }) {
         const reduced = c.series.map((_, si) => shown.series[offset + si]?.reduction).find((r) => r);
         const title = translated(c.title) || c.series.map((s) => translated(s.quantity.name)).filter((v, i, a) => a.indexOf(v) === i).join(', ');
         const count = data.reduce((n, s) => n + s.points.length, 0);
+        // each series' limits: the pin's own, else its quantity's defaults
+        const lines: ThresholdLine[] = c.series.flatMap((s) => {
+          const q = s.quantity;
+          const l: Limits = s.pinThreshold ?? { criticallyLow: q.defaultCriticallyLowThreshold ?? null, low: q.defaultLowThreshold ?? null, high: q.defaultHighThreshold ?? null, criticallyHigh: q.defaultCriticallyHighThreshold ?? null };
+          const named = c.series.length > 1 ? ` · ${s.pin.name}` : '';
+          return ([['criticallyLow', t('critLow'), true], ['low', t('low'), false], ['high', t('high'), false], ['criticallyHigh', t('critHigh'), true]] as const)
+            .flatMap(([key, label, critical]) => { const v = valueOf(l[key]); return v === null ? [] : [{ label: `${label}${named}`, value: v, critical }]; });
+        });
         return (
           <figure key={ci} class="pg-chart" data-points={count}>
-            <TimeChart title={title} series={data} />
+            <ChartView title={title} series={data} range={[start, end]} thresholds={lines}
+              onZoom={(from, to) => setView({ span: Math.max(60_000, to - from), end: Math.min(to, Date.now()), follow: to >= Date.now() - 1000 })} />
             {reduced ? <figcaption class="muted">{t('reduced', { points: formatNumber(reduced.pointCount), buckets: formatNumber(reduced.bucketCount) })}</figcaption> : null}
           </figure>
         );
