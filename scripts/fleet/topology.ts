@@ -157,13 +157,21 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   const alive = (n: FleetNode) => n.child.exitCode === null && n.child.signalCode === null;
   const gateways = () => nodes.filter((n) => n.role === 'gateway');
   let balanced: (without?: FleetNode) => BalancedPort[] = () => [];
+  /** the gateway nodes in the balancer's lists as last written */
+  const inBalancer = new Set<FleetNode>();
   /** A gateway node exited: out of the balancer, its flows ended, its node id given back (it may not have left). */
   const nodeExited = async (node: FleetNode): Promise<void> => {
     if (!balancer || stopping) return;
     const b = balancer;
     // both at once: the balancer sends the node's devices elsewhere, the cluster stops forwarding to its dead port
     await Promise.all([
-      serially(() => b.reload(balanced(), [node.coapsPort, node.httpsPort])).catch(() => undefined),
+      serially(async () => {
+        // nginx: a node already out of its lists (a restart drains it first) costs no reload, which would end every
+        // device's flow once more; nft: the same map again, with its flows' conntrack entries ended
+        if (b.kind === 'nginx' && !inBalancer.has(node)) return;
+        inBalancer.delete(node);
+        await b.reload(balanced(), [node.coapsPort, node.httpsPort]);
+      }).catch(() => undefined),
       redis && node.clusterPort
         ? evictNode(redis, opts.env.QUEUE_NAME || 'device-events', { address: node.env.DTLS_CLUSTER_ADDRESS, port: node.clusterPort }).catch(() => undefined)
         : undefined,
@@ -253,6 +261,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       balancer = await startBalancer(path.join(opts.dir, 'nginx'), balanced());
     }
     const b = balancer;
+    for (const g of gateways()) inBalancer.add(g);
     const kill = async (node: FleetNode, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM') => {
       if (!alive(node)) return node.gone;
       node.child.kill(signal);
@@ -269,7 +278,12 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       kill,
       async restart(node, signal = 'SIGTERM') {
         const drain = node.role === 'gateway' && gateways().length > 1;
-        if (drain) await serially(() => b.reload(balanced(node)));
+        if (drain) {
+          await serially(async () => {
+            inBalancer.delete(node);
+            await b.reload(balanced(node));
+          });
+        }
         // the node's exit takes it out of the balancer and ends its flows (nodeExited): its devices' next datagrams
         // go to a node that is up, which carries their sessions on from what this one wrote to Redis
         await kill(node, signal);
@@ -278,7 +292,12 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
         const again = spawnNode({ name: node.name, role: node.role, index: node.index, env: node.env, apiPort: node.apiPort, httpsPort: node.httpsPort, coapsPort: node.coapsPort, clusterPort: node.clusterPort });
         nodes[nodes.indexOf(node)] = again;
         await waitHealthy(again, reach);
-        if (node.role === 'gateway') await serially(() => b.reload(balanced()));
+        if (node.role === 'gateway') {
+          await serially(async () => {
+            inBalancer.add(again);
+            await b.reload(balanced());
+          });
+        }
         return again;
       },
       async metrics(node) {
