@@ -1,7 +1,7 @@
 // Builds the browser console (console/ → dist/console) when a source is newer than the last build, or when
 // asked to (`--force`). npm start and the test command run it, so a fresh clone serves the console with no
 // third command; an unchanged console costs a directory walk (a few ms).
-import { execFileSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,7 +33,17 @@ export function buildConsole({ force = false, node = process.execPath, quiet = f
     return false;
   }
   const started = Date.now();
-  execFileSync(node, [vite, 'build', '--config', path.join(root, 'console/vite.config.ts'), '--logLevel', 'warn'], { cwd: root, stdio: quiet ? 'ignore' : 'inherit' });
+  // Vite refuses a second build of the project while one runs (two test runs, a test run beside npm start): wait for it
+  for (let attempt = 0; ; attempt++) {
+    const run = spawnSync(node, [vite, 'build', '--config', path.join(root, 'console/vite.config.ts'), '--logLevel', 'warn'], { cwd: root, encoding: 'utf8' });
+    const output = `${run.stdout ?? ''}${run.stderr ?? ''}`;
+    if (run.status === 0) {
+      if (!quiet && output.trim()) process.stderr.write(output);
+      break;
+    }
+    if (!/Found another Vite build process/.test(output) || attempt >= 240) throw new Error(`vite build failed:\n${output}`);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+  }
   writeFileSync(stamp, new Date().toISOString());
   if (!quiet) console.error(`console: built in ${((Date.now() - started) / 1000).toFixed(1)} s (dist/console)`);
   return true;

@@ -4,6 +4,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { openDb, recreateDatabase } from '../src/app/db.ts';
 import { embeddedPostgres } from '../src/app/embedded-postgres.ts';
+// @ts-expect-error a plain JavaScript module of the scripts (no declaration file)
+import { buildConsole } from '../scripts/build-console.mjs';
 
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -39,6 +41,8 @@ async function dropDatabases(adminUrl: string, name: string): Promise<void> {
 }
 
 export default async function setup(): Promise<() => Promise<void>> {
+  // the console the browser tests drive (test/console/), built once per run when a source changed
+  buildConsole({ quiet: true });
   let admin = process.env.TEST_ADMIN_DATABASE_URL ?? DEFAULT_ADMIN_URL;
   let teardown = async (): Promise<void> => undefined;
   const name = process.env.TEST_DATABASE_NAME ?? `gridgate_test_${process.pid}`;

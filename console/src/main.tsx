@@ -44,7 +44,8 @@ function Lazy({ page, props }: { page: PageRoute; props: PageProps }) {
 /** Where a person lands: the environment's defaultLandingPage when a page answers to it, else its type's first page. */
 function landing(routes: PageRoute[]): string {
   const wanted = environmentSetting<string>('defaultLandingPage');
-  const page = routes.find((r) => wanted && r.landingPage === wanted) ?? routes.find((r) => r.nav);
+  const type = session.value?.environment.type;
+  const page = routes.find((r) => wanted && r.landingPage === wanted) ?? routes.find((r) => r.nav && r.environment === type) ?? routes.find((r) => r.nav);
   return page ? page.pattern : '/account';
 }
 

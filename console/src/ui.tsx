@@ -57,10 +57,15 @@ export function Field({ label, hint, children }: { label: string; hint?: string;
 type InputType = 'text' | 'email' | 'password' | 'number' | 'search' | 'url' | 'tel' | 'datetime-local';
 
 export function TextInput(props: { label: string; value: string; onInput: (v: string) => void; type?: InputType; hint?: string; required?: boolean; autoComplete?: string; inputMode?: 'numeric' | 'text' | 'decimal'; pattern?: string; name?: string; autoFocus?: boolean }) {
-  const { label, value, onInput, hint, type, ...rest } = props;
+  const { label, value, onInput, hint, type, autoFocus, ...rest } = props;
+  const input = useRef<HTMLInputElement>(null);
+  // focused once it is shown (the autofocus attribute is honoured for the first page's element only)
+  useEffect(() => {
+    if (autoFocus) input.current?.focus();
+  }, [autoFocus]);
   return (
     <Field label={label} hint={hint}>
-      {(id) => <input {...({ id, type: type ?? 'text', ...rest } as unknown as InputHTMLAttributes<HTMLInputElement>)} value={value} onInput={(e) => onInput((e.target as HTMLInputElement).value)} />}
+      {(id) => <input ref={input} {...({ id, type: type ?? 'text', ...rest } as unknown as InputHTMLAttributes<HTMLInputElement>)} value={value} onInput={(e) => onInput((e.target as HTMLInputElement).value)} />}
     </Field>
   );
 }

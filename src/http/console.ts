@@ -45,7 +45,9 @@ export async function loadConsole(dir = CONSOLE_DIR): Promise<Map<string, Asset>
     return assets;
   }
   for (const rel of files) {
-    const body = await readFile(path.join(dir, rel));
+    // a build running beside this start may have replaced the file: it is left out rather than failing the start
+    const body = await readFile(path.join(dir, rel)).catch(() => null);
+    if (body === null) continue;
     const type = TYPES[path.extname(rel)] ?? 'application/octet-stream';
     const compressible = /^(text|application\/(json|wasm)|image\/svg)/.test(type) && body.length > 1024;
     assets.set(`/${rel}`, { body, gzip: compressible ? gzipSync(body, { level: 9 }) : null, type });

@@ -2,14 +2,11 @@
 // running foreign script, and the first load's size (the shell without the editor under 200 KB gzip).
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// @ts-expect-error a plain JavaScript module of the scripts (no declaration file)
-import { buildConsole } from '../../scripts/build-console.mjs';
 import { startTestApi, type TestApi } from '../helpers.ts';
 
 let api: TestApi;
 
 beforeAll(async () => {
-  (buildConsole as (o: { quiet: boolean }) => boolean)({ quiet: true });
   api = await startTestApi();
 }, 120_000);
 afterAll(async () => api?.close());

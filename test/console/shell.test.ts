@@ -4,8 +4,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// @ts-expect-error a plain JavaScript module of the scripts (no declaration file)
-import { buildConsole } from '../../scripts/build-console.mjs';
 import { startTestApi, type TestApi } from '../helpers.ts';
 import { axeFindings, launchBrowser, openConsole, screenshot } from './browser.ts';
 
@@ -14,7 +12,6 @@ let browser: Browser;
 let base: string;
 
 beforeAll(async () => {
-  (buildConsole as (o: { quiet: boolean }) => boolean)({ quiet: true });
   api = await startTestApi();
   await api.app.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
