@@ -283,26 +283,34 @@ describe('the customer\'s administration pages', () => {
     expect(c.foreign).toEqual([]);
     expect(c.errors, refused.join('\n')).toEqual([]);
     expect(refused).toEqual([]);
+    // back to English and light for the tests after
+    await c.page.locator('header.top .tools select').selectOption('en');
+    await c.page.getByRole('button', { name: 'Light' }).click();
   }, 120_000);
 
   it('each page loads from a cold cache in about a second, and its main form works by keyboard', async () => {
     const cookie = (await c.context.cookies()).find((k) => k.name === 'gridgate_session')!;
     const times: Record<string, number> = {};
+    const bytes: Record<string, number> = {};
     for (const p of PAGES) {
       const cold = await openConsole(browser, base);
       await cold.context.addCookies([cookie]);
+      const loads: Promise<number>[] = [];
+      cold.page.on('response', (r) => { if (new URL(r.url()).pathname.startsWith('/assets/')) loads.push(r.body().then((b) => b.length, () => 0)); });
       const started = Date.now();
       await cold.page.goto(`/#${p.path}`);
-      await expect.poll(() => cold.page.locator('main h1').textContent(), { timeout: 10_000, intervals: [20] }).toBe(p.en);
-      await expect.poll(() => cold.page.locator('main [role=status]').filter({ hasText: 'Loading' }).count(), { timeout: 10_000, intervals: [20] }).toBe(0);
+      await expect.poll(() => cold.page.locator('main h1').textContent(), { timeout: 10_000, interval: 20 }).toBe(p.en);
+      await expect.poll(() => cold.page.locator('main [role=status]').filter({ hasText: 'Loading' }).count(), { timeout: 10_000, interval: 20 }).toBe(0);
       times[p.name] = Date.now() - started;
+      bytes[p.name] = (await Promise.all(loads)).reduce((x, y) => x + y, 0);
       expect(cold.foreign).toEqual([]);
       await cold.context.close();
     }
-    console.log(`cold load (ms, to the heading and no "Loading"): ${JSON.stringify(times)}`);
-    // 1.3-2.0 s each with the machine's load average at 15 (other suites running); the bound catches a page that
-    // pulls in the editor or the map (megabytes) rather than measuring the quiet case
-    for (const ms of Object.values(times)) expect(ms).toBeLessThan(4000);
+    console.log(`cold load (ms, to the heading and no "Loading"): ${JSON.stringify(times)}; script and style bytes: ${JSON.stringify(bytes)}`);
+    // 1.3-2.0 s each with the machine's load average at 15 (other suites running), up to 5.6 s at 27: the time is
+    // the machine's; what the page asks for is its own. None may pull in the editor or the map (megabytes).
+    for (const ms of Object.values(times)) expect(ms).toBeLessThan(10_000);
+    for (const size of Object.values(bytes)) expect(size).toBeLessThan(400_000);
 
     // the export form by keyboard: from the first field, Tab to the button and Enter
     await open(c.page, '/exports', 'Exports');
@@ -312,6 +320,25 @@ describe('the customer\'s administration pages', () => {
     await c.page.keyboard.press('Enter');
     await expect.poll(() => c.page.locator('main table tbody tr').count()).toBe(before + 1);
   }, 90_000);
+
+  it('the audit log a page at a time', async () => {
+    // enough changes for a second page: pins added (each a logged creation)
+    for (let i = 2; i <= 16; i++) await ok(admin.request('POST', `/graph/pin-group/${pinGroupHashId}/pin`, { fields: { id: `port ${i}` } }));
+    const first25 = await ok(admin.request<{ rows: unknown[]; nextPageOffset: string | null }>('GET', '/settings/log?rowsPerPage=25&descending=true'));
+    expect(first25.rows).toHaveLength(25);
+    expect(first25.nextPageOffset).not.toBeNull();
+    await open(c.page, '/audit', 'Audit log');
+    const rows = c.page.locator('main table tbody tr');
+    await expect.poll(() => rows.count()).toBe(25);
+    const first = await rows.first().textContent();
+    await c.page.getByRole('button', { name: 'Next' }).click();
+    await c.page.getByText('Page 2').waitFor();
+    await expect.poll(() => rows.first().textContent()).not.toBe(first);
+    expect(await rows.count()).toBeGreaterThan(0);
+    await c.page.getByRole('button', { name: 'Previous' }).click();
+    await c.page.getByText('Page 1').waitFor();
+    await expect.poll(() => rows.first().textContent()).toBe(first);
+  }, 60_000);
 
   it('refuses a change with the session cookie from another origin, or without the console\'s header', async () => {
     const cookie = (await c.context.cookies()).find((k) => k.name === 'gridgate_session');
