@@ -58,7 +58,7 @@ export interface UserView {
 }
 
 /** The environment's locale (monitoring settings), the language a user gets until they choose one. */
-function environmentLocale(env: EnvironmentRecord): Locale {
+export function environmentLocale(env: EnvironmentRecord): Locale {
   const locale = (env.settings as { locale?: unknown }).locale;
   return LOCALES.includes(locale as Locale) ? locale as Locale : 'en';
 }

@@ -13,7 +13,7 @@ import { queueStored, storeMails } from '../../notifications/mail-queue.ts';
 import { beginLogin, type LoginAttempt } from '../login-limits.ts';
 import { personAccounts, type Account, type EnvironmentRecord } from '../store.ts';
 import { acceptCode } from '../two-factor/store.ts';
-import { userView, type Locale } from '../users.ts';
+import { environmentLocale, userView, type Locale } from '../users.ts';
 import { environmentAddedMail, invitationMail, passwordResetMail, setPasswordLink } from './mails.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './passwords.ts';
 import { deletePersonSessions, switchSession, type PersonSession } from './sessions.ts';
@@ -142,7 +142,7 @@ export interface Invitee { accountId: number; email: string; locale: Locale | nu
  */
 export async function invitePerson(ctx: AppContext, db: Queryable, p: Invitee): Promise<string[]> {
   const lower = p.email.toLowerCase();
-  const locale = p.locale ?? userView({ hashId: '', email: p.email, name: '', rights: [], locale: null, timezone: null, phone: null, company: null, twoFactorEnabledAt: null }, p.environment).locale as Locale;
+  const locale = p.locale ?? environmentLocale(p.environment);
   const { rows } = await db.query('SELECT 1 FROM person_login WHERE email = $1', [lower]);
   if (rows.length > 0) {
     const mail = environmentAddedMail(locale, { environment: p.environment.name, inviter: p.inviter, url: ctx.config.publicUrl });
