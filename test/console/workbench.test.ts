@@ -86,22 +86,31 @@ const errorsCount = async (page: Page) => Number(await page.locator('.code-edito
 /** The editor, loaded (Monaco, the typings, the TypeScript worker), focused with its text selected. */
 async function editorReady(page: Page): Promise<void> {
   await page.locator('.code-host[data-ready="true"] .monaco-editor').waitFor({ timeout: 30_000 });
-  await focusEditor(page);
 }
 
 /** Focus in the editor (a click on its text, forced: a hover of Monaco's may lie over it, and the click would wait for it). */
-const focusEditor = (page: Page) => page.locator('.code-host .monaco-editor .view-lines').click({ force: true });
+async function focusEditor(page: Page): Promise<void> {
+  await page.locator('.code-host').scrollIntoViewIfNeeded();
+  await page.locator('.code-host .monaco-editor').click({ force: true, position: { x: 120, y: 12 } });
+}
 
 /** Replaces the editor's text by a paste (Monaco would auto-close and auto-indent text typed key by key). */
 async function replaceCode(page: Page, text: string): Promise<void> {
-  await page.evaluate((t) => navigator.clipboard.writeText(t), text);
-  await focusEditor(page);
-  await page.keyboard.press('Control+A');
-  await page.keyboard.press('Control+V');
   // the lines as shown (Monaco reuses line elements: their order is their top, not the DOM's)
-  await expect.poll(() => page.evaluate(() => [...document.querySelectorAll<HTMLElement>('.code-host .view-line')]
-    .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top)).map((l) => l.textContent ?? '').join('').replace(/\s+/g, '')))
-    .toBe(text.replace(/\s+/g, ''));
+  const shown = () => page.evaluate(() => [...document.querySelectorAll<HTMLElement>('.code-host .view-line')]
+    .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top)).map((l) => l.textContent ?? '').join('').replace(/\s+/g, ''));
+  for (let attempt = 0; attempt < 3; attempt++) {
+    await page.evaluate((t) => navigator.clipboard.writeText(t), text);
+    await focusEditor(page);
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Control+V');
+    try {
+      await expect.poll(shown, { timeout: 5000 }).toBe(text.replace(/\s+/g, ''));
+      return;
+    } catch (err) {
+      if (attempt === 2) throw err;
+    }
+  }
 }
 
 /** Goes to line `n` of the editor, at the start of its text. */
@@ -114,7 +123,7 @@ async function toLine(page: Page, n: number): Promise<void> {
 
 async function signIn(c: ConsolePage, heading: string): Promise<void> {
   await c.page.goto('/');
-  await expect.poll(() => c.page.locator('h1').textContent()).toBe(heading);
+  await expect.poll(() => c.page.locator('h1').textContent(), { timeout: 20_000 }).toBe(heading);
   await c.page.locator('input[name=email]').fill(email);
   await c.page.locator('input[name=password]').fill(PASSWORD);
   await c.page.locator('button[type=submit]').click();
@@ -144,8 +153,12 @@ describe('the supplier\'s code workbench', () => {
     expect(link.startsWith(service.base)).toBe(true);
 
     const c = await openConsole(browser, service.base);
+    onTestFailed(async () => {
+      await screenshot(c.page, 'workbench-failure').catch(() => undefined);
+      process.stderr.write(`link ${link}; page errors: ${JSON.stringify(c.errors)}\n`);
+    });
     await c.page.goto(link.slice(service.base.length));
-    await expect.poll(() => c.page.locator('h1').textContent()).toBe('Choose your password');
+    await expect.poll(() => c.page.locator('h1').textContent(), { timeout: 20_000 }).toBe('Choose your password');
     await c.page.locator('input[name=password]').fill(PASSWORD);
     await c.page.locator('input[name=repeat]').fill(PASSWORD);
     await c.page.locator('button[type=submit]').click();
@@ -166,7 +179,7 @@ describe('the supplier\'s code workbench', () => {
       process.stderr.write(`page errors: ${JSON.stringify(c.errors)}\n`);
     });
     await signIn(c, 'Sign in');
-    await expect.poll(() => page.locator('h1').textContent(), { timeout: 15_000 }).toBe('Device types');
+    await expect.poll(() => page.locator('h1').textContent(), { timeout: 20_000 }).toBe('Device types');
     expect(await axeFindings(page)).toEqual([]);
 
     step('create: a name');
@@ -319,7 +332,7 @@ describe('the supplier\'s code workbench', () => {
     const { page } = c;
     page.setDefaultTimeout(30_000);
     await signIn(c, 'Sign in');
-    await expect.poll(() => page.locator('h1').textContent(), { timeout: 15_000 }).toBe('Device types');
+    await expect.poll(() => page.locator('h1').textContent(), { timeout: 20_000 }).toBe('Device types');
 
     await page.getByRole('link', { name: 'Report types' }).click();
     await expect.poll(() => page.locator('h1').textContent()).toBe('Report types');
