@@ -14,7 +14,9 @@ export function Ago({ iso }: { iso: string | null | undefined }) {
 }
 
 export function relative(iso: string, now = Date.now()): string {
-  const seconds = Math.round((Date.parse(iso) - now) / 1000);
+  let seconds = Math.round((Date.parse(iso) - now) / 1000);
+  // the service's clock a little ahead of the browser's: a moment ago, not "in 2 seconds"
+  if (seconds > 0 && seconds < 60) seconds = 0;
   const rtf = new Intl.RelativeTimeFormat(locale.value === 'nl' ? 'nl' : 'en', { numeric: 'auto' });
   const abs = Math.abs(seconds);
   if (abs < 60) return rtf.format(seconds, 'second');
