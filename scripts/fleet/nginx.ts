@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export const NGINX = process.env.NGINX_BIN ?? '/usr/sbin/nginx';
 const STREAM_MODULE = ['/usr/lib/nginx/modules/ngx_stream_module.so', '/usr/lib64/nginx/modules/ngx_stream_module.so'].find((p) => existsSync(p));
@@ -58,27 +59,90 @@ export interface Balancer {
   stop(): Promise<void>;
 }
 
-/** nginx.conf for `ports`; a UDP flow (client address and port) stays on its node until 60 s without datagrams. */
-export function nginxConfig(dir: string, ports: BalancedPort[]): string {
+/**
+ * Behind nginx every device comes from nginx's address: the per-address limits of a gateway node would cap the whole
+ * fleet's devices at one address's share (1,000 DTLS sessions, 100 handshakes/s). `npm run fleet -- --balancer nginx`
+ * raises them to these unless the operator set them, and the compose fleet (docker-compose.yml) sets the same; the nft
+ * balancer keeps device addresses and the defaults mean what they say.
+ */
+export const LIMITS_BEHIND_NGINX: Readonly<Record<string, string>> = {
+  DTLS_MAX_SESSIONS_PER_ADDRESS: '10000000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '100000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '100000',
+  HTTPS_MAX_CONNECTIONS_PER_ADDRESS: '10000000', HTTPS_HANDSHAKE_RATE_PER_ADDRESS: '100000', HTTPS_HANDSHAKE_BURST_PER_ADDRESS: '100000',
+};
+
+/** What differs between the fleet's nginx (a child process with its own prefix) and the compose fleet's (a container). */
+export interface StreamConfigOptions {
+  /**
+   * worker processes: 1 for the fleet's own nginx; `auto` for the container. More than one worker needs `reuseport` on
+   * the UDP listen (each worker its own socket, the kernel hashing a device's address and port to one of them):
+   * without it any worker may read a device's next datagram and open a second flow, to another node
+   */
+  workers: number | 'auto';
+  /** `load_module` path of the stream module (Debian's nginx has it as a module; the official image builds it in) */
+  streamModule?: string;
+  /** pid file and error log (default: nginx's own) */
+  pidFile?: string;
+  errorLog?: string;
+  /** upstream names by position in `ports` (default `up<i>_<protocol>_<port>`) */
+  names?: string[];
+}
+
+/**
+ * The one template of the fleet's balancer: nginx's stream configuration for `ports`, for `npm run fleet` (nginxConfig)
+ * and for deploy/nginx/fleet.conf (deployNginxConfig). A UDP flow (client address and port) stays on its node until
+ * 60 s without datagrams; DTLS flights are several datagrams and answers go back through the same flow.
+ */
+export function renderStreamConfig(ports: BalancedPort[], opts: StreamConfigOptions): string {
   const blocks = ports.map((p, i) => {
-    const name = `up${i}_${p.protocol}_${p.listen}`;
+    const name = opts.names?.[i] ?? `up${i}_${p.protocol}_${p.listen}`;
     const hash = p.balance === 'source' ? '    hash $remote_addr$remote_port consistent;\n' : '';
     const servers = p.upstreams.map((u) => `    server ${u} max_fails=0;\n`).join('');
     const address = hostPort(p.host ?? '127.0.0.1', p.listen);
-    const listen = p.protocol === 'udp' ? `${address} udp` : address;
-    // UDP: answers from the node go back to the client through the same flow; DTLS flights are several datagrams
-    const udp = p.protocol === 'udp' ? '    proxy_timeout 60s;\n' : '    proxy_timeout 10m;\n    proxy_connect_timeout 2s;\n';
-    return `  upstream ${name} {\n${hash}${servers}  }\n  server {\n    listen ${listen};\n    proxy_pass ${name};\n${udp}  }\n`;
+    const listen = p.protocol === 'udp' ? `${address} udp${opts.workers === 1 ? '' : ' reuseport'}` : address;
+    const timeouts = p.protocol === 'udp' ? '    proxy_timeout 60s;\n' : '    proxy_timeout 10m;\n    proxy_connect_timeout 2s;\n';
+    return `  upstream ${name} {\n${hash}${servers}  }\n  server {\n    listen ${listen};\n    proxy_pass ${name};\n${timeouts}  }\n`;
   }).join('');
   return [
-    STREAM_MODULE ? `load_module ${STREAM_MODULE};` : '',
-    'worker_processes 1;',
-    `pid ${path.join(dir, 'nginx.pid')};`,
-    `error_log ${path.join(dir, 'error.log')} warn;`,
+    ...(opts.streamModule ? [`load_module ${opts.streamModule};`] : []),
+    `worker_processes ${opts.workers};`,
+    ...(opts.pidFile ? [`pid ${opts.pidFile};`] : []),
+    ...(opts.errorLog ? [`error_log ${opts.errorLog} warn;`] : []),
     'events { worker_connections 8192; }',
     `stream {\n${blocks}}`,
     '',
   ].join('\n');
+}
+
+/** nginx.conf of the fleet's own nginx (`npm run fleet -- --balancer nginx`, the tests): one worker, files in `dir`. */
+export function nginxConfig(dir: string, ports: BalancedPort[]): string {
+  return renderStreamConfig(ports, { workers: 1, streamModule: STREAM_MODULE, pidFile: path.join(dir, 'nginx.pid'), errorLog: path.join(dir, 'error.log') });
+}
+
+/** The compose fleet's node ports (each container's defaults of docs/configuration.md), which its balancer publishes as they are. */
+export const COMPOSE_PORTS = { coaps: 5684, https: 8443, api: 8080 } as const;
+
+const DEPLOY_HEADER = `# GENERATED by \`node scripts/fleet/nginx.ts --deploy > deploy/nginx/fleet.conf\` from the template that
+# \`npm run fleet -- --balancer nginx\` runs (scripts/fleet/nginx.ts, renderStreamConfig); test/fleet/deploy-files.test.ts
+# fails when this file differs from the rendering. Do not edit it by hand.
+#
+# The compose fleet's balancer (docker-compose.yml, profile fleet): plain L4, no TLS/DTLS termination. For fleets whose
+# devices all use a Connection ID: a CID names the node that holds a DTLS session, and a node forwards records of other
+# nodes' CIDs to them, but every device has nginx's address, so a device without CID loses its session when its flow
+# moves (docs/fleet.md). The gateways' per-address limits are raised to fit (LIMITS_BEHIND_NGINX).
+# Several workers: the UDP listen has \`reuseport\`, so each device's flow stays with one worker.
+# nginx resolves the service names at start and at each reload only (\`resolve\` on a stream upstream server needs
+# nginx 1.27.3; Debian 12's 1.22 has none): deploy/nginx/follow.sh reloads nginx when a name's address changes, so a
+# recreated container is followed.
+`;
+
+/** deploy/nginx/fleet.conf: the same template for the compose fleet's service names, listening on every address. */
+export function deployNginxConfig(gateways = ['gateway-1', 'gateway-2', 'gateway-3'], api = 'api'): string {
+  const ports: BalancedPort[] = [
+    { listen: COMPOSE_PORTS.coaps, protocol: 'udp', host: '0.0.0.0', upstreams: gateways.map((g) => `${g}:${COMPOSE_PORTS.coaps}`) },
+    { listen: COMPOSE_PORTS.https, protocol: 'tcp', host: '0.0.0.0', upstreams: gateways.map((g) => `${g}:${COMPOSE_PORTS.https}`) },
+    { listen: COMPOSE_PORTS.api, protocol: 'tcp', host: '0.0.0.0', upstreams: [`${api}:${COMPOSE_PORTS.api}`] },
+  ];
+  return DEPLOY_HEADER + renderStreamConfig(ports, { workers: 'auto', names: ['coaps', 'https', 'api'] });
 }
 
 async function listening(port: number, protocol: 'udp' | 'tcp', host: string): Promise<boolean> {
@@ -130,3 +194,6 @@ export async function startBalancer(dir: string, ports: BalancedPort[]): Promise
     },
   };
 }
+
+// node scripts/fleet/nginx.ts --deploy: prints deploy/nginx/fleet.conf
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--deploy') process.stdout.write(deployNginxConfig());

@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Cluster, Redis as SingleRedis } from 'ioredis';
 import { evictNode } from '../../src/dtls/cluster/registry.ts';
-import { hostPort, reachable, startBalancer, type BalancedPort, type Balancer } from './nginx.ts';
+import { hostPort, LIMITS_BEHIND_NGINX, reachable, startBalancer, type BalancedPort, type Balancer } from './nginx.ts';
 import { startNftBalancer } from './nft.ts';
 import { freePort } from './ports.ts';
 
@@ -120,16 +120,6 @@ export function nodeMetric(text: string, name: string, labels: Record<string, st
   return sum;
 }
 
-/**
- * Behind nginx every device comes from nginx's address: the per-address limits of a gateway node would cap the whole
- * fleet's devices at one address's share (1,000 DTLS sessions, 100 handshakes/s). Raised to fit unless the operator set
- * them; the nft balancer keeps device addresses and the defaults mean what they say.
- */
-const BEHIND_NGINX: Readonly<Record<string, string>> = {
-  DTLS_MAX_SESSIONS_PER_ADDRESS: '10000000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '100000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '100000',
-  HTTPS_MAX_CONNECTIONS_PER_ADDRESS: '10000000', HTTPS_HANDSHAKE_RATE_PER_ADDRESS: '100000', HTTPS_HANDSHAKE_BURST_PER_ADDRESS: '100000',
-};
-
 /** A client of the fleet's Redis (REDIS_CLUSTER_NODES or REDIS_URL of its environment), for the supervisor's evictions. */
 function fleetRedis(env: Record<string, string>): SingleRedis | Cluster {
   const nodes = (env.REDIS_CLUSTER_NODES ?? '').split(',').map((n) => n.trim()).filter(Boolean);
@@ -204,7 +194,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     const name = `${role}-${index + 1}`;
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn',
-      ...(role === 'gateway' && opts.balancer !== 'nft' ? BEHIND_NGINX : {}),
+      ...(role === 'gateway' && opts.balancer !== 'nft' ? LIMITS_BEHIND_NGINX : {}),
       ...opts.env,
       ...(opts.host !== undefined ? { API_HOST: opts.host } : {}),
       API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort), COAPS_PORT: String(coapsPort),
