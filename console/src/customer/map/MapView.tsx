@@ -191,6 +191,9 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
     if (!map || version === 0 || !loaded) return;
     const source = map.getSource('gridgate') as { setTiles?: (t: string[]) => void } | undefined;
     source?.setTiles?.([tileUrl(layers.map((l) => l.key), version)]);
+    // and once more a little later: a tile drawn while the change was being written may have been answered as before
+    const again = setTimeout(() => source?.setTiles?.([`${tileUrl(layers.map((l) => l.key), version)}&again=1`]), 2500);
+    return () => clearTimeout(again);
   }, [version, loaded]);
 
   // map layers switched on and off
