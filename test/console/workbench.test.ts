@@ -239,7 +239,7 @@ describe('the supplier\'s code workbench', () => {
     await expect.poll(() => page.locator('.result .run-outcome').getAttribute('data-failed'), { timeout: 20_000 }).toBe('false');
     expect(await page.locator('.result').textContent()).toContain('Status 200');
     expect(await page.locator('.result .log').textContent()).toContain('version 1');
-    expect(await problems(page).count()).toBe(0);
+    await expect.poll(() => problems(page).count(), { timeout: 20_000 }).toBe(0);
     await page.getByRole('button', { name: 'Save', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
     expect((await machine.request<{ eventHandler: string }>('GET', `/device-type/${deviceTypeHashId}`)).body.eventHandler).toBe(HANDLER_V1);
@@ -276,7 +276,7 @@ describe('the supplier\'s code workbench', () => {
     expect(await first.locator('.side').nth(0).textContent()).toContain('Status 200');
     expect(await first.locator('.side').nth(1).textContent()).toContain('Status 201');
     expect(await axeFindings(page)).toEqual([]);
-    await compare.scrollIntoViewIfNeeded();
+    await compare.locator('h2').evaluate((h) => h.scrollIntoView({ block: 'start' }));
     await screenshot(page, 'device-type-compare');
 
     step('saved from the comparison');

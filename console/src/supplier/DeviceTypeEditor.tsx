@@ -133,6 +133,7 @@ function Side({ title, run }: { title: string; run: DryRun }) {
       <p class={run.failed ? 'bad' : 'ok'}>{run.failed ? common('failed') : common('succeeded')}</p>
       <RunFailure error={run.error} />
       <AnswerView run={run} />
+      <h4>{t('reports')}</h4>
       <ReportsView run={run} compact />
     </div>
   );
