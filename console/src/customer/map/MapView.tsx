@@ -20,6 +20,7 @@ import { API_VERSION } from '../../api.ts';
 import { messages, translated } from '../../i18n.ts';
 import { navigate } from '../../router.ts';
 import { environmentSetting, session } from '../../session.ts';
+import { scheme } from '../../shell/theme.ts';
 import { ErrorBox, Loading } from '../../ui.tsx';
 import './map.css';
 
@@ -195,6 +196,22 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
     const again = setTimeout(() => source?.setTiles?.([`${tileUrl(layers.map((l) => l.key), version)}&again=1`]), 2500);
     return () => clearTimeout(again);
   }, [version, loaded]);
+
+  // light or dark: the same layers in the scheme's colours (the CSS variables have changed by now)
+  const dark = scheme.value === 'dark';
+  useEffect(() => {
+    const map = mapRef.current;
+    if (!map || !loaded) return;
+    const colors = [cssColor('--success', '#2e7d32'), cssColor('--warning', '#b26a00'), cssColor('--error', '#c62828')];
+    const fg = cssColor('--fg', '#111');
+    map.setPaintProperty('background', 'background-color', cssColor('--panel', '#f4f4f4'));
+    map.setPaintProperty('edges', 'line-color', ['match', ['coalesce', ['get', 'level'], 0], 2, colors[2], 1, colors[1], cssColor('--muted', '#666')]);
+    map.setPaintProperty('clusters', 'circle-color', levelColor(colors) as never);
+    map.setPaintProperty('clusters', 'circle-stroke-color', fg);
+    map.setPaintProperty('pin-groups', 'icon-color', levelColor(colors) as never);
+    const halo = map.getPaintProperty('pin-group-halo', 'circle-color');
+    if (typeof halo === 'string') map.setPaintProperty('pin-group-halo', 'circle-color', fg);
+  }, [dark, loaded]);
 
   // map layers switched on and off
   useEffect(() => {
