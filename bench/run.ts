@@ -234,6 +234,15 @@ export const GROUPS: Group[] = [
     },
   },
   {
+    name: 'fleet-nft', minutes: 1.5,
+    description: 'the fleet behind the nft balancer (root): p99 and longest wait of devices with and without CID during a roll of every gateway node and a SIGKILL of one',
+    run: async (ctx) => {
+      const { fleetNftRows } = await import('./fleet-nft.ts');
+      // no rows, and a line saying why, when not root or nft is missing
+      ctx.sink.bench(await fleetNftRows({ devices: 24, periodMs: 200 }));
+    },
+  },
+  {
     name: 'roll', minutes: 3, switchedBy: switchOnOff('roll'),
     description: 'a rolling restart of the 3 gateway nodes of a fleet under CoAP/DTLS load, against steady rounds',
     run: async (ctx) => {
