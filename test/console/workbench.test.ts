@@ -211,6 +211,14 @@ describe('the supplier\'s code workbench', () => {
     const typeError = problems(page).filter({ hasText: "Type 'string' is not assignable" });
     expect(await typeError.getAttribute('data-line')).toBe('4');
     expect(await typeError.getAttribute('data-source')).toBe('typescript');
+    // completions from the typings: exec. offers what an event handler's Exec has (parseReport, not a parser's)
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('exec.', { delay: 50 });
+    const suggestions = page.locator('.suggest-widget.visible .monaco-list-row');
+    await suggestions.filter({ hasText: 'parseReport' }).first().waitFor({ timeout: 20_000 });
+    expect(await suggestions.filter({ hasText: 'addLog' }).count()).toBe(1);
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+Shift+K');
     step('fixed: the line gone');
     // fixed: the line gone, no error left
     await focusEditor(page);
