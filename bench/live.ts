@@ -6,6 +6,7 @@ import tls from 'node:tls';
 import { onResponses, postJson } from './http1.ts';
 import { pct, provision, startBenchService, HTTPS_PORT, type BenchDevice } from './harness.ts';
 import type { BenchRow } from './dtls.ts';
+import { readEventStream } from '../test/support/sse.ts';
 
 /** One device sending a report every `intervalMs` (first at a random phase) until `until`. */
 function pacedDevice(d: BenchDevice, intervalMs: number, until: number, sent: () => void, answered: (ms: number) => void, onError: () => void): Promise<void> {
@@ -43,23 +44,13 @@ function pacedDevice(d: BenchDevice, intervalMs: number, until: number, sent: ()
 async function readStream(url: string, headers: Record<string, string>, signal: AbortSignal, onEvent: (sentAt: number) => void): Promise<void> {
   const res = await fetch(url, { headers, signal });
   if (res.status !== 200 || !res.body) throw new Error(`stream: ${res.status} ${await res.text()}`);
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
   try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const data = buffer.slice(0, end).split('\n').find((l) => l.startsWith('data: '));
-        buffer = buffer.slice(end + 2);
-        if (!data) continue;
-        const event = JSON.parse(data.slice(6)) as { activity: { triggerData: { request: { request: { body?: { data?: { t?: number } } } } } } };
-        const t = event.activity.triggerData.request.request.body?.data?.t;
-        if (typeof t === 'number') onEvent(t);
-      }
-    }
+    await readEventStream(res.body, (block) => {
+      if (!block.data) return;
+      const event = JSON.parse(block.data) as { activity: { triggerData: { request: { request: { body?: { data?: { t?: number } } } } } } };
+      const t = event.activity.triggerData.request.request.body?.data?.t;
+      if (typeof t === 'number') onEvent(t);
+    });
   } catch (err) {
     if (!signal.aborted) throw err;
   }

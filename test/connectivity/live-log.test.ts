@@ -7,6 +7,7 @@ import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { liveActivityChannel, liveStreamsKey } from '../../src/app/redis-keys.ts';
 import { EventStream } from '../../src/connectivity/live/event-stream.ts';
+import { openEventStream } from '../support/sse.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';
@@ -87,51 +88,10 @@ async function report(d: Device, volts: number[]) {
   return parseHttpResponse(out.stdout);
 }
 
-interface SseBlock { event?: string; id?: string; data?: string; retry?: string; comment?: string }
-
-/** An open stream read as it arrives: every block of fields kept in `blocks`. */
-interface Stream { status: number; contentType: string | null; blocks: SseBlock[]; events(): { id: string; data: Record<string, unknown> }[]; close(): void; closed: Promise<void> }
-
-async function openStream(s: Supplier, query = '', headers: Record<string, string> = { 'api-version': '5', 'environment-hash-id': s.environmentHashId }): Promise<Stream> {
-  const abort = new AbortController();
-  const res = await fetch(`${base}/supplier-activity/stream${query}`, { headers: { authorization: `Bearer ${s.jwt}`, ...headers }, signal: abort.signal });
-  const blocks: SseBlock[] = [];
-  let closed: Promise<void> = Promise.resolve();
-  if (res.status === 200 && res.body) {
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    closed = (async () => {
-      let buffer = '';
-      try {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) return;
-          buffer += value;
-          let end: number;
-          while ((end = buffer.indexOf('\n\n')) >= 0) {
-            const block: SseBlock = {};
-            for (const line of buffer.slice(0, end).split('\n')) {
-              if (line.startsWith(':')) block.comment = line.slice(1).trim();
-              else {
-                const at = line.indexOf(':');
-                (block as Record<string, string>)[line.slice(0, at)] = line.slice(at + 1).trimStart();
-              }
-            }
-            blocks.push(block);
-            buffer = buffer.slice(end + 2);
-          }
-        }
-      } catch {
-        // aborted
-      }
-    })();
-  } else {
-    await res.text();
-  }
-  return {
-    status: res.status, contentType: res.headers.get('content-type'), blocks, closed,
-    events: () => blocks.filter((b) => b.event === 'activity').map((b) => ({ id: b.id!, data: JSON.parse(b.data!) as Record<string, unknown> })),
-    close: () => abort.abort(),
-  };
+/** An open stream read as it arrives (test/support/sse.ts), its `activity` events parsed. */
+async function openStream(s: Supplier, query = '', headers: Record<string, string> = { 'api-version': '5', 'environment-hash-id': s.environmentHashId }) {
+  const stream = await openEventStream(`${base}/supplier-activity/stream${query}`, { authorization: `Bearer ${s.jwt}`, ...headers });
+  return { ...stream, events: () => stream.events('activity') };
 }
 
 const subscribers = async (environmentId: number) => Number(((await ctx.redis.pubsub('NUMSUB', liveActivityChannel(ctx.config, environmentId))) as [string, number])[1]);

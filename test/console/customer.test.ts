@@ -21,6 +21,7 @@ import { liveIssueChannel } from '../../src/monitoring/issues/stream.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { until, waitFor } from '../support/until.ts';
+import { openEventStream } from '../support/sse.ts';
 
 interface Tenant { environmentHashId: string; environmentId: number; jwt: string; request<T>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }> }
 
@@ -42,46 +43,10 @@ async function tenant(ctx: AppContext, base: string, name: string): Promise<Tena
   };
 }
 
-interface Block { event?: string; id?: string; data?: string; retry?: string; comment?: string }
-
-/** An open event stream, read as it arrives. */
+/** An open event stream (test/support/sse.ts) as an EventSource opens it: the headers as query parameters. */
 async function openStream(base: string, t: Tenant) {
-  const abort = new AbortController();
-  // as an EventSource opens it: the headers as query parameters
-  const res = await fetch(`${base}/issue/stream?apiVersion=8&environmentHashId=${t.environmentHashId}`, { headers: { authorization: `Bearer ${t.jwt}` }, signal: abort.signal });
-  const blocks: Block[] = [];
-  if (res.status === 200 && res.body) {
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    void (async () => {
-      let buffer = '';
-      try {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) return;
-          buffer += value;
-          let end: number;
-          while ((end = buffer.indexOf('\n\n')) >= 0) {
-            const block: Block = {};
-            for (const line of buffer.slice(0, end).split('\n')) {
-              if (line.startsWith(':')) block.comment = line.slice(1).trim();
-              else (block as Record<string, string>)[line.slice(0, line.indexOf(':'))] = line.slice(line.indexOf(':') + 1).trimStart();
-            }
-            blocks.push(block);
-            buffer = buffer.slice(end + 2);
-          }
-        }
-      } catch {
-        // aborted
-      }
-    })();
-  } else {
-    await res.text();
-  }
-  return {
-    status: res.status, contentType: res.headers.get('content-type'), blocks,
-    events: () => blocks.filter((b) => b.event === 'issue').map((b) => ({ id: b.id!, data: JSON.parse(b.data!) as { kind: string; issue: { hashId: string; title: string; level: number } } })),
-    close: () => abort.abort(),
-  };
+  const stream = await openEventStream(`${base}/issue/stream?apiVersion=8&environmentHashId=${t.environmentHashId}`, { authorization: `Bearer ${t.jwt}` });
+  return { ...stream, events: () => stream.events<{ kind: string; issue: { hashId: string; title: string; level: number } }>('issue') };
 }
 
 describe('GET /issue/stream', () => {
