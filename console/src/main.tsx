@@ -61,7 +61,8 @@ function App() {
   if (s === null) return path === '/reset-password' ? <ResetPassword /> : <SignIn />;
   if (s.secondFactorSetupRequired) return <main class="narrow" id="main"><TwoFactorSetup enforced /></main>;
 
-  const routes = ROUTES.filter((r) => r.environment === 'any' || r.environment === s.environment.type);
+  // the environment type's own pages first, then those of every environment (people, account)
+  const routes = [...ROUTES.filter((r) => r.environment === s.environment.type), ...ROUTES.filter((r) => r.environment === 'any')];
   if (path === '/' || path === '/reset-password') {
     navigate(landing(routes));
     return null;
