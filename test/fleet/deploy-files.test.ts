@@ -2,13 +2,14 @@
 // --balancer nginx` runs, valid for Debian's nginx; the compose fleet gives its gateways the limits the fleet sets behind
 // nginx, only settings of docs/configuration.md, and ports that agree with the balancer, Prometheus and the nodes'
 // defaults; Grafana's files parse. Fast: reads files and runs `nginx -t` only.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { CONFIG_VARIABLES } from '../../src/app/config.ts';
+import { until } from '../support/until.ts';
 import { COMPOSE_PORTS, deployNginxConfig, LIMITS_BEHIND_NGINX, NGINX, nginxConfig } from '../../scripts/fleet/nginx.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -90,6 +91,47 @@ describe('deploy/nginx/fleet.conf: the template npm run fleet runs', () => {
     expect(balancer.entrypoint?.slice(2).sort()).toEqual([...role('gateway'), ...role('api')].sort());
     // nginx refuses to start on a name that does not resolve: it waits for every upstream container
     for (const n of [...role('gateway'), ...role('api')]) expect((balancer.depends_on as Record<string, { condition: string }>)[n]).toEqual({ condition: 'service_healthy' });
+  });
+
+  it('follow.sh reloads nginx when an upstream name\'s address changes, never while a name does not resolve, and stops nginx on SIGTERM', async () => {
+    // nginx and getent replaced by scripts that log what they are asked; the names resolve from a file the test edits
+    const dir = mkdtempSync(path.join(tmp, 'follow-'));
+    const bin = path.join(dir, 'bin');
+    mkdirSync(bin);
+    const log = path.join(dir, 'log');
+    const hosts = path.join(dir, 'hosts');
+    // node, not sh, in nginx's place: sh runs a background job with SIGQUIT ignored and cannot trap it; nginx (and
+    // node) install their own handler
+    const fake = `const fs = require('node:fs'); const a = process.argv.slice(2).join(' '); fs.appendFileSync(${JSON.stringify(log)}, 'nginx ' + a + '\\n');
+if (a.includes('daemon off')) { process.on('SIGQUIT', () => { fs.appendFileSync(${JSON.stringify(log)}, 'nginx quit\\n'); process.exit(0); }); setInterval(() => {}, 1000); }`;
+    writeFileSync(path.join(dir, 'nginx.cjs'), fake);
+    writeFileSync(path.join(bin, 'nginx'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${path.join(dir, 'nginx.cjs')} "$@"\n`);
+    writeFileSync(path.join(bin, 'getent'), `#!/bin/sh\necho "getent $2" >> ${log}\ngrep " $2$" ${hosts}\n`);
+    for (const f of ['nginx', 'getent']) chmodSync(path.join(bin, f), 0o755);
+    writeFileSync(hosts, '10.0.0.1 gateway-1\n10.0.0.9 api\n');
+    writeFileSync(log, '');
+    const follow = spawn('sh', [path.join(ROOT, 'deploy/nginx/follow.sh'), 'gateway-1', 'api'], { env: { PATH: `${bin}:${process.env.PATH}`, FOLLOW_INTERVAL: '0.1' }, stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => follow.once('exit', resolve));
+    const lines = () => readFileSync(log, 'utf8').split('\n');
+    const count = (line: string) => lines().filter((l) => l === line).length;
+    try {
+      await until(async () => count('getent api'), (n) => n >= 3, 'follow.sh looks the names up', 10_000);
+      expect(count('nginx -g daemon off;')).toBe(1);
+      expect(count('nginx -s reload'), 'nothing changed').toBe(0);
+      writeFileSync(hosts, '10.0.0.2 gateway-1\n10.0.0.9 api\n'); // gateway-1 recreated with another address
+      await until(async () => count('nginx -s reload'), (n) => n === 1, 'a reload after the address changed', 10_000);
+      writeFileSync(hosts, '10.0.0.3 gateway-1\n'); // api is being recreated: it does not resolve
+      const looked = count('getent api');
+      await until(async () => count('getent api'), (n) => n >= looked + 3, 'lookups while api does not resolve', 10_000);
+      expect(count('nginx -s reload'), 'no reload while a name does not resolve').toBe(1);
+      writeFileSync(hosts, '10.0.0.3 gateway-1\n10.0.0.8 api\n');
+      await until(async () => count('nginx -s reload'), (n) => n === 2, 'a reload once every name resolves again', 10_000);
+    } finally {
+      follow.kill('SIGTERM');
+      setTimeout(() => follow.kill('SIGKILL'), 5000).unref();
+    }
+    expect(await exited).toBe(0);
+    expect(count('nginx quit'), 'nginx stopped gracefully').toBe(1);
   });
 });
 
