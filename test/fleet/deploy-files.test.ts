@@ -197,6 +197,13 @@ describe('deploy/prometheus and deploy/grafana', () => {
     }
     const dashboard = JSON.parse(read('deploy/grafana/dashboards/fleet.json')) as { panels: unknown[] };
     expect(dashboard.panels.length).toBeGreaterThan(0);
+    // every panel reads the provisioned Prometheus data source, at the compose service and port Prometheus has
+    const source = (parse(read('deploy/grafana/provisioning/datasources/prometheus.yml')) as { datasources: { uid: string; url: string }[] }).datasources[0]!;
+    expect(source.url).toBe(`http://prometheus:${services.prometheus!.ports![0]!.split(':')[1]}`);
+    for (const panel of dashboard.panels as { title: string; datasource?: { uid: string }; targets?: { expr: string }[] }[]) {
+      expect(panel.datasource?.uid, panel.title).toBe(source.uid);
+      expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
+    }
     const provider = parse(read('deploy/grafana/provisioning/dashboards/gridgate.yml')) as { providers: { options: { path: string } }[] };
     expect(services.grafana!.volumes).toContain(`./deploy/grafana/dashboards:${provider.providers[0]!.options.path}:ro`);
   });
