@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,6 +10,8 @@ export interface PrivatePostgres {
   port: number;
   /** `pg_ctl stop -m immediate`: the server dies as in a crash; clients see their connections cut */
   kill(): void;
+  /** `kill()` without blocking this process while pg_ctl runs: the test's own requests go on as PostgreSQL goes away */
+  killAsync(): Promise<void>;
   start(): void;
   destroy(): void;
 }
@@ -39,6 +41,16 @@ export function pgTool(dir: string): (tool: string, args: string[]) => void {
   };
 }
 
+/** `pgTool` (on files `pgTool` has given the postgres user) without blocking: this process's event loop goes on while the tool runs; rejects with its output on failure. */
+export function pgToolAsync(): (tool: string, args: string[]) => Promise<void> {
+  const bin = binDir();
+  const asRoot = process.getuid?.() === 0;
+  return (tool, args) => new Promise((resolve, reject) => {
+    const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]] : [path.join(bin, tool), args];
+    execFile(cmd, argv, { encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${tool} failed: ${stderr || stdout || err.message}`)) : resolve()));
+  });
+}
+
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-pg-'));
   const data = path.join(dir, 'data');
@@ -52,6 +64,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     url: `postgres://postgres@127.0.0.1:${port}/gridgate`,
     port,
     kill: () => run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']),
+    killAsync: () => pgToolAsync()('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']),
     start,
     destroy: () => {
       try { run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']); } catch { /* stopped already */ }
