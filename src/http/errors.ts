@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, RateLimitError } from '../app/errors.ts';
+import { AppError, RateLimitError, UnavailableError } from '../app/errors.ts';
+import { isTransient } from '../app/transient.ts';
 
 interface AjvError { instancePath?: string; message?: string; params?: Record<string, unknown>; keyword?: string }
 
@@ -44,6 +45,13 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
   }
   if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
     reply.status(400).send({ key: 'parameter_error', message: err.message });
+    return;
+  }
+  // a store away (PostgreSQL stopped or restarting): the outage is logged once by the store's own outage log, and the
+  // caller is told to come back rather than that the service is broken
+  if (isTransient(err)) {
+    const unavailable = new UnavailableError('A store of the service is unavailable (PostgreSQL or Redis is restarting or unreachable); try again shortly');
+    reply.header('retry-after', '5').status(unavailable.status).send({ key: unavailable.key, message: unavailable.message });
     return;
   }
   request.log.error({ err }, 'unhandled error');
