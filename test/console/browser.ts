@@ -5,6 +5,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { expect } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -81,4 +82,29 @@ export function consoleLink(text: string): string {
   const m = text.match(/https?:\/\/\S+#\/\S+/);
   if (!m) throw new Error(`no console link in: ${text}`);
   return m[0];
+}
+
+/** Errors the page logged, but the 401 of asking for the session before anyone signed in. */
+export const pageErrors = (c: ConsolePage): string[] => c.errors.filter((e) => !/401/.test(e));
+
+/** Signs `email` in through the sign-in form and waits for the signed-in frame (scrypt takes its time on a loaded machine). */
+export async function signIn(c: ConsolePage, email: string, password: string): Promise<void> {
+  await c.page.goto('/');
+  await c.page.locator('input[name=email]').waitFor({ timeout: 30_000 });
+  await c.page.locator('input[name=email]').fill(email);
+  await c.page.locator('input[name=password]').fill(password);
+  await c.page.locator('button[type=submit]').click();
+  await c.page.locator('header.top nav').waitFor({ timeout: 90_000 });
+}
+
+/** The page in both schemes (the header's button switches them), axe-core in each, a screenshot of each: `<name>-light`, `<name>-dark`. */
+export async function screenshotsInBothSchemes(page: Page, name: string): Promise<void> {
+  await page.evaluate(() => scrollTo(0, 0));
+  expect(await axeFindings(page)).toEqual([]);
+  await screenshot(page, `${name}-light`);
+  await page.getByRole('button', { name: 'Dark' }).click();
+  await expect.poll(() => page.evaluate(() => document.documentElement.dataset.scheme)).toBe('dark');
+  expect(await axeFindings(page)).toEqual([]);
+  await screenshot(page, `${name}-dark`);
+  await page.getByRole('button', { name: 'Light' }).click();
 }

@@ -13,7 +13,7 @@ import { buildConsole } from '../../scripts/build-console.mjs';
 import { storeToken } from '../../src/accounts/people/tokens.ts';
 import { startExportWorker, type ExportWorker } from '../../src/monitoring/exports/queue.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
-import { axeFindings, launchBrowser, openConsole, screenshot, type ConsolePage } from './browser.ts';
+import { axeFindings, launchBrowser, openConsole, screenshot, type ConsolePage, signIn as signInAs } from './browser.ts';
 
 const XSS = '<img src=x onerror=alert(1)>';
 const PASSWORD = 'correct horse battery staple';
@@ -111,13 +111,7 @@ afterAll(async () => {
   await api?.close();
 });
 
-async function signIn(c: ConsolePage): Promise<void> {
-  await c.page.goto('/');
-  await c.page.locator('input[name=email]').fill(email);
-  await c.page.locator('input[name=password]').fill(PASSWORD);
-  await c.page.locator('button[type=submit]').click();
-  await c.page.locator('header.top').waitFor();
-}
+const signIn = (c: ConsolePage) => signInAs(c, email, PASSWORD);
 
 async function open(page: Page, path: string, heading: string): Promise<void> {
   await page.evaluate((p) => { location.hash = p; }, path);

@@ -13,7 +13,7 @@ import { buildConsole } from '../../scripts/build-console.mjs';
 import { run, startCoapWorld, type CoapWorld } from '../coap/support.ts';
 import { TestSmtp } from '../notifications/smtp.ts';
 import { environmentClient, type RestClient } from '../support/provision.ts';
-import { axeFindings, consoleLink, launchBrowser, openConsole, screenshot, type ConsolePage } from './browser.ts';
+import { axeFindings, consoleLink, launchBrowser, openConsole, screenshot, type ConsolePage, signIn as signInAs } from './browser.ts';
 import { createEnvironment, createMachineAccount } from '../../src/accounts/store.ts';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
@@ -163,12 +163,7 @@ describe('the customer in the browser', () => {
   const errorsOf = new Map<Page, string[]>();
   async function signIn(c: ConsolePage): Promise<void> {
     errorsOf.set(c.page, c.errors);
-    await c.page.goto('/');
-    await expect.poll(() => c.page.locator('h1').textContent(), { timeout: 15_000 }).toBe('Sign in');
-    await c.page.locator('input[name=email]').fill(email);
-    await c.page.locator('input[name=password]').fill(PASSWORD);
-    await c.page.locator('button[type=submit]').click();
-    await c.page.locator('header.top nav').waitFor();
+    await signInAs(c, email, PASSWORD);
   }
 
   async function open(page: Page, hash: string, heading: string): Promise<void> {

@@ -18,7 +18,7 @@ import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/opens
 import { environmentClient, type RestClient } from '../support/provision.ts';
 import { freePort, killServiceProcesses, startProcess, type ServiceProcess } from '../support/service-process.ts';
 import { until } from '../support/until.ts';
-import { axeFindings, consoleLink, launchBrowser, openConsole, screenshot, type ConsolePage } from './browser.ts';
+import { axeFindings, consoleLink, launchBrowser, openConsole, type ConsolePage, pageErrors, screenshotsInBothSchemes, signIn as signInAs } from './browser.ts';
 
 const PASSWORD = 'a long enough password 42';
 const XSS = '<img src=x onerror=alert(1)>';
@@ -123,29 +123,8 @@ async function open(page: Page, hash: string, heading: string): Promise<void> {
   await expect.poll(() => page.locator('main h1').textContent(), { timeout: 15_000 }).toBe(heading);
 }
 
-async function signIn(c: ConsolePage): Promise<void> {
-  await c.page.goto('/');
-  await expect.poll(() => c.page.locator('h1').textContent()).toBe('Sign in');
-  await c.page.locator('input[name=email]').fill(email);
-  await c.page.locator('input[name=password]').fill(PASSWORD);
-  await c.page.locator('button[type=submit]').click();
-  // scrypt on a loaded machine takes its time
-  await c.page.locator('header.top nav').waitFor({ timeout: 90_000 });
-}
-
-/** Both schemes of the page as it is now (the header's button switches them). */
-async function screenshots(page: Page, name: string): Promise<void> {
-  await page.evaluate(() => scrollTo(0, 0));
-  await screenshot(page, `${name}-light`);
-  await page.getByRole('button', { name: 'Dark' }).click();
-  await expect.poll(() => page.evaluate(() => document.documentElement.dataset.scheme)).toBe('dark');
-  expect(await axeFindings(page)).toEqual([]);
-  await screenshot(page, `${name}-dark`);
-  await page.getByRole('button', { name: 'Light' }).click();
-}
-
-/** Errors the page logged, but the 401 of asking for the session before anyone signed in. */
-const pageErrors = (c: ConsolePage) => c.errors.filter((e) => !/401/.test(e));
+const signIn = (c: ConsolePage) => signInAs(c, email, PASSWORD);
+const screenshots = screenshotsInBothSchemes;
 
 describe('a supplier\'s devices in the console', () => {
   it('invites a person by mail; the link sets the password in the browser', async () => {

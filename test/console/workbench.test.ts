@@ -18,7 +18,7 @@ import { environmentClient, type RestClient } from '../support/provision.ts';
 import { pskHttpRequest } from '../support/psk-client.ts';
 import { freePort, killServiceProcesses, startProcess, type ServiceProcess } from '../support/service-process.ts';
 import { until } from '../support/until.ts';
-import { axeFindings, consoleLink, launchBrowser, openConsole, screenshot, type ConsolePage } from './browser.ts';
+import { axeFindings, consoleLink, launchBrowser, openConsole, screenshot, type ConsolePage, pageErrors, signIn as signInAs } from './browser.ts';
 
 const PASSWORD = 'a long enough password 42';
 const DIST = path.resolve(import.meta.dirname, '../../dist/console');
@@ -121,16 +121,12 @@ async function toLine(page: Page, n: number): Promise<void> {
   await page.keyboard.press('Home');
 }
 
+/** The sign-in form in the page's language (its heading), then the shared sign-in. */
 async function signIn(c: ConsolePage, heading: string): Promise<void> {
   await c.page.goto('/');
   await expect.poll(() => c.page.locator('h1').textContent(), { timeout: 20_000 }).toBe(heading);
-  await c.page.locator('input[name=email]').fill(email);
-  await c.page.locator('input[name=password]').fill(PASSWORD);
-  await c.page.locator('button[type=submit]').click();
+  await signInAs(c, email, PASSWORD);
 }
-
-/** Errors the page logged, but the 401 of asking for the session before anyone signed in. */
-const pageErrors = (c: ConsolePage) => c.errors.filter((e) => !/401/.test(e));
 
 /** A line on stderr when WORKBENCH_STEPS is set: where a long browser test is. */
 let current: Page | null = null;
