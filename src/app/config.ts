@@ -54,6 +54,8 @@ export interface Config {
   /** a person's console session ends this long after its last request, and this long after it began at the latest */
   sessionIdleMinutes: number;
   sessionAbsoluteHours: number;
+  /** MAP_STYLE_URL: a MapLibre style the console's map draws under the environment's own tiles; null: no base map */
+  mapStyleUrl: string | null;
   /** null: this process's own API (role all), or http://127.0.0.1:API_PORT */
   monitoringCoreUrl: string | null;
   internalToken: string;
@@ -190,6 +192,7 @@ export const CONFIG_VARIABLES: Record<string, [string, string]> = {
   PUBLIC_URL: ['unset → http://localhost:API_PORT', 'the origin (scheme://host[:port], optionally a path) people reach the console at: invitation and password reset mails link to PUBLIC_URL/#/set-password?token=...; its origin is accepted as a console request\'s Origin, and https makes the session cookie Secure (TLS ended in front of the API)'],
   SESSION_IDLE_MINUTES: ['30', 'a person\'s console session (cookie gridgate_session) ends after this long without a request'],
   SESSION_ABSOLUTE_HOURS: ['12', 'a person\'s console session ends this long after the login at the latest, however active'],
+  MAP_STYLE_URL: ['unset → no base map', 'an https URL of a MapLibre style JSON the console\'s map draws under the environment\'s pin groups and edges; its origin is added to the console\'s Content-Security-Policy'],
   MONITORING_CORE_URL: ['this process\'s API (roles all, or api with worker); required for a worker without api', 'where workers push condition reports'],
   INTERNAL_TOKEN: ['derived from SECRET_KEY', 'bearer token workers present to the monitoring core'],
   SANDBOX_MEMORY_MB: ['64', 'memory limit of one supplier isolate'],
@@ -296,6 +299,21 @@ function publicUrl(raw: string | undefined, apiPort: number): string {
   return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
+/** MAP_STYLE_URL: an http(s) URL, or null when unset. */
+function mapStyleUrl(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`MAP_STYLE_URL must be an http or https URL of a MapLibre style, got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new Error(`MAP_STYLE_URL must be an http or https URL of a MapLibre style, got "${raw}"`);
+  }
+  return url.href;
+}
+
 /** `on` or `off`; unset, its documented default. */
 function onOff(env: NodeJS.ProcessEnv, name: string): boolean {
   const raw = env[name];
@@ -382,6 +400,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, roleArg?: strin
     publicUrl: publicUrl(env.PUBLIC_URL, apiPort),
     sessionIdleMinutes: int(env, 'SESSION_IDLE_MINUTES', 1, 7 * 24 * 60),
     sessionAbsoluteHours: int(env, 'SESSION_ABSOLUTE_HOURS', 1, 24 * 366),
+    mapStyleUrl: mapStyleUrl(env.MAP_STYLE_URL),
     monitoringCoreUrl: env.MONITORING_CORE_URL || null,
     internalToken: env.INTERNAL_TOKEN || '',
     sandboxMemoryMb: int(env, 'SANDBOX_MEMORY_MB', 8, 4096),
