@@ -41,6 +41,8 @@ export interface IssueFindQuery extends FindQuery {
   gridHashId?: string | null;
   labelHashId?: string | null;
   mapLayers?: string[] | null;
+  /** not in the SDK: false only open issues, true only closed ones; absent, empty or null both */
+  closed?: boolean | '' | null;
 }
 
 const OPEN = 'i.closed_at IS NULL AND i.deleted_at IS NULL';
@@ -194,7 +196,7 @@ export async function deleteIssue(db: Queryable, environmentId: number, hashId: 
 
 const subscribed = (param: string) => `EXISTS (SELECT 1 FROM issue_subscription s WHERE s.issue_id = i.id AND s.account_id = ${param}) AS i_subscribed`;
 
-/** issue find: the environment's issues, open and closed, newest first by default. */
+/** issue find: the environment's issues, open and closed (or either, with `closed`), newest first by default. */
 export async function findIssues(db: Queryable, account: Account, query: IssueFindQuery) {
   const where = ['i.environment_id = $1', 'i.deleted_at IS NULL'];
   const params: unknown[] = [account.environment.id, account.id];
@@ -204,6 +206,8 @@ export async function findIssues(db: Queryable, account: Account, query: IssueFi
   if (query.gridHashId) where.push(`EXISTS (SELECT 1 FROM grid_member gm JOIN grid g ON g.id = gm.grid_id WHERE gm.pin_group_id = pg.id AND g.hash_id = ${add(query.gridHashId)})`);
   if (query.labelHashId) where.push(`EXISTS (SELECT 1 FROM issue_label il JOIN label l ON l.id = il.label_id WHERE il.issue_id = i.id AND l.hash_id = ${add(query.labelHashId)})`);
   if (query.mapLayers) where.push(`pg.map_layer = ANY(${add(query.mapLayers)}::text[])`);
+  if (query.closed === true) where.push('i.closed_at IS NOT NULL');
+  if (query.closed === false) where.push('i.closed_at IS NULL');
   const page = await findPage(db, {
     from: ISSUE_FROM, select: `${ISSUE_AND_PIN_GROUP_SELECT}, ${subscribed('$2')}`, idColumn: 'i.id', where, params,
     sortable: { createdAt: 'i.created_at', level: 'i.level', hashId: 'i.hash_id' }, search: ['i.title', 'i.hash_id', 'pg.name'], updatedColumn: 'i.updated_at',
