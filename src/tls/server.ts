@@ -18,7 +18,7 @@
  */
 import net from 'node:net';
 import { Duplex } from 'node:stream';
-import { createHash, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createSecretKey } from 'node:crypto';
 import type { Hash, KeyObject } from 'node:crypto';
 import { AlertDescription, AlertLevel, TlsAlert, TlsPeerAlert } from './alert.ts';
 import {
@@ -31,12 +31,11 @@ import {
   encodeServerHelloDone,
   findExtension,
   parseClientHello,
-  parseClientKeyExchangePsk,
-  parseFinished,
 } from './messages.ts';
 import type { ClientHello, Extension } from './messages.ts';
-import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from './prf.ts';
-import { MAX_PSK_IDENTITY_BYTES, lookupPskSafely, requirePsk } from './psk.ts';
+import { keyExpansion, splitKeyBlock } from './prf.ts';
+import { MAX_PSK_IDENTITY_BYTES, lookupPskSafely } from './psk.ts';
+import { checkClientFinished, chooseSuite, pskMasterSecret, pskOrStandIn, readPskIdentity, serverFinishedData } from './psk-handshake.ts';
 import { publicRandomBytes } from './random.ts';
 import {
   ContentType,
@@ -413,19 +412,19 @@ export class PskTlsConnection extends Duplex {
       case 'client_key_exchange': {
         expectType(msg, HandshakeType.client_key_exchange);
         this.#transcript.update(msg.raw);
-        const identity = parseClientKeyExchangePsk(msg.body);
+        const { identity, byteLength } = readPskIdentity(msg.body);
         this.#state = 'psk_lookup';
         this.#suspended = true; // records already read stay buffered in #reader until the lookup settles
         // and nothing more is read meanwhile: what the peer sends waits in the kernel (TCP flow control), not here
         this.#socket.pause();
-        if (identity.length > MAX_PSK_IDENTITY_BYTES) {
+        if (identity === undefined) {
           // no device has one: not looked up (no query, no cache key chosen by the peer), answered as unknown
-          this.#unknownIdentity = `PSK identity of ${identity.length} bytes (at most ${MAX_PSK_IDENTITY_BYTES} are looked up)`;
+          this.#unknownIdentity = `PSK identity of ${byteLength} bytes (at most ${MAX_PSK_IDENTITY_BYTES} are looked up)`;
           Promise.resolve(null).then((psk) => this.#onPsk(psk));
           return;
         }
-        this.#identity = identity.toString('utf8');
-        this.#startPskLookup(this.#identity);
+        this.#identity = identity;
+        this.#startPskLookup(identity);
         return;
       }
       case 'finished':
@@ -451,8 +450,7 @@ export class PskTlsConnection extends Duplex {
       throw new TlsAlert(AlertDescription.protocol_version, 'client supported_versions lacks TLS 1.2');
     }
     const offer = checkClientHelloOffer(ch);
-    const suite = this.#config.suites.find((s) => ch.cipherSuites.includes(s.id));
-    if (!suite) throw new TlsAlert(AlertDescription.handshake_failure, 'no shared cipher suite');
+    const suite = chooseSuite(this.#config.suites, ch.cipherSuites);
 
     this.#suite = suite;
     this.#ems = offer.extendedMasterSecret;
@@ -483,22 +481,12 @@ export class PskTlsConnection extends Duplex {
   #onPsk(psk: Buffer | null): void {
     if (this.#state !== 'psk_lookup') return; // connection went away meanwhile
     try {
-      let key: Buffer;
-      if (psk === null) {
-        // RFC 4279 §2 lets an unknown identity be answered as a wrong key: the handshake goes on with a key nobody
-        // has, and fails at the client's Finished with the same alert, so identities cannot be enumerated
-        this.#unknownIdentity ??= `unknown PSK identity ${JSON.stringify(this.#identity)}`;
-        key = randomBytes(32);
-      } else {
-        key = requirePsk(psk, this.#identity);
-      }
+      // an unknown identity goes on with a stand-in key and fails at the client's Finished as a wrong key does
+      const { key, known } = pskOrStandIn(psk, this.#identity);
+      if (!known) this.#unknownIdentity ??= `unknown PSK identity ${JSON.stringify(this.#identity)}`;
       const suite = this.#suite!;
-      const preMaster = pskPreMasterSecret(key);
-      this.#master = createSecretKey(
-        this.#ems
-          ? extendedMasterSecret(preMaster, this.#transcript.copy().digest())
-          : masterSecret(preMaster, this.#clientRandom, this.#serverRandom),
-      );
+      const n = { extendedMasterSecret: this.#ems, clientRandom: this.#clientRandom, serverRandom: this.#serverRandom };
+      this.#master = createSecretKey(pskMasterSecret(key, n, () => this.#transcript.copy().digest()));
       const block = keyExpansion(this.#master, this.#serverRandom, this.#clientRandom, keyBlockLength(suite));
       const k = splitKeyBlock(block, suite.macKeyLength, suite.encKeyLength, suite.fixedIvLength);
       // no longer needed (no resumption here), and the server random's slice would keep its random pool alive
@@ -517,11 +505,9 @@ export class PskTlsConnection extends Duplex {
   }
 
   #onClientFinished(msg: HandshakeMessage): void {
-    const expected = verifyData(this.#master!, 'client', this.#transcript.copy().digest());
-    const got = parseFinished(msg.body);
-    if (!timingSafeEqual(expected, got)) throw new TlsAlert(AlertDescription.decrypt_error, 'client Finished mismatch');
+    checkClientFinished(this.#master!, this.#transcript.copy().digest(), msg.body);
     this.#transcript.update(msg.raw);
-    const finished = encodeHandshake(HandshakeType.finished, verifyData(this.#master!, 'server', this.#transcript.digest()));
+    const finished = encodeHandshake(HandshakeType.finished, serverFinishedData(this.#master!, this.#transcript.digest()));
     const ccs = encodePlaintextRecord(ContentType.change_cipher_spec, TLS12, CCS_FRAGMENT);
     this.#writeProtection = this.#serverProtection;
     this.#writeSeq = 0;

@@ -21,6 +21,7 @@ import { ExtensionTypeEc, SERVER_EC_POINT_FORMATS, chooseEcdheGroup, isEcdheEcds
 import type { HandshakeMessage } from '../handshake.ts';
 import { DTLS12 } from '../record.ts';
 import { publicRandomBytes } from '../../tls/random.ts';
+import { chooseSuite } from '../../tls/psk-handshake.ts';
 import type { CachedSession, SessionCache } from '../session-cache.ts';
 
 export interface Negotiated {
@@ -75,8 +76,7 @@ export function negotiate(ch: ClientHello, o: NegotiateOptions): Negotiated {
   }
   // An ECDHE_ECDSA suite only for a client that accepts one of our groups, uncompressed points and ECDSA-SHA256.
   const group = chooseEcdheGroup(ch.extensions);
-  const suite = o.suites.find((s) => ch.cipherSuites.includes(s.id) && (group !== undefined || !isEcdheEcdsa(s.id)));
-  if (!suite) throw new TlsAlert(AlertDescription.handshake_failure, 'no shared cipher suite');
+  const suite = chooseSuite(o.suites, ch.cipherSuites, (s) => group !== undefined || !isEcdheEcdsa(s.id));
   const n: Negotiated = { ...base, suite, extendedMasterSecret: ems, sessionId: o.cache.newId() };
   if (group !== undefined && isEcdheEcdsa(suite.id)) n.ecdheGroup = group;
   return n;
