@@ -2,6 +2,8 @@
  * Block-wise transfers (RFC 7959): the Block1/Block2 option value, reassembly of an upload (Block1) and the slices
  * of a large answer (Block2).
  */
+import type { Clock, ClockTimer } from '../app/clock.ts';
+import { SYSTEM_CLOCK } from './config.ts';
 import { decodeUint, encodeUint } from './message.ts';
 
 export interface BlockOption {
@@ -69,7 +71,7 @@ export class UploadBudget {
   }
 }
 
-interface Upload { chunks: Buffer[]; size: number; owner: unknown; timer: NodeJS.Timeout }
+interface Upload { chunks: Buffer[]; size: number; owner: unknown; timer: ClockTimer }
 
 /**
  * Reassembles Block1 uploads of one peer, keyed by the request's method and URI (RFC 7959 §2.3: a block belongs to
@@ -83,12 +85,14 @@ export class Block1Assembler {
   readonly #maxUploads: number;
   readonly #lifetimeMs: number;
   readonly #budget: UploadBudget;
+  readonly #clock: Clock;
 
-  constructor(opts: { maxBytes: number; maxUploads: number; lifetimeMs: number; budget?: UploadBudget }) {
+  constructor(opts: { maxBytes: number; maxUploads: number; lifetimeMs: number; budget?: UploadBudget; clock?: Clock }) {
     this.#maxBytes = opts.maxBytes;
     this.#maxUploads = opts.maxUploads;
     this.#lifetimeMs = opts.lifetimeMs;
     this.#budget = opts.budget ?? new UploadBudget(opts.maxBytes * opts.maxUploads);
+    this.#clock = opts.clock ?? SYSTEM_CLOCK;
   }
 
   get size(): number {
@@ -113,7 +117,7 @@ export class Block1Assembler {
     let upload = this.#uploads.get(key);
     if (offset === 0) {
       this.#drop(key);
-      upload = { chunks: [], size: 0, owner, timer: setTimeout(() => this.#drop(key), this.#lifetimeMs).unref() };
+      upload = { chunks: [], size: 0, owner, timer: this.#expire(key) };
       if (this.#uploads.size >= this.#maxUploads) this.#drop(this.#uploads.keys().next().value as string);
       this.#uploads.set(key, upload);
     }
@@ -131,7 +135,8 @@ export class Block1Assembler {
     }
     upload.chunks.push(payload);
     upload.size += payload.length;
-    upload.timer.refresh();
+    this.#clock.clearTimeout(upload.timer);
+    upload.timer = this.#expire(key);
     if (block.more) return 'continue';
     this.#drop(key);
     return Buffer.concat(upload.chunks);
@@ -141,10 +146,17 @@ export class Block1Assembler {
     for (const key of [...this.#uploads.keys()]) this.#drop(key);
   }
 
+  /** The timer that drops upload `key` BLOCKWISE_STATUS_LIFETIME after its last block. */
+  #expire(key: string): ClockTimer {
+    const timer = this.#clock.setTimeout(() => this.#drop(key), this.#lifetimeMs);
+    timer.unref();
+    return timer;
+  }
+
   #drop(key: string): void {
     const upload = this.#uploads.get(key);
     if (!upload) return;
-    clearTimeout(upload.timer);
+    this.#clock.clearTimeout(upload.timer);
     this.#budget.give(upload.owner, upload.size);
     this.#uploads.delete(key);
   }

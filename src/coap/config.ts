@@ -1,3 +1,5 @@
+import type { Clock } from '../app/clock.ts';
+
 /** CoAP transmission parameters (RFC 7252 §4.8) and this server's bounds, with their defaults in one place. */
 export interface CoapConfig {
   /** ACK_TIMEOUT: first wait for the ACK of a separate (Confirmable) response. */
@@ -33,6 +35,16 @@ export interface CoapConfig {
   /** Requests of one peer whose handler runs at once; beyond it 5.03 with Max-Age 1. */
   maxInFlight: number;
 }
+
+/**
+ * The wall clock, for a caller that passes none: a library imports only the kernel's Clock type, so it keeps this
+ * three-line default of its own (src/app/clock.ts says why).
+ */
+export const SYSTEM_CLOCK: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout | undefined),
+};
 
 export const COAP_DEFAULTS: CoapConfig = {
   ackTimeoutMs: 2_000,

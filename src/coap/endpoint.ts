@@ -21,7 +21,8 @@ import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Block1Assembler, blockSize, decodeBlock, encodeBlock, sliceBlock } from './block.ts';
 import type { BlockOption, UploadBudget } from './block.ts';
-import { COAP_DEFAULTS } from './config.ts';
+import type { Clock, ClockTimer } from '../app/clock.ts';
+import { COAP_DEFAULTS, SYSTEM_CLOCK } from './config.ts';
 import type { CoapConfig } from './config.ts';
 import { Deduplicator } from './dedup.ts';
 import type { DedupLimit, Seen } from './dedup.ts';
@@ -71,6 +72,8 @@ export interface CoapEndpointOptions extends Partial<CoapConfig> {
    * another process's): its retransmission gets that reply again instead of running the handler a second time.
    */
   lastExchange?: Exchange;
+  /** Time for the piggyback window, retransmission, exchange lifetime and deduplication. Default: the wall clock. */
+  clock?: Clock;
 }
 
 /** A request's message id and the datagram that answered it. */
@@ -79,7 +82,7 @@ export interface Exchange { messageId: number; reply: Buffer }
 /** Unknown critical options a 4.02 names: the rest are counted (RFC 7252 §5.4.1 only asks to reject). */
 const LISTED_CRITICAL = 8;
 
-interface Outstanding { datagram: Buffer; timer: NodeJS.Timeout; retransmits: number; waitMs: number }
+interface Outstanding { datagram: Buffer; timer: ClockTimer; retransmits: number; waitMs: number }
 /** `szx`: the largest block size whose message fits `maxMessageBytes` with this answer's options */
 interface LargeAnswer { response: CoapResponse; payload: Buffer; etag: Buffer; expires: number; szx: number }
 
@@ -95,6 +98,7 @@ export class CoapEndpoint extends EventEmitter {
   readonly #diagnostic: NonNullable<CoapEndpointOptions['diagnostic']>;
   readonly #admit: CoapEndpointOptions['admit'];
   readonly #dedup: Deduplicator;
+  readonly #clock: Clock;
   readonly #uploadOwner: (options: CoapOption[]) => unknown;
   readonly #unprovenPeer: boolean;
   readonly #outstanding = new Map<number, Outstanding>();
@@ -109,7 +113,8 @@ export class CoapEndpoint extends EventEmitter {
 
   constructor(opts: CoapEndpointOptions) {
     super();
-    const { send, handler, diagnostic, admit, uploadBudget, uploadOwner, dedupLimit, unprovenPeer, lastMessageId, lastExchange, ...config } = opts;
+    const { send, handler, diagnostic, admit, uploadBudget, uploadOwner, dedupLimit, unprovenPeer, lastMessageId, lastExchange, clock, ...config } = opts;
+    this.#clock = clock ?? SYSTEM_CLOCK;
     this.#admit = admit;
     this.#diagnostic = diagnostic ?? ((_code, message) => ({ payload: Buffer.from(message), options: [] }));
     this.#config = { ...COAP_DEFAULTS, ...Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) };
@@ -121,7 +126,7 @@ export class CoapEndpoint extends EventEmitter {
     if (lastMessageId !== undefined) this.#nextMessageId = lastMessageId & 0xffff;
     this.#dedup = new Deduplicator({ maxEntries: this.#config.maxDedupEntries, lifetimeMs: this.#config.exchangeLifetimeMs, limit: dedupLimit });
     if (lastExchange) {
-      this.#dedup.remember(lastExchange.messageId, Date.now()).reply = lastExchange.reply;
+      this.#dedup.remember(lastExchange.messageId, this.#clock.now()).reply = lastExchange.reply;
       this.#lastExchange = lastExchange;
     }
   }
@@ -133,7 +138,7 @@ export class CoapEndpoint extends EventEmitter {
 
   /** Whether a request with this message id was seen within EXCHANGE_LIFETIME (a retransmission, not a new request). */
   remembers(messageId: number): boolean {
-    return this.#dedup.get(messageId, Date.now()) !== undefined;
+    return this.#dedup.get(messageId, this.#clock.now()) !== undefined;
   }
 
   /** Requests whose handler is still running plus separate responses not yet acknowledged. */
@@ -176,7 +181,7 @@ export class CoapEndpoint extends EventEmitter {
     if (m.type === 'ACK' || m.type === 'RST') {
       const o = this.#outstanding.get(m.messageId);
       if (o) {
-        clearTimeout(o.timer);
+        this.#clock.clearTimeout(o.timer);
         this.#outstanding.delete(m.messageId);
       }
       return;
@@ -187,7 +192,7 @@ export class CoapEndpoint extends EventEmitter {
       if (m.type === 'CON') this.#send(emptyMessage('RST', m.messageId));
       return;
     }
-    const now = Date.now();
+    const now = this.#clock.now();
     const seen = this.#dedup.get(m.messageId, now);
     if (seen) {
       if (m.type === 'CON' && seen.reply) this.#send(seen.reply);
@@ -199,7 +204,7 @@ export class CoapEndpoint extends EventEmitter {
   /** Stops every timer and forgets every exchange. */
   close(): void {
     this.#closed = true;
-    for (const o of this.#outstanding.values()) clearTimeout(o.timer);
+    for (const o of this.#outstanding.values()) this.#clock.clearTimeout(o.timer);
     this.#outstanding.clear();
     this.#dedup.clear();
     this.#answers?.clear();
@@ -239,7 +244,7 @@ export class CoapEndpoint extends EventEmitter {
     if (block1Value) {
       const block1 = decodeBlock(block1Value);
       if (!block1) return immediate(this.#error('4.02', 'Block1 option longer than 3 bytes'));
-      this.#uploads ??= new Block1Assembler({ maxBytes: limit, maxUploads: this.#config.maxUploads, lifetimeMs: this.#config.blockwiseStatusLifetimeMs, budget: this.#uploadBudget });
+      this.#uploads ??= new Block1Assembler({ maxBytes: limit, maxUploads: this.#config.maxUploads, lifetimeMs: this.#config.blockwiseStatusLifetimeMs, budget: this.#uploadBudget, clock: this.#clock });
       const result = this.#uploads.add(key, block1, m.payload, uintOption(m.options, 'Size1'), this.#uploadOwner(m.options));
       if (result === 'continue') return immediate({ code: '2.31', options: [{ name: 'Block1', value: encodeBlock(block1) }] });
       if (!Buffer.isBuffer(result)) {
@@ -267,7 +272,7 @@ export class CoapEndpoint extends EventEmitter {
     // client's retransmissions go unanswered (a duplicate with no reply yet) until the answer rides on the ACK.
     let separate = false;
     const window = m.type === 'CON' && !block2
-      ? setTimeout(() => this.#guarded(() => {
+      ? this.#clock.setTimeout(() => this.#guarded(() => {
         separate = true;
         entry.reply = emptyMessage('ACK', m.messageId);
         this.#send(entry.reply);
@@ -278,10 +283,10 @@ export class CoapEndpoint extends EventEmitter {
     new Promise<CoapResponse>((resolve) => resolve(this.#handler({ method, token: m.token, options: m.options, payload: body, confirmable: m.type === 'CON' })))
       .catch((err: Error) => this.#error('5.00', err.message))
       .then((res) => {
-        if (window) clearTimeout(window);
+        if (window) this.#clock.clearTimeout(window);
         if (this.#closed) return;
         try {
-          let shaped = this.#shape(key, res, block2?.num ?? 0, szx, Date.now());
+          let shaped = this.#shape(key, res, block2?.num ?? 0, szx, this.#clock.now());
           if (block1Echo) shaped = { ...shaped, options: [...(shaped.options ?? []), block1Echo] };
           this.#respond(m, size, entry, shaped, separate);
         } catch (err) {
@@ -345,7 +350,7 @@ export class CoapEndpoint extends EventEmitter {
 
   /** `size`: the request's datagram, the bound of a refusal's answer to an unproven peer. */
   #respond(m: CoapMessage, size: number, entry: Seen, res: CoapResponse, separate: boolean): void {
-    if (res.refused && this.#dedup.get(m.messageId, Date.now()) === entry) this.#dedup.forget(m.messageId);
+    if (res.refused && this.#dedup.get(m.messageId, this.#clock.now()) === entry) this.#dedup.forget(m.messageId);
     if (m.type === 'NON' && suppressed(m.options, res.code)) return;
     const piggybacked = m.type === 'CON' && !separate;
     const messageId = piggybacked ? m.messageId : this.#newMessageId();
@@ -362,7 +367,7 @@ export class CoapEndpoint extends EventEmitter {
 
   #retransmit(messageId: number, datagram: Buffer): void {
     const { ackTimeoutMs, ackRandomFactor } = this.#config;
-    const o: Outstanding = { datagram, retransmits: 0, waitMs: ackTimeoutMs * (1 + Math.random() * (ackRandomFactor - 1)), timer: undefined as unknown as NodeJS.Timeout };
+    const o: Outstanding = { datagram, retransmits: 0, waitMs: ackTimeoutMs * (1 + Math.random() * (ackRandomFactor - 1)), timer: undefined as unknown as ClockTimer };
     const fire = () => this.#guarded(() => {
       if (o.retransmits >= this.#config.maxRetransmit) {
         this.#outstanding.delete(messageId);
@@ -372,9 +377,9 @@ export class CoapEndpoint extends EventEmitter {
       o.retransmits++;
       this.#send(o.datagram);
       o.waitMs *= 2;
-      o.timer = setTimeout(fire, o.waitMs);
+      o.timer = this.#clock.setTimeout(fire, o.waitMs);
     });
-    o.timer = setTimeout(fire, o.waitMs);
+    o.timer = this.#clock.setTimeout(fire, o.waitMs);
     this.#outstanding.set(messageId, o);
   }
 

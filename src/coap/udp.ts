@@ -7,7 +7,7 @@
 import type dgram from 'node:dgram';
 import { EventEmitter } from 'node:events';
 import type { CoapConfig } from './config.ts';
-import { COAP_DEFAULTS } from './config.ts';
+import { COAP_DEFAULTS, SYSTEM_CLOCK } from './config.ts';
 import { UploadBudget } from './block.ts';
 import { DedupLimit } from './dedup.ts';
 import { CoapEndpoint } from './endpoint.ts';
@@ -15,7 +15,7 @@ import type { CoapEndpointOptions, CoapRequest, CoapResponse } from './endpoint.
 
 export interface UdpPeer { address: string; port: number }
 
-export interface CoapUdpServerOptions extends Partial<CoapConfig>, Pick<CoapEndpointOptions, 'diagnostic' | 'admit' | 'uploadOwner'> {
+export interface CoapUdpServerOptions extends Partial<CoapConfig>, Pick<CoapEndpointOptions, 'diagnostic' | 'admit' | 'uploadOwner' | 'clock'> {
   socket: dgram.Socket;
   /** Bytes of unfinished Block1 uploads over all peers. Default: 64 uploads of `maxBodyBytes`. */
   uploadBudget?: UploadBudget;
@@ -47,7 +47,7 @@ export class CoapUdpServer extends EventEmitter {
     this.#idleMs = opts.exchangeLifetimeMs ?? COAP_DEFAULTS.exchangeLifetimeMs;
     this.#dedupLimit = new DedupLimit(opts.maxDedupTotal ?? COAP_DEFAULTS.maxDedupTotal);
     this.#socket.on('message', this.#onMessage);
-    this.#sweep = setInterval(() => this.#forgetIdle(Date.now()), Math.min(this.#idleMs, 30_000));
+    this.#sweep = setInterval(() => this.#forgetIdle((this.#opts.clock ?? SYSTEM_CLOCK).now()), Math.min(this.#idleMs, 30_000));
     this.#sweep.unref();
   }
 
@@ -85,7 +85,7 @@ export class CoapUdpServer extends EventEmitter {
 
   #receive(datagram: Buffer, rinfo: dgram.RemoteInfo): void {
     const key = `${rinfo.address}:${rinfo.port}`;
-    const now = Date.now();
+    const now = (this.#opts.clock ?? SYSTEM_CLOCK).now();
     let peer = this.#peers.get(key);
     if (!peer) {
       if (this.#peers.size >= (this.#opts.maxPeers ?? 10_000) && !this.#evictOne()) return;

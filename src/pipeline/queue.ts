@@ -1,4 +1,5 @@
 import { Queue, type DefaultJobOptions, type Job } from 'bullmq';
+import { systemClock, type Clock, type ClockTimer } from '../app/clock.ts';
 import type { AppContext } from '../app/context.ts';
 import { newHashId } from '../app/hash-id.ts';
 import { metrics } from '../app/metrics.ts';
@@ -110,9 +111,12 @@ export class DeviceQueue {
   /** what each shard gathers for its next batch: a batch holds the jobs of one shard only */
   private readonly batching: ShardBatch[];
   private readonly ctx: AppContext;
+  /** times the batches and the wait for an answer */
+  private readonly clock: Clock;
 
-  constructor(ctx: AppContext) {
+  constructor(ctx: AppContext, opts: { clock?: Clock } = {}) {
     this.ctx = ctx;
+    this.clock = opts.clock ?? systemClock;
     this.shards = openShards(ctx, 'device queue error');
     this.queues = this.shards.queues;
     this.batching = this.queues.map(() => ({ pending: [], timer: null, addsInFlight: 0, pendingSince: 0 }));
@@ -139,9 +143,9 @@ export class DeviceQueue {
   async addAndWait(job: DeviceJob, waitMs: number): Promise<WaitOutcome> {
     const itemId = newHashId(16);
     const outcome = new Promise<WaitOutcome>((resolve) => {
-      const timer = setTimeout(() => finish({ state: 'pending' }), waitMs);
+      const timer = this.clock.setTimeout(() => finish({ state: 'pending' }), waitMs);
       const finish = (o: WaitOutcome) => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         this.waiters.delete(itemId);
         resolve(o);
       };
@@ -151,10 +155,10 @@ export class DeviceQueue {
     const b = this.batching[shard];
     try {
       await new Promise<void>((resolve, reject) => {
-        if (b.pending.length === 0) b.pendingSince = performance.now();
+        if (b.pending.length === 0) b.pendingSince = this.clock.now();
         b.pending.push({ itemId, job, queued: { resolve, reject } });
         if (b.pending.length >= BATCH_MAX_ITEMS) this.flush(shard);
-        else if (!b.timer && b.addsInFlight < MAX_ADDS_IN_FLIGHT) b.timer = setTimeout(() => this.flush(shard), this.ctx.config.queueBatchDelayMs);
+        else if (!b.timer && b.addsInFlight < MAX_ADDS_IN_FLIGHT) b.timer = this.clock.setTimeout(() => this.flush(shard), this.ctx.config.queueBatchDelayMs);
       });
     } catch (err) {
       this.waiters.get(itemId)?.({ state: 'pending' });
@@ -166,12 +170,12 @@ export class DeviceQueue {
   private flush(shard: number): void {
     const b = this.batching[shard];
     if (b.timer) {
-      clearTimeout(b.timer);
+      this.clock.clearTimeout(b.timer);
       b.timer = null;
     }
     const batch = b.pending.splice(0, BATCH_MAX_ITEMS);
     if (batch.length === 0) return;
-    if (b.pending.length > 0) b.pendingSince = performance.now();
+    if (b.pending.length > 0) b.pendingSince = this.clock.now();
     const data: DeviceBatchJob = { gatewayId: this.gatewayId, items: batch.map((p) => ({ itemId: p.itemId, job: p.job })) };
     metrics.queuedBatches.inc();
     metrics.queuedBatchItems.inc(batch.length);
@@ -192,9 +196,9 @@ export class DeviceQueue {
       // while adds were in flight, requests gathered for the next batch: the busier, the larger; it still gathers
       // for QUEUE_BATCH_DELAY_MS from its first request, so a fast add does not cut batches short under load
       if (b.pending.length > 0 && !b.timer) {
-        const left = b.pendingSince + this.ctx.config.queueBatchDelayMs - performance.now();
+        const left = b.pendingSince + this.ctx.config.queueBatchDelayMs - this.clock.now();
         if (left <= 0) this.flush(shard);
-        else b.timer = setTimeout(() => this.flush(shard), left);
+        else b.timer = this.clock.setTimeout(() => this.flush(shard), left);
       }
     });
   }
@@ -211,9 +215,9 @@ export class DeviceQueue {
 /** The requests a gateway gathers for the next batch of one shard. */
 interface ShardBatch {
   pending: { itemId: string; job: DeviceJob; queued: { resolve(): void; reject(err: unknown): void } }[];
-  timer: NodeJS.Timeout | null;
+  timer: ClockTimer | null;
   addsInFlight: number;
-  /** when the first of `pending` arrived (performance.now()) */
+  /** when the first of `pending` arrived (the queue's clock) */
   pendingSince: number;
 }
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
+import { ManualClock } from '../../src/app/clock.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import type { DeviceJobResult, DeviceRequestJob } from '../../src/pipeline/jobs.ts';
 import { answerChannel, deliverLocally, DeviceQueue } from '../../src/pipeline/queue.ts';
@@ -48,8 +49,9 @@ describe('answers from the worker to the gateway holding the request', () => {
 
 describe('batches of device requests', () => {
   it('gather for QUEUE_BATCH_DELAY_MS from their first request, also while the previous batch is being queued', async () => {
-    const batchCtx = { ...ctx, config: { ...ctx.config, queueBatchDelayMs: 200, queueName: `batches-${Date.now()}` } };
-    const queue = new DeviceQueue(batchCtx);
+    const clock = new ManualClock();
+    const batchCtx = { ...ctx, config: { ...ctx.config, queueBatchDelayMs: 200, queueName: `batches-${process.pid}-${Date.now()}` } };
+    const queue = new DeviceQueue(batchCtx, { clock });
     await queue.ready();
     // each add of a job waits for `gate` once opened: the second request arrives while the first job is being queued
     const jobs: string[][] = [];
@@ -61,21 +63,21 @@ describe('batches of device requests', () => {
       await gate;
       return add(name, data as never, opts);
     }) as never;
-    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-    const t0 = performance.now();
     void queue.addAndWait(job(1), 5_000);
-    await sleep(250); // the first job is queued at ~200 ms, and its add waits
+    clock.advance(199);
+    expect(jobs).toEqual([]);
+    clock.advance(1); // t = 200: the first batch is queued, and its add waits
     expect(jobs).toEqual([['d1']]);
-    void queue.addAndWait(job(2), 5_000);
-    await sleep(50);
-    open(); // the first add completes while d2 waits: d2 is not queued at once, it gathers 200 ms from its arrival
-    await sleep(50);
+    clock.advance(50);
+    void queue.addAndWait(job(2), 5_000); // t = 250, while d1's add is in flight: no timer yet
+    clock.advance(50);
+    open(); // t = 300: the first add completes; d2 gathers until 200 ms from its arrival, not from now
+    await expect.poll(() => clock.nextAt, { timeout: 10_000 }).toBe(450);
     void queue.addAndWait(job(3), 5_000);
-    await sleep(50);
+    clock.advance(149);
     expect(jobs).toEqual([['d1']]);
-    for (let i = 0; i < 50 && jobs.length < 2; i++) await sleep(10);
+    clock.advance(1); // t = 450
     expect(jobs).toEqual([['d1'], ['d2', 'd3']]);
-    expect(performance.now() - t0).toBeGreaterThanOrEqual(440);
 
     await queue.queue.obliterate({ force: true });
     await queue.close();
