@@ -10,4 +10,4 @@ npx tsc --noEmit
 npx tsc -p console
 # the console the browser tests drive (test/console/), built when a source changed
 node scripts/build-console.mjs
-npx vitest run "$@"
+npx vitest run "$@"  # both projects, unit and system (vitest.config.ts); per-file durations into test-results/durations.json
