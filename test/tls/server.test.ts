@@ -393,17 +393,22 @@ describe('robustness', () => {
     return encodePlaintextRecord(22, 0x0301, ch);
   }
 
-  /** Sends bytes, then waits until the server closes the connection; returns ms until close. */
-  async function throwAt(bytes: Buffer, endAfterWrite = false): Promise<number> {
+  /** Sends bytes, then waits until the server closes the connection (a hang fails by the test's timeout). */
+  async function throwAt(bytes: Buffer, endAfterWrite = false): Promise<void> {
     const s = net.connect(h.port, '127.0.0.1');
     s.on('error', () => {});
     s.on('data', () => {});
     await once(s, 'connect');
-    const t0 = Date.now();
     s.write(bytes);
     if (endAfterWrite) s.end();
     await once(s, 'close');
-    return Date.now() - t0;
+  }
+
+  /** The errors the server reported while `work` ran. */
+  async function errorsDuring(work: () => Promise<void>): Promise<string[]> {
+    const before = h.errors.length;
+    await work();
+    return h.errors.slice(before).map((e) => e.err.message);
   }
 
   it('random garbage, truncated and mutated ClientHellos close the connection; the server keeps serving', async () => {
@@ -430,9 +435,8 @@ describe('robustness', () => {
         cases.push(m);
       }
     }
-    const times = await Promise.all(cases.map((c, i) => throwAt(c, i % 3 === 0)));
     // Everything closes: bad input at once, stalled (truncated / accidentally valid) input at the 400 ms timeout.
-    expect(Math.max(...times)).toBeLessThan(3000);
+    await Promise.all(cases.map((c, i) => throwAt(c, i % 3 === 0)));
     expect(h.secure).toHaveLength(0);
     expect(h.errors.length).toBeGreaterThan(cases.length / 2);
 
@@ -440,17 +444,12 @@ describe('robustness', () => {
     expect(bodies(r.stdout)[0]).toMatch(/^n=1 url=\/still-alive/);
   });
 
-  it('a client that connects and sends nothing is closed after handshakeTimeoutMs', async () => {
-    h.errors.length = 0;
-    const ms = await throwAt(Buffer.alloc(0));
-    expect(ms).toBeGreaterThanOrEqual(350);
-    expect(ms).toBeLessThan(1500);
-    expect(h.errors.some((e) => /timeout/.test(e.err.message))).toBe(true);
+  // closed by the handshake timer and by nothing else: its error is the timeout, the only one of the connection
+  it('a client that connects and sends nothing is closed by the handshake timeout', async () => {
+    expect(await errorsDuring(() => throwAt(Buffer.alloc(0)))).toEqual(['TLS handshake timeout']);
   });
 
-  it('a client that stalls after ClientHello is closed after handshakeTimeoutMs', async () => {
-    const ms = await throwAt(validClientHelloRecord());
-    expect(ms).toBeGreaterThanOrEqual(350);
-    expect(ms).toBeLessThan(1500);
+  it('a client that stalls after ClientHello is closed by the handshake timeout', async () => {
+    expect(await errorsDuring(() => throwAt(validClientHelloRecord()))).toEqual(['TLS handshake timeout']);
   });
 });
