@@ -1,6 +1,7 @@
 // Dashboards (analytics panel find / get, analytics results): a dashboard's cards on the SDK's six-column grid,
 // each card's query answered by GET /analytics/ and drawn as its visualisation asks: a number when it answers one
-// value, a time chart (uPlot) for a line or scatter over time, bars for a bar chart, else a table.
+// value, a time chart (uPlot) for a line or scatter over time, bars for a bar chart, a small map for a map
+// (parts/MapCard.tsx, with its rows as a table under it), else a table.
 import { useState } from 'preact/hooks';
 import { api, findAll } from '../api.ts';
 import { TimeChart, type TimeSeries } from '../charts/TimeChart.tsx';
@@ -9,13 +10,14 @@ import { navigate } from '../router.ts';
 import type { PageProps } from '../pages.ts';
 import { environmentSetting } from '../session.ts';
 import { Empty, ErrorBox, Field, Loading, PageTitle, useAsync } from '../ui.tsx';
+import { MapCard, type MapVisualisation } from './parts/MapCard.tsx';
 import './admin/admin.css';
 
 interface Column { type?: string; field?: string | { expression: string }; name?: string; granularity?: string }
 interface Card {
   title: string; subtitle?: string;
   query: { source: string; columns: Column[]; [k: string]: unknown };
-  visualisation: { type: string; xAxisColumnIndex?: number | null; colors?: string[] };
+  visualisation: { type: string; xAxisColumnIndex?: number | null; colors?: string[] } | MapVisualisation;
 }
 interface Panel { hashId: string; title: string; layout: { x: number; y: number; width?: number; height?: number }[]; cards: Card[] }
 
@@ -74,7 +76,8 @@ function Visual({ card, rows }: { card: Card; rows: unknown[][] }) {
   if (rows.length === 0) return <p class="muted">{t('noRows')}</p>;
   if (rows.length === 1 && names.length === 1 && numberOf(rows[0][0]) !== null) return <p class="big-number" aria-label={`${card.title}: ${cellText(rows[0][0])}`}>{cellText(numberOf(rows[0][0]))}</p>;
   const v = card.visualisation;
-  const x = v.xAxisColumnIndex ?? 0;
+  if (v.type === 'map') return <MapCard visualisation={v as MapVisualisation} rows={rows} table={<RowsTable title={card.title} names={names} rows={rows} />} />;
+  const x = ('xAxisColumnIndex' in v ? v.xAxisColumnIndex : null) ?? 0;
   const others = names.map((_, i) => i).filter((i) => i !== x && rows.some((r) => numberOf(r[i]) !== null));
   if ((v.type === 'line' || v.type === 'scatter') && others.length > 0 && rows.every((r) => timeOf(r[x]) !== null)) {
     const series: TimeSeries[] = others.map((i) => ({ label: names[i], points: rows.filter((r) => numberOf(r[i]) !== null).map((r) => [timeOf(r[x])!, numberOf(r[i])!] as [number, number]) }));
