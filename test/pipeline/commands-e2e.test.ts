@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import type { Job } from 'bullmq';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { counterHashKey } from '../../src/connectivity/counters/recorder.ts';
+import type { DeviceBatchJob } from '../../src/pipeline/jobs.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { deviceQueues } from '../support/jobs.ts';
@@ -12,7 +14,7 @@ import { connectivityClient, type RestClient } from '../support/provision.ts';
 import { pskHttpRequest } from '../support/psk-client.ts';
 
 // The handler a supplier would write: pending commands go into every answer; /ack marks them sent,
-// /drop drops them, /expect expects the next report within EXPECT_MS; events are logged.
+// /drop drops them, /expect expects the next report within EXPECT_MS (or ?ms=); events are logged.
 const HANDLER = `
 const EXPECT_MS = 800;
 function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
@@ -25,7 +27,7 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   const pending = args.scheduledCommands;
   if (path === '/ack') pending.forEach((c) => exec.markCommandAsSent(c.command.hashId));
   if (path === '/drop') pending.forEach((c) => exec.dropCommand(c.command.hashId));
-  if (path === '/expect') exec.expectNextReportBefore(new Date(Date.now() + EXPECT_MS));
+  if (path === '/expect') exec.expectNextReportBefore(new Date(Date.now() + Number(event.webRequest.url.query.ms ?? EXPECT_MS)));
   if (path === '/steal') exec.markCommandAsSent(String(event.webRequest.url.query.id));
   if (path === '/schedule') exec.scheduleCommand({ commandTypeHashId: String(event.webRequest.url.query.type), fields: { position: Number(event.webRequest.url.query.position) } });
   return { statusCode: 200, body: { commands: pending.map((c) => ({ id: c.command.hashId, type: c.commandType.hashId, fields: c.command.fields })) } };
@@ -87,6 +89,27 @@ async function activities(deviceHashId: string, triggerType: string, enough = 1,
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * The device's event jobs of `type` not run yet (delayed, waiting, active), over every shard. A delayed job promoted
+ * (`job.promote()`) runs now: the test moves the queue's clock instead of waiting for it.
+ */
+async function queuedEvents(deviceHashId: string, type: string): Promise<Job<DeviceBatchJob>[]> {
+  const queues = deviceQueues(ctx);
+  try {
+    const jobs = (await Promise.all(queues.map((q) => q.getJobs(['delayed', 'waiting', 'active', 'prioritized'])))).flat() as Job<DeviceBatchJob>[];
+    return jobs.filter((j) => j.data.items.some(({ job }) => job.deviceHashId === deviceHashId && job.kind === 'event' && job.event.type === type));
+  } finally {
+    await Promise.all(queues.map((q) => q.close()));
+  }
+}
+
+/** Runs the device's delayed `type` job now and resolves once it has run (its writes done: the job leaves the queue). */
+async function runDelayedNow(deviceHashId: string, type: string): Promise<void> {
+  const [job] = await queuedEvents(deviceHashId, type);
+  await job.promote();
+  await expect.poll(async () => (await queuedEvents(deviceHashId, type)).length, { timeout: 20_000, interval: 50 }).toBe(0);
 }
 
 async function counter(deviceHashId: string, key: string): Promise<number> {
@@ -195,13 +218,18 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
 
   it('fires commandDue from a delayed job at add time + delay', async () => {
     const device = await newDevice();
-    const command = await addCommand(device.hashId, { delay: 1 });
-    const queued = Date.now();
+    const command = await addCommand(device.hashId, { delay: 600 });
+    // queued delayed by the command's delay (within the moment the API took to queue it), not run before
+    const [job] = await queuedEvents(device.hashId, 'commandDue');
+    expect(await job.getState()).toBe('delayed');
+    expect(job.delay).toBeGreaterThan(599_000);
+    expect(job.delay).toBeLessThanOrEqual(600_000);
+    expect(await activities(device.hashId, 'handleCommandDue', 1, 0)).toEqual([]);
+    await runDelayedNow(device.hashId, 'commandDue');
     const [due] = await activities(device.hashId, 'handleCommandDue');
     expect(due).toBeDefined();
     expect(due.triggerData).toMatchObject({ command: { hashId: command.hashId } });
     expect(due.log.map((l) => l.message)).toContain(`commandDue ${command.hashId} scheduled=${command.hashId}`);
-    expect(Date.now() - queued).toBeGreaterThanOrEqual(500);
   });
 
   it('drops a command (exec.dropCommand): it leaves scheduledCommands but is not deleted', async () => {
@@ -214,8 +242,11 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
 
   it('deletes an unsent command (deletedCommand runs, commandDue never does) and refuses to delete one the device holds', async () => {
     const device = await newDevice();
-    const unsent = await addCommand(device.hashId, { delay: 2 });
+    const unsent = await addCommand(device.hashId);
+    expect(await queuedEvents(device.hashId, 'commandDue')).toHaveLength(1);
     expect((await api.request('DELETE', `/command/${unsent.hashId}`)).status).toBe(204);
+    // its commandDue is taken back: no job is left that could ever run it
+    expect(await queuedEvents(device.hashId, 'commandDue')).toEqual([]);
     const [deleted] = await activities(device.hashId, 'handleDeletedCommand');
     expect(deleted.triggerData).toMatchObject({ command: { hashId: unsent.hashId, deletedAt: expect.any(String) } });
     expect(deleted.log.map((l) => l.message)).toContain(`deletedCommand ${unsent.hashId} scheduled=`);
@@ -226,8 +257,6 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
     const refused = await api.request<{ key: string; message: string }>('DELETE', `/command/${held.hashId}`);
     expect(refused.status).toBe(409);
     expect(refused.body.message).toContain('cannot be told');
-    // the delay of the deleted command has passed: its commandDue was taken back
-    await new Promise((r) => setTimeout(r, 2500));
     expect(await activities(device.hashId, 'handleCommandDue', 1, 0)).toEqual([]);
   });
 
@@ -239,18 +268,23 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
     expect(fired.log.map((l) => l.message)).toContain('reportLate - scheduled=');
     expect(await counter(late.hashId, 'reportsLate')).toBe(1);
 
+    // in time: the report comes (and is recorded as a contact after the expectation was set) well within its hour; the
+    // expectation's job then runs now, as a no-op
     const punctual = await newDevice();
-    await contact(punctual, '/expect');
-    await new Promise((r) => setTimeout(r, 400));
+    await contact(punctual, '/expect?ms=3600000');
+    const expectation = (await queuedEvents(punctual.hashId, 'reportLate'))[0].data.items[0].job;
+    const setAt = expectation.kind === 'event' && expectation.event.type === 'reportLate' ? expectation.event.setAt : '';
     await contact(punctual, '/report');
-    // the expectation's job has run by now (800 ms + grace), as a no-op
-    await new Promise((r) => setTimeout(r, 2500));
+    await expect.poll(async () => (await ctx.db.query('SELECT last_online_at > $2::timestamptz AS after FROM device WHERE hash_id = $1', [punctual.hashId, setAt])).rows[0].after,
+      { timeout: 10_000, interval: 100 }).toBe(true);
+    await runDelayedNow(punctual.hashId, 'reportLate');
     expect(await activities(punctual.hashId, 'handleReportLate', 1, 0)).toEqual([]);
-    // a newer expectation replaces the older one: one reportLate, not two
+    // a newer expectation replaces the older one: one reportLate job, which fires once
     const renewing = await newDevice();
-    await contact(renewing, '/expect');
-    await contact(renewing, '/expect');
-    await new Promise((r) => setTimeout(r, 2500));
-    expect(await activities(renewing.hashId, 'handleReportLate', 2, 0)).toHaveLength(1);
+    await contact(renewing, '/expect?ms=3600000');
+    await contact(renewing, '/expect?ms=3600000');
+    expect(await queuedEvents(renewing.hashId, 'reportLate')).toHaveLength(1);
+    await runDelayedNow(renewing.hashId, 'reportLate');
+    expect(await activities(renewing.hashId, 'handleReportLate')).toHaveLength(1);
   });
 });
