@@ -1,38 +1,39 @@
 // Issues (/issues): the open ones by level, worst first, and on the map; a new issue appears while the page is
-// open (GET /issue/stream, server-sent events), announced to screen readers too.
+// open (GET /issue/stream, server-sent events), announced to screen readers too. The service filters and pages them
+// (issue find's closed=false, 50 a page, more on demand: parts/issue-pages.ts); closed ones only when asked for.
 import { useState } from 'preact/hooks';
-import { findAll } from '../api.ts';
 import { formatDate, messages } from '../i18n.ts';
 import type { PageProps } from '../pages.ts';
-import { ErrorBox, Loading, PageTitle, useAsync } from '../ui.tsx';
+import { ErrorBox, Loading, PageTitle } from '../ui.tsx';
 import { MapView } from './map/MapView.tsx';
-import { LevelBadge, levelName, useIssueStream, type IssueRow } from './parts/parts.tsx';
+import { useIssuePages } from './parts/issue-pages.ts';
+import { LevelBadge, levelName, useIssueStream } from './parts/parts.tsx';
 import './parts/parts.css';
 
 const t = messages(
-  { title: 'Issues', map: 'On the map', none: 'No open issue.', showClosed: 'Show closed issues too', closed: 'closed {at}', opened: 'New issue: {title}', changed: 'Issue changed: {title}', count: '{n} open', place: 'at {name}' },
-  { title: 'Meldingen', map: 'Op de kaart', none: 'Geen open melding.', showClosed: 'Ook gesloten meldingen tonen', closed: 'gesloten {at}', opened: 'Nieuwe melding: {title}', changed: 'Melding gewijzigd: {title}', count: '{n} open', place: 'bij {name}' },
+  { title: 'Issues', map: 'On the map', none: 'No open issue.', showClosed: 'Show closed issues too', closed: 'closed {at}', opened: 'New issue: {title}', changed: 'Issue changed: {title}', count: '{n} open', countMore: 'more than {n} open', more: 'Show more issues', place: 'at {name}' },
+  { title: 'Meldingen', map: 'Op de kaart', none: 'Geen open melding.', showClosed: 'Ook gesloten meldingen tonen', closed: 'gesloten {at}', opened: 'Nieuwe melding: {title}', changed: 'Melding gewijzigd: {title}', count: '{n} open', countMore: 'meer dan {n} open', more: 'Meer meldingen tonen', place: 'bij {name}' },
 );
 
 export default function Issues(_: PageProps) {
   const [version, setVersion] = useState(0);
   const [showClosed, setShowClosed] = useState(false);
   const [announce, setAnnounce] = useState('');
-  const list = useAsync(() => findAll<IssueRow>('/issue/', { sortBy: 'createdAt', descending: true, rowsPerPage: 100 }, 1000), [version]);
+  const list = useIssuePages(showClosed ? null : false, version);
   useIssueStream((e) => {
     setAnnounce(t(e.kind === 'opened' ? 'opened' : 'changed', { title: e.issue.title }));
     setVersion((v) => v + 1);
   });
-  const rows = (list.data ?? []).filter((r) => showClosed || r.issue.closedAt === null);
-  const open = (list.data ?? []).filter((r) => r.issue.closedAt === null).length;
+  const rows = list.rows ?? [];
+  const open = rows.filter((r) => r.issue.closedAt === null).length;
   return (
     <section>
-      <PageTitle actions={list.data ? <span class="muted">{t('count', { n: open })}</span> : undefined}>{t('title')}</PageTitle>
+      <PageTitle actions={list.rows ? <span class="muted">{t(list.more ? 'countMore' : 'count', { n: open })}</span> : undefined}>{t('title')}</PageTitle>
       <p role="status" aria-live="polite" class={announce ? 'notice' : 'sr-only'}>{announce}</p>
       <ErrorBox error={list.error} onRetry={list.reload} />
       <label class="inline"><input type="checkbox" checked={showClosed} onChange={(e) => setShowClosed((e.target as HTMLInputElement).checked)} /> {t('showClosed')}</label>
-      {list.loading && !list.data ? <Loading /> : null}
-      {list.data && rows.length === 0 ? <p class="muted">{t('none')}</p> : null}
+      {list.loading && !list.rows ? <Loading /> : null}
+      {list.rows && rows.length === 0 ? <p class="muted">{t('none')}</p> : null}
       {[2, 1, 0].map((level) => {
         const of = rows.filter((r) => r.issue.level === level);
         if (of.length === 0) return null;
@@ -51,6 +52,7 @@ export default function Issues(_: PageProps) {
           </div>
         );
       })}
+      {list.more ? <button type="button" onClick={list.loadMore} disabled={list.loading}>{t('more')}</button> : null}
       <h2>{t('map')}</h2>
       <MapView issuesOnly version={version} height="45vh" />
     </section>
