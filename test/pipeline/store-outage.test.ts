@@ -11,6 +11,7 @@ import { closeContext } from '../../src/app/bootstrap.ts';
 import { openDb, type Queryable } from '../../src/app/db.ts';
 import { startService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
+import { liveOutcome, moreAnswered } from '../support/load-progress.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
 import { connectivityClient } from '../support/provision.ts';
 import { expectEachStoredOnce, reportingDevices, reportUntil, storedPayloads, type LoadOutcome } from '../support/report-world.ts';
@@ -28,16 +29,25 @@ afterAll(() => {
 });
 
 /**
- * Devices of a new supplier whose handler takes 200 ms report over HTTPS for 3 s before this resolves, so a process
- * killed then is always in the middle of a batch; `stop()` ends the load and gives what was accepted.
+ * Devices of a new supplier whose handler takes 200 ms report over HTTPS until ten were answered 200 before this resolves,
+ * so a process killed then is always in the middle of a batch; `live` fills as answers come, `stop()` ends the load and
+ * gives what was accepted.
  */
 async function slowLoadRunning(db: Queryable, base: string, httpsPort: number) {
   const api = await connectivityClient(db, base);
   const devices = await reportingDevices(api, 2, 200);
   let stopLoad!: () => void;
-  const load = reportUntil(httpsPort, devices, new Promise<void>((r) => { stopLoad = r; }));
-  await sleep(3000);
-  return { api, stop: async (): Promise<LoadOutcome> => { stopLoad(); return load; } };
+  const live = liveOutcome();
+  const load = reportUntil(httpsPort, devices, new Promise<void>((r) => { stopLoad = r; }), live);
+  await moreAnswered(live, 200, 10);
+  return { api, live, stop: async (): Promise<LoadOutcome> => { stopLoad(); return load; } };
+}
+
+/** The service's log lines (JSON) up to and including the first whose message matches `until`. */
+function linesUntil(stdout: string, until: RegExp): { msg: string; level: number }[] {
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: number });
+  const end = lines.findIndex((l) => until.test(l.msg));
+  return end < 0 ? lines : lines.slice(0, end + 1);
 }
 
 describe('a store outage under load', () => {
@@ -49,12 +59,14 @@ describe('a store outage under load', () => {
       const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
       const devices = await reportingDevices(api, 4);
       let stop!: () => void;
-      const load = reportUntil(service.https!.port(), devices, new Promise<void>((r) => { stop = r; }));
-      await sleep(2000);
+      const live = liveOutcome();
+      const load = reportUntil(service.https!.port(), devices, new Promise<void>((r) => { stop = r; }), live);
+      await moreAnswered(live, 200); // stored before
       pg.kill();
-      await sleep(10_000);
+      // away for 10 s, and long enough for a report to be answered 202 (queued while PostgreSQL is away)
+      await Promise.all([sleep(10_000), moreAnswered(live, 202)]);
       pg.start();
-      await sleep(3000);
+      await moreAnswered(live, 200); // and stored after
       stop();
       const outcome = await load;
       // reports were accepted before, during (202: queued in Redis, answered while PostgreSQL was away) and after
@@ -65,7 +77,7 @@ describe('a store outage under load', () => {
       await service.stop();
       await closeContext(ctx);
     }
-  }, 120_000);
+  }, 180_000);
 
   it('PostgreSQL killed for 5 s under a service process: the outage reads as one warn line per kind, not one per device or connection', async () => {
     const own = await startPrivatePostgres();
@@ -76,12 +88,13 @@ describe('a store outage under load', () => {
       const api = await connectivityClient(db, service.base);
       const devices = await reportingDevices(api, 12);
       let stop!: () => void;
-      const load = reportUntil(service.httpsPort, devices, new Promise<void>((r) => { stop = r; }));
-      await sleep(2000);
+      const live = liveOutcome();
+      const load = reportUntil(service.httpsPort, devices, new Promise<void>((r) => { stop = r; }), live);
+      await moreAnswered(live, 200);
       own.kill();
-      await sleep(5000);
+      await Promise.all([sleep(5000), moreAnswered(live, 202)]);
       own.start();
-      await sleep(4000);
+      await moreAnswered(live, 200, 12); // a report of each device, say, once PostgreSQL is back
       stop();
       const outcome = await load;
       expect(outcome.byStatus.get(202) ?? 0).toBeGreaterThan(0);
@@ -98,43 +111,46 @@ describe('a store outage under load', () => {
       service.child.kill('SIGTERM');
       await service.exited;
     }
-  }, 120_000);
+  }, 180_000);
 
   it('the monitoring core (api process) killed for 10 s: the gateway and worker process loses nothing it accepted', async () => {
     const DATABASE_URL = process.env.DATABASE_URL!;
     const QUEUE_NAME = `outage-${process.pid}-${Date.now()}`;
     let core = await startServiceProcess({ DATABASE_URL, QUEUE_NAME }, ['api'], { children });
-    const edge = await startServiceProcess({ DATABASE_URL, QUEUE_NAME, MONITORING_CORE_URL: core.base, GATEWAY_WAIT_MS: '1000' }, ['gateway,worker'], { children });
+    const edge = await startServiceProcess({ DATABASE_URL, QUEUE_NAME, MONITORING_CORE_URL: core.base, GATEWAY_WAIT_MS: '1000', LOG_LEVEL: 'info' }, ['gateway,worker'], { children });
     const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
     try {
       const api = await connectivityClient(db, core.base);
       const devices = await reportingDevices(api, 4);
       let stop!: () => void;
-      const load = reportUntil(edge.httpsPort, devices, new Promise<void>((r) => { stop = r; }));
-      await sleep(2000);
+      const live = liveOutcome();
+      const load = reportUntil(edge.httpsPort, devices, new Promise<void>((r) => { stop = r; }), live);
+      await moreAnswered(live, 200);
+      const killedAt = Date.now();
       core.child.kill('SIGKILL');
       await core.exited;
-      await sleep(3000);
       // the worker says it cannot do its work
-      const health = await fetch(`${edge.base}/health`);
-      expect(health.status).toBe(503);
-      expect(((await health.json()) as { reason: string }).reason).toMatch(/monitoring core unreachable/);
-      await sleep(7000);
+      const reason = async () => { const r = await fetch(`${edge.base}/health`); return `${r.status} ${((await r.json()) as { reason?: string }).reason}`; };
+      await expect.poll(reason, { timeout: 30_000, interval: 200 }).toMatch(/^503 .*monitoring core unreachable/);
+      // away 10 s, and long enough for reports to be answered 202 (queued while the core does not answer)
+      await Promise.all([sleep(Math.max(0, killedAt + 10_000 - Date.now())), moreAnswered(live, 202)]);
       core = await startServiceProcess({ DATABASE_URL, QUEUE_NAME, API_PORT: String(core.apiPort) }, ['api'], { children });
-      await sleep(3000);
+      await moreAnswered(live, 200);
       stop();
       const outcome = await load;
       expect(outcome.byStatus.get(202) ?? 0).toBeGreaterThan(0);
       expectEachStoredOnce(outcome, await storedPayloads(db, api.environmentHashId, outcome));
-      // the worker's log: one line for the outage and one when the core was back, not one per job
-      const lines = edge.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: number });
+      // the worker's log: one line for the outage and one when the core was back, not one per job: every job of the
+      // outage was tried before the core came back, so the line saying it is back closes what is counted
+      await expect.poll(() => edge.stdout(), { timeout: 30_000 }).toMatch(/the monitoring core answers again/);
+      const lines = linesUntil(edge.stdout(), /the monitoring core answers again/);
       expect(lines.filter((l) => /monitoring core .* does not answer/.test(l.msg))).toHaveLength(1);
     } finally {
       await db.close();
       for (const p of [core, edge]) p.child.kill('SIGTERM');
       await Promise.all([core.exited, edge.exited]);
     }
-  }, 120_000);
+  }, 180_000);
 
   it('a worker process killed under load: its jobs go to the next worker, every report answered 200 or 202 is stored, once', async () => {
     const DATABASE_URL = process.env.DATABASE_URL!;
@@ -144,12 +160,12 @@ describe('a store outage under load', () => {
     const first = await worker();
     const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
     try {
-      const { api, stop } = await slowLoadRunning(db, edge.base, edge.httpsPort);
+      const { api, live, stop } = await slowLoadRunning(db, edge.base, edge.httpsPort);
       // killed as by the OOM killer: no shutdown, its active jobs keep their locks until they expire
       first.child.kill('SIGKILL');
       await first.exited;
       const second = await worker();
-      await sleep(3000);
+      await moreAnswered(live, 200, 10); // the next worker takes jobs
       const outcome = await stop();
       expect(outcome.accepted.length).toBeGreaterThan(0);
       // a killed worker's job comes back once its lock has expired and the stalled-job check has seen it (≤ 60 s)

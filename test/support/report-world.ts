@@ -48,13 +48,13 @@ export interface LoadOutcome { accepted: string[]; byStatus: Map<number | null, 
 
 /**
  * Each device reports over its own TLS-PSK connections, one request after the other, until `stop()` resolves;
- * a report counts as accepted when answered 200 or 202.
+ * a report counts as accepted when answered 200 or 202. `outcome`, when given, is filled as the answers come (a test
+ * waits on it for what the load has seen so far) and is what resolves.
  */
-export async function reportUntil(port: number, devices: ReportingDevice[], stopped: Promise<void>): Promise<LoadOutcome> {
+export async function reportUntil(port: number, devices: ReportingDevice[], stopped: Promise<void>, outcome: LoadOutcome = { accepted: [], byStatus: new Map() }): Promise<LoadOutcome> {
   let done = false;
   void stopped.then(() => { done = true; });
-  const accepted: string[] = [];
-  const byStatus = new Map<number | null, number>();
+  const { accepted, byStatus } = outcome;
   await Promise.all(devices.map(async (device, d) => {
     for (let seq = 0; !done; seq++) {
       const payload = JSON.stringify({ d, seq });
