@@ -1,7 +1,8 @@
 // Dashboards (analytics panel find / get, analytics results): a dashboard's cards on the SDK's six-column grid,
 // each card's query answered by GET /analytics/ and drawn as its visualisation asks: a number when it answers one
 // value, a time chart (uPlot) for a line or scatter over time, bars for a bar chart, a small map for a map
-// (parts/MapCard.tsx, with its rows as a table under it), else a table.
+// (parts/MapCard.tsx, loaded only for a map card, with its rows as a table under it), else a table.
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, findAll } from '../api.ts';
 import { TimeChart, type TimeSeries } from '../charts/TimeChart.tsx';
@@ -10,7 +11,7 @@ import { navigate } from '../router.ts';
 import type { PageProps } from '../pages.ts';
 import { environmentSetting } from '../session.ts';
 import { Empty, ErrorBox, Field, Loading, PageTitle, useAsync } from '../ui.tsx';
-import { MapCard, type MapVisualisation } from './parts/MapCard.tsx';
+import type { MapVisualisation } from './parts/MapCard.tsx';
 import './admin/admin.css';
 
 interface Column { type?: string; field?: string | { expression: string }; name?: string; granularity?: string }
@@ -70,13 +71,22 @@ function Bars({ title, labels, values }: { title: string; labels: string[]; valu
   );
 }
 
+/** A map card, its module (and the map's, MapLibre with it: megabytes) loaded only for a dashboard that has one. */
+function LazyMapCard({ visualisation, rows, table }: { visualisation: MapVisualisation; rows: unknown[][]; table: ComponentChildren }) {
+  const module = useAsync(() => import('./parts/MapCard.tsx'), []);
+  if (module.error) return <ErrorBox error={module.error} onRetry={module.reload} />;
+  if (!module.data) return <Loading />;
+  const { MapCard } = module.data;
+  return <MapCard visualisation={visualisation} rows={rows} table={table} />;
+}
+
 /** A card's rows drawn as its visualisation asks, where the rows allow it. */
 function Visual({ card, rows }: { card: Card; rows: unknown[][] }) {
   const names = card.query.columns.map(columnName);
   if (rows.length === 0) return <p class="muted">{t('noRows')}</p>;
   if (rows.length === 1 && names.length === 1 && numberOf(rows[0][0]) !== null) return <p class="big-number" aria-label={`${card.title}: ${cellText(rows[0][0])}`}>{cellText(numberOf(rows[0][0]))}</p>;
   const v = card.visualisation;
-  if (v.type === 'map') return <MapCard visualisation={v as MapVisualisation} rows={rows} table={<RowsTable title={card.title} names={names} rows={rows} />} />;
+  if (v.type === 'map') return <LazyMapCard visualisation={v as MapVisualisation} rows={rows} table={<RowsTable title={card.title} names={names} rows={rows} />} />;
   const x = ('xAxisColumnIndex' in v ? v.xAxisColumnIndex : null) ?? 0;
   const others = names.map((_, i) => i).filter((i) => i !== x && rows.some((r) => numberOf(r[i]) !== null));
   if ((v.type === 'line' || v.type === 'scatter') && others.length > 0 && rows.every((r) => timeOf(r[x]) !== null)) {
