@@ -4,9 +4,13 @@
 // - MapLibre is loaded only here (dynamic import), its worker from our own origin (worker-src 'self').
 // - Tile requests carry Api-Version and Environment-Hash-Id (transformRequest); the session cookie goes along
 //   (same origin), and the CSRF header too, harmlessly.
-// - Pin groups are drawn as a symbol per symbolKey (a shape made here on a canvas: no sprite sheet to fetch),
-//   coloured by the level of their open issues (the tiles' `level`: 0 none, 1 serious, 2 critical); edges as lines
-//   coloured the same way. A map layer's `style.color` (when its style is an object naming one) outlines its pins.
+// - Pin groups are drawn as a symbol per symbolKey (a shape computed here as a distance field: no sprite sheet to
+//   fetch), coloured by the level of their open issues (the tiles' `level`: 0 none, 1 serious, 2 critical); edges as
+//   lines coloured the same way. A map layer's `style.color` (when its style is an object naming one) outlines its
+//   pins (the symbol's halo).
+// - The first render is short on layers: each kind of layer is a shader program that software GL (headless
+//   Chromium) compiles for 0.2-1.5 s. No background layer (the frame's CSS background shows through the
+//   transparent canvas), the outline is the symbol's halo rather than a circle layer beneath it, no fade.
 // - Dense areas: the tiles are generalised on the server (past 2000 pin groups in a tile they come as clusters per
 //   cell of a 16 × 16 grid, with pointCount and their highest level). Client-side clustering would need all the
 //   points as GeoJSON, which a 100,000-pin-group environment cannot send; so clusters are the server's, drawn as
@@ -28,6 +32,11 @@ const t = messages(
   { label: 'Map of the pin groups', layers: 'Map layers', legend: 'Open issues', none: 'none', serious: 'serious', critical: 'critical', cluster: 'several pin groups' },
   { label: 'Kaart van de locaties', layers: 'Kaartlagen', legend: 'Open meldingen', none: 'geen', serious: 'ernstig', critical: 'kritiek', cluster: 'meerdere locaties' },
 );
+
+/** MapLibre's chunk, asked for once: as soon as this module is evaluated (with the page's own chunk), not after its first render. */
+let mapLibre: Promise<typeof import('./maplibre.ts')> | null = null;
+const loadMapLibre = () => (mapLibre ??= import('./maplibre.ts'));
+void loadMapLibre().catch(() => { mapLibre = null; });
 
 export interface MapLayer { key: string; name: unknown; style?: unknown; namedStyle?: string | null }
 
@@ -51,23 +60,44 @@ function shapeOf(key: string): (typeof SHAPES)[number] {
   return SHAPES[Math.abs(h) % SHAPES.length];
 }
 
-/** A signed-distance-field-free white shape (coloured by icon-color as an SDF image) for a symbolKey. */
+const POLYGONS: Record<Exclude<(typeof SHAPES)[number], 'circle'>, [number, number][]> = {
+  square: [[6, 6], [26, 6], [26, 26], [6, 26]],
+  diamond: [[16, 3], [29, 16], [16, 29], [3, 16]],
+  triangle: [[16, 4], [29, 27], [3, 27]],
+};
+
+/**
+ * The shape of a symbolKey as a signed distance field (icon-color colours it): alpha 192 on the edge, more inside.
+ * Computed here, not drawn on a canvas: reading a canvas back (getImageData) costs a GPU readback, which took 0.9 s
+ * of the first render in headless Chromium's software GL.
+ */
 function symbolImage(key: string): { width: number; height: number; data: Uint8Array } {
   const size = 32;
-  const canvas = document.createElement('canvas');
-  canvas.width = size;
-  canvas.height = size;
-  const g = canvas.getContext('2d')!;
-  g.fillStyle = '#fff';
-  g.beginPath();
   const shape = shapeOf(key);
-  if (shape === 'circle') g.arc(16, 16, 11, 0, Math.PI * 2);
-  else if (shape === 'square') g.rect(6, 6, 20, 20);
-  else if (shape === 'diamond') { g.moveTo(16, 3); g.lineTo(29, 16); g.lineTo(16, 29); g.lineTo(3, 16); g.closePath(); }
-  else { g.moveTo(16, 4); g.lineTo(29, 27); g.lineTo(3, 27); g.closePath(); }
-  g.fill();
-  const img = g.getImageData(0, 0, size, size);
-  return { width: size, height: size, data: new Uint8Array(img.data.buffer) };
+  const data = new Uint8Array(size * size * 4);
+  const polygon = shape === 'circle' ? null : POLYGONS[shape];
+  for (let y = 0; y < size; y++) {
+    for (let x = 0; x < size; x++) {
+      const px = x + 0.5;
+      const py = y + 0.5;
+      let d: number;
+      if (!polygon) d = 11 - Math.hypot(px - 16, py - 16);
+      else {
+        // convex and clockwise on screen: the distance to the nearest edge, positive inside
+        d = Infinity;
+        for (let i = 0; i < polygon.length; i++) {
+          const [ax, ay] = polygon[i];
+          const [bx, by] = polygon[(i + 1) % polygon.length];
+          const len = Math.hypot(bx - ax, by - ay);
+          d = Math.min(d, ((px - ax) * (by - ay) - (py - ay) * (bx - ax)) / -len);
+        }
+      }
+      const o = (y * size + x) * 4;
+      data[o] = data[o + 1] = data[o + 2] = 255;
+      data[o + 3] = Math.max(0, Math.min(255, Math.round(192 + d * 32)));
+    }
+  }
+  return { width: size, height: size, data };
 }
 
 export interface MapViewProps {
@@ -93,10 +123,12 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
     let cancelled = false;
     let map: MapLibreMap | null = null;
     (async () => {
-      const { maplibregl } = await import('./maplibre.ts');
+      // marks for the bench (bench/map.ts) and a profile: where the first render's time goes
+      performance.mark('gridgate:map-import');
+      const { maplibregl } = await loadMapLibre();
+      performance.mark('gridgate:map-imported');
       if (cancelled || !container.current || !env) return;
       const colors = [cssColor('--success', '#2e7d32'), cssColor('--warning', '#b26a00'), cssColor('--error', '#c62828')];
-      const background = cssColor('--panel', '#f4f4f4');
       const line = cssColor('--muted', '#666');
       const fg = cssColor('--fg', '#111');
       const onlyIssues = issuesOnly ? ['>', ['coalesce', ['get', 'level'], 0], 0] : true;
@@ -113,7 +145,6 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
           gridgate: { type: 'vector', tiles: [tileUrl(layers.map((l) => l.key), version)], minzoom: 0, maxzoom: 22 },
         },
         layers: [
-          { id: 'background', type: 'background', paint: { 'background-color': background } },
           {
             id: 'edges', type: 'line', source: 'gridgate', 'source-layer': 'edges', filter: onlyIssues as never,
             paint: { 'line-color': ['match', ['coalesce', ['get', 'level'], 0], 2, colors[2], 1, colors[1], line] as never, 'line-width': ['interpolate', ['linear'], ['zoom'], 4, 1, 16, 4] },
@@ -127,52 +158,49 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
             },
           },
           {
-            id: 'pin-group-halo', type: 'circle', source: 'gridgate', 'source-layer': 'pinGroups', filter: ['all', ['!', ['has', 'cluster']], onlyIssues] as never,
-            paint: { 'circle-color': halo as never, 'circle-radius': ['interpolate', ['linear'], ['zoom'], 2, 5, 16, 11] },
-          },
-          {
             id: 'pin-groups', type: 'symbol', source: 'gridgate', 'source-layer': 'pinGroups', filter: ['all', ['!', ['has', 'cluster']], onlyIssues] as never,
             layout: {
               'icon-image': ['concat', 'symbol:', ['coalesce', ['get', 'symbolKey'], 'default']] as never,
               'icon-size': ['interpolate', ['linear'], ['zoom'], 2, 0.3, 16, 0.6], 'icon-allow-overlap': true, 'icon-ignore-placement': true,
             },
-            paint: { 'icon-color': levelColor(colors) as never },
+            // the outline (a map layer's colour) is the shape's own halo: its image is a distance field
+            paint: { 'icon-color': levelColor(colors) as never, 'icon-halo-color': halo as never, 'icon-halo-width': 1.5 },
           },
         ],
       };
+      const box = environmentSetting<{ coordinates?: [number, number][] } | null>('boundingBox');
+      const bounds = box?.coordinates && box.coordinates.length >= 2 ? [box.coordinates[0], box.coordinates[1]] as [[number, number], [number, number]] : null;
       map = new maplibregl.Map({
         container: container.current, style, attributionControl: false, dragRotate: false, pitchWithRotate: false,
-        center: [5.3, 52.1], zoom: 1, maxZoom: 20,
+        // fitted to the bounding box from the start (no first frame elsewhere), and symbols shown at once: a fade is
+        // frames to draw before the map is idle, each 0.1-0.3 s in software GL
+        ...(bounds ? { bounds, fitBoundsOptions: { padding: 40, maxZoom: 16 } } : { center: [5.3, 52.1] as [number, number], zoom: 1 }), maxZoom: 20, fadeDuration: 0,
         transformRequest: (url) => (url.startsWith(`${location.origin}/graph/tiles/`)
           ? { url, headers: { 'Api-Version': String(API_VERSION), 'Environment-Hash-Id': env.hashId, 'X-Gridgate-Console': '1' }, credentials: 'same-origin' }
           : { url }),
       });
       mapRef.current = map;
+      performance.mark('gridgate:map-created');
       (window as unknown as { __gridgateMap?: MapLibreMap }).__gridgateMap = map;
       map.addControl(new maplibregl.NavigationControl({ showCompass: false }), 'top-right');
       map.on('styleimagemissing', (e: { id: string }) => {
         if (!e.id.startsWith('symbol:') || map!.hasImage(e.id)) return;
         map!.addImage(e.id, symbolImage(e.id.slice('symbol:'.length)), { sdf: true });
       });
-      const box = environmentSetting<{ coordinates?: [number, number][] } | null>('boundingBox');
-      if (box?.coordinates && box.coordinates.length >= 2) {
-        const [[w, s], [e, n]] = box.coordinates;
-        map.fitBounds([[w, s], [e, n]], { padding: 40, maxZoom: 16, animate: false });
-      }
       map.on('error', (e) => {
         // a tile the service refused shows as a message, not a blank map
         if (e.error && !cancelled) setError(new Error(e.error.message));
       });
-      map.once('load', () => { if (!cancelled) setLoaded(true); });
+      map.once('load', () => { performance.mark('gridgate:map-load'); if (!cancelled) setLoaded(true); });
+      map.once('idle', () => performance.mark('gridgate:map-idle'));
       const open = (e: MapMouseEvent & { features?: GeoJSONFeature[] }) => {
         const f = e.features?.[0];
         const hashId = f?.properties?.hashId;
         if (typeof hashId === 'string') navigate(`/pin-groups/${hashId}`);
       };
       map.on('click', 'pin-groups', open);
-      map.on('click', 'pin-group-halo', open);
       map.on('click', 'clusters', (e) => map!.easeTo({ center: e.lngLat, zoom: map!.getZoom() + 2 }));
-      for (const id of ['pin-groups', 'pin-group-halo', 'clusters']) {
+      for (const id of ['pin-groups', 'clusters']) {
         map.on('mouseenter', id, () => { map!.getCanvas().style.cursor = 'pointer'; });
         map.on('mouseleave', id, () => { map!.getCanvas().style.cursor = ''; });
       }
@@ -204,13 +232,12 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
     if (!map || !loaded) return;
     const colors = [cssColor('--success', '#2e7d32'), cssColor('--warning', '#b26a00'), cssColor('--error', '#c62828')];
     const fg = cssColor('--fg', '#111');
-    map.setPaintProperty('background', 'background-color', cssColor('--panel', '#f4f4f4'));
     map.setPaintProperty('edges', 'line-color', ['match', ['coalesce', ['get', 'level'], 0], 2, colors[2], 1, colors[1], cssColor('--muted', '#666')]);
     map.setPaintProperty('clusters', 'circle-color', levelColor(colors) as never);
     map.setPaintProperty('clusters', 'circle-stroke-color', fg);
     map.setPaintProperty('pin-groups', 'icon-color', levelColor(colors) as never);
-    const halo = map.getPaintProperty('pin-group-halo', 'circle-color');
-    if (typeof halo === 'string') map.setPaintProperty('pin-group-halo', 'circle-color', fg);
+    const halo = map.getPaintProperty('pin-groups', 'icon-halo-color');
+    if (typeof halo === 'string') map.setPaintProperty('pin-groups', 'icon-halo-color', fg);
   }, [dark, loaded]);
 
   // map layers switched on and off
@@ -221,7 +248,6 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
     const onlyIssues = issuesOnly ? ['>', ['coalesce', ['get', 'level'], 0], 0] : true;
     map.setFilter('edges', ['all', inLayers, onlyIssues] as never);
     map.setFilter('pin-groups', ['all', ['!', ['has', 'cluster']], inLayers, onlyIssues] as never);
-    map.setFilter('pin-group-halo', ['all', ['!', ['has', 'cluster']], inLayers, onlyIssues] as never);
   }, [shown, loaded]);
 
   return (

@@ -6,5 +6,7 @@ import workerUrl from 'maplibre-gl/dist/maplibre-gl-worker.mjs?worker&url';
 import 'maplibre-gl/dist/maplibre-gl.css';
 
 maplibregl.setWorkerUrl(new URL(workerUrl, location.href).href);
+// the worker's script is fetched and compiled while the page creates the map (its WebGL context), not after
+maplibregl.prewarm();
 
 export { maplibregl };
