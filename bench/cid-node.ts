@@ -6,6 +6,7 @@ import { createSecretKey } from 'node:crypto';
 import { createLogger } from '../src/app/logger.ts';
 import { Redis } from 'ioredis';
 import { DtlsClusterNode } from '../src/dtls/cluster/node.ts';
+import { NodeRegistry } from '../src/gateway/cluster-registry.ts';
 import { createDtlsServer } from '../src/dtls/server.ts';
 import type { DtlsSession } from '../src/dtls/server.ts';
 
@@ -14,9 +15,10 @@ const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const dtls = createDtlsServer({ socket: 0, host: '127.0.0.1', lookupPsk: async () => psk, handshakeRatePerAddress: 100_000, handshakeBurstPerAddress: 100_000 });
 dtls.on('session', (s: DtlsSession) => s.on('data', (d: Buffer) => s.send(d)));
 await new Promise((r) => dtls.once('listening', r));
+const log = createLogger('warn');
 const cluster = await DtlsClusterNode.start({
-  redis, log: createLogger('warn'), deployment: process.env.BENCH_DEPLOYMENT!, key: createSecretKey(Buffer.from(process.env.BENCH_CLUSTER_KEY!, 'hex')),
-  address: '127.0.0.1', port: 0, leaseMs: 10_000, ...(process.env.BENCH_BATCH_BYTES ? { batchBytes: Number(process.env.BENCH_BATCH_BYTES) } : {}),
+  log, directory: (self) => new NodeRegistry(redis, log, process.env.BENCH_DEPLOYMENT!, self, 10_000), key: createSecretKey(Buffer.from(process.env.BENCH_CLUSTER_KEY!, 'hex')),
+  address: '127.0.0.1', port: 0, ...(process.env.BENCH_BATCH_BYTES ? { batchBytes: Number(process.env.BENCH_BATCH_BYTES) } : {}),
 }, dtls);
 process.send!({ ready: { port: dtls.address().port, nodeId: cluster.nodeId } });
 process.on('message', async (m: { peers?: number; sent?: true; stop?: true }) => {

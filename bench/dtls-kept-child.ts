@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createDtlsServer } from '../src/dtls/server.ts';
-import { DtlsStateStore } from '../src/dtls/session-store.ts';
+import { DtlsStateStore } from '../src/gateway/dtls-session-store.ts';
 
 const n = Number(process.env.BENCH_KEPT_SESSIONS ?? 100_000);
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');

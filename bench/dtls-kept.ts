@@ -1,4 +1,4 @@
-// Kept DTLS sessions (src/dtls/session-store.ts) on the real Redis: how fast a gateway hands its idle sessions over
+// Kept DTLS sessions (src/gateway/dtls-session-store.ts) on the real Redis: how fast a gateway hands its idle sessions over
 // (suspend: every session's state sealed and written, pipelined) and how fast the next one carries them on (each
 // loaded when its first record would arrive), and the memory an idle session carried on holds. Californium, for
 // scale: 4,000 sessions saved in 44 ms, loaded in 54 ms.

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createDtlsServer } from '../src/dtls/server.ts';
-import { DtlsStateStore } from '../src/dtls/session-store.ts';
+import { DtlsStateStore } from '../src/gateway/dtls-session-store.ts';
 
 const key = Buffer.from(process.env.BENCH_PSK ?? '', 'hex');
 const certDir = process.env.BENCH_CERT_DIR;

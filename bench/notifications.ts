@@ -1,5 +1,5 @@
 // Notification rows of npm run bench:
-// - mail throughput: mails queued at once (src/notifications/mail-queue.ts: a notification row and a BullMQ job
+// - mail throughput: mails queued at once (src/mail/queue.ts: a notification row and a BullMQ job
 //   each) until a local SMTP server (smtp-server, in this process) has taken every one;
 // - the cost of supplier-alert bookkeeping when every run fails: what the report path pays per failed run
 //   (failuresOf + record, in memory) and the flush statement that writes the counts once a second, both
@@ -10,7 +10,7 @@ import { loadConfig } from '../src/app/config.ts';
 import { recreateDatabase } from '../src/app/db.ts';
 import { createLogger } from '../src/app/logger.ts';
 import type { ActivityRow } from '../src/connectivity/activities/store.ts';
-import { mailQueue, queueMails, startMailWorker } from '../src/notifications/mail-queue.ts';
+import { mailQueue, queueMails, startMailWorker } from '../src/mail/queue.ts';
 import { failuresOf, SupplierAlerts } from '../src/notifications/supplier-alerts.ts';
 import { Queue } from 'bullmq';
 import { SMTPServer } from 'smtp-server';

@@ -1,5 +1,5 @@
 // The console's build: `npm run build:console` (scripts/build-console.mjs runs it when a source is newer than
-// the last build). Output in dist/console, served by the API at / (src/http/console.ts).
+// the last build). Output in dist/console, served by the API at / (src/api/console.ts).
 import { defineConfig } from 'vite';
 import preact from '@preact/preset-vite';
 import { fileURLToPath } from 'node:url';

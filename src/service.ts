@@ -3,17 +3,17 @@ import { collectDefaultMetrics } from 'prom-client';
 import { metricsRegistry } from './app/metrics.ts';
 import type { AppContext } from './app/context.ts';
 import type { Role } from './app/config.ts';
-import { createHttpApp } from './http/app.ts';
+import { createHttpApp } from './api/app.ts';
 import { startRetention } from './monitoring/retention/prune.ts';
-import { registerRoutes } from './http/routes.ts';
+import { registerRoutes } from './routes.ts';
 import { reportIngestRoutes } from './monitoring/reports/routes.ts';
 import { startHttpsDeviceListener, type HttpsDeviceListener } from './gateway/https.ts';
 import { startCoapDeviceListener, type CoapDeviceListener } from './gateway/coap.ts';
 import { closeFirmware } from './gateway/firmware.ts';
 import { ensureCertificates } from './pki/files.ts';
-import { watchTrust } from './pki/trust.ts';
+import { watchTrust } from './connectivity/supplier-certificates/trust.ts';
 import { DeviceQueue } from './pipeline/queue.ts';
-import { startMailWorker } from './notifications/mail-queue.ts';
+import { startMailWorker } from './mail/queue.ts';
 import { startExportWorker } from './monitoring/exports/queue.ts';
 import { startIssueNotifier } from './notifications/issue-notifier.ts';
 import { supplierAlerts } from './notifications/supplier-alerts.ts';
@@ -71,7 +71,7 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   const monitoringCoreUrl = ctx.config.monitoringCoreUrl ?? `http://127.0.0.1:${apiPort}`;
   // a worker beside the API stores reports itself instead of posting them to its own port
   const worker = has('worker') ? startDeviceWorker(ctx, monitoringCoreUrl, { localMonitoringCore: has('api') && isOwnApi(monitoringCoreUrl, apiPort) }) : null;
-  // mail (issue notifications, supplier alerts, command mails) is sent by the workers: src/notifications/mail-queue.ts
+  // mail (issue notifications, supplier alerts, command mails) is sent by the workers: src/mail/queue.ts
   const mail = has('worker') ? startMailWorker(ctx) : null;
   const issueNotifier = has('worker') ? startIssueNotifier(ctx) : null;
   // CSV exports (settings add-export) are written by the workers: src/monitoring/exports/queue.ts
@@ -83,7 +83,7 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   let coap: CoapDeviceListener | null = null;
   let trust: { stop(): Promise<void> } | null = null;
   if (has('gateway')) {
-    // client certificates are checked against anchors in memory, kept current from here on (src/pki/trust.ts)
+    // client certificates are checked against anchors in memory, kept current from here on (src/connectivity/supplier-certificates/trust.ts)
     trust = await watchTrust(ctx);
     queue = new DeviceQueue(ctx);
     await queue.ready();

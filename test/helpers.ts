@@ -7,8 +7,8 @@ import { createContext, closeContext } from '../src/app/bootstrap.ts';
 import type { AppContext } from '../src/app/context.ts';
 import { createLogger } from '../src/app/logger.ts';
 import { createEnvironment, createMachineAccount, type EnvironmentType } from '../src/accounts/store.ts';
-import { createHttpApp } from '../src/http/app.ts';
-import { registerRoutes } from '../src/http/routes.ts';
+import { createHttpApp } from '../src/api/app.ts';
+import { registerRoutes } from '../src/routes.ts';
 
 export const TEST_SECRET = '11'.repeat(32);
 

@@ -149,6 +149,7 @@ describe('the service process', () => {
     const help = run('--help');
     expect(help.status).toBe(0);
     expect(help.stderr).toContain('create-environment --type monitoring|connectivity');
-  });
+    // five processes started one after the other, each about 3.5 s on a quiet machine
+  }, 120_000);
 });
 

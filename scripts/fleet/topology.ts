@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Cluster, Redis as SingleRedis } from 'ioredis';
-import { evictNode } from '../../src/dtls/cluster/registry.ts';
+import { evictNode } from '../../src/gateway/cluster-registry.ts';
 import { hostPort, LIMITS_BEHIND_NGINX, reachable, startBalancer, type BalancedPort, type Balancer } from './nginx.ts';
 import { startNftBalancer } from './nft.ts';
 import { freePort } from './ports.ts';

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { typed } from '../http/typed.ts';
 import type { AppContext } from '../app/context.ts';
 import { AuthenticationError, NotFoundError } from '../app/errors.ts';
-import { signToken } from '../http/auth.ts';
+import { signToken } from './authenticate.ts';
 import { FindQuery, HashIdParams } from '../http/schemas.ts';
 import { environmentView } from '../monitoring/environments/settings.ts';
 import { beginLogin } from './login-limits.ts';

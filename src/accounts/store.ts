@@ -4,38 +4,14 @@ import { checkEmail } from '../app/email.ts';
 import { ConflictError, ParameterError } from '../app/errors.ts';
 import { newHashId, newSecret } from '../app/hash-id.ts';
 import { hashSecret, verifySecret } from '../app/keys.ts';
+import type { Account, EnvironmentRecord, EnvironmentType } from '../app/account.ts';
 
-export type EnvironmentType = 'monitoring' | 'connectivity';
+export type { Account, EnvironmentRecord, EnvironmentType } from '../app/account.ts';
+
 
 export const MONITORING_RIGHTS = ['READ', 'STATIC', 'ISSUES', 'AUDIT_TRAIL', 'USERS', 'EXPORT', 'IMPORT', 'SENSORS', 'REPORTS', 'THRESHOLDS', 'ENVIRONMENT_ADMIN'];
 export const CONNECTIVITY_RIGHTS = ['ENVIRONMENT_ADMIN'];
 
-export interface EnvironmentRecord {
-  id: number;
-  hashId: string;
-  type: EnvironmentType;
-  name: string;
-  settings: Record<string, unknown>;
-  createdAt: Date;
-}
-
-export interface Account {
-  id: number;
-  hashId: string;
-  /** machine: logs in with its assertion; person: signs in to the console with a password (src/accounts/people/) */
-  kind: 'machine' | 'person';
-  name: string;
-  rights: string[];
-  /** where the account's mail goes; null when the operator gave it no address */
-  email: string | null;
-  locale: string | null;
-  timezone: string | null;
-  phone: string | null;
-  company: string | null;
-  environment: EnvironmentRecord;
-  /** when two-factor authentication was enabled; null when it is off (src/accounts/two-factor/) */
-  twoFactorEnabledAt: Date | null;
-}
 
 /** The rights an environment type knows. */
 export const rightsOf = (type: EnvironmentType): string[] => (type === 'monitoring' ? MONITORING_RIGHTS : CONNECTIVITY_RIGHTS);

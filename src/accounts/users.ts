@@ -14,7 +14,7 @@ import { checkEmail } from '../app/email.ts';
 import { ConflictError, NotFoundError, ParameterError, RightError } from '../app/errors.ts';
 import { findPage, type FindQuery } from '../app/find.ts';
 import { newHashId } from '../app/hash-id.ts';
-import { queueStored } from '../notifications/mail-queue.ts';
+import { queueStored } from '../mail/queue.ts';
 import { invitePerson } from './people/people.ts';
 import { deleteAccountSessions } from './people/sessions.ts';
 import { checkRights, uniqueEmail, type Account, type EnvironmentRecord } from './store.ts';

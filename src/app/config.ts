@@ -43,7 +43,7 @@ export interface Config {
   dtls: DtlsLimits;
   /** the inter-node port of a CID-routed cluster of gateway nodes (src/dtls/cluster/); null: one node, as before */
   dtlsCluster: { port: number; address: string; leaseMs: number; batchBytes: number; batchWindowMs: number; handoverAfter: number } | null;
-  /** DTLS sessions and the resumption cache kept in Redis (src/dtls/session-store.ts) */
+  /** DTLS sessions and the resumption cache kept in Redis (src/gateway/dtls-session-store.ts) */
   dtlsKeepSessions: boolean;
   logLevel: string;
   /** 32-byte server key; JWT signing key and PSK encryption key are derived from it. */

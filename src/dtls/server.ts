@@ -73,7 +73,7 @@ import { DtlsSession } from './session.ts';
 import { SessionCache } from './session-cache.ts';
 import type { PeerRoute, Relay, SessionConfig, SessionHost, KeptStart } from './session.ts';
 import type { SharedSessionCache } from './session-cache.ts';
-import type { SessionKeeper } from './session-store.ts';
+import type { SessionKeeper } from './session-keeper.ts';
 
 export { DtlsSession };
 

@@ -13,6 +13,7 @@ import { createSecretKey } from 'node:crypto';
 import type { AppContext } from '../app/context.ts';
 import { counterFrom, gaugeFrom } from '../app/metrics.ts';
 import { DtlsClusterNode } from '../dtls/cluster/node.ts';
+import { NodeRegistry } from './cluster-registry.ts';
 import type { ClusterEvent } from '../dtls/cluster/node.ts';
 import { cidNode } from '../dtls/cluster/cid.ts';
 import type { DtlsServer, DtlsSession } from '../dtls/server.ts';
@@ -52,13 +53,12 @@ export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promis
   };
   const counts = new Map<ClusterEvent, number>();
   const node: DtlsClusterNode = await DtlsClusterNode.start({
-    redis: ctx.redis,
     log: ctx.log,
-    deployment: ctx.config.queueName,
+    // the node ids and inter-node addresses of this deployment, leased in Redis
+    directory: (self) => new NodeRegistry(ctx.redis, ctx.log, ctx.config.queueName, self, c.leaseMs),
     key: createSecretKey(ctx.keys.dtlsCluster),
     address: c.address,
     port: c.port,
-    leaseMs: c.leaseMs,
     batchBytes: c.batchBytes,
     batchWindowMs: c.batchWindowMs,
     // a record of a node that is gone (or of this node before a restart) is carried on from the kept sessions (DTLS_KEEP_SESSIONS)

@@ -15,12 +15,12 @@ import { COAP_DEFAULTS, CoapEndpoint, CoapUdpServer, ContentFormat, DedupLimit, 
 import type { CoapOption, CoapRequest, CoapResponse, Exchange } from '../coap/index.ts';
 import { countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { createDtlsServer } from '../dtls/server.ts';
-import { DtlsStateStore } from '../dtls/session-store.ts';
+import { DtlsStateStore } from './dtls-session-store.ts';
 import type { DtlsServer, DtlsSession } from '../dtls/server.ts';
 import type { DeviceAnswer } from '../pipeline/jobs.ts';
-import { CertificateRefused, identifyCertificateDevice } from '../pki/device-identity.ts';
-import { dtlsCertificateOptions } from '../pki/dtls.ts';
-import { onTrustLoaded, trustAnchors } from '../pki/trust.ts';
+import { CertificateRefused, identifyCertificateDevice } from './device-identity.ts';
+import { dtlsCertificateOptions } from './dtls-certificates.ts';
+import { onTrustLoaded, trustAnchors } from '../connectivity/supplier-certificates/trust.ts';
 import { verifyChain } from '../pki/verify.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from './firmware.ts';

@@ -3,8 +3,8 @@ import type net from 'node:net';
 import type { AppContext } from '../app/context.ts';
 import { counterRecorder, countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import { AddressLimits } from '../dtls/limits.ts';
-import { disposeCertificateIdentity } from '../pki/device-identity.ts';
-import { certificateRefusal, serveCertificateTls } from '../pki/https-tls.ts';
+import { disposeCertificateIdentity } from './device-identity.ts';
+import { certificateRefusal, serveCertificateTls } from './https-tls.ts';
 import type { DeviceQueue } from '../pipeline/queue.ts';
 import { createPskTlsServer, type PskTlsConnection } from '../tls/index.ts';
 import { firmwareRequestHashId, serveFirmwareOverHttps } from './firmware.ts';
@@ -30,7 +30,7 @@ function send(res: http.ServerResponse, status: number, body: unknown): void {
 
 /**
  * The device-facing HTTPS listener (TLS 1.2 PSK, and mutual TLS with device certificates on the same
- * port: src/pki/https-tls.ts): every request becomes a WebRequest, is
+ * port: src/gateway/https-tls.ts): every request becomes a WebRequest, is
  * queued durably, and is answered with what the device type's handler returned.
  */
 export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQueue, port: number): Promise<HttpsDeviceListener> {
@@ -84,7 +84,7 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
     countHandshakeFailed(ctx, 'https', info.pskIdentity);
     refusals.refused('https', info, err.message);
   });
-  // the same port serves certificate TLS: ClientHellos without our PSK suites go to node:tls (src/pki/https-tls.ts)
+  // the same port serves certificate TLS: ClientHellos without our PSK suites go to node:tls (src/gateway/https-tls.ts)
   serveCertificateTls(ctx, tcp, {
     onConnection(conn, device) {
       if (device) sessions.set(conn, { deviceHashId: device.deviceHashId, environmentHashId: device.environmentHashId, certificate: device.certificate, refused: false });

@@ -1,8 +1,8 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { FindQuery as FindQueryType } from '../app/find.ts';
-import type { Account } from '../accounts/store.ts';
-import type { RouteRights } from './auth.ts';
+import type { Account } from '../app/account.ts';
+import type { RouteRights } from './rights.ts';
 import { FindQuery, HashIdParams } from './schemas.ts';
 import { typed } from './typed.ts';
 

@@ -18,8 +18,8 @@ import { OutageLog } from '../app/outage-log.ts';
 import type { Limits, ValuePair } from '../monitoring/thresholds/limits.ts';
 import { digestMail, issueMail, type IssueEventFacts, type IssueEventKind, type IssueFacts, type MailText } from './issue-mail.ts';
 import { publishIssueEvents } from '../monitoring/issues/stream.ts';
-import { queueStored, storeMails } from './mail-queue.ts';
-import type { OutgoingMail } from './store.ts';
+import { queueStored, storeMails } from '../mail/queue.ts';
+import type { OutgoingMail } from '../mail/store.ts';
 
 const ISSUE_SCAN_MS = 1000;
 const EVENTS_PER_SCAN = 2000;

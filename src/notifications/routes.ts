@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { typed } from '../http/typed.ts';
 import type { AppContext } from '../app/context.ts';
 import { FindQuery } from '../http/schemas.ts';
-import { findNotifications } from './store.ts';
+import { findNotifications } from '../mail/store.ts';
 
 const NotificationQuery = Type.Composite([FindQuery, Type.Object({
   state: Type.Optional(Type.Union([Type.Literal('queued'), Type.Literal('sent'), Type.Literal('failed')])),

@@ -15,8 +15,8 @@ import { mailLanguage } from './issue-mail.ts';
 import type { AppContext } from '../app/context.ts';
 import { OutageLog } from '../app/outage-log.ts';
 import type { ActivityRow } from '../connectivity/activities/store.ts';
-import { queueStored, storeMails } from './mail-queue.ts';
-import type { OutgoingMail } from './store.ts';
+import { queueStored, storeMails } from '../mail/queue.ts';
+import type { OutgoingMail } from '../mail/store.ts';
 
 export type SupplierObjectType = 'deviceType' | 'supplierReportType' | 'supplierWebhook' | 'supplierCertificate';
 

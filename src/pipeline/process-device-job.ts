@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { reportDateProblem } from '../app/report-dates.ts';
+import { reportDateProblem } from '../sandbox/report-dates.ts';
 import { metrics } from '../app/metrics.ts';
 import { hasUnstorable, replacedMessage, storableValue, unstorablePath } from '../app/storable.ts';
 import { describeRunError, type Sandbox } from '../sandbox/runner.ts';

@@ -1,6 +1,6 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { AppContext } from '../app/context.ts';
-import { createMailer } from '../app/mailer.ts';
+import { createMailer } from '../mail/mailer.ts';
 import { gaugeFrom, metrics } from '../app/metrics.ts';
 import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../app/redis.ts';
 import { insertActivities, type ActivityRow } from '../connectivity/activities/store.ts';

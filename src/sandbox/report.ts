@@ -1,7 +1,7 @@
 // Host-side validation/normalisation of what supplier code returned (already JSON: dates are
 // ISO strings; non-finite numbers in measurements arrive as { nonFinite: 'NaN' | 'Infinity' ... }).
 
-import { reportDateProblem } from '../app/report-dates.ts';
+import { reportDateProblem } from './report-dates.ts';
 import type { IdentifierResult, IncomingRequestResponse, Json, ParsedMeasurement, ParsedReport, TypedBody } from './types.ts';
 
 /** `notes`: lines for the run's log; `errors`: error lines (something refused, the rest accepted). */
@@ -39,7 +39,7 @@ function toIso(v: unknown): string | null {
  * `generatedAt` is required by the contract; when it is missing (undefined/null) we use the time
  * of the run instead of failing the parse, and say so in a note (the runner adds notes to the
  * run's log). A present but invalid generatedAt fails the parse, and so does a report's or a
- * measurement's time outside the window every report's time is kept in (src/app/report-dates.ts).
+ * measurement's time outside the window every report's time is kept in (src/sandbox/report-dates.ts).
  */
 export function validateParsedReport(raw: unknown, runAt: Date): Validation<ParsedReport> {
   const notes: string[] = [];

@@ -5,7 +5,7 @@ import type { AppContext } from '../../src/app/context.ts';
 import { passwordChecks } from '../../src/accounts/people/passwords.ts';
 import { setSessionCookie } from '../../src/accounts/people/sessions.ts';
 import { base32Decode, totp } from '../../src/accounts/two-factor/totp.ts';
-import { startMailWorker, type MailWorker } from '../../src/notifications/mail-queue.ts';
+import { startMailWorker, type MailWorker } from '../../src/mail/queue.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
 import { dropMailQueue, TestSmtp, type ReceivedMail } from '../notifications/smtp.ts';
 import { until } from '../support/until.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
-import { startMailWorker, type MailWorker } from '../../src/notifications/mail-queue.ts';
+import { startMailWorker, type MailWorker } from '../../src/mail/queue.ts';
 import { expectParameterError, type ErrorBody } from '../connectivity/fixtures.ts';
 import { startTestApi, testContext, type TestApi } from '../helpers.ts';
 import { until } from '../support/until.ts';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { base32Decode, totp } from '../../src/accounts/two-factor/totp.ts';
-import { startMailWorker, type MailWorker } from '../../src/notifications/mail-queue.ts';
+import { startMailWorker, type MailWorker } from '../../src/mail/queue.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
 import { dropMailQueue, TestSmtp } from '../notifications/smtp.ts';
 import { until } from '../support/until.ts';

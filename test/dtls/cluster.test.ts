@@ -15,8 +15,9 @@ import { MAX_NODES } from '../../src/dtls/cluster/cid.ts';
 import { MessageKind, sealMessages } from '../../src/dtls/cluster/messages.ts';
 import type { ClusterMessage } from '../../src/dtls/cluster/messages.ts';
 import { DtlsClusterNode } from '../../src/dtls/cluster/node.ts';
-import { NodeRegistry } from '../../src/dtls/cluster/registry.ts';
+import { NodeRegistry } from '../../src/gateway/cluster-registry.ts';
 import type { ClusterEvent, DtlsClusterOptions } from '../../src/dtls/cluster/node.ts';
+import type { NodeAddress } from '../../src/dtls/cluster/directory.ts';
 import { CidClient } from '../support/cid-client/client.ts';
 import { freePort } from '../support/ports.ts';
 import { exited, killPrivateRedis, startRedis } from '../support/private-redis.ts';
@@ -50,7 +51,9 @@ async function startNode(deployment: string, opts: NodeOptions = {}): Promise<No
   const srv = await startEchoServer();
   open.push(srv.server);
   const events: ClusterEvent[] = [];
-  const cluster = await DtlsClusterNode.start({ redis, log, deployment, key, address: '127.0.0.1', port: 0, leaseMs: 3000, count: (e) => events.push(e), ...opts }, srv.server);
+  const { leaseMs = 3000, ...rest } = opts;
+  const directory = (self: NodeAddress) => new NodeRegistry(redis, log, deployment, self, leaseMs);
+  const cluster = await DtlsClusterNode.start({ log, directory, key, address: '127.0.0.1', port: 0, count: (e) => events.push(e), ...rest }, srv.server);
   open.push(cluster);
   return { deployment, srv, cluster, events };
 }

@@ -4,7 +4,7 @@ import { dtls } from 'node-dtls-client';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { parseDatagram } from '../../src/dtls/record.ts';
-import { DtlsStateStore } from '../../src/dtls/session-store.ts';
+import { DtlsStateStore } from '../../src/gateway/dtls-session-store.ts';
 import { WRITE_LEASE, decodeKeys, encodeKeys } from '../../src/dtls/session-state.ts';
 import { CidClient } from '../support/cid-client/client.ts';
 import { until } from '../support/until.ts';

@@ -7,7 +7,7 @@ import { expectParameterError } from '../connectivity/fixtures.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';
 import { connectivityClient, environmentClient, pskDevice, type RestClient } from '../support/provision.ts';
 
-// The times a report and its measurements may carry (src/app/report-dates.ts: from 2000-01-01, up to 1 day ahead),
+// The times a report and its measurements may carry (src/sandbox/report-dates.ts: from 2000-01-01, up to 1 day ahead),
 // from each way a report comes in: an import, a manual report, a supplier's report parser run by a device's request.
 // Reports and measurements are partitioned by week on that time: a time outside the window would make partitions.
 

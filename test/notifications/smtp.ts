@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Queue } from 'bullmq';
 import { SMTPServer } from 'smtp-server';
 import type { AppContext } from '../../src/app/context.ts';
-import { mailQueue } from '../../src/notifications/mail-queue.ts';
+import { mailQueue } from '../../src/mail/queue.ts';
 
 export interface ReceivedMail { to: string[]; subject: string; text: string; raw: string }
 

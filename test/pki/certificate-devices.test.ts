@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { compileOnSave } from '../../src/connectivity/user-code.ts';
-import { invalidateTrust } from '../../src/pki/trust.ts';
+import { invalidateTrust } from '../../src/connectivity/supplier-certificates/trust.ts';
 import { Sandbox } from '../../src/sandbox/runner.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
-import { peekClientHello } from '../../src/pki/https-tls.ts';
+import { peekClientHello } from '../../src/gateway/https-tls.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { httpRequestText, opensslPsk, parseHttpResponse } from '../support/openssl.ts';

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureCertificates } from '../../src/pki/files.ts';
-import { currentTrust } from '../../src/pki/trust.ts';
+import { currentTrust } from '../../src/connectivity/supplier-certificates/trust.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
 import { expectParameterError, findAll } from '../connectivity/fixtures.ts';
 import { opensslCsr, run, tempDir } from './support.ts';

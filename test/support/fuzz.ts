@@ -10,8 +10,8 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import qs from 'qs';
 import { createEnvironment, createMachineAccount } from '../../src/accounts/store.ts';
 import type { AppContext } from '../../src/app/context.ts';
-import { createHttpApp } from '../../src/http/app.ts';
-import { registerRoutes } from '../../src/http/routes.ts';
+import { createHttpApp } from '../../src/api/app.ts';
+import { registerRoutes } from '../../src/routes.ts';
 
 type Schema = Record<string, unknown>;
 

@@ -11,7 +11,7 @@ import type { Db } from '../../app/db.ts';
 import { ConflictError, ParameterError } from '../../app/errors.ts';
 import { invalidateCredentials } from '../../connectivity/devices/credentials.ts';
 import { announceDevicesChanged } from '../../pipeline/device-context.ts';
-import { invalidateTrust } from '../../pki/trust.ts';
+import { invalidateTrust } from '../../connectivity/supplier-certificates/trust.ts';
 import { createEnvironment, createMachineAccount, patchEnvironment, rightsOf, type Account, type EnvironmentRecord, type EnvironmentType } from '../store.ts';
 
 export interface AddedEnvironment { environment: EnvironmentRecord; rights: string[]; machineAccount: { hashId: string; assertion: string } }

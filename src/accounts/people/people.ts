@@ -9,7 +9,7 @@
 import type { AppContext } from '../../app/context.ts';
 import type { Queryable } from '../../app/db.ts';
 import { AppError, AuthenticationError, NotFoundError } from '../../app/errors.ts';
-import { queueStored, storeMails } from '../../notifications/mail-queue.ts';
+import { queueStored, storeMails } from '../../mail/queue.ts';
 import { beginLogin, type LoginAttempt } from '../login-limits.ts';
 import { personAccounts, type Account, type EnvironmentRecord } from '../store.ts';
 import { acceptCode } from '../two-factor/store.ts';

@@ -1,6 +1,6 @@
 // How a request that carries the gridgate_session cookie (and no Authorization header) is authenticated: as
 // the person's row its session acts as, on every route a bearer token reaches, with the same rights, the same
-// Environment-Hash-Id check and the same two-factor rules (src/http/auth.ts).
+// Environment-Hash-Id check and the same two-factor rules (src/accounts/authenticate.ts).
 //
 // Cross-site requests: the browser sends the cookie with any request to this origin, but SameSite=Strict keeps it
 // off requests another site starts, and on top of that every cookie-authenticated request that changes something

@@ -2,7 +2,7 @@ import type { AppContext } from '../../app/context.ts';
 import type { Db } from '../../app/db.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { newHashId } from '../../app/hash-id.ts';
-import { queueStored, storeMails } from '../../notifications/mail-queue.ts';
+import { queueStored, storeMails } from '../../mail/queue.ts';
 import type { Account } from '../store.ts';
 import { checkName, checkTimezone, type Locale } from '../users.ts';
 

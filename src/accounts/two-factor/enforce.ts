@@ -2,7 +2,7 @@
 // need a second factor to use it. An account of such an environment without one keeps exactly what it
 // needs to set one up, get-keyuri and enable (routes marked `twoFactorSetup`), and nothing else:
 //   - a token it holds, issued before or after the setting, is refused on every other route with a 403
-//     right_error saying so (src/http/auth.ts asks `refuseWithoutSecondFactor` on each request);
+//     right_error saying so (src/accounts/authenticate.ts asks `refuseWithoutSecondFactor` on each request);
 //   - its login, once its secret is right, answers that 403 too, with a token in `details.jwt` for the
 //     setup (limited by the rule above, not by the token itself). enable answers the token to use next,
 //     and later logins send their code, as for any account with two-factor authentication.

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { AuthenticationError, ParameterError } from '../../app/errors.ts';
-import { signToken } from '../../http/auth.ts';
+import { signToken } from '../authenticate.ts';
 import { beginLogin } from '../login-limits.ts';
 import { checkPersonPassword } from '../people/people.ts';
 import { markSecondFactor } from '../people/sessions.ts';

@@ -1,6 +1,6 @@
 import type { AppContext } from '../../app/context.ts';
 import type { Queryable } from '../../app/db.ts';
-import type { Mailer } from '../../app/mailer.ts';
+import type { Mailer } from '../../mail/mailer.ts';
 import type { DeviceRecord } from '../../pipeline/device-context.ts';
 import type { ExecCall } from '../../sandbox/types.ts';
 import { nameText } from '../../app/names.ts';

@@ -36,7 +36,7 @@ const Query = Type.Object({
 const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
 const tags = ['command'];
 
-/** A monitoring environment's commands (src/monitoring/links/, wired in src/http/routes.ts): for the devices it claimed. */
+/** A monitoring environment's commands (src/monitoring/links/, wired in src/routes.ts): for the devices it claimed. */
 export interface CustomerCommands {
   add(events: CommandEvents, environmentId: number, accountId: number, input: CommandInput): Promise<void>;
   withPinGroups(environmentId: number, rows: { command: { pinGroupHashId: string | null } }[]): Promise<unknown[]>;

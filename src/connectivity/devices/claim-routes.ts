@@ -7,7 +7,7 @@ import { createClaimTokens, type ClaimToken } from './claim.ts';
 
 const GetClaimTokenBody = Type.Object({ deviceHashIds: Type.Array(HashId, { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
 
-/** A monitoring environment's getClaimToken (src/monitoring/links/, wired in src/http/routes.ts). */
+/** A monitoring environment's getClaimToken (src/monitoring/links/, wired in src/routes.ts). */
 export type CustomerClaimTokens = (environmentId: number, deviceHashIds: string[]) => Promise<ClaimToken[]>;
 
 /** getClaimToken: a supplier's (C-ADMIN), and a customer's for the devices it claimed (M-SENSORS) when `customer` is given. */

@@ -27,7 +27,7 @@ const DeviceQuery = Type.Composite([FindQuery, Type.Object({ forCommandTypeHashI
 const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
 const tags = ['device'];
 
-/** How a monitoring environment reads the devices it claimed (src/monitoring/links/, wired in src/http/routes.ts). */
+/** How a monitoring environment reads the devices it claimed (src/monitoring/links/, wired in src/routes.ts). */
 export interface ClaimedDeviceReads {
   find(environmentId: number, query: Static<typeof FindQuery>): Promise<unknown>;
   get(environmentId: number, hashId: string): Promise<unknown>;

@@ -9,7 +9,7 @@ import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import { loadDeviceCaKeyPem } from '../../pki/files.ts';
-import { invalidateTrust } from '../../pki/trust.ts';
+import { invalidateTrust } from './trust.ts';
 import { importPrivateKey, issueIntermediateCa, x509 } from '../../pki/x509.ts';
 import { compileOnSave } from '../user-code.ts';
 

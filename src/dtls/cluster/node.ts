@@ -12,27 +12,22 @@
 import dgram from 'node:dgram';
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from '../../app/logger.ts';
-import type { Redis } from '../../app/redis.ts';
 import type { CidRouter, DtlsServer } from '../server.ts';
 import type { Relay } from '../session.ts';
 import { cidNode, nodeCid, recordCid } from './cid.ts';
 import { Batch, datagramBytes, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WINDOW_MS, MessageKind, messageBytes, openMessages, sealSingle } from './messages.ts';
 import type { MessageVisitor } from './messages.ts';
-import { NodeRegistry } from './registry.ts';
-import type { NodeAddress } from './registry.ts';
+import type { NodeAddress, NodeDirectory } from './directory.ts';
 
 export interface DtlsClusterOptions {
-  redis: Redis;
   log: Logger;
-  /** names this deployment's keys in Redis (QUEUE_NAME) */
-  deployment: string;
+  /** the cluster's directory of nodes, given this node's inter-node address once its port is bound */
+  directory: (self: NodeAddress) => NodeDirectory;
   /** MAC key of the inter-node messages (derived from SECRET_KEY: every node of a deployment has the same) */
   key: KeyObject;
   /** the inter-node port: bound on `address`, which the other nodes reach it at */
   address: string;
   port: number;
-  /** node id lease in Redis (renewed every third of it) */
-  leaseMs: number;
   /**
    * Largest inter-node datagram the messages bound for one peer within one event-loop turn are coalesced into
    * (DEFAULT_BATCH_BYTES); a message larger than that goes alone. 0: every message alone, at once.
@@ -64,7 +59,7 @@ export type ClusterEvent =
   | 'unknown_node' | 'no_session' | 'unauthenticated' | 'send_failed';
 
 export class DtlsClusterNode implements CidRouter {
-  readonly registry: NodeRegistry;
+  readonly registry: NodeDirectory;
   readonly socket: dgram.Socket;
   readonly #o: DtlsClusterOptions;
   readonly #dtls: DtlsServer;
@@ -87,7 +82,7 @@ export class DtlsClusterNode implements CidRouter {
     this.socket = socket;
     this.#batchBytes = o.batchBytes ?? DEFAULT_BATCH_BYTES;
     this.#batchWindowMs = o.batchWindowMs ?? DEFAULT_BATCH_WINDOW_MS;
-    this.registry = new NodeRegistry(o.redis, o.log, o.deployment, { address: o.address, port: socket.address().port }, o.leaseMs);
+    this.registry = o.directory({ address: o.address, port: socket.address().port });
   }
 
   /** Binds the inter-node port, leases a node id, and makes `dtls` issue CIDs naming it and route the others'. */

@@ -16,7 +16,7 @@ import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { Account } from '../../accounts/store.ts';
-import { reportDateProblem } from '../../app/report-dates.ts';
+import { reportDateProblem } from '../../sandbox/report-dates.ts';
 import { csvField, parseCsv } from './csv.ts';
 
 export const COLUMNS = ['pinGroupHashId', 'pinGroupName', 'pinHashId', 'pinName', 'reportTypeHashId', 'reportTypeName', 'generatedAt', 'quantityHashId', 'orderOfMagnitude', 'significand'] as const;

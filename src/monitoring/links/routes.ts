@@ -60,7 +60,7 @@ export async function linkRoutes(fastify: FastifyInstance, ctx: AppContext): Pro
   });
 }
 
-/** device find / get in a monitoring environment (M-READ): wired into the device routes by src/http/routes.ts. */
+/** device find / get in a monitoring environment (M-READ): wired into the device routes by src/routes.ts. */
 export function claimedDeviceReads(ctx: AppContext) {
   return {
     find: (environmentId: number, query: FindQuery) => findClaimedDevices(ctx.db, environmentId, query),
@@ -68,11 +68,11 @@ export function claimedDeviceReads(ctx: AppContext) {
   };
 }
 
-/** command add / find rows in a monitoring environment: wired into the command routes by src/http/routes.ts. */
+/** command add / find rows in a monitoring environment: wired into the command routes by src/routes.ts. */
 export const customerCommands = (ctx: AppContext): CustomerCommands => ({
   add: (events, environmentId, accountId, input) => addCustomerCommands(ctx.db, events, environmentId, accountId, input),
   withPinGroups: (environmentId, rows) => withPinGroups(ctx.db, environmentId, rows),
 });
 
-/** getClaimToken in a monitoring environment (M-SENSORS): wired into the claim-token route by src/http/routes.ts. */
+/** getClaimToken in a monitoring environment (M-SENSORS): wired into the claim-token route by src/routes.ts. */
 export const claimTokensOfClaimed = (ctx: AppContext) => (environmentId: number, deviceHashIds: string[]) => customerClaimTokens(ctx.db, environmentId, deviceHashIds);

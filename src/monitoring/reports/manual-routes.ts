@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
-import { REPORT_DATE_RULE } from '../../app/report-dates.ts';
+import { REPORT_DATE_RULE } from '../../sandbox/report-dates.ts';
 import { Fields, FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
 import { typed } from '../../http/typed.ts';
 import { FieldsUpdate, readRights } from '../graph-schemas.ts';
@@ -11,7 +11,7 @@ import { findReports, getReport } from './view.ts';
 const reportRights = { monitoring: 'REPORTS' };
 const tags = ['report'];
 
-// a report's and a measurement's time: inside the window every report's time is kept in (src/app/report-dates.ts)
+// a report's and a measurement's time: inside the window every report's time is kept in (src/sandbox/report-dates.ts)
 const ReportTime = Type.String({ format: 'date-time', description: `ISO 8601, ${REPORT_DATE_RULE}` });
 // a value as the SDK's measurement takes it: significand x 10^orderOfMagnitude
 const Value = {

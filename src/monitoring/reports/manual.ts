@@ -9,7 +9,7 @@ import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { applyFieldsUpdate, type Fields, type FieldsUpdate } from '../../app/fields.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { Logger } from '../../app/logger.ts';
-import { reportDateProblem } from '../../app/report-dates.ts';
+import { reportDateProblem } from '../../sandbox/report-dates.ts';
 import { loadReportType } from '../report-types/store.ts';
 import { thresholdCache } from '../thresholds/cache.ts';
 import { ThresholdEvaluator } from '../thresholds/evaluate.ts';
@@ -72,7 +72,7 @@ async function scopeOf(db: Queryable, environmentId: number, reportTypeHashId: s
   };
 }
 
-/** `at` as stored: an ISO string, or a parameter_error naming `field` when it lies outside the reports' window (src/app/report-dates.ts). */
+/** `at` as stored: an ISO string, or a parameter_error naming `field` when it lies outside the reports' window (src/sandbox/report-dates.ts). */
 function reportDate(at: string, field: string): string {
   const date = new Date(at);
   const outside = reportDateProblem(date);

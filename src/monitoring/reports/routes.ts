@@ -11,7 +11,7 @@ export async function reportIngestRoutes(fastify: FastifyInstance, ctx: AppConte
   const expected = Buffer.from(`Bearer ${ctx.keys.internalToken}`);
   await app.register(async (intake) => {
     // the body goes to PostgreSQL as it came: no parse and re-encode of every report here (the app's JSON parser,
-    // src/http/app.ts, is replaced in this plugin only)
+    // src/api/app.ts, is replaced in this plugin only)
     intake.removeContentTypeParser('application/json');
     intake.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: 64 * 1024 * 1024 }, (_req, body, done) => done(null, body));
     intake.post('/internal/condition-reports', { config: { apiVersion: false }, schema: { hide: true } }, async (request) => {

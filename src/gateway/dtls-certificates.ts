@@ -2,8 +2,8 @@
 // from CERTS_DIR and the trust anchors, which follow supplier certificate changes at runtime.
 import { createPrivateKey, type KeyObject, type X509Certificate } from 'node:crypto';
 import type { AppContext } from '../app/context.ts';
-import { loadServerCredentials } from './files.ts';
-import { currentTrust, trustAnchors } from './trust.ts';
+import { loadServerCredentials } from '../pki/files.ts';
+import { currentTrust, trustAnchors } from '../connectivity/supplier-certificates/trust.ts';
 
 export interface DtlsCertificateOptions {
   /** the server certificate's ECDSA P-256 private key */
@@ -17,7 +17,7 @@ export interface DtlsCertificateOptions {
 /**
  * The `certificate` option of createDtlsServer. Loads the trust anchors before returning; the
  * gateway role keeps them current (watchTrust in src/service.ts). After the handshake, the listener
- * hands `session.peerCertificates` to identifyCertificateDevice (src/pki/device-identity.ts).
+ * hands `session.peerCertificates` to identifyCertificateDevice (src/gateway/device-identity.ts).
  */
 export async function dtlsCertificateOptions(ctx: AppContext): Promise<DtlsCertificateOptions> {
   const creds = loadServerCredentials(ctx.config);

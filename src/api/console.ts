@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
-export const CONSOLE_DIR = fileURLToPath(new URL('../../dist/console/', import.meta.url));
+export const CONSOLE_DIR = fileURLToPath(new URL('../../dist/console', import.meta.url));
 
 /**
  * style-src allows inline styles: the code editor (Monaco) and the map (MapLibre) set styles from script.

@@ -10,7 +10,7 @@ import type { AppContext } from '../app/context.ts';
 import { CIPHER_SUITES } from '../tls/index.ts';
 import { StreamBuffer } from '../tls/record.ts';
 import { CertificateRefused, identifyCertificateDevice, type CertificateDevice } from './device-identity.ts';
-import { loadServerCredentials } from './files.ts';
+import { loadServerCredentials } from '../pki/files.ts';
 
 const PSK_SUITE_IDS: ReadonlySet<number> = new Set(CIPHER_SUITES.map((s) => s.id));
 const RECORD_HEADER = 5;

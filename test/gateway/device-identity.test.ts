@@ -3,13 +3,13 @@ import { X509Certificate, createPublicKey, sign, verify } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CertificateRefused, identifyCertificateDevice } from '../../src/pki/device-identity.ts';
-import { dtlsCertificateOptions } from '../../src/pki/dtls.ts';
+import { CertificateRefused, identifyCertificateDevice } from '../../src/gateway/device-identity.ts';
+import { dtlsCertificateOptions } from '../../src/gateway/dtls-certificates.ts';
 import { ensureCertificates } from '../../src/pki/files.ts';
 import { Sandbox } from '../../src/sandbox/runner.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
 import { EVENT_HANDLER } from '../connectivity/fixtures.ts';
-import { opensslCsr, opensslDeviceCert, tempDir } from './support.ts';
+import { opensslCsr, opensslDeviceCert, tempDir } from '../pki/support.ts';
 
 let api: TestApi;
 let a: ApiClient;
@@ -109,7 +109,7 @@ describe('identifyCertificateDevice (the CoAP/DTLS entry)', () => {
 
 describe('trust anchors across processes', () => {
   it('a gateway process (its own context) sees a supplier certificate added through another process within about a second', async () => {
-    const { currentTrust } = await import('../../src/pki/trust.ts');
+    const { currentTrust } = await import('../../src/connectivity/supplier-certificates/trust.ts');
     const { closeContext } = await import('../../src/app/bootstrap.ts');
     // one deployment: the same CERTS_DIR, database, Redis and QUEUE_NAME
     const gateway = await testContext({ CERTS_DIR: api.ctx.config.certsDir, QUEUE_NAME: api.ctx.config.queueName });

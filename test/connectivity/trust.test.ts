@@ -9,12 +9,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeContext } from '../../src/app/bootstrap.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { ensureCertificates } from '../../src/pki/files.ts';
-import { onTrustLoaded, trustVersionKey, type TrustSnapshot } from '../../src/pki/trust.ts';
+import { onTrustLoaded, trustVersionKey, type TrustSnapshot } from '../../src/connectivity/supplier-certificates/trust.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { run } from '../coap/support.ts';
-import { EVENT_HANDLER } from '../connectivity/fixtures.ts';
+import { EVENT_HANDLER } from './fixtures.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
-import { opensslCsr, opensslDeviceCert, tempDir } from './support.ts';
+import { opensslCsr, opensslDeviceCert, tempDir } from '../pki/support.ts';
 
 const identifier = (type: string) => `function handle(args: { certificate: { subjects: Subject[][] } }) {
   return { deviceTypeHashId: '${type}', deviceIdentifier: args.certificate.subjects[0].find((s) => s.key.value === 'CN')!.value.value };

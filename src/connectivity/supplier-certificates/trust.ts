@@ -8,9 +8,9 @@
 //   (its subscriber reconnecting), so a change reaches it at the latest TRUST_CHECK_MS after the
 //   answer; a full reload every TRUST_RELOAD_MS covers a counter lost with Redis's data.
 import { X509Certificate } from 'node:crypto';
-import type { AppContext } from '../app/context.ts';
-import { createRedis, type Redis } from '../app/redis.ts';
-import { loadServerCredentials } from './files.ts';
+import type { AppContext } from '../../app/context.ts';
+import { createRedis, type Redis } from '../../app/redis.ts';
+import { loadServerCredentials } from '../../pki/files.ts';
 
 /** A supplier certificate as the gateway needs it. */
 export interface SupplierAnchor {

@@ -1,5 +1,5 @@
-import type { AppContext } from './context.ts';
-import { queueMails } from '../notifications/mail-queue.ts';
+import type { AppContext } from '../app/context.ts';
+import { queueMails } from './queue.ts';
 
 export interface Mail { to: string[]; subject: string; text: string; environmentId?: number }
 
@@ -12,7 +12,7 @@ export interface Mailer {
 }
 
 /**
- * Command mails go the way of every notification (src/notifications/mail-queue.ts): stored, queued in
+ * Command mails go the way of every notification (src/mail/queue.ts): stored, queued in
  * Redis, sent over SMTP_URL with retries; without SMTP_URL they are logged at info level and stored as failed.
  */
 export function createMailer(ctx: AppContext): Mailer {

@@ -23,17 +23,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Cluster } from 'ioredis';
-import type { Logger } from '../../app/logger.ts';
-import { OutageLog } from '../../app/outage-log.ts';
-import type { Redis } from '../../app/redis.ts';
-import { MAX_NODES } from './cid.ts';
+import type { Logger } from '../app/logger.ts';
+import { OutageLog } from '../app/outage-log.ts';
+import type { Redis } from '../app/redis.ts';
+import { MAX_NODES } from '../dtls/cluster/cid.ts';
+import type { NodeAddress, NodeDirectory } from '../dtls/cluster/directory.ts';
 
-export interface NodeAddress {
-  address: string;
-  port: number;
-  /** the node reads batches (messages.ts); false: a node of the version before, sent one message a datagram */
-  batches?: boolean;
-}
+export type { NodeAddress } from '../dtls/cluster/directory.ts';
+
 
 /** PEXPIRE only while the key still holds our value; DEL likewise. */
 const RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
@@ -59,7 +56,7 @@ export async function evictNode(redis: Redis, deployment: string, node: NodeAddr
   return evicted;
 }
 
-export class NodeRegistry {
+export class NodeRegistry implements NodeDirectory {
   readonly #redis: Redis;
   readonly #log: Logger;
   readonly #prefix: string;

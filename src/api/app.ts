@@ -3,12 +3,13 @@ import swagger from '@fastify/swagger';
 import qs from 'qs';
 import type { AppContext } from '../app/context.ts';
 import { ApiVersionError, OutdatedClientError } from '../app/errors.ts';
-import type { Account } from '../accounts/store.ts';
-import { authenticate, authorize, type RouteRights } from './auth.ts';
-import { errorHandler } from './errors.ts';
-import { shapeForVersion } from './versions.ts';
-import { openOffset, sealOffset } from './paging.ts';
-import { checkInput, validationOptions } from './validation.ts';
+import type { Account } from '../app/account.ts';
+import { authenticate } from '../accounts/authenticate.ts';
+import { authorize } from '../http/rights.ts';
+import { errorHandler } from '../http/errors.ts';
+import { shapeForVersion } from '../http/versions.ts';
+import { openOffset, sealOffset } from '../http/paging.ts';
+import { checkInput, validationOptions } from '../http/validation.ts';
 import { asAuthor } from '../app/author.ts';
 
 /**
@@ -21,23 +22,6 @@ const OLDEST = SUPPORTED_API_VERSIONS[0];
 const NEWEST = SUPPORTED_API_VERSIONS[SUPPORTED_API_VERSIONS.length - 1];
 const CHANGING_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** `environment` (default): token + Environment-Hash-Id; `account`: token only; `none`: public. */
-    auth?: 'environment' | 'account' | 'none';
-    rights?: RouteRights;
-    /** false for operational endpoints (health, metrics, OpenAPI, internal) that take no Api-Version. */
-    apiVersion?: boolean;
-    /** the query's `offset` is a value of the previous answer (suggestions' last item), not a sealed nextPageOffset */
-    offsetIsValue?: boolean;
-    /** the query's `apiVersion` and `environmentHashId` may stand for those headers (a browser's EventSource sends none) */
-    headersFromQuery?: boolean;
-  }
-  interface FastifyRequest {
-    account: Account;
-    apiVersion: number;
-  }
-}
 
 /**
  * Bracket notation as qs parses it. A key without a value (`&edgeHashId&mapLayers`, how the original SDK

@@ -9,9 +9,9 @@ import { AppError } from '../app/errors.ts';
 import { findOrCreateDevice } from '../connectivity/devices/find-or-create.ts';
 import { describeRunError, Sandbox, sandboxFromConfig } from '../sandbox/runner.ts';
 import type { CertificateView } from '../sandbox/types.ts';
-import { chainSubjects } from './subjects.ts';
-import { currentTrust } from './trust.ts';
-import { verifyChain } from './verify.ts';
+import { chainSubjects } from '../pki/subjects.ts';
+import { currentTrust } from '../connectivity/supplier-certificates/trust.ts';
+import { verifyChain } from '../pki/verify.ts';
 import { supplierAlerts } from '../notifications/supplier-alerts.ts';
 
 /** A device identified by its certificate. */

@@ -1,17 +1,14 @@
 import { SignJWT, jwtVerify } from 'jose';
 import type { FastifyRequest } from 'fastify';
-import { AuthenticationError, NotFoundError, ParameterError, RightError } from '../app/errors.ts';
-import { loadAccount, type Account } from '../accounts/store.ts';
-import { refuseWithoutSecondFactor } from '../accounts/two-factor/enforce.ts';
-import { authenticateSession } from '../accounts/people/session-auth.ts';
-import { sessionCookie } from '../accounts/people/sessions.ts';
+import { AuthenticationError } from '../app/errors.ts';
+import { loadAccount, type Account } from './store.ts';
+import { refuseWithoutSecondFactor } from './two-factor/enforce.ts';
+import { authenticateSession } from './people/session-auth.ts';
+import { sessionCookie } from './people/sessions.ts';
 import type { AppContext } from '../app/context.ts';
 
-/** Rights an operation needs per environment type; a type that is absent cannot use the operation. */
-export interface RouteRights {
-  connectivity?: string;
-  monitoring?: string;
-}
+// Who is asking: a bearer token (machine accounts) or a person's console session cookie, resolved to a live
+// account. What the account may then do is the route's business (src/http/rights.ts).
 
 /** A token for the account; with two-factor authentication on, it carries when that was switched on (`tfa`). */
 export async function signToken(ctx: AppContext, account: Account): Promise<string> {
@@ -57,26 +54,4 @@ export async function authenticate(ctx: AppContext, request: FastifyRequest): Pr
   }
   refuseWithoutSecondFactor(account, request.routeOptions.config);
   return account;
-}
-
-// the original SDK's changeEnvironment(hashId, type) sends `<type>:<hashId>` for every type but 'environment'
-const PREFIXED_TYPES: Record<string, Account['environment']['type']> = { supplier: 'connectivity', environment: 'monitoring' };
-
-/**
- * Checks Environment-Hash-Id and the operation's rights for the account. The header is a bare hashId
- * (either environment type) or `supplier:<hashId>` (a connectivity environment).
- */
-export function authorize(account: Account, header: string | undefined, rights: RouteRights | undefined): void {
-  if (header === undefined || header === '') {
-    const own = account.environment.type === 'connectivity' ? `supplier:${account.environment.hashId}` : account.environment.hashId;
-    throw new ParameterError(`the header Environment-Hash-Id is required: the environment the operation is for (this account's is ${own})`);
-  }
-  const [prefix, environmentHashId] = header?.includes(':') ? header.split(/:(.*)/s, 2) : [undefined, header];
-  // another environment's hashId (or a prefix of the other type) is answered like one that does not exist: tenants learn nothing of each other
-  const typeMatches = prefix === undefined || PREFIXED_TYPES[prefix] === account.environment.type;
-  if (environmentHashId !== account.environment.hashId || !typeMatches) throw new NotFoundError('environment', header);
-  if (!rights) return;
-  const needed = rights[account.environment.type];
-  if (needed === undefined) throw new RightError(`This operation is not available in a ${account.environment.type} environment`);
-  if (needed !== '' && !account.rights.includes(needed)) throw new RightError(`This operation needs the right ${needed}`);
 }
