@@ -18,7 +18,7 @@ import { CidClient } from '../test/support/cid-client/client.ts';
 import { cpuMeter } from './cpu.ts';
 import type { BenchRow } from './dtls.ts';
 import { API_PORT, COAPS_PORT, HTTPS_PORT, provision, root, startBenchService } from './harness.ts';
-import { DEFAULT_HANDOVER_AFTER } from '../src/app/config.ts';
+import { DEFAULT_HANDOVER_AFTER } from '../src/dtls/cluster/settings.ts';
 
 interface Node { child: ChildProcess; port: number; nodeId: number }
 

@@ -19,7 +19,7 @@ recreated) and Redis (REDIS_URL). Exit 1 when a request failed.`,
 });
 // the service's modules load after the command line is read: --help and a mistyped option answer at once
 const { closeContext, createContext } = await import('../src/app/bootstrap.ts');
-const { loadConfig } = await import('../src/app/config.ts');
+const { loadConfig } = await import('../src/settings.ts');
 const { recreateDatabase } = await import('../src/app/db.ts');
 const { createLogger } = await import('../src/app/logger.ts');
 const { fuzz, startFuzzApi } = await import('../test/support/fuzz.ts');

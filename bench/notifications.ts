@@ -6,7 +6,7 @@
 //   per failure, measured here on CPU time of this process and the statements' wall time.
 import { createMachineAccount, createEnvironment } from '../src/accounts/store.ts';
 import { closeContext, createContext } from '../src/app/bootstrap.ts';
-import { loadConfig } from '../src/app/config.ts';
+import { loadConfig } from '../src/settings.ts';
 import { recreateDatabase } from '../src/app/db.ts';
 import { createLogger } from '../src/app/logger.ts';
 import type { ActivityRow } from '../src/connectivity/activities/store.ts';

@@ -2,7 +2,7 @@
 // certificate of the TLS and DTLS device ports (localhost, 127.0.0.1, ::1 and PUBLIC_HOST) and an
 // example device certificate. Idempotent: files that still fit are left alone.
 import path from 'node:path';
-import { loadConfig } from '../src/app/config.ts';
+import { loadConfig } from '../src/settings.ts';
 import { CERT_FILES, ensureCertificates, serverHosts } from '../src/pki/files.ts';
 import { parseCli } from './cli.ts';
 

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from './app/config.ts';
+import { loadConfig } from './settings.ts';
 import { createContext, closeContext } from './app/bootstrap.ts';
 import { openDb } from './app/db.ts';
 import { createLogger } from './app/logger.ts';

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { loadConfig, type Config } from '../src/app/config.ts';
+import { loadConfig, type Config } from '../src/settings.ts';
 import { createContext, closeContext } from '../src/app/bootstrap.ts';
 import type { AppContext } from '../src/app/context.ts';
 import { createLogger } from '../src/app/logger.ts';

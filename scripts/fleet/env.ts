@@ -1,7 +1,7 @@
 // What a fleet node's environment is made of: every setting of docs/configuration.md the operator set in the fleet's
 // own environment (QUEUE_SHARDS, DTLS_*, SHUTDOWN_GRACE_MS, API_HOST, ...), under what the fleet decides for the node
 // itself. Written once here so a setting added to CONFIG_VARIABLES reaches the nodes without touching the fleet.
-import { CONFIG_VARIABLES } from '../../src/app/config.ts';
+import { CONFIG_VARIABLES } from '../../src/settings.ts';
 
 /**
  * Settings the fleet gives each node itself, never the operator's value: the node's role and ports (each node has its

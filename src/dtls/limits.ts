@@ -1,11 +1,13 @@
 /**
- * The DTLS server's limits and their defaults (the one source: `DtlsServer` and `app/config.ts` both take them from
- * `DTLS_DEFAULTS`), and per-source-address admission for new handshakes: how many associations (handshaking or established) one IP
+ * The DTLS server's limits and their defaults (the one source: `DTLS_DEFAULTS`, from the declarations of ./settings.ts that
+ * `config.dtls` is loaded from), and per-source-address admission for new handshakes: how many associations (handshaking or established) one IP
  * address may hold, and a token bucket on how fast it may start handshakes. Checked only after the cookie
  * proved the address, so a spoofed flood cannot use up someone else's allowance.
  */
 
-/** Limits of the DTLS server (each an option of `createDtlsServer` and a `DTLS_*` setting of `app/config.ts`). */
+import { DTLS_LIMIT_SETTINGS } from './settings.ts';
+
+/** Limits of the DTLS server (each an option of `createDtlsServer` and a `DTLS_*` setting of ./settings.ts). */
 export interface DtlsLimits extends AddressLimitOptions {
   /** DTLS_MAX_SESSIONS: established sessions at most; new handshakes beyond it are dropped. */
   maxSessions: number;
@@ -28,18 +30,10 @@ export interface DtlsLimits extends AddressLimitOptions {
 /** One cap on PSK identities for TLS and DTLS (src/tls/psk.ts says why 1020 bytes). */
 export { MAX_PSK_IDENTITY_BYTES } from '../tls/psk.ts';
 
-export const DTLS_DEFAULTS: Readonly<DtlsLimits> = Object.freeze({
-  maxSessions: 10_000,
-  maxHandshakes: 1_000,
-  // cellular devices often share a carrier NAT address, hence not lower
-  maxSessionsPerAddress: 1_000,
-  handshakeRatePerAddress: 100,
-  handshakeBurstPerAddress: 200,
-  handshakeTimeoutMs: 30_000,
-  idleTimeoutMs: 600_000,
-  mtu: 1200,
-  receiveBufferBytes: 4 * 1024 * 1024,
-});
+/** The declared defaults (DTLS_LIMIT_SETTINGS in ./settings.ts, the same declarations `config.dtls` is loaded from). */
+export const DTLS_DEFAULTS: Readonly<DtlsLimits> = Object.freeze(
+  Object.fromEntries(Object.entries(DTLS_LIMIT_SETTINGS).map(([key, s]) => [key, s.default])) as unknown as DtlsLimits,
+);
 
 export interface AddressLimitOptions {
   /** Associations (handshakes in progress + sessions) per source address at most. */

@@ -1,23 +1,15 @@
 // Bounds on supplier code and on everything it produces, one object for the process. The values
-// come from the configuration (SANDBOX_* and ACTIVITY_* variables, set at start by
-// configureSupplierCodeLimits); each bound that is hit is named in the run's activity.
+// come from the configuration (SANDBOX_* and ACTIVITY_* variables, declared in ./settings.ts and set
+// at start by configureSupplierCodeLimits); each bound that is hit is named in the run's activity.
 
-import type { SupplierCodeLimits } from '../app/config.ts';
+import { SUPPLIER_CODE_SETTINGS, type SupplierCodeLimits } from './settings.ts';
 
 export type { SupplierCodeLimits };
 
-export const DEFAULT_SUPPLIER_CODE_LIMITS: SupplierCodeLimits = {
-  maxSourceChars: 1_000_000,
-  compilesPerMinute: 60,
-  compileTimeoutMs: 10_000,
-  maxAnswerBytes: 65_536,
-  maxResultBytes: 1_048_576,
-  maxLogLines: 200,
-  maxLogLineChars: 2000,
-  maxCalls: 1000,
-  maxCallBytes: 65_536,
-  maxActivityBytes: 1_048_576,
-};
+/** The declared defaults (./settings.ts), for a process or test that configures none. */
+export const DEFAULT_SUPPLIER_CODE_LIMITS: Readonly<SupplierCodeLimits> = Object.freeze(
+  Object.fromEntries(Object.entries(SUPPLIER_CODE_SETTINGS).map(([key, s]) => [key, s.default])) as SupplierCodeLimits,
+);
 
 let current: SupplierCodeLimits = DEFAULT_SUPPLIER_CODE_LIMITS;
 

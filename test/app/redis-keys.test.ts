@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/app/config.ts';
+import { loadConfig } from '../../src/settings.ts';
 import { bullQueue, shardOf, tagged } from '../../src/app/redis-keys.ts';
 
 const single = { redisUrl: 'redis://127.0.0.1:6379', redisClusterNodes: [] };

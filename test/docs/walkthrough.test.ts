@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/app/config.ts';
+import { loadConfig } from '../../src/settings.ts';
 import { freePort, killServiceProcesses, startServiceProcess, type ServiceProcess } from '../support/service-process.ts';
 import { failedChecks, runScript, scriptOf, shellBlocks, type ShellBlock } from './doc-blocks.ts';
 

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/app/config.ts';
+import { loadConfig } from '../../src/settings.ts';
 import { AddressLimits, DTLS_DEFAULTS } from '../../src/dtls/limits.ts';
 import { createDtlsServer } from '../../src/dtls/server.ts';
 import { perTest, serverHelloAfterCookie, startEchoServer, waitFor } from './helpers.ts';

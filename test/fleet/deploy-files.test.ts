@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { CONFIG_VARIABLES } from '../../src/app/config.ts';
+import { CONFIG_VARIABLES } from '../../src/settings.ts';
 import { until } from '../support/until.ts';
 import { COMPOSE_PORTS, deployNginxConfig, LIMITS_BEHIND_NGINX, NGINX, nginxConfig } from '../../scripts/fleet/nginx.ts';
 

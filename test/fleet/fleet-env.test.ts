@@ -1,6 +1,6 @@
 // What `npm run fleet` hands its nodes and how it reads its command line, without starting anything.
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES } from '../../src/app/config.ts';
+import { CONFIG_VARIABLES } from '../../src/settings.ts';
 import { FLEET_DEFAULT_PORTS, readFleetCommand } from '../../scripts/fleet/command.ts';
 import { FLEET_OWNED, nodeEnv } from '../../scripts/fleet/env.ts';
 
