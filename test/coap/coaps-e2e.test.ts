@@ -12,7 +12,11 @@ import type { ParsedPacket } from 'coap-packet';
 import { settledJobCount } from '../support/jobs.ts';
 
 let world: CoapWorld;
-beforeAll(async () => { world = await startCoapWorld(); });
+// A fast answer rides on the ACK when ready within the piggyback window, a slow one follows it: a window a loaded
+// two-core machine misses less often (2 s, where 300 ms was missed at a load of 15 in the Redis Cluster run of these
+// files), a slow handler a second beyond it, and a gateway that holds the request long enough for the slow answer to
+// be the handler's (2.05), not 'queued' (2.04 after GATEWAY_WAIT_MS, seen at a load of 17)
+beforeAll(async () => { world = await startCoapWorld({ COAP_PIGGYBACK_MS: '2000', SANDBOX_TIMEOUT_MS: '6000', GATEWAY_WAIT_MS: '30000' }, undefined, undefined, 3000); });
 afterAll(async () => { await world?.close(); });
 
 const opt = (p: ParsedPacket, name: string) => p.options.find((o) => o.name === name)?.value;

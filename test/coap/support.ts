@@ -9,7 +9,7 @@ import { generate, parse } from 'coap-packet';
 import type { Packet, ParsedPacket } from 'coap-packet';
 import { dtls } from 'node-dtls-client';
 import { expect } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
@@ -33,7 +33,7 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   const r = args.event.webRequest;
   const data = r.body !== undefined && r.body.type === 'json' ? r.body.data as { m?: string } : {};
   exec.addLog(r.url.protocol + ' ' + r.method + ' ' + r.url.path + ' from ' + (r.pskIdentity ?? '?') + ' ' + JSON.stringify(r.url.query) + ' m=' + (data.m ?? ''));
-  if (r.url.path === '/slow' || r.url.path === '/slowbig') { const end = Date.now() + 700; while (Date.now() < end) { /* slower than the piggyback window */ } }
+  if (r.url.path === '/slow' || r.url.path === '/slowbig') { const end = Date.now() + __SLOW_MS__; while (Date.now() < end) { /* slower than the piggyback window */ } }
   if (r.url.path === '/big' || r.url.path === '/slowbig') {
     let s = '';
     for (let i = 0; i < 60; i++) s += 'line ' + String(i).padStart(4, '0') + ' of the large answer\\n';
@@ -67,9 +67,14 @@ export interface CoapWorld {
   close(): Promise<void>;
 }
 
-/** Starts the whole service (`all`; `prepare` may adjust its context first) and provisions a quantity, a report type, a device type and a PSK device. */
-export async function startCoapWorld(overrides: Record<string, string> = {}, identity = `coap-${randomBytes(4).toString('hex')}`, prepare?: (ctx: AppContext) => void): Promise<CoapWorld> {
-  const ctx = await testContext({ SANDBOX_TIMEOUT_MS: '2000', DEVICE_BODY_LIMIT_BYTES: '4096', COAP_PIGGYBACK_MS: '300', ...overrides });
+/**
+ * Starts the whole service (`all`; `prepare` may adjust its context first) and provisions a quantity, a report type, a device type and a PSK device.
+ * The handler's /slow and /slowbig take COAP_PIGGYBACK_MS + 400 ms, or `slowMs`.
+ */
+export async function startCoapWorld(overrides: Record<string, string> = {}, identity = `coap-${randomBytes(4).toString('hex')}`, prepare?: (ctx: AppContext) => void, slowMs?: number): Promise<CoapWorld> {
+  const settings = { SANDBOX_TIMEOUT_MS: '2000', DEVICE_BODY_LIMIT_BYTES: '4096', COAP_PIGGYBACK_MS: '300', ...overrides };
+  slowMs ??= Number(settings.COAP_PIGGYBACK_MS) + 400;
+  const ctx = await testContext(settings);
   prepare?.(ctx);
   const service = await startService(ctx, ['all']);
   const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
@@ -79,13 +84,13 @@ export async function startCoapWorld(overrides: Record<string, string> = {}, ide
   });
   expect(reportType.status).toBe(200);
   const deviceType = await api.request('POST', '/device-type/', {
-    name: 'CoAP logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId),
+    name: 'CoAP logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId).replace('__SLOW_MS__', String(slowMs)),
     fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [],
   });
   expect(deviceType.status).toBe(200);
   const newDevice = async () => {
     const type = await api.request('POST', '/device-type/', {
-      name: 'CoAP logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId),
+      name: 'CoAP logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId).replace('__SLOW_MS__', String(slowMs)),
       fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [],
     });
     expect(type.status).toBe(200);
