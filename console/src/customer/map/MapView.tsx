@@ -1,5 +1,5 @@
 // The environment's map: MapLibre GL drawing the service's own vector tiles (GET /graph/tiles/{z}/{x}/{y}, layers
-// pinGroups, edges; src/monitoring/tiles/) with no base map, so no request leaves for a tile server.
+// pinGroups, edges; src/monitoring/tiles/); without a deployment's base map no request leaves for a tile server.
 //
 // - MapLibre is loaded only here (dynamic import), its worker from our own origin (worker-src 'self').
 // - Tile requests carry Api-Version and Environment-Hash-Id (transformRequest); the session cookie goes along
@@ -16,6 +16,8 @@
 //   points as GeoJSON, which a 100,000-pin-group environment cannot send; so clusters are the server's, drawn as
 //   circles sized by pointCount (no count label: text needs glyphs from a font server, which we do not use).
 // - Fitted to the environment's boundingBox.
+// - A base map only when the deployment names one (MAP_STYLE_URL, read from GET /console/config): MapLibre loads that
+//   style and draws the environment's layers above its own; the service's CSP then allows that style's origin.
 // - The map instance is on window.__gridgateMap for the browser tests (they query features through MapLibre's
 //   own API); nothing of the page reads it.
 import { useEffect, useRef, useState } from 'preact/hooks';
@@ -37,6 +39,13 @@ const t = messages(
 let mapLibre: Promise<typeof import('./maplibre.ts')> | null = null;
 const loadMapLibre = () => (mapLibre ??= import('./maplibre.ts'));
 void loadMapLibre().catch(() => { mapLibre = null; });
+
+/** The deployment's base map (GET /console/config: MAP_STYLE_URL), asked for once, beside MapLibre's chunk. */
+let consoleConfig: Promise<{ mapStyleUrl: string | null }> | null = null;
+const loadConsoleConfig = () => (consoleConfig ??= fetch('/console/config')
+  .then((r) => (r.ok ? r.json() as Promise<{ mapStyleUrl: string | null }> : { mapStyleUrl: null }))
+  .catch(() => { consoleConfig = null; return { mapStyleUrl: null }; }));
+void loadConsoleConfig();
 
 export interface MapLayer { key: string; name: unknown; style?: unknown; namedStyle?: string | null }
 
@@ -125,7 +134,7 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
     (async () => {
       // marks for the bench (bench/map.ts) and a profile: where the first render's time goes
       performance.mark('gridgate:map-import');
-      const { maplibregl } = await loadMapLibre();
+      const [{ maplibregl }, { mapStyleUrl }] = await Promise.all([loadMapLibre(), loadConsoleConfig()]);
       performance.mark('gridgate:map-imported');
       if (cancelled || !container.current || !env) return;
       const colors = [cssColor('--success', '#2e7d32'), cssColor('--warning', '#b26a00'), cssColor('--error', '#c62828')];
@@ -171,7 +180,11 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
       const box = environmentSetting<{ coordinates?: [number, number][] } | null>('boundingBox');
       const bounds = box?.coordinates && box.coordinates.length >= 2 ? [box.coordinates[0], box.coordinates[1]] as [[number, number], [number, number]] : null;
       map = new maplibregl.Map({
-        container: container.current, style, attributionControl: false, dragRotate: false, pitchWithRotate: false,
+        container: container.current, attributionControl: false, dragRotate: false, pitchWithRotate: false,
+        // a deployment's base map: MapLibre loads its style, and the environment's source and layers go on top of it
+        ...(mapStyleUrl
+          ? { style: mapStyleUrl, transformStyle: (_previous, next) => ({ ...next!, sources: { ...next!.sources, ...style.sources }, layers: [...next!.layers, ...style.layers] }) }
+          : { style }),
         // fitted to the bounding box from the start (no first frame elsewhere), and symbols shown at once: a fade is
         // frames to draw before the map is idle, each 0.1-0.3 s in software GL
         ...(bounds ? { bounds, fitBoundsOptions: { padding: 40, maxZoom: 16 } } : { center: [5.3, 52.1] as [number, number], zoom: 1 }), maxZoom: 20, fadeDuration: 0,
