@@ -16,7 +16,7 @@ import type { BenchRow } from './dtls.ts';
 import { pct } from './harness.ts';
 import { benchDatabase, benchDatabaseUrl } from './measurements.ts';
 import { EVENT_HANDLER } from '../test/connectivity/fixtures.ts';
-import { closeContext } from '../src/app/bootstrap.ts';
+import { closeContext } from '../src/context.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../test/helpers.ts';
 
 const BATCH = 100;

@@ -5,7 +5,7 @@ import type { AppContext } from '../app/context.ts';
 import { AuthenticationError, NotFoundError } from '../app/errors.ts';
 import { signToken } from './authenticate.ts';
 import { FindQuery, HashIdParams } from '../http/schemas.ts';
-import { environmentView } from '../monitoring/environments/settings.ts';
+import { environmentView } from './environments/view.ts';
 import { beginLogin } from './login-limits.ts';
 import { lacksEnforcedSecondFactor, TwoFactorRequiredError } from './two-factor/enforce.ts';
 import { checkSecondFactor, splitCode } from './two-factor/routes.ts';

@@ -1,3 +1,4 @@
+import { ChangeBus } from './changes.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { openDb } from './db.ts';
@@ -9,10 +10,12 @@ import { createRedis } from './redis.ts';
 export async function createContext(config: Config, log: Logger = createLogger(config.logLevel)): Promise<AppContext> {
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, idleTimeoutMillis: config.databaseIdleTimeoutMs, readUrl: config.databaseReadUrl });
   const redis = createRedis(config, log);
-  return { config, log, db, redis, keys: deriveKeys(config.secretKey, config.internalToken) };
+  const changes = new ChangeBus({ redis, subscriber: () => createRedis(config, log), channel: `gridgate:changes:${config.queueName}`, log });
+  return { config, log, db, redis, keys: deriveKeys(config.secretKey, config.internalToken), changes };
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {
+  await ctx.changes.close();
   await ctx.redis.quit().catch(() => ctx.redis.disconnect());
   await ctx.db.close();
 }

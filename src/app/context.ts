@@ -1,3 +1,4 @@
+import type { ChangeBus } from './changes.ts';
 import type { Config } from './config.ts';
 import type { Db } from './db.ts';
 import type { ServerKeys } from './keys.ts';
@@ -11,4 +12,6 @@ export interface AppContext {
   db: Db;
   redis: Redis;
   keys: ServerKeys;
+  /** what changed that caches hold (src/app/changes.ts) */
+  changes: ChangeBus;
 }

@@ -1,13 +1,6 @@
 import type { AppContext } from '../app/context.ts';
 import { namedStatement, type Queryable } from '../app/db.ts';
-import { createRedis, type Redis } from '../app/redis.ts';
 import { TtlCache } from '../app/ttl-cache.ts';
-
-/** Where every process of a deployment announces devices whose cached copy went stale (one channel per QUEUE_NAME). */
-export const devicesChangedChannel = (ctx: Pick<AppContext, 'config'>) => `gridgate:devices-changed:${ctx.config.queueName}`;
-
-/** The watching loaders of each context (a process has one; tests may run several): they forget at once, the others hear it through Redis. */
-const localLoaders = new WeakMap<object, Set<DeviceContextLoader>>();
 
 export interface DeviceRecord {
   id: number;
@@ -147,69 +140,25 @@ export class DeviceContextLoader {
   /** The device's own copy changed (fields, nextReportBefore): read it afresh next time. */
   forgetDevice(hashId: string): void { this.devices.delete(hashId); }
 
-  #subscriber: Redis | null = null;
-  #watchKey: object | null = null;
+  #stopWatching: (() => void) | null = null;
 
   /**
-   * Hears announceDevicesChanged of every process (a link, unlink or channel mapping made
-   * elsewhere): the devices named are read afresh on their next contact instead of up to `ttlMs`
-   * later. Resolves once subscribed. After a Redis reconnect every device is read afresh, since
-   * announcements made meanwhile are lost.
+   * Hears the `devices` changes of every process (src/app/changes.ts: a link, unlink or channel mapping made here or
+   * elsewhere): the devices named are read afresh on their next contact instead of up to `ttlMs` later. Resolves once
+   * other processes' changes are subscribed. After the subscriber reconnects every device is read afresh, since
+   * changes published meanwhile are lost.
    */
-  async watch(ctx: Pick<AppContext, 'config' | 'log'>): Promise<void> {
-    const local = localLoaders.get(ctx) ?? new Set<DeviceContextLoader>();
-    localLoaders.set(ctx, local);
-    local.add(this);
-    this.#watchKey = ctx;
-    const subscriber = createRedis(ctx.config, ctx.log);
-    this.#subscriber = subscriber;
-    subscriber.on('message', (_channel: string, message: string) => {
-      try {
-        const { from, hashIds } = JSON.parse(message) as { from: string; hashIds: string[] };
-        // this process's loaders forgot them before the announcement went out
-        if (from === processTag(ctx)) return;
-        for (const hashId of hashIds) this.forgetDevice(hashId);
-      } catch {
-        // not ours
-      }
+  async watch(ctx: Pick<AppContext, 'changes'>): Promise<void> {
+    this.#stopWatching?.();
+    this.#stopWatching = ctx.changes.on('devices', (change) => {
+      if (change === null) this.devices.clear();
+      else for (const hashId of change.hashIds) this.forgetDevice(hashId);
     });
-    let connectedBefore = false;
-    subscriber.on('ready', () => {
-      if (connectedBefore) this.devices.clear();
-      connectedBefore = true;
-    });
-    await subscriber.subscribe(devicesChangedChannel(ctx));
+    await ctx.changes.listen();
   }
 
   async unwatch(): Promise<void> {
-    if (this.#watchKey) localLoaders.get(this.#watchKey)?.delete(this);
-    this.#watchKey = null;
-    await this.#subscriber?.quit().catch(() => this.#subscriber?.disconnect());
-    this.#subscriber = null;
+    this.#stopWatching?.();
+    this.#stopWatching = null;
   }
-}
-
-const processTags = new WeakMap<object, string>();
-/** Names the context in its announcements, so its own loaders (already told) skip them. */
-function processTag(ctx: object): string {
-  let tag = processTags.get(ctx);
-  if (!tag) {
-    tag = `${process.pid}:${Math.random().toString(36).slice(2)}`;
-    processTags.set(ctx, tag);
-  }
-  return tag;
-}
-
-/**
- * The cached copies of these devices went stale (their link or channel mapping changed): the
- * loaders of this process forget them at once, those of the others through Redis pub/sub.
- * Called after the change's commit, before it is answered, so a report the device sends after the
- * answer is read with the new link: in this process at once; in another once the announcement has
- * arrived there, which Redis pushes to every subscriber as it is published, before the answer
- * (a report then still has to pass a gateway and the queue). The cache's ttl bounds a lost one.
- */
-export async function announceDevicesChanged(ctx: Pick<AppContext, 'redis' | 'config'>, hashIds: string[]): Promise<void> {
-  if (hashIds.length === 0) return;
-  for (const loader of localLoaders.get(ctx) ?? []) for (const hashId of hashIds) loader.forgetDevice(hashId);
-  await ctx.redis.publish(devicesChangedChannel(ctx), JSON.stringify({ from: processTag(ctx), hashIds }));
 }

@@ -56,7 +56,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const sandbox = sandboxFromConfig(ctx.config, ctx.log);
   gaugeFrom('gridgate_sandbox_isolate_calls', 'Calls into isolates since start (single runs and batches): fewer than runs when runs share a call', [], () => [[{}, sandbox.isolateCalls]]);
   const loader = new DeviceContextLoader(ctx.db);
-  // links made elsewhere reach this worker's device cache at once (announceDevicesChanged); without Redis the ttl still bounds them
+  // links made elsewhere reach this worker's device cache at once (the change bus's 'devices'); without Redis the ttl still bounds them
   const watched = loader.watch(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'device changes could not be subscribed'));
   const mailer = createMailer(ctx);
   const events = new DeviceEventQueue(ctx);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MONITORING_RIGHTS } from '../../src/accounts/store.ts';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import { lookupPskCredential } from '../../src/connectivity/devices/credentials.ts';
 import { addDeviceType, expectParameterError, type ErrorBody } from '../connectivity/fixtures.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import { createEnvironment, createMachineAccount, loginSecretChecks } from '../../src/accounts/store.ts';
 import { startTestApi, testContext, type TestApi } from '../helpers.ts';
 

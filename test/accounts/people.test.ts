@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { passwordChecks } from '../../src/accounts/people/passwords.ts';
 import { setSessionCookie } from '../../src/accounts/people/sessions.ts';

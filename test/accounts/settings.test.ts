@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { startMailWorker, type MailWorker } from '../../src/mail/queue.ts';
 import { expectParameterError, type ErrorBody } from '../connectivity/fixtures.ts';

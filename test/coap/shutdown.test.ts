@@ -3,7 +3,7 @@
  * retransmits to whichever node carries its session on: docs/decisions.md), then the sessions close.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import { encodeUint } from '../../src/coap/message.ts';
 import { DtlsCoapPeer, report, startCoapWorld, storedAt, type CoapWorld } from './support.ts';
 

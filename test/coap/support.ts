@@ -9,7 +9,7 @@ import { generate, parse } from 'coap-packet';
 import type { Packet, ParsedPacket } from 'coap-packet';
 import { dtls } from 'node-dtls-client';
 import { expect } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';

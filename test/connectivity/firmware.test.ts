@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import { addDeviceType, expectParameterError, findAll, type ErrorBody } from './fixtures.ts';
 
 const LIMIT = 3000;

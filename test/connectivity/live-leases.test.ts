@@ -1,7 +1,7 @@
 /** Stream leases in Redis on a clock the test moves: a stream whose process died stops counting once its lease ran out. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/app/clock.ts';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { LEASE_MS, leaseStream, releaseStream, takeStreamLease } from '../../src/connectivity/live/leases.ts';
 import { testContext } from '../helpers.ts';

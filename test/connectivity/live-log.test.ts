@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironment, createMachineAccount } from '../../src/accounts/store.ts';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { liveActivityChannel, liveStreamsKey } from '../../src/app/redis-keys.ts';
 import { EventStream } from '../../src/connectivity/live/event-stream.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import { ensureCertificates } from '../../src/pki/files.ts';
 import { startTestApi, testContext, type ApiClient, type TestApi } from '../helpers.ts';
 import { opensslCsr, tempDir } from '../pki/support.ts';

@@ -6,7 +6,7 @@ import { X509Certificate } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { ensureCertificates } from '../../src/pki/files.ts';
 import { onTrustLoaded, trustVersionKey, type TrustSnapshot } from '../../src/connectivity/supplier-certificates/trust.ts';

@@ -15,7 +15,7 @@ import { TestSmtp } from '../notifications/smtp.ts';
 import { environmentClient, type RestClient } from '../support/provision.ts';
 import { axeFindings, consoleLink, launchBrowser, openConsole, screenshot, type ConsolePage, signIn as signInAs } from './browser.ts';
 import { createEnvironment, createMachineAccount } from '../../src/accounts/store.ts';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { liveIssueChannel } from '../../src/monitoring/issues/stream.ts';
 import { startService, type RunningService } from '../../src/service.ts';

@@ -110,7 +110,7 @@ describe('identifyCertificateDevice (the CoAP/DTLS entry)', () => {
 describe('trust anchors across processes', () => {
   it('a gateway process (its own context) sees a supplier certificate added through another process within about a second', async () => {
     const { currentTrust } = await import('../../src/connectivity/supplier-certificates/trust.ts');
-    const { closeContext } = await import('../../src/app/bootstrap.ts');
+    const { closeContext } = await import('../../src/context.ts');
     // one deployment: the same CERTS_DIR, database, Redis and QUEUE_NAME
     const gateway = await testContext({ CERTS_DIR: api.ctx.config.certsDir, QUEUE_NAME: api.ctx.config.queueName });
     try {

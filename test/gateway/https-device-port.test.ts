@@ -3,7 +3,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { encodeClientHello } from '../../src/tls/messages.ts';

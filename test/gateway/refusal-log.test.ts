@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext, createContext } from '../../src/app/bootstrap.ts';
+import { closeContext, createContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import type { Logger } from '../../src/app/logger.ts';
 import { RefusalLog } from '../../src/gateway/refusal-log.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { testContext } from '../helpers.ts';
 import { fuzz, startFuzzApi, type FuzzApi } from '../support/fuzz.ts';

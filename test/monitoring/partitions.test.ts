@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createContext } from '../../src/app/bootstrap.ts';
+import { createContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { recreateDatabase, type Queryable } from '../../src/app/db.ts';
 import { createLogger } from '../../src/app/logger.ts';

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Job } from 'bullmq';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { counterHashKey } from '../../src/connectivity/counters/recorder.ts';
 import type { DeviceBatchJob } from '../../src/pipeline/jobs.ts';

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext, createContext } from '../../src/app/bootstrap.ts';
+import { closeContext, createContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { createLogger } from '../../src/app/logger.ts';
 import { metricsRegistry } from '../../src/app/metrics.ts';

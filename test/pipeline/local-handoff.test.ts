@@ -6,7 +6,7 @@
  */
 import { Queue, QueueEvents } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import { startService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { connectivityClient } from '../support/provision.ts';

@@ -5,7 +5,7 @@ import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { hostAllowed, MAX_REQUESTS_PER_RUN, OutboundClient } from '../../src/pipeline/outbound.ts';
 import { startService, type RunningService } from '../../src/service.ts';

@@ -3,7 +3,7 @@
 // Api-Version 5 (SDK 17.37.0) and 8 (SDK 18.3.1). The shapes are written out here; the SDK is no
 // dependency. The SDK validates answers allowing unknown members: required ones are checked here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { createEnvironment, createMachineAccount } from '../../src/accounts/store.ts';
 import { startService, type RunningService } from '../../src/service.ts';

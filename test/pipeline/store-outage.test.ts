@@ -7,7 +7,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import { openDb, type Queryable } from '../../src/app/db.ts';
 import { startService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';

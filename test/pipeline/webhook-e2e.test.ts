@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { Agent, request as undiciRequest } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { DeviceQueue } from '../../src/pipeline/queue.ts';
 import { startService, type RunningService } from '../../src/service.ts';

@@ -6,10 +6,10 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { compileOnSave } from '../../src/connectivity/user-code.ts';
-import { invalidateTrust } from '../../src/connectivity/supplier-certificates/trust.ts';
+
 import { Sandbox } from '../../src/sandbox/runner.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
@@ -214,7 +214,7 @@ describe('certificate devices over HTTPS mutual TLS', () => {
       `INSERT INTO supplier_certificate (hash_id, environment_id, name, certificate, fingerprint, identifier, identifier_hash)
        VALUES ($1, $2, 'twin', $3, $4, $5, $6)`,
       [`twin${Date.now()}`, otherEnv, second.stdout, new X509Certificate(second.stdout).fingerprint256, otherIdentifier, await compileOnSave('identifier', otherIdentifier, Number(otherEnv))]);
-    await invalidateTrust(ctx);
+    await ctx.changes.publish('trust', { environmentIds: [Number(otherEnv)] });
 
     const dev = await opensslDeviceCert(work, 'twin-dev', '/CN=meter-twin', twinCert, csr.key);
     const https = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: dev.cert, key: dev.key, data: '{}' });

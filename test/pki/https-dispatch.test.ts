@@ -2,7 +2,7 @@
 // chosen by the ClientHello. Real curl and openssl against the running service.
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeContext } from '../../src/app/bootstrap.ts';
+import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { peekClientHello } from '../../src/gateway/https-tls.ts';
 import { startService, type RunningService } from '../../src/service.ts';

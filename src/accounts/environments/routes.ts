@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { Theme } from '../../http/schemas.ts';
-import { environmentView } from '../../monitoring/environments/settings.ts';
+import { environmentView } from './view.ts';
 import { supplierView } from '../routes.ts';
 import { DEFAULTS as NEW_ACCOUNT_SETTINGS } from '../user-environment-settings.ts';
 import { addEnvironmentFor, deleteSupplier, updateSupplier } from './store.ts';

@@ -9,9 +9,6 @@
 import type { AppContext } from '../../app/context.ts';
 import type { Db } from '../../app/db.ts';
 import { ConflictError, ParameterError } from '../../app/errors.ts';
-import { invalidateCredentials } from '../../connectivity/devices/credentials.ts';
-import { announceDevicesChanged } from '../../pipeline/device-context.ts';
-import { invalidateTrust } from '../../connectivity/supplier-certificates/trust.ts';
 import { createEnvironment, createMachineAccount, patchEnvironment, rightsOf, type Account, type EnvironmentRecord, type EnvironmentType } from '../store.ts';
 
 export interface AddedEnvironment { environment: EnvironmentRecord; rights: string[]; machineAccount: { hashId: string; assertion: string } }
@@ -66,8 +63,8 @@ export async function deleteSupplier(ctx: AppContext, env: EnvironmentRecord): P
   });
   for (let i = 0; i < devices.length; i += CHUNK) {
     const chunk = devices.slice(i, i + CHUNK);
-    await invalidateCredentials(ctx, chunk.map((d) => d.psk_identity));
-    await announceDevicesChanged(ctx, chunk.map((d) => d.hash_id));
+    await ctx.changes.publish('credentials', { identities: chunk.flatMap((d) => (d.psk_identity === null ? [] : [d.psk_identity])) });
+    await ctx.changes.publish('devices', { hashIds: chunk.map((d) => d.hash_id) });
   }
-  await invalidateTrust(ctx);
+  await ctx.changes.publish('trust', { environmentIds: [env.id] });
 }

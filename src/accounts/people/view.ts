@@ -1,4 +1,4 @@
-import { environmentView } from '../../monitoring/environments/settings.ts';
+import { environmentView } from '../environments/view.ts';
 import type { Account, EnvironmentRecord, EnvironmentType } from '../store.ts';
 import { lacksEnforcedSecondFactor } from '../two-factor/enforce.ts';
 import { userView, type UserView } from '../users.ts';

@@ -4,10 +4,9 @@ import { uniqueKeys, unwrapConfigurations, type FieldConfiguration, type Updatab
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import { nameText, type Name } from '../../app/names.ts';
-import type { Redis } from '../../app/redis.ts';
+import type { AppContext } from '../../app/context.ts';
 import { getQuantity, type Quantity } from '../../monitoring/quantities/store.ts';
 import { liveCommandTypes } from '../command-types/store.ts';
-import { invalidateCredentials } from '../devices/credentials.ts';
 import { compileOnSave } from '../user-code.ts';
 import { subscribeUser, subscriptionOf } from '../subscriptions/store.ts';
 
@@ -237,7 +236,7 @@ export async function updateDeviceType(db: Db, environmentId: number, hashId: st
 }
 
 /** Soft delete: the type's devices lose access at once (the credential lookup skips deleted types). */
-export async function deleteDeviceType(ctx: { db: Db; redis: Redis; config: { queueName: string } }, environmentId: number, hashId: string): Promise<void> {
+export async function deleteDeviceType(ctx: Pick<AppContext, 'db' | 'changes'>, environmentId: number, hashId: string): Promise<void> {
   const identities = await ctx.db.tx(async (client) => {
     const { rows } = await client.query<{ id: number }>(
       'UPDATE device_type SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL RETURNING id',
@@ -246,5 +245,5 @@ export async function deleteDeviceType(ctx: { db: Db; redis: Redis; config: { qu
     const devices = await client.query<{ psk_identity: string | null }>('SELECT psk_identity FROM device WHERE device_type_id = $1 AND psk_identity IS NOT NULL', [rows[0].id]);
     return devices.rows.map((d) => d.psk_identity);
   });
-  await invalidateCredentials(ctx, identities);
+  await ctx.changes.publish('credentials', { identities: identities.filter((i): i is string => i !== null) });
 }

@@ -50,9 +50,13 @@ export async function lookupPskCredential(ctx: AppContext, identity: string, opt
   };
 }
 
-/** Drops cached credentials after a device (or its type) is deleted or re-keyed. */
-export async function invalidateCredentials(ctx: { redis: Redis; config: { queueName: string } }, identities: (string | null)[]): Promise<void> {
-  const keys = identities.filter((i): i is string => !!i).map((i) => cacheKey(ctx.config, i));
+/**
+ * A `credentials` change (src/app/changes.ts) made in this process: a device (or its type, or its environment) was
+ * deleted or re-keyed, or provisioned after it knocked. The cache is in Redis, shared by every process, so the
+ * process that made the change drops the entries before it answers (wired by the composition root).
+ */
+export async function forgetCredentials(ctx: { redis: Redis; config: { queueName: string } }, identities: string[]): Promise<void> {
+  const keys = identities.map((i) => cacheKey(ctx.config, i));
   // one key per command: on a Redis Cluster the identities' keys live in different slots
   await Promise.all(keys.map((key) => ctx.redis.del(key)));
 }

@@ -4,9 +4,8 @@ import { ConflictError, NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import { encryptSecret } from '../../app/keys.ts';
-import type { Redis } from '../../app/redis.ts';
 import { DEVICE_TYPE_SELECT, loadDeviceType, toDeviceType } from '../device-types/store.ts';
-import { invalidateCredentials, pskAad } from './credentials.ts';
+import { pskAad } from './credentials.ts';
 import { applyFieldsUpdate, defaultFields, identifierOf, type Fields, type FieldsUpdate } from './fields.ts';
 
 export interface Device {
@@ -72,7 +71,7 @@ export interface AddWithPsk {
 const isUniqueViolation = (err: unknown): err is { code: string; constraint?: string } =>
   typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
 
-export async function addDeviceWithPsk(ctx: Pick<AppContext, 'db' | 'redis' | 'keys' | 'config'>, environmentId: number, input: AddWithPsk): Promise<string> {
+export async function addDeviceWithPsk(ctx: Pick<AppContext, 'db' | 'keys' | 'changes'>, environmentId: number, input: AddWithPsk): Promise<string> {
   const type = await loadDeviceType(ctx.db, environmentId, input.deviceTypeHashId);
   const fields = defaultFields(type.deviceType.fieldConfigurations);
   const hashId = newHashId();
@@ -90,7 +89,7 @@ export async function addDeviceWithPsk(ctx: Pick<AppContext, 'db' | 'redis' | 'k
     throw new ConflictError(`supplierDeviceIdentifier ${input.supplierDeviceIdentifier} is already used by another device of this environment`);
   }
   // a device that knocked before it was provisioned left a short "unknown identity" entry
-  await invalidateCredentials(ctx, [input.pskIdentity]);
+  await ctx.changes.publish('credentials', { identities: [input.pskIdentity] });
   return hashId;
 }
 
@@ -153,7 +152,7 @@ export async function setNextReportBefore(db: Queryable, deviceId: number, befor
 }
 
 /** Deletes all of `hashIds` or none: one of another environment (or unknown) is a not_found_error, a claimed one a conflict_error. */
-export async function deleteDevices(ctx: { db: Db; redis: Redis; config: { queueName: string } }, environmentId: number, hashIds: string[]): Promise<void> {
+export async function deleteDevices(ctx: Pick<AppContext, 'db' | 'changes'>, environmentId: number, hashIds: string[]): Promise<void> {
   const wanted = [...new Set(hashIds)];
   const identities = await ctx.db.tx(async (client) => {
     const { rows } = await client.query<{ id: number; hash_id: string; psk_identity: string | null; claimed: boolean }>(
@@ -169,5 +168,5 @@ export async function deleteDevices(ctx: { db: Db; redis: Redis; config: { queue
     await client.query('DELETE FROM device WHERE id = ANY($1)', [rows.map((r) => r.id)]);
     return rows.map((r) => r.psk_identity);
   });
-  await invalidateCredentials(ctx, identities);
+  await ctx.changes.publish('credentials', { identities: identities.filter((i): i is string => i !== null) });
 }

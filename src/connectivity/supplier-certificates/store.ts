@@ -9,7 +9,6 @@ import { NotFoundError, ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import { loadDeviceCaKeyPem } from '../../pki/files.ts';
-import { invalidateTrust } from './trust.ts';
 import { importPrivateKey, issueIntermediateCa, x509 } from '../../pki/x509.ts';
 import { compileOnSave } from '../user-code.ts';
 
@@ -110,7 +109,7 @@ export async function addSupplierCertificate(ctx: AppContext, environmentId: num
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
       [hashId, environmentId, name, certificate, new X509Certificate(certificate).fingerprint256, input.identifier, identifierHash, keySha256]);
   });
-  await invalidateTrust(ctx);
+  await ctx.changes.publish('trust', { environmentIds: [environmentId] });
   return { hashId, certificate };
 }
 
@@ -142,11 +141,11 @@ export async function updateSupplierCertificate(ctx: AppContext, environmentId: 
      WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`,
     [environmentId, hashId, patch.name ?? null, patch.identifier ?? null, identifierHash]);
   if (!rowCount) throw new NotFoundError('supplierCertificate', hashId);
-  if (patch.identifier !== undefined) await invalidateTrust(ctx);
+  if (patch.identifier !== undefined) await ctx.changes.publish('trust', { environmentIds: [environmentId] });
 }
 
 /** Soft delete: the certificate stops being a trust anchor, so its devices can no longer connect. */
 export async function deleteSupplierCertificate(ctx: AppContext, environmentId: number, hashId: string): Promise<void> {
   await softDelete(ctx.db, 'supplier_certificate', 'supplierCertificate', environmentId, hashId);
-  await invalidateTrust(ctx);
+  await ctx.changes.publish('trust', { environmentIds: [environmentId] });
 }

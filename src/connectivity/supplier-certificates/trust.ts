@@ -1,15 +1,15 @@
 // Trust anchors of the device ports: the device CA (from CERTS_DIR) and every live supplier
 // certificate, kept in memory per context. The DTLS server reads them without waiting at every
 // handshake, so they must already be current when a device connects, never reloaded on its behalf:
-// - the process that adds, deletes or re-identifies a supplier certificate reloads its anchors
-//   before it answers (invalidateTrust);
-// - every gateway process (watchTrust) reloads when the change is announced over Redis pub/sub,
+// - the process that adds, deletes or re-identifies a supplier certificate publishes a `trust`
+//   change (src/app/changes.ts); this cache hears it first (`trustChanged`, wired by the composition
+//   root): it bumps the version counter and reloads its anchors before the change is answered;
+// - every gateway process (watchTrust) reloads when it hears the change from another process,
 //   and checks a version counter in Redis every TRUST_CHECK_MS in case an announcement was lost
 //   (its subscriber reconnecting), so a change reaches it at the latest TRUST_CHECK_MS after the
 //   answer; a full reload every TRUST_RELOAD_MS covers a counter lost with Redis's data.
 import { X509Certificate } from 'node:crypto';
 import type { AppContext } from '../../app/context.ts';
-import { createRedis, type Redis } from '../../app/redis.ts';
 import { loadServerCredentials } from '../../pki/files.ts';
 
 /** A supplier certificate as the gateway needs it. */
@@ -36,13 +36,11 @@ export const TRUST_CHECK_MS = 1000;
 /** A full reload now and then, whatever the version counter says. */
 export const TRUST_RELOAD_MS = 60_000;
 
-// one counter and one channel per deployment: its processes share QUEUE_NAME (as they share the counters' keys)
+// one counter per deployment: its processes share QUEUE_NAME (as they share the counters' keys)
 export const trustVersionKey = (ctx: AppContext) => `${ctx.config.queueName}:pki:trust-version`;
-export const trustChannel = (ctx: AppContext) => `${ctx.config.queueName}:pki:trust-changed`;
 
 interface Watch {
   users: number;
-  subscriber: Redis;
   timers: NodeJS.Timeout[];
   started: Promise<void>;
 }
@@ -176,14 +174,6 @@ export async function watchTrust(ctx: AppContext): Promise<{ stop(): Promise<voi
     state.watch.users++;
   } else {
     const warn = (err: Error) => ctx.log.warn({ err: err.message }, 'trust anchors could not be reloaded');
-    const subscriber = createRedis(ctx.config, ctx.log);
-    subscriber.on('message', () => reload(ctx).catch(warn));
-    // announcements made while the subscriber was away are lost: read the truth again
-    let connectedBefore = false;
-    subscriber.on('ready', () => {
-      if (connectedBefore) reload(ctx).catch(warn);
-      connectedBefore = true;
-    });
     // one check at a time: while Redis is away its commands wait, and checks would pile up behind them
     let checking = false;
     const timers = [
@@ -195,9 +185,9 @@ export async function watchTrust(ctx: AppContext): Promise<{ stop(): Promise<voi
       setInterval(() => { reload(ctx).catch(warn); }, TRUST_RELOAD_MS),
     ];
     for (const t of timers) t.unref();
-    // subscribed before the first load: a change committed after the load's query is announced to us
-    const started = subscriber.subscribe(trustChannel(ctx)).then(() => reload(ctx)).then(() => undefined);
-    state.watch = { users: 1, subscriber, timers, started };
+    // subscribed before the first load: a change committed after the load's query is heard (trustChanged)
+    const started = ctx.changes.listen().then(() => reload(ctx)).then(() => undefined);
+    state.watch = { users: 1, timers, started };
   }
   const watch = state.watch;
   let stopped = false;
@@ -209,18 +199,17 @@ export async function watchTrust(ctx: AppContext): Promise<{ stop(): Promise<voi
     if (--watch.users > 0) return;
     if (state.watch === watch) state.watch = null;
     for (const t of watch.timers) clearInterval(t);
-    await watch.subscriber.quit().catch(() => watch.subscriber.disconnect());
   }
   return { stop: unwatch };
 }
 
 /**
- * After a supplier certificate is added, deleted or its identifier changed (and committed): this
- * context's anchors are reloaded before it returns, every other process is told over Redis.
+ * A `trust` change (src/app/changes.ts): a supplier certificate was added, deleted or re-identified and committed.
+ * Made here: the version counter moves (for the processes whose subscriber was away) and these anchors are reloaded
+ * before the change is answered. Made elsewhere, or possibly missed (null): a watching process reloads.
  */
-export async function invalidateTrust(ctx: AppContext): Promise<void> {
+export async function trustChanged(ctx: AppContext, origin: 'local' | 'remote'): Promise<void> {
   const state = stateOf(ctx);
-  await ctx.redis.incr(trustVersionKey(ctx));
+  if (origin === 'local') await ctx.redis.incr(trustVersionKey(ctx));
   if (state.snapshot || state.loading || state.watch) await reload(ctx);
-  await ctx.redis.publish(trustChannel(ctx), 'changed');
 }

@@ -4,7 +4,7 @@ import { applyFieldsUpdate, nameFromFields, type Fields, type FieldsUpdate } fro
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
-import { fieldConfigurationsOf, mapLayerKeys } from '../environments/settings.ts';
+import { fieldConfigurationsOf, mapLayerKeys } from '../../accounts/environments/view.ts';
 import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from '../pin-groups/view.ts';
 import { PIN_SELECT, toPin } from '../pins/view.ts';
 import { thresholdsShown } from '../thresholds/store.ts';

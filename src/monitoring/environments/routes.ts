@@ -4,8 +4,8 @@ import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { FieldConfiguration, Theme } from '../../http/schemas.ts';
 import { AUTO_CLOSE_UNITS } from '../thresholds/cache.ts';
-import { deleteEnvironment, environmentView, updateEnvironment } from './settings.ts';
-import { announceDevicesChanged } from '../../pipeline/device-context.ts';
+import { environmentView } from '../../accounts/environments/view.ts';
+import { deleteEnvironment, updateEnvironment } from './settings.ts';
 
 const MapLayer = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -46,7 +46,7 @@ export async function environmentRoutes(fastify: FastifyInstance, ctx: AppContex
     environment: environmentView(await updateEnvironment(ctx.db, request.account.environment, request.body)),
   }));
   app.delete('/environment/', { config: { rights }, schema: { tags: ['environment'], summary: 'environment delete' } }, async (request, reply) => {
-    await announceDevicesChanged(ctx, await deleteEnvironment(ctx.db, request.account.environment));
+    await ctx.changes.publish('devices', { hashIds: await deleteEnvironment(ctx.db, request.account.environment) });
     reply.status(204).send();
   });
 }

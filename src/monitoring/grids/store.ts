@@ -4,7 +4,7 @@ import { applyFieldsUpdate, defaultFields, nameFromFields, type Fields, type Fie
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
-import { fieldConfigurationsOf } from '../environments/settings.ts';
+import { fieldConfigurationsOf } from '../../accounts/environments/view.ts';
 import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from '../pin-groups/view.ts';
 import { PIN_SELECT, toPin } from '../pins/view.ts';
 

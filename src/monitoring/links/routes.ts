@@ -4,7 +4,6 @@ import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import type { FindQuery } from '../../app/find.ts';
 import { Fields, HashId } from '../../http/schemas.ts';
-import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 import type { CustomerCommands } from '../../connectivity/commands/routes.ts';
 import { addCustomerCommands, withPinGroups } from './commands.ts';
 import { claim, customerClaimTokens, findClaimedDevices, getClaimedDevice, link, unclaim, unlink } from './store.ts';
@@ -32,7 +31,7 @@ export async function linkRoutes(fastify: FastifyInstance, ctx: AppContext): Pro
   app.post('/device/unclaim', { config: { rights }, schema: { tags, summary: 'device unclaim', body: UnclaimBody } }, async (request, reply) => {
     const { hashIds } = request.body;
     await unclaim(ctx.db, request.account.environment.id, hashIds);
-    await announceDevicesChanged(ctx, hashIds);
+    await ctx.changes.publish('devices', { hashIds });
     reply.status(204).send();
   });
   app.post('/device/:hashId/link', {
@@ -43,7 +42,7 @@ export async function linkRoutes(fastify: FastifyInstance, ctx: AppContext): Pro
     const { hashId } = request.params;
     const answer = await link(ctx.db, request.account.environment, hashId, body);
     // the workers' cached copy of the device knows no link: the next report must land on the pins
-    await announceDevicesChanged(ctx, [hashId]);
+    await ctx.changes.publish('devices', { hashIds: [hashId] });
     return answer;
   });
   await app.register(async (scope) => {
@@ -54,7 +53,7 @@ export async function linkRoutes(fastify: FastifyInstance, ctx: AppContext): Pro
     }, async (request, reply) => {
       const { deviceHashId } = request.params;
       await unlink(ctx.db, request.account.environment.id, deviceHashId);
-      await announceDevicesChanged(ctx, [deviceHashId]);
+      await ctx.changes.publish('devices', { hashIds: [deviceHashId] });
       reply.status(204).send();
     });
   });

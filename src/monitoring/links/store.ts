@@ -8,7 +8,7 @@ import { claimDevices, createClaimTokens, unclaimDevices, type ClaimToken } from
 import { deviceSelect, toDevice, type Device } from '../../connectivity/devices/store.ts';
 import { nameText } from '../../app/names.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
-import { fieldConfigurationsOf } from '../environments/settings.ts';
+import { fieldConfigurationsOf } from '../../accounts/environments/view.ts';
 import { PIN_GROUP_LINK_JOIN, PIN_GROUP_SELECT, toPinGroup } from '../pin-groups/view.ts';
 
 /**

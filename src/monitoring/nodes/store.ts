@@ -5,7 +5,7 @@ import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
 import { EDGE_SELECT, toEdge } from '../edges/view.ts';
-import { fieldConfigurationsOf } from '../environments/settings.ts';
+import { fieldConfigurationsOf } from '../../accounts/environments/view.ts';
 
 type Point = { type: 'Point'; coordinates: [number, number] };
 const OWNER = "the environment's node field configuration";

@@ -8,7 +8,6 @@ import { pinGroupPerformance } from './performance.ts';
 import {
   addPinGroup, deletePinGroup, findPinGroups, getPinGroup, updatePinGroup, updatePinGroups, MAX_BULK_PIN_GROUPS,
 } from './store.ts';
-import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 
 const GridHashIds = Type.Array(HashId, { maxItems: 30 });
 const AddBody = Type.Object({
@@ -78,7 +77,7 @@ export async function pinGroupRoutes(fastify: FastifyInstance, ctx: AppContext):
     config: { rights: staticRights },
     schema: { tags, summary: 'pin-group delete', description: 'A linked device is unlinked first; the pin group\'s pins go with it.', params: HashIdParams },
   }, async (request, reply) => {
-    await announceDevicesChanged(ctx, await deletePinGroup(ctx.db, request.account.environment.id, request.params.hashId));
+    await ctx.changes.publish('devices', { hashIds: await deletePinGroup(ctx.db, request.account.environment.id, request.params.hashId) });
     reply.status(204).send();
   });
 }

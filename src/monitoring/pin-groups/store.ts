@@ -4,7 +4,8 @@ import { applyFieldsUpdate, nameFromFields, type Fields, type FieldsUpdate } fro
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
-import { fieldConfigurationsOf, mapLayerKeys, refreshBoundingBox } from '../environments/settings.ts';
+import { fieldConfigurationsOf, mapLayerKeys } from '../../accounts/environments/view.ts';
+import { refreshBoundingBox } from '../environments/settings.ts';
 import { EDGE_SELECT, toEdge } from '../edges/view.ts';
 import { gridsOf, joinPinGroupGrids } from '../grids/store.ts';
 import { linksOfPinGroups } from '../links/store.ts';

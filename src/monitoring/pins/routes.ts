@@ -5,7 +5,6 @@ import type { AppContext } from '../../app/context.ts';
 import { Fields, FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
 import { FieldsUpdate, readRights, staticRights } from '../graph-schemas.ts';
 import { addPin, deletePin, findPins, getPin, updatePin } from './store.ts';
-import { announceDevicesChanged } from '../../pipeline/device-context.ts';
 
 const AddBody = Type.Object({
   fields: Fields,
@@ -35,7 +34,7 @@ export async function pinRoutes(fastify: FastifyInstance, ctx: AppContext): Prom
   app.post('/graph/pin/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin update', params: HashIdParams, body: UpdateBody } }, async (request) =>
     updatePin(ctx.db, request.account.environment, request.params.hashId, request.body));
   app.delete('/graph/pin/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'pin delete', params: HashIdParams } }, async (request, reply) => {
-    await announceDevicesChanged(ctx, await deletePin(ctx.db, request.account.environment.id, request.params.hashId));
+    await ctx.changes.publish('devices', { hashIds: await deletePin(ctx.db, request.account.environment.id, request.params.hashId) });
     reply.status(204).send();
   });
 }

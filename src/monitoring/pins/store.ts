@@ -4,7 +4,7 @@ import { applyFieldsUpdate, nameFromFields, type Fields, type FieldsUpdate } fro
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import type { EnvironmentRecord } from '../../accounts/store.ts';
-import { fieldConfigurationsOf } from '../environments/settings.ts';
+import { fieldConfigurationsOf } from '../../accounts/environments/view.ts';
 import { EDGE_SELECT, toEdge } from '../edges/view.ts';
 import { gridsOf, setPinGrids } from '../grids/store.ts';
 import { thresholdsShown } from '../thresholds/store.ts';
