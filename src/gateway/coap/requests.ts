@@ -14,7 +14,7 @@ import type { DeviceAnswer } from '../../pipeline/jobs.ts';
 import type { DeviceQueue } from '../../pipeline/queue.ts';
 import { countRefusedContact, REFUSED_MESSAGE, type AdmittedDevice } from '../admission.ts';
 import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from '../firmware.ts';
-import { encodeAnswerBody, parseQuery, typedBody, webRequest } from '../../sandbox/web-request.ts';
+import { encodeAnswerBody, parseQuery, typedBody, webRequest } from '../web-request.ts';
 
 const STATUS_TO_CODE: Record<number, string> = {
   200: '2.05', 201: '2.01', 202: '2.04', 204: '2.04', 400: '4.00', 401: '4.01', 402: '4.02', 403: '4.03', 404: '4.04', 405: '4.05',
