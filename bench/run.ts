@@ -343,6 +343,14 @@ export const GROUPS: Group[] = [
       ctx.sink.bench(await consoleRows({ loads: 10, requests: 50, intervalMs: 100 }));
     },
   },
+  {
+    name: 'map', readsTable: true, minutes: 4,
+    description: "the console's map in Chromium over a city of --tile-pin-groups pin groups: first render (p50, p99), a pan (tiles, p99 per tile); a pin group's chart opened and zoomed (on the measurement table)",
+    run: async (ctx) => {
+      const { mapRows } = await import('./map.ts');
+      await mapRows({ pinGroups: n(ctx, 'tile-pin-groups'), loads: 10, measurementTable: () => ctx.measurementTable(), sink: (rows) => ctx.sink.bench(rows) });
+    },
+  },
 ];
 
 /** the fill of the measurement table at the default 10 M rows: 2 M took 2 min on the 2-core VM at load 5, 10 M 26 min at load 17-23 */

@@ -31,7 +31,8 @@ const tileOf = (lon: number, lat: number, z: number) => {
   return { x: Math.floor(((lon + 180) / 360) * n), y: Math.floor(((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2) * n) };
 };
 
-async function fill(db: Db, pinGroups: number): Promise<void> {
+/** The city: environment 1 ('benchtiles') of a fresh bench database, `pinGroups` pin groups, 1 % with an issue, 5,000 edges (also bench/map.ts). */
+export async function fill(db: Db, pinGroups: number): Promise<void> {
   await db.query(`INSERT INTO environment (hash_id, type, name) VALUES ('benchtiles', 'monitoring', 'bench')`);
   await db.query(`INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, map_layer, geometry)
     SELECT 'pg' || g, 1, 'location ' || g, 'cp-pole', 'default',
