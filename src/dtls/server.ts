@@ -9,8 +9,9 @@
  * Resumption by session id: PSK sessions only after the identity's key was looked up again and is unchanged.
  *
  * Layers, each in its own module:
- *   server.ts   datagrams in and out, peers keyed by address:port (or by Connection ID), stateless cookie check,
- *               limits (handshakes, sessions, per source address: sessions and a handshake token bucket)
+ *   server.ts   datagrams in and out, stateless cookie check, limits (handshakes, sessions, per source address:
+ *               sessions and a handshake token bucket), kept sessions and the cluster hand-over
+ *   connection-table.ts  which association a datagram is for: by address:port, restarts of an address:port, by CID
  *   cookie.ts   HMAC cookie with a rotating secret; flights/flight2.ts sends HelloVerifyRequest
  *   session.ts  one association: the handshake state machine, flight (re)transmission, application data, migration
  *   flights/    what the server sends: flight 2 (HelloVerifyRequest), 4 (ServerHello … ServerHelloDone; the
@@ -70,6 +71,7 @@ import type { DtlsRecord } from './record.ts';
 import { AddressLimits, DTLS_DEFAULTS, HandshakeSlots } from './limits.ts';
 import type { DtlsLimits } from './limits.ts';
 import { DtlsSession } from './session.ts';
+import { ConnectionTable } from './connection-table.ts';
 import { SessionCache } from './session-cache.ts';
 import type { PeerRoute, Relay, SessionConfig, SessionHost, KeptStart } from './session.ts';
 import type { SharedSessionCache } from './session-cache.ts';
@@ -189,19 +191,8 @@ export class DtlsServer extends EventEmitter {
   readonly #idleSweep: NodeJS.Timeout;
   /** Every association the server counts (handshakes and sessions), wherever it is keyed. */
   readonly #live = new Set<DtlsSession>();
-  /**
-   * Associations by address:port. A session that moved by its Connection ID into an address:port another session
-   * holds is not here: its records find it by CID.
-   */
-  readonly #peers = new Map<string, DtlsSession>();
-  /**
-   * Handshakes started by a ClientHello (valid cookie) to the address:port of an established session: the old
-   * session stays in #peers until this handshake completes, then it is replaced (RFC 6347 §4.2.8): a replayed
-   * ClientHello proves nothing about the device.
-   */
-  readonly #restarts = new Map<string, { session: DtlsSession; replaces: DtlsSession }>();
-  /** Sessions that negotiated a Connection ID, by the CID we issued (hex). */
-  readonly #byCid = new Map<string, DtlsSession>();
+  /** Which association a datagram is for: by address:port, restarts of an address:port, by Connection ID. */
+  readonly #table = new ConnectionTable();
   readonly #keeper: SessionKeeper | undefined;
   /** Kept sessions being looked for, by ref, with the datagrams that arrived for them meanwhile. */
   readonly #taking = new Map<string, { promise: Promise<DtlsSession | null>; held: Array<[Buffer, dgram.RemoteInfo]> }>();
@@ -224,7 +215,7 @@ export class DtlsServer extends EventEmitter {
     allocateCid: () => {
       let cid: Buffer;
       do cid = this.#cidRouter ? this.#cidRouter.newCid() : randomBytes(SERVER_CID_LENGTH);
-      while (this.#byCid.has(cid.toString('hex')));
+      while (this.#table.byCid(cid));
       return cid;
     },
     migrate: (s, to) => {
@@ -232,23 +223,15 @@ export class DtlsServer extends EventEmitter {
       // stack sessions there), and never ends the session that holds the new address:port: the mover is then
       // reached by its CID alone, and the other keeps its address:port.
       if (to.address !== s.remoteAddress && this.#limits.sessions(to.address) >= this.#maxSessionsPerAddress) return false;
-      const from = `${s.remoteAddress}:${s.remotePort}`;
-      if (this.#peers.get(from) === s) this.#peers.delete(from);
+      this.#table.moved(s, to);
       this.#limits.removed(s.remoteAddress);
       this.#limits.added(to.address);
-      const key = `${to.address}:${to.port}`;
-      if (!this.#peers.has(key)) this.#peers.set(key, s);
       return true;
     },
     established: (s, keys) => {
       this.#handshaking.delete(s);
-      const key = `${s.remoteAddress}:${s.remotePort}`;
-      const restart = this.#restarts.get(key);
-      if (restart?.session === s) {
-        this.#restarts.delete(key);
-        this.#peers.set(key, s);
-        restart.replaces.close(); // the client proved itself with a complete handshake: its earlier session goes
-      }
+      // the client proved itself with a complete handshake: the earlier session of its address:port goes
+      this.#table.established(s)?.close();
       if (this.#keeper) s.limitWrites(this.#keeper.established(sessionRef(s), keys, s.motion()));
       this.emit('session', s);
     },
@@ -276,10 +259,7 @@ export class DtlsServer extends EventEmitter {
       if (!this.#live.delete(s)) return; // refused before it was counted
       if (!wasHandshake && !this.#suspending && !this.#givenUp.has(s)) this.#keeper?.forget(sessionRef(s));
       this.#limits.removed(s.remoteAddress);
-      const key = `${s.remoteAddress}:${s.remotePort}`;
-      if (this.#peers.get(key) === s) this.#peers.delete(key);
-      if (this.#restarts.get(key)?.session === s) this.#restarts.delete(key);
-      if (s.connectionId) this.#byCid.delete(s.connectionId.toString('hex'));
+      this.#table.closed(s);
     },
   };
   #cidRouter: CidRouter | null = null;
@@ -389,7 +369,7 @@ export class DtlsServer extends EventEmitter {
       return true; // malformed: nothing anyone else could do with it either
     }
     if (records.length === 0 || records[0].type !== CONTENT_TYPE_TLS12_CID) return true;
-    const session = this.#byCid.get(records[0].cid!.toString('hex'));
+    const session = this.#table.byCid(records[0].cid!);
     if (!session) return false;
     if (this.#handingOver.size === 0 || !this.#heldForHandOver(session, datagram, from)) session.handleRecords(records, from);
     return true;
@@ -486,7 +466,7 @@ export class DtlsServer extends EventEmitter {
    * process does not hold it (after a restart, or when the node that held it is gone); null when there is none.
    */
   takeOverSession(ref: Buffer | { address: string; port: number }): Promise<DtlsSession | null> {
-    const local = Buffer.isBuffer(ref) ? this.#byCid.get(ref.toString('hex')) : this.#peers.get(`${ref.address}:${ref.port}`);
+    const local = Buffer.isBuffer(ref) ? this.#table.byCid(ref) : this.#table.at(ref.address, ref.port);
     if (local) return Promise.resolve(local);
     const key = Buffer.isBuffer(ref) ? `c${ref.toString('hex')}` : `a${ref.address}:${ref.port}`;
     return this.#take(key)?.promise ?? Promise.resolve(null);
@@ -531,14 +511,12 @@ export class DtlsServer extends EventEmitter {
     if (this.#closed || this.#suspending || this.sessionCount >= this.#maxSessions) return null;
     const peer = { address: kept.motion.remoteAddress, port: kept.motion.remotePort };
     const cid = kept.keys.connectionId?.toString('hex');
-    const key = `${peer.address}:${peer.port}`;
     // another process's session, or one made here meanwhile: the one here stays
-    if ((cid !== undefined && this.#byCid.has(cid)) || (cid === undefined && this.#peers.has(key))) return null;
+    if (!this.#table.mayCarryOn(cid, peer.address, peer.port)) return null;
     const session = new DtlsSession(this.#host, this.#config, peer, kept);
     this.#live.add(session);
     this.#limits.added(peer.address);
-    if (!this.#peers.has(key)) this.#peers.set(key, session);
-    if (cid !== undefined) this.#byCid.set(cid, session);
+    this.#table.addCarriedOn(session, cid);
     this.emit('session', session, kept.motion.attachment);
     return session;
   }
@@ -580,7 +558,7 @@ export class DtlsServer extends EventEmitter {
       if (records[0].type === CONTENT_TYPE_TLS12_CID) {
         // RFC 9146: a record with our CID finds its session whatever address it comes from.
         const cid = records[0].cid!;
-        const session = this.#byCid.get(cid.toString('hex'));
+        const session = this.#table.byCid(cid);
         if (session) {
           const from = { address: rinfo.address, port: rinfo.port };
           if (this.#handingOver.size === 0 || !this.#heldForHandOver(session, datagram, from)) session.handleRecords(records, from);
@@ -591,8 +569,8 @@ export class DtlsServer extends EventEmitter {
         return;
       }
       const key = `${rinfo.address}:${rinfo.port}`;
-      const session = this.#peers.get(key);
-      const restart = this.#restarts.get(key)?.session;
+      const session = this.#table.at(rinfo.address, rinfo.port);
+      const restart = this.#table.restartAt(rinfo.address, rinfo.port);
       if (restart) {
         // Plaintext belongs to the new handshake; each session drops the protected records of the other unread.
         restart.handleRecords(records);
@@ -633,7 +611,6 @@ export class DtlsServer extends EventEmitter {
     if (!this.#limits.admit(rinfo.address)) return;
     if (this.#handshaking.size >= this.#maxHandshakes) evict?.close();
     const peer = { address: rinfo.address, port: rinfo.port };
-    const key = `${peer.address}:${peer.port}`;
     let session: DtlsSession;
     try {
       session = new DtlsSession(this.#host, this.#config, peer, {
@@ -651,10 +628,8 @@ export class DtlsServer extends EventEmitter {
     if (session.closed) return;
     this.#live.add(session);
     this.#handshaking.add(session);
-    if (old) this.#restarts.set(key, { session, replaces: old });
-    else this.#peers.set(key, session);
+    this.#table.addHandshake(session, old);
     this.#limits.added(peer.address);
-    if (session.connectionId) this.#byCid.set(session.connectionId.toString('hex'), session);
   }
 
   #send(datagram: Buffer, port: number, address: string): void {
