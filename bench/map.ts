@@ -245,7 +245,10 @@ export async function chartRows(browser: Browser, smtp: TestSmtp, table: { db: D
         await page.mouse.down();
         await page.mouse.move(over.x + over.width * 0.5, y, { steps: 5 });
         await page.mouse.up();
-        const done = await page.evaluate(() => (window as unknown as { __chartAnswered: Promise<number> }).__chartAnswered);
+        const done = await page.evaluate(() => Promise.race([
+          (window as unknown as { __chartAnswered: Promise<number> }).__chartAnswered,
+          new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer for the zoomed range within 60 s')), 60_000)),
+        ]));
         zoomed.push(done - t0);
       } finally {
         await context.close();
