@@ -18,7 +18,7 @@ value spliced in; none may be answered 5xx or with an unkeyed error. Real Postgr
 recreated) and Redis (REDIS_URL). Exit 1 when a request failed.`,
 });
 // the service's modules load after the command line is read: --help and a mistyped option answer at once
-const { closeContext, createContext } = await import('../src/app/bootstrap.ts');
+const { closeContext, createContext } = await import('../src/context.ts');
 const { loadConfig } = await import('../src/settings.ts');
 const { recreateDatabase } = await import('../src/app/db.ts');
 const { createLogger } = await import('../src/app/logger.ts');

@@ -5,7 +5,7 @@
 //   (failuresOf + record, in memory) and the flush statement that writes the counts once a second, both
 //   per failure, measured here on CPU time of this process and the statements' wall time.
 import { createMachineAccount, createEnvironment } from '../src/accounts/store.ts';
-import { closeContext, createContext } from '../src/app/bootstrap.ts';
+import { closeContext, createContext } from '../src/context.ts';
 import { loadConfig } from '../src/settings.ts';
 import { recreateDatabase } from '../src/app/db.ts';
 import { createLogger } from '../src/app/logger.ts';

@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 export PATH="$(bash scripts/node24.sh):$PATH"
 redis-cli -u "${REDIS_URL:-redis://127.0.0.1:6379}" ping >/dev/null 2>&1 || { echo "Redis does not answer at ${REDIS_URL:-redis://127.0.0.1:6379}: start it (redis-server --daemonize yes)"; exit 1; }
 npx eslint src test bench "scripts/**/*.ts" console/src
+# the layers of src/ (.dependency-cruiser.cjs, docs/architecture.md)
+npx depcruise src --config .dependency-cruiser.cjs
 npx tsc --noEmit
 npx tsc -p console
 # the console the browser tests drive (test/console/), built when a source changed

@@ -1,7 +1,7 @@
 // The composition root's context: the kernel's stores (src/app/bootstrap.ts), with the caches that hold what
 // features change listening on the change bus (src/app/changes.ts). Every process, tool, test and bench that needs a
 // context builds it here, so no cache is left deaf to the changes it holds.
-import { createContext as openStores, closeContext } from './app/bootstrap.ts';
+import { openStores, closeContext } from './app/bootstrap.ts';
 import type { Config } from './app/config.ts';
 import type { AppContext } from './app/context.ts';
 import type { Logger } from './app/logger.ts';

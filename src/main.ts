@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from './settings.ts';
-import { createContext, closeContext } from './app/bootstrap.ts';
+import { createContext, closeContext } from './context.ts';
 import { openDb } from './app/db.ts';
 import { createLogger } from './app/logger.ts';
 import { ensureRedis } from './app/redis.ts';

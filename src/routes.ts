@@ -10,13 +10,14 @@ import { activityRoutes } from './connectivity/activities/routes.ts';
 import { reportTypeRoutes } from './connectivity/report-types/routes.ts';
 import { commandTypeRoutes } from './connectivity/command-types/routes.ts';
 import { commandRoutes } from './connectivity/commands/routes.ts';
+import { DeviceEventQueue } from './pipeline/queue.ts';
 import { counterKeyRoutes } from './connectivity/counter-keys/routes.ts';
 import { counterRoutes } from './connectivity/counters/routes.ts';
 import { claimRoutes } from './connectivity/devices/claim-routes.ts';
 import { webhookRoutes } from './connectivity/webhooks/routes.ts';
 import { firmwareRoutes } from './connectivity/firmware/routes.ts';
 import { supplierCertificateRoutes } from './connectivity/supplier-certificates/routes.ts';
-import { dryRunRoutes } from './connectivity/dry-run/routes.ts';
+import { dryRunRoutes } from './pipeline/dry-run/routes.ts';
 import { liveLogRoutes } from './connectivity/live/routes.ts';
 import { environmentRoutes } from './monitoring/environments/routes.ts';
 import { pinGroupRoutes } from './monitoring/pin-groups/routes.ts';
@@ -64,7 +65,7 @@ export const ROUTES: ((app: FastifyInstance, ctx: AppContext) => Promise<void>)[
   activityRoutes,
   reportTypeRoutes,
   commandTypeRoutes,
-  (app, ctx) => commandRoutes(app, ctx, customerCommands(ctx)),
+  (app, ctx) => commandRoutes(app, ctx, () => new DeviceEventQueue(ctx), customerCommands(ctx)),
   counterKeyRoutes,
   counterRoutes,
   (app, ctx) => claimRoutes(app, ctx, claimTokensOfClaimed(ctx)),

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../src/settings.ts';
-import { createContext, closeContext } from '../src/app/bootstrap.ts';
+import { createContext, closeContext } from '../src/context.ts';
 import type { AppContext } from '../src/app/context.ts';
 import { createLogger } from '../src/app/logger.ts';
 import { createEnvironment, createMachineAccount, type EnvironmentType } from '../src/accounts/store.ts';

@@ -6,8 +6,8 @@ import { deriveKeys } from './keys.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { createRedis } from './redis.ts';
 
-/** Opens the stores a process needs and derives its keys. */
-export async function createContext(config: Config, log: Logger = createLogger(config.logLevel)): Promise<AppContext> {
+/** Opens the stores a process needs and derives its keys; the composition root's createContext (src/context.ts) wires its caches. */
+export async function openStores(config: Config, log: Logger = createLogger(config.logLevel)): Promise<AppContext> {
   const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, idleTimeoutMillis: config.databaseIdleTimeoutMs, readUrl: config.databaseReadUrl });
   const redis = createRedis(config, log);
   const changes = new ChangeBus({ redis, subscriber: () => createRedis(config, log), channel: `gridgate:changes:${config.queueName}`, log });

@@ -5,7 +5,11 @@
  * proved the address, so a spoofed flood cannot use up someone else's allowance.
  */
 
+import type { IntSetting } from '../app/settings.ts';
 import { DTLS_LIMIT_SETTINGS } from './settings.ts';
+
+/** One declaration for every limit (tsc refuses a limit without one). */
+const LIMIT_SETTINGS: { readonly [K in keyof DtlsLimits]: IntSetting } = DTLS_LIMIT_SETTINGS;
 
 /** Limits of the DTLS server (each an option of `createDtlsServer` and a `DTLS_*` setting of ./settings.ts). */
 export interface DtlsLimits extends AddressLimitOptions {
@@ -32,7 +36,7 @@ export { MAX_PSK_IDENTITY_BYTES } from '../tls/psk.ts';
 
 /** The declared defaults (DTLS_LIMIT_SETTINGS in ./settings.ts, the same declarations `config.dtls` is loaded from). */
 export const DTLS_DEFAULTS: Readonly<DtlsLimits> = Object.freeze(
-  Object.fromEntries(Object.entries(DTLS_LIMIT_SETTINGS).map(([key, s]) => [key, s.default])) as unknown as DtlsLimits,
+  Object.fromEntries(Object.entries(LIMIT_SETTINGS).map(([key, s]) => [key, s.default])) as unknown as DtlsLimits,
 );
 
 export interface AddressLimitOptions {

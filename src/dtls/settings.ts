@@ -2,7 +2,6 @@
 // table in docs/configuration.md all come from these declarations. Plain data: the kernel's settings kit is imported
 // for its types only (src/app/settings.ts says why).
 import type { IntSetting, Settings, SettingsOf } from '../app/settings.ts';
-import type { DtlsLimits } from './limits.ts';
 
 /** The limits, by their name in `DtlsLimits`. */
 export const DTLS_LIMIT_SETTINGS = {
@@ -33,7 +32,7 @@ export const DTLS_LIMIT_SETTINGS = {
   receiveBufferBytes: { kind: 'int', env: 'DTLS_RECEIVE_BUFFER_BYTES', default: 4 * 1024 * 1024, min: 65_536, max: 2 ** 30,
     description: 'receive buffer of the DTLS socket, capped by the kernel\'s `net.core.rmem_max` (Debian\'s default is 212992: raise it with sysctl for the full effect). The kernel\'s default buffer overflows under a ClientHello flood whenever the event loop pauses, and then drops devices\' datagrams as much as the flood\'s (see the flood rows of `npm run bench`)',
   },
-} as const satisfies { [K in keyof DtlsLimits]: IntSetting };
+} as const satisfies Record<string, IntSetting>;
 
 /** `config.dtls`: the limits of the DTLS server behind COAPS_PORT. */
 export const DTLS_SETTINGS = { dtls: { kind: 'group', settings: DTLS_LIMIT_SETTINGS } } as const satisfies Settings;

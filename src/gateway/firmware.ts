@@ -1,7 +1,7 @@
 import type http from 'node:http';
 import type { AppContext } from '../app/context.ts';
 import { TtlCache } from '../app/ttl-cache.ts';
-import { LastOnlineWriter } from '../pipeline/last-online.ts';
+import { LastOnlineWriter } from '../connectivity/devices/last-online.ts';
 import { ContentFormat, encodeUint, stringOptions, type CoapOption, type CoapRequest, type CoapResponse } from '../coap/index.ts';
 import { FIRMWARE_OFFER_HEADER } from '../connectivity/firmware/offer.ts';
 

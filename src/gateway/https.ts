@@ -10,7 +10,7 @@ import { createPskTlsServer, type PskTlsConnection } from '../tls/index.ts';
 import { firmwareRequestHashId, serveFirmwareOverHttps } from './firmware.ts';
 import { metrics } from '../app/metrics.ts';
 import { readBounded, refuseRestOfBody } from './request-body.ts';
-import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
+import { encodeAnswerBody, parseQuery, typedBody, webRequest } from '../sandbox/web-request.ts';
 import { isWebhookPath, WebhookHandler } from './webhook.ts';
 import { RefusalLog } from './refusal-log.ts';
 import { countHandshakeFailed, countRefusedContact, pskDevice, pskKeyLookup, REFUSED_MESSAGE, type AdmittedDevice } from './admission.ts';

@@ -18,7 +18,7 @@ import { describeRunError, Sandbox, sandboxFromConfig } from '../sandbox/runner.
 import type { WebRequest } from '../sandbox/types.ts';
 import { metrics } from '../app/metrics.ts';
 import { readBounded, refuseRestOfBody } from './request-body.ts';
-import { encodeAnswerBody, parseQuery, typedBody, webRequest } from './web-request.ts';
+import { encodeAnswerBody, parseQuery, typedBody, webRequest } from '../sandbox/web-request.ts';
 import { supplierAlerts } from '../notifications/supplier-alerts.ts';
 
 /** A webhook request as it came off the wire (body already read). */

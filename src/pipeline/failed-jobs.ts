@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Logger } from '../app/logger.ts';
 import { createRedis, type RedisConfig } from '../app/redis.ts';
-import type { DeviceBatchJob } from './jobs.ts';
+import type { DeviceBatchJob } from '../connectivity/device-jobs.ts';
 import { deviceQueueShard } from './queue.ts';
 
 const PAGE = 500;

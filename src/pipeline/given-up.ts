@@ -2,7 +2,7 @@ import type { AppContext } from '../app/context.ts';
 import { recordGivenUpActivity, type ActivityRow } from '../connectivity/activities/store.ts';
 import { publishStoredActivities } from '../connectivity/live/notice.ts';
 import type { DeviceContextLoader } from './device-context.ts';
-import type { DeviceAnswer, DeviceBatchJob, DeviceJobResult } from './jobs.ts';
+import type { DeviceAnswer, DeviceBatchJob, DeviceJobResult } from '../connectivity/device-jobs.ts';
 import { derivedHashId, triggerTypeOf } from './process-device-job.ts';
 
 const GAVE_UP_ANSWER: DeviceAnswer = {

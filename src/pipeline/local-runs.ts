@@ -3,7 +3,7 @@ import type { Logger } from '../app/logger.ts';
 import { metrics } from '../app/metrics.ts';
 import type { OutageLog } from '../app/outage-log.ts';
 import { isTransient, transientDelayMs } from './failures.ts';
-import type { DeviceBatchJob } from './jobs.ts';
+import type { DeviceBatchJob } from '../connectivity/device-jobs.ts';
 import type { LocalTaker } from './queue.ts';
 
 export interface LocalRunsOptions {

@@ -2,7 +2,7 @@ import { Pool } from 'undici';
 import type { Queryable } from '../app/db.ts';
 import { ingestReportsJson, type ConditionReportIn } from '../monitoring/reports/store.ts';
 import { metrics } from '../app/metrics.ts';
-import { Batcher } from './batcher.ts';
+import { Batcher } from '../app/batcher.ts';
 import { isTransient, StoreUnavailableError } from './failures.ts';
 
 /** Answers of the monitoring core that refuse the reports themselves: sending them again would not help. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import { Agent, request } from 'undici';
-import { typedBody } from '../gateway/web-request.ts';
+import { typedBody } from '../sandbox/web-request.ts';
 import type { ExecCall, TypedBody } from '../sandbox/types.ts';
 
 // exec.sendRequest: the sandbox only records the call; the worker makes the request here, after

@@ -9,7 +9,7 @@ import type { ActivityRow } from '../connectivity/activities/store.ts';
 import { FIRMWARE_OFFER_HEADER, type FirmwareOffer } from '../connectivity/firmware/offer.ts';
 import { MAX_REQUESTS_PER_RUN, type OutboundOutcome, type SendRequestArgs } from './outbound.ts';
 import type { DeviceContextLoader, DeviceRecord } from './device-context.ts';
-import type { DeviceAnswer, DeviceEventJob, DeviceJob, DeviceJobResult } from './jobs.ts';
+import type { DeviceAnswer, DeviceEventJob, DeviceJob, DeviceJobResult } from '../connectivity/device-jobs.ts';
 
 /**
  * What one run of the event handler reads and does: each is a real store or client, passed in so the

@@ -5,7 +5,7 @@ import { newHashId } from '../app/hash-id.ts';
 import { metrics } from '../app/metrics.ts';
 import { bullmqErrorLogger, createRedis, type Redis, type RedisConfig } from '../app/redis.ts';
 import { bullQueue, shardOf } from '../app/redis-keys.ts';
-import type { DeviceBatchItem, DeviceBatchJob, DeviceEventJob, DeviceJob, DeviceJobResult } from './jobs.ts';
+import type { DeviceBatchItem, DeviceBatchJob, DeviceEventJob, DeviceJob, DeviceJobResult } from '../connectivity/device-jobs.ts';
 
 export const JOB_NAME = 'device-batch';
 

@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMailer } from '../../src/mail/mailer.ts';
-import type { DeviceBatchJob } from '../../src/pipeline/jobs.ts';
+import type { DeviceBatchJob } from '../../src/connectivity/device-jobs.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addCommandType, addDeviceType, expectParameterError, field, findAll, type ErrorBody } from './fixtures.ts';
 

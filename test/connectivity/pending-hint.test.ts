@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable, Sql } from '../../src/app/db.ts';
-import { ScheduledCommandsLoader } from '../../src/connectivity/commands/pipeline.ts';
+import { ScheduledCommandsLoader } from '../../src/pipeline/commands.ts';
 import { commandsAddedChannel, PendingCommandsHint } from '../../src/connectivity/commands/pending-hint.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addCommandType, addDeviceType } from './fixtures.ts';

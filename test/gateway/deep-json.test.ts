@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
-import { MAX_JSON_DEPTH, typedBody } from '../../src/gateway/web-request.ts';
+import { MAX_JSON_DEPTH, typedBody } from '../../src/sandbox/web-request.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { connectivityClient, pskDevice } from '../support/provision.ts';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/context.ts';
 import { ManualClock } from '../../src/app/clock.ts';
 import type { AppContext } from '../../src/app/context.ts';
-import type { DeviceJobResult, DeviceRequestJob } from '../../src/pipeline/jobs.ts';
+import type { DeviceJobResult, DeviceRequestJob } from '../../src/connectivity/device-jobs.ts';
 import { answerChannel, deliverLocally, DeviceQueue } from '../../src/pipeline/queue.ts';
 import { testContext } from '../helpers.ts';
 

@@ -1,7 +1,7 @@
 /** The group commit's gathering window on a manual clock: items that arrive within maxDelayMs are flushed together. */
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/app/clock.ts';
-import { Batcher } from '../../src/pipeline/batcher.ts';
+import { Batcher } from '../../src/app/batcher.ts';
 
 describe('Batcher on a manual clock', () => {
   it('flushes what arrived within maxDelayMs of the first item, exactly then, and the next item starts a new window', async () => {

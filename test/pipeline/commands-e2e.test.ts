@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeContext } from '../../src/context.ts';
 import type { AppContext } from '../../src/app/context.ts';
 import { counterHashKey } from '../../src/connectivity/counters/recorder.ts';
-import type { DeviceBatchJob } from '../../src/pipeline/jobs.ts';
+import type { DeviceBatchJob } from '../../src/connectivity/device-jobs.ts';
 import { startService, type RunningService } from '../../src/service.ts';
 import { testContext } from '../helpers.ts';
 import { deviceQueues } from '../support/jobs.ts';

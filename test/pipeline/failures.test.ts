@@ -7,7 +7,7 @@ import http from 'node:http';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Batcher } from '../../src/pipeline/batcher.ts';
+import { Batcher } from '../../src/app/batcher.ts';
 import { isTransient, StoreUnavailableError, transientDelayMs } from '../../src/pipeline/failures.ts';
 import { MonitoringCoreClient } from '../../src/pipeline/monitoring-client.ts';
 import type { ConditionReportIn } from '../../src/monitoring/reports/store.ts';

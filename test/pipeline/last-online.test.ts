@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Queryable, Sql } from '../../src/app/db.ts';
-import { LastOnlineWriter } from '../../src/pipeline/last-online.ts';
+import { LastOnlineWriter } from '../../src/connectivity/devices/last-online.ts';
 import { addDeviceType } from '../connectivity/fixtures.ts';
 import { startTestApi, type TestApi } from '../helpers.ts';
 import { until, waitFor } from '../support/until.ts';

@@ -2,7 +2,7 @@
 // (./tokens.ts) and start with PUBLIC_URL, never with a request's Host header: whoever asks for a reset mail
 // chooses that header, and would get the victim's token sent to a host of theirs.
 
-import type { Locale } from '../users.ts';
+import type { Locale } from '../user-view.ts';
 
 export interface MailText { subject: string; text: string }
 

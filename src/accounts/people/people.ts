@@ -13,7 +13,7 @@ import { queueStored, storeMails } from '../../mail/queue.ts';
 import { beginLogin, type LoginAttempt } from '../login-limits.ts';
 import { personAccounts, type Account, type EnvironmentRecord } from '../store.ts';
 import { acceptCode } from '../two-factor/store.ts';
-import { environmentLocale, userView, type Locale } from '../users.ts';
+import { environmentLocale, userView, type Locale } from '../user-view.ts';
 import { environmentAddedMail, invitationMail, passwordResetMail, setPasswordLink } from './mails.ts';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './passwords.ts';
 import { deletePersonSessions, switchSession, type PersonSession } from './sessions.ts';

@@ -1,6 +1,5 @@
 import { newHashId } from '../../app/hash-id.ts';
-import type { DeviceEventJob } from '../../pipeline/jobs.ts';
-import type { DeviceEventQueue } from '../../pipeline/queue.ts';
+import type { DeviceEventJob } from '../device-jobs.ts';
 import type { CommandEvents, CommandRecord } from './store.ts';
 
 /** The fixed id of a command's delayed commandDue job, so deleting the command can take it back. */
@@ -18,11 +17,19 @@ function eventJob(r: CommandRecord, type: 'newCommand' | 'commandDue' | 'deleted
   };
 }
 
+/** Where command events go: the device event queue of the pipeline (src/pipeline/queue.ts), given by the composition root. */
+export interface CommandEventQueue {
+  add(jobs: { job: DeviceEventJob; opts?: { delayMs?: number; jobId?: string } }[]): Promise<void>;
+  /** takes back a delayed job by its id */
+  remove(jobId: string): Promise<unknown>;
+  close(): Promise<void>;
+}
+
 /**
  * Command lifecycle events as queued jobs: newCommand now, commandDue as a delayed job, deletedCommand now.
  * `announce` first tells the workers' pending-commands hints which devices got commands.
  */
-export function queuedCommandEvents(queue: DeviceEventQueue, announce: (deviceIds: number[]) => Promise<void>): CommandEvents {
+export function queuedCommandEvents(queue: CommandEventQueue, announce: (deviceIds: number[]) => Promise<void>): CommandEvents {
   return {
     async added(records) {
       await announce([...new Set(records.map((r) => r.deviceId))]);

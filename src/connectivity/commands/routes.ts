@@ -2,9 +2,8 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
-import { DeviceEventQueue } from '../../pipeline/queue.ts';
 import { FindQuery, HashId, HashIdParams, Timestamp } from '../../http/schemas.ts';
-import { queuedCommandEvents } from './events.ts';
+import { queuedCommandEvents, type CommandEventQueue } from './events.ts';
 import { announceCommandsAdded } from './pending-hint.ts';
 import { addCommands, deleteCommand, deleteCommands, findCommands, getCommand, type CommandEvents, type CommandInput } from './store.ts';
 
@@ -46,12 +45,12 @@ export interface CustomerCommands {
  * Commands (seed: command add / find / get / delete / deleteMulti). Each lifecycle step is queued
  * as an event for the device type's handler. Monitoring rights (M-SENSORS, M-READ) come with claimed devices.
  */
-export async function commandRoutes(fastify: FastifyInstance, ctx: AppContext, customer?: CustomerCommands): Promise<void> {
+export async function commandRoutes(fastify: FastifyInstance, ctx: AppContext, openQueue: () => CommandEventQueue, customer?: CustomerCommands): Promise<void> {
   const app = typed(fastify);
   const write = { rights: customer ? { ...rights, monitoring: 'SENSORS' } : rights };
   const read = { rights: customer ? { ...rights, monitoring: 'READ' } : rights };
   const claimed = (request: { account: { environment: { type: string } } }) => customer !== undefined && request.account.environment.type === 'monitoring';
-  const queue = new DeviceEventQueue(ctx);
+  const queue = openQueue();
   app.addHook('onClose', async () => queue.close());
   const events = queuedCommandEvents(queue, (ids) => announceCommandsAdded(ctx, ids));
   const env = (request: { account: { environment: { id: number } } }) => request.account.environment.id;

@@ -5,7 +5,7 @@ import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import { nameText, type Name } from '../../app/names.ts';
 import type { AppContext } from '../../app/context.ts';
-import { getQuantity, type Quantity } from '../../monitoring/quantities/store.ts';
+import { getQuantity, type Quantity } from '../../catalogue/quantities.ts';
 import { liveCommandTypes } from '../command-types/store.ts';
 import { compileOnSave } from '../user-code.ts';
 import { subscribeUser, subscriptionOf } from '../subscriptions/store.ts';

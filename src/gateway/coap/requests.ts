@@ -10,11 +10,11 @@ import { ContentFormat, encodeUint, optionText, stringOptions, uintOption } from
 import type { CoapOption, CoapRequest, CoapResponse } from '../../coap/index.ts';
 import { countDeviceEvent } from '../../connectivity/counters/recorder.ts';
 import { metrics } from '../../app/metrics.ts';
-import type { DeviceAnswer } from '../../pipeline/jobs.ts';
+import type { DeviceAnswer } from '../../connectivity/device-jobs.ts';
 import type { DeviceQueue } from '../../pipeline/queue.ts';
 import { countRefusedContact, REFUSED_MESSAGE, type AdmittedDevice } from '../admission.ts';
 import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from '../firmware.ts';
-import { encodeAnswerBody, parseQuery, typedBody, webRequest } from '../web-request.ts';
+import { encodeAnswerBody, parseQuery, typedBody, webRequest } from '../../sandbox/web-request.ts';
 
 const STATUS_TO_CODE: Record<number, string> = {
   200: '2.05', 201: '2.01', 202: '2.04', 204: '2.04', 400: '4.00', 401: '4.01', 402: '4.02', 403: '4.03', 404: '4.04', 405: '4.05',

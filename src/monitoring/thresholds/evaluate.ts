@@ -1,6 +1,6 @@
 import type { Logger } from '../../app/logger.ts';
 import { namedStatement, type Queryable } from '../../app/db.ts';
-import { isTransient } from '../../pipeline/failures.ts';
+import { isTransient } from '../../app/transient.ts';
 import type { ConditionReportIn } from '../reports/store.ts';
 import { belowLow, levelOf, type Level, type ValuePair } from './limits.ts';
 import { thresholdCache, type ThresholdCache } from './cache.ts';

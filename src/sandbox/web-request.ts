@@ -1,5 +1,4 @@
-import type { Json, WebRequest, WebRequestBody } from '../sandbox/types.ts';
-import type { DeviceAnswer } from '../pipeline/jobs.ts';
+import type { Json, WebRequest, WebRequestBody } from './types.ts';
 
 /**
  * The deepest JSON a device body is parsed into: the job's serialisation, the copy into the sandbox and the activity
@@ -57,7 +56,7 @@ export function webRequest(parts: Omit<WebRequest, 'certificate'> & { certificat
 }
 
 /** The answer's body as bytes and its content type. */
-export function encodeAnswerBody(body: DeviceAnswer['body']): { payload: Buffer; contentType: string | null } {
+export function encodeAnswerBody(body: { type: 'json' | 'string' | 'hex'; data: unknown } | null): { payload: Buffer; contentType: string | null } {
   if (!body) return { payload: Buffer.alloc(0), contentType: null };
   switch (body.type) {
     case 'hex': return { payload: Buffer.from(String(body.data), 'hex'), contentType: 'application/octet-stream' };

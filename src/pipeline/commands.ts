@@ -1,15 +1,15 @@
-import type { AppContext } from '../../app/context.ts';
-import type { Queryable } from '../../app/db.ts';
-import type { Mailer } from '../../mail/mailer.ts';
-import type { DeviceRecord } from '../../pipeline/device-context.ts';
-import type { ExecCall } from '../../sandbox/types.ts';
-import { nameText } from '../../app/names.ts';
-import { countDeviceEvent } from '../counters/recorder.ts';
-import type { DeviceEventQueue } from '../../pipeline/queue.ts';
-import { queuedCommandEvents } from './events.ts';
-import { announceCommandsAdded, PendingCommandsHint } from './pending-hint.ts';
-import { addCommands, commandForEvent, dropCommand, markCommandSent, scheduledCommandsOf, type Command, type CommandRecord } from './store.ts';
-import type { CommandType } from '../command-types/store.ts';
+import type { AppContext } from '../app/context.ts';
+import type { Queryable } from '../app/db.ts';
+import type { Mailer } from '../mail/mailer.ts';
+import type { DeviceRecord } from './device-context.ts';
+import type { ExecCall } from '../sandbox/types.ts';
+import { nameText } from '../app/names.ts';
+import { countDeviceEvent } from '../connectivity/counters/recorder.ts';
+import type { DeviceEventQueue } from './queue.ts';
+import { queuedCommandEvents } from '../connectivity/commands/events.ts';
+import { announceCommandsAdded, PendingCommandsHint } from '../connectivity/commands/pending-hint.ts';
+import { addCommands, commandForEvent, dropCommand, markCommandSent, scheduledCommandsOf, type Command, type CommandRecord } from '../connectivity/commands/store.ts';
+import type { CommandType } from '../connectivity/command-types/store.ts';
 
 type Scheduled = { command: Command; commandType: CommandType };
 

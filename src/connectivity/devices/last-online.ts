@@ -1,9 +1,9 @@
-import type { Queryable } from '../app/db.ts';
-import type { Logger } from '../app/logger.ts';
-import { OutageLog } from '../app/outage-log.ts';
-import { touchDevices } from '../connectivity/devices/store.ts';
-import { Batcher } from './batcher.ts';
-import { isTransient } from './failures.ts';
+import type { Queryable } from '../../app/db.ts';
+import type { Logger } from '../../app/logger.ts';
+import { OutageLog } from '../../app/outage-log.ts';
+import { touchDevices } from './store.ts';
+import { Batcher } from '../../app/batcher.ts';
+import { isTransient } from '../../app/transient.ts';
 
 /** lastOnlineAt is kept to this: a device reporting every 100 ms costs one row update a second, not ten. */
 export const TOUCH_RESOLUTION_MS = 1000;

@@ -10,14 +10,14 @@ import type { AppContext } from '../../app/context.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { applyFieldsUpdate, type Fields } from '../../app/fields.ts';
 import type { ConditionReportIn } from '../../monitoring/reports/store.ts';
-import { DeviceContextLoader, type DeviceRecord, type ReportTypeRecord } from '../../pipeline/device-context.ts';
-import { OutboundClient } from '../../pipeline/outbound.ts';
-import { derivedHashId, deviceViewOf, parseReport, reportingCounterTime, runDeviceHandler, type LogLine, type RunEffects, type SubActivity } from '../../pipeline/process-device-job.ts';
+import { DeviceContextLoader, type DeviceRecord, type ReportTypeRecord } from '../device-context.ts';
+import { OutboundClient } from '../outbound.ts';
+import { derivedHashId, deviceViewOf, parseReport, reportingCounterTime, runDeviceHandler, type LogLine, type RunEffects, type SubActivity } from '../process-device-job.ts';
 import { describeRunError, Sandbox, sandboxFromConfig } from '../../sandbox/runner.ts';
 import { supplierCodeLimits } from '../../sandbox/limits.ts';
 import type { CertificateView, ExecCall, HandlerEvent, RunError, WebRequest } from '../../sandbox/types.ts';
-import { checkNewCommands, commandForEvent, scheduledCommandsOf } from '../commands/store.ts';
-import { offerFirmware } from '../firmware/offer.ts';
+import { checkNewCommands, commandForEvent, scheduledCommandsOf } from '../../connectivity/commands/store.ts';
+import { offerFirmware } from '../../connectivity/firmware/offer.ts';
 import { deviceByIdentifier, deviceFieldConfigurations, deviceTypeCode, deviceTypeExists, identifierCode, reportTypeCode, storedRun } from './store.ts';
 
 /** How a run threw: null when it did not. `line`/`column`: in the supplier's TypeScript source, null when unknown (a time limit). */

@@ -4,7 +4,7 @@
 // it: one that does not compile is the save's 400 parameter_error naming the field, line and column.
 
 import type { AppContext } from '../../app/context.ts';
-import { compileOnSave } from '../user-code.ts';
+import { compileOnSave } from '../../connectivity/user-code.ts';
 import { checkSource, deviceOfStoredRun, deviceOrSample, dryRunHandler, dryRunParser, replayedEvent, type DeviceTypeDryRun, type ReportTypeDryRun } from './run.ts';
 import { deviceTypeCode, lastIncomingRequests, lastParsedPayloads, reportTypeCode } from './store.ts';
 

@@ -1,4 +1,4 @@
-import { systemClock, type Clock, type ClockTimer } from '../app/clock.ts';
+import { systemClock, type Clock, type ClockTimer } from './clock.ts';
 
 /**
  * Group commit: callers add items and await; items that arrive together are written in one
