@@ -12,11 +12,7 @@ import type { MeasurementTable } from './measurements.ts';
 
 const MEAN_PER_DAY_PER_PIN: AnalyticsQuery = {
   source: 'measurement',
-  columns: [
-    { type: 'timeGroup', field: 'measurement.generatedAt', granularity: 'day' },
-    { field: 'pin.hashId' },
-    { type: 'mean', field: 'measurement.value' },
-  ],
+  columns: [{ type: 'timeGroup', field: 'measurement.generatedAt', granularity: 'day' }, { field: 'pin.hashId' }, { type: 'mean', field: 'measurement.value' }],
   filter: {
     type: 'and',
     restrictions: [
@@ -50,7 +46,10 @@ export async function analyticsRow(db: Db, table: MeasurementTable, opts: { roun
     times.sort((a, b) => a - b);
     return {
       name: `analytics: mean per day per pin over a year (first page), table of ${n.toLocaleString('en')} measurements of 1,000 pins, statement_timeout ${opts.timeoutMs} ms`,
-      value: Number(pct(times, 50).toFixed(1)), unit: 'ms per query (p50)', p50Ms: Number(pct(times, 50).toFixed(1)), p99Ms: Number(pct(times, 99).toFixed(1)),
+      value: Number(pct(times, 50).toFixed(1)),
+      unit: 'ms per query (p50)',
+      p50Ms: Number(pct(times, 50).toFixed(1)),
+      p99Ms: Number(pct(times, 99).toFixed(1)),
       target: `answered, or refused with analytics_query_too_broad, within ${opts.timeoutMs} ms + overhead`,
       detail: `${answered} answered (${rows} rows on the page), ${refused} refused of ${opts.rounds}`,
     };

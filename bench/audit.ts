@@ -22,7 +22,12 @@ import { startTestApi, testContext, type ApiClient, type TestApi } from '../test
 const BATCH = 100;
 
 /** One kind of write: `write(i)` makes the i-th write (an API request); `rows` is how many rows of `table` one changes. */
-interface Kind { name: string; rows: number; table: string; write: (i: number) => Promise<void> }
+interface Kind {
+  name: string;
+  rows: number;
+  table: string;
+  write: (i: number) => Promise<void>;
+}
 
 async function ok<T>(p: Promise<{ status: number; body: T }>, what: string, status = 200): Promise<T> {
   const r = await p;
@@ -33,24 +38,62 @@ async function ok<T>(p: Promise<{ status: number; body: T }>, what: string, stat
 /** The four kinds of write, on environments of their own in `api`. */
 async function kinds(api: TestApi): Promise<Kind[]> {
   const m: ApiClient = await api.login('monitoring', ['READ', 'STATIC', 'ISSUES', 'ENVIRONMENT_ADMIN']);
-  await ok(m.request('PUT', '/environment/', { mapLayers: [{ name: 'Base', key: 'base' }, { name: 'Aerial', key: 'aerial' }] }), 'environment update');
+  await ok(
+    m.request('PUT', '/environment/', {
+      mapLayers: [
+        { name: 'Base', key: 'base' },
+        { name: 'Aerial', key: 'aerial' },
+      ],
+    }),
+    'environment update',
+  );
   const label = (await ok(m.request<{ hashId: string }>('POST', '/label/', { name: 'bench', color: '#000000' }), 'label add')).hashId;
-  const addPinGroup = async (n: number) => (await ok(m.request<{ hashId: string }>('POST', '/graph/pin-group',
-    { symbolKey: 'cp-rectifier', geometry: { type: 'Point', coordinates: [5.1, 52.1] }, fields: { id: `bench ${n}` } }), 'pin group add')).hashId;
+  const addPinGroup = async (n: number) =>
+    (
+      await ok(
+        m.request<{ hashId: string }>('POST', '/graph/pin-group', {
+          symbolKey: 'cp-rectifier',
+          geometry: { type: 'Point', coordinates: [5.1, 52.1] },
+          fields: { id: `bench ${n}` },
+        }),
+        'pin group add',
+      )
+    ).hashId;
   const pinGroup = await addPinGroup(0);
   const many: string[] = [];
   for (let n = 1; n <= BATCH; n++) many.push(await addPinGroup(n));
   const c: ApiClient = await api.login('connectivity', ['ENVIRONMENT_ADMIN']);
-  const deviceType = (await ok(c.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 'bench', eventHandler: EVENT_HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [],
-    channels: [{ name: 'c', pinFieldConfigurations: [] }], commandTypeHashIds: [],
-  }), 'device type add')).hashId;
+  const deviceType = (
+    await ok(
+      c.request<{ hashId: string }>('POST', '/device-type/', {
+        name: 'bench',
+        eventHandler: EVENT_HANDLER,
+        fieldConfigurations: [],
+        pinGroupFieldConfigurations: [],
+        channels: [{ name: 'c', pinFieldConfigurations: [] }],
+        commandTypeHashIds: [],
+      }),
+      'device type add',
+    )
+  ).hashId;
   return [
     { name: 'label update', rows: 1, table: 'label', write: (i) => ok(m.request('POST', `/label/${label}`, { name: `bench ${i}` }), 'label update', 204) },
-    { name: 'pin group update', rows: 1, table: 'pin_group', write: (i) => ok(m.request('POST', `/graph/pin-group/${pinGroup}`, { symbolKey: `cp-${i % 2}` }), 'pin group update') },
-    { name: 'device type update', rows: 1, table: 'device_type', write: (i) => ok(c.request('POST', `/device-type/${deviceType}`, { name: `bench ${i}` }), 'device type update', 204) },
     {
-      name: `update-pin-groups of ${BATCH}`, rows: BATCH, table: 'pin_group',
+      name: 'pin group update',
+      rows: 1,
+      table: 'pin_group',
+      write: (i) => ok(m.request('POST', `/graph/pin-group/${pinGroup}`, { symbolKey: `cp-${i % 2}` }), 'pin group update'),
+    },
+    {
+      name: 'device type update',
+      rows: 1,
+      table: 'device_type',
+      write: (i) => ok(c.request('POST', `/device-type/${deviceType}`, { name: `bench ${i}` }), 'device type update', 204),
+    },
+    {
+      name: `update-pin-groups of ${BATCH}`,
+      rows: BATCH,
+      table: 'pin_group',
       write: (i) => ok(m.request('POST', '/graph/pin-groups', { hashIds: many, mapLayer: { key: i % 2 ? 'aerial' : 'base' } }), 'pin groups update', 204),
     },
   ];
@@ -73,20 +116,30 @@ function cpuNs(pid: number): number {
  * The log's rows are vacuumed and analyzed too: a cost of the log, spread over many writes, that these figures leave out.
  */
 async function meter(admin: pg.Client, dbOid: number): Promise<() => Promise<{ serviceMs: number; postgresMs: number; walBytes: number }>> {
-  const backends = async () => (await admin.query<{ pid: number }>(
-    `SELECT pid FROM pg_stat_activity WHERE datid = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`, [dbOid])).rows.map((r) => r.pid);
+  const backends = async () =>
+    (
+      await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datid = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`, [
+        dbOid,
+      ])
+    ).rows.map((r) => r.pid);
   const startPg = new Map((await backends()).map((pid) => [pid, cpuNs(pid)]));
-  const { rows: [{ lsn: startLsn }] } = await admin.query<{ lsn: string }>('SELECT pg_current_wal_flush_lsn()::text AS lsn');
+  const {
+    rows: [{ lsn: startLsn }],
+  } = await admin.query<{ lsn: string }>('SELECT pg_current_wal_flush_lsn()::text AS lsn');
   const startCpu = process.cpuUsage();
   return async () => {
     const cpu = process.cpuUsage(startCpu);
     let ns = 0;
     for (const pid of await backends()) ns += cpuNs(pid) - (startPg.get(pid) ?? 0);
     // the WAL records of transactions that changed this database's relations (their commit records included)
-    const { rows: [{ bytes }] } = await admin.query<{ bytes: string | null }>(
+    const {
+      rows: [{ bytes }],
+    } = await admin.query<{ bytes: string | null }>(
       `WITH r AS (SELECT xid, record_length, block_ref FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn()))
        SELECT sum(record_length)::text AS bytes FROM r
-        WHERE xid IN (SELECT xid FROM r WHERE block_ref LIKE $2 AND xid <> '0')`, [startLsn, `%rel %/${dbOid}/%`]);
+        WHERE xid IN (SELECT xid FROM r WHERE block_ref LIKE $2 AND xid <> '0')`,
+      [startLsn, `%rel %/${dbOid}/%`],
+    );
     return { serviceMs: (cpu.user + cpu.system) / 1000, postgresMs: ns / 1e6, walBytes: Number(bytes ?? 0) };
   };
 }
@@ -99,7 +152,13 @@ const FLOOR_TABLE = 'bench_audit.floor';
 const floorFunction = (table: string) => `CREATE OR REPLACE FUNCTION audit_row_${table}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN INSERT INTO ${FLOOR_TABLE} VALUES (1, 'u', 'label', 'h', 'update'); RETURN NULL; END $$`;
 
-interface Round { wallMs: number; cpuMs: number; serviceMs: number; postgresMs: number; walBytes: number }
+interface Round {
+  wallMs: number;
+  cpuMs: number;
+  serviceMs: number;
+  postgresMs: number;
+  walBytes: number;
+}
 
 async function round(kind: Kind, writes: number, admin: pg.Client, dbOid: number): Promise<Round> {
   const times: number[] = [];
@@ -110,7 +169,16 @@ async function round(kind: Kind, writes: number, admin: pg.Client, dbOid: number
     times.push(performance.now() - t0);
   }
   const { serviceMs, postgresMs, walBytes } = await done();
-  return { wallMs: pct(times.sort((a, b) => a - b), 50), cpuMs: (serviceMs + postgresMs) / writes, serviceMs: serviceMs / writes, postgresMs: postgresMs / writes, walBytes: walBytes / writes };
+  return {
+    wallMs: pct(
+      times.sort((a, b) => a - b),
+      50,
+    ),
+    cpuMs: (serviceMs + postgresMs) / writes,
+    serviceMs: serviceMs / writes,
+    postgresMs: postgresMs / writes,
+    walBytes: walBytes / writes,
+  };
 }
 
 const sorted = (a: number[]) => [...a].sort((x, y) => x - y);
@@ -165,27 +233,32 @@ export async function auditCostRows(opts: { rounds: number; writes: number }): P
       // PostgreSQL's CPU per logged row over the writes without a log (the service's is the same code on both sides)
       const perRow = (side: Round[]) => `${(((m(side, (x) => x.postgresMs) - m(b, (x) => x.postgresMs)) * 1000) / kind.rows).toFixed(1)} µs`;
       const described = `${opts.rounds} alternating rounds of ${Math.max(5, Math.round(opts.writes / kind.rows))} writes`;
-      return [{
-        name: `audit log cost per API write: ${kind.name} (${kind.rows} row${kind.rows > 1 ? 's' : ''}), ${described}, AUDIT_LOG on vs off`,
-        value: Number(extra(median(cpu)).toFixed(1)),
-        unit: '% more CPU per write with the log (median of the per-round ratios; service + PostgreSQL backends)',
-        p50Ms: Number(m(a, (x) => x.wallMs).toFixed(3)),
-        target: 'under 5 %',
-        detail: `CPU per write ${m(a, (x) => x.cpuMs).toFixed(3)} ms on / ${m(b, (x) => x.cpuMs).toFixed(3)} ms off `
-          + `(service ${m(a, (x) => x.serviceMs).toFixed(3)}/${m(b, (x) => x.serviceMs).toFixed(3)}, PostgreSQL ${m(a, (x) => x.postgresMs).toFixed(3)}/${m(b, (x) => x.postgresMs).toFixed(3)}: +${perRow(a)} a logged row), `
-          + `CPU ratio spread ${signed(extra(cpu[0]))} to ${signed(extra(cpu[cpu.length - 1]))} (quartiles ${signed(extra(pct(cpu, 25)))} to ${signed(extra(pct(cpu, 75)))}); `
-          + `wall median ${m(a, (x) => x.wallMs).toFixed(3)} ms on / ${m(b, (x) => x.wallMs).toFixed(3)} ms off, ratio ${signed(extra(median(wall)))} `
-          + `(quartiles ${signed(extra(pct(wall, 25)))} to ${signed(extra(pct(wall, 75)))}); `
-          + `WAL per write ${m(a, (x) => x.walBytes).toFixed(0)} B on / ${m(b, (x) => x.walBytes).toFixed(0)} B off; ${load}`,
-      }, {
-        name: `audit log floor per API write: ${kind.name} (${kind.rows} row${kind.rows > 1 ? 's' : ''}), ${described}, the trigger inserting a constant row into a table without index vs AUDIT_LOG off`,
-        value: Number(extra(median(floorCpu)).toFixed(1)),
-        unit: '% more CPU per write than without a log (median of the per-round ratios; service + PostgreSQL backends)',
-        p50Ms: Number(m(f0, (x) => x.wallMs).toFixed(3)),
-        target: 'the least a row trigger logging each changed row costs (the log above: under 5 %)',
-        detail: `CPU per write ${m(f0, (x) => x.cpuMs).toFixed(3)} ms floor / ${m(b, (x) => x.cpuMs).toFixed(3)} ms off (PostgreSQL ${m(f0, (x) => x.postgresMs).toFixed(3)}/${m(b, (x) => x.postgresMs).toFixed(3)}: +${perRow(f0)} a row), `
-          + `CPU ratio quartiles ${signed(extra(pct(floorCpu, 25)))} to ${signed(extra(pct(floorCpu, 75)))}; ${load}`,
-      }];
+      return [
+        {
+          name: `audit log cost per API write: ${kind.name} (${kind.rows} row${kind.rows > 1 ? 's' : ''}), ${described}, AUDIT_LOG on vs off`,
+          value: Number(extra(median(cpu)).toFixed(1)),
+          unit: '% more CPU per write with the log (median of the per-round ratios; service + PostgreSQL backends)',
+          p50Ms: Number(m(a, (x) => x.wallMs).toFixed(3)),
+          target: 'under 5 %',
+          detail:
+            `CPU per write ${m(a, (x) => x.cpuMs).toFixed(3)} ms on / ${m(b, (x) => x.cpuMs).toFixed(3)} ms off ` +
+            `(service ${m(a, (x) => x.serviceMs).toFixed(3)}/${m(b, (x) => x.serviceMs).toFixed(3)}, PostgreSQL ${m(a, (x) => x.postgresMs).toFixed(3)}/${m(b, (x) => x.postgresMs).toFixed(3)}: +${perRow(a)} a logged row), ` +
+            `CPU ratio spread ${signed(extra(cpu[0]))} to ${signed(extra(cpu[cpu.length - 1]))} (quartiles ${signed(extra(pct(cpu, 25)))} to ${signed(extra(pct(cpu, 75)))}); ` +
+            `wall median ${m(a, (x) => x.wallMs).toFixed(3)} ms on / ${m(b, (x) => x.wallMs).toFixed(3)} ms off, ratio ${signed(extra(median(wall)))} ` +
+            `(quartiles ${signed(extra(pct(wall, 25)))} to ${signed(extra(pct(wall, 75)))}); ` +
+            `WAL per write ${m(a, (x) => x.walBytes).toFixed(0)} B on / ${m(b, (x) => x.walBytes).toFixed(0)} B off; ${load}`,
+        },
+        {
+          name: `audit log floor per API write: ${kind.name} (${kind.rows} row${kind.rows > 1 ? 's' : ''}), ${described}, the trigger inserting a constant row into a table without index vs AUDIT_LOG off`,
+          value: Number(extra(median(floorCpu)).toFixed(1)),
+          unit: '% more CPU per write than without a log (median of the per-round ratios; service + PostgreSQL backends)',
+          p50Ms: Number(m(f0, (x) => x.wallMs).toFixed(3)),
+          target: 'the least a row trigger logging each changed row costs (the log above: under 5 %)',
+          detail:
+            `CPU per write ${m(f0, (x) => x.cpuMs).toFixed(3)} ms floor / ${m(b, (x) => x.cpuMs).toFixed(3)} ms off (PostgreSQL ${m(f0, (x) => x.postgresMs).toFixed(3)}/${m(b, (x) => x.postgresMs).toFixed(3)}: +${perRow(f0)} a row), ` +
+            `CPU ratio quartiles ${signed(extra(pct(floorCpu, 25)))} to ${signed(extra(pct(floorCpu, 75)))}; ${load}`,
+        },
+      ];
     });
   } finally {
     await admin.end();

@@ -15,8 +15,13 @@ const PANELS = 100;
 function row(name: string, latencies: number[], target: string, detail: string): BenchRow {
   latencies.sort((a, b) => a - b);
   return {
-    name, value: Number(pct(latencies, 50).toFixed(2)), unit: 'ms per call (p50)',
-    p50Ms: Number(pct(latencies, 50).toFixed(2)), p99Ms: Number(pct(latencies, 99).toFixed(2)), target, detail,
+    name,
+    value: Number(pct(latencies, 50).toFixed(2)),
+    unit: 'ms per call (p50)',
+    p50Ms: Number(pct(latencies, 50).toFixed(2)),
+    p99Ms: Number(pct(latencies, 99).toFixed(2)),
+    target,
+    detail,
   };
 }
 
@@ -33,8 +38,12 @@ export async function chartSeriesRow(db: Db, table: MeasurementTable, opts: { ro
   }
   const s = answer.series[0];
   if (s.reduction?.pointCount !== FIVE_MINUTES_A_YEAR) throw new Error(`chart series read ${s.reduction?.pointCount} points, expected ${FIVE_MINUTES_A_YEAR}`);
-  return row(`chart series: 1 pin, 1 quantity, a year of 5-minute values (${FIVE_MINUTES_A_YEAR.toLocaleString('en')}) reduced to ${s.reduction.bucketCount} min/max buckets, table of ${table.measurements.toLocaleString('en')} measurements`,
-    latencies, 'p99 <= 50 ms', `${opts.rounds} calls; ${s.measurements.length} points answered; includes JSON encoding`);
+  return row(
+    `chart series: 1 pin, 1 quantity, a year of 5-minute values (${FIVE_MINUTES_A_YEAR.toLocaleString('en')}) reduced to ${s.reduction.bucketCount} min/max buckets, table of ${table.measurements.toLocaleString('en')} measurements`,
+    latencies,
+    'p99 <= 50 ms',
+    `${opts.rounds} calls; ${s.measurements.length} points answered; includes JSON encoding`,
+  );
 }
 
 /** (b): pin groups pg0..pg99, each linked to a device of a type with one chart over both channels. */
@@ -53,7 +62,22 @@ export async function chartPanelsRow(db: Db, table: MeasurementTable, opts: { ro
   await db.query(`INSERT INTO device_link_channel (link_id, channel, pin_id)
     SELECT l.id, c, (SELECT id FROM pin WHERE hash_id = 'p' || substr(l.hash_id, 3) || '_' || c) FROM device_link l, generate_series(0, 1) c WHERE l.hash_id LIKE 'bl%'`);
   const hashIds = Array.from({ length: PANELS }, (_, i) => `pg${i}`);
-  await updatePanels(db, 1, { pinGroups: hashIds.map((hashId, i) => ({ hashId, panel: { manualCharts: [{ title: 'saved', series: [{ pinHashId: `p${i}_0`, quantityHashId: 'q0' }, { pinHashId: `p${i}_1`, quantityHashId: 'q1' }] }] } })) });
+  await updatePanels(db, 1, {
+    pinGroups: hashIds.map((hashId, i) => ({
+      hashId,
+      panel: {
+        manualCharts: [
+          {
+            title: 'saved',
+            series: [
+              { pinHashId: `p${i}_0`, quantityHashId: 'q0' },
+              { pinHashId: `p${i}_1`, quantityHashId: 'q1' },
+            ],
+          },
+        ],
+      },
+    })),
+  });
   await db.query('ANALYZE');
   const latencies: number[] = [];
   let answer = await getPanels(db, 1, { pinGroupHashIds: hashIds });
@@ -64,8 +88,15 @@ export async function chartPanelsRow(db: Db, table: MeasurementTable, opts: { ro
     latencies.push(performance.now() - t0);
   }
   const charts = (answer.pinGroups ?? []).reduce((a, p) => a + p.panel.charts.automatic.length + p.panel.charts.manual.length, 0);
-  const series = (answer.pinGroups ?? []).reduce((a, p) => a + [...p.panel.charts.automatic, ...p.panel.charts.manual].reduce((b, c) => b + c.series.length, 0), 0);
+  const series = (answer.pinGroups ?? []).reduce(
+    (a, p) => a + [...p.panel.charts.automatic, ...p.panel.charts.manual].reduce((b, c) => b + c.series.length, 0),
+    0,
+  );
   if (charts !== PANELS * 4) throw new Error(`chart panels answered ${charts} charts, expected ${PANELS * 4}`);
-  return row(`chart panels get: ${PANELS} pin groups (linked device type with a chart, measured quantities, a saved manual chart), table of ${table.measurements.toLocaleString('en')} measurements`,
-    latencies, 'p99 <= 100 ms', `${opts.rounds} calls; ${charts} charts, ${series} series answered; includes JSON encoding`);
+  return row(
+    `chart panels get: ${PANELS} pin groups (linked device type with a chart, measured quantities, a saved manual chart), table of ${table.measurements.toLocaleString('en')} measurements`,
+    latencies,
+    'p99 <= 100 ms',
+    `${opts.rounds} calls; ${charts} charts, ${series} series answered; includes JSON encoding`,
+  );
 }

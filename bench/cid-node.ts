@@ -12,14 +12,27 @@ import type { DtlsSession } from '../src/dtls/server.ts';
 
 const psk = Buffer.from(process.env.BENCH_PSK!, 'hex');
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-const dtls = createDtlsServer({ socket: 0, host: '127.0.0.1', lookupPsk: async () => psk, handshakeRatePerAddress: 100_000, handshakeBurstPerAddress: 100_000 });
+const dtls = createDtlsServer({
+  socket: 0,
+  host: '127.0.0.1',
+  lookupPsk: async () => psk,
+  handshakeRatePerAddress: 100_000,
+  handshakeBurstPerAddress: 100_000,
+});
 dtls.on('session', (s: DtlsSession) => s.on('data', (d: Buffer) => s.send(d)));
 await new Promise((r) => dtls.once('listening', r));
 const log = createLogger('warn');
-const cluster = await DtlsClusterNode.start({
-  log, directory: (self) => new NodeRegistry(redis, log, process.env.BENCH_DEPLOYMENT!, self, 10_000), key: createSecretKey(Buffer.from(process.env.BENCH_CLUSTER_KEY!, 'hex')),
-  address: '127.0.0.1', port: 0, ...(process.env.BENCH_BATCH_BYTES ? { batchBytes: Number(process.env.BENCH_BATCH_BYTES) } : {}),
-}, dtls);
+const cluster = await DtlsClusterNode.start(
+  {
+    log,
+    directory: (self) => new NodeRegistry(redis, log, process.env.BENCH_DEPLOYMENT!, self, 10_000),
+    key: createSecretKey(Buffer.from(process.env.BENCH_CLUSTER_KEY!, 'hex')),
+    address: '127.0.0.1',
+    port: 0,
+    ...(process.env.BENCH_BATCH_BYTES ? { batchBytes: Number(process.env.BENCH_BATCH_BYTES) } : {}),
+  },
+  dtls,
+);
 process.send!({ ready: { port: dtls.address().port, nodeId: cluster.nodeId } });
 process.on('message', async (m: { peers?: number; sent?: true; stop?: true }) => {
   if (m.sent) process.send!({ sent: cluster.sent });

@@ -20,10 +20,17 @@ import type { BenchRow } from './dtls.ts';
 import { API_PORT, COAPS_PORT, HTTPS_PORT, provision, root, startBenchService } from './harness.ts';
 import { DEFAULT_HANDOVER_AFTER } from '../src/dtls/cluster/settings.ts';
 
-interface Node { child: ChildProcess; port: number; nodeId: number }
+interface Node {
+  child: ChildProcess;
+  port: number;
+  nodeId: number;
+}
 
 function startNode(env: Record<string, string>): Promise<Node> {
-  const child = fork(path.join(root, 'bench/cid-node.ts'), [], { execArgv: ['--disable-warning=ExperimentalWarning', ...(process.env.CID_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CID_PROF}`] : [])], env: { ...process.env, ...env } });
+  const child = fork(path.join(root, 'bench/cid-node.ts'), [], {
+    execArgv: ['--disable-warning=ExperimentalWarning', ...(process.env.CID_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CID_PROF}`] : [])],
+    env: { ...process.env, ...env },
+  });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`cid-node exited with ${code}`)));
     child.once('message', (m: { ready: { port: number; nodeId: number } }) => resolve({ child, ...m.ready }));
@@ -32,7 +39,10 @@ function startNode(env: Record<string, string>): Promise<Node> {
 
 /** A bare UDP relay (bench/udp-relay.ts) in front of the node listening on `target`. */
 function startRelay(target: number): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(path.join(root, 'bench/udp-relay.ts'), [], { execArgv: ['--disable-warning=ExperimentalWarning'], env: { ...process.env, BENCH_RELAY_TARGET: String(target) } });
+  const child = fork(path.join(root, 'bench/udp-relay.ts'), [], {
+    execArgv: ['--disable-warning=ExperimentalWarning'],
+    env: { ...process.env, BENCH_RELAY_TARGET: String(target) },
+  });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`udp-relay exited with ${code}`)));
     child.once('message', (m: { ready: { port: number } }) => resolve({ child, ...m.ready }));
@@ -41,13 +51,15 @@ function startRelay(target: number): Promise<{ child: ChildProcess; port: number
 
 /** Every client sends `records` records (`payload(i)`), one at a time, each after the answer to the previous. */
 async function closedLoop(clients: CidClient[], records: number, payload: (i: number) => Buffer = () => ECHO_PAYLOAD): Promise<void> {
-  await Promise.all(clients.map(async (c) => {
-    for (let i = 0; i < records; i++) {
-      const answered = new Promise<void>((resolve) => c.socket.once('message', () => resolve()));
-      c.send(payload(i));
-      await answered;
-    }
-  }));
+  await Promise.all(
+    clients.map(async (c) => {
+      for (let i = 0; i < records; i++) {
+        const answered = new Promise<void>((resolve) => c.socket.once('message', () => resolve()));
+        c.send(payload(i));
+        await answered;
+      }
+    }),
+  );
 }
 const ECHO_PAYLOAD = randomBytes(100);
 
@@ -114,14 +126,28 @@ export async function cidRoutingRows(opts: { clients: number; records: number; r
   try {
     const arms = {} as Record<ArmName, Arm>;
     for (const name of Object.keys(ARMS) as ArmName[]) {
-      const env = { BENCH_PSK: psk.toString('hex'), BENCH_DEPLOYMENT: `bench-cid-${randomBytes(4).toString('hex')}`, BENCH_CLUSTER_KEY: randomBytes(32).toString('hex'), BENCH_BATCH_BYTES: ARMS[name] };
+      const env = {
+        BENCH_PSK: psk.toString('hex'),
+        BENCH_DEPLOYMENT: `bench-cid-${randomBytes(4).toString('hex')}`,
+        BENCH_CLUSTER_KEY: randomBytes(32).toString('hex'),
+        BENCH_BATCH_BYTES: ARMS[name],
+      };
       const nodes = (clusters[name] = [await startNode(env), await startNode(env)]);
-      await Promise.all(nodes.map((n) => new Promise((r) => { n.child.send({ peers: 2 }); n.child.once('message', r); })));
+      await Promise.all(
+        nodes.map(
+          (n) =>
+            new Promise((r) => {
+              n.child.send({ peers: 2 });
+              n.child.once('message', r);
+            }),
+        ),
+      );
       const [owner, other] = nodes;
       const armClients = await connectClients(opts.clients, owner.port, psk, `bench-${name}-`);
       clients.push(...armClients);
       arms[name] = {
-        clients: armClients, ports: { local: owner.port, forwarded: other.port },
+        clients: armClients,
+        ports: { local: owner.port, forwarded: other.port },
         meter: () => cpuMeter({ owner: (p) => p.pid === owner.child.pid, other: (p) => p.pid === other.child.pid }),
       };
       await closedLoop(armClients, 200); // warm-up (JIT), not counted
@@ -129,10 +155,11 @@ export async function cidRoutingRows(opts: { clients: number; records: number; r
       await closedLoop(armClients, 200);
     }
     const { cpu, load } = await alternate(arms, opts.rounds, (cs) => closedLoop(cs, opts.records));
-    const sent = async (n: Node) => new Promise<{ datagrams: number; messages: number }>((r) => {
-      n.child.send({ sent: true });
-      n.child.once('message', (m: { sent: { datagrams: number; messages: number } }) => r(m.sent));
-    });
+    const sent = async (n: Node) =>
+      new Promise<{ datagrams: number; messages: number }>((r) => {
+        n.child.send({ sent: true });
+        n.child.once('message', (m: { sent: { datagrams: number; messages: number } }) => r(m.sent));
+      });
     const n = opts.clients * opts.records * opts.rounds;
     const us = (s: number) => Number(((s * 1e6) / n).toFixed(1));
     const arm = async (name: ArmName) => {
@@ -140,18 +167,23 @@ export async function cidRoutingRows(opts: { clients: number; records: number; r
       const forwarded = us(sum(cpu[name].forwarded));
       const [owner, other] = clusters[name];
       return {
-        local, forwarded, more: percent(local, forwarded),
+        local,
+        forwarded,
+        more: percent(local, forwarded),
         text: `${name}: local ${local} µs per record (owner ${us(cpu[name].local.owner)}), forwarded ${forwarded} µs (receiving node ${us(cpu[name].forwarded.other)}, owner ${us(cpu[name].forwarded.owner)}): +${(forwarded - local).toFixed(1)} µs, +${percent(local, forwarded)} %; records per inter-node datagram ${perDatagram(await sent(other))}, answers ${perDatagram(await sent(owner))}`,
       };
     };
     const coalesced = await arm('coalesced');
     const alone = await arm('alone');
-    return [{
-      name: `DTLS CID routing: CPU per record forwarded between two nodes against a local one (our DTLS server answering each record; ${opts.clients} devices closed loop, ${n.toLocaleString('en')} records each way and cluster)`,
-      value: coalesced.more, unit: '% more CPU (DTLS layer alone)',
-      detail: `${coalesced.text}; ${alone.text}; load average ${load.join(', ')}`,
-      target: '< 10 % of a CoAP report\'s CPU (the issue; Californium ~20 %): the extra µs against the CPU per CoAP/DTLS report of docs/speed.md',
-    }];
+    return [
+      {
+        name: `DTLS CID routing: CPU per record forwarded between two nodes against a local one (our DTLS server answering each record; ${opts.clients} devices closed loop, ${n.toLocaleString('en')} records each way and cluster)`,
+        value: coalesced.more,
+        unit: '% more CPU (DTLS layer alone)',
+        detail: `${coalesced.text}; ${alone.text}; load average ${load.join(', ')}`,
+        target: "< 10 % of a CoAP report's CPU (the issue; Californium ~20 %): the extra µs against the CPU per CoAP/DTLS report of docs/speed.md",
+      },
+    ];
   } finally {
     for (const c of clients) c.close();
     const nodes = Object.values(clusters).flat();
@@ -159,7 +191,6 @@ export async function cidRoutingRows(opts: { clients: number; records: number; r
     await Promise.all(nodes.map((n) => (n.child.exitCode === null ? new Promise((r) => n.child.once('exit', r)) : undefined)));
   }
 }
-
 
 /**
  * The pairs of service processes of the reports row: the two arms of the records row with sessions that stay on the
@@ -195,23 +226,36 @@ async function counter(base: string, name: string): Promise<number> {
 export async function cidReportRows(opts: { clients: number; reports: number; rounds: number }): Promise<BenchRow[]> {
   const names = Object.keys(REPORT_ARMS) as ReportArm[];
   // processes: two per arm, in REPORT_ARMS's order; each its own CoAPS and device HTTPS port
-  const svc = await startBenchService(names.flatMap((name) => [...REPORT_ARMS[name].roles]), { DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1' }, {
-    processEnv: (i) => ({
-      COAPS_PORT: String(COAPS_PORT + i), HTTPS_DEVICE_PORT: String(HTTPS_PORT + i),
-      DTLS_CLUSTER_BATCH_BYTES: REPORT_ARMS[names[i >> 1]].batchBytes, DTLS_CLUSTER_HANDOVER_AFTER: REPORT_ARMS[names[i >> 1]].handoverAfter,
-    }),
-  });
+  const svc = await startBenchService(
+    names.flatMap((name) => [...REPORT_ARMS[name].roles]),
+    { DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1' },
+    {
+      processEnv: (i) => ({
+        COAPS_PORT: String(COAPS_PORT + i),
+        HTTPS_DEVICE_PORT: String(HTTPS_PORT + i),
+        DTLS_CLUSTER_BATCH_BYTES: REPORT_ARMS[names[i >> 1]].batchBytes,
+        DTLS_CLUSTER_HANDOVER_AFTER: REPORT_ARMS[names[i >> 1]].handoverAfter,
+      }),
+    },
+  );
   const clients: CidClient[] = [];
   let relay: { child: ChildProcess; port: number } | undefined;
   try {
     // one more set of devices for the relay arm (the floor, below)
     const p = await provision(svc, opts.clients * (names.length + 1));
     let messageId = 0;
-    const report = (i: number) => generate({
-      confirmable: true, code: 'POST', messageId: ++messageId & 0xffff, token: randomBytes(4),
-      options: [{ name: 'Uri-Path', value: Buffer.from('r') }, { name: 'Content-Format', value: Buffer.from([50]) }],
-      payload: Buffer.from(JSON.stringify({ v: i % 100, t: Date.now() })),
-    });
+    const report = (i: number) =>
+      generate({
+        confirmable: true,
+        code: 'POST',
+        messageId: ++messageId & 0xffff,
+        token: randomBytes(4),
+        options: [
+          { name: 'Uri-Path', value: Buffer.from('r') },
+          { name: 'Content-Format', value: Buffer.from([50]) },
+        ],
+        payload: Buffer.from(JSON.stringify({ v: i % 100, t: Date.now() })),
+      });
     /** The `set`-th set of `opts.clients` provisioned devices, connected (their sessions made) to the node at `port`. */
     const connectSet = async (set: number, port: number): Promise<CidClient[]> => {
       const connected: CidClient[] = [];
@@ -224,15 +268,20 @@ export async function cidReportRows(opts: { clients: number; reports: number; ro
       return connected;
     };
     /** CPU of the processes `pids` (the service's part of the figure), and of PostgreSQL and Redis beside it. */
-    const serviceMeter = (pids: (number | undefined)[]) => () => cpuMeter({
-      service: (q) => pids.includes(q.pid), postgres: (q) => q.comm.startsWith('postgres'), redis: (q) => q.comm.startsWith('redis-server'),
-    });
+    const serviceMeter = (pids: (number | undefined)[]) => () =>
+      cpuMeter({
+        service: (q) => pids.includes(q.pid),
+        postgres: (q) => q.comm.startsWith('postgres'),
+        redis: (q) => q.comm.startsWith('redis-server'),
+      });
     const arms = {} as Record<ReportArm | 'relay', Arm>;
     for (const [k, name] of names.entries()) {
       const owner = COAPS_PORT + 2 * k;
       const armClients = await connectSet(k, owner);
       arms[name] = {
-        clients: armClients, ports: { local: owner, forwarded: owner + 1 }, follows: REPORT_ARMS[name].handoverAfter !== '0',
+        clients: armClients,
+        ports: { local: owner, forwarded: owner + 1 },
+        follows: REPORT_ARMS[name].handoverAfter !== '0',
         meter: serviceMeter(svc.children.slice(2 * k, 2 * k + 2).map((c) => c.pid)),
       };
       await closedLoop(armClients, 50, report); // warm-up, not counted
@@ -246,13 +295,15 @@ export async function cidReportRows(opts: { clients: number; reports: number; ro
       relay = await startRelay(owner);
       const relayClients = await connectSet(names.length, owner);
       arms.relay = {
-        clients: relayClients, ports: { local: owner, forwarded: relay.port },
+        clients: relayClients,
+        ports: { local: owner, forwarded: relay.port },
         meter: serviceMeter([...svc.children.slice(0, 2).map((c) => c.pid), relay.child.pid]),
       };
       await closedLoop(relayClients, 50, report);
     }
     const handoverBase = (i: number) => `http://127.0.0.1:${API_PORT + 2 * names.indexOf('handover') + i}`;
-    const handovers = async () => (await counter(handoverBase(0), 'gridgate_dtls_cluster_handovers_total')) + (await counter(handoverBase(1), 'gridgate_dtls_cluster_handovers_total'));
+    const handovers = async () =>
+      (await counter(handoverBase(0), 'gridgate_dtls_cluster_handovers_total')) + (await counter(handoverBase(1), 'gridgate_dtls_cluster_handovers_total'));
     const handoversBefore = await handovers();
     const { cpu, load } = await alternate(arms, opts.rounds, (cs) => closedLoop(cs, opts.reports, report));
     const handedOver = (await handovers()) - handoversBefore;
@@ -272,22 +323,29 @@ export async function cidReportRows(opts: { clients: number; reports: number; ro
     const floor = arm('relay');
     const local = ms(cpu.handover.local.service);
     const moved = ms(cpu.handover.forwarded.service);
-    return [{
-      name: `CoAP/DTLS reports forwarded between two gateway nodes against local ones: CPU of the service's processes per report (${opts.clients} devices with a CID closed loop, ${n.toLocaleString('en')} reports each way and cluster, sessions kept where their handshake was)`,
-      value: coalesced.more, unit: '% more CPU per report',
-      detail: `${coalesced.text}; ${arm('alone').text}; the floor, a bare UDP relay: ${floor.text}; load average ${load.join(', ')}`,
-      target: '< 10 % (the issue; Californium ~20 %)',
-    }, {
-      name: `floor of a forwarded CoAP/DTLS report: a bare UDP relay (Node, one upstream socket per device) between the devices and their session's node, against none: CPU of the service's processes and the relay per report (${opts.clients} devices closed loop, ${n.toLocaleString('en')} reports each way)`,
-      value: floor.more, unit: '% more CPU per report',
-      detail: `${floor.text.replace(/^relay: service/, 'service and relay')}; load average ${load.join(', ')}`,
-      target: 'the least the forwarded row above can cost on this runtime (its target: < 10 %)',
-    }, {
-      name: `CoAP/DTLS reports of devices that reached another gateway node than their session's, the session handed over after ${DEFAULT_HANDOVER_AFTER} records (DTLS_CLUSTER_HANDOVER_AFTER), against local ones: CPU of the service's processes per report (${opts.clients} devices closed loop, ${opts.reports} reports each a round, ${n.toLocaleString('en')} reports each way)`,
-      value: percent(local, moved), unit: '% more CPU per report',
-      detail: `service ${local} ms per local report, ${moved} ms per report in a round that began with every device moved to the other node (+${(moved - local).toFixed(3)} ms, +${percent(local, moved)} %): its first records forwarded, then the hand-over, then local (${handedOver} hand-overs in ${opts.rounds} such rounds of ${opts.clients} devices); load average ${load.join(', ')}`,
-      target: '< 10 % (the issue: what a device behind a balancer that moved it costs)',
-    }];
+    return [
+      {
+        name: `CoAP/DTLS reports forwarded between two gateway nodes against local ones: CPU of the service's processes per report (${opts.clients} devices with a CID closed loop, ${n.toLocaleString('en')} reports each way and cluster, sessions kept where their handshake was)`,
+        value: coalesced.more,
+        unit: '% more CPU per report',
+        detail: `${coalesced.text}; ${arm('alone').text}; the floor, a bare UDP relay: ${floor.text}; load average ${load.join(', ')}`,
+        target: '< 10 % (the issue; Californium ~20 %)',
+      },
+      {
+        name: `floor of a forwarded CoAP/DTLS report: a bare UDP relay (Node, one upstream socket per device) between the devices and their session's node, against none: CPU of the service's processes and the relay per report (${opts.clients} devices closed loop, ${n.toLocaleString('en')} reports each way)`,
+        value: floor.more,
+        unit: '% more CPU per report',
+        detail: `${floor.text.replace(/^relay: service/, 'service and relay')}; load average ${load.join(', ')}`,
+        target: 'the least the forwarded row above can cost on this runtime (its target: < 10 %)',
+      },
+      {
+        name: `CoAP/DTLS reports of devices that reached another gateway node than their session's, the session handed over after ${DEFAULT_HANDOVER_AFTER} records (DTLS_CLUSTER_HANDOVER_AFTER), against local ones: CPU of the service's processes per report (${opts.clients} devices closed loop, ${opts.reports} reports each a round, ${n.toLocaleString('en')} reports each way)`,
+        value: percent(local, moved),
+        unit: '% more CPU per report',
+        detail: `service ${local} ms per local report, ${moved} ms per report in a round that began with every device moved to the other node (+${(moved - local).toFixed(3)} ms, +${percent(local, moved)} %): its first records forwarded, then the hand-over, then local (${handedOver} hand-overs in ${opts.rounds} such rounds of ${opts.clients} devices); load average ${load.join(', ')}`,
+        target: '< 10 % (the issue: what a device behind a balancer that moved it costs)',
+      },
+    ];
   } finally {
     for (const c of clients) c.close();
     relay?.child.send({ stop: true });
@@ -297,8 +355,9 @@ export async function cidReportRows(opts: { clients: number; reports: number; ro
 
 if (import.meta.main) {
   const [clients = '20', records = '500', rounds = '3'] = process.argv.slice(3);
-  const rows = process.argv[2] === 'reports'
-    ? await cidReportRows({ clients: Number(clients), reports: Number(records), rounds: Number(rounds) })
-    : await cidRoutingRows({ clients: Number(clients), records: Number(records), rounds: Number(rounds) });
+  const rows =
+    process.argv[2] === 'reports'
+      ? await cidReportRows({ clients: Number(clients), reports: Number(records), rounds: Number(rounds) })
+      : await cidRoutingRows({ clients: Number(clients), records: Number(records), rounds: Number(rounds) });
   for (const row of rows) console.log(JSON.stringify(row));
 }

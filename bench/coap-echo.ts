@@ -7,9 +7,14 @@ import { CoapEndpoint } from '../src/coap/endpoint.ts';
 
 const key = Buffer.from(process.env.BENCH_PSK ?? '', 'hex');
 const server = createDtlsServer({
-  socket: 0, host: '127.0.0.1', lookupPsk: async () => key,
-  maxSessions: 100_000, maxHandshakes: 10_000,
-  maxSessionsPerAddress: 100_000, handshakeRatePerAddress: 1_000_000, handshakeBurstPerAddress: 1_000_000,
+  socket: 0,
+  host: '127.0.0.1',
+  lookupPsk: async () => key,
+  maxSessions: 100_000,
+  maxHandshakes: 10_000,
+  maxSessionsPerAddress: 100_000,
+  handshakeRatePerAddress: 1_000_000,
+  handshakeBurstPerAddress: 1_000_000,
 });
 server.on('session', (session) => {
   const endpoint = new CoapEndpoint({ send: (d) => session.send(d), handler: async () => ({ code: '2.04' }) });
@@ -18,4 +23,6 @@ server.on('session', (session) => {
 });
 server.on('handshakeError', () => undefined);
 server.on('listening', () => process.send?.({ ready: server.address().port }));
-process.on('SIGTERM', () => { void server.close().then(() => process.exit(0)); });
+process.on('SIGTERM', () => {
+  void server.close().then(() => process.exit(0));
+});

@@ -11,10 +11,16 @@ export interface CommandRow {
   name: string;
   /** CPU of the whole run (the reports included) per command added */
   cpuMsPerCommand: Record<string, number>;
-  commandsAdded: number; delivered: number; lost: number; p50Ms: number; p99Ms: number;
+  commandsAdded: number;
+  delivered: number;
+  lost: number;
+  p50Ms: number;
+  p99Ms: number;
   /** round trip of the devices' reports meanwhile */
-  reportP50Ms: number; reportP99Ms: number;
-  errors: number; target: string;
+  reportP50Ms: number;
+  reportP99Ms: number;
+  errors: number;
+  target: string;
 }
 
 const HANDLER = `
@@ -31,8 +37,13 @@ const REPORT_INTERVAL_MS = 1000;
 function reportingDevice(d: BenchDevice, until: number, onCommand: (seq: number) => void, onError: () => void, onAnswer: (ms: number) => void): Promise<void> {
   return new Promise((resolve) => {
     const socket = tls.connect({
-      host: '127.0.0.1', port: HTTPS_PORT, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: 'PSK-AES128-GCM-SHA256',
-      checkServerIdentity: () => undefined, pskCallback: () => ({ psk: d.key, identity: d.identity }),
+      host: '127.0.0.1',
+      port: HTTPS_PORT,
+      minVersion: 'TLSv1.2',
+      maxVersion: 'TLSv1.2',
+      ciphers: 'PSK-AES128-GCM-SHA256',
+      checkServerIdentity: () => undefined,
+      pskCallback: () => ({ psk: d.key, identity: d.identity }),
     });
     let timer: NodeJS.Timeout | null = null;
     let sentAt = 0;
@@ -46,7 +57,9 @@ function reportingDevice(d: BenchDevice, until: number, onCommand: (seq: number)
       postJson(socket, '/report', 'bench', body);
     };
     // devices start at random phases within the interval, as real ones do
-    socket.on('secureConnect', () => { timer = setTimeout(send, Math.random() * REPORT_INTERVAL_MS); });
+    socket.on('secureConnect', () => {
+      timer = setTimeout(send, Math.random() * REPORT_INTERVAL_MS);
+    });
     onResponses(socket, (status, payload) => {
       if (status === 200) {
         onAnswer(Date.now() - sentAt);
@@ -69,9 +82,14 @@ export async function runCommandDelivery(opts: { devices: number; seconds: numbe
   const svc = await startBenchService(['all']);
   try {
     const { headers, deviceTypeHashId, devices } = await provision(svc, opts.devices, { deviceType: { eventHandler: HANDLER } });
-    const commandType = await api(svc.base, headers, 'POST', '/command-type/', { name: 'Bench command', fieldConfigurations: [{ key: 'seq', name: 'seq', type: 'integer' }] });
+    const commandType = await api(svc.base, headers, 'POST', '/command-type/', {
+      name: 'Bench command',
+      fieldConfigurations: [{ key: 'seq', name: 'seq', type: 'integer' }],
+    });
     const updated = await fetch(`${svc.base}/device-type/${deviceTypeHashId}`, {
-      method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ commandTypeHashIds: [commandType.hashId] }),
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ commandTypeHashIds: [commandType.hashId] }),
     });
     if (updated.status !== 204) throw new Error(`device type update: ${updated.status} ${await updated.text()}`);
 
@@ -82,15 +100,29 @@ export async function runCommandDelivery(opts: { devices: number; seconds: numbe
     // devices run for two intervals past the last add, so every command has had its chance
     const addUntil = Date.now() + 1000 + opts.seconds * 1000;
     const until = addUntil + 2 * REPORT_INTERVAL_MS + 500;
-    const running = devices.map((d) => reportingDevice(d, until, (seq) => {
-      const at = addedAt.get(seq);
-      if (at !== undefined) {
-        latencies.push(Date.now() - at);
-        addedAt.delete(seq);
-      }
-    }, () => { errors++; }, (ms) => reports.push(ms)));
+    const running = devices.map((d) =>
+      reportingDevice(
+        d,
+        until,
+        (seq) => {
+          const at = addedAt.get(seq);
+          if (at !== undefined) {
+            latencies.push(Date.now() - at);
+            addedAt.delete(seq);
+          }
+        },
+        () => {
+          errors++;
+        },
+        (ms) => reports.push(ms),
+      ),
+    );
     await new Promise((r) => setTimeout(r, 1000));
-    const meter = cpuMeter({ service: (p) => p.pid === svc.children[0].pid, redis: (p) => p.comm.startsWith('redis-server'), postgres: (p) => p.comm.startsWith('postgres') });
+    const meter = cpuMeter({
+      service: (p) => p.pid === svc.children[0].pid,
+      redis: (p) => p.comm.startsWith('redis-server'),
+      postgres: (p) => p.comm.startsWith('postgres'),
+    });
     let seq = 0;
     const adds: Promise<void>[] = [];
     while (Date.now() < addUntil) {
@@ -98,14 +130,23 @@ export async function runCommandDelivery(opts: { devices: number; seconds: numbe
       const device = devices[Math.floor(Math.random() * devices.length)];
       addedAt.set(n, Date.now());
       // add answers 204 without a body
-      adds.push(fetch(`${svc.base}/command/`, {
-        method: 'POST', headers: { ...headers, 'content-type': 'application/json' },
-        body: JSON.stringify({ objectType: 'device', objectHashIds: [device.hashId], commandTypeHashId: commandType.hashId, fields: { seq: n }, email: [] }),
-      }).then((res) => {
-        if (res.status === 204) return;
-        errors++;
-        addedAt.delete(n);
-      }, () => { errors++; addedAt.delete(n); }));
+      adds.push(
+        fetch(`${svc.base}/command/`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ objectType: 'device', objectHashIds: [device.hashId], commandTypeHashId: commandType.hashId, fields: { seq: n }, email: [] }),
+        }).then(
+          (res) => {
+            if (res.status === 204) return;
+            errors++;
+            addedAt.delete(n);
+          },
+          () => {
+            errors++;
+            addedAt.delete(n);
+          },
+        ),
+      );
       await new Promise((r) => setTimeout(r, 1000 / rate));
     }
     await Promise.all(adds);

@@ -22,14 +22,27 @@ async function coldLoad(browser: Browser, base: string): Promise<{ ms: number; b
   const context = await browser.newContext({ baseURL: base, viewport: { width: 1280, height: 860 } });
   const page = await context.newPage();
   const sizes: Promise<number>[] = [];
-  page.on('requestfinished', (request) => sizes.push(request.sizes().then((s) => s.responseHeadersSize + s.responseBodySize, () => 0)));
+  page.on('requestfinished', (request) =>
+    sizes.push(
+      request.sizes().then(
+        (s) => s.responseHeadersSize + s.responseBodySize,
+        () => 0,
+      ),
+    ),
+  );
   await page.goto('/');
-  const handle = await page.waitForFunction(() => {
-    const button = document.querySelector<HTMLButtonElement>('main form button[type=submit]');
-    return button && !button.disabled && button.offsetParent !== null && document.querySelector('input[name=email]') ? performance.now() : null;
-  }, undefined, { polling: 'raf', timeout: 30_000 }).catch(async (err: Error) => {
-    throw new Error(`${err.message}; the page: ${(await page.content()).slice(0, 600)}`);
-  });
+  const handle = await page
+    .waitForFunction(
+      () => {
+        const button = document.querySelector<HTMLButtonElement>('main form button[type=submit]');
+        return button && !button.disabled && button.offsetParent !== null && document.querySelector('input[name=email]') ? performance.now() : null;
+      },
+      undefined,
+      { polling: 'raf', timeout: 30_000 },
+    )
+    .catch(async (err: Error) => {
+      throw new Error(`${err.message}; the page: ${(await page.content()).slice(0, 600)}`);
+    });
   const ms = (await handle.jsonValue()) as number;
   // what the page asks for once it is usable (the session check) belongs to the load too
   await page.waitForLoadState('networkidle');
@@ -41,14 +54,29 @@ async function coldLoad(browser: Browser, base: string): Promise<{ ms: number; b
 /** A device's keep-alive TLS-PSK connection: send(path) resolves with the answer's status. */
 async function deviceConnection(d: BenchDevice): Promise<{ send(path: string): Promise<number>; close(): void }> {
   const socket = tls.connect({
-    host: '127.0.0.1', port: HTTPS_PORT, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: 'PSK-AES128-GCM-SHA256',
-    checkServerIdentity: () => undefined, pskCallback: () => ({ psk: d.key, identity: d.identity }),
+    host: '127.0.0.1',
+    port: HTTPS_PORT,
+    minVersion: 'TLSv1.2',
+    maxVersion: 'TLSv1.2',
+    ciphers: 'PSK-AES128-GCM-SHA256',
+    checkServerIdentity: () => undefined,
+    pskCallback: () => ({ psk: d.key, identity: d.identity }),
   });
-  await new Promise<void>((resolve, reject) => { socket.once('secureConnect', resolve); socket.once('error', reject); });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('secureConnect', resolve);
+    socket.once('error', reject);
+  });
   let waiting: ((status: number) => void) | null = null;
-  onResponses(socket, (status) => { waiting?.(status); waiting = null; });
+  onResponses(socket, (status) => {
+    waiting?.(status);
+    waiting = null;
+  });
   return {
-    send: (path) => new Promise((resolve) => { waiting = resolve; postJson(socket, path, 'bench', JSON.stringify({ v: 1, t: Date.now() })); }),
+    send: (path) =>
+      new Promise((resolve) => {
+        waiting = resolve;
+        postJson(socket, path, 'bench', JSON.stringify({ v: 1, t: Date.now() }));
+      }),
     close: () => socket.end(),
   };
 }
@@ -95,7 +123,10 @@ export async function consoleRows(opts: { loads: number; requests: number; inter
     const kb = loads[0].bytes / 1024;
     rows.push({
       name: 'Console first load on a cold cache: navigation → sign-in form shown and enabled (Chromium, headless, same host)',
-      value: Math.round(kb * 10) / 10, unit: 'KB transferred (gzip)', p50Ms: Math.round(pct(times, 50)), p99Ms: Math.round(pct(times, 99)),
+      value: Math.round(kb * 10) / 10,
+      unit: 'KB transferred (gzip)',
+      p50Ms: Math.round(pct(times, 50)),
+      p99Ms: Math.round(pct(times, 99)),
       detail: `${opts.loads} loads, each in a new browser context; ${loads[0].requests} requests (the page, its script and style chunks, the session check)`,
       target: 'shell < 200 KB gzip; usable in ~1 s',
     });
@@ -112,7 +143,9 @@ export async function consoleRows(opts: { loads: number; requests: number; inter
     if (!mail) throw new Error(`no invitation mail to ${email}`);
     const token = new URL(consoleLink(mail.text).replace('#/', '')).searchParams.get('token');
     const set = await fetch(`${svc.base}/authentication/person/set-password`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' }, body: JSON.stringify({ token, password: PASSWORD }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
+      body: JSON.stringify({ token, password: PASSWORD }),
     });
     if (!set.ok) throw new Error(`set-password: ${set.status} ${await set.text()}`);
     const context = await browser.newContext({ baseURL: svc.base, viewport: { width: 1280, height: 860 } });
@@ -135,10 +168,17 @@ export async function consoleRows(opts: { loads: number; requests: number; inter
       await new Promise((r) => setTimeout(r, 100));
     }
     await context.close();
-    const delays = sentAt.map((t, i) => (seen[i] === undefined ? null : seen[i] - t)).filter((d): d is number => d !== null).sort((a, b) => a - b);
+    const delays = sentAt
+      .map((t, i) => (seen[i] === undefined ? null : seen[i] - t))
+      .filter((d): d is number => d !== null)
+      .sort((a, b) => a - b);
     rows.push({
       name: `Live log delay in the browser (device request sent over TLS-PSK → its entry in the page), ${Math.round(1000 / opts.intervalMs)} requests/s, 2 processes (api | gateway,worker)`,
-      value: delays.length, unit: 'entries', p50Ms: pct(delays, 50), p99Ms: pct(delays, 99), errors: errors + (opts.requests - delays.length),
+      value: delays.length,
+      unit: 'entries',
+      p50Ms: pct(delays, 50),
+      p99Ms: pct(delays, 99),
+      errors: errors + (opts.requests - delays.length),
       detail: `${opts.requests} requests one after another from one keep-alive device; the page's MutationObserver stamps each entry`,
       target: 'p99 < 1 s',
     });

@@ -38,22 +38,46 @@ buildLoadGenerator();
 const psk = randomBytes(16);
 const certDir = mode === 'cert' ? makeCertificates() : undefined;
 const children: ChildProcess[] = [];
-const killChildren = () => { for (const c of children) if (c.exitCode === null) c.kill('SIGTERM'); };
+const killChildren = () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+};
 process.on('exit', killChildren);
-process.on('uncaughtException', (err) => { console.error(err); killChildren(); process.exit(1); });
-process.on('unhandledRejection', (err) => { console.error(err); killChildren(); process.exit(1); });
+process.on('uncaughtException', (err) => {
+  console.error(err);
+  killChildren();
+  process.exit(1);
+});
+process.on('unhandledRejection', (err) => {
+  console.error(err);
+  killChildren();
+  process.exit(1);
+});
 
-const servers = await Promise.all(roots.map((dir) => {
-  const child = fork(path.join(dir, 'bench/dtls-server.ts'), [], {
-    execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning', ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
-    env: { ...process.env, BENCH_PSK: psk.toString('hex'), BENCH_PORT: '0', ...(certDir ? { BENCH_CERT_DIR: certDir } : {}) },
-  });
-  children.push(child);
-  return new Promise<{ dir: string; child: ChildProcess; port: number }>((resolve) => child.once('message', (m: { ready: number }) => resolve({ dir, child, port: m.ready })));
-}));
-const loadArgs = (port: number, secs: number) => mode === 'psk'
-  ? ['hs', '127.0.0.1', String(port), String(secs), 'psk', 'bench', psk.toString('hex')]
-  : ['hs', '127.0.0.1', String(port), String(secs), 'cert', path.join(certDir!, 'client.pem'), path.join(certDir!, 'client.key'), path.join(certDir!, 'ca.pem')];
+const servers = await Promise.all(
+  roots.map((dir) => {
+    const child = fork(path.join(dir, 'bench/dtls-server.ts'), [], {
+      execArgv: ['--expose-gc', '--disable-warning=ExperimentalWarning', ...(profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [])],
+      env: { ...process.env, BENCH_PSK: psk.toString('hex'), BENCH_PORT: '0', ...(certDir ? { BENCH_CERT_DIR: certDir } : {}) },
+    });
+    children.push(child);
+    return new Promise<{ dir: string; child: ChildProcess; port: number }>((resolve) =>
+      child.once('message', (m: { ready: number }) => resolve({ dir, child, port: m.ready })),
+    );
+  }),
+);
+const loadArgs = (port: number, secs: number) =>
+  mode === 'psk'
+    ? ['hs', '127.0.0.1', String(port), String(secs), 'psk', 'bench', psk.toString('hex')]
+    : [
+        'hs',
+        '127.0.0.1',
+        String(port),
+        String(secs),
+        'cert',
+        path.join(certDir!, 'client.pem'),
+        path.join(certDir!, 'client.key'),
+        path.join(certDir!, 'ca.pem'),
+      ];
 // warm-up (JIT), not counted
 await Promise.all(servers.map((s) => runLoad(procs, () => loadArgs(s.port, 1))));
 const t0 = servers.map((s) => times(s.child.pid!));
@@ -66,12 +90,23 @@ servers.forEach((s, i) => {
   const userMs = (t1[i][0] - t0[i][0]) * 10;
   const sysMs = (t1[i][1] - t0[i][1]) * 10;
   const per = (ms: number) => Number((ms / Math.max(1, r.ok)).toFixed(3));
-  console.log(JSON.stringify({
-    server: roots.length > 1 ? s.dir : undefined, mode, handshakesPerS: Math.round(r.ok / wall), ok: r.ok, errors: r.errors,
-    serverCpuMsPerHs: per(userMs + sysMs), userMsPerHs: per(userMs), sysMsPerHs: per(sysMs),
-    serverCpuUtil: Number(((userMs + sysMs) / 1000 / wall).toFixed(2)), clientCpuMsPerHs: per(r.clientCpuMs), p50Ms: r.p50Ms, suite: r.suite,
-    load: os.loadavg()[0].toFixed(2),
-  }));
+  console.log(
+    JSON.stringify({
+      server: roots.length > 1 ? s.dir : undefined,
+      mode,
+      handshakesPerS: Math.round(r.ok / wall),
+      ok: r.ok,
+      errors: r.errors,
+      serverCpuMsPerHs: per(userMs + sysMs),
+      userMsPerHs: per(userMs),
+      sysMsPerHs: per(sysMs),
+      serverCpuUtil: Number(((userMs + sysMs) / 1000 / wall).toFixed(2)),
+      clientCpuMsPerHs: per(r.clientCpuMs),
+      p50Ms: r.p50Ms,
+      suite: r.suite,
+      load: os.loadavg()[0].toFixed(2),
+    }),
+  );
 });
 killChildren();
 await Promise.all(servers.map((s) => (s.child.exitCode === null ? new Promise((r2) => s.child.once('exit', r2)) : undefined)));

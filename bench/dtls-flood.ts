@@ -21,7 +21,15 @@ const STALLERS_PER_ADDRESS = 8;
 const counts = { cookieless: 0, helloVerifyRequests: 0, withCookie: 0, serverHellos: 0 };
 
 function hello(cookie = Buffer.alloc(0)): ClientHello {
-  return { clientVersion: DTLS12, random: randomBytes(32), sessionId: Buffer.alloc(0), cookie, cipherSuites: [0xc0a8, 0x00a8], compressionMethods: Buffer.from([0]), extensions: [{ type: 23, data: Buffer.alloc(0) }] };
+  return {
+    clientVersion: DTLS12,
+    random: randomBytes(32),
+    sessionId: Buffer.alloc(0),
+    cookie,
+    cipherSuites: [0xc0a8, 0x00a8],
+    compressionMethods: Buffer.from([0]),
+    extensions: [{ type: 23, data: Buffer.alloc(0) }],
+  };
 }
 function datagram(ch: ClientHello, seq: number): Buffer {
   const body = encodeClientHello(ch, { dtls: true });
@@ -29,7 +37,9 @@ function datagram(ch: ClientHello, seq: number): Buffer {
 }
 function handshakeTypes(d: Buffer): Array<{ type: number; body: Buffer }> {
   try {
-    return parseDatagram(d).filter((r) => r.type === 22 && r.epoch === 0).flatMap((r) => parseHandshakeFragments(r.fragment));
+    return parseDatagram(d)
+      .filter((r) => r.type === 22 && r.epoch === 0)
+      .flatMap((r) => parseHandshakeFragments(r.fragment));
   } catch {
     return [];
   }
@@ -57,16 +67,17 @@ async function staller(address: string): Promise<void> {
     const socket = dgram.createSocket('udp4');
     socket.bind(0, address);
     await once(socket, 'listening');
-    const answer = (type: number) => new Promise<Buffer | null>((resolve) => {
-      const timer = setTimeout(() => resolve(null), 500);
-      socket.on('message', (d) => {
-        const m = handshakeTypes(d).find((f) => f.type === type);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m.body);
-        }
+    const answer = (type: number) =>
+      new Promise<Buffer | null>((resolve) => {
+        const timer = setTimeout(() => resolve(null), 500);
+        socket.on('message', (d) => {
+          const m = handshakeTypes(d).find((f) => f.type === type);
+          if (m) {
+            clearTimeout(timer);
+            resolve(m.body);
+          }
+        });
       });
-    });
     const ch = hello();
     const hvr = answer(3);
     socket.send(datagram(ch, 0), Number(port), '127.0.0.1');

@@ -10,14 +10,24 @@ const n = Number(process.env.BENCH_KEPT_SESSIONS ?? 100_000);
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const prefix = `bench-kept-${randomBytes(4).toString('hex')}:`;
 const store = new DtlsStateStore(redis, { prefix, secretKey: randomBytes(32), idleTimeoutMs: 600_000 });
-const gc = () => { for (let i = 0; i < 3; i++) (globalThis as { gc?: () => void }).gc?.(); };
-const heap = () => { const u = process.memoryUsage(); return u.heapUsed + u.external; };
+const gc = () => {
+  for (let i = 0; i < 3; i++) (globalThis as { gc?: () => void }).gc?.();
+};
+const heap = () => {
+  const u = process.memoryUsage();
+  return u.heapUsed + u.external;
+};
 const peer = (i: number) => ({ address: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, port: 5684 });
 
 function server() {
   return createDtlsServer({
-    socket: 0, host: '127.0.0.1', lookupPsk: async () => null, keeper: store, sharedCache: store,
-    maxSessions: n + 1000, maxHandshakes: 10_000,
+    socket: 0,
+    host: '127.0.0.1',
+    lookupPsk: async () => null,
+    keeper: store,
+    sharedCache: store,
+    maxSessions: n + 1000,
+    maxHandshakes: 10_000,
   });
 }
 
@@ -42,9 +52,18 @@ async function loadAll(s: ReturnType<typeof server>): Promise<void> {
 const now = Date.now();
 for (let i = 0; i < n; i++) {
   const p = peer(i);
-  store.established(`a${p.address}:${p.port}`, {
-    suiteId: 0xc0a8, extendedMasterSecret: true, keyBlock: randomBytes(40), sessionId: randomBytes(32), pskIdentity: `device-${i}`, peerCertificates: [],
-  }, { writeSeq: 1, replay: [1, 3, 0], remoteAddress: p.address, remotePort: p.port, lastActive: now, attachment: Buffer.from('0001dev') });
+  store.established(
+    `a${p.address}:${p.port}`,
+    {
+      suiteId: 0xc0a8,
+      extendedMasterSecret: true,
+      keyBlock: randomBytes(40),
+      sessionId: randomBytes(32),
+      pskIdentity: `device-${i}`,
+      peerCertificates: [],
+    },
+    { writeSeq: 1, replay: [1, 3, 0], remoteAddress: p.address, remotePort: p.port, lastActive: now, attachment: Buffer.from('0001dev') },
+  );
   if (i % 10_000 === 0) await redis.ping();
 }
 await redis.ping();
@@ -56,7 +75,9 @@ const loadCrash = await timed(() => loadAll(a));
 gc();
 const perSession = (heap() - before) / a.sessionCount;
 let saved = 0;
-const save = await timed(async () => { saved = await a.suspend(); });
+const save = await timed(async () => {
+  saved = await a.suspend();
+});
 const b = server();
 const load = await timed(() => loadAll(b));
 await b.suspend();

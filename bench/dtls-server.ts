@@ -15,28 +15,42 @@ import { DtlsStateStore } from '../src/gateway/dtls-session-store.ts';
 const key = Buffer.from(process.env.BENCH_PSK ?? '', 'hex');
 const certDir = process.env.BENCH_CERT_DIR;
 const anchors = certDir ? [new X509Certificate(readFileSync(path.join(certDir, 'ca.pem')))] : [];
-const kept = process.env.BENCH_KEEP === 'on'
-  ? new DtlsStateStore(new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), { prefix: `bench-dtls-${randomBytes(4).toString('hex')}:`, secretKey: randomBytes(32), idleTimeoutMs: 600_000 })
-  : undefined;
+const kept =
+  process.env.BENCH_KEEP === 'on'
+    ? new DtlsStateStore(new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'), {
+        prefix: `bench-dtls-${randomBytes(4).toString('hex')}:`,
+        secretKey: randomBytes(32),
+        idleTimeoutMs: 600_000,
+      })
+    : undefined;
 const server = createDtlsServer({
   ...(kept ? { keeper: kept, sharedCache: kept } : {}),
-  ...(certDir ? {
-    certificate: {
-      key: readFileSync(path.join(certDir, 'server.key')),
-      chain: [readFileSync(path.join(certDir, 'server.pem')), readFileSync(path.join(certDir, 'ca.pem'))],
-      trustAnchors: () => anchors,
-    },
-  } : {}),
-  socket: Number(process.env.BENCH_PORT ?? 0), host: '127.0.0.1', lookupPsk: async () => key,
-  maxSessions: 100_000, maxHandshakes: 10_000,
+  ...(certDir
+    ? {
+        certificate: {
+          key: readFileSync(path.join(certDir, 'server.key')),
+          chain: [readFileSync(path.join(certDir, 'server.pem')), readFileSync(path.join(certDir, 'ca.pem'))],
+          trustAnchors: () => anchors,
+        },
+      }
+    : {}),
+  socket: Number(process.env.BENCH_PORT ?? 0),
+  host: '127.0.0.1',
+  lookupPsk: async () => key,
+  maxSessions: 100_000,
+  maxHandshakes: 10_000,
   // every bench client comes from 127.0.0.1: the per-address limits must not be what is measured
-  maxSessionsPerAddress: 100_000, handshakeRatePerAddress: 1_000_000, handshakeBurstPerAddress: 1_000_000,
+  maxSessionsPerAddress: 100_000,
+  handshakeRatePerAddress: 1_000_000,
+  handshakeBurstPerAddress: 1_000_000,
 });
 let sessions = 0;
 server.on('session', (s) => {
   sessions++;
   s.on('data', (d: Buffer) => s.send(d));
-  s.on('close', () => { sessions--; });
+  s.on('close', () => {
+    sessions--;
+  });
 });
 server.on('handshakeError', () => undefined);
 server.on('listening', () => process.send?.({ ready: server.address().port }));
@@ -46,4 +60,6 @@ process.on('message', (m) => {
   const u = process.memoryUsage();
   process.send?.({ sessions, heapUsed: u.heapUsed, external: u.external, arrayBuffers: u.arrayBuffers, rss: u.rss });
 });
-process.on('SIGTERM', () => { void server.close().then(() => process.exit(0)); });
+process.on('SIGTERM', () => {
+  void server.close().then(() => process.exit(0));
+});

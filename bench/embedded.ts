@@ -22,7 +22,9 @@ function descendants(pid: number): number[] {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch { /* ended meanwhile */ }
+    } catch {
+      /* ended meanwhile */
+    }
   }
   const out = [pid];
   for (let i = 0; i < out.length; i++) for (const [child, parent] of parentOf) if (parent === out[i]) out.push(child);
@@ -35,7 +37,12 @@ export function serviceMemoryMb(svc: BenchService): number {
   return Math.round(kb / 1024);
 }
 
-export interface EmbeddedStart { svc: BenchService; startMs: number; idleMemoryMb: number; dataDir: string }
+export interface EmbeddedStart {
+  svc: BenchService;
+  startMs: number;
+  idleMemoryMb: number;
+  dataDir: string;
+}
 
 /** Starts the service on the embedded default in a fresh DATA_DIR; `startMs` runs from spawn to /health 200. */
 export async function startEmbedded(): Promise<EmbeddedStart> {
@@ -44,5 +51,16 @@ export async function startEmbedded(): Promise<EmbeddedStart> {
   const svc = await startBenchService(['all'], {}, { embeddedDataDir: dataDir });
   const startMs = Math.round(performance.now() - t0);
   const stop = svc.stop;
-  return { svc: { ...svc, stop: async () => { await stop(); rmSync(dataDir, { recursive: true, force: true }); } }, startMs, idleMemoryMb: serviceMemoryMb(svc), dataDir };
+  return {
+    svc: {
+      ...svc,
+      stop: async () => {
+        await stop();
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    },
+    startMs,
+    idleMemoryMb: serviceMemoryMb(svc),
+    dataDir,
+  };
 }

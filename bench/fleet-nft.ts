@@ -23,7 +23,11 @@ import { benchDatabase, benchDatabaseUrl } from './measurements.ts';
 const ACK_TIMEOUT_MS = 2000;
 /** even devices negotiate a Connection ID, odd ones do not */
 const withCid = (i: number) => i % 2 === 0;
-const load = () => os.loadavg().map((l) => l.toFixed(1)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
 
 /** Rows for one event: p99 of the reports sent in [from, to], per kind of device, with the longest wait and what it cost. */
 function eventRows(event: string, what: string, done: DevicesDone, from: number, to: number, note: string): BenchRow[] {
@@ -32,15 +36,21 @@ function eventRows(event: string, what: string, done: DevicesDone, from: number,
     const kind = cid ? 'with CID' : 'without CID';
     const mine = done.records.filter((r) => cidOf.get(r.device) === cid);
     const during = mine.filter((r) => r.sentAt >= from && r.sentAt <= to);
-    const waits = during.filter((r) => r.answeredAt !== null).map((r) => r.answeredAt! - r.sentAt).sort((a, b) => a - b);
+    const waits = during
+      .filter((r) => r.answeredAt !== null)
+      .map((r) => r.answeredAt! - r.sentAt)
+      .sort((a, b) => a - b);
     const devices = done.devices.filter((d) => d.cid === cid);
     const handshakesAgain = devices.reduce((a, d) => a + d.handshakes - 1, 0);
     const unanswered = devices.reduce((a, d) => a + d.unanswered, 0);
     const retransmissions = during.reduce((a, r) => a + r.retransmissions, 0);
     return {
       name: `fleet behind nft: ${event}, devices ${kind} (${what})`,
-      value: percentile(waits, 99), unit: 'ms p99',
-      p50Ms: percentile(waits, 50), p99Ms: percentile(waits, 99), errors: unanswered,
+      value: percentile(waits, 99),
+      unit: 'ms p99',
+      p50Ms: percentile(waits, 50),
+      p99Ms: percentile(waits, 99),
+      errors: unanswered,
       detail: `longest wait ${waits.at(-1) ?? 0} ms; ${waits.length} reports answered in the window (${((to - from) / 1000).toFixed(1)} s), ${retransmissions} retransmissions, most for one report ${Math.max(0, ...during.map((r) => r.retransmissions))}; ${handshakesAgain} full handshakes after the first, ${unanswered} reports unanswered over the run; ${note}`,
       target: 'no full handshake, every report answered (test/fleet/nft-balancer.test.ts); a SIGKILL costs at most one or two retransmissions',
     };
@@ -62,10 +72,19 @@ export async function fleetNftRows(opts: { devices: number; periodMs: number }):
   const what = `${opts.devices} PSK devices, half with CID, one Confirmable report each ${opts.periodMs} ms, ACK_TIMEOUT 2 s, 3 gateway nodes`;
   try {
     fleet = await startFleet({
-      gateways: 3, workers: 1, dir, balancer: 'nft', cluster: true,
+      gateways: 3,
+      workers: 1,
+      dir,
+      balancer: 'nft',
+      cluster: true,
       env: {
-        DATABASE_URL: benchDatabaseUrl(name), REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', SECRET_KEY: '46'.repeat(32),
-        QUEUE_NAME: `bench-fleet-nft-${Date.now()}`, DATA_DIR: path.join(dir, 'data'), CERTS_DIR: path.join(dir, 'certs'), SHUTDOWN_GRACE_MS: '5000',
+        DATABASE_URL: benchDatabaseUrl(name),
+        REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+        SECRET_KEY: '46'.repeat(32),
+        QUEUE_NAME: `bench-fleet-nft-${Date.now()}`,
+        DATA_DIR: path.join(dir, 'data'),
+        CERTS_DIR: path.join(dir, 'certs'),
+        SHUTDOWN_GRACE_MS: '5000',
       },
     });
     const f = fleet;
@@ -103,7 +122,10 @@ export async function fleetNftRows(opts: { devices: number; periodMs: number }):
       let note = '';
       try {
         await run.answeredAtLeast(2 * opts.devices);
-        const flows = execFileSync('ip', ['netns', 'exec', f.namespace!, 'conntrack', '-L', '-p', 'udp'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+        const flows = execFileSync('ip', ['netns', 'exec', f.namespace!, 'conntrack', '-L', '-p', 'udp'], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
         const per = f.gateways().map((g) => flows.split('\n').filter((l) => l.includes(`sport=${g.coapsPort} `)).length);
         victim = f.gateways()[per.indexOf(Math.max(...per))]!;
         killedAt = Date.now();
@@ -116,7 +138,16 @@ export async function fleetNftRows(opts: { devices: number; periodMs: number }):
         done = await run.stop();
         if (victim) await f.restart(victim);
       }
-      rows.push(...eventRows('SIGKILL of one gateway node (reports sent 5 s before to 10 s after)', what, done, killedAt - 5000, killedAt + 10_000, `${note}; load average ${load()}`));
+      rows.push(
+        ...eventRows(
+          'SIGKILL of one gateway node (reports sent 5 s before to 10 s after)',
+          what,
+          done,
+          killedAt - 5000,
+          killedAt + 10_000,
+          `${note}; load average ${load()}`,
+        ),
+      );
     }
     return rows;
   } finally {

@@ -18,7 +18,10 @@ const TABLES = [
   { source: 'supplier_activity', floor: 'floor_activity', keys: 'PRIMARY KEY (id), UNIQUE (hash_id)' },
 ] as const;
 
-interface Column { name: string; type: string }
+interface Column {
+  name: string;
+  type: string;
+}
 
 export interface FloorStore {
   /** PostgreSQL CPU ms to store one report's rows durably at the least, in batches of `batchSize` reports */
@@ -41,26 +44,41 @@ export async function floorStore(databaseUrl: string, environmentId: number, bat
     for (const t of TABLES) {
       const { rows } = await client.query<Column>(
         `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type FROM pg_attribute a
-          WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, [t.source]);
+          WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
+        [t.source],
+      );
       columns.set(t.source, rows);
       await client.query(`DROP TABLE IF EXISTS ${t.floor}`);
       await client.query(`CREATE TABLE ${t.floor} (LIKE ${t.source}, ${t.keys})`);
     }
-    const reports = (await client.query<Record<string, string>>(
-      'SELECT * FROM condition_report WHERE environment_id = $1 ORDER BY id LIMIT $2', [environmentId, limit])).rows;
+    const reports = (
+      await client.query<Record<string, string>>('SELECT * FROM condition_report WHERE environment_id = $1 ORDER BY id LIMIT $2', [environmentId, limit])
+    ).rows;
     if (reports.length === 0) return { msPerReport: 0, reports: 0, batchSize };
     const ids = reports.map((r) => r.id);
     const measurements = (await client.query<Record<string, string>>('SELECT * FROM measurement WHERE report_id = ANY($1::bigint[])', [ids])).rows;
     // one activity per report: the device request that made it (the service writes one per run)
-    const activities = (await client.query<Record<string, string>>(
-      'SELECT * FROM supplier_activity WHERE environment_id = $1 ORDER BY id LIMIT $2', [environmentId, reports.length])).rows;
+    const activities = (
+      await client.query<Record<string, string>>('SELECT * FROM supplier_activity WHERE environment_id = $1 ORDER BY id LIMIT $2', [
+        environmentId,
+        reports.length,
+      ])
+    ).rows;
     const byReport = new Map<string, Record<string, string>[]>();
     for (const m of measurements) byReport.set(m.report_id, [...(byReport.get(m.report_id) ?? []), m]);
 
     const insert = (table: string, cols: Column[], rows: Record<string, string>[]) => {
       if (rows.length === 0) return Promise.resolve();
       const params: (string | null)[] = [];
-      const tuples = rows.map((r) => `(${cols.map((c) => { params.push(r[c.name] ?? null); return `$${params.length}::${c.type}`; }).join(', ')})`);
+      const tuples = rows.map(
+        (r) =>
+          `(${cols
+            .map((c) => {
+              params.push(r[c.name] ?? null);
+              return `$${params.length}::${c.type}`;
+            })
+            .join(', ')})`,
+      );
       return client.query(`INSERT INTO ${table} (${cols.map((c) => c.name).join(', ')}) VALUES ${tuples.join(', ')}`, params);
     };
     const meter = cpuMeter({ postgres: (p) => p.comm.startsWith('postgres') });
@@ -68,7 +86,11 @@ export async function floorStore(databaseUrl: string, environmentId: number, bat
       const batch = reports.slice(i, i + batchSize);
       await client.query('BEGIN');
       await insert('floor_report', columns.get('condition_report')!, batch);
-      await insert('floor_measurement', columns.get('measurement')!, batch.flatMap((r) => byReport.get(r.id) ?? []));
+      await insert(
+        'floor_measurement',
+        columns.get('measurement')!,
+        batch.flatMap((r) => byReport.get(r.id) ?? []),
+      );
       await insert('floor_activity', columns.get('supplier_activity')!, activities.slice(i, i + batchSize));
       await client.query('COMMIT');
     }

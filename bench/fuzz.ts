@@ -8,15 +8,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseCli } from '../scripts/cli.ts';
 
-const { values } = parseCli({
-  runs: { type: 'string', default: '3000', number: true, placeholder: 'n', description: 'requests to generate' },
-  seed: { type: 'string', number: true, placeholder: 'n', description: "the generator's seed, to replay a failure (default: a fresh one, printed)" },
-}, {
-  usage: `usage: npm run bench:fuzz -- [options]
+const { values } = parseCli(
+  {
+    runs: { type: 'string', default: '3000', number: true, placeholder: 'n', description: 'requests to generate' },
+    seed: { type: 'string', number: true, placeholder: 'n', description: "the generator's seed, to replay a failure (default: a fresh one, printed)" },
+  },
+  {
+    usage: `usage: npm run bench:fuzz -- [options]
 The REST API fuzz of test/http/fuzz.test.ts run longer: requests generated from every route's schemas with one hostile
 value spliced in; none may be answered 5xx or with an unkeyed error. Real PostgreSQL (database gridgate_bench_fuzz,
 recreated) and Redis (REDIS_URL). Exit 1 when a request failed.`,
-});
+  },
+);
 // the service's modules load after the command line is read: --help and a mistyped option answer at once
 const { closeContext, createContext } = await import('../src/context.ts');
 const { loadConfig } = await import('../src/settings.ts');
@@ -45,8 +48,14 @@ const health = await api.app.inject({ method: 'GET', url: '/quantity/quantities'
 await api.close();
 await closeContext(ctx);
 
-console.log(`REST fuzz: seed ${seed}, ${outcome.requests} requests over ${outcome.routes} routes in ${seconds.toFixed(1)} s (${(outcome.requests / seconds).toFixed(0)}/s)`);
-console.log(`answers by status: ${Object.entries(outcome.byStatus).map(([s, n]) => `${s}: ${n}`).join(', ')}`);
+console.log(
+  `REST fuzz: seed ${seed}, ${outcome.requests} requests over ${outcome.routes} routes in ${seconds.toFixed(1)} s (${(outcome.requests / seconds).toFixed(0)}/s)`,
+);
+console.log(
+  `answers by status: ${Object.entries(outcome.byStatus)
+    .map(([s, n]) => `${s}: ${n}`)
+    .join(', ')}`,
+);
 console.log(`healthy afterwards: ${health.statusCode === 200 ? 'yes' : `no (${health.statusCode})`}`);
 for (const f of outcome.failures) console.log(`FAILURE ${f.status} ${f.method} ${f.url}\n  body: ${f.payload}\n  answer: ${f.body}`);
 console.log(`${outcome.requests - outcome.failures.length} passed, ${outcome.failures.length} failed`);

@@ -54,7 +54,9 @@ async function waitHealthy(base: string, child: ChildProcess): Promise<void> {
     if (child.exitCode !== null) throw new Error('service exited during start');
     try {
       if ((await fetch(`${base}/health`)).ok) return;
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('service did not become healthy');
@@ -78,22 +80,38 @@ export interface BenchService {
  * `embeddedDataDir`: no DATABASE_URL, the service's own embedded database in that (fresh) DATA_DIR instead.
  * `processEnv`: what process `i` has of its own (beside its API_PORT), e.g. a COAPS_PORT each.
  */
-export async function startBenchService(processes: string[], env: Record<string, string> = {}, opts: { embeddedDataDir?: string; processEnv?: (i: number) => Record<string, string> } = {}): Promise<BenchService> {
+export async function startBenchService(
+  processes: string[],
+  env: Record<string, string> = {},
+  opts: { embeddedDataDir?: string; processEnv?: (i: number) => Record<string, string> } = {},
+): Promise<BenchService> {
   const dbUrl = opts.embeddedDataDir ? null : await recreateDatabase(ADMIN_URL, DB_NAME);
   const base = `http://127.0.0.1:${API_PORT}`;
   const { DATABASE_URL: _unset, ...inherited } = process.env;
   const common = {
-    ...inherited, ...(dbUrl ? { DATABASE_URL: dbUrl } : {}), HTTPS_DEVICE_PORT: String(HTTPS_PORT), COAPS_PORT: String(COAPS_PORT), SECRET_KEY: '22'.repeat(32),
-    LOG_LEVEL: 'warn', QUEUE_NAME: `bench-${Date.now()}`, DATA_DIR: opts.embeddedDataDir ?? BENCH_DIR, CERTS_DIR: `${BENCH_DIR}/certs`, MONITORING_CORE_URL: base, ...env,
+    ...inherited,
+    ...(dbUrl ? { DATABASE_URL: dbUrl } : {}),
+    HTTPS_DEVICE_PORT: String(HTTPS_PORT),
+    COAPS_PORT: String(COAPS_PORT),
+    SECRET_KEY: '22'.repeat(32),
+    LOG_LEVEL: 'warn',
+    QUEUE_NAME: `bench-${Date.now()}`,
+    DATA_DIR: opts.embeddedDataDir ?? BENCH_DIR,
+    CERTS_DIR: `${BENCH_DIR}/certs`,
+    MONITORING_CORE_URL: base,
+    ...env,
   };
   // each process answers /health on its own API_PORT; the first one carries the REST API
   // BENCH_CPU_PROF=<dir>: each service process writes a V8 CPU profile there when it exits (open it in Chrome DevTools)
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`] : [];
   // BENCH_NODE_FLAGS="--trace-gc ...": extra node flags for each service process
   profile.push(...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean));
-  const children = processes.map((roles, i) => spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...profile, path.join(root, 'src/main.ts'), roles], {
-    env: { ...common, API_PORT: String(API_PORT + i), ...opts.processEnv?.(i) }, stdio: ['ignore', 'inherit', 'inherit'],
-  }));
+  const children = processes.map((roles, i) =>
+    spawn(process.execPath, ['--disable-warning=ExperimentalWarning', ...profile, path.join(root, 'src/main.ts'), roles], {
+      env: { ...common, API_PORT: String(API_PORT + i), ...opts.processEnv?.(i) },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    }),
+  );
   let db: Db | null = dbUrl ? await openDb({ databaseUrl: dbUrl, dataDir: '/tmp' }) : null;
   const stop = async () => {
     // the bench's own connection goes first: on the embedded default it is a client of the service's database
@@ -112,7 +130,11 @@ export async function startBenchService(processes: string[], env: Record<string,
   return { base, db, databaseUrl: dbUrl, children, stop };
 }
 
-export interface BenchDevice { identity: string; key: Buffer; hashId: string }
+export interface BenchDevice {
+  identity: string;
+  key: Buffer;
+  hashId: string;
+}
 export interface Provisioned {
   environment: { id: number; hashId: string };
   /** headers of the logged-in machine account (Api-Version, Environment-Hash-Id, Authorization) */
@@ -127,23 +149,40 @@ export interface Provisioned {
  * A connectivity environment with the bench handler and parser and `devices` PSK devices. `sharedKey` gives every
  * device the same key (the native load generator takes one key for all its sessions).
  */
-export async function provision(svc: BenchService, devices: number, opts: { sharedKey?: Buffer; deviceType?: Record<string, unknown> } = {}): Promise<Provisioned> {
+export async function provision(
+  svc: BenchService,
+  devices: number,
+  opts: { sharedKey?: Buffer; deviceType?: Record<string, unknown> } = {},
+): Promise<Provisioned> {
   const environment = await createEnvironment(svc.db, 'connectivity', 'bench');
   const account = await createMachineAccount(svc.db, environment.hashId, ['ENVIRONMENT_ADMIN']);
   const { jwt } = await api(svc.base, { 'api-version': '5' }, 'POST', '/authentication/machine-login', { assertion: account.assertion });
   const h = { 'api-version': '5', 'environment-hash-id': environment.hashId, authorization: `Bearer ${jwt}` };
   const quantity = await api(svc.base, h, 'POST', '/quantity/', { name: 'Level', unit: 'm', defaultOrderOfMagnitude: -2 });
-  const reportType = await api(svc.base, h, 'POST', '/supplier-report-type/', { name: 'Level', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const QUANTITY = "${quantity.hashId}";${PARSER}` });
+  const reportType = await api(svc.base, h, 'POST', '/supplier-report-type/', {
+    name: 'Level',
+    fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+    parser: `const QUANTITY = "${quantity.hashId}";${PARSER}`,
+  });
   const deviceType = await api(svc.base, h, 'POST', '/device-type/', {
-    name: 'Bench device', eventHandler: `const REPORT_TYPE = "${reportType.hashId}";${HANDLER}`,
-    fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Level', pinFieldConfigurations: [], defaultPinName: 'L', charts: [] }], commandTypeHashIds: [],
+    name: 'Bench device',
+    eventHandler: `const REPORT_TYPE = "${reportType.hashId}";${HANDLER}`,
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [{ name: 'Level', pinFieldConfigurations: [], defaultPinName: 'L', charts: [] }],
+    commandTypeHashIds: [],
     ...opts.deviceType,
   });
   const list: BenchDevice[] = [];
   const prefix = `bench-${randomBytes(3).toString('hex')}-`;
   for (let i = 0; i < devices; i++) {
     const d = { identity: `${prefix}${i}`, key: opts.sharedKey ?? randomBytes(16) };
-    const added = await api(svc.base, h, 'POST', '/device/psk', { supplierDeviceIdentifier: `bench-${i}`, deviceTypeHashId: deviceType.hashId, psk: d.key.toString('hex'), pskIdentity: d.identity });
+    const added = await api(svc.base, h, 'POST', '/device/psk', {
+      supplierDeviceIdentifier: `bench-${i}`,
+      deviceTypeHashId: deviceType.hashId,
+      psk: d.key.toString('hex'),
+      pskIdentity: d.identity,
+    });
     list.push({ ...d, hashId: added.hashId });
   }
   return { environment, headers: h, deviceTypeHashId: deviceType.hashId, devices: list, identityPrefix: prefix };
@@ -172,12 +211,20 @@ export async function linkDevices(svc: BenchService, p: Provisioned): Promise<{ 
   const h = { 'api-version': '5', 'environment-hash-id': customer.hashId, authorization: `Bearer ${jwt}` };
   for (let i = 0; i < p.devices.length; i += 30) {
     const batch = p.devices.slice(i, i + 30);
-    const { claimTokens } = await api(svc.base, p.headers, 'POST', '/device/claim-tokens', { deviceHashIds: batch.map((d) => d.hashId) }) as unknown as { claimTokens: { claimToken: string }[] };
+    const { claimTokens } = (await api(svc.base, p.headers, 'POST', '/device/claim-tokens', { deviceHashIds: batch.map((d) => d.hashId) })) as unknown as {
+      claimTokens: { claimToken: string }[];
+    };
     await api(svc.base, h, 'POST', '/device/claim', { claimTokens: claimTokens.map((t) => t.claimToken) });
   }
   for (const [i, d] of p.devices.entries()) {
-    const pinGroup = await api(svc.base, h, 'POST', '/graph/pin-group', { symbolKey: 'bench', geometry: { type: 'Point', coordinates: [5 + i / 1000, 52] }, fields: { id: `bench ${i}` } });
-    const { pin } = await api(svc.base, h, 'POST', `/graph/pin-group/${pinGroup.hashId}/pin`, { fields: { id: 'level' } }) as unknown as { pin: { hashId: string } };
+    const pinGroup = await api(svc.base, h, 'POST', '/graph/pin-group', {
+      symbolKey: 'bench',
+      geometry: { type: 'Point', coordinates: [5 + i / 1000, 52] },
+      fields: { id: `bench ${i}` },
+    });
+    const { pin } = (await api(svc.base, h, 'POST', `/graph/pin-group/${pinGroup.hashId}/pin`, { fields: { id: 'level' } })) as unknown as {
+      pin: { hashId: string };
+    };
     await api(svc.base, h, 'POST', `/device/${d.hashId}/link`, { pinGroupHashId: pinGroup.hashId, channelMapping: [{ channel: 0, pinHashId: pin.hashId }] });
   }
   return { environmentId: customer.id };
@@ -185,9 +232,13 @@ export async function linkDevices(svc: BenchService, p: Provisioned): Promise<{ 
 
 /** Of the supplier environment's reports stored since report id `afterId`: how many, and how many landed on a pin group with every measurement on a pin. */
 export async function reportsOnPins(db: Db, supplierEnvironmentId: number, afterId: number): Promise<{ stored: number; onPins: number }> {
-  const { rows: [r] } = await db.query<{ stored: number; on_pins: number }>(
+  const {
+    rows: [r],
+  } = await db.query<{ stored: number; on_pins: number }>(
     `SELECT count(*)::int AS stored,
             count(*) FILTER (WHERE r.pin_group_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM measurement m WHERE m.report_id = r.id AND m.pin_id IS NULL))::int AS on_pins
-       FROM condition_report r WHERE r.environment_id = $1 AND r.id > $2`, [supplierEnvironmentId, afterId]);
+       FROM condition_report r WHERE r.environment_id = $1 AND r.id > $2`,
+    [supplierEnvironmentId, afterId],
+  );
   return { stored: r.stored, onPins: r.on_pins };
 }

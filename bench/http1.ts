@@ -25,13 +25,21 @@ export function onResponses(socket: Duplex, onResponse: (status: number, payload
   });
 }
 
-export interface SenderStats { acknowledged: number; acknowledgedWarmup: number; errors: number; latenciesMs: number[] }
+export interface SenderStats {
+  acknowledged: number;
+  acknowledgedWarmup: number;
+  errors: number;
+  latenciesMs: number[];
+}
 
 /**
  * A closed loop on one keep-alive TLS socket: posts `nextBody()` to `path`, waits for the answer, posts again, until
  * `until`. Answers before `measureFrom` count as warm-up; anything but 200 is an error.
  */
-export function closedLoop(socket: TLSSocket, opts: { path: string; host: string; nextBody(): string; measureFrom: number; until: number }): Promise<SenderStats> {
+export function closedLoop(
+  socket: TLSSocket,
+  opts: { path: string; host: string; nextBody(): string; measureFrom: number; until: number },
+): Promise<SenderStats> {
   const stats: SenderStats = { acknowledged: 0, acknowledgedWarmup: 0, errors: 0, latenciesMs: [] };
   return new Promise((resolve) => {
     let sentAt = 0;
@@ -54,7 +62,9 @@ export function closedLoop(socket: TLSSocket, opts: { path: string; host: string
       } else stats.errors++;
       send();
     });
-    socket.on('error', () => { stats.errors++; });
+    socket.on('error', () => {
+      stats.errors++;
+    });
     socket.on('close', () => resolve(stats));
   });
 }

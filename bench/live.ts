@@ -12,8 +12,13 @@ import { readEventStream } from '../test/support/sse.ts';
 function pacedDevice(d: BenchDevice, intervalMs: number, until: number, sent: () => void, answered: (ms: number) => void, onError: () => void): Promise<void> {
   return new Promise((resolve) => {
     const socket = tls.connect({
-      host: '127.0.0.1', port: HTTPS_PORT, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: 'PSK-AES128-GCM-SHA256',
-      checkServerIdentity: () => undefined, pskCallback: () => ({ psk: d.key, identity: d.identity }),
+      host: '127.0.0.1',
+      port: HTTPS_PORT,
+      minVersion: 'TLSv1.2',
+      maxVersion: 'TLSv1.2',
+      ciphers: 'PSK-AES128-GCM-SHA256',
+      checkServerIdentity: () => undefined,
+      pskCallback: () => ({ psk: d.key, identity: d.identity }),
     });
     let timer: NodeJS.Timeout | null = null;
     let sentAt = 0;
@@ -26,7 +31,9 @@ function pacedDevice(d: BenchDevice, intervalMs: number, until: number, sent: ()
       sent();
       postJson(socket, '/report', 'bench', JSON.stringify({ v: 1, t: sentAt }));
     };
-    socket.on('secureConnect', () => { timer = setTimeout(send, Math.random() * intervalMs); });
+    socket.on('secureConnect', () => {
+      timer = setTimeout(send, Math.random() * intervalMs);
+    });
     onResponses(socket, (status) => {
       if (status !== 200) onError();
       else answered(Date.now() - sentAt);
@@ -73,7 +80,22 @@ export async function liveLogRows(opts: { devices: number; rates: number[]; seco
       await new Promise((r) => setTimeout(r, 1000));
       const until = Date.now() + opts.seconds * 1000;
       const intervalMs = (1000 * devices.length) / rate;
-      await Promise.all(devices.map((d) => pacedDevice(d, intervalMs, until, () => { sent++; }, (ms) => answers.push(ms), () => { errors++; })));
+      await Promise.all(
+        devices.map((d) =>
+          pacedDevice(
+            d,
+            intervalMs,
+            until,
+            () => {
+              sent++;
+            },
+            (ms) => answers.push(ms),
+            () => {
+              errors++;
+            },
+          ),
+        ),
+      );
       // the last events' way through the store and Redis
       const deadline = Date.now() + 5000;
       while (delays.length < sent && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -83,8 +105,13 @@ export async function liveLogRows(opts: { devices: number; rates: number[]; seco
       answers.sort((a, b) => a - b);
       rows.push({
         name: `Live log delay (device request sent → SSE event received), ${rate} reports/s offered by ${devices.length} devices (each waits for its answer), 2 processes (api | gateway,worker)`,
-        value: delays.length, unit: 'events', p50Ms: pct(delays, 50), p99Ms: pct(delays, 99), errors: errors + (sent - delays.length),
-        detail: `${sent} reports sent (${Math.round(sent / opts.seconds)}/s), ${delays.length} events received; the device's answer meanwhile p50 ${pct(answers, 50)} / p99 ${pct(answers, 99)} ms`, target: 'p99 < 1 s',
+        value: delays.length,
+        unit: 'events',
+        p50Ms: pct(delays, 50),
+        p99Ms: pct(delays, 99),
+        errors: errors + (sent - delays.length),
+        detail: `${sent} reports sent (${Math.round(sent / opts.seconds)}/s), ${delays.length} events received; the device's answer meanwhile p50 ${pct(answers, 50)} / p99 ${pct(answers, 99)} ms`,
+        target: 'p99 < 1 s',
       });
     }
   } finally {

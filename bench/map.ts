@@ -29,12 +29,27 @@ const VIEWPORT = { width: 1280, height: 860 };
 type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>;
 
 /** A person of the environment (invited by mail, password set) signed in once: the session cookie a new context starts with. */
-async function signedInPerson(browser: Browser, base: string, db: Db, environmentHashId: string, smtp: TestSmtp, settings: Record<string, unknown> = {}): Promise<StorageState> {
+async function signedInPerson(
+  browser: Browser,
+  base: string,
+  db: Db,
+  environmentHashId: string,
+  smtp: TestSmtp,
+  settings: Record<string, unknown> = {},
+): Promise<StorageState> {
   const { assertion } = await createMachineAccount(db, environmentHashId, ['ENVIRONMENT_ADMIN', 'USERS']);
-  const login = await fetch(`${base}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '8' }, body: JSON.stringify({ assertion }) });
+  const login = await fetch(`${base}/authentication/machine-login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'api-version': '8' },
+    body: JSON.stringify({ assertion }),
+  });
   const { jwt } = (await login.json()) as { jwt: string };
   const call = async (method: string, url: string, body: unknown) => {
-    const res = await fetch(`${base}${url}`, { method, headers: { 'content-type': 'application/json', 'api-version': '8', 'environment-hash-id': environmentHashId, authorization: `Bearer ${jwt}` }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}${url}`, {
+      method,
+      headers: { 'content-type': 'application/json', 'api-version': '8', 'environment-hash-id': environmentHashId, authorization: `Bearer ${jwt}` },
+      body: JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
   };
   if (Object.keys(settings).length > 0) await call('PUT', '/environment/', settings);
@@ -48,7 +63,9 @@ async function signedInPerson(browser: Browser, base: string, db: Db, environmen
   if (!mail) throw new Error(`no invitation mail to ${email}`);
   const token = new URL(consoleLink(mail.text).replace('#/', '')).searchParams.get('token');
   const set = await fetch(`${base}/authentication/person/set-password`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' }, body: JSON.stringify({ token, password: PASSWORD }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
+    body: JSON.stringify({ token, password: PASSWORD }),
   });
   if (!set.ok) throw new Error(`set-password: ${set.status} ${await set.text()}`);
   const context = await browser.newContext({ baseURL: base, viewport: VIEWPORT });
@@ -70,7 +87,13 @@ async function coldPage(browser: Browser, base: string, state: StorageState): Pr
   return { context, page: await context.newPage() };
 }
 
-interface FirstRender { ms: number; features: number; phases: Record<string, number>; tiles: number; tileP99: number }
+interface FirstRender {
+  ms: number;
+  features: number;
+  phases: Record<string, number>;
+  tiles: number;
+  tileP99: number;
+}
 
 /**
  * The tiles MapLibre fetched (its workers fetch them: they are in the workers' resource timing, not the page's), as
@@ -82,7 +105,9 @@ async function tileTimings(page: Page, since = 0): Promise<[number, number][]> {
   for (const worker of page.workers()) {
     const { origin, entries } = await worker.evaluate(() => ({
       origin: performance.timeOrigin,
-      entries: (performance.getEntriesByType('resource') as PerformanceResourceTiming[]).filter((r) => r.name.includes('/graph/tiles/')).map((r) => [r.startTime, r.responseEnd] as [number, number]),
+      entries: (performance.getEntriesByType('resource') as PerformanceResourceTiming[])
+        .filter((r) => r.name.includes('/graph/tiles/'))
+        .map((r) => [r.startTime, r.responseEnd] as [number, number]),
     }));
     for (const [a, b] of entries) if (a + origin - pageOrigin >= since) out.push([a + origin - pageOrigin, b + origin - pageOrigin]);
   }
@@ -93,7 +118,12 @@ async function tileTimings(page: Page, since = 0): Promise<[number, number][]> {
 async function firstRender(browser: Browser, base: string, state: StorageState, keep?: (page: Page) => Promise<void>, trace?: string): Promise<FirstRender> {
   const { context, page } = await coldPage(browser, base, state);
   try {
-    if (trace) await browser.startTracing(page, { path: trace, screenshots: false, categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute', 'blink.user_timing', 'gpu', 'toplevel'] });
+    if (trace)
+      await browser.startTracing(page, {
+        path: trace,
+        screenshots: false,
+        categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute', 'blink.user_timing', 'gpu', 'toplevel'],
+      });
     await page.goto('/#/map');
     await page.waitForFunction(() => performance.getEntriesByName('gridgate:map-idle').length > 0, undefined, { polling: 50, timeout: 120_000 });
     if (trace) await browser.stopTracing();
@@ -105,11 +135,17 @@ async function firstRender(browser: Browser, base: string, state: StorageState, 
       const received = (re: RegExp) => Math.round(resources.find((r) => re.test(r.name))?.responseEnd ?? -1);
       const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
       return {
-        ms: mark('gridgate:map-idle'), features,
+        ms: mark('gridgate:map-idle'),
+        features,
         phases: {
-          'page loaded': Math.round(nav.loadEventEnd), 'map import asked': mark('gridgate:map-import'), 'maplibre chunk received': received(/\/assets\/maplibre-[^/]*\.js/),
-          'map imported': mark('gridgate:map-imported'), 'map created': mark('gridgate:map-created'), 'worker received': received(/maplibre-gl-worker/),
-          'style loaded': mark('gridgate:map-load'), idle: mark('gridgate:map-idle'),
+          'page loaded': Math.round(nav.loadEventEnd),
+          'map import asked': mark('gridgate:map-import'),
+          'maplibre chunk received': received(/\/assets\/maplibre-[^/]*\.js/),
+          'map imported': mark('gridgate:map-imported'),
+          'map created': mark('gridgate:map-created'),
+          'worker received': received(/maplibre-gl-worker/),
+          'style loaded': mark('gridgate:map-load'),
+          idle: mark('gridgate:map-idle'),
         } as Record<string, number>,
       };
     });
@@ -155,30 +191,56 @@ export async function cityRows(browser: Browser, smtp: TestSmtp, opts: { pinGrou
   try {
     await fill(svc.db, opts.pinGroups);
     await refreshBoundingBox(svc.db, 1);
-    const { rows: [box] } = await svc.db.query<{ b: { coordinates: [[number, number], [number, number]] } }>(`SELECT settings->'boundingBox' AS b FROM environment WHERE id = 1`);
+    const {
+      rows: [box],
+    } = await svc.db.query<{ b: { coordinates: [[number, number], [number, number]] } }>(`SELECT settings->'boundingBox' AS b FROM environment WHERE id = 1`);
     const [[west, south], [east, north]] = box.b.coordinates;
     const state = await signedInPerson(browser, svc.base, svc.db, 'benchtiles', smtp);
     const loads: FirstRender[] = [];
     let panned: { tiles: number[]; jumps: number; ms: number } | null = null;
     for (let i = 0; i < opts.loads; i++) {
       // the last load's page pans (after its first render is measured)
-      loads.push(await firstRender(browser, svc.base, state, i === opts.loads - 1 ? async (page) => { panned = await pan(page, { west, east, south, north }); } : undefined,
-        i === 0 ? process.env.BENCH_MAP_TRACE : undefined));
+      loads.push(
+        await firstRender(
+          browser,
+          svc.base,
+          state,
+          i === opts.loads - 1
+            ? async (page) => {
+                panned = await pan(page, { west, east, south, north });
+              }
+            : undefined,
+          i === 0 ? process.env.BENCH_MAP_TRACE : undefined,
+        ),
+      );
     }
     const times = loads.map((l) => l.ms).sort((a, b) => a - b);
     const median = loads.slice().sort((a, b) => a.ms - b.ms)[Math.floor(loads.length / 2)];
-    const rows: BenchRow[] = [{
-      name: `map first render in the browser: /#/map in a new context (cold cache, signed in) → MapLibre idle with its pin groups drawn, city of ${opts.pinGroups.toLocaleString('en')} pin groups (bench/tiles.ts)`,
-      value: Math.round(pct(times, 50)), unit: 'ms (p50)', p50Ms: Math.round(pct(times, 50)), p99Ms: Math.round(pct(times, 99)), target: 'about 1 s',
-      detail: `${opts.loads} loads; the median's ${median.tiles} tiles (p99 ${Math.round(median.tileP99)} ms each), ${median.features} symbols and clusters drawn; its phases (ms from navigation): `
-        + Object.entries(median.phases).map(([k, v]) => `${k} ${v}`).join(', '),
-    }];
+    const rows: BenchRow[] = [
+      {
+        name: `map first render in the browser: /#/map in a new context (cold cache, signed in) → MapLibre idle with its pin groups drawn, city of ${opts.pinGroups.toLocaleString('en')} pin groups (bench/tiles.ts)`,
+        value: Math.round(pct(times, 50)),
+        unit: 'ms (p50)',
+        p50Ms: Math.round(pct(times, 50)),
+        p99Ms: Math.round(pct(times, 99)),
+        target: 'about 1 s',
+        detail:
+          `${opts.loads} loads; the median's ${median.tiles} tiles (p99 ${Math.round(median.tileP99)} ms each), ${median.features} symbols and clusters drawn; its phases (ms from navigation): ` +
+          Object.entries(median.phases)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', '),
+      },
+    ];
     const p = panned as { tiles: number[]; jumps: number; ms: number } | null;
     if (p) {
       const tiles = p.tiles.sort((a, b) => a - b);
       rows.push({
         name: `map pan across the city at zoom 14 in the browser (${p.jumps} jumps of 0.02° west to east, each until idle), ${opts.pinGroups.toLocaleString('en')} pin groups`,
-        value: tiles.length, unit: 'tiles fetched', p50Ms: Math.round(pct(tiles, 50)), p99Ms: Math.round(pct(tiles, 99)), target: 'p99 per tile <= 250 ms',
+        value: tiles.length,
+        unit: 'tiles fetched',
+        p50Ms: Math.round(pct(tiles, 50)),
+        p99Ms: Math.round(pct(tiles, 99)),
+        target: 'p99 per tile <= 250 ms',
         detail: `per tile: request start to response end (resource timing); the whole pan ${Math.round(p.ms)} ms`,
       });
     }
@@ -189,7 +251,12 @@ export async function cityRows(browser: Browser, smtp: TestSmtp, opts: { pinGrou
 }
 
 /** (c): the chart of pg1 (a year of 5-minute values) on the measurement table, opened and zoomed. */
-export async function chartRows(browser: Browser, smtp: TestSmtp, table: { db: Db; databaseUrl: string; table: MeasurementTable }, opts: { opens: number }): Promise<BenchRow[]> {
+export async function chartRows(
+  browser: Browser,
+  smtp: TestSmtp,
+  table: { db: Db; databaseUrl: string; table: MeasurementTable },
+  opts: { opens: number },
+): Promise<BenchRow[]> {
   const svc = await startBenchService(['all'], { SMTP_URL: smtp.url(), MAIL_RETRY_BASE_MS: '100', DATABASE_URL: table.databaseUrl });
   // the table names pg1's pins p1_0 and p1_1, which the API's hashId pattern refuses: alphanumeric while the browser reads them
   await table.db.query(`UPDATE pin SET hash_id = replace(hash_id, '_', 'c') WHERE hash_id IN ('p1_0', 'p1_1')`);
@@ -203,13 +270,19 @@ export async function chartRows(browser: Browser, smtp: TestSmtp, table: { db: D
       const { context, page } = await coldPage(browser, svc.base, state);
       try {
         await page.goto('/#/pin-groups/pg1');
-        const drawn = await page.waitForFunction(() => {
-          const n = Number(document.querySelector('figure.pg-chart')?.getAttribute('data-points') ?? 0);
-          // uPlot (its chunk loaded on demand) has drawn the points
-          return n > 0 && document.querySelector('figure.pg-chart .u-over') ? { at: performance.now(), n } : null;
-        }, undefined, { polling: 'raf', timeout: 60_000 }).catch(async (err: Error) => {
-          throw new Error(`${err.message}; the page: ${(await page.locator('main').textContent())?.slice(0, 800)}`);
-        });
+        const drawn = await page
+          .waitForFunction(
+            () => {
+              const n = Number(document.querySelector('figure.pg-chart')?.getAttribute('data-points') ?? 0);
+              // uPlot (its chunk loaded on demand) has drawn the points
+              return n > 0 && document.querySelector('figure.pg-chart .u-over') ? { at: performance.now(), n } : null;
+            },
+            undefined,
+            { polling: 'raf', timeout: 60_000 },
+          )
+          .catch(async (err: Error) => {
+            throw new Error(`${err.message}; the page: ${(await page.locator('main').textContent())?.slice(0, 800)}`);
+          });
         const { at, n } = (await drawn.jsonValue()) as { at: number; n: number };
         opened.push(at);
         points = n;
@@ -245,10 +318,12 @@ export async function chartRows(browser: Browser, smtp: TestSmtp, table: { db: D
         await page.mouse.down();
         await page.mouse.move(over.x + over.width * 0.5, y, { steps: 5 });
         await page.mouse.up();
-        const done = await page.evaluate(() => Promise.race([
-          (window as unknown as { __chartAnswered: Promise<number> }).__chartAnswered,
-          new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer for the zoomed range within 60 s')), 60_000)),
-        ]));
+        const done = await page.evaluate(() =>
+          Promise.race([
+            (window as unknown as { __chartAnswered: Promise<number> }).__chartAnswered,
+            new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer for the zoomed range within 60 s')), 60_000)),
+          ]),
+        );
         zoomed.push(done - t0);
       } finally {
         await context.close();
@@ -257,15 +332,26 @@ export async function chartRows(browser: Browser, smtp: TestSmtp, table: { db: D
     opened.sort((a, b) => a - b);
     zoomed.sort((a, b) => a - b);
     const size = `table of ${table.table.measurements.toLocaleString('en')} measurements (1,000 pins)`;
-    return [{
-      name: `pin group chart opened in the browser: /#/pin-groups/pg1 in a new context → its chart drawn (2 years holding a year of 5-minute values of 2 quantities, reduced by GET /chart/), ${size}`,
-      value: Math.round(pct(opened, 50)), unit: 'ms (p50)', p50Ms: Math.round(pct(opened, 50)), p99Ms: Math.round(pct(opened, 99)), target: 'about 1 s',
-      detail: `${opts.opens} opens, each a new context (cold cache, signed in); ${points} points drawn`,
-    }, {
-      name: `pin group chart zoomed in the browser: a drag across half the chart → GET /chart/ for that range answered and drawn, ${size}`,
-      value: Math.round(pct(zoomed, 50)), unit: 'ms (p50)', p50Ms: Math.round(pct(zoomed, 50)), p99Ms: Math.round(pct(zoomed, 99)), target: 'p99 < 500 ms',
-      detail: `${opts.opens} zooms, one per open`,
-    }];
+    return [
+      {
+        name: `pin group chart opened in the browser: /#/pin-groups/pg1 in a new context → its chart drawn (2 years holding a year of 5-minute values of 2 quantities, reduced by GET /chart/), ${size}`,
+        value: Math.round(pct(opened, 50)),
+        unit: 'ms (p50)',
+        p50Ms: Math.round(pct(opened, 50)),
+        p99Ms: Math.round(pct(opened, 99)),
+        target: 'about 1 s',
+        detail: `${opts.opens} opens, each a new context (cold cache, signed in); ${points} points drawn`,
+      },
+      {
+        name: `pin group chart zoomed in the browser: a drag across half the chart → GET /chart/ for that range answered and drawn, ${size}`,
+        value: Math.round(pct(zoomed, 50)),
+        unit: 'ms (p50)',
+        p50Ms: Math.round(pct(zoomed, 50)),
+        p99Ms: Math.round(pct(zoomed, 99)),
+        target: 'p99 < 500 ms',
+        detail: `${opts.opens} zooms, one per open`,
+      },
+    ];
   } finally {
     await table.db.query(`UPDATE pin SET hash_id = replace(hash_id, 'c', '_') WHERE hash_id IN ('p1c0', 'p1c1')`);
     await svc.stop();
@@ -273,7 +359,12 @@ export async function chartRows(browser: Browser, smtp: TestSmtp, table: { db: D
 }
 
 /** The group's rows, handed to `sink` as each part ends (the city's before the measurement table is filled). */
-export async function mapRows(opts: { pinGroups: number; loads: number; measurementTable: () => Promise<{ db: Db; databaseUrl: string; table: MeasurementTable }>; sink(rows: BenchRow[]): void }): Promise<void> {
+export async function mapRows(opts: {
+  pinGroups: number;
+  loads: number;
+  measurementTable: () => Promise<{ db: Db; databaseUrl: string; table: MeasurementTable }>;
+  sink(rows: BenchRow[]): void;
+}): Promise<void> {
   (buildConsole as (o: { quiet: boolean }) => boolean)({ quiet: true });
   const smtp = new TestSmtp();
   await smtp.start();

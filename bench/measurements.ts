@@ -14,7 +14,10 @@ const HOURS = 8760;
 export const FIVE_MINUTES_A_YEAR = 105_120;
 const PIN_GROUPS = 500;
 
-export interface MeasurementTable { measurements: number; fillSeconds: number }
+export interface MeasurementTable {
+  measurements: number;
+  fillSeconds: number;
+}
 
 /**
  * Fills a bench database with about `total` measurements of 1,000 pins (500 pin groups `pg<g>` of two
@@ -47,7 +50,9 @@ export async function fillMeasurementTable(db: Queryable, total: number): Promis
   await db.query('VACUUM ANALYZE measurement');
   // as autovacuum would have by now: the graph tables' statistics
   await db.query('ANALYZE pin_group, pin, quantity');
-  const { rows: [{ n }] } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM measurement');
+  const {
+    rows: [{ n }],
+  } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM measurement');
   return { measurements: n, fillSeconds: (performance.now() - fillStart) / 1000 };
 }
 
@@ -76,8 +81,15 @@ export async function measurementFindRow(db: Queryable, table: MeasurementTable,
     do {
       const t0 = performance.now();
       const page = await findMeasurements(db, 1, {
-        pinGroupHashIds: ['pg0'], pinHashIds: ['p0_0'], quantityHashIds: ['q0'], since: '2025-01-01T00:00:00Z', before: '2026-01-01T00:00:00Z',
-        sortBy: 'generatedAt', descending: false, rowsPerPage: 500, offset,
+        pinGroupHashIds: ['pg0'],
+        pinHashIds: ['p0_0'],
+        quantityHashIds: ['q0'],
+        since: '2025-01-01T00:00:00Z',
+        before: '2026-01-01T00:00:00Z',
+        sortBy: 'generatedAt',
+        descending: false,
+        rowsPerPage: 500,
+        offset,
       });
       if (round >= 0) latencies.push(performance.now() - t0);
       values += page.rows.length;
@@ -87,8 +99,12 @@ export async function measurementFindRow(db: Queryable, table: MeasurementTable,
   latencies.sort((a, b) => a - b);
   return {
     name: `measurement find: 1 pin, 1 quantity, ${values} hourly values in pages of 500, table of ${table.measurements.toLocaleString('en')} measurements of 1,000 pins`,
-    value: Number(pct(latencies, 50).toFixed(2)), unit: 'ms per page (p50)', p50Ms: Number(pct(latencies, 50).toFixed(2)), p99Ms: Number(pct(latencies, 99).toFixed(2)),
-    target: 'p99 <= 50 ms', detail: `${latencies.length} pages over ${opts.rounds} walks after one warm-up walk; fill ${table.fillSeconds.toFixed(0)} s`,
+    value: Number(pct(latencies, 50).toFixed(2)),
+    unit: 'ms per page (p50)',
+    p50Ms: Number(pct(latencies, 50).toFixed(2)),
+    p99Ms: Number(pct(latencies, 99).toFixed(2)),
+    target: 'p99 <= 50 ms',
+    detail: `${latencies.length} pages over ${opts.rounds} walks after one warm-up walk; fill ${table.fillSeconds.toFixed(0)} s`,
   };
 }
 
@@ -99,11 +115,20 @@ export async function measurementFindRow(db: Queryable, table: MeasurementTable,
  */
 export async function ingestWorld(db: Queryable, devices: number, claimed: number): Promise<void> {
   await db.query(`INSERT INTO environment (hash_id, type, name) VALUES ('supplier', 'connectivity', 's'), ('customer', 'monitoring', 'c')`);
-  await db.query(`INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude) VALUES ('q', 1, '"q"', 'q', '#000000', 'V', 0)`);
-  await db.query(`INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, subscription_hash_id) VALUES ('t', 1, '"t"', 't', '', '', 's')`);
-  await db.query(`INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash) VALUES ('rt', 1, '"r"', 'r', '{}', '', '')`);
-  await db.query(`INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, claimed_environment_id)
-    SELECT 'd' || i, 1, 1, 'd' || i, CASE WHEN i < $2 THEN 2 END FROM generate_series(0, $1 - 1) i`, [devices, claimed]);
+  await db.query(
+    `INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude) VALUES ('q', 1, '"q"', 'q', '#000000', 'V', 0)`,
+  );
+  await db.query(
+    `INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, subscription_hash_id) VALUES ('t', 1, '"t"', 't', '', '', 's')`,
+  );
+  await db.query(
+    `INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash) VALUES ('rt', 1, '"r"', 'r', '{}', '', '')`,
+  );
+  await db.query(
+    `INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, claimed_environment_id)
+    SELECT 'd' || i, 1, 1, 'd' || i, CASE WHEN i < $2 THEN 2 END FROM generate_series(0, $1 - 1) i`,
+    [devices, claimed],
+  );
 }
 
 /**
@@ -117,22 +142,42 @@ export async function ingestLinkedRow(opts: { batches: number }): Promise<BenchR
   const { ingestReportsJson } = await import('../src/monitoring/reports/store.ts');
   try {
     await ingestWorld(db, 100, 50);
-    await db.query(`INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, map_layer) SELECT 'pg' || i, 2, 'g', 's', 'default' FROM generate_series(0, 49) i`);
-    await db.query(`INSERT INTO pin (hash_id, environment_id, pin_group_id, name) SELECT 'p' || i || '_' || c, 2, i + 1, 'p' FROM generate_series(0, 49) i, generate_series(0, 1) c`);
+    await db.query(
+      `INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, map_layer) SELECT 'pg' || i, 2, 'g', 's', 'default' FROM generate_series(0, 49) i`,
+    );
+    await db.query(
+      `INSERT INTO pin (hash_id, environment_id, pin_group_id, name) SELECT 'p' || i || '_' || c, 2, i + 1, 'p' FROM generate_series(0, 49) i, generate_series(0, 1) c`,
+    );
     await db.query(`INSERT INTO device_link (hash_id, environment_id, device_id, pin_group_id) SELECT 'l' || i, 2, i + 1, i + 1 FROM generate_series(0, 49) i`);
     const { rows: pins } = await db.query<{ id: number; pin_group_id: number }>('SELECT id, pin_group_id FROM pin ORDER BY id');
     let n = 0;
-    const batch = (linked: boolean) => JSON.stringify({
-      reports: Array.from({ length: 50 }, (_, i) => {
-        const device = linked ? i : 50 + i;
-        const at = new Date(Date.UTC(2026, 0, 1) + (n++) * 1000).toISOString();
-        return {
-          hashId: `r${n}`, environmentHashId: 'supplier', deviceHashId: `d${device}`, reportTypeHashId: 'rt', generatedAt: at, fields: {}, payload: '{}',
-          linkId: linked ? i + 1 : null,
-          measurements: [0, 1].map((c) => ({ hashId: `m${n}_${c}`, channelIndex: c, channelMeasurementIndex: 0, quantityHashId: 'q', generatedAt: at, orderOfMagnitude: 0, significand: c, pinId: linked ? pins[i * 2 + c].id : null })),
-        };
-      }),
-    });
+    const batch = (linked: boolean) =>
+      JSON.stringify({
+        reports: Array.from({ length: 50 }, (_, i) => {
+          const device = linked ? i : 50 + i;
+          const at = new Date(Date.UTC(2026, 0, 1) + n++ * 1000).toISOString();
+          return {
+            hashId: `r${n}`,
+            environmentHashId: 'supplier',
+            deviceHashId: `d${device}`,
+            reportTypeHashId: 'rt',
+            generatedAt: at,
+            fields: {},
+            payload: '{}',
+            linkId: linked ? i + 1 : null,
+            measurements: [0, 1].map((c) => ({
+              hashId: `m${n}_${c}`,
+              channelIndex: c,
+              channelMeasurementIndex: 0,
+              quantityHashId: 'q',
+              generatedAt: at,
+              orderOfMagnitude: 0,
+              significand: c,
+              pinId: linked ? pins[i * 2 + c].id : null,
+            })),
+          };
+        }),
+      });
     // the third kind is a linked batch with the charts' hourly rollup trigger (migration 014) switched off: the trigger's cost
     type Kind = 'linked' | 'unlinked' | 'linked, charts rollup trigger off';
     const kinds: Kind[] = ['linked', 'unlinked', 'linked, charts rollup trigger off'];
@@ -148,12 +193,17 @@ export async function ingestLinkedRow(opts: { batches: number }): Promise<BenchR
         if (off) await db.query('ALTER TABLE measurement ENABLE TRIGGER measurement_hourly_add');
       }
     }
-    const { rows: [check] } = await db.query<{ on_pins: number }>('SELECT count(*)::int AS on_pins FROM measurement WHERE pin_id IS NOT NULL');
+    const {
+      rows: [check],
+    } = await db.query<{ on_pins: number }>('SELECT count(*)::int AS on_pins FROM measurement WHERE pin_id IS NOT NULL');
     return kinds.map((kind) => {
       const sorted = times[kind].sort((a, b) => a - b);
       return {
-        name: `ingest statement, 50 reports x 2 measurements, ${kind} devices (batches in turn)`, value: Number(pct(sorted, 50).toFixed(2)), unit: 'ms per batch (p50)',
-        p50Ms: Number(pct(sorted, 50).toFixed(2)), p99Ms: Number(pct(sorted, 99).toFixed(2)),
+        name: `ingest statement, 50 reports x 2 measurements, ${kind} devices (batches in turn)`,
+        value: Number(pct(sorted, 50).toFixed(2)),
+        unit: 'ms per batch (p50)',
+        p50Ms: Number(pct(sorted, 50).toFixed(2)),
+        p99Ms: Number(pct(sorted, 99).toFixed(2)),
         target: kind === 'unlinked' ? 'linked no worse than unlinked' : 'linked with the trigger: its cost over the trigger off',
         detail: `${sorted.length} batches; ${check.on_pins} measurements on pins`,
       };

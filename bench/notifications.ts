@@ -24,18 +24,26 @@ import { benchDbName } from './harness.ts';
 export async function notificationRows(opts: { mails: number; failures: number }): Promise<BenchRow[]> {
   let received = 0;
   const smtp = new SMTPServer({
-    authOptional: true, disabledCommands: ['STARTTLS'], logger: false,
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
     onData(stream, _session, callback) {
       stream.on('data', () => undefined);
-      stream.on('end', () => { received++; callback(); });
+      stream.on('end', () => {
+        received++;
+        callback();
+      });
     },
   });
   await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', resolve));
   const admin = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const config = loadConfig({
     DATABASE_URL: await recreateDatabase(admin, benchDbName('gridgate_bench_notifications')),
-    DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'gridgate-bench-')), SECRET_KEY: '22'.repeat(32), LOG_LEVEL: 'silent',
-    QUEUE_NAME: `bench-notifications-${process.pid}`, SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`,
+    DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'gridgate-bench-')),
+    SECRET_KEY: '22'.repeat(32),
+    LOG_LEVEL: 'silent',
+    QUEUE_NAME: `bench-notifications-${process.pid}`,
+    SMTP_URL: `smtp://127.0.0.1:${(smtp.server.address() as AddressInfo).port}`,
     NOTIFICATION_ALERT_QUIET_SECONDS: '3600',
   });
   const ctx = await createContext(config, createLogger('silent'));
@@ -45,27 +53,58 @@ export async function notificationRows(opts: { mails: number; failures: number }
     const worker = startMailWorker(ctx);
     const t0 = performance.now();
     for (let i = 0; i < opts.mails; i += 500) {
-      await queueMails(ctx, Array.from({ length: Math.min(500, opts.mails - i) }, (_, k) => ({
-        environmentId: env.id, accountId: null, kind: 'command' as const, to: [`ops${i + k}@example.com`], subject: `bench ${i + k}`, text: 'a bench mail\n'.repeat(20),
-      })));
+      await queueMails(
+        ctx,
+        Array.from({ length: Math.min(500, opts.mails - i) }, (_, k) => ({
+          environmentId: env.id,
+          accountId: null,
+          kind: 'command' as const,
+          to: [`ops${i + k}@example.com`],
+          subject: `bench ${i + k}`,
+          text: 'a bench mail\n'.repeat(20),
+        })),
+      );
     }
     while (received < opts.mails && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 20));
     const seconds = (performance.now() - t0) / 1000;
-    rows.push({ name: 'mail: queued to a local SMTP server (stored, queued, sent, marked sent)', value: Math.round(received / seconds), unit: 'mails/s', errors: opts.mails - received, target: 'every mail delivered', detail: `${received} of ${opts.mails} in ${seconds.toFixed(1)} s` });
+    rows.push({
+      name: 'mail: queued to a local SMTP server (stored, queued, sent, marked sent)',
+      value: Math.round(received / seconds),
+      unit: 'mails/s',
+      errors: opts.mails - received,
+      target: 'every mail delivered',
+      detail: `${received} of ${opts.mails} in ${seconds.toFixed(1)} s`,
+    });
     await worker?.close();
 
     // alert bookkeeping: a device type with a subscriber; every run of its handler fails
-    const { rows: [dt] } = await ctx.db.query<{ id: number }>(
+    const {
+      rows: [dt],
+    } = await ctx.db.query<{ id: number }>(
       `INSERT INTO device_type (hash_id, environment_id, name, name_text, event_handler, event_handler_hash, subscription_hash_id)
-       VALUES ('benchdt', $1, '"bench"', 'bench', '', '', 'benchdtsub') RETURNING id`, [env.id]);
+       VALUES ('benchdt', $1, '"bench"', 'bench', '', '', 'benchdtsub') RETURNING id`,
+      [env.id],
+    );
     const account = await createMachineAccount(ctx.db, env.hashId, ['ENVIRONMENT_ADMIN'], 'bench engineer');
     await ctx.db.query(`UPDATE machine_account SET email = 'eng@example.com' WHERE hash_id = $1`, [account.hashId]);
-    await ctx.db.query(`INSERT INTO supplier_subscription (hash_id, environment_id, user_id, object_type, object_id)
-      SELECT 'benchsub', $1, id, 'deviceType', $2 FROM machine_account WHERE hash_id = $3`, [env.id, dt.id, account.hashId]);
+    await ctx.db.query(
+      `INSERT INTO supplier_subscription (hash_id, environment_id, user_id, object_type, object_id)
+      SELECT 'benchsub', $1, id, 'deviceType', $2 FROM machine_account WHERE hash_id = $3`,
+      [env.id, dt.id, account.hashId],
+    );
     const alerts = new SupplierAlerts(ctx);
     const row = (i: number): ActivityRow => ({
-      hashId: `a${i}`, environmentId: env.id, deviceId: null, deviceTypeId: dt.id, triggerType: 'deviceIncomingRequest', triggerData: null, failed: true,
-      log: [{ type: 'error', message: `error: Error: cannot read /r${i} (line 3, column 9)` }], activities: [], startedAt: new Date(), finishedAt: new Date(),
+      hashId: `a${i}`,
+      environmentId: env.id,
+      deviceId: null,
+      deviceTypeId: dt.id,
+      triggerType: 'deviceIncomingRequest',
+      triggerData: null,
+      failed: true,
+      log: [{ type: 'error', message: `error: Error: cannot read /r${i} (line 3, column 9)` }],
+      activities: [],
+      startedAt: new Date(),
+      finishedAt: new Date(),
     });
     // per failure on the report path: in memory only
     const cpu0 = process.cpuUsage();
@@ -84,7 +123,9 @@ export async function notificationRows(opts: { mails: number; failures: number }
     flushes.sort((a, b) => a - b);
     const flushUsPerFailure = (flushes[Math.floor(flushes.length / 2)] * 1000) / 1000;
     rows.push({
-      name: 'supplier alerts: bookkeeping per failed run (every run fails)', value: Number((recordUs + flushUsPerFailure).toFixed(2)), unit: 'us/failure',
+      name: 'supplier alerts: bookkeeping per failed run (every run fails)',
+      value: Number((recordUs + flushUsPerFailure).toFixed(2)),
+      unit: 'us/failure',
       target: '< 5 % of the report path (~250-500 us CPU per report)',
       detail: `in memory on the report path ${recordUs.toFixed(2)} us; flush statement (one a second, 1,000 failures) p50 ${flushes[Math.floor(flushes.length / 2)].toFixed(2)} ms = ${flushUsPerFailure.toFixed(2)} us/failure (PostgreSQL wall time, off the report path)`,
     });
@@ -100,8 +141,11 @@ export async function notificationRows(opts: { mails: number; failures: number }
 
 // run alone: node bench/notifications.ts
 if (process.argv[1]?.endsWith('notifications.ts')) {
-  notificationRows({ mails: 2000, failures: 200_000 }).then((rows) => console.table(rows), (err) => {
-    console.error(err);
-    process.exit(1);
-  });
+  notificationRows({ mails: 2000, failures: 200_000 }).then(
+    (rows) => console.table(rows),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
 }

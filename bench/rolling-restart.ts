@@ -16,7 +16,11 @@ import { BENCH_DIR } from './harness.ts';
 import { benchDatabase, benchDatabaseUrl } from './measurements.ts';
 
 const ACK_TIMEOUT_MS = 2000;
-const load = () => os.loadavg().map((l) => l.toFixed(1)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
 
 export async function rollingRestartRows(opts: { devices: number; periodMs: number; rounds: number; steadyMs: number }): Promise<BenchRow[]> {
   const name = 'gridgate_bench_roll';
@@ -25,11 +29,21 @@ export async function rollingRestartRows(opts: { devices: number; periodMs: numb
   let fleet: Fleet | null = null;
   try {
     fleet = await startFleet({
-      gateways: 3, workers: 1, dir, cluster: true,
+      gateways: 3,
+      workers: 1,
+      dir,
+      cluster: true,
       env: {
-        DATABASE_URL: benchDatabaseUrl(name), REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', SECRET_KEY: '46'.repeat(32),
-        QUEUE_NAME: `bench-roll-${Date.now()}`, DATA_DIR: path.join(dir, 'data'), CERTS_DIR: path.join(dir, 'certs'), SHUTDOWN_GRACE_MS: '5000',
-        DTLS_MAX_SESSIONS_PER_ADDRESS: '100000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '100000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '100000',
+        DATABASE_URL: benchDatabaseUrl(name),
+        REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+        SECRET_KEY: '46'.repeat(32),
+        QUEUE_NAME: `bench-roll-${Date.now()}`,
+        DATA_DIR: path.join(dir, 'data'),
+        CERTS_DIR: path.join(dir, 'certs'),
+        SHUTDOWN_GRACE_MS: '5000',
+        DTLS_MAX_SESSIONS_PER_ADDRESS: '100000',
+        DTLS_HANDSHAKE_RATE_PER_ADDRESS: '100000',
+        DTLS_HANDSHAKE_BURST_PER_ADDRESS: '100000',
       },
     });
     const devices = await reportingDevices(await connectivityClient(db, fleet.apiBase), opts.devices);
@@ -41,7 +55,9 @@ export async function rollingRestartRows(opts: { devices: number; periodMs: numb
       const reporters = await connectReporters(fleet.ports.coaps, devices);
       const from = Date.now() + opts.periodMs; // after every device's first report
       let stop!: () => void;
-      const stopped = new Promise<void>((resolve) => { stop = resolve; });
+      const stopped = new Promise<void>((resolve) => {
+        stop = resolve;
+      });
       const running = reportSteadily(reporters, { port: fleet.ports.coaps, periodMs: opts.periodMs, ackTimeoutMs: ACK_TIMEOUT_MS }, stopped);
       await new Promise((r) => setTimeout(r, opts.steadyMs));
       stop();
@@ -51,7 +67,10 @@ export async function rollingRestartRows(opts: { devices: number; periodMs: numb
       rolls.push(await rollUnderLoad(fleet, devices, { periodMs: opts.periodMs, ackTimeoutMs: ACK_TIMEOUT_MS, settleMs: 3000 }));
       loads.push(`roll ${load()}`);
     }
-    const during = rolls.flatMap((r) => r.duringRoll).map((r) => r.answeredAt! - r.sentAt).sort((a, b) => a - b);
+    const during = rolls
+      .flatMap((r) => r.duringRoll)
+      .map((r) => r.answeredAt! - r.sentAt)
+      .sort((a, b) => a - b);
     const calm = steady.map((r) => r.answeredAt! - r.sentAt).sort((a, b) => a - b);
     const sum = (f: (r: RollOutcome) => number) => rolls.reduce((a, r) => a + f(r), 0);
     const reports = sum((r) => r.records.length);
@@ -64,14 +83,18 @@ export async function rollingRestartRows(opts: { devices: number; periodMs: numb
     return [
       {
         name: `fleet: rolling restart of every gateway node, latency of the reports sent during the roll (${what})`,
-        value: percentile(during, 99), unit: 'ms p99',
-        p50Ms: percentile(during, 50), p99Ms: percentile(during, 99), errors: unanswered,
+        value: percentile(during, 99),
+        unit: 'ms p99',
+        p50Ms: percentile(during, 50),
+        p99Ms: percentile(during, 99),
+        errors: unanswered,
         detail: `${during.length} reports during the roll (${rollSeconds} s), max ${during.at(-1) ?? 0} ms, ${duringRetransmissions} retransmissions; steady rounds: p50 ${percentile(calm, 50)} ms, p99 ${percentile(calm, 99)} ms over ${calm.length} reports; load average ${loads.join('; ')}`,
         target: 'every report answered, no full handshake, each stored once (test/fleet/rolling-restart.test.ts); p99 within one ACK_TIMEOUT (2-3 s)',
       },
       {
         name: `fleet: rolling restart of every gateway node, reports, retransmissions and full handshakes over the whole run (${what})`,
-        value: handshakes, unit: 'full handshakes',
+        value: handshakes,
+        unit: 'full handshakes',
         errors: unanswered,
         detail: `${reports} reports answered, ${unanswered} whose retransmissions ran out, ${retransmissions} retransmissions, ${sum((r) => r.refusals)} answered 5.03, ${sum((r) => r.nodeKept)} sessions carried on from kept state; forwarded records ${sum((r) => r.cluster['kind=record,direction=out'] ?? 0)}`,
         target: '0 full handshakes, 0 unanswered',

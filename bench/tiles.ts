@@ -22,7 +22,7 @@ import type { BenchRow } from './dtls.ts';
 import { pct } from './harness.ts';
 import { benchDatabase } from './measurements.ts';
 
-const CITY = { west: 4.80, east: 5.00, south: 52.30, north: 52.42 };
+const CITY = { west: 4.8, east: 5.0, south: 52.3, north: 52.42 };
 const EDGES = 5000;
 
 const tileOf = (lon: number, lat: number, z: number) => {
@@ -110,18 +110,24 @@ async function zoomRows(db: Db, z: number, pinGroups: number, rounds: number): P
     await ask('cold', t);
     await ask('warm', t);
   }
-  const { rows: [{ n }] } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pin_group WHERE environment_id = 1
-      AND lon BETWEEN ${((centre.x / 2 ** z) * 360) - 180} AND ${(((centre.x + 1) / 2 ** z) * 360) - 180}
+  const {
+    rows: [{ n }],
+  } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pin_group WHERE environment_id = 1
+      AND lon BETWEEN ${(centre.x / 2 ** z) * 360 - 180} AND ${((centre.x + 1) / 2 ** z) * 360 - 180}
       AND lat BETWEEN ${(Math.atan(Math.sinh(Math.PI * (1 - (2 * (centre.y + 1)) / 2 ** z))) * 180) / Math.PI} AND ${(Math.atan(Math.sinh(Math.PI * (1 - (2 * centre.y) / 2 ** z))) * 180) / Math.PI}`);
   return (['cold', 'warm'] as const).map((kind) => {
     const { latencies, cpu, pg, bytes } = seen[kind];
     latencies.sort((a, b) => a - b);
     return {
       name: `map tile at zoom ${z}, ${kind === 'cold' ? 'cold (rendered: the first after a change)' : 'warm (cached)'}, over a city of ${pinGroups.toLocaleString('en')} pin groups and ${EDGES.toLocaleString('en')} edges (${n.toLocaleString('en')} pin groups in the centre tile${n > TILE_MAX_PIN_GROUPS ? ', clustered' : ''})`,
-      value: Number(pct(latencies, 50).toFixed(2)), unit: 'ms per tile (p50)',
-      p50Ms: Number(pct(latencies, 50).toFixed(2)), p99Ms: Number(pct(latencies, 99).toFixed(2)),
-      target: 'p99 <= 50 ms', detail: `${rounds} tiles over the 3 × 3 around the centre, alternating cold and warm, ${Math.round(bytes / rounds).toLocaleString('en')} bytes each on average; `
-        + `${(cpu / rounds).toFixed(2)} ms CPU of the service and ${(pg / rounds).toFixed(2)} ms of PostgreSQL per tile; load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores`,
+      value: Number(pct(latencies, 50).toFixed(2)),
+      unit: 'ms per tile (p50)',
+      p50Ms: Number(pct(latencies, 50).toFixed(2)),
+      p99Ms: Number(pct(latencies, 99).toFixed(2)),
+      target: 'p99 <= 50 ms',
+      detail:
+        `${rounds} tiles over the 3 × 3 around the centre, alternating cold and warm, ${Math.round(bytes / rounds).toLocaleString('en')} bytes each on average; ` +
+        `${(cpu / rounds).toFixed(2)} ms CPU of the service and ${(pg / rounds).toFixed(2)} ms of PostgreSQL per tile; load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores`,
     };
   });
 }
@@ -153,15 +159,19 @@ async function underLoadRows(db: Db, pinGroups: number, rounds: number): Promise
     const loop = monitorEventLoopDelay({ resolution: 5 });
     loop.enable();
     let done = false;
-    const burst = Promise.all(heavyTiles.map(async (t) => {
-      const t0 = performance.now();
-      try {
-        await cache.tile(db, 2, t, ['default']);
-        heavy.push(performance.now() - t0);
-      } catch {
-        refused++;
-      }
-    })).then(() => { done = true; });
+    const burst = Promise.all(
+      heavyTiles.map(async (t) => {
+        const t0 = performance.now();
+        try {
+          await cache.tile(db, 2, t, ['default']);
+          heavy.push(performance.now() - t0);
+        } catch {
+          refused++;
+        }
+      }),
+    ).then(() => {
+      done = true;
+    });
     for (let i = 0; !done; i++) {
       const t0 = performance.now();
       await cache.tile(db, 1, cityTiles[i % cityTiles.length], ['default']);
@@ -175,14 +185,19 @@ async function underLoadRows(db: Db, pinGroups: number, rounds: number): Promise
   }
   city.sort((a, b) => a - b);
   heavy.sort((a, b) => a - b);
-  return [{
-    name: `map tile at zoom 14, cold, over the city while another environment draws ${HEAVY_TILES} cold zoom-4 tiles at once (${HEAVY_EDGES} edges of ${MAX_EDGE_POINTS.toLocaleString('en')} points over the world)`,
-    value: Number(pct(city, 50).toFixed(2)), unit: 'ms per tile (p50)',
-    p50Ms: Number(pct(city, 50).toFixed(2)), p99Ms: Number(pct(city, 99).toFixed(2)),
-    target: "another environment's load does not hold the city's tile",
-    detail: `${city.length} city tiles over ${rounds} rounds of the other environment's burst; its tiles p50 ${pct(heavy, 50).toFixed(0)} ms, max ${(heavy[heavy.length - 1] ?? 0).toFixed(0)} ms `
-      + `(${refused} refused with 429); the event loop's longest delay ${loopMaxMs.toFixed(0)} ms; ${pinGroups.toLocaleString('en')} pin groups in the city; load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores`,
-  }];
+  return [
+    {
+      name: `map tile at zoom 14, cold, over the city while another environment draws ${HEAVY_TILES} cold zoom-4 tiles at once (${HEAVY_EDGES} edges of ${MAX_EDGE_POINTS.toLocaleString('en')} points over the world)`,
+      value: Number(pct(city, 50).toFixed(2)),
+      unit: 'ms per tile (p50)',
+      p50Ms: Number(pct(city, 50).toFixed(2)),
+      p99Ms: Number(pct(city, 99).toFixed(2)),
+      target: "another environment's load does not hold the city's tile",
+      detail:
+        `${city.length} city tiles over ${rounds} rounds of the other environment's burst; its tiles p50 ${pct(heavy, 50).toFixed(0)} ms, max ${(heavy[heavy.length - 1] ?? 0).toFixed(0)} ms ` +
+        `(${refused} refused with 429); the event loop's longest delay ${loopMaxMs.toFixed(0)} ms; ${pinGroups.toLocaleString('en')} pin groups in the city; load average ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores`,
+    },
+  ];
 }
 
 export async function tileRows(opts: { pinGroups: number; rounds: number }): Promise<BenchRow[]> {
@@ -190,8 +205,8 @@ export async function tileRows(opts: { pinGroups: number; rounds: number }): Pro
   try {
     await fill(db, opts.pinGroups);
     const rows: BenchRow[] = [];
-    for (const z of [15, 14, 12]) rows.push(...await zoomRows(db, z, opts.pinGroups, opts.rounds));
-    rows.push(...await underLoadRows(db, opts.pinGroups, Math.max(3, Math.round(opts.rounds / 50))));
+    for (const z of [15, 14, 12]) rows.push(...(await zoomRows(db, z, opts.pinGroups, opts.rounds)));
+    rows.push(...(await underLoadRows(db, opts.pinGroups, Math.max(3, Math.round(opts.rounds / 50)))));
     return rows;
   } finally {
     await db.close();

@@ -10,8 +10,16 @@ import { closedLoop, type SenderStats } from './http1.ts';
 import { api, BENCH_DIR, pct, provision, startBenchService, storedReports, HTTPS_PORT } from './harness.ts';
 
 export interface WebhookRow {
-  name: string; cpuMsPerReport: Record<string, number>; reportsPerSecond: number; p50Ms: number; p99Ms: number;
-  acknowledged: number; stored: number; lost: number; errors: number; target: string;
+  name: string;
+  cpuMsPerReport: Record<string, number>;
+  reportsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  acknowledged: number;
+  stored: number;
+  lost: number;
+  errors: number;
+  target: string;
 }
 
 const IDENTIFIER = `
@@ -37,14 +45,26 @@ function uplink(devEui: string, fCnt: number): string {
   const now = new Date().toISOString();
   const frm = Buffer.from([Math.floor(Math.random() * 256), Math.floor(Math.random() * 256)]);
   return JSON.stringify({
-    end_device_ids: { device_id: `eui-${devEui}`, application_ids: { application_id: 'bench' }, dev_eui: devEui, join_eui: '70B3D57ED0000000', dev_addr: '260B1234' },
+    end_device_ids: {
+      device_id: `eui-${devEui}`,
+      application_ids: { application_id: 'bench' },
+      dev_eui: devEui,
+      join_eui: '70B3D57ED0000000',
+      dev_addr: '260B1234',
+    },
     correlation_ids: [`as:up:${fCnt}`],
     received_at: now,
     uplink_message: {
-      f_port: 2, f_cnt: fCnt, frm_payload: frm.toString('base64'), decoded_payload: { level_cm: frm.readUInt16BE(0) },
-      rx_metadata: [{ gateway_ids: { gateway_id: 'eui-b827ebfffe61f3c7', eui: 'B827EBFFFE61F3C7' }, time: now, rssi: -87, channel_rssi: -87, snr: 7.25, channel_index: 4 }],
+      f_port: 2,
+      f_cnt: fCnt,
+      frm_payload: frm.toString('base64'),
+      decoded_payload: { level_cm: frm.readUInt16BE(0) },
+      rx_metadata: [
+        { gateway_ids: { gateway_id: 'eui-b827ebfffe61f3c7', eui: 'B827EBFFFE61F3C7' }, time: now, rssi: -87, channel_rssi: -87, snr: 7.25, channel_index: 4 },
+      ],
       settings: { data_rate: { lora: { bandwidth: 125000, spreading_factor: 7, coding_rate: '4/5' } }, frequency: '867300000' },
-      received_at: now, consumed_airtime: '0.061696s',
+      received_at: now,
+      consumed_airtime: '0.061696s',
     },
   });
 }
@@ -54,7 +74,10 @@ function runSender(opts: { port: number; ca: Buffer; path: string; devices: stri
   const socket = tls.connect({ host: '127.0.0.1', servername: 'localhost', port: opts.port, ca: opts.ca, minVersion: 'TLSv1.2' });
   let n = 0;
   return closedLoop(socket, {
-    path: opts.path, host: 'localhost', measureFrom: opts.measureFrom, until: opts.until,
+    path: opts.path,
+    host: 'localhost',
+    measureFrom: opts.measureFrom,
+    until: opts.until,
     nextBody: () => uplink(opts.devices[n % opts.devices.length], n++),
   });
 }
@@ -67,30 +90,48 @@ export async function webhookRow(opts: { senders: number; devicesPerSender: numb
   try {
     const { environment, headers, deviceTypeHashId } = await provision(svc, 0);
     // the harness's device type with our handler: keep its `const REPORT_TYPE = "...";` line
-    const type = await api(svc.base, headers, 'GET', `/device-type/${deviceTypeHashId}`) as unknown as { eventHandler: string };
+    const type = (await api(svc.base, headers, 'GET', `/device-type/${deviceTypeHashId}`)) as unknown as { eventHandler: string };
     const reportTypeLine = type.eventHandler.slice(0, type.eventHandler.indexOf(';') + 1);
     await fetch(`${svc.base}/device-type/${deviceTypeHashId}`, {
-      method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ eventHandler: `${reportTypeLine}${HANDLER}` }),
-    }).then(async (r) => { if (r.status !== 204) throw new Error(`device type update: ${r.status} ${await r.text()}`); });
-    const hook = await api(svc.base, headers, 'POST', '/supplier-webhook/', { name: 'bench TTS', identifier: `const DEVICE_TYPE = "${deviceTypeHashId}";${IDENTIFIER}` });
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ eventHandler: `${reportTypeLine}${HANDLER}` }),
+    }).then(async (r) => {
+      if (r.status !== 204) throw new Error(`device type update: ${r.status} ${await r.text()}`);
+    });
+    const hook = await api(svc.base, headers, 'POST', '/supplier-webhook/', {
+      name: 'bench TTS',
+      identifier: `const DEVICE_TYPE = "${deviceTypeHashId}";${IDENTIFIER}`,
+    });
     const hookPath = new URL(hook.url).pathname;
     const ca = readFileSync(path.join(certsDir, 'ca.pem'));
 
     const warmupEnd = Date.now() + opts.warmup * 1000;
     const end = warmupEnd + opts.seconds * 1000;
     let meter: (() => Record<string, number>) | null = null;
-    const startMeter = setTimeout(() => {
-      meter = cpuMeter({
-        'service all': (p) => p.pid === svc.children[0].pid,
-        'bench client': (p) => p.pid === process.pid,
-        redis: (p) => p.comm.startsWith('redis-server'),
-        postgres: (p) => p.comm.startsWith('postgres'),
-      });
-    }, Math.max(0, warmupEnd - Date.now()));
-    const stats = await Promise.all(Array.from({ length: opts.senders }, (_, s) => runSender({
-      port: HTTPS_PORT, ca, path: hookPath, measureFrom: warmupEnd, until: end,
-      devices: Array.from({ length: opts.devicesPerSender }, (__, d) => `70b3d5${s.toString(16).padStart(5, '0')}${d.toString(16).padStart(5, '0')}`),
-    })));
+    const startMeter = setTimeout(
+      () => {
+        meter = cpuMeter({
+          'service all': (p) => p.pid === svc.children[0].pid,
+          'bench client': (p) => p.pid === process.pid,
+          redis: (p) => p.comm.startsWith('redis-server'),
+          postgres: (p) => p.comm.startsWith('postgres'),
+        });
+      },
+      Math.max(0, warmupEnd - Date.now()),
+    );
+    const stats = await Promise.all(
+      Array.from({ length: opts.senders }, (_, s) =>
+        runSender({
+          port: HTTPS_PORT,
+          ca,
+          path: hookPath,
+          measureFrom: warmupEnd,
+          until: end,
+          devices: Array.from({ length: opts.devicesPerSender }, (__, d) => `70b3d5${s.toString(16).padStart(5, '0')}${d.toString(16).padStart(5, '0')}`),
+        }),
+      ),
+    );
     clearTimeout(startMeter);
     const cpu = (meter as (() => Record<string, number>) | null)?.() ?? {};
     const acked = stats.reduce((a, s) => a + s.acknowledged + s.acknowledgedWarmup, 0);

@@ -46,7 +46,10 @@ export function readCli<const T extends CliOptions>(args: readonly string[], opt
   // strict off, then every token checked here: the messages name the option as typed, in one line, and stay ours
   // rather than node's (which suggest `--` tricks for an unknown option)
   const { tokens } = parseArgs({
-    args: [...args], strict: false, allowPositionals: true, tokens: true,
+    args: [...args],
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
     options: Object.fromEntries(Object.entries(options).map(([name, o]) => [name, { type: o.type }])),
   });
   // asked for the usage: that answers whatever else is on the line
@@ -69,18 +72,25 @@ export function readCli<const T extends CliOptions>(args: readonly string[], opt
     }
     // `--seconds --warmup 3`: the next option is not the value of the one before it
     if (token.value === undefined || (!token.inlineValue && token.value.startsWith('--'))) return { kind: 'error', message: `${token.rawName} needs a value` };
-    if (option.choices && !option.choices.includes(token.value)) return { kind: 'error', message: `${token.rawName} takes ${option.choices.join(' or ')}, not ${JSON.stringify(token.value)}` };
-    if (option.number && (token.value.trim() === '' || !Number.isFinite(Number(token.value)))) return { kind: 'error', message: `${token.rawName} takes a number, not ${JSON.stringify(token.value)}` };
+    if (option.choices && !option.choices.includes(token.value))
+      return { kind: 'error', message: `${token.rawName} takes ${option.choices.join(' or ')}, not ${JSON.stringify(token.value)}` };
+    if (option.number && (token.value.trim() === '' || !Number.isFinite(Number(token.value))))
+      return { kind: 'error', message: `${token.rawName} takes a number, not ${JSON.stringify(token.value)}` };
     found.set(token.name, token.value);
   }
-  const values = Object.fromEntries(Object.entries(options).map(([name, o]) => [name, found.get(name) ?? (o.type === 'boolean' ? false : o.default)])) as CliValues<T>;
+  const values = Object.fromEntries(
+    Object.entries(options).map(([name, o]) => [name, found.get(name) ?? (o.type === 'boolean' ? false : o.default)]),
+  ) as CliValues<T>;
   return { kind: 'ok', parsed: { values, positionals, given: new Set(found.keys()) } };
 }
 
 /** The usage: the caller's text, then one line per option with its default. */
 export function formatUsage(options: CliOptions, shape: CliShape): string {
   const left = (name: string, o: CliOption) => `--${name}${o.type === 'string' ? ` <${o.placeholder ?? o.choices?.join('|') ?? 'value'}>` : ''}`;
-  const lines = [...Object.entries(options).map(([name, o]) => [left(name, o), `${o.description}${o.default !== undefined ? ` (default ${o.default})` : ''}`]), ['-h, --help', 'print this text']];
+  const lines = [
+    ...Object.entries(options).map(([name, o]) => [left(name, o), `${o.description}${o.default !== undefined ? ` (default ${o.default})` : ''}`]),
+    ['-h, --help', 'print this text'],
+  ];
   const width = Math.min(34, Math.max(...lines.map(([l]) => l.length)));
   const table = lines.map(([l, d]) => (l.length > width ? `  ${l}\n  ${''.padEnd(width)}  ${d}` : `  ${l.padEnd(width)}  ${d}`));
   return `${shape.usage.trimEnd()}\n\noptions:\n${table.join('\n')}\n`;
@@ -97,7 +107,11 @@ export function failCli(message: string, options: CliOptions, shape: CliShape): 
  * The script's command line (process.argv): its values on success; prints the usage and exits 0 on --help; prints the
  * mistake and the usage and exits 2 otherwise. `fail` reports a mistake the script finds itself the same way.
  */
-export function parseCli<const T extends CliOptions>(options: T, shape: CliShape, args: readonly string[] = process.argv.slice(2)): CliParsed<T> & { fail(message: string): never } {
+export function parseCli<const T extends CliOptions>(
+  options: T,
+  shape: CliShape,
+  args: readonly string[] = process.argv.slice(2),
+): CliParsed<T> & { fail(message: string): never } {
   const outcome = readCli(args, options, shape);
   if (outcome.kind === 'help') {
     writeSync(1, formatUsage(options, shape));

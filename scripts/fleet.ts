@@ -53,7 +53,7 @@ async function control(command: Extract<FleetCommand, { kind: 'control' }>): Pro
       process.exit(1);
     }
     // the fleet answers stop before it exits: the command returns once nothing of it runs any more
-    if (command.request.command === 'stop' && !await processGone(answer.status.pid)) {
+    if (command.request.command === 'stop' && !(await processGone(answer.status.pid))) {
       process.stderr.write(`everything is stopped but the fleet process ${answer.status.pid} has not exited\n`);
       process.exit(1);
     }
@@ -75,10 +75,13 @@ async function start(command: Extract<FleetCommand, { kind: 'start' }>): Promise
   const keyFile = path.join(dir, 'secret.key');
   const secretKey = process.env.SECRET_KEY ?? (existsSync(keyFile) ? readFileSync(keyFile, 'utf8').trim() : randomBytes(32).toString('hex'));
   const env = nodeEnv(process.env, {
-    DATABASE_URL: process.env.DATABASE_URL ?? await localDatabase(),
+    DATABASE_URL: process.env.DATABASE_URL ?? (await localDatabase()),
     REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-    SECRET_KEY: secretKey, QUEUE_NAME: process.env.QUEUE_NAME ?? 'gridgate-fleet', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-    DATA_DIR: path.join(dir, 'data'), CERTS_DIR: process.env.CERTS_DIR ?? path.resolve('certs'),
+    SECRET_KEY: secretKey,
+    QUEUE_NAME: process.env.QUEUE_NAME ?? 'gridgate-fleet',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    DATA_DIR: path.join(dir, 'data'),
+    CERTS_DIR: process.env.CERTS_DIR ?? path.resolve('certs'),
   });
   // nft keeps every device's address (and so every device's session); nginx only for fleets whose devices all use CIDs
   const unavailable = nftUnavailable();
@@ -87,14 +90,30 @@ async function start(command: Extract<FleetCommand, { kind: 'start' }>): Promise
     process.exit(1);
   }
   const balancer = command.balancer === 'auto' ? (unavailable ? 'nginx' : 'nft') : command.balancer;
-  if (command.balancer === 'auto' && unavailable) process.stderr.write(`balancer: nginx (${unavailable}); devices without a Connection ID lose their sessions when a node restarts\n`);
+  if (command.balancer === 'auto' && unavailable)
+    process.stderr.write(`balancer: nginx (${unavailable}); devices without a Connection ID lose their sessions when a node restarts\n`);
   const fleet = await startFleet({
-    gateways: command.gateways, workers: command.workers, env, dir, balance: command.balance, cluster: true, ports: command.ports, host: command.host, balancer,
+    gateways: command.gateways,
+    workers: command.workers,
+    env,
+    dir,
+    balance: command.balance,
+    cluster: true,
+    ports: command.ports,
+    host: command.host,
+    balancer,
   });
   if (!existsSync(keyFile)) writeFileSync(keyFile, `${secretKey}\n`, { mode: 0o600 });
   // Prometheus file_sd targets: point a Prometheus at this file (deploy/prometheus/prometheus.yml does in Docker)
   const reach = reachable(command.host);
-  writeFileSync(path.join(dir, 'targets.json'), JSON.stringify(fleet.nodes.map((n) => ({ targets: [hostPort(reach, n.apiPort)], labels: { node: n.name, role: n.role } })), null, 2));
+  writeFileSync(
+    path.join(dir, 'targets.json'),
+    JSON.stringify(
+      fleet.nodes.map((n) => ({ targets: [hostPort(reach, n.apiPort)], labels: { node: n.name, role: n.role } })),
+      null,
+      2,
+    ),
+  );
   const status = () => fleetStatus(fleet, dir, command.host);
   // fleet.json follows every restart and kill: whoever reads it finds the pids of what runs now
   const writeStatus = () => writeFileSync(path.join(dir, 'fleet.json'), `${JSON.stringify(status(), null, 2)}\n`);
@@ -107,7 +126,9 @@ async function start(command: Extract<FleetCommand, { kind: 'start' }>): Promise
       answered = new Promise((resolve) => server.close(() => resolve()));
       try {
         unlinkSync(controlSocket(dir));
-      } catch { /* already gone */ }
+      } catch {
+        /* already gone */
+      }
     });
     return stopped;
   };
@@ -115,7 +136,13 @@ async function start(command: Extract<FleetCommand, { kind: 'start' }>): Promise
   process.stdout.write(formatStatus(status()));
   process.stdout.write(`pids, ports and log files: ${path.join(dir, 'fleet.json')}; Prometheus targets: ${path.join(dir, 'targets.json')}\n`);
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(sig, () => void stop().then(() => Promise.race([answered, new Promise((r) => setTimeout(r, 5000))])).then(() => process.exit(0)));
+    process.on(
+      sig,
+      () =>
+        void stop()
+          .then(() => Promise.race([answered, new Promise((r) => setTimeout(r, 5000))]))
+          .then(() => process.exit(0)),
+    );
   }
 }
 

@@ -8,15 +8,23 @@ import { SMTPServer } from 'smtp-server';
 import { parseMail } from '../test/notifications/smtp.ts';
 import { parseCli } from './cli.ts';
 
-const { values, fail } = parseCli({
-  port: { type: 'string', default: '2525', number: true, placeholder: 'port', description: 'the SMTP port (SMTP_URL=smtp://127.0.0.1:<port>)' },
-  host: { type: 'string', default: '127.0.0.1', placeholder: 'address', description: 'the address it listens on' },
-  dir: { type: 'string', default: 'data/mail', placeholder: 'path', description: 'where each mail is kept, as <n>-<recipient>.eml (as sent) and .txt (decoded)' },
-}, {
-  usage: `usage: npm run mail-catcher -- [options]
+const { values, fail } = parseCli(
+  {
+    port: { type: 'string', default: '2525', number: true, placeholder: 'port', description: 'the SMTP port (SMTP_URL=smtp://127.0.0.1:<port>)' },
+    host: { type: 'string', default: '127.0.0.1', placeholder: 'address', description: 'the address it listens on' },
+    dir: {
+      type: 'string',
+      default: 'data/mail',
+      placeholder: 'path',
+      description: 'where each mail is kept, as <n>-<recipient>.eml (as sent) and .txt (decoded)',
+    },
+  },
+  {
+    usage: `usage: npm run mail-catcher -- [options]
 An SMTP server for trying the service's mail on one machine: it takes every mail, prints it (sender, recipients,
 subject, text) and keeps it in --dir; it sends nothing on. Start the service with SMTP_URL=smtp://127.0.0.1:2525.`,
-});
+  },
+);
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port takes a port number, not ${values.port}`);
 const dir = path.resolve(values.dir);
@@ -26,7 +34,9 @@ mkdirSync(dir, { recursive: true });
 let received = readdirSync(dir).filter((f) => /^\d+-.*\.eml$/.test(f)).length;
 const server = new SMTPServer({
   // the service connects without TLS and without credentials (smtp://host:port); any login is taken too
-  authOptional: true, disabledCommands: ['STARTTLS'], logger: false,
+  authOptional: true,
+  disabledCommands: ['STARTTLS'],
+  logger: false,
   onAuth: (_auth, _session, callback) => callback(null, { user: 'anyone' }),
   onData: (stream, session, callback) => {
     const chunks: Buffer[] = [];

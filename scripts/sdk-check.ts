@@ -29,20 +29,36 @@ import path from 'node:path';
 import { base32Decode, totp } from '../src/accounts/two-factor/totp.ts';
 import { parseCli } from './cli.ts';
 
-const { values } = parseCli({
-  url: { type: 'string', default: 'http://127.0.0.1:8080', placeholder: 'url', description: "the running service's REST API" },
-  sdk: { type: 'string', default: '/tmp/sdk18/cjs', placeholder: 'path', description: "a CommonJS build of @withthegrid/platform-sdk (its folder with index.js and routes/)" },
-  monitoring: { type: 'string', placeholder: 'assertion', description: "a monitoring environment's machine-account assertion" },
-  connectivity: { type: 'string', placeholder: 'assertion', description: "a connectivity environment's machine-account assertion" },
-  provision: { type: 'boolean', description: 'make both environments and their all-rights machine accounts with npm run admin (instead of the two assertions)' },
-  'api-version': { type: 'string', number: true, placeholder: 'n', description: "the Api-Version sent and validated against (default: the SDK's own; 18.x: 8, 17.x: 5)" },
-  verbose: { type: 'boolean', description: 'print the request of every call not answered' },
-}, {
-  usage: `usage: node scripts/sdk-check.ts [options]
+const { values } = parseCli(
+  {
+    url: { type: 'string', default: 'http://127.0.0.1:8080', placeholder: 'url', description: "the running service's REST API" },
+    sdk: {
+      type: 'string',
+      default: '/tmp/sdk18/cjs',
+      placeholder: 'path',
+      description: 'a CommonJS build of @withthegrid/platform-sdk (its folder with index.js and routes/)',
+    },
+    monitoring: { type: 'string', placeholder: 'assertion', description: "a monitoring environment's machine-account assertion" },
+    connectivity: { type: 'string', placeholder: 'assertion', description: "a connectivity environment's machine-account assertion" },
+    provision: {
+      type: 'boolean',
+      description: 'make both environments and their all-rights machine accounts with npm run admin (instead of the two assertions)',
+    },
+    'api-version': {
+      type: 'string',
+      number: true,
+      placeholder: 'n',
+      description: "the Api-Version sent and validated against (default: the SDK's own; 18.x: 8, 17.x: 5)",
+    },
+    verbose: { type: 'boolean', description: 'print the request of every call not answered' },
+  },
+  {
+    usage: `usage: node scripts/sdk-check.ts [options]
 Drives every route of a build of the original SDK against a running service and prints one row per route: the HTTP
 status and whether the answer passed the SDK's own validation. Exit 1 when an answer failed it or a call erred
 unexpectedly. Give --monitoring and --connectivity, or --provision (docs/walkthrough.md).`,
-});
+  },
+);
 
 type EnvType = 'monitoring' | 'connectivity';
 interface JoiDescription {
@@ -55,17 +71,50 @@ interface JoiDescription {
   matches?: { schema?: JoiDescription; then?: JoiDescription }[];
   rules?: { name: string; args?: { limit?: number } }[];
 }
-interface JoiSchema { describe(): JoiDescription; validate(v: unknown): { error?: Error } }
-interface RouteOptions { method: string; path: string; params?: JoiSchema; query?: JoiSchema; body?: JoiSchema | ((v: number) => JoiSchema); response?: unknown; right: { environment?: string; supplier?: string } }
-interface Route { group: string; prop: string; name: string; options: RouteOptions }
+interface JoiSchema {
+  describe(): JoiDescription;
+  validate(v: unknown): { error?: Error };
+}
+interface RouteOptions {
+  method: string;
+  path: string;
+  params?: JoiSchema;
+  query?: JoiSchema;
+  body?: JoiSchema | ((v: number) => JoiSchema);
+  response?: unknown;
+  right: { environment?: string; supplier?: string };
+}
+interface Route {
+  group: string;
+  prop: string;
+  name: string;
+  options: RouteOptions;
+}
 interface Sdk {
   routes: Record<string, Record<string, (request: unknown) => { response: Promise<unknown> }>>;
   machineLogin(assertion: string): Promise<{ jwt: string; environment?: { hashId: string } }>;
   changeEnvironment(hashId?: string, type?: string): void;
   resumeSession(jwt: string, hashId?: string, type?: string): void;
-  comms: { axios: { get(path: string): Promise<{ data: unknown }>; post(path: string, body: unknown): Promise<{ data: unknown }>; defaults: { headers: { common: Record<string, string> } }; interceptors: { response: { use(ok: (r: { status: number }) => unknown, err: (e: { response?: { status: number; data?: unknown } }) => unknown): void } } }; apiVersion: number };
+  comms: {
+    axios: {
+      get(path: string): Promise<{ data: unknown }>;
+      post(path: string, body: unknown): Promise<{ data: unknown }>;
+      defaults: { headers: { common: Record<string, string> } };
+      interceptors: { response: { use(ok: (r: { status: number }) => unknown, err: (e: { response?: { status: number; data?: unknown } }) => unknown): void } };
+    };
+    apiVersion: number;
+  };
 }
-interface Session { type: EnvType; assertion: string; sdk: Sdk; envHashId: string; userHashId: string; registry: Map<string, string>; world: { claimToken?: string; otherQuantity?: string }; last: { status: number; body?: unknown } }
+interface Session {
+  type: EnvType;
+  assertion: string;
+  sdk: Sdk;
+  envHashId: string;
+  userHashId: string;
+  registry: Map<string, string>;
+  world: { claimToken?: string; otherQuantity?: string };
+  last: { status: number; body?: unknown };
+}
 
 const camel = (s: string) => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 const sdkRequire = createRequire(path.join(path.resolve(values.sdk), 'index.js'));
@@ -73,9 +122,14 @@ const sdkRequire = createRequire(path.join(path.resolve(values.sdk), 'index.js')
 function loadRoutes(): Route[] {
   const dir = path.join(path.resolve(values.sdk), 'routes');
   const routes: Route[] = [];
-  for (const group of readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort()) {
+  for (const group of readdirSync(dir, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort()) {
     // one file per operation besides the group's class (index) and its list (routes); the SDK's method is the file's name in camelCase
-    for (const file of readdirSync(path.join(dir, group)).filter((f) => f.endsWith('.js') && f !== 'index.js' && f !== 'routes.js').sort()) {
+    for (const file of readdirSync(path.join(dir, group))
+      .filter((f) => f.endsWith('.js') && f !== 'index.js' && f !== 'routes.js')
+      .sort()) {
       const mod = sdkRequire(path.join(dir, group, file)) as { controllerGeneratorOptions?: RouteOptions };
       if (mod.controllerGeneratorOptions) routes.push({ group, prop: camel(group), name: camel(file.slice(0, -3)), options: mod.controllerGeneratorOptions });
     }
@@ -126,20 +180,29 @@ function sample(d: JoiDescription | undefined, key: string, s: Session): unknown
       }
       return out;
     }
-    case 'string': return d.rules?.some((r) => r.name === 'email') ? 'sdk-check@example.com' : 'sdk check';
-    case 'number': return min ?? 1;
-    case 'boolean': return false;
-    case 'date': return new Date().toISOString();
-    case 'array': return Array.from({ length: min ?? 0 }, () => sample(d.items?.[0], key, s));
-    case 'alternatives': return sample(d.matches?.[0]?.schema ?? d.matches?.[0]?.then, key, s);
-    default: return null;
+    case 'string':
+      return d.rules?.some((r) => r.name === 'email') ? 'sdk-check@example.com' : 'sdk check';
+    case 'number':
+      return min ?? 1;
+    case 'boolean':
+      return false;
+    case 'date':
+      return new Date().toISOString();
+    case 'array':
+      return Array.from({ length: min ?? 0 }, () => sample(d.items?.[0], key, s));
+    case 'alternatives':
+      return sample(d.matches?.[0]?.schema ?? d.matches?.[0]?.then, key, s);
+    default:
+      return null;
   }
 }
 
 // supplier code the examples cannot give (theirs are placeholders, not TypeScript)
 const SUPPLIER_CODE: Record<string, Record<string, unknown>> = {
   'device-type.add': { eventHandler: 'function handle(args: Arguments, exec: Exec): void {\n}\n' },
-  'supplier-report-type.add': { parser: 'function handle(args: { payload: string }, exec: Exec) {\n  return { generatedAt: new Date(), measurements: [] };\n}\n' },
+  'supplier-report-type.add': {
+    parser: 'function handle(args: { payload: string }, exec: Exec) {\n  return { generatedAt: new Date(), measurements: [] };\n}\n',
+  },
   'supplier-webhook.add': { identifier: 'function handle(args: Arguments, exec: Exec) {\n  return null;\n}\n' },
   'supplier-certificate.add': { identifier: 'function handle(args: Arguments, exec: Exec) {\n  return null;\n}\n' },
 };
@@ -203,15 +266,21 @@ function remember(value: unknown, key: string, s: Session, depth = 0): void {
   for (const [k, v] of Object.entries(o)) remember(v, k === 'rows' ? key : k, s, depth + 1);
 }
 
-interface Row { route: string; env: EnvType; status: string; validation: string }
+interface Row {
+  route: string;
+  env: EnvType;
+  status: string;
+  validation: string;
+}
 
 // answers that differ from what an older SDK expects because the service follows 18.3.1 there, by
 // `<SDK major> <route> <environment type>` (docs/decisions.md, *SDK route checker*)
 const EXPECTED: Record<string, string> = {
-  '17 supplier-certificate.get monitoring': "18.3.1 gives this route the supplier right only: 403 in a monitoring environment",
-  '17 supplier-webhook.get monitoring': "18.3.1 gives this route the supplier right only: 403 in a monitoring environment",
+  '17 supplier-certificate.get monitoring': '18.3.1 gives this route the supplier right only: 403 in a monitoring environment',
+  '17 supplier-webhook.get monitoring': '18.3.1 gives this route the supplier right only: 403 in a monitoring environment',
   '17 graph.getPinGroup monitoring': "pins in 18.3.1's shape ({ pin, grids }) at every Api-Version",
-  '17 measurement.setAnomalousUser monitoring': '404: not served (18.3.1 has no anomalousUser; a measurement is not found by hashId without an index on every ingest write)',
+  '17 measurement.setAnomalousUser monitoring':
+    '404: not served (18.3.1 has no anomalousUser; a measurement is not found by hashId without an index on every ingest write)',
 };
 
 async function drive(route: Route, s: Session): Promise<Row> {
@@ -223,7 +292,8 @@ async function drive(route: Route, s: Session): Promise<Row> {
     return { route: label, env: s.type, status: '-', validation: `no request: ${(err as Error).message}` };
   }
   const params = request.params as { hashId?: string } | undefined;
-  if (phase(route) === 2 && params?.hashId === s.userHashId) return { route: label, env: s.type, status: '-', validation: 'skipped: it would delete the checking account (no other user was added)' };
+  if (phase(route) === 2 && params?.hashId === s.userHashId)
+    return { route: label, env: s.type, status: '-', validation: 'skipped: it would delete the checking account (no other user was added)' };
   if (typeof s.sdk.routes[route.prop]?.[route.name] !== 'function') return { route: label, env: s.type, status: '-', validation: 'no such SDK method' };
   s.last = { status: 0 };
   try {
@@ -238,7 +308,8 @@ async function drive(route: Route, s: Session): Promise<Row> {
     const e = err as Error & { key?: string };
     if (values.verbose) console.error(label, JSON.stringify(request));
     const status = s.last.status ? String(s.last.status) : '-';
-    if (e.message.startsWith('Response does not adhere to schema')) return { route: label, env: s.type, status, validation: `FAILED: ${e.message.slice(35, 200)}` };
+    if (e.message.startsWith('Response does not adhere to schema'))
+      return { route: label, env: s.type, status, validation: `FAILED: ${e.message.slice(35, 200)}` };
     const body = s.last.body as { key?: string; message?: string } | undefined;
     const why = body?.key ? `${body.key}: ${String(body.message).slice(0, 120)}` : `${e.constructor.name}: ${e.message.slice(0, 120)}`;
     return { route: label, env: s.type, status, validation: `not answered (${why})` };
@@ -267,16 +338,19 @@ async function session(type: EnvType, assertion: string): Promise<Session> {
     sdk.comms.axios.defaults.headers.common['Api-Version'] = values['api-version'];
   }
   const s: Session = { type, assertion, sdk, envHashId: '', userHashId: assertion.split(':')[0], registry: new Map(), world: {}, last: { status: 0 } };
-  sdk.comms.axios.interceptors.response.use((r) => {
-    s.last = { status: r.status };
-    return r;
-  }, (e) => {
-    s.last = { status: e.response?.status ?? 0, body: e.response?.data };
-    return Promise.reject(e);
-  });
+  sdk.comms.axios.interceptors.response.use(
+    (r) => {
+      s.last = { status: r.status };
+      return r;
+    },
+    (e) => {
+      s.last = { status: e.response?.status ?? 0, body: e.response?.data };
+      return Promise.reject(e);
+    },
+  );
   const login = await sdk.machineLogin(assertion);
   if (type === 'connectivity') {
-    const suppliers = await sdk.routes.supplier.find({}).response as { rows: { supplier: { hashId: string } }[] };
+    const suppliers = (await sdk.routes.supplier.find({}).response) as { rows: { supplier: { hashId: string } }[] };
     s.envHashId = suppliers.rows[0].supplier.hashId;
     sdk.changeEnvironment(s.envHashId, 'supplier');
   } else {
@@ -316,10 +390,17 @@ const rank = (r: Route) => {
 async function prepareWorld(m: Session, c: Session): Promise<void> {
   const post = async <T>(s: Session, url: string, body: unknown) => (await s.sdk.comms.axios.post(url, body)).data as T;
   const run = Date.now().toString(36);
-  const device = async (n: number) => (await post<{ hashId: string }>(c, '/device/psk', {
-    supplierDeviceIdentifier: `sdk-check-${run}-${n}`, deviceTypeHashId: c.registry.get('deviceType'), psk: '00112233445566778899aabbccddeeff', pskIdentity: `sdk-check-${run}-${n}`,
-  })).hashId;
-  const token = async (hashId: string) => (await post<{ claimTokens: { claimToken: string }[] }>(c, '/device/claim-tokens', { deviceHashIds: [hashId] })).claimTokens[0].claimToken;
+  const device = async (n: number) =>
+    (
+      await post<{ hashId: string }>(c, '/device/psk', {
+        supplierDeviceIdentifier: `sdk-check-${run}-${n}`,
+        deviceTypeHashId: c.registry.get('deviceType'),
+        psk: '00112233445566778899aabbccddeeff',
+        pskIdentity: `sdk-check-${run}-${n}`,
+      })
+    ).hashId;
+  const token = async (hashId: string) =>
+    (await post<{ claimTokens: { claimToken: string }[] }>(c, '/device/claim-tokens', { deviceHashIds: [hashId] })).claimTokens[0].claimToken;
   const [claimed, toClaim, own] = [await device(1), await device(2), await device(3)];
   await post(m, '/device/claim', { claimTokens: [await token(claimed)] });
   m.world.claimToken = await token(toClaim);
@@ -335,7 +416,10 @@ async function prepareWorld(m: Session, c: Session): Promise<void> {
   });
   await new Promise<void>((resolve, reject) => {
     // the device port's development certificate is not the checker's to trust
-    https.request(url, { method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => res.resume().on('end', resolve)).on('error', reject).end('{}');
+    https
+      .request(url, { method: 'POST', rejectUnauthorized: false, headers: { 'content-type': 'application/json' } }, (res) => res.resume().on('end', resolve))
+      .on('error', reject)
+      .end('{}');
   });
   for (let i = 0; i < 50 && !c.registry.has('activity'); i++) {
     const found = (await c.sdk.comms.axios.get('/supplier-activity/')).data as { rows: { activity: { hashId: string } }[] };
@@ -343,24 +427,38 @@ async function prepareWorld(m: Session, c: Session): Promise<void> {
     else await new Promise((r) => setTimeout(r, 100));
   }
   for (const s of [m, c]) {
-    s.world.otherQuantity = (await post<{ hashId: string }>(s, '/quantity/', {
-      name: `sdk check ${run}`, unit: 'm', defaultCriticallyLowThreshold: null, defaultLowThreshold: null, defaultHighThreshold: null, defaultCriticallyHighThreshold: null,
-    })).hashId;
+    s.world.otherQuantity = (
+      await post<{ hashId: string }>(s, '/quantity/', {
+        name: `sdk check ${run}`,
+        unit: 'm',
+        defaultCriticallyLowThreshold: null,
+        defaultLowThreshold: null,
+        defaultHighThreshold: null,
+        defaultCriticallyHighThreshold: null,
+      })
+    ).hashId;
   }
 }
 
 async function main(): Promise<void> {
-  const monitoringAssertion = values.monitoring ?? (values.provision ? provision('monitoring', 'READ,STATIC,ISSUES,AUDIT_TRAIL,USERS,EXPORT,IMPORT,SENSORS,REPORTS,THRESHOLDS,ENVIRONMENT_ADMIN') : undefined);
+  const monitoringAssertion =
+    values.monitoring ??
+    (values.provision ? provision('monitoring', 'READ,STATIC,ISSUES,AUDIT_TRAIL,USERS,EXPORT,IMPORT,SENSORS,REPORTS,THRESHOLDS,ENVIRONMENT_ADMIN') : undefined);
   const connectivityAssertion = values.connectivity ?? (values.provision ? provision('connectivity', 'ENVIRONMENT_ADMIN') : undefined);
   if (!monitoringAssertion || !connectivityAssertion) throw new Error('give --monitoring and --connectivity assertions, or --provision');
-  const sessions: Record<EnvType, Session> = { monitoring: await session('monitoring', monitoringAssertion), connectivity: await session('connectivity', connectivityAssertion) };
+  const sessions: Record<EnvType, Session> = {
+    monitoring: await session('monitoring', monitoringAssertion),
+    connectivity: await session('connectivity', connectivityAssertion),
+  };
   const routes = loadRoutes().sort((a, b) => phase(a) - phase(b) || rank(a) - rank(b));
   const rows: Row[] = [];
   let worldReady = false;
   for (const route of routes) {
     if (!worldReady && phase(route) > WORLD) {
       worldReady = true;
-      await prepareWorld(sessions.monitoring, sessions.connectivity).catch((err: Error & { response?: { data?: unknown } }) => console.error(`no world: ${err.message} ${JSON.stringify(err.response?.data)}`));
+      await prepareWorld(sessions.monitoring, sessions.connectivity).catch((err: Error & { response?: { data?: unknown } }) =>
+        console.error(`no world: ${err.message} ${JSON.stringify(err.response?.data)}`),
+      );
     }
     const { environment, supplier } = route.options.right;
     // a route without rights on suppliers or subscriptions concerns the connectivity account's own (the monitoring account is in no supplier)
@@ -368,9 +466,15 @@ async function main(): Promise<void> {
     const types: EnvType[] = environment && supplier ? ['monitoring', 'connectivity'] : supplier || own ? ['connectivity'] : ['monitoring'];
     for (const type of types) {
       const s = sessions[type];
-      const row = route.prop === 'twoFactorAuthentication' && route.name === 'enable'
-        ? await enableTwoFactor(route, s).catch((err: Error) => ({ route: `${route.group}.${route.name}`, env: type, status: String(s.last.status), validation: `not answered (${err.message.slice(0, 120)})` }))
-        : await drive(route, s);
+      const row =
+        route.prop === 'twoFactorAuthentication' && route.name === 'enable'
+          ? await enableTwoFactor(route, s).catch((err: Error) => ({
+              route: `${route.group}.${route.name}`,
+              env: type,
+              status: String(s.last.status),
+              validation: `not answered (${err.message.slice(0, 120)})`,
+            }))
+          : await drive(route, s);
       console.error(`${row.route} ${row.env} ${row.status} ${row.validation}`);
       rows.push(row);
     }
@@ -378,7 +482,8 @@ async function main(): Promise<void> {
   const version = (JSON.parse(readFileSync(path.join(path.resolve(values.sdk), '..', 'package.json'), 'utf8')) as { version: string }).version;
   const apiVersion = sessions.monitoring.sdk.comms.apiVersion;
   for (const row of rows) {
-    const why = row.validation === 'passed' || row.validation === 'no response schema' ? undefined : EXPECTED[`${version.split('.')[0]} ${row.route} ${row.env}`];
+    const why =
+      row.validation === 'passed' || row.validation === 'no response schema' ? undefined : EXPECTED[`${version.split('.')[0]} ${row.route} ${row.env}`];
     if (why) row.validation = `expected (${row.validation.slice(0, 60)}): ${why}`;
   }
   console.log(`SDK ${version} (${values.sdk}) at Api-Version ${apiVersion} against ${values.url}: ${routes.length} routes`);
@@ -390,26 +495,29 @@ async function main(): Promise<void> {
   const expected = rows.filter((r) => r.validation.startsWith('expected'));
   const failed = rows.filter((r) => r.validation.startsWith('FAILED'));
   const other = rows.filter((r) => !missing.includes(r) && !passed.includes(r) && !expected.includes(r) && !failed.includes(r));
-  console.log([
-    `SDK ${version} at Api-Version ${apiVersion}: ${rows.length} calls`,
-    `  answered (2xx):            ${answered.length}`,
-    `  404 No operation:          ${missing.length}${named(missing)}`,
-    `  passed the SDK validation: ${passed.length} (${passed.filter((r) => r.validation === 'no response schema').length} of them without a response schema)`,
-    `  expected errors:           ${expected.length}${named(expected)}`,
-    `  failed the SDK validation: ${failed.length}${named(failed)}`,
-    `  other errors:              ${other.length}${named(other)}`,
-  ].join('\n'));
+  console.log(
+    [
+      `SDK ${version} at Api-Version ${apiVersion}: ${rows.length} calls`,
+      `  answered (2xx):            ${answered.length}`,
+      `  404 No operation:          ${missing.length}${named(missing)}`,
+      `  passed the SDK validation: ${passed.length} (${passed.filter((r) => r.validation === 'no response schema').length} of them without a response schema)`,
+      `  expected errors:           ${expected.length}${named(expected)}`,
+      `  failed the SDK validation: ${failed.length}${named(failed)}`,
+      `  other errors:              ${other.length}${named(other)}`,
+    ].join('\n'),
+  );
   process.exitCode = missing.length + failed.length + other.length > 0 ? 1 : 0;
 }
 
 /** get-keyuri ran before; enable with the key's code, then go on with the token enable answered, and switch it off again. */
 async function enableTwoFactor(route: Route, s: Session): Promise<Row> {
   const secret = s.assertion.split(':')[1];
-  const keyuri = await s.sdk.routes.twoFactorAuthentication.getKeyuri({ body: { password: secret } }).response as { secret: string | null };
-  if (!keyuri.secret) return { route: `${route.group}.${route.name}`, env: s.type, status: '-', validation: 'not answered (no key: two-factor authentication was on already)' };
+  const keyuri = (await s.sdk.routes.twoFactorAuthentication.getKeyuri({ body: { password: secret } }).response) as { secret: string | null };
+  if (!keyuri.secret)
+    return { route: `${route.group}.${route.name}`, env: s.type, status: '-', validation: 'not answered (no key: two-factor authentication was on already)' };
   const key = base32Decode(keyuri.secret);
   s.last = { status: 0 };
-  const answer = await s.sdk.routes.twoFactorAuthentication.enable({ body: { code: totp(key, Date.now() / 1000) } }).response as { jwt: string };
+  const answer = (await s.sdk.routes.twoFactorAuthentication.enable({ body: { code: totp(key, Date.now() / 1000) } }).response) as { jwt: string };
   const row = { route: `${route.group}.${route.name}`, env: s.type, status: String(s.last.status), validation: 'passed' };
   s.sdk.resumeSession(answer.jwt, s.envHashId, s.type === 'connectivity' ? 'supplier' : 'environment');
   await s.sdk.routes.twoFactorAuthentication.disable({ body: { password: `${secret}:${totp(key, Date.now() / 1000 + 30)}` } }).response;

@@ -32,7 +32,17 @@ function adminArgs(argv: string[]): { command: string; values: Record<string, st
   if (!(command in REQUIRED)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   let values: Record<string, string | undefined>;
   try {
-    ({ values } = parseArgs({ args: rest, options: { type: { type: 'string' }, name: { type: 'string' }, environment: { type: 'string' }, rights: { type: 'string' }, account: { type: 'string' }, email: { type: 'string' } } }));
+    ({ values } = parseArgs({
+      args: rest,
+      options: {
+        type: { type: 'string' },
+        name: { type: 'string' },
+        environment: { type: 'string' },
+        rights: { type: 'string' },
+        account: { type: 'string' },
+        email: { type: 'string' },
+      },
+    }));
   } catch (err) {
     throw new UsageError((err as Error).message);
   }

@@ -92,10 +92,22 @@ export async function startService(ctx: AppContext, roles: Role[]): Promise<Runn
   }
   if (worker) await worker.ready();
   ready = true;
-  ctx.log.info({ roles, apiPort: (api.server.address() as { port: number }).port, httpsDevicePort: https?.port(), coapsPort: coap?.coapsPort(), coapPort: coap?.coapPort() }, 'service ready');
+  ctx.log.info(
+    {
+      roles,
+      apiPort: (api.server.address() as { port: number }).port,
+      httpsDevicePort: https?.port(),
+      coapsPort: coap?.coapsPort(),
+      coapPort: coap?.coapPort(),
+    },
+    'service ready',
+  );
 
   return {
-    api, https, coap, worker,
+    api,
+    https,
+    coap,
+    worker,
     apiPort: () => (api.server.address() as { port: number }).port,
     async stop() {
       ready = false;

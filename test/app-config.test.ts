@@ -47,7 +47,16 @@ describe('configuration', () => {
     expect([...read].filter((name) => !all.some((s) => s.env === name))).toEqual([]);
     expect([...read].sort()).toEqual(all.map((s) => s.env).sort());
     // a declaration's parse sees only its own value and other declared settings: reading an undeclared one is refused
-    const sneaky = { x: { kind: 'custom', env: 'X', accepts: '', defaultText: '', description: '', parse: (_raw: string | undefined, ctx: { get(s: Setting): unknown }) => ctx.get({ kind: 'str', env: 'UNDECLARED', default: null, description: '' }) } } as const;
+    const sneaky = {
+      x: {
+        kind: 'custom',
+        env: 'X',
+        accepts: '',
+        defaultText: '',
+        description: '',
+        parse: (_raw: string | undefined, ctx: { get(s: Setting): unknown }) => ctx.get({ kind: 'str', env: 'UNDECLARED', default: null, description: '' }),
+      },
+    } as const;
     expect(() => loadSettings(sneaky, { UNDECLARED: 'x' })).toThrow(/UNDECLARED is read but not declared/);
 
     const src = path.join(import.meta.dirname, '../src');
@@ -62,7 +71,15 @@ describe('configuration', () => {
     expect(c.httpsLimits.handshakeRatePerAddress).toBe(100);
     expect(c.dtls).toEqual(DTLS_DEFAULTS);
     expect(c.supplierCode).toEqual(DEFAULT_SUPPLIER_CODE_LIMITS);
-    expect(c).toMatchObject({ apiPort: 8080, coapPort: null, dtlsKeepSessions: true, outboundAllowedHosts: [], roles: ['all'], mapStyleUrl: null, publicUrl: 'http://localhost:8080' });
+    expect(c).toMatchObject({
+      apiPort: 8080,
+      coapPort: null,
+      dtlsKeepSessions: true,
+      outboundAllowedHosts: [],
+      roles: ['all'],
+      mapStyleUrl: null,
+      publicUrl: 'http://localhost:8080',
+    });
     expect(loadConfig({ API_PORT: '9000' }).publicUrl).toBe('http://localhost:9000');
   });
 
@@ -106,10 +123,19 @@ describe('configuration', () => {
 
   it('the DTLS cluster is off unless DTLS_CLUSTER_PORT is set, and its settings are validated', () => {
     expect(loadConfig({}).dtlsCluster).toBeNull();
-    expect(loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_ADDRESS: '10.0.0.7' }).dtlsCluster).toEqual({ port: 5700, address: '10.0.0.7', leaseMs: 10_000, batchBytes: 1400, batchWindowMs: 1, handoverAfter: 4 });
+    expect(loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_ADDRESS: '10.0.0.7' }).dtlsCluster).toEqual({
+      port: 5700,
+      address: '10.0.0.7',
+      leaseMs: 10_000,
+      batchBytes: 1400,
+      batchWindowMs: 1,
+      handoverAfter: 4,
+    });
     expect(loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_BATCH_BYTES: '0' }).dtlsCluster?.batchBytes).toBe(0);
     expect(loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_HANDOVER_AFTER: '0' }).dtlsCluster?.handoverAfter).toBe(0);
-    expect(() => loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_HANDOVER_AFTER: '-1' })).toThrow(/DTLS_CLUSTER_HANDOVER_AFTER must be an integer between 0 and 1000/);
+    expect(() => loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_HANDOVER_AFTER: '-1' })).toThrow(
+      /DTLS_CLUSTER_HANDOVER_AFTER must be an integer between 0 and 1000/,
+    );
     expect(loadConfig({ DTLS_CLUSTER_PORT: '0' }).dtlsCluster?.address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     expect(() => loadConfig({ DTLS_CLUSTER_PORT: '70000' })).toThrow(/DTLS_CLUSTER_PORT must be an integer between 0 and 65535/);
     expect(() => loadConfig({ DTLS_CLUSTER_PORT: '5700', DTLS_CLUSTER_LEASE_MS: '10' })).toThrow(/DTLS_CLUSTER_LEASE_MS must be an integer between 300/);

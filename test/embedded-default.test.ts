@@ -64,7 +64,10 @@ async function gone(pid: number): Promise<boolean> {
 
 /** Activities stored for the device (one per handled report). */
 async function activities(db: Queryable, deviceHashId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1 AND NOT a.failed', [deviceHashId]);
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1 AND NOT a.failed',
+    [deviceHashId],
+  );
   return rows[0].n;
 }
 
@@ -87,7 +90,11 @@ describe('the embedded default', () => {
       let others = -1;
       for (let i = 0; i < 200 && others !== 0; i++) {
         await sleep(50);
-        others = (await watcher.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")).rows[0].n;
+        others = (
+          await watcher.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+          )
+        ).rows[0].n;
       }
       expect(others).toBe(0);
       for (let i = 0; i < 3; i++) {
@@ -129,7 +136,12 @@ describe('the embedded default', () => {
       // the job waits for the disk"). The SIGKILL can land between the first report's commit and that flush: then its
       // job is still queued and runs again once the server is back, a moment after the second report is answered.
       // Both must be there, each once (a lost first report leaves 1 here until the timeout).
-      const stored = await until(() => activities(db, device.hashId), (n) => n >= 2, 'both reports stored', 20_000);
+      const stored = await until(
+        () => activities(db, device.hashId),
+        (n) => n >= 2,
+        'both reports stored',
+        20_000,
+      );
       expect(stored).toBe(2);
     } finally {
       await db.close();
@@ -153,7 +165,10 @@ describe('the embedded default', () => {
     let n: number | null = null;
     for (let i = 0; i < 100 && n === null; i++) {
       await sleep(100);
-      n = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM device WHERE hash_id = $1', [device.hashId]).then((r) => r.rows[0].n, () => null);
+      n = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM device WHERE hash_id = $1', [device.hashId]).then(
+        (r) => r.rows[0].n,
+        () => null,
+      );
     }
     expect(n).toBe(1);
     const byTest = serverPid(DATA_DIR);
@@ -200,7 +215,14 @@ describe('the embedded default', () => {
 
     // started again: what it had is there (the machine account logs in, the device reports)
     svc = await startProcess({ DATA_DIR });
-    const login = async (base: string) => (await fetch(`${base}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '5' }, body: JSON.stringify({ assertion: account.assertion }) })).status;
+    const login = async (base: string) =>
+      (
+        await fetch(`${base}/authentication/machine-login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'api-version': '5' },
+          body: JSON.stringify({ assertion: account.assertion }),
+        })
+      ).status;
     expect(await login(svc.base)).toBe(200);
     expect((await report(svc.httpsPort))?.status).toBe(200);
 
@@ -215,7 +237,9 @@ describe('the embedded default', () => {
     db = await openDb({ databaseUrl: null, dataDir: DATA_DIR, migrate: false });
     try {
       expect(await activities(db, device.hashId)).toBe(3);
-      const { rows } = await db.query<{ hash_id: string }>('SELECT hash_id FROM environment WHERE hash_id = ANY($1) ORDER BY hash_id', [[env.hashId, second.hashId]]);
+      const { rows } = await db.query<{ hash_id: string }>('SELECT hash_id FROM environment WHERE hash_id = ANY($1) ORDER BY hash_id', [
+        [env.hashId, second.hashId],
+      ]);
       expect(rows.map((r) => r.hash_id)).toEqual([env.hashId, second.hashId].sort());
     } finally {
       await db.close();

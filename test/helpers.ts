@@ -27,7 +27,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     COAPS_PORT: '0',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     QUEUE_NAME: `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`,
-    ...(process.env.TEST_REDIS_CLUSTER_NODES ? { REDIS_CLUSTER_NODES: process.env.TEST_REDIS_CLUSTER_NODES, QUEUE_SHARDS: process.env.TEST_QUEUE_SHARDS ?? '1' } : {}),
+    ...(process.env.TEST_REDIS_CLUSTER_NODES
+      ? { REDIS_CLUSTER_NODES: process.env.TEST_REDIS_CLUSTER_NODES, QUEUE_SHARDS: process.env.TEST_QUEUE_SHARDS ?? '1' }
+      : {}),
     ...overrides,
   });
 }
@@ -62,8 +64,17 @@ export async function startTestApi(ctx?: AppContext, ...extra: ((app: FastifyIns
     app,
     async login(type, rights) {
       const env = await createEnvironment(context.db, type, `test ${type}`);
-      const account = await createMachineAccount(context.db, env.hashId, rights ?? (type === 'connectivity' ? ['ENVIRONMENT_ADMIN'] : ['READ', 'STATIC', 'SENSORS', 'ENVIRONMENT_ADMIN']));
-      const res = await app.inject({ method: 'POST', url: '/authentication/machine-login', headers: { 'api-version': '5' }, payload: { assertion: account.assertion } });
+      const account = await createMachineAccount(
+        context.db,
+        env.hashId,
+        rights ?? (type === 'connectivity' ? ['ENVIRONMENT_ADMIN'] : ['READ', 'STATIC', 'SENSORS', 'ENVIRONMENT_ADMIN']),
+      );
+      const res = await app.inject({
+        method: 'POST',
+        url: '/authentication/machine-login',
+        headers: { 'api-version': '5' },
+        payload: { assertion: account.assertion },
+      });
       if (res.statusCode !== 200) throw new Error(`login failed: ${res.body}`);
       const token = (res.json() as { jwt: string }).jwt;
       return {

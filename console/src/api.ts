@@ -68,7 +68,12 @@ export async function api<T = unknown>(method: string, path: string, options: Re
   if (!response.ok) {
     const err = (payload ?? {}) as { key?: string; message?: string; details?: unknown };
     if (response.status === 401 && !options.anonymous && onSignedOut) onSignedOut();
-    throw new ApiError(response.status, err.key ?? 'error', err.message ?? (typeof payload === 'string' && payload ? payload : `HTTP ${response.status}`), err.details);
+    throw new ApiError(
+      response.status,
+      err.key ?? 'error',
+      err.message ?? (typeof payload === 'string' && payload ? payload : `HTTP ${response.status}`),
+      err.details,
+    );
   }
   return payload as T;
 }
@@ -87,5 +92,7 @@ export async function findAll<R>(path: string, query: Record<string, unknown> = 
 
 /** A server-sent event stream of a route (EventSource cannot send headers: the route takes them as query parameters). */
 export function eventStream(path: string, query: Record<string, unknown> = {}): EventSource {
-  return new EventSource(path + queryString({ ...query, apiVersion: API_VERSION, environmentHashId: environmentHeader ?? undefined }), { withCredentials: true });
+  return new EventSource(path + queryString({ ...query, apiVersion: API_VERSION, environmentHashId: environmentHeader ?? undefined }), {
+    withCredentials: true,
+  });
 }

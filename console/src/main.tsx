@@ -20,11 +20,7 @@ import { ErrorBox, Loading } from './ui.tsx';
 
 const t = messages({ notFound: 'There is no page here.' }, { notFound: 'Hier is geen pagina.' });
 
-const ROUTES: PageRoute[] = [
-  ...supplierRoutes,
-  ...customerRoutes,
-  { pattern: '/account', environment: 'any', load: async () => ({ default: Account }) },
-];
+const ROUTES: PageRoute[] = [...supplierRoutes, ...customerRoutes, { pattern: '/account', environment: 'any', load: async () => ({ default: Account }) }];
 
 /** A page's code, loaded on first use. */
 function Lazy({ page, props }: { page: PageRoute; props: PageProps }) {
@@ -32,8 +28,13 @@ function Lazy({ page, props }: { page: PageRoute; props: PageProps }) {
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     let live = true;
-    page.load().then((m) => live && setLoaded({ page, component: m.default }), (err: unknown) => live && setError(err));
-    return () => { live = false; };
+    page.load().then(
+      (m) => live && setLoaded({ page, component: m.default }),
+      (err: unknown) => live && setError(err),
+    );
+    return () => {
+      live = false;
+    };
   }, [page]);
   if (error) return <ErrorBox error={error} />;
   if (!loaded || loaded.page !== page) return <Loading />;
@@ -56,10 +57,20 @@ function App() {
     applyTheme(s ? environmentSetting('theme') : null);
   }, [s]);
 
-  if (s === undefined) return <main id="main"><Loading /></main>;
+  if (s === undefined)
+    return (
+      <main id="main">
+        <Loading />
+      </main>
+    );
   if (path === '/set-password') return <SetPassword params={{}} query={query} />;
   if (s === null) return path === '/reset-password' ? <ResetPassword /> : <SignIn />;
-  if (s.secondFactorSetupRequired) return <main class="narrow" id="main"><TwoFactorSetup enforced /></main>;
+  if (s.secondFactorSetupRequired)
+    return (
+      <main class="narrow" id="main">
+        <TwoFactorSetup enforced />
+      </main>
+    );
 
   // the environment type's own pages first, then those of every environment (people, account)
   const routes = [...ROUTES.filter((r) => r.environment === s.environment.type), ...ROUTES.filter((r) => r.environment === 'any')];
@@ -69,9 +80,18 @@ function App() {
   }
   for (const page of routes) {
     const params = match(page.pattern, path);
-    if (params) return <Layout routes={routes}><Lazy page={page} props={{ params, query }} /></Layout>;
+    if (params)
+      return (
+        <Layout routes={routes}>
+          <Lazy page={page} props={{ params, query }} />
+        </Layout>
+      );
   }
-  return <Layout routes={routes}><p>{t('notFound')}</p></Layout>;
+  return (
+    <Layout routes={routes}>
+      <p>{t('notFound')}</p>
+    </Layout>
+  );
 }
 
 whenSignedOut(() => setSession(null));

@@ -4,7 +4,11 @@ import { signal } from '@preact/signals';
 import { api, useEnvironment } from './api.ts';
 import { setLocale } from './i18n.ts';
 
-export interface EnvironmentSummary { hashId: string; name: string; type: 'monitoring' | 'connectivity' }
+export interface EnvironmentSummary {
+  hashId: string;
+  name: string;
+  type: 'monitoring' | 'connectivity';
+}
 
 export interface SessionView {
   user: { hashId: string; name: string; email: string | null; locale: string; timezone: string; rights: string[]; twoFactorAuthenticationEnabled: boolean };
@@ -34,7 +38,10 @@ export async function loadSession(): Promise<void> {
 }
 
 export async function switchEnvironment(environmentHashId: string, code?: string): Promise<void> {
-  const answer = await api<{ session: SessionView }>('POST', '/authentication/person/switch-environment', { body: { environmentHashId, code }, anonymous: true });
+  const answer = await api<{ session: SessionView }>('POST', '/authentication/person/switch-environment', {
+    body: { environmentHashId, code },
+    anonymous: true,
+  });
   setSession(answer.session);
 }
 

@@ -7,17 +7,62 @@ import type { ControlRequest } from './control.ts';
 export const FLEET_DEFAULT_PORTS = { api: 18080, https: 18443, coaps: 15684 } as const;
 
 export const FLEET_OPTIONS = {
-  gateways: { type: 'string', default: '3', number: true, placeholder: 'n', description: 'gateway nodes behind nginx (the device ports; a CID-routed cluster)' },
+  gateways: {
+    type: 'string',
+    default: '3',
+    number: true,
+    placeholder: 'n',
+    description: 'gateway nodes behind nginx (the device ports; a CID-routed cluster)',
+  },
   workers: { type: 'string', default: '2', number: true, placeholder: 'n', description: 'worker processes (the device pipeline)' },
-  'coaps-port': { type: 'string', default: String(FLEET_DEFAULT_PORTS.coaps), number: true, placeholder: 'port', description: "nginx's CoAP/DTLS port for devices" },
-  'https-port': { type: 'string', default: String(FLEET_DEFAULT_PORTS.https), number: true, placeholder: 'port', description: "nginx's HTTPS port for devices (TLS-PSK and certificates)" },
-  'api-port': { type: 'string', default: String(FLEET_DEFAULT_PORTS.api), number: true, placeholder: 'port', description: "nginx's port for the API node's REST API" },
+  'coaps-port': {
+    type: 'string',
+    default: String(FLEET_DEFAULT_PORTS.coaps),
+    number: true,
+    placeholder: 'port',
+    description: "nginx's CoAP/DTLS port for devices",
+  },
+  'https-port': {
+    type: 'string',
+    default: String(FLEET_DEFAULT_PORTS.https),
+    number: true,
+    placeholder: 'port',
+    description: "nginx's HTTPS port for devices (TLS-PSK and certificates)",
+  },
+  'api-port': {
+    type: 'string',
+    default: String(FLEET_DEFAULT_PORTS.api),
+    number: true,
+    placeholder: 'port',
+    description: "nginx's port for the API node's REST API",
+  },
   host: { type: 'string', placeholder: 'address', description: "the address nginx listens on and the nodes' API_HOST (default API_HOST, else 127.0.0.1)" },
-  dir: { type: 'string', default: '/tmp/gridgate-fleet', placeholder: 'path', description: "the fleet's folder: logs, nginx configuration, data, the shared SECRET_KEY, Prometheus targets, fleet.json, control.sock" },
-  balancer: { type: 'string', default: 'auto', choices: ['auto', 'nft', 'nginx'], description: 'nft: destination NAT in a network namespace of the fleet (devices run in it and keep their addresses: every device keeps its session; needs root); nginx: for fleets whose devices all use CIDs; auto: nft when root with ip, nft and conntrack, else nginx' },
-  balance: { type: 'string', default: 'round-robin', choices: ['round-robin', 'source'], description: 'how nginx picks a gateway node for a new device connection' },
-  json: { type: 'boolean', description: 'status: print fleet.json\'s JSON (with running: true or false) rather than a table' },
-  signal: { type: 'string', default: 'SIGTERM', choices: ['SIGTERM', 'SIGKILL'], description: 'restart and kill: how the node is stopped (SIGTERM: it drains and keeps its DTLS sessions)' },
+  dir: {
+    type: 'string',
+    default: '/tmp/gridgate-fleet',
+    placeholder: 'path',
+    description: "the fleet's folder: logs, nginx configuration, data, the shared SECRET_KEY, Prometheus targets, fleet.json, control.sock",
+  },
+  balancer: {
+    type: 'string',
+    default: 'auto',
+    choices: ['auto', 'nft', 'nginx'],
+    description:
+      'nft: destination NAT in a network namespace of the fleet (devices run in it and keep their addresses: every device keeps its session; needs root); nginx: for fleets whose devices all use CIDs; auto: nft when root with ip, nft and conntrack, else nginx',
+  },
+  balance: {
+    type: 'string',
+    default: 'round-robin',
+    choices: ['round-robin', 'source'],
+    description: 'how nginx picks a gateway node for a new device connection',
+  },
+  json: { type: 'boolean', description: "status: print fleet.json's JSON (with running: true or false) rather than a table" },
+  signal: {
+    type: 'string',
+    default: 'SIGTERM',
+    choices: ['SIGTERM', 'SIGKILL'],
+    description: 'restart and kill: how the node is stopped (SIGTERM: it drains and keeps its DTLS sessions)',
+  },
 } as const;
 
 export const FLEET_SHAPE: CliShape = {
@@ -40,13 +85,22 @@ Commands, answered by the fleet running in --dir through <dir>/control.sock:
 
 export type FleetCommand =
   | {
-    kind: 'start'; gateways: number; workers: number; ports: { api: number; https: number; coaps: number }; host: string; dir: string;
-    balance: 'round-robin' | 'source'; balancer: 'auto' | 'nft' | 'nginx';
-  }
+      kind: 'start';
+      gateways: number;
+      workers: number;
+      ports: { api: number; https: number; coaps: number };
+      host: string;
+      dir: string;
+      balance: 'round-robin' | 'source';
+      balancer: 'auto' | 'nft' | 'nginx';
+    }
   | { kind: 'control'; dir: string; request: ControlRequest; json: boolean };
 
 /** What `args` ask of `npm run fleet` (`env` gives API_HOST for --host's default), or the usage, or one line naming a mistake. */
-export function readFleetCommand(args: readonly string[], env: Readonly<Record<string, string | undefined>>): { kind: 'ok'; command: FleetCommand } | Exclude<CliOutcome<typeof FLEET_OPTIONS>, { kind: 'ok' }> {
+export function readFleetCommand(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): { kind: 'ok'; command: FleetCommand } | Exclude<CliOutcome<typeof FLEET_OPTIONS>, { kind: 'ok' }> {
   const outcome = readCli(args, FLEET_OPTIONS, FLEET_SHAPE);
   if (outcome.kind !== 'ok') return outcome;
   const { values, positionals } = outcome.parsed;
@@ -59,7 +113,11 @@ export function readFleetCommand(args: readonly string[], env: Readonly<Record<s
       return {
         kind: 'ok',
         command: {
-          kind: 'start', gateways: Number(values.gateways), workers: Number(values.workers), dir, balance: values.balance === 'source' ? 'source' : 'round-robin',
+          kind: 'start',
+          gateways: Number(values.gateways),
+          workers: Number(values.workers),
+          dir,
+          balance: values.balance === 'source' ? 'source' : 'round-robin',
           balancer: values.balancer === 'nft' || values.balancer === 'nginx' ? values.balancer : 'auto',
           ports: { api: Number(values['api-port']), https: Number(values['https-port']), coaps: Number(values['coaps-port']) },
           host: values.host ?? (env.API_HOST || '127.0.0.1'),

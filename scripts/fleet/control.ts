@@ -8,9 +8,7 @@ import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import type { Fleet, FleetNode } from './topology.ts';
 
-export type ControlRequest =
-  | { command: 'status' | 'roll' | 'stop' }
-  | { command: 'restart' | 'kill'; node: string; signal: 'SIGTERM' | 'SIGKILL' };
+export type ControlRequest = { command: 'status' | 'roll' | 'stop' } | { command: 'restart' | 'kill'; node: string; signal: 'SIGTERM' | 'SIGKILL' };
 
 export type ControlAnswer = { ok: true; status: FleetStatus } | { ok: false; error: string };
 export type ControlReply = { progress: string } | ControlAnswer;
@@ -50,17 +48,31 @@ const running = (child: ChildProcess): boolean => child.exitCode === null && chi
 export function fleetStatus(fleet: Fleet, dir: string, host: string): FleetStatus {
   const b = fleet.balancer;
   return {
-    pid: process.pid, dir, host, api: fleet.apiBase, control: controlSocket(dir),
-    balancer: b.kind, nginxCommand: b.command, deviceHost: fleet.deviceHost, ...(fleet.namespace ? { namespace: fleet.namespace } : {}),
+    pid: process.pid,
+    dir,
+    host,
+    api: fleet.apiBase,
+    control: controlSocket(dir),
+    balancer: b.kind,
+    nginxCommand: b.command,
+    deviceHost: fleet.deviceHost,
+    ...(fleet.namespace ? { namespace: fleet.namespace } : {}),
     processes: [
       {
-        name: b.kind, role: b.kind, pid: b.pid, running: b.running(),
+        name: b.kind,
+        role: b.kind,
+        pid: b.pid,
+        running: b.running(),
         ports: b.kind === 'nft' ? { coaps: fleet.ports.coaps, https: fleet.ports.https } : { ...fleet.ports },
         log: path.join(b.dir, b.kind === 'nft' ? 'nft-rules.nft' : 'error.log'),
       },
       ...fleet.nodes.map((n): ProcessStatus => ({
-        name: n.name, role: n.role, pid: n.child.pid ?? null, running: running(n.child),
-        ports: n.role === 'gateway' ? { api: n.apiPort, https: n.httpsPort, coaps: n.coapsPort } : { api: n.apiPort }, log: n.logFile,
+        name: n.name,
+        role: n.role,
+        pid: n.child.pid ?? null,
+        running: running(n.child),
+        ports: n.role === 'gateway' ? { api: n.apiPort, https: n.httpsPort, coaps: n.coapsPort } : { api: n.apiPort },
+        log: n.logFile,
       })),
     ],
   };
@@ -69,14 +81,20 @@ export function fleetStatus(fleet: Fleet, dir: string, host: string): FleetStatu
 /** One line per process, for a person: name, pid, running or not, ports, log file. */
 export function formatStatus(status: FleetStatus): string {
   const rows = status.processes.map((p) => [
-    p.name, `pid ${p.pid ?? '-'}`, p.running ? 'running' : 'stopped',
-    Object.entries(p.ports).map(([k, v]) => `${k} ${v}`).join(', '), p.log,
+    p.name,
+    `pid ${p.pid ?? '-'}`,
+    p.running ? 'running' : 'stopped',
+    Object.entries(p.ports)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', '),
+    p.log,
   ]);
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   const table = rows.map((r) => r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i]) : c)).join('  ')).join('\n');
-  const balancer = status.balancer === 'nft'
-    ? `devices: ip netns exec ${status.namespace} <client> ${status.deviceHost} (CoAP/DTLS and HTTPS ports above); the table: ${status.nginxCommand}`
-    : `nginx of this fleet: ${status.nginxCommand} -s reload`;
+  const balancer =
+    status.balancer === 'nft'
+      ? `devices: ip netns exec ${status.namespace} <client> ${status.deviceHost} (CoAP/DTLS and HTTPS ports above); the table: ${status.nginxCommand}`
+      : `nginx of this fleet: ${status.nginxCommand} -s reload`;
   return `${table}\nfleet pid ${status.pid}, API ${status.api}, control ${status.control}\n${balancer}\n`;
 }
 
@@ -129,8 +147,12 @@ export async function serveControl(dir: string, fleet: Fleet, handlers: ControlH
     let buffered = '';
     let asked = false;
     socket.setEncoding('utf8');
-    const send = (reply: ControlReply) => { if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`); };
-    socket.on('error', () => { /* the client went; what it asked for still runs to its end */ });
+    const send = (reply: ControlReply) => {
+      if (!socket.destroyed) socket.write(`${JSON.stringify(reply)}\n`);
+    };
+    socket.on('error', () => {
+      /* the client went; what it asked for still runs to its end */
+    });
     socket.on('data', (chunk: string) => {
       // one request per connection; the socket keeps reading after it, so the client's end is seen and the
       // connection closes (a stopping fleet waits for its open connections to have their answers)
@@ -157,22 +179,28 @@ export async function serveControl(dir: string, fleet: Fleet, handlers: ControlH
       if (request.command === 'stop') stopping = true;
       // status answers at once, even during a roll; changes wait their turn
       const step = request.command === 'status' ? Promise.resolve() : queue;
-      const done = step.then(() => run(request, (p) => send({ progress: p }))).then(
-        () => {
-          if (request.command !== 'status') handlers.changed();
-          send({ ok: true, status: handlers.status() });
-        },
-        (err: unknown) => send({ ok: false, error: err instanceof Error ? err.message : String(err) }),
-      ).finally(() => {
-        if (request.command === 'stop') socket.end(() => handlers.exit());
-        else socket.end();
-      });
+      const done = step
+        .then(() => run(request, (p) => send({ progress: p })))
+        .then(
+          () => {
+            if (request.command !== 'status') handlers.changed();
+            send({ ok: true, status: handlers.status() });
+          },
+          (err: unknown) => send({ ok: false, error: err instanceof Error ? err.message : String(err) }),
+        )
+        .finally(() => {
+          if (request.command === 'stop') socket.end(() => handlers.exit());
+          else socket.end();
+        });
       if (request.command !== 'status') queue = done;
     });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(socketPath, () => { server.off('error', reject); resolve(); });
+    server.listen(socketPath, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
   return server;
 }
@@ -183,7 +211,10 @@ export async function fleetRunning(dir: string): Promise<boolean> {
   if (!existsSync(socketPath)) return false;
   const answered = await new Promise<boolean>((resolve) => {
     const s = net.connect(socketPath);
-    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
     s.once('error', () => resolve(false));
   });
   if (!answered) unlinkSync(socketPath);

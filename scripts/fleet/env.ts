@@ -9,7 +9,15 @@ import { CONFIG_VARIABLES } from '../../src/settings.ts';
  * fleet does not balance it), its cluster port and address, the API its workers push to, and its state folder.
  */
 export const FLEET_OWNED: ReadonlySet<string> = new Set([
-  'ROLE', 'API_PORT', 'HTTPS_DEVICE_PORT', 'COAPS_PORT', 'COAP_PORT', 'DTLS_CLUSTER_PORT', 'DTLS_CLUSTER_ADDRESS', 'MONITORING_CORE_URL', 'DATA_DIR',
+  'ROLE',
+  'API_PORT',
+  'HTTPS_DEVICE_PORT',
+  'COAPS_PORT',
+  'COAP_PORT',
+  'DTLS_CLUSTER_PORT',
+  'DTLS_CLUSTER_ADDRESS',
+  'MONITORING_CORE_URL',
+  'DATA_DIR',
 ]);
 
 /** A node's environment: each CONFIG_VARIABLES setting present in `parentEnv` (but the fleet's own), then `perNode` over them. */

@@ -23,7 +23,11 @@ const TABLE = 'gridgate';
 /** Why the nft balancer cannot run here (not root, a tool missing), or null when it can. */
 export function nftUnavailable(): string | null {
   if (process.getuid?.() !== 0) return 'the nft balancer needs root (a network namespace, nftables and conntrack)';
-  for (const [tool, pkg] of [['ip', 'iproute2'], ['nft', 'nftables'], ['conntrack', 'conntrack']] as const) {
+  for (const [tool, pkg] of [
+    ['ip', 'iproute2'],
+    ['nft', 'nftables'],
+    ['conntrack', 'conntrack'],
+  ] as const) {
     try {
       execFileSync(tool, ['--version'], { stdio: 'ignore' });
     } catch {
@@ -51,11 +55,13 @@ export interface NftNetwork {
 
 /** The nft script that replaces the fleet's table in one transaction (open flows keep their conntrack entries). */
 export function nftRules(net: NftNetwork, ports: BalancedPort[]): string {
-  const rules = ports.filter((p) => p.upstreams.length > 0).map((p) => {
-    const targets = p.upstreams.map((u, i) => `${i} : ${net.hostAddress} . ${u.slice(u.lastIndexOf(':') + 1)}`).join(', ');
-    const pick = p.balance === 'source' ? `jhash ip saddr . ${p.protocol} sport mod ${p.upstreams.length}` : `numgen inc mod ${p.upstreams.length}`;
-    return `    ip daddr ${net.vip} ${p.protocol} dport ${p.listen} dnat ip to ${pick} map { ${targets} }`;
-  });
+  const rules = ports
+    .filter((p) => p.upstreams.length > 0)
+    .map((p) => {
+      const targets = p.upstreams.map((u, i) => `${i} : ${net.hostAddress} . ${u.slice(u.lastIndexOf(':') + 1)}`).join(', ');
+      const pick = p.balance === 'source' ? `jhash ip saddr . ${p.protocol} sport mod ${p.upstreams.length}` : `numgen inc mod ${p.upstreams.length}`;
+      return `    ip daddr ${net.vip} ${p.protocol} dport ${p.listen} dnat ip to ${pick} map { ${targets} }`;
+    });
   // the output hook: the devices' own datagrams (they run in the namespace); prerouting: devices behind it
   const chain = (name: string, hook: string) => `  chain ${name} {\n    type nat hook ${hook} priority -100; policy accept;\n${rules.join('\n')}\n  }`;
   return `table ip ${TABLE}\ndelete table ip ${TABLE}\ntable ip ${TABLE} {\n${chain('local_flows', 'output')}\n${chain('routed_flows', 'prerouting')}\n}\n`;

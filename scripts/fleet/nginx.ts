@@ -66,8 +66,12 @@ export interface Balancer {
  * balancer keeps device addresses and the defaults mean what they say.
  */
 export const LIMITS_BEHIND_NGINX: Readonly<Record<string, string>> = {
-  DTLS_MAX_SESSIONS_PER_ADDRESS: '10000000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '100000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '100000',
-  HTTPS_MAX_CONNECTIONS_PER_ADDRESS: '10000000', HTTPS_HANDSHAKE_RATE_PER_ADDRESS: '100000', HTTPS_HANDSHAKE_BURST_PER_ADDRESS: '100000',
+  DTLS_MAX_SESSIONS_PER_ADDRESS: '10000000',
+  DTLS_HANDSHAKE_RATE_PER_ADDRESS: '100000',
+  DTLS_HANDSHAKE_BURST_PER_ADDRESS: '100000',
+  HTTPS_MAX_CONNECTIONS_PER_ADDRESS: '10000000',
+  HTTPS_HANDSHAKE_RATE_PER_ADDRESS: '100000',
+  HTTPS_HANDSHAKE_BURST_PER_ADDRESS: '100000',
 };
 
 /** What differs between the fleet's nginx (a child process with its own prefix) and the compose fleet's (a container). */
@@ -93,15 +97,17 @@ export interface StreamConfigOptions {
  * 60 s without datagrams; DTLS flights are several datagrams and answers go back through the same flow.
  */
 export function renderStreamConfig(ports: BalancedPort[], opts: StreamConfigOptions): string {
-  const blocks = ports.map((p, i) => {
-    const name = opts.names?.[i] ?? `up${i}_${p.protocol}_${p.listen}`;
-    const hash = p.balance === 'source' ? '    hash $remote_addr$remote_port consistent;\n' : '';
-    const servers = p.upstreams.map((u) => `    server ${u} max_fails=0;\n`).join('');
-    const address = hostPort(p.host ?? '127.0.0.1', p.listen);
-    const listen = p.protocol === 'udp' ? `${address} udp${opts.workers === 1 ? '' : ' reuseport'}` : address;
-    const timeouts = p.protocol === 'udp' ? '    proxy_timeout 60s;\n' : '    proxy_timeout 10m;\n    proxy_connect_timeout 2s;\n';
-    return `  upstream ${name} {\n${hash}${servers}  }\n  server {\n    listen ${listen};\n    proxy_pass ${name};\n${timeouts}  }\n`;
-  }).join('');
+  const blocks = ports
+    .map((p, i) => {
+      const name = opts.names?.[i] ?? `up${i}_${p.protocol}_${p.listen}`;
+      const hash = p.balance === 'source' ? '    hash $remote_addr$remote_port consistent;\n' : '';
+      const servers = p.upstreams.map((u) => `    server ${u} max_fails=0;\n`).join('');
+      const address = hostPort(p.host ?? '127.0.0.1', p.listen);
+      const listen = p.protocol === 'udp' ? `${address} udp${opts.workers === 1 ? '' : ' reuseport'}` : address;
+      const timeouts = p.protocol === 'udp' ? '    proxy_timeout 60s;\n' : '    proxy_timeout 10m;\n    proxy_connect_timeout 2s;\n';
+      return `  upstream ${name} {\n${hash}${servers}  }\n  server {\n    listen ${listen};\n    proxy_pass ${name};\n${timeouts}  }\n`;
+    })
+    .join('');
   return [
     ...(opts.streamModule ? [`load_module ${opts.streamModule};`] : []),
     `worker_processes ${opts.workers};`,
@@ -149,7 +155,10 @@ async function listening(port: number, protocol: 'udp' | 'tcp', host: string): P
   if (protocol === 'udp') return true; // a UDP listener cannot be probed without a peer; nginx binds it before the TCP ones
   return new Promise((resolve) => {
     const s = net.connect(port, reachable(host));
-    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
     s.once('error', () => resolve(false));
   });
 }
@@ -162,10 +171,15 @@ export async function startBalancer(dir: string, ports: BalancedPort[]): Promise
   const [bin, ...args] = nginxCommand(dir);
   const child = spawn(bin, [...args, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
   const deadline = Date.now() + 10_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}): ${stderr}${existsSync(path.join(dir, 'error.log')) ? readFileSync(path.join(dir, 'error.log'), 'utf8') : ''}`);
+    if (child.exitCode !== null)
+      throw new Error(
+        `nginx exited (${child.exitCode}): ${stderr}${existsSync(path.join(dir, 'error.log')) ? readFileSync(path.join(dir, 'error.log'), 'utf8') : ''}`,
+      );
     const up = await Promise.all(ports.map((p) => listening(p.listen, p.protocol, p.host ?? '127.0.0.1')));
     if (up.every(Boolean) && existsSync(path.join(dir, 'nginx.pid'))) break;
     if (Date.now() > deadline) throw new Error(`nginx did not listen: ${stderr}`);

@@ -19,11 +19,16 @@ export async function freePort(): Promise<number> {
     const tcpFree = await new Promise<boolean>((r) => tcp.once('error', () => r(false)).listen(port, () => r(true)));
     if (!tcpFree) continue;
     const udp = dgram.createSocket('udp4');
-    const udpFree = await new Promise<boolean>((r) => { udp.once('error', () => r(false)); udp.bind(port, () => r(true)); });
+    const udpFree = await new Promise<boolean>((r) => {
+      udp.once('error', () => r(false));
+      udp.bind(port, () => r(true));
+    });
     await new Promise((r) => tcp.close(r));
     try {
       udp.close();
-    } catch { /* a socket that failed to bind is closed already */ }
+    } catch {
+      /* a socket that failed to bind is closed already */
+    }
     if (udpFree) {
       handedOut.add(port);
       return port;

@@ -94,16 +94,17 @@ export interface Fleet {
   stop(): Promise<void>;
 }
 
-
-
 async function waitHealthy(node: FleetNode, host: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     // a node killed by a signal (a stop while it starts) has no exit code, only its signal
-    if (node.child.exitCode !== null || node.child.signalCode !== null) throw new Error(`${node.name} exited during start (${node.child.exitCode ?? node.child.signalCode})`);
+    if (node.child.exitCode !== null || node.child.signalCode !== null)
+      throw new Error(`${node.name} exited during start (${node.child.exitCode ?? node.child.signalCode})`);
     try {
       if ((await fetch(`http://${hostPort(host, node.apiPort)}/health`)).ok) return;
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     if (Date.now() > deadline) throw new Error(`${node.name} did not become healthy`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -122,7 +123,10 @@ export function nodeMetric(text: string, name: string, labels: Record<string, st
 
 /** A client of the fleet's Redis (REDIS_CLUSTER_NODES or REDIS_URL of its environment), for the supervisor's evictions. */
 function fleetRedis(env: Record<string, string>): SingleRedis | Cluster {
-  const nodes = (env.REDIS_CLUSTER_NODES ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  const nodes = (env.REDIS_CLUSTER_NODES ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   if (nodes.length === 0) return new SingleRedis(env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 2 });
   return new Cluster(nodes.map((n) => ({ host: n.slice(0, n.lastIndexOf(':')), port: Number(n.slice(n.lastIndexOf(':') + 1)) })));
 }
@@ -170,11 +174,21 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   const spawnNode = (node: Omit<FleetNode, 'child' | 'logFile' | 'gone'>): FleetNode => {
     const logFile = path.join(opts.dir, `${node.name}.log`);
     const stdio = opts.stdio === 'inherit' ? 'inherit' : 'pipe';
-    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, node.role], { cwd: ROOT, env: node.env, stdio: ['ignore', stdio, stdio] });
+    const child = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, node.role], {
+      cwd: ROOT,
+      env: node.env,
+      stdio: ['ignore', stdio, stdio],
+    });
     if (stdio === 'pipe') {
       // the file exists from the start, so `tail -f` on the log a fleet prints works before the node's first line
       writeFileSync(logFile, '', { flag: 'a' });
-      const write = (d: Buffer) => { try { writeFileSync(logFile, d, { flag: 'a' }); } catch { /* the folder went */ } };
+      const write = (d: Buffer) => {
+        try {
+          writeFileSync(logFile, d, { flag: 'a' });
+        } catch {
+          /* the folder went */
+        }
+      };
       child.stdout!.on('data', write);
       child.stderr!.on('data', write);
     }
@@ -193,11 +207,15 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     const cluster: Record<string, string> = clusterPort ? { DTLS_CLUSTER_PORT: String(clusterPort), DTLS_CLUSTER_ADDRESS: '127.0.0.1' } : {};
     const name = `${role}-${index + 1}`;
     const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn',
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      LOG_LEVEL: 'warn',
       ...(role === 'gateway' && opts.balancer !== 'nft' ? LIMITS_BEHIND_NGINX : {}),
       ...opts.env,
       ...(opts.host !== undefined ? { API_HOST: opts.host } : {}),
-      API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort), COAPS_PORT: String(coapsPort),
+      API_PORT: String(apiPort),
+      HTTPS_DEVICE_PORT: String(httpsPort),
+      COAPS_PORT: String(coapsPort),
       // workers push reports to the API node
       ...(apiBase && role !== 'api' ? { MONITORING_CORE_URL: apiBase } : {}),
       ...cluster,
@@ -206,14 +224,16 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     return spawnNode({ name, role, index, env, apiPort, httpsPort, coapsPort, clusterPort });
   };
   const stopNodes = async () => {
-    await Promise.all(nodes.map(async (n) => {
-      if (!alive(n)) return;
-      const gone = new Promise((r) => n.child.once('exit', r));
-      n.child.kill('SIGTERM');
-      const t = setTimeout(() => n.child.kill('SIGKILL'), 15_000);
-      await gone;
-      clearTimeout(t);
-    }));
+    await Promise.all(
+      nodes.map(async (n) => {
+        if (!alive(n)) return;
+        const gone = new Promise((r) => n.child.once('exit', r));
+        n.child.kill('SIGTERM');
+        const t = setTimeout(() => n.child.kill('SIGKILL'), 15_000);
+        await gone;
+        clearTimeout(t);
+      }),
+    );
   };
   const closeRedis = () => redis?.quit().catch(() => redis.disconnect());
   try {
@@ -227,9 +247,9 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     const nft = opts.balancer === 'nft';
     const ports = {
       // nft balances the device ports only: the API is the API node's own port, reached directly
-      api: nft ? api.apiPort : opts.ports?.api || await freePort(),
-      https: opts.ports?.https || await freePort(),
-      coaps: opts.ports?.coaps || await freePort(),
+      api: nft ? api.apiPort : opts.ports?.api || (await freePort()),
+      https: opts.ports?.https || (await freePort()),
+      coaps: opts.ports?.coaps || (await freePort()),
     };
     let upstreamHost = '127.0.0.1';
     /** the balancer's ports, to every running gateway node but `without` */
@@ -279,7 +299,16 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
         await kill(node, signal);
         // a stop that came while this node went down has already stopped the others: a node started now would outlive it
         if (stopping) throw new Error(`${node.name} not started again: the fleet is stopping`);
-        const again = spawnNode({ name: node.name, role: node.role, index: node.index, env: node.env, apiPort: node.apiPort, httpsPort: node.httpsPort, coapsPort: node.coapsPort, clusterPort: node.clusterPort });
+        const again = spawnNode({
+          name: node.name,
+          role: node.role,
+          index: node.index,
+          env: node.env,
+          apiPort: node.apiPort,
+          httpsPort: node.httpsPort,
+          coapsPort: node.coapsPort,
+          clusterPort: node.clusterPort,
+        });
         nodes[nodes.indexOf(node)] = again;
         await waitHealthy(again, reach);
         if (node.role === 'gateway') {

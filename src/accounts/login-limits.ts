@@ -35,10 +35,16 @@ export async function beginLogin(ctx: Ctx, address: string, accountHashId: strin
   };
   const [[addressCount, addressTtl], [accountCount, accountTtl]] = await Promise.all([take(keys.address), take(keys.account)]);
   if (addressCount > ctx.config.loginFailuresPerAddress) {
-    throw new RateLimitError(`Too many failed logins and two-factor checks from this address; try again in ${Math.max(addressTtl, 1)} s`, Math.max(addressTtl, 1));
+    throw new RateLimitError(
+      `Too many failed logins and two-factor checks from this address; try again in ${Math.max(addressTtl, 1)} s`,
+      Math.max(addressTtl, 1),
+    );
   }
   if (accountCount > ctx.config.loginFailuresPerAccount) {
-    throw new RateLimitError(`Too many failed logins and two-factor checks for this account; try again in ${Math.max(accountTtl, 1)} s`, Math.max(accountTtl, 1));
+    throw new RateLimitError(
+      `Too many failed logins and two-factor checks for this account; try again in ${Math.max(accountTtl, 1)} s`,
+      Math.max(accountTtl, 1),
+    );
   }
   return {
     async succeeded() {

@@ -8,10 +8,20 @@ import type { Account, EnvironmentRecord, EnvironmentType } from '../app/account
 
 export type { Account, EnvironmentRecord, EnvironmentType } from '../app/account.ts';
 
-
-export const MONITORING_RIGHTS = ['READ', 'STATIC', 'ISSUES', 'AUDIT_TRAIL', 'USERS', 'EXPORT', 'IMPORT', 'SENSORS', 'REPORTS', 'THRESHOLDS', 'ENVIRONMENT_ADMIN'];
+export const MONITORING_RIGHTS = [
+  'READ',
+  'STATIC',
+  'ISSUES',
+  'AUDIT_TRAIL',
+  'USERS',
+  'EXPORT',
+  'IMPORT',
+  'SENSORS',
+  'REPORTS',
+  'THRESHOLDS',
+  'ENVIRONMENT_ADMIN',
+];
 export const CONNECTIVITY_RIGHTS = ['ENVIRONMENT_ADMIN'];
-
 
 /** The rights an environment type knows. */
 export const rightsOf = (type: EnvironmentType): string[] => (type === 'monitoring' ? MONITORING_RIGHTS : CONNECTIVITY_RIGHTS);
@@ -21,7 +31,9 @@ export function checkRights(type: EnvironmentType, rights: string[]): string[] {
   const allowed = rightsOf(type);
   const bad = rights.filter((r) => !allowed.includes(r));
   if (bad.length > 0 || rights.length === 0) {
-    throw new ParameterError(`rights must be a non-empty list of ${allowed.join(', ')} for a ${type} environment${bad.length ? `; unknown: ${bad.join(', ')}` : ''}`);
+    throw new ParameterError(
+      `rights must be a non-empty list of ${allowed.join(', ')} for a ${type} environment${bad.length ? `; unknown: ${bad.join(', ')}` : ''}`,
+    );
   }
   return [...new Set(rights)];
 }
@@ -51,10 +63,17 @@ export async function createEnvironment(db: Queryable, type: EnvironmentType, na
 }
 
 /** Sets the environment's name (when given) and merges `settings` into its settings; the stored record. */
-export async function patchEnvironment(db: Queryable, env: EnvironmentRecord, name: string | undefined, settings: Record<string, unknown>): Promise<EnvironmentRecord> {
+export async function patchEnvironment(
+  db: Queryable,
+  env: EnvironmentRecord,
+  name: string | undefined,
+  settings: Record<string, unknown>,
+): Promise<EnvironmentRecord> {
   const { rows } = await db.query<{ name: string; settings: Record<string, unknown> }>(
     `UPDATE environment SET name = COALESCE($2, name), settings = settings || $3::jsonb, updated_at = now()
-      WHERE id = $1 AND deleted_at IS NULL RETURNING name, settings`, [env.id, name ?? null, JSON.stringify(settings)]);
+      WHERE id = $1 AND deleted_at IS NULL RETURNING name, settings`,
+    [env.id, name ?? null, JSON.stringify(settings)],
+  );
   return { ...env, name: rows[0].name, settings: rows[0].settings };
 }
 
@@ -62,8 +81,16 @@ export async function patchEnvironment(db: Queryable, env: EnvironmentRecord, na
  * Creates a machine account; the returned assertion (`<hashId>:<secret>`) is shown once and stored only as a slow hash.
  * With `email` it is a user its environment's mail reaches (issue notifications, supplier alerts).
  */
-export async function createMachineAccount(db: Queryable, environmentHashId: string, rights: string[], name = 'machine account', email?: string): Promise<{ hashId: string; assertion: string }> {
-  const { rows } = await db.query<{ id: number; type: EnvironmentType }>('SELECT id, type FROM environment WHERE hash_id = $1 AND deleted_at IS NULL', [environmentHashId]);
+export async function createMachineAccount(
+  db: Queryable,
+  environmentHashId: string,
+  rights: string[],
+  name = 'machine account',
+  email?: string,
+): Promise<{ hashId: string; assertion: string }> {
+  const { rows } = await db.query<{ id: number; type: EnvironmentType }>('SELECT id, type FROM environment WHERE hash_id = $1 AND deleted_at IS NULL', [
+    environmentHashId,
+  ]);
   if (rows.length === 0) throw new ParameterError(`environment ${environmentHashId} does not exist`);
   const checked = checkRights(rows[0].type, rights);
   const address = email === undefined ? null : checkEmail(email);
@@ -71,7 +98,12 @@ export async function createMachineAccount(db: Queryable, environmentHashId: str
   const secret = newSecret();
   try {
     await db.query('INSERT INTO machine_account (hash_id, environment_id, name, secret_hash, rights, email) VALUES ($1, $2, $3, $4, $5, $6)', [
-      hashId, rows[0].id, name, await hashSecret(secret), checked, address,
+      hashId,
+      rows[0].id,
+      name,
+      await hashSecret(secret),
+      checked,
+      address,
     ]);
   } catch (err) {
     throw uniqueEmail(err, email);
@@ -96,9 +128,17 @@ async function selectAccounts(db: Queryable, where: string, params: unknown[]): 
     params,
   );
   return rows.map((r) => ({
-    id: r.id as number, hashId: r.hash_id as string, kind: r.kind as Account['kind'], name: r.name as string, rights: r.rights as string[],
-    email: r.email as string | null, locale: r.locale as string | null, timezone: r.timezone as string | null,
-    phone: r.phone as string | null, company: r.company as string | null, environment: toEnvironment(r),
+    id: r.id as number,
+    hashId: r.hash_id as string,
+    kind: r.kind as Account['kind'],
+    name: r.name as string,
+    rights: r.rights as string[],
+    email: r.email as string | null,
+    locale: r.locale as string | null,
+    timezone: r.timezone as string | null,
+    phone: r.phone as string | null,
+    company: r.company as string | null,
+    environment: toEnvironment(r),
     twoFactorEnabledAt: r.two_factor_enabled_at as Date | null,
   }));
 }
@@ -137,8 +177,12 @@ export const assertionAccount = (assertion: string): string => {
  */
 export async function verifyAssertion(db: Queryable, assertion: string): Promise<Account | null> {
   const hashId = assertionAccount(assertion);
-  const { rows } = hashId === '' ? { rows: [] }
-    : await db.query<{ secret_hash: string }>("SELECT secret_hash FROM machine_account WHERE hash_id = $1 AND kind = 'machine' AND revoked_at IS NULL", [hashId]);
+  const { rows } =
+    hashId === ''
+      ? { rows: [] }
+      : await db.query<{ secret_hash: string }>("SELECT secret_hash FROM machine_account WHERE hash_id = $1 AND kind = 'machine' AND revoked_at IS NULL", [
+          hashId,
+        ]);
   const stored = rows.length > 0 ? rows[0].secret_hash : await dummy();
   loginSecretChecks.inc();
   const matches = await verifySecret(assertion.slice(hashId.length + 1), stored);

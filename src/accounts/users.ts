@@ -82,11 +82,20 @@ interface StoredUser {
 }
 
 function toStoredUser(r: Row, env: EnvironmentRecord): StoredUser {
-  const user = userView({
-    hashId: r.hash_id as string, email: r.email as string | null, name: r.name as string, rights: r.rights as string[],
-    locale: r.locale as string | null, timezone: r.timezone as string | null, phone: r.phone as string | null, company: r.company as string | null,
-    twoFactorEnabledAt: r.two_factor_enabled_at as Date | null,
-  }, env);
+  const user = userView(
+    {
+      hashId: r.hash_id as string,
+      email: r.email as string | null,
+      name: r.name as string,
+      rights: r.rights as string[],
+      locale: r.locale as string | null,
+      timezone: r.timezone as string | null,
+      phone: r.phone as string | null,
+      company: r.company as string | null,
+      twoFactorEnabledAt: r.two_factor_enabled_at as Date | null,
+    },
+    env,
+  );
   // no settings row: the defaults every account starts with (src/accounts/user-environment-settings.ts)
   const settings: UserEnvironmentSettings = r.has_settings
     ? { notificationLevel: r.notification_level as 0 | 1 | 2 | null, defaultAnalyticsPanelHashId: r.panel_hash_id as string | null }
@@ -98,7 +107,8 @@ function toStoredUser(r: Row, env: EnvironmentRecord): StoredUser {
 async function loadUser(db: Queryable, env: EnvironmentRecord, hashId: string, forUpdate = false): Promise<StoredUser> {
   const { rows } = await db.query(
     `SELECT ${USER_SELECT} FROM ${USER_FROM} WHERE a.environment_id = $1 AND a.hash_id = $2 AND a.revoked_at IS NULL${forUpdate ? ' FOR UPDATE OF a' : ''}`,
-    [env.id, hashId]);
+    [env.id, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('user', hashId);
   return toStoredUser(rows[0], env);
 }
@@ -122,7 +132,16 @@ export async function addUser(ctx: AppContext, caller: Account, input: UserInput
       const { rows } = await client.query<{ id: number }>(
         `INSERT INTO machine_account (hash_id, environment_id, kind, name, email, rights, locale, timezone)
          VALUES ($1, $2, 'person', $3, $4, $5, $6, $7) RETURNING id`,
-        [hashId, env.id, checkName(input.name), checkEmail(input.email), rights, input.locale ?? null, input.timezone === undefined ? null : checkTimezone(input.timezone)]);
+        [
+          hashId,
+          env.id,
+          checkName(input.name),
+          checkEmail(input.email),
+          rights,
+          input.locale ?? null,
+          input.timezone === undefined ? null : checkTimezone(input.timezone),
+        ],
+      );
       id = rows[0].id;
     } catch (err) {
       throw uniqueEmail(err, input.email);
@@ -140,12 +159,20 @@ export async function getUser(db: Queryable, caller: Account, hashId: string) {
 }
 
 export async function findUsers(db: Queryable, caller: Account, query: FindQuery) {
-  const page = await findPage(db, {
-    from: USER_FROM, select: USER_SELECT, idColumn: 'a.id',
-    where: ['a.environment_id = $1', 'a.revoked_at IS NULL'], params: [caller.environment.id],
-    sortable: { hashId: 'a.hash_id', name: 'a.name', email: "coalesce(a.email, '')" },
-    search: ['a.name', "coalesce(a.email, '')", 'a.hash_id'], updatedColumn: 'a.updated_at',
-  }, { ...query, sortBy: query.sortBy ?? 'name' });
+  const page = await findPage(
+    db,
+    {
+      from: USER_FROM,
+      select: USER_SELECT,
+      idColumn: 'a.id',
+      where: ['a.environment_id = $1', 'a.revoked_at IS NULL'],
+      params: [caller.environment.id],
+      sortable: { hashId: 'a.hash_id', name: 'a.name', email: "coalesce(a.email, '')" },
+      search: ['a.name', "coalesce(a.email, '')", 'a.hash_id'],
+      updatedColumn: 'a.updated_at',
+    },
+    { ...query, sortBy: query.sortBy ?? 'name' },
+  );
   return {
     nextPageOffset: page.nextPageOffset,
     rows: page.rows.map((r) => {
@@ -162,10 +189,14 @@ export async function updateUser(db: Db, caller: Account, hashId: string, patch:
     checkTarget(caller, target);
     const rights = patch.rights === undefined ? null : checkRights(env.type, patch.rights);
     if (rights) checkGrant(caller, rights);
-    if (patch.email === null && target.kind === 'person') throw new ParameterError('email: a person added as a user needs an address (delete the user instead)');
+    if (patch.email === null && target.kind === 'person')
+      throw new ParameterError('email: a person added as a user needs an address (delete the user instead)');
     const sets: string[] = [];
     const params: unknown[] = [target.id];
-    const set = (column: string, value: unknown) => { params.push(value); sets.push(`${column} = $${params.length}`); };
+    const set = (column: string, value: unknown) => {
+      params.push(value);
+      sets.push(`${column} = $${params.length}`);
+    };
     if (rights) set('rights', rights);
     if (patch.name !== undefined) set('name', checkName(patch.name));
     if (patch.email !== undefined) set('email', patch.email === null ? null : checkEmail(patch.email));
@@ -179,7 +210,8 @@ export async function updateUser(db: Db, caller: Account, hashId: string, patch:
       }
     }
     // a console session belongs to an address: one acting as this row ends when the row's address changes
-    if (patch.email != null && target.kind === 'person' && patch.email.toLowerCase() !== target.user.email?.toLowerCase()) await deleteAccountSessions(client, target.id);
+    if (patch.email != null && target.kind === 'person' && patch.email.toLowerCase() !== target.user.email?.toLowerCase())
+      await deleteAccountSessions(client, target.id);
     if (patch.userEnvironmentSettings) await updateUserEnvironmentSettings(client, { id: target.id, environment: env }, patch.userEnvironmentSettings);
   });
 }
@@ -190,7 +222,8 @@ export async function updateUser(db: Db, caller: Account, hashId: string, patch:
  */
 export async function deleteUser(db: Db, caller: Account, hashId: string): Promise<void> {
   // an account that removes itself would lock its caller out; the operator revokes machine accounts
-  if (hashId === caller.hashId) throw new ConflictError('an account cannot delete itself; the operator revokes machine accounts (admin revoke-machine-account)');
+  if (hashId === caller.hashId)
+    throw new ConflictError('an account cannot delete itself; the operator revokes machine accounts (admin revoke-machine-account)');
   await db.tx(async (client) => {
     const target = await loadUser(client, caller.environment, hashId, true);
     checkTarget(caller, target);

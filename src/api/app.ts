@@ -22,7 +22,6 @@ const OLDEST = SUPPORTED_API_VERSIONS[0];
 const NEWEST = SUPPORTED_API_VERSIONS[SUPPORTED_API_VERSIONS.length - 1];
 const CHANGING_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-
 /**
  * Bracket notation as qs parses it. A key without a value (`&edgeHashId&mapLayers`, how the original SDK
  * sends a null filter) or with an empty one means "no filter": it is left out, so defaults apply.
@@ -81,12 +80,13 @@ export async function createHttpApp(ctx: AppContext): Promise<FastifyInstance> {
       info: {
         title: 'Asset monitoring and device connectivity API',
         version: String(NEWEST),
-        description: `Every operation needs the header Api-Version, ${OLDEST} to ${NEWEST}; each version answers with the shapes `
-          + 'of the original platform SDK release that sends it: names of quantities, device types and command types are plain strings '
-          + 'up to 6 and may be translation objects from 7; a quantity\'s unit may be null from 8 (answered as "-" before). '
-          + `Older than ${OLDEST}: 403 outdated_client_error; newer than ${NEWEST}: 400 api_version_error. `
-          + 'Environment-scoped operations need Environment-Hash-Id (a bare hashId, or supplier:<hashId> for a connectivity environment). '
-          + 'Errors are {key, message}. Find operations page with an opaque keyset nextPageOffset; an empty query parameter (`?edgeHashId&search=`) means no filter.',
+        description:
+          `Every operation needs the header Api-Version, ${OLDEST} to ${NEWEST}; each version answers with the shapes ` +
+          'of the original platform SDK release that sends it: names of quantities, device types and command types are plain strings ' +
+          'up to 6 and may be translation objects from 7; a quantity\'s unit may be null from 8 (answered as "-" before). ' +
+          `Older than ${OLDEST}: 403 outdated_client_error; newer than ${NEWEST}: 400 api_version_error. ` +
+          'Environment-scoped operations need Environment-Hash-Id (a bare hashId, or supplier:<hashId> for a connectivity environment). ' +
+          'Errors are {key, message}. Find operations page with an opaque keyset nextPageOffset; an empty query parameter (`?edgeHashId&search=`) means no filter.',
       },
       components: { securitySchemes: { 'jwt-token': { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
       security: [{ 'jwt-token': [] }],

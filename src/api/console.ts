@@ -19,8 +19,18 @@ export const CONSOLE_DIR = fileURLToPath(new URL('../../dist/console', import.me
 export function contentSecurityPolicy(mapStyleUrl: string | null = null): string {
   const base = mapStyleUrl ? ` ${new URL(mapStyleUrl).origin}` : '';
   return [
-    "default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", `img-src 'self' data: blob:${base}`, "font-src 'self' data:",
-    "worker-src 'self' blob:", "child-src 'self' blob:", `connect-src 'self'${base}`, "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'", "object-src 'none'",
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    `img-src 'self' data: blob:${base}`,
+    "font-src 'self' data:",
+    "worker-src 'self' blob:",
+    "child-src 'self' blob:",
+    `connect-src 'self'${base}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "object-src 'none'",
   ].join('; ');
 }
 
@@ -28,11 +38,23 @@ export function contentSecurityPolicy(mapStyleUrl: string | null = null): string
 export const CONTENT_SECURITY_POLICY = contentSecurityPolicy();
 
 const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.json': 'application/json',
-  '.svg': 'image/svg+xml', '.png': 'image/png', '.ttf': 'font/ttf', '.woff2': 'font/woff2', '.wasm': 'application/wasm', '.map': 'application/json',
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ttf': 'font/ttf',
+  '.woff2': 'font/woff2',
+  '.wasm': 'application/wasm',
+  '.map': 'application/json',
 };
 
-interface Asset { body: Buffer; gzip: Buffer | null; type: string }
+interface Asset {
+  body: Buffer;
+  gzip: Buffer | null;
+  type: string;
+}
 
 async function walk(dir: string, prefix = ''): Promise<string[]> {
   const out: string[] = [];
@@ -80,8 +102,9 @@ function send(request: FastifyRequest, reply: FastifyReply, policy: string, asse
   return reply.send(asset.body);
 }
 
-const NOT_BUILT = '<!doctype html><html lang="en"><meta charset="utf-8"><title>gridgate</title><h1>The console is not built</h1>'
-  + '<p>Run <code>npm run build:console</code> (npm start does it when a console source changed). The REST API works without it.</p></html>';
+const NOT_BUILT =
+  '<!doctype html><html lang="en"><meta charset="utf-8"><title>gridgate</title><h1>The console is not built</h1>' +
+  '<p>Run <code>npm run build:console</code> (npm start does it when a console source changed). The REST API works without it.</p></html>';
 
 /** What the console needs of the service's settings before anyone signs in (GET /console/config). */
 export interface ConsoleConfig {
@@ -107,5 +130,7 @@ export async function consoleRoutes(app: FastifyInstance, ctx: Pick<AppContext, 
   // the deployment's settings the console's pages read (no secret: the same for everyone, asked before sign-in);
   // described in docs/console.md, not in the REST interface's OpenAPI (it is the console's, not the SDK's)
   const answer: ConsoleConfig = { mapStyleUrl: ctx.config.mapStyleUrl };
-  app.get('/console/config', { config, schema: { hide: true } }, async (_request, reply) => securityHeaders(reply, policy).header('cache-control', 'no-cache').send(answer));
+  app.get('/console/config', { config, schema: { hide: true } }, async (_request, reply) =>
+    securityHeaders(reply, policy).header('cache-control', 'no-cache').send(answer),
+  );
 }

@@ -16,13 +16,18 @@ export interface Author {
 
 // The author of an operation while it runs: anything it started that outlives it (a timer, a batch flushed later with
 // other callers' work) inherits this store but finds it closed, and writes as nobody.
-interface Operation { readonly setting: string; open: boolean }
+interface Operation {
+  readonly setting: string;
+  open: boolean;
+}
 const current = new AsyncLocalStorage<Operation>();
 
 /** Runs `fn` with `author` as the author of every write it makes until `fn` (or the promise it returns) settles. */
 export function asAuthor<T>(author: Author, fn: () => T): T {
   const operation: Operation = { setting: JSON.stringify({ e: author.environmentId, u: author.userHashId }), open: true };
-  const close = () => { operation.open = false; };
+  const close = () => {
+    operation.open = false;
+  };
   let result: T;
   try {
     result = current.run(operation, fn);

@@ -21,7 +21,10 @@ export class Batcher<T> {
    * `splitOn`: when a flush of several items fails with an error it accepts, each item is flushed on its own,
    * so one item the store refuses fails alone and the others are stored. `clock` times `maxDelayMs`.
    */
-  constructor(flushFn: (items: T[]) => Promise<void>, opts: { maxItems?: number; maxDelayMs?: number; maxConcurrentFlushes?: number; splitOn?: (err: unknown) => boolean; clock?: Clock } = {}) {
+  constructor(
+    flushFn: (items: T[]) => Promise<void>,
+    opts: { maxItems?: number; maxDelayMs?: number; maxConcurrentFlushes?: number; splitOn?: (err: unknown) => boolean; clock?: Clock } = {},
+  ) {
     this.flushFn = flushFn;
     this.splitOn = opts.splitOn ?? (() => false);
     this.maxItems = opts.maxItems ?? 200;
@@ -46,20 +49,22 @@ export class Batcher<T> {
     if (this.pending.length === 0 || this.inFlight >= this.maxConcurrentFlushes) return;
     const batch = this.pending.splice(0, this.maxItems);
     this.inFlight++;
-    this.flushFn(batch.map((b) => b.item)).then(
-      () => batch.forEach((b) => b.resolve()),
-      async (err) => {
-        if (batch.length === 1 || !this.splitOn(err)) {
-          batch.forEach((b) => b.reject(err));
-          return;
-        }
-        await Promise.all(batch.map((b) => this.flushFn([b.item]).then(b.resolve, b.reject)));
-      },
-    ).finally(() => {
-      this.inFlight--;
-      if (this.pending.length > 0) this.kick();
-      else if (this.inFlight === 0) this.idleWaiters.splice(0).forEach((w) => w());
-    });
+    this.flushFn(batch.map((b) => b.item))
+      .then(
+        () => batch.forEach((b) => b.resolve()),
+        async (err) => {
+          if (batch.length === 1 || !this.splitOn(err)) {
+            batch.forEach((b) => b.reject(err));
+            return;
+          }
+          await Promise.all(batch.map((b) => this.flushFn([b.item]).then(b.resolve, b.reject)));
+        },
+      )
+      .finally(() => {
+        this.inFlight--;
+        if (this.pending.length > 0) this.kick();
+        else if (this.inFlight === 0) this.idleWaiters.splice(0).forEach((w) => w());
+      });
   }
 
   /** Resolves once everything added so far is flushed. */

@@ -8,7 +8,13 @@ import { createRedis } from './redis.ts';
 
 /** Opens the stores a process needs and derives its keys; the composition root's createContext (src/context.ts) wires its caches. */
 export async function openStores(config: Config, log: Logger = createLogger(config.logLevel)): Promise<AppContext> {
-  const db = await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, log, idleTimeoutMillis: config.databaseIdleTimeoutMs, readUrl: config.databaseReadUrl });
+  const db = await openDb({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    log,
+    idleTimeoutMillis: config.databaseIdleTimeoutMs,
+    readUrl: config.databaseReadUrl,
+  });
   const redis = createRedis(config, log);
   const changes = new ChangeBus({ redis, subscriber: () => createRedis(config, log), channel: `gridgate:changes:${config.queueName}`, log });
   return { config, log, db, redis, keys: deriveKeys(config.secretKey, config.internalToken), changes };

@@ -26,7 +26,11 @@ export type ChangeKind = keyof Changes;
 /** `change` null: the subscriber was away, so any change may have been missed. */
 export type ChangeListener<K extends ChangeKind> = (change: Changes[K] | null, origin: 'local' | 'remote') => void | Promise<void>;
 
-interface Wire { from: string; kind: ChangeKind; change: unknown }
+interface Wire {
+  from: string;
+  kind: ChangeKind;
+  change: unknown;
+}
 
 export interface ChangeBusOptions {
   /** the connection changes are published on */

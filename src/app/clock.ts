@@ -29,7 +29,11 @@ export const systemClock: Clock = {
   clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout | undefined),
 };
 
-interface ManualTimer extends ClockTimer { at: number; seq: number; fn: () => void }
+interface ManualTimer extends ClockTimer {
+  at: number;
+  seq: number;
+  fn: () => void;
+}
 
 /** A clock that moves only when told: `advance(ms)` fires the timers that fall due, in order of their time. */
 export class ManualClock implements Clock {

@@ -18,7 +18,10 @@ export type Row = Record<string, unknown>;
  * cost more than executing it).
  */
 export type Sql = string | NamedStatement;
-export interface NamedStatement { readonly name: string; readonly text: string }
+export interface NamedStatement {
+  readonly name: string;
+  readonly text: string;
+}
 export interface Queryable {
   query<T extends Row = Row>(sql: Sql, params?: unknown[]): Promise<{ rows: T[]; rowCount: number | null }>;
 }
@@ -91,16 +94,23 @@ export function flushBarrier(flush: () => Promise<unknown>): () => Promise<void>
   const start = (): Promise<void> => {
     const p = flush().then(() => undefined);
     running = p;
-    const clear = () => { if (running === p) running = null; };
+    const clear = () => {
+      if (running === p) running = null;
+    };
     p.then(clear, clear);
     return p;
   };
   return () => {
     if (!running) return start();
-    next ??= running.then(() => undefined, () => undefined).then(() => {
-      next = null;
-      return start();
-    });
+    next ??= running
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .then(() => {
+        next = null;
+        return start();
+      });
     return next;
   };
 }
@@ -112,7 +122,9 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
   try {
     await db.query('CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
     const done = new Set((await db.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
-    for (const file of readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.sql')).sort()) {
+    for (const file of readdirSync(MIGRATIONS_DIR)
+      .filter((f) => f.endsWith('.sql'))
+      .sort()) {
       if (done.has(file)) continue;
       await db.query('BEGIN');
       try {
@@ -133,7 +145,10 @@ async function applyMigrations(db: Queryable, log?: Logger): Promise<void> {
   }
 }
 
-const queryOn = (pool: pg.Pool): Queryable['query'] => (sql, params) => pool.query(sql as never, params as unknown[]) as never;
+const queryOn =
+  (pool: pg.Pool): Queryable['query'] =>
+  (sql, params) =>
+    pool.query(sql as never, params as unknown[]) as never;
 
 /**
  * Runs `fn` on a connection of `pool`. The pool listens for errors only on idle connections: one that breaks while
@@ -152,29 +167,46 @@ async function onConnection<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Pro
     return result;
   } catch (err) {
     client.removeListener('error', ignore);
-    client.release(reusable() ? undefined : err as Error);
+    client.release(reusable() ? undefined : (err as Error));
     throw err;
   }
 }
 
 /** Transactions on `pool`; `begin` gives the statement that opens one (the audit trail names its author there). */
-const txOn = (pool: pg.Pool, begin: (client: pg.PoolClient) => string = () => 'BEGIN'): TxQueryable['tx'] => (fn) => {
-  // a connection that cannot even roll back (the server went away mid-transaction) is closed, not pooled again
-  let rolledBack = false;
-  return onConnection(pool, async (client) => {
-    try {
-      await client.query(begin(client));
-      const result = await fn(client as unknown as Queryable);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      rolledBack = await client.query('ROLLBACK').then(() => true, () => false);
-      throw err;
-    }
-  }, () => rolledBack);
-};
+const txOn =
+  (pool: pg.Pool, begin: (client: pg.PoolClient) => string = () => 'BEGIN'): TxQueryable['tx'] =>
+  (fn) => {
+    // a connection that cannot even roll back (the server went away mid-transaction) is closed, not pooled again
+    let rolledBack = false;
+    return onConnection(
+      pool,
+      async (client) => {
+        try {
+          await client.query(begin(client));
+          const result = await fn(client as unknown as Queryable);
+          await client.query('COMMIT');
+          return result;
+        } catch (err) {
+          rolledBack = await client.query('ROLLBACK').then(
+            () => true,
+            () => false,
+          );
+          throw err;
+        }
+      },
+      () => rolledBack,
+    );
+  };
 
-function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>, deferredPool: pg.Pool, readPool: pg.Pool | null, maintenancePool: pg.Pool, authoredPool: pg.Pool): Db {
+function wrapPool(
+  pool: pg.Pool,
+  embedded: boolean,
+  onClose: () => Promise<void>,
+  deferredPool: pg.Pool,
+  readPool: pg.Pool | null,
+  maintenancePool: pg.Pool,
+  authoredPool: pg.Pool,
+): Db {
   // The audit trail's author (src/app/author.ts). A statement made outside an operation runs on `pool`, whose
   // connections never name an author; one made inside an operation runs on `authoredPool`, each of whose connections
   // names the author of its last statement, set again (a round trip) only when the operation's author differs.
@@ -185,13 +217,13 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
   const authorText = (client: pg.PoolClient, author: string) => `SELECT set_config('gridgate.audit', ${client.escapeLiteral(author)}, false)`;
   const query: Queryable['query'] = (sql, params) => {
     const author = authorSetting();
-    if (author === null) return onConnection(pool, async (client) => await client.query(sql as never, params as unknown[]) as never);
+    if (author === null) return onConnection(pool, async (client) => (await client.query(sql as never, params as unknown[])) as never);
     return onConnection(authoredPool, async (client) => {
       if (sessionAuthor.get(client) !== author) {
         await client.query(authorText(client, author));
         sessionAuthor.set(client, author);
       }
-      return await client.query(sql as never, params as unknown[]) as never;
+      return (await client.query(sql as never, params as unknown[])) as never;
     });
   };
   const plainTx = txOn(pool);
@@ -225,7 +257,12 @@ function wrapPool(pool: pg.Pool, embedded: boolean, onClose: () => Promise<void>
 /** Connections of the deferred-commit pool: the worker's batched writers (reports, activities, lastOnlineAt) */
 const DEFERRED_POOL_SIZE = 6;
 
-interface PoolOptions { poolSize?: number; log?: Logger; idleTimeoutMillis?: number; readUrl?: string | null }
+interface PoolOptions {
+  poolSize?: number;
+  log?: Logger;
+  idleTimeoutMillis?: number;
+  readUrl?: string | null;
+}
 
 function postgresDb(url: string, opts: PoolOptions, embedded: boolean, onClose: () => Promise<void>): Db {
   const idle = opts.idleTimeoutMillis === undefined ? {} : { idleTimeoutMillis: opts.idleTimeoutMillis };
@@ -290,6 +327,8 @@ export async function recreateDatabase(adminUrl: string, name: string): Promise<
  */
 export async function softDelete(db: Queryable, table: string, what: string, environmentId: number, hashId: string): Promise<void> {
   const { rowCount } = await db.query(
-    `UPDATE ${table} SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`, [environmentId, hashId]);
+    `UPDATE ${table} SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`,
+    [environmentId, hashId],
+  );
   if (!rowCount) throw new NotFoundError(what, hashId);
 }

@@ -31,7 +31,8 @@ export function emailProblem(text: string): string | null {
   if (local.startsWith('.') || local.endsWith('.') || local.includes('..')) return 'has a dot first, last or twice in a row before the @';
   const labels = domain.split('.');
   if (labels.length < 2) return 'has a domain without a dot';
-  if (!labels.every((l) => LABEL.test(l))) return 'has a domain that is not dot-separated labels of 1 to 63 letters, digits and hyphens (no hyphen first or last)';
+  if (!labels.every((l) => LABEL.test(l)))
+    return 'has a domain that is not dot-separated labels of 1 to 63 letters, digits and hyphens (no hyphen first or last)';
   return null;
 }
 

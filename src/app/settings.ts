@@ -103,9 +103,13 @@ export interface SettingsContext {
 
 /** The value a declaration gives. */
 export type ValueOf<S> = S extends IntSetting
-  ? S['default'] extends number ? number : number | null
+  ? S['default'] extends number
+    ? number
+    : number | null
   : S extends StrSetting
-    ? S['default'] extends string ? string : string | null
+    ? S['default'] extends string
+      ? string
+      : string | null
     : S extends PathSetting | EnumSetting
       ? string
       : S extends OnOffSetting
@@ -117,7 +121,9 @@ export type ValueOf<S> = S extends IntSetting
             : S extends CustomSetting<infer T>
               ? T
               : S extends { kind: 'group'; settings: infer G }
-                ? S extends { when: string } ? SettingsOf<G> | null : SettingsOf<G>
+                ? S extends { when: string }
+                  ? SettingsOf<G> | null
+                  : SettingsOf<G>
                 : never;
 
 /** The configuration a set of declarations gives: what `Config` is made of. */
@@ -175,7 +181,10 @@ function valueOf(s: Setting, read: (name: string) => string | undefined, ctx: Se
       if (raw === 'on' || raw === 'off') return raw === 'on';
       throw new Error(`${s.env} must be on or off, got "${raw}"`);
     case 'list':
-      return (raw ?? '').split(',').map((i) => (s.lowerCase ? i.trim().toLowerCase() : i.trim())).filter((i) => i !== '');
+      return (raw ?? '')
+        .split(',')
+        .map((i) => (s.lowerCase ? i.trim().toLowerCase() : i.trim()))
+        .filter((i) => i !== '');
     case 'url': {
       if (raw === undefined) return null;
       let url: URL | undefined;

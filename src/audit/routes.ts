@@ -15,8 +15,12 @@ const LogFind = Type.Object({
 /** settings find-log: the audit trail of the caller's environment (AUDIT_TRAIL; a supplier's ENVIRONMENT_ADMIN). */
 export async function auditRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
   const app = typed(fastify);
-  app.get('/settings/log', {
-    config: { rights: { monitoring: 'AUDIT_TRAIL', connectivity: 'ENVIRONMENT_ADMIN' } },
-    schema: { tags: ['settings'], summary: 'settings find-log', querystring: LogFind },
-  }, async (request) => findLog(ctx.db, request.account.environment.id, request.query));
+  app.get(
+    '/settings/log',
+    {
+      config: { rights: { monitoring: 'AUDIT_TRAIL', connectivity: 'ENVIRONMENT_ADMIN' } },
+      schema: { tags: ['settings'], summary: 'settings find-log', querystring: LogFind },
+    },
+    async (request) => findLog(ctx.db, request.account.environment.id, request.query),
+  );
 }

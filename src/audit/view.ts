@@ -1,6 +1,7 @@
 /** The Log model's columns of `audit_log a` and its author's name (`machine_account u`). */
-export const LOG_SELECT = 'a.hash_id AS a_hash_id, a.user_hash_id AS a_user_hash_id, a.object_type AS a_object_type, a.object_hash_id AS a_object_hash_id, '
-  + 'a.action AS a_action, a.diff AS a_diff, a.created_at AS a_created_at, u.name AS u_name';
+export const LOG_SELECT =
+  'a.hash_id AS a_hash_id, a.user_hash_id AS a_user_hash_id, a.object_type AS a_object_type, a.object_hash_id AS a_object_hash_id, ' +
+  'a.action AS a_action, a.diff AS a_diff, a.created_at AS a_created_at, u.name AS u_name';
 
 export interface Log {
   hashId: string;

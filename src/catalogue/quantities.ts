@@ -4,7 +4,10 @@ import type { Queryable } from '../app/db.ts';
 import { NotFoundError } from '../app/errors.ts';
 import type { Name } from '../app/names.ts';
 
-export interface ValuePair { orderOfMagnitude: number; significand: number }
+export interface ValuePair {
+  orderOfMagnitude: number;
+  significand: number;
+}
 
 export interface QuantityInput {
   name: Name;
@@ -20,7 +23,10 @@ export interface QuantityInput {
   deviceQuantityHashIds?: string[];
 }
 
-export interface Quantity extends Required<Omit<QuantityInput, 'deviceQuantityHashIds'>> { hashId: string; unit: string | null }
+export interface Quantity extends Required<Omit<QuantityInput, 'deviceQuantityHashIds'>> {
+  hashId: string;
+  unit: string | null;
+}
 
 /** The Quantity model's columns of `quantity q`. */
 export const QUANTITY_SELECT = `q.hash_id, q.name, q.color, q.unit, q.default_order_of_magnitude, q.default_critically_low_threshold,
@@ -41,7 +47,6 @@ export function toQuantity(r: Record<string, unknown>): Quantity {
   };
 }
 
-
 /**
  * A quantity of the environment; with `measuredOnPins` (a monitoring environment) also one of a supplier that
  * measurements on the environment's pins carry, so that a quantity measurement find shows can be read by its hashId.
@@ -50,7 +55,10 @@ export async function getQuantity(db: Queryable, environmentId: number, hashId: 
   const seen = measuredOnPins
     ? ' OR EXISTS (SELECT 1 FROM pin p JOIN measurement m ON m.pin_id = p.id AND m.quantity_id = q.id WHERE p.environment_id = $1)'
     : '';
-  const { rows } = await db.query(`SELECT ${QUANTITY_SELECT} FROM quantity q WHERE q.hash_id = $2 AND q.deleted_at IS NULL AND (q.environment_id = $1${seen})`, [environmentId, hashId]);
+  const { rows } = await db.query(
+    `SELECT ${QUANTITY_SELECT} FROM quantity q WHERE q.hash_id = $2 AND q.deleted_at IS NULL AND (q.environment_id = $1${seen})`,
+    [environmentId, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('quantity', hashId);
   return toQuantity(rows[0]);
 }

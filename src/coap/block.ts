@@ -71,7 +71,12 @@ export class UploadBudget {
   }
 }
 
-interface Upload { chunks: Buffer[]; size: number; owner: unknown; timer: ClockTimer }
+interface Upload {
+  chunks: Buffer[];
+  size: number;
+  owner: unknown;
+  timer: ClockTimer;
+}
 
 /**
  * Reassembles Block1 uploads of one peer, keyed by the request's method and URI (RFC 7959 §2.3: a block belongs to

@@ -7,9 +7,15 @@
  */
 
 /** What is remembered of one request: until when, and the reply to repeat (null: none yet, e.g. its handler runs). */
-export interface Seen { expires: number; reply: Buffer | null }
+export interface Seen {
+  expires: number;
+  reply: Buffer | null;
+}
 
-interface Entry extends Seen { messageId: number; owner: Deduplicator }
+interface Entry extends Seen {
+  messageId: number;
+  owner: Deduplicator;
+}
 
 /** Message ids remembered by all the peers of one listener together. */
 export class DedupLimit {

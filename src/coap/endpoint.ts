@@ -77,14 +77,28 @@ export interface CoapEndpointOptions extends Partial<CoapConfig> {
 }
 
 /** A request's message id and the datagram that answered it. */
-export interface Exchange { messageId: number; reply: Buffer }
+export interface Exchange {
+  messageId: number;
+  reply: Buffer;
+}
 
 /** Unknown critical options a 4.02 names: the rest are counted (RFC 7252 §5.4.1 only asks to reject). */
 const LISTED_CRITICAL = 8;
 
-interface Outstanding { datagram: Buffer; timer: ClockTimer; retransmits: number; waitMs: number }
+interface Outstanding {
+  datagram: Buffer;
+  timer: ClockTimer;
+  retransmits: number;
+  waitMs: number;
+}
 /** `szx`: the largest block size whose message fits `maxMessageBytes` with this answer's options */
-interface LargeAnswer { response: CoapResponse; payload: Buffer; etag: Buffer; expires: number; szx: number }
+interface LargeAnswer {
+  response: CoapResponse;
+  payload: Buffer;
+  etag: Buffer;
+  expires: number;
+  szx: number;
+}
 
 /**
  * Emits 'malformed' (reason: string) for a datagram dropped or Reset, 'giveUp' (messageId) when a separate response
@@ -244,7 +258,13 @@ export class CoapEndpoint extends EventEmitter {
     if (block1Value) {
       const block1 = decodeBlock(block1Value);
       if (!block1) return immediate(this.#error('4.02', 'Block1 option longer than 3 bytes'));
-      this.#uploads ??= new Block1Assembler({ maxBytes: limit, maxUploads: this.#config.maxUploads, lifetimeMs: this.#config.blockwiseStatusLifetimeMs, budget: this.#uploadBudget, clock: this.#clock });
+      this.#uploads ??= new Block1Assembler({
+        maxBytes: limit,
+        maxUploads: this.#config.maxUploads,
+        lifetimeMs: this.#config.blockwiseStatusLifetimeMs,
+        budget: this.#uploadBudget,
+        clock: this.#clock,
+      });
       const result = this.#uploads.add(key, block1, m.payload, uintOption(m.options, 'Size1'), this.#uploadOwner(m.options));
       if (result === 'continue') return immediate({ code: '2.31', options: [{ name: 'Block1', value: encodeBlock(block1) }] });
       if (!Buffer.isBuffer(result)) {
@@ -264,20 +284,27 @@ export class CoapEndpoint extends EventEmitter {
 
     if (this.#running >= this.#config.maxInFlight) {
       // RFC 7252 asks clients for one outstanding request (NSTART 1); a peer far beyond that waits its turn
-      return immediate(this.#error('5.03', `more than ${this.#config.maxInFlight} requests of this peer in progress; try again`, [{ name: 'Max-Age', value: encodeUint(1) }]));
+      return immediate(
+        this.#error('5.03', `more than ${this.#config.maxInFlight} requests of this peer in progress; try again`, [{ name: 'Max-Age', value: encodeUint(1) }]),
+      );
     }
     // the handler: piggybacked if it answers within the window, else empty ACK now and a separate response later.
     // Not for a CON that carries Block2: libcoap up to 4.3.1 (Debian 12's) builds its block state from the
     // request still awaiting its ACK and silently drops a separate response that starts a Block2 transfer. Such a
     // client's retransmissions go unanswered (a duplicate with no reply yet) until the answer rides on the ACK.
     let separate = false;
-    const window = m.type === 'CON' && !block2
-      ? this.#clock.setTimeout(() => this.#guarded(() => {
-        separate = true;
-        entry.reply = emptyMessage('ACK', m.messageId);
-        this.#send(entry.reply);
-      }), this.#config.piggybackMs)
-      : null;
+    const window =
+      m.type === 'CON' && !block2
+        ? this.#clock.setTimeout(
+            () =>
+              this.#guarded(() => {
+                separate = true;
+                entry.reply = emptyMessage('ACK', m.messageId);
+                this.#send(entry.reply);
+              }),
+            this.#config.piggybackMs,
+          )
+        : null;
     this.#running++;
     // a handler that throws at once is answered like one that rejects (and its count still comes down)
     new Promise<CoapResponse>((resolve) => resolve(this.#handler({ method, token: m.token, options: m.options, payload: body, confirmable: m.type === 'CON' })))
@@ -296,7 +323,9 @@ export class CoapEndpoint extends EventEmitter {
       })
       // an unhandled rejection would end the process
       .catch((err: Error) => this.emit('failure', err))
-      .finally(() => { this.#running--; });
+      .finally(() => {
+        this.#running--;
+      });
   }
 
   /**
@@ -307,11 +336,18 @@ export class CoapEndpoint extends EventEmitter {
     const payload = res.payload ?? Buffer.alloc(0);
     const max = this.#config.maxMessageBytes;
     const own = (res.options ?? []).filter((o) => !['Block2', 'Size2', 'ETag'].includes(o.name));
-    const headroom = (options: CoapOption[]) => encode({ type: 'ACK', code: res.code, messageId: 0, token: Buffer.alloc(8), options, payload: Buffer.alloc(0) }).length + 1;
+    const headroom = (options: CoapOption[]) =>
+      encode({ type: 'ACK', code: res.code, messageId: 0, token: Buffer.alloc(8), options, payload: Buffer.alloc(0) }).length + 1;
     // header 4, token ≤ 8, payload marker 1, and an option never takes more than 5 bytes besides its value
     const bound = (res.options ?? []).reduce((n, o) => n + 5 + o.value.length, 13);
-    if (num === 0 && payload.length <= blockSize(askedSzx) && (bound + payload.length <= max || headroom(res.options ?? []) + payload.length <= max)) return res;
-    const blockOptions = [...own, { name: 'Block2', value: Buffer.alloc(3) }, { name: 'Size2', value: Buffer.alloc(4) }, { name: 'ETag', value: Buffer.alloc(8) }];
+    if (num === 0 && payload.length <= blockSize(askedSzx) && (bound + payload.length <= max || headroom(res.options ?? []) + payload.length <= max))
+      return res;
+    const blockOptions = [
+      ...own,
+      { name: 'Block2', value: Buffer.alloc(3) },
+      { name: 'Size2', value: Buffer.alloc(4) },
+      { name: 'ETag', value: Buffer.alloc(8) },
+    ];
     let szx = this.#config.preferredSzx;
     while (szx > 0 && headroom(blockOptions) + blockSize(szx) > max) szx--;
     const etag = createHash('sha256').update(payload).digest().subarray(0, 8);
@@ -334,7 +370,12 @@ export class CoapEndpoint extends EventEmitter {
     const own = (answer.response.options ?? []).filter((o) => !['Block2', 'Size2', 'ETag'].includes(o.name));
     return {
       code: answer.response.code,
-      options: [...own, { name: 'Block2', value: encodeBlock(block) }, { name: 'Size2', value: encodeUint(answer.payload.length) }, { name: 'ETag', value: answer.etag }],
+      options: [
+        ...own,
+        { name: 'Block2', value: encodeBlock(block) },
+        { name: 'Size2', value: encodeUint(answer.payload.length) },
+        { name: 'ETag', value: answer.etag },
+      ],
       payload: slice.payload,
     };
   }
@@ -355,7 +396,14 @@ export class CoapEndpoint extends EventEmitter {
     const piggybacked = m.type === 'CON' && !separate;
     const messageId = piggybacked ? m.messageId : this.#newMessageId();
     const type = piggybacked ? 'ACK' : m.type === 'CON' ? 'CON' : 'NON';
-    const message: CoapMessage = { type, code: res.code, messageId, token: m.token, options: [...(res.options ?? [])], payload: res.payload ?? Buffer.alloc(0) };
+    const message: CoapMessage = {
+      type,
+      code: res.code,
+      messageId,
+      token: m.token,
+      options: [...(res.options ?? [])],
+      payload: res.payload ?? Buffer.alloc(0),
+    };
     const datagram = res.refused && this.#unprovenPeer ? encodeWithin(message, size) : encode(message);
     if (piggybacked) {
       entry.reply = datagram;
@@ -367,18 +415,24 @@ export class CoapEndpoint extends EventEmitter {
 
   #retransmit(messageId: number, datagram: Buffer): void {
     const { ackTimeoutMs, ackRandomFactor } = this.#config;
-    const o: Outstanding = { datagram, retransmits: 0, waitMs: ackTimeoutMs * (1 + Math.random() * (ackRandomFactor - 1)), timer: undefined as unknown as ClockTimer };
-    const fire = () => this.#guarded(() => {
-      if (o.retransmits >= this.#config.maxRetransmit) {
-        this.#outstanding.delete(messageId);
-        this.emit('giveUp', messageId);
-        return;
-      }
-      o.retransmits++;
-      this.#send(o.datagram);
-      o.waitMs *= 2;
-      o.timer = this.#clock.setTimeout(fire, o.waitMs);
-    });
+    const o: Outstanding = {
+      datagram,
+      retransmits: 0,
+      waitMs: ackTimeoutMs * (1 + Math.random() * (ackRandomFactor - 1)),
+      timer: undefined as unknown as ClockTimer,
+    };
+    const fire = () =>
+      this.#guarded(() => {
+        if (o.retransmits >= this.#config.maxRetransmit) {
+          this.#outstanding.delete(messageId);
+          this.emit('giveUp', messageId);
+          return;
+        }
+        o.retransmits++;
+        this.#send(o.datagram);
+        o.waitMs *= 2;
+        o.timer = this.#clock.setTimeout(fire, o.waitMs);
+      });
     o.timer = this.#clock.setTimeout(fire, o.waitMs);
     this.#outstanding.set(messageId, o);
   }

@@ -24,15 +24,40 @@ export interface CoapMessage {
   payload: Buffer;
 }
 
-export const METHODS: Record<string, string> = { '0.01': 'GET', '0.02': 'POST', '0.03': 'PUT', '0.04': 'DELETE', '0.05': 'FETCH', '0.06': 'PATCH', '0.07': 'IPATCH' };
+export const METHODS: Record<string, string> = {
+  '0.01': 'GET',
+  '0.02': 'POST',
+  '0.03': 'PUT',
+  '0.04': 'DELETE',
+  '0.05': 'FETCH',
+  '0.06': 'PATCH',
+  '0.07': 'IPATCH',
+};
 
 export const ContentFormat = { text: 0, linkFormat: 40, xml: 41, octetStream: 42, exi: 47, json: 50, cbor: 60 } as const;
 
 /** Option numbers this server understands (RFC 7252 §5.4.1: an unrecognised critical option in a request is 4.02). */
 export const OptionNumber = {
-  'If-Match': 1, 'Uri-Host': 3, ETag: 4, 'If-None-Match': 5, Observe: 6, 'Uri-Port': 7, 'Location-Path': 8,
-  'Uri-Path': 11, 'Content-Format': 12, 'Max-Age': 14, 'Uri-Query': 15, 'Hop-Limit': 16, Accept: 17,
-  'Location-Query': 20, Block2: 23, Block1: 27, Size2: 28, 'Proxy-Uri': 35, 'Proxy-Scheme': 39, Size1: 60,
+  'If-Match': 1,
+  'Uri-Host': 3,
+  ETag: 4,
+  'If-None-Match': 5,
+  Observe: 6,
+  'Uri-Port': 7,
+  'Location-Path': 8,
+  'Uri-Path': 11,
+  'Content-Format': 12,
+  'Max-Age': 14,
+  'Uri-Query': 15,
+  'Hop-Limit': 16,
+  Accept: 17,
+  'Location-Query': 20,
+  Block2: 23,
+  Block1: 27,
+  Size2: 28,
+  'Proxy-Uri': 35,
+  'Proxy-Scheme': 39,
+  Size1: 60,
   'No-Response': 258,
 } as const;
 
@@ -40,7 +65,14 @@ const UINT_OPTIONS = new Set(['Observe', 'Uri-Port', 'Content-Format', 'Max-Age'
 const STRING_OPTIONS = new Set(['Uri-Host', 'Location-Path', 'Uri-Path', 'Uri-Query', 'Location-Query', 'Proxy-Uri', 'Proxy-Scheme']);
 
 /** Every name coap-packet gives an option number, understood here or not. */
-const NAMED: Record<string, number> = { ...OptionNumber, OSCORE: 9, 'Q-Block1': 19, 'Q-Block2': 31, 'OCF-Accept-Content-Format-Version': 2049, 'OCF-Content-Format-Version': 2053 };
+const NAMED: Record<string, number> = {
+  ...OptionNumber,
+  OSCORE: 9,
+  'Q-Block1': 19,
+  'Q-Block2': 31,
+  'OCF-Accept-Content-Format-Version': 2049,
+  'OCF-Content-Format-Version': 2053,
+};
 
 /** The option's number, whether coap-packet named it or left it numeric. */
 export function optionNumber(o: CoapOption): number {
@@ -108,8 +140,14 @@ function structuralError(b: Buffer): string | null {
     // the delta's value does not matter for framing, only how many extension bytes it takes
     i += delta === 13 ? 1 : delta === 14 ? 2 : 0;
     if (i > b.length) return 'truncated option';
-    if (length === 13) { if (i + 1 > b.length) return 'truncated option'; length = b[i++] + 13; }
-    else if (length === 14) { if (i + 2 > b.length) return 'truncated option'; length = b.readUInt16BE(i) + 269; i += 2; }
+    if (length === 13) {
+      if (i + 1 > b.length) return 'truncated option';
+      length = b[i++] + 13;
+    } else if (length === 14) {
+      if (i + 2 > b.length) return 'truncated option';
+      length = b.readUInt16BE(i) + 269;
+      i += 2;
+    }
     if (i + length > b.length) return 'option value runs past the datagram';
     i += length;
   }
@@ -134,21 +172,31 @@ export function decode(datagram: Buffer): Decoded {
   }
   return {
     kind: 'message',
-    message: { type, code: p.code, messageId, token: Buffer.from(p.token), options: p.options.map((o) => ({ name: String(o.name), value: Buffer.from(o.value) })), payload: Buffer.from(p.payload) },
+    message: {
+      type,
+      code: p.code,
+      messageId,
+      token: Buffer.from(p.token),
+      options: p.options.map((o) => ({ name: String(o.name), value: Buffer.from(o.value) })),
+      payload: Buffer.from(p.payload),
+    },
   };
 }
 
 export function encode(m: CoapMessage): Buffer {
-  return generate({
-    code: m.code,
-    messageId: m.messageId,
-    token: m.token,
-    options: m.options,
-    payload: m.payload,
-    confirmable: m.type === 'CON',
-    ack: m.type === 'ACK',
-    reset: m.type === 'RST',
-  }, 65_507);
+  return generate(
+    {
+      code: m.code,
+      messageId: m.messageId,
+      token: m.token,
+      options: m.options,
+      payload: m.payload,
+      confirmable: m.type === 'CON',
+      ack: m.type === 'ACK',
+      reset: m.type === 'RST',
+    },
+    65_507,
+  );
 }
 
 /** An Empty message (ACK or RST) for `messageId`. */

@@ -13,7 +13,10 @@ import { DedupLimit } from './dedup.ts';
 import { CoapEndpoint } from './endpoint.ts';
 import type { CoapEndpointOptions, CoapRequest, CoapResponse } from './endpoint.ts';
 
-export interface UdpPeer { address: string; port: number }
+export interface UdpPeer {
+  address: string;
+  port: number;
+}
 
 export interface CoapUdpServerOptions extends Partial<CoapConfig>, Pick<CoapEndpointOptions, 'diagnostic' | 'admit' | 'uploadOwner' | 'clock'> {
   socket: dgram.Socket;
@@ -24,7 +27,10 @@ export interface CoapUdpServerOptions extends Partial<CoapConfig>, Pick<CoapEndp
   maxPeers?: number;
 }
 
-interface Peer { endpoint: CoapEndpoint; lastSeen: number }
+interface Peer {
+  endpoint: CoapEndpoint;
+  lastSeen: number;
+}
 
 /**
  * Emits 'malformed' (reason, peer) like CoapEndpoint, and 'failure' (err, peer) when handling a datagram threw: the

@@ -16,8 +16,7 @@ export async function compileOnSave(field: string, source: string, owner: string
     throw error;
   }
   if (!result.ok) {
-    throw new ParameterError(`${field}: line ${result.line}, column ${result.column}: ${result.message}`,
-      { field, line: result.line, column: result.column });
+    throw new ParameterError(`${field}: line ${result.line}, column ${result.column}: ${result.message}`, { field, line: result.line, column: result.column });
   }
   return result.hash;
 }

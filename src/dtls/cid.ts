@@ -183,7 +183,10 @@ export class CidCbcSha256Protection implements CidProtection {
 
   seal(version: number, epoch: number, seq: number, cid: Buffer, type: number, content: Buffer, headroom: number): Buffer {
     const inner = Buffer.concat([content, Buffer.from([type])]);
-    const mac = createHmac('sha256', this.#macKey).update(cidAdditionalData(version, epoch, seq, cid, inner.length)).update(inner).digest();
+    const mac = createHmac('sha256', this.#macKey)
+      .update(cidAdditionalData(version, epoch, seq, cid, inner.length))
+      .update(inner)
+      .digest();
     const padLen = BLOCK - 1 - ((inner.length + MAC) % BLOCK);
     const out = Buffer.allocUnsafe(headroom + BLOCK + inner.length + MAC + padLen + 1);
     randomFillSync(out, headroom, BLOCK);

@@ -239,14 +239,20 @@ export class DtlsServer extends EventEmitter {
       const keeper = this.#keeper;
       if (!keeper || this.#renewing.has(s) || this.#suspending) return;
       this.#renewing.add(s);
-      keeper.renew(sessionRef(s), s.writeLimit, s.motion(this.#attachment(s))).then((end) => {
-        if (end !== null) s.limitWrites(end);
-        else {
-          // another process carries this session on now: this one goes without a word
-          this.#givenUp.add(s);
-          s.release();
-        }
-      }, (err: unknown) => this.emit('keeperError', err)).finally(() => this.#renewing.delete(s));
+      keeper
+        .renew(sessionRef(s), s.writeLimit, s.motion(this.#attachment(s)))
+        .then(
+          (end) => {
+            if (end !== null) s.limitWrites(end);
+            else {
+              // another process carries this session on now: this one goes without a word
+              this.#givenUp.add(s);
+              s.release();
+            }
+          },
+          (err: unknown) => this.emit('keeperError', err),
+        )
+        .finally(() => this.#renewing.delete(s));
     },
     handshakeFailed: (s, err) => {
       const info: HandshakeErrorInfo = { remoteAddress: s.remoteAddress, remotePort: s.remotePort };
@@ -291,7 +297,9 @@ export class DtlsServer extends EventEmitter {
       lookupPsk: opts.lookupPsk,
       suites: certificate ? [...CIPHER_SUITES, ...ECDHE_ECDSA_SUITES] : CIPHER_SUITES,
       cache: new SessionCache(
-        opts.sessionCacheSize ?? (opts.sharedCache ? DEFAULTS.sharedCacheFront : DEFAULTS.sessionCacheSize), opts.sessionLifetimeMs ?? DEFAULTS.sessionLifetimeMs, opts.sharedCache,
+        opts.sessionCacheSize ?? (opts.sharedCache ? DEFAULTS.sharedCacheFront : DEFAULTS.sessionCacheSize),
+        opts.sessionLifetimeMs ?? DEFAULTS.sessionLifetimeMs,
+        opts.sharedCache,
       ),
       // A certificate session resumes only while its chain is still valid and trusted (anchors may have changed).
       ...(certificate ? { certificate } : {}),
@@ -309,10 +317,13 @@ export class DtlsServer extends EventEmitter {
     this.#rotation = setInterval(() => this.#cookies.rotate(), opts.cookieRotationMs ?? DEFAULTS.cookieRotationMs);
     this.#rotation.unref();
     const idleMs = this.#config.idleTimeoutMs;
-    this.#idleSweep = setInterval(() => {
-      const before = Date.now() - idleMs;
-      for (const s of this.#live) s.closeIfIdleSince(before); // closing deletes; Set iteration allows it
-    }, Math.max(100, Math.min(idleMs / 4, 10_000)));
+    this.#idleSweep = setInterval(
+      () => {
+        const before = Date.now() - idleMs;
+        for (const s of this.#live) s.closeIfIdleSince(before); // closing deletes; Set iteration allows it
+      },
+      Math.max(100, Math.min(idleMs / 4, 10_000)),
+    );
     this.#idleSweep.unref();
     if (opts.socket instanceof dgram.Socket) {
       this.socket = opts.socket;
@@ -386,7 +397,8 @@ export class DtlsServer extends EventEmitter {
   async handOver(s: DtlsSession, announce: () => Promise<unknown>): Promise<boolean> {
     const keeper = this.#keeper;
     const cid = s.connectionId;
-    if (!keeper || !cid || !this.#cidRouter || this.#closed || this.#suspending || !s.established || this.#renewing.has(s) || this.#handingOver.has(s)) return false;
+    if (!keeper || !cid || !this.#cidRouter || this.#closed || this.#suspending || !s.established || this.#renewing.has(s) || this.#handingOver.has(s))
+      return false;
     const held: Array<[Buffer, PeerRoute]> = [];
     this.#handingOver.set(s, held);
     let gone = false;
@@ -423,7 +435,12 @@ export class DtlsServer extends EventEmitter {
    * there is nothing to look in (no keeper, or the ref was missed a moment ago).
    */
   claimKept(cid: Buffer, datagram: Buffer, from: { address: string; port: number }): boolean {
-    return this.#holdForKept(`c${cid.toString('hex')}`, datagram, { address: from.address, port: from.port, family: from.address.includes(':') ? 'IPv6' : 'IPv4', size: datagram.length });
+    return this.#holdForKept(`c${cid.toString('hex')}`, datagram, {
+      address: from.address,
+      port: from.port,
+      family: from.address.includes(':') ? 'IPv6' : 'IPv4',
+      size: datagram.length,
+    });
   }
 
   /** Closes every session (close_notify; after suspend(): without a word), stops all timers and closes the socket. */
@@ -481,20 +498,24 @@ export class DtlsServer extends EventEmitter {
     const missed = this.#misses.get(ref);
     if (missed !== undefined && missed > Date.now() - MISS_MEMORY_MS) return undefined;
     const held: Array<[Buffer, dgram.RemoteInfo]> = [];
-    const promise = keeper.take(ref).then((kept) => {
-      if (!kept) {
-        this.#missed(ref);
+    const promise = keeper
+      .take(ref)
+      .then((kept) => {
+        if (!kept) {
+          this.#missed(ref);
+          return null;
+        }
+        return this.#carryOn(kept);
+      })
+      .catch((err: unknown) => {
+        this.emit('error', err);
         return null;
-      }
-      return this.#carryOn(kept);
-    }).catch((err: unknown) => {
-      this.emit('error', err);
-      return null;
-    }).then((session) => {
-      this.#taking.delete(ref);
-      for (const [d, rinfo] of held) this.#onMessage(d, rinfo);
-      return session;
-    });
+      })
+      .then((session) => {
+        this.#taking.delete(ref);
+        for (const [d, rinfo] of held) this.#onMessage(d, rinfo);
+        return session;
+      });
     const entry = { promise, held };
     this.#taking.set(ref, entry);
     return entry;

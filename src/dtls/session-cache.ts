@@ -92,7 +92,10 @@ export class SessionCache {
     while (this.#entries.size >= this.#max) this.#entries.delete(this.#entries.keys().next().value!);
     const entry: Entry = {
       secrets: (c.pskHash ? Buffer.concat([c.masterSecret, c.pskHash]) : c.masterSecret).toString('latin1'),
-      suiteId: c.suiteId, extendedMasterSecret: c.extendedMasterSecret, peerCertificates: c.peerCertificates, expiresAt: c.expiresAt,
+      suiteId: c.suiteId,
+      extendedMasterSecret: c.extendedMasterSecret,
+      peerCertificates: c.peerCertificates,
+      expiresAt: c.expiresAt,
       pskIdentity: c.pskIdentity,
     };
     this.#entries.set(key, entry);

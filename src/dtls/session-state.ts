@@ -56,14 +56,23 @@ export interface SessionMotion {
 }
 
 /** Epoch-1 protections from a key block; a direction with a CID gets only its CID protection (an idle session holds less). */
-export function epoch1Protections(suite: CipherSuite, keyBlock: Buffer, connectionId: Buffer | undefined, peerConnectionId: Buffer | undefined): {
-  read: RecordProtection | null; readCid?: EpochCid; write: RecordProtection | undefined; writeCid?: EpochCid;
+export function epoch1Protections(
+  suite: CipherSuite,
+  keyBlock: Buffer,
+  connectionId: Buffer | undefined,
+  peerConnectionId: Buffer | undefined,
+): {
+  read: RecordProtection | null;
+  readCid?: EpochCid;
+  write: RecordProtection | undefined;
+  writeCid?: EpochCid;
 } {
   const k = splitKeyBlock(keyBlock, suite.macKeyLength, suite.encKeyLength, suite.fixedIvLength);
   const readCid = connectionId ? { cid: connectionId, protection: createCidProtection(suite, k.clientMacKey, k.clientKey, k.clientIv) } : undefined;
-  const writeCid = peerConnectionId && peerConnectionId.length > 0
-    ? { cid: peerConnectionId, protection: createCidProtection(suite, k.serverMacKey, k.serverKey, k.serverIv) }
-    : undefined;
+  const writeCid =
+    peerConnectionId && peerConnectionId.length > 0
+      ? { cid: peerConnectionId, protection: createCidProtection(suite, k.serverMacKey, k.serverKey, k.serverIv) }
+      : undefined;
   return {
     read: readCid ? null : suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv),
     write: writeCid ? undefined : suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv),
@@ -166,7 +175,11 @@ const FLAG_PEER_CID = 4;
 const FLAG_PSK = 8;
 
 export function encodeKeys(k: SessionKeys): Buffer {
-  const flags = (k.extendedMasterSecret ? FLAG_EMS : 0) | (k.connectionId ? FLAG_CID : 0) | (k.peerConnectionId ? FLAG_PEER_CID : 0) | (k.pskIdentity !== undefined ? FLAG_PSK : 0);
+  const flags =
+    (k.extendedMasterSecret ? FLAG_EMS : 0) |
+    (k.connectionId ? FLAG_CID : 0) |
+    (k.peerConnectionId ? FLAG_PEER_CID : 0) |
+    (k.pskIdentity !== undefined ? FLAG_PSK : 0);
   const w = new Writer().u8(VERSION).u16(k.suiteId).u8(flags).bytes8(k.keyBlock).bytes8(k.sessionId);
   if (k.connectionId) w.bytes8(k.connectionId);
   if (k.peerConnectionId) w.bytes8(k.peerConnectionId);
@@ -193,15 +206,29 @@ export function decodeKeys(b: Buffer): SessionKeys {
 
 export function encodeMotion(m: SessionMotion): Buffer {
   // the replay window's top is -1 before the first record: stored one higher
-  return new Writer().u8(VERSION).u48(m.writeSeq).u48(m.replay[0] + 1).u32(m.replay[1]).u32(m.replay[2])
-    .bytes8(Buffer.from(m.remoteAddress, 'utf8')).u16(m.remotePort).u48(m.lastActive).bytes16(m.attachment).done();
+  return new Writer()
+    .u8(VERSION)
+    .u48(m.writeSeq)
+    .u48(m.replay[0] + 1)
+    .u32(m.replay[1])
+    .u32(m.replay[2])
+    .bytes8(Buffer.from(m.remoteAddress, 'utf8'))
+    .u16(m.remotePort)
+    .u48(m.lastActive)
+    .bytes16(m.attachment)
+    .done();
 }
 
 export function decodeMotion(b: Buffer): SessionMotion {
   const r = new Reader(b);
   if (r.u8() !== VERSION) throw new Error('unknown session state version');
   const m: SessionMotion = {
-    writeSeq: r.u48(), replay: [r.u48() - 1, r.u32(), r.u32()], remoteAddress: r.bytes8().toString('utf8'), remotePort: r.u16(), lastActive: r.u48(), attachment: r.bytes16(),
+    writeSeq: r.u48(),
+    replay: [r.u48() - 1, r.u32(), r.u32()],
+    remoteAddress: r.bytes8().toString('utf8'),
+    remotePort: r.u16(),
+    lastActive: r.u48(),
+    attachment: r.bytes16(),
   };
   r.end();
   return m;
@@ -214,7 +241,12 @@ export function certificatesFromDer(ders: Buffer[]): X509Certificate[] {
 
 /** A resumption cache entry (session-cache.ts) as bytes, for the cache the gateway nodes share. */
 export function encodeCached(c: CachedSession): Buffer {
-  const w = new Writer().u8(VERSION).u16(c.suiteId).u8(c.extendedMasterSecret ? FLAG_EMS : 0).bytes8(c.masterSecret).u48(c.expiresAt);
+  const w = new Writer()
+    .u8(VERSION)
+    .u16(c.suiteId)
+    .u8(c.extendedMasterSecret ? FLAG_EMS : 0)
+    .bytes8(c.masterSecret)
+    .u48(c.expiresAt);
   w.bytes8(c.pskHash ?? EMPTY);
   w.bytes16(Buffer.from(c.pskIdentity ?? '', 'utf8')).u8(c.pskIdentity === undefined ? 0 : 1);
   w.u8(c.peerCertificates.length);
@@ -225,7 +257,13 @@ export function encodeCached(c: CachedSession): Buffer {
 export function decodeCached(b: Buffer): CachedSession {
   const r = new Reader(b);
   if (r.u8() !== VERSION) throw new Error('unknown session state version');
-  const c: CachedSession = { suiteId: r.u16(), extendedMasterSecret: (r.u8() & FLAG_EMS) !== 0, masterSecret: r.bytes8(), expiresAt: r.u48(), peerCertificates: [] };
+  const c: CachedSession = {
+    suiteId: r.u16(),
+    extendedMasterSecret: (r.u8() & FLAG_EMS) !== 0,
+    masterSecret: r.bytes8(),
+    expiresAt: r.u48(),
+    peerCertificates: [],
+  };
   const pskHash = r.bytes8();
   const identity = r.bytes16().toString('utf8');
   if (r.u8() === 1) c.pskIdentity = identity;

@@ -42,25 +42,14 @@ import { checkCertificateVerify, clientCertificates } from './flights/flight5-ce
 import { checkClientFinished } from './flights/flight5-finished.ts';
 import { clientPskIdentity, pskOrStandIn } from './flights/flight5-psk.ts';
 import { flight6Finished } from './flights/flight6.ts';
-import {
-  HANDSHAKE_HEADER_LENGTH,
-  HandshakeReassembler,
-  fragmentMessage,
-  parseHandshakeFragments,
-  transcriptBytes,
-} from './handshake.ts';
+import { HANDSHAKE_HEADER_LENGTH, HandshakeReassembler, fragmentMessage, parseHandshakeFragments, transcriptBytes } from './handshake.ts';
 import type { HandshakeMessage } from './handshake.ts';
 import { ContentType, MAX_SEQUENCE, RECORD_HEADER_LENGTH, RecordLayer } from './record.ts';
 import { ReplayWindow } from './replay.ts';
 import { SessionEvents } from './session-events.ts';
 import { HandshakeState } from './handshake-state.ts';
 import type { DtlsRecord } from './record.ts';
-import {
-  EXTENSION_CONNECTION_ID,
-  encodeConnectionIdExtension,
-  parseConnectionIdExtension,
-  suiteSupportsCid,
-} from './cid.ts';
+import { EXTENSION_CONNECTION_ID, encodeConnectionIdExtension, parseConnectionIdExtension, suiteSupportsCid } from './cid.ts';
 import type { CachedSession, SessionCache } from './session-cache.ts';
 import { WRITE_LEASE, certificatesFromDer, epoch1Protections } from './session-state.ts';
 import type { SessionKeys, SessionMotion } from './session-state.ts';
@@ -171,7 +160,14 @@ function settled(f: SettledFields, resumed: boolean): Negotiated {
   const name = `${f.suite.id}:${+f.extendedMasterSecret}:${+f.secureRenegotiation}:${+f.clientSentPointFormats}:${f.ecdheGroup ?? ''}:${+resumed}`;
   let n = SETTLED.get(name);
   if (!n) {
-    n = Object.freeze({ ...f, clientRandom: EMPTY, serverRandom: EMPTY, sessionId: EMPTY, extraExtensions: NO_EXTENSIONS, ...(resumed ? { resumed: RESUMED } : {}) });
+    n = Object.freeze({
+      ...f,
+      clientRandom: EMPTY,
+      serverRandom: EMPTY,
+      sessionId: EMPTY,
+      extraExtensions: NO_EXTENSIONS,
+      ...(resumed ? { resumed: RESUMED } : {}),
+    });
     SETTLED.set(name, n);
   }
   return n;
@@ -229,7 +225,12 @@ export class DtlsSession extends SessionEvents {
    * Throws TlsAlert when nothing acceptable was offered (the server then answers with a plaintext alert).
    * Or, given a kept state (session-state.ts) instead, carries an established session on: nothing is sent.
    */
-  constructor(host: SessionHost, config: SessionConfig, peer: { address: string; port: number }, start: { ch: ClientHello; msg: HandshakeMessage; recordSeq: number } | KeptStart) {
+  constructor(
+    host: SessionHost,
+    config: SessionConfig,
+    peer: { address: string; port: number },
+    start: { ch: ClientHello; msg: HandshakeMessage; recordSeq: number } | KeptStart,
+  ) {
     super();
     this.#host = host;
     this.#config = config;
@@ -530,7 +531,11 @@ export class DtlsSession extends SessionEvents {
       // alert the client can act on, long before the handshake timeout.
       if (this.#state === 'wait_finished' && !this.#handshake.wrongKeyTimer) {
         this.#handshake.wrongKeyTimer = setTimeout(
-          () => this.#fail(new TlsAlert(AlertDescription.bad_record_mac, 'client Finished record failed authentication (wrong key?)'), AlertDescription.bad_record_mac),
+          () =>
+            this.#fail(
+              new TlsAlert(AlertDescription.bad_record_mac, 'client Finished record failed authentication (wrong key?)'),
+              AlertDescription.bad_record_mac,
+            ),
           2 * this.#config.initialRetransmitMs,
         );
       }
@@ -631,7 +636,9 @@ export class DtlsSession extends SessionEvents {
       case 'wait_client_certificate':
         expectType(msg, HandshakeType.certificate);
         clearTimeout(this.#handshake.retransmitTimer); // flight 5 has begun: flight 4 arrived
-        this.peerCertificates = clientCertificates(msg.body, this.#config.certificate!.trustAnchors(), (subject) => { this.offeredCertificateSubject = subject; });
+        this.peerCertificates = clientCertificates(msg.body, this.#config.certificate!.trustAnchors(), (subject) => {
+          this.offeredCertificateSubject = subject;
+        });
         this.#addToTranscript(msg);
         this.#state = 'wait_client_key_exchange';
         return;
@@ -727,12 +734,23 @@ export class DtlsSession extends SessionEvents {
       // Flight 6 is the last flight: it is not retransmitted on a timer, only when the client repeats flight 5.
       this.#sendFlight({ plain: [], encrypted: [finished] }, false);
       const n = this.#negotiated;
-      const cached = { masterSecret: this.#handshake.masterBytes!, suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, peerCertificates: this.peerCertificates };
-      this.#config.cache.store(n.sessionId, this.pskIdentity === undefined || !this.#handshake.pskHash ? cached : { ...cached, pskIdentity: this.pskIdentity, pskHash: this.#handshake.pskHash });
+      const cached = {
+        masterSecret: this.#handshake.masterBytes!,
+        suiteId: n.suite.id,
+        extendedMasterSecret: n.extendedMasterSecret,
+        peerCertificates: this.peerCertificates,
+      };
+      this.#config.cache.store(
+        n.sessionId,
+        this.pskIdentity === undefined || !this.#handshake.pskHash ? cached : { ...cached, pskIdentity: this.pskIdentity, pskHash: this.#handshake.pskHash },
+      );
     }
     const n = this.#negotiated;
     const keys: SessionKeys = {
-      suiteId: n.suite.id, extendedMasterSecret: n.extendedMasterSecret, keyBlock: this.#handshake.keyBlock!, sessionId: owned(n.sessionId),
+      suiteId: n.suite.id,
+      extendedMasterSecret: n.extendedMasterSecret,
+      keyBlock: this.#handshake.keyBlock!,
+      sessionId: owned(n.sessionId),
       peerCertificates: this.peerCertificates.map((c) => c.raw),
       ...(this.connectionId ? { connectionId: this.connectionId } : {}),
       ...(this.peerConnectionId ? { peerConnectionId: this.peerConnectionId } : {}),
@@ -752,10 +770,16 @@ export class DtlsSession extends SessionEvents {
   #shed(): void {
     const n = this.#negotiated;
     const ecdheGroup = this.#handshake.ephemeral?.group ?? n.ecdheGroup;
-    this.#negotiated = settled({
-      suite: n.suite, extendedMasterSecret: n.extendedMasterSecret, secureRenegotiation: n.secureRenegotiation,
-      clientSentPointFormats: n.clientSentPointFormats, ...(ecdheGroup !== undefined ? { ecdheGroup } : {}),
-    }, n.resumed !== undefined);
+    this.#negotiated = settled(
+      {
+        suite: n.suite,
+        extendedMasterSecret: n.extendedMasterSecret,
+        secureRenegotiation: n.secureRenegotiation,
+        clientSentPointFormats: n.clientSentPointFormats,
+        ...(ecdheGroup !== undefined ? { ecdheGroup } : {}),
+      },
+      n.resumed !== undefined,
+    );
     this.#sessionIdText = n.sessionId.toString('latin1');
     this.#records.endEpoch0();
     this.#hs = undefined;
@@ -793,7 +817,8 @@ export class DtlsSession extends SessionEvents {
     if (flight.encrypted.length > 0) {
       add(this.#records.seal(0, ContentType.change_cipher_spec, CCS));
       for (const msg of flight.encrypted) {
-        for (const frag of fragmentMessage(msg, mtu - header - this.#negotiated.suite.maxOverhead - this.#records.cidOverhead(1))) add(this.#records.seal(1, ContentType.handshake, frag));
+        for (const frag of fragmentMessage(msg, mtu - header - this.#negotiated.suite.maxOverhead - this.#records.cidOverhead(1)))
+          add(this.#records.seal(1, ContentType.handshake, frag));
       }
     }
     if (current.length > 0) datagrams.push(Buffer.concat(current));
@@ -855,4 +880,3 @@ export class DtlsSession extends SessionEvents {
 function pskFingerprint(psk: Buffer): Buffer {
   return createHash('sha256').update('gridgate dtls psk fingerprint\0').update(psk).digest();
 }
-

@@ -17,7 +17,13 @@ export type DeviceProtocol = 'https' | 'coaps' | 'coap';
  * `certificate` is what its handler sees). `refused`: the device's type was deleted; it authenticates, and every
  * request is refused (HTTPS 403, CoAP 4.03) with REFUSED_MESSAGE.
  */
-export interface AdmittedDevice { deviceHashId: string; environmentHashId: string; pskIdentity?: string; certificate?: CertificateView; refused: boolean }
+export interface AdmittedDevice {
+  deviceHashId: string;
+  environmentHashId: string;
+  pskIdentity?: string;
+  certificate?: CertificateView;
+  refused: boolean;
+}
 
 /** What a device whose type was deleted is told. */
 export const REFUSED_MESSAGE = 'The device type of this device was deleted: the device no longer has access';

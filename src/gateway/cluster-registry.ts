@@ -31,7 +31,6 @@ import type { NodeAddress, NodeDirectory } from '../dtls/cluster/directory.ts';
 
 export type { NodeAddress } from '../dtls/cluster/directory.ts';
 
-
 /** PEXPIRE only while the key still holds our value; DEL likewise. */
 const RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
 const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
@@ -83,7 +82,11 @@ export class NodeRegistry implements NodeDirectory {
     this.#instance = randomBytes(8).toString('hex');
     this.#value = `${self.address} ${self.port} ${this.#instance} batches`;
     this.#leaseMs = leaseMs;
-    this.#outage = new OutageLog(log, 'dtls cluster: the node directory in Redis is unreachable; forwarding with the nodes known before', 'dtls cluster: the node directory in Redis is reachable again');
+    this.#outage = new OutageLog(
+      log,
+      'dtls cluster: the node directory in Redis is unreachable; forwarding with the nodes known before',
+      'dtls cluster: the node directory in Redis is reachable again',
+    );
   }
 
   /** This node's id (valid after join). */
@@ -175,7 +178,8 @@ export class NodeRegistry implements NodeDirectory {
         // the lease ran out (Redis was away longer than it): take the id again, or another one when someone took it
         const before = this.#nodeId;
         this.#nodeId = await this.#lease(before);
-        if (this.#nodeId !== before) this.#log.error({ before, now: this.#nodeId }, 'dtls cluster: this node lost its node id; sessions under the old one are reached no more');
+        if (this.#nodeId !== before)
+          this.#log.error({ before, now: this.#nodeId }, 'dtls cluster: this node lost its node id; sessions under the old one are reached no more');
       }
       await this.#read();
       this.#outage.up();
@@ -191,13 +195,15 @@ export class NodeRegistry implements NodeDirectory {
       if (announced) this.#readAgain = true;
       return this.#refreshing;
     }
-    this.#refreshing = this.#read().catch((err: Error) => this.#outage.down(err)).finally(() => {
-      this.#refreshing = null;
-      if (this.#readAgain) {
-        this.#readAgain = false;
-        void this.#refresh();
-      }
-    });
+    this.#refreshing = this.#read()
+      .catch((err: Error) => this.#outage.down(err))
+      .finally(() => {
+        this.#refreshing = null;
+        if (this.#readAgain) {
+          this.#readAgain = false;
+          void this.#refresh();
+        }
+      });
     return this.#refreshing;
   }
 

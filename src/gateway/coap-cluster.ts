@@ -52,22 +52,25 @@ export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promis
     return dtls.claimKept(cid, datagram, from);
   };
   const counts = new Map<ClusterEvent, number>();
-  const node: DtlsClusterNode = await DtlsClusterNode.start({
-    log: ctx.log,
-    // the node ids and inter-node addresses of this deployment, leased in Redis
-    directory: (self) => new NodeRegistry(ctx.redis, ctx.log, ctx.config.queueName, self, c.leaseMs),
-    key: createSecretKey(ctx.keys.dtlsCluster),
-    address: c.address,
-    port: c.port,
-    batchBytes: c.batchBytes,
-    batchWindowMs: c.batchWindowMs,
-    // a record of a node that is gone (or of this node before a restart) is carried on from the kept sessions (DTLS_KEEP_SESSIONS)
-    takeOverSession: takeOver,
-    // a plain tally per event (several per forwarded record), turned into the two counters when /metrics is read
-    count: (event) => {
-      counts.set(event, (counts.get(event) ?? 0) + 1);
+  const node: DtlsClusterNode = await DtlsClusterNode.start(
+    {
+      log: ctx.log,
+      // the node ids and inter-node addresses of this deployment, leased in Redis
+      directory: (self) => new NodeRegistry(ctx.redis, ctx.log, ctx.config.queueName, self, c.leaseMs),
+      key: createSecretKey(ctx.keys.dtlsCluster),
+      address: c.address,
+      port: c.port,
+      batchBytes: c.batchBytes,
+      batchWindowMs: c.batchWindowMs,
+      // a record of a node that is gone (or of this node before a restart) is carried on from the kept sessions (DTLS_KEEP_SESSIONS)
+      takeOverSession: takeOver,
+      // a plain tally per event (several per forwarded record), turned into the two counters when /metrics is read
+      count: (event) => {
+        counts.set(event, (counts.get(event) ?? 0) + 1);
+      },
     },
-  }, dtls);
+    dtls,
+  );
   dtls.on('session', (session: DtlsSession) => {
     const cid = session.connectionId;
     if (!session.restored || !cid || cidNode(cid) === node.nodeId) return;
@@ -77,7 +80,7 @@ export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promis
   });
   counterFrom(
     'gridgate_dtls_cluster_forwarded_total',
-    'Records and answers between the gateway nodes of a CID-routed cluster (several to an inter-node datagram under load): kind record (a device\'s record for the node its CID names) or answer (that node\'s answer, sent to the device by the node the record came to); direction out (sent) or in (received)',
+    "Records and answers between the gateway nodes of a CID-routed cluster (several to an inter-node datagram under load): kind record (a device's record for the node its CID names) or answer (that node's answer, sent to the device by the node the record came to); direction out (sent) or in (received)",
     ['kind', 'direction'],
     () => [...counts].flatMap(([event, n]) => (FORWARDED[event] ? [[FORWARDED[event], n] as [Record<string, string>, number]] : [])),
   );
@@ -88,11 +91,18 @@ export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promis
     () => [...counts].flatMap(([event, n]) => (FORWARDED[event] ? [] : [[{ reason: event }, n] as [Record<string, string>, number]])),
   );
   // gateway_node, not node: Prometheus attaches the fleet's own `node` target label, and a metric label of that name became exported_node
-  gaugeFrom('gridgate_dtls_cluster_sessions', 'Established DTLS sessions of this gateway node, by its node id in the cluster', ['gateway_node'], () => [[{ gateway_node: String(node.nodeId) }, dtls.sessionCount]]);
+  gaugeFrom('gridgate_dtls_cluster_sessions', 'Established DTLS sessions of this gateway node, by its node id in the cluster', ['gateway_node'], () => [
+    [{ gateway_node: String(node.nodeId) }, dtls.sessionCount],
+  ]);
   gaugeFrom('gridgate_dtls_cluster_nodes', 'Gateway nodes of the cluster this node knows of (itself included)', [], () => [[{}, node.registry.nodes.size]]);
   ctx.log.info({ nodeId: node.nodeId, address: c.address, port: node.socket.address().port }, 'dtls cluster: joined');
   let handedOver = 0;
-  counterFrom('gridgate_dtls_cluster_handovers_total', 'Sessions this node handed over to the node their devices\' records now reach (DTLS_CLUSTER_HANDOVER_AFTER)', [], () => [[{}, handedOver]]);
+  counterFrom(
+    'gridgate_dtls_cluster_handovers_total',
+    "Sessions this node handed over to the node their devices' records now reach (DTLS_CLUSTER_HANDOVER_AFTER)",
+    [],
+    () => [[{}, handedOver]],
+  );
   return {
     node,
     answered(session, settled) {
@@ -103,9 +113,11 @@ export async function joinDtlsCluster(ctx: AppContext, dtls: DtlsServer): Promis
         if (to === undefined || !session.established || !settled()) return;
         // the other nodes (and this one) forward the session's records to its new node from now on; that node claims
         // it from Redis at its next record (takeOver above)
-        void dtls.handOver(session, () => ctx.redis.set(holderKey(cid), String(to), 'PX', ctx.config.dtls.idleTimeoutMs)).then((moved) => {
-          if (moved) handedOver++;
-        });
+        void dtls
+          .handOver(session, () => ctx.redis.set(holderKey(cid), String(to), 'PX', ctx.config.dtls.idleTimeoutMs))
+          .then((moved) => {
+            if (moved) handedOver++;
+          });
       });
     },
     close: () => node.close(),

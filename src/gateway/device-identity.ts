@@ -43,9 +43,16 @@ const POSITIVE_TTL_MS = 60_000;
 const NEGATIVE_TTL_MS = 5_000;
 const MAX_ENTRIES = 50_000;
 
-interface Entry { at: number; ttl: number; value: Promise<CertificateDevice> }
+interface Entry {
+  at: number;
+  ttl: number;
+  value: Promise<CertificateDevice>;
+}
 
-interface IdentityState { cache: Map<string, Entry>; sandbox: Sandbox | null }
+interface IdentityState {
+  cache: Map<string, Entry>;
+  sandbox: Sandbox | null;
+}
 
 const states = new WeakMap<AppContext, IdentityState>();
 
@@ -74,7 +81,11 @@ export async function identifyCertificateDevice(ctx: AppContext, chain: X509Cert
   const check = verifyChain(chain, trust.anchors);
   if (!check.ok) throw new CertificateRefused('chain', check.reason);
   const supplier = trust.supplierByFingerprint.get(check.anchor.fingerprint256);
-  if (!supplier) throw new CertificateRefused('identifier', 'the client certificate is signed by the device CA itself, not by a supplier certificate: no identifier names its device');
+  if (!supplier)
+    throw new CertificateRefused(
+      'identifier',
+      'the client certificate is signed by the device CA itself, not by a supplier certificate: no identifier names its device',
+    );
   const leaf = check.chain[0];
   // the identifier's version is part of the key: an updated identifier names devices afresh
   const key = `${leaf.fingerprint256}|${supplier.hashId}|${supplier.identifierHash}`;
@@ -93,21 +104,43 @@ export async function identifyCertificateDevice(ctx: AppContext, chain: X509Cert
   return value;
 }
 
-async function identify(ctx: AppContext, chain: X509Certificate[], supplier: { hashId: string; environmentId: number; environmentHashId: string; identifier: string }): Promise<CertificateDevice> {
+async function identify(
+  ctx: AppContext,
+  chain: X509Certificate[],
+  supplier: { hashId: string; environmentId: number; environmentHashId: string; identifier: string },
+): Promise<CertificateDevice> {
   const certificate: CertificateView = { subjects: chainSubjects(chain) };
   const run = await sandboxOf(ctx).runIdentifier({ isolationKey: supplier.environmentHashId, source: supplier.identifier, args: { certificate } });
   if (!run.ok) {
     ctx.log.info({ supplierCertificate: supplier.hashId, error: run.error.message, logs: run.logs }, 'certificate identifier failed');
-    supplierAlerts(ctx).record([{ objectType: 'supplierCertificate', objectHashId: supplier.hashId, message: describeRunError(run.error), deviceId: null, activityHashId: null, at: new Date() }]);
+    supplierAlerts(ctx).record([
+      {
+        objectType: 'supplierCertificate',
+        objectHashId: supplier.hashId,
+        message: describeRunError(run.error),
+        deviceId: null,
+        activityHashId: null,
+        at: new Date(),
+      },
+    ]);
     throw new CertificateRefused('identifier', `the identifier of supplier certificate ${supplier.hashId} failed: ${describeRunError(run.error)}`);
   }
   try {
     const device = await findOrCreateDevice(ctx, {
-      environmentId: supplier.environmentId, deviceTypeHashId: run.result.deviceTypeHashId, supplierDeviceIdentifier: run.result.deviceIdentifier,
+      environmentId: supplier.environmentId,
+      deviceTypeHashId: run.result.deviceTypeHashId,
+      supplierDeviceIdentifier: run.result.deviceIdentifier,
     });
-    return { deviceHashId: device.hashId, environmentHashId: device.environmentHashId, supplierCertificateHashId: supplier.hashId, certificate, created: device.created };
+    return {
+      deviceHashId: device.hashId,
+      environmentHashId: device.environmentHashId,
+      supplierCertificateHashId: supplier.hashId,
+      certificate,
+      created: device.created,
+    };
   } catch (err) {
-    if (err instanceof AppError) throw new CertificateRefused('identifier', `the identifier of supplier certificate ${supplier.hashId} named no usable device: ${err.message}`);
+    if (err instanceof AppError)
+      throw new CertificateRefused('identifier', `the identifier of supplier certificate ${supplier.hashId} named no usable device: ${err.message}`);
     throw err;
   }
 }

@@ -26,7 +26,6 @@ import type { SessionKeeper } from '../dtls/session-keeper.ts';
 
 export type { SessionKeeper } from '../dtls/session-keeper.ts';
 
-
 // the state and a lease of sequence numbers (p: the first number nobody leased yet) in one step
 const TAKE = `local v = redis.call('HMGET', KEYS[1], 'k', 's', 'p')
 if not v[1] or not v[2] or not v[3] then return nil end
@@ -94,13 +93,18 @@ export class DtlsStateStore implements SessionKeeper, SharedSessionCache {
     const k = encryptSecret(this.#key, encodeKeys(keys), `${name}:k`);
     const leaseEnd = motion.writeSeq + WRITE_LEASE;
     this.#unsaved.set(ref, k);
-    this.#redis.multi().del(name).hset(name, 'k', k, 's', this.#sealMotion(name, motion), 'p', leaseEnd).pexpire(name, this.#ttl(motion.lastActive)).exec().then(
-      (res) => {
+    this.#redis
+      .multi()
+      .del(name)
+      .hset(name, 'k', k, 's', this.#sealMotion(name, motion), 'p', leaseEnd)
+      .pexpire(name, this.#ttl(motion.lastActive))
+      .exec()
+      .then((res) => {
         const failed = res?.find(([err]) => err)?.[0];
         if (failed) throw failed;
         if (this.#unsaved.get(ref) === k) this.#unsaved.delete(ref);
-      },
-    ).catch((err: Error) => this.#onError(err));
+      })
+      .catch((err: Error) => this.#onError(err));
     return leaseEnd;
   }
 
@@ -137,7 +141,7 @@ export class DtlsStateStore implements SessionKeeper, SharedSessionCache {
 
   async take(ref: string): Promise<KeptStart | null> {
     const name = this.sessionKey(ref);
-    const got = await this.#run(SCRIPTS.take, [name, WRITE_LEASE]) as [Buffer, Buffer, number] | null;
+    const got = (await this.#run(SCRIPTS.take, [name, WRITE_LEASE])) as [Buffer, Buffer, number] | null;
     if (!got) return null;
     const [k, s, end] = got;
     let start: KeptStart;

@@ -10,7 +10,9 @@ import { FIRMWARE_OFFER_HEADER } from '../connectivity/firmware/offer.ts';
 // with Range, the CoAP listener with Block2 (both in this file).
 
 /** The authenticated device asking. */
-export interface FirmwareDevice { hashId: string }
+export interface FirmwareDevice {
+  hashId: string;
+}
 
 /** What a device learns of an image: enough to resume and verify a download. */
 export interface FirmwareImageInfo {
@@ -29,8 +31,17 @@ export type FirmwareRead =
   | { status: 'forbidden'; message: string }
   | { status: 'range_not_satisfiable'; firmware: FirmwareImageInfo; message: string };
 
-interface ImageRecord extends FirmwareImageInfo { id: number; environmentId: number; deviceTypeId: number; deviceTypeHashId: string }
-interface DeviceRecord { id: number; environmentId: number; deviceTypeId: number }
+interface ImageRecord extends FirmwareImageInfo {
+  id: number;
+  environmentId: number;
+  deviceTypeId: number;
+  deviceTypeHashId: string;
+}
+interface DeviceRecord {
+  id: number;
+  environmentId: number;
+  deviceTypeId: number;
+}
 
 /** Metadata is cached this long: a device reading block after block costs no query per block. */
 const META_TTL_MS = 2000;
@@ -41,10 +52,14 @@ export class ImageCache {
   private readonly sizes = new Map<string, number>();
   private bytes = 0;
   private readonly budget: number;
-  constructor(budget: number) { this.budget = budget; }
+  constructor(budget: number) {
+    this.budget = budget;
+  }
 
   /** Images larger than half the budget are never cached: they are read range by range. */
-  fits(size: number): boolean { return size <= this.budget / 2; }
+  fits(size: number): boolean {
+    return size <= this.budget / 2;
+  }
 
   get(sha256: string, size: number, load: () => Promise<Buffer>): Promise<Buffer> {
     const hit = this.images.get(sha256);
@@ -73,14 +88,21 @@ export class ImageCache {
   }
 }
 
-interface FirmwareState { devices: TtlCache<DeviceRecord | null>; images: TtlCache<ImageRecord | null>; bytes: ImageCache; lastOnline: LastOnlineWriter }
+interface FirmwareState {
+  devices: TtlCache<DeviceRecord | null>;
+  images: TtlCache<ImageRecord | null>;
+  bytes: ImageCache;
+  lastOnline: LastOnlineWriter;
+}
 const states = new WeakMap<AppContext, FirmwareState>();
 
 function stateOf(ctx: AppContext): FirmwareState {
   let state = states.get(ctx);
   if (!state) {
     state = {
-      devices: new TtlCache(META_TTL_MS, 10_000), images: new TtlCache(META_TTL_MS, 10_000), bytes: new ImageCache(ctx.config.firmwareCacheBytes),
+      devices: new TtlCache(META_TTL_MS, 10_000),
+      images: new TtlCache(META_TTL_MS, 10_000),
+      bytes: new ImageCache(ctx.config.firmwareCacheBytes),
       lastOnline: new LastOnlineWriter(ctx.db, ctx.log),
     };
     states.set(ctx, state);
@@ -92,7 +114,9 @@ function loadDevice(ctx: AppContext, hashId: string): Promise<DeviceRecord | nul
   return stateOf(ctx).devices.get(hashId, async () => {
     const { rows } = await ctx.db.query<{ id: number; environment_id: number; device_type_id: number }>(
       `SELECT d.id, d.environment_id, d.device_type_id FROM device d JOIN device_type t ON t.id = d.device_type_id
-        WHERE d.hash_id = $1 AND t.deleted_at IS NULL`, [hashId]);
+        WHERE d.hash_id = $1 AND t.deleted_at IS NULL`,
+      [hashId],
+    );
     return rows.length === 0 ? null : { id: rows[0].id, environmentId: rows[0].environment_id, deviceTypeId: rows[0].device_type_id };
   });
 }
@@ -101,12 +125,20 @@ function loadImage(ctx: AppContext, hashId: string): Promise<ImageRecord | null>
   return stateOf(ctx).images.get(hashId, async () => {
     const { rows } = await ctx.db.query(
       `SELECT f.id, f.hash_id, f.environment_id, f.device_type_id, t.hash_id AS device_type_hash_id, f.version, f.size, f.sha256
-         FROM firmware f JOIN device_type t ON t.id = f.device_type_id WHERE f.hash_id = $1`, [hashId]);
+         FROM firmware f JOIN device_type t ON t.id = f.device_type_id WHERE f.hash_id = $1`,
+      [hashId],
+    );
     if (rows.length === 0) return null;
     const r = rows[0];
     return {
-      id: r.id as number, hashId: r.hash_id as string, environmentId: r.environment_id as number, deviceTypeId: r.device_type_id as number,
-      deviceTypeHashId: r.device_type_hash_id as string, version: r.version as string, size: r.size as number, sha256: r.sha256 as string,
+      id: r.id as number,
+      hashId: r.hash_id as string,
+      environmentId: r.environment_id as number,
+      deviceTypeId: r.device_type_id as number,
+      deviceTypeHashId: r.device_type_hash_id as string,
+      version: r.version as string,
+      size: r.size as number,
+      sha256: r.sha256 as string,
     };
   });
 }
@@ -123,7 +155,13 @@ export async function readFirmwareRange(ctx: AppContext, device: FirmwareDevice,
   if (image.deviceTypeId !== own.deviceTypeId) {
     return { status: 'forbidden', message: `firmware ${hashId} is for device type ${image.deviceTypeHashId}, not this device's` };
   }
-  if (!Number.isSafeInteger(offset) || offset < 0 || (offset >= image.size && !(offset === 0 && image.size === 0)) || !Number.isSafeInteger(length) || length < 0) {
+  if (
+    !Number.isSafeInteger(offset) ||
+    offset < 0 ||
+    (offset >= image.size && !(offset === 0 && image.size === 0)) ||
+    !Number.isSafeInteger(length) ||
+    length < 0
+  ) {
     return { status: 'range_not_satisfiable', firmware: info(image), message: `offset ${offset} is outside firmware ${hashId} of ${image.size} bytes` };
   }
   const end = Math.min(image.size, offset + length);
@@ -139,7 +177,11 @@ export async function readFirmwareRange(ctx: AppContext, device: FirmwareDevice,
     bytes = whole.subarray(offset, end);
   } else {
     // STORAGE EXTERNAL: PostgreSQL reads only the slice's chunks
-    const { rows } = await ctx.db.query<{ data: Buffer }>('SELECT substring(data FROM $2 FOR $3) AS data FROM firmware WHERE id = $1', [image.id, offset + 1, end - offset]);
+    const { rows } = await ctx.db.query<{ data: Buffer }>('SELECT substring(data FROM $2 FOR $3) AS data FROM firmware WHERE id = $1', [
+      image.id,
+      offset + 1,
+      end - offset,
+    ]);
     if (rows.length === 0) return { status: 'not_found', message: `firmware ${hashId} not found` };
     bytes = rows[0].data;
   }
@@ -182,7 +224,10 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown, heade
 
 const etagOf = (sha256: string) => `"${sha256}"`;
 const etagMatches = (header: string, etag: string) =>
-  header.split(',').some((t) => { const v = t.trim(); return v === '*' || v.replace(/^W\//, '') === etag; });
+  header.split(',').some((t) => {
+    const v = t.trim();
+    return v === '*' || v.replace(/^W\//, '') === etag;
+  });
 
 /**
  * A firmware request is an authenticated contact that no worker sees: it moves lastOnlineAt here, as a queued request
@@ -193,7 +238,12 @@ const etagMatches = (header: string, etag: string) =>
  */
 function touchDevice(ctx: AppContext, device: FirmwareDevice): void {
   const at = new Date();
-  loadDevice(ctx, device.hashId).then((own) => { if (own) stateOf(ctx).lastOnline.heard(own.id, at); }, () => undefined);
+  loadDevice(ctx, device.hashId).then(
+    (own) => {
+      if (own) stateOf(ctx).lastOnline.heard(own.id, at);
+    },
+    () => undefined,
+  );
 }
 
 /** Writes the firmware contacts still waiting for their second (the gateway's shutdown). */
@@ -202,7 +252,13 @@ export async function closeFirmware(ctx: AppContext): Promise<void> {
 }
 
 /** HTTPS `GET|HEAD /firmware/<hashId>`: Range (206, 416), ETag (the sha256), If-None-Match (304), If-Range. */
-export async function serveFirmwareOverHttps(ctx: AppContext, device: FirmwareDevice, hashId: string, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+export async function serveFirmwareOverHttps(
+  ctx: AppContext,
+  device: FirmwareDevice,
+  hashId: string,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
   touchDevice(ctx, device);
   const meta = await readFirmwareRange(ctx, device, hashId, 0, 0);
   if (meta.status === 'not_found') return sendJson(res, 404, { key: 'not_found_error', message: meta.message });
@@ -225,8 +281,12 @@ export async function serveFirmwareOverHttps(ctx: AppContext, device: FirmwareDe
   if (range !== undefined && (ifRange === undefined || ifRange.trim() === etag)) {
     const parsed = parseRange(range, firmware.size);
     if (parsed === null) {
-      return sendJson(res, 416, { key: 'parameter_error', message: `Range ${range} is not one satisfiable byte range of firmware ${hashId} (${firmware.size} bytes)` },
-        { ...common, 'content-range': `bytes */${firmware.size}` });
+      return sendJson(
+        res,
+        416,
+        { key: 'parameter_error', message: `Range ${range} is not one satisfiable byte range of firmware ${hashId} (${firmware.size} bytes)` },
+        { ...common, 'content-range': `bytes */${firmware.size}` },
+      );
     }
     if (parsed !== 'ignore') [start, end, status] = [parsed[0], parsed[1], 206];
   }
@@ -249,8 +309,11 @@ export function coapFirmwareHashId(req: CoapRequest): string | null {
   return req.method === 'GET' && path.length === 2 && path[0] === 'firmware' && /^[a-zA-Z0-9]{1,64}$/.test(path[1]) ? path[1] : null;
 }
 
-const coapJson = (code: string, body: unknown): CoapResponse =>
-  ({ code, options: [{ name: 'Content-Format', value: encodeUint(ContentFormat.json) }], payload: Buffer.from(JSON.stringify(body)) });
+const coapJson = (code: string, body: unknown): CoapResponse => ({
+  code,
+  options: [{ name: 'Content-Format', value: encodeUint(ContentFormat.json) }],
+  payload: Buffer.from(JSON.stringify(body)),
+});
 
 /**
  * CoAP `GET /firmware/<hashId>`: the image as one response that the endpoint's blockwise layer
@@ -269,7 +332,11 @@ export async function serveFirmwareOverCoap(ctx: AppContext, device: FirmwareDev
   if (read.status !== 'ok') return coapJson('4.04', { key: 'not_found_error', message: `firmware ${hashId} not found` });
   return {
     code: '2.05',
-    options: [{ name: 'Content-Format', value: encodeUint(ContentFormat.octetStream) }, { name: 'ETag', value: etag }, { name: 'Size2', value: encodeUint(read.firmware.size) }],
+    options: [
+      { name: 'Content-Format', value: encodeUint(ContentFormat.octetStream) },
+      { name: 'ETag', value: etag },
+      { name: 'Size2', value: encodeUint(read.firmware.size) },
+    ],
     payload: read.bytes,
   };
 }

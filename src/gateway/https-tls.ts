@@ -115,7 +115,12 @@ export interface CertificateTlsOptions {
 export function serveCertificateTls(ctx: AppContext, pskServer: net.Server, opts: CertificateTlsOptions): tls.Server {
   const creds = loadServerCredentials(ctx.config);
   const certServer = tls.createServer({
-    key: creds.key, cert: creds.cert, requestCert: true, rejectUnauthorized: false, minVersion: 'TLSv1.2', handshakeTimeout: PEEK_TIMEOUT_MS,
+    key: creds.key,
+    cert: creds.cert,
+    requestCert: true,
+    rejectUnauthorized: false,
+    minVersion: 'TLSv1.2',
+    handshakeTimeout: PEEK_TIMEOUT_MS,
   });
   certServer.on('secureConnection', (conn: tls.TLSSocket) => {
     const chain = peerChain(conn);
@@ -123,29 +128,34 @@ export function serveCertificateTls(ctx: AppContext, pskServer: net.Server, opts
       opts.onConnection(conn, null);
       return;
     }
-    identifyCertificateDevice(ctx, chain).then((device) => {
-      if (!conn.destroyed) opts.onConnection(conn, device);
-    }, (err: Error) => {
-      if (err instanceof CertificateRefused && err.stage === 'identifier') {
-        // the chain is good but names no device: requests get 401 with the reason (webhooks still work)
-        refusals.set(conn, err.message);
-        if (!conn.destroyed) opts.onConnection(conn, null);
-        return;
-      }
-      opts.onRefused(err.message, conn.remoteAddress);
-      conn.destroy();
-    });
+    identifyCertificateDevice(ctx, chain).then(
+      (device) => {
+        if (!conn.destroyed) opts.onConnection(conn, device);
+      },
+      (err: Error) => {
+        if (err instanceof CertificateRefused && err.stage === 'identifier') {
+          // the chain is good but names no device: requests get 401 with the reason (webhooks still work)
+          refusals.set(conn, err.message);
+          if (!conn.destroyed) opts.onConnection(conn, null);
+          return;
+        }
+        opts.onRefused(err.message, conn.remoteAddress);
+        conn.destroy();
+      },
+    );
   });
   certServer.on('tlsClientError', (err: Error, conn: tls.TLSSocket) => opts.onRefused(err.message, conn.remoteAddress));
   const pskListeners = pskServer.listeners('connection') as ((socket: net.Socket) => void)[];
   pskServer.removeAllListeners('connection');
-  pskServer.on('connection', (socket: net.Socket) => routeByClientHello(socket, (offersPsk) => {
-    if (offersPsk) {
-      for (const listener of pskListeners) listener.call(pskServer, socket);
-      socket.resume();
-    } else {
-      certServer.emit('connection', socket);
-    }
-  }));
+  pskServer.on('connection', (socket: net.Socket) =>
+    routeByClientHello(socket, (offersPsk) => {
+      if (offersPsk) {
+        for (const listener of pskListeners) listener.call(pskServer, socket);
+        socket.resume();
+      } else {
+        certServer.emit('connection', socket);
+      }
+    }),
+  );
   return certServer;
 }

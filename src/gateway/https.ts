@@ -46,7 +46,9 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
       // a webhook sender has no device session: the secret in its URL authenticates it (src/gateway/webhook.ts)
       if (closing) res.setHeader('connection', 'close');
       inFlight++;
-      webhooks.serve(req, res).finally(() => { inFlight--; });
+      webhooks.serve(req, res).finally(() => {
+        inFlight--;
+      });
       return;
     }
     if (!session) {
@@ -62,22 +64,29 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
     }
     if (closing) res.setHeader('connection', 'close');
     inFlight++;
-    handleRequest(ctx, queue, session, conn, req, res).catch((err: Error) => {
-      ctx.log.error({ err: err.message }, 'device request failed');
-      if (!res.headersSent) send(res, 503, { key: 'unavailable_error', message: 'the request could not be queued; try again' });
-    }).finally(() => { inFlight--; });
+    handleRequest(ctx, queue, session, conn, req, res)
+      .catch((err: Error) => {
+        ctx.log.error({ err: err.message }, 'device request failed');
+        if (!res.headersSent) send(res, 503, { key: 'unavailable_error', message: 'the request could not be queued; try again' });
+      })
+      .finally(() => {
+        inFlight--;
+      });
   });
   // no automatic `100 Continue`: the webhook and device paths send it only for a body they will read (a 401 or 413 comes instead)
   server.on('checkContinue', (req, res) => server.emit('request', req, res));
   tcp.on('secureConnection', (conn: PskTlsConnection) => {
-    pskDevice(ctx, conn.pskIdentity).then((device) => {
-      if (!device) {
-        conn.destroy();
-        return;
-      }
-      sessions.set(conn, device);
-      server.emit('connection', conn);
-    }, () => conn.destroy());
+    pskDevice(ctx, conn.pskIdentity).then(
+      (device) => {
+        if (!device) {
+          conn.destroy();
+          return;
+        }
+        sessions.set(conn, device);
+        server.emit('connection', conn);
+      },
+      () => conn.destroy(),
+    );
   });
   const refusals = new RefusalLog(ctx.log);
   tcp.on('tlsClientError', (err: Error, info: { remoteAddress: string; pskIdentity?: string }) => {
@@ -87,7 +96,8 @@ export async function startHttpsDeviceListener(ctx: AppContext, queue: DeviceQue
   // the same port serves certificate TLS: ClientHellos without our PSK suites go to node:tls (src/gateway/https-tls.ts)
   serveCertificateTls(ctx, tcp, {
     onConnection(conn, device) {
-      if (device) sessions.set(conn, { deviceHashId: device.deviceHashId, environmentHashId: device.environmentHashId, certificate: device.certificate, refused: false });
+      if (device)
+        sessions.set(conn, { deviceHashId: device.deviceHashId, environmentHashId: device.environmentHashId, certificate: device.certificate, refused: false });
       server.emit('connection', conn);
     },
     onRefused(reason, remoteAddress) {
@@ -140,7 +150,14 @@ function admitPerAddress(tcp: net.Server, limits: AddressLimits, onRefused: (rem
   });
 }
 
-async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: AdmittedDevice, conn: PskTlsConnection, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+async function handleRequest(
+  ctx: AppContext,
+  queue: DeviceQueue,
+  session: AdmittedDevice,
+  conn: PskTlsConnection,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): Promise<void> {
   // firmware downloads are served here, from the image store: no queue, no handler
   const firmwareHashId = firmwareRequestHashId(req.method, req.url);
   if (firmwareHashId) {
@@ -166,10 +183,16 @@ async function handleRequest(ctx: AppContext, queue: DeviceQueue, session: Admit
     certificate: session.certificate ?? null,
   });
   metrics.deviceRequests.inc({ protocol: 'https' });
-  const outcome = await queue.addAndWait({
-    kind: 'incomingRequest', deviceHashId: session.deviceHashId, environmentHashId: session.environmentHashId,
-    webRequest: request, receivedAt: new Date().toISOString(),
-  }, ctx.config.gatewayWaitMs);
+  const outcome = await queue.addAndWait(
+    {
+      kind: 'incomingRequest',
+      deviceHashId: session.deviceHashId,
+      environmentHashId: session.environmentHashId,
+      webRequest: request,
+      receivedAt: new Date().toISOString(),
+    },
+    ctx.config.gatewayWaitMs,
+  );
   if (outcome.state === 'pending') {
     send(res, 202, { status: 'accepted', message: 'queued; no answer from the handler in time' });
     return;

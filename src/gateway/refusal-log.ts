@@ -20,7 +20,8 @@ export const REFUSAL_LOG_DEFAULTS: RefusalLogOptions = { perKeyMs: 60_000, perSe
 /** What an operator should make of a handshake's error message. */
 export function refusalReason(message: string, pskIdentity: string | undefined): string {
   if (/unknown PSK identity|PSK identity of \d+ bytes/.test(message)) return 'no device has this PSK identity';
-  if (pskIdentity !== undefined && /Finished mismatch|bad[_ ]record[_ ]mac|decrypt|authentication failed|failed authentication/i.test(message)) return 'the key the device used is not the key stored for this PSK identity';
+  if (pskIdentity !== undefined && /Finished mismatch|bad[_ ]record[_ ]mac|decrypt|authentication failed|failed authentication/i.test(message))
+    return 'the key the device used is not the key stored for this PSK identity';
   return message;
 }
 
@@ -57,9 +58,15 @@ export class RefusalLog {
     this.#lastByKey.set(key, now);
     const suppressed = this.#suppressed;
     this.#suppressed = 0;
-    this.#log.info({
-      protocol, remoteAddress: info.remoteAddress, ...(info.pskIdentity !== undefined ? { pskIdentity: info.pskIdentity } : {}),
-      reason: refusalReason(message, info.pskIdentity), ...(suppressed > 0 ? { refusalsNotLogged: suppressed } : {}),
-    }, 'device refused');
+    this.#log.info(
+      {
+        protocol,
+        remoteAddress: info.remoteAddress,
+        ...(info.pskIdentity !== undefined ? { pskIdentity: info.pskIdentity } : {}),
+        reason: refusalReason(message, info.pskIdentity),
+        ...(suppressed > 0 ? { refusalsNotLogged: suppressed } : {}),
+      },
+      'device refused',
+    );
   }
 }

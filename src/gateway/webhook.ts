@@ -44,7 +44,13 @@ export interface WebhookHandlerOptions {
   sandbox?: Sandbox;
 }
 
-interface Target { hashId: string; environmentId: number; environmentHashId: string; identifier: string; secret: string }
+interface Target {
+  hashId: string;
+  environmentId: number;
+  environmentHashId: string;
+  identifier: string;
+  secret: string;
+}
 
 const PREFIX = '/webhook/';
 
@@ -95,9 +101,16 @@ export class WebhookHandler {
         answer = checked;
       } else {
         const body = await readBounded(req, res, this.ctx.config.deviceBodyLimitBytes);
-        answer = body === null ? this.tooLarge() : await this.process(checked.target, checked.url, {
-          method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers, body, ip: req.socket.remoteAddress ?? '',
-        });
+        answer =
+          body === null
+            ? this.tooLarge()
+            : await this.process(checked.target, checked.url, {
+                method: req.method ?? 'GET',
+                url: req.url ?? '/',
+                headers: req.headers,
+                body,
+                ip: req.socket.remoteAddress ?? '',
+              });
       }
     } catch (err) {
       this.ctx.log.error({ err: (err as Error).message }, 'webhook request failed');
@@ -133,8 +146,13 @@ export class WebhookHandler {
     const target = await this.targets.get(url.hashId, async () => {
       const row = await loadWebhookTarget(this.ctx.db, url.hashId);
       if (!row) return null;
-      return { hashId: row.hashId, environmentId: row.environmentId, environmentHashId: row.environmentHashId, identifier: row.identifier,
-        secret: openWebhookSecret(this.ctx, row.hashId, row.secretSealed) };
+      return {
+        hashId: row.hashId,
+        environmentId: row.environmentId,
+        environmentHashId: row.environmentHashId,
+        identifier: row.identifier,
+        secret: openWebhookSecret(this.ctx, row.hashId, row.secretSealed),
+      };
     });
     if (!target) return NOT_FOUND();
     if (!secretMatches(url.secret, target.secret)) return json(401, 'authentication_error', 'wrong secret for this webhook');
@@ -154,9 +172,20 @@ export class WebhookHandler {
 
     const run = await this.sandbox.runIdentifier({ isolationKey: target.environmentHashId, source: target.identifier, args: { request: web } });
     if (!run.ok) {
-      this.ctx.log.warn({ webhookHashId: target.hashId, environmentHashId: target.environmentHashId, kind: run.error.kind, error: run.error.message, logs: run.logs },
-        'webhook identifier failed');
-      supplierAlerts(this.ctx).record([{ objectType: 'supplierWebhook', objectHashId: target.hashId, message: describeRunError(run.error), deviceId: null, activityHashId: null, at: new Date() }]);
+      this.ctx.log.warn(
+        { webhookHashId: target.hashId, environmentHashId: target.environmentHashId, kind: run.error.kind, error: run.error.message, logs: run.logs },
+        'webhook identifier failed',
+      );
+      supplierAlerts(this.ctx).record([
+        {
+          objectType: 'supplierWebhook',
+          objectHashId: target.hashId,
+          message: describeRunError(run.error),
+          deviceId: null,
+          activityHashId: null,
+          at: new Date(),
+        },
+      ]);
       return json(400, 'identifier_error', `the webhook's identifier function failed: ${describeRunError(run.error)}`);
     }
     const { deviceTypeHashId, deviceIdentifier } = run.result;
@@ -164,18 +193,28 @@ export class WebhookHandler {
     try {
       device = await this.devices.get(`${target.environmentId}\n${deviceTypeHashId}\n${deviceIdentifier}`, () =>
         findOrCreateDevice(this.ctx, {
-          environmentId: target.environmentId, environmentHashId: target.environmentHashId, deviceTypeHashId, supplierDeviceIdentifier: deviceIdentifier,
-        }));
+          environmentId: target.environmentId,
+          environmentHashId: target.environmentHashId,
+          deviceTypeHashId,
+          supplierDeviceIdentifier: deviceIdentifier,
+        }),
+      );
     } catch (err) {
       if (!(err instanceof AppError) || err.status >= 500) throw err;
       this.ctx.log.warn({ webhookHashId: target.hashId, error: err.message }, 'webhook identifier named no usable device');
       return json(err.status, err.key, `the webhook's identifier returned ${JSON.stringify(run.result)}: ${err.message}`);
     }
 
-    const outcome = await this.queue.addAndWait({
-      kind: 'incomingRequest', deviceHashId: device.hashId, environmentHashId: device.environmentHashId,
-      webRequest: web, receivedAt: new Date().toISOString(),
-    }, this.ctx.config.gatewayWaitMs);
+    const outcome = await this.queue.addAndWait(
+      {
+        kind: 'incomingRequest',
+        deviceHashId: device.hashId,
+        environmentHashId: device.environmentHashId,
+        webRequest: web,
+        receivedAt: new Date().toISOString(),
+      },
+      this.ctx.config.gatewayWaitMs,
+    );
     if (outcome.state === 'pending') {
       const payload = Buffer.from(JSON.stringify({ status: 'accepted', message: 'queued; no answer from the handler in time' }));
       return { statusCode: 202, headers: { 'content-type': 'application/json', 'content-length': payload.length }, payload };

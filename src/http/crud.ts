@@ -43,15 +43,22 @@ export function crudRoutes<TAdd, TPatch>(fastify: FastifyInstance, o: CrudOption
   const env = (request: { account: Account }) => request.account.environment.id;
   app.post(o.base, { config: write, schema: { tags, summary: `${o.noun} add`, body: o.addBody } }, async (request) =>
     // the body has the type of the caller's schema, which this generic code cannot name
-    o.operations.add(env(request), request.body as TAdd, request.account));
+    o.operations.add(env(request), request.body as TAdd, request.account),
+  );
   app.get(o.findPath ?? o.base, { config: read, schema: { tags, summary: `${o.noun} find`, querystring: o.findQuery ?? FindQuery } }, async (request) =>
-    o.operations.find(env(request), request.query as FindQueryType, request.account));
+    o.operations.find(env(request), request.query as FindQueryType, request.account),
+  );
   app.get(`${o.base}:hashId`, { config: read, schema: { tags, summary: `${o.noun} get`, params: HashIdParams } }, async (request) =>
-    o.operations.get(env(request), request.params.hashId, request.account));
-  app.post(`${o.base}:hashId`, { config: write, schema: { tags, summary: `${o.noun} update`, params: HashIdParams, body: o.updateBody } }, async (request, reply) => {
-    await o.operations.update(env(request), request.params.hashId, request.body as TPatch);
-    reply.status(204).send();
-  });
+    o.operations.get(env(request), request.params.hashId, request.account),
+  );
+  app.post(
+    `${o.base}:hashId`,
+    { config: write, schema: { tags, summary: `${o.noun} update`, params: HashIdParams, body: o.updateBody } },
+    async (request, reply) => {
+      await o.operations.update(env(request), request.params.hashId, request.body as TPatch);
+      reply.status(204).send();
+    },
+  );
   app.delete(`${o.base}:hashId`, { config: write, schema: { tags, summary: `${o.noun} delete`, params: HashIdParams } }, async (request, reply) => {
     await o.operations.remove(env(request), request.params.hashId);
     reply.status(204).send();

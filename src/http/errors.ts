@@ -2,7 +2,12 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, RateLimitError, UnavailableError } from '../app/errors.ts';
 import { isTransient } from '../app/transient.ts';
 
-interface AjvError { instancePath?: string; message?: string; params?: Record<string, unknown>; keyword?: string }
+interface AjvError {
+  instancePath?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+  keyword?: string;
+}
 
 /** Names the offending field of a schema validation error: `body.psk must NOT have more than 512 characters`. */
 function describeValidation(err: FastifyError): string {
@@ -36,7 +41,12 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
   }
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     const sent = request.headers['content-type'];
-    reply.status(400).send({ key: 'parameter_error', message: `the body must be JSON: send the header Content-Type: application/json (${sent ? `not ${sent}` : 'none was sent'})` });
+    reply
+      .status(400)
+      .send({
+        key: 'parameter_error',
+        message: `the body must be JSON: send the header Content-Type: application/json (${sent ? `not ${sent}` : 'none was sent'})`,
+      });
     return;
   }
   if (err.statusCode === 413) {

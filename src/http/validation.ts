@@ -15,7 +15,11 @@ import type { FastifyServerOptions } from 'fastify';
 import { ParameterError } from '../app/errors.ts';
 import { compileUserRegex } from '../app/user-regex.ts';
 
-interface Frame { value: unknown; path: string; depth: number }
+interface Frame {
+  value: unknown;
+  path: string;
+  depth: number;
+}
 
 // the form schema errors name fields in (src/http/errors.ts): `fieldConfigurations.0.defaultValue`
 const child = (path: string, key: string | number) => (path ? `${path}.${key}` : String(key));

@@ -54,7 +54,9 @@ function deviceType(t: Json, version: number): Json {
   if (!isObject(t) || version >= TRANSLATED_NAMES_FROM) return t;
   const out = names(t, version, ['name']);
   if (Array.isArray(out.channels)) {
-    out.channels = out.channels.map((c) => (isObject(c) ? { ...names(c, version, ['name', 'defaultPinName']), ...(c.charts ? { charts: titled(c.charts, version) } : {}) } : c));
+    out.channels = out.channels.map((c) =>
+      isObject(c) ? { ...names(c, version, ['name', 'defaultPinName']), ...(c.charts ? { charts: titled(c.charts, version) } : {}) } : c,
+    );
   }
   if (out.charts) out.charts = titled(out.charts, version);
   return out;
@@ -76,7 +78,8 @@ function fieldConfiguration(c: Json, version: number): Json {
   if (version < TRANSLATED_NAMES_FROM) {
     out = { ...out };
     for (const key of ['name', 'hint', 'prefix', 'suffix']) if (isObject(out[key])) out[key] = legacyTranslations(out[key]);
-    if (Array.isArray(out.valueOptions)) out.valueOptions = out.valueOptions.map((o) => (isObject(o) && isObject(o.text) ? { ...o, text: legacyTranslations(o.text) } : o));
+    if (Array.isArray(out.valueOptions))
+      out.valueOptions = out.valueOptions.map((o) => (isObject(o) && isObject(o.text) ? { ...o, text: legacyTranslations(o.text) } : o));
   }
   return out;
 }
@@ -91,10 +94,22 @@ function fieldConfigurations(value: Json, version: number): Json {
 type Shaper = (value: Json, version: number) => Json;
 // by the key an object sits under (Maps: a key such as `constructor` finds nothing)
 const BY_KEY = new Map<string, Shaper>([
-  ['quantity', quantity], ['environmentQuantity', quantity], ['deviceType', deviceType], ['commandType', commandType], ['reportType', commandType],
-  ['fieldConfigurations', fieldConfigurations], ['pinGroupFieldConfigurations', fieldConfigurations], ['pinFieldConfigurations', fieldConfigurations],
+  ['quantity', quantity],
+  ['environmentQuantity', quantity],
+  ['deviceType', deviceType],
+  ['commandType', commandType],
+  ['reportType', commandType],
+  ['fieldConfigurations', fieldConfigurations],
+  ['pinGroupFieldConfigurations', fieldConfigurations],
+  ['pinFieldConfigurations', fieldConfigurations],
 ]);
-const LISTS = new Map<string, Shaper>([['linkedSupplierQuantities', quantity], ['chartQuantities', quantity], ['quantities', quantity], ['commandTypes', commandType], ['reportTypes', commandType]]);
+const LISTS = new Map<string, Shaper>([
+  ['linkedSupplierQuantities', quantity],
+  ['chartQuantities', quantity],
+  ['quantities', quantity],
+  ['commandTypes', commandType],
+  ['reportTypes', commandType],
+]);
 
 function walk(value: Json, version: number): Json {
   if (Array.isArray(value)) return value.map((v) => walk(v, version));

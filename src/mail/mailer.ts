@@ -1,7 +1,12 @@
 import type { AppContext } from '../app/context.ts';
 import { queueMails } from './queue.ts';
 
-export interface Mail { to: string[]; subject: string; text: string; environmentId?: number }
+export interface Mail {
+  to: string[];
+  subject: string;
+  text: string;
+  environmentId?: number;
+}
 
 /** Hands command mail to the mail queue without holding up the caller; a mail that cannot be queued is logged with its recipients. */
 export interface Mailer {
@@ -19,10 +24,14 @@ export function createMailer(ctx: AppContext): Mailer {
   const inFlight = new Set<Promise<void>>();
   return {
     send(mail) {
-      const queuing = queueMails(ctx, [{ environmentId: mail.environmentId ?? null, accountId: null, kind: 'command', to: mail.to, subject: mail.subject, text: mail.text }]).then(
-        () => undefined,
-        (err: Error) => ctx.log.error({ err: err.message, to: mail.to, subject: mail.subject }, 'mail could not be queued'),
-      ).finally(() => inFlight.delete(queuing));
+      const queuing = queueMails(ctx, [
+        { environmentId: mail.environmentId ?? null, accountId: null, kind: 'command', to: mail.to, subject: mail.subject, text: mail.text },
+      ])
+        .then(
+          () => undefined,
+          (err: Error) => ctx.log.error({ err: err.message, to: mail.to, subject: mail.subject }, 'mail could not be queued'),
+        )
+        .finally(() => inFlight.delete(queuing));
       inFlight.add(queuing);
     },
     async drain() {

@@ -16,7 +16,9 @@ import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../app/redi
 import { bullQueue } from '../app/redis-keys.ts';
 import { insertNotifications, loadNotification, markFailed, markRetrying, markSent, queuedNotifications, type OutgoingMail } from './store.ts';
 
-interface MailJob { hashId: string }
+interface MailJob {
+  hashId: string;
+}
 
 const JOB_NAME = 'mail';
 /** tries of one mail: with the backoff capped, this is "until the server takes it" */
@@ -34,7 +36,8 @@ function producer(ctx: AppContext): Queue<MailJob> {
   if (!queue) {
     // the context's own connection: a producer needs no blocking one, and closing the context closes it
     queue = new Queue<MailJob>(mailQueue(ctx).name, {
-      connection: ctx.redis, prefix: mailQueue(ctx).prefix,
+      connection: ctx.redis,
+      prefix: mailQueue(ctx).prefix,
       defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'mail' }, removeOnComplete: true, removeOnFail: 1000 },
     });
     queue.on('error', bullmqErrorLogger(ctx.log, 'mail queue error'));
@@ -52,7 +55,8 @@ export async function storeMails(ctx: AppContext, db: Queryable, mails: Outgoing
   const deliverable = mails.filter((m) => m.to.length > 0);
   if (deliverable.length === 0) return [];
   if (!ctx.config.smtpUrl) {
-    for (const mail of deliverable) ctx.log.info({ mail: { from: ctx.config.mailFrom, to: mail.to, subject: mail.subject, text: mail.text } }, 'mail not sent: SMTP_URL is not configured');
+    for (const mail of deliverable)
+      ctx.log.info({ mail: { from: ctx.config.mailFrom, to: mail.to, subject: mail.subject, text: mail.text } }, 'mail not sent: SMTP_URL is not configured');
     metrics.notifications.inc({ state: 'failed' }, deliverable.length);
     return insertNotifications(db, deliverable, 'failed', 'SMTP_URL is not configured');
   }
@@ -96,40 +100,50 @@ export interface MailWorker {
 export function startMailWorker(ctx: AppContext): MailWorker | null {
   if (!ctx.config.smtpUrl) return null;
   // pooled: a connection per mail costs the SMTP greeting and handshake every time
-  const transport = nodemailer.createTransport({ url: ctx.config.smtpUrl, pool: true, maxConnections: WORKER_CONCURRENCY, maxMessages: Infinity }, { from: ctx.config.mailFrom });
+  const transport = nodemailer.createTransport(
+    { url: ctx.config.smtpUrl, pool: true, maxConnections: WORKER_CONCURRENCY, maxMessages: Infinity },
+    { from: ctx.config.mailFrom },
+  );
   const { mailRetryBaseMs: base, mailRetryMaxMs: max } = ctx.config;
-  const worker = new Worker<MailJob>(mailQueue(ctx).name, async (job: Job<MailJob>) => {
-    const mail = await loadNotification(ctx.db, job.data.hashId);
-    // sent or failed by an earlier try whose job did not finish: nothing left to do
-    if (!mail || mail.state !== 'queued') return;
-    let info: { rejected?: unknown[] };
-    try {
-      info = await transport.sendMail({ to: mail.recipients, subject: mail.subject, text: mail.body });
-    } catch (err) {
-      const code = replyCode(err);
-      if (code !== null && code >= 500) {
-        await markFailed(ctx.db, mail.id, reasonOf(err));
-        metrics.notifications.inc({ state: 'failed' });
-        throw new UnrecoverableError(reasonOf(err));
+  const worker = new Worker<MailJob>(
+    mailQueue(ctx).name,
+    async (job: Job<MailJob>) => {
+      const mail = await loadNotification(ctx.db, job.data.hashId);
+      // sent or failed by an earlier try whose job did not finish: nothing left to do
+      if (!mail || mail.state !== 'queued') return;
+      let info: { rejected?: unknown[] };
+      try {
+        info = await transport.sendMail({ to: mail.recipients, subject: mail.subject, text: mail.body });
+      } catch (err) {
+        const code = replyCode(err);
+        if (code !== null && code >= 500) {
+          await markFailed(ctx.db, mail.id, reasonOf(err));
+          metrics.notifications.inc({ state: 'failed' });
+          throw new UnrecoverableError(reasonOf(err));
+        }
+        await markRetrying(ctx.db, mail.id, reasonOf(err));
+        metrics.notifications.inc({ state: 'retried' });
+        throw err;
       }
-      await markRetrying(ctx.db, mail.id, reasonOf(err));
-      metrics.notifications.inc({ state: 'retried' });
-      throw err;
-    }
-    const refused = (info.rejected ?? []).map(String);
-    await markSent(ctx.db, mail.id, refused.length > 0 ? `refused by the server: ${refused.join(', ')}` : null);
-    metrics.notifications.inc({ state: 'sent' });
-  }, {
-    connection: createRedis(ctx.config, ctx.log), prefix: mailQueue(ctx).prefix, runRetryDelay: WORKER_RUN_RETRY_MS,
-    concurrency: WORKER_CONCURRENCY,
-    settings: { backoffStrategy: (attemptsMade: number) => Math.min(max, base * 2 ** Math.min(30, Math.max(0, attemptsMade - 1))) },
-  });
+      const refused = (info.rejected ?? []).map(String);
+      await markSent(ctx.db, mail.id, refused.length > 0 ? `refused by the server: ${refused.join(', ')}` : null);
+      metrics.notifications.inc({ state: 'sent' });
+    },
+    {
+      connection: createRedis(ctx.config, ctx.log),
+      prefix: mailQueue(ctx).prefix,
+      runRetryDelay: WORKER_RUN_RETRY_MS,
+      concurrency: WORKER_CONCURRENCY,
+      settings: { backoffStrategy: (attemptsMade: number) => Math.min(max, base * 2 ** Math.min(30, Math.max(0, attemptsMade - 1))) },
+    },
+  );
   worker.on('error', bullmqErrorLogger(ctx.log, 'mail worker error'));
   worker.on('failed', (job, err) => {
     if (job?.finishedOn) ctx.log.warn({ notification: job.data.hashId, err: err.message }, 'mail refused by the SMTP server');
   });
-  queuedNotifications(ctx.db, REQUEUE_AT_START).then((hashIds) => addJobs(ctx, hashIds)).catch(
-    (err: Error) => ctx.log.warn({ err: err.message }, 'queued mails could not be queued again'));
+  queuedNotifications(ctx.db, REQUEUE_AT_START)
+    .then((hashIds) => addJobs(ctx, hashIds))
+    .catch((err: Error) => ctx.log.warn({ err: err.message }, 'queued mails could not be queued again'));
   return {
     async close() {
       await worker.close();

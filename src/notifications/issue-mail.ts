@@ -21,11 +21,22 @@ export interface IssueFacts {
   closedAt: Date | null;
 }
 
-export interface IssueEventFacts { kind: IssueEventKind; level: number; at: Date; comment: { text: string; author: string } | null }
+export interface IssueEventFacts {
+  kind: IssueEventKind;
+  level: number;
+  at: Date;
+  comment: { text: string; author: string } | null;
+}
 
-export interface Reader { locale: string | null; timezone: string | null }
+export interface Reader {
+  locale: string | null;
+  timezone: string | null;
+}
 
-export interface MailText { subject: string; text: string }
+export interface MailText {
+  subject: string;
+  text: string;
+}
 
 /** The mail's words in the reader's language (en, or nl for a Dutch locale); Intl formats its dates and numbers. */
 const WORDS = {
@@ -36,9 +47,18 @@ const WORDS = {
     raised: (level: string, title: string) => `Issue now ${level}: ${title}`,
     closed: (title: string) => `Issue closed: ${title}`,
     comment: (author: string | null, title: string) => `${author ?? 'Someone'} commented on: ${title}`,
-    issue: 'Issue', level: 'Level', where: 'Where: pin group', pin: 'pin', quantity: 'Quantity', lastValue: 'last value',
-    beyond: (limit: string, value: string) => `beyond the ${limit} limit of ${value}`, within: 'within its thresholds', measured: 'measured',
-    since: 'Since', closedAt: 'Closed', notifications: (n: number) => `${n} issue notifications`,
+    issue: 'Issue',
+    level: 'Level',
+    where: 'Where: pin group',
+    pin: 'pin',
+    quantity: 'Quantity',
+    lastValue: 'last value',
+    beyond: (limit: string, value: string) => `beyond the ${limit} limit of ${value}`,
+    within: 'within its thresholds',
+    measured: 'measured',
+    since: 'Since',
+    closedAt: 'Closed',
+    notifications: (n: number) => `${n} issue notifications`,
   },
   nl: {
     levels: ['klein', 'ernstig', 'kritiek'],
@@ -47,9 +67,18 @@ const WORDS = {
     raised: (level: string, title: string) => `Melding nu ${level}: ${title}`,
     closed: (title: string) => `Melding gesloten: ${title}`,
     comment: (author: string | null, title: string) => `${author ?? 'Iemand'} reageerde op: ${title}`,
-    issue: 'Melding', level: 'Niveau', where: 'Waar: pingroep', pin: 'pin', quantity: 'Grootheid', lastValue: 'laatste waarde',
-    beyond: (limit: string, value: string) => `voorbij de ${limit} grens van ${value}`, within: 'binnen de drempels', measured: 'gemeten',
-    since: 'Sinds', closedAt: 'Gesloten', notifications: (n: number) => `${n} meldingen`,
+    issue: 'Melding',
+    level: 'Niveau',
+    where: 'Waar: pingroep',
+    pin: 'pin',
+    quantity: 'Grootheid',
+    lastValue: 'laatste waarde',
+    beyond: (limit: string, value: string) => `voorbij de ${limit} grens van ${value}`,
+    within: 'binnen de drempels',
+    measured: 'gemeten',
+    since: 'Sinds',
+    closedAt: 'Gesloten',
+    notifications: (n: number) => `${n} meldingen`,
   },
 };
 type Words = typeof WORDS.en;
@@ -81,7 +110,10 @@ function formatters(reader: Reader) {
 /** The limit the value lies beyond, worst first (the one that set its level). */
 function crossedLimit(limits: Limits, value: ValuePair, words: Words): { name: string; limit: ValuePair } | null {
   const order: [keyof Limits & keyof Words['limits'], (c: number) => boolean][] = [
-    ['criticallyHigh', (c) => c > 0], ['criticallyLow', (c) => c < 0], ['high', (c) => c > 0], ['low', (c) => c < 0],
+    ['criticallyHigh', (c) => c > 0],
+    ['criticallyLow', (c) => c < 0],
+    ['high', (c) => c > 0],
+    ['low', (c) => c < 0],
   ];
   for (const [key, beyond] of order) {
     const limit = storedLimit(limits[key]);
@@ -93,10 +125,14 @@ function crossedLimit(limits: Limits, value: ValuePair, words: Words): { name: s
 const levelName = (w: Words, level: number) => w.levels[level] ?? String(level);
 const headline = (w: Words, f: IssueFacts, e: IssueEventFacts): string => {
   switch (e.kind) {
-    case 'opened': return w.opened(levelName(w, e.level), f.title);
-    case 'raised': return w.raised(levelName(w, e.level), f.title);
-    case 'closed': return w.closed(f.title);
-    case 'comment': return w.comment(e.comment?.author ?? null, f.title);
+    case 'opened':
+      return w.opened(levelName(w, e.level), f.title);
+    case 'raised':
+      return w.raised(levelName(w, e.level), f.title);
+    case 'closed':
+      return w.closed(f.title);
+    case 'comment':
+      return w.comment(e.comment?.author ?? null, f.title);
   }
 };
 
@@ -136,7 +172,12 @@ export function issueMail(facts: IssueFacts, events: IssueEventFacts[], reader: 
 export function digestMail(parts: MailText[], locale: string | null = null): MailText {
   if (parts.length === 1) return parts[0];
   const title = WORDS[mailLanguage(locale)].notifications(parts.length);
-  const text = [`${title}:`, '', ...parts.map((p, i) => `${i + 1}. ${p.subject}`), '',
-    ...parts.flatMap((p, i) => ['-'.repeat(60), `${i + 1}. ${p.subject}`, '', p.text, ''])].join('\n');
+  const text = [
+    `${title}:`,
+    '',
+    ...parts.map((p, i) => `${i + 1}. ${p.subject}`),
+    '',
+    ...parts.flatMap((p, i) => ['-'.repeat(60), `${i + 1}. ${p.subject}`, '', p.text, '']),
+  ].join('\n');
   return { subject: title, text: text.trimEnd() };
 }

@@ -65,14 +65,28 @@ const COMMENTS = `SELECT c.id, c.comment, c.account_id, a.name AS author FROM is
 
 function factsOf(r: Record<string, unknown>): IssueFacts {
   return {
-    hashId: r.hash_id as string, title: r.title as string, level: r.level as number, pinGroupName: r.pin_group_name as string,
-    pinNames: r.pin_names as string[], quantityName: (r.quantity_name as string | null) ?? null, unit: (r.unit as string | null) ?? null,
-    lastValue: (r.last_value as ValuePair | null) ?? null, lastMeasuredAt: (r.last_measured_at as Date | null) ?? null,
-    limits: (r.limits as Limits | null) ?? null, startAt: r.start_at as Date, closedAt: (r.closed_at as Date | null) ?? null,
+    hashId: r.hash_id as string,
+    title: r.title as string,
+    level: r.level as number,
+    pinGroupName: r.pin_group_name as string,
+    pinNames: r.pin_names as string[],
+    quantityName: (r.quantity_name as string | null) ?? null,
+    unit: (r.unit as string | null) ?? null,
+    lastValue: (r.last_value as ValuePair | null) ?? null,
+    lastMeasuredAt: (r.last_measured_at as Date | null) ?? null,
+    limits: (r.limits as Limits | null) ?? null,
+    startAt: r.start_at as Date,
+    closedAt: (r.closed_at as Date | null) ?? null,
   };
 }
 
-interface Due { accountId: number; environmentId: number; email: string; locale: string | null; mail: MailText }
+interface Due {
+  accountId: number;
+  environmentId: number;
+  email: string;
+  locale: string | null;
+  mail: MailText;
+}
 
 /** What one scan found for the recipients: mails per account, in event order. */
 async function mailsOfEvents(db: Queryable, events: EventRow[]): Promise<Due[]> {
@@ -100,7 +114,8 @@ async function mailsOfEvents(db: Queryable, events: EventRow[]): Promise<Due[]> 
       if (e.kind === 'comment' && (!comment || comment.accountId === r.account_id)) continue;
       told.push({ kind: e.kind, level: e.level, at: e.created_at, comment: comment ? { text: comment.text, author: comment.author } : null });
     }
-    if (told.length > 0) due.push({ accountId: r.account_id, environmentId: issue.env, email: r.email, locale: r.locale, mail: issueMail(issue.facts, told, r) });
+    if (told.length > 0)
+      due.push({ accountId: r.account_id, environmentId: issue.env, email: r.email, locale: r.locale, mail: issueMail(issue.facts, told, r) });
   }
   return due;
 }
@@ -124,38 +139,59 @@ export async function notifyIssues(ctx: AppContext): Promise<number> {
       for (const d of due) send(d.accountId, d.environmentId, d.email, d.locale, [d.mail]);
     } else if (byAccount.size > 0) {
       // each recipient's row locked (in id order) so that two workers never both mail one recipient inside a window
-      await client.query(
-        `INSERT INTO issue_mail_recipient (account_id, last_mail_at) SELECT unnest($1::bigint[]), '-infinity' ON CONFLICT DO NOTHING`, [[...byAccount.keys()]]);
+      await client.query(`INSERT INTO issue_mail_recipient (account_id, last_mail_at) SELECT unnest($1::bigint[]), '-infinity' ON CONFLICT DO NOTHING`, [
+        [...byAccount.keys()],
+      ]);
       await client.query('SELECT 1 FROM issue_mail_recipient WHERE account_id = ANY($1) ORDER BY account_id FOR UPDATE', [[...byAccount.keys()]]);
       // who may be mailed now: no mail inside the window, nothing waiting for a digest
       const { rows } = await client.query<{ account_id: number }>(
         `SELECT a.id AS account_id FROM unnest($1::bigint[]) AS a(id)
            LEFT JOIN issue_mail_recipient r ON r.account_id = a.id
           WHERE (r.last_mail_at IS NULL OR r.last_mail_at <= now() - make_interval(secs => $2))
-            AND NOT EXISTS (SELECT 1 FROM issue_mail_pending p WHERE p.account_id = a.id)`, [[...byAccount.keys()], windowSeconds]);
+            AND NOT EXISTS (SELECT 1 FROM issue_mail_pending p WHERE p.account_id = a.id)`,
+        [[...byAccount.keys()], windowSeconds],
+      );
       const now = new Set(rows.map((r) => r.account_id));
       const waiting: Due[] = [];
       for (const [accountId, list] of byAccount) {
-        if (now.has(accountId)) send(accountId, list[0].environmentId, list[0].email, list[0].locale, list.map((d) => d.mail));
+        if (now.has(accountId))
+          send(
+            accountId,
+            list[0].environmentId,
+            list[0].email,
+            list[0].locale,
+            list.map((d) => d.mail),
+          );
         else waiting.push(...list);
       }
       if (waiting.length > 0) {
         await client.query(
           `INSERT INTO issue_mail_pending (account_id, environment_id, subject, body)
            SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[])`,
-          [waiting.map((d) => d.accountId), waiting.map((d) => d.environmentId), waiting.map((d) => d.mail.subject), waiting.map((d) => d.mail.text)]);
+          [waiting.map((d) => d.accountId), waiting.map((d) => d.environmentId), waiting.map((d) => d.mail.subject), waiting.map((d) => d.mail.text)],
+        );
       }
     }
     if (windowSeconds > 0) {
       // digests whose window has ended
-      const { rows } = await client.query<{ id: number; account_id: number; environment_id: number; email: string | null; locale: string | null; subject: string; body: string }>(
+      const { rows } = await client.query<{
+        id: number;
+        account_id: number;
+        environment_id: number;
+        email: string | null;
+        locale: string | null;
+        subject: string;
+        body: string;
+      }>(
         `DELETE FROM issue_mail_pending p USING machine_account a
           WHERE a.id = p.account_id AND p.id IN (
             SELECT p2.id FROM issue_mail_pending p2 LEFT JOIN issue_mail_recipient r ON r.account_id = p2.account_id
              WHERE r.last_mail_at IS NULL OR r.last_mail_at <= now() - make_interval(secs => $1)
              ORDER BY p2.id FOR UPDATE OF p2 SKIP LOCKED)
           RETURNING p.id, p.account_id, p.environment_id, a.email,
-            COALESCE(a.locale, (SELECT e.settings->>'locale' FROM environment e WHERE e.id = a.environment_id)) AS locale, p.subject, p.body`, [windowSeconds]);
+            COALESCE(a.locale, (SELECT e.settings->>'locale' FROM environment e WHERE e.id = a.environment_id)) AS locale, p.subject, p.body`,
+        [windowSeconds],
+      );
       const digests = new Map<number, { env: number; email: string | null; locale: string | null; parts: (MailText & { id: number })[] }>();
       for (const r of rows) {
         const d = digests.get(r.account_id) ?? { env: r.environment_id, email: r.email, locale: r.locale, parts: [] };
@@ -163,13 +199,22 @@ export async function notifyIssues(ctx: AppContext): Promise<number> {
         digests.set(r.account_id, d);
       }
       for (const [accountId, d] of digests) {
-        if (d.email) send(accountId, d.env, d.email, d.locale, d.parts.sort((a, b) => a.id - b.id));
+        if (d.email)
+          send(
+            accountId,
+            d.env,
+            d.email,
+            d.locale,
+            d.parts.sort((a, b) => a.id - b.id),
+          );
       }
     }
     if (out.length === 0) return [];
     await client.query(
       `INSERT INTO issue_mail_recipient (account_id, last_mail_at) SELECT unnest($1::bigint[]), now()
-       ON CONFLICT (account_id) DO UPDATE SET last_mail_at = now()`, [[...new Set(out.map((m) => m.accountId))]]);
+       ON CONFLICT (account_id) DO UPDATE SET last_mail_at = now()`,
+      [[...new Set(out.map((m) => m.accountId))]],
+    );
     return storeMails(ctx, client, out);
   });
   await queueStored(ctx, stored);
@@ -187,7 +232,10 @@ export function startIssueNotifier(ctx: AppContext): { stop(): Promise<void> } {
   const timer = setInterval(() => {
     running = running.then(async () => {
       if (stopped) return;
-      await notifyIssues(ctx).then(() => outage.up(), (err: Error) => outage.down(err));
+      await notifyIssues(ctx).then(
+        () => outage.up(),
+        (err: Error) => outage.down(err),
+      );
     });
   }, ISSUE_SCAN_MS);
   timer.unref();

@@ -3,11 +3,23 @@
 import type { Settings, SettingsOf } from '../app/settings.ts';
 
 export const NOTIFICATION_SETTINGS = {
-  notificationDigestSeconds: { kind: 'int', env: 'NOTIFICATION_DIGEST_SECONDS', default: 300, min: 0, max: 86_400,
-    description: 'a recipient gets at most one issue mail per this window: the first issue event is mailed at once, the later ones of the window together in one digest mail at its end (`0`: every event its own mail)',
+  notificationDigestSeconds: {
+    kind: 'int',
+    env: 'NOTIFICATION_DIGEST_SECONDS',
+    default: 300,
+    min: 0,
+    max: 86_400,
+    description:
+      'a recipient gets at most one issue mail per this window: the first issue event is mailed at once, the later ones of the window together in one digest mail at its end (`0`: every event its own mail)',
   },
-  notificationAlertQuietSeconds: { kind: 'int', env: 'NOTIFICATION_ALERT_QUIET_SECONDS', default: 3600, min: 0, max: 604_800,
-    description: 'a subscriber of a supplier object (device type, report type, webhook, certificate) gets its first failure alert at once, the next no sooner than this after the last one, summing up the failures since',
+  notificationAlertQuietSeconds: {
+    kind: 'int',
+    env: 'NOTIFICATION_ALERT_QUIET_SECONDS',
+    default: 3600,
+    min: 0,
+    max: 604_800,
+    description:
+      'a subscriber of a supplier object (device type, report type, webhook, certificate) gets its first failure alert at once, the next no sooner than this after the last one, summing up the failures since',
   },
 } as const satisfies Settings;
 

@@ -34,7 +34,13 @@ export interface SupplierFailure {
 
 const ALERT_FLUSH_MS = 1000;
 
-interface Gathered { objectType: SupplierObjectType; objectId: number | null; objectHashId: string | null; count: number; sample: SupplierFailure }
+interface Gathered {
+  objectType: SupplierObjectType;
+  objectId: number | null;
+  objectHashId: string | null;
+  count: number;
+  sample: SupplierFailure;
+}
 
 // the gathered counts added to every subscription of their object; the subscriptions whose quiet interval has
 // ended (and that have something to tell) claimed in the same statement
@@ -79,21 +85,40 @@ const DETAILS = `SELECT s.id, a.email, COALESCE(a.locale, (SELECT e.settings->>'
 /** An alert's words in the subscriber's language (their locale, else their environment's). */
 const WORDS = {
   en: {
-    nouns: { deviceType: ['device type', 'event handler'], supplierReportType: ['report type', 'report parser'], supplierWebhook: ['webhook', 'identifier'], supplierCertificate: ['supplier certificate', 'identifier'] },
+    nouns: {
+      deviceType: ['device type', 'event handler'],
+      supplierReportType: ['report type', 'report parser'],
+      supplierWebhook: ['webhook', 'identifier'],
+      supplierCertificate: ['supplier certificate', 'identifier'],
+    },
     failedSubject: (code: string, noun: string, name: string) => `The ${code} of ${noun} "${name}" failed`,
     failed: (code: string, object: string, n: number) => `The ${code} of ${object} failed${n > 1 ? ` (${n} failures so far)` : ''}.`,
     summarySubject: (n: number, code: string, noun: string, name: string) => `${n} failure${n === 1 ? '' : 's'} of the ${code} of ${noun} "${name}"`,
-    summary: (code: string, object: string, n: number, since: string) => `The ${code} of ${object} failed ${n} time${n === 1 ? '' : 's'} since the last alert (${since}).`,
-    theFailure: 'The failure:', oneOfThem: 'One of them:', device: 'Device', activity: 'Activity', at: 'At',
+    summary: (code: string, object: string, n: number, since: string) =>
+      `The ${code} of ${object} failed ${n} time${n === 1 ? '' : 's'} since the last alert (${since}).`,
+    theFailure: 'The failure:',
+    oneOfThem: 'One of them:',
+    device: 'Device',
+    activity: 'Activity',
+    at: 'At',
     quiet: (s: number) => `Further failures are counted and summed up in one mail no sooner than ${s} s after this one; the activity log has each of them.`,
   },
   nl: {
-    nouns: { deviceType: ['apparaattype', 'event handler'], supplierReportType: ['rapporttype', 'rapportparser'], supplierWebhook: ['webhook', 'identifier'], supplierCertificate: ['leverancierscertificaat', 'identifier'] },
+    nouns: {
+      deviceType: ['apparaattype', 'event handler'],
+      supplierReportType: ['rapporttype', 'rapportparser'],
+      supplierWebhook: ['webhook', 'identifier'],
+      supplierCertificate: ['leverancierscertificaat', 'identifier'],
+    },
     failedSubject: (code: string, noun: string, name: string) => `De ${code} van ${noun} "${name}" faalde`,
     failed: (code: string, object: string, n: number) => `De ${code} van ${object} faalde${n > 1 ? ` (tot nu toe ${n} keer)` : ''}.`,
     summarySubject: (n: number, code: string, noun: string, name: string) => `${n} keer faalde de ${code} van ${noun} "${name}"`,
     summary: (code: string, object: string, n: number, since: string) => `De ${code} van ${object} faalde ${n} keer sinds de vorige melding (${since}).`,
-    theFailure: 'De fout:', oneOfThem: 'Een ervan:', device: 'Apparaat', activity: 'Activiteit', at: 'Op',
+    theFailure: 'De fout:',
+    oneOfThem: 'Een ervan:',
+    device: 'Apparaat',
+    activity: 'Activiteit',
+    at: 'Op',
     quiet: (s: number) => `Volgende fouten worden geteld en op zijn vroegst ${s} s na deze mail in één mail samengevat; het activiteitenlog toont ze alle.`,
   },
 } satisfies Record<'en' | 'nl', { nouns: Record<SupplierObjectType, string[]> } & Record<string, unknown>>;
@@ -101,14 +126,37 @@ const WORDS = {
 /** The failures an activity records: its handler run, and each parser run it called. */
 export function failuresOf(row: ActivityRow): SupplierFailure[] {
   const out: SupplierFailure[] = [];
-  const errors = (log: { type: string; message: string }[]) => log.filter((l) => l.type === 'error').map((l) => l.message).join('\n');
+  const errors = (log: { type: string; message: string }[]) =>
+    log
+      .filter((l) => l.type === 'error')
+      .map((l) => l.message)
+      .join('\n');
   if (row.failed && row.deviceTypeId !== null) {
-    out.push({ objectType: 'deviceType', objectId: row.deviceTypeId, message: errors(row.log), deviceId: row.deviceId, activityHashId: row.hashId, at: row.finishedAt });
+    out.push({
+      objectType: 'deviceType',
+      objectId: row.deviceTypeId,
+      message: errors(row.log),
+      deviceId: row.deviceId,
+      activityHashId: row.hashId,
+      at: row.finishedAt,
+    });
   }
-  for (const sub of row.activities as { triggerType?: string; failed?: boolean; log?: { type: string; message: string }[]; triggerData?: { reportType?: { hashId?: string } } }[]) {
+  for (const sub of row.activities as {
+    triggerType?: string;
+    failed?: boolean;
+    log?: { type: string; message: string }[];
+    triggerData?: { reportType?: { hashId?: string } };
+  }[]) {
     const reportType = sub?.triggerData?.reportType?.hashId;
     if (sub?.triggerType === 'parseReport' && sub.failed && reportType) {
-      out.push({ objectType: 'supplierReportType', objectHashId: reportType, message: errors(sub.log ?? []), deviceId: row.deviceId, activityHashId: row.hashId, at: row.finishedAt });
+      out.push({
+        objectType: 'supplierReportType',
+        objectHashId: reportType,
+        message: errors(sub.log ?? []),
+        deviceId: row.deviceId,
+        activityHashId: row.hashId,
+        at: row.finishedAt,
+      });
     }
   }
   return out;
@@ -123,8 +171,26 @@ function dateIn(d: Date, locale: string | null, timezone: string | null): string
   }
 }
 
-type Claimed = { id: number; user_id: number; environment_id: number; object_type: SupplierObjectType; failures: number; since: Date | null; due: boolean; sample: (Omit<SupplierFailure, 'at'> & { at: string }) | null };
-type Details = { id: number; email: string; locale: string | null; timezone: string | null; object_name: string | null; object_hash_id: string | null; device_hash_id: string | null; supplier_device_identifier: string | null };
+type Claimed = {
+  id: number;
+  user_id: number;
+  environment_id: number;
+  object_type: SupplierObjectType;
+  failures: number;
+  since: Date | null;
+  due: boolean;
+  sample: (Omit<SupplierFailure, 'at'> & { at: string }) | null;
+};
+type Details = {
+  id: number;
+  email: string;
+  locale: string | null;
+  timezone: string | null;
+  object_name: string | null;
+  object_hash_id: string | null;
+  device_hash_id: string | null;
+  supplier_device_identifier: string | null;
+};
 
 /** The alert (never mailed before) or the summary (failures since the last mail) of one claimed subscription. */
 function alertMail(c: Claimed, d: Details, quietSeconds: number): OutgoingMail {
@@ -162,7 +228,11 @@ export class SupplierAlerts {
 
   constructor(ctx: AppContext) {
     this.ctx = ctx;
-    this.outage = new OutageLog(ctx.log, 'supplier alerts could not be written; their counts are kept and written when the store is back', 'supplier alerts are written again');
+    this.outage = new OutageLog(
+      ctx.log,
+      'supplier alerts could not be written; their counts are kept and written when the store is back',
+      'supplier alerts are written again',
+    );
   }
 
   /** Counts the failures; the first of each object in a flush is the one an alert shows. */
@@ -184,7 +254,12 @@ export class SupplierAlerts {
 
   /** Writes the gathered counts and mails the subscriptions that fell due; resolves once done (failures are logged). */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.write()).then(() => this.outage.up(), (err: Error) => this.outage.down(err));
+    this.flushing = this.flushing
+      .then(() => this.write())
+      .then(
+        () => this.outage.up(),
+        (err: Error) => this.outage.down(err),
+      );
     return this.flushing;
   }
 
@@ -201,10 +276,18 @@ export class SupplierAlerts {
     let stored: string[];
     try {
       stored = await this.ctx.db.tx(async (client) => {
-        const { rows } = await client.query<Claimed>(FLUSH, [JSON.stringify(batch.map((g) => ({
-          object_type: g.objectType, object_id: g.objectId, object_hash_id: g.objectHashId, count: g.count,
-          sample: { ...g.sample, at: g.sample.at.toISOString() },
-        }))), quiet]);
+        const { rows } = await client.query<Claimed>(FLUSH, [
+          JSON.stringify(
+            batch.map((g) => ({
+              object_type: g.objectType,
+              object_id: g.objectId,
+              object_hash_id: g.objectHashId,
+              count: g.count,
+              sample: { ...g.sample, at: g.sample.at.toISOString() },
+            })),
+          ),
+          quiet,
+        ]);
         const due = rows.filter((r) => r.due && r.failures > 0);
         // counts alone need not wait for the disk (they are an estimate already: a process that dies loses its last second);
         // a transaction that stores mails does
@@ -212,7 +295,9 @@ export class SupplierAlerts {
           await client.query('SET LOCAL synchronous_commit = off');
           return [];
         }
-        const details = new Map((await client.query<Details>(DETAILS, [due.map((r) => r.id), due.map((r) => r.sample?.deviceId ?? null)])).rows.map((d) => [d.id, d]));
+        const details = new Map(
+          (await client.query<Details>(DETAILS, [due.map((r) => r.id), due.map((r) => r.sample?.deviceId ?? null)])).rows.map((d) => [d.id, d]),
+        );
         const mails = due.flatMap((c) => {
           const d = details.get(c.id);
           return d ? [alertMail(c, d, quiet)] : [];

@@ -8,7 +8,15 @@ import { countDeviceEvent } from '../connectivity/counters/recorder.ts';
 import type { DeviceEventQueue } from './queue.ts';
 import { queuedCommandEvents } from '../connectivity/commands/events.ts';
 import { announceCommandsAdded, PendingCommandsHint } from '../connectivity/commands/pending-hint.ts';
-import { addCommands, commandForEvent, dropCommand, markCommandSent, scheduledCommandsOf, type Command, type CommandRecord } from '../connectivity/commands/store.ts';
+import {
+  addCommands,
+  commandForEvent,
+  dropCommand,
+  markCommandSent,
+  scheduledCommandsOf,
+  type Command,
+  type CommandRecord,
+} from '../connectivity/commands/store.ts';
 import type { CommandType } from '../connectivity/command-types/store.ts';
 
 type Scheduled = { command: Command; commandType: CommandType };
@@ -57,7 +65,9 @@ export class ScheduledCommandsLoader {
           for (const r of resolvers) r(list);
         }
       },
-      (err) => { for (const f of failing) f(err); },
+      (err) => {
+        for (const f of failing) f(err);
+      },
     );
   }
 }
@@ -77,7 +87,9 @@ function executedMail(r: CommandRecord, device: DeviceRecord, sentAt: Date) {
       r.command.startAt ? `It executes it at ${r.command.startAt}.` : `It executes it ${r.command.delay} s after receiving it.`,
       `Fields: ${JSON.stringify(r.command.fields)}`,
       r.command.channelIndices.length > 0 ? `Channels: ${r.command.channelIndices.join(', ')}` : '',
-    ].filter(Boolean).join('\n'),
+    ]
+      .filter(Boolean)
+      .join('\n'),
   };
 }
 
@@ -117,10 +129,23 @@ export function commandPipeline(ctx: AppContext, mailer: Mailer, queue: DeviceEv
         return { ...shown(dropped), removeFromScheduledCommands: true, markAsDeleted: call.args.markAsDeleted };
       }
       if (call.name === 'scheduleCommand') {
-        const [hashId] = await addCommands(ctx.db, events, device.environmentId, null, {
-          objectType: 'device', objectHashIds: [device.hashId], commandTypeHashId: call.args.commandTypeHashId, fields: call.args.fields,
-          startAt: call.args.startAt, endAt: call.args.endAt, channelIndices: call.args.channelIndices ?? [], email: [],
-        }, [callHashId]);
+        const [hashId] = await addCommands(
+          ctx.db,
+          events,
+          device.environmentId,
+          null,
+          {
+            objectType: 'device',
+            objectHashIds: [device.hashId],
+            commandTypeHashId: call.args.commandTypeHashId,
+            fields: call.args.fields,
+            startAt: call.args.startAt,
+            endAt: call.args.endAt,
+            channelIndices: call.args.channelIndices ?? [],
+            email: [],
+          },
+          [callHashId],
+        );
         const added = hashId === undefined ? null : await commandForEvent(ctx.db, hashId);
         return added ? shown(added) : {};
       }

@@ -43,7 +43,10 @@ export class CoreWatch {
    */
   async untilAnswers(): Promise<void> {
     for (let probe = await this.#probe(); probe.state !== 'ok'; probe = await this.#probe()) {
-      if (probe.state === 'misconfigured') throw new Error(`MONITORING_CORE_URL ${this.#url} does not take condition reports (${probe.reason}): set it to the API of this deployment, with the same SECRET_KEY or INTERNAL_TOKEN`);
+      if (probe.state === 'misconfigured')
+        throw new Error(
+          `MONITORING_CORE_URL ${this.#url} does not take condition reports (${probe.reason}): set it to the API of this deployment, with the same SECRET_KEY or INTERNAL_TOKEN`,
+        );
       if (this.#closed) return;
       await new Promise((r) => setTimeout(r, START_RETRY_MS));
     }

@@ -17,8 +17,18 @@ export interface DeviceRecord {
 }
 
 /** name: a stringOrTranslations (jsonb) */
-export interface ReportTypeRecord { id: number; hashId: string; name: string | Record<string, unknown>; parser: string }
-export interface QuantityRecord { hashId: string; name: unknown; unit: string; color: string }
+export interface ReportTypeRecord {
+  id: number;
+  hashId: string;
+  name: string | Record<string, unknown>;
+  parser: string;
+}
+export interface QuantityRecord {
+  hashId: string;
+  name: unknown;
+  unit: string;
+  color: string;
+}
 
 const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : null);
 
@@ -33,15 +43,24 @@ const DEVICES_BY_HASH_ID = namedStatement('devices-by-hash-id', `${DEVICE_SELECT
 
 function toDeviceRecord(r: Record<string, unknown>): DeviceRecord {
   return {
-    id: r.id as number, hashId: r.hash_id as string, environmentId: r.environment_id as number, environmentHashId: r.env_hash_id as string,
-    supplierDeviceIdentifier: r.supplier_device_identifier as string, fields: r.fields as Record<string, unknown>,
-    lastOnlineAt: iso(r.last_online_at), nextReportBefore: iso(r.next_report_before),
+    id: r.id as number,
+    hashId: r.hash_id as string,
+    environmentId: r.environment_id as number,
+    environmentHashId: r.env_hash_id as string,
+    supplierDeviceIdentifier: r.supplier_device_identifier as string,
+    fields: r.fields as Record<string, unknown>,
+    lastOnlineAt: iso(r.last_online_at),
+    nextReportBefore: iso(r.next_report_before),
     deviceType: { id: r.type_id as number, hashId: r.type_hash_id as string, eventHandler: r.event_handler as string, deleted: r.type_deleted as boolean },
     link: r.link_id === null ? null : { id: r.link_id as number, pins: (r.link_pins as Record<string, number> | null) ?? {} },
   };
 }
 
-interface DeviceEntry { at: number; value: Promise<DeviceRecord | null>; refreshing: boolean }
+interface DeviceEntry {
+  at: number;
+  value: Promise<DeviceRecord | null>;
+  refreshing: boolean;
+}
 
 const MAX_DEVICES = 50_000;
 
@@ -78,7 +97,9 @@ export class DeviceContextLoader {
     }
     const entry: DeviceEntry = { at: now, value: this.read(hashId), refreshing: false };
     this.devices.set(hashId, entry);
-    entry.value.catch(() => { if (this.devices.get(hashId) === entry) this.devices.delete(hashId); });
+    entry.value.catch(() => {
+      if (this.devices.get(hashId) === entry) this.devices.delete(hashId);
+    });
     if (this.devices.size > MAX_DEVICES) this.devices.delete(this.devices.keys().next().value as string);
     return entry.value;
   }
@@ -86,9 +107,14 @@ export class DeviceContextLoader {
   /** Reads the device again while the current copy is served; a copy forgotten meanwhile is not brought back. */
   private refresh(hashId: string, entry: DeviceEntry, now: number): void {
     entry.refreshing = true;
-    this.read(hashId).then((device) => {
-      if (this.devices.get(hashId) === entry) this.devices.set(hashId, { at: now, value: Promise.resolve(device), refreshing: false });
-    }, () => { entry.refreshing = false; });
+    this.read(hashId).then(
+      (device) => {
+        if (this.devices.get(hashId) === entry) this.devices.set(hashId, { at: now, value: Promise.resolve(device), refreshing: false });
+      },
+      () => {
+        entry.refreshing = false;
+      },
+    );
   }
 
   /** The devices wanted in one tick, read with one query. */
@@ -104,18 +130,26 @@ export class DeviceContextLoader {
   private readWanted(): void {
     const wanted = this.wanted;
     this.wanted = new Map();
-    this.db.query(DEVICES_BY_HASH_ID, [[...wanted.keys()]]).then(({ rows }) => {
-      const found = new Map(rows.map((r) => [r.hash_id as string, toDeviceRecord(r)]));
-      for (const [hashId, waiting] of wanted) for (const w of waiting) w.resolve(found.get(hashId) ?? null);
-    }, (err: unknown) => {
-      for (const waiting of wanted.values()) for (const w of waiting) w.reject(err);
-    });
+    this.db.query(DEVICES_BY_HASH_ID, [[...wanted.keys()]]).then(
+      ({ rows }) => {
+        const found = new Map(rows.map((r) => [r.hash_id as string, toDeviceRecord(r)]));
+        for (const [hashId, waiting] of wanted) for (const w of waiting) w.resolve(found.get(hashId) ?? null);
+      },
+      (err: unknown) => {
+        for (const waiting of wanted.values()) for (const w of waiting) w.reject(err);
+      },
+    );
   }
 
   reportType(environmentId: number, hashId: string): Promise<ReportTypeRecord | null> {
     return this.reportTypes.get(`${environmentId}:${hashId}`, async () => {
-      const { rows } = await this.db.query('SELECT id, hash_id, name, parser FROM report_type WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL', [environmentId, hashId]);
-      return rows.length === 0 ? null : { id: rows[0].id as number, hashId: rows[0].hash_id as string, name: rows[0].name as string, parser: rows[0].parser as string };
+      const { rows } = await this.db.query(
+        'SELECT id, hash_id, name, parser FROM report_type WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL',
+        [environmentId, hashId],
+      );
+      return rows.length === 0
+        ? null
+        : { id: rows[0].id as number, hashId: rows[0].hash_id as string, name: rows[0].name as string, parser: rows[0].parser as string };
     });
   }
 
@@ -133,12 +167,16 @@ export class DeviceContextLoader {
    */
   async reportStillLate(deviceId: number, before: string, setAt: string): Promise<boolean> {
     const { rows } = await this.db.query(
-      'SELECT next_report_before = $2::timestamptz AS same, last_online_at > $3::timestamptz AS contacted FROM device WHERE id = $1', [deviceId, before, setAt]);
+      'SELECT next_report_before = $2::timestamptz AS same, last_online_at > $3::timestamptz AS contacted FROM device WHERE id = $1',
+      [deviceId, before, setAt],
+    );
     return rows.length > 0 && rows[0].same === true && rows[0].contacted !== true;
   }
 
   /** The device's own copy changed (fields, nextReportBefore): read it afresh next time. */
-  forgetDevice(hashId: string): void { this.devices.delete(hashId); }
+  forgetDevice(hashId: string): void {
+    this.devices.delete(hashId);
+  }
 
   #stopWatching: (() => void) | null = null;
 

@@ -68,10 +68,12 @@ export class FetchWatch {
         }
         s.waitingSince ??= now;
         if (now - s.waitingSince < this.#o.stuckMs || now - s.startedAt < this.#o.stuckMs) continue;
-        this.#o.log.warn({ shard, waiting, waitedMs: now - s.waitingSince }, 'a queue shard\'s jobs wait and its fetchers take none: they are replaced');
+        this.#o.log.warn({ shard, waiting, waitedMs: now - s.waitingSince }, "a queue shard's jobs wait and its fetchers take none: they are replaced");
         s.waitingSince = null;
         s.startedAt = now;
-        await this.#o.restart(shard).catch((err: Error) => this.#o.log.error({ shard, err: err.message }, 'the fetchers of a queue shard could not be replaced'));
+        await this.#o
+          .restart(shard)
+          .catch((err: Error) => this.#o.log.error({ shard, err: err.message }, 'the fetchers of a queue shard could not be replaced'));
       }
     } finally {
       this.#checking = false;

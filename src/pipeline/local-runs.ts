@@ -76,7 +76,9 @@ export class LocalRuns implements LocalTaker {
       outage.up();
       metrics.jobAttempts.inc({ outcome: 'completed' });
       // a job that stays (Redis away) runs again after the claim: its writes are idempotent
-      await job.remove().catch((err: Error) => log.warn({ jobId: job.id, err: err.message }, 'a job run locally could not be removed; it runs again after its claim'));
+      await job
+        .remove()
+        .catch((err: Error) => log.warn({ jobId: job.id, err: err.message }, 'a job run locally could not be removed; it runs again after its claim'));
       return;
     }
     // the queue takes it over; its attempts count from there

@@ -30,9 +30,10 @@ export class MonitoringCoreClient {
   /** `afterStore`: runs on each batch once it is stored, before the batch's pushes resolve (threshold evaluation). */
   constructor(target: { url: string; token: string } | { db: Queryable }, opts: { afterStore?: (reports: ConditionReportIn[]) => Promise<unknown> } = {}) {
     this.afterStore = opts.afterStore ?? null;
-    this.sink = 'db' in target
-      ? { kind: 'local', db: target.db }
-      : { kind: 'http', pool: new Pool(target.url, { connections: 4, pipelining: 1, keepAliveTimeout: 30_000 }), token: target.token };
+    this.sink =
+      'db' in target
+        ? { kind: 'local', db: target.db }
+        : { kind: 'http', pool: new Pool(target.url, { connections: 4, pipelining: 1, keepAliveTimeout: 30_000 }), token: target.token };
     this.batcher = new Batcher((reports) => this.send(reports), { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4, splitOn: (err) => !isTransient(err) });
   }
 

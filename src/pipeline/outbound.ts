@@ -70,7 +70,12 @@ export class OutboundClient {
   }
 
   /** Reads the options of a deployment's configuration (OUTBOUND_*). */
-  static fromConfig(config: { outboundAllowedHosts: string[]; outboundTimeoutMs: number; outboundMaxResponseBytes: number; outboundCaFile: string | null }): OutboundClient {
+  static fromConfig(config: {
+    outboundAllowedHosts: string[];
+    outboundTimeoutMs: number;
+    outboundMaxResponseBytes: number;
+    outboundCaFile: string | null;
+  }): OutboundClient {
     return new OutboundClient({
       allowedHosts: config.outboundAllowedHosts,
       timeoutMs: config.outboundTimeoutMs,
@@ -83,7 +88,11 @@ export class OutboundClient {
   wouldSend(args: SendRequestArgs): OutboundOutcome {
     const checked = this.check(args);
     if (typeof checked === 'string') return refused(args, checked);
-    return { failed: false, message: `${args.method} ${args.url}: not sent (dry run)`, triggerData: { request: args, response: null, durationMs: null, error: null } };
+    return {
+      failed: false,
+      message: `${args.method} ${args.url}: not sent (dry run)`,
+      triggerData: { request: args, response: null, durationMs: null, error: null },
+    };
   }
 
   /** The URL of a request this deployment may make, or why not. */
@@ -123,7 +132,14 @@ export class OutboundClient {
     const started = performance.now();
     const signal = AbortSignal.timeout(this.options.timeoutMs);
     try {
-      const res = await request(url, { method: args.method, headers, body: encodeBody(args.body), dispatcher: this.agent, signal, maxRedirections: 0 } as Parameters<typeof request>[1]);
+      const res = await request(url, {
+        method: args.method,
+        headers,
+        body: encodeBody(args.body),
+        dispatcher: this.agent,
+        signal,
+        maxRedirections: 0,
+      } as Parameters<typeof request>[1]);
       const chunks: Buffer[] = [];
       let kept = 0;
       let truncated = false;
@@ -152,10 +168,19 @@ export class OutboundClient {
     } catch (err) {
       const durationMs = Math.round(performance.now() - started);
       const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
-      const error = signal.aborted || e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.code === 'UND_ERR_CONNECT_TIMEOUT'
-        ? `no complete answer within OUTBOUND_TIMEOUT_MS (${this.options.timeoutMs} ms)`
-        : [e.code, e.message, e.cause?.message].filter(Boolean).join(': ');
-      return { failed: true, message: `${args.method} ${args.url} failed after ${durationMs} ms: ${error}`, triggerData: { ...triggerData, durationMs, error } };
+      const error =
+        signal.aborted ||
+        e.name === 'TimeoutError' ||
+        e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+        e.code === 'UND_ERR_BODY_TIMEOUT' ||
+        e.code === 'UND_ERR_CONNECT_TIMEOUT'
+          ? `no complete answer within OUTBOUND_TIMEOUT_MS (${this.options.timeoutMs} ms)`
+          : [e.code, e.message, e.cause?.message].filter(Boolean).join(': ');
+      return {
+        failed: true,
+        message: `${args.method} ${args.url} failed after ${durationMs} ms: ${error}`,
+        triggerData: { ...triggerData, durationMs, error },
+      };
     }
   }
 

@@ -46,9 +46,17 @@ export interface ProcessDeps extends RunEffects {
   reportStillLate(deviceId: number, before: string, setAt: string): Promise<boolean>;
 }
 
-export interface ScheduledCommand { command: CommandView; commandType: CommandTypeView }
+export interface ScheduledCommand {
+  command: CommandView;
+  commandType: CommandTypeView;
+}
 
-const EVENT_TRIGGERS = { newCommand: 'handleNewCommand', commandDue: 'handleCommandDue', deletedCommand: 'handleDeletedCommand', reportLate: 'handleReportLate' } as const;
+const EVENT_TRIGGERS = {
+  newCommand: 'handleNewCommand',
+  commandDue: 'handleCommandDue',
+  deletedCommand: 'handleDeletedCommand',
+  reportLate: 'handleReportLate',
+} as const;
 
 const COUNTER_PAST_LIMIT_MS = 48 * 3600_000;
 const COUNTER_FUTURE_LIMIT_MS = 24 * 3600_000;
@@ -67,7 +75,12 @@ export function reportingCounterTime(at: string | null, runAt: Date): Date {
 export const triggerTypeOf = (job: DeviceJob): string => (job.kind === 'event' ? EVENT_TRIGGERS[job.event.type] : 'handleIncomingRequest');
 
 /** The handler event of an event job and what its activity shows, or null when the event no longer applies. */
-async function resolveEvent(deps: ProcessDeps, deviceHashId: string, deviceId: number, job: DeviceEventJob): Promise<{ event: HandlerEvent; triggerData: unknown } | null> {
+async function resolveEvent(
+  deps: ProcessDeps,
+  deviceHashId: string,
+  deviceId: number,
+  job: DeviceEventJob,
+): Promise<{ event: HandlerEvent; triggerData: unknown } | null> {
   const e = job.event;
   if (e.type === 'reportLate') {
     // a newer expectation, or a contact since this one was set, makes the job a no-op
@@ -81,8 +94,18 @@ async function resolveEvent(deps: ProcessDeps, deviceHashId: string, deviceId: n
   return { event: { type: e.type, ...shown }, triggerData: shown };
 }
 
-export interface LogLine { type: 'log' | 'error'; message: string }
-export interface SubActivity { hashId: string; createdAt: string; triggerType: string; failed: boolean; log: LogLine[]; triggerData: unknown }
+export interface LogLine {
+  type: 'log' | 'error';
+  message: string;
+}
+export interface SubActivity {
+  hashId: string;
+  createdAt: string;
+  triggerType: string;
+  failed: boolean;
+  log: LogLine[];
+  triggerData: unknown;
+}
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -103,7 +126,11 @@ function handledLater(p: Promise<void>): Promise<void> {
 }
 
 /** A sandbox run counted and timed on /metrics by kind and outcome. */
-async function measured<R extends { ok: true } | { ok: false; error: { kind: string } }>(effects: RunEffects, kind: 'handler' | 'parser', running: Promise<R>): Promise<R> {
+async function measured<R extends { ok: true } | { ok: false; error: { kind: string } }>(
+  effects: RunEffects,
+  kind: 'handler' | 'parser',
+  running: Promise<R>,
+): Promise<R> {
   if (effects.unmetered) return running;
   const end = metrics.sandboxSeconds.startTimer({ kind });
   const run = await running;
@@ -120,7 +147,11 @@ const logsOf = (run: { logs: string[]; errors: string[] }): LogLine[] => [
 
 function failureAnswer(run: Extract<HandlerRun, { ok: false }>): DeviceAnswer {
   const status = run.error.kind === 'timeout' ? 504 : 500;
-  return { statusCode: status, headers: {}, body: { type: 'json', data: { key: 'handler_error', message: `The device type's event handler failed (${run.error.kind})` } } };
+  return {
+    statusCode: status,
+    headers: {},
+    body: { type: 'json', data: { key: 'handler_error', message: `The device type's event handler failed (${run.error.kind})` } },
+  };
 }
 
 /**
@@ -139,7 +170,11 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
       deps.count(device.hashId, 'contacts', new Date(job.receivedAt));
       deps.count(device.hashId, 'refusedContacts', new Date(job.receivedAt));
     }
-    return { answer: { statusCode: 403, headers: {}, body: { type: 'json', data: { key: 'right_error', message: 'This device no longer has access' } } }, activityHashId, failed: true };
+    return {
+      answer: { statusCode: 403, headers: {}, body: { type: 'json', data: { key: 'right_error', message: 'This device no longer has access' } } },
+      activityHashId,
+      failed: true,
+    };
   }
   let event: HandlerEvent;
   let eventTriggerData: unknown = null;
@@ -160,12 +195,21 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
   const outcome = await runDeviceHandler(deps, jobId, device, device.deviceType.eventHandler, event, startedAt);
   stored.push(...outcome.stored);
   const { run, answer, log, activities } = outcome;
-  stored.push(deps.writeActivity({
-    hashId: activityHashId, environmentId: device.environmentId, deviceId: device.id, deviceTypeId: device.deviceType.id,
-    triggerType: triggerTypeOf(job),
-    triggerData: job.kind === 'event' ? eventTriggerData : { request: job.webRequest, response: answer }, failed: !run.ok,
-    log, activities, startedAt, finishedAt: new Date(),
-  }));
+  stored.push(
+    deps.writeActivity({
+      hashId: activityHashId,
+      environmentId: device.environmentId,
+      deviceId: device.id,
+      deviceTypeId: device.deviceType.id,
+      triggerType: triggerTypeOf(job),
+      triggerData: job.kind === 'event' ? eventTriggerData : { request: job.webRequest, response: answer },
+      failed: !run.ok,
+      log,
+      activities,
+      startedAt,
+      finishedAt: new Date(),
+    }),
+  );
   storing?.();
   // every write settles before the job may fail: none is still in flight when a retry or a give-up writes the same rows
   const refused = (await Promise.allSettled(stored)).find((s) => s.status === 'rejected');
@@ -175,8 +219,12 @@ export async function processDeviceJob(deps: ProcessDeps, jobId: string, job: De
 
 /** `args.device`: what supplier code sees of a device. */
 export const deviceViewOf = (device: DeviceRecord) => ({
-  hashId: device.hashId, supplierDeviceIdentifier: device.supplierDeviceIdentifier, deviceTypeHashId: device.deviceType.hashId,
-  fields: device.fields, lastOnlineAt: device.lastOnlineAt, nextReportBefore: device.nextReportBefore,
+  hashId: device.hashId,
+  supplierDeviceIdentifier: device.supplierDeviceIdentifier,
+  deviceTypeHashId: device.deviceType.hashId,
+  fields: device.fields,
+  lastOnlineAt: device.lastOnlineAt,
+  nextReportBefore: device.nextReportBefore,
 });
 
 /** What one run of the event handler made: the device's answer (null for an event), the activity's log and sub-activities, and the store writes it started. */
@@ -194,13 +242,26 @@ export interface HandlerOutcome {
  * `effects`: the one path both a queued job and a dry run take. Ids of what it creates derive
  * from `idBase`. Only an incomingRequest is answered.
  */
-export async function runDeviceHandler(effects: RunEffects, idBase: string, device: DeviceRecord, source: string, event: HandlerEvent, startedAt: Date): Promise<HandlerOutcome> {
+export async function runDeviceHandler(
+  effects: RunEffects,
+  idBase: string,
+  device: DeviceRecord,
+  source: string,
+  event: HandlerEvent,
+  startedAt: Date,
+): Promise<HandlerOutcome> {
   const answering = event.type === 'incomingRequest';
   const deviceView = deviceViewOf(device);
   const scheduledCommands = await effects.scheduledCommands(device.id);
-  const run = await measured(effects, 'handler', effects.sandbox.runEventHandler({
-    isolationKey: device.environmentHashId, source, args: { device: deviceView, scheduledCommands, event },
-  }));
+  const run = await measured(
+    effects,
+    'handler',
+    effects.sandbox.runEventHandler({
+      isolationKey: device.environmentHashId,
+      source,
+      args: { device: deviceView, scheduledCommands, event },
+    }),
+  );
 
   const log = logsOf(run);
   if (!run.ok) {
@@ -215,34 +276,72 @@ export async function runDeviceHandler(effects: RunEffects, idBase: string, devi
   run.calls.forEach((call, index) => {
     const hashId = derivedHashId(idBase, `call:${index}`);
     if (call.name === 'parseReport') {
-      work.push(parseReport(effects, device, deviceView, call.args, hashId).then((a) => {
-        activities[index] = a.activity;
-        effects.count(device.hashId, a.activity.failed ? 'reportFailures' : 'reports', startedAt);
-        if (a.pushed) stored.push(a.pushed);
-      }));
+      work.push(
+        parseReport(effects, device, deviceView, call.args, hashId).then((a) => {
+          activities[index] = a.activity;
+          effects.count(device.hashId, a.activity.failed ? 'reportFailures' : 'reports', startedAt);
+          if (a.pushed) stored.push(a.pushed);
+        }),
+      );
     } else if (call.name === 'offerFirmware' || call.name === 'sendRequest') {
       const at = new Date().toISOString();
-      const outcome = call.name === 'offerFirmware' ? offerActivity(effects, device, call.args.firmwareHashId, answering ? offers : null, index) : requestActivity(effects, call.args, ++requests, hashId);
-      work.push(outcome.then((o) => { activities[index] = { hashId, createdAt: at, triggerType: call.name, ...o }; }));
+      const outcome =
+        call.name === 'offerFirmware'
+          ? offerActivity(effects, device, call.args.firmwareHashId, answering ? offers : null, index)
+          : requestActivity(effects, call.args, ++requests, hashId);
+      work.push(
+        outcome.then((o) => {
+          activities[index] = { hashId, createdAt: at, triggerType: call.name, ...o };
+        }),
+      );
     } else {
       const at = new Date();
       // a device's fields and commands are kept as given or not at all: text PostgreSQL cannot store refuses the call
       const unstorable = unstorablePath(call.args);
       if (unstorable) {
-        activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: `not applied: ${call.name} argument ${unstorable} holds a NUL character or an unpaired surrogate, which cannot be stored` }], triggerData: call.args };
+        activities[index] = {
+          hashId,
+          createdAt: at.toISOString(),
+          triggerType: call.name,
+          failed: true,
+          log: [
+            {
+              type: 'error',
+              message: `not applied: ${call.name} argument ${unstorable} holds a NUL character or an unpaired surrogate, which cannot be stored`,
+            },
+          ],
+          triggerData: call.args,
+        };
         return;
       }
-      work.push(effects.applyDeviceCall(device, call, at, hashId).then(
-        (triggerData) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: false, log: [], triggerData: triggerData ?? call.args }; },
-        (err: Error) => { activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: true, log: [{ type: 'error', message: err.message }], triggerData: call.args }; },
-      ));
+      work.push(
+        effects.applyDeviceCall(device, call, at, hashId).then(
+          (triggerData) => {
+            activities[index] = { hashId, createdAt: at.toISOString(), triggerType: call.name, failed: false, log: [], triggerData: triggerData ?? call.args };
+          },
+          (err: Error) => {
+            activities[index] = {
+              hashId,
+              createdAt: at.toISOString(),
+              triggerType: call.name,
+              failed: true,
+              log: [{ type: 'error', message: err.message }],
+              triggerData: call.args,
+            };
+          },
+        ),
+      );
     }
   });
   await Promise.all(work);
 
-  const answer: DeviceAnswer | null = !answering ? null : run.ok
-    ? (run.result ? { statusCode: run.result.statusCode, headers: run.result.headers, body: run.result.body } : { statusCode: 204, headers: {}, body: null })
-    : failureAnswer(run);
+  const answer: DeviceAnswer | null = !answering
+    ? null
+    : run.ok
+      ? run.result
+        ? { statusCode: run.result.statusCode, headers: run.result.headers, body: run.result.body }
+        : { statusCode: 204, headers: {}, body: null }
+      : failureAnswer(run);
   const offered = offers.filter((o) => o !== undefined);
   if (answer && run.ok && offered.length > 0) answer.headers = { ...answer.headers, [FIRMWARE_OFFER_HEADER]: offered.join(', ') };
   return { run, answer, log, activities, stored };
@@ -250,19 +349,34 @@ export async function runDeviceHandler(effects: RunEffects, idBase: string, devi
 
 /** exec.parseReport: the report type's parser on the payload, the report pushed; `error`: how the parser failed, if it ran and failed. */
 export async function parseReport(
-  deps: RunEffects, device: DeviceRecord, deviceView: Record<string, unknown>,
-  args: { reportTypeHashId: string; payload: string; generatedAt: string | null }, hashId: string,
+  deps: RunEffects,
+  device: DeviceRecord,
+  deviceView: Record<string, unknown>,
+  args: { reportTypeHashId: string; payload: string; generatedAt: string | null },
+  hashId: string,
 ): Promise<{ activity: SubActivity; pushed?: Promise<void>; error?: RunError }> {
   const createdAt = new Date().toISOString();
   const base = { hashId, createdAt, triggerType: 'parseReport' };
   const reportType = hasUnstorable(args.reportTypeHashId) ? null : await deps.loader.reportType(device.environmentId, args.reportTypeHashId);
   if (!reportType) {
-    return { activity: { ...base, failed: true, log: [{ type: 'error', message: `report type ${args.reportTypeHashId} does not exist in this environment` }], triggerData: { payload: args.payload } } };
+    return {
+      activity: {
+        ...base,
+        failed: true,
+        log: [{ type: 'error', message: `report type ${args.reportTypeHashId} does not exist in this environment` }],
+        triggerData: { payload: args.payload },
+      },
+    };
   }
-  const run = await measured(deps, 'parser', deps.sandbox.runReportParser({
-    isolationKey: device.environmentHashId, source: reportType.parser,
-    args: { payload: args.payload, device: deviceView as never },
-  }));
+  const run = await measured(
+    deps,
+    'parser',
+    deps.sandbox.runReportParser({
+      isolationKey: device.environmentHashId,
+      source: reportType.parser,
+      args: { payload: args.payload, device: deviceView as never },
+    }),
+  );
   const triggerData: Record<string, unknown> = { reportType: { hashId: reportType.hashId, name: reportType.name }, payload: args.payload };
   const log = logsOf(run);
   if (!run.ok) {
@@ -273,7 +387,10 @@ export async function parseReport(
   const quantities = await deps.loader.quantitiesOf(device.environmentId);
   const unknown = report.measurements.findIndex((m) => !quantities.has(m.quantityHashId));
   if (unknown >= 0) {
-    log.push({ type: 'error', message: `measurements[${unknown}].quantityHashId ${report.measurements[unknown].quantityHashId} is not a quantity of this environment` });
+    log.push({
+      type: 'error',
+      message: `measurements[${unknown}].quantityHashId ${report.measurements[unknown].quantityHashId} is not a quantity of this environment`,
+    });
     return { activity: { ...base, failed: true, log, triggerData } };
   }
   const perChannel = new Map<number, number>();
@@ -302,14 +419,32 @@ export async function parseReport(
     measurements: report.measurements.map((m, i) => {
       const channelMeasurementIndex = perChannel.get(m.channelIndex) ?? 0;
       perChannel.set(m.channelIndex, channelMeasurementIndex + 1);
-      return { hashId: derivedHashId(hashId, `m${i}`), channelIndex: m.channelIndex, channelMeasurementIndex, quantityHashId: m.quantityHashId, generatedAt: m.generatedAt, orderOfMagnitude: m.orderOfMagnitude, significand: m.significand, pinId: device.link?.pins[m.channelIndex] ?? null };
+      return {
+        hashId: derivedHashId(hashId, `m${i}`),
+        channelIndex: m.channelIndex,
+        channelMeasurementIndex,
+        quantityHashId: m.quantityHashId,
+        generatedAt: m.generatedAt,
+        orderOfMagnitude: m.orderOfMagnitude,
+        significand: m.significand,
+        pinId: device.link?.pins[m.channelIndex] ?? null,
+      };
     }),
   };
   const pushed = handledLater(deps.pushReport(reportIn));
   triggerData.reportHashId = reportIn.hashId;
   triggerData.fields = reportIn.fields;
   triggerData.observations = reportIn.measurements.map((m) => ({
-    measurement: { hashId: m.hashId, reportHashId: reportIn.hashId, generatedAt: m.generatedAt, channelIndex: m.channelIndex, channelMeasurementIndex: m.channelMeasurementIndex, pinHashId: null, orderOfMagnitude: m.orderOfMagnitude, significand: m.significand },
+    measurement: {
+      hashId: m.hashId,
+      reportHashId: reportIn.hashId,
+      generatedAt: m.generatedAt,
+      channelIndex: m.channelIndex,
+      channelMeasurementIndex: m.channelMeasurementIndex,
+      pinHashId: null,
+      orderOfMagnitude: m.orderOfMagnitude,
+      significand: m.significand,
+    },
     quantity: quantities.get(m.quantityHashId),
   }));
   return { activity: { ...base, failed: false, log, triggerData }, pushed };
@@ -319,18 +454,36 @@ type CallOutcome = Pick<SubActivity, 'failed' | 'log' | 'triggerData'>;
 
 /** exec.offerFirmware: the reference goes into the answer (`offers[index]`, in call order), the outcome onto the activity. */
 async function offerActivity(deps: RunEffects, device: DeviceRecord, firmwareHashId: string, offers: string[] | null, index: number): Promise<CallOutcome> {
-  if (!offers) return { failed: true, log: [{ type: 'error', message: 'not offered: only the answer to a device request can carry firmware; this event has none' }], triggerData: { firmwareHashId } };
-  if (hasUnstorable(firmwareHashId)) return { failed: true, log: [{ type: 'error', message: 'not offered: the firmwareHashId holds a NUL character or an unpaired surrogate' }], triggerData: { firmwareHashId } };
+  if (!offers)
+    return {
+      failed: true,
+      log: [{ type: 'error', message: 'not offered: only the answer to a device request can carry firmware; this event has none' }],
+      triggerData: { firmwareHashId },
+    };
+  if (hasUnstorable(firmwareHashId))
+    return {
+      failed: true,
+      log: [{ type: 'error', message: 'not offered: the firmwareHashId holds a NUL character or an unpaired surrogate' }],
+      triggerData: { firmwareHashId },
+    };
   const offer = await deps.offerFirmware(device, firmwareHashId);
   if (!offer.ok) return { failed: true, log: [{ type: 'error', message: offer.message }], triggerData: { firmwareHashId } };
   offers[index] = offer.reference;
-  return { failed: false, log: [{ type: 'log', message: `${FIRMWARE_OFFER_HEADER}: ${offer.reference}` }], triggerData: { firmwareHashId, firmware: offer.firmware } };
+  return {
+    failed: false,
+    log: [{ type: 'log', message: `${FIRMWARE_OFFER_HEADER}: ${offer.reference}` }],
+    triggerData: { firmwareHashId, firmware: offer.firmware },
+  };
 }
 
 /** exec.sendRequest, the `nth` of the run: made now, after the run, with its result (or refusal) on the activity; the sub-activity's hashId is its Idempotency-Key. */
 async function requestActivity(deps: RunEffects, args: SendRequestArgs, nth: number, hashId: string): Promise<CallOutcome> {
   if (nth > MAX_REQUESTS_PER_RUN) {
-    return { failed: true, log: [{ type: 'error', message: `not sent: at most ${MAX_REQUESTS_PER_RUN} sendRequest calls per run` }], triggerData: { request: args } };
+    return {
+      failed: true,
+      log: [{ type: 'error', message: `not sent: at most ${MAX_REQUESTS_PER_RUN} sendRequest calls per run` }],
+      triggerData: { request: args },
+    };
   }
   const outcome = await deps.sendRequest(args, hashId);
   return { failed: outcome.failed, log: [{ type: outcome.failed ? 'error' : 'log', message: outcome.message }], triggerData: outcome.triggerData };

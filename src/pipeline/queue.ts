@@ -24,7 +24,10 @@ export const JOB_OPTIONS: DefaultJobOptions = {
 /** Where workers publish the answers for the requests a gateway is holding. */
 export const answerChannel = (config: { queueName: string }, gatewayId: string) => `gridgate:answers:${config.queueName}:${gatewayId}`;
 
-export interface PublishedAnswer { itemId: string; result: DeviceJobResult }
+export interface PublishedAnswer {
+  itemId: string;
+  result: DeviceJobResult;
+}
 
 export type WaitOutcome = { state: 'completed'; result: DeviceJobResult } | { state: 'pending' };
 
@@ -182,25 +185,28 @@ export class DeviceQueue {
     b.addsInFlight++;
     const local = localTakers.get(this.ctx)?.claim(batch.length) ?? null;
     const jobId = newHashId(16);
-    this.queues[shard].add(JOB_NAME, data, local ? { jobId, delay: this.ctx.config.localHandoffClaimMs } : { jobId }).then(
-      (job) => {
-        batch.forEach((p) => p.queued.resolve());
-        local?.start(job);
-      },
-      (err) => {
-        local?.cancel();
-        batch.forEach((p) => p.queued.reject(err));
-      },
-    ).finally(() => {
-      b.addsInFlight--;
-      // while adds were in flight, requests gathered for the next batch: the busier, the larger; it still gathers
-      // for QUEUE_BATCH_DELAY_MS from its first request, so a fast add does not cut batches short under load
-      if (b.pending.length > 0 && !b.timer) {
-        const left = b.pendingSince + this.ctx.config.queueBatchDelayMs - this.clock.now();
-        if (left <= 0) this.flush(shard);
-        else b.timer = this.clock.setTimeout(() => this.flush(shard), left);
-      }
-    });
+    this.queues[shard]
+      .add(JOB_NAME, data, local ? { jobId, delay: this.ctx.config.localHandoffClaimMs } : { jobId })
+      .then(
+        (job) => {
+          batch.forEach((p) => p.queued.resolve());
+          local?.start(job);
+        },
+        (err) => {
+          local?.cancel();
+          batch.forEach((p) => p.queued.reject(err));
+        },
+      )
+      .finally(() => {
+        b.addsInFlight--;
+        // while adds were in flight, requests gathered for the next batch: the busier, the larger; it still gathers
+        // for QUEUE_BATCH_DELAY_MS from its first request, so a fast add does not cut batches short under load
+        if (b.pending.length > 0 && !b.timer) {
+          const left = b.pendingSince + this.ctx.config.queueBatchDelayMs - this.clock.now();
+          if (left <= 0) this.flush(shard);
+          else b.timer = this.clock.setTimeout(() => this.flush(shard), left);
+        }
+      });
   }
 
   async close(): Promise<void> {
@@ -260,7 +266,7 @@ export class DeviceEventQueue {
 
   /** Adds BullMQ jobs each to the shard of its device, one addBulk per shard. */
   private async addToShards(jobs: { deviceHashId: string; job: Parameters<Queue<DeviceBatchJob, void>['addBulk']>[0][number] }[]): Promise<void> {
-    const byShard = new Map<number, typeof jobs[number]['job'][]>();
+    const byShard = new Map<number, (typeof jobs)[number]['job'][]>();
     for (const { deviceHashId, job } of jobs) {
       const shard = shardOfDevice(this.config, deviceHashId);
       const list = byShard.get(shard);
@@ -272,18 +278,20 @@ export class DeviceEventQueue {
 
   async add(jobs: { job: DeviceEventJob; opts?: EventJobOptions }[]): Promise<void> {
     if (jobs.length === 0) return;
-    await this.addToShards(jobs.map(({ job, opts }) => ({
-      deviceHashId: job.deviceHashId,
-      job: {
-        name: JOB_NAME,
-        data: { gatewayId: '', items: [{ itemId: job.eventId, job }] },
-        opts: {
-          jobId: opts?.jobId ?? newHashId(16),
-          ...(opts?.delayMs ? { delay: Math.max(0, Math.round(opts.delayMs)) } : {}),
-          ...(opts?.replaceKey ? { deduplication: { id: opts.replaceKey, replace: true, keepLastIfActive: true } } : {}),
+    await this.addToShards(
+      jobs.map(({ job, opts }) => ({
+        deviceHashId: job.deviceHashId,
+        job: {
+          name: JOB_NAME,
+          data: { gatewayId: '', items: [{ itemId: job.eventId, job }] },
+          opts: {
+            jobId: opts?.jobId ?? newHashId(16),
+            ...(opts?.delayMs ? { delay: Math.max(0, Math.round(opts.delayMs)) } : {}),
+            ...(opts?.replaceKey ? { deduplication: { id: opts.replaceKey, replace: true, keepLastIfActive: true } } : {}),
+          },
         },
-      },
-    })));
+      })),
+    );
   }
 
   /**
@@ -292,13 +300,19 @@ export class DeviceEventQueue {
    */
   async expectReport(device: { hashId: string; environmentHashId: string }, before: string | null, setAt: Date): Promise<void> {
     if (before === null) return;
-    await this.add([{
-      job: {
-        kind: 'event', eventId: newHashId(16), deviceHashId: device.hashId, environmentHashId: device.environmentHashId,
-        event: { type: 'reportLate', before, setAt: setAt.toISOString() }, queuedAt: setAt.toISOString(),
+    await this.add([
+      {
+        job: {
+          kind: 'event',
+          eventId: newHashId(16),
+          deviceHashId: device.hashId,
+          environmentHashId: device.environmentHashId,
+          event: { type: 'reportLate', before, setAt: setAt.toISOString() },
+          queuedAt: setAt.toISOString(),
+        },
+        opts: { delayMs: Math.max(1, Date.parse(before) - Date.now() + REPORT_LATE_GRACE_MS), replaceKey: `reportLate-${device.hashId}` },
       },
-      opts: { delayMs: Math.max(1, Date.parse(before) - Date.now() + REPORT_LATE_GRACE_MS), replaceKey: `reportLate-${device.hashId}` },
-    }]);
+    ]);
   }
 
   /**
@@ -306,14 +320,16 @@ export class DeviceEventQueue {
    * split of the same batch adds nothing): one item that keeps failing then fails alone.
    */
   async requeueAlone(jobId: string, gatewayId: string, items: { index: number; item: DeviceBatchItem }[]): Promise<void> {
-    await this.addToShards(items.map(({ index, item }) => ({
-      deviceHashId: item.job.deviceHashId,
-      job: {
-        name: JOB_NAME,
-        data: { gatewayId, items: [{ ...item, idBase: item.idBase ?? `${jobId}:${index}` }] },
-        opts: { jobId: `${jobId}-${index}` },
-      },
-    })));
+    await this.addToShards(
+      items.map(({ index, item }) => ({
+        deviceHashId: item.job.deviceHashId,
+        job: {
+          name: JOB_NAME,
+          data: { gatewayId, items: [{ ...item, idBase: item.idBase ?? `${jobId}:${index}` }] },
+          opts: { jobId: `${jobId}-${index}` },
+        },
+      })),
+    );
   }
 
   /** Removes a job not yet run (a deleted command's commandDue) from whichever shard holds it; a missing or running job is left alone. */

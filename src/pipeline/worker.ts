@@ -54,7 +54,9 @@ const LOCAL_ROOM_MIN = 256;
  */
 export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, opts: { localMonitoringCore?: boolean } = {}): DeviceWorker {
   const sandbox = sandboxFromConfig(ctx.config, ctx.log);
-  gaugeFrom('gridgate_sandbox_isolate_calls', 'Calls into isolates since start (single runs and batches): fewer than runs when runs share a call', [], () => [[{}, sandbox.isolateCalls]]);
+  gaugeFrom('gridgate_sandbox_isolate_calls', 'Calls into isolates since start (single runs and batches): fewer than runs when runs share a call', [], () => [
+    [{}, sandbox.isolateCalls],
+  ]);
   const loader = new DeviceContextLoader(ctx.db);
   // links made elsewhere reach this worker's device cache at once (the change bus's 'devices'); without Redis the ttl still bounds them
   const watched = loader.watch(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'device changes could not be subscribed'));
@@ -67,17 +69,21 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   // reports, activities and lastOnlineAt commit without waiting for the disk; a job completes after ctx.db.flushed()
   // each stored batch is checked against the pins' thresholds (src/monitoring/thresholds/evaluate.ts)
   const thresholds = ctx.config.thresholdEvaluation ? new ThresholdEvaluator(ctx.db.deferred, ctx.log) : null;
-  const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db.deferred } : { url: monitoringCoreUrl, token: ctx.keys.internalToken },
-    { afterStore: thresholds ? thresholdEvaluation(thresholds, ctx.log) : undefined });
+  const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db.deferred } : { url: monitoringCoreUrl, token: ctx.keys.internalToken }, {
+    afterStore: thresholds ? thresholdEvaluation(thresholds, ctx.log) : undefined,
+  });
   const connectivityCheck = startConnectivityCheck(ctx);
   const outbound = OutboundClient.fromConfig(ctx.config);
   // a row the store refuses fails its own job, not the others written in the same statement
   const permanent = (err: unknown) => !isTransient(err);
   // once stored, each batch's activities are announced to the API processes serving live logs (src/connectivity/live/): not awaited
-  const activities = new Batcher<ActivityRow>(async (rows) => {
-    await insertActivities(ctx.db.deferred, rows);
-    void publishStoredActivities(ctx, rows);
-  }, { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4, splitOn: permanent });
+  const activities = new Batcher<ActivityRow>(
+    async (rows) => {
+      await insertActivities(ctx.db.deferred, rows);
+      void publishStoredActivities(ctx, rows);
+    },
+    { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4, splitOn: permanent },
+  );
   const lastOnline = new LastOnlineWriter(ctx.db.deferred, ctx.log);
   const deps: ProcessDeps = {
     sandbox,
@@ -98,7 +104,12 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     scheduledCommands: (deviceId) => commands.scheduledCommands(deviceId),
     commandOfEvent: (hashId) => commands.commandOfEvent(hashId),
     reportStillLate: (deviceId, before, setAt) => loader.reportStillLate(deviceId, before, setAt),
-    offerFirmware: (device, firmwareHashId) => offerFirmware(ctx.db, { environmentId: device.environmentId, deviceTypeId: device.deviceType.id, deviceTypeHashId: device.deviceType.hashId }, firmwareHashId),
+    offerFirmware: (device, firmwareHashId) =>
+      offerFirmware(
+        ctx.db,
+        { environmentId: device.environmentId, deviceTypeId: device.deviceType.id, deviceTypeHashId: device.deviceType.hashId },
+        firmwareHashId,
+      ),
     sendRequest: (args, idempotencyKey) => outbound.send(args, idempotencyKey),
     count: (deviceHashId, key, at) => countDeviceEvent(ctx, deviceHashId, key, at),
   };
@@ -110,11 +121,14 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const fetchers = Math.max(1, Math.min(WORKER_FETCHERS, ctx.config.workerConcurrency));
   // answers go back to the gateway holding the request as soon as each is stored: in memory when that gateway
   // runs in this process, else a Redis publish per gateway and tick
-  const answers = new Batcher<{ gatewayId: string; answer: PublishedAnswer }>(async (items) => {
-    const byGateway = new Map<string, PublishedAnswer[]>();
-    for (const { gatewayId, answer } of items) byGateway.set(gatewayId, [...(byGateway.get(gatewayId) ?? []), answer]);
-    await Promise.all([...byGateway].map(([gatewayId, list]) => ctx.redis.publish(answerChannel(ctx.config, gatewayId), JSON.stringify(list))));
-  }, { maxItems: 200, maxDelayMs: 0, maxConcurrentFlushes: 4 });
+  const answers = new Batcher<{ gatewayId: string; answer: PublishedAnswer }>(
+    async (items) => {
+      const byGateway = new Map<string, PublishedAnswer[]>();
+      for (const { gatewayId, answer } of items) byGateway.set(gatewayId, [...(byGateway.get(gatewayId) ?? []), answer]);
+      await Promise.all([...byGateway].map(([gatewayId, list]) => ctx.redis.publish(answerChannel(ctx.config, gatewayId), JSON.stringify(list))));
+    },
+    { maxItems: 200, maxDelayMs: 0, maxConcurrentFlushes: 4 },
+  );
 
   // WORKER_CONCURRENCY bounds the device requests of one supplier (environment) running at once: a supplier whose code
   // is slow or whose devices flood waits for its own slots, and another supplier's requests start at once. An item that
@@ -138,29 +152,40 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
    * answered and stored, and the failing item is queued again on its own, to succeed or fail alone.
    */
   const processItems = async (jobId: string, batch: DeviceBatchJob) => {
-    const outcomes = await Promise.allSettled(batch.items.map(async ({ itemId, job, idBase }, index) => {
-      const release = await running.acquire(job.environmentHashId);
-      try {
-        // the slot is given back once only the item's store writes remain: waiting for PostgreSQL runs no supplier code
-        answer(batch.gatewayId, itemId, await processDeviceJob(deps, idBase ?? `${jobId}:${index}`, job, release));
-      } finally {
-        release();
-      }
-    }));
+    const outcomes = await Promise.allSettled(
+      batch.items.map(async ({ itemId, job, idBase }, index) => {
+        const release = await running.acquire(job.environmentHashId);
+        try {
+          // the slot is given back once only the item's store writes remain: waiting for PostgreSQL runs no supplier code
+          answer(batch.gatewayId, itemId, await processDeviceJob(deps, idBase ?? `${jobId}:${index}`, job, release));
+        } finally {
+          release();
+        }
+      }),
+    );
     const failed = outcomes.flatMap((o, index) => (o.status === 'rejected' ? [{ index, err: o.reason as unknown }] : []));
     if (failed.length === 0) return;
     const unavailable = failed.find((f) => isTransient(f.err));
     if (unavailable || batch.items.length === 1) throw (unavailable ?? failed[0]).err;
-    await events.requeueAlone(jobId, batch.gatewayId, failed.map(({ index }) => ({ index, item: batch.items[index] })));
-    ctx.log.warn({ jobId, items: failed.map((f) => ({ index: f.index, err: (f.err as Error).message })) }, 'device requests of a batch failed; each is queued again on its own');
+    await events.requeueAlone(
+      jobId,
+      batch.gatewayId,
+      failed.map(({ index }) => ({ index, item: batch.items[index] })),
+    );
+    ctx.log.warn(
+      { jobId, items: failed.map((f) => ({ index: f.index, err: (f.err as Error).message })) },
+      'device requests of a batch failed; each is queued again on its own',
+    );
   };
 
   const outage = new OutageLog(ctx.log, 'a store is unavailable: device jobs wait and run again when it is back', 'stores available again: device jobs run');
   const gaveUp = (job: Job<DeviceBatchJob, void>, err: Error) => {
     metrics.jobAttempts.inc({ outcome: 'failed' });
     metrics.jobsFailed.inc();
-    ctx.log.error({ jobId: job.id, attempts: job.attemptsMade, items: job.data.items.length, err: err.message },
-      'device job failed for good: gave up; it stays in the failed set (npm run admin -- retry-failed runs it again)');
+    ctx.log.error(
+      { jobId: job.id, attempts: job.attemptsMade, items: job.data.items.length, err: err.message },
+      'device job failed for good: gave up; it stays in the failed set (npm run admin -- retry-failed runs it again)',
+    );
     void recordGivenUp(ctx, loader, job.id as string, job.data, err, answer);
   };
   const processor = async (job: Job<DeviceBatchJob, void>, token?: string) => {
@@ -185,14 +210,19 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
 
   // the batches of the gateway beside this worker, run without a fetch (src/pipeline/queue.ts LocalTaker)
   const localRuns = new LocalRuns({
-    room: Math.max(LOCAL_ROOM_MIN, 2 * ctx.config.workerConcurrency), claimMs: ctx.config.localHandoffClaimMs,
-    accepting: () => !closed && core.problem === null, run: processBatch, outage, log: ctx.log,
+    room: Math.max(LOCAL_ROOM_MIN, 2 * ctx.config.workerConcurrency),
+    claimMs: ctx.config.localHandoffClaimMs,
+    accepting: () => !closed && core.problem === null,
+    run: processBatch,
+    outage,
+    log: ctx.log,
   });
 
   // every shard of the queue (QUEUE_SHARDS) has fetchers of its own: a shard is never left waiting behind another
   const shards = ctx.config.queueShards;
   const fetchWatch = new FetchWatch({
-    shards, log: ctx.log,
+    shards,
+    log: ctx.log,
     waiting: async (shard) => Object.values(await events.queues[shard].getJobCounts('wait', 'prioritized')).reduce((a, b) => a + b, 0),
     restart: async (shard) => {
       for (let i = shard; i < workers.length; i += shards) {
@@ -220,8 +250,12 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
       // jobs waiting only for the flush count against BullMQ's concurrency, not against `running`;
       // a job of a killed worker goes back to the queue (stalled) however often that happens to it
       {
-        connection: createRedis(ctx.config, ctx.log), prefix, concurrency: Math.ceil(ctx.config.workerConcurrency / (fetchers * shards)) + FLUSH_WAITING_JOBS, autorun: false,
-        maxStalledCount: MAX_STALLED_COUNT, runRetryDelay: WORKER_RUN_RETRY_MS,
+        connection: createRedis(ctx.config, ctx.log),
+        prefix,
+        concurrency: Math.ceil(ctx.config.workerConcurrency / (fetchers * shards)) + FLUSH_WAITING_JOBS,
+        autorun: false,
+        maxStalledCount: MAX_STALLED_COUNT,
+        runRetryDelay: WORKER_RUN_RETRY_MS,
       },
     );
     w.on('failed', (job, err) => {
@@ -241,7 +275,10 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
     return [...counts].map(([state, n]) => [{ state }, n]);
   });
   gaugeFrom('gridgate_queue_shard_jobs', 'Device jobs in each shard of the queue (QUEUE_SHARDS) by state', ['shard', 'state'], async () =>
-    (await shardCounts()).flatMap((counts, shard) => Object.entries(counts).map(([state, n]): [Record<string, string>, number] => [{ shard: String(shard), state }, n])));
+    (await shardCounts()).flatMap((counts, shard) =>
+      Object.entries(counts).map(([state, n]): [Record<string, string>, number] => [{ shard: String(shard), state }, n]),
+    ),
+  );
   let closed = false;
   const core = new CoreWatch(monitoring, monitoringCoreUrl, ctx.log);
   const started = (async () => {
@@ -254,7 +291,9 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   started.catch(() => undefined);
 
   return {
-    ready: async () => { await Promise.all([started, ...workers.map((w) => w.waitUntilReady()), hintStarted, watched]); },
+    ready: async () => {
+      await Promise.all([started, ...workers.map((w) => w.waitUntilReady()), hintStarted, watched]);
+    },
     unhealthy: () => core.problem,
     async close() {
       closed = true;
@@ -285,11 +324,18 @@ async function applyDeviceCall(ctx: AppContext, loader: DeviceContextLoader, dev
     case 'setDeviceFields': {
       // the keys given change, validated against the device type's field configurations like a device update;
       // an invalid value fails this call (its activity shows why), not the run
-      const { before, after } = await updateDeviceFields(ctx.db, device.environmentId, device.hashId, Object.entries(call.args.fields).map(([key, value]) => ({ key, value })));
+      const { before, after } = await updateDeviceFields(
+        ctx.db,
+        device.environmentId,
+        device.hashId,
+        Object.entries(call.args.fields).map(([key, value]) => ({ key, value })),
+      );
       loader.forgetDevice(device.hashId);
       // the SDK's setDeviceFields activity: the keys that changed, before and after
       const changed = Object.keys(call.args.fields).filter((k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null));
-      return { diff: { old: Object.fromEntries(changed.map((k) => [k, before[k] ?? null])), new: Object.fromEntries(changed.map((k) => [k, after[k] ?? null])) } };
+      return {
+        diff: { old: Object.fromEntries(changed.map((k) => [k, before[k] ?? null])), new: Object.fromEntries(changed.map((k) => [k, after[k] ?? null])) },
+      };
     }
     case 'expectNextReportBefore':
       await setNextReportBefore(ctx.db, device.id, call.args.before);

@@ -91,7 +91,9 @@ async function withLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
       // another process (a parallel test, a second role) is creating them: wait, or take over a stale lock
       try {
         if (Date.now() - statSync(lock).mtimeMs > LOCK_STALE_MS) unlinkSync(lock);
-      } catch { /* gone meanwhile */ }
+      } catch {
+        /* gone meanwhile */
+      }
       if (i > 300) throw new Error(`${lock} is held by another process`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -99,7 +101,11 @@ async function withLock<T>(dir: string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } finally {
-    try { unlinkSync(lock); } catch { /* already gone */ }
+    try {
+      unlinkSync(lock);
+    } catch {
+      /* already gone */
+    }
   }
 }
 
@@ -120,8 +126,13 @@ export async function ensureCertificates(config: { certsDir: string; publicHost?
     const ca = readCert(file(config, 'caCert'));
     if (!ca || !existsSync(file(config, 'caKey'))) return false;
     const server = readCert(file(config, 'serverCert'));
-    return signedBy(server, ca) && coversHosts(server!, hosts) && existsSync(file(config, 'serverKey'))
-      && signedBy(readCert(file(config, 'deviceCert')), ca) && existsSync(file(config, 'deviceKey'));
+    return (
+      signedBy(server, ca) &&
+      coversHosts(server!, hosts) &&
+      existsSync(file(config, 'serverKey')) &&
+      signedBy(readCert(file(config, 'deviceCert')), ca) &&
+      existsSync(file(config, 'deviceKey'))
+    );
   };
   if (upToDate()) return [];
   return withLock(config.certsDir, async () => {

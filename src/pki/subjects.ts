@@ -5,14 +5,34 @@ import type { X509Certificate } from 'node:crypto';
 import type { Subject } from '../sandbox/types.ts';
 
 const SHORT_NAMES: Record<string, string> = {
-  '2.5.4.3': 'CN', '2.5.4.4': 'SN', '2.5.4.5': 'serialNumber', '2.5.4.6': 'C', '2.5.4.7': 'L', '2.5.4.8': 'ST',
-  '2.5.4.9': 'street', '2.5.4.10': 'O', '2.5.4.11': 'OU', '2.5.4.12': 'title', '2.5.4.17': 'postalCode',
-  '2.5.4.42': 'GN', '2.5.4.43': 'initials', '2.5.4.44': 'generationQualifier', '2.5.4.46': 'dnQualifier',
-  '2.5.4.65': 'pseudonym', '2.5.4.97': 'organizationIdentifier', '0.9.2342.19200300.100.1.25': 'DC',
-  '0.9.2342.19200300.100.1.1': 'UID', '1.2.840.113549.1.9.1': 'emailAddress',
+  '2.5.4.3': 'CN',
+  '2.5.4.4': 'SN',
+  '2.5.4.5': 'serialNumber',
+  '2.5.4.6': 'C',
+  '2.5.4.7': 'L',
+  '2.5.4.8': 'ST',
+  '2.5.4.9': 'street',
+  '2.5.4.10': 'O',
+  '2.5.4.11': 'OU',
+  '2.5.4.12': 'title',
+  '2.5.4.17': 'postalCode',
+  '2.5.4.42': 'GN',
+  '2.5.4.43': 'initials',
+  '2.5.4.44': 'generationQualifier',
+  '2.5.4.46': 'dnQualifier',
+  '2.5.4.65': 'pseudonym',
+  '2.5.4.97': 'organizationIdentifier',
+  '0.9.2342.19200300.100.1.25': 'DC',
+  '0.9.2342.19200300.100.1.1': 'UID',
+  '1.2.840.113549.1.9.1': 'emailAddress',
 };
 
-interface Tlv { tag: number; start: number; contentStart: number; end: number }
+interface Tlv {
+  tag: number;
+  start: number;
+  contentStart: number;
+  end: number;
+}
 
 function readTlv(der: Buffer, offset: number, limit: number): Tlv {
   if (offset + 2 > limit) throw new Error('truncated DER');
@@ -65,12 +85,14 @@ function decodeValue(der: Buffer, t: Tlv): Subject['value'] {
       return { encoding: 'utf8', value: content.toString('utf8') };
     case 0x14: // TeletexString, in practice latin1
       return { encoding: 'utf8', value: content.toString('latin1') };
-    case 0x1e: { // BMPString: UTF-16BE
+    case 0x1e: {
+      // BMPString: UTF-16BE
       const le = Buffer.from(content);
       le.swap16();
       return { encoding: 'utf8', value: le.toString('utf16le') };
     }
-    case 0x1c: { // UniversalString: UTF-32BE
+    case 0x1c: {
+      // UniversalString: UTF-32BE
       let s = '';
       for (let i = 0; i + 4 <= content.length; i += 4) s += String.fromCodePoint(content.readUInt32BE(i));
       return { encoding: 'utf8', value: s };

@@ -49,12 +49,20 @@ export function verifyChain(presented: readonly X509Certificate[], anchors: read
   if (leafValidity) return { ok: false, problem: 'validity', reason: `the client certificate ${leafValidity}` };
   const issuers = anchors.filter((anchor) => signedBy(leaf, anchor));
   if (issuers.length === 0) {
-    return { ok: false, problem: 'untrusted', reason: 'the client certificate is not signed directly by a trusted certificate (the device CA or a supplier certificate)' };
+    return {
+      ok: false,
+      problem: 'untrusted',
+      reason: 'the client certificate is not signed directly by a trusted certificate (the device CA or a supplier certificate)',
+    };
   }
   // two anchors with one key and one name (supplier certificates stored before keys were kept unique): which
   // environment the device belongs to is not decided by whichever anchor happens to come first
   if (issuers.length > 1) {
-    return { ok: false, problem: 'ambiguous', reason: `the client certificate is signed by ${issuers.length} trusted certificates with the same key and name; it names no single supplier` };
+    return {
+      ok: false,
+      problem: 'ambiguous',
+      reason: `the client certificate is signed by ${issuers.length} trusted certificates with the same key and name; it names no single supplier`,
+    };
   }
   const anchor = issuers[0];
   const anchorValidity = validAt(anchor, now);

@@ -49,7 +49,9 @@ function serialNumber(): string {
 
 /** `CN=a, O=b` with commas, quotes and backslashes in values escaped as RFC 4514 says. */
 export function distinguishedName(parts: Record<string, string>): string {
-  return Object.entries(parts).map(([k, v]) => `${k}=${v.replace(/([,+"\\<>;=])/g, '\\$1')}`).join(', ');
+  return Object.entries(parts)
+    .map(([k, v]) => `${k}=${v.replace(/([,+"\\<>;=])/g, '\\$1')}`)
+    .join(', ');
 }
 
 /** The development device CA: self-signed, ECDSA P-256, CA without path length limit. */
@@ -106,7 +108,10 @@ export async function issueServerCertificate(ca: SigningCa, hosts: string[], val
   const keys = await generateKeyPair();
   const names = hosts.map((h) => (/^[0-9.]+$/.test(h) || h.includes(':') ? { type: 'ip' as const, value: h } : { type: 'dns' as const, value: h }));
   const certificate = await issue({
-    ca, subject: distinguishedName({ CN: hosts[0] ?? 'localhost', O: 'gridgate' }), publicKey: keys.publicKey, validDays,
+    ca,
+    subject: distinguishedName({ CN: hosts[0] ?? 'localhost', O: 'gridgate' }),
+    publicKey: keys.publicKey,
+    validDays,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
@@ -121,7 +126,10 @@ export async function issueServerCertificate(ca: SigningCa, hosts: string[], val
 export async function issueDeviceCertificate(ca: SigningCa, subject: string, validDays: number): Promise<IssuedCertificate> {
   const keys = await generateKeyPair();
   const certificate = await issue({
-    ca, subject, publicKey: keys.publicKey, validDays,
+    ca,
+    subject,
+    publicKey: keys.publicKey,
+    validDays,
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
@@ -137,7 +145,10 @@ export async function issueDeviceCertificate(ca: SigningCa, subject: string, val
  */
 export async function issueIntermediateCa(ca: SigningCa, csr: x509.Pkcs10CertificateRequest, validDays: number): Promise<x509.X509Certificate> {
   return issue({
-    ca, subject: csr.subject, publicKey: csr.publicKey, validDays,
+    ca,
+    subject: csr.subject,
+    publicKey: csr.publicKey,
+    validDays,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true),

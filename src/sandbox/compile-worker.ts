@@ -81,8 +81,7 @@ export function compileSource(id: number, source: string): CompileReply {
 /** The position in the supplier's source of a 1-based position in the compiled code. */
 export function originalPosition(map: SourceMap, line: number, column: number): { line: number; column: number } | null {
   const entry = map.findEntry(line - 1, column - 1) as
-    | { originalLine?: number; originalColumn?: number; generatedLine?: number; generatedColumn?: number }
-    | undefined;
+    { originalLine?: number; originalColumn?: number; generatedLine?: number; generatedColumn?: number } | undefined;
   if (!entry || entry.originalLine === undefined || entry.originalColumn === undefined) return null;
   // findEntry returns the closest mapping at or before the position: keep the offset if it is
   // on the same generated line.

@@ -18,9 +18,7 @@ import { COMPILER_THREAD, originalPosition, USER_TS_FILENAME, type CompileReply 
 
 export { USER_JS_FILENAME, USER_TS_FILENAME } from './compile-worker.ts';
 
-export type CompileResult =
-  | { ok: true; js: string; hash: string }
-  | { ok: false; message: string; line: number; column: number };
+export type CompileResult = { ok: true; js: string; hash: string } | { ok: false; message: string; line: number; column: number };
 
 /** A save refused by the per-owner compile rate; the HTTP layer answers 429. */
 export class CompileRateLimited extends Error {}
@@ -76,7 +74,12 @@ function remember(source: string, result: CompileResult): void {
 export async function compileUserCode(source: string, opts: { owner?: string; save?: boolean } = {}): Promise<CompileResult> {
   const limits = supplierCodeLimits();
   if (opts.save && source.length > limits.maxSourceChars) {
-    return { ok: false, message: `the code is ${source.length} characters long, over the limit of ${limits.maxSourceChars} (SANDBOX_MAX_SOURCE_CHARS)`, line: 1, column: 1 };
+    return {
+      ok: false,
+      message: `the code is ${source.length} characters long, over the limit of ${limits.maxSourceChars} (SANDBOX_MAX_SOURCE_CHARS)`,
+      line: 1,
+      column: 1,
+    };
   }
   const fast = front.get(source);
   if (fast) return fast;
@@ -86,7 +89,9 @@ export async function compileUserCode(source: string, opts: { owner?: string; sa
   const owner = opts.owner ?? '';
   if (opts.save) {
     if (!inflight.has(hash) && !takeCompileToken(owner)) {
-      throw new CompileRateLimited(`more than ${limits.compilesPerMinute} new sources compiled in a minute for this environment (SANDBOX_COMPILES_PER_MINUTE): try again shortly`);
+      throw new CompileRateLimited(
+        `more than ${limits.compilesPerMinute} new sources compiled in a minute for this environment (SANDBOX_COMPILES_PER_MINUTE): try again shortly`,
+      );
     }
   }
   let pending = inflight.get(hash);
@@ -188,7 +193,12 @@ async function compileInThread(owner: string, source: string, hash: string): Pro
   if ('fault' in reply) reply = await enqueue(owner, source);
   if ('fault' in reply) {
     // not cached: a fault may depend on the thread's state, so a later save tries again
-    return { ok: false, message: `the TypeScript compiler failed on this code (${reply.fault}); deeply nested expressions are the usual cause`, line: 1, column: 1 };
+    return {
+      ok: false,
+      message: `the TypeScript compiler failed on this code (${reply.fault}); deeply nested expressions are the usual cause`,
+      line: 1,
+      column: 1,
+    };
   }
   const entry: CacheEntry = reply.ok
     ? { result: { ok: true, js: reply.js, hash }, map: reply.map ? new SourceMap(JSON.parse(reply.map)) : null, size: source.length + reply.js.length * 2 }
@@ -229,7 +239,12 @@ function pump(): void {
 }
 
 function startThread(): NonNullable<typeof thread> {
-  const worker = new Worker(new URL('./compile-worker.ts', import.meta.url), { workerData: COMPILER_THREAD, resourceLimits: { maxOldGenerationSizeMb: 256 }, stdout: true, stderr: true });
+  const worker = new Worker(new URL('./compile-worker.ts', import.meta.url), {
+    workerData: COMPILER_THREAD,
+    resourceLimits: { maxOldGenerationSizeMb: 256 },
+    stdout: true,
+    stderr: true,
+  });
   const t: NonNullable<typeof thread> = { worker, current: null };
   thread = t;
   compilerStats.threadsStarted++;

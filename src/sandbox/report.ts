@@ -160,7 +160,8 @@ export function validateIncomingRequestResponse(raw: unknown, maxBodyBytes = Inf
       if (typeof value !== 'string') return { ok: false, message: `headers[${JSON.stringify(name)}] ${show(value)} is not a string` };
       if (!HEADER_NAME.test(name)) errors.push(`header ${show(name)} refused: a header name is a token (letters, digits and !#$%&'*+.^_\`|~-)`);
       else if (FRAMING_HEADERS.has(name.toLowerCase())) errors.push(`header ${show(name)} refused: the gateway sets it for the answer it sends`);
-      else if (!HEADER_VALUE.test(value)) errors.push(`header ${show(name)} refused: its value ${show(value)} holds CR, LF or another character a header cannot carry`);
+      else if (!HEADER_VALUE.test(value))
+        errors.push(`header ${show(name)} refused: its value ${show(value)} holds CR, LF or another character a header cannot carry`);
       else headers[name] = value;
     }
   }
@@ -170,7 +171,8 @@ export function validateIncomingRequestResponse(raw: unknown, maxBodyBytes = Inf
     if (typeof typed === 'string') return { ok: false, message: typed };
     body = typed;
     const bytes = bodyBytes(body);
-    if (bytes > maxBodyBytes) return { ok: false, message: `the answer's body is ${bytes} bytes, over the limit of ${maxBodyBytes} (SANDBOX_MAX_ANSWER_BYTES)` };
+    if (bytes > maxBodyBytes)
+      return { ok: false, message: `the answer's body is ${bytes} bytes, over the limit of ${maxBodyBytes} (SANDBOX_MAX_ANSWER_BYTES)` };
   }
   return { ok: true, value: { statusCode, headers, body }, notes: [], ...(errors.length > 0 ? { errors } : {}) };
 }

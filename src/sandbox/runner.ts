@@ -76,7 +76,10 @@ interface ContextEntry {
 /** What a batch makes of a run: its output; ON_ITS_OWN: run it alone in the same context; null: run it alone on a fresh start. */
 const ON_ITS_OWN = Symbol('on its own');
 type BatchOutcome = string | typeof ON_ITS_OWN | null;
-interface WaitingRun { json: string; settle: (out: BatchOutcome) => void }
+interface WaitingRun {
+  json: string;
+  settle: (out: BatchOutcome) => void;
+}
 
 interface CodeSlot {
   script: Promise<ivm.Script> | null;
@@ -107,9 +110,16 @@ interface SandboxOut extends Gathered {
   error?: { name: string; message: string; stack: string };
 }
 
-interface RunInput { isolationKey: string; source: string; args: unknown }
+interface RunInput {
+  isolationKey: string;
+  source: string;
+  args: unknown;
+}
 /** The supplier's code compiled, and the run's arguments as the JSON the wrapper takes. */
-interface PreparedCode { compiled: Extract<CompileResult, { ok: true }>; json: string }
+interface PreparedCode {
+  compiled: Extract<CompileResult, { ok: true }>;
+  json: string;
+}
 
 /** Compiles the code (cached by its hash) and serialises the arguments; a failure of either is the run's error. */
 async function codeAndArguments(input: RunInput): Promise<PreparedCode | { error: RunError }> {
@@ -153,8 +163,12 @@ export class Sandbox {
     this.maxBatchRuns = Math.max(1, opts.maxBatchRuns ?? DEFAULTS.maxBatchRuns);
     const limits = supplierCodeLimits();
     this.runtimeJs = runtimeSource({
-      maxLogLines: limits.maxLogLines, maxLogChars: limits.maxLogLineChars, maxCalls: limits.maxCalls,
-      maxCallBytes: limits.maxCallBytes, maxResultBytes: limits.maxResultBytes, ...opts.runtimeLimits,
+      maxLogLines: limits.maxLogLines,
+      maxLogChars: limits.maxLogLineChars,
+      maxCalls: limits.maxCalls,
+      maxCallBytes: limits.maxCallBytes,
+      maxResultBytes: limits.maxResultBytes,
+      ...opts.runtimeLimits,
     });
     this.maxAnswerBytes = opts.maxAnswerBytes ?? limits.maxAnswerBytes;
     this.onCatastrophicError = opts.onCatastrophicError;
@@ -199,9 +213,14 @@ export class Sandbox {
     // that go again go one after another, so one that eats memory takes no other down with its isolate.
     const key = input.isolationKey;
     const turn = (this.reruns.get(key) ?? Promise.resolve()).then(() => this.attempt(kind, input, validate, false));
-    const settled = turn.then(() => undefined, () => undefined);
+    const settled = turn.then(
+      () => undefined,
+      () => undefined,
+    );
     this.reruns.set(key, settled);
-    void settled.then(() => { if (this.reruns.get(key) === settled) this.reruns.delete(key); });
+    void settled.then(() => {
+      if (this.reruns.get(key) === settled) this.reruns.delete(key);
+    });
     return (await turn)!;
   }
 
@@ -209,7 +228,12 @@ export class Sandbox {
   private async attempt<R>(kind: Kind, input: RunInput, validate: (raw: unknown) => Validation<R>, batched: boolean): Promise<RunOutcome<R> | null> {
     const t0 = performance.now();
     const failed = (partial: Partial<Gathered>, error: RunError): RunOutcome<R> => ({
-      ok: false, error, calls: partial.calls ?? [], logs: partial.logs ?? [], errors: partial.errors ?? [], durationMs: performance.now() - t0,
+      ok: false,
+      error,
+      calls: partial.calls ?? [],
+      logs: partial.logs ?? [],
+      errors: partial.errors ?? [],
+      durationMs: performance.now() - t0,
     });
     if (this.disposed) return failed({}, { kind: 'error', message: 'the sandbox has been disposed' });
     const code = await codeAndArguments(input);
@@ -222,7 +246,11 @@ export class Sandbox {
       if (!out.ok) {
         const e = out.error ?? { name: 'Error', message: 'unknown error', stack: '' };
         const stack = e.stack ? await mapStackOfSource(input.source, code.compiled.hash, e.stack, input.isolationKey) : undefined;
-        return failed(out, { kind: out.invalidResult ? 'invalid-result' : 'error', message: `${e.name}: ${e.message}`, ...(stack ? { stack, ...sourcePositionOf(stack) } : {}) });
+        return failed(out, {
+          kind: out.invalidResult ? 'invalid-result' : 'error',
+          message: `${e.name}: ${e.message}`,
+          ...(stack ? { stack, ...sourcePositionOf(stack) } : {}),
+        });
       }
       const checked = validate(out.result);
       if (!checked.ok) return failed(out, { kind: 'invalid-result', message: checked.message });
@@ -241,7 +269,12 @@ export class Sandbox {
    * when its batch could not decide it. Keeps the isolate's and context's counts of runs in flight, and retires a
    * context after a failed run or its `recycleAfterRuns`-th.
    */
-  private async runInContext(kind: Kind, input: RunInput, code: PreparedCode, batched: boolean): Promise<{ out: SandboxOut } | { partial: Partial<Gathered>; error: RunError } | null> {
+  private async runInContext(
+    kind: Kind,
+    input: RunInput,
+    code: PreparedCode,
+    batched: boolean,
+  ): Promise<{ out: SandboxOut } | { partial: Partial<Gathered>; error: RunError } | null> {
     const iso = this.isolateFor(input.isolationKey);
     iso.inflight++;
     let ctx: ContextEntry | null = null;
@@ -253,7 +286,10 @@ export class Sandbox {
       } catch (error) {
         const failure = this.classify(iso, ctx, error);
         if (failure.stack) failure.stack = await mapStackOfSource(input.source, code.compiled.hash, failure.stack, input.isolationKey);
-        return { partial: {}, error: { ...failure, ...(failure.stack ? sourcePositionOf(failure.stack) : null), message: `while running the code's top level: ${failure.message}` } };
+        return {
+          partial: {},
+          error: { ...failure, ...(failure.stack ? sourcePositionOf(failure.stack) : null), message: `while running the code's top level: ${failure.message}` },
+        };
       }
       if (++ctx.runs >= this.recycleAfterRuns) this.retire(iso, ctx);
 
@@ -320,7 +356,9 @@ export class Sandbox {
       let outs: string[];
       try {
         this.isolateCalls++;
-        const joined = (await ctx.runBatch.apply(undefined, [kind, first, runs.map((r) => r.json).join('\n'), this.timeoutMs * BATCH_BUDGET_SHARE], { timeout: this.timeoutMs })) as string;
+        const joined = (await ctx.runBatch.apply(undefined, [kind, first, runs.map((r) => r.json).join('\n'), this.timeoutMs * BATCH_BUDGET_SHARE], {
+          timeout: this.timeoutMs,
+        })) as string;
         outs = joined.split('\n');
       } catch (error) {
         // the time or memory limit of the whole call: which run caused it is found by running each alone
@@ -503,9 +541,14 @@ function disposeIsolate(entry: IsolateEntry): void {
  * V8 lost control of leaves the process in no known state: that is logged as fatal and the process drains and exits
  * (SIGTERM to itself, the graceful stop of src/main.ts), as isolated-vm asks, for its supervisor to start it again.
  */
-export function sandboxFromConfig(config: { sandboxMemoryMb: number; sandboxTimeoutMs: number; sandboxBatchRuns: number }, log: Pick<Logger, 'fatal'>): Sandbox {
+export function sandboxFromConfig(
+  config: { sandboxMemoryMb: number; sandboxTimeoutMs: number; sandboxBatchRuns: number },
+  log: Pick<Logger, 'fatal'>,
+): Sandbox {
   return new Sandbox({
-    memoryLimitMb: config.sandboxMemoryMb, timeoutMs: config.sandboxTimeoutMs, maxBatchRuns: config.sandboxBatchRuns,
+    memoryLimitMb: config.sandboxMemoryMb,
+    timeoutMs: config.sandboxTimeoutMs,
+    maxBatchRuns: config.sandboxBatchRuns,
     onCatastrophicError: (message) => {
       log.fatal({ err: message }, 'supplier code sandbox failed beyond repair: the process stops to be started again');
       process.kill(process.pid, 'SIGTERM');

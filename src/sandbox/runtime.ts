@@ -28,7 +28,8 @@ function bootstrapSource(): string {
 
 export function runtimeSource(limits: RuntimeLimits = DEFAULT_RUNTIME_LIMITS): string {
   // each limit a number literal, as the limits always were in this text
-  const l = `{ maxLogLines: ${String(limits.maxLogLines)}, maxLogChars: ${String(limits.maxLogChars)}, maxCalls: ${String(limits.maxCalls)}, `
-    + `maxCallBytes: ${String(limits.maxCallBytes)}, maxResultBytes: ${String(limits.maxResultBytes)} }`;
+  const l =
+    `{ maxLogLines: ${String(limits.maxLogLines)}, maxLogChars: ${String(limits.maxLogChars)}, maxCalls: ${String(limits.maxCalls)}, ` +
+    `maxCallBytes: ${String(limits.maxCallBytes)}, maxResultBytes: ${String(limits.maxResultBytes)} }`;
   return `${bootstrapSource()}\n(${l}, ${JSON.stringify(RUNTIME_FILENAME)})`;
 }

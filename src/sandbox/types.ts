@@ -24,10 +24,7 @@ export interface CertificateView {
   subjects: Subject[][];
 }
 
-export type WebRequestBody =
-  | { type: 'json'; data: Json }
-  | { type: 'string'; data: string }
-  | { type: 'hex'; data: string };
+export type WebRequestBody = { type: 'json'; data: Json } | { type: 'string'; data: string } | { type: 'hex'; data: string };
 
 /** Exactly as in UDF-CONTRACT.md. */
 export interface WebRequest {

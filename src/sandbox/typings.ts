@@ -8,7 +8,7 @@
 
 /** The four kinds of supplier code, each with its typings beside its resource's routes. */
 export const TYPINGS_KINDS = ['eventHandler', 'parser', 'webhookIdentifier', 'certificateIdentifier'] as const;
-export type TypingsKind = typeof TYPINGS_KINDS[number];
+export type TypingsKind = (typeof TYPINGS_KINDS)[number];
 
 const HEADER = (what: string) => `// Declarations of what ${what} receives and may return, for your editor: save this file beside
 // your code (or reference it with /// <reference path="typings.d.ts" />). Your code never declares these
@@ -77,7 +77,7 @@ interface PinGroup {
 }
 `;
 
-const EVENT_HANDLER = `${HEADER('a device type\'s event handler')}${COMMON}${DEVICE}
+const EVENT_HANDLER = `${HEADER("a device type's event handler")}${COMMON}${DEVICE}
 type Translations = Record<string, string | { singular: string; plural: string }>;
 
 interface Command {
@@ -156,7 +156,7 @@ interface Exec extends BasicExec {
 type Result = IncomingRequestResponse | void;
 `;
 
-const PARSER = `${HEADER('a report type\'s parser')}${COMMON}${DEVICE}
+const PARSER = `${HEADER("a report type's parser")}${COMMON}${DEVICE}
 interface Arguments {
   payload: string;
   device: Device;
@@ -194,13 +194,13 @@ interface Result {
 interface Exec extends BasicExec {}
 `;
 
-const WEBHOOK_IDENTIFIER = `${HEADER('a supplier webhook\'s identifier')}${COMMON}
+const WEBHOOK_IDENTIFIER = `${HEADER("a supplier webhook's identifier")}${COMMON}
 interface Arguments {
   request: WebRequest;
 }
 ${IDENTIFIER_RESULT}`;
 
-const CERTIFICATE_IDENTIFIER = `${HEADER('a supplier certificate\'s identifier')}${COMMON}
+const CERTIFICATE_IDENTIFIER = `${HEADER("a supplier certificate's identifier")}${COMMON}
 interface Arguments {
   certificate: Certificate;
 }

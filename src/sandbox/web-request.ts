@@ -14,7 +14,8 @@ function nestsDeeperThan(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: the next character is escaped
+      if (c === 0x5c)
+        i++; // backslash: the next character is escaped
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {
@@ -59,8 +60,11 @@ export function webRequest(parts: Omit<WebRequest, 'certificate'> & { certificat
 export function encodeAnswerBody(body: { type: 'json' | 'string' | 'hex'; data: unknown } | null): { payload: Buffer; contentType: string | null } {
   if (!body) return { payload: Buffer.alloc(0), contentType: null };
   switch (body.type) {
-    case 'hex': return { payload: Buffer.from(String(body.data), 'hex'), contentType: 'application/octet-stream' };
-    case 'string': return { payload: Buffer.from(String(body.data), 'utf8'), contentType: 'text/plain; charset=utf-8' };
-    default: return { payload: Buffer.from(JSON.stringify(body.data ?? null), 'utf8'), contentType: 'application/json' };
+    case 'hex':
+      return { payload: Buffer.from(String(body.data), 'hex'), contentType: 'application/octet-stream' };
+    case 'string':
+      return { payload: Buffer.from(String(body.data), 'utf8'), contentType: 'text/plain; charset=utf-8' };
+    default:
+      return { payload: Buffer.from(JSON.stringify(body.data ?? null), 'utf8'), contentType: 'application/json' };
   }
 }

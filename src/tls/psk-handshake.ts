@@ -19,7 +19,11 @@ import { MAX_PSK_IDENTITY_BYTES, requirePsk } from './psk.ts';
 import type { CipherSuite } from './suites/index.ts';
 
 /** The first suite in the server's preference order that the client offers and `usable` accepts; handshake_failure otherwise. */
-export function chooseSuite<S extends Pick<CipherSuite, 'id'>>(serverOrder: readonly S[], offered: readonly number[], usable: (s: S) => boolean = () => true): S {
+export function chooseSuite<S extends Pick<CipherSuite, 'id'>>(
+  serverOrder: readonly S[],
+  offered: readonly number[],
+  usable: (s: S) => boolean = () => true,
+): S {
   const suite = serverOrder.find((s) => offered.includes(s.id) && usable(s));
   if (!suite) throw new TlsAlert(AlertDescription.handshake_failure, 'no shared cipher suite');
   return suite;

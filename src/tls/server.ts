@@ -72,14 +72,7 @@ interface ConnectionConfig {
   handshakeTimeoutMs: number;
 }
 
-type State =
-  | 'client_hello'
-  | 'client_key_exchange'
-  | 'psk_lookup'
-  | 'change_cipher_spec'
-  | 'finished'
-  | 'established'
-  | 'closed';
+type State = 'client_hello' | 'client_key_exchange' | 'psk_lookup' | 'change_cipher_spec' | 'finished' | 'established' | 'closed';
 
 const CCS_FRAGMENT = Buffer.from([1]);
 const EMPTY = Buffer.alloc(0);

@@ -5,10 +5,16 @@ import { expectParameterError, findAll } from '../connectivity/fixtures.ts';
 // The address rule (src/app/email.ts, docs/decisions.md) as a tenant meets it: user add and user update.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface UserAnswer { user: { hashId: string; email: string | null } }
+interface UserAnswer {
+  user: { hashId: string; email: string | null };
+}
 
 const admin = () => api.login('monitoring', ['READ', 'USERS', 'ENVIRONMENT_ADMIN']);
 const person = (email: string) => ({ name: 'Grace Hopper', email, rights: ['READ'] });
@@ -52,7 +58,14 @@ describe('e-mail addresses a tenant gives', () => {
     const localPart64 = `${'l'.repeat(64)}@example.com`;
     const length254 = longAddress(254);
     expect([length254.length, longAddress(255).length]).toEqual([254, 255]);
-    const given = ['First.Last+tag@Mail.Example.COM', "o'brien@example.co.uk", 'x_y-z!#$%&*/=?^`{|}~@xn--bcher-kva.example', localPart64, `a@${label63}.example`, length254];
+    const given = [
+      'First.Last+tag@Mail.Example.COM',
+      "o'brien@example.co.uk",
+      'x_y-z!#$%&*/=?^`{|}~@xn--bcher-kva.example',
+      localPart64,
+      `a@${label63}.example`,
+      length254,
+    ];
     const added: string[] = [];
     for (const email of given) {
       const r = await c.request<{ hashId: string }>('POST', '/user/', person(email));

@@ -11,15 +11,26 @@ import { startTestApi, testContext, type ApiClient, type TestApi } from '../help
 
 const LIMIT = 3;
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(await testContext({ ENVIRONMENT_ADD_LIMIT: String(LIMIT) })); });
+beforeAll(async () => {
+  api = await startTestApi(await testContext({ ENVIRONMENT_ADD_LIMIT: String(LIMIT) }));
+});
 afterAll(async () => {
   await api.close();
   await closeContext(api.ctx);
 });
 
-interface Added { machineAccount: { hashId: string; assertion: string } }
-interface EnvironmentAdded extends Added { environment: { hashId: string; type: string; name: string }; environmentRights: string[]; userEnvironmentSettings: unknown }
-interface SupplierAdded extends Added { supplier: { hashId: string; name: string; enforceTwoFactorAuthentication: boolean; theme: unknown; createdAt: string }; supplierRights: string[] }
+interface Added {
+  machineAccount: { hashId: string; assertion: string };
+}
+interface EnvironmentAdded extends Added {
+  environment: { hashId: string; type: string; name: string };
+  environmentRights: string[];
+  userEnvironmentSettings: unknown;
+}
+interface SupplierAdded extends Added {
+  supplier: { hashId: string; name: string; enforceTwoFactorAuthentication: boolean; theme: unknown; createdAt: string };
+  supplierRights: string[];
+}
 
 /** A client of the environment `hashId` logged in with `assertion`. */
 async function loginWith(assertion: string, hashId: string): Promise<ApiClient> {
@@ -27,9 +38,15 @@ async function loginWith(assertion: string, hashId: string): Promise<ApiClient> 
   expect(r.statusCode, r.body).toBe(200);
   const token = (r.json() as { jwt: string }).jwt;
   return {
-    environmentHashId: hashId, token,
+    environmentHashId: hashId,
+    token,
     async request(method, url, body, headers) {
-      const res = await api.app.inject({ method: method as 'GET', url, headers: { 'api-version': '5', 'environment-hash-id': hashId, authorization: `Bearer ${token}`, ...headers }, ...(body === undefined ? {} : { payload: body as object }) });
+      const res = await api.app.inject({
+        method: method as 'GET',
+        url,
+        headers: { 'api-version': '5', 'environment-hash-id': hashId, authorization: `Bearer ${token}`, ...headers },
+        ...(body === undefined ? {} : { payload: body as object }),
+      });
       return { status: res.statusCode, body: (res.body ? res.json() : null) as never };
     },
   };
@@ -47,7 +64,9 @@ async function addSupplier(c: ApiClient, name: string): Promise<SupplierAdded> {
   return r.body;
 }
 
-const THEME = { light: { primary: '#ff0000', secondary: '#00ff00', accent: '#0000ff', error: '#f00', warning: '#ff0', info: '#0ff', success: '#0f0', neutral: '#777777' } };
+const THEME = {
+  light: { primary: '#ff0000', secondary: '#00ff00', accent: '#0000ff', error: '#f00', warning: '#ff0', info: '#0ff', success: '#0f0', neutral: '#777777' },
+};
 
 describe('environment add', () => {
   it('makes a monitoring environment with an admin account the caller logs in with; the caller stays where it was', async () => {
@@ -88,7 +107,11 @@ describe('environment add', () => {
     const second = await addSupplier(c, 'two');
     const child = await loginWith(first.machineAccount.assertion, first.environment.hashId);
     await addEnvironment(child, 'three, from one');
-    for (const [who, url] of [[c, '/environment/'], [c, '/supplier/'], [child, '/supplier/']] as const) {
+    for (const [who, url] of [
+      [c, '/environment/'],
+      [c, '/supplier/'],
+      [child, '/supplier/'],
+    ] as const) {
       const r = await who.request<ErrorBody>('POST', url, { name: 'too many' });
       expectParameterError(r, 'ENVIRONMENT_ADD_LIMIT');
     }
@@ -117,7 +140,9 @@ describe('supplier add, update and delete', () => {
       supplierRights: ['ENVIRONMENT_ADMIN'],
     });
     const s = await loginWith(added.machineAccount.assertion, added.supplier.hashId);
-    expect((await s.request<{ rows: { supplier: { hashId: string } }[] }>('GET', '/supplier/')).body.rows.map((r) => r.supplier.hashId)).toEqual([added.supplier.hashId]);
+    expect((await s.request<{ rows: { supplier: { hashId: string } }[] }>('GET', '/supplier/')).body.rows.map((r) => r.supplier.hashId)).toEqual([
+      added.supplier.hashId,
+    ]);
     expect((await c.request<{ rows: unknown[] }>('GET', '/supplier/')).body.rows).toEqual([]);
     expect((await c.request('GET', `/supplier/${added.supplier.hashId}`)).status).toBe(404);
     // it is a working connectivity environment
@@ -135,18 +160,29 @@ describe('supplier add, update and delete', () => {
     expectParameterError(await s.request('PUT', '/supplier/', { theme: { light: { ...THEME.light, primary: 'red' } } }), 'primary');
     expectParameterError(await s.request('PUT', '/supplier/', { owner: 'me' }), 'owner');
     const monitoring = await api.login('monitoring');
-    for (const [m, u] of [['PUT', '/supplier/'], ['DELETE', '/supplier/']] as const) {
+    for (const [m, u] of [
+      ['PUT', '/supplier/'],
+      ['DELETE', '/supplier/'],
+    ] as const) {
       const r = await monitoring.request<ErrorBody>(m, u, m === 'PUT' ? { name: 'x' } : undefined);
       expect([r.status, r.body.key]).toEqual([403, 'right_error']);
     }
     const weak = await api.login('connectivity');
-    await api.ctx.db.query("UPDATE machine_account SET rights = '{}' FROM environment e WHERE e.id = environment_id AND e.hash_id = $1", [weak.environmentHashId]);
-    for (const [m, u] of [['PUT', '/supplier/'], ['DELETE', '/supplier/']] as const) {
+    await api.ctx.db.query("UPDATE machine_account SET rights = '{}' FROM environment e WHERE e.id = environment_id AND e.hash_id = $1", [
+      weak.environmentHashId,
+    ]);
+    for (const [m, u] of [
+      ['PUT', '/supplier/'],
+      ['DELETE', '/supplier/'],
+    ] as const) {
       const r = await weak.request<ErrorBody>(m, u, m === 'PUT' ? { name: 'x' } : undefined);
       expect([r.status, r.body.key]).toEqual([403, 'right_error']);
     }
     // another supplier's hashId in the header: that supplier does not exist for this account
-    for (const [m, u] of [['PUT', '/supplier/'], ['DELETE', '/supplier/']] as const) {
+    for (const [m, u] of [
+      ['PUT', '/supplier/'],
+      ['DELETE', '/supplier/'],
+    ] as const) {
       expect((await s.request(m, u, m === 'PUT' ? { name: 'stolen' } : undefined, { 'environment-hash-id': weak.environmentHashId })).status).toBe(404);
     }
     expect((await weak.request<{ supplier: { name: string } }>('GET', `/supplier/${weak.environmentHashId}`)).body.supplier.name).not.toBe('stolen');
@@ -162,8 +198,16 @@ describe('supplier add, update and delete', () => {
     const s = await api.login('connectivity');
     const type = await addDeviceType(s);
     const id = `sup-${randomBytes(5).toString('hex')}`;
-    const device = (await s.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type, psk: 'ab'.repeat(16), pskIdentity: id })).body.hashId;
-    const token = (await s.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [device] })).body.claimTokens[0].claimToken;
+    const device = (
+      await s.request<{ hashId: string }>('POST', '/device/psk', {
+        supplierDeviceIdentifier: id,
+        deviceTypeHashId: type,
+        psk: 'ab'.repeat(16),
+        pskIdentity: id,
+      })
+    ).body.hashId;
+    const token = (await s.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [device] })).body.claimTokens[0]
+      .claimToken;
     const customer = await api.login('monitoring', ['READ', 'SENSORS']);
     expect((await customer.request('POST', '/device/claim', { claimTokens: [token] })).status).toBe(200);
     expect(await lookupPskCredential(api.ctx, id)).not.toBeNull();

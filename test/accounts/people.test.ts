@@ -27,8 +27,13 @@ let worker: MailWorker | null;
 beforeAll(async () => {
   await smtp.start();
   ctx = await testContext({
-    SMTP_URL: smtp.url(), MAIL_RETRY_BASE_MS: '100', MAIL_RETRY_MAX_MS: '400', PUBLIC_URL,
-    LOGIN_FAILURES_PER_ACCOUNT: '4', LOGIN_FAILURES_PER_ADDRESS: '1000', LOGIN_FAILURE_WINDOW_SECONDS: '60',
+    SMTP_URL: smtp.url(),
+    MAIL_RETRY_BASE_MS: '100',
+    MAIL_RETRY_MAX_MS: '400',
+    PUBLIC_URL,
+    LOGIN_FAILURES_PER_ACCOUNT: '4',
+    LOGIN_FAILURES_PER_ADDRESS: '1000',
+    LOGIN_FAILURE_WINDOW_SECONDS: '60',
   });
   api = await startTestApi(ctx);
   worker = startMailWorker(ctx);
@@ -42,21 +47,36 @@ afterAll(async () => {
   await smtp.stop();
 });
 
-interface Answer<T = Record<string, unknown>> { status: number; body: T; cookie: string | null; setCookie: string | undefined }
-interface Options { cookie?: string | null; headers?: Record<string, string>; remoteAddress?: string; console?: boolean }
+interface Answer<T = Record<string, unknown>> {
+  status: number;
+  body: T;
+  cookie: string | null;
+  setCookie: string | undefined;
+}
+interface Options {
+  cookie?: string | null;
+  headers?: Record<string, string>;
+  remoteAddress?: string;
+  console?: boolean;
+}
 
 /** A request as the console sends it: Api-Version, its host, the cookie, and X-Gridgate-Console on changes unless `console: false`. */
 async function send<T = Record<string, unknown>>(method: 'GET' | 'POST' | 'DELETE', url: string, body?: object, o: Options = {}): Promise<Answer<T>> {
   const r = await api.app.inject({
-    method, url, remoteAddress: o.remoteAddress ?? '127.0.0.1',
+    method,
+    url,
+    remoteAddress: o.remoteAddress ?? '127.0.0.1',
     headers: {
-      host: HOST, 'api-version': '8', ...(o.cookie ? { cookie: `other=1; gridgate_session=${o.cookie}` } : {}),
-      ...(method !== 'GET' && o.console !== false ? { 'x-gridgate-console': '1' } : {}), ...o.headers,
+      host: HOST,
+      'api-version': '8',
+      ...(o.cookie ? { cookie: `other=1; gridgate_session=${o.cookie}` } : {}),
+      ...(method !== 'GET' && o.console !== false ? { 'x-gridgate-console': '1' } : {}),
+      ...o.headers,
     },
     ...(body ? { payload: body } : {}),
   });
   const setCookie = r.headers['set-cookie'] as string | undefined;
-  const cookie = setCookie ? /gridgate_session=([^;]*)/.exec(setCookie)?.[1] ?? null : null;
+  const cookie = setCookie ? (/gridgate_session=([^;]*)/.exec(setCookie)?.[1] ?? null) : null;
   return { status: r.statusCode, body: (r.body ? r.json() : null) as T, cookie, setCookie };
 }
 
@@ -89,7 +109,12 @@ async function addPerson(admin: ApiClient, email: string, extra: Record<string, 
   return r.body.hashId;
 }
 
-const mails = (to: string, n: number) => until(async () => smtp.mails.filter((m) => m.to.some((t) => t.toLowerCase() === to.toLowerCase())), (m) => m.length >= n, `${n} mails to ${to}`);
+const mails = (to: string, n: number) =>
+  until(
+    async () => smtp.mails.filter((m) => m.to.some((t) => t.toLowerCase() === to.toLowerCase())),
+    (m) => m.length >= n,
+    `${n} mails to ${to}`,
+  );
 const tokenIn = (mail: ReceivedMail) => {
   const m = /\/#\/set-password\?token=([A-Za-z0-9_-]{43})/.exec(mail.text);
   if (!m) throw new Error(`no token link in ${mail.text}`);
@@ -166,22 +191,32 @@ describe('people: invitation, password, sign-in', () => {
 
     const cookie = signedIn.cookie;
     expect((await session(cookie)).body.session.user.hashId).toBe(hashId);
-    const env = await send<{ rows: { environment: { hashId: string } }[] }>('GET', '/environment/', undefined, { cookie, headers: { 'environment-hash-id': admin.environmentHashId } });
+    const env = await send<{ rows: { environment: { hashId: string } }[] }>('GET', '/environment/', undefined, {
+      cookie,
+      headers: { 'environment-hash-id': admin.environmentHashId },
+    });
     expect([env.status, env.body.rows[0].environment.hashId]).toEqual([200, admin.environmentHashId]);
-    const users = await send<{ rows: { user: { email: string } }[] }>('GET', '/user/', undefined, { cookie, headers: { 'environment-hash-id': admin.environmentHashId } });
+    const users = await send<{ rows: { user: { email: string } }[] }>('GET', '/user/', undefined, {
+      cookie,
+      headers: { 'environment-hash-id': admin.environmentHashId },
+    });
     expect(users.body.rows.map((r) => r.user.email)).toContain(email);
     // no cookie, or a made-up one: not signed in
     expect((await session(null)).status).toBe(401);
-    expect((await send('GET', '/environment/', undefined, { cookie: 'x'.repeat(43), headers: { 'environment-hash-id': admin.environmentHashId } })).status).toBe(401);
+    expect(
+      (await send('GET', '/environment/', undefined, { cookie: 'x'.repeat(43), headers: { 'environment-hash-id': admin.environmentHashId } })).status,
+    ).toBe(401);
   });
 
-  it('mails in the user\'s locale, and a person with a password only word of the new environment, without a token', async () => {
+  it("mails in the user's locale, and a person with a password only word of the new environment, without a token", async () => {
     const a = await environment(`Alpha ${randomBytes(3).toString('hex')}`);
     const b = await environment(`Beta ${randomBytes(3).toString('hex')}`);
     const email = newEmail();
     await addPerson(a, email, { locale: 'nl' });
     const [invitation] = await mails(email, 1);
-    expect(invitation.subject).toBe(`Uitnodiging voor ${(await ctx.db.query('SELECT name FROM environment WHERE hash_id = $1', [a.environmentHashId])).rows[0].name}`);
+    expect(invitation.subject).toBe(
+      `Uitnodiging voor ${(await ctx.db.query('SELECT name FROM environment WHERE hash_id = $1', [a.environmentHashId])).rows[0].name}`,
+    );
     expect((await setPassword(tokenIn(invitation))).status).toBe(204);
     await addPerson(b, email.toLowerCase());
     const [, added] = await mails(email, 2);
@@ -198,14 +233,28 @@ describe('people: the cookie on other routes', () => {
     await addPerson(admin, email, { rights: ['ENVIRONMENT_ADMIN'] });
     expect((await setPassword(tokenIn((await mails(email, 1))[0]))).status).toBe(204);
     const { body, cookie } = await login(email);
-    expect(body.session.environment).toMatchObject({ hashId: admin.environmentHashId, type: 'connectivity', settings: { theme: null, enforceTwoFactorAuthentication: false } });
+    expect(body.session.environment).toMatchObject({
+      hashId: admin.environmentHashId,
+      type: 'connectivity',
+      settings: { theme: null, enforceTwoFactorAuthentication: false },
+    });
     expect(body.session.environmentRights).toEqual(['ENVIRONMENT_ADMIN']);
-    const found = await send<{ rows: unknown[] }>('GET', '/device-type/', undefined, { cookie, headers: { 'environment-hash-id': `supplier:${admin.environmentHashId}` } });
+    const found = await send<{ rows: unknown[] }>('GET', '/device-type/', undefined, {
+      cookie,
+      headers: { 'environment-hash-id': `supplier:${admin.environmentHashId}` },
+    });
     expect([found.status, found.body.rows]).toEqual([200, []]);
-    const added = await send<{ hashId: string }>('POST', '/quantity/', { name: 'Temperature', unit: '°C', defaultOrderOfMagnitude: -1 }, { cookie, headers: { 'environment-hash-id': admin.environmentHashId } });
+    const added = await send<{ hashId: string }>(
+      'POST',
+      '/quantity/',
+      { name: 'Temperature', unit: '°C', defaultOrderOfMagnitude: -1 },
+      { cookie, headers: { 'environment-hash-id': admin.environmentHashId } },
+    );
     expect(added.status, JSON.stringify(added.body)).toBe(200);
     // the audit trail names the person's row as the author
-    const { rows } = await ctx.db.query<{ user_hash_id: string }>("SELECT user_hash_id FROM audit_log WHERE object_hash_id = $1 AND action = 'create'", [added.body.hashId]);
+    const { rows } = await ctx.db.query<{ user_hash_id: string }>("SELECT user_hash_id FROM audit_log WHERE object_hash_id = $1 AND action = 'create'", [
+      added.body.hashId,
+    ]);
     expect(rows.map((r) => r.user_hash_id)).toEqual([body.session.user.hashId]);
   });
 
@@ -214,7 +263,8 @@ describe('people: the cookie on other routes', () => {
     const email = await invited(admin);
     const { cookie } = await login(email);
     const headers = { 'environment-hash-id': admin.environmentHashId };
-    const change = (o: Options) => send('POST', '/settings/user-environment-settings', { notificationLevel: 1 }, { cookie, ...o, headers: { ...headers, ...o.headers } });
+    const change = (o: Options) =>
+      send('POST', '/settings/user-environment-settings', { notificationLevel: 1 }, { cookie, ...o, headers: { ...headers, ...o.headers } });
     const bare = await change({ console: false });
     expect([bare.status, bare.body.key, bare.body.message]).toEqual([403, 'right_error', expect.stringContaining('cross-site request refused')]);
     const foreign = await change({ headers: { origin: 'https://evil.example' } });
@@ -230,7 +280,9 @@ describe('people: the cookie on other routes', () => {
     // reads need no header; the routes of the session itself follow the same rule
     expect((await send('GET', '/settings/', undefined, { cookie, headers: { ...headers, origin: 'https://evil.example' } })).status).toBe(200);
     expect((await send('POST', '/authentication/person/logout', undefined, { cookie, console: false })).status).toBe(403);
-    expect((await send('POST', '/authentication/person/logout-everywhere', undefined, { cookie, headers: { origin: 'https://evil.example' } })).status).toBe(403);
+    expect((await send('POST', '/authentication/person/logout-everywhere', undefined, { cookie, headers: { origin: 'https://evil.example' } })).status).toBe(
+      403,
+    );
     expect((await session(cookie)).status).toBe(200);
     // a machine account's bearer token needs no console header
     expect((await admin.request('POST', '/settings/user-environment-settings', { notificationLevel: 1 })).status).toBe(204);
@@ -250,7 +302,12 @@ describe('people: the cookie on other routes', () => {
     expect((await envFind(a.environmentHashId)).status).toBe(200);
     expect((await envFind(b.environmentHashId)).status).toBe(404);
 
-    const switched = await send<{ session: SessionView }>('POST', '/authentication/person/switch-environment', { environmentHashId: b.environmentHashId }, { cookie });
+    const switched = await send<{ session: SessionView }>(
+      'POST',
+      '/authentication/person/switch-environment',
+      { environmentHashId: b.environmentHashId },
+      { cookie },
+    );
     expect(switched.status, JSON.stringify(switched.body)).toBe(200);
     expect(switched.body.session.user.hashId).toBe(inB);
     expect(switched.body.session.environment.hashId).toBe(b.environmentHashId);
@@ -294,7 +351,8 @@ describe('people: two-factor authentication', () => {
     // the code is not asked for a row without two-factor authentication
     const inA = await login(email, PASSWORD, { environmentHashId: a.environmentHashId });
     expect(inA.body.session.environment.hashId).toBe(a.environmentHashId);
-    const switchToB = (code?: string) => send('POST', '/authentication/person/switch-environment', { environmentHashId: b.environmentHashId, ...(code ? { code } : {}) }, { cookie: inA.cookie });
+    const switchToB = (code?: string) =>
+      send('POST', '/authentication/person/switch-environment', { environmentHashId: b.environmentHashId, ...(code ? { code } : {}) }, { cookie: inA.cookie });
     expect((await switchToB()).body.key).toBe('second_factor_required');
     expect((await switchToB(wrongCode(right))).body.key).toBe('authentication_error');
     expect((await switchToB(right)).status).toBe(200);
@@ -326,14 +384,23 @@ describe('people: sessions end', () => {
     const admin = await environment(`Idle ${randomBytes(3).toString('hex')}`);
     const email = await invited(admin);
     const idle = (await login(email)).cookie;
-    const back = (column: string, interval: string) => ctx.db.query(`UPDATE person_session SET ${column} = now() - $2::interval WHERE email = lower($1)`, [email, interval]);
+    const back = (column: string, interval: string) =>
+      ctx.db.query(`UPDATE person_session SET ${column} = now() - $2::interval WHERE email = lower($1)`, [email, interval]);
     await back('last_seen_at', '29 minutes');
     expect((await session(idle)).status).toBe(200);
-    const { rows: [touched] } = await ctx.db.query<{ idle: number }>('SELECT extract(epoch FROM now() - last_seen_at)::float8 AS idle FROM person_session WHERE email = lower($1)', [email]);
+    const {
+      rows: [touched],
+    } = await ctx.db.query<{ idle: number }>('SELECT extract(epoch FROM now() - last_seen_at)::float8 AS idle FROM person_session WHERE email = lower($1)', [
+      email,
+    ]);
     expect(touched.idle).toBeLessThan(5);
     await back('last_seen_at', '30 seconds');
     expect((await session(idle)).status).toBe(200);
-    const { rows: [kept] } = await ctx.db.query<{ idle: number }>('SELECT extract(epoch FROM now() - last_seen_at)::float8 AS idle FROM person_session WHERE email = lower($1)', [email]);
+    const {
+      rows: [kept],
+    } = await ctx.db.query<{ idle: number }>('SELECT extract(epoch FROM now() - last_seen_at)::float8 AS idle FROM person_session WHERE email = lower($1)', [
+      email,
+    ]);
     expect(kept.idle).toBeGreaterThanOrEqual(30);
     await back('last_seen_at', '31 minutes');
     expect((await session(idle)).status).toBe(401);
@@ -422,7 +489,9 @@ describe('people: login limits and machine accounts', () => {
   it('a machine account logs in with its assertion as before; a person cannot use machine-login, and a bearer token wins over the cookie', async () => {
     const admin = await environment(`Machines ${randomBytes(3).toString('hex')}`);
     const email = await invited(admin);
-    const { rows: [person] } = await ctx.db.query<{ hash_id: string }>('SELECT hash_id FROM machine_account WHERE lower(email) = lower($1)', [email]);
+    const {
+      rows: [person],
+    } = await ctx.db.query<{ hash_id: string }>('SELECT hash_id FROM machine_account WHERE lower(email) = lower($1)', [email]);
     const machine = await send('POST', '/authentication/machine-login', { assertion: `${person.hash_id}:${PASSWORD}` });
     expect([machine.status, machine.body.key]).toEqual([401, 'authentication_error']);
     const { cookie } = await login(email);
@@ -443,7 +512,11 @@ describe('people: login limits and machine accounts', () => {
     }
     const cookieOver = (protocol: string) => {
       let header = '';
-      const reply = { header: (_name: string, value: string) => { header = value; } };
+      const reply = {
+        header: (_name: string, value: string) => {
+          header = value;
+        },
+      };
       setSessionCookie({ ...ctx, config: { ...ctx.config, publicUrl: 'http://localhost:8080' } }, { protocol } as never, reply as never, 't'.repeat(43));
       return header;
     };

@@ -30,7 +30,14 @@ afterAll(async () => {
   await smtp.stop();
 });
 
-interface User { hashId: string; name: string; locale: string; timezone: string; phone: string | null; company: string | null }
+interface User {
+  hashId: string;
+  name: string;
+  locale: string;
+  timezone: string;
+  phone: string | null;
+  company: string | null;
+}
 /** A logged-in monitoring account that holds no right at all. */
 async function withoutRights() {
   const c = await api.login('monitoring', ['READ']);
@@ -41,14 +48,28 @@ async function withoutRights() {
 const me = async (c: Awaited<ReturnType<TestApi['login']>>) => (await c.request<{ user: User }>('GET', '/settings/')).body.user;
 
 describe('settings update', () => {
-  it('changes the caller\'s own name, locale, timezone, phone and company, as settings get and user get show them', async () => {
+  it("changes the caller's own name, locale, timezone, phone and company, as settings get and user get show them", async () => {
     const c = await api.login('monitoring', ['READ', 'USERS']);
     const before = await me(c);
     expect([before.phone, before.company]).toEqual([null, null]);
-    expect((await c.request('POST', '/settings/', { name: 'Jane Doe', locale: 'nl', timezone: 'Europe/Amsterdam', phone: '+31 6 1234 5678', company: 'Acme' })).status).toBe(204);
+    expect(
+      (await c.request('POST', '/settings/', { name: 'Jane Doe', locale: 'nl', timezone: 'Europe/Amsterdam', phone: '+31 6 1234 5678', company: 'Acme' }))
+        .status,
+    ).toBe(204);
     const after = await me(c);
-    expect(after).toMatchObject({ hashId: before.hashId, name: 'Jane Doe', locale: 'nl', timezone: 'Europe/Amsterdam', phone: '+31 6 1234 5678', company: 'Acme' });
-    expect((await c.request<{ user: User }>('GET', `/user/${before.hashId}`)).body.user).toMatchObject({ name: 'Jane Doe', phone: '+31 6 1234 5678', company: 'Acme' });
+    expect(after).toMatchObject({
+      hashId: before.hashId,
+      name: 'Jane Doe',
+      locale: 'nl',
+      timezone: 'Europe/Amsterdam',
+      phone: '+31 6 1234 5678',
+      company: 'Acme',
+    });
+    expect((await c.request<{ user: User }>('GET', `/user/${before.hashId}`)).body.user).toMatchObject({
+      name: 'Jane Doe',
+      phone: '+31 6 1234 5678',
+      company: 'Acme',
+    });
     const admin = await api.login('monitoring', ['USERS']);
     // another environment's user list does not hold it
     expect((await admin.request('GET', `/user/${before.hashId}`)).status).toBe(404);
@@ -83,16 +104,22 @@ describe('settings update', () => {
 });
 
 describe('settings feedback', () => {
-  it('is stored with its author and environment and mailed to the operator\'s addresses', async () => {
+  it("is stored with its author and environment and mailed to the operator's addresses", async () => {
     const c = await withoutRights();
     const text = `The map is slow on my phone ${Math.random()}`;
     expect((await c.request('POST', '/settings/feedback', { theme: 'Map', feedback: text })).status).toBe(204);
     const { rows } = await ctx.db.query<{ theme: string; feedback: string; env: string; account: string }>(
       `SELECT f.theme, f.feedback, e.hash_id AS env, a.hash_id AS account FROM feedback f JOIN environment e ON e.id = f.environment_id
-         JOIN machine_account a ON a.id = f.account_id WHERE f.feedback = $1`, [text]);
+         JOIN machine_account a ON a.id = f.account_id WHERE f.feedback = $1`,
+      [text],
+    );
     const user = await me(c);
     expect(rows).toEqual([{ theme: 'Map', feedback: text, env: c.environmentHashId, account: user.hashId }]);
-    const [mail] = await until(async () => smtp.mails.filter((m) => m.text.includes(text)), (m) => m.length === 1, 'the feedback mail');
+    const [mail] = await until(
+      async () => smtp.mails.filter((m) => m.text.includes(text)),
+      (m) => m.length === 1,
+      'the feedback mail',
+    );
     expect(mail.to.sort()).toEqual([OPERATOR, 'second@example.com']);
     expect(mail.subject).toBe('Feedback: Map');
     expect(mail.text).toContain(`account ${user.hashId}`);
@@ -105,8 +132,14 @@ describe('settings feedback', () => {
   it('a connectivity account sends feedback too; theme may be left out or null', async () => {
     const c = await api.login('connectivity');
     for (const body of [{ feedback: 'one' }, { theme: null, feedback: 'two' }]) expect((await c.request('POST', '/settings/feedback', body)).status).toBe(204);
-    const { rows } = await ctx.db.query('SELECT theme, feedback FROM feedback f JOIN environment e ON e.id = f.environment_id WHERE e.hash_id = $1 ORDER BY f.id', [c.environmentHashId]);
-    expect(rows).toEqual([{ theme: null, feedback: 'one' }, { theme: null, feedback: 'two' }]);
+    const { rows } = await ctx.db.query(
+      'SELECT theme, feedback FROM feedback f JOIN environment e ON e.id = f.environment_id WHERE e.hash_id = $1 ORDER BY f.id',
+      [c.environmentHashId],
+    );
+    expect(rows).toEqual([
+      { theme: null, feedback: 'one' },
+      { theme: null, feedback: 'two' },
+    ]);
   });
 
   it('limits feedback to 1 to 1000 characters and theme to 255; a refused one is not stored', async () => {
@@ -117,7 +150,9 @@ describe('settings feedback', () => {
     expectParameterError(await c.request('POST', '/settings/feedback', { theme: 't'.repeat(256), feedback: 'ok' }), 'theme');
     const r = await c.request<ErrorBody>('POST', '/settings/feedback', { feedback: 'x'.repeat(1000) });
     expect(r.status).toBe(204);
-    const { rows } = await ctx.db.query('SELECT length(feedback) AS n FROM feedback f JOIN environment e ON e.id = f.environment_id WHERE e.hash_id = $1', [c.environmentHashId]);
+    const { rows } = await ctx.db.query('SELECT length(feedback) AS n FROM feedback f JOIN environment e ON e.id = f.environment_id WHERE e.hash_id = $1', [
+      c.environmentHashId,
+    ]);
     expect(rows).toEqual([{ n: 1000 }]);
   });
 });

@@ -4,8 +4,12 @@ import { base32Decode, base32Encode, hotp, totp, type TotpHash } from '../../src
 import { startTestApi, type TestApi } from '../helpers.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 describe('TOTP', () => {
   it('computes RFC 4226 appendix D HOTP values', () => {
@@ -34,7 +38,15 @@ describe('TOTP', () => {
   });
 
   it('encodes and decodes RFC 4648 base32 test vectors', () => {
-    const vectors: [string, string][] = [['', ''], ['f', 'MY'], ['fo', 'MZXQ'], ['foo', 'MZXW6'], ['foob', 'MZXW6YQ'], ['fooba', 'MZXW6YTB'], ['foobar', 'MZXW6YTBOI']];
+    const vectors: [string, string][] = [
+      ['', ''],
+      ['f', 'MY'],
+      ['fo', 'MZXQ'],
+      ['foo', 'MZXW6'],
+      ['foob', 'MZXW6YQ'],
+      ['fooba', 'MZXW6YTB'],
+      ['foobar', 'MZXW6YTBOI'],
+    ];
     for (const [plain, encoded] of vectors) {
       expect(base32Encode(Buffer.from(plain))).toBe(encoded);
       expect(base32Decode(`${encoded}======`.slice(0, Math.ceil(encoded.length / 8) * 8 || 0)).toString()).toBe(plain);
@@ -44,12 +56,23 @@ describe('TOTP', () => {
 
 // --- the routes, as an account of either environment type uses them ---
 
-interface Session { hashId: string; assertion: string; secret: string; token: string }
+interface Session {
+  hashId: string;
+  assertion: string;
+  secret: string;
+  token: string;
+}
 
 const headers = (token: string) => ({ 'api-version': '8', authorization: `Bearer ${token}` });
 
 async function login(assertion: string, remoteAddress = '127.0.0.1') {
-  const r = await api.app.inject({ method: 'POST', url: '/authentication/machine-login', headers: { 'api-version': '8' }, payload: { assertion }, remoteAddress });
+  const r = await api.app.inject({
+    method: 'POST',
+    url: '/authentication/machine-login',
+    headers: { 'api-version': '8' },
+    payload: { assertion },
+    remoteAddress,
+  });
   return { status: r.statusCode, body: r.json() as { jwt: string; user: { twoFactorAuthenticationEnabled: boolean }; key?: string; message?: string } };
 }
 
@@ -90,8 +113,14 @@ describe('two-factor authentication', () => {
     expect(k.status).toBe(200);
     expect(base32Decode(k.body.secret)).toHaveLength(20);
     const uri = new URL(k.body.keyuri);
-    expect([uri.protocol, uri.host, uri.searchParams.get('secret'), uri.searchParams.get('algorithm'), uri.searchParams.get('digits'), uri.searchParams.get('period')])
-      .toEqual(['otpauth:', 'totp', k.body.secret, 'SHA1', '6', '30']);
+    expect([
+      uri.protocol,
+      uri.host,
+      uri.searchParams.get('secret'),
+      uri.searchParams.get('algorithm'),
+      uri.searchParams.get('digits'),
+      uri.searchParams.get('period'),
+    ]).toEqual(['otpauth:', 'totp', k.body.secret, 'SHA1', '6', '30']);
     expect((await call<{ user: { twoFactorAuthenticationEnabled: boolean } }>(s.token, '/settings/')).body.user.twoFactorAuthenticationEnabled).toBe(false);
     const e = await call<{ jwt: string }>(s.token, '/two-factor-authentication/enable', { code: totp(base32Decode(k.body.secret), await steadyNow()) });
     expect(e.status).toBe(200);
@@ -124,14 +153,19 @@ describe('two-factor authentication', () => {
     const s = await session();
     const { key } = await enable(s);
     const { rows } = await api.ctx.db.query<{ secret: Buffer; pending_secret: Buffer | null }>(
-      'SELECT tf.secret, tf.pending_secret FROM account_two_factor tf JOIN machine_account a ON a.id = tf.account_id WHERE a.hash_id = $1', [s.hashId]);
+      'SELECT tf.secret, tf.pending_secret FROM account_two_factor tf JOIN machine_account a ON a.id = tf.account_id WHERE a.hash_id = $1',
+      [s.hashId],
+    );
     expect(rows[0].pending_secret).toBeNull();
     expect(rows[0].secret).toHaveLength(12 + 16 + 20);
     expect(rows[0].secret.includes(key)).toBe(false);
     // copied into another account's row, the sealed key does not open (a fault of the store, never a login)
     const other = await session();
     await enable(other);
-    await api.ctx.db.query('UPDATE account_two_factor SET secret = $1, last_step = NULL WHERE account_id = (SELECT id FROM machine_account WHERE hash_id = $2)', [rows[0].secret, other.hashId]);
+    await api.ctx.db.query(
+      'UPDATE account_two_factor SET secret = $1, last_step = NULL WHERE account_id = (SELECT id FROM machine_account WHERE hash_id = $2)',
+      [rows[0].secret, other.hashId],
+    );
     const copied = await login(`${other.assertion}:${totp(key, Date.now() / 1000)}`);
     expect([copied.status, copied.body.key]).toEqual([500, 'server_error']);
   });
@@ -203,7 +237,12 @@ describe('two-factor authentication', () => {
   });
 
   it('needs a token', async () => {
-    const r = await api.app.inject({ method: 'POST', url: '/two-factor-authentication/get-keyuri', headers: { 'api-version': '8' }, payload: { password: 'x' } });
+    const r = await api.app.inject({
+      method: 'POST',
+      url: '/two-factor-authentication/get-keyuri',
+      headers: { 'api-version': '8' },
+      payload: { password: 'x' },
+    });
     expect(r.statusCode).toBe(401);
   });
 });
@@ -228,7 +267,8 @@ describe('guessing at the two-factor routes', () => {
     const wrong = wrongCode(key, now);
     const limit = api.ctx.config.loginFailuresPerAccount;
     const statuses: number[] = [];
-    for (let i = 0; i < limit; i++) statuses.push((await call(token, '/two-factor-authentication/disable', { password: `${s.secret}:${wrong}` }, from(i))).status);
+    for (let i = 0; i < limit; i++)
+      statuses.push((await call(token, '/two-factor-authentication/disable', { password: `${s.secret}:${wrong}` }, from(i))).status);
     expect(new Set(statuses)).toEqual(new Set([400]));
     const over = await call(token, '/two-factor-authentication/disable', { password: `${s.secret}:${wrong}` }, from(limit));
     expect([over.status, over.body.key]).toEqual([429, 'rate_limit_error']);
@@ -244,7 +284,8 @@ describe('guessing at the two-factor routes', () => {
     const s = await session();
     const { key, token } = await enable(s);
     const limit = api.ctx.config.loginFailuresPerAccount;
-    for (let i = 0; i < limit; i++) expect((await call(token, '/two-factor-authentication/disable', { password: `wrong${i}:${totp(key, Date.now() / 1000)}` }, from(i))).status).toBe(400);
+    for (let i = 0; i < limit; i++)
+      expect((await call(token, '/two-factor-authentication/disable', { password: `wrong${i}:${totp(key, Date.now() / 1000)}` }, from(i))).status).toBe(400);
     const r = await call(token, '/two-factor-authentication/disable', { password: `wrong:${totp(key, Date.now() / 1000)}` }, from(limit));
     expect([r.status, r.body.key]).toEqual([429, 'rate_limit_error']);
   });
@@ -253,12 +294,14 @@ describe('guessing at the two-factor routes', () => {
     const s = await session('connectivity');
     const limit = api.ctx.config.loginFailuresPerAccount;
     const half = Math.floor(limit / 2);
-    for (let i = 0; i < half; i++) expect((await call(s.token, '/two-factor-authentication/get-keyuri', { password: `not-the-secret-${i}` }, from(i))).status).toBe(400);
+    for (let i = 0; i < half; i++)
+      expect((await call(s.token, '/two-factor-authentication/get-keyuri', { password: `not-the-secret-${i}` }, from(i))).status).toBe(400);
     const k = await call<{ secret: string }>(s.token, '/two-factor-authentication/get-keyuri', { password: s.secret }, from(half));
     expect(k.status).toBe(200);
     const key = base32Decode(k.body.secret);
     const now = await steadyNow();
-    for (let i = half; i < limit; i++) expect((await call(s.token, '/two-factor-authentication/enable', { code: wrongCode(key, now) }, from(i + 1))).status).toBe(400);
+    for (let i = half; i < limit; i++)
+      expect((await call(s.token, '/two-factor-authentication/enable', { code: wrongCode(key, now) }, from(i + 1))).status).toBe(400);
     const right = await call(s.token, '/two-factor-authentication/enable', { code: totp(key, now) }, from(limit + 1));
     expect([right.status, right.body.key]).toEqual([429, 'rate_limit_error']);
     expect((await call(s.token, '/two-factor-authentication/get-keyuri', { password: s.secret }, from(limit + 2))).status).toBe(429);
@@ -274,8 +317,17 @@ describe('guessing at the two-factor routes', () => {
 
 // --- an environment that enforces two-factor authentication ---
 
-interface Member { hashId: string; assertion: string; secret: string; token: string }
-interface LoginRefusal { key: string; message: string; details?: { jwt?: string } }
+interface Member {
+  hashId: string;
+  assertion: string;
+  secret: string;
+  token: string;
+}
+interface LoginRefusal {
+  key: string;
+  message: string;
+  details?: { jwt?: string };
+}
 
 /** A new environment of `type`, with an admin (every right of its type) logged in. */
 async function team(type: 'monitoring' | 'connectivity') {
@@ -310,7 +362,9 @@ describe('enforceTwoFactorAuthentication', () => {
     const secured = await t.join(['READ']);
     const { key: securedKey, token: securedToken } = await enable(secured);
 
-    const put = await t.request<{ environment: { enforceTwoFactorAuthentication: boolean } }>(t.admin.token, 'PUT', '/environment/', { enforceTwoFactorAuthentication: true });
+    const put = await t.request<{ environment: { enforceTwoFactorAuthentication: boolean } }>(t.admin.token, 'PUT', '/environment/', {
+      enforceTwoFactorAuthentication: true,
+    });
     expect(put.status).toBe(200);
     expect(put.body.environment.enforceTwoFactorAuthentication).toBe(true);
     const got = await t.request<{ environment: { enforceTwoFactorAuthentication: boolean } }>(securedToken, 'GET', `/environment/${t.env.hashId}`);

@@ -9,11 +9,29 @@ import { admin as adminCli, MAIN } from '../support/service-process.ts';
 import { expectParameterError, findAll, type ErrorBody } from '../connectivity/fixtures.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface User { hashId: string; email: string | null; name: string; timezone: string; locale: string; phone: null; company: null; rights: string[]; twoFactorAuthenticationEnabled: boolean }
-interface UserAnswer { user: User; rights: string[]; userEnvironmentSettings: { notificationLevel: number | null; defaultAnalyticsPanelHashId: string | null } }
+interface User {
+  hashId: string;
+  email: string | null;
+  name: string;
+  timezone: string;
+  locale: string;
+  phone: null;
+  company: null;
+  rights: string[];
+  twoFactorAuthenticationEnabled: boolean;
+}
+interface UserAnswer {
+  user: User;
+  rights: string[];
+  userEnvironmentSettings: { notificationLevel: number | null; defaultAnalyticsPanelHashId: string | null };
+}
 
 async function machineLogin(assertion: string): Promise<{ status: number; jwt: string; user: User }> {
   const r = await api.app.inject({ method: 'POST', url: '/authentication/machine-login', headers: { 'api-version': '8' }, payload: { assertion } });
@@ -26,10 +44,14 @@ async function colleague(client: ApiClient, rights: string[], email?: string): P
   const made = await createMachineAccount(api.ctx.db, client.environmentHashId, rights, 'colleague', email);
   const { jwt } = await machineLogin(made.assertion);
   return {
-    hashId: made.hashId, assertion: made.assertion, environmentHashId: client.environmentHashId, token: jwt,
+    hashId: made.hashId,
+    assertion: made.assertion,
+    environmentHashId: client.environmentHashId,
+    token: jwt,
     async request(method, url, body, headers) {
       const r = await api.app.inject({
-        method: method as 'GET', url,
+        method: method as 'GET',
+        url,
         headers: { 'api-version': '5', 'environment-hash-id': client.environmentHashId, authorization: `Bearer ${jwt}`, ...headers },
         ...(body === undefined ? {} : { payload: body as object }),
       });
@@ -45,12 +67,23 @@ const person = (more: Record<string, unknown> = {}) => ({ name: 'Ada Lovelace', 
 describe('users of an environment', () => {
   it('adds a person with their address, language, zone and notification level; get answers the SDK user at Api-Version 5 and 8', async () => {
     const c = await admin();
-    const add = await c.request<{ hashId: string }>('POST', '/user/', person({ email: 'ada@example.com', locale: 'nl', timezone: 'Europe/Amsterdam', userEnvironmentSettings: { notificationLevel: 2 } }));
+    const add = await c.request<{ hashId: string }>(
+      'POST',
+      '/user/',
+      person({ email: 'ada@example.com', locale: 'nl', timezone: 'Europe/Amsterdam', userEnvironmentSettings: { notificationLevel: 2 } }),
+    );
     expect(add.status).toBe(200);
     const expected = {
       user: {
-        hashId: add.body.hashId, email: 'ada@example.com', name: 'Ada Lovelace', timezone: 'Europe/Amsterdam', locale: 'nl',
-        phone: null, company: null, rights: ['READ'], twoFactorAuthenticationEnabled: false,
+        hashId: add.body.hashId,
+        email: 'ada@example.com',
+        name: 'Ada Lovelace',
+        timezone: 'Europe/Amsterdam',
+        locale: 'nl',
+        phone: null,
+        company: null,
+        rights: ['READ'],
+        twoFactorAuthenticationEnabled: false,
       },
       rights: ['READ'],
       userEnvironmentSettings: { notificationLevel: 2, defaultAnalyticsPanelHashId: null },
@@ -65,7 +98,12 @@ describe('users of an environment', () => {
     await c.request('POST', '/user/', person({ name: 'Bea', email: 'bea@example.com' }));
     await c.request('POST', '/user/', person({ name: 'Cas', email: 'cas@example.com' }));
     const rows = await findAll<UserAnswer>(c, '/user/?descending=false');
-    expect(rows.map((r) => [r.user.name, r.user.email])).toEqual([['Bea', 'bea@example.com'], ['Cas', 'cas@example.com'], ['colleague', 'ops@example.com'], ['machine account', null]]);
+    expect(rows.map((r) => [r.user.name, r.user.email])).toEqual([
+      ['Bea', 'bea@example.com'],
+      ['Cas', 'cas@example.com'],
+      ['colleague', 'ops@example.com'],
+      ['machine account', null],
+    ]);
     expect(rows.find((r) => r.user.hashId === mailed.hashId)?.userEnvironmentSettings).toEqual({ notificationLevel: 0, defaultAnalyticsPanelHashId: null });
     const byEmail = await findAll<UserAnswer>(c, '/user/?sortBy=email&descending=true');
     expect(byEmail.map((r) => r.user.email)).toEqual(['ops@example.com', 'cas@example.com', 'bea@example.com', null]);
@@ -85,25 +123,42 @@ describe('users of an environment', () => {
     const environment = await createEnvironment(api.ctx.db, 'monitoring', 'CLI');
     const made = adminCli(env, 'create-machine-account', '--environment', environment.hashId, '--rights', 'READ', '--email', 'cli@example.com');
     expect((await machineLogin(made.assertion)).user.email).toBe('cli@example.com');
-    const bad = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'admin', 'create-machine-account', '--environment', environment.hashId, '--rights', 'READ', '--email', 'nobody'],
-      { env: { PATH: process.env.PATH, SECRET_KEY: '33'.repeat(32), ...env }, encoding: 'utf8', timeout: 60_000 });
+    const bad = spawnSync(
+      process.execPath,
+      [
+        '--disable-warning=ExperimentalWarning',
+        MAIN,
+        'admin',
+        'create-machine-account',
+        '--environment',
+        environment.hashId,
+        '--rights',
+        'READ',
+        '--email',
+        'nobody',
+      ],
+      { env: { PATH: process.env.PATH, SECRET_KEY: '33'.repeat(32), ...env }, encoding: 'utf8', timeout: 60_000 },
+    );
     expect(bad.status).not.toBe(0);
     expect(bad.stderr).toContain('email');
     // two CLI processes, each loading the service's TypeScript: seconds apiece on a loaded machine
   }, 150_000);
 
-  it('updates rights (the SDK\'s update), name, address, zone and notification level; members left out keep their value', async () => {
+  it("updates rights (the SDK's update), name, address, zone and notification level; members left out keep their value", async () => {
     const c = await admin();
     const { hashId } = (await c.request<{ hashId: string }>('POST', '/user/', person({ timezone: 'Europe/London' }))).body;
     expect((await c.request('POST', `/user/${hashId}`, { rights: ['READ', 'ISSUES'] })).status).toBe(204);
-    expect((await c.request('POST', `/user/${hashId}`, { name: 'Ada King', email: 'countess@example.com', userEnvironmentSettings: { notificationLevel: null } })).status).toBe(204);
+    expect(
+      (await c.request('POST', `/user/${hashId}`, { name: 'Ada King', email: 'countess@example.com', userEnvironmentSettings: { notificationLevel: null } }))
+        .status,
+    ).toBe(204);
     const got = (await c.request<UserAnswer>('GET', `/user/${hashId}`)).body;
     expect(got.user).toMatchObject({ name: 'Ada King', email: 'countess@example.com', timezone: 'Europe/London', rights: ['READ', 'ISSUES'] });
     expect(got.rights).toEqual(['READ', 'ISSUES']);
     expect(got.userEnvironmentSettings.notificationLevel).toBeNull();
   });
 
-  it('clears a machine account\'s address with email null; a person keeps one (parameter_error naming email)', async () => {
+  it("clears a machine account's address with email null; a person keeps one (parameter_error naming email)", async () => {
     const c = await admin();
     const mailed = await colleague(c, ['READ'], 'robot@example.com');
     expect((await c.request('POST', `/user/${mailed.hashId}`, { email: null })).status).toBe(204);
@@ -165,7 +220,7 @@ describe('users of an environment', () => {
     expectParameterError(await c.request('POST', '/user/', person({ name: 'x'.repeat(256) })), 'name');
     expectParameterError(await c.request('POST', '/user/', person({ locale: 'fr' })), 'locale');
     expectParameterError(await c.request('POST', '/user/', person({ userEnvironmentSettings: { notificationLevel: 3 } })), 'notificationLevel');
-    expect((await findAll<UserAnswer>(c, '/user/'))).toHaveLength(1);
+    expect(await findAll<UserAnswer>(c, '/user/')).toHaveLength(1);
   });
 
   it('a USERS account grants only rights it holds and leaves environment admins alone', async () => {
@@ -192,7 +247,11 @@ describe('users of an environment', () => {
     const a = await admin();
     const b = await admin();
     const { hashId } = (await a.request<{ hashId: string }>('POST', '/user/', person())).body;
-    for (const [method, body] of [['GET', undefined], ['POST', { rights: ['READ'] }], ['DELETE', undefined]] as const) {
+    for (const [method, body] of [
+      ['GET', undefined],
+      ['POST', { rights: ['READ'] }],
+      ['DELETE', undefined],
+    ] as const) {
       const r = await b.request<ErrorBody>(method, `/user/${hashId}`, body);
       expect({ method, status: r.status, key: r.body.key }).toEqual({ method, status: 404, key: 'not_found_error' });
     }

@@ -10,14 +10,30 @@ const open: { close(): Promise<void> }[] = [];
 
 function bus(channel: string, lines: string[] = []) {
   const redis = new Redis(REDIS_URL);
-  const b = new ChangeBus({ redis, subscriber: () => new Redis(REDIS_URL, { connectionName: `sub-${channel.replaceAll(':', '-')}` }), channel, log: createLogger('warn', { write: (l: string) => { lines.push(l); } }) });
-  open.push({ close: async () => { await b.close(); redis.disconnect(); } });
+  const b = new ChangeBus({
+    redis,
+    subscriber: () => new Redis(REDIS_URL, { connectionName: `sub-${channel.replaceAll(':', '-')}` }),
+    channel,
+    log: createLogger('warn', {
+      write: (l: string) => {
+        lines.push(l);
+      },
+    }),
+  });
+  open.push({
+    close: async () => {
+      await b.close();
+      redis.disconnect();
+    },
+  });
   return b;
 }
 
 function record<K extends ChangeKind>(b: ChangeBus, kind: K) {
   const heard: { change: Changes[K] | null; origin: string }[] = [];
-  b.on(kind, (change, origin) => { heard.push({ change, origin }); });
+  b.on(kind, (change, origin) => {
+    heard.push({ change, origin });
+  });
   return heard;
 }
 
@@ -56,7 +72,9 @@ describe('the change bus', () => {
     const channel = `test:changes:${randomBytes(4).toString('hex')}`;
     const here = bus(channel);
     const there = bus(channel);
-    here.on('credentials', () => { throw new Error('redis away'); });
+    here.on('credentials', () => {
+      throw new Error('redis away');
+    });
     const heardThere = record(there, 'credentials');
     const trustThere = record(there, 'trust');
     await there.listen();
@@ -75,7 +93,10 @@ describe('the change bus', () => {
     try {
       // drop this bus's subscriber connection (by its name): ioredis reconnects and subscribes again
       const clients = (await admin.client('LIST')) as string;
-      const ids = clients.split('\n').filter((l) => l.includes(`name=sub-${channel.replaceAll(':', '-')} `)).map((l) => /id=(\d+)/.exec(l)?.[1]);
+      const ids = clients
+        .split('\n')
+        .filter((l) => l.includes(`name=sub-${channel.replaceAll(':', '-')} `))
+        .map((l) => /id=(\d+)/.exec(l)?.[1]);
       expect(ids).toHaveLength(1);
       await admin.client('KILL', 'ID', ids[0]!);
     } finally {

@@ -9,7 +9,10 @@ describe('ManualClock', () => {
     const fired: string[] = [];
     clock.setTimeout(() => fired.push('b@30'), 30);
     clock.setTimeout(() => fired.push('a@10'), 10);
-    clock.setTimeout(() => { fired.push('c@30'); clock.setTimeout(() => fired.push(`d@${clock.now() - 100}`), 5); }, 30);
+    clock.setTimeout(() => {
+      fired.push('c@30');
+      clock.setTimeout(() => fired.push(`d@${clock.now() - 100}`), 5);
+    }, 30);
     const cleared = clock.setTimeout(() => fired.push('never'), 20);
     clock.clearTimeout(cleared);
     expect(clock.nextAt).toBe(110);

@@ -10,7 +10,11 @@ import { until } from '../support/until.ts';
 let pg: PrivatePostgres;
 let db: Db;
 const lines: { level: number; msg: string }[] = [];
-const log = createLogger('info', { write: (line: string) => { lines.push(JSON.parse(line) as { level: number; msg: string }); } });
+const log = createLogger('info', {
+  write: (line: string) => {
+    lines.push(JSON.parse(line) as { level: number; msg: string });
+  },
+});
 
 beforeAll(async () => {
   pg = await startPrivatePostgres();
@@ -35,7 +39,16 @@ describe('PostgreSQL killed under idle pooled connections', () => {
     // every idle connection of both pools sees its socket end
     await new Promise((r) => setTimeout(r, 1000));
     pg.start();
-    await until(() => db.query('SELECT 1').then(() => true, () => false), (ok) => ok, 'PostgreSQL answering again', 30_000);
+    await until(
+      () =>
+        db.query('SELECT 1').then(
+          () => true,
+          () => false,
+        ),
+      (ok) => ok,
+      'PostgreSQL answering again',
+      30_000,
+    );
     await fillPools(3);
     const down = lines.filter((l) => /idle database connections failed/.test(l.msg));
     const up = lines.filter((l) => /database connections succeed again/.test(l.msg));
@@ -47,18 +60,32 @@ describe('PostgreSQL killed under idle pooled connections', () => {
 
   it('a transaction whose connection breaks between two statements fails; the process stays up and the next one commits', async () => {
     let killed = false;
-    const failed = await db.tx(async (q) => {
-      await q.query('SELECT 1');
-      pg.kill();
-      killed = true;
-      // the socket's end reaches the checked-out connection while no statement runs on it
-      await new Promise((r) => setTimeout(r, 500));
-      await q.query('SELECT 1');
-    }).then(() => null, (err: Error) => err);
+    const failed = await db
+      .tx(async (q) => {
+        await q.query('SELECT 1');
+        pg.kill();
+        killed = true;
+        // the socket's end reaches the checked-out connection while no statement runs on it
+        await new Promise((r) => setTimeout(r, 500));
+        await q.query('SELECT 1');
+      })
+      .then(
+        () => null,
+        (err: Error) => err,
+      );
     expect(killed).toBe(true);
     expect(failed).toBeInstanceOf(Error);
     pg.start();
-    await until(() => db.query('SELECT 1').then(() => true, () => false), (ok) => ok, 'PostgreSQL answering again', 30_000);
+    await until(
+      () =>
+        db.query('SELECT 1').then(
+          () => true,
+          () => false,
+        ),
+      (ok) => ok,
+      'PostgreSQL answering again',
+      30_000,
+    );
     const value = await db.tx(async (q) => (await q.query<{ v: number }>('SELECT 41 + 1 AS v')).rows[0].v);
     expect(value).toBe(42);
   }, 90_000);
@@ -66,14 +93,25 @@ describe('PostgreSQL killed under idle pooled connections', () => {
   it('a statement (of an operation with an author, or of none) whose connection breaks while it runs fails; the process stays up', async () => {
     for (const author of [{ environmentId: 1, userHashId: 'someone' }, null]) {
       const statement = () => db.query('WITH s AS (SELECT pg_sleep(5)) SELECT 1 FROM s');
-      const running = (author ? asAuthor(author, statement) : statement()).then(() => null, (err: Error) => err);
+      const running = (author ? asAuthor(author, statement) : statement()).then(
+        () => null,
+        (err: Error) => err,
+      );
       // the statement runs on a checked-out connection when its server goes away
       await new Promise((r) => setTimeout(r, 500));
       pg.kill();
       expect(await running).toBeInstanceOf(Error);
       pg.start();
-      await until(() => db.query('SELECT 1').then(() => true, () => false), (ok) => ok, 'PostgreSQL answering again', 30_000);
+      await until(
+        () =>
+          db.query('SELECT 1').then(
+            () => true,
+            () => false,
+          ),
+        (ok) => ok,
+        'PostgreSQL answering again',
+        30_000,
+      );
     }
   }, 120_000);
 });
-

@@ -4,8 +4,12 @@ import { openDb, type Db } from '../../src/app/db.ts';
 // The service's database connections: settings every connection carries.
 
 let db: Db;
-beforeAll(async () => { db = await openDb({ databaseUrl: process.env.DATABASE_URL!, dataDir: '/tmp', migrate: false }); });
-afterAll(async () => { await db.close(); });
+beforeAll(async () => {
+  db = await openDb({ databaseUrl: process.env.DATABASE_URL!, dataDir: '/tmp', migrate: false });
+});
+afterAll(async () => {
+  await db.close();
+});
 
 describe('database connections', () => {
   it('run without JIT (its compile time exceeds the short statements), the deferred pool also without a synchronous commit', async () => {

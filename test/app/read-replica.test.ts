@@ -31,8 +31,10 @@ async function reads(c: ApiClient, pinHashId: string, quantityHashId: string): P
   const day = 24 * 3600 * 1000;
   const [startAt, endAt] = [new Date(Date.now() - 30 * day).toISOString(), new Date(Date.now() + day).toISOString()];
   const found = await c.request<{ rows: unknown[] }>('GET', `/measurement/?pinHashIds=${pinHashId}&includePinsWithoutReports=false&rowsPerPage=100`);
-  const chart = await c.request<{ series: { measurements: unknown[] }[] }>('GET',
-    `/chart/?startAt=${startAt}&endAt=${endAt}&series[0][pinHashId]=${pinHashId}&series[0][quantityHashId]=${quantityHashId}`);
+  const chart = await c.request<{ series: { measurements: unknown[] }[] }>(
+    'GET',
+    `/chart/?startAt=${startAt}&endAt=${endAt}&series[0][pinHashId]=${pinHashId}&series[0][quantityHashId]=${quantityHashId}`,
+  );
   const analytics = await c.request<{ rows: number[][] }>('GET', `/analytics/?${qs.stringify({ source: 'measurement', columns: [{ type: 'count' }] })}`);
   for (const r of [found, chart, analytics]) expect(r.status).toBe(200);
   return [found.body.rows.length, chart.body.series[0].measurements.length, analytics.body.rows[0][0]];
@@ -47,20 +49,30 @@ describe('a read replica (DATABASE_READ_URL)', () => {
   it('serves measurement find, chart series and analytics: what it has replayed, the rest once replay catches up', async () => {
     const c = await api.login('monitoring', ['READ', 'STATIC']);
     const pin = await pinWithHistory(ctx.db, c, [1, 2]);
-    const { rows: [ids] } = await ctx.db.query<{ env: number; pg: number; pin: number; q: number; qHash: string }>(
+    const {
+      rows: [ids],
+    } = await ctx.db.query<{ env: number; pg: number; pin: number; q: number; qHash: string }>(
       `SELECT p.environment_id AS env, p.pin_group_id AS pg, p.id AS pin, q.id AS q, q.hash_id AS "qHash"
-         FROM pin p JOIN measurement m ON m.pin_id = p.id JOIN quantity q ON q.id = m.quantity_id WHERE p.hash_id = $1 LIMIT 1`, [pin]);
+         FROM pin p JOIN measurement m ON m.pin_id = p.id JOIN quantity q ON q.id = m.quantity_id WHERE p.hash_id = $1 LIMIT 1`,
+      [pin],
+    );
     await standby.caughtUp();
     expect(await reads(c, pin, ids.qHash)).toEqual([2, 2, 2]);
 
     // a replica behind the primary: a report written now is not read yet
     await standby.pauseReplay();
     const at = new Date(Date.now() - 3600_000);
-    const { rows: [r] } = await ctx.db.query<{ id: number }>(
-      'INSERT INTO condition_report (hash_id, environment_id, generated_at, pin_group_id) VALUES (md5(random()::text), $1, $2, $3) RETURNING id', [ids.env, at, ids.pg]);
+    const {
+      rows: [r],
+    } = await ctx.db.query<{ id: number }>(
+      'INSERT INTO condition_report (hash_id, environment_id, generated_at, pin_group_id) VALUES (md5(random()::text), $1, $2, $3) RETURNING id',
+      [ids.env, at, ids.pg],
+    );
     await ctx.db.query(
       `INSERT INTO measurement (hash_id, report_id, environment_id, quantity_id, pin_id, channel_index, channel_measurement_index, generated_at, order_of_magnitude, significand)
-       VALUES (md5(random()::text), $1, $2, $3, $4, 0, 0, $5, 0, 7)`, [r.id, ids.env, ids.q, ids.pin, at]);
+       VALUES (md5(random()::text), $1, $2, $3, $4, 0, 0, $5, 0, 7)`,
+      [r.id, ids.env, ids.q, ids.pin, at],
+    );
     expect((await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM measurement WHERE pin_id = $1', [ids.pin])).rows[0].n).toBe(3);
     expect(await reads(c, pin, ids.qHash)).toEqual([2, 2, 2]);
 

@@ -30,7 +30,11 @@ describe('Redis key names', () => {
 
   it('REDIS_CLUSTER_NODES and QUEUE_SHARDS are read and validated', () => {
     const c = loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7001, redis-2:7002,[::1]:7003', QUEUE_SHARDS: '6' });
-    expect(c.redisClusterNodes).toEqual([{ host: '10.0.0.1', port: 7001 }, { host: 'redis-2', port: 7002 }, { host: '::1', port: 7003 }]);
+    expect(c.redisClusterNodes).toEqual([
+      { host: '10.0.0.1', port: 7001 },
+      { host: 'redis-2', port: 7002 },
+      { host: '::1', port: 7003 },
+    ]);
     expect(c.queueShards).toBe(6);
     expect(loadConfig({}).redisClusterNodes).toEqual([]);
     expect(() => loadConfig({ REDIS_CLUSTER_NODES: 'redis-1' })).toThrow(/REDIS_CLUSTER_NODES must be host:port/);

@@ -27,7 +27,11 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-interface LogLine { level: number; msg: string; [key: string]: unknown }
+interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
 
 describe('a Redis outage in the log', () => {
   it('JSON only; one warn line when Redis goes, one info line when it is back; /health answers after', async () => {
@@ -54,8 +58,12 @@ describe('a Redis outage in the log', () => {
     children.push(service);
     let stdout = '';
     let stderr = '';
-    service.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    service.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    service.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    service.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     const lines = () => stdout.split('\n').filter((l) => l.trim() !== '');
     const parsed = () => lines().map((l) => JSON.parse(l) as LogLine);
     const find = (msg: string) => parsed().filter((l) => l.msg === msg);
@@ -64,7 +72,7 @@ describe('a Redis outage in the log', () => {
     const apiPort = find('service ready')[0].apiPort as number;
     const health = async () => {
       const res = await fetch(`http://127.0.0.1:${apiPort}/health`);
-      return { status: res.status, body: await res.json() as unknown };
+      return { status: res.status, body: (await res.json()) as unknown };
     };
     expect(await health()).toEqual({ status: 200, body: { status: 'ok' } });
 

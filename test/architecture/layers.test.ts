@@ -11,12 +11,18 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 const DEPCRUISE = path.join(ROOT, 'node_modules/dependency-cruiser/bin/dependency-cruiser.mjs');
 const run = promisify(execFile);
 
-interface Violation { rule: { name: string }; from: string; to: string }
+interface Violation {
+  rule: { name: string };
+  from: string;
+  to: string;
+}
 
 /** depcruise over `dir`'s src/ with the project's rules: the violations it reports. */
 async function cruise(dir: string): Promise<Violation[]> {
-  const out = await run(process.execPath, [DEPCRUISE, 'src', '--config', path.join(ROOT, '.dependency-cruiser.cjs'), '--output-type', 'json'], { cwd: dir, maxBuffer: 1 << 28 })
-    .catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+  const out = await run(process.execPath, [DEPCRUISE, 'src', '--config', path.join(ROOT, '.dependency-cruiser.cjs'), '--output-type', 'json'], {
+    cwd: dir,
+    maxBuffer: 1 << 28,
+  }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
   return (JSON.parse(out.stdout) as { summary: { violations: Violation[] } }).summary.violations;
 }
 

@@ -8,12 +8,25 @@ import { newHashId } from '../../src/app/hash-id.ts';
 // change's own transaction; find-log searches it by object, within the caller's environment only.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 interface LogRow {
-  log: { hashId: string; userHashId: string | null; objectType: string | null; objectHashId: string | null; subObjectType: null; subObjectHashId: null;
-    action: string; diff: { old: Record<string, unknown> | null; new: Record<string, unknown> | null } | null; createdAt: string };
+  log: {
+    hashId: string;
+    userHashId: string | null;
+    objectType: string | null;
+    objectHashId: string | null;
+    subObjectType: null;
+    subObjectHashId: null;
+    action: string;
+    diff: { old: Record<string, unknown> | null; new: Record<string, unknown> | null } | null;
+    createdAt: string;
+  };
   userName: string | null;
 }
 const RIGHTS = ['READ', 'ISSUES', 'AUDIT_TRAIL'];
@@ -25,8 +38,13 @@ async function addLabel(c: ApiClient, name: string): Promise<string> {
   return r.body.hashId;
 }
 const logOf = (c: ApiClient, query = '') => findAll<LogRow>(c, `/settings/log${query}`);
-const accountOf = async (c: ApiClient) => (await api.ctx.db.query<{ hash_id: string; name: string }>(
-  'SELECT a.hash_id, a.name FROM machine_account a JOIN environment e ON e.id = a.environment_id WHERE e.hash_id = $1', [c.environmentHashId])).rows[0];
+const accountOf = async (c: ApiClient) =>
+  (
+    await api.ctx.db.query<{ hash_id: string; name: string }>(
+      'SELECT a.hash_id, a.name FROM machine_account a JOIN environment e ON e.id = a.environment_id WHERE e.hash_id = $1',
+      [c.environmentHashId],
+    )
+  ).rows[0];
 
 describe('audit trail', () => {
   it('a change shows in the log with its author, what changed and the object, newest first', async () => {
@@ -60,14 +78,18 @@ describe('audit trail', () => {
     const rolledBack = newHashId();
     await asAuthor({ environmentId: env, userHashId: author.hash_id }, async () => {
       await db.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [kept, env, 'kept', '#000000']);
-      await expect(db.tx(async (tx) => {
-        await tx.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [rolledBack, env, 'gone', '#000000']);
-        throw new Error('the change fails after its write');
-      })).rejects.toThrow('the change fails');
+      await expect(
+        db.tx(async (tx) => {
+          await tx.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [rolledBack, env, 'gone', '#000000']);
+          throw new Error('the change fails after its write');
+        }),
+      ).rejects.toThrow('the change fails');
     });
     // the next writes outside an operation, on the connections the author's writes used, are not the author's
     await db.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), env, 'by a worker', '#000000']);
-    await db.tx((tx) => tx.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), env, 'by a worker', '#000000']));
+    await db.tx((tx) =>
+      tx.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), env, 'by a worker', '#000000']),
+    );
     expect((await logOf(c)).map((r) => r.log.objectHashId)).toEqual([kept]);
     expect((await db.query('SELECT 1 FROM label WHERE hash_id = $1', [rolledBack])).rows).toEqual([]);
   });
@@ -78,14 +100,19 @@ describe('audit trail', () => {
     const { db } = api.ctx;
     const env = (await db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId])).rows[0].id;
     const rollback = new Error('rolled back: the repeated hashId stays in this transaction');
-    await expect(asAuthor({ environmentId: env, userHashId: author.hash_id }, () => db.tx(async (tx) => {
-      // every log row of this transaction gets the same hashId, as two random ones could
-      await tx.query("ALTER TABLE audit_log ALTER COLUMN hash_id SET DEFAULT 'repeated'");
-      for (const name of ['one', 'two']) await tx.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), env, name, '#000000']);
-      const { rows } = await tx.query('SELECT hash_id FROM audit_log WHERE environment_id = $1', [env]);
-      expect(rows).toEqual([{ hash_id: 'repeated' }, { hash_id: 'repeated' }]);
-      throw rollback;
-    }))).rejects.toBe(rollback);
+    await expect(
+      asAuthor({ environmentId: env, userHashId: author.hash_id }, () =>
+        db.tx(async (tx) => {
+          // every log row of this transaction gets the same hashId, as two random ones could
+          await tx.query("ALTER TABLE audit_log ALTER COLUMN hash_id SET DEFAULT 'repeated'");
+          for (const name of ['one', 'two'])
+            await tx.query('INSERT INTO label (hash_id, environment_id, name, color) VALUES ($1, $2, $3, $4)', [newHashId(), env, name, '#000000']);
+          const { rows } = await tx.query('SELECT hash_id FROM audit_log WHERE environment_id = $1', [env]);
+          expect(rows).toEqual([{ hash_id: 'repeated' }, { hash_id: 'repeated' }]);
+          throw rollback;
+        }),
+      ),
+    ).rejects.toBe(rollback);
   });
 
   it('writes made outside an API operation (devices, workers) are not logged, nor are reads', async () => {
@@ -100,11 +127,20 @@ describe('audit trail', () => {
     const { rows } = await api.ctx.db.query<{ relname: string }>(
       `SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
         WHERE s.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-          AND NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = c.oid AND g.tgname = 'audit_change') ORDER BY 1`);
-    expect(rows.map((r) => r.relname)).toEqual(['audit_log', 'device_counter_hour', 'measurement', 'measurement_hourly', 'schema_migrations', 'supplier_activity', 'wal_flush_barrier']);
+          AND NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = c.oid AND g.tgname = 'audit_change') ORDER BY 1`,
+    );
+    expect(rows.map((r) => r.relname)).toEqual([
+      'audit_log',
+      'device_counter_hour',
+      'measurement',
+      'measurement_hourly',
+      'schema_migrations',
+      'supplier_activity',
+      'wal_flush_barrier',
+    ]);
   });
 
-  it('credentials never enter the log: a webhook\'s sealed secret is named, its value redacted', async () => {
+  it("credentials never enter the log: a webhook's sealed secret is named, its value redacted", async () => {
     const c = await api.login('connectivity', ['ENVIRONMENT_ADMIN']);
     const add = await c.request<{ hashId: string }>('POST', '/supplier-webhook/', { name: 'The Things Stack', identifier: WEBHOOK_IDENTIFIER });
     expect(add.status, JSON.stringify(add.body)).toBe(200);
@@ -163,7 +199,10 @@ describe('audit trail', () => {
       expect(rows).toEqual([
         ['delete', { old: { deleted_at: null }, new: { deleted_at: '2026-01-01T00:00:00+00:00' } }],
         ['update', { old: { doc: { a: 1 }, tags: ['x'] }, new: { doc: { a: 2 }, tags: ['x', 'y'] } }],
-        ['create', { old: null, new: { hash_id: 'types', doc: { a: 1 }, tags: ['x'], level: 1.0, at: '(1,2)', deleted_at: null, updated_at: expect.any(String) } }],
+        [
+          'create',
+          { old: null, new: { hash_id: 'types', doc: { a: 1 }, tags: ['x'], level: 1.0, at: '(1,2)', deleted_at: null, updated_at: expect.any(String) } },
+        ],
       ]);
     } finally {
       await db.query(`DROP TABLE IF EXISTS ${table}`);
@@ -179,7 +218,7 @@ describe('audit trail', () => {
     expect((await supplier.request('GET', '/settings/log')).status).toBe(200);
   });
 
-  it('an environment sees only its own log: another\'s object is not found in it', async () => {
+  it("an environment sees only its own log: another's object is not found in it", async () => {
     const a = await api.login('monitoring', RIGHTS);
     const b = await api.login('monitoring', RIGHTS);
     const hashId = await addLabel(a, 'A only');

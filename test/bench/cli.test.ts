@@ -11,7 +11,11 @@ import { GROUPS, OPTIONS } from '../../bench/run.ts';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 function run(script: string, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', path.join(root, script), ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', path.join(root, script), ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -89,7 +93,8 @@ describe('the other scripts', () => {
 
   it('npm run fleet: every option in the usage, a value outside its choices refused', () => {
     const help = run('scripts/fleet.ts', '--help');
-    for (const name of ['gateways', 'workers', 'coaps-port', 'https-port', 'api-port', 'dir', 'balance']) expect(help.stdout).toMatch(new RegExp(`^ {2}--${name} <`, 'm'));
+    for (const name of ['gateways', 'workers', 'coaps-port', 'https-port', 'api-port', 'dir', 'balance'])
+      expect(help.stdout).toMatch(new RegExp(`^ {2}--${name} <`, 'm'));
     const r = run('scripts/fleet.ts', '--balance', 'random');
     expect(r.status).toBe(2);
     expect(r.stderr.split('\n')[0]).toBe('--balance takes round-robin or source, not "random"');
@@ -105,12 +110,18 @@ describe('readCli', () => {
 
   it('gives defaults, the values given and which options were written', () => {
     const r = readCli(['--mode', 'off', 'x', '--', '--seconds'], options, { usage: 'u', positionals: true });
-    expect(r).toEqual({ kind: 'ok', parsed: { values: { seconds: '15', mode: 'off', verbose: false }, positionals: ['x', '--seconds'], given: new Set(['mode']) } });
+    expect(r).toEqual({
+      kind: 'ok',
+      parsed: { values: { seconds: '15', mode: 'off', verbose: false }, positionals: ['x', '--seconds'], given: new Set(['mode']) },
+    });
   });
 
   it('answers -h and --help before any mistake, and names each kind of mistake', () => {
     expect(readCli(['--bogus', '-h'], options, { usage: 'u' })).toEqual({ kind: 'help' });
-    const error = (...args: string[]) => { const r = readCli(args, options, { usage: 'u' }); return r.kind === 'error' ? r.message : r.kind; };
+    const error = (...args: string[]) => {
+      const r = readCli(args, options, { usage: 'u' });
+      return r.kind === 'error' ? r.message : r.kind;
+    };
     expect(error('-x')).toBe('unknown option -x');
     expect(error('--seconds', '--mode', 'on')).toBe('--seconds needs a value');
     expect(error('--seconds=1e3')).toBe('ok');

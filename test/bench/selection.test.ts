@@ -38,8 +38,32 @@ describe('bench group selection', () => {
     expect(select('--kept-sessions', '5000')).toEqual(['kept']);
     expect(select('coap', '--coap', 'off', 'dtls')).toEqual(['dtls']);
     // the full run of docs/speed.md's tables, written before groups had names
-    expect(select('--seconds', '10', '--warmup', '2', '--layouts', '1', '--webhooks', 'off', '--commands', '0', '--dtls', 'on', '--coap', 'on',
-      '--coap-closed', 'on', '--embedded', 'on', '--linked', 'on', '--thresholds', 'on')).toEqual(['https', 'embedded', 'dtls', 'coap', 'thresholds']);
+    expect(
+      select(
+        '--seconds',
+        '10',
+        '--warmup',
+        '2',
+        '--layouts',
+        '1',
+        '--webhooks',
+        'off',
+        '--commands',
+        '0',
+        '--dtls',
+        'on',
+        '--coap',
+        'on',
+        '--coap-closed',
+        'on',
+        '--embedded',
+        'on',
+        '--linked',
+        'on',
+        '--thresholds',
+        'on',
+      ),
+    ).toEqual(['https', 'embedded', 'dtls', 'coap', 'thresholds']);
   });
 
   it('reads --layouts as the HTTPS groups it names: 1 is https, 2 and 3 are https-split', () => {
@@ -59,20 +83,37 @@ describe('bench group selection', () => {
 describe('bench/results.json after a partial run', () => {
   const row = (group: string, name: string, measuredAt: string) => ({ group, measuredAt, name, value: 1, unit: 'x', target: '' });
   const current: ResultsFile = {
-    date: '2026-12-02T10:00:00.000Z', node: 'v24', cpus: 2, seconds: 15, devices: 100,
+    date: '2026-12-02T10:00:00.000Z',
+    node: 'v24',
+    cpus: 2,
+    seconds: 15,
+    devices: 100,
     groups: { coap: { measuredAt: '2026-12-02T10:00:00.000Z', seconds: 200, args: ['coap'] } },
-    rows: [], commandRows: [], dtlsRows: [row('coap', 'coap new', '2026-12-02T10:00:00.000Z')],
+    rows: [],
+    commandRows: [],
+    dtlsRows: [row('coap', 'coap new', '2026-12-02T10:00:00.000Z')],
   };
 
   it('keeps the rows of groups not run, with when they were measured, and replaces those run', () => {
     const previous = {
-      ...current, date: '2026-12-01T08:00:00.000Z',
-      groups: { dtls: { measuredAt: '2026-12-01T08:00:00.000Z', seconds: 180, args: [] }, coap: { measuredAt: '2026-12-01T08:05:00.000Z', seconds: 210, args: [] }, tiles: { measuredAt: '2026-12-01T08:10:00.000Z', seconds: 400, args: [] } },
-      dtlsRows: [row('dtls', 'dtls old', '2026-12-01T08:00:00.000Z'), row('coap', 'coap old', '2026-12-01T08:05:00.000Z'), row('tiles', 'tiles old', '2026-12-01T08:10:00.000Z')],
+      ...current,
+      date: '2026-12-01T08:00:00.000Z',
+      groups: {
+        dtls: { measuredAt: '2026-12-01T08:00:00.000Z', seconds: 180, args: [] },
+        coap: { measuredAt: '2026-12-01T08:05:00.000Z', seconds: 210, args: [] },
+        tiles: { measuredAt: '2026-12-01T08:10:00.000Z', seconds: 400, args: [] },
+      },
+      dtlsRows: [
+        row('dtls', 'dtls old', '2026-12-01T08:00:00.000Z'),
+        row('coap', 'coap old', '2026-12-01T08:05:00.000Z'),
+        row('tiles', 'tiles old', '2026-12-01T08:10:00.000Z'),
+      ],
     };
     const merged = mergeResults(previous, current);
     expect(merged.dtlsRows.map((r) => [r.name, r.measuredAt])).toEqual([
-      ['dtls old', '2026-12-01T08:00:00.000Z'], ['coap new', '2026-12-02T10:00:00.000Z'], ['tiles old', '2026-12-01T08:10:00.000Z'],
+      ['dtls old', '2026-12-01T08:00:00.000Z'],
+      ['coap new', '2026-12-02T10:00:00.000Z'],
+      ['tiles old', '2026-12-01T08:10:00.000Z'],
     ]);
     expect(Object.keys(merged.groups)).toEqual(['dtls', 'coap', 'tiles']);
     expect(merged.groups.coap.measuredAt).toBe('2026-12-02T10:00:00.000Z');

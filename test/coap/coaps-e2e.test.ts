@@ -16,8 +16,12 @@ let world: CoapWorld;
 // two-core machine misses less often (2 s, where 300 ms was missed at a load of 15 in the Redis Cluster run of these
 // files), a slow handler a second beyond it, and a gateway that holds the request long enough for the slow answer to
 // be the handler's (2.05), not 'queued' (2.04 after GATEWAY_WAIT_MS, seen at a load of 17)
-beforeAll(async () => { world = await startCoapWorld({ COAP_PIGGYBACK_MS: '2000', SANDBOX_TIMEOUT_MS: '6000', GATEWAY_WAIT_MS: '30000' }, undefined, undefined, 3000); });
-afterAll(async () => { await world?.close(); });
+beforeAll(async () => {
+  world = await startCoapWorld({ COAP_PIGGYBACK_MS: '2000', SANDBOX_TIMEOUT_MS: '6000', GATEWAY_WAIT_MS: '30000' }, undefined, undefined, 3000);
+});
+afterAll(async () => {
+  await world?.close();
+});
 
 const opt = (p: ParsedPacket, name: string) => p.options.find((o) => o.name === name)?.value;
 const json = { name: 'Content-Format' as const, value: encodeUint(50) };
@@ -41,32 +45,49 @@ describe('libcoap coap-client over DTLS PSK', () => {
     await expectReportStored(r, 1250);
   });
 
-  it.each(['coap-client-openssl', 'coap-client-gnutls'] as const)('%s: Block2 GET of a >1 KiB answer with -b 64 comes back byte for byte, the handler runs once', async (bin) => {
-    expect(BIG_ANSWER.length).toBeGreaterThan(1024);
-    const m = `big${Date.now()}${bin.length}`;
-    const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'coap-big-')), 'answer');
-    await coapClient(bin, world, `/big?m=${m}`, ['-b', '64', '-o', out]);
-    expect(readFileSync(out, 'latin1')).toBe(BIG_ANSWER);
-    const runs = await runsLogging(world.api, `"m":"${m}"`);
-    expect(runs).toHaveLength(1);
-    expect(runs[0].log[0].message).toBe(`coaps GET /big from ${world.device.identity} {"m":"${m}"} m=`);
-  });
+  it.each(['coap-client-openssl', 'coap-client-gnutls'] as const)(
+    '%s: Block2 GET of a >1 KiB answer with -b 64 comes back byte for byte, the handler runs once',
+    async (bin) => {
+      expect(BIG_ANSWER.length).toBeGreaterThan(1024);
+      const m = `big${Date.now()}${bin.length}`;
+      const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'coap-big-')), 'answer');
+      await coapClient(bin, world, `/big?m=${m}`, ['-b', '64', '-o', out]);
+      expect(readFileSync(out, 'latin1')).toBe(BIG_ANSWER);
+      const runs = await runsLogging(world.api, `"m":"${m}"`);
+      expect(runs).toHaveLength(1);
+      expect(runs[0].log[0].message).toBe(`coaps GET /big from ${world.device.identity} {"m":"${m}"} m=`);
+    },
+  );
 
-  it.each(['coap-client-openssl', 'coap-client-gnutls'] as const)('%s: a Block2 GET whose handler is slower than the piggyback window still comes back whole, on the ACK', async (bin) => {
-    // libcoap 4.3.1 drops a separate response that starts a Block2 transfer; a request announcing Block2 gets no empty ACK
-    const m = `slowbig${Date.now()}${bin.length}`;
-    const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'coap-big-')), 'answer');
-    const res = await coapClient(bin, world, `/slowbig?m=${m}`, ['-b', '64', '-o', out]);
-    expect(existsSync(out), res.stderr).toBe(true);
-    expect(readFileSync(out, 'latin1')).toBe(BIG_ANSWER);
-    const runs = await runsLogging(world.api, `"m":"${m}"`);
-    expect(runs).toHaveLength(1);
-  });
+  it.each(['coap-client-openssl', 'coap-client-gnutls'] as const)(
+    '%s: a Block2 GET whose handler is slower than the piggyback window still comes back whole, on the ACK',
+    async (bin) => {
+      // libcoap 4.3.1 drops a separate response that starts a Block2 transfer; a request announcing Block2 gets no empty ACK
+      const m = `slowbig${Date.now()}${bin.length}`;
+      const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'coap-big-')), 'answer');
+      const res = await coapClient(bin, world, `/slowbig?m=${m}`, ['-b', '64', '-o', out]);
+      expect(existsSync(out), res.stderr).toBe(true);
+      expect(readFileSync(out, 'latin1')).toBe(BIG_ANSWER);
+      const runs = await runsLogging(world.api, `"m":"${m}"`);
+      expect(runs).toHaveLength(1);
+    },
+  );
 
   it('coap-client-gnutls: a POST whose body goes up in Block1 blocks and whose answer comes down in Block2 blocks (-b 64)', async () => {
     const m = `updown${Date.now()}`;
     const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'coap-big-')), 'answer');
-    await coapClient('coap-client-gnutls', world, `/big?m=${m}`, ['-m', 'post', '-b', '64', '-t', '50', '-e', JSON.stringify({ pad: 'x'.repeat(300) }), '-o', out]);
+    await coapClient('coap-client-gnutls', world, `/big?m=${m}`, [
+      '-m',
+      'post',
+      '-b',
+      '64',
+      '-t',
+      '50',
+      '-e',
+      JSON.stringify({ pad: 'x'.repeat(300) }),
+      '-o',
+      out,
+    ]);
     expect(readFileSync(out, 'latin1')).toBe(BIG_ANSWER);
     const runs = await runsLogging(world.api, `"m":"${m}"`);
     expect(runs.map((a) => a.log[0].message)).toEqual([`coaps POST /big from ${world.device.identity} {"m":"${m}"} m=`]);
@@ -82,7 +103,19 @@ describe('libcoap coap-client over DTLS PSK', () => {
 
   it('coap-client-openssl: a wrong key fails the handshake, is counted, and queues nothing', async () => {
     const before = await settledJobCount(world.ctx, world.device.hashId);
-    const res = await run('coap-client-openssl', ['-B', '5', '-u', world.device.identity, '-k', 'not-the-key', '-m', 'post', '-e', '{}', `coaps://127.0.0.1:${world.coapsPort}/report`]);
+    const res = await run('coap-client-openssl', [
+      '-B',
+      '5',
+      '-u',
+      world.device.identity,
+      '-k',
+      'not-the-key',
+      '-m',
+      'post',
+      '-e',
+      '{}',
+      `coaps://127.0.0.1:${world.coapsPort}/report`,
+    ]);
     expect(res.stdout).toContain('bad record mac');
     expect(res.stdout).not.toContain('"ok"');
     expect(await settledJobCount(world.ctx, world.device.hashId)).toBe(before);
@@ -96,21 +129,44 @@ describe('the request as the handler sees it, and the answer as the device gets 
     const peer = await DtlsCoapPeer.connect(world.coapsPort, world.device.identity, Buffer.from(world.device.key));
     try {
       peer.request({
-        confirmable: true, code: 'PUT', messageId: 10, token: Buffer.from('echo'),
-        options: [...uriPath('echo'), { name: 'Uri-Query', value: Buffer.from('a=1') }, { name: 'Uri-Query', value: Buffer.from('a=2') }, { name: 'Uri-Query', value: Buffer.from('flag') },
-          { name: 'Content-Format', value: encodeUint(0) }, { name: 'Accept', value: encodeUint(50) }, { name: 'ETag', value: Buffer.from([0xca, 0xfe]) }],
+        confirmable: true,
+        code: 'PUT',
+        messageId: 10,
+        token: Buffer.from('echo'),
+        options: [
+          ...uriPath('echo'),
+          { name: 'Uri-Query', value: Buffer.from('a=1') },
+          { name: 'Uri-Query', value: Buffer.from('a=2') },
+          { name: 'Uri-Query', value: Buffer.from('flag') },
+          { name: 'Content-Format', value: encodeUint(0) },
+          { name: 'Accept', value: encodeUint(50) },
+          { name: 'ETag', value: Buffer.from([0xca, 0xfe]) },
+        ],
         payload: Buffer.from('plain text'),
       });
       const [res] = await peer.waitFor(1);
       expect(res).toMatchObject({ ack: true, code: '2.01', messageId: 10 });
       expect(decodeUint(opt(res, 'Content-Format')!)).toBe(50);
       expect(JSON.parse(res.payload.toString())).toEqual({
-        protocol: 'coaps', method: 'PUT', path: '/echo', query: { a: ['1', '2'], flag: '' },
+        protocol: 'coaps',
+        method: 'PUT',
+        path: '/echo',
+        query: { a: ['1', '2'], flag: '' },
         headers: { 'content-format': '0', accept: '50', etag: 'cafe' },
-        body: { type: 'string', data: 'plain text' }, pskIdentity: world.device.identity, ip: '127.0.0.1', certificate: null,
+        body: { type: 'string', data: 'plain text' },
+        pskIdentity: world.device.identity,
+        ip: '127.0.0.1',
+        certificate: null,
       });
 
-      peer.request({ confirmable: true, code: 'POST', messageId: 11, token: Buffer.from('j'), options: [...uriPath('echo'), json], payload: Buffer.from('{"a":[1]}') });
+      peer.request({
+        confirmable: true,
+        code: 'POST',
+        messageId: 11,
+        token: Buffer.from('j'),
+        options: [...uriPath('echo'), json],
+        payload: Buffer.from('{"a":[1]}'),
+      });
       peer.request({ confirmable: true, code: 'POST', messageId: 12, token: Buffer.from('h'), options: uriPath('echo'), payload: Buffer.from([0, 1, 0xff]) });
       peer.request({ confirmable: true, code: 'GET', messageId: 13, token: Buffer.from('r') });
       peer.request({ confirmable: true, code: 'GET', messageId: 14, token: Buffer.from('x'), options: uriPath('hex') });
@@ -139,7 +195,14 @@ describe('the request as the handler sees it, and the answer as the device gets 
     try {
       const block = Buffer.alloc(1024, 0x20);
       for (let num = 0; num < 5; num++) {
-        peer.request({ confirmable: true, code: 'POST', messageId: 100 + num, token: Buffer.from('big'), options: [...uriPath('report'), json, { name: 'Block1', value: encodeUint(num * 16 + 8 + 6) }], payload: block });
+        peer.request({
+          confirmable: true,
+          code: 'POST',
+          messageId: 100 + num,
+          token: Buffer.from('big'),
+          options: [...uriPath('report'), json, { name: 'Block1', value: encodeUint(num * 16 + 8 + 6) }],
+          payload: block,
+        });
         await peer.waitFor(num + 1);
       }
       const codes = peer.received.map((p) => p.code);
@@ -161,7 +224,14 @@ describe('node-dtls-client: one PSK session carrying several reports', () => {
     try {
       const reports = [report(1), report(2), report(3)];
       for (const [i, r] of reports.entries()) {
-        peer.request({ confirmable: true, code: 'POST', messageId: 500 + i, token: Buffer.from([i, 9]), options: [...uriPath('report'), json], payload: Buffer.from(r.body) });
+        peer.request({
+          confirmable: true,
+          code: 'POST',
+          messageId: 500 + i,
+          token: Buffer.from([i, 9]),
+          options: [...uriPath('report'), json],
+          payload: Buffer.from(r.body),
+        });
         await peer.waitFor(i + 1);
       }
       for (const [i, r] of reports.entries()) {
@@ -181,7 +251,14 @@ describe('node-dtls-client: one PSK session carrying several reports', () => {
     const peer = await DtlsCoapPeer.connect(world.coapsPort, world.device.identity, Buffer.from(world.device.key), 'TLS_PSK_WITH_AES_128_GCM_SHA256');
     try {
       const r = report(4);
-      const datagram = peer.request({ confirmable: true, code: 'POST', messageId: 777, token: Buffer.from('dup'), options: [...uriPath('report'), json], payload: Buffer.from(r.body) });
+      const datagram = peer.request({
+        confirmable: true,
+        code: 'POST',
+        messageId: 777,
+        token: Buffer.from('dup'),
+        options: [...uriPath('report'), json],
+        payload: Buffer.from(r.body),
+      });
       await peer.waitFor(1);
       peer.send(datagram);
       peer.send(datagram);
@@ -199,7 +276,14 @@ describe('node-dtls-client: one PSK session carrying several reports', () => {
     const peer = await DtlsCoapPeer.connect(world.coapsPort, world.device.identity, Buffer.from(world.device.key));
     try {
       const r = report(5);
-      const datagram = peer.request({ confirmable: true, code: 'POST', messageId: 900, token: Buffer.from('slow'), options: [...uriPath('slow'), json], payload: Buffer.from(r.body) });
+      const datagram = peer.request({
+        confirmable: true,
+        code: 'POST',
+        messageId: 900,
+        token: Buffer.from('slow'),
+        options: [...uriPath('slow'), json],
+        payload: Buffer.from(r.body),
+      });
       await peer.waitFor(1);
       expect(peer.raw[0]).toEqual(Buffer.from([0x60, 0x00, 900 >> 8, 900 & 0xff]));
       peer.send(datagram); // a retransmission of the request now gets the empty ACK again
@@ -250,7 +334,14 @@ describe('node-dtls-client: one PSK session carrying several reports', () => {
         if (i % 50 === 49) await new Promise((res) => setTimeout(res, 20));
       }
       const r = report(6);
-      const request = generate({ confirmable: true, code: 'POST', messageId: 42, token: Buffer.from('ok-token'), options: [...uriPath('report'), json], payload: Buffer.from(r.body) });
+      const request = generate({
+        confirmable: true,
+        code: 'POST',
+        messageId: 42,
+        token: Buffer.from('ok-token'),
+        options: [...uriPath('report'), json],
+        payload: Buffer.from(r.body),
+      });
       const deadline = Date.now() + 10_000;
       let answer: ParsedPacket | undefined;
       for (let tick = 0; !answer && Date.now() < deadline; tick++) {
@@ -273,7 +364,14 @@ describe('mbedTLS (the stack of most cellular modules)', () => {
   it('a C client on libmbedtls, PSK with TLS-PSK-WITH-AES-128-CCM-8, POSTs a report and prints the answer', async () => {
     const bin = mbedtlsClient();
     const r = report(7.5);
-    const coap = generate({ confirmable: true, code: 'POST', messageId: 4321, token: Buffer.from('mbed'), options: [...uriPath('report'), json], payload: Buffer.from(r.body) });
+    const coap = generate({
+      confirmable: true,
+      code: 'POST',
+      messageId: 4321,
+      token: Buffer.from('mbed'),
+      options: [...uriPath('report'), json],
+      payload: Buffer.from(r.body),
+    });
     const res = await run(bin, ['127.0.0.1', String(world.coapsPort), world.device.identity, world.device.keyHex, coap.toString('hex')]);
     expect(res.stderr).toContain('suite=TLS-PSK-WITH-AES-128-CCM-8');
     expect(res.stderr).toContain('type=ACK code=2.05');
@@ -288,7 +386,14 @@ describe('mbedTLS and a separate response', () => {
   it('the C client gets the empty ACK, then the Confirmable answer of a slow handler, which it ACKs', async () => {
     const bin = mbedtlsClient();
     const r = report(8.25);
-    const coap = generate({ confirmable: true, code: 'POST', messageId: 999, token: Buffer.from('slowmbed'), options: [...uriPath('slow'), json], payload: Buffer.from(r.body) });
+    const coap = generate({
+      confirmable: true,
+      code: 'POST',
+      messageId: 999,
+      token: Buffer.from('slowmbed'),
+      options: [...uriPath('slow'), json],
+      payload: Buffer.from(r.body),
+    });
     const res = await run(bin, ['127.0.0.1', String(world.coapsPort), world.device.identity, world.device.keyHex, coap.toString('hex')]);
     expect(res.stderr).toContain('empty-ack\ntype=CON code=2.05');
     expect(JSON.parse(res.stdout)).toEqual({ ok: true, device: world.device.identity, m: r.m });
@@ -317,14 +422,31 @@ describe('connectivity counters and a deleted device type', () => {
     ok.request({ confirmable: true, code: 'POST', messageId: 1, token: Buffer.from('a'), options: [...uriPath('report'), json], payload: Buffer.from(r.body) });
     expect((await ok.waitFor(1))[0].code).toBe('2.05');
     ok.close();
-    await coapClient('coap-client-openssl', { ...world, device: { ...world.device, identity: d.identity, key: 'wrong-key' } }, '/report', ['-B', '3', '-m', 'post', '-e', '{}']);
+    await coapClient('coap-client-openssl', { ...world, device: { ...world.device, identity: d.identity, key: 'wrong-key' } }, '/report', [
+      '-B',
+      '3',
+      '-m',
+      'post',
+      '-e',
+      '{}',
+    ]);
     expect((await world.api.request('DELETE', `/device-type/${d.typeHashId}`)).status).toBe(204);
     const peer = await DtlsCoapPeer.connect(world.coapsPort, d.identity, Buffer.from(d.key));
     try {
-      peer.request({ confirmable: true, code: 'POST', messageId: 2, token: Buffer.from('b'), options: [...uriPath('report'), json], payload: Buffer.from(report(13).body) });
+      peer.request({
+        confirmable: true,
+        code: 'POST',
+        messageId: 2,
+        token: Buffer.from('b'),
+        options: [...uriPath('report'), json],
+        payload: Buffer.from(report(13).body),
+      });
       const [refused] = await peer.waitFor(1);
       expect(refused).toMatchObject({ ack: true, code: '4.03' });
-      expect(JSON.parse(refused.payload.toString())).toEqual({ key: 'right_error', message: 'The device type of this device was deleted: the device no longer has access' });
+      expect(JSON.parse(refused.payload.toString())).toEqual({
+        key: 'right_error',
+        message: 'The device type of this device was deleted: the device no longer has access',
+      });
     } finally {
       peer.close();
     }

@@ -16,7 +16,10 @@ function harness(config: Partial<CoapEndpointOptions> = {}) {
   const releases: ((r: CoapResponse) => void)[] = [];
   const gaveUp: number[] = [];
   const endpoint = new CoapEndpoint({
-    ackRandomFactor: 1, ...config, clock, send: (d) => sent.push(d),
+    ackRandomFactor: 1,
+    ...config,
+    clock,
+    send: (d) => sent.push(d),
     handler: () => new Promise((resolve) => releases.push(resolve)),
   });
   endpoint.on('giveUp', (id: number) => gaveUp.push(id));
@@ -84,9 +87,13 @@ describe('CoAP endpoint on a manual clock', () => {
 
   it('an abandoned Block1 upload is dropped BLOCKWISE_STATUS_LIFETIME after its last block, not before', () => {
     const h = harness();
-    const block = (num: number, messageId: number) => req({
-      code: 'POST', messageId, options: [{ name: 'Block1', value: encodeBlock({ num, more: true, szx: 2 }) }], payload: Buffer.alloc(64, num),
-    });
+    const block = (num: number, messageId: number) =>
+      req({
+        code: 'POST',
+        messageId,
+        options: [{ name: 'Block1', value: encodeBlock({ num, more: true, szx: 2 }) }],
+        payload: Buffer.alloc(64, num),
+      });
     h.endpoint.receive(block(0, 20));
     h.clock.advance(COAP_DEFAULTS.blockwiseStatusLifetimeMs - 1);
     h.endpoint.receive(block(1, 21)); // the upload is still there, and its lifetime starts again

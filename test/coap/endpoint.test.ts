@@ -14,7 +14,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function harness(handler: (req: CoapRequest) => Promise<CoapResponse>, config: Partial<CoapEndpointOptions> = {}) {
   const sent: Buffer[] = [];
   const calls: CoapRequest[] = [];
-  const endpoint = new CoapEndpoint({ ...config, send: (d) => sent.push(d), handler: (req) => { calls.push(req); return handler(req); } });
+  const endpoint = new CoapEndpoint({
+    ...config,
+    send: (d) => sent.push(d),
+    handler: (req) => {
+      calls.push(req);
+      return handler(req);
+    },
+  });
   const malformed: string[] = [];
   endpoint.on('malformed', (r: string) => malformed.push(r));
   return { endpoint, sent, calls, malformed, parsed: () => sent.map((d) => parse(d)) };
@@ -27,7 +34,11 @@ const waitFor = (cond: () => boolean, ms = 3000) => waitForCondition(cond, ms, 5
 
 describe('CoAP endpoint: reliability and deduplication', () => {
   it('piggybacks a fast answer on the ACK with the request token', async () => {
-    const h = harness(async (r) => ({ code: '2.05', options: [{ name: 'Content-Format', value: encodeUint(50) }], payload: Buffer.from(`got ${r.method} ${r.payload}`) }));
+    const h = harness(async (r) => ({
+      code: '2.05',
+      options: [{ name: 'Content-Format', value: encodeUint(50) }],
+      payload: Buffer.from(`got ${r.method} ${r.payload}`),
+    }));
     h.endpoint.receive(req({ code: 'POST', messageId: 7, options: [{ name: 'Uri-Path', value: Buffer.from('report') }], payload: Buffer.from('{"v":1}') }));
     await waitFor(() => h.sent.length === 1);
     const [res] = h.parsed();
@@ -54,7 +65,13 @@ describe('CoAP endpoint: reliability and deduplication', () => {
 
   it('a slow answer: empty ACK first, then a Confirmable separate response retransmitted until ACKed', async () => {
     let release: (r: CoapResponse) => void = () => {};
-    const h = harness(() => new Promise((resolve) => { release = resolve; }), { piggybackMs: 40, ackTimeoutMs: 60, ackRandomFactor: 1 });
+    const h = harness(
+      () =>
+        new Promise((resolve) => {
+          release = resolve;
+        }),
+      { piggybackMs: 40, ackTimeoutMs: 60, ackRandomFactor: 1 },
+    );
     const datagram = req({ code: 'POST', messageId: 5, payload: Buffer.from('slow') });
     h.endpoint.receive(datagram);
     h.endpoint.receive(datagram); // duplicate within the window: nothing to repeat yet
@@ -82,7 +99,13 @@ describe('CoAP endpoint: reliability and deduplication', () => {
 
   it('a slow answer to a CON that announces Block2: no empty ACK, duplicates wait, the answer rides on the ACK', async () => {
     let release: (r: CoapResponse) => void = () => {};
-    const h = harness(() => new Promise((resolve) => { release = resolve; }), { piggybackMs: 10 });
+    const h = harness(
+      () =>
+        new Promise((resolve) => {
+          release = resolve;
+        }),
+      { piggybackMs: 10 },
+    );
     const datagram = req({ code: 'GET', messageId: 6, options: [{ name: 'Block2', value: encodeBlock({ num: 0, more: false, szx: 2 }) }] });
     h.endpoint.receive(datagram);
     await sleep(60);
@@ -99,7 +122,13 @@ describe('CoAP endpoint: reliability and deduplication', () => {
   });
 
   it('gives up after MAX_RETRANSMIT retransmissions with doubling waits', async () => {
-    const h = harness(async () => { await sleep(30); return { code: '2.05' }; }, { piggybackMs: 1, ackTimeoutMs: 10, ackRandomFactor: 1, maxRetransmit: 4 });
+    const h = harness(
+      async () => {
+        await sleep(30);
+        return { code: '2.05' };
+      },
+      { piggybackMs: 1, ackTimeoutMs: 10, ackRandomFactor: 1, maxRetransmit: 4 },
+    );
     const gaveUp: number[] = [];
     h.endpoint.on('giveUp', (id: number) => gaveUp.push(id));
     h.endpoint.receive(req({ code: 'GET', messageId: 1 }));
@@ -124,14 +153,25 @@ describe('CoAP endpoint: reliability and deduplication', () => {
 
   it('a NON request with No-Response (RFC 7967) gets no response of the classes it declines', async () => {
     const h = harness(async (r) => ({ code: r.payload.toString() }));
-    const non = (id: number, mask: number, code: string) => generate({ confirmable: false, code: 'POST', messageId: id, token: Buffer.from([id]), options: [{ name: 'No-Response', value: encodeUint(mask) }], payload: Buffer.from(code) });
+    const non = (id: number, mask: number, code: string) =>
+      generate({
+        confirmable: false,
+        code: 'POST',
+        messageId: id,
+        token: Buffer.from([id]),
+        options: [{ name: 'No-Response', value: encodeUint(mask) }],
+        payload: Buffer.from(code),
+      });
     h.endpoint.receive(non(1, 2, '2.04')); // declines 2.xx
     h.endpoint.receive(non(2, 2, '4.00')); // declines 2.xx only: 4.00 comes
     h.endpoint.receive(non(3, 26, '5.00')); // declines all
     h.endpoint.receive(non(4, 0, '2.05')); // 0: interested in everything
     await sleep(30);
     expect(h.calls).toHaveLength(4);
-    expect(h.parsed().map((p) => [p.code, p.token[0]])).toEqual([['4.00', 2], ['2.05', 4]]);
+    expect(h.parsed().map((p) => [p.code, p.token[0]])).toEqual([
+      ['4.00', 2],
+      ['2.05', 4],
+    ]);
   });
 
   it('remembers at most maxDedupEntries message ids', async () => {
@@ -173,7 +213,7 @@ describe('CoAP endpoint: reliability and deduplication', () => {
     expect(h.endpoint.idle).toBe(true);
   });
 
-  it('refused requests take no room in a shared DedupLimit: another peer\'s message ids stay', async () => {
+  it("refused requests take no room in a shared DedupLimit: another peer's message ids stay", async () => {
     const limit = new DedupLimit(2);
     const a = harness(async () => ({ code: '2.04' }), { dedupLimit: limit });
     const b = harness(async () => ({ code: '2.04' }), { dedupLimit: limit, admit: () => ({ code: '4.01' }) });
@@ -194,7 +234,10 @@ describe('CoAP endpoint: reliability and deduplication', () => {
 
   it('a peer with maxInFlight requests running gets 5.03 with Max-Age for the next, and is served again after', async () => {
     const releases: (() => void)[] = [];
-    const h = harness((r) => new Promise((resolve) => releases.push(() => resolve({ code: '2.04', payload: r.payload }))), { maxInFlight: 2, piggybackMs: 5000 });
+    const h = harness((r) => new Promise((resolve) => releases.push(() => resolve({ code: '2.04', payload: r.payload }))), {
+      maxInFlight: 2,
+      piggybackMs: 5000,
+    });
     for (let id = 1; id <= 3; id++) h.endpoint.receive(req({ code: 'POST', messageId: id, payload: Buffer.from([id]) }));
     expect(h.parsed().map((p) => [p.code, p.messageId])).toEqual([['5.03', 3]]);
     expect(decodeUint(opt(h.parsed()[0], 'Max-Age')!)).toBe(1);
@@ -209,7 +252,9 @@ describe('CoAP endpoint: reliability and deduplication', () => {
   });
 
   it('a handler that throws before returning a promise answers 5.00 and leaves nothing pending', async () => {
-    const h = harness((() => { throw new Error('at once'); }) as () => Promise<CoapResponse>);
+    const h = harness((() => {
+      throw new Error('at once');
+    }) as () => Promise<CoapResponse>);
     h.endpoint.receive(req({ code: 'POST', messageId: 3 }));
     await waitFor(() => h.sent.length === 1);
     expect(parse(h.sent[0])).toMatchObject({ code: '5.00', ack: true });
@@ -218,7 +263,16 @@ describe('CoAP endpoint: reliability and deduplication', () => {
 
   it('a diagnostic that throws while answering a failed handler is emitted as failure, nothing left pending', async () => {
     const failures: string[] = [];
-    const h = harness(async () => { throw new Error('handler'); }, { diagnostic: () => { throw new Error('diagnostic'); } });
+    const h = harness(
+      async () => {
+        throw new Error('handler');
+      },
+      {
+        diagnostic: () => {
+          throw new Error('diagnostic');
+        },
+      },
+    );
     h.endpoint.on('failure', (err: Error) => failures.push(err.message));
     h.endpoint.receive(req({ code: 'POST', messageId: 3 }));
     await waitFor(() => failures.length === 1);
@@ -227,7 +281,9 @@ describe('CoAP endpoint: reliability and deduplication', () => {
   });
 
   it('a handler that throws answers 5.00', async () => {
-    const h = harness(async () => { throw new Error('boom'); });
+    const h = harness(async () => {
+      throw new Error('boom');
+    });
     h.endpoint.receive(req({ code: 'POST', messageId: 3 }));
     await waitFor(() => h.sent.length === 1);
     expect(parse(h.sent[0])).toMatchObject({ code: '5.00', ack: true });
@@ -250,9 +306,17 @@ describe('CoAP endpoint: malformed and unexpected messages', () => {
       expect(() => h.endpoint.receive(junk)).not.toThrow();
     }
     expect(h.sent.slice(0, 4)).toEqual([
-      Buffer.from([0x70, 0, 0, 2]), Buffer.from([0x70, 0, 0, 3]), Buffer.from([0x70, 0, 0, 5]), Buffer.from([0x70, 0, 0, 6]),
+      Buffer.from([0x70, 0, 0, 2]),
+      Buffer.from([0x70, 0, 0, 3]),
+      Buffer.from([0x70, 0, 0, 5]),
+      Buffer.from([0x70, 0, 0, 6]),
     ]);
-    expect(h.malformed.slice(0, 4)).toEqual(['shorter than the 4-byte header', 'unknown version', 'token length 9..15 is reserved', 'option value runs past the datagram']);
+    expect(h.malformed.slice(0, 4)).toEqual([
+      'shorter than the 4-byte header',
+      'unknown version',
+      'token length 9..15 is reserved',
+      'option value runs past the datagram',
+    ]);
     const before = h.sent.length;
     h.endpoint.receive(req({ code: 'GET', messageId: 4242 }));
     await waitFor(() => h.sent.length === before + 1);
@@ -263,7 +327,16 @@ describe('CoAP endpoint: malformed and unexpected messages', () => {
     const h = harness(async () => ({ code: '2.05' }));
     h.endpoint.receive(req({ code: 'GET', messageId: 1, options: [{ name: '9', value: Buffer.from([1]) }] }));
     h.endpoint.receive(req({ code: 'GET', messageId: 2, options: [{ name: 'Proxy-Uri', value: Buffer.from('coap://x/') }] }));
-    h.endpoint.receive(req({ code: 'GET', messageId: 3, options: [{ name: '258', value: Buffer.from([2]) }, { name: '65000', value: Buffer.from([1]) }] })); // elective ones are fine
+    h.endpoint.receive(
+      req({
+        code: 'GET',
+        messageId: 3,
+        options: [
+          { name: '258', value: Buffer.from([2]) },
+          { name: '65000', value: Buffer.from([1]) },
+        ],
+      }),
+    ); // elective ones are fine
     await waitFor(() => h.sent.length === 3);
     expect(h.parsed().map((p) => p.code)).toEqual(['4.02', '5.05', '2.05']);
     expect(h.calls).toHaveLength(1);
@@ -377,10 +450,18 @@ describe('CoAP endpoint: block-wise transfers (RFC 7959)', () => {
 
   it('admit refuses a request before any block is buffered', async () => {
     const budget = new UploadBudget(1000);
-    const h = harness(async () => ({ code: '2.04' }), { uploadBudget: budget, admit: (r) => (r.options.some((o) => o.name === 'Uri-Query') ? null : { code: '4.01', payload: Buffer.from('who?') }) });
+    const h = harness(async () => ({ code: '2.04' }), {
+      uploadBudget: budget,
+      admit: (r) => (r.options.some((o) => o.name === 'Uri-Query') ? null : { code: '4.01', payload: Buffer.from('who?') }),
+    });
     h.endpoint.receive(req({ code: 'POST', messageId: 1, options: [block1(0, true, 0)], payload: Buffer.alloc(16) }));
-    h.endpoint.receive(req({ code: 'POST', messageId: 2, options: [{ name: 'Uri-Query', value: Buffer.from('id=x') }, block1(0, true, 0)], payload: Buffer.alloc(16) }));
-    expect(h.parsed().map((p) => [p.code, p.payload.toString()])).toEqual([['4.01', 'who?'], ['2.31', '']]);
+    h.endpoint.receive(
+      req({ code: 'POST', messageId: 2, options: [{ name: 'Uri-Query', value: Buffer.from('id=x') }, block1(0, true, 0)], payload: Buffer.alloc(16) }),
+    );
+    expect(h.parsed().map((p) => [p.code, p.payload.toString()])).toEqual([
+      ['4.01', 'who?'],
+      ['2.31', ''],
+    ]);
     expect(budget.available).toBe(984);
     expect(h.calls).toHaveLength(0);
   });
@@ -430,10 +511,11 @@ async function boundSocket(): Promise<dgram.Socket> {
 }
 
 /** Sends `datagram` from `client` to `server` and resolves with the first datagram back. */
-const ask = (client: dgram.Socket, server: dgram.Socket, datagram: Buffer) => new Promise<Buffer>((resolve) => {
-  client.once('message', resolve);
-  client.send(datagram, server.address().port, '127.0.0.1');
-});
+const ask = (client: dgram.Socket, server: dgram.Socket, datagram: Buffer) =>
+  new Promise<Buffer>((resolve) => {
+    client.once('message', resolve);
+    client.send(datagram, server.address().port, '127.0.0.1');
+  });
 
 describe('CoAP over a plain UDP socket', () => {
   it('holds at most maxPeers peers: a new one evicts the longest idle', async () => {
@@ -456,8 +538,11 @@ describe('CoAP over a plain UDP socket', () => {
   it('an exception while handling a datagram is emitted as failure; the listener keeps serving', async () => {
     const socket = await boundSocket();
     const server = new CoapUdpServer({
-      socket, handler: async () => ({ code: '2.05', payload: Buffer.from('fine') }),
-      diagnostic: () => { throw new Error('diagnostic broke'); },
+      socket,
+      handler: async () => ({ code: '2.05', payload: Buffer.from('fine') }),
+      diagnostic: () => {
+        throw new Error('diagnostic broke');
+      },
     });
     const failures: string[] = [];
     server.on('failure', (err: Error) => failures.push(err.message));
@@ -481,7 +566,9 @@ describe('CoAP over a plain UDP socket', () => {
     const server = new CoapUdpServer({ socket, admit: () => ({ code: '4.01' }), handler: async () => ({ code: '2.05' }) });
     const client = await boundSocket();
     let answers = 0;
-    client.on('message', () => { answers++; });
+    client.on('message', () => {
+      answers++;
+    });
     try {
       for (let id = 1; id <= 20; id++) client.send(req({ code: 'POST', messageId: id }), socket.address().port, '127.0.0.1');
       client.send(Buffer.from([0x40, 0, 0, 99]), socket.address().port, '127.0.0.1'); // ping
@@ -518,10 +605,15 @@ describe('CoAP over a plain UDP socket', () => {
     const server = new CoapUdpServer({ socket, handler: async (r, peer) => ({ code: '2.05', payload: Buffer.from(`${peer.port}:${r.payload}`) }) });
     const clients = await Promise.all([0, 1].map(() => boundSocket()));
     try {
-      const answers = await Promise.all(clients.map((c, i) => new Promise<string>((resolve) => {
-        c.once('message', (m) => resolve(parse(m).payload.toString()));
-        c.send(req({ code: 'POST', messageId: 1, payload: Buffer.from(`c${i}`) }), socket.address().port, '127.0.0.1');
-      })));
+      const answers = await Promise.all(
+        clients.map(
+          (c, i) =>
+            new Promise<string>((resolve) => {
+              c.once('message', (m) => resolve(parse(m).payload.toString()));
+              c.send(req({ code: 'POST', messageId: 1, payload: Buffer.from(`c${i}`) }), socket.address().port, '127.0.0.1');
+            }),
+        ),
+      );
       expect(answers).toEqual(clients.map((c, i) => `${c.address().port}:c${i}`));
       expect(server.peerCount).toBe(2);
     } finally {

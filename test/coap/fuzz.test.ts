@@ -20,16 +20,28 @@ beforeAll(async () => {
   world = await startCoapWorld({ COAP_PORT: '0', COAP_PLAIN_IDENTITIES: identity }, identity);
   plainPort = world.service.coap!.coapPort()!;
 });
-afterAll(async () => { await world?.close(); });
+afterAll(async () => {
+  await world?.close();
+});
 
 /** A report of the listed identity over plain CoAP: the service's answer. */
 async function honestReport(messageId: number): Promise<{ code: string; body: unknown; m: string }> {
   const r = report(5);
-  const answer = await plainExchange(plainPort, generate({
-    confirmable: true, code: 'POST', messageId, token: Buffer.from('ok'),
-    options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Uri-Query', value: Buffer.from(`psk-identity=${identity}`) }, { name: 'Content-Format', value: encodeUint(50) }],
-    payload: Buffer.from(r.body),
-  }));
+  const answer = await plainExchange(
+    plainPort,
+    generate({
+      confirmable: true,
+      code: 'POST',
+      messageId,
+      token: Buffer.from('ok'),
+      options: [
+        { name: 'Uri-Path', value: Buffer.from('report') },
+        { name: 'Uri-Query', value: Buffer.from(`psk-identity=${identity}`) },
+        { name: 'Content-Format', value: encodeUint(50) },
+      ],
+      payload: Buffer.from(r.body),
+    }),
+  );
   return { code: answer.code, body: JSON.parse(answer.payload.toString()), m: r.m };
 }
 
@@ -66,8 +78,13 @@ describe('the CoAP exchange layer past admission under fuzz', () => {
     await new Promise<void>((r) => socket.bind(0, '127.0.0.1', r));
     // answers three times the request's body: large ones go out in Block2 blocks and are kept for the next block
     const server = new CoapUdpServer({
-      socket, maxBodyBytes: 4096,
-      handler: async (req) => ({ code: '2.05', options: [{ name: 'Content-Format', value: encodeUint(42) }], payload: Buffer.alloc(Math.min(3 * req.payload.length, 8000), 0x61) }),
+      socket,
+      maxBodyBytes: 4096,
+      handler: async (req) => ({
+        code: '2.05',
+        options: [{ name: 'Content-Format', value: encodeUint(42) }],
+        payload: Buffer.alloc(Math.min(3 * req.payload.length, 8000), 0x61),
+      }),
     });
     const failures: Error[] = [];
     server.on('failure', (err: Error) => failures.push(err));
@@ -80,7 +97,11 @@ describe('the CoAP exchange layer past admission under fuzz', () => {
       await new Promise<void>((r) => client.bind(0, '127.0.0.1', r));
       const answer = await new Promise<Buffer>((resolve) => {
         client.once('message', resolve);
-        client.send(generate({ confirmable: true, code: 'POST', messageId: 9, token: Buffer.from('ok'), payload: Buffer.from('abc') }), socket.address().port, '127.0.0.1');
+        client.send(
+          generate({ confirmable: true, code: 'POST', messageId: 9, token: Buffer.from('ok'), payload: Buffer.from('abc') }),
+          socket.address().port,
+          '127.0.0.1',
+        );
       });
       expect(parse(answer)).toMatchObject({ ack: true, code: '2.05', messageId: 9 });
       expect(parse(answer).payload.toString()).toBe('aaaaaaaaa');
@@ -103,10 +124,17 @@ describe('a DTLS session of a device carrying fuzzed CoAP', () => {
       const ping = Buffer.from([0x40, 0, pingId >> 8, pingId & 0xff]);
       const reset = Buffer.from([0x70, 0, pingId >> 8, pingId & 0xff]);
       let sentAt = 0;
-      await until(async () => {
-        if (Date.now() - sentAt > 1000) { peer.send(ping); sentAt = Date.now(); }
-        return peer.raw.some((m) => m.equals(reset));
-      }, Boolean, `the Reset to ping ${pingId}`);
+      await until(
+        async () => {
+          if (Date.now() - sentAt > 1000) {
+            peer.send(ping);
+            sentAt = Date.now();
+          }
+          return peer.raw.some((m) => m.equals(reset));
+        },
+        Boolean,
+        `the Reset to ping ${pingId}`,
+      );
     };
     try {
       // the session reaches the exchange layer once its device is looked up
@@ -127,10 +155,19 @@ describe('a DTLS session of a device carrying fuzzed CoAP', () => {
     const honest = await DtlsCoapPeer.connect(world.coapsPort, world.device.identity, Buffer.from(world.device.key));
     try {
       const r = report(6);
-      const answer = await honest.exchange({
-        code: 'POST', messageId: 1, token: Buffer.from('ok'),
-        options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: encodeUint(50) }], payload: Buffer.from(r.body),
-      }, 30_000);
+      const answer = await honest.exchange(
+        {
+          code: 'POST',
+          messageId: 1,
+          token: Buffer.from('ok'),
+          options: [
+            { name: 'Uri-Path', value: Buffer.from('report') },
+            { name: 'Content-Format', value: encodeUint(50) },
+          ],
+          payload: Buffer.from(r.body),
+        },
+        30_000,
+      );
       expect(answer.code).toBe('2.05');
       expect(JSON.parse(answer.payload.toString())).toEqual({ ok: true, device: world.device.identity, m: r.m });
     } finally {

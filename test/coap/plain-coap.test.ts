@@ -13,7 +13,9 @@ beforeAll(async () => {
   world = await startCoapWorld({ COAP_PORT: '0', COAP_PLAIN_IDENTITIES: `someone-else, ${identity}` }, identity);
   plainPort = world.service.coap!.coapPort()!;
 });
-afterAll(async () => { await world?.close(); });
+afterAll(async () => {
+  await world?.close();
+});
 
 const exchangeRaw = (datagram: Buffer): Promise<Buffer[]> => plainExchangeRaw(plainPort, datagram);
 const exchange = (datagram: Buffer): Promise<ParsedPacket> => plainExchange(plainPort, datagram);
@@ -31,16 +33,34 @@ function manyOptions(count: number, first: number, step: number): Buffer {
   return Buffer.from([0x41, 0x02, 0x12, 0x34, 0x70, ...options]);
 }
 
-const post = (query: string[], body: string) => generate({
-  confirmable: true, code: 'POST', messageId: 1, token: Buffer.from('p'),
-  options: [{ name: 'Uri-Path', value: Buffer.from('report') }, ...query.map((q) => ({ name: 'Uri-Query' as const, value: Buffer.from(q) })), { name: 'Content-Format', value: encodeUint(50) }],
-  payload: Buffer.from(body),
-});
+const post = (query: string[], body: string) =>
+  generate({
+    confirmable: true,
+    code: 'POST',
+    messageId: 1,
+    token: Buffer.from('p'),
+    options: [
+      { name: 'Uri-Path', value: Buffer.from('report') },
+      ...query.map((q) => ({ name: 'Uri-Query' as const, value: Buffer.from(q) })),
+      { name: 'Content-Format', value: encodeUint(50) },
+    ],
+    payload: Buffer.from(body),
+  });
 
 describe('plain CoAP listener', () => {
   it('coap-client-openssl: a listed identity reports over plain CoAP; the handler sees protocol coap without the identity parameter', async () => {
     const r = report(8);
-    const res = await run('coap-client-openssl', ['-B', '10', '-m', 'post', '-t', '50', '-e', r.body, `coap://127.0.0.1:${plainPort}/report?psk-identity=${identity}`]);
+    const res = await run('coap-client-openssl', [
+      '-B',
+      '10',
+      '-m',
+      'post',
+      '-t',
+      '50',
+      '-e',
+      r.body,
+      `coap://127.0.0.1:${plainPort}/report?psk-identity=${identity}`,
+    ]);
     expect(JSON.parse(res.stdout)).toEqual({ ok: true, device: identity, m: r.m });
     expect(await storedAt(world, r.t)).toEqual([8000]);
     const runs = await runsLogging(world.api, `m=${r.m}`);

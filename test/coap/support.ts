@@ -71,7 +71,12 @@ export interface CoapWorld {
  * Starts the whole service (`all`; `prepare` may adjust its context first) and provisions a quantity, a report type, a device type and a PSK device.
  * The handler's /slow and /slowbig take COAP_PIGGYBACK_MS + 400 ms, or `slowMs`.
  */
-export async function startCoapWorld(overrides: Record<string, string> = {}, identity = `coap-${randomBytes(4).toString('hex')}`, prepare?: (ctx: AppContext) => void, slowMs?: number): Promise<CoapWorld> {
+export async function startCoapWorld(
+  overrides: Record<string, string> = {},
+  identity = `coap-${randomBytes(4).toString('hex')}`,
+  prepare?: (ctx: AppContext) => void,
+  slowMs?: number,
+): Promise<CoapWorld> {
   const settings = { SANDBOX_TIMEOUT_MS: '2000', DEVICE_BODY_LIMIT_BYTES: '4096', COAP_PIGGYBACK_MS: '300', ...overrides };
   slowMs ??= Number(settings.COAP_PIGGYBACK_MS) + 400;
   const ctx = await testContext(settings);
@@ -80,32 +85,54 @@ export async function startCoapWorld(overrides: Record<string, string> = {}, ide
   const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
   const quantity = await api.request('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: -3 });
   const reportType = await api.request('POST', '/supplier-report-type/', {
-    name: 'Voltage report', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const QUANTITY = "${quantity.body.hashId}";\n${PARSER}`,
+    name: 'Voltage report',
+    fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+    parser: `const QUANTITY = "${quantity.body.hashId}";\n${PARSER}`,
   });
   expect(reportType.status).toBe(200);
   const deviceType = await api.request('POST', '/device-type/', {
-    name: 'CoAP logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId).replace('__SLOW_MS__', String(slowMs)),
-    fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [],
+    name: 'CoAP logger',
+    eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId).replace('__SLOW_MS__', String(slowMs)),
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }],
+    commandTypeHashIds: [],
   });
   expect(deviceType.status).toBe(200);
   const newDevice = async () => {
     const type = await api.request('POST', '/device-type/', {
-      name: 'CoAP logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId).replace('__SLOW_MS__', String(slowMs)),
-      fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [],
+      name: 'CoAP logger',
+      eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId).replace('__SLOW_MS__', String(slowMs)),
+      fieldConfigurations: [],
+      pinGroupFieldConfigurations: [],
+      channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }],
+      commandTypeHashIds: [],
     });
     expect(type.status).toBe(200);
     const id = `coap-${randomBytes(4).toString('hex')}`;
     const k = randomBytes(8).toString('hex');
-    const device = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type.body.hashId, psk: Buffer.from(k).toString('hex'), pskIdentity: id });
+    const device = await api.request('POST', '/device/psk', {
+      supplierDeviceIdentifier: id,
+      deviceTypeHashId: type.body.hashId,
+      psk: Buffer.from(k).toString('hex'),
+      pskIdentity: id,
+    });
     expect(device.status).toBe(200);
     return { hashId: device.body.hashId, identity: id, key: k, typeHashId: type.body.hashId };
   };
   const key = randomBytes(8).toString('hex');
   const keyHex = Buffer.from(key, 'ascii').toString('hex');
-  const added = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: deviceType.body.hashId, psk: keyHex, pskIdentity: identity });
+  const added = await api.request('POST', '/device/psk', {
+    supplierDeviceIdentifier: identity,
+    deviceTypeHashId: deviceType.body.hashId,
+    psk: keyHex,
+    pskIdentity: identity,
+  });
   expect(added.status).toBe(200);
   return {
-    ctx, service, api,
+    ctx,
+    service,
+    api,
     device: { hashId: added.body.hashId, identity, key, keyHex },
     deviceTypeHashId: deviceType.body.hashId,
     reportTypeHashId: reportType.body.hashId,
@@ -130,30 +157,48 @@ export function report(v: number): { body: string; t: number; m: string } {
 /** The measurements stored for the device (the world's PSK device unless another is named) at generation time `t`. */
 export async function storedAt(world: CoapWorld, t: number, deviceHashId = world.device.hashId): Promise<number[]> {
   const { rows } = await world.ctx.db.query<{ significand: number }>(
-    'SELECT m.significand FROM measurement m JOIN device d ON d.id = m.device_id WHERE d.hash_id = $1 AND m.generated_at = $2', [deviceHashId, new Date(t)]);
+    'SELECT m.significand FROM measurement m JOIN device d ON d.id = m.device_id WHERE d.hash_id = $1 AND m.generated_at = $2',
+    [deviceHashId, new Date(t)],
+  );
   return rows.map((r) => r.significand);
 }
 
-export interface ActivityDetails { hashId: string; triggerType: string; failed: boolean; log: { type: string; message: string }[]; activities: { triggerType: string; failed: boolean }[] }
+export interface ActivityDetails {
+  hashId: string;
+  triggerType: string;
+  failed: boolean;
+  log: { type: string; message: string }[];
+  activities: { triggerType: string; failed: boolean }[];
+}
 
 /** The handler runs (newest first, up to 50) whose log contains `text`. */
 export async function runsLogging(api: RestClient, text: string): Promise<ActivityDetails[]> {
   const list = await api.request<{ rows: { activity: { hashId: string; triggerType: string } }[] }>('GET', '/supplier-activity/?rowsPerPage=50');
   expect(list.status).toBe(200);
   const runs = list.body.rows.filter((r) => r.activity.triggerType === 'handleIncomingRequest');
-  const details = await Promise.all(runs.map(async (r) => (await api.request<{ activity: ActivityDetails }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
+  const details = await Promise.all(
+    runs.map(async (r) => (await api.request<{ activity: ActivityDetails }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity),
+  );
   return details.filter((a) => a.log.some((l) => l.message.includes(text)));
 }
 
-export interface ProcessResult { stdout: string; stderr: string; code: number | null }
+export interface ProcessResult {
+  stdout: string;
+  stderr: string;
+  code: number | null;
+}
 
 export function run(bin: string, args: string[], timeoutMs = 20_000): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(bin, args);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString('latin1'); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString('latin1');
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     child.on('error', reject);
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('close', (code) => {
@@ -287,4 +332,5 @@ export async function plainExchangeRaw(port: number, datagram: Buffer, timeoutMs
 }
 
 /** The answer to one CON request over plain UDP (see plainExchangeRaw). */
-export const plainExchange = async (port: number, datagram: Buffer, timeoutMs?: number): Promise<ParsedPacket> => parse((await plainExchangeRaw(port, datagram, timeoutMs)).at(-1)!);
+export const plainExchange = async (port: number, datagram: Buffer, timeoutMs?: number): Promise<ParsedPacket> =>
+  parse((await plainExchangeRaw(port, datagram, timeoutMs)).at(-1)!);

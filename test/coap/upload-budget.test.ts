@@ -6,17 +6,27 @@ import { DtlsCoapPeer, report, startCoapWorld, type CoapWorld } from './support.
 
 let world: CoapWorld;
 // 1024-byte bodies: the listener's budget is 64 of them, one block of 1024 holds a whole body's share
-beforeAll(async () => { world = await startCoapWorld({ DEVICE_BODY_LIMIT_BYTES: '1024' }); });
-afterAll(async () => { await world?.close(); });
+beforeAll(async () => {
+  world = await startCoapWorld({ DEVICE_BODY_LIMIT_BYTES: '1024' });
+});
+afterAll(async () => {
+  await world?.close();
+});
 
 const firstBlock = (path: string, messageId: number) => ({
-  confirmable: true, code: 'POST' as const, messageId, token: Buffer.from(`${path}${messageId}`),
-  options: [{ name: 'Uri-Path' as const, value: Buffer.from(path) }, { name: 'Block1' as const, value: encodeBlock({ num: 0, more: true, szx: 6 }) }],
+  confirmable: true,
+  code: 'POST' as const,
+  messageId,
+  token: Buffer.from(`${path}${messageId}`),
+  options: [
+    { name: 'Uri-Path' as const, value: Buffer.from(path) },
+    { name: 'Block1' as const, value: encodeBlock({ num: 0, more: true, szx: 6 }) },
+  ],
   payload: Buffer.alloc(1024, 0x20),
 });
 
 describe('coaps Block1 upload budget', () => {
-  it('32 sessions of one device, each starting two uploads and abandoning them, leave room for another device\'s upload', async () => {
+  it("32 sessions of one device, each starting two uploads and abandoning them, leave room for another device's upload", async () => {
     const peers: DtlsCoapPeer[] = [];
     try {
       const codes: string[] = [];
@@ -34,8 +44,15 @@ describe('coaps Block1 upload budget', () => {
       peers.push(peer);
       const r = report(4);
       const block = (num: number, more: boolean, payload: Buffer) => ({
-        confirmable: true, code: 'POST' as const, messageId: 7000 + num, token: Buffer.from([num, 7]),
-        options: [{ name: 'Uri-Path' as const, value: Buffer.from('report') }, { name: 'Content-Format' as const, value: encodeUint(50) }, { name: 'Block1' as const, value: encodeBlock({ num, more, szx: 5 }) }],
+        confirmable: true,
+        code: 'POST' as const,
+        messageId: 7000 + num,
+        token: Buffer.from([num, 7]),
+        options: [
+          { name: 'Uri-Path' as const, value: Buffer.from('report') },
+          { name: 'Content-Format' as const, value: encodeUint(50) },
+          { name: 'Block1' as const, value: encodeBlock({ num, more, szx: 5 }) },
+        ],
         payload,
       });
       // the limit is 1024 bytes: two blocks of 512 fill it, so the report goes in 512-byte blocks, a shorter body

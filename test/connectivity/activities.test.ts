@@ -5,35 +5,52 @@ import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addDeviceType, findAll } from './fixtures.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface Summary { activity: { hashId: string; createdAt: string; triggerType: string; failed: boolean }; device: { hashId: string } | null; deviceType: { hashId: string } | null }
+interface Summary {
+  activity: { hashId: string; createdAt: string; triggerType: string; failed: boolean };
+  device: { hashId: string } | null;
+  deviceType: { hashId: string } | null;
+}
 
 async function ids(client: ApiClient, deviceTypeHashId: string, deviceHashId: string) {
   const { rows } = await api.ctx.db.query<{ env: number; type: number; device: number }>(
     `SELECT e.id AS env, t.id AS type, d.id AS device FROM environment e JOIN device_type t ON t.environment_id = e.id
        JOIN device d ON d.device_type_id = t.id WHERE e.hash_id = $1 AND t.hash_id = $2 AND d.hash_id = $3`,
-    [client.environmentHashId, deviceTypeHashId, deviceHashId]);
+    [client.environmentHashId, deviceTypeHashId, deviceHashId],
+  );
   return rows[0];
 }
 
 async function setUp(client: ApiClient) {
   const deviceTypeHashId = await addDeviceType(client);
-  const add = await client.request<{ hashId: string }>('POST', '/device/psk',
-    { supplierDeviceIdentifier: `dev-${newHashId()}`, deviceTypeHashId, psk: '0011', pskIdentity: `act-${newHashId(16)}` });
+  const add = await client.request<{ hashId: string }>('POST', '/device/psk', {
+    supplierDeviceIdentifier: `dev-${newHashId()}`,
+    deviceTypeHashId,
+    psk: '0011',
+    pskIdentity: `act-${newHashId(16)}`,
+  });
   return { deviceTypeHashId, deviceHashId: add.body.hashId, ...(await ids(client, deviceTypeHashId, add.body.hashId)) };
 }
 
 function row(environmentId: number, deviceId: number | null, deviceTypeId: number | null, more: Partial<ActivityRow> = {}): ActivityRow {
   return {
-    hashId: newHashId(), environmentId, deviceId, deviceTypeId,
+    hashId: newHashId(),
+    environmentId,
+    deviceId,
+    deviceTypeId,
     triggerType: 'handleIncomingRequest',
     triggerData: { webRequest: { method: 'POST', url: { path: '/' } } },
     failed: false,
     log: [{ type: 'log', message: 'hello' }],
     activities: [{ triggerType: 'parseReport', failed: false }],
-    startedAt: new Date('2024-05-01T10:00:00.000Z'), finishedAt: new Date('2024-05-01T10:00:00.050Z'),
+    startedAt: new Date('2024-05-01T10:00:00.000Z'),
+    finishedAt: new Date('2024-05-01T10:00:00.050Z'),
     ...more,
   };
 }
@@ -56,7 +73,11 @@ describe('supplier activities', () => {
       deviceType: expect.objectContaining({ hashId: s.deviceTypeHashId }),
       // the SDK's shape of the stored activity: test/connectivity/sdk-shapes.test.ts
       activity: expect.objectContaining({
-        hashId: first.hashId, rootActivityHashId: first.hashId, createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), triggerType: 'handleIncomingRequest', failed: true,
+        hashId: first.hashId,
+        rootActivityHashId: first.hashId,
+        createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        triggerType: 'handleIncomingRequest',
+        failed: true,
         log: [{ type: 'error', message: 'boom at line 3' }],
         activities: [expect.objectContaining({ triggerType: 'parseReport', failed: false, rootActivityHashId: first.hashId })],
       }),
@@ -114,7 +135,7 @@ describe('supplier activities', () => {
     expect(get.body.deviceType.hashId).toBe(s.deviceTypeHashId);
   });
 
-  it('keeps environments apart: B cannot see A\'s activities', async () => {
+  it("keeps environments apart: B cannot see A's activities", async () => {
     const a = await api.login('connectivity');
     const b = await api.login('connectivity');
     const s = await setUp(a);
@@ -128,7 +149,8 @@ describe('supplier activities', () => {
 });
 
 /** An activity's triggerData as stored (activity get shows it in the SDK's shapes, src/connectivity/activities/view.ts). */
-const storedTriggerData = async (hashId: string) => (await api.ctx.db.query<{ trigger_data: unknown }>('SELECT trigger_data FROM supplier_activity WHERE hash_id = $1', [hashId])).rows[0].trigger_data;
+const storedTriggerData = async (hashId: string) =>
+  (await api.ctx.db.query<{ trigger_data: unknown }>('SELECT trigger_data FROM supplier_activity WHERE hash_id = $1', [hashId])).rows[0].trigger_data;
 
 describe('activities as stored', () => {
   it('a batch with a NUL, a lone surrogate and JSON too deep to serialise stores every row, each saying what was changed', async () => {
@@ -142,7 +164,8 @@ describe('activities as stored', () => {
     const plain = row(s.env, s.device, s.type);
     await insertActivities(api.ctx.db, [nul, surrogate, tooDeep, plain]);
 
-    const get = async (hashId: string) => (await c.request<{ activity: { log: { type: string; message: string }[]; triggerData: unknown } }>('GET', `/supplier-activity/${hashId}`)).body.activity;
+    const get = async (hashId: string) =>
+      (await c.request<{ activity: { log: { type: string; message: string }[]; triggerData: unknown } }>('GET', `/supplier-activity/${hashId}`)).body.activity;
     expect((await get(nul.hashId)).log).toEqual([
       { type: 'log', message: 'a\ufffdb' },
       { type: 'error', message: '1 character that cannot be stored (NUL, unpaired surrogate) in this activity replaced by U+FFFD' },
@@ -165,7 +188,12 @@ describe('activities as stored', () => {
       activities: [{ triggerType: 'parseReport', failed: false, log: [], triggerData: { payload: 'p'.repeat(5000) } }],
     });
     await insertActivities(api.ctx.db, [big], 8000);
-    const { activity } = (await c.request<{ activity: { log: { type: string; message: string }[]; triggerData: unknown; activities: { triggerData: unknown }[] } }>('GET', `/supplier-activity/${big.hashId}`)).body;
+    const { activity } = (
+      await c.request<{ activity: { log: { type: string; message: string }[]; triggerData: unknown; activities: { triggerData: unknown }[] } }>(
+        'GET',
+        `/supplier-activity/${big.hashId}`,
+      )
+    ).body;
     expect(await storedTriggerData(big.hashId)).toEqual({ request: 'r'.repeat(3000) });
     expect(activity.activities[0].triggerData).toMatchObject({ truncated: true, limit: 8000, reason: 'ACTIVITY_MAX_BYTES' });
     const logs = activity.log.filter((l) => l.type === 'log');
@@ -175,7 +203,10 @@ describe('activities as stored', () => {
       `${100 - logs.length} more log lines not stored (ACTIVITY_MAX_BYTES: 8000 bytes per activity)`,
       expect.stringMatching(/^this activity is \d+ bytes of JSON, over the limit of 8000 \(ACTIVITY_MAX_BYTES\): 2 parts stored cut short/),
     ]);
-    const { rows } = await api.ctx.db.query<{ bytes: number }>('SELECT octet_length(trigger_data::text) + octet_length(log::text) + octet_length(activities::text) AS bytes FROM supplier_activity WHERE hash_id = $1', [big.hashId]);
+    const { rows } = await api.ctx.db.query<{ bytes: number }>(
+      'SELECT octet_length(trigger_data::text) + octet_length(log::text) + octet_length(activities::text) AS bytes FROM supplier_activity WHERE hash_id = $1',
+      [big.hashId],
+    );
     expect(rows[0].bytes).toBeLessThan(9000);
   });
 });

@@ -5,17 +5,28 @@ import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addDeviceType, expectParameterError, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface Tokens { claimTokens: { deviceHashId: string; claimToken: string }[] }
+interface Tokens {
+  claimTokens: { deviceHashId: string; claimToken: string }[];
+}
 
 async function devices(c: ApiClient, n: number): Promise<string[]> {
   const type = await addDeviceType(c);
   const out: string[] = [];
   for (let i = 0; i < n; i++) {
     const id = `claim-${randomBytes(6).toString('hex')}`;
-    const r = await c.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type, psk: 'abcd'.repeat(4), pskIdentity: id });
+    const r = await c.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: id,
+      deviceTypeHashId: type,
+      psk: 'abcd'.repeat(4),
+      pskIdentity: id,
+    });
     expect(r.status).toBe(200);
     out.push(r.body.hashId);
   }
@@ -38,7 +49,9 @@ describe('claim tokens', () => {
     }
     expect(first.body.claimTokens[0].claimToken).not.toBe(first.body.claimTokens[1].claimToken);
     const stored = await api.ctx.db.query<{ token_sha256: Buffer }>(
-      'SELECT t.token_sha256 FROM device_claim_token t JOIN device d ON d.id = t.device_id WHERE d.hash_id = $1', [d1]);
+      'SELECT t.token_sha256 FROM device_claim_token t JOIN device d ON d.id = t.device_id WHERE d.hash_id = $1',
+      [d1],
+    );
     expect(stored.rows).toHaveLength(1);
     expect(stored.rows[0].token_sha256.equals(createHash('sha256').update(first.body.claimTokens[0].claimToken).digest())).toBe(true);
     const everything = JSON.stringify((await api.ctx.db.query('SELECT * FROM device_claim_token')).rows);
@@ -71,7 +84,9 @@ describe('claim tokens', () => {
     expect(refused.status).toBe(409);
     expect(refused.body).toMatchObject({ key: 'conflict_error', message: expect.stringContaining(claimed) });
     expect(refused.body.message).toContain('claimed by a monitoring environment');
-    expect((await api.ctx.db.query('SELECT 1 FROM device_claim_token t JOIN device d ON d.id = t.device_id WHERE d.hash_id = $1', [free])).rows).toHaveLength(0);
+    expect((await api.ctx.db.query('SELECT 1 FROM device_claim_token t JOIN device d ON d.id = t.device_id WHERE d.hash_id = $1', [free])).rows).toHaveLength(
+      0,
+    );
 
     const del = await c.request<ErrorBody>('POST', '/device/delete', { hashIds: [free, claimed] });
     expect(del.status).toBe(409);
@@ -90,7 +105,14 @@ describe('claim tokens', () => {
   it('enforces 1 to 30 deviceHashIds, naming the field', async () => {
     const c = await api.login('connectivity');
     expectParameterError(await getTokens(c, []), 'deviceHashIds', '1');
-    expectParameterError(await getTokens(c, Array.from({ length: 31 }, (_, i) => `d${i}`)), 'deviceHashIds', '30');
+    expectParameterError(
+      await getTokens(
+        c,
+        Array.from({ length: 31 }, (_, i) => `d${i}`),
+      ),
+      'deviceHashIds',
+      '30',
+    );
     expectParameterError(await getTokens(c, { a: 1 }), 'deviceHashIds');
     expectParameterError(await getTokens(c, ['bad id!']), 'deviceHashIds');
     expectParameterError(await c.request('POST', '/device/claim-tokens', {}), 'deviceHashIds');

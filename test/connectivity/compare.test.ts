@@ -27,10 +27,27 @@ afterAll(async () => {
   await closeContext(ctx);
 });
 
-interface RunError { kind: string; message: string; line: number | null; column: number | null }
-interface DryRun { answer: { statusCode: number; body: unknown } | null; error: RunError | null; failed: boolean; calls: { name: string }[] }
+interface RunError {
+  kind: string;
+  message: string;
+  line: number | null;
+  column: number | null;
+}
+interface DryRun {
+  answer: { statusCode: number; body: unknown } | null;
+  error: RunError | null;
+  failed: boolean;
+  calls: { name: string }[];
+}
 interface Compare {
-  runs: { activityHashId: string; deviceHashId: string | null; createdAt: string; current: DryRun; proposed: DryRun; differs: { answer: boolean; reports: boolean; measurements: boolean; failed: boolean } }[];
+  runs: {
+    activityHashId: string;
+    deviceHashId: string | null;
+    createdAt: string;
+    current: DryRun;
+    proposed: DryRun;
+    differs: { answer: boolean; reports: boolean; measurements: boolean; failed: boolean };
+  }[];
   summary: { total: number; differing: number; newlyFailing: number; fixed: number };
 }
 
@@ -57,29 +74,65 @@ const PROPOSED = `function handle(args: Arguments, exec: Exec): IncomingRequestR
   return { statusCode: 200, body: { ok: data.same ? true : 'yes' } };
 }`;
 
-async function supplier(): Promise<{ api: RestClient; typeHashId: string; reportTypeHashId: string; quantityHashId: string; device: { hashId: string; identity: string; key: string } }> {
+async function supplier(): Promise<{
+  api: RestClient;
+  typeHashId: string;
+  reportTypeHashId: string;
+  quantityHashId: string;
+  device: { hashId: string; identity: string; key: string };
+}> {
   const api = await connectivityClient(ctx.db, base);
   const quantity = await api.request<{ hashId: string }>('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: 0 });
-  const reportType = await api.request<{ hashId: string }>('POST', '/supplier-report-type/', { name: 'volts', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: PARSER(quantity.body.hashId) });
+  const reportType = await api.request<{ hashId: string }>('POST', '/supplier-report-type/', {
+    name: 'volts',
+    fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+    parser: PARSER(quantity.body.hashId),
+  });
   const type = await api.request<{ hashId: string }>('POST', '/device-type/', {
-    name: `type ${randomBytes(3).toString('hex')}`, eventHandler: CURRENT.replace('__REPORT_TYPE__', reportType.body.hashId), fieldConfigurations: [], pinGroupFieldConfigurations: [],
-    channels: [{ name: 'A', pinFieldConfigurations: [] }], commandTypeHashIds: [],
+    name: `type ${randomBytes(3).toString('hex')}`,
+    eventHandler: CURRENT.replace('__REPORT_TYPE__', reportType.body.hashId),
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [{ name: 'A', pinFieldConfigurations: [] }],
+    commandTypeHashIds: [],
   });
   expect(type.status).toBe(200);
   const identity = `dev-${randomBytes(6).toString('hex')}`;
   const key = randomBytes(16).toString('hex');
-  const device = await api.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type.body.hashId, psk: key, pskIdentity: identity });
+  const device = await api.request<{ hashId: string }>('POST', '/device/psk', {
+    supplierDeviceIdentifier: identity,
+    deviceTypeHashId: type.body.hashId,
+    psk: key,
+    pskIdentity: identity,
+  });
   expect(device.status).toBe(200);
-  return { api, typeHashId: type.body.hashId, reportTypeHashId: reportType.body.hashId, quantityHashId: quantity.body.hashId, device: { hashId: device.body.hashId, identity, key } };
+  return {
+    api,
+    typeHashId: type.body.hashId,
+    reportTypeHashId: reportType.body.hashId,
+    quantityHashId: quantity.body.hashId,
+    device: { hashId: device.body.hashId, identity, key },
+  };
 }
 
 async function report(d: { identity: string; key: string }, data: unknown): Promise<number> {
-  const out = await opensslPsk({ port: service.https!.port(), identity: d.identity, keyHex: d.key, input: httpRequestText('POST', '/report', JSON.stringify(data)) });
+  const out = await opensslPsk({
+    port: service.https!.port(),
+    identity: d.identity,
+    keyHex: d.key,
+    input: httpRequestText('POST', '/report', JSON.stringify(data)),
+  });
   return parseHttpResponse(out.stdout).status;
 }
 
 const activityCount = async (envHashId: string) =>
-  Number((await ctx.db.query<{ n: string }>('SELECT count(*) AS n FROM supplier_activity a JOIN environment e ON e.id = a.environment_id WHERE e.hash_id = $1', [envHashId])).rows[0].n);
+  Number(
+    (
+      await ctx.db.query<{ n: string }>('SELECT count(*) AS n FROM supplier_activity a JOIN environment e ON e.id = a.environment_id WHERE e.hash_id = $1', [
+        envHashId,
+      ])
+    ).rows[0].n,
+  );
 
 describe('device type compare', () => {
   it('replays the last stored requests with the saved and the proposed handler and says what differs, storing nothing', async () => {
@@ -89,10 +142,16 @@ describe('device type compare', () => {
     expect(await report(s.device, { volts: [2] })).toBe(200);
     expect(await report(s.device, { volts: [3], fail: true })).toBe(500);
     expect(await report(s.device, { volts: [4], same: true })).toBe(200);
-    await until(() => activityCount(s.api.environmentHashId), (n) => n === 4, 'the four runs stored');
+    await until(
+      () => activityCount(s.api.environmentHashId),
+      (n) => n === 4,
+      'the four runs stored',
+    );
     const before = await activityCount(s.api.environmentHashId);
 
-    const compared = await s.api.request<Compare>('POST', `/device-type/${s.typeHashId}/compare`, { eventHandler: PROPOSED.replace('__REPORT_TYPE__', s.reportTypeHashId) });
+    const compared = await s.api.request<Compare>('POST', `/device-type/${s.typeHashId}/compare`, {
+      eventHandler: PROPOSED.replace('__REPORT_TYPE__', s.reportTypeHashId),
+    });
     expect(compared.status).toBe(200);
     const { runs, summary } = compared.body;
     expect(summary).toEqual({ total: 4, differing: 3, newlyFailing: 1, fixed: 1 });
@@ -104,7 +163,11 @@ describe('device type compare', () => {
       [s.device.hashId, { answer: true, reports: false, measurements: false, failed: false }],
     ]);
     expect(runs[1].current).toMatchObject({ failed: true, answer: { statusCode: 500 }, error: { kind: 'error', message: 'Error: cannot handle this one' } });
-    expect(runs[1].proposed).toMatchObject({ failed: false, answer: { statusCode: 200, body: { type: 'json', data: { ok: 'yes' } } }, calls: [{ name: 'parseReport' }] });
+    expect(runs[1].proposed).toMatchObject({
+      failed: false,
+      answer: { statusCode: 200, body: { type: 'json', data: { ok: 'yes' } } },
+      calls: [{ name: 'parseReport' }],
+    });
     expect(runs[2].proposed).toMatchObject({ failed: true, error: { message: 'Error: two is not allowed', line: 4 } });
     expect(runs[3].current.answer?.body).toEqual({ type: 'json', data: { ok: true } });
     const stored = await s.api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${s.device.hashId}`);
@@ -112,7 +175,10 @@ describe('device type compare', () => {
     expect(runs.every((r) => !Number.isNaN(Date.parse(r.createdAt)))).toBe(true);
 
     // limit: the newest only
-    const two = await s.api.request<Compare>('POST', `/device-type/${s.typeHashId}/compare`, { eventHandler: PROPOSED.replace('__REPORT_TYPE__', s.reportTypeHashId), limit: 2 });
+    const two = await s.api.request<Compare>('POST', `/device-type/${s.typeHashId}/compare`, {
+      eventHandler: PROPOSED.replace('__REPORT_TYPE__', s.reportTypeHashId),
+      limit: 2,
+    });
     expect(two.body.runs.map((r) => r.activityHashId)).toEqual(runs.slice(0, 2).map((r) => r.activityHashId));
     expect(two.body.summary).toEqual({ total: 2, differing: 1, newlyFailing: 0, fixed: 1 });
     expect((await s.api.request('POST', `/device-type/${s.typeHashId}/compare`, { eventHandler: CURRENT, limit: 51 })).status).toBe(400);
@@ -134,7 +200,7 @@ describe('device type compare', () => {
     expect(saved.body).toEqual(compared.body);
   });
 
-  it('another environment\'s device type is one that does not exist; a monitoring environment has no compare', async () => {
+  it("another environment's device type is one that does not exist; a monitoring environment has no compare", async () => {
     const s = await supplier();
     expect((await s.api.request('POST', `/device-type/${s.typeHashId}/compare`, { eventHandler: CURRENT })).status).toBe(200);
     const other = await connectivityClient(ctx.db, base);
@@ -144,9 +210,20 @@ describe('device type compare', () => {
   });
 });
 
-interface ReportRun { report: { fields: unknown; measurements: { significand: number }[] } | null; error: RunError | null; failed: boolean }
+interface ReportRun {
+  report: { fields: unknown; measurements: { significand: number }[] } | null;
+  error: RunError | null;
+  failed: boolean;
+}
 interface ReportCompare {
-  runs: { activityHashId: string; subActivityHashId: string; deviceHashId: string | null; current: ReportRun; proposed: ReportRun; differs: { reports: boolean; measurements: boolean; failed: boolean } }[];
+  runs: {
+    activityHashId: string;
+    subActivityHashId: string;
+    deviceHashId: string | null;
+    current: ReportRun;
+    proposed: ReportRun;
+    differs: { reports: boolean; measurements: boolean; failed: boolean };
+  }[];
   summary: { total: number; differing: number; newlyFailing: number; fixed: number };
 }
 
@@ -156,7 +233,11 @@ describe('report type compare', () => {
     expect(await report(s.device, { volts: [1] })).toBe(200);
     expect(await report(s.device, { volts: [3], fail: true })).toBe(500);
     expect(await report(s.device, { volts: [4], same: true })).toBe(200);
-    await until(() => activityCount(s.api.environmentHashId), (n) => n === 3, 'the three runs stored');
+    await until(
+      () => activityCount(s.api.environmentHashId),
+      (n) => n === 3,
+      'the three runs stored',
+    );
     const quantity = s.quantityHashId;
     // ten times the value, and no report at all for a 4
     const proposed = `function handle(args: { payload: string }, exec: Exec) {
@@ -176,7 +257,9 @@ describe('report type compare', () => {
     expect(compared.body.runs[1].proposed.report?.measurements.map((m) => m.significand)).toEqual([10]);
     expect(compared.body.runs[0].proposed).toMatchObject({ failed: true, report: null, error: { message: 'Error: no fours', line: 3 } });
 
-    const broken = await s.api.request<{ key: string; message: string }>('POST', `/supplier-report-type/${s.reportTypeHashId}/compare`, { parser: 'function handle(args: { payload: string }) {\n  return ;;(\n}' });
+    const broken = await s.api.request<{ key: string; message: string }>('POST', `/supplier-report-type/${s.reportTypeHashId}/compare`, {
+      parser: 'function handle(args: { payload: string }) {\n  return ;;(\n}',
+    });
     expect(broken.status).toBe(400);
     expect(broken.body.message).toMatch(/^parser: line \d+, column \d+: /);
     const other = await connectivityClient(ctx.db, base);

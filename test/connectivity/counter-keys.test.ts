@@ -3,10 +3,17 @@ import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { findAll, expectParameterError, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface CounterKey { hashId: string; name: string }
+interface CounterKey {
+  hashId: string;
+  name: string;
+}
 const BASE = '/device-connectivity-counter-key/';
 
 async function add(c: ApiClient, name = 'Messages received'): Promise<string> {
@@ -64,7 +71,7 @@ describe('device connectivity counter keys', () => {
     expect(search.body.rows.map((r) => r.hashId)).toEqual([ids[3]]);
   });
 
-  it('keeps environments apart: B cannot see or touch A\'s key', async () => {
+  it("keeps environments apart: B cannot see or touch A's key", async () => {
     const a = await api.login('connectivity');
     const b = await api.login('connectivity');
     const hashId = await add(a);

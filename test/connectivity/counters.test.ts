@@ -1,25 +1,51 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { counterHashKey, counterRecorder, hourOf, countDeviceEvent, dirtySetOf, dirtySetOfDevice, BUILTIN_COUNTERS, COUNTER_SHARDS, COUNTER_TTL_SECONDS, CounterRecorder } from '../../src/connectivity/counters/recorder.ts';
+import {
+  counterHashKey,
+  counterRecorder,
+  hourOf,
+  countDeviceEvent,
+  dirtySetOf,
+  dirtySetOfDevice,
+  BUILTIN_COUNTERS,
+  COUNTER_SHARDS,
+  COUNTER_TTL_SECONDS,
+  CounterRecorder,
+} from '../../src/connectivity/counters/recorder.ts';
 import { COUNTER_RETENTION_DAYS, flushCounters, pruneCounters, startCounterFlusher } from '../../src/connectivity/counters/store.ts';
 import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addDeviceType, expectParameterError } from './fixtures.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface Entry { key: string; name: string; total: number; values: { hour: string; value: number }[] }
+interface Entry {
+  key: string;
+  name: string;
+  total: number;
+  values: { hour: string; value: number }[];
+}
 
 async function device(c: ApiClient): Promise<string> {
   const type = await addDeviceType(c);
   const id = `cnt-${randomBytes(6).toString('hex')}`;
-  const r = await c.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type, psk: '00ff'.repeat(8), pskIdentity: id });
+  const r = await c.request<{ hashId: string }>('POST', '/device/psk', {
+    supplierDeviceIdentifier: id,
+    deviceTypeHashId: type,
+    psk: '00ff'.repeat(8),
+    pskIdentity: id,
+  });
   expect(r.status).toBe(200);
   return r.body.hashId;
 }
 
-const url = (hashId: string, from: string, to: string) => `/device/device/${hashId}/connectivity-counters?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`;
+const url = (hashId: string, from: string, to: string) =>
+  `/device/device/${hashId}/connectivity-counters?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`;
 const byKey = (entries: Entry[]) => Object.fromEntries(entries.map((e) => [e.key, e]));
 
 describe('hourOf', () => {
@@ -49,8 +75,13 @@ describe('connectivity counters', () => {
     expect(r.body.map((e) => e.key)).toEqual(Object.keys(BUILTIN_COUNTERS));
     const got = byKey(r.body);
     expect(got.contacts).toEqual({
-      key: 'contacts', name: BUILTIN_COUNTERS.contacts, total: 3,
-      values: [{ hour: hour(2).toISOString(), value: 2 }, { hour: hour(0).toISOString(), value: 1 }],
+      key: 'contacts',
+      name: BUILTIN_COUNTERS.contacts,
+      total: 3,
+      values: [
+        { hour: hour(2).toISOString(), value: 2 },
+        { hour: hour(0).toISOString(), value: 1 },
+      ],
     });
     expect(got.handshakeFailures.values).toEqual([{ hour: hour(1).toISOString(), value: 1 }]);
     expect(got.reports).toEqual({ key: 'reports', name: BUILTIN_COUNTERS.reports, total: 0, values: [] });
@@ -61,7 +92,9 @@ describe('connectivity counters', () => {
     await counterRecorder(api.ctx).drain();
     await flushCounters(api.ctx);
     const stored = await api.ctx.db.query<{ key: string; value: string }>(
-      `SELECT c.key, c.value FROM device_counter_hour c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1 AND c.hour = $2`, [hashId, hour(0)]);
+      `SELECT c.key, c.value FROM device_counter_hour c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1 AND c.hour = $2`,
+      [hashId, hour(0)],
+    );
     expect(stored.rows.map((r) => ({ key: r.key, value: Number(r.value) }))).toEqual([{ key: 'contacts', value: 2 }]);
     for (const h of [0, 1, 2, 30]) await api.ctx.redis.del(counterHashKey(api.ctx.config, hashId, hour(h).toISOString().slice(0, 13)));
     const after = byKey((await c.request<Entry[]>('GET', url(hashId, from, to))).body);
@@ -127,7 +160,9 @@ describe('connectivity counters', () => {
     await counterRecorder(api.ctx).drain();
     await flusher.stop();
     const rows = await api.ctx.db.query<{ key: string; value: number }>(
-      'SELECT c.key, c.value FROM device_counter_hour c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1', [hashId]);
+      'SELECT c.key, c.value FROM device_counter_hour c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1',
+      [hashId],
+    );
     expect(rows.rows.map((r) => [r.key, Number(r.value)])).toEqual([['handlerFailures', 1]]);
   });
 
@@ -140,15 +175,20 @@ describe('connectivity counters', () => {
     const kept = new Date(now.getTime() - (COUNTER_RETENTION_DAYS - 1) * day);
     await api.ctx.db.query(
       `INSERT INTO device_counter_hour (device_id, hour, key, value) SELECT id, unnest($2::timestamptz[]), 'contacts', 5 FROM device WHERE hash_id = $1`,
-      [hashId, [old, kept]]);
+      [hashId, [old, kept]],
+    );
     expect(await pruneCounters(api.ctx, now)).toBeGreaterThanOrEqual(1);
-    const rows = await api.ctx.db.query<{ hour: Date }>('SELECT c.hour FROM device_counter_hour c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1', [hashId]);
+    const rows = await api.ctx.db.query<{ hour: Date }>('SELECT c.hour FROM device_counter_hour c JOIN device d ON d.id = c.device_id WHERE d.hash_id = $1', [
+      hashId,
+    ]);
     expect(rows.rows.map((r) => r.hour.toISOString())).toEqual([kept.toISOString()]);
   });
 
   it('writes large batches whole: every hash gets its increments, its TTL and its dirty mark', async () => {
     const ctx = { ...api.ctx, config: { ...api.ctx.config, queueName: `${api.ctx.config.queueName}-bulk` } };
-    const recorder = new CounterRecorder(api.ctx.redis, ctx.config, (err) => { throw err; });
+    const recorder = new CounterRecorder(api.ctx.redis, ctx.config, (err) => {
+      throw err;
+    });
     const at = new Date();
     const ids = Array.from({ length: 1500 }, (_, i) => `bulk${process.pid}x${i}`);
     for (const id of ids) {

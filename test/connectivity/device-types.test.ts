@@ -4,8 +4,12 @@ import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addCommandType, addDeviceType, deviceTypeBody, field, findAll, expectParameterError, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 interface DeviceTypeGet {
   deviceType: Record<string, unknown> & { hashId: string; channels: unknown[] };
@@ -28,13 +32,24 @@ describe('device types', () => {
     const amp = await addQuantity(c, 'Current');
     const c1 = await addCommandType(c, { name: 'Cycle' });
     const c2 = await addCommandType(c, { name: 'Reboot' });
-    const add = await c.request<{ hashId: string; subscriptionHashId: string }>('POST', '/device-type/', deviceTypeBody({
-      channels: [{ name: 'Red wire', pinFieldConfigurations: [field('depth', 'number')], defaultPinName: 'Anode', charts: [{ title: 'Red', series: [{ quantityHashId: amp, color: null }] }] }],
-      charts: [{ title: 'Potentials', series: [{ channelIndex: 0, quantityHashId: volt, color: '#ff00ff' }] }],
-      commandTypeHashIds: [c1, c2],
-      measurementCycleCommandTypeHashId: c1,
-      identifierFieldKey: 'serial',
-    }));
+    const add = await c.request<{ hashId: string; subscriptionHashId: string }>(
+      'POST',
+      '/device-type/',
+      deviceTypeBody({
+        channels: [
+          {
+            name: 'Red wire',
+            pinFieldConfigurations: [field('depth', 'number')],
+            defaultPinName: 'Anode',
+            charts: [{ title: 'Red', series: [{ quantityHashId: amp, color: null }] }],
+          },
+        ],
+        charts: [{ title: 'Potentials', series: [{ channelIndex: 0, quantityHashId: volt, color: '#ff00ff' }] }],
+        commandTypeHashIds: [c1, c2],
+        measurementCycleCommandTypeHashId: c1,
+        identifierFieldKey: 'serial',
+      }),
+    );
     expect(add.status).toBe(200);
     expect(add.body).toEqual({ hashId: expect.stringMatching(/^[a-z0-9]+$/), subscriptionHashId: expect.stringMatching(/^[a-z0-9]+$/) });
 
@@ -46,7 +61,14 @@ describe('device types', () => {
         name: 'Cathodic protection device',
         fieldConfigurations: deviceTypeBody().fieldConfigurations,
         pinGroupFieldConfigurations: [],
-        channels: [{ name: 'Red wire', pinFieldConfigurations: [field('depth', 'number')], defaultPinName: 'Anode', charts: [{ title: 'Red', series: [{ quantityHashId: amp, color: null }] }] }],
+        channels: [
+          {
+            name: 'Red wire',
+            pinFieldConfigurations: [field('depth', 'number')],
+            defaultPinName: 'Anode',
+            charts: [{ title: 'Red', series: [{ quantityHashId: amp, color: null }] }],
+          },
+        ],
         charts: [{ title: 'Potentials', series: [{ channelIndex: 0, quantityHashId: volt, color: '#ff00ff' }] }],
         commandTypeHashIds: [c1, c2],
         measurementCycleCommandTypeHashId: c1,
@@ -54,8 +76,24 @@ describe('device types', () => {
       },
       eventHandler: deviceTypeBody().eventHandler,
       commandTypes: [
-        { hashId: c1, name: 'Cycle', start: 'optional', end: 'disabled', fieldConfigurations: [field('interval', 'integer')], channelSelect: 'off', environmentAccess: 'full' },
-        { hashId: c2, name: 'Reboot', start: 'optional', end: 'disabled', fieldConfigurations: [field('interval', 'integer')], channelSelect: 'off', environmentAccess: 'full' },
+        {
+          hashId: c1,
+          name: 'Cycle',
+          start: 'optional',
+          end: 'disabled',
+          fieldConfigurations: [field('interval', 'integer')],
+          channelSelect: 'off',
+          environmentAccess: 'full',
+        },
+        {
+          hashId: c2,
+          name: 'Reboot',
+          start: 'optional',
+          end: 'disabled',
+          fieldConfigurations: [field('interval', 'integer')],
+          channelSelect: 'off',
+          environmentAccess: 'full',
+        },
       ],
       subscriptionHashId: add.body.subscriptionHashId,
       chartQuantities: expect.any(Array),
@@ -68,7 +106,10 @@ describe('device types', () => {
 
     const update = await c.request('POST', `/device-type/${add.body.hashId}`, {
       name: { en: 'Renamed', nl: 'Hernoemd' },
-      channels: [{ name: 'Red wire', pinFieldConfigurations: [] }, { name: 'Blue wire', pinFieldConfigurations: [{ fieldConfiguration: field('x') }] }],
+      channels: [
+        { name: 'Red wire', pinFieldConfigurations: [] },
+        { name: 'Blue wire', pinFieldConfigurations: [{ fieldConfiguration: field('x') }] },
+      ],
       measurementCycleCommandTypeHashId: null,
       shimmable: false,
     });
@@ -78,7 +119,10 @@ describe('device types', () => {
     const after = await c.request<DeviceTypeGet>('GET', `/device-type/${add.body.hashId}`, undefined, { 'api-version': '7' });
     expect(after.body.deviceType).toMatchObject({
       name: { en: 'Renamed', nl: 'Hernoemd' },
-      channels: [{ name: 'Red wire', pinFieldConfigurations: [] }, { name: 'Blue wire', pinFieldConfigurations: [field('x')] }],
+      channels: [
+        { name: 'Red wire', pinFieldConfigurations: [] },
+        { name: 'Blue wire', pinFieldConfigurations: [field('x')] },
+      ],
       measurementCycleCommandTypeHashId: null,
       commandTypeHashIds: [c1, c2],
     });
@@ -111,24 +155,51 @@ describe('device types', () => {
     const chart = { title: null, series: [] };
     const commandTypes = await Promise.all(many(60, (i) => addCommandType(c, { name: `Command ${i}` })));
     await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ eventHandler: 'x'.repeat(1_000_001) })), 'eventHandler', '1000000');
-    await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ fieldConfigurations: many(51, (i) => field(`f${i}`)) })), 'fieldConfigurations', '50');
-    await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ pinGroupFieldConfigurations: many(51, (i) => field(`f${i}`)) })), 'pinGroupFieldConfigurations', '50');
+    await expectParameterError(
+      await c.request('POST', '/device-type/', deviceTypeBody({ fieldConfigurations: many(51, (i) => field(`f${i}`)) })),
+      'fieldConfigurations',
+      '50',
+    );
+    await expectParameterError(
+      await c.request('POST', '/device-type/', deviceTypeBody({ pinGroupFieldConfigurations: many(51, (i) => field(`f${i}`)) })),
+      'pinGroupFieldConfigurations',
+      '50',
+    );
     await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ channels: many(61, channel) })), 'channels', '60');
     await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ charts: many(6, () => chart) })), 'charts', '5');
-    await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ commandTypeHashIds: many(61, (i) => `c${i}`) })), 'commandTypeHashIds', '60');
-    await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ channels: [{ name: 'a', pinFieldConfigurations: many(51, (i) => field(`f${i}`)) }] })), 'channels.0.pinFieldConfigurations', '50');
+    await expectParameterError(
+      await c.request('POST', '/device-type/', deviceTypeBody({ commandTypeHashIds: many(61, (i) => `c${i}`) })),
+      'commandTypeHashIds',
+      '60',
+    );
+    await expectParameterError(
+      await c.request('POST', '/device-type/', deviceTypeBody({ channels: [{ name: 'a', pinFieldConfigurations: many(51, (i) => field(`f${i}`)) }] })),
+      'channels.0.pinFieldConfigurations',
+      '50',
+    );
     // the limits themselves are allowed
-    const full = await c.request('POST', '/device-type/', deviceTypeBody({
-      fieldConfigurations: many(50, (i) => field(`f${i}`)), pinGroupFieldConfigurations: many(50, (i) => field(`f${i}`)),
-      channels: many(60, channel), charts: many(5, () => chart), commandTypeHashIds: commandTypes,
-    }));
+    const full = await c.request(
+      'POST',
+      '/device-type/',
+      deviceTypeBody({
+        fieldConfigurations: many(50, (i) => field(`f${i}`)),
+        pinGroupFieldConfigurations: many(50, (i) => field(`f${i}`)),
+        channels: many(60, channel),
+        charts: many(5, () => chart),
+        commandTypeHashIds: commandTypes,
+      }),
+    );
     expect(full.status).toBe(200);
     // limits hold on update too
     const hashId = await addDeviceType(c);
     await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { channels: many(61, channel) }), 'channels', '60');
     await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { charts: many(6, () => chart) }), 'charts', '5');
     await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { eventHandler: 'x'.repeat(1_000_001) }), 'eventHandler');
-    await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { fieldConfigurations: many(51, (i) => field(`f${i}`)) }), 'fieldConfigurations', '50');
+    await expectParameterError(
+      await c.request('POST', `/device-type/${hashId}`, { fieldConfigurations: many(51, (i) => field(`f${i}`)) }),
+      'fieldConfigurations',
+      '50',
+    );
     await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { commandTypeHashIds: many(61, (i) => `c${i}`) }), 'commandTypeHashIds', '60');
     await expectParameterError(await c.request('POST', '/device-type/', { ...deviceTypeBody(), name: undefined }), 'name', 'required');
   });
@@ -138,22 +209,47 @@ describe('device types', () => {
     const c1 = await addCommandType(c);
     const c9 = await addCommandType(c);
     const hashId = await addDeviceType(c, { commandTypeHashIds: [c1] });
-    await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { channels: [{ name: 'only one', pinFieldConfigurations: [] }] }), 'channels cannot be removed');
-    await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { measurementCycleCommandTypeHashId: c9 }), 'measurementCycleCommandTypeHashId', 'commandTypeHashIds');
+    await expectParameterError(
+      await c.request('POST', `/device-type/${hashId}`, { channels: [{ name: 'only one', pinFieldConfigurations: [] }] }),
+      'channels cannot be removed',
+    );
+    await expectParameterError(
+      await c.request('POST', `/device-type/${hashId}`, { measurementCycleCommandTypeHashId: c9 }),
+      'measurementCycleCommandTypeHashId',
+      'commandTypeHashIds',
+    );
     expect((await c.request('POST', `/device-type/${hashId}`, { measurementCycleCommandTypeHashId: c1 })).status).toBe(204);
     // removing the command type the cycle refers to is refused, clearing both is fine
     await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { commandTypeHashIds: [] }), 'measurementCycleCommandTypeHashId');
     expect((await c.request('POST', `/device-type/${hashId}`, { commandTypeHashIds: [], measurementCycleCommandTypeHashId: null })).status).toBe(204);
     await expectParameterError(await c.request('POST', `/device-type/${hashId}`, { identifierFieldKey: 'nope' }), 'identifierFieldKey', 'fieldConfigurations');
     expect((await c.request('POST', `/device-type/${hashId}`, { identifierFieldKey: 'serial' })).status).toBe(204);
-    await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ measurementCycleCommandTypeHashId: c1 })), 'measurementCycleCommandTypeHashId');
+    await expectParameterError(
+      await c.request('POST', '/device-type/', deviceTypeBody({ measurementCycleCommandTypeHashId: c1 })),
+      'measurementCycleCommandTypeHashId',
+    );
     await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ identifierFieldKey: 'nope' })), 'identifierFieldKey');
-    await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ fieldConfigurations: [field('a'), field('a')] })), 'fieldConfigurations', 'twice');
-    await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ charts: [{ title: null, series: [{ channelIndex: 5, quantityHashId: 'q' }] }] })), 'charts[0].series[0].channelIndex');
-    await expectParameterError(await c.request('POST', '/device-type/', deviceTypeBody({ charts: [{ title: null, series: [{ channelIndex: 0, quantityHashId: 'nosuchquantity' }] }] })), 'quantityHashId', 'nosuchquantity');
+    await expectParameterError(
+      await c.request('POST', '/device-type/', deviceTypeBody({ fieldConfigurations: [field('a'), field('a')] })),
+      'fieldConfigurations',
+      'twice',
+    );
+    await expectParameterError(
+      await c.request('POST', '/device-type/', deviceTypeBody({ charts: [{ title: null, series: [{ channelIndex: 5, quantityHashId: 'q' }] }] })),
+      'charts[0].series[0].channelIndex',
+    );
+    await expectParameterError(
+      await c.request('POST', '/device-type/', deviceTypeBody({ charts: [{ title: null, series: [{ channelIndex: 0, quantityHashId: 'nosuchquantity' }] }] })),
+      'quantityHashId',
+      'nosuchquantity',
+    );
     // nothing was half-applied by the refused updates
     const get = await c.request<DeviceTypeGet>('GET', `/device-type/${hashId}`);
-    expect(get.body.deviceType).toMatchObject({ channels: [{ name: 'Red wire' }, { name: 'Black wire' }], identifierFieldKey: 'serial', commandTypeHashIds: [] });
+    expect(get.body.deviceType).toMatchObject({
+      channels: [{ name: 'Red wire' }, { name: 'Black wire' }],
+      identifierFieldKey: 'serial',
+      commandTypeHashIds: [],
+    });
   });
 
   it('compiles the eventHandler on add and update and reports a syntax error with line and column', async () => {
@@ -174,7 +270,10 @@ describe('device types', () => {
 
     const valid = 'type Args = { n: number };\nfunction handle(args: Args): void {\n  void args;\n}\n';
     expect((await c.request('POST', `/device-type/${hashId}`, { eventHandler: valid })).status).toBe(204);
-    const stored = await api.ctx.db.query<{ event_handler: string; event_handler_hash: string }>('SELECT event_handler, event_handler_hash FROM device_type WHERE hash_id = $1', [hashId]);
+    const stored = await api.ctx.db.query<{ event_handler: string; event_handler_hash: string }>(
+      'SELECT event_handler, event_handler_hash FROM device_type WHERE hash_id = $1',
+      [hashId],
+    );
     expect(stored.rows[0].event_handler).toBe(valid);
     expect(stored.rows[0].event_handler_hash).toMatch(/^[0-9a-f]{16,}$/);
   });
@@ -192,7 +291,7 @@ describe('device types', () => {
     expect(await lookupPskCredential(api.ctx, identity)).toBeNull();
   });
 
-  it('keeps environments apart: B cannot see or touch A\'s device type', async () => {
+  it("keeps environments apart: B cannot see or touch A's device type", async () => {
     const a = await api.login('connectivity');
     const b = await api.login('connectivity');
     const hashId = await addDeviceType(a);
@@ -202,7 +301,10 @@ describe('device types', () => {
     expect((await b.request<{ rows: unknown[] }>('GET', '/device-type/')).body.rows).toEqual([]);
     // a chart may not point at another environment's quantity
     const quantity = await addQuantity(a, 'A only');
-    await expectParameterError(await b.request('POST', '/device-type/', deviceTypeBody({ charts: [{ title: null, series: [{ channelIndex: 0, quantityHashId: quantity }] }] })), quantity);
+    await expectParameterError(
+      await b.request('POST', '/device-type/', deviceTypeBody({ charts: [{ title: null, series: [{ channelIndex: 0, quantityHashId: quantity }] }] })),
+      quantity,
+    );
     const get = await a.request<DeviceTypeGet>('GET', `/device-type/${hashId}`);
     expect(get.body.deviceType.name).toBe('Cathodic protection device');
   });

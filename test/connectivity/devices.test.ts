@@ -4,14 +4,32 @@ import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { addDeviceType, field, findAll, expectParameterError, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 interface Device {
-  hashId: string; supplierHashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string; fields: Record<string, unknown>;
-  measurementCycle: unknown; nextReportBefore: string | null; lastOnlineAt: string | null; validated: boolean; userFacingIdentifier: string;
+  hashId: string;
+  supplierHashId: string;
+  supplierDeviceIdentifier: string;
+  deviceTypeHashId: string;
+  fields: Record<string, unknown>;
+  measurementCycle: unknown;
+  nextReportBefore: string | null;
+  lastOnlineAt: string | null;
+  validated: boolean;
+  userFacingIdentifier: string;
 }
-interface DeviceRow { device: Device; deviceType: { hashId: string }; environmentName: string | null; environmentHashId: string | null; pinGroup: null }
+interface DeviceRow {
+  device: Device;
+  deviceType: { hashId: string };
+  environmentName: string | null;
+  environmentHashId: string | null;
+  pinGroup: null;
+}
 
 let counter = 0;
 /** A deployment-unique identity: the identity space is shared by every environment and test run. */
@@ -19,27 +37,55 @@ const identity = () => `id-${process.pid}-${Date.now()}-${counter++}`;
 const PSK = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
 
 async function addDevice(c: ApiClient, deviceTypeHashId: string, more: Record<string, unknown> = {}) {
-  return c.request<{ hashId: string } & ErrorBody>('POST', '/device/psk', { supplierDeviceIdentifier: `dev-${counter++}`, deviceTypeHashId, psk: PSK, pskIdentity: identity(), ...more });
+  return c.request<{ hashId: string } & ErrorBody>('POST', '/device/psk', {
+    supplierDeviceIdentifier: `dev-${counter++}`,
+    deviceTypeHashId,
+    psk: PSK,
+    pskIdentity: identity(),
+    ...more,
+  });
 }
 
 describe('devices', () => {
   it('adds with a PSK, gets, finds, updates and deletes; the key is sealed and never answered', async () => {
     const c = await api.login('connectivity');
-    const typeHashId = await addDeviceType(c, { identifierFieldKey: 'serial', fieldConfigurations: [field('serial', 'string', { defaultValue: 'unset' }), field('depth', 'number')] });
+    const typeHashId = await addDeviceType(c, {
+      identifierFieldKey: 'serial',
+      fieldConfigurations: [field('serial', 'string', { defaultValue: 'unset' }), field('depth', 'number')],
+    });
     const pskIdentity = identity();
     const psk = 'DEADBEEF00112233445566778899aabb';
-    const add = await c.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: 'imei-1', deviceTypeHashId: typeHashId, psk, pskIdentity });
+    const add = await c.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: 'imei-1',
+      deviceTypeHashId: typeHashId,
+      psk,
+      pskIdentity,
+    });
     expect(add.status).toBe(200);
     expect(add.body).toEqual({ hashId: expect.stringMatching(/^[a-z0-9]+$/) });
     const hashId = add.body.hashId;
 
     const expected: Device = {
-      hashId, supplierHashId: c.environmentHashId, supplierDeviceIdentifier: 'imei-1', deviceTypeHashId: typeHashId,
-      fields: { serial: 'unset' }, measurementCycle: null, nextReportBefore: null, lastOnlineAt: null, validated: true, userFacingIdentifier: 'unset',
+      hashId,
+      supplierHashId: c.environmentHashId,
+      supplierDeviceIdentifier: 'imei-1',
+      deviceTypeHashId: typeHashId,
+      fields: { serial: 'unset' },
+      measurementCycle: null,
+      nextReportBefore: null,
+      lastOnlineAt: null,
+      validated: true,
+      userFacingIdentifier: 'unset',
     };
     const get = await c.request<DeviceRow>('GET', `/device/${hashId}`);
     expect(get.status).toBe(200);
-    expect(get.body).toEqual({ device: expected, deviceType: expect.objectContaining({ hashId: typeHashId }), environmentName: null, environmentHashId: null, pinGroup: null });
+    expect(get.body).toEqual({
+      device: expected,
+      deviceType: expect.objectContaining({ hashId: typeHashId }),
+      environmentName: null,
+      environmentHashId: null,
+      pinGroup: null,
+    });
 
     const find = await c.request<{ nextPageOffset: string | null; rows: DeviceRow[] }>('GET', '/device/');
     expect(find.body).toEqual({ nextPageOffset: null, rows: [get.body] });
@@ -111,12 +157,18 @@ describe('devices', () => {
     expect((await addDevice(a, typeA)).status).toBe(404);
   });
 
-  it('checks fields against the device type\'s field configurations', async () => {
+  it("checks fields against the device type's field configurations", async () => {
     const c = await api.login('connectivity');
     const typeHashId = await addDeviceType(c, {
-      fieldConfigurations: [field('serial'), field('depth', 'number'), field('count', 'integer'), field('active', 'boolean'),
-        field('code', 'string', { regex: '^[A-Z]{3}$' }), field('mode', 'string', { inputType: 'select', valueOptions: [{ text: 'A', value: 'a' }] }),
-        field('must', 'string', { allowNull: false })],
+      fieldConfigurations: [
+        field('serial'),
+        field('depth', 'number'),
+        field('count', 'integer'),
+        field('active', 'boolean'),
+        field('code', 'string', { regex: '^[A-Z]{3}$' }),
+        field('mode', 'string', { inputType: 'select', valueOptions: [{ text: 'A', value: 'a' }] }),
+        field('must', 'string', { allowNull: false }),
+      ],
     });
     const { body } = await addDevice(c, typeHashId);
     const url = `/device/${body.hashId}`;
@@ -130,7 +182,9 @@ describe('devices', () => {
     await expectParameterError(await c.request('POST', url, { fields: { must: null } }), 'must', 'null');
     await expectParameterError(await c.request('POST', url, { fields: [{ key: 'nope', value: 1 }] }), 'nope');
     await expectParameterError(await c.request('POST', url, {}), 'fields', 'required');
-    const ok = await c.request<{ device: Device }>('POST', url, { fields: { serial: null, depth: 3, count: 2, active: true, code: 'ABC', mode: 'a', must: 'x' } });
+    const ok = await c.request<{ device: Device }>('POST', url, {
+      fields: { serial: null, depth: 3, count: 2, active: true, code: 'ABC', mode: 'a', must: 'x' },
+    });
     expect(ok.status).toBe(200);
     expect(ok.body.device.fields).toEqual({ serial: null, depth: 3, count: 2, active: true, code: 'ABC', mode: 'a', must: 'x' });
     // a refused update changed nothing
@@ -160,7 +214,8 @@ describe('devices', () => {
     const bySdi = await findAll<DeviceRow>(c, '/device/?sortBy=supplierDeviceIdentifier&descending=false', 3);
     expect(bySdi.map((r) => r.device.supplierDeviceIdentifier)).toEqual(ids.map((_, i) => `sdi-${i}`));
     await c.request('POST', `/device/${ids[2]}`, { fields: { serial: 'needle' } });
-    const search = (q: string) => c.request<{ rows: DeviceRow[] }>('GET', `/device/?search=${encodeURIComponent(q)}`).then((r) => r.body.rows.map((x) => x.device.hashId));
+    const search = (q: string) =>
+      c.request<{ rows: DeviceRow[] }>('GET', `/device/?search=${encodeURIComponent(q)}`).then((r) => r.body.rows.map((x) => x.device.hashId));
     expect(await search('sdi-4')).toEqual([ids[4]]);
     expect(await search(ids[5])).toEqual([ids[5]]);
     expect(await search('needl')).toEqual([ids[2]]);
@@ -184,7 +239,7 @@ describe('devices', () => {
     expect((await a.request<{ rows: unknown[] }>('GET', '/device/')).body.rows).toHaveLength(0);
   });
 
-  it('keeps environments apart: B cannot see or touch A\'s device', async () => {
+  it("keeps environments apart: B cannot see or touch A's device", async () => {
     const a = await api.login('connectivity');
     const b = await api.login('connectivity');
     const typeA = await addDeviceType(a);

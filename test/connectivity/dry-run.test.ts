@@ -14,14 +14,51 @@ import { until } from '../support/until.ts';
 // Dry runs of supplier code against the whole service (API, gateway and worker in one process): real isolates,
 // real PostgreSQL and Redis, a real device over HTTPS TLS-PSK for the runs that are not dry.
 
-interface LogLine { type: string; message: string }
-interface RunError { kind: string; message: string; line: number | null; column: number | null }
-interface Call { name: string; failed: boolean; log: LogLine[]; triggerData: Record<string, unknown> }
-interface DeviceTypeDryRun { answer: { statusCode: number; headers: Record<string, string>; body: unknown } | null; error: RunError | null; failed: boolean; log: LogLine[]; calls: Call[] }
-interface Measurement { channelIndex: number; quantityHashId: string; orderOfMagnitude: number; significand: number }
-interface ReportTypeDryRun { report: { measurements: Measurement[] } | null; error: RunError | null; failed: boolean; log: LogLine[] }
-interface Supplier { api: RestClient; quantityHashId: string; reportTypeHashId: string }
-interface Device { identity: string; key: string; hashId: string }
+interface LogLine {
+  type: string;
+  message: string;
+}
+interface RunError {
+  kind: string;
+  message: string;
+  line: number | null;
+  column: number | null;
+}
+interface Call {
+  name: string;
+  failed: boolean;
+  log: LogLine[];
+  triggerData: Record<string, unknown>;
+}
+interface DeviceTypeDryRun {
+  answer: { statusCode: number; headers: Record<string, string>; body: unknown } | null;
+  error: RunError | null;
+  failed: boolean;
+  log: LogLine[];
+  calls: Call[];
+}
+interface Measurement {
+  channelIndex: number;
+  quantityHashId: string;
+  orderOfMagnitude: number;
+  significand: number;
+}
+interface ReportTypeDryRun {
+  report: { measurements: Measurement[] } | null;
+  error: RunError | null;
+  failed: boolean;
+  log: LogLine[];
+}
+interface Supplier {
+  api: RestClient;
+  quantityHashId: string;
+  reportTypeHashId: string;
+}
+interface Device {
+  identity: string;
+  key: string;
+  hashId: string;
+}
 
 let ctx: AppContext;
 let service: RunningService;
@@ -31,7 +68,14 @@ const BURST = 8;
 
 beforeAll(async () => {
   // a minute's refill is one dry run: past the burst an environment is refused for the rest of the file
-  ctx = await testContext({ CERTS_DIR: tempDir(), SANDBOX_TIMEOUT_MS: '1500', SANDBOX_MAX_SOURCE_CHARS: '20000', DRY_RUN_BURST: String(BURST), DRY_RUNS_PER_MINUTE: '1', OUTBOUND_ALLOWED_HOSTS: 'api.example.com' });
+  ctx = await testContext({
+    CERTS_DIR: tempDir(),
+    SANDBOX_TIMEOUT_MS: '1500',
+    SANDBOX_MAX_SOURCE_CHARS: '20000',
+    DRY_RUN_BURST: String(BURST),
+    DRY_RUNS_PER_MINUTE: '1',
+    OUTBOUND_ALLOWED_HOSTS: 'api.example.com',
+  });
   service = await startService(ctx, ['all']);
   base = `http://127.0.0.1:${service.apiPort()}`;
 });
@@ -52,7 +96,9 @@ async function supplier(): Promise<Supplier> {
   const quantity = await api.request<{ hashId: string }>('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: 0 });
   expect(quantity.status).toBe(200);
   const reportType = await api.request<{ hashId: string }>('POST', '/supplier-report-type/', {
-    name: 'volts', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: PARSER(quantity.body.hashId),
+    name: 'volts',
+    fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+    parser: PARSER(quantity.body.hashId),
   });
   expect(reportType.status).toBe(200);
   return { api, quantityHashId: quantity.body.hashId, reportTypeHashId: reportType.body.hashId };
@@ -60,9 +106,15 @@ async function supplier(): Promise<Supplier> {
 
 async function deviceType(s: Supplier, eventHandler: string, commandTypeHashIds: string[] = []): Promise<string> {
   const type = await s.api.request<{ hashId: string }>('POST', '/device-type/', {
-    name: `type ${randomBytes(3).toString('hex')}`, eventHandler: eventHandler.replaceAll('__REPORT_TYPE__', s.reportTypeHashId),
-    fieldConfigurations: [{ key: 'mode', name: 'mode', type: 'string' }], pinGroupFieldConfigurations: [],
-    channels: [{ name: 'A', pinFieldConfigurations: [] }, { name: 'B', pinFieldConfigurations: [] }], commandTypeHashIds,
+    name: `type ${randomBytes(3).toString('hex')}`,
+    eventHandler: eventHandler.replaceAll('__REPORT_TYPE__', s.reportTypeHashId),
+    fieldConfigurations: [{ key: 'mode', name: 'mode', type: 'string' }],
+    pinGroupFieldConfigurations: [],
+    channels: [
+      { name: 'A', pinFieldConfigurations: [] },
+      { name: 'B', pinFieldConfigurations: [] },
+    ],
+    commandTypeHashIds,
   });
   expect(type.status).toBe(200);
   return type.body.hashId;
@@ -70,7 +122,12 @@ async function deviceType(s: Supplier, eventHandler: string, commandTypeHashIds:
 
 async function device(s: Supplier, deviceTypeHashId: string): Promise<Device> {
   const d = { identity: `dev-${randomBytes(6).toString('hex')}`, key: randomBytes(16).toString('hex'), hashId: '' };
-  const added = await s.api.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: d.identity, deviceTypeHashId, psk: d.key, pskIdentity: d.identity });
+  const added = await s.api.request<{ hashId: string }>('POST', '/device/psk', {
+    supplierDeviceIdentifier: d.identity,
+    deviceTypeHashId,
+    psk: d.key,
+    pskIdentity: d.identity,
+  });
   expect(added.status).toBe(200);
   d.hashId = added.body.hashId;
   return d;
@@ -78,13 +135,22 @@ async function device(s: Supplier, deviceTypeHashId: string): Promise<Device> {
 
 /** A real device request over HTTPS TLS-PSK. */
 async function report(d: Device, body: unknown) {
-  const out = await opensslPsk({ port: service.https!.port(), identity: d.identity, keyHex: d.key, input: httpRequestText('POST', '/report', JSON.stringify(body)) });
+  const out = await opensslPsk({
+    port: service.https!.port(),
+    identity: d.identity,
+    keyHex: d.key,
+    input: httpRequestText('POST', '/report', JSON.stringify(body)),
+  });
   return parseHttpResponse(out.stdout);
 }
 
 const webRequest = (data: unknown) => ({
-  url: { protocol: 'https', host: 'gateway.example', path: '/report', query: {} }, method: 'POST', headers: { 'content-type': 'application/json' },
-  body: { type: 'json', data }, ip: '192.0.2.1', certificate: null,
+  url: { protocol: 'https', host: 'gateway.example', path: '/report', query: {} },
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: { type: 'json', data },
+  ip: '192.0.2.1',
+  certificate: null,
 });
 
 const THROWS_ON_LINE_3 = `function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
@@ -117,10 +183,13 @@ const EFFECTS = `function handle(args: Arguments, exec: Exec): IncomingRequestRe
 }`;
 
 describe('dry run of a device type', () => {
-  it("a handler that throws on line 3 answers line 3, as the activity log of a real run of it does", async () => {
+  it('a handler that throws on line 3 answers line 3, as the activity log of a real run of it does', async () => {
     const s = await supplier();
     const typeHashId = await deviceType(s, PARSES);
-    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event: { type: 'incomingRequest', webRequest: webRequest({ volts: [1] }) }, eventHandler: THROWS_ON_LINE_3 });
+    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, {
+      event: { type: 'incomingRequest', webRequest: webRequest({ volts: [1] }) },
+      eventHandler: THROWS_ON_LINE_3,
+    });
     expect(dry.status).toBe(200);
     expect(dry.body.error).toEqual({ kind: 'error', message: 'RangeError: limit 2 is over 1', line: 3, column: 24 });
     expect(dry.body.failed).toBe(true);
@@ -129,8 +198,11 @@ describe('dry run of a device type', () => {
     const realType = await deviceType(s, THROWS_ON_LINE_3);
     const d = await device(s, realType);
     expect((await report(d, { volts: [1] })).status).toBe(500);
-    const rows = await until(() => s.api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}`),
-      (r) => r.body.rows.length === 1, 'the real run\'s activity');
+    const rows = await until(
+      () => s.api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}`),
+      (r) => r.body.rows.length === 1,
+      "the real run's activity",
+    );
     const activity = await s.api.request<{ activity: { log: LogLine[] } }>('GET', `/supplier-activity/${rows.body.rows[0].activity.hashId}`);
     expect(activity.body.activity.log).toContainEqual({ type: 'error', message: 'error: RangeError: limit 2 is over 1 (line 3, column 24)' });
   });
@@ -138,15 +210,24 @@ describe('dry run of a device type', () => {
   it('a handler that parses a report answers the measurements the parser made', async () => {
     const s = await supplier();
     const typeHashId = await deviceType(s, PARSES);
-    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event: { type: 'incomingRequest', webRequest: webRequest({ volts: [3.3, 1.25] }) } });
+    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, {
+      event: { type: 'incomingRequest', webRequest: webRequest({ volts: [3.3, 1.25] }) },
+    });
     expect(dry.status).toBe(200);
-    expect(dry.body).toMatchObject({ answer: { statusCode: 200, body: { type: 'json', data: { ok: true } } }, error: null, failed: false, log: [{ type: 'log', message: 'report received' }] });
+    expect(dry.body).toMatchObject({
+      answer: { statusCode: 200, body: { type: 'json', data: { ok: true } } },
+      error: null,
+      failed: false,
+      log: [{ type: 'log', message: 'report received' }],
+    });
     expect(dry.body.calls).toHaveLength(1);
     const parse = dry.body.calls[0];
     expect(parse).toMatchObject({ name: 'parseReport', failed: false, log: [{ type: 'log', message: 'parsing 2' }] });
     const observations = parse.triggerData.observations as { measurement: Measurement; quantity: { hashId: string } }[];
-    expect(observations.map((o) => [o.measurement.channelIndex, o.measurement.orderOfMagnitude, o.measurement.significand, o.quantity.hashId]))
-      .toEqual([[0, -3, 3300, s.quantityHashId], [1, -3, 1250, s.quantityHashId]]);
+    expect(observations.map((o) => [o.measurement.channelIndex, o.measurement.orderOfMagnitude, o.measurement.significand, o.quantity.hashId])).toEqual([
+      [0, -3, 3300, s.quantityHashId],
+      [1, -3, 1250, s.quantityHashId],
+    ]);
   });
 
   it('replays a stored run and changes nothing: activity log, device, commands, reports and measurements stay exactly as they were', async () => {
@@ -155,13 +236,25 @@ describe('dry run of a device type', () => {
     const typeHashId = await deviceType(s, EFFECTS.replaceAll('__COMMAND_TYPE__', commandType.body.hashId), [commandType.body.hashId]);
     const d = await device(s, typeHashId);
     expect((await report(d, { volts: [1.5] })).status).toBe(200);
-    const real = await until(() => s.api.request<{ rows: { activity: { hashId: string; triggerType: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}`),
-      (r) => r.body.rows.length === 1, 'the real run');
-    const added = await s.api.request('POST', '/command/', { objectType: 'device', objectHashIds: [d.hashId], commandTypeHashId: commandType.body.hashId, fields: {}, email: [] });
+    const real = await until(
+      () => s.api.request<{ rows: { activity: { hashId: string; triggerType: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}`),
+      (r) => r.body.rows.length === 1,
+      'the real run',
+    );
+    const added = await s.api.request('POST', '/command/', {
+      objectType: 'device',
+      objectHashIds: [d.hashId],
+      commandTypeHashId: commandType.body.hashId,
+      fields: {},
+      email: [],
+    });
     expect(added.status).toBe(204);
     // the command's newCommand and commandDue events run the handler too: everything settles before the snapshot
-    await until(() => s.api.request<{ rows: { activity: { triggerType: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}`),
-      (r) => ['handleNewCommand', 'handleCommandDue'].every((t) => r.body.rows.some((row) => row.activity.triggerType === t)), "the command events' runs");
+    await until(
+      () => s.api.request<{ rows: { activity: { triggerType: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}`),
+      (r) => ['handleNewCommand', 'handleCommandDue'].every((t) => r.body.rows.some((row) => row.activity.triggerType === t)),
+      "the command events' runs",
+    );
     const jobsBefore = await settledJobCount(ctx, d.hashId);
     const before = await snapshot(s.api.environmentHashId);
     expect(before.device[0].last_online_at).not.toBeNull();
@@ -172,7 +265,12 @@ describe('dry run of a device type', () => {
     expect(dry.body.error).toBeNull();
     expect(dry.body.answer).toMatchObject({ statusCode: 200, body: { type: 'json', data: { commands: 1 } } });
     expect(dry.body.calls.map((c) => [c.name, c.failed])).toEqual([
-      ['parseReport', false], ['markCommandAsSent', false], ['sendRequest', false], ['setDeviceFields', false], ['scheduleCommand', false], ['expectNextReportBefore', false],
+      ['parseReport', false],
+      ['markCommandAsSent', false],
+      ['sendRequest', false],
+      ['setDeviceFields', false],
+      ['scheduleCommand', false],
+      ['expectNextReportBefore', false],
     ]);
     const observations = dry.body.calls[0].triggerData.observations as { measurement: Measurement }[];
     expect(observations.map((o) => o.measurement.significand)).toEqual([1500]);
@@ -185,7 +283,10 @@ describe('dry run of a device type', () => {
 
   it('a device call the real run would refuse fails in the dry run too, with the same reason', async () => {
     const s = await supplier();
-    const commandType = await s.api.request<{ hashId: string }>('POST', '/command-type/', { name: 'cycle', fieldConfigurations: [{ key: 'interval', name: 'interval', type: 'integer' }] });
+    const commandType = await s.api.request<{ hashId: string }>('POST', '/command-type/', {
+      name: 'cycle',
+      fieldConfigurations: [{ key: 'interval', name: 'interval', type: 'integer' }],
+    });
     const typeHashId = await deviceType(s, PARSES, [commandType.body.hashId]);
     const d = await device(s, typeHashId);
     const handler = `function handle(args: Arguments, exec: Exec) {
@@ -196,9 +297,20 @@ describe('dry run of a device type', () => {
   exec.setDeviceFields({ mode: 'fast' });
   exec.increaseReportingCounter(new Date('2001-01-01T00:00:00Z'));
 }`;
-    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event: { type: 'reportLate' }, eventHandler: handler, deviceHashId: d.hashId });
+    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, {
+      event: { type: 'reportLate' },
+      eventHandler: handler,
+      deviceHashId: d.hashId,
+    });
     expect(dry.status).toBe(200);
-    expect(dry.body.calls.map((c) => [c.name, c.failed])).toEqual([['scheduleCommand', false], ['scheduleCommand', true], ['markCommandAsSent', true], ['setDeviceFields', true], ['setDeviceFields', false], ['increaseReportingCounter', true]]);
+    expect(dry.body.calls.map((c) => [c.name, c.failed])).toEqual([
+      ['scheduleCommand', false],
+      ['scheduleCommand', true],
+      ['markCommandAsSent', true],
+      ['setDeviceFields', true],
+      ['setDeviceFields', false],
+      ['increaseReportingCounter', true],
+    ]);
     expect(dry.body.calls[3].log[0].message).toContain('mode');
     expect(dry.body.calls[4].triggerData).toEqual({ diff: { old: { mode: null }, new: { mode: 'fast' } } });
     expect(dry.body.calls[5].log[0].message).toContain('48 hours in the past');
@@ -212,18 +324,26 @@ describe('dry run of a device type', () => {
 describe('dry run of a report type', () => {
   it("answers the parser's measurements, and the saved or a given parser's error with its line", async () => {
     const s = await supplier();
-    const ok = await s.api.request<ReportTypeDryRun>('POST', `/supplier-report-type/${s.reportTypeHashId}/dry-run`, { payload: JSON.stringify({ volts: [0.5, 2] }) });
+    const ok = await s.api.request<ReportTypeDryRun>('POST', `/supplier-report-type/${s.reportTypeHashId}/dry-run`, {
+      payload: JSON.stringify({ volts: [0.5, 2] }),
+    });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ error: null, failed: false, log: [{ type: 'log', message: 'parsing 2' }] });
-    expect(ok.body.report?.measurements.map((m) => [m.channelIndex, m.quantityHashId, m.orderOfMagnitude, m.significand])).toEqual([[0, s.quantityHashId, -3, 500], [1, s.quantityHashId, -3, 2000]]);
+    expect(ok.body.report?.measurements.map((m) => [m.channelIndex, m.quantityHashId, m.orderOfMagnitude, m.significand])).toEqual([
+      [0, s.quantityHashId, -3, 500],
+      [1, s.quantityHashId, -3, 2000],
+    ]);
     const broken = await s.api.request<ReportTypeDryRun>('POST', `/supplier-report-type/${s.reportTypeHashId}/dry-run`, { payload: 'not json' });
     expect(broken.body).toMatchObject({ report: null, failed: true, error: { kind: 'error', line: 2 } });
     const given = await s.api.request<ReportTypeDryRun>('POST', `/supplier-report-type/${s.reportTypeHashId}/dry-run`, {
-      payload: '{}', parser: 'function handle(args: { payload: string }) {\n  const n: number = 1;\n  return null as unknown as never;\n}\nfunction never(): void { throw new Error("x"); }',
+      payload: '{}',
+      parser:
+        'function handle(args: { payload: string }) {\n  const n: number = 1;\n  return null as unknown as never;\n}\nfunction never(): void { throw new Error("x"); }',
     });
     expect(given.body).toMatchObject({ report: null, failed: true, error: { kind: 'invalid-result', line: null } });
     const unparsable = await s.api.request<ReportTypeDryRun>('POST', `/supplier-report-type/${s.reportTypeHashId}/dry-run`, {
-      payload: '{}', parser: 'function handle(args: { payload: string }) {\n  return {;\n}',
+      payload: '{}',
+      parser: 'function handle(args: { payload: string }) {\n  return {;\n}',
     });
     expect(unparsable.body.error).toMatchObject({ kind: 'compile', line: 2, message: expect.not.stringContaining('line 2') });
   });
@@ -235,12 +355,21 @@ describe('dry run of an identifier', () => {
     const typeHashId = await deviceType(s, PARSES);
     const d = await device(s, typeHashId);
     const webhook = await s.api.request<{ hashId: string }>('POST', '/supplier-webhook/', {
-      name: 'hook', identifier: 'function handle(args: { request: { body?: { data: { id: string } } } }) {\n  return { deviceTypeHashId: "__TYPE__", deviceIdentifier: args.request.body!.data.id };\n}'.replace('__TYPE__', typeHashId),
+      name: 'hook',
+      identifier:
+        'function handle(args: { request: { body?: { data: { id: string } } } }) {\n  return { deviceTypeHashId: "__TYPE__", deviceIdentifier: args.request.body!.data.id };\n}'.replace(
+          '__TYPE__',
+          typeHashId,
+        ),
     });
     expect(webhook.status).toBe(200);
-    const known = await s.api.request<{ device: unknown; error: unknown }>('POST', `/supplier-webhook/${webhook.body.hashId}/dry-run`, { request: webRequest({ id: d.identity }) });
+    const known = await s.api.request<{ device: unknown; error: unknown }>('POST', `/supplier-webhook/${webhook.body.hashId}/dry-run`, {
+      request: webRequest({ id: d.identity }),
+    });
     expect(known.body).toMatchObject({ error: null, device: { hashId: d.hashId, created: false } });
-    const unknown = await s.api.request<{ device: unknown }>('POST', `/supplier-webhook/${webhook.body.hashId}/dry-run`, { request: webRequest({ id: 'never-seen' }) });
+    const unknown = await s.api.request<{ device: unknown }>('POST', `/supplier-webhook/${webhook.body.hashId}/dry-run`, {
+      request: webRequest({ id: 'never-seen' }),
+    });
     expect(unknown.body).toMatchObject({ device: { hashId: null, deviceTypeHashId: typeHashId, created: true } });
     const { rows } = await ctx.db.query("SELECT 1 FROM device WHERE supplier_device_identifier = 'never-seen'");
     expect(rows).toHaveLength(0);
@@ -251,7 +380,8 @@ describe('dry run of an identifier', () => {
     const typeHashId = await deviceType(s, PARSES);
     const { csrPem } = await opensslCsr(tempDir(), 'acme', '/O=Acme/CN=Acme device CA');
     const certificate = await s.api.request<{ hashId: string }>('POST', '/supplier-certificate/', {
-      name: 'acme', csr: csrPem,
+      name: 'acme',
+      csr: csrPem,
       identifier: `function handle(args: { certificate: { subjects: Subject[][] } }) {
   const cn = args.certificate.subjects[0].find((a) => a.key.value === 'CN')!;
   return { deviceTypeHashId: '${typeHashId}', deviceIdentifier: cn.value.value };
@@ -259,10 +389,19 @@ describe('dry run of an identifier', () => {
     });
     expect(certificate.status).toBe(200);
     const subjects = [[{ key: { encoding: 'utf8', value: 'CN' }, value: { encoding: 'utf8', value: 'thermo-9' } }]];
-    const named = await s.api.request<{ result: unknown; device: unknown; error: unknown }>('POST', `/supplier-certificate/${certificate.body.hashId}/dry-run`, { certificate: { subjects } });
-    expect(named.body).toMatchObject({ error: null, result: { deviceTypeHashId: typeHashId, deviceIdentifier: 'thermo-9' }, device: { hashId: null, created: true } });
+    const named = await s.api.request<{ result: unknown; device: unknown; error: unknown }>(
+      'POST',
+      `/supplier-certificate/${certificate.body.hashId}/dry-run`,
+      { certificate: { subjects } },
+    );
+    expect(named.body).toMatchObject({
+      error: null,
+      result: { deviceTypeHashId: typeHashId, deviceIdentifier: 'thermo-9' },
+      device: { hashId: null, created: true },
+    });
     const throwing = await s.api.request<{ error: RunError }>('POST', `/supplier-certificate/${certificate.body.hashId}/dry-run`, {
-      certificate: { subjects }, identifier: 'function handle(args: { certificate: { subjects: Subject[][] } }) {\n  return args.certificate.subjects[1][0];\n}',
+      certificate: { subjects },
+      identifier: 'function handle(args: { certificate: { subjects: Subject[][] } }) {\n  return args.certificate.subjects[1][0];\n}',
     });
     expect(throwing.body.error).toMatchObject({ kind: 'error', message: expect.stringContaining('TypeError'), line: 2 });
   });
@@ -279,14 +418,20 @@ describe('limits', () => {
     const foreignType = await b.api.request<{ key: string }>('POST', `/device-type/${typeOfA}/dry-run`, { event });
     expect(foreignType.status).toBe(404);
     expect(foreignType.body.key).toBe('not_found_error');
-    const foreignDevice = await b.api.request<{ key: string; message: string }>('POST', `/device-type/${typeOfB}/dry-run`, { event, deviceHashId: deviceOfA.hashId });
+    const foreignDevice = await b.api.request<{ key: string; message: string }>('POST', `/device-type/${typeOfB}/dry-run`, {
+      event,
+      deviceHashId: deviceOfA.hashId,
+    });
     expect(foreignDevice.status).toBe(400);
     expect(foreignDevice.body).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('deviceHashId') });
     expect((await b.api.request('POST', `/supplier-report-type/${a.reportTypeHashId}/dry-run`, { payload: '{}' })).status).toBe(404);
     // a stored run of A's is not B's to replay
     expect((await report(deviceOfA, { volts: [1] })).status).toBe(200);
-    const runOfA = await until(() => a.api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${deviceOfA.hashId}`),
-      (r) => r.body.rows.length === 1, "A's run");
+    const runOfA = await until(
+      () => a.api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${deviceOfA.hashId}`),
+      (r) => r.body.rows.length === 1,
+      "A's run",
+    );
     const replay = await b.api.request<{ key: string }>('POST', `/device-type/${typeOfB}/dry-run`, { activityHashId: runOfA.body.rows[0].activity.hashId });
     expect(replay.status).toBe(404);
     expect(replay.body.key).toBe('not_found_error');
@@ -316,14 +461,21 @@ describe('limits', () => {
     const s = await supplier();
     const typeHashId = await deviceType(s, PARSES);
     const event = { type: 'incomingRequest', webRequest: webRequest({ volts: [4] }) };
-    const looping = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event, eventHandler: 'function handle() {\n  for (;;) {}\n}' });
+    const looping = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, {
+      event,
+      eventHandler: 'function handle() {\n  for (;;) {}\n}',
+    });
     expect(looping.status).toBe(200);
-    expect(looping.body).toMatchObject({ failed: true, error: { kind: 'timeout', message: expect.stringContaining('time limit'), line: null, column: null }, answer: { statusCode: 504 } });
+    expect(looping.body).toMatchObject({
+      failed: true,
+      error: { kind: 'timeout', message: expect.stringContaining('time limit'), line: null, column: null },
+      answer: { statusCode: 504 },
+    });
     const next = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event });
     expect(next.body).toMatchObject({ failed: false, error: null, answer: { statusCode: 200 } });
   });
 
-  it('answers 429 rate_limit_error with Retry-After past the environment\'s bucket, and another environment still runs', async () => {
+  it("answers 429 rate_limit_error with Retry-After past the environment's bucket, and another environment still runs", async () => {
     const s = await supplier();
     const other = await supplier();
     const body = { payload: JSON.stringify({ volts: [1] }) };
@@ -332,10 +484,15 @@ describe('limits', () => {
     expect(statuses).toEqual([...Array(BURST).fill(200), 429]);
     // a second account of the same environment, over raw HTTP to see the headers: the bucket is the environment's
     const account = await createMachineAccount(ctx.db, s.api.environmentHashId, ['ENVIRONMENT_ADMIN']);
-    const login = await fetch(`${base}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '5' }, body: JSON.stringify({ assertion: account.assertion }) });
+    const login = await fetch(`${base}/authentication/machine-login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'api-version': '5' },
+      body: JSON.stringify({ assertion: account.assertion }),
+    });
     const { jwt } = (await login.json()) as { jwt: string };
     const refused = await fetch(`${base}/supplier-report-type/${s.reportTypeHashId}/dry-run`, {
-      method: 'POST', body: JSON.stringify(body),
+      method: 'POST',
+      body: JSON.stringify(body),
       headers: { 'content-type': 'application/json', 'api-version': '5', 'environment-hash-id': s.api.environmentHashId, authorization: `Bearer ${jwt}` },
     });
     expect(refused.status).toBe(429);
@@ -351,10 +508,15 @@ describe('metrics', () => {
     const typeHashId = await deviceType(s, PARSES);
     const runs = async () => {
       const text = await (await fetch(`${base}/metrics`)).text();
-      return text.split('\n').filter((l) => l.startsWith('gridgate_sandbox_runs_total{')).join('\n');
+      return text
+        .split('\n')
+        .filter((l) => l.startsWith('gridgate_sandbox_runs_total{'))
+        .join('\n');
     };
     const before = await runs();
-    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, { event: { type: 'incomingRequest', webRequest: webRequest({ volts: [2] }) } });
+    const dry = await s.api.request<DeviceTypeDryRun>('POST', `/device-type/${typeHashId}/dry-run`, {
+      event: { type: 'incomingRequest', webRequest: webRequest({ volts: [2] }) },
+    });
     expect(dry.body).toMatchObject({ failed: false, calls: [{ name: 'parseReport', failed: false }] });
     expect(await runs()).toBe(before);
   });
@@ -362,11 +524,28 @@ describe('metrics', () => {
 
 describe('OpenAPI', () => {
   it('describes each dry run with its body and answer', async () => {
-    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, { post?: { requestBody?: unknown; responses?: Record<string, { content?: { 'application/json'?: { schema?: { properties?: Record<string, unknown> } } } }> } }> };
-    for (const path of ['/device-type/{hashId}/dry-run', '/supplier-report-type/{hashId}/dry-run', '/supplier-webhook/{hashId}/dry-run', '/supplier-certificate/{hashId}/dry-run']) {
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as {
+      paths: Record<
+        string,
+        {
+          post?: {
+            requestBody?: unknown;
+            responses?: Record<string, { content?: { 'application/json'?: { schema?: { properties?: Record<string, unknown> } } } }>;
+          };
+        }
+      >;
+    };
+    for (const path of [
+      '/device-type/{hashId}/dry-run',
+      '/supplier-report-type/{hashId}/dry-run',
+      '/supplier-webhook/{hashId}/dry-run',
+      '/supplier-certificate/{hashId}/dry-run',
+    ]) {
       const post = doc.paths[path]?.post;
       expect(post?.requestBody, path).toBeDefined();
-      expect(Object.keys(post?.responses?.['200']?.content?.['application/json']?.schema?.properties ?? {}), path).toEqual(expect.arrayContaining(['error', 'failed', 'log']));
+      expect(Object.keys(post?.responses?.['200']?.content?.['application/json']?.schema?.properties ?? {}), path).toEqual(
+        expect.arrayContaining(['error', 'failed', 'log']),
+      );
     }
   });
 });

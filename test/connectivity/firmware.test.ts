@@ -6,13 +6,22 @@ import { addDeviceType, expectParameterError, findAll, type ErrorBody } from './
 
 const LIMIT = 3000;
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(await testContext({ FIRMWARE_MAX_BYTES: String(LIMIT) })); });
+beforeAll(async () => {
+  api = await startTestApi(await testContext({ FIRMWARE_MAX_BYTES: String(LIMIT) }));
+});
 afterAll(async () => {
   await api.close();
   await closeContext(api.ctx);
 });
 
-interface Firmware { hashId: string; deviceTypeHashId: string; version: string; size: number; sha256: string; createdAt: string }
+interface Firmware {
+  hashId: string;
+  deviceTypeHashId: string;
+  version: string;
+  size: number;
+  sha256: string;
+  createdAt: string;
+}
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
@@ -28,14 +37,20 @@ describe('firmware images', () => {
     const typeA = await addDeviceType(c);
     const typeB = await addDeviceType(c);
     const image = randomBytes(2500);
-    const r = await c.request<{ hashId: string; size: number; sha256: string }>('POST', '/firmware/', { deviceTypeHashId: typeA, version: '1.0.0', data: image.toString('base64') });
+    const r = await c.request<{ hashId: string; size: number; sha256: string }>('POST', '/firmware/', {
+      deviceTypeHashId: typeA,
+      version: '1.0.0',
+      data: image.toString('base64'),
+    });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ hashId: expect.stringMatching(/^[a-z0-9]+$/), size: 2500, sha256: sha256(image) });
     const hashId = r.body.hashId;
 
     const get = await c.request<{ firmware: Firmware }>('GET', `/firmware/${hashId}`);
     expect(get.status).toBe(200);
-    expect(get.body).toEqual({ firmware: { hashId, deviceTypeHashId: typeA, version: '1.0.0', size: 2500, sha256: sha256(image), createdAt: expect.any(String) } });
+    expect(get.body).toEqual({
+      firmware: { hashId, deviceTypeHashId: typeA, version: '1.0.0', size: 2500, sha256: sha256(image), createdAt: expect.any(String) },
+    });
     const stored = await api.ctx.db.query<{ data: Buffer }>('SELECT data FROM firmware WHERE hash_id = $1', [hashId]);
     expect(stored.rows[0].data.equals(image)).toBe(true);
 
@@ -118,14 +133,18 @@ describe('firmware images', () => {
   });
 });
 
-describe('firmware images above the API\'s general body limit', () => {
+describe("firmware images above the API's general body limit", () => {
   it('accepts an image whose base64 body exceeds 16 MiB when FIRMWARE_MAX_BYTES allows it', async () => {
     const big = await startTestApi(await testContext({ FIRMWARE_MAX_BYTES: String(13 * 1024 * 1024) }));
     try {
       const c = await big.login('connectivity');
       const type = await addDeviceType(c);
       const image = randomBytes(13 * 1024 * 1024);
-      const r = await c.request<{ sha256: string; size: number }>('POST', '/firmware/', { deviceTypeHashId: type, version: 'big', data: image.toString('base64') });
+      const r = await c.request<{ sha256: string; size: number }>('POST', '/firmware/', {
+        deviceTypeHashId: type,
+        version: 'big',
+        data: image.toString('base64'),
+      });
       expect(r.status).toBe(200);
       expect(r.body).toMatchObject({ size: image.length, sha256: sha256(image) });
     } finally {

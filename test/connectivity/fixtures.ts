@@ -1,7 +1,11 @@
 import { expect } from 'vitest';
 import type { ApiClient } from '../helpers.ts';
 
-export interface ErrorBody { key: string; message: string; details?: unknown }
+export interface ErrorBody {
+  key: string;
+  message: string;
+  details?: unknown;
+}
 
 /** A 400 parameter_error whose message names each of `words` (the field and its limit). */
 export function expectParameterError(r: { status: number; body: unknown }, ...words: string[]): void {
@@ -32,7 +36,10 @@ export function deviceTypeBody(overrides: Record<string, unknown> = {}) {
     eventHandler: EVENT_HANDLER,
     fieldConfigurations: [field('serial'), field('depth', 'number'), field('count', 'integer'), field('active', 'boolean')],
     pinGroupFieldConfigurations: [],
-    channels: [{ name: 'Red wire', pinFieldConfigurations: [] }, { name: 'Black wire', pinFieldConfigurations: [] }],
+    channels: [
+      { name: 'Red wire', pinFieldConfigurations: [] },
+      { name: 'Black wire', pinFieldConfigurations: [] },
+    ],
     commandTypeHashIds: [],
     ...overrides,
   };
@@ -50,8 +57,10 @@ export async function findAll<T>(client: ApiClient, url: string, rowsPerPage = 2
   let offset: string | null = null;
   const sep = url.includes('?') ? '&' : '?';
   do {
-    const page: { status: number; body: { nextPageOffset: string | null; rows: T[] } } =
-      await client.request('GET', `${url}${sep}rowsPerPage=${rowsPerPage}${offset ? `&offset=${offset}` : ''}`);
+    const page: { status: number; body: { nextPageOffset: string | null; rows: T[] } } = await client.request(
+      'GET',
+      `${url}${sep}rowsPerPage=${rowsPerPage}${offset ? `&offset=${offset}` : ''}`,
+    );
     if (page.status !== 200) throw new Error(`find failed: ${JSON.stringify(page.body)}`);
     if (page.body.rows.length > rowsPerPage) throw new Error('page too long');
     rows.push(...page.body.rows);

@@ -7,8 +7,12 @@ import { LEASE_MS, leaseStream, releaseStream, takeStreamLease } from '../../src
 import { testContext } from '../helpers.ts';
 
 let ctx: AppContext;
-beforeAll(async () => { ctx = await testContext(); });
-afterAll(async () => { await closeContext(ctx); });
+beforeAll(async () => {
+  ctx = await testContext();
+});
+afterAll(async () => {
+  await closeContext(ctx);
+});
 
 describe('live stream leases', () => {
   it('an environment holds at most its streams; a lease not renewed runs out after LEASE_MS, a renewed one does not', async () => {

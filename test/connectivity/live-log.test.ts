@@ -33,20 +33,42 @@ afterAll(async () => {
   await closeContext(ctx);
 });
 
-interface Supplier { environmentHashId: string; environmentId: number; jwt: string; api<T = Record<string, string>>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }> }
-interface Device { hashId: string; typeHashId: string; identity: string; key: string }
+interface Supplier {
+  environmentHashId: string;
+  environmentId: number;
+  jwt: string;
+  api<T = Record<string, string>>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }>;
+}
+interface Device {
+  hashId: string;
+  typeHashId: string;
+  identity: string;
+  key: string;
+}
 
 async function supplier(): Promise<Supplier> {
   const env = await createEnvironment(ctx.db, 'connectivity', 'live');
   const account = await createMachineAccount(ctx.db, env.hashId, ['ENVIRONMENT_ADMIN']);
-  const login = await fetch(`${base}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '5' }, body: JSON.stringify({ assertion: account.assertion }) });
+  const login = await fetch(`${base}/authentication/machine-login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'api-version': '5' },
+    body: JSON.stringify({ assertion: account.assertion }),
+  });
   const { jwt } = (await login.json()) as { jwt: string };
   const { rows } = await ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [env.hashId]);
   return {
-    environmentHashId: env.hashId, environmentId: Number(rows[0].id), jwt,
+    environmentHashId: env.hashId,
+    environmentId: Number(rows[0].id),
+    jwt,
     async api(method, url, body) {
       const res = await fetch(`${base}${url}`, {
-        method, headers: { 'api-version': '5', 'environment-hash-id': env.hashId, authorization: `Bearer ${jwt}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        method,
+        headers: {
+          'api-version': '5',
+          'environment-hash-id': env.hashId,
+          authorization: `Bearer ${jwt}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+        },
         body: body ? JSON.stringify(body) : undefined,
       });
       const text = await res.text();
@@ -70,21 +92,39 @@ const HANDLER = (reportTypeHashId: string) => `function handle(args: Arguments, 
 /** A device type whose handler parses the body as a report, and one PSK device of it. */
 async function device(s: Supplier): Promise<Device> {
   const quantity = await s.api<{ hashId: string }>('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: 0 });
-  const reportType = await s.api<{ hashId: string }>('POST', '/supplier-report-type/', { name: 'volts', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: PARSER(quantity.body.hashId) });
+  const reportType = await s.api<{ hashId: string }>('POST', '/supplier-report-type/', {
+    name: 'volts',
+    fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+    parser: PARSER(quantity.body.hashId),
+  });
   const type = await s.api<{ hashId: string }>('POST', '/device-type/', {
-    name: `type ${randomBytes(3).toString('hex')}`, eventHandler: HANDLER(reportType.body.hashId), fieldConfigurations: [], pinGroupFieldConfigurations: [],
-    channels: [{ name: 'A', pinFieldConfigurations: [] }], commandTypeHashIds: [],
+    name: `type ${randomBytes(3).toString('hex')}`,
+    eventHandler: HANDLER(reportType.body.hashId),
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [{ name: 'A', pinFieldConfigurations: [] }],
+    commandTypeHashIds: [],
   });
   expect(type.status).toBe(200);
   const d = { identity: `dev-${randomBytes(6).toString('hex')}`, key: randomBytes(16).toString('hex') };
-  const added = await s.api<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: d.identity, deviceTypeHashId: type.body.hashId, psk: d.key, pskIdentity: d.identity });
+  const added = await s.api<{ hashId: string }>('POST', '/device/psk', {
+    supplierDeviceIdentifier: d.identity,
+    deviceTypeHashId: type.body.hashId,
+    psk: d.key,
+    pskIdentity: d.identity,
+  });
   expect(added.status).toBe(200);
   return { ...d, hashId: added.body.hashId, typeHashId: type.body.hashId };
 }
 
 /** A real device request over HTTPS TLS-PSK. */
 async function report(d: Device, volts: number[]) {
-  const out = await opensslPsk({ port: service.https!.port(), identity: d.identity, keyHex: d.key, input: httpRequestText('POST', '/report', JSON.stringify({ volts })) });
+  const out = await opensslPsk({
+    port: service.https!.port(),
+    identity: d.identity,
+    keyHex: d.key,
+    input: httpRequestText('POST', '/report', JSON.stringify({ volts })),
+  });
   return parseHttpResponse(out.stdout);
 }
 
@@ -94,7 +134,8 @@ async function openStream(s: Supplier, query = '', headers: Record<string, strin
   return { ...stream, events: () => stream.events('activity') };
 }
 
-const subscribers = async (environmentId: number) => Number(((await ctx.redis.pubsub('NUMSUB', liveActivityChannel(ctx.config, environmentId))) as [string, number])[1]);
+const subscribers = async (environmentId: number) =>
+  Number(((await ctx.redis.pubsub('NUMSUB', liveActivityChannel(ctx.config, environmentId))) as [string, number])[1]);
 
 describe('live log', () => {
   it("streams a device request's activity as it is stored, with its request, answer, report and duration; another environment's stream gets none of it", async () => {
@@ -117,7 +158,14 @@ describe('live log', () => {
     const { durationMs, ...shape } = event.data;
     expect(shape).toEqual(stored.body);
     expect(durationMs).toEqual(expect.any(Number));
-    const activity = event.data.activity as { hashId: string; createdAt: string; failed: boolean; log: unknown[]; triggerData: { request: { request: { body: unknown }; response: { statusCode: number; body: unknown } } }; activities: { triggerType: string; triggerData: { observations: { measurement: { significand: number } }[] } }[] };
+    const activity = event.data.activity as {
+      hashId: string;
+      createdAt: string;
+      failed: boolean;
+      log: unknown[];
+      triggerData: { request: { request: { body: unknown }; response: { statusCode: number; body: unknown } } };
+      activities: { triggerType: string; triggerData: { observations: { measurement: { significand: number } }[] } }[];
+    };
     expect(event.data).toMatchObject({ device: { hashId: deviceA.hashId }, deviceType: { hashId: deviceA.typeHashId } });
     expect(activity).toMatchObject({ hashId: event.id, failed: false, log: [{ type: 'log', message: 'report received' }] });
     expect(Date.parse(activity.createdAt)).not.toBeNaN();
@@ -143,11 +191,19 @@ describe('live log', () => {
     streamA.close();
     streamB.close();
     // the streams' channels are left and their leases given back once the clients are gone
-    await until(() => Promise.all([subscribers(a.environmentId), subscribers(b.environmentId)]), (n) => n[0] === 0 && n[1] === 0, 'no subscription left');
-    await until(() => ctx.redis.zcard(liveStreamsKey(ctx.config, a.environmentHashId)), (n) => n === 0, 'no lease left');
+    await until(
+      () => Promise.all([subscribers(a.environmentId), subscribers(b.environmentId)]),
+      (n) => n[0] === 0 && n[1] === 0,
+      'no subscription left',
+    );
+    await until(
+      () => ctx.redis.zcard(liveStreamsKey(ctx.config, a.environmentHashId)),
+      (n) => n === 0,
+      'no lease left',
+    );
   });
 
-  it('filters by device and device type; an unknown device (or another environment\'s) is a 404', async () => {
+  it("filters by device and device type; an unknown device (or another environment's) is a 404", async () => {
     const a = await supplier();
     const b = await supplier();
     const [one, two, other] = await Promise.all([device(a), device(a), device(b)]);
@@ -179,7 +235,9 @@ describe('live log', () => {
     expect(anonymous.status).toBe(401);
     await anonymous.text();
     // the find operation still wants its headers
-    const find = await fetch(`${base}/supplier-activity/?apiVersion=5&environmentHashId=${a.environmentHashId}`, { headers: { authorization: `Bearer ${a.jwt}` } });
+    const find = await fetch(`${base}/supplier-activity/?apiVersion=5&environmentHashId=${a.environmentHashId}`, {
+      headers: { authorization: `Bearer ${a.jwt}` },
+    });
     expect(find.status).toBe(400);
     await find.text();
   });
@@ -189,7 +247,9 @@ describe('live log', () => {
     const b = await supplier();
     const open = await Promise.all(Array.from({ length: MAX_STREAMS }, () => openStream(a)));
     expect(open.map((s) => s.status)).toEqual(Array(MAX_STREAMS).fill(200));
-    const refused = await fetch(`${base}/supplier-activity/stream`, { headers: { authorization: `Bearer ${a.jwt}`, 'api-version': '5', 'environment-hash-id': a.environmentHashId } });
+    const refused = await fetch(`${base}/supplier-activity/stream`, {
+      headers: { authorization: `Bearer ${a.jwt}`, 'api-version': '5', 'environment-hash-id': a.environmentHashId },
+    });
     expect(refused.status).toBe(429);
     expect(((await refused.json()) as { key: string }).key).toBe('rate_limit_error');
     // another environment's streams are its own
@@ -200,11 +260,19 @@ describe('live log', () => {
     expect(await subscribers(a.environmentId)).toBe(1);
 
     open[0].close();
-    await until(() => ctx.redis.zcard(liveStreamsKey(ctx.config, a.environmentHashId)), (n) => n === MAX_STREAMS - 1, 'the closed stream\'s lease given back');
+    await until(
+      () => ctx.redis.zcard(liveStreamsKey(ctx.config, a.environmentHashId)),
+      (n) => n === MAX_STREAMS - 1,
+      "the closed stream's lease given back",
+    );
     const again = await openStream(a);
     expect(again.status).toBe(200);
     for (const s of [...open.slice(1), again]) s.close();
-    await until(() => subscribers(a.environmentId), (n) => n === 0, 'no subscription left');
+    await until(
+      () => subscribers(a.environmentId),
+      (n) => n === 0,
+      'no subscription left',
+    );
   });
 });
 
@@ -214,8 +282,16 @@ describe('event stream', () => {
     let ends = 0;
     let stream: EventStream | null = null;
     const server = createServer((_req, res) => {
-      stream = new EventStream(res, () => { renewals++; }, 50);
-      stream.onEnd(() => { ends++; });
+      stream = new EventStream(
+        res,
+        () => {
+          renewals++;
+        },
+        50,
+      );
+      stream.onEnd(() => {
+        ends++;
+      });
       stream.send('activity', 'abc', '{"n":1}');
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

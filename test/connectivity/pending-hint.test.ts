@@ -8,8 +8,12 @@ import { addCommandType, addDeviceType } from './fixtures.ts';
 import { waitFor as waitForCondition } from '../support/until.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 /** The test database, counting the pending-commands lookups (the query the hint saves). */
 function countingDb() {
@@ -30,7 +34,12 @@ async function setup(devices: number) {
   const hashIds: string[] = [];
   for (let i = 0; i < devices; i++) {
     const identity = `hint-${randomBytes(6).toString('hex')}`;
-    const r = await c.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId, psk: randomBytes(16).toString('hex'), pskIdentity: identity });
+    const r = await c.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: identity,
+      deviceTypeHashId,
+      psk: randomBytes(16).toString('hex'),
+      pskIdentity: identity,
+    });
     expect(r.status).toBe(200);
     hashIds.push(r.body.hashId);
   }

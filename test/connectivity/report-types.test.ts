@@ -3,10 +3,19 @@ import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 import { field, findAll, PARSER, expectParameterError, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface ReportType { hashId: string; name: string; fieldConfigurations: Record<string, unknown[]>; deletedAt: string | null }
+interface ReportType {
+  hashId: string;
+  name: string;
+  fieldConfigurations: Record<string, unknown[]>;
+  deletedAt: string | null;
+}
 
 const body = (more: Record<string, unknown> = {}) => ({
   name: 'Temperature',
@@ -37,7 +46,9 @@ describe('supplier report types', () => {
 
     const newParser = PARSER.replace('* 100', '* 1000');
     const update = await c.request('POST', `/supplier-report-type/${hashId}`, {
-      name: 'Temperature v2', parser: newParser, fieldConfigurations: { pin: [{ fieldConfiguration: field('depth', 'number') }] },
+      name: 'Temperature v2',
+      parser: newParser,
+      fieldConfigurations: { pin: [{ fieldConfiguration: field('depth', 'number') }] },
     });
     expect(update.status).toBe(204);
     const after = await c.request<{ reportType: ReportType; parser: string }>('GET', `/supplier-report-type/${hashId}`);
@@ -71,20 +82,39 @@ describe('supplier report types', () => {
     const update = await c.request<ErrorBody>('POST', `/supplier-report-type/${hashId}`, { parser: broken, name: 'not applied' });
     expect(update.status).toBe(400);
     expect(update.body.details).toMatchObject({ field: 'parser', line: 3 });
-    expect((await c.request<{ reportType: ReportType; parser: string }>('GET', `/supplier-report-type/${hashId}`)).body).toMatchObject({ reportType: { name: 'Temperature' }, parser: PARSER });
+    expect((await c.request<{ reportType: ReportType; parser: string }>('GET', `/supplier-report-type/${hashId}`)).body).toMatchObject({
+      reportType: { name: 'Temperature' },
+      parser: PARSER,
+    });
   });
 
   it('enforces the limits, naming the field', async () => {
     const c = await api.login('connectivity');
     await expectParameterError(await c.request('POST', '/supplier-report-type/', body({ parser: 'x'.repeat(1_000_001) })), 'parser', '1000000');
     const many = Array.from({ length: 51 }, (_, i) => field(`f${i}`));
-    await expectParameterError(await c.request('POST', '/supplier-report-type/', body({ fieldConfigurations: { pinGroup: [], pin: many, measurement: [] } })), 'fieldConfigurations.pin', '50');
-    await expectParameterError(await c.request('POST', '/supplier-report-type/', body({ fieldConfigurations: { pinGroup: [], pin: [] } })), 'measurement', 'required');
-    await expectParameterError(await c.request('POST', '/supplier-report-type/', body({ fieldConfigurations: { pinGroup: [field('a'), field('a')], pin: [], measurement: [] } })), 'pinGroup', 'twice');
+    await expectParameterError(
+      await c.request('POST', '/supplier-report-type/', body({ fieldConfigurations: { pinGroup: [], pin: many, measurement: [] } })),
+      'fieldConfigurations.pin',
+      '50',
+    );
+    await expectParameterError(
+      await c.request('POST', '/supplier-report-type/', body({ fieldConfigurations: { pinGroup: [], pin: [] } })),
+      'measurement',
+      'required',
+    );
+    await expectParameterError(
+      await c.request('POST', '/supplier-report-type/', body({ fieldConfigurations: { pinGroup: [field('a'), field('a')], pin: [], measurement: [] } })),
+      'pinGroup',
+      'twice',
+    );
     await expectParameterError(await c.request('POST', '/supplier-report-type/', body({ name: undefined })), 'name', 'required');
     const hashId = await add(c);
     await expectParameterError(await c.request('POST', `/supplier-report-type/${hashId}`, { parser: 'x'.repeat(1_000_001) }), 'parser');
-    await expectParameterError(await c.request('POST', `/supplier-report-type/${hashId}`, { fieldConfigurations: { measurement: many } }), 'fieldConfigurations.measurement', '50');
+    await expectParameterError(
+      await c.request('POST', `/supplier-report-type/${hashId}`, { fieldConfigurations: { measurement: many } }),
+      'fieldConfigurations.measurement',
+      '50',
+    );
   });
 
   it('pages through every report type once (keyset)', async () => {
@@ -99,7 +129,7 @@ describe('supplier report types', () => {
     expect(search.body.rows.map((r) => r.reportType.hashId)).toEqual([ids[3]]);
   });
 
-  it('keeps environments apart: B cannot see or touch A\'s report type', async () => {
+  it("keeps environments apart: B cannot see or touch A's report type", async () => {
     const a = await api.login('connectivity');
     const b = await api.login('connectivity');
     const hashId = await add(a);

@@ -17,19 +17,36 @@ afterAll(async () => {
   await closeContext(api.ctx);
 });
 
-interface Subscription { hashId: string; objectType: string; objectHashId: string; lastNotification: string | null; alertsSinceLastNotification: number; createdAt: string }
-interface Row { objectName: string; subscription: Subscription; supplier: { hashId: string; name: string } }
+interface Subscription {
+  hashId: string;
+  objectType: string;
+  objectHashId: string;
+  lastNotification: string | null;
+  alertsSinceLastNotification: number;
+  createdAt: string;
+}
+interface Row {
+  objectName: string;
+  subscription: Subscription;
+  supplier: { hashId: string; name: string };
+}
 
 const ok = <T>(r: { status: number; body: T }): T => {
   if (r.status !== 200) throw new Error(`expected 200, got ${r.status}: ${JSON.stringify(r.body)}`);
   return r.body;
 };
 
-const reportType = async (c: ApiClient) => ok(await c.request<{ hashId: string }>('POST', '/supplier-report-type/', {
-  name: 'Temperature', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: PARSER,
-})).hashId;
+const reportType = async (c: ApiClient) =>
+  ok(
+    await c.request<{ hashId: string }>('POST', '/supplier-report-type/', {
+      name: 'Temperature',
+      fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+      parser: PARSER,
+    }),
+  ).hashId;
 const IDENTIFIER = 'function handle(args: { request: WebRequest }) { return { deviceTypeHashId: "x", deviceIdentifier: "y" }; }';
-const webhook = async (c: ApiClient) => ok(await c.request<{ hashId: string }>('POST', '/supplier-webhook/', { name: 'The Things Stack', identifier: IDENTIFIER })).hashId;
+const webhook = async (c: ApiClient) =>
+  ok(await c.request<{ hashId: string }>('POST', '/supplier-webhook/', { name: 'The Things Stack', identifier: IDENTIFIER })).hashId;
 async function certificate(c: ApiClient): Promise<string> {
   const { csrPem } = await opensslCsr(tempDir(), 'subscribed', '/O=Acme/CN=Acme sensors CA');
   const identifier = 'function handle(args: { certificate: Certificate }) { return { deviceTypeHashId: "x", deviceIdentifier: "y" }; }';
@@ -44,14 +61,20 @@ describe('subscriptions to alerts on supplier objects', () => {
     const added = ok(await c.request<{ hashId: string; subscriptionHashId: string }>('POST', '/device-type/', deviceTypeBody({ name: 'Rectifier' })));
     expect((await deviceTypeGet(c, added.hashId)).body.subscriptionHashId).toBe(added.subscriptionHashId);
     const rows = await findAll<Row>(c, '/subscription/');
-    expect(rows).toEqual([{
-      objectName: 'Rectifier',
-      subscription: {
-        hashId: added.subscriptionHashId, objectType: 'deviceType', objectHashId: added.hashId,
-        lastNotification: null, alertsSinceLastNotification: 0, createdAt: expect.any(String),
+    expect(rows).toEqual([
+      {
+        objectName: 'Rectifier',
+        subscription: {
+          hashId: added.subscriptionHashId,
+          objectType: 'deviceType',
+          objectHashId: added.hashId,
+          lastNotification: null,
+          alertsSinceLastNotification: 0,
+          createdAt: expect.any(String),
+        },
+        supplier: { hashId: c.environmentHashId, name: 'test connectivity', enforceTwoFactorAuthentication: false, theme: null, createdAt: expect.any(String) },
       },
-      supplier: { hashId: c.environmentHashId, name: 'test connectivity', enforceTwoFactorAuthentication: false, theme: null, createdAt: expect.any(String) },
-    }]);
+    ]);
   });
 
   it('delete ends the subscription: the device type get no longer carries subscriptionHashId', async () => {
@@ -87,9 +110,13 @@ describe('subscriptions to alerts on supplier objects', () => {
 
   it('subscribes another user of the environment (a person, who never logs in) by userHashId', async () => {
     const c = await api.login('connectivity');
-    const person = ok(await c.request<{ hashId: string }>('POST', '/user/', { name: 'On call', email: 'oncall@example.com', rights: ['ENVIRONMENT_ADMIN'] })).hashId;
+    const person = ok(
+      await c.request<{ hashId: string }>('POST', '/user/', { name: 'On call', email: 'oncall@example.com', rights: ['ENVIRONMENT_ADMIN'] }),
+    ).hashId;
     const hook = await webhook(c);
-    const { hashId } = ok(await c.request<{ hashId: string }>('POST', '/subscription/', { objectType: 'supplierWebhook', objectHashId: hook, userHashId: person }));
+    const { hashId } = ok(
+      await c.request<{ hashId: string }>('POST', '/subscription/', { objectType: 'supplierWebhook', objectHashId: hook, userHashId: person }),
+    );
     expect((await findAll<Row>(c, `/subscription/?userHashId=${person}`)).map((r) => r.subscription.hashId)).toEqual([hashId]);
     expect((await findAll<Row>(c, '/subscription/')).map((r) => r.subscription.hashId)).not.toContain(hashId);
     // removing the person removes what was sent to them
@@ -116,7 +143,7 @@ describe('subscriptions to alerts on supplier objects', () => {
     expect(await findAll(c, '/subscription/')).toEqual([]);
   });
 
-  it('keeps tenants apart: another environment cannot subscribe to, list or delete these objects\' subscriptions', async () => {
+  it("keeps tenants apart: another environment cannot subscribe to, list or delete these objects' subscriptions", async () => {
     const a = await api.login('connectivity');
     const b = await api.login('connectivity');
     const type = await addDeviceType(a);
@@ -124,15 +151,20 @@ describe('subscriptions to alerts on supplier objects', () => {
     expectParameterError(await b.request('POST', '/subscription/', { objectType: 'deviceType', objectHashId: type }), 'objectHashId');
     expect(await findAll(b, '/subscription/')).toEqual([]);
     expect(await findAll(b, `/subscription/?supplierHashId=${a.environmentHashId}`)).toEqual([]);
-    const person = ok(await a.request<{ hashId: string }>('POST', '/user/', { name: 'A person', email: 'a-person@example.com', rights: ['ENVIRONMENT_ADMIN'] })).hashId;
-    expectParameterError(await b.request('POST', '/subscription/', { objectType: 'supplierWebhook', objectHashId: await webhook(b), userHashId: person }), 'userHashId');
+    const person = ok(
+      await a.request<{ hashId: string }>('POST', '/user/', { name: 'A person', email: 'a-person@example.com', rights: ['ENVIRONMENT_ADMIN'] }),
+    ).hashId;
+    expectParameterError(
+      await b.request('POST', '/subscription/', { objectType: 'supplierWebhook', objectHashId: await webhook(b), userHashId: person }),
+      'userHashId',
+    );
     expectParameterError(await b.request('GET', `/subscription/?userHashId=${person}`), 'userHashId');
     expect((await b.request<ErrorBody>('DELETE', `/subscription/${subscriptionHashId}`)).body.key).toBe('not_found_error');
     expect((await b.request<ErrorBody>('GET', `/device-type/${type}`)).status).toBe(404);
     expect((await findAll<Row>(a, '/subscription/')).map((r) => r.subscription.hashId)).toEqual([subscriptionHashId]);
   });
 
-  it('a monitoring account finds none and cannot add (the SDK\'s rights: add is a connectivity ENVIRONMENT_ADMIN operation)', async () => {
+  it("a monitoring account finds none and cannot add (the SDK's rights: add is a connectivity ENVIRONMENT_ADMIN operation)", async () => {
     const m = await api.login('monitoring');
     expect((await m.request('GET', '/subscription/')).body).toEqual({ nextPageOffset: null, rows: [] });
     expect((await m.request<ErrorBody>('POST', '/subscription/', { objectType: 'deviceType', objectHashId: 'abc' })).body.key).toBe('right_error');

@@ -35,9 +35,16 @@ beforeAll(async () => {
   await ensureCertificates(apiCtx.config);
   api = await startTestApi(apiCtx);
   a = await api.login('connectivity');
-  deviceType = (await a.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 't', eventHandler: EVENT_HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
-  })).body.hashId;
+  deviceType = (
+    await a.request<{ hashId: string }>('POST', '/device-type/', {
+      name: 't',
+      eventHandler: EVENT_HANDLER,
+      fieldConfigurations: [],
+      pinGroupFieldConfigurations: [],
+      channels: [],
+      commandTypeHashIds: [],
+    })
+  ).body.hashId;
   // the other process: no worker, so a device's request is answered "accepted" once GATEWAY_WAIT_MS is over
   gatewayCtx = await testContext({ CERTS_DIR: certsDir, QUEUE_NAME: apiCtx.config.queueName, GATEWAY_WAIT_MS: '50' });
   gateway = await startService(gatewayCtx, ['gateway']);
@@ -56,15 +63,39 @@ function recordLoads(ctx: AppContext): { loads: TrustSnapshot[]; stop(): void } 
 
 async function addSupplier(name: string): Promise<{ hashId: string; fingerprint: string; device: { cert: string; key: string } }> {
   const csr = await opensslCsr(work, name, `/CN=${name} supplier`);
-  const added = await a.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name, csr: csr.csrPem, identifier: identifier(deviceType) });
+  const added = await a.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', {
+    name,
+    csr: csr.csrPem,
+    identifier: identifier(deviceType),
+  });
   expect(added.status).toBe(200);
   const cert = path.join(work, `${name}.pem`);
   writeFileSync(cert, added.body.certificate);
-  return { hashId: added.body.hashId, fingerprint: new X509Certificate(added.body.certificate).fingerprint256, device: await opensslDeviceCert(work, `${name}-dev`, `/CN=${name}-meter`, cert, csr.key) };
+  return {
+    hashId: added.body.hashId,
+    fingerprint: new X509Certificate(added.body.certificate).fingerprint256,
+    device: await opensslDeviceCert(work, `${name}-dev`, `/CN=${name}-meter`, cert, csr.key),
+  };
 }
 
-const coapsAtGateway = (device: { cert: string; key: string }) => run('coap-client-openssl', ['-B', '4', '-c', device.cert, '-j', device.key, '-C', path.join(certsDir, 'ca.pem'),
-  '-m', 'post', '-t', '50', '-e', '{"v":1}', `coaps://127.0.0.1:${gateway.coap!.coapsPort()}/report`]);
+const coapsAtGateway = (device: { cert: string; key: string }) =>
+  run('coap-client-openssl', [
+    '-B',
+    '4',
+    '-c',
+    device.cert,
+    '-j',
+    device.key,
+    '-C',
+    path.join(certsDir, 'ca.pem'),
+    '-m',
+    'post',
+    '-t',
+    '50',
+    '-e',
+    '{"v":1}',
+    `coaps://127.0.0.1:${gateway.coap!.coapsPort()}/report`,
+  ]);
 
 async function devices(): Promise<string[]> {
   const r = await a.request<{ rows: { device: { supplierDeviceIdentifier: string } }[] }>('GET', '/device/?rowsPerPage=100');
@@ -74,7 +105,7 @@ async function devices(): Promise<string[]> {
 describe('trust anchors in a gateway process', () => {
   let first: Awaited<ReturnType<typeof addSupplier>>;
 
-  it('a supplier certificate added through the API process is loaded by the gateway unasked; a device\'s first handshake there succeeds', async () => {
+  it("a supplier certificate added through the API process is loaded by the gateway unasked; a device's first handshake there succeeds", async () => {
     const rec = recordLoads(gatewayCtx);
     try {
       first = await addSupplier('added');
@@ -120,4 +151,3 @@ describe('trust anchors in a gateway process', () => {
     expect((await coapsAtGateway(second.device)).stdout).not.toContain('accepted');
   });
 });
-

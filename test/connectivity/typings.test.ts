@@ -6,8 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApi } from '../helpers.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 const README = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../../docs/walkthrough.md'), 'utf8');
 
@@ -31,7 +35,10 @@ const libraries = new Map<string, ts.SourceFile | undefined>();
 
 /** The compiler's complaints about `source` checked strictly against the kind's typings, as an editor would show them. */
 async function check(kind: Kind, source: string): Promise<string[]> {
-  const files = new Map([['/typings.d.ts', await typings(kind)], ['/handler.ts', source]]);
+  const files = new Map([
+    ['/typings.d.ts', await typings(kind)],
+    ['/handler.ts', source],
+  ]);
   // the sandbox has the language (Date, JSON, Math, typed arrays), no DOM and no Node.js
   const options: ts.CompilerOptions = { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, lib: ['lib.es2022.d.ts'], types: [] };
   const host = ts.createCompilerHost(options);
@@ -58,26 +65,59 @@ function readmeVariable(name: string): string {
 
 describe('typings for supplier code', () => {
   it.each([
-    ['eventHandler', 'HANDLER'], ['parser', 'PARSER'], ['webhookIdentifier', 'IDENT'], ['certificateIdentifier', 'IDENTIFIER'],
-  ] as const)('the walkthrough\'s %s example (%s) compiles against its typings without a complaint', async (kind, variable) => {
+    ['eventHandler', 'HANDLER'],
+    ['parser', 'PARSER'],
+    ['webhookIdentifier', 'IDENT'],
+    ['certificateIdentifier', 'IDENTIFIER'],
+  ] as const)("the walkthrough's %s example (%s) compiles against its typings without a complaint", async (kind, variable) => {
     expect(await check(kind, readmeVariable(variable))).toEqual([]);
   });
 
-  it('the walkthrough\'s complete event handler, with overloads per event, compiles against the event handler typings', async () => {
+  it("the walkthrough's complete event handler, with overloads per event, compiles against the event handler typings", async () => {
     const block = /## Typings for supplier code[\s\S]*?```ts\n([\s\S]*?)```/.exec(README);
     expect(block).not.toBeNull();
     expect(await check('eventHandler', block![1])).toEqual([]);
   });
 
   it.each([
-    ['eventHandler', 'the request of an event that may have none', 'function handle(args: Arguments, exec: Exec) { exec.addLog(args.event.webRequest.ip); }', 'webRequest'],
-    ['eventHandler', 'a misspelt member of a parseReport call', 'function handle(args: Arguments, exec: Exec) { exec.parseReport({ reportTypeHashID: "r", payload: "" }); }', 'reportTypeHashID'],
+    [
+      'eventHandler',
+      'the request of an event that may have none',
+      'function handle(args: Arguments, exec: Exec) { exec.addLog(args.event.webRequest.ip); }',
+      'webRequest',
+    ],
+    [
+      'eventHandler',
+      'a misspelt member of a parseReport call',
+      'function handle(args: Arguments, exec: Exec) { exec.parseReport({ reportTypeHashID: "r", payload: "" }); }',
+      'reportTypeHashID',
+    ],
     ['eventHandler', 'a date where a Date goes', 'function handle(args: Arguments, exec: Exec) { exec.expectNextReportBefore("tomorrow"); }', 'string'],
-    ['eventHandler', 'an answer without its status', 'function handle(args: ArgumentsForIncomingRequestEvent, exec: Exec): IncomingRequestResponse { return { body: "ok" }; }', 'statusCode'],
+    [
+      'eventHandler',
+      'an answer without its status',
+      'function handle(args: ArgumentsForIncomingRequestEvent, exec: Exec): IncomingRequestResponse { return { body: "ok" }; }',
+      'statusCode',
+    ],
     ['parser', 'a parser result without generatedAt', 'function handle(args: Arguments, exec: Exec): Result { return { measurements: [] }; }', 'generatedAt'],
-    ['parser', 'an event handler\'s exec call in a parser', 'function handle(args: Arguments, exec: Exec) { exec.markCommandAsSent("c"); }', 'markCommandAsSent'],
-    ['webhookIdentifier', 'a body that may be absent', 'function handle(args: Arguments): Result { return { deviceTypeHashId: "d", deviceIdentifier: String(args.request.body.data) }; }', 'undefined'],
-    ['certificateIdentifier', 'a certificate identifier reading a request', 'function handle(args: Arguments): Result { return { deviceTypeHashId: "d", deviceIdentifier: args.request.ip }; }', 'request'],
+    [
+      'parser',
+      "an event handler's exec call in a parser",
+      'function handle(args: Arguments, exec: Exec) { exec.markCommandAsSent("c"); }',
+      'markCommandAsSent',
+    ],
+    [
+      'webhookIdentifier',
+      'a body that may be absent',
+      'function handle(args: Arguments): Result { return { deviceTypeHashId: "d", deviceIdentifier: String(args.request.body.data) }; }',
+      'undefined',
+    ],
+    [
+      'certificateIdentifier',
+      'a certificate identifier reading a request',
+      'function handle(args: Arguments): Result { return { deviceTypeHashId: "d", deviceIdentifier: args.request.ip }; }',
+      'request',
+    ],
   ] as const)('%s: %s is an error', async (kind, _what, source, named) => {
     const complaints = await check(kind, source);
     expect(complaints.length).toBeGreaterThan(0);

@@ -3,8 +3,12 @@ import { startTestApi, type TestApi } from '../helpers.ts';
 import { expectParameterError, findAll, type ErrorBody } from './fixtures.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 export const IDENTIFIER = `function handle(args: { request: WebRequest }): { deviceTypeHashId: string; deviceIdentifier: string } {
   const body = args.request.body as { type: 'json'; data: { id: string } };
@@ -12,7 +16,11 @@ export const IDENTIFIER = `function handle(args: { request: WebRequest }): { dev
 }
 `;
 
-interface Webhook { hashId: string; name: string; createdAt: string }
+interface Webhook {
+  hashId: string;
+  name: string;
+  createdAt: string;
+}
 const URL_FORM = /^https:\/\/localhost:0\/webhook\/([a-z0-9]+)\/([A-Za-z0-9_-]+)$/;
 
 describe('supplier webhooks', () => {
@@ -54,7 +62,8 @@ describe('supplier webhooks', () => {
   it('gives each webhook its own secret and finds page by page, by name', async () => {
     const c = await api.login('connectivity');
     const urls = new Set<string>();
-    for (const name of ['bravo', 'alpha', 'charlie']) urls.add((await c.request<{ url: string }>('POST', '/supplier-webhook/', { name, identifier: IDENTIFIER })).body.url);
+    for (const name of ['bravo', 'alpha', 'charlie'])
+      urls.add((await c.request<{ url: string }>('POST', '/supplier-webhook/', { name, identifier: IDENTIFIER })).body.url);
     const secrets = [...urls].map((u) => URL_FORM.exec(u)?.[2]);
     expect(new Set(secrets).size).toBe(3);
     const rows = await findAll<{ webhook: Webhook; url: string }>(c, '/supplier-webhook/?sortBy=name&descending=false');

@@ -29,9 +29,16 @@ export interface ConsolePage {
 }
 
 /** A fresh browser context (cold cache, no cookies) on the service at `base`. */
-export async function openConsole(browser: Browser, base: string, options: { locale?: 'en' | 'nl'; colorScheme?: 'light' | 'dark' } = {}): Promise<ConsolePage> {
+export async function openConsole(
+  browser: Browser,
+  base: string,
+  options: { locale?: 'en' | 'nl'; colorScheme?: 'light' | 'dark' } = {},
+): Promise<ConsolePage> {
   const context = await browser.newContext({
-    baseURL: base, locale: options.locale === 'nl' ? 'nl-NL' : 'en-GB', colorScheme: options.colorScheme ?? 'light', viewport: { width: 1280, height: 860 },
+    baseURL: base,
+    locale: options.locale === 'nl' ? 'nl-NL' : 'en-GB',
+    colorScheme: options.colorScheme ?? 'light',
+    viewport: { width: 1280, height: 860 },
   });
   const origin = new URL(base).origin;
   const foreign: string[] = [];
@@ -52,7 +59,12 @@ export async function openConsole(browser: Browser, base: string, options: { loc
 
 const AXE = readFileSync(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
 
-export interface AxeFinding { id: string; impact: string; help: string; nodes: string[] }
+export interface AxeFinding {
+  id: string;
+  impact: string;
+  help: string;
+  nodes: string[];
+}
 
 /**
  * axe-core's serious and critical findings on the page as it is now (WCAG 2 A and AA rules). axe is evaluated
@@ -61,7 +73,11 @@ export interface AxeFinding { id: string; impact: string; help: string; nodes: s
 export async function axeFindings(page: Page): Promise<AxeFinding[]> {
   await page.evaluate(AXE);
   const result = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(ctx: Document, o: unknown): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    const axe = (
+      window as unknown as {
+        axe: { run(ctx: Document, o: unknown): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> };
+      }
+    ).axe;
     const r = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')) }));
   });

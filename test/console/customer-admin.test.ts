@@ -68,31 +68,64 @@ beforeAll(async () => {
   // the environment, named as an attacker would; a pin group too; a report type of its own with a quantity
   admin = await api.login('monitoring', RIGHTS);
   await ok(admin.request('PUT', '/environment/', { name: XSS }));
-  pinGroupHashId = (await ok(admin.request<{ hashId: string }>('POST', '/graph/pin-group', { symbolKey: 'post', geometry: { type: 'Point', coordinates: [5.1, 52.1] }, fields: { id: XSS } }))).hashId;
+  pinGroupHashId = (
+    await ok(
+      admin.request<{ hashId: string }>('POST', '/graph/pin-group', {
+        symbolKey: 'post',
+        geometry: { type: 'Point', coordinates: [5.1, 52.1] },
+        fields: { id: XSS },
+      }),
+    )
+  ).hashId;
   pinHashId = (await ok(admin.request<{ pin: { hashId: string } }>('POST', `/graph/pin-group/${pinGroupHashId}/pin`, { fields: { id: 'port 1' } }))).pin.hashId;
-  reportTypeHashId = (await ok(admin.request<{ hashId: string }>('POST', '/report-type/', {
-    name: 'Inspection', fieldConfigurations: { pinGroup: [{ key: 'inspector', name: 'Inspector', type: 'string' }], pin: [], measurement: [] }, quantities: [{ name: 'Potential', unit: 'V' }],
-  }))).hashId;
+  reportTypeHashId = (
+    await ok(
+      admin.request<{ hashId: string }>('POST', '/report-type/', {
+        name: 'Inspection',
+        fieldConfigurations: { pinGroup: [{ key: 'inspector', name: 'Inspector', type: 'string' }], pin: [], measurement: [] },
+        quantities: [{ name: 'Potential', unit: 'V' }],
+      }),
+    )
+  ).hashId;
   quantityHashId = (await ok(admin.request<{ quantities: { hashId: string }[] }>('GET', `/report-type/${reportTypeHashId}`))).quantities[0].hashId;
   // a measurement stored through the API (what the export must hold)
   measuredAt = new Date(Date.now() - 3_600_000).toISOString();
-  await ok(admin.request('POST', '/report/', {
-    pinGroupHashId, reportTypeHashId, generatedAt: measuredAt, fields: { inspector: 'api' },
-    measurements: [
-      { pinHashId, quantityHashId, generatedAt: new Date(Date.parse(measuredAt) - 4 * 3_600_000).toISOString(), orderOfMagnitude: -3, significand: 8420 },
-      { pinHashId, quantityHashId, generatedAt: measuredAt, orderOfMagnitude: -3, significand: 8513 },
-    ],
-  }));
-  await ok(admin.request('POST', '/analytics/panel', {
-    title: 'Condition', layout: [{ x: 0, y: 0, width: 2, height: 4 }, { x: 2, y: 0, width: 4, height: 4 }],
-    cards: [
-      { title: 'Measurements', subtitle: 'all time', query: { source: 'measurement', columns: [{ type: 'count' }] }, visualisation: { type: 'table' } },
-      {
-        title: 'Measurements per hour', query: { source: 'measurement', columns: [{ type: 'timeGroup', field: 'measurement.generatedAt', granularity: 'hour' }, { type: 'count', name: 'count' }], sort: [{ columnIndex: 0, descending: false }] },
-        visualisation: { type: 'line', colors: [], xAxisColumnIndex: 0, forceOrdinal: false },
-      },
-    ],
-  }));
+  await ok(
+    admin.request('POST', '/report/', {
+      pinGroupHashId,
+      reportTypeHashId,
+      generatedAt: measuredAt,
+      fields: { inspector: 'api' },
+      measurements: [
+        { pinHashId, quantityHashId, generatedAt: new Date(Date.parse(measuredAt) - 4 * 3_600_000).toISOString(), orderOfMagnitude: -3, significand: 8420 },
+        { pinHashId, quantityHashId, generatedAt: measuredAt, orderOfMagnitude: -3, significand: 8513 },
+      ],
+    }),
+  );
+  await ok(
+    admin.request('POST', '/analytics/panel', {
+      title: 'Condition',
+      layout: [
+        { x: 0, y: 0, width: 2, height: 4 },
+        { x: 2, y: 0, width: 4, height: 4 },
+      ],
+      cards: [
+        { title: 'Measurements', subtitle: 'all time', query: { source: 'measurement', columns: [{ type: 'count' }] }, visualisation: { type: 'table' } },
+        {
+          title: 'Measurements per hour',
+          query: {
+            source: 'measurement',
+            columns: [
+              { type: 'timeGroup', field: 'measurement.generatedAt', granularity: 'hour' },
+              { type: 'count', name: 'count' },
+            ],
+            sort: [{ columnIndex: 0, descending: false }],
+          },
+          visualisation: { type: 'line', colors: [], xAxisColumnIndex: 0, forceOrdinal: false },
+        },
+      ],
+    }),
+  );
 
   // a person with the rights, who chose a password (the invitation's token stored as its mail would carry it)
   email = `admin.${randomBytes(4).toString('hex')}@example.com`;
@@ -100,7 +133,9 @@ beforeAll(async () => {
   const token = randomBytes(32).toString('base64url');
   await storeToken(api.ctx.db, token, email, 'invitation', null);
   const set = await fetch(`${base}/authentication/person/set-password`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' }, body: JSON.stringify({ token, password: PASSWORD }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
+    body: JSON.stringify({ token, password: PASSWORD }),
   });
   expect(set.status, await set.text()).toBeLessThan(300);
 }, 180_000);
@@ -114,10 +149,21 @@ afterAll(async () => {
 const signIn = (c: ConsolePage) => signInAs(c, email, PASSWORD);
 
 async function open(page: Page, path: string, heading: string): Promise<void> {
-  await page.evaluate((p) => { location.hash = p; }, path);
+  await page.evaluate((p) => {
+    location.hash = p;
+  }, path);
   await expect.poll(() => page.locator('main h1').textContent(), { timeout: 15_000 }).toBe(heading);
   // nothing still loading
-  await expect.poll(() => page.locator('main [role=status]').filter({ hasText: /Loading|Laden/ }).count(), { timeout: 15_000 }).toBe(0);
+  await expect
+    .poll(
+      () =>
+        page
+          .locator('main [role=status]')
+          .filter({ hasText: /Loading|Laden/ })
+          .count(),
+      { timeout: 15_000 },
+    )
+    .toBe(0);
 }
 
 /** The audit log narrowed to the environment's own changes, the newest opened. */
@@ -130,16 +176,20 @@ async function environmentChanges(page: Page): Promise<void> {
 
 const noImg = (page: Page) => page.evaluate(() => document.querySelectorAll('img[src="x"]').length);
 
-describe('the customer\'s administration pages', () => {
+describe("the customer's administration pages", () => {
   let c: ConsolePage;
   /** the answers the API refused to the page (each page's own refusals are shown by it; none is expected) */
   const refused: string[] = [];
   beforeAll(async () => {
     c = await openConsole(browser, base);
-    c.page.on('response', (r) => { if (r.status() >= 400) refused.push(`${r.status()} ${r.request().method()} ${r.url()}`); });
+    c.page.on('response', (r) => {
+      if (r.status() >= 400) refused.push(`${r.status()} ${r.request().method()} ${r.url()}`);
+    });
     await signIn(c);
   }, 60_000);
-  afterAll(async () => { await c?.context.close(); });
+  afterAll(async () => {
+    await c?.context.close();
+  });
 
   it('shows a name written as HTML as text: the environment in the header, the pin group in pickers', async () => {
     await open(c.page, '/reports', 'Reports');
@@ -171,10 +221,22 @@ describe('the customer\'s administration pages', () => {
     await c.page.getByText('Report stored.').waitFor();
     const reports = await ok(admin.request<{ rows: { report: { hashId: string } }[] }>('GET', `/report/?pinGroupHashId=${pinGroupHashId}`));
     expect(reports.rows).toHaveLength(2);
-    const newest = await ok(admin.request<{ fields: Record<string, unknown>; observations: { measurement: { significand: number; orderOfMagnitude: number } }[] }>('GET', `/report/${reports.rows[0].report.hashId}`));
+    const newest = await ok(
+      admin.request<{ fields: Record<string, unknown>; observations: { measurement: { significand: number; orderOfMagnitude: number } }[] }>(
+        'GET',
+        `/report/${reports.rows[0].report.hashId}`,
+      ),
+    );
     expect(newest.fields).toEqual({ inspector: 'Grace' });
     expect(newest.observations.map((o) => o.measurement)).toMatchObject([{ significand: -85, orderOfMagnitude: -2 }]);
-    await expect.poll(() => c.page.locator('main table', { has: c.page.locator('caption', { hasText: 'Reports, newest first' }) }).locator('tbody tr').count()).toBe(2);
+    await expect
+      .poll(() =>
+        c.page
+          .locator('main table', { has: c.page.locator('caption', { hasText: 'Reports, newest first' }) })
+          .locator('tbody tr')
+          .count(),
+      )
+      .toBe(2);
     expect(await noImg(c.page)).toBe(0);
     expect(await axeFindings(c.page)).toEqual([]);
   }, 60_000);
@@ -199,15 +261,21 @@ describe('the customer\'s administration pages', () => {
     await c.page.locator(`input[name=reportType][value="${reportTypeHashId}"]`).check();
     const [download] = await Promise.all([c.page.waitForEvent('download'), c.page.getByRole('button', { name: 'Download template' }).click()]);
     const template = (await readFile((await download.path())!, 'utf8')).trim().split('\r\n');
-    expect(template[0]).toBe('pinGroupHashId,pinGroupName,pinHashId,pinName,reportTypeHashId,reportTypeName,generatedAt,quantityHashId,orderOfMagnitude,significand');
+    expect(template[0]).toBe(
+      'pinGroupHashId,pinGroupName,pinHashId,pinName,reportTypeHashId,reportTypeName,generatedAt,quantityHashId,orderOfMagnitude,significand',
+    );
     const cells = template[1].split(',');
     const at = new Date(Date.now() - 7_200_000).toISOString();
     const good = [...cells.slice(0, 6), at, quantityHashId, '0', '12'].join(',');
     const bad = [...cells.slice(0, 6), at, quantityHashId, '0', 'twelve'].join(',');
-    await c.page.locator('input[name=file]').setInputFiles({ name: 'readings.csv', mimeType: 'text/csv', buffer: Buffer.from(`${template[0]}\r\n${good}\r\n${bad}\r\n`) });
+    await c.page
+      .locator('input[name=file]')
+      .setInputFiles({ name: 'readings.csv', mimeType: 'text/csv', buffer: Buffer.from(`${template[0]}\r\n${good}\r\n${bad}\r\n`) });
     await c.page.getByRole('button', { name: 'Import', exact: true }).click();
     await c.page.getByText('readings.csv was not imported: 1 line(s) failed. Nothing was stored.').waitFor();
-    await expect.poll(() => c.page.locator('form ul.failing li').allTextContents()).toEqual(['line 3, significand: "twelve" is not an integer from -2147483648 to 2147483647']);
+    await expect
+      .poll(() => c.page.locator('form ul.failing li').allTextContents())
+      .toEqual(['line 3, significand: "twelve" is not an integer from -2147483648 to 2147483647']);
     await screenshot(c.page, 'imports-failing-light');
     const reports = await ok(admin.request<{ rows: unknown[] }>('GET', `/report/?pinGroupHashId=${pinGroupHashId}`));
     expect(reports.rows).toHaveLength(2);
@@ -290,7 +358,15 @@ describe('the customer\'s administration pages', () => {
       const cold = await openConsole(browser, base);
       await cold.context.addCookies([cookie]);
       const loads: Promise<number>[] = [];
-      cold.page.on('response', (r) => { if (new URL(r.url()).pathname.startsWith('/assets/')) loads.push(r.body().then((b) => b.length, () => 0)); });
+      cold.page.on('response', (r) => {
+        if (new URL(r.url()).pathname.startsWith('/assets/'))
+          loads.push(
+            r.body().then(
+              (b) => b.length,
+              () => 0,
+            ),
+          );
+      });
       const started = Date.now();
       await cold.page.goto(`/#${p.path}`);
       await expect.poll(() => cold.page.locator('main h1').textContent(), { timeout: 10_000, interval: 20 }).toBe(p.en);
@@ -334,13 +410,21 @@ describe('the customer\'s administration pages', () => {
     await expect.poll(() => rows.first().textContent()).toBe(first);
   }, 60_000);
 
-  it('refuses a change with the session cookie from another origin, or without the console\'s header', async () => {
+  it("refuses a change with the session cookie from another origin, or without the console's header", async () => {
     const cookie = (await c.context.cookies()).find((k) => k.name === 'gridgate_session');
     expect(cookie?.httpOnly).toBe(true);
-    const put = (headers: Record<string, string>) => fetch(`${base}/environment/`, {
-      method: 'PUT', body: JSON.stringify({ defaultGraphRange: '1 week' }),
-      headers: { 'content-type': 'application/json', 'api-version': '8', 'environment-hash-id': admin.environmentHashId, cookie: `gridgate_session=${cookie!.value}`, ...headers },
-    });
+    const put = (headers: Record<string, string>) =>
+      fetch(`${base}/environment/`, {
+        method: 'PUT',
+        body: JSON.stringify({ defaultGraphRange: '1 week' }),
+        headers: {
+          'content-type': 'application/json',
+          'api-version': '8',
+          'environment-hash-id': admin.environmentHashId,
+          cookie: `gridgate_session=${cookie!.value}`,
+          ...headers,
+        },
+      });
     const foreign = await put({ 'x-gridgate-console': '1', origin: base.replace('127.0.0.1', 'localhost') });
     expect(foreign.status).toBe(403);
     const noHeader = await put({ origin: base });
@@ -355,7 +439,12 @@ describe('the customer\'s administration pages', () => {
     await other.goto(`${base.replace('127.0.0.1', 'localhost')}/`);
     const status = await other.evaluate(async (url) => {
       try {
-        const r = await fetch(url, { method: 'PUT', credentials: 'include', headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' }, body: '{"name":"taken over"}' });
+        const r = await fetch(url, {
+          method: 'PUT',
+          credentials: 'include',
+          headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
+          body: '{"name":"taken over"}',
+        });
         return r.status;
       } catch {
         return 0;
@@ -376,7 +465,9 @@ describe('settings without ENVIRONMENT_ADMIN', () => {
     const token = randomBytes(32).toString('base64url');
     await storeToken(api.ctx.db, token, readerEmail, 'invitation', null);
     await fetch(`${base}/authentication/person/set-password`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' }, body: JSON.stringify({ token, password: PASSWORD }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
+      body: JSON.stringify({ token, password: PASSWORD }),
     });
     const r = await openConsole(browser, base, { locale: 'nl', colorScheme: 'dark' });
     await r.page.goto('/');

@@ -23,19 +23,36 @@ import { testContext } from '../helpers.ts';
 import { until, waitFor } from '../support/until.ts';
 import { openEventStream } from '../support/sse.ts';
 
-interface Tenant { environmentHashId: string; environmentId: number; jwt: string; request<T>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }> }
+interface Tenant {
+  environmentHashId: string;
+  environmentId: number;
+  jwt: string;
+  request<T>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }>;
+}
 
 async function tenant(ctx: AppContext, base: string, name: string): Promise<Tenant> {
   const env = await createEnvironment(ctx.db, 'monitoring', name);
   const account = await createMachineAccount(ctx.db, env.hashId, ['READ', 'STATIC', 'ISSUES']);
-  const login = await fetch(`${base}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '8' }, body: JSON.stringify({ assertion: account.assertion }) });
+  const login = await fetch(`${base}/authentication/machine-login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'api-version': '8' },
+    body: JSON.stringify({ assertion: account.assertion }),
+  });
   const { jwt } = (await login.json()) as { jwt: string };
   return {
-    environmentHashId: env.hashId, environmentId: Number(env.id), jwt,
+    environmentHashId: env.hashId,
+    environmentId: Number(env.id),
+    jwt,
     async request<T>(method: string, url: string, body?: unknown) {
       const res = await fetch(`${base}${url}`, {
-        method, body: body === undefined ? undefined : JSON.stringify(body),
-        headers: { 'api-version': '8', 'environment-hash-id': env.hashId, authorization: `Bearer ${jwt}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        method,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        headers: {
+          'api-version': '8',
+          'environment-hash-id': env.hashId,
+          authorization: `Bearer ${jwt}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
       });
       const text = await res.text();
       return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
@@ -66,7 +83,8 @@ describe('GET /issue/stream', () => {
   it("streams an environment's new issues, comments and closing as they happen; another environment's stream gets none of them", async () => {
     const a = await tenant(ctx, base, 'customer A');
     const b = await tenant(ctx, base, 'customer B');
-    const pinGroupOf = async (t: Tenant) => (await t.request<{ hashId: string }>('POST', '/graph/pin-group', { symbolKey: 'post', geometry: null, fields: { id: 'Post' } })).body.hashId;
+    const pinGroupOf = async (t: Tenant) =>
+      (await t.request<{ hashId: string }>('POST', '/graph/pin-group', { symbolKey: 'post', geometry: null, fields: { id: 'Post' } })).body.hashId;
     const [pgA, pgB] = [await pinGroupOf(a), await pinGroupOf(b)];
     const streamA = await openStream(base, a);
     const streamB = await openStream(base, b);
@@ -77,7 +95,10 @@ describe('GET /issue/stream', () => {
     const added = await a.request<{ hashId: string }>('POST', '/issue/', { pinGroupHashId: pgA, title: 'Pole leans', level: 2, comment: '' });
     expect(added.status).toBe(200);
     await waitFor(() => streamA.events().length >= 1, 15_000);
-    expect(streamA.events()[0]).toMatchObject({ id: added.body.hashId, data: { kind: 'opened', issue: { hashId: added.body.hashId, title: 'Pole leans', level: 2 } } });
+    expect(streamA.events()[0]).toMatchObject({
+      id: added.body.hashId,
+      data: { kind: 'opened', issue: { hashId: added.body.hashId, title: 'Pole leans', level: 2 } },
+    });
 
     expect((await a.request('POST', `/issue/${added.body.hashId}/comment`, { comment: 'On my way', closeIssue: true })).status).toBe(200);
     await waitFor(() => streamA.events().some((e) => e.data.kind === 'closed'), 15_000);
@@ -94,7 +115,12 @@ describe('GET /issue/stream', () => {
     streamA.close();
     streamB.close();
     // the channel is left once its last stream is gone
-    await until(async () => Number(((await ctx.redis.pubsub('NUMSUB', liveIssueChannel(ctx.config, a.environmentId))) as [string, number])[1]), (n) => n === 0, 'the channel left', 10_000);
+    await until(
+      async () => Number(((await ctx.redis.pubsub('NUMSUB', liveIssueChannel(ctx.config, a.environmentId))) as [string, number])[1]),
+      (n) => n === 0,
+      'the channel left',
+      10_000,
+    );
   }, 60_000);
 });
 
@@ -123,32 +149,73 @@ describe('the customer in the browser', () => {
     await smtp.start();
     world = await startCoapWorld({ SMTP_URL: smtp.url(), MAIL_RETRY_BASE_MS: '100', COAP_PIGGYBACK_MS: '2000' });
     base = `http://127.0.0.1:${world.service.apiPort()}`;
-    customer = await environmentClient(world.ctx.db, base, 'monitoring', 'Waterworks', ['READ', 'STATIC', 'SENSORS', 'THRESHOLDS', 'ISSUES', 'USERS', 'ENVIRONMENT_ADMIN']);
+    customer = await environmentClient(world.ctx.db, base, 'monitoring', 'Waterworks', [
+      'READ',
+      'STATIC',
+      'SENSORS',
+      'THRESHOLDS',
+      'ISSUES',
+      'USERS',
+      'ENVIRONMENT_ADMIN',
+    ]);
     const env = await customer.request('PUT', '/environment/', {
       fieldConfigurations: {
         pinGroups: [
           { key: 'id', name: { en: 'Name', nl: 'Naam' }, type: 'string' },
-          { key: 'kind', name: { en: 'Kind', nl: 'Soort' }, type: 'string', valueOptions: [{ value: 'pump', text: { en: 'Pump', nl: 'Pomp' } }, { value: 'valve', text: { en: 'Valve', nl: 'Klep' } }] },
-          { key: 'depth', name: { en: 'Depth', nl: 'Diepte' }, type: 'number', suffix: 'm', lowerbound: 0, upperbound: 100, hint: { en: 'Below ground level', nl: 'Onder maaiveld' }, showIf: { key: 'kind', value: 'pump' } },
+          {
+            key: 'kind',
+            name: { en: 'Kind', nl: 'Soort' },
+            type: 'string',
+            valueOptions: [
+              { value: 'pump', text: { en: 'Pump', nl: 'Pomp' } },
+              { value: 'valve', text: { en: 'Valve', nl: 'Klep' } },
+            ],
+          },
+          {
+            key: 'depth',
+            name: { en: 'Depth', nl: 'Diepte' },
+            type: 'number',
+            suffix: 'm',
+            lowerbound: 0,
+            upperbound: 100,
+            hint: { en: 'Below ground level', nl: 'Onder maaiveld' },
+            showIf: { key: 'kind', value: 'pump' },
+          },
         ],
         ...Object.fromEntries(['edges', 'grids', 'nodes', 'pins'].map((k) => [k, [{ key: 'id', name: 'Name', type: 'string' }]])),
       },
     });
     expect(env.status, JSON.stringify(env.body)).toBe(200);
     // four pin groups within a few hundred metres, and one 5 km away
-    const spots: [string, number, number][] = [['Pump station North', 5.1200, 52.0900], ['Valve 12', 5.1230, 52.0910], ['Valve 13', 5.1210, 52.0925], ['Reservoir', 5.1245, 52.0890], ['Outfall', 5.1900, 52.0600]];
+    const spots: [string, number, number][] = [
+      ['Pump station North', 5.12, 52.09],
+      ['Valve 12', 5.123, 52.091],
+      ['Valve 13', 5.121, 52.0925],
+      ['Reservoir', 5.1245, 52.089],
+      ['Outfall', 5.19, 52.06],
+    ];
     for (const [name, lon, lat] of spots) {
-      const added = await customer.request('POST', '/graph/pin-group', { symbolKey: name.startsWith('Valve') ? 'valve' : 'pump', geometry: { type: 'Point', coordinates: [lon, lat] }, fields: { id: name, kind: name.startsWith('Valve') ? 'valve' : 'pump', depth: 4 } });
+      const added = await customer.request('POST', '/graph/pin-group', {
+        symbolKey: name.startsWith('Valve') ? 'valve' : 'pump',
+        geometry: { type: 'Point', coordinates: [lon, lat] },
+        fields: { id: name, kind: name.startsWith('Valve') ? 'valve' : 'pump', depth: 4 },
+      });
       expect(added.status, JSON.stringify(added.body)).toBe(200);
       places.push({ hashId: added.body.hashId, name, lon, lat });
     }
     email = `customer.${randomBytes(4).toString('hex')}@example.com`;
     const user = await customer.request('POST', '/user/', { name: 'Casey Customer', email, rights: ['READ', 'STATIC', 'SENSORS', 'ISSUES'] });
     expect(user.status, JSON.stringify(user.body)).toBe(200);
-    const [mail] = await until(async () => smtp.to(email), (m) => m.length > 0, `an invitation to ${email}`);
+    const [mail] = await until(
+      async () => smtp.to(email),
+      (m) => m.length > 0,
+      `an invitation to ${email}`,
+    );
     const token = new URL(consoleLink(mail.text).replace('#/', '')).searchParams.get('token');
     const set = await fetch(`${base}/authentication/person/set-password`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' }, body: JSON.stringify({ token, password: PASSWORD }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
+      body: JSON.stringify({ token, password: PASSWORD }),
     });
     expect(set.status, await set.clone().text()).toBeLessThan(300);
     browser = await launchBrowser();
@@ -167,7 +234,9 @@ describe('the customer in the browser', () => {
   }
 
   async function open(page: Page, hash: string, heading: string): Promise<void> {
-    await page.evaluate((h) => { location.hash = h; }, hash);
+    await page.evaluate((h) => {
+      location.hash = h;
+    }, hash);
     await expect.poll(() => page.locator('main h1').textContent(), { timeout: 15_000 }).toBe(heading);
   }
 
@@ -185,22 +254,51 @@ describe('the customer in the browser', () => {
 
   /** The distinct pin groups (hashIds) MapLibre drew, once the map has loaded its tiles (asked again by expect.poll while symbols are placed). */
   async function drawn(page: Page): Promise<string[]> {
-    await expect.poll(() => page.evaluate(() => {
-      const map = (window as unknown as { __gridgateMap?: { loaded(): boolean; areTilesLoaded(): boolean } }).__gridgateMap;
-      return Boolean(map && map.loaded() && map.areTilesLoaded());
-    }), { timeout: 20_000, message: 'the map loaded its tiles' }).toBe(true).catch(async (err: unknown) => {
-      throw new Error(`${String(err)}; page errors: ${JSON.stringify(errorsOf.get(page))}; map: ${await page.locator('.map-view').textContent()}`);
-    });
+    await expect
+      .poll(
+        () =>
+          page.evaluate(() => {
+            const map = (window as unknown as { __gridgateMap?: { loaded(): boolean; areTilesLoaded(): boolean } }).__gridgateMap;
+            return Boolean(map && map.loaded() && map.areTilesLoaded());
+          }),
+        { timeout: 20_000, message: 'the map loaded its tiles' },
+      )
+      .toBe(true)
+      .catch(async (err: unknown) => {
+        throw new Error(`${String(err)}; page errors: ${JSON.stringify(errorsOf.get(page))}; map: ${await page.locator('.map-view').textContent()}`);
+      });
     return page.evaluate(() => {
-      const map = (window as unknown as { __gridgateMap: { queryRenderedFeatures(): { layer: { id: string }; properties: { hashId?: string } }[] } }).__gridgateMap;
-      return [...new Set(map.queryRenderedFeatures().filter((f) => f.layer.id === 'pin-groups').map((f) => f.properties.hashId ?? ''))].sort();
+      const map = (window as unknown as { __gridgateMap: { queryRenderedFeatures(): { layer: { id: string }; properties: { hashId?: string } }[] } })
+        .__gridgateMap;
+      return [
+        ...new Set(
+          map
+            .queryRenderedFeatures()
+            .filter((f) => f.layer.id === 'pin-groups')
+            .map((f) => f.properties.hashId ?? ''),
+        ),
+      ].sort();
     });
   }
 
   /** libcoap's coap-client-openssl reports v (volts) now, over CoAP/DTLS with the device's PSK. */
   async function report(v: number): Promise<void> {
     const body = JSON.stringify({ t: Date.now(), v, m: 'console' });
-    const res = await run('coap-client-openssl', ['-B', '15', '-u', world.device.identity, '-k', world.device.key, '-m', 'post', '-t', '50', '-e', body, `coaps://127.0.0.1:${world.coapsPort}/report`]);
+    const res = await run('coap-client-openssl', [
+      '-B',
+      '15',
+      '-u',
+      world.device.identity,
+      '-k',
+      world.device.key,
+      '-m',
+      'post',
+      '-t',
+      '50',
+      '-e',
+      body,
+      `coaps://127.0.0.1:${world.coapsPort}/report`,
+    ]);
     expect(res.stdout, res.stderr).toContain('"ok":true');
   }
 
@@ -218,14 +316,23 @@ describe('the customer in the browser', () => {
     await screenshots(page, 'map');
     // zoomed in on the far one: only it
     const outfall = places[4];
-    await page.evaluate(([lon, lat]) => (window as unknown as { __gridgateMap: { jumpTo(o: unknown): void } }).__gridgateMap.jumpTo({ center: [lon, lat], zoom: 15 }), [outfall.lon, outfall.lat]);
+    await page.evaluate(
+      ([lon, lat]) => (window as unknown as { __gridgateMap: { jumpTo(o: unknown): void } }).__gridgateMap.jumpTo({ center: [lon, lat], zoom: 15 }),
+      [outfall.lon, outfall.lat],
+    );
     await expect.poll(() => drawn(page), { timeout: 20_000 }).toEqual([outfall.hashId]);
 
     // back to the first pin group and click it on the map: its page opens
     const pump = places[0];
-    await page.evaluate(([lon, lat]) => (window as unknown as { __gridgateMap: { jumpTo(o: unknown): void } }).__gridgateMap.jumpTo({ center: [lon, lat], zoom: 17 }), [pump.lon, pump.lat]);
+    await page.evaluate(
+      ([lon, lat]) => (window as unknown as { __gridgateMap: { jumpTo(o: unknown): void } }).__gridgateMap.jumpTo({ center: [lon, lat], zoom: 17 }),
+      [pump.lon, pump.lat],
+    );
     await expect.poll(() => drawn(page), { timeout: 20_000 }).toContain(pump.hashId);
-    const point = await page.evaluate(([lon, lat]) => (window as unknown as { __gridgateMap: { project(l: number[]): { x: number; y: number } } }).__gridgateMap.project([lon, lat]), [pump.lon, pump.lat]);
+    const point = await page.evaluate(
+      ([lon, lat]) => (window as unknown as { __gridgateMap: { project(l: number[]): { x: number; y: number } } }).__gridgateMap.project([lon, lat]),
+      [pump.lon, pump.lat],
+    );
     const box = (await page.locator('.map-canvas canvas').boundingBox())!;
     await page.mouse.click(box.x + point.x, box.y + point.y);
     await expect.poll(() => page.locator('main h1').textContent(), { timeout: 15_000 }).toBe('Pump station North');
@@ -237,10 +344,13 @@ describe('the customer in the browser', () => {
     await page.getByLabel('Depth').fill('7.5');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
-    expect((await customer.request<{ pinGroup: { fields: Record<string, unknown> } }>('GET', `/graph/pin-group/${pump.hashId}`)).body.pinGroup.fields).toMatchObject({ depth: 7.5, kind: 'pump' });
+    expect(
+      (await customer.request<{ pinGroup: { fields: Record<string, unknown> } }>('GET', `/graph/pin-group/${pump.hashId}`)).body.pinGroup.fields,
+    ).toMatchObject({ depth: 7.5, kind: 'pump' });
 
     // claim the device with its claim token and link it to the pin group (the link on its page preselects it)
-    const token = (await world.api.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [world.device.hashId] })).body.claimTokens[0].claimToken;
+    const token = (await world.api.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [world.device.hashId] }))
+      .body.claimTokens[0].claimToken;
     await page.locator('main').getByRole('link', { name: 'Link a device' }).click();
     expect(await page.evaluate(() => location.hash)).toBe(`#/claim?pinGroupHashId=${pump.hashId}`);
     await expect.poll(() => page.locator('main h1').textContent(), { timeout: 15_000 }).toBe('Link a device');
@@ -253,22 +363,45 @@ describe('the customer in the browser', () => {
     expect(await axeFindings(page)).toEqual([]);
     await page.getByRole('button', { name: 'Link device' }).click();
     await page.getByRole('status').filter({ hasText: 'is linked to Pump station North' }).waitFor();
-    const linked = (await customer.request<{ pins: { pin: { hashId: string; name: string } }[]; device: { hashId: string } | null }>('GET', `/graph/pin-group/${pump.hashId}`)).body;
+    const linked = (
+      await customer.request<{ pins: { pin: { hashId: string; name: string } }[]; device: { hashId: string } | null }>('GET', `/graph/pin-group/${pump.hashId}`)
+    ).body;
     expect(linked.device?.hashId).toBe(world.device.hashId);
     const pin = linked.pins[0].pin;
     // a threshold on the new pin: above 5 V is serious
-    const quantityHashId = (await world.ctx.db.query<{ hash_id: string }>('SELECT q.hash_id FROM quantity q JOIN environment e ON e.id = q.environment_id WHERE e.hash_id = $1', [world.api.environmentHashId])).rows[0].hash_id;
-    const th = await customer.request('POST', '/measurement-threshold/thresholds', { pinHashId: pin.hashId, quantityHashId, thresholds: { criticallyLow: null, low: null, high: { significand: 5, orderOfMagnitude: 0 }, criticallyHigh: null } });
+    const quantityHashId = (
+      await world.ctx.db.query<{ hash_id: string }>('SELECT q.hash_id FROM quantity q JOIN environment e ON e.id = q.environment_id WHERE e.hash_id = $1', [
+        world.api.environmentHashId,
+      ])
+    ).rows[0].hash_id;
+    const th = await customer.request('POST', '/measurement-threshold/thresholds', {
+      pinHashId: pin.hashId,
+      quantityHashId,
+      thresholds: { criticallyLow: null, low: null, high: { significand: 5, orderOfMagnitude: 0 }, criticallyHigh: null },
+    });
     expect(th.status, JSON.stringify(th.body)).toBe(200);
 
     // the pin group's page is open when the device reports: the measurement shows on its chart without a reload
     await page.getByRole('link', { name: 'Pump station North' }).click();
     await expect.poll(() => page.locator('main h1').textContent(), { timeout: 15_000 }).toBe('Pump station North');
     await page.locator('.last-contact').waitFor();
-    const marker = await page.evaluate(() => { (window as unknown as { __noReload: boolean }).__noReload = true; return true; });
+    const marker = await page.evaluate(() => {
+      (window as unknown as { __noReload: boolean }).__noReload = true;
+      return true;
+    });
     expect(marker).toBe(true);
     await report(3.25);
-    await expect.poll(() => page.locator('figure.pg-chart').first().getAttribute('data-points').catch(() => null), { timeout: 30_000 }).toBe('1');
+    await expect
+      .poll(
+        () =>
+          page
+            .locator('figure.pg-chart')
+            .first()
+            .getAttribute('data-points')
+            .catch(() => null),
+        { timeout: 30_000 },
+      )
+      .toBe('1');
     await expect.poll(() => page.locator('.latest-value').first().textContent(), { timeout: 20_000 }).toContain('3.25');
     expect(await page.evaluate(() => (window as unknown as { __noReload?: boolean }).__noReload)).toBe(true);
     await screenshots(page, 'pin-group');
@@ -287,13 +420,20 @@ describe('the customer in the browser', () => {
     const item = page.locator('li[data-issue]').filter({ hasText: 'Pump station North' });
     await item.waitFor({ timeout: 30_000 });
     expect(await page.locator('.level-group[data-level="1"] li[data-issue]').count()).toBe(1);
-    await expect.poll(() => drawn(page), { timeout: 20_000 }).toEqual([pump.hashId]).catch(async (err: unknown) => {
-      const state = await page.evaluate(() => {
-        const map = (window as unknown as { __gridgateMap: { querySourceFeatures(s: string, o: unknown): { properties: unknown }[]; getSource(s: string): { tiles?: string[] } } }).__gridgateMap;
-        return { source: map.querySourceFeatures('gridgate', { sourceLayer: 'pinGroups' }).map((f) => f.properties), tiles: map.getSource('gridgate').tiles };
+    await expect
+      .poll(() => drawn(page), { timeout: 20_000 })
+      .toEqual([pump.hashId])
+      .catch(async (err: unknown) => {
+        const state = await page.evaluate(() => {
+          const map = (
+            window as unknown as {
+              __gridgateMap: { querySourceFeatures(s: string, o: unknown): { properties: unknown }[]; getSource(s: string): { tiles?: string[] } };
+            }
+          ).__gridgateMap;
+          return { source: map.querySourceFeatures('gridgate', { sourceLayer: 'pinGroups' }).map((f) => f.properties), tiles: map.getSource('gridgate').tiles };
+        });
+        throw new Error(`${String(err)}; map state ${JSON.stringify(state)}`);
       });
-      throw new Error(`${String(err)}; map state ${JSON.stringify(state)}`);
-    });
     expect(await page.evaluate(() => (window as unknown as { __noReload?: boolean }).__noReload)).toBe(true);
     await screenshots(page, 'issues');
 

@@ -86,11 +86,19 @@ beforeAll(async () => {
   db = await openDb({ databaseUrl: DATABASE_URL, dataDir: DATA_DIR, migrate: false });
   machine = await environmentClient(db, service.base, 'connectivity', 'Devices supplier', ['ENVIRONMENT_ADMIN']);
 
-  const commandType = await machine.request('POST', '/command-type/', { name: 'Open valve', fieldConfigurations: [{ key: 'position', name: 'Position', type: 'integer' }] });
+  const commandType = await machine.request('POST', '/command-type/', {
+    name: 'Open valve',
+    fieldConfigurations: [{ key: 'position', name: 'Position', type: 'integer' }],
+  });
   expect(commandType.status).toBe(200);
   commandTypeHashId = commandType.body.hashId;
   const type = await machine.request('POST', '/device-type/', {
-    name: 'Valve', eventHandler: HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [commandTypeHashId],
+    name: 'Valve',
+    eventHandler: HANDLER,
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [],
+    commandTypeHashIds: [commandTypeHashId],
   });
   expect(type.status, JSON.stringify(type.body)).toBe(200);
   deviceTypeHashId = type.body.hashId;
@@ -112,8 +120,16 @@ afterAll(async () => {
 });
 
 /** The device reports over TLS-PSK with openssl s_client; the handler's answer. */
-async function report(pathname: string, body: object): Promise<{ status: number; body: { commands: { id: string; type: string; fields: Record<string, unknown> }[] } }> {
-  const out = await opensslPsk({ port: service.httpsPort, identity: device.identity, keyHex: device.key, input: httpRequestText('POST', pathname, JSON.stringify(body)) });
+async function report(
+  pathname: string,
+  body: object,
+): Promise<{ status: number; body: { commands: { id: string; type: string; fields: Record<string, unknown> }[] } }> {
+  const out = await opensslPsk({
+    port: service.httpsPort,
+    identity: device.identity,
+    keyHex: device.key,
+    input: httpRequestText('POST', pathname, JSON.stringify(body)),
+  });
   const res = parseHttpResponse(out.stdout);
   return { status: res.status, body: JSON.parse(res.body) };
 }
@@ -126,12 +142,16 @@ async function open(page: Page, hash: string, heading: string): Promise<void> {
 const signIn = (c: ConsolePage) => signInAs(c, email, PASSWORD);
 const screenshots = screenshotsInBothSchemes;
 
-describe('a supplier\'s devices in the console', () => {
+describe("a supplier's devices in the console", () => {
   it('invites a person by mail; the link sets the password in the browser', async () => {
     email = `devices.${randomBytes(4).toString('hex')}@example.com`;
     const add = await machine.request('POST', '/user/', { name: 'Dana Devices', email, rights: ['ENVIRONMENT_ADMIN'] });
     expect(add.status).toBe(200);
-    const [mail] = await until(async () => smtp.to(email), (m) => m.length > 0, `an invitation to ${email}`);
+    const [mail] = await until(
+      async () => smtp.to(email),
+      (m) => m.length > 0,
+      `an invitation to ${email}`,
+    );
     const link = consoleLink(mail.text);
     const c = await openConsole(browser, service.base);
     await c.page.goto(link.slice(service.base.length));
@@ -146,7 +166,11 @@ describe('a supplier\'s devices in the console', () => {
   it('finds the device, shows its page, its live activity without reload, and hands a command sent from the console to the device', async () => {
     // a contact before the page opens: the device was online, and the log is not empty on open
     expect((await report('/hello', { hello: 1 })).status).toBe(200);
-    await until(async () => (await machine.request<{ device: { lastOnlineAt: string | null } }>('GET', `/device/${device.hashId}`)).body.device, (d) => d.lastOnlineAt !== null, 'the device online');
+    await until(
+      async () => (await machine.request<{ device: { lastOnlineAt: string | null } }>('GET', `/device/${device.hashId}`)).body.device,
+      (d) => d.lastOnlineAt !== null,
+      'the device online',
+    );
 
     const c = await openConsole(browser, service.base);
     const { page } = c;
@@ -178,7 +202,9 @@ describe('a supplier\'s devices in the console', () => {
     expect(await axeFindings(page)).toEqual([]);
 
     // the device reports: its activity appears without a reload (the page's own marker survives)
-    await page.evaluate(() => { (window as unknown as { marker: number }).marker = 42; });
+    await page.evaluate(() => {
+      (window as unknown as { marker: number }).marker = 42;
+    });
     const reportBody = { volts: 3.3, seq: randomBytes(3).toString('hex') };
     const first = await report('/report', reportBody);
     expect(first.body.commands).toEqual([]);
@@ -235,7 +261,7 @@ describe('a supplier\'s devices in the console', () => {
     await c.context.close();
   }, 240_000);
 
-  it('shows the people of the environment and the person\'s own alert subscriptions', async () => {
+  it("shows the people of the environment and the person's own alert subscriptions", async () => {
     const c = await openConsole(browser, service.base);
     const { page } = c;
     await signIn(c);
@@ -246,10 +272,16 @@ describe('a supplier\'s devices in the console', () => {
     await page.getByLabel('Object', { exact: true }).selectOption(deviceTypeHashId);
     await page.getByRole('button', { name: 'Subscribe' }).click();
     await page.getByRole('button', { name: 'Unsubscribe: Valve' }).waitFor();
-    const subs = await until(async () => {
-      const res = await fetch(`${service.base}/subscription/`, { headers: { 'api-version': '8', 'environment-hash-id': `supplier:${machine.environmentHashId}`, cookie: await cookieOf(c) } });
-      return (await res.json()) as { rows: unknown[] };
-    }, (r) => r.rows.length === 1, 'the subscription');
+    const subs = await until(
+      async () => {
+        const res = await fetch(`${service.base}/subscription/`, {
+          headers: { 'api-version': '8', 'environment-hash-id': `supplier:${machine.environmentHashId}`, cookie: await cookieOf(c) },
+        });
+        return (await res.json()) as { rows: unknown[] };
+      },
+      (r) => r.rows.length === 1,
+      'the subscription',
+    );
     expect(subs.rows).toHaveLength(1);
     expect(await axeFindings(page)).toEqual([]);
     await screenshots(page, 'people-connectivity');
@@ -285,8 +317,15 @@ describe('a supplier\'s devices in the console', () => {
     await form.getByLabel('Email address').fill(second);
     await form.getByRole('checkbox', { name: /^Read/ }).check();
     await form.getByRole('button', { name: 'Send invitation' }).click();
-    await page.getByRole('status').filter({ hasText: `Invitation sent to ${second}` }).waitFor();
-    await until(async () => smtp.to(second), (m) => m.length > 0, `an invitation to ${second}`);
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Invitation sent to ${second}` })
+      .waitFor();
+    await until(
+      async () => smtp.to(second),
+      (m) => m.length > 0,
+      `an invitation to ${second}`,
+    );
     const row = page.locator(`tr[data-user="${second}"]`);
     await row.waitFor();
     expect(await axeFindings(page)).toEqual([]);
@@ -303,7 +342,12 @@ describe('a supplier\'s devices in the console', () => {
     // the person's own issue mails: a level saved
     await page.getByLabel('Mail me about issues').selectOption('2');
     await page.getByRole('button', { name: 'Save', exact: true }).click();
-    await page.getByRole('status').getByText('Saved.', { exact: true }).or(page.getByText('Saved.', { exact: true })).first().waitFor();
+    await page
+      .getByRole('status')
+      .getByText('Saved.', { exact: true })
+      .or(page.getByText('Saved.', { exact: true }))
+      .first()
+      .waitFor();
     await screenshots(page, 'people-monitoring');
 
     // removed

@@ -17,7 +17,12 @@ import { launchBrowser, openConsole, pageErrors, signIn } from './browser.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const RIGHTS = ['READ', 'STATIC', 'USERS', 'ENVIRONMENT_ADMIN'];
-const STYLE = { version: 8, name: 'test base map', sources: {}, layers: [{ id: 'test-base-background', type: 'background', paint: { 'background-color': '#2a6f97' } }] };
+const STYLE = {
+  version: 8,
+  name: 'test base map',
+  sources: {},
+  layers: [{ id: 'test-base-background', type: 'background', paint: { 'background-color': '#2a6f97' } }],
+};
 
 let styleServer: Server;
 let styleOrigin: string;
@@ -54,8 +59,15 @@ beforeAll(async () => {
   browser = await launchBrowser();
 
   const admin = await api.login('monitoring', RIGHTS);
-  for (const [name, lon, lat] of [['Dam', 4.8932, 52.3731], ['Dom', 5.1214, 52.0907]] as const) {
-    const added = await admin.request<{ hashId: string }>('POST', '/graph/pin-group', { symbolKey: 'post', geometry: { type: 'Point', coordinates: [lon, lat] }, fields: { id: name } });
+  for (const [name, lon, lat] of [
+    ['Dam', 4.8932, 52.3731],
+    ['Dom', 5.1214, 52.0907],
+  ] as const) {
+    const added = await admin.request<{ hashId: string }>('POST', '/graph/pin-group', {
+      symbolKey: 'post',
+      geometry: { type: 'Point', coordinates: [lon, lat] },
+      fields: { id: name },
+    });
     expect(added.status, JSON.stringify(added.body)).toBe(200);
     pinGroups.push(added.body.hashId);
   }
@@ -66,7 +78,9 @@ beforeAll(async () => {
   const token = randomBytes(32).toString('base64url');
   await storeToken(api.ctx.db, token, email, 'invitation', null);
   const set = await fetch(`${base}/authentication/person/set-password`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' }, body: JSON.stringify({ token, password: PASSWORD }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
+    body: JSON.stringify({ token, password: PASSWORD }),
   });
   expect(set.status, await set.text()).toBeLessThan(300);
 }, 180_000);
@@ -92,24 +106,51 @@ describe('a base map named by MAP_STYLE_URL', () => {
     // the kit refuses every other origin; the style server is the one this deployment allows
     await c.context.route(`${styleOrigin}/**`, (route) => route.continue());
     await signIn(c, email, PASSWORD);
-    await c.page.evaluate(() => { location.hash = '/map'; });
+    await c.page.evaluate(() => {
+      location.hash = '/map';
+    });
     await expect.poll(() => styleRequests.filter((u) => u === '/style.json').length, { timeout: 30_000 }).toBeGreaterThan(0);
-    await expect.poll(() => c.page.evaluate(() => {
-      const map = (window as unknown as { __gridgateMap?: { loaded(): boolean; areTilesLoaded(): boolean; getStyle(): { layers: { id: string }[] }; queryRenderedFeatures(): { layer: { id: string }; properties: { hashId?: string } }[] } }).__gridgateMap;
-      if (!map || !map.loaded() || !map.areTilesLoaded()) return null;
-      return {
-        layers: map.getStyle().layers.map((l) => l.id),
-        pinGroups: [...new Set(map.queryRenderedFeatures().filter((f) => f.layer.id === 'pin-groups').map((f) => f.properties.hashId ?? ''))].sort(),
-      };
-    }), { timeout: 60_000 }).toMatchObject({ pinGroups: [...pinGroups].sort() });
+    await expect
+      .poll(
+        () =>
+          c.page.evaluate(() => {
+            const map = (
+              window as unknown as {
+                __gridgateMap?: {
+                  loaded(): boolean;
+                  areTilesLoaded(): boolean;
+                  getStyle(): { layers: { id: string }[] };
+                  queryRenderedFeatures(): { layer: { id: string }; properties: { hashId?: string } }[];
+                };
+              }
+            ).__gridgateMap;
+            if (!map || !map.loaded() || !map.areTilesLoaded()) return null;
+            return {
+              layers: map.getStyle().layers.map((l) => l.id),
+              pinGroups: [
+                ...new Set(
+                  map
+                    .queryRenderedFeatures()
+                    .filter((f) => f.layer.id === 'pin-groups')
+                    .map((f) => f.properties.hashId ?? ''),
+                ),
+              ].sort(),
+            };
+          }),
+        { timeout: 60_000 },
+      )
+      .toMatchObject({ pinGroups: [...pinGroups].sort() });
     // the base map's layer first (beneath), the environment's after it
-    const layers = await c.page.evaluate(() => (window as unknown as { __gridgateMap: { getStyle(): { layers: { id: string }[] } } }).__gridgateMap.getStyle().layers.map((l) => l.id));
+    const layers = await c.page.evaluate(() =>
+      (window as unknown as { __gridgateMap: { getStyle(): { layers: { id: string }[] } } }).__gridgateMap.getStyle().layers.map((l) => l.id),
+    );
     expect(layers[0]).toBe('test-base-background');
     expect(layers).toEqual(expect.arrayContaining(['edges', 'clusters', 'pin-groups']));
     expect(layers.indexOf('pin-groups')).toBeGreaterThan(0);
     // a pixel of the canvas away from the pins is the base map's colour (the frame's own background is not blue)
     const pixel = await c.page.evaluate(() => {
-      const map = (window as unknown as { __gridgateMap: { getCanvas(): HTMLCanvasElement; triggerRepaint(): void; once(e: string, f: () => void): void } }).__gridgateMap;
+      const map = (window as unknown as { __gridgateMap: { getCanvas(): HTMLCanvasElement; triggerRepaint(): void; once(e: string, f: () => void): void } })
+        .__gridgateMap;
       return new Promise<number[]>((resolve) => {
         map.once('render', () => {
           const canvas = map.getCanvas();

@@ -23,7 +23,10 @@ afterAll(async () => {
 });
 
 describe('the console before sign-in', () => {
-  for (const [locale, heading, scheme] of [['en', 'Sign in', 'light'], ['nl', 'Inloggen', 'dark']] as const) {
+  for (const [locale, heading, scheme] of [
+    ['en', 'Sign in', 'light'],
+    ['nl', 'Inloggen', 'dark'],
+  ] as const) {
     it(`shows the sign-in page in ${locale} (${scheme}) with nothing serious for axe and no foreign request`, async () => {
       const c = await openConsole(browser, base, { locale, colorScheme: scheme });
       await c.page.goto('/');

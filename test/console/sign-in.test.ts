@@ -30,10 +30,12 @@ beforeAll(async () => {
   await smtp.start();
   // PUBLIC_URL is set once the port is known: the invitation's link must open this very server
   const port = await new Promise<number>((resolve) => {
-    const s = require_net().createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as AddressInfo).port;
-      s.close(() => resolve(p));
-    });
+    const s = require_net()
+      .createServer()
+      .listen(0, '127.0.0.1', () => {
+        const p = (s.address() as AddressInfo).port;
+        s.close(() => resolve(p));
+      });
   });
   base = `http://127.0.0.1:${port}`;
   ctx = await testContext({ SMTP_URL: smtp.url(), MAIL_RETRY_BASE_MS: '100', PUBLIC_URL: base });
@@ -61,7 +63,11 @@ async function invite(admin: ApiClient, locale: 'en' | 'nl'): Promise<{ email: s
   const email = `kb-${randomBytes(4).toString('hex')}@example.com`;
   const r = await admin.request('POST', '/user/', { name: 'Keyboard Person', email, rights: ['ENVIRONMENT_ADMIN'], locale });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
-  const [mail] = await until(async () => smtp.to(email), (m) => m.length === 1, `the invitation to ${email}`);
+  const [mail] = await until(
+    async () => smtp.to(email),
+    (m) => m.length === 1,
+    `the invitation to ${email}`,
+  );
   return { email, link: consoleLink(mail.text) };
 }
 
@@ -92,7 +98,9 @@ describe('signing in by keyboard', () => {
       const admin = await api.login('connectivity');
       const { email, link } = await invite(admin, locale);
       // enforced once the admin (a machine account without a second factor) has invited the person
-      await ctx.db.query(`UPDATE environment SET settings = settings || '{"enforceTwoFactorAuthentication": true}' WHERE hash_id = $1`, [admin.environmentHashId]);
+      await ctx.db.query(`UPDATE environment SET settings = settings || '{"enforceTwoFactorAuthentication": true}' WHERE hash_id = $1`, [
+        admin.environmentHashId,
+      ]);
       expect(link.startsWith(`${base}/#/set-password?token=`)).toBe(true);
       const c = await openConsole(browser, base, { locale });
       const { page } = c;
@@ -152,14 +160,18 @@ describe('signing in by keyboard', () => {
 });
 
 describe('a person of two environments', () => {
-  it('switches between them, lands on each one\'s pages, and a request of another origin with the cookie is refused', async () => {
+  it("switches between them, lands on each one's pages, and a request of another origin with the cookie is refused", async () => {
     const supplier = await api.login('connectivity');
     const monitoring = await api.login('monitoring', ['READ', 'USERS', 'ENVIRONMENT_ADMIN']);
     await ctx.db.query('UPDATE environment SET name = $2 WHERE hash_id = $1', [supplier.environmentHashId, 'Acme supplier']);
     await ctx.db.query('UPDATE environment SET name = $2 WHERE hash_id = $1', [monitoring.environmentHashId, 'Waterworks <img src=x onerror=alert(1)>']);
     const email = `two-${randomBytes(4).toString('hex')}@example.com`;
     expect((await supplier.request('POST', '/user/', { name: 'Two Places', email, rights: ['ENVIRONMENT_ADMIN'] })).status).toBe(200);
-    const [invitation] = await until(async () => smtp.to(email), (m) => m.length === 1, 'the invitation');
+    const [invitation] = await until(
+      async () => smtp.to(email),
+      (m) => m.length === 1,
+      'the invitation',
+    );
     expect((await monitoring.request('POST', '/user/', { name: 'Two Places', email, rights: ['READ'] })).status).toBe(200);
     const c = await openConsole(browser, base);
     const { page } = c;
@@ -189,8 +201,12 @@ describe('a person of two environments', () => {
     const forged = await fetch(`${base}/user/`, {
       method: 'POST',
       headers: {
-        cookie: `gridgate_session=${cookie.value}`, origin: 'http://evil.example', 'x-gridgate-console': '1', 'api-version': '8',
-        'environment-hash-id': monitoring.environmentHashId, 'content-type': 'application/json',
+        cookie: `gridgate_session=${cookie.value}`,
+        origin: 'http://evil.example',
+        'x-gridgate-console': '1',
+        'api-version': '8',
+        'environment-hash-id': monitoring.environmentHashId,
+        'content-type': 'application/json',
       },
       body: JSON.stringify({ name: 'Intruder', email: 'intruder@example.com', rights: ['READ'] }),
     });
@@ -198,7 +214,12 @@ describe('a person of two environments', () => {
     // and one without the console's header (a plain cross-site form cannot add it)
     const form = await fetch(`${base}/user/`, {
       method: 'POST',
-      headers: { cookie: `gridgate_session=${cookie.value}`, 'api-version': '8', 'environment-hash-id': monitoring.environmentHashId, 'content-type': 'application/json' },
+      headers: {
+        cookie: `gridgate_session=${cookie.value}`,
+        'api-version': '8',
+        'environment-hash-id': monitoring.environmentHashId,
+        'content-type': 'application/json',
+      },
       body: JSON.stringify({ name: 'Intruder', email: 'intruder@example.com', rights: ['READ'] }),
     });
     expect(form.status).toBe(403);

@@ -51,8 +51,14 @@ beforeAll(async () => {
     await built();
     const apiPort = await freePort();
     service = await startProcess({
-      DATABASE_URL, DATA_DIR, API_PORT: String(apiPort), SMTP_URL: smtp.url(), PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
-      MAIL_RETRY_BASE_MS: '100', DRY_RUN_BURST: '100', DRY_RUNS_PER_MINUTE: '600',
+      DATABASE_URL,
+      DATA_DIR,
+      API_PORT: String(apiPort),
+      SMTP_URL: smtp.url(),
+      PUBLIC_URL: `http://127.0.0.1:${apiPort}`,
+      MAIL_RETRY_BASE_MS: '100',
+      DRY_RUN_BURST: '100',
+      DRY_RUNS_PER_MINUTE: '600',
     });
     if ((await fetch(`${service.base}/`)).status === 200 || attempt >= 3) break;
     service.child.kill('SIGKILL');
@@ -97,8 +103,14 @@ async function focusEditor(page: Page): Promise<void> {
 /** Replaces the editor's text by a paste (Monaco would auto-close and auto-indent text typed key by key). */
 async function replaceCode(page: Page, text: string): Promise<void> {
   // the lines as shown (Monaco reuses line elements: their order is their top, not the DOM's)
-  const shown = () => page.evaluate(() => [...document.querySelectorAll<HTMLElement>('.code-host .view-line')]
-    .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top)).map((l) => l.textContent ?? '').join('').replace(/\s+/g, ''));
+  const shown = () =>
+    page.evaluate(() =>
+      [...document.querySelectorAll<HTMLElement>('.code-host .view-line')]
+        .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
+        .map((l) => l.textContent ?? '')
+        .join('')
+        .replace(/\s+/g, ''),
+    );
   for (let attempt = 0; attempt < 3; attempt++) {
     await page.evaluate((t) => navigator.clipboard.writeText(t), text);
     await focusEditor(page);
@@ -137,14 +149,18 @@ const step = (what: string) => {
   }
 };
 
-describe('the supplier\'s code workbench', () => {
+describe("the supplier's code workbench", () => {
   let deviceTypeHashId: string;
 
   it('invites a person by mail; the link sets the password in the browser', async () => {
     email = `supplier.${randomBytes(4).toString('hex')}@example.com`;
     const add = await machine.request('POST', '/user/', { name: 'Sam Supplier', email, rights: ['ENVIRONMENT_ADMIN'] });
     expect(add.status).toBe(200);
-    const [mail] = await until(async () => smtp.to(email), (m) => m.length > 0, `an invitation to ${email}`);
+    const [mail] = await until(
+      async () => smtp.to(email),
+      (m) => m.length > 0,
+      `an invitation to ${email}`,
+    );
     const link = consoleLink(mail.text);
     expect(link.startsWith(service.base)).toBe(true);
 
@@ -164,7 +180,7 @@ describe('the supplier\'s code workbench', () => {
     await c.context.close();
   }, 60_000);
 
-  it('creates a device type, checks its handler while it is typed, marks a dry run\'s throw at its line, compares before saving and saves', async () => {
+  it("creates a device type, checks its handler while it is typed, marks a dry run's throw at its line, compares before saving and saves", async () => {
     const c = await openConsole(browser, service.base);
     const { page } = c;
     page.setDefaultTimeout(30_000);
@@ -203,7 +219,9 @@ describe('the supplier\'s code workbench', () => {
     await page.keyboard.type("const x: number = 'a';", { delay: 15 });
     await page.keyboard.press('Escape');
     step('typed');
-    await expect.poll(() => problems(page).allTextContents(), { timeout: 20_000 }).toContainEqual(expect.stringContaining("Type 'string' is not assignable to type 'number'"));
+    await expect
+      .poll(() => problems(page).allTextContents(), { timeout: 20_000 })
+      .toContainEqual(expect.stringContaining("Type 'string' is not assignable to type 'number'"));
     const typeError = problems(page).filter({ hasText: "Type 'string' is not assignable" });
     expect(await typeError.getAttribute('data-line')).toBe('4');
     expect(await typeError.getAttribute('data-source')).toBe('typescript');
@@ -252,13 +270,22 @@ describe('the supplier\'s code workbench', () => {
     // stored requests: a PSK device of this type sends three over the HTTPS device port
     const identity = `thermo-${randomBytes(4).toString('hex')}`;
     const key = randomBytes(16);
-    const device = await machine.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId, psk: key.toString('hex'), pskIdentity: identity });
+    const device = await machine.request('POST', '/device/psk', {
+      supplierDeviceIdentifier: identity,
+      deviceTypeHashId,
+      psk: key.toString('hex'),
+      pskIdentity: identity,
+    });
     expect(device.status).toBe(200);
     for (let i = 0; i < 3; i++) {
       const answer = await pskHttpRequest({ port: service.httpsPort, identity, key, path: `/t${i}`, body: JSON.stringify({ temperature: 20 + i }) });
       expect(answer?.status).toBe(200);
     }
-    await until(() => machine.request<{ rows: unknown[] }>('GET', `/supplier-activity/?deviceTypeHashId=${deviceTypeHashId}`), (r) => r.body.rows.length >= 3, 'three stored requests');
+    await until(
+      () => machine.request<{ rows: unknown[] }>('GET', `/supplier-activity/?deviceTypeHashId=${deviceTypeHashId}`),
+      (r) => r.body.rows.length >= 3,
+      'three stored requests',
+    );
 
     step('a change, tried');
     // a change, tried on a stored request, then reviewed against all of them
@@ -326,10 +353,12 @@ describe('the supplier\'s code workbench', () => {
     await c.context.close();
   }, 120_000);
 
-  it('tries a report type\'s parser, a webhook\'s identifier and a certificate\'s identifier in the same editor', async () => {
+  it("tries a report type's parser, a webhook's identifier and a certificate's identifier in the same editor", async () => {
     const parser = await machine.request('POST', '/supplier-report-type/', {
-      name: 'Temperature', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
-      parser: 'function handle(args: Arguments, exec: Exec): Result {\n  exec.addLog(args.payload);\n  return { generatedAt: new Date(), measurements: [] };\n}\n',
+      name: 'Temperature',
+      fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+      parser:
+        'function handle(args: Arguments, exec: Exec): Result {\n  exec.addLog(args.payload);\n  return { generatedAt: new Date(), measurements: [] };\n}\n',
     });
     expect(parser.status).toBe(200);
     const c = await openConsole(browser, service.base);
@@ -362,7 +391,9 @@ describe('the supplier\'s code workbench', () => {
     expect(await problems(page).allTextContents()).toEqual([]);
     await page.locator('#try-body').fill('{"deviceId": "partner-7"}');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
-    await expect.poll(() => page.locator('.result').textContent(), { timeout: 20_000 }).toContain(`Identifies device partner-7 of device type ${deviceTypeHashId}`);
+    await expect
+      .poll(() => page.locator('.result').textContent(), { timeout: 20_000 })
+      .toContain(`Identifies device partner-7 of device type ${deviceTypeHashId}`);
     await page.locator('#try-body').fill('{}');
     await page.getByRole('button', { name: 'Run', exact: true }).click();
     const thrown = problems(page).filter({ hasText: 'deviceId is missing' });

@@ -16,7 +16,10 @@ async function run(markdown: string) {
 describe('doc blocks', () => {
   it('takes the sh blocks, an indented one out of its indent, and leaves other fences', () => {
     const blocks = shellBlocks('```sh\necho a\n```\n\n```ts\nconst x = 1;\n```\n\n- item:\n\n  ```sh\n  echo b\n  ```\n');
-    expect(blocks).toEqual([{ line: 1, code: 'echo a' }, { line: 11, code: 'echo b' }]);
+    expect(blocks).toEqual([
+      { line: 1, code: 'echo a' },
+      { line: 11, code: 'echo b' },
+    ]);
   });
 
   it('reads a check loosely: gaps, whitespace, a prose tail and continuation lines', () => {

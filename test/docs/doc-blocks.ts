@@ -76,7 +76,10 @@ export function scriptOf(blocks: ShellBlock[]): { script: string; checks: DocChe
         out.push(lines[i]);
         parts.push(lines[i].replace(/^\s*# {3}/, ''));
       }
-      const expected = parts.map((p) => p.replace(/\s{2,}\(.*$/, '')).join(' ').trim();
+      const expected = parts
+        .map((p) => p.replace(/\s{2,}\(.*$/, ''))
+        .join(' ')
+        .trim();
       const id = checks.length;
       checks.push({ id, line, expected });
       out.push(`__doc_mark ${id}`);
@@ -92,8 +95,12 @@ export function runScript(script: string, opts: { cwd: string; env: Record<strin
     const child = spawn('bash', ['--noprofile', '--norc', '-s'], { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     const timer = setTimeout(() => {
       stderr += `\n(killed after ${opts.timeoutMs} ms)`;
       try {
@@ -121,7 +128,10 @@ const squeeze = (s: string) => s.replace(/\s+/g, '');
 export function matches(expected: string, output: string): boolean {
   const text = squeeze(output);
   let from = 0;
-  for (const fragment of expected.split(/…|\.\.\./).map(squeeze).filter((f) => f !== '')) {
+  for (const fragment of expected
+    .split(/…|\.\.\./)
+    .map(squeeze)
+    .filter((f) => f !== '')) {
     const at = text.indexOf(fragment, from);
     if (at < 0) return false;
     from = at + fragment.length;

@@ -52,8 +52,10 @@ describe('docs/walkthrough.md', () => {
   beforeAll(async () => {
     const smtpPort = await freePort();
     // the catcher as `npm run mail-catcher` runs it, on a port and folder of this test's own
-    catcher = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'scripts/mail-catcher.ts', '--port', String(smtpPort), '--dir', mailDir],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    catcher = spawn(process.execPath, ['--disable-warning=ExperimentalWarning', 'scripts/mail-catcher.ts', '--port', String(smtpPort), '--dir', mailDir], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     await new Promise<void>((resolve, reject) => {
       let out = '';
       catcher.stdout!.on('data', (d: Buffer) => {
@@ -64,7 +66,11 @@ describe('docs/walkthrough.md', () => {
     });
     coapsPort = await freePort();
     service = await startServiceProcess({
-      DATABASE_URL: process.env.DATABASE_URL!, DATA_DIR: dataDir, SECRET_KEY, SMTP_URL: `smtp://127.0.0.1:${smtpPort}`, COAPS_PORT: String(coapsPort),
+      DATABASE_URL: process.env.DATABASE_URL!,
+      DATA_DIR: dataDir,
+      SECRET_KEY,
+      SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
+      COAPS_PORT: String(coapsPort),
     });
   });
 
@@ -81,12 +87,21 @@ describe('docs/walkthrough.md', () => {
     const { script, checks } = scriptOf(blocks.filter(runnable));
     // the ports the page reads from the shell, as a reader whose service does not run on the defaults sets them
     const run = await runScript(script, {
-      cwd: ROOT, timeoutMs: 240_000,
+      cwd: ROOT,
+      timeoutMs: 240_000,
       env: {
-        PATH: process.env.PATH!, HOME: process.env.HOME ?? os.tmpdir(), LANG: 'C.UTF-8',
+        PATH: process.env.PATH!,
+        HOME: process.env.HOME ?? os.tmpdir(),
+        LANG: 'C.UTF-8',
         // what the admin CLI needs to reach the running service's database (npm start's shell has the same)
-        DATABASE_URL: process.env.DATABASE_URL!, SECRET_KEY, DATA_DIR: dataDir, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-        API: service.base, HTTPS_DEVICE_PORT: String(service.httpsPort), COAPS_PORT: String(coapsPort), MAIL_DIR: mailDir,
+        DATABASE_URL: process.env.DATABASE_URL!,
+        SECRET_KEY,
+        DATA_DIR: dataDir,
+        REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+        API: service.base,
+        HTTPS_DEVICE_PORT: String(service.httpsPort),
+        COAPS_PORT: String(coapsPort),
+        MAIL_DIR: mailDir,
       },
     });
     const failures = failedChecks('docs/walkthrough.md', checks, run);

@@ -63,7 +63,10 @@ async function handshake(signingKey: string): Promise<{ peer: RawPeer; finish: (
   const ske = flight[2].body;
   const serverPoint = ske.subarray(4, 4 + ske[3]);
 
-  const log: Buffer[] = [transcriptBytes({ type: 1, messageSeq: 1, body: parseHandshakeFragments(ch2Datagram.subarray(13))[0].body }), ...flight.map(transcriptBytes)];
+  const log: Buffer[] = [
+    transcriptBytes({ type: 1, messageSeq: 1, body: parseHandshakeFragments(ch2Datagram.subarray(13))[0].body }),
+    ...flight.map(transcriptBytes),
+  ];
   const device = new X509Certificate(pki.read('device.pem'));
   const certMsg = { type: 11, messageSeq: 2, body: encodeCertificate([device.raw]) };
   const ecdh = createECDH('prime256v1');
@@ -98,7 +101,7 @@ async function handshake(signingKey: string): Promise<{ peer: RawPeer; finish: (
 }
 
 describe('client CertificateVerify', () => {
-  it('signed with a key other than the certificate\'s: fatal decrypt_error, handshakeError, no session', async () => {
+  it("signed with a key other than the certificate's: fatal decrypt_error, handshakeError, no session", async () => {
     const { peer } = await handshake('stranger.key');
     const alert = await peer.take((d) => d.records.some((r) => r.type === 21));
     expect([...alert.records.find((r) => r.type === 21)!.fragment]).toEqual([2, 51]);

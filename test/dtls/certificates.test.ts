@@ -34,7 +34,13 @@ async function certServer(names = ['ca']): Promise<EchoServer> {
 }
 
 /** openssl s_client -dtls1_2 with a client certificate; writes `line`, waits for its echo, then closes stdin. */
-function opensslCert(o: { port: number; device?: string; cipher: string; line?: string; extra?: string[] }): Promise<{ stdout: string; stderr: string; echoed: boolean }> {
+function opensslCert(o: {
+  port: number;
+  device?: string;
+  cipher: string;
+  line?: string;
+  extra?: string[];
+}): Promise<{ stdout: string; stderr: string; echoed: boolean }> {
   const line = o.line ?? 'hello cert';
   const args = ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${o.port}`, '-CAfile', pki.pem('ca'), '-verify_return_error', '-cipher', o.cipher];
   if (o.device) args.push('-cert', pki.pem(o.device), '-key', pki.key(o.device));
@@ -53,10 +59,12 @@ function opensslCert(o: { port: number; device?: string; cipher: string; line?: 
   child.stdin.on('error', () => {});
   child.stdin.write(`${line}\n`);
   const timer = setTimeout(() => child.kill('SIGKILL'), 8000);
-  return new Promise((resolve) => child.on('close', () => {
-    clearTimeout(timer);
-    resolve({ stdout, stderr, echoed });
-  }));
+  return new Promise((resolve) =>
+    child.on('close', () => {
+      clearTimeout(timer);
+      resolve({ stdout, stderr, echoed });
+    }),
+  );
 }
 
 describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', () => {
@@ -98,7 +106,11 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
     const res = await opensslCert({ port: srv!.port, device: 'device2', cipher: 'ECDHE-ECDSA-AES128-CCM8', extra: ['-cert_chain', pki.pem('inter')] });
     expect(res.echoed).toBe(false);
     expect(res.stderr).toContain('alert unknown ca');
-    await until(async () => srv!.errors.length, (n) => n > 0, 'the handshake error');
+    await until(
+      async () => srv!.errors.length,
+      (n) => n > 0,
+      'the handshake error',
+    );
     expect(srv!.sessions).toEqual([]);
   });
 
@@ -131,7 +143,7 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
 
   // the HTTPS port's rules (src/pki/verify.ts), although each of these chains leads to a trusted certificate
   it.each([
-    ['a CA certificate as the device\'s', 'ca-device', [], 'unsupported certificate', /CA certificate/],
+    ["a CA certificate as the device's", 'ca-device', [], 'unsupported certificate', /CA certificate/],
     ['a certificate for servers only (extendedKeyUsage serverAuth)', 'server-only', [], 'unsupported certificate', /clientAuth/],
     ['a device under a CA the supplier certificate (pathlen 0) may not issue', 'device3', ['sub', 'inter'], 'unknown ca', /signed directly/],
   ])('refuses %s: fatal alert, handshakeError, no session', async (_what, device, chain, alert, message) => {
@@ -141,7 +153,11 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
     const res = await opensslCert({ port: srv!.port, device, cipher: 'ECDHE-ECDSA-AES128-CCM8', extra });
     expect(res.echoed).toBe(false);
     expect(res.stderr).toContain(`alert ${alert}`);
-    await until(async () => srv!.errors.length, (n) => n > 0, 'the handshake error');
+    await until(
+      async () => srv!.errors.length,
+      (n) => n > 0,
+      'the handshake error',
+    );
     expect(srv!.errors[0].err.message).toMatch(message);
     expect(srv!.sessions).toEqual([]);
   });
@@ -181,7 +197,7 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
     expect(srv!.sessions).toHaveLength(2);
   });
 
-  it('a supplier\'s device does not resume once the supplier certificate is no longer an anchor, though the device CA still signs it', async () => {
+  it("a supplier's device does not resume once the supplier certificate is no longer an anchor, though the device CA still signs it", async () => {
     await certServer(['ca', 'inter']);
     const file = join(pki.dir, 'sess-supplier.pem');
     const cipher = 'ECDHE-ECDSA-AES128-CCM8';
@@ -190,7 +206,11 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
     const again = await opensslCert({ port: srv!.port, device: 'device2', cipher, line: 'resumed', extra: [...extra, '-sess_in', file] });
     expect(again.stdout).toContain('Reused, ');
     expect(again.echoed).toBe(true);
-    await until(async () => srv!.sessions.length, (n) => n === 2, 'the resumed session');
+    await until(
+      async () => srv!.sessions.length,
+      (n) => n === 2,
+      'the resumed session',
+    );
     anchors = [pki.cert('ca')]; // the supplier certificate deleted
     const refused = await opensslCert({ port: srv!.port, device: 'device2', cipher, line: 'nope', extra: [...extra, '-sess_in', file] });
     expect(refused.stdout).not.toContain('Reused, ');
@@ -201,10 +221,14 @@ describe('DTLS ECDHE_ECDSA ↔ openssl s_client -dtls1_2 -cert -key -CAfile', ()
 
 describe('DTLS ECDHE_ECDSA ↔ gnutls-cli --udp with certificates', () => {
   const args = (device: string, cipher: string): string[] => [
-    '--priority', `NORMAL:-VERS-ALL:+VERS-DTLS1.2:-KX-ALL:+ECDHE-ECDSA:-CIPHER-ALL:+${cipher}`,
-    '--x509cafile', pki.pem('ca'),
-    '--x509certfile', pki.pem(device),
-    '--x509keyfile', pki.key(device),
+    '--priority',
+    `NORMAL:-VERS-ALL:+VERS-DTLS1.2:-KX-ALL:+ECDHE-ECDSA:-CIPHER-ALL:+${cipher}`,
+    '--x509cafile',
+    pki.pem('ca'),
+    '--x509certfile',
+    pki.pem(device),
+    '--x509keyfile',
+    pki.key(device),
   ];
 
   it.each([

@@ -62,7 +62,12 @@ async function twoNodes(optsA: NodeOptions = {}, optsB: NodeOptions = {}): Promi
   const deployment = `cid-test-${randomBytes(4).toString('hex')}`;
   const a = await startNode(deployment, optsA);
   const b = await startNode(deployment, optsB);
-  await until(async () => a.cluster.registry.lookup(b.cluster.nodeId), (p) => p !== undefined, 'node a to know node b', 2000);
+  await until(
+    async () => a.cluster.registry.lookup(b.cluster.nodeId),
+    (p) => p !== undefined,
+    'node a to know node b',
+    2000,
+  );
   return [a, b];
 }
 
@@ -101,7 +106,12 @@ describe('CID-routed DTLS cluster', () => {
     await b.cluster.close();
     open.splice(open.indexOf(b.cluster), 1);
     expect(await redis.exists(`{${b.deployment}:dtls-cluster}:node:${b.cluster.nodeId}`)).toBe(0);
-    await until(async () => a.cluster.registry.nodes.has(b.cluster.nodeId), (has) => !has, 'node a to forget node b', 3000);
+    await until(
+      async () => a.cluster.registry.nodes.has(b.cluster.nodeId),
+      (has) => !has,
+      'node a to forget node b',
+      3000,
+    );
   });
 
   it('a node that joins or leaves is known to the others at once, not at their next heartbeat', async () => {
@@ -109,10 +119,20 @@ describe('CID-routed DTLS cluster', () => {
     const deployment = `cid-test-${randomBytes(4).toString('hex')}`;
     const a = await startNode(deployment, { leaseMs: 60_000 });
     const b = await startNode(deployment, { leaseMs: 60_000 });
-    await until(async () => a.cluster.registry.peer(b.cluster.nodeId), (p) => p !== undefined, 'node a to know node b', 2000);
+    await until(
+      async () => a.cluster.registry.peer(b.cluster.nodeId),
+      (p) => p !== undefined,
+      'node a to know node b',
+      2000,
+    );
     await b.cluster.close();
     open.splice(open.indexOf(b.cluster), 1);
-    await until(async () => a.cluster.registry.peer(b.cluster.nodeId), (p) => p === undefined, 'node a to forget node b', 2000);
+    await until(
+      async () => a.cluster.registry.peer(b.cluster.nodeId),
+      (p) => p === undefined,
+      'node a to forget node b',
+      2000,
+    );
   });
 
   it('the CIDs a node issues name it in their first byte and are random after it', async () => {
@@ -155,7 +175,7 @@ describe('CID-routed DTLS cluster', () => {
     expect(a.srv.data).toEqual(['at home', 'moved', 'home again']);
   });
 
-  it('an inter-node datagram without the deployment\'s MAC is dropped: no forged source address gets through', async () => {
+  it("an inter-node datagram without the deployment's MAC is dropped: no forged source address gets through", async () => {
     const [a, b] = await twoNodes();
     const c = await deviceOn(a);
     const session = a.srv.sessions[0];
@@ -170,7 +190,12 @@ describe('CID-routed DTLS cluster', () => {
     genuine[genuine.length - 1] ^= 1; // the right key, a tag off by one bit
     await toA(genuine);
     await toA(sealMessages(key, b.cluster.nodeId, forged, Date.now() - 60_000)); // the right key, but stale
-    await until(async () => count(a.events, 'unauthenticated'), (n) => n === 3, 'three unauthenticated datagrams', 2000);
+    await until(
+      async () => count(a.events, 'unauthenticated'),
+      (n) => n === 3,
+      'three unauthenticated datagrams',
+      2000,
+    );
     expect(a.srv.data).toEqual([]);
     expect(session.remotePort).toBe(homePort);
 
@@ -194,11 +219,16 @@ describe('CID-routed DTLS cluster', () => {
     open.push(peer);
     peer.send(orphan, b.srv.port, '127.0.0.1');
     peer.send(noSession, b.srv.port, '127.0.0.1');
-    await until(async () => [count(b.events, 'unknown_node'), count(a.events, 'no_session')], ([u, n]) => u === 1 && n === 1, 'both dropped', 3000);
+    await until(
+      async () => [count(b.events, 'unknown_node'), count(a.events, 'no_session')],
+      ([u, n]) => u === 1 && n === 1,
+      'both dropped',
+      3000,
+    );
     expect(a.srv.data).toEqual([]);
   });
 
-  it('a record for a session the owner no longer holds goes to the takeover hook first, with the device\'s address', async () => {
+  it("a record for a session the owner no longer holds goes to the takeover hook first, with the device's address", async () => {
     const offered: Array<{ cid: string; from: { address: string; port: number } }> = [];
     const [a, b] = await twoNodes({
       takeOverSession: async (cid, _datagram, from) => {
@@ -213,7 +243,12 @@ describe('CID-routed DTLS cluster', () => {
     open.push(peer);
     await new Promise<void>((r) => peer.bind(0, '127.0.0.1', () => r()));
     peer.send(record, b.srv.port, '127.0.0.1');
-    await until(async () => offered.length, (n) => n === 1, 'the takeover hook called', 3000);
+    await until(
+      async () => offered.length,
+      (n) => n === 1,
+      'the takeover hook called',
+      3000,
+    );
     expect(offered[0]).toEqual({ cid: record.subarray(11, 19).toString('hex'), from: { address: '127.0.0.1', port: peer.address().port } });
     expect(count(a.events, 'no_session')).toBe(0); // taken over: not counted as dropped
   });
@@ -224,7 +259,12 @@ describe('CID-routed DTLS cluster', () => {
     const sentByA = a.cluster.sent.datagrams;
     const records = [1, 2, 3, 4].map((i) => c.sealApplicationData(`batched ${i}`, 10 + i));
     await toClusterPort(a, sealMessages(key, b.cluster.nodeId, forwards(c, records)));
-    await until(async () => c.received.length, (n) => n === 4, 'four echoes', 3000);
+    await until(
+      async () => c.received.length,
+      (n) => n === 4,
+      'four echoes',
+      3000,
+    );
     expect(a.srv.data).toEqual(['batched 1', 'batched 2', 'batched 3', 'batched 4']);
     expect(c.received.map((r) => r.data.toString())).toEqual(['echo:batched 1', 'echo:batched 2', 'echo:batched 3', 'echo:batched 4']);
     // the four answers went back to node b in one datagram, and out of b's socket to the device
@@ -240,7 +280,12 @@ describe('CID-routed DTLS cluster', () => {
     const before = { a: { ...a.cluster.sent }, b: { ...b.cluster.sent } };
     const sent = Array.from({ length: 10 }, (_, i) => `burst ${i}`);
     for (const s of sent) c.send(s); // all in the socket's queue before node b's event loop reads one
-    await until(async () => c.received.length, (n) => n === 10, 'ten echoes', 3000);
+    await until(
+      async () => c.received.length,
+      (n) => n === 10,
+      'ten echoes',
+      3000,
+    );
     expect(a.srv.data).toEqual(sent);
     expect(c.received.map((r) => r.data.toString())).toEqual(sent.map((s) => `echo:${s}`));
     expect(b.cluster.sent.messages - before.b.messages).toBe(10);
@@ -262,14 +307,27 @@ describe('CID-routed DTLS cluster', () => {
     const firstLength = 8 + 4 + '127.0.0.1'.length;
     const secondLength = firstLength + 2 + genuine.readUInt16BE(firstLength) + 4 + '127.0.0.1'.length;
     pastEnd.writeUInt16BE(pastEnd.readUInt16BE(secondLength) + 1, secondLength);
-    createHmac('sha256', key).update(pastEnd.subarray(0, pastEnd.length - 16)).digest().copy(pastEnd, pastEnd.length - 16, 0, 16);
+    createHmac('sha256', key)
+      .update(pastEnd.subarray(0, pastEnd.length - 16))
+      .digest()
+      .copy(pastEnd, pastEnd.length - 16, 0, 16);
     for (const d of [wrongTag, cutShort, pastEnd]) await toClusterPort(a, d);
-    await until(async () => count(a.events, 'unauthenticated'), (n) => n === 3, 'three datagrams refused', 3000);
+    await until(
+      async () => count(a.events, 'unauthenticated'),
+      (n) => n === 3,
+      'three datagrams refused',
+      3000,
+    );
     expect(count(a.events, 'forwarded_in')).toBe(0);
     expect(a.srv.data).toEqual([]);
     // the genuine one is taken, both its records
     await toClusterPort(a, genuine);
-    await until(async () => a.srv.data.length, (n) => n === 2, 'both records', 3000);
+    await until(
+      async () => a.srv.data.length,
+      (n) => n === 2,
+      'both records',
+      3000,
+    );
     expect(a.srv.data).toEqual(['first', 'second']);
   });
 
@@ -283,7 +341,12 @@ describe('CID-routed DTLS cluster', () => {
     // a free id: not node a's, nor node b's (ids are leased from a random start, so b's may be a's + 1)
     const oldId = [1, 2].map((d) => (a.cluster.nodeId + d) % MAX_NODES).find((id) => id !== b.cluster.nodeId)!;
     await redis.set(`{${a.deployment}:dtls-cluster}:node:${oldId}`, `127.0.0.1 ${old.address().port} 0123456789abcdef`, 'PX', 10_000);
-    await until(async () => a.cluster.registry.lookup(oldId), (p) => p !== undefined, 'node a to know the old node', 2000);
+    await until(
+      async () => a.cluster.registry.lookup(oldId),
+      (p) => p !== undefined,
+      'node a to know the old node',
+      2000,
+    );
     expect(a.cluster.registry.peer(oldId)?.batches).toBe(false);
     const got: Buffer[] = [];
     old.on('message', (m) => got.push(m));
@@ -299,8 +362,14 @@ describe('CID-routed DTLS cluster', () => {
       const body = Buffer.concat([head, Buffer.from('127.0.0.1', 'latin1'), datagram]);
       return Buffer.concat([body, createHmac('sha256', key).update(body).digest().subarray(0, 16)]);
     };
-    for (const [i, text] of ['old one', 'old two'].entries()) await toClusterPort(a, oldFormat(MessageKind.forward, oldId, c.localPort, c.sealApplicationData(text, 30 + i)));
-    await until(async () => got.length, (n) => n === 2, 'two answers to the old node', 3000);
+    for (const [i, text] of ['old one', 'old two'].entries())
+      await toClusterPort(a, oldFormat(MessageKind.forward, oldId, c.localPort, c.sealApplicationData(text, 30 + i)));
+    await until(
+      async () => got.length,
+      (n) => n === 2,
+      'two answers to the old node',
+      3000,
+    );
     expect(a.srv.data).toEqual(['old one', 'old two']);
     // each answer alone, in the old layout, with a tag the old node checks
     for (const m of got) {
@@ -308,7 +377,12 @@ describe('CID-routed DTLS cluster', () => {
       expect(m[1]).toBe(MessageKind.answer);
       expect(m[2]).toBe(a.cluster.nodeId);
       expect(m.readUInt16BE(9)).toBe(c.localPort);
-      expect(m.subarray(m.length - 16)).toEqual(createHmac('sha256', key).update(m.subarray(0, m.length - 16)).digest().subarray(0, 16));
+      expect(m.subarray(m.length - 16)).toEqual(
+        createHmac('sha256', key)
+          .update(m.subarray(0, m.length - 16))
+          .digest()
+          .subarray(0, 16),
+      );
       expect(m[12 + m[11]]).toBe(25); // a tls12_cid record for the device
     }
     // the old node passes them on to the device: the echoes of what it forwarded
@@ -325,7 +399,12 @@ describe('CID-routed DTLS cluster', () => {
     const sent = ['small 1', 'small 2', large, 'small 3'];
     const before = { ...b.cluster.sent };
     for (const s of sent) c.send(s);
-    await until(async () => c.received.length, (n) => n === 4, 'four echoes', 3000);
+    await until(
+      async () => c.received.length,
+      (n) => n === 4,
+      'four echoes',
+      3000,
+    );
     expect(a.srv.data).toEqual(sent);
     // small 1 and 2 together, the large one alone, small 3
     expect(b.cluster.sent.datagrams - before.datagrams).toBe(3);
@@ -339,7 +418,12 @@ describe('CID-routed DTLS cluster', () => {
     await c.moveTo(b.srv.port);
     const sent = ['one', 'two', 'three'];
     for (const s of sent) c.send(s);
-    await until(async () => c.received.length, (n) => n === 3, 'three echoes', 3000);
+    await until(
+      async () => c.received.length,
+      (n) => n === 3,
+      'three echoes',
+      3000,
+    );
     expect(a.srv.data).toEqual(sent);
     expect(b.cluster.sent).toEqual({ datagrams: 3, messages: 3 });
     expect(a.cluster.sent).toEqual({ datagrams: 3, messages: 3 });
@@ -357,7 +441,12 @@ describe('CID-routed DTLS cluster', () => {
     c.send('second');
     await new Promise((r) => setTimeout(r, 20));
     c.send('third');
-    await until(async () => c.received.length, (n) => n === 3, 'three echoes', 3000);
+    await until(
+      async () => c.received.length,
+      (n) => n === 3,
+      'three echoes',
+      3000,
+    );
     expect(a.srv.data).toEqual(['first', 'second', 'third']);
     expect(b.cluster.sent).toEqual({ datagrams: 2, messages: 3 });
   });
@@ -370,22 +459,52 @@ describe('CID-routed DTLS cluster', () => {
     const conn = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 1, retryStrategy: () => 100 });
     conn.on('error', () => undefined);
     const lines: Array<{ level: number; msg: string }> = [];
-    const registry = new NodeRegistry(conn, createLogger('info', { write: (l: string) => { lines.push(JSON.parse(l)); } }), 'outage', { address: '127.0.0.1', port: await freePort() }, 600);
-    open.push({ close: async () => { await registry.leave(); conn.disconnect(); } });
+    const registry = new NodeRegistry(
+      conn,
+      createLogger('info', {
+        write: (l: string) => {
+          lines.push(JSON.parse(l));
+        },
+      }),
+      'outage',
+      { address: '127.0.0.1', port: await freePort() },
+      600,
+    );
+    open.push({
+      close: async () => {
+        await registry.leave();
+        conn.disconnect();
+      },
+    });
     const id = await registry.join();
     server.kill('SIGKILL');
     await exited(server);
-    await until(async () => lines.length, (n) => n === 1, 'the outage line', 5000);
+    await until(
+      async () => lines.length,
+      (n) => n === 1,
+      'the outage line',
+      5000,
+    );
     await new Promise((r) => setTimeout(r, 1500)); // several heartbeats into the outage
     expect(registry.peer(id)).toBeDefined();
     server = await startRedis(port, dir);
     open.push({ close: () => server.kill('SIGKILL') });
-    await until(async () => lines.length, (n) => n === 2, 'the line of its end', 5000);
+    await until(
+      async () => lines.length,
+      (n) => n === 2,
+      'the line of its end',
+      5000,
+    );
     expect(lines.map((l) => [l.level, l.msg])).toEqual([
       [40, 'dtls cluster: the node directory in Redis is unreachable; forwarding with the nodes known before'],
       [30, 'dtls cluster: the node directory in Redis is reachable again'],
     ]);
     // the lease was taken again after the restart (the new Redis had none)
-    await until(async () => conn.exists(`{outage:dtls-cluster}:node:${registry.nodeId}`), (n) => n === 1, 'the lease back', 3000);
+    await until(
+      async () => conn.exists(`{outage:dtls-cluster}:node:${registry.nodeId}`),
+      (n) => n === 1,
+      'the lease back',
+      3000,
+    );
   });
 });

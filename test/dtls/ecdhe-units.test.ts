@@ -60,7 +60,9 @@ describe('ECDHE_ECDSA codecs', () => {
     for (const low of [Buffer.alloc(32), Buffer.concat([Buffer.from([1]), Buffer.alloc(31)])]) {
       expect(() => server.premasterFromClientKeyExchange(Buffer.concat([Buffer.from([32]), low]))).toThrow(expect.objectContaining({ description: 47 }));
     }
-    expect(() => server.premasterFromClientKeyExchange(Buffer.concat([Buffer.from([31]), Buffer.alloc(31, 9)]))).toThrow(expect.objectContaining({ description: 47 }));
+    expect(() => server.premasterFromClientKeyExchange(Buffer.concat([Buffer.from([31]), Buffer.alloc(31, 9)]))).toThrow(
+      expect.objectContaining({ description: 47 }),
+    );
   });
 
   it('ECDH: both sides derive the same premaster; points off the curve or compressed are illegal_parameter', () => {
@@ -75,7 +77,9 @@ describe('ECDHE_ECDSA codecs', () => {
     const offCurve = Buffer.from(cke);
     offCurve[40] ^= 1;
     expect(() => server.premasterFromClientKeyExchange(offCurve)).toThrow(expect.objectContaining({ description: 47 }));
-    expect(() => server.premasterFromClientKeyExchange(Buffer.concat([Buffer.from([33, 2]), Buffer.alloc(32)]))).toThrow(expect.objectContaining({ description: 47 }));
+    expect(() => server.premasterFromClientKeyExchange(Buffer.concat([Buffer.from([33, 2]), Buffer.alloc(32)]))).toThrow(
+      expect.objectContaining({ description: 47 }),
+    );
   });
 
   it('CertificateVerify: right key passes; wrong key or bytes → decrypt_error; other algorithm → illegal_parameter', () => {
@@ -112,7 +116,7 @@ describe('client chain validation', () => {
     expect(verifyClientChain(der('device2'), [pki.cert('inter')])).toHaveLength(1); // the supplier CA itself as anchor
   });
 
-  it('refuses: not signed directly by an anchor (unknown_ca), expired (certificate_expired), a CA or server certificate as the device\'s (unsupported_certificate), one signed by two anchors alike (access_denied), nothing sent', () => {
+  it("refuses: not signed directly by an anchor (unknown_ca), expired (certificate_expired), a CA or server certificate as the device's (unsupported_certificate), one signed by two anchors alike (access_denied), nothing sent", () => {
     const code = (f: () => unknown): number | undefined => {
       try {
         f();

@@ -79,7 +79,10 @@ const clientHelloArb = fc.record({
   clientVersion: fc.oneof(fc.constant(DTLS12), u16),
   random: bytes(32).map((b) => Buffer.concat([b, Buffer.alloc(32 - b.length)])),
   sessionId: bytes(32),
-  cookie: fc.oneof(bytes(COOKIE_LENGTH).map((b) => Buffer.concat([b, Buffer.alloc(COOKIE_LENGTH - b.length)])), bytes(64)),
+  cookie: fc.oneof(
+    bytes(COOKIE_LENGTH).map((b) => Buffer.concat([b, Buffer.alloc(COOKIE_LENGTH - b.length)])),
+    bytes(64),
+  ),
   cipherSuites: fc.array(fc.oneof(fc.constantFrom(0xc0a8, 0x00a8, 0x00ae, 0xc0ae, 0xc02b, 0x00ff), u16), { maxLength: 12 }),
   compressionMethods: fc.oneof(fc.constant(Buffer.from([0])), bytes(4)),
   extensions: fc.array(fc.record({ type: fc.oneof(fc.constantFrom(10, 11, 13, 23, 35, 54, 0xff01), u16), data: bytes(48) }), { maxLength: 6 }),
@@ -87,7 +90,13 @@ const clientHelloArb = fc.record({
 
 /** A ClientHello datagram; now and then its handshake header lies (offset, length) or its record is cut short. */
 const clientHelloDatagramArb = fc
-  .record({ ch: clientHelloArb, messageSeq: fc.oneof(fc.constant(0), u16), offset: fc.option(u16, { freq: 4 }), length: fc.option(fc.nat(0xffffff), { freq: 4 }), seq: fc.nat() })
+  .record({
+    ch: clientHelloArb,
+    messageSeq: fc.oneof(fc.constant(0), u16),
+    offset: fc.option(u16, { freq: 4 }),
+    length: fc.option(fc.nat(0xffffff), { freq: 4 }),
+    seq: fc.nat(),
+  })
   .map(({ ch, messageSeq, offset, length, seq }) => {
     const body = encodeClientHello(ch, { dtls: true });
     const fragment = encodeFragment(1, messageSeq, length ?? body.length, offset ?? 0, body);
@@ -145,11 +154,22 @@ describe('DTLS fuzz', () => {
         const peer = await new RawPeer(srv.port).open('127.0.0.3');
         proven.push(peer);
         const hello: ClientHello = { ...ch, cookie: Buffer.alloc(0) };
-        const datagram = (c: ClientHello) => encodeRecord({ type: 22, version: DTLS12, epoch: 0, seq: 0, fragment: encodeFragment(1, 0, encodeClientHello(c, { dtls: true }).length, 0, encodeClientHello(c, { dtls: true })) });
+        const datagram = (c: ClientHello) =>
+          encodeRecord({
+            type: 22,
+            version: DTLS12,
+            epoch: 0,
+            seq: 0,
+            fragment: encodeFragment(1, 0, encodeClientHello(c, { dtls: true }).length, 0, encodeClientHello(c, { dtls: true })),
+          });
         const before = srv.sent.length;
         await deliver(peer, datagram(hello));
         // the server answers synchronously: a HelloVerifyRequest for a ClientHello it could parse (if no larger)
-        const hvr = srv.sent.slice(before).flatMap((d) => parseDatagram(d)).flatMap((r) => (r.type === 22 ? parseHandshakeFragments(r.fragment) : [])).find((f) => f.type === 3);
+        const hvr = srv.sent
+          .slice(before)
+          .flatMap((d) => parseDatagram(d))
+          .flatMap((r) => (r.type === 22 ? parseHandshakeFragments(r.fragment) : []))
+          .find((f) => f.type === 3);
         if (hvr) {
           await deliver(peer, datagram({ ...hello, cookie: hvr.body.subarray(3) }));
           started++;

@@ -134,12 +134,7 @@ describe('a complete handshake by a hand-driven peer built from the RFC primitiv
     rl.setInitialWriteSequence(2);
     rl.installWriteEpoch(1, suite.createProtection(k.clientMacKey, k.clientKey, k.clientIv));
     rl.installReadEpoch(1, suite.createProtection(k.serverMacKey, k.serverKey, k.serverIv));
-    const flight5 = (): Buffer =>
-      Buffer.concat([
-        rl.seal(0, 22, transcriptBytes(cke)),
-        rl.seal(0, 20, Buffer.from([1])),
-        rl.seal(1, 22, transcriptBytes(fin)),
-      ]);
+    const flight5 = (): Buffer => Buffer.concat([rl.seal(0, 22, transcriptBytes(cke)), rl.seal(0, 20, Buffer.from([1])), rl.seal(1, 22, transcriptBytes(fin))]);
     const serverFinished = (d: Received): Buffer | undefined => {
       const rec = d.records.find((r) => r.epoch === 1 && r.type === 22);
       const plain = rec && rl.open(rec);

@@ -130,7 +130,6 @@ export function dtlsClient(o: {
   });
 }
 
-
 export interface GnutlsResult {
   stdout: string;
   stderr: string;

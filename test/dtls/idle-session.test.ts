@@ -32,7 +32,11 @@ describe('an established idle session', () => {
     expect(handshakesHeld()).toBe(held + 3);
     for (const [i, h] of clients.entries()) {
       peers[i].send(Buffer.concat(h.flight5()));
-      await until(async () => srv.sessions.length, (n) => n > i, 'the session established');
+      await until(
+        async () => srv.sessions.length,
+        (n) => n > i,
+        'the session established',
+      );
     }
     expect(handshakesHeld()).toBe(held);
     // and what it kept is enough to carry on
@@ -46,7 +50,11 @@ describe('an established idle session', () => {
     const c = new CidClient(srv.port, { identity: IDENTITY, psk: Buffer.from(PSK_HEX, 'hex') });
     cidClients.push(c);
     await c.connect();
-    await until(async () => srv.sessions.length, (n) => n === 1, 'the CID session');
+    await until(
+      async () => srv.sessions.length,
+      (n) => n === 1,
+      'the CID session',
+    );
     expect(handshakesHeld()).toBe(held);
     expect(srv.sessions[0].connectionId).toBeDefined();
   });

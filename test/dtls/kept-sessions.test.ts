@@ -47,7 +47,14 @@ async function echoServer(prefix: string, port = 0, secretKey = SECRET): Promise
 /** node-dtls-client (PSK, CCM_8) connected to `port`; what it receives, as strings. */
 async function client(port: number): Promise<{ send(text: string): void; got: string[] }> {
   const got: string[] = [];
-  const socket = dtls.createSocket({ type: 'udp4', address: '127.0.0.1', port, psk: { [IDENTITY]: Buffer.from(PSK_HEX, 'hex') }, timeout: 5000, ciphers: ['TLS_PSK_WITH_AES_128_CCM_8'] });
+  const socket = dtls.createSocket({
+    type: 'udp4',
+    address: '127.0.0.1',
+    port,
+    psk: { [IDENTITY]: Buffer.from(PSK_HEX, 'hex') },
+    timeout: 5000,
+    ciphers: ['TLS_PSK_WITH_AES_128_CCM_8'],
+  });
   clients.push(socket);
   socket.on('message', (m: Buffer) => got.push(m.toString()));
   await new Promise<void>((resolve, reject) => {
@@ -181,7 +188,16 @@ describe('kept DTLS sessions', () => {
     const kept = store(p);
     const keys = { suiteId: 0xc0a8, extendedMasterSecret: true, keyBlock: randomBytes(40), sessionId: randomBytes(32), pskIdentity: 'd', peerCertificates: [] };
     expect(decodeKeys(encodeKeys(keys))).toEqual(keys);
-    expect(kept.established('a10.0.0.1:5', keys, { writeSeq: 7, replay: [3, 15, 0], remoteAddress: '10.0.0.1', remotePort: 5, lastActive: Date.now(), attachment: Buffer.alloc(0) })).toBe(7 + WRITE_LEASE);
+    expect(
+      kept.established('a10.0.0.1:5', keys, {
+        writeSeq: 7,
+        replay: [3, 15, 0],
+        remoteAddress: '10.0.0.1',
+        remotePort: 5,
+        lastActive: Date.now(),
+        attachment: Buffer.alloc(0),
+      }),
+    ).toBe(7 + WRITE_LEASE);
     const [one, two] = await Promise.all([kept.take('a10.0.0.1:5'), kept.take('a10.0.0.1:5')]);
     expect([one!.writeSeq, two!.writeSeq].sort((x, y) => x - y)).toEqual([7 + WRITE_LEASE, 7 + 2 * WRITE_LEASE]);
     expect(one!.writeLimit - one!.writeSeq).toBe(WRITE_LEASE);
@@ -191,11 +207,25 @@ describe('kept DTLS sessions', () => {
     expect(await kept.take('a10.0.0.2:5')).toBeNull();
   });
 
-  it('a kept state moved under another session\'s name (another device, another tenant) is refused and removed', async () => {
+  it("a kept state moved under another session's name (another device, another tenant) is refused and removed", async () => {
     const p = prefix();
     const kept = store(p);
-    const keys = { suiteId: 0xc0a8, extendedMasterSecret: true, keyBlock: randomBytes(40), sessionId: randomBytes(32), pskIdentity: 'tenant-a-device', peerCertificates: [] };
-    kept.established('a10.0.0.1:7', keys, { writeSeq: 1, replay: [1, 1, 0], remoteAddress: '10.0.0.1', remotePort: 7, lastActive: Date.now(), attachment: Buffer.alloc(0) });
+    const keys = {
+      suiteId: 0xc0a8,
+      extendedMasterSecret: true,
+      keyBlock: randomBytes(40),
+      sessionId: randomBytes(32),
+      pskIdentity: 'tenant-a-device',
+      peerCertificates: [],
+    };
+    kept.established('a10.0.0.1:7', keys, {
+      writeSeq: 1,
+      replay: [1, 1, 0],
+      remoteAddress: '10.0.0.1',
+      remotePort: 7,
+      lastActive: Date.now(),
+      attachment: Buffer.alloc(0),
+    });
     const fields = await redis.hgetallBuffer(kept.sessionKey('a10.0.0.1:7'));
     await redis.hset(kept.sessionKey('a10.0.0.9:7'), fields);
     expect(await kept.take('a10.0.0.9:7')).toBeNull();
@@ -207,7 +237,10 @@ describe('kept DTLS sessions', () => {
     /** A CidRouter that names no other node: records of CIDs not held here are kept for the test to look at. */
     function router() {
       const unclaimed: Array<{ cid: Buffer; datagram: Buffer; from: { address: string; port: number } }> = [];
-      const route = { newCid: () => randomBytes(8), unclaimed: (cid: Buffer, datagram: Buffer, from: { address: string; port: number }) => void unclaimed.push({ cid, datagram, from }) };
+      const route = {
+        newCid: () => randomBytes(8),
+        unclaimed: (cid: Buffer, datagram: Buffer, from: { address: string; port: number }) => void unclaimed.push({ cid, datagram, from }),
+      };
       return { unclaimed, route };
     }
 
@@ -220,11 +253,18 @@ describe('kept DTLS sessions', () => {
       const c = await cidSession(a.port);
       const session = a.sessions[0];
       let announced!: () => void;
-      const announce = new Promise<void>((resolve) => { announced = resolve; });
+      const announce = new Promise<void>((resolve) => {
+        announced = resolve;
+      });
       const handing = a.server.handOver(session, () => announce);
       const before = a.received.length;
       c.send('two'); // reaches the owner while the state is being written: it waits
-      await until(async () => a.received.length, (n) => n > before, 'the record to reach the owner', 2000);
+      await until(
+        async () => a.received.length,
+        (n) => n > before,
+        'the record to reach the owner',
+        2000,
+      );
       await new Promise((res) => setTimeout(res, 50));
       expect(a.data).toEqual(['one']);
       expect(r.unclaimed).toEqual([]);
@@ -259,7 +299,8 @@ describe('kept DTLS sessions', () => {
       const relay = (name: string) => (d: Buffer) => void answers.push(`${name}:${d.length}`);
       const [viaB, viaC] = [relay('b'), relay('c')];
       let seq = 100;
-      const relayed = (via: (d: Buffer) => void) => a.server.receiveRelayed(c.sealApplicationData(`r${seq}`, seq++), { address: '127.0.0.1', port: c.localPort, relay: via });
+      const relayed = (via: (d: Buffer) => void) =>
+        a.server.receiveRelayed(c.sealApplicationData(`r${seq}`, seq++), { address: '127.0.0.1', port: c.localPort, relay: via });
       const streaks: number[] = [];
       for (const via of [viaB, viaC, viaB, viaC]) {
         expect(relayed(via)).toBe(true);
@@ -281,7 +322,10 @@ describe('kept DTLS sessions', () => {
       const kept = store(p);
       // Redis refuses the hand-over's write (after a moment, so a record arrives meanwhile)
       const failing = {
-        established: kept.established.bind(kept), renew: kept.renew.bind(kept), forget: kept.forget.bind(kept), take: kept.take.bind(kept),
+        established: kept.established.bind(kept),
+        renew: kept.renew.bind(kept),
+        forget: kept.forget.bind(kept),
+        take: kept.take.bind(kept),
         saveAll: () => new Promise<number>((_, reject) => setTimeout(() => reject(new Error('Redis is down')), 200)),
       };
       const a = await startEchoServer({ keeper: failing, sharedCache: kept });
@@ -292,7 +336,9 @@ describe('kept DTLS sessions', () => {
       a.server.on('keeperError', (err: Error) => keeperErrors.push(err));
       const c = await cidSession(a.port);
       const announce = { called: false };
-      const handing = a.server.handOver(a.sessions[0], async () => { announce.called = true; });
+      const handing = a.server.handOver(a.sessions[0], async () => {
+        announce.called = true;
+      });
       c.send('two');
       expect(await handing).toBe(false);
       await c.waitForData((x) => x === 'echo:two');

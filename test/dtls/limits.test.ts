@@ -40,7 +40,7 @@ describe('DTLS per-address limits', () => {
     expect(await getsServerHello(t.srv.port)).toBe(true);
   });
 
-  it('a server given no limits takes the configuration\'s defaults', async () => {
+  it("a server given no limits takes the configuration's defaults", async () => {
     t.srv = await startEchoServer();
     expect(t.srv.server.limits).toEqual(loadConfig({ SECRET_KEY: '00'.repeat(32) }).dtls);
   });

@@ -31,16 +31,46 @@ function keyPair(dir: string, name: string): void {
 
 function rootCa(dir: string, name: string, cn: string): void {
   keyPair(dir, name);
-  openssl(dir, ['req', '-x509', '-new', '-key', `${name}.key`, '-subj', `/CN=${cn}`, '-days', '3',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-out', `${name}.pem`]);
+  openssl(dir, [
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    `${name}.key`,
+    '-subj',
+    `/CN=${cn}`,
+    '-days',
+    '3',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+    '-out',
+    `${name}.pem`,
+  ]);
 }
 
 function issue(dir: string, name: string, cn: string, issuer: string, o: { days?: number; ext: string }): void {
   keyPair(dir, name);
   openssl(dir, ['req', '-new', '-key', `${name}.key`, '-subj', `/CN=${cn}`, '-out', `${name}.csr`]);
   writeFileSync(join(dir, `${name}.ext`), o.ext);
-  openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', `${issuer}.pem`, '-CAkey', `${issuer}.key`, '-CAcreateserial',
-    '-days', String(o.days ?? 2), '-extfile', `${name}.ext`, '-out', `${name}.pem`]);
+  openssl(dir, [
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${issuer}.pem`,
+    '-CAkey',
+    `${issuer}.key`,
+    '-CAcreateserial',
+    '-days',
+    String(o.days ?? 2),
+    '-extfile',
+    `${name}.ext`,
+    '-out',
+    `${name}.pem`,
+  ]);
 }
 
 const LEAF = 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n';

@@ -30,7 +30,10 @@ async function serverWithLookups(known = [IDENTITY]): Promise<{ srv: EchoServer;
 
 /** Plaintext alerts (level, description) among datagrams the server sent. */
 function alerts(sent: Buffer[]): number[][] {
-  return sent.flatMap((d) => parseDatagram(d)).filter((r) => r.type === 21 && r.epoch === 0).map((r) => [...r.fragment]);
+  return sent
+    .flatMap((d) => parseDatagram(d))
+    .filter((r) => r.type === 21 && r.epoch === 0)
+    .map((r) => [...r.fragment]);
 }
 
 /**

@@ -173,11 +173,19 @@ describe('abbreviated handshake driven by hand', () => {
     const p = await peer(srv.port);
     const resume = new HandClient(p, { sessionId: full.sessionId });
     const first = await resume.hello();
-    expect(first.records.map((r) => [r.type, r.epoch])).toEqual([[22, 0], [20, 0], [22, 1]]);
+    expect(first.records.map((r) => [r.type, r.epoch])).toEqual([
+      [22, 0],
+      [20, 0],
+      [22, 1],
+    ]);
     expect(resume.sessionId).toEqual(full.sessionId);
 
     const again = await p.take(() => true, 2500); // no client Finished yet: the timer resends the flight
-    expect(again.records.map((r) => [r.type, r.epoch])).toEqual([[22, 0], [20, 0], [22, 1]]);
+    expect(again.records.map((r) => [r.type, r.epoch])).toEqual([
+      [22, 0],
+      [20, 0],
+      [22, 1],
+    ]);
     expect(srv.sessions).toHaveLength(1);
 
     p.send(Buffer.concat(resume.resumeFlight(full.master))); // throws unless the server Finished is right

@@ -119,8 +119,14 @@ describe('DTLS server under hostile input', () => {
       return h;
     };
     const generators: Array<() => Buffer> = [
-      () => { const b = randomBytes(randomInt(60)); return Buffer.concat([header(1, 1000 + randomInt(1e6), cid, b.length), b]); },
-      () => { const b = randomBytes(randomInt(60)); return Buffer.concat([header(randomInt(4), randomInt(1e6), randomBytes(8), b.length), b]); },
+      () => {
+        const b = randomBytes(randomInt(60));
+        return Buffer.concat([header(1, 1000 + randomInt(1e6), cid, b.length), b]);
+      },
+      () => {
+        const b = randomBytes(randomInt(60));
+        return Buffer.concat([header(randomInt(4), randomInt(1e6), randomBytes(8), b.length), b]);
+      },
       () => mutate(valid),
       () => valid.subarray(0, randomInt(valid.length)),
       () => valid,
@@ -184,7 +190,11 @@ describe('DTLS server under hostile input', () => {
         () => list(...Array.from({ length: 8 }, () => real)),
         () => entry(Buffer.alloc(0)),
       ];
-      const EC_EXTS = [{ type: 23, data: Buffer.alloc(0) }, { type: 10, data: Buffer.from('00020017', 'hex') }, { type: 13, data: Buffer.from('00020403', 'hex') }];
+      const EC_EXTS = [
+        { type: 23, data: Buffer.alloc(0) },
+        { type: 10, data: Buffer.from('00020017', 'hex') },
+        { type: 13, data: Buffer.from('00020403', 'hex') },
+      ];
       let alerts = 0;
       for (let i = 0; i < 24; i++) {
         const p = await new RawPeer(srv.port).open();
@@ -206,7 +216,16 @@ describe('DTLS server under hostile input', () => {
       expect(srv.sessions).toEqual([]);
       const res = await gnutlsClient({
         port: srv.port,
-        args: ['--priority', 'NORMAL:-VERS-ALL:+VERS-DTLS1.2:-KX-ALL:+ECDHE-ECDSA', '--x509cafile', pki.pem('ca'), '--x509certfile', pki.pem('device'), '--x509keyfile', pki.key('device')],
+        args: [
+          '--priority',
+          'NORMAL:-VERS-ALL:+VERS-DTLS1.2:-KX-ALL:+ECDHE-ECDSA',
+          '--x509cafile',
+          pki.pem('ca'),
+          '--x509certfile',
+          pki.pem('device'),
+          '--x509keyfile',
+          pki.key('device'),
+        ],
         line: 'after certificate garbage',
       });
       expect(res.echoed).toBe(true);

@@ -36,7 +36,11 @@ async function connected(p: RawPeer): Promise<HandClient> {
   await h.hello();
   const before = srv!.sessions.length;
   p.send(Buffer.concat(h.flight5()));
-  await until(async () => srv!.sessions.length, (n) => n > before, 'the hand-driven session');
+  await until(
+    async () => srv!.sessions.length,
+    (n) => n > before,
+    'the hand-driven session',
+  );
   return h;
 }
 
@@ -71,8 +75,16 @@ describe('a replayed ClientHello with a valid cookie (RFC 6347 §4.2.8)', () => 
     await restarted.hello();
     expect(await old.exchange('old keys, mid-handshake')).toBe('echo:old keys, mid-handshake');
     p.send(Buffer.concat(restarted.flight5()));
-    await until(async () => srv!.sessions.length, (n) => n === 2, 'the second session');
-    await until(async () => first.closed, (c) => c, 'the first session closed');
+    await until(
+      async () => srv!.sessions.length,
+      (n) => n === 2,
+      'the second session',
+    );
+    await until(
+      async () => first.closed,
+      (c) => c,
+      'the first session closed',
+    );
     expect(await restarted.exchange('new keys')).toBe('echo:new keys');
     expect(srv.server.sessionCount).toBe(1);
     expect(srv.server.sessionsFrom('127.0.0.1')).toBe(1);
@@ -86,11 +98,19 @@ describe('Connection ID migration (RFC 9146 §6) into an address someone else us
     const victim = await connected(victimPeer);
     const victimSession = srv.sessions[0];
     const mover = await cidConnected(srv.port);
-    await until(async () => srv!.sessions.length, (n) => n === 2, 'the CID session');
+    await until(
+      async () => srv!.sessions.length,
+      (n) => n === 2,
+      'the CID session',
+    );
 
     // The CID device puts its own authentic record on a datagram that claims the victim's address and port.
     victimPeer.socket.send(mover.sealApplicationData('from your address', 7), srv.port, '127.0.0.1');
-    await until(async () => srv!.data, (d) => d.includes('from your address'), 'the moved record handled');
+    await until(
+      async () => srv!.data,
+      (d) => d.includes('from your address'),
+      'the moved record handled',
+    );
     expect(victimSession.established).toBe(true);
     expect(await victim.exchange('still mine')).toBe('echo:still mine');
     mover.sendRaw(mover.sealApplicationData('back home', 8)); // newer than the moved record: the session follows
@@ -103,13 +123,21 @@ describe('Connection ID migration (RFC 9146 §6) into an address someone else us
     const resident = await peer(srv.port, '127.0.0.2');
     await connected(resident);
     const mover = await cidConnected(srv.port);
-    await until(async () => srv!.sessions.length, (n) => n === 2, 'the CID session');
+    await until(
+      async () => srv!.sessions.length,
+      (n) => n === 2,
+      'the CID session',
+    );
     const moverSession = srv.sessions[1];
     const home = moverSession.remotePort;
 
     const elsewhere = await peer(srv.port, '127.0.0.2');
     elsewhere.socket.send(mover.sealApplicationData('over the cap', 7), srv.port, '127.0.0.1');
-    await until(async () => srv!.data, (d) => d.includes('over the cap'), 'the record handled');
+    await until(
+      async () => srv!.data,
+      (d) => d.includes('over the cap'),
+      'the record handled',
+    );
     expect(srv.server.sessionsFrom('127.0.0.2')).toBe(1);
     expect(moverSession.remoteAddress).toBe('127.0.0.1');
     expect(moverSession.remotePort).toBe(home);
@@ -128,7 +156,11 @@ describe('records that fail or lack authentication during a handshake (RFC 6347 
     // Anyone who can put the device's address on a datagram can send this; nothing in it is authenticated.
     p.send(encodeRecord({ type: 21, version: DTLS12, epoch: 0, seq: 40, fragment: Buffer.from([2, 40]) }));
     p.send(Buffer.concat(resume.resumeFlight(full.master)));
-    await until(async () => srv!.sessions.length, (n) => n === 2, 'the resumed session');
+    await until(
+      async () => srv!.sessions.length,
+      (n) => n === 2,
+      'the resumed session',
+    );
     expect(srv.sessions[1].resumed).toBe(true);
     expect(await resume.exchange('resumed')).toBe('echo:resumed');
     expect(srv.errors).toEqual([]);
@@ -142,7 +174,11 @@ describe('records that fail or lack authentication during a handshake (RFC 6347 
     const [cke, ccs, finished] = h.flight5();
     const garbage = encodeRecord({ type: 22, version: DTLS12, epoch: 1, seq: 9, fragment: randomBytes(48) });
     p.send(Buffer.concat([cke, ccs, garbage, finished]));
-    await until(async () => srv!.sessions.length, (n) => n === 1, 'the session');
+    await until(
+      async () => srv!.sessions.length,
+      (n) => n === 1,
+      'the session',
+    );
     expect(await h.exchange('despite garbage')).toBe('echo:despite garbage');
     expect(srv.errors).toEqual([]);
   });
@@ -173,7 +209,12 @@ describe('handshake messages after the handshake', () => {
       }
     }, 100);
     try {
-      await until(async () => session.closed, (c) => c, 'the idle session closed', 15_000);
+      await until(
+        async () => session.closed,
+        (c) => c,
+        'the idle session closed',
+        15_000,
+      );
     } finally {
       clearInterval(forge);
     }

@@ -71,7 +71,10 @@ describe('anti-replay window', () => {
     const seen = new Set<number>();
     let top = -1;
     let seed = 7;
-    const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % n; };
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
     const model = (seq: number) => seq > top || (top - seq < 64 && !seen.has(seq));
     for (let i = 0; i < 20_000; i++) {
       const seq = Math.max(0, top + rand(80) - 66 + (rand(10) === 0 ? rand(200) : 0));
@@ -124,7 +127,10 @@ describe('handshake fragmentation and reassembly', () => {
     const m2 = { type: 16, messageSeq: 2, body: randomBytes(37) };
     const frags = [...fragmentMessage(m1, 60), ...fragmentMessage(m2, 10), ...fragmentMessage(m1, 130)];
     // deterministic shuffle, then duplicates
-    const shuffled = frags.map((f, i) => ({ f, k: (i * 7919) % 31 })).sort((a, b) => a.k - b.k).map((x) => x.f);
+    const shuffled = frags
+      .map((f, i) => ({ f, k: (i * 7919) % 31 }))
+      .sort((a, b) => a.k - b.k)
+      .map((x) => x.f);
     const r = new HandshakeReassembler(1);
     const got = [];
     for (const f of [...shuffled, ...shuffled.slice(0, 5)]) {

@@ -24,13 +24,15 @@ const dashboard = JSON.parse(readFileSync(new URL('../../deploy/grafana/dashboar
 
 /** Grafana's own variables, as Grafana would fill them in for a short range. */
 const GRAFANA_VARIABLES: Record<string, string> = { $__rate_interval: '1m', $__interval: '30s', $__range: '1m' };
-const queries = dashboard.panels.flatMap((p) => p.targets.map((t) => ({
-  panel: p.title,
-  expr: t.expr.replace(/\$__[a-z_]+/g, (v) => {
-    if (!(v in GRAFANA_VARIABLES)) throw new Error(`panel "${p.title}": no stand-in for ${v}`);
-    return GRAFANA_VARIABLES[v];
-  }),
-})));
+const queries = dashboard.panels.flatMap((p) =>
+  p.targets.map((t) => ({
+    panel: p.title,
+    expr: t.expr.replace(/\$__[a-z_]+/g, (v) => {
+      if (!(v in GRAFANA_VARIABLES)) throw new Error(`panel "${p.title}": no stand-in for ${v}`);
+      return GRAFANA_VARIABLES[v];
+    }),
+  })),
+);
 
 /**
  * Queries whose metric has no sample in this setup, and why: a counter with labels shows nothing until its first event.
@@ -64,7 +66,10 @@ afterAll(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-interface Sample { metric: Record<string, string>; value: [number, string] }
+interface Sample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
 
 /** Prometheus's answer to an instant query: its vector. */
 async function query(base: string, expr: string): Promise<Sample[]> {
@@ -84,13 +89,18 @@ async function redisDepth(): Promise<Record<string, number>> {
   return depth;
 }
 
-const exportedLabels = (samples: Sample[]) => samples.flatMap((s) => Object.keys(s.metric).filter((k) => k.startsWith('exported_')).map((k) => `${s.metric.__name__ ?? ''}{${k}}`));
+const exportedLabels = (samples: Sample[]) =>
+  samples.flatMap((s) =>
+    Object.keys(s.metric)
+      .filter((k) => k.startsWith('exported_'))
+      .map((k) => `${s.metric.__name__ ?? ''}{${k}}`),
+  );
 
 describe('the fleet dashboard, through a real Prometheus', () => {
   it('every panel query answers, counts the queue once, and sees no exported_* label', async () => {
     const version = spawnSync('prometheus', ['--version'], { encoding: 'utf8' });
     if (version.error || version.status !== 0) {
-      throw new Error('the prometheus binary is not on PATH: install Debian\'s prometheus package (apt-get install prometheus; .ci/run does)');
+      throw new Error("the prometheus binary is not on PATH: install Debian's prometheus package (apt-get install prometheus; .ci/run does)");
     }
     const DATABASE_URL = process.env.DATABASE_URL!;
     const common = { DATABASE_URL, QUEUE_NAME, QUEUE_SHARDS: String(SHARDS) };
@@ -111,7 +121,13 @@ describe('the fleet dashboard, through a real Prometheus', () => {
       const thrower = await pskDevice(api, 'function handle() { throw new Error("supplier bug"); }');
       for (const [d, device] of reporters.entries()) {
         for (let seq = 0; seq < 3; seq++) {
-          const answer = await pskHttpRequest({ port: all.httpsPort, identity: device.identity, key: device.key, path: '/report', body: JSON.stringify({ d, seq }) });
+          const answer = await pskHttpRequest({
+            port: all.httpsPort,
+            identity: device.identity,
+            key: device.key,
+            path: '/report',
+            body: JSON.stringify({ d, seq }),
+          });
           expect([200, 202]).toContain(answer?.status);
         }
       }
@@ -123,27 +139,50 @@ describe('the fleet dashboard, through a real Prometheus', () => {
     }
 
     // the fleet's targets: a file_sd list as `npm run fleet` writes it, scraped every second
-    const targets = [{ targets: [new URL(all.base).host], labels: { node: 'all-1', role: 'all' } }, { targets: [new URL(worker.base).host], labels: { node: 'worker-1', role: 'worker' } }];
+    const targets = [
+      { targets: [new URL(all.base).host], labels: { node: 'all-1', role: 'all' } },
+      { targets: [new URL(worker.base).host], labels: { node: 'worker-1', role: 'worker' } },
+    ];
     writeFileSync(path.join(tmp, 'targets.json'), JSON.stringify(targets));
-    writeFileSync(path.join(tmp, 'prometheus.yml'), JSON.stringify({
-      global: { scrape_interval: '1s', evaluation_interval: '1s' },
-      scrape_configs: [{ job_name: 'gridgate', file_sd_configs: [{ files: [path.join(tmp, 'targets.json')] }] }],
-    }));
+    writeFileSync(
+      path.join(tmp, 'prometheus.yml'),
+      JSON.stringify({
+        global: { scrape_interval: '1s', evaluation_interval: '1s' },
+        scrape_configs: [{ job_name: 'gridgate', file_sd_configs: [{ files: [path.join(tmp, 'targets.json')] }] }],
+      }),
+    );
     const promPort = await freePort();
-    const prometheus = spawn('prometheus', [
-      `--config.file=${path.join(tmp, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(tmp, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`,
-    ], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const prometheus = spawn(
+      'prometheus',
+      [`--config.file=${path.join(tmp, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(tmp, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     children.push(prometheus);
     let promLog = '';
-    prometheus.stderr!.on('data', (d: Buffer) => { promLog += d.toString(); });
+    prometheus.stderr!.on('data', (d: Buffer) => {
+      promLog += d.toString();
+    });
     const prom = `http://127.0.0.1:${promPort}`;
-    await until(() => fetch(`${prom}/-/ready`).then((r) => r.status, () => prometheus.exitCode ?? 0), (s) => s === 200 || prometheus.exitCode !== null, 'prometheus ready');
+    await until(
+      () =>
+        fetch(`${prom}/-/ready`).then(
+          (r) => r.status,
+          () => prometheus.exitCode ?? 0,
+        ),
+      (s) => s === 200 || prometheus.exitCode !== null,
+      'prometheus ready',
+    );
     if (prometheus.exitCode !== null) throw new Error(`prometheus exited: ${promLog}`);
-    await until(() => query(prom, 'up == 1'), (r) => r.length === 2, 'both targets up');
+    await until(
+      () => query(prom, 'up == 1'),
+      (r) => r.length === 2,
+      'both targets up',
+    );
 
     // every name the dashboard asks for is one a process exposes
     const exposed = new Set<string>();
-    for (const p of [all, worker]) for (const m of (await (await fetch(`${p.base}/metrics`)).text()).matchAll(/^# TYPE (gridgate_[a-z_]+) /gm)) exposed.add(m[1]);
+    for (const p of [all, worker])
+      for (const m of (await (await fetch(`${p.base}/metrics`)).text()).matchAll(/^# TYPE (gridgate_[a-z_]+) /gm)) exposed.add(m[1]);
     const asked = new Set(queries.flatMap((q) => [...q.expr.matchAll(/\bgridgate_[a-z_]+/g)].map((m) => m[0])));
     expect(asked.size).toBeGreaterThanOrEqual(10);
     expect([...asked].filter((name) => !exposed.has(name))).toEqual([]);
@@ -152,7 +191,13 @@ describe('the fleet dashboard, through a real Prometheus', () => {
     // each panel query answers with series (a rate needs two scrapes in its window: wait for them)
     for (const q of queries) {
       if (q.expr in NO_SAMPLE_HERE) continue;
-      const result = await until(() => query(prom, q.expr), (r) => r.length > 0, `series for "${q.panel}": ${q.expr}`, 30_000, 250);
+      const result = await until(
+        () => query(prom, q.expr),
+        (r) => r.length > 0,
+        `series for "${q.panel}": ${q.expr}`,
+        30_000,
+        250,
+      );
       expect(exportedLabels(result), q.expr).toEqual([]);
     }
     for (const expr of Object.keys(NO_SAMPLE_HERE)) expect(await query(prom, expr), `${expr} (${NO_SAMPLE_HERE[expr]})`).toEqual([]);
@@ -162,11 +207,17 @@ describe('the fleet dashboard, through a real Prometheus', () => {
     expect(await query(prom, 'count(gridgate_queue_shard_jobs{shard="1",state="delayed"})')).toMatchObject([{ value: [expect.any(Number), '2'] }]);
     const asShown = async () => Object.fromEntries((await query(prom, depthQuery)).map((s) => [`${s.metric.shard}/${s.metric.state}`, Number(s.value[1])]));
     let last: { shown: Record<string, number>; held: Record<string, number> } = { shown: {}, held: {} };
-    await until(async () => {
-      const held = await redisDepth();
-      last = { shown: await asShown(), held };
-      return last;
-    }, ({ shown, held }) => JSON.stringify(shown, Object.keys(held).sort()) === JSON.stringify(held, Object.keys(held).sort()), 'the queue depth panel to show what Redis holds', 20_000, 250);
+    await until(
+      async () => {
+        const held = await redisDepth();
+        last = { shown: await asShown(), held };
+        return last;
+      },
+      ({ shown, held }) => JSON.stringify(shown, Object.keys(held).sort()) === JSON.stringify(held, Object.keys(held).sort()),
+      'the queue depth panel to show what Redis holds',
+      20_000,
+      250,
+    );
     expect(last.held['1/delayed']).toBeGreaterThanOrEqual(PARKED);
     expect(last.shown).toEqual(last.held);
 

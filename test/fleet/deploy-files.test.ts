@@ -18,8 +18,14 @@ const STREAM_MODULE = ['/usr/lib/nginx/modules/ngx_stream_module.so', '/usr/lib6
 const haveNginx = existsSync(NGINX);
 
 interface Service {
-  image?: string; build?: string; profiles?: string[]; command?: string[]; entrypoint?: string[];
-  environment?: Record<string, string | number>; ports?: string[]; volumes?: string[];
+  image?: string;
+  build?: string;
+  profiles?: string[];
+  command?: string[];
+  entrypoint?: string[];
+  environment?: Record<string, string | number>;
+  ports?: string[];
+  volumes?: string[];
   depends_on?: string[] | Record<string, { condition: string }>;
 }
 const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> };
@@ -47,16 +53,21 @@ describe('deploy/nginx/fleet.conf: the template npm run fleet runs', () => {
     expect(read('deploy/nginx/fleet.conf')).toBe(deployNginxConfig());
   });
 
-  it('balances to the compose fleet\'s gateway and API services, on the ports their containers listen on by default', () => {
+  it("balances to the compose fleet's gateway and API services, on the ports their containers listen on by default", () => {
     const conf = read('deploy/nginx/fleet.conf');
-    const upstream = (name: string) => [...new RegExp(`upstream ${name} \\{([^}]*)\\}`).exec(conf)![1]!.matchAll(/server (\S+):(\d+)/g)].map((m) => `${m[1]}:${m[2]}`);
+    const upstream = (name: string) =>
+      [...new RegExp(`upstream ${name} \\{([^}]*)\\}`).exec(conf)![1]!.matchAll(/server (\S+):(\d+)/g)].map((m) => `${m[1]}:${m[2]}`);
     expect(upstream('coaps')).toEqual(role('gateway').map((g) => `${g}:${defaultOf('COAPS_PORT')}`));
     expect(upstream('https')).toEqual(role('gateway').map((g) => `${g}:${defaultOf('HTTPS_DEVICE_PORT')}`));
     expect(upstream('api')).toEqual(role('api').map((a) => `${a}:${defaultOf('API_PORT')}`));
-    expect(COMPOSE_PORTS).toEqual({ coaps: Number(defaultOf('COAPS_PORT')), https: Number(defaultOf('HTTPS_DEVICE_PORT')), api: Number(defaultOf('API_PORT')) });
+    expect(COMPOSE_PORTS).toEqual({
+      coaps: Number(defaultOf('COAPS_PORT')),
+      https: Number(defaultOf('HTTPS_DEVICE_PORT')),
+      api: Number(defaultOf('API_PORT')),
+    });
   });
 
-  it('several workers take reuseport on the UDP listen (one device flow, one worker); the fleet\'s one worker does not need it', () => {
+  it("several workers take reuseport on the UDP listen (one device flow, one worker); the fleet's one worker does not need it", () => {
     const deploy = read('deploy/nginx/fleet.conf');
     expect(deploy).toMatch(/^worker_processes auto;$/m);
     expect(deploy).toMatch(/listen 0\.0\.0\.0:5684 udp reuseport;/);
@@ -67,7 +78,7 @@ describe('deploy/nginx/fleet.conf: the template npm run fleet runs', () => {
     expect(deploy).not.toMatch(/^\s*resolver /m);
   });
 
-  it.skipIf(!haveNginx || !STREAM_MODULE)('is valid for Debian\'s nginx (nginx -t), as is the fleet\'s own rendering', () => {
+  it.skipIf(!haveNginx || !STREAM_MODULE)("is valid for Debian's nginx (nginx -t), as is the fleet's own rendering", () => {
     // the service names resolve in the compose network only: the same file with loopback in their place
     const names = [...role('gateway'), ...role('api')];
     let deploy = read('deploy/nginx/fleet.conf');
@@ -76,24 +87,29 @@ describe('deploy/nginx/fleet.conf: the template npm run fleet runs', () => {
     expect(checked.output).toContain('test is successful');
     expect(checked.ok).toBe(true);
     const dir = mkdtempSync(path.join(tmp, 'fleet-'));
-    const local = nginxTest(nginxConfig(dir, [
-      { listen: 15684, protocol: 'udp', upstreams: ['127.0.0.1:20001', '127.0.0.1:20002'], balance: 'source' },
-      { listen: 18443, protocol: 'tcp', upstreams: ['127.0.0.1:20003'] },
-    ]));
+    const local = nginxTest(
+      nginxConfig(dir, [
+        { listen: 15684, protocol: 'udp', upstreams: ['127.0.0.1:20001', '127.0.0.1:20002'], balance: 'source' },
+        { listen: 18443, protocol: 'tcp', upstreams: ['127.0.0.1:20003'] },
+      ]),
+    );
     expect(local.ok, local.output).toBe(true);
   });
 
   it('deploy/nginx/follow.sh, which runs nginx in the container and reloads it when an upstream address changes, is valid sh', () => {
     expect(spawnSync('sh', ['-n', path.join(ROOT, 'deploy/nginx/follow.sh')]).status).toBe(0);
     const balancer = services.balancer!;
-    expect(balancer.volumes).toEqual(expect.arrayContaining(['./deploy/nginx/fleet.conf:/etc/nginx/nginx.conf:ro', './deploy/nginx/follow.sh:/etc/nginx/follow.sh:ro']));
+    expect(balancer.volumes).toEqual(
+      expect.arrayContaining(['./deploy/nginx/fleet.conf:/etc/nginx/nginx.conf:ro', './deploy/nginx/follow.sh:/etc/nginx/follow.sh:ro']),
+    );
     expect(balancer.entrypoint?.slice(0, 2)).toEqual(['/bin/sh', '/etc/nginx/follow.sh']);
     expect(balancer.entrypoint?.slice(2).sort()).toEqual([...role('gateway'), ...role('api')].sort());
     // nginx refuses to start on a name that does not resolve: it waits for every upstream container
-    for (const n of [...role('gateway'), ...role('api')]) expect((balancer.depends_on as Record<string, { condition: string }>)[n]).toEqual({ condition: 'service_healthy' });
+    for (const n of [...role('gateway'), ...role('api')])
+      expect((balancer.depends_on as Record<string, { condition: string }>)[n]).toEqual({ condition: 'service_healthy' });
   });
 
-  it('follow.sh reloads nginx when an upstream name\'s address changes, never while a name does not resolve, and stops nginx on SIGTERM', async () => {
+  it("follow.sh reloads nginx when an upstream name's address changes, never while a name does not resolve, and stops nginx on SIGTERM", async () => {
     // nginx and getent replaced by scripts that log what they are asked; the names resolve from a file the test edits
     const dir = mkdtempSync(path.join(tmp, 'follow-'));
     const bin = path.join(dir, 'bin');
@@ -110,22 +126,45 @@ if (a.includes('daemon off')) { process.on('SIGQUIT', () => { fs.appendFileSync(
     for (const f of ['nginx', 'getent']) chmodSync(path.join(bin, f), 0o755);
     writeFileSync(hosts, '10.0.0.1 gateway-1\n10.0.0.9 api\n');
     writeFileSync(log, '');
-    const follow = spawn('sh', [path.join(ROOT, 'deploy/nginx/follow.sh'), 'gateway-1', 'api'], { env: { PATH: `${bin}:${process.env.PATH}`, FOLLOW_INTERVAL: '0.1' }, stdio: 'ignore' });
+    const follow = spawn('sh', [path.join(ROOT, 'deploy/nginx/follow.sh'), 'gateway-1', 'api'], {
+      env: { PATH: `${bin}:${process.env.PATH}`, FOLLOW_INTERVAL: '0.1' },
+      stdio: 'ignore',
+    });
     const exited = new Promise<number | null>((resolve) => follow.once('exit', resolve));
     const lines = () => readFileSync(log, 'utf8').split('\n');
     const count = (line: string) => lines().filter((l) => l === line).length;
     try {
-      await until(async () => count('getent api'), (n) => n >= 3, 'follow.sh looks the names up', 10_000);
+      await until(
+        async () => count('getent api'),
+        (n) => n >= 3,
+        'follow.sh looks the names up',
+        10_000,
+      );
       expect(count('nginx -g daemon off;')).toBe(1);
       expect(count('nginx -s reload'), 'nothing changed').toBe(0);
       writeFileSync(hosts, '10.0.0.2 gateway-1\n10.0.0.9 api\n'); // gateway-1 recreated with another address
-      await until(async () => count('nginx -s reload'), (n) => n === 1, 'a reload after the address changed', 10_000);
+      await until(
+        async () => count('nginx -s reload'),
+        (n) => n === 1,
+        'a reload after the address changed',
+        10_000,
+      );
       writeFileSync(hosts, '10.0.0.3 gateway-1\n'); // api is being recreated: it does not resolve
       const looked = count('getent api');
-      await until(async () => count('getent api'), (n) => n >= looked + 3, 'lookups while api does not resolve', 10_000);
+      await until(
+        async () => count('getent api'),
+        (n) => n >= looked + 3,
+        'lookups while api does not resolve',
+        10_000,
+      );
       expect(count('nginx -s reload'), 'no reload while a name does not resolve').toBe(1);
       writeFileSync(hosts, '10.0.0.3 gateway-1\n10.0.0.8 api\n');
-      await until(async () => count('nginx -s reload'), (n) => n === 2, 'a reload once every name resolves again', 10_000);
+      await until(
+        async () => count('nginx -s reload'),
+        (n) => n === 2,
+        'a reload once every name resolves again',
+        10_000,
+      );
     } finally {
       follow.kill('SIGTERM');
       setTimeout(() => follow.kill('SIGKILL'), 5000).unref();
@@ -167,7 +206,7 @@ describe('docker-compose.yml: the compose fleet', () => {
     for (const r of redis) expect(services[r.split(':')[0]!], r).toBeDefined();
   });
 
-  it('publishes the balancer\'s listen ports, as the one-process service does', () => {
+  it("publishes the balancer's listen ports, as the one-process service does", () => {
     const conf = read('deploy/nginx/fleet.conf');
     const listens = [...conf.matchAll(/listen [\d.]+:(\d+)( udp)?/g)].map((m) => `${m[1]}:${m[1]}${m[2] ? '/udp' : ''}`);
     expect([...services.balancer!.ports!].sort()).toEqual(listens.sort());
@@ -177,7 +216,9 @@ describe('docker-compose.yml: the compose fleet', () => {
 
 describe('deploy/prometheus and deploy/grafana', () => {
   it('Prometheus scrapes every fleet node on its API port, with node and role labels that match the compose services', () => {
-    const prom = parse(read('deploy/prometheus/prometheus.yml')) as { scrape_configs: { static_configs: { targets: string[]; labels: { node: string; role: string } }[] }[] };
+    const prom = parse(read('deploy/prometheus/prometheus.yml')) as {
+      scrape_configs: { static_configs: { targets: string[]; labels: { node: string; role: string } }[] }[];
+    };
     const targets = prom.scrape_configs.flatMap((c) => c.static_configs);
     expect(targets.map((t) => t.labels.node).sort()).toEqual(nodes.map(([name]) => name).sort());
     for (const t of targets) {
@@ -188,7 +229,8 @@ describe('deploy/prometheus and deploy/grafana', () => {
   });
 
   it('every Grafana file parses; the dashboards provider points where the compose file mounts deploy/grafana/dashboards', () => {
-    const files = (dir: string): string[] => readdirSync(path.join(ROOT, dir)).flatMap((f) => statSync(path.join(ROOT, dir, f)).isDirectory() ? files(path.join(dir, f)) : [path.join(dir, f)]);
+    const files = (dir: string): string[] =>
+      readdirSync(path.join(ROOT, dir)).flatMap((f) => (statSync(path.join(ROOT, dir, f)).isDirectory() ? files(path.join(dir, f)) : [path.join(dir, f)]));
     const all = files('deploy/grafana');
     expect(all.length).toBeGreaterThan(0);
     for (const f of all) {

@@ -34,34 +34,67 @@ const alive = (pid: number): boolean => {
 const parentOf = (pid: number): number => Number(/^\d+ \(.*\) \S (\d+)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))![1]);
 const environment = (pid: number): string[] => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
 /** Processes whose command line names the fleet's folder: nginx's master and workers (-p <dir>/nginx). */
-const processesOfDir = (): number[] => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-  try {
-    return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(dir) && alive(Number(p));
-  } catch {
-    return false;
-  }
-}).map(Number);
+const processesOfDir = (): number[] =>
+  readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(dir) && alive(Number(p));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-fleet-cli-'));
   for (const name of ['api', 'https', 'coaps'] as const) ports[name] = await freePort();
-  fleetProcess = spawn(process.execPath, [
-    '--disable-warning=ExperimentalWarning', SCRIPT, '--dir', dir, '--gateways', '1', '--workers', '1',
-    '--api-port', String(ports.api), '--https-port', String(ports.https), '--coaps-port', String(ports.coaps),
-    // nginx: this test follows nginx's processes (the nft balancer, the default as root, is test/fleet/nft-balancer.test.ts's)
-    '--balancer', 'nginx',
-  ], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: process.env.DATABASE_URL, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-      SECRET_KEY: '45'.repeat(32), QUEUE_NAME: `fleet-cli-${process.pid}`, CERTS_DIR: path.join(dir, 'certs'), LOG_LEVEL: 'warn',
-      // settings the fleet used to drop: they must reach the nodes
-      QUEUE_SHARDS: '2', SHUTDOWN_GRACE_MS: '3000', DTLS_MAX_SESSIONS_PER_ADDRESS: '77',
+  fleetProcess = spawn(
+    process.execPath,
+    [
+      '--disable-warning=ExperimentalWarning',
+      SCRIPT,
+      '--dir',
+      dir,
+      '--gateways',
+      '1',
+      '--workers',
+      '1',
+      '--api-port',
+      String(ports.api),
+      '--https-port',
+      String(ports.https),
+      '--coaps-port',
+      String(ports.coaps),
+      // nginx: this test follows nginx's processes (the nft balancer, the default as root, is test/fleet/nft-balancer.test.ts's)
+      '--balancer',
+      'nginx',
+    ],
+    {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DATABASE_URL: process.env.DATABASE_URL,
+        REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+        SECRET_KEY: '45'.repeat(32),
+        QUEUE_NAME: `fleet-cli-${process.pid}`,
+        CERTS_DIR: path.join(dir, 'certs'),
+        LOG_LEVEL: 'warn',
+        // settings the fleet used to drop: they must reach the nodes
+        QUEUE_SHARDS: '2',
+        SHUTDOWN_GRACE_MS: '3000',
+        DTLS_MAX_SESSIONS_PER_ADDRESS: '77',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  );
+  fleetProcess.stdout!.on('data', (d: Buffer) => {
+    output += d.toString();
   });
-  fleetProcess.stdout!.on('data', (d: Buffer) => { output += d.toString(); });
-  fleetProcess.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
+  fleetProcess.stderr!.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
   await until(async () => existsSync(path.join(dir, 'fleet.json')) || fleetProcess.exitCode !== null, Boolean, 'fleet.json', 120_000);
   if (fleetProcess.exitCode !== null) throw new Error(`the fleet exited (${fleetProcess.exitCode}): ${output}`);
 }, 150_000);
@@ -76,7 +109,11 @@ afterAll(async () => {
 
 describe('npm run fleet from the command line', () => {
   it('prints every process with its pid, ports and log file, and writes them to fleet.json', async () => {
-    await until(async () => output, (o) => o.includes('fleet.json'), 'the start-up table');
+    await until(
+      async () => output,
+      (o) => o.includes('fleet.json'),
+      'the start-up table',
+    );
     const written = JSON.parse(readFileSync(path.join(dir, 'fleet.json'), 'utf8')) as FleetStatus;
     expect(written.processes.map((p) => p.name)).toEqual(['nginx', 'api-1', 'gateway-1', 'worker-1']);
     expect(written.pid).toBe(fleetProcess.pid);
@@ -94,7 +131,9 @@ describe('npm run fleet from the command line', () => {
       expect(alive(p.pid!), p.name).toBe(true);
     }
     const gateway = answer.processes.find((p) => p.name === 'gateway-1')!;
-    expect(environment(gateway.pid!)).toEqual(expect.arrayContaining(['QUEUE_SHARDS=2', 'SHUTDOWN_GRACE_MS=3000', 'DTLS_MAX_SESSIONS_PER_ADDRESS=77', 'API_HOST=127.0.0.1']));
+    expect(environment(gateway.pid!)).toEqual(
+      expect.arrayContaining(['QUEUE_SHARDS=2', 'SHUTDOWN_GRACE_MS=3000', 'DTLS_MAX_SESSIONS_PER_ADDRESS=77', 'API_HOST=127.0.0.1']),
+    );
     expect((await fetch(`http://127.0.0.1:${ports.api}/health`)).ok).toBe(true);
   });
 

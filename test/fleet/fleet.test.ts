@@ -20,10 +20,17 @@ let devices: ReportingDevice[];
 beforeAll(async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-fleet-'));
   fleet = await startFleet({
-    gateways: 2, workers: 1, dir,
+    gateways: 2,
+    workers: 1,
+    dir,
     env: {
-      DATABASE_URL: process.env.DATABASE_URL!, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', SECRET_KEY: '44'.repeat(32),
-      QUEUE_NAME: `fleet-${process.pid}`, DATA_DIR: path.join(dir, 'data'), CERTS_DIR: path.join(dir, 'certs'), SHUTDOWN_GRACE_MS: '5000',
+      DATABASE_URL: process.env.DATABASE_URL!,
+      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      SECRET_KEY: '44'.repeat(32),
+      QUEUE_NAME: `fleet-${process.pid}`,
+      DATA_DIR: path.join(dir, 'data'),
+      CERTS_DIR: path.join(dir, 'certs'),
+      SHUTDOWN_GRACE_MS: '5000',
     },
   });
   db = await openDb({ databaseUrl: process.env.DATABASE_URL!, dataDir: dir, migrate: false });
@@ -38,29 +45,49 @@ afterAll(async () => {
 
 const stored = async (device: ReportingDevice): Promise<number[]> => {
   const { rows } = await db.query<{ significand: string }>(
-    'SELECT m.significand FROM measurement m JOIN device d ON d.id = m.device_id WHERE d.hash_id = $1 ORDER BY m.significand', [device.hashId],
+    'SELECT m.significand FROM measurement m JOIN device d ON d.id = m.device_id WHERE d.hash_id = $1 ORDER BY m.significand',
+    [device.hashId],
   );
   return rows.map((r) => Number(r.significand));
 };
 
-const coapReport = (peer: DtlsCoapPeer, d: number, seq: number) => peer.exchange({
-  code: 'POST', messageId: 1000 + seq, token: Buffer.from([d, seq]), options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: Buffer.from([50]) }],
-  payload: Buffer.from(JSON.stringify({ d, seq })),
-});
+const coapReport = (peer: DtlsCoapPeer, d: number, seq: number) =>
+  peer.exchange({
+    code: 'POST',
+    messageId: 1000 + seq,
+    token: Buffer.from([d, seq]),
+    options: [
+      { name: 'Uri-Path', value: Buffer.from('report') },
+      { name: 'Content-Format', value: Buffer.from([50]) },
+    ],
+    payload: Buffer.from(JSON.stringify({ d, seq })),
+  });
 
 describe('a fleet behind nginx', () => {
   it('HTTPS (TLS-PSK) reports through the balancer are spread over both gateway nodes and all stored', async () => {
     for (let seq = 0; seq < 6; seq++) {
       const device = devices[seq % 2];
-      const answer = await pskHttpRequest({ port: fleet.ports.https, identity: device.identity, key: device.key, path: '/report', body: JSON.stringify({ d: seq % 2, seq }) });
+      const answer = await pskHttpRequest({
+        port: fleet.ports.https,
+        identity: device.identity,
+        key: device.key,
+        path: '/report',
+        body: JSON.stringify({ d: seq % 2, seq }),
+      });
       expect(answer?.status).toBe(200);
       expect(JSON.parse(answer!.body)).toEqual({ ok: true });
     }
-    await until(async () => (await stored(devices[0])).length + (await stored(devices[1])).length, (n) => n === 6, 'six stored reports');
+    await until(
+      async () => (await stored(devices[0])).length + (await stored(devices[1])).length,
+      (n) => n === 6,
+      'six stored reports',
+    );
     expect(await stored(devices[0])).toEqual([0, 2, 4]);
     expect(await stored(devices[1])).toEqual([1, 3, 5]);
     // nginx's round robin gave each gateway node connections
-    const perNode = await Promise.all(fleet.gateways().map(async (g) => nodeMetric(await fleet.metrics(g), 'gridgate_gateway_device_requests_total', { protocol: 'https' })));
+    const perNode = await Promise.all(
+      fleet.gateways().map(async (g) => nodeMetric(await fleet.metrics(g), 'gridgate_gateway_device_requests_total', { protocol: 'https' })),
+    );
     expect(perNode.every((n) => n >= 1)).toBe(true);
     expect(perNode.reduce((a, b) => a + b)).toBe(6);
   }, 60_000);
@@ -72,7 +99,9 @@ describe('a fleet behind nginx', () => {
     for (let seq = 0; seq < 3; seq++) answers.push((await coapReport(peer, 2, seq)).payload.toString());
     expect(answers.map((a) => JSON.parse(a))).toEqual([{ ok: true }, { ok: true }, { ok: true }]);
     // the node that holds the session
-    const sessions = await Promise.all(fleet.gateways().map(async (g) => nodeMetric(await fleet.metrics(g), 'gridgate_gateway_device_requests_total', { protocol: 'coaps' })));
+    const sessions = await Promise.all(
+      fleet.gateways().map(async (g) => nodeMetric(await fleet.metrics(g), 'gridgate_gateway_device_requests_total', { protocol: 'coaps' })),
+    );
     const holder = fleet.gateways()[sessions.findIndex((n) => n === 3)];
     expect(holder).toBeDefined();
     peer.close();
@@ -81,7 +110,11 @@ describe('a fleet behind nginx', () => {
     peer = await DtlsCoapPeer.connect(fleet.ports.coaps, device.identity, device.key);
     expect(JSON.parse((await coapReport(peer, 2, 3)).payload.toString())).toEqual({ ok: true });
     peer.close();
-    await until(() => stored(device), (v) => v.length === 4, 'four stored reports');
+    await until(
+      () => stored(device),
+      (v) => v.length === 4,
+      'four stored reports',
+    );
     expect(await stored(device)).toEqual([0, 1, 2, 3]);
     const survivor = fleet.gateways().find((g) => g !== holder)!;
     expect(nodeMetric(await fleet.metrics(survivor), 'gridgate_gateway_device_requests_total', { protocol: 'coaps' })).toBeGreaterThanOrEqual(1);

@@ -39,10 +39,19 @@ describe.skipIf(unavailable !== null)(`the fleet behind ${BALANCER}, devices wit
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-nft-'));
     fleet = await startFleet({
-      gateways: 3, workers: 1, dir, balancer: BALANCER, cluster: true,
+      gateways: 3,
+      workers: 1,
+      dir,
+      balancer: BALANCER,
+      cluster: true,
       env: {
-        DATABASE_URL: process.env.DATABASE_URL!, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', SECRET_KEY: '46'.repeat(32),
-        QUEUE_NAME: `nft-${process.pid}`, DATA_DIR: path.join(dir, 'data'), CERTS_DIR: path.join(dir, 'certs'), SHUTDOWN_GRACE_MS: '5000',
+        DATABASE_URL: process.env.DATABASE_URL!,
+        REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+        SECRET_KEY: '46'.repeat(32),
+        QUEUE_NAME: `nft-${process.pid}`,
+        DATA_DIR: path.join(dir, 'data'),
+        CERTS_DIR: path.join(dir, 'certs'),
+        SHUTDOWN_GRACE_MS: '5000',
       },
     });
     db = await openDb({ databaseUrl: process.env.DATABASE_URL!, dataDir: dir, migrate: false });
@@ -54,7 +63,7 @@ describe.skipIf(unavailable !== null)(`the fleet behind ${BALANCER}, devices wit
     await fleet?.stop();
     if (fleet?.namespace) {
       const left = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
-      expect(left, 'the fleet\'s network namespace is gone').not.toContain(fleet.namespace);
+      expect(left, "the fleet's network namespace is gone").not.toContain(fleet.namespace);
     }
   }, 60_000);
 
@@ -71,9 +80,19 @@ describe.skipIf(unavailable !== null)(`the fleet behind ${BALANCER}, devices wit
     const during = done.records.filter((r) => r.sentAt >= from && r.sentAt <= to && r.answeredAt !== null);
     const waits = during.map((r) => r.answeredAt! - r.sentAt).sort((a, b) => a - b);
     const line = {
-      what, balancer: BALANCER, reports: done.records.length, during: during.length, p50Ms: percentile(waits, 50), p99Ms: percentile(waits, 99), maxMs: waits.at(-1) ?? 0,
-      retransmissions: done.records.reduce((a, r) => a + r.retransmissions, 0), mostRetransmissions: Math.max(0, ...done.records.map((r) => r.retransmissions)),
-      handshakesAgain: { cid: done.devices.filter((d) => d.cid).reduce((a, d) => a + d.handshakes - 1, 0), plain: done.devices.filter((d) => !d.cid).reduce((a, d) => a + d.handshakes - 1, 0) },
+      what,
+      balancer: BALANCER,
+      reports: done.records.length,
+      during: during.length,
+      p50Ms: percentile(waits, 50),
+      p99Ms: percentile(waits, 99),
+      maxMs: waits.at(-1) ?? 0,
+      retransmissions: done.records.reduce((a, r) => a + r.retransmissions, 0),
+      mostRetransmissions: Math.max(0, ...done.records.map((r) => r.retransmissions)),
+      handshakesAgain: {
+        cid: done.devices.filter((d) => d.cid).reduce((a, d) => a + d.handshakes - 1, 0),
+        plain: done.devices.filter((d) => !d.cid).reduce((a, d) => a + d.handshakes - 1, 0),
+      },
       unanswered: done.devices.reduce((a, d) => a + d.unanswered, 0),
     };
     console.log(JSON.stringify(line));
@@ -111,9 +130,15 @@ describe.skipIf(unavailable !== null)(`the fleet behind ${BALANCER}, devices wit
     expect(line.handshakesAgain, 'full handshakes the devices made after their first').toEqual({ cid: 0, plain: 0 });
     expect(nodeHandshakes, 'sessions the nodes started by a full handshake during the roll').toBe(0);
     const answered = done.records.filter((r) => r.answeredAt !== null);
-    expect([...new Set(answered.map((r) => r.code))].filter((c) => c !== '2.05' && c !== '2.04'), 'answers other than accepted').toEqual([]);
+    expect(
+      [...new Set(answered.map((r) => r.code))].filter((c) => c !== '2.05' && c !== '2.04'),
+      'answers other than accepted',
+    ).toEqual([]);
     const counts = await until(storedCounts, (c) => answered.every((r) => c.has(r.n)), 'every answered report stored', 60_000);
-    expect(answered.filter((r) => counts.get(r.n) !== 1).map((r) => ({ n: r.n, stored: counts.get(r.n) })), 'answered reports not stored exactly once').toEqual([]);
+    expect(
+      answered.filter((r) => counts.get(r.n) !== 1).map((r) => ({ n: r.n, stored: counts.get(r.n) })),
+      'answered reports not stored exactly once',
+    ).toEqual([]);
   }, 300_000);
 
   it('a SIGKILLed node: each of its devices answered at its first or second retransmission, no handshake', async () => {
@@ -126,7 +151,10 @@ describe.skipIf(unavailable !== null)(`the fleet behind ${BALANCER}, devices wit
       // the node most devices' flows lead to (nft: from conntrack; nginx: the first)
       victim = fleet.gateways()[0];
       if (fleet.namespace) {
-        const flows = execFileSync('ip', ['netns', 'exec', fleet.namespace, 'conntrack', '-L', '-p', 'udp'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+        const flows = execFileSync('ip', ['netns', 'exec', fleet.namespace, 'conntrack', '-L', '-p', 'udp'], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
         const per = fleet.gateways().map((g) => flows.split('\n').filter((l) => l.includes(`sport=${g.coapsPort} `)).length);
         victim = fleet.gateways()[per.indexOf(Math.max(...per))];
         console.log(JSON.stringify({ flowsPerNode: per, victim: victim.name }));
@@ -134,7 +162,9 @@ describe.skipIf(unavailable !== null)(`the fleet behind ${BALANCER}, devices wit
       }
       killedAt = Date.now();
       let exitedAt = 0;
-      victim.child.once('exit', () => { exitedAt = Date.now(); });
+      victim.child.once('exit', () => {
+        exitedAt = Date.now();
+      });
       await fleet.kill(victim, 'SIGKILL');
       // from the signal to the exit the kernel reports, and to the node out of the balancer and the cluster
       console.log(JSON.stringify({ exitMs: exitedAt - killedAt, outMs: Date.now() - killedAt }));

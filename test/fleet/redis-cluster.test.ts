@@ -20,8 +20,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The e2e files whose flows make the pipeline: HTTPS and CoAP/DTLS reports, commands, webhooks, claim and link, thresholds. */
 const PIPELINE_FILES = [
-  'test/pipeline/https-psk-e2e.test.ts', 'test/coap/coaps-e2e.test.ts', 'test/pipeline/commands-e2e.test.ts',
-  'test/pipeline/webhook-e2e.test.ts', 'test/connectivity/claim.test.ts', 'test/monitoring/link-propagation.test.ts',
+  'test/pipeline/https-psk-e2e.test.ts',
+  'test/coap/coaps-e2e.test.ts',
+  'test/pipeline/commands-e2e.test.ts',
+  'test/pipeline/webhook-e2e.test.ts',
+  'test/connectivity/claim.test.ts',
+  'test/monitoring/link-propagation.test.ts',
   'test/monitoring/thresholds.test.ts',
 ];
 
@@ -44,21 +48,30 @@ describe('the service on a Redis Cluster (3 masters, 3 replicas)', () => {
     // one file at a time, and no retry: a failure is a failure. The CoAP file's piggyback window, which a loaded machine
     // missed at 300 ms, is 2 s there now (its slow handler 3 s); a service start on a Redis Cluster at a load of 17 took
     // over a minute (hooks get 3, tests 2: guards against a hang, not timings)
-    const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--no-file-parallelism', '--hookTimeout=180000', '--testTimeout=120000', ...PIPELINE_FILES], {
-      cwd: ROOT,
-      env: {
-        // this run's own worker variables would confuse the inner vitest
-        ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('VITEST'))),
-        TEST_REDIS_CLUSTER_NODES: cluster.nodesEnv, TEST_QUEUE_SHARDS: '3',
-        // the inner run's global setup recreates its database: not the one this run uses
-        TEST_DATABASE_NAME: `${process.env.TEST_DATABASE_NAME ?? 'gridgate_test'}_cluster`,
+    const child = spawn(
+      process.execPath,
+      [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--no-file-parallelism', '--hookTimeout=180000', '--testTimeout=120000', ...PIPELINE_FILES],
+      {
+        cwd: ROOT,
+        env: {
+          // this run's own worker variables would confuse the inner vitest
+          ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('VITEST'))),
+          TEST_REDIS_CLUSTER_NODES: cluster.nodesEnv,
+          TEST_QUEUE_SHARDS: '3',
+          // the inner run's global setup recreates its database: not the one this run uses
+          TEST_DATABASE_NAME: `${process.env.TEST_DATABASE_NAME ?? 'gridgate_test'}_cluster`,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    );
     children.push(child);
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr!.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     const code = await new Promise<number | null>((r) => child.once('exit', r));
     expect(code, out.slice(-6000)).toBe(0);
     const counts = await keysPerMaster();
@@ -67,11 +80,21 @@ describe('the service on a Redis Cluster (3 masters, 3 replicas)', () => {
   }, 900_000);
 
   it('a master killed while reports flow fails over to its replica: every accepted report is stored, once, and every shard takes reports again within seconds', async () => {
-    const service = await startServiceProcess({
-      DATABASE_URL: process.env.DATABASE_URL!, REDIS_CLUSTER_NODES: cluster.nodesEnv, QUEUE_SHARDS: '6',
-      // every batch through the queue (not run by the worker beside its gateway), so the queue shards carry the load
-      LOCAL_HANDOFF: 'off', GATEWAY_WAIT_MS: '15000', LOG_LEVEL: 'info', HTTPS_HANDSHAKE_RATE_PER_ADDRESS: '10000', HTTPS_HANDSHAKE_BURST_PER_ADDRESS: '10000',
-    }, ['all'], { children });
+    const service = await startServiceProcess(
+      {
+        DATABASE_URL: process.env.DATABASE_URL!,
+        REDIS_CLUSTER_NODES: cluster.nodesEnv,
+        QUEUE_SHARDS: '6',
+        // every batch through the queue (not run by the worker beside its gateway), so the queue shards carry the load
+        LOCAL_HANDOFF: 'off',
+        GATEWAY_WAIT_MS: '15000',
+        LOG_LEVEL: 'info',
+        HTTPS_HANDSHAKE_RATE_PER_ADDRESS: '10000',
+        HTTPS_HANDSHAKE_BURST_PER_ADDRESS: '10000',
+      },
+      ['all'],
+      { children },
+    );
     let db: Db | null = null;
     try {
       db = await openDb({ databaseUrl: process.env.DATABASE_URL!, dataDir: '/tmp', migrate: false });
@@ -81,13 +104,24 @@ describe('the service on a Redis Cluster (3 masters, 3 replicas)', () => {
       const afterApi = await connectivityClient(db, service.base);
       const afterDevices = await reportingDevices(afterApi, 12);
       let stop!: () => void;
-      const load = reportUntil(service.httpsPort, devices, new Promise<void>((r) => { stop = r; }));
+      const load = reportUntil(
+        service.httpsPort,
+        devices,
+        new Promise<void>((r) => {
+          stop = r;
+        }),
+      );
       await sleep(3000);
       const [victim] = await cluster.masterPorts();
       const replica = await cluster.replicaOf(victim);
       const killedAt = Date.now();
       cluster.kill(victim);
-      await until(() => cluster.masterPorts(), (ports) => ports.includes(replica) && !ports.includes(victim), 'the replica to take over', 30_000);
+      await until(
+        () => cluster.masterPorts(),
+        (ports) => ports.includes(replica) && !ports.includes(victim),
+        'the replica to take over',
+        30_000,
+      );
       await sleep(1000);
       stop();
       const outcome = await load;
@@ -99,15 +133,36 @@ describe('the service on a Redis Cluster (3 masters, 3 replicas)', () => {
       // the worker's FetchWatch replaces them after a few seconds of jobs waiting; and a fetch that fails is tried
       // again after a second (WORKER_RUN_RETRY_MS), not BullMQ's 15 s
       const failedOverAt = Date.now();
-      await Promise.all(afterDevices.map((d, i) => {
-        let seq = 0;
-        return until(async () => (await pskHttpRequest({ port: service.httpsPort, identity: d.identity, key: d.key, path: '/report', body: JSON.stringify({ d: 100 + i, seq: seq++ }) }))?.status,
-          (status) => status === 200, `device ${i} answered 200 after the failover`, 30_000);
-      }));
+      await Promise.all(
+        afterDevices.map((d, i) => {
+          let seq = 0;
+          return until(
+            async () =>
+              (
+                await pskHttpRequest({
+                  port: service.httpsPort,
+                  identity: d.identity,
+                  key: d.key,
+                  path: '/report',
+                  body: JSON.stringify({ d: 100 + i, seq: seq++ }),
+                })
+              )?.status,
+            (status) => status === 200,
+            `device ${i} answered 200 after the failover`,
+            30_000,
+          );
+        }),
+      );
       console.log(`every shard answered 200 ${Date.now() - failedOverAt} ms after the failover`);
       // and then takes reports as before
       let stopAfter!: () => void;
-      const after = reportUntil(service.httpsPort, afterDevices, new Promise<void>((r) => { stopAfter = r; }));
+      const after = reportUntil(
+        service.httpsPort,
+        afterDevices,
+        new Promise<void>((r) => {
+          stopAfter = r;
+        }),
+      );
       await sleep(3000);
       stopAfter();
       const afterOutcome = await after;
@@ -115,7 +170,11 @@ describe('the service on a Redis Cluster (3 masters, 3 replicas)', () => {
       expectEachStoredOnce(afterOutcome, await storedPayloads(db, afterApi.environmentHashId, afterOutcome));
 
       // the failover is not silent: ioredis tells a cluster node's failure as 'node error', which the outage log takes
-      const lines = service.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string; time: number })
+      const lines = service
+        .stdout()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { msg: string; time: number })
         .filter((l) => l.time >= killedAt && l.msg.startsWith('redis unavailable'));
       expect(lines.length).toBeGreaterThan(0);
     } finally {

@@ -21,12 +21,21 @@ let devices: ReportingDevice[];
 beforeAll(async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-roll-'));
   fleet = await startFleet({
-    gateways: 3, workers: 1, dir,
+    gateways: 3,
+    workers: 1,
+    dir,
     env: {
-      DATABASE_URL: process.env.DATABASE_URL!, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', SECRET_KEY: '45'.repeat(32),
-      QUEUE_NAME: `roll-${process.pid}`, DATA_DIR: path.join(dir, 'data'), CERTS_DIR: path.join(dir, 'certs'), SHUTDOWN_GRACE_MS: '5000',
+      DATABASE_URL: process.env.DATABASE_URL!,
+      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      SECRET_KEY: '45'.repeat(32),
+      QUEUE_NAME: `roll-${process.pid}`,
+      DATA_DIR: path.join(dir, 'data'),
+      CERTS_DIR: path.join(dir, 'certs'),
+      SHUTDOWN_GRACE_MS: '5000',
       // every device comes from nginx's address
-      DTLS_MAX_SESSIONS_PER_ADDRESS: '10000', DTLS_HANDSHAKE_RATE_PER_ADDRESS: '10000', DTLS_HANDSHAKE_BURST_PER_ADDRESS: '10000',
+      DTLS_MAX_SESSIONS_PER_ADDRESS: '10000',
+      DTLS_HANDSHAKE_RATE_PER_ADDRESS: '10000',
+      DTLS_HANDSHAKE_BURST_PER_ADDRESS: '10000',
     },
     cluster: true,
   });
@@ -53,21 +62,34 @@ describe('a rolling restart of every gateway node under CoAP/DTLS load', () => {
     const roll = await rollUnderLoad(fleet, devices, { periodMs: 700, ackTimeoutMs: 1000, settleMs: 3000 });
     const codes = new Map<string, number>();
     for (const r of roll.records) codes.set(r.code!, (codes.get(r.code!) ?? 0) + 1);
-    console.log(`rolling restart of ${fleet.gateways().length} gateway nodes in ${roll.rollMs} ms: ${roll.records.length} reports (${roll.duringRoll.length} during the roll),`
-      + ` p50 ${roll.p50Ms} ms, p99 ${roll.p99Ms} ms, max ${roll.maxMs} ms during the roll; ${roll.retransmissions} retransmissions, ${roll.refusals} 5.03 answers,`
-      + ` sessions carried on ${roll.nodeKept}, answers ${JSON.stringify([...codes])}`);
+    console.log(
+      `rolling restart of ${fleet.gateways().length} gateway nodes in ${roll.rollMs} ms: ${roll.records.length} reports (${roll.duringRoll.length} during the roll),` +
+        ` p50 ${roll.p50Ms} ms, p99 ${roll.p99Ms} ms, max ${roll.maxMs} ms during the roll; ${roll.retransmissions} retransmissions, ${roll.refusals} 5.03 answers,` +
+        ` sessions carried on ${roll.nodeKept}, answers ${JSON.stringify([...codes])}`,
+    );
 
     console.log(JSON.stringify({ cluster: roll.cluster, events: roll.events, lost: roll.lost.slice(0, 10) }));
     expect(roll.duringRoll.length).toBeGreaterThan(0);
     expect(roll.unanswered, 'reports whose retransmissions ran out').toBe(0);
     // 2.05: the handler's answer; 2.04: accepted, the handler slower than GATEWAY_WAIT_MS (a loaded machine), stored later
-    expect([...codes.keys()].filter((c) => c !== '2.05' && c !== '2.04'), 'answers other than accepted').toEqual([]);
+    expect(
+      [...codes.keys()].filter((c) => c !== '2.05' && c !== '2.04'),
+      'answers other than accepted',
+    ).toEqual([]);
     expect(roll.clientHandshakes, 'handshakes the devices made after the load began').toBe(0);
     expect(roll.nodeHandshakes, 'sessions the nodes started by a full handshake after the load began').toBe(0);
 
     const answered = roll.records.map((r) => r.n);
     const counts = await until(storedCounts, (c) => answered.every((n) => c.has(n)), 'every answered report stored', 60_000);
-    const wrong = roll.records.filter((r) => counts.get(r.n) !== 1).map((r) => ({ n: r.n, stored: counts.get(r.n) ?? 0, sentAt: r.sentAt - roll.startedAt, ms: r.answeredAt! - r.sentAt, retransmissions: r.retransmissions }));
+    const wrong = roll.records
+      .filter((r) => counts.get(r.n) !== 1)
+      .map((r) => ({
+        n: r.n,
+        stored: counts.get(r.n) ?? 0,
+        sentAt: r.sentAt - roll.startedAt,
+        ms: r.answeredAt! - r.sentAt,
+        retransmissions: r.retransmissions,
+      }));
     expect(wrong, 'answered reports not stored exactly once').toEqual([]);
   }, 240_000);
 });

@@ -38,8 +38,12 @@ const QUEUE_NAME = `cid-routing-${process.pid}`;
 beforeAll(async () => {
   const DATABASE_URL = process.env.DATABASE_URL!;
   const common = {
-    DATABASE_URL, QUEUE_NAME, DTLS_CLUSTER_PORT: '0', DTLS_CLUSTER_ADDRESS: '127.0.0.1',
-    COAP_PIGGYBACK_MS: '10000', LOG_LEVEL: 'warn',
+    DATABASE_URL,
+    QUEUE_NAME,
+    DTLS_CLUSTER_PORT: '0',
+    DTLS_CLUSTER_ADDRESS: '127.0.0.1',
+    COAP_PIGGYBACK_MS: '10000',
+    LOG_LEVEL: 'warn',
   };
   const coapsPorts = [await freePort(), await freePort()];
   // one after the other: the first applies the migrations
@@ -48,7 +52,9 @@ beforeAll(async () => {
     nodes.push(await startServiceProcess({ ...common, DATA_DIR, CERTS_DIR: path.join(DATA_DIR, 'certs'), COAPS_PORT: String(port) }));
   }
   balancedPort = await freePort();
-  nginx = await startBalancer(mkdtempSync(path.join(os.tmpdir(), 'gridgate-nginx-')), [{ listen: balancedPort, protocol: 'udp', upstreams: coapsPorts.map((p) => `127.0.0.1:${p}`) }]);
+  nginx = await startBalancer(mkdtempSync(path.join(os.tmpdir(), 'gridgate-nginx-')), [
+    { listen: balancedPort, protocol: 'udp', upstreams: coapsPorts.map((p) => `127.0.0.1:${p}`) },
+  ]);
   db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
   api = await connectivityClient(db, nodes[0].base);
 }, 120_000);
@@ -72,18 +78,33 @@ let messageId = 1;
 async function post(c: CidClient, body: unknown, again?: { messageId: number; token: Buffer }): Promise<ParsedPacket> {
   const token = again?.token ?? randomBytes(4);
   c.received.length = 0;
-  c.send(generate({
-    confirmable: true, code: 'POST', messageId: again?.messageId ?? messageId++, token,
-    options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: Buffer.from([50]) }],
-    payload: Buffer.from(JSON.stringify(body)),
-  }));
-  const answer = await until(async () => c.received.map((r) => parse(r.data)).find((p) => p.token.equals(token)), (p) => p !== undefined, 'the CoAP answer', 15_000);
+  c.send(
+    generate({
+      confirmable: true,
+      code: 'POST',
+      messageId: again?.messageId ?? messageId++,
+      token,
+      options: [
+        { name: 'Uri-Path', value: Buffer.from('report') },
+        { name: 'Content-Format', value: Buffer.from([50]) },
+      ],
+      payload: Buffer.from(JSON.stringify(body)),
+    }),
+  );
+  const answer = await until(
+    async () => c.received.map((r) => parse(r.data)).find((p) => p.token.equals(token)),
+    (p) => p !== undefined,
+    'the CoAP answer',
+    15_000,
+  );
   return answer!;
 }
 
 async function storedLogs(deviceHashId: string): Promise<string[]> {
   const { rows } = await db.query<{ log: { message: string }[] }>(
-    'SELECT a.log FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1 AND NOT a.failed ORDER BY a.id', [deviceHashId]);
+    'SELECT a.log FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1 AND NOT a.failed ORDER BY a.id',
+    [deviceHashId],
+  );
   return rows.flatMap((r) => r.log.map((l) => l.message)).filter((m) => m.startsWith('stored '));
 }
 
@@ -111,7 +132,13 @@ describe('CID routing behind a UDP balancer', () => {
       expect(await metric(nodes[other], 'gridgate_dtls_cluster_forwarded_total', 'kind="answer",direction="in"')).toBe(1);
       expect(await metric(nodes[owner], 'gridgate_dtls_cluster_forwarded_total', 'kind="record",direction="in"')).toBe(1);
       expect(await metric(nodes[other], 'gridgate_dtls_sessions', '')).toBe(0);
-      expect(await until(() => storedLogs(device.hashId), (l) => l.length === 2, 'both reports stored')).toEqual(['stored {"n":1}', 'stored {"n":2}']);
+      expect(
+        await until(
+          () => storedLogs(device.hashId),
+          (l) => l.length === 2,
+          'both reports stored',
+        ),
+      ).toEqual(['stored {"n":1}', 'stored {"n":2}']);
     } finally {
       c.close();
     }
@@ -129,12 +156,22 @@ describe('CID routing behind a UDP balancer', () => {
       await c.connect();
       const owner = (await sessions(0)) === before[0] + 1 ? 0 : 1;
       const other = 1 - owner;
-      const [handedOver, handshakes, kept, sentBefore] = [await handovers(owner), await started(other, 'handshake'), await started(other, 'kept'), await forwarded(other)];
+      const [handedOver, handshakes, kept, sentBefore] = [
+        await handovers(owner),
+        await started(other, 'handshake'),
+        await started(other, 'kept'),
+        await forwarded(other),
+      ];
       await c.rebind(); // from now on the balancer hands this device's datagrams to the other node
       // DTLS_CLUSTER_HANDOVER_AFTER (4) records through the other node, each answered by the owner
       for (let n = 1; n <= 4; n++) expect(JSON.parse((await post(c, { n })).payload.toString())).toEqual({ got: { n } });
       expect(await forwarded(other)).toBe(sentBefore + 4);
-      await until(() => handovers(owner), (n) => n === handedOver + 1, 'the owner to hand the session over', 5000);
+      await until(
+        () => handovers(owner),
+        (n) => n === handedOver + 1,
+        'the owner to hand the session over',
+        5000,
+      );
       expect(await sessions(owner)).toBe(before[owner]);
       // the next record is carried on where it arrived (it goes once more by way of the owner, which points at the new node)
       const fifth = await post(c, { n: 5 });
@@ -151,7 +188,13 @@ describe('CID routing behind a UDP balancer', () => {
       expect(JSON.parse(again.payload.toString())).toEqual({ got: { n: 6 } });
       expect(await forwarded(other)).toBe(sentAfterMove); // answered by the node the device's records reach
       expect(await started(other, 'handshake')).toBe(handshakes);
-      expect(await until(() => storedLogs(device.hashId), (l) => l.length >= 6, 'six reports stored')).toEqual([1, 2, 3, 4, 5, 6].map((n) => `stored {"n":${n}}`));
+      expect(
+        await until(
+          () => storedLogs(device.hashId),
+          (l) => l.length >= 6,
+          'six reports stored',
+        ),
+      ).toEqual([1, 2, 3, 4, 5, 6].map((n) => `stored {"n":${n}}`));
       await new Promise((r) => setTimeout(r, 300));
       expect(await storedLogs(device.hashId)).toHaveLength(6);
     } finally {
@@ -159,7 +202,7 @@ describe('CID routing behind a UDP balancer', () => {
     }
   }, 60_000);
 
-  it('a forwarding datagram without the deployment\'s MAC is dropped: the record it carries is not processed', async () => {
+  it("a forwarding datagram without the deployment's MAC is dropped: the record it carries is not processed", async () => {
     const device = await pskDevice(api, HANDLER);
     const c = new CidClient(balancedPort, { identity: device.identity, psk: device.key });
     const attacker = dgram.createSocket('udp4');
@@ -169,8 +212,11 @@ describe('CID routing behind a UDP balancer', () => {
       const ownerId = c.serverCid[0];
       const [, port] = (await redis.get(`{${QUEUE_NAME}:dtls-cluster}:node:${ownerId}`))!.split(' ');
       const record = c.sealApplicationData(generate({ confirmable: true, code: 'POST', messageId: 9, token: randomBytes(4), payload: Buffer.from('{}') }), 1);
-      const forged = sealMessages(createSecretKey(randomBytes(32)), (ownerId + 1) % 256, [{ kind: MessageKind.forward, address: '127.0.0.1', port: 9, datagram: record }]);
-      const unauthenticated = async () => (await Promise.all(nodes.map((n) => metric(n, 'gridgate_dtls_cluster_failures_total', 'reason="unauthenticated"')))).reduce((a, b) => a + b);
+      const forged = sealMessages(createSecretKey(randomBytes(32)), (ownerId + 1) % 256, [
+        { kind: MessageKind.forward, address: '127.0.0.1', port: 9, datagram: record },
+      ]);
+      const unauthenticated = async () =>
+        (await Promise.all(nodes.map((n) => metric(n, 'gridgate_dtls_cluster_failures_total', 'reason="unauthenticated"')))).reduce((a, b) => a + b);
       const before = await unauthenticated();
       await new Promise<void>((r) => attacker.send(forged, Number(port), '127.0.0.1', () => r()));
       await until(unauthenticated, (n) => n === before + 1, 'the forged datagram refused', 5000);

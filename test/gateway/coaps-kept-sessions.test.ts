@@ -78,9 +78,14 @@ let db: Db;
 let env: Record<string, string>;
 beforeAll(async () => {
   const DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'gridgate-kept-'));
-  env = { DATABASE_URL: process.env.DATABASE_URL!, DATA_DIR, QUEUE_NAME: `kept-${randomBytes(4).toString('hex')}`, LOG_LEVEL: 'info',
+  env = {
+    DATABASE_URL: process.env.DATABASE_URL!,
+    DATA_DIR,
+    QUEUE_NAME: `kept-${randomBytes(4).toString('hex')}`,
+    LOG_LEVEL: 'info',
     // answers ride on the ACK even on a busy machine: one answer datagram per request
-    COAP_PIGGYBACK_MS: '10000' };
+    COAP_PIGGYBACK_MS: '10000',
+  };
   db = await openDb({ databaseUrl: env.DATABASE_URL, dataDir: DATA_DIR, migrate: false });
 });
 afterAll(async () => {
@@ -99,8 +104,14 @@ let nextMessageId = 100;
 async function post(peer: DtlsCoapPeer, m: string): Promise<unknown> {
   const messageId = nextMessageId++;
   const answer = await peer.exchange({
-    code: '0.02', token: randomBytes(4), messageId, payload: Buffer.from(JSON.stringify({ m })),
-    options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: encodeUint(50) }],
+    code: '0.02',
+    token: randomBytes(4),
+    messageId,
+    payload: Buffer.from(JSON.stringify({ m })),
+    options: [
+      { name: 'Uri-Path', value: Buffer.from('report') },
+      { name: 'Content-Format', value: encodeUint(50) },
+    ],
   });
   expect(answer.code).toBe('2.05');
   return JSON.parse(answer.payload.toString());
@@ -109,12 +120,14 @@ async function post(peer: DtlsCoapPeer, m: string): Promise<unknown> {
 /** How many handler runs of the device stored `m`. */
 async function stored(deviceHashId: string, m: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1 AND a.log::text LIKE $2`, [deviceHashId, `%stored ${m}"%`]);
+    `SELECT count(*)::int AS n FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1 AND a.log::text LIKE $2`,
+    [deviceHashId, `%stored ${m}"%`],
+  );
   return rows[0].n;
 }
 
 describe('a DTLS session outlives the gateway process', () => {
-  it('SIGTERM: the device\'s next Confirmable POST on the same session is answered by the next process, with no handshake; a record from before is refused', async () => {
+  it("SIGTERM: the device's next Confirmable POST on the same session is answered by the next process, with no handshake; a record from before is refused", async () => {
     const COAPS_PORT = String(await freePort());
     const a = await startServiceProcess({ ...env, COAPS_PORT });
     const dev = await device(a);
@@ -158,8 +171,14 @@ describe('a DTLS session outlives the gateway process', () => {
     const peer = await DtlsCoapPeer.connect(Number(COAPS_PORT), dev.identity, dev.key);
     try {
       const last = {
-        code: '0.02', token: randomBytes(4), messageId: nextMessageId++, payload: Buffer.from(JSON.stringify({ m: 'once' })),
-        options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: encodeUint(50) }],
+        code: '0.02',
+        token: randomBytes(4),
+        messageId: nextMessageId++,
+        payload: Buffer.from(JSON.stringify({ m: 'once' })),
+        options: [
+          { name: 'Uri-Path', value: Buffer.from('report') },
+          { name: 'Content-Format', value: encodeUint(50) },
+        ],
       };
       expect(JSON.parse((await peer.exchange(last)).payload.toString())).toEqual({ ok: true, m: 'once' });
       a.child.kill('SIGTERM');
@@ -220,8 +239,18 @@ describe('a DTLS session outlives the gateway process', () => {
       a.child.kill('SIGTERM');
       await a.exited;
       const b = await startServiceProcess(off);
-      await expect(peer.exchange({ code: '0.02', token: randomBytes(4), messageId: nextMessageId++, payload: Buffer.from('{"m":"o2"}'), options: [{ name: 'Uri-Path', value: Buffer.from('report') }] }, 5_000))
-        .rejects.toThrow(/no CoAP answer/);
+      await expect(
+        peer.exchange(
+          {
+            code: '0.02',
+            token: randomBytes(4),
+            messageId: nextMessageId++,
+            payload: Buffer.from('{"m":"o2"}'),
+            options: [{ name: 'Uri-Path', value: Buffer.from('report') }],
+          },
+          5_000,
+        ),
+      ).rejects.toThrow(/no CoAP answer/);
       b.child.kill('SIGTERM');
       await b.exited;
     } finally {
@@ -233,10 +262,27 @@ describe('a DTLS session outlives the gateway process', () => {
 /** openssl s_client with a PSK and `args`, stdin closed at once: it completes the handshake and leaves. */
 function sClient(port: number, dev: { identity: string; key: Buffer }, args: string[]): Promise<string> {
   return new Promise((resolve) => {
-    const child = spawn('openssl', ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${port}`, '-psk', dev.key.toString('hex'), '-psk_identity', dev.identity,
-      '-cipher', 'PSK-AES128-CCM8:@SECLEVEL=0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      'openssl',
+      [
+        's_client',
+        '-dtls1_2',
+        '-connect',
+        `127.0.0.1:${port}`,
+        '-psk',
+        dev.key.toString('hex'),
+        '-psk_identity',
+        dev.identity,
+        '-cipher',
+        'PSK-AES128-CCM8:@SECLEVEL=0',
+        ...args,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.on('close', () => {
       clearTimeout(timer);

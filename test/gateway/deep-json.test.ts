@@ -34,17 +34,22 @@ describe('JSON nesting of a device request body', () => {
 
     it('a body nested 32,000 levels deep is run once, as text, and answered 200', async () => {
       const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
-      const device = await pskDevice(api, `function handle(args: Arguments, exec: Exec) {
+      const device = await pskDevice(
+        api,
+        `function handle(args: Arguments, exec: Exec) {
         if (args.event.type !== 'incomingRequest') return;
         const body = args.event.webRequest.body;
         return { statusCode: 200, body: { type: 'json', data: { type: body.type, length: String(body.data).length } } };
-      }`);
+      }`,
+      );
       const body = nested(32_000);
       const answer = await pskHttpRequest({ port: service.https!.port(), identity: device.identity, key: device.key, path: '/deep', body });
       expect(answer?.status).toBe(200);
       expect(JSON.parse(answer!.body)).toEqual({ type: 'string', length: body.length });
       const { rows } = await ctx.db.query<{ n: number; failed: number }>(
-        'SELECT count(*)::int AS n, count(*) FILTER (WHERE a.failed)::int AS failed FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1', [device.hashId]);
+        'SELECT count(*)::int AS n, count(*) FILTER (WHERE a.failed)::int AS failed FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1',
+        [device.hashId],
+      );
       expect(rows[0]).toEqual({ n: 1, failed: 0 });
     });
   });

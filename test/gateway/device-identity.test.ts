@@ -31,11 +31,22 @@ beforeAll(async () => {
   api = await startTestApi(ctx);
   a = await api.login('connectivity');
   b = await api.login('connectivity');
-  deviceType = (await a.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 't', eventHandler: EVENT_HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
-  })).body.hashId;
+  deviceType = (
+    await a.request<{ hashId: string }>('POST', '/device-type/', {
+      name: 't',
+      eventHandler: EVENT_HANDLER,
+      fieldConfigurations: [],
+      pinGroupFieldConfigurations: [],
+      channels: [],
+      commandTypeHashIds: [],
+    })
+  ).body.hashId;
   const csr = await opensslCsr(work, 'sup', '/CN=Supplier for DTLS');
-  const added = await a.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 's', csr: csr.csrPem, identifier: identifier(deviceType) });
+  const added = await a.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', {
+    name: 's',
+    csr: csr.csrPem,
+    identifier: identifier(deviceType),
+  });
   supplier.hashId = added.body.hashId;
   supplier.key = csr.key;
   supplier.cert = path.join(work, 'sup.pem');
@@ -47,7 +58,10 @@ afterAll(async () => {
 });
 
 const refusal = async (p: Promise<unknown>) => {
-  const err = await p.then(() => null, (e: unknown) => e);
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(CertificateRefused);
   return err as CertificateRefused;
 };
@@ -70,7 +84,9 @@ describe('identifyCertificateDevice (the CoAP/DTLS entry)', () => {
     const renamed = await identifyCertificateDevice(api.ctx, [pem(dev.cert)]);
     expect(spy).toHaveBeenCalledTimes(2);
     expect(renamed.deviceHashId).not.toBe(first.deviceHashId);
-    expect((await a.request<{ device: { supplierDeviceIdentifier: string } }>('GET', `/device/${renamed.deviceHashId}`)).body.device.supplierDeviceIdentifier).toBe('coap-1-v2');
+    expect(
+      (await a.request<{ device: { supplierDeviceIdentifier: string } }>('GET', `/device/${renamed.deviceHashId}`)).body.device.supplierDeviceIdentifier,
+    ).toBe('coap-1-v2');
     await a.request('POST', `/supplier-certificate/${supplier.hashId}`, { identifier: identifier(deviceType) });
     spy.mockRestore();
   });
@@ -98,7 +114,11 @@ describe('identifyCertificateDevice (the CoAP/DTLS entry)', () => {
     const fingerprints = () => opts.trustAnchors().map((c) => c.fingerprint256);
     expect(fingerprints()).toContain(pem(supplier.cert).fingerprint256);
     const csr = await opensslCsr(work, 'sup2', '/CN=Second supplier');
-    const added = await a.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 's2', csr: csr.csrPem, identifier: identifier(deviceType) });
+    const added = await a.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', {
+      name: 's2',
+      csr: csr.csrPem,
+      identifier: identifier(deviceType),
+    });
     const fp = new X509Certificate(added.body.certificate).fingerprint256;
     // trustAnchors never waits, and need not: the process that answered the add reloaded before answering
     expect(fingerprints()).toContain(fp);
@@ -116,7 +136,11 @@ describe('trust anchors across processes', () => {
     try {
       const before = await currentTrust(gateway);
       const csr = await opensslCsr(work, 'xproc', '/CN=Cross process supplier');
-      const added = await a.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'x', csr: csr.csrPem, identifier: identifier(deviceType) });
+      const added = await a.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', {
+        name: 'x',
+        csr: csr.csrPem,
+        identifier: identifier(deviceType),
+      });
       const fp = new X509Certificate(added.body.certificate).fingerprint256;
       expect(before.supplierByFingerprint.has(fp)).toBe(false);
       await vi.waitFor(async () => expect((await currentTrust(gateway)).supplierByFingerprint.has(fp)).toBe(true), { timeout: 3000, interval: 100 });

@@ -45,8 +45,12 @@ afterAll(async () => {
 /** A ClientHello record offering our PSK suites, with `announced` as its handshake length (default: the true one). */
 function pskClientHello(announced?: number): Buffer {
   const body = encodeClientHello({
-    clientVersion: 0x0303, random: randomBytes(32), sessionId: Buffer.alloc(0),
-    cipherSuites: [0xc0a8, 0x00a8, 0x00ff], compressionMethods: Buffer.from([0]), extensions: [],
+    clientVersion: 0x0303,
+    random: randomBytes(32),
+    sessionId: Buffer.alloc(0),
+    cipherSuites: [0xc0a8, 0x00a8, 0x00ff],
+    compressionMethods: Buffer.from([0]),
+    extensions: [],
   });
   const head = Buffer.alloc(4);
   head[0] = 1;
@@ -83,7 +87,11 @@ describe('per-address limits on the HTTPS device port', () => {
 
     // a closed connection gives its place back
     held[0].socket.destroy();
-    await until(() => attempt('127.0.0.2').then((a) => a.outcome), (o) => o === 'served', 'a connection from 127.0.0.2 admitted again');
+    await until(
+      () => attempt('127.0.0.2').then((a) => a.outcome),
+      (o) => o === 'served',
+      'a connection from 127.0.0.2 admitted again',
+    );
     for (const h of held) h.socket.destroy();
   });
 
@@ -141,9 +149,19 @@ describe('PSK identities on the HTTPS device port', () => {
     expect(Buffer.byteLength(identity)).toBe(MAX_PSK_IDENTITY_BYTES);
     const key = randomBytes(16);
     const type = await api.request('POST', '/device-type/', {
-      name: 'long identity', eventHandler: ECHO, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
+      name: 'long identity',
+      eventHandler: ECHO,
+      fieldConfigurations: [],
+      pinGroupFieldConfigurations: [],
+      channels: [],
+      commandTypeHashIds: [],
     });
-    const created = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: 'long-identity', deviceTypeHashId: type.body.hashId, psk: key.toString('hex'), pskIdentity: identity });
+    const created = await api.request('POST', '/device/psk', {
+      supplierDeviceIdentifier: 'long-identity',
+      deviceTypeHashId: type.body.hashId,
+      psk: key.toString('hex'),
+      pskIdentity: identity,
+    });
     expect(created.status).toBe(200);
     const socket = net.connect({ port, host: '127.0.0.1', localAddress: '127.0.0.9' });
     sockets.push(socket);

@@ -13,22 +13,52 @@ import { until } from '../support/until.ts';
 
 // A device that is refused leaves one info line an operator can act on: the identity it offered and why, never a key.
 
-interface Line { level: number; msg: string; pskIdentity?: string; reason?: string; remoteAddress?: string; refusalsNotLogged?: number }
+interface Line {
+  level: number;
+  msg: string;
+  pskIdentity?: string;
+  reason?: string;
+  remoteAddress?: string;
+  refusalsNotLogged?: number;
+}
 
 /** A pino logger at info whose JSON lines are kept. */
 function capturing(): { text: () => string; log: Logger } {
   const raw: string[] = [];
-  return { text: () => raw.join(''), log: pino({ level: 'info' }, { write: (s: string) => { raw.push(s); } }) as unknown as Logger };
+  return {
+    text: () => raw.join(''),
+    log: pino(
+      { level: 'info' },
+      {
+        write: (s: string) => {
+          raw.push(s);
+        },
+      },
+    ) as unknown as Logger,
+  };
 }
 
 describe('RefusalLog', () => {
   it('writes one line per identity per minute and at most its share a second, counting what it left out', () => {
     const written: Line[] = [];
-    const log = { info: (o: object, msg: string) => { written.push({ level: 30, msg, ...o }); } } as unknown as Logger;
+    const log = {
+      info: (o: object, msg: string) => {
+        written.push({ level: 30, msg, ...o });
+      },
+    } as unknown as Logger;
     let now = 1_000_000;
     const refusals = new RefusalLog(log, { perKeyMs: 60_000, perSecond: 3, now: () => now });
     for (let i = 0; i < 5; i++) refusals.refused('https', { pskIdentity: 'thermo-1', remoteAddress: '10.0.0.1' }, 'client Finished mismatch');
-    expect(written).toEqual([{ level: 30, msg: 'device refused', protocol: 'https', remoteAddress: '10.0.0.1', pskIdentity: 'thermo-1', reason: 'the key the device used is not the key stored for this PSK identity' }]);
+    expect(written).toEqual([
+      {
+        level: 30,
+        msg: 'device refused',
+        protocol: 'https',
+        remoteAddress: '10.0.0.1',
+        pskIdentity: 'thermo-1',
+        reason: 'the key the device used is not the key stored for this PSK identity',
+      },
+    ]);
     // a scan of many identities within one second: three lines, the rest counted in the next line written
     for (let i = 0; i < 10; i++) refusals.refused('coaps', { pskIdentity: `scan-${i}` }, 'unknown PSK identity "x"');
     expect(written).toHaveLength(3);
@@ -65,10 +95,25 @@ describe('a refused device over HTTPS TLS-PSK', () => {
     expect(await pskHttpRequest({ port, identity: device.identity, key: wrongKey, path: '/report', body: '{}' })).toBeNull();
     const stranger = `nobody-${randomBytes(4).toString('hex')}`;
     expect(await pskHttpRequest({ port, identity: stranger, key: wrongKey, path: '/report', body: '{}' })).toBeNull();
-    const refused = () => out.text().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line).filter((l) => l.msg === 'device refused');
-    await until(async () => refused(), (l) => l.length >= 2, 'two refusal lines');
+    const refused = () =>
+      out
+        .text()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Line)
+        .filter((l) => l.msg === 'device refused');
+    await until(
+      async () => refused(),
+      (l) => l.length >= 2,
+      'two refusal lines',
+    );
     expect(refused()).toEqual([
-      expect.objectContaining({ level: 30, pskIdentity: device.identity, reason: 'the key the device used is not the key stored for this PSK identity', remoteAddress: expect.any(String) }),
+      expect.objectContaining({
+        level: 30,
+        pskIdentity: device.identity,
+        reason: 'the key the device used is not the key stored for this PSK identity',
+        remoteAddress: expect.any(String),
+      }),
       expect.objectContaining({ level: 30, pskIdentity: stranger, reason: 'no device has this PSK identity' }),
     ]);
     for (const key of [wrongKey, device.key]) expect(out.text()).not.toContain(key.toString('hex'));

@@ -23,7 +23,11 @@ const HANDLER = (instance: string) => `function handle(args: Arguments, exec: Ex
   return { statusCode: 200, body: { instance: '${instance}', device: args.device.supplierDeviceIdentifier } };
 }`;
 
-interface Instance { ctx: AppContext; service: RunningService; key: Buffer }
+interface Instance {
+  ctx: AppContext;
+  service: RunningService;
+  key: Buffer;
+}
 const identity = `twin-${randomBytes(4).toString('hex')}`;
 const instances: Record<'a' | 'b', Instance> = {} as never;
 
@@ -36,9 +40,21 @@ async function start(name: 'a' | 'b', overrides: Record<string, string>): Promis
 async function addDevice(name: 'a' | 'b'): Promise<void> {
   const { ctx, service, key } = instances[name];
   const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
-  const type = await api.request('POST', '/device-type/', { name: 'twin', eventHandler: HANDLER(name), fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [] });
+  const type = await api.request('POST', '/device-type/', {
+    name: 'twin',
+    eventHandler: HANDLER(name),
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [],
+    commandTypeHashIds: [],
+  });
   expect(type.status, JSON.stringify(type.body)).toBe(200);
-  const device = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type.body.hashId, psk: key.toString('hex'), pskIdentity: identity });
+  const device = await api.request('POST', '/device/psk', {
+    supplierDeviceIdentifier: identity,
+    deviceTypeHashId: type.body.hashId,
+    psk: key.toString('hex'),
+    pskIdentity: identity,
+  });
   expect(device.status, JSON.stringify(device.body)).toBe(200);
 }
 

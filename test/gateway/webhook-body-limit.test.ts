@@ -15,7 +15,9 @@ const BIG = Buffer.alloc(10 * 1024 * 1024, 0x20);
 /** curl with `stdin` as its standard input (the child runs beside this process's server: never execFileSync) */
 function run(file: string, args: string[], stdin: Buffer): Promise<{ stdout: string }> {
   return new Promise((resolve, reject) => {
-    const child = execFile(file, args, { encoding: 'utf8', maxBuffer: 1 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message} ${stderr}`)) : resolve({ stdout })));
+    const child = execFile(file, args, { encoding: 'utf8', maxBuffer: 1 << 20 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message} ${stderr}`)) : resolve({ stdout }),
+    );
     child.stdin?.end(stdin);
   });
 }
@@ -47,8 +49,27 @@ describe('webhook bodies over DEVICE_BODY_LIMIT_BYTES', () => {
   it('answers a 10 MB body with 413 naming the limit, declared or chunked, and serves the next request', async () => {
     // curl sends Expect: 100-continue above 1 KiB; with it the answer was lost (100 Continue, then the connection cut under the body)
     for (const headers of [[], ['-H', 'Expect:'], ['-H', 'Transfer-Encoding: chunked']]) {
-      const { stdout } = await run('curl', ['-sS', '--max-time', '20', '--cacert', path.join(ctx.config.certsDir, 'ca.pem'), '-o', '-', '-w', '\n%{http_code}',
-        ...headers, '--data-binary', '@-', '-H', 'content-type: application/json', webhookUrl], BIG);
+      const { stdout } = await run(
+        'curl',
+        [
+          '-sS',
+          '--max-time',
+          '20',
+          '--cacert',
+          path.join(ctx.config.certsDir, 'ca.pem'),
+          '-o',
+          '-',
+          '-w',
+          '\n%{http_code}',
+          ...headers,
+          '--data-binary',
+          '@-',
+          '-H',
+          'content-type: application/json',
+          webhookUrl,
+        ],
+        BIG,
+      );
       const [answer, status] = stdout.split('\n');
       expect(status).toBe('413');
       expect(JSON.parse(answer)).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('65536') });
@@ -58,8 +79,15 @@ describe('webhook bodies over DEVICE_BODY_LIMIT_BYTES', () => {
     expect(declared.statusCode).toBe(413);
     expect(await declared.body.json()).toMatchObject({ key: 'parameter_error', message: expect.stringContaining('65536') });
 
-    async function* chunks() { for (let i = 0; i < 160; i++) yield Buffer.alloc(64 * 1024, 0x20); }
-    const chunked = await request(webhookUrl, { method: 'POST', body: Readable.from(chunks()), headers: { 'content-type': 'application/json' }, dispatcher: agent });
+    async function* chunks() {
+      for (let i = 0; i < 160; i++) yield Buffer.alloc(64 * 1024, 0x20);
+    }
+    const chunked = await request(webhookUrl, {
+      method: 'POST',
+      body: Readable.from(chunks()),
+      headers: { 'content-type': 'application/json' },
+      dispatcher: agent,
+    });
     expect(chunked.statusCode).toBe(413);
     expect(await chunked.body.json()).toMatchObject({ key: 'parameter_error' });
 

@@ -3,12 +3,17 @@ import { revokeMachineAccount } from '../../src/accounts/store.ts';
 import { startTestApi, type TestApi } from '../helpers.ts';
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 describe('REST core', () => {
   it('rejects a missing, non-integer, outdated or future Api-Version', async () => {
-    const send = (v?: string) => api.app.inject({ method: 'POST', url: '/authentication/machine-login', headers: v ? { 'api-version': v } : {}, payload: { assertion: 'x:y' } });
+    const send = (v?: string) =>
+      api.app.inject({ method: 'POST', url: '/authentication/machine-login', headers: v ? { 'api-version': v } : {}, payload: { assertion: 'x:y' } });
     expect((await send()).json()).toMatchObject({ key: 'api_version_error' });
     expect((await send('abc')).statusCode).toBe(400);
     const old = await send('3');
@@ -21,7 +26,12 @@ describe('REST core', () => {
   it('logs a machine account in and refuses a wrong assertion', async () => {
     const client = await api.login('connectivity');
     expect(client.token.split('.')).toHaveLength(3);
-    const bad = await api.app.inject({ method: 'POST', url: '/authentication/machine-login', headers: { 'api-version': '5' }, payload: { assertion: 'nope:nope' } });
+    const bad = await api.app.inject({
+      method: 'POST',
+      url: '/authentication/machine-login',
+      headers: { 'api-version': '5' },
+      payload: { assertion: 'nope:nope' },
+    });
     expect(bad.statusCode).toBe(401);
     expect(bad.json()).toEqual({ key: 'authentication_error', message: expect.any(String) });
   });
@@ -40,7 +50,11 @@ describe('REST core', () => {
   it('needs a token and the own Environment-Hash-Id', async () => {
     const a = await api.login('connectivity');
     const b = await api.login('connectivity');
-    const noToken = await api.app.inject({ method: 'GET', url: '/quantity/quantities', headers: { 'api-version': '5', 'environment-hash-id': a.environmentHashId } });
+    const noToken = await api.app.inject({
+      method: 'GET',
+      url: '/quantity/quantities',
+      headers: { 'api-version': '5', 'environment-hash-id': a.environmentHashId },
+    });
     expect(noToken.statusCode).toBe(401);
     const otherEnv = await a.request('GET', '/quantity/quantities', undefined, { 'environment-hash-id': b.environmentHashId });
     expect(otherEnv.status).toBe(404);
@@ -122,7 +136,7 @@ describe('quantities', () => {
     expect(long.body.message).toContain('unit');
   });
 
-  it('keeps environments apart: B cannot see or touch A\'s quantity', async () => {
+  it("keeps environments apart: B cannot see or touch A's quantity", async () => {
     const a = await api.login('connectivity');
     const b = await api.login('connectivity');
     const { body } = await a.request<{ hashId: string }>('POST', '/quantity/', { name: 'secret', unit: 'V', defaultOrderOfMagnitude: 0 });

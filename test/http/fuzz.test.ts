@@ -28,7 +28,9 @@ describe('REST API fuzz', () => {
     expect(outcome.failures).toEqual([]);
     expect(outcome.requests).toBe(RUNS);
     // the generated requests reach handlers, not only the validation layer
-    const answered = Object.entries(outcome.byStatus).filter(([status]) => Number(status) < 300).reduce((n, [, count]) => n + count, 0);
+    const answered = Object.entries(outcome.byStatus)
+      .filter(([status]) => Number(status) < 300)
+      .reduce((n, [, count]) => n + count, 0);
     expect(answered).toBeGreaterThan(RUNS / 20);
     const health = await api.app.inject({ method: 'GET', url: '/quantity/quantities', headers: api.headers });
     expect(health.statusCode).toBe(200);

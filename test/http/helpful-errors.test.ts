@@ -9,12 +9,14 @@ beforeAll(async () => {
   api = await startTestApi();
   c = await api.login('connectivity');
 });
-afterAll(async () => { await api.close(); });
+afterAll(async () => {
+  await api.close();
+});
 
 const headers = () => ({ 'api-version': '5', authorization: `Bearer ${c.token}`, 'environment-hash-id': c.environmentHashId });
 
 describe('requests that are nearly right', () => {
-  it('a missing Environment-Hash-Id is named, with the account\'s own environment to send', async () => {
+  it("a missing Environment-Hash-Id is named, with the account's own environment to send", async () => {
     const r = await api.app.inject({ method: 'GET', url: '/device-type/', headers: { 'api-version': '5', authorization: `Bearer ${c.token}` } });
     expect(r.statusCode).toBe(400);
     expect(r.json()).toEqual({ key: 'parameter_error', message: expect.stringContaining('Environment-Hash-Id is required') });
@@ -26,11 +28,15 @@ describe('requests that are nearly right', () => {
     expect(added.status).toBe(200);
     const get = await api.app.inject({ method: 'GET', url: `/quantity/${added.body.hashId}`, headers: { ...headers(), 'content-type': 'application/json' } });
     expect(get.statusCode, get.body).toBe(200);
-    const del = await api.app.inject({ method: 'DELETE', url: `/quantity/${added.body.hashId}`, headers: { ...headers(), 'content-type': 'application/json' } });
+    const del = await api.app.inject({
+      method: 'DELETE',
+      url: `/quantity/${added.body.hashId}`,
+      headers: { ...headers(), 'content-type': 'application/json' },
+    });
     expect(del.statusCode, del.body).toBe(204);
   });
 
-  it('a path without the trailing slash of the SDK\'s path finds the same operation', async () => {
+  it("a path without the trailing slash of the SDK's path finds the same operation", async () => {
     const add = await api.app.inject({ method: 'POST', url: '/quantity', headers: headers(), payload: { name: 'Flow', unit: 'l/s' } });
     expect(add.statusCode, add.body).toBe(200);
     const find = await api.app.inject({ method: 'GET', url: '/quantity/quantities/', headers: headers() });
@@ -38,8 +44,16 @@ describe('requests that are nearly right', () => {
   });
 
   it('a body that is not declared JSON names the header to send', async () => {
-    for (const [type, named] of [[undefined, 'none was sent'], ['application/x-www-form-urlencoded', 'not application/x-www-form-urlencoded']] as const) {
-      const r = await api.app.inject({ method: 'POST', url: '/quantity/', headers: { ...headers(), ...(type ? { 'content-type': type } : {}) }, payload: '{"name":"Flow","unit":"l/s"}' });
+    for (const [type, named] of [
+      [undefined, 'none was sent'],
+      ['application/x-www-form-urlencoded', 'not application/x-www-form-urlencoded'],
+    ] as const) {
+      const r = await api.app.inject({
+        method: 'POST',
+        url: '/quantity/',
+        headers: { ...headers(), ...(type ? { 'content-type': type } : {}) },
+        payload: '{"name":"Flow","unit":"l/s"}',
+      });
       expect(r.statusCode).toBe(400);
       expect(r.json()).toEqual({ key: 'parameter_error', message: expect.stringContaining('Content-Type: application/json') });
       expect(r.json().message).toContain(named);

@@ -11,7 +11,9 @@ beforeAll(async () => {
   api = await startTestApi();
   c = await api.login('connectivity');
 });
-afterAll(async () => { await api.close(); });
+afterAll(async () => {
+  await api.close();
+});
 
 /** The service still answers an ordinary request. */
 async function healthy(): Promise<void> {
@@ -26,10 +28,16 @@ describe('text PostgreSQL cannot store', () => {
     expectParameterError(await c.request('POST', '/quantity/', { name: 'Temp\u0000', unit: 'K', defaultOrderOfMagnitude: 0 }), 'name', 'NUL');
     expectParameterError(await c.request('POST', '/quantity/', { name: { en: 'T', nl: 'x\u0000' }, unit: 'K', defaultOrderOfMagnitude: 0 }), 'name.nl', 'NUL');
     const deviceTypeHashId = await addDeviceType(c);
-    expectParameterError(await c.request('POST', '/device/psk', { supplierDeviceIdentifier: 'dev\u0000', deviceTypeHashId, psk: 'abcd', pskIdentity: 'id-1' }),
-      'supplierDeviceIdentifier', 'NUL');
-    expectParameterError(await c.request('POST', '/device/psk', { supplierDeviceIdentifier: 'dev', deviceTypeHashId, psk: 'abcd', pskIdentity: 'id\u0000' }),
-      'pskIdentity', 'NUL');
+    expectParameterError(
+      await c.request('POST', '/device/psk', { supplierDeviceIdentifier: 'dev\u0000', deviceTypeHashId, psk: 'abcd', pskIdentity: 'id-1' }),
+      'supplierDeviceIdentifier',
+      'NUL',
+    );
+    expectParameterError(
+      await c.request('POST', '/device/psk', { supplierDeviceIdentifier: 'dev', deviceTypeHashId, psk: 'abcd', pskIdentity: 'id\u0000' }),
+      'pskIdentity',
+      'NUL',
+    );
     expectParameterError(await c.request('GET', '/device/?search=a%00b'), 'search', 'NUL');
     expectParameterError(await c.request('POST', '/device-type/', { name: 'x', 'bad\u0000key': 1 }), 'member name', 'NUL');
     await healthy();
@@ -89,7 +97,7 @@ describe('find queries', () => {
 });
 
 describe('paths', () => {
-  it('answers a path parameter over 100 characters with a keyed 400, not the router\'s bare 414', async () => {
+  it("answers a path parameter over 100 characters with a keyed 400, not the router's bare 414", async () => {
     const long = await c.request<ErrorBody>('GET', `/quantity/${'x'.repeat(200)}`);
     expectParameterError(long, 'path parameter', '100');
   });
@@ -99,13 +107,22 @@ describe('nesting', () => {
   it('refuses JSON nested deeper than JSON_MAX_DEPTH in device fields and a defaultValue, naming the limit', async () => {
     // a field whose configuration names no checked type takes any JSON value
     const deviceTypeHashId = await addDeviceType(c, { fieldConfigurations: [field('serial', 'json')] });
-    const device = await c.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: 'deep-1', deviceTypeHashId, psk: 'abcd', pskIdentity: `deep-${Date.now()}` });
+    const device = await c.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: 'deep-1',
+      deviceTypeHashId,
+      psk: 'abcd',
+      pskIdentity: `deep-${Date.now()}`,
+    });
     expect(device.status).toBe(200);
     const json = { 'content-type': 'application/json' };
     const deepFields = await c.request<ErrorBody>('POST', `/device/${device.body.hashId}`, `{"fields":{"serial":${nested(5000)}}}`, json);
     expectParameterError(deepFields, 'fields.serial', '32', 'JSON_MAX_DEPTH');
-    const deepDefault = await c.request<ErrorBody>('POST', '/device-type/',
-      `{"name":"deep","eventHandler":${JSON.stringify(EVENT_HANDLER)},"fieldConfigurations":[{"key":"a","type":"string","defaultValue":${nested(5000)}}],"pinGroupFieldConfigurations":[],"channels":[],"commandTypeHashIds":[]}`, json);
+    const deepDefault = await c.request<ErrorBody>(
+      'POST',
+      '/device-type/',
+      `{"name":"deep","eventHandler":${JSON.stringify(EVENT_HANDLER)},"fieldConfigurations":[{"key":"a","type":"string","defaultValue":${nested(5000)}}],"pinGroupFieldConfigurations":[],"channels":[],"commandTypeHashIds":[]}`,
+      json,
+    );
     expectParameterError(deepDefault, 'fieldConfigurations.0.defaultValue', 'nested deeper');
     // nesting within the limit is stored
     expect((await c.request('POST', `/device/${device.body.hashId}`, { fields: { serial: JSON.parse(nested(20)) } })).status).toBe(200);
@@ -116,7 +133,12 @@ describe('nesting', () => {
 describe('user regular expressions', () => {
   it('checks a field against (a+)+$ in linear time, and refuses patterns RE2 cannot compile, naming the field', async () => {
     const deviceTypeHashId = await addDeviceType(c, { fieldConfigurations: [field('serial', 'string', { regex: '(a+)+$' })] });
-    const device = await c.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: 're-1', deviceTypeHashId, psk: 'abcd', pskIdentity: `re-${Date.now()}` });
+    const device = await c.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: 're-1',
+      deviceTypeHashId,
+      psk: 'abcd',
+      pskIdentity: `re-${Date.now()}`,
+    });
     // a backtracking engine takes ~2^40 steps on this: the test would time out
     const evil = await c.request('POST', `/device/${device.body.hashId}`, { fields: { serial: `${'a'.repeat(40)}!` } });
     expectParameterError(evil, 'fields.serial', 'does not match');
@@ -131,5 +153,10 @@ describe('user regular expressions', () => {
 });
 
 const deviceTypeBodyWith = (regex: string) => ({
-  name: 'regex', eventHandler: '', fieldConfigurations: [field('serial', 'string', { regex })], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
+  name: 'regex',
+  eventHandler: '',
+  fieldConfigurations: [field('serial', 'string', { regex })],
+  pinGroupFieldConfigurations: [],
+  channels: [],
+  commandTypeHashIds: [],
 });

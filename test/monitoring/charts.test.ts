@@ -8,14 +8,51 @@ import { addPin, addPinGroup } from './fixtures.ts';
 // chart panels (automatic from the linked device type and the measured quantities, manual as saved).
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface Measurement { hashId: string; generatedAt: string; reportHashId: string; pinHashId: string; significand: number; orderOfMagnitude: number; channelIndex: number; channelMeasurementIndex: number; performance: number }
-interface Series { pinHashId: string; quantityHashId: string; measurements: Measurement[]; reduction: null | { kind: string; pointCount: number; bucketCount: number; bucketSeconds: number; buckets: { startAt: string; count: number; mean: number }[] } }
-interface ChartSeries { quantity: { hashId: string; name: unknown }; pin: { hashId: string; pinGroupHashId: string }; pinGroup: { hashId: string }; color: string | null; pinThreshold: unknown }
-interface Chart { title: string | null; series: ChartSeries[] }
-interface Panel { lastMode: string; charts: { automatic: Chart[]; manual: Chart[] } }
+interface Measurement {
+  hashId: string;
+  generatedAt: string;
+  reportHashId: string;
+  pinHashId: string;
+  significand: number;
+  orderOfMagnitude: number;
+  channelIndex: number;
+  channelMeasurementIndex: number;
+  performance: number;
+}
+interface Series {
+  pinHashId: string;
+  quantityHashId: string;
+  measurements: Measurement[];
+  reduction: null | {
+    kind: string;
+    pointCount: number;
+    bucketCount: number;
+    bucketSeconds: number;
+    buckets: { startAt: string; count: number; mean: number }[];
+  };
+}
+interface ChartSeries {
+  quantity: { hashId: string; name: unknown };
+  pin: { hashId: string; pinGroupHashId: string };
+  pinGroup: { hashId: string };
+  color: string | null;
+  pinThreshold: unknown;
+}
+interface Chart {
+  title: string | null;
+  series: ChartSeries[];
+}
+interface Panel {
+  lastMode: string;
+  charts: { automatic: Chart[]; manual: Chart[] };
+}
 
 const ok = <T>(r: { status: number; body: unknown }): T => {
   expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -29,9 +66,13 @@ async function idOf(table: 'pin' | 'pin_group', hashId: string): Promise<number>
 /** A quantity of the client's environment, straight in the table; returns its id and hashId. */
 async function ownQuantity(c: ApiClient, name: string): Promise<{ id: number; hashId: string }> {
   const hashId = `q${randomBytes(5).toString('hex')}`;
-  const { rows: [q] } = await api.ctx.db.query<{ id: number }>(
+  const {
+    rows: [q],
+  } = await api.ctx.db.query<{ id: number }>(
     `INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude)
-     SELECT $1, id, $2, $3, '#000000', 'V', 0 FROM environment WHERE hash_id = $4 RETURNING id`, [hashId, JSON.stringify(name), name, c.environmentHashId]);
+     SELECT $1, id, $2, $3, '#000000', 'V', 0 FROM environment WHERE hash_id = $4 RETURNING id`,
+    [hashId, JSON.stringify(name), name, c.environmentHashId],
+  );
   return { id: q.id, hashId };
 }
 
@@ -39,9 +80,18 @@ async function ownQuantity(c: ApiClient, name: string): Promise<{ id: number; ha
  * Measurements of `quantityId` on a pin, one report each, stored as the ingest stores them:
  * `count` values `stepSeconds` apart from `from`, significand 100 + i % 50, except the planted ones.
  */
-async function measure(pinHashId: string, quantityId: number, from: string, count: number, stepSeconds: number, planted: Record<number, number> = {}): Promise<void> {
+async function measure(
+  pinHashId: string,
+  quantityId: number,
+  from: string,
+  count: number,
+  stepSeconds: number,
+  planted: Record<number, number> = {},
+): Promise<void> {
   const pinId = await idOf('pin', pinHashId);
-  const { rows: [p] } = await api.ctx.db.query<{ env: number; pg: number }>('SELECT environment_id AS env, pin_group_id AS pg FROM pin WHERE id = $1', [pinId]);
+  const {
+    rows: [p],
+  } = await api.ctx.db.query<{ env: number; pg: number }>('SELECT environment_id AS env, pin_group_id AS pg FROM pin WHERE id = $1', [pinId]);
   const tag = randomBytes(4).toString('hex');
   await api.ctx.db.query(
     `WITH r AS (
@@ -52,7 +102,8 @@ async function measure(pinHashId: string, quantityId: number, from: string, coun
      SELECT 'm' || substr(r.hash_id, 2), r.id, $1, $7, $8, 0, 0, r.generated_at, -3,
             COALESCE(($9::jsonb ->> (split_part(r.hash_id, '_', 2)))::int, 100 + split_part(r.hash_id, '_', 2)::int % 50)
        FROM r`,
-    [p.env, p.pg, from, count, stepSeconds, tag, quantityId, pinId, JSON.stringify(planted)]);
+    [p.env, p.pg, from, count, stepSeconds, tag, quantityId, pinId, JSON.stringify(planted)],
+  );
 }
 
 const seriesUrl = (startAt: string, endAt: string, series: { pinHashId: string; quantityHashId: string }[], extra = '') =>
@@ -81,12 +132,19 @@ describe('chart series', () => {
     expect(r).toMatchObject({ kind: 'minMax', pointCount: 8759 + 2 });
     expect(r.bucketSeconds % 3600).toBe(0);
     expect(r.bucketCount).toBeLessThanOrEqual(500);
-    expect(r.bucketCount).toBe(Math.ceil(8760 * 3600 / r.bucketSeconds));
+    expect(r.bucketCount).toBe(Math.ceil((8760 * 3600) / r.bucketSeconds));
     expect(r.buckets.reduce((a, b) => a + b.count, 0)).toBe(8761);
     expect(s.measurements.length).toBeLessThanOrEqual(2 * r.bucketCount);
     expect(s.measurements.length).toBeGreaterThan(r.bucketCount);
     const spike = s.measurements.find((m) => m.significand === 999_999);
-    expect(spike).toMatchObject({ generatedAt: spikeAt, pinHashId: pin.hashId, orderOfMagnitude: -3, channelIndex: 0, channelMeasurementIndex: 0, performance: -1 });
+    expect(spike).toMatchObject({
+      generatedAt: spikeAt,
+      pinHashId: pin.hashId,
+      orderOfMagnitude: -3,
+      channelIndex: 0,
+      channelMeasurementIndex: 0,
+      performance: -1,
+    });
     expect(spike!.reportHashId).toMatch(/^r/);
     expect(s.measurements.some((m) => m.significand === -55_555)).toBe(true);
     expect(s.measurements.some((m) => m.significand === -77_777)).toBe(true);
@@ -109,8 +167,17 @@ describe('chart series', () => {
     expect(day.series[0].measurements).toHaveLength(24);
     expect(day.series[0].measurements[0].generatedAt).toBe('2025-03-01T00:00:00.000Z');
     expect(day.series[0].measurements[23].generatedAt).toBe('2025-03-01T23:00:00.000Z');
-    expect(Object.keys(day.series[0].measurements[0]).sort()).toEqual(
-      ['channelIndex', 'channelMeasurementIndex', 'generatedAt', 'hashId', 'orderOfMagnitude', 'performance', 'pinHashId', 'reportHashId', 'significand']);
+    expect(Object.keys(day.series[0].measurements[0]).sort()).toEqual([
+      'channelIndex',
+      'channelMeasurementIndex',
+      'generatedAt',
+      'hashId',
+      'orderOfMagnitude',
+      'performance',
+      'pinHashId',
+      'reportHashId',
+      'significand',
+    ]);
     // no series asked (axios leaves an empty list out): none answered
     expect(ok<{ series: Series[] }>(await c.request('GET', '/chart/?startAt=2025-03-01T00:00:00Z&endAt=2025-03-02T00:00:00Z'))).toEqual({ series: [] });
   });
@@ -121,13 +188,15 @@ describe('chart series', () => {
     const q = await ownQuantity(c, 'Current');
     // a value a minute for 50 hours, a spike at minute 2,000
     await measure(pin.hashId, q.id, '2025-06-01T00:00:00Z', 3000, 60, { 2000: 123_456 });
-    const s = ok<{ series: Series[] }>(await c.request('GET', seriesUrl('2025-06-01T00:00:00Z', '2025-06-03T02:00:00Z', [{ pinHashId: pin.hashId, quantityHashId: q.hashId }]))).series[0];
+    const s = ok<{ series: Series[] }>(
+      await c.request('GET', seriesUrl('2025-06-01T00:00:00Z', '2025-06-03T02:00:00Z', [{ pinHashId: pin.hashId, quantityHashId: q.hashId }])),
+    ).series[0];
     expect(s.reduction).toMatchObject({ kind: 'minMax', pointCount: 3000, bucketCount: 500, bucketSeconds: 360 });
     expect(s.measurements.find((m) => m.significand === 123_456)?.generatedAt).toBe(new Date(Date.UTC(2025, 5, 1) + 2000 * 60_000).toISOString());
     expect(s.measurements.length).toBeLessThanOrEqual(1000);
   });
 
-  it('another environment\'s pin or quantity is a parameter_error, never data; limits', async () => {
+  it("another environment's pin or quantity is a parameter_error, never data; limits", async () => {
     const c = await api.login('monitoring', ['READ', 'STATIC']);
     const pin = await addPin(c, (await addPinGroup(c)).hashId, 'p');
     const q = await ownQuantity(c, 'V');
@@ -138,10 +207,21 @@ describe('chart series', () => {
     const range = ['2025-01-01T00:00:00Z', '2025-01-02T00:00:00Z'] as const;
     expectParameterError(await other.request('GET', seriesUrl(...range, [{ pinHashId: pin.hashId, quantityHashId: q.hashId }])), 'series[0].pinHashId');
     // its own pin with the foreign quantity: the quantity is neither its own nor measured there
-    expectParameterError(await other.request('GET', seriesUrl(...range, [{ pinHashId: otherPin.hashId, quantityHashId: otherQ.hashId }, { pinHashId: otherPin.hashId, quantityHashId: q.hashId }])), 'series[1].quantityHashId');
+    expectParameterError(
+      await other.request(
+        'GET',
+        seriesUrl(...range, [
+          { pinHashId: otherPin.hashId, quantityHashId: otherQ.hashId },
+          { pinHashId: otherPin.hashId, quantityHashId: q.hashId },
+        ]),
+      ),
+      'series[1].quantityHashId',
+    );
     expectParameterError(await c.request('GET', seriesUrl(...range, [{ pinHashId: pin.hashId, quantityHashId: 'nope' }])), 'series[0].quantityHashId');
     // the owner reads it
-    expect(ok<{ series: Series[] }>(await c.request('GET', seriesUrl(...range, [{ pinHashId: pin.hashId, quantityHashId: q.hashId }]))).series[0].measurements).toHaveLength(10);
+    expect(
+      ok<{ series: Series[] }>(await c.request('GET', seriesUrl(...range, [{ pinHashId: pin.hashId, quantityHashId: q.hashId }]))).series[0].measurements,
+    ).toHaveLength(10);
     const many = Array.from({ length: 41 }, () => ({ pinHashId: pin.hashId, quantityHashId: q.hashId }));
     expectParameterError(await c.request('GET', seriesUrl(...range, many)), 'series', '40');
     expectParameterError(await c.request('GET', seriesUrl(range[1], range[0], [])), 'endAt');
@@ -158,13 +238,29 @@ async function linkedDevice() {
   const type = await addDeviceType(supplier, {
     channels: [
       { name: 'Red wire', defaultPinName: 'Red', pinFieldConfigurations: [] },
-      { name: 'Black wire', defaultPinName: 'Black', pinFieldConfigurations: [], charts: [{ title: { en: 'Current', nl: 'Stroom' }, series: [{ quantityHashId: current, color: '#00ff00' }] }] },
+      {
+        name: 'Black wire',
+        defaultPinName: 'Black',
+        pinFieldConfigurations: [],
+        charts: [{ title: { en: 'Current', nl: 'Stroom' }, series: [{ quantityHashId: current, color: '#00ff00' }] }],
+      },
     ],
-    charts: [{ title: 'Both', series: [{ channelIndex: 0, quantityHashId: voltage, color: '#ff0000' }, { channelIndex: 1, quantityHashId: current }] }],
+    charts: [
+      {
+        title: 'Both',
+        series: [
+          { channelIndex: 0, quantityHashId: voltage, color: '#ff0000' },
+          { channelIndex: 1, quantityHashId: current },
+        ],
+      },
+    ],
   });
   const id = `chart-${randomBytes(5).toString('hex')}`;
-  const device = ok<{ hashId: string }>(await supplier.request('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type, psk: 'ab'.repeat(16), pskIdentity: id })).hashId;
-  const token = ok<{ claimTokens: { claimToken: string }[] }>(await supplier.request('POST', '/device/claim-tokens', { deviceHashIds: [device] })).claimTokens[0].claimToken;
+  const device = ok<{ hashId: string }>(
+    await supplier.request('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type, psk: 'ab'.repeat(16), pskIdentity: id }),
+  ).hashId;
+  const token = ok<{ claimTokens: { claimToken: string }[] }>(await supplier.request('POST', '/device/claim-tokens', { deviceHashIds: [device] }))
+    .claimTokens[0].claimToken;
   const customer = await api.login('monitoring', ['READ', 'STATIC', 'SENSORS', 'REPORTS', 'THRESHOLDS']);
   ok(await customer.request('POST', '/device/claim', { claimTokens: [token] }));
   const pg = await addPinGroup(customer, 'Rectifier');
@@ -174,13 +270,21 @@ async function linkedDevice() {
   const [red, black] = get.channelMapping.map((m) => m.pinHashId);
   const { rows } = await api.ctx.db.query<{ id: number; hash_id: string }>('SELECT id, hash_id FROM quantity WHERE hash_id = ANY($1)', [[voltage, current]]);
   const ids = new Map(rows.map((r) => [r.hash_id, r.id]));
-  return { supplier, customer, pg: pg.hashId, red, black, voltage: { hashId: voltage, id: ids.get(voltage)! }, current: { hashId: current, id: ids.get(current)! } };
+  return {
+    supplier,
+    customer,
+    pg: pg.hashId,
+    red,
+    black,
+    voltage: { hashId: voltage, id: ids.get(voltage)! },
+    current: { hashId: current, id: ids.get(current)! },
+  };
 }
 
 const summary = (charts: Chart[]) => charts.map((c) => ({ title: c.title, series: c.series.map((s) => `${s.pin.hashId}:${s.quantity.hashId}:${s.color}`) }));
 
 describe('chart panel', () => {
-  it('automatic: the linked device type\'s charts on the mapped pins, then a chart per further measured quantity', async () => {
+  it("automatic: the linked device type's charts on the mapped pins, then a chart per further measured quantity", async () => {
     const { customer: c, pg, red, black, voltage, current } = await linkedDevice();
     const temperature = await ownQuantity(c, 'Temperature');
     await measure(red, voltage.id, '2026-01-01T00:00:00Z', 3, 60);
@@ -217,7 +321,18 @@ describe('chart panel', () => {
       { title: 'Voltage', series: [`${red}:${voltage.hashId}:null`] },
     ]);
     // an edge's panel: the pins on it
-    const edge = ok<{ hashId: string }>(await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[5, 52], [5.1, 52.1]] }, fields: { id: 'e' } })).hashId;
+    const edge = ok<{ hashId: string }>(
+      await c.request('POST', '/graph/edge', {
+        geometry: {
+          type: 'LineString',
+          coordinates: [
+            [5, 52],
+            [5.1, 52.1],
+          ],
+        },
+        fields: { id: 'e' },
+      }),
+    ).hashId;
     ok(await c.request('POST', `/graph/pin/${red}`, { edgeHashId: edge }));
     expect(summary(ok<Panel>(await c.request('GET', `/chart/panel?edgeHashId=${edge}`)).charts.automatic)).toEqual([
       { title: 'Temperature', series: [`${red}:${temperature.hashId}:null`] },
@@ -229,13 +344,25 @@ describe('chart panel', () => {
     expect(v6.body.charts.automatic[0].series[0].quantity.name).toBe('Voltage');
   });
 
-  it('a series shows its pin\'s own measurement threshold; a pin with only its quantity\'s defaults shows null', async () => {
+  it("a series shows its pin's own measurement threshold; a pin with only its quantity's defaults shows null", async () => {
     const { customer: c, pg, red, black, voltage, current } = await linkedDevice();
     const pair = (significand: number) => ({ orderOfMagnitude: 0, significand });
     const limits = { criticallyLow: pair(1), low: pair(2), high: pair(8), criticallyHigh: pair(9) };
-    const set = await c.request<{ hashId: string }>('POST', '/measurement-threshold/thresholds', { pinHashId: red, quantityHashId: voltage.hashId, thresholds: limits });
+    const set = await c.request<{ hashId: string }>('POST', '/measurement-threshold/thresholds', {
+      pinHashId: red,
+      quantityHashId: voltage.hashId,
+      thresholds: limits,
+    });
     expect(set.status, JSON.stringify(set.body)).toBe(200);
-    const manual = [{ title: 'T', series: [{ pinHashId: red, quantityHashId: voltage.hashId }, { pinHashId: black, quantityHashId: current.hashId }] }];
+    const manual = [
+      {
+        title: 'T',
+        series: [
+          { pinHashId: red, quantityHashId: voltage.hashId },
+          { pinHashId: black, quantityHashId: current.hashId },
+        ],
+      },
+    ];
     expect((await c.request('POST', `/chart/panel?pinGroupHashId=${pg}`, { lastMode: 'manual', manualCharts: manual })).status).toBe(204);
     const [red1, black1] = ok<Panel>(await c.request('GET', `/chart/panel?pinGroupHashId=${pg}`)).charts.manual[0].series;
     expect(red1.pinThreshold).toEqual({ hashId: set.body.hashId, pinHashId: red, ...limits });
@@ -245,12 +372,20 @@ describe('chart panel', () => {
     // (values 0.5, 5, 8.5, 9.5 and 8 as significands x 10^-3)
     await measure(red, voltage.id, '2026-03-01T00:00:00Z', 5, 60, { 0: 500, 1: 5000, 2: 8500, 3: 9500, 4: 8000 });
     await measure(black, current.id, '2026-03-01T00:00:00Z', 2, 60);
-    const url = seriesUrl('2026-03-01T00:00:00Z', '2026-03-02T00:00:00Z', [{ pinHashId: red, quantityHashId: voltage.hashId }, { pinHashId: black, quantityHashId: current.hashId }]);
+    const url = seriesUrl('2026-03-01T00:00:00Z', '2026-03-02T00:00:00Z', [
+      { pinHashId: red, quantityHashId: voltage.hashId },
+      { pinHashId: black, quantityHashId: current.hashId },
+    ]);
     const [redSeries, blackSeries] = ok<{ series: Series[] }>(await c.request('GET', url)).series;
     expect(redSeries.measurements.map((m) => m.performance)).toEqual([2, 0, 1, 2, 0]);
     expect(blackSeries.measurements.map((m) => m.performance)).toEqual([-1, -1]);
     type FindRow = { report: { pinObservations: { measurement: { performance: number } }[] } | null };
-    const found = ok<{ rows: FindRow[] }>(await c.request('GET', `/measurement/?pinHashIds[0]=${red}&sortBy=generatedAt&descending=false&includePinsWithoutReports=false&since=2026-03-01T00:00:00Z`));
+    const found = ok<{ rows: FindRow[] }>(
+      await c.request(
+        'GET',
+        `/measurement/?pinHashIds[0]=${red}&sortBy=generatedAt&descending=false&includePinsWithoutReports=false&since=2026-03-01T00:00:00Z`,
+      ),
+    );
     expect(found.rows.flatMap((r) => r.report!.pinObservations.map((o) => o.measurement.performance))).toEqual([2, 0, 1, 2, 0]);
   });
 
@@ -258,7 +393,13 @@ describe('chart panel', () => {
     const { customer: c, pg, red, black, voltage, current } = await linkedDevice();
     const own = await ownQuantity(c, 'Own');
     const manual = [
-      { title: 'Mine', series: [{ pinHashId: red, quantityHashId: voltage.hashId, color: '#ff0000' }, { pinHashId: black, quantityHashId: own.hashId }] },
+      {
+        title: 'Mine',
+        series: [
+          { pinHashId: red, quantityHashId: voltage.hashId, color: '#ff0000' },
+          { pinHashId: black, quantityHashId: own.hashId },
+        ],
+      },
       { title: null, series: [{ pinHashId: black, quantityHashId: current.hashId, color: null }] },
     ];
     expect((await c.request('POST', `/chart/panel?pinGroupHashId=${pg}`, { lastMode: 'manual', manualCharts: manual })).status).toBe(204);
@@ -292,7 +433,7 @@ describe('chart panel', () => {
     ]);
   });
 
-  it('refuses another environment\'s objects and whatever breaks a limit', async () => {
+  it("refuses another environment's objects and whatever breaks a limit", async () => {
     const { customer: c, pg, red, voltage } = await linkedDevice();
     const other = await api.login('monitoring', ['READ', 'STATIC', 'REPORTS']);
     const otherPg = await addPinGroup(other);
@@ -306,10 +447,23 @@ describe('chart panel', () => {
     expectParameterError(await c.request('GET', `/chart/panel?pinGroupHashId=${pg}&pinHashId=${red}`), 'exactly one');
     expectParameterError(await c.request('GET', '/chart/panel'), 'exactly one');
     const update = (manualCharts: unknown) => c.request('POST', `/chart/panel?pinGroupHashId=${pg}`, { lastMode: 'manual', manualCharts });
-    expectParameterError(await update([{ title: 't', series: [{ pinHashId: otherPin.hashId, quantityHashId: voltage.hashId }] }]), 'manualCharts[0].series[0].pinHashId');
-    expectParameterError(await update([{ title: 't', series: [] }, { title: 't', series: [{ pinHashId: red, quantityHashId: otherQ.hashId }] }]), 'manualCharts[1].series[0].quantityHashId');
+    expectParameterError(
+      await update([{ title: 't', series: [{ pinHashId: otherPin.hashId, quantityHashId: voltage.hashId }] }]),
+      'manualCharts[0].series[0].pinHashId',
+    );
+    expectParameterError(
+      await update([
+        { title: 't', series: [] },
+        { title: 't', series: [{ pinHashId: red, quantityHashId: otherQ.hashId }] },
+      ]),
+      'manualCharts[1].series[0].quantityHashId',
+    );
     expectParameterError(await update(Array.from({ length: 21 }, () => ({ title: 't', series: [] }))), 'manualCharts', '20');
-    expectParameterError(await update([{ title: 't', series: Array.from({ length: 41 }, () => ({ pinHashId: red, quantityHashId: voltage.hashId })) }]), 'manualCharts.0.series', '40');
+    expectParameterError(
+      await update([{ title: 't', series: Array.from({ length: 41 }, () => ({ pinHashId: red, quantityHashId: voltage.hashId })) }]),
+      'manualCharts.0.series',
+      '40',
+    );
     expectParameterError(await update([{ series: [] }]), 'title');
     expectParameterError(await c.request('POST', `/chart/panel?pinGroupHashId=${pg}`, { lastMode: 'sometimes' }), 'lastMode');
     // nothing of the refused updates was saved
@@ -325,16 +479,32 @@ describe('chart panels', () => {
     const pins = [await addPin(c, groups[0], 'a'), await addPin(c, groups[1], 'b')].map((p) => p.hashId);
     await measure(pins[1], q.id, '2026-01-01T00:00:00Z', 2, 60);
     const chart = (pin: string, title: string) => ({ manualCharts: [{ title, series: [{ pinHashId: pin, quantityHashId: q.hashId }] }] });
-    expect((await c.request('POST', '/chart/panels', {
-      pinGroups: [{ hashId: groups[2], panel: { lastMode: 'manual', ...chart(pins[0], 'g2') } }, { hashId: groups[0], panel: chart(pins[1], 'g0') }],
-      pins: [{ hashId: pins[1], panel: { lastMode: 'manual' } }],
-    })).status).toBe(204);
-    const got = ok<{ pinGroups: { hashId: string; panel: Panel }[]; pins: { hashId: string; panel: Panel }[] }>(await c.request('GET',
-      `/chart/panels?pinGroupHashIds[0]=${groups[0]}&pinGroupHashIds[1]=${groups[1]}&pinGroupHashIds[2]=${groups[2]}&pinHashIds[0]=${pins[1]}&pinHashIds[1]=${pins[0]}`));
+    expect(
+      (
+        await c.request('POST', '/chart/panels', {
+          pinGroups: [
+            { hashId: groups[2], panel: { lastMode: 'manual', ...chart(pins[0], 'g2') } },
+            { hashId: groups[0], panel: chart(pins[1], 'g0') },
+          ],
+          pins: [{ hashId: pins[1], panel: { lastMode: 'manual' } }],
+        })
+      ).status,
+    ).toBe(204);
+    const got = ok<{ pinGroups: { hashId: string; panel: Panel }[]; pins: { hashId: string; panel: Panel }[] }>(
+      await c.request(
+        'GET',
+        `/chart/panels?pinGroupHashIds[0]=${groups[0]}&pinGroupHashIds[1]=${groups[1]}&pinGroupHashIds[2]=${groups[2]}&pinHashIds[0]=${pins[1]}&pinHashIds[1]=${pins[0]}`,
+      ),
+    );
     expect(got.pinGroups.map((p) => [p.hashId, p.panel.lastMode, p.panel.charts.manual.map((x) => x.title)])).toEqual([
-      [groups[0], 'automatic', ['g0']], [groups[1], 'automatic', []], [groups[2], 'manual', ['g2']],
+      [groups[0], 'automatic', ['g0']],
+      [groups[1], 'automatic', []],
+      [groups[2], 'manual', ['g2']],
     ]);
-    expect(got.pins.map((p) => [p.hashId, p.panel.lastMode])).toEqual([[pins[1], 'manual'], [pins[0], 'automatic']]);
+    expect(got.pins.map((p) => [p.hashId, p.panel.lastMode])).toEqual([
+      [pins[1], 'manual'],
+      [pins[0], 'automatic'],
+    ]);
     // pin group 1's pin measures Level: its automatic chart
     expect(summary(got.pinGroups[1].panel.charts.automatic)).toEqual([{ title: 'Level', series: [`${pins[1]}:${q.hashId}:null`] }]);
     expect(summary(got.pins[0].panel.charts.automatic)).toEqual([{ title: 'Level', series: [`${pins[1]}:${q.hashId}:null`] }]);
@@ -344,22 +514,63 @@ describe('chart panels', () => {
     // one bad item refuses the whole update
     const other = await api.login('monitoring', ['READ', 'STATIC']);
     const foreign = (await addPinGroup(other)).hashId;
-    expectParameterError(await c.request('POST', '/chart/panels', { pinGroups: [{ hashId: groups[1], panel: { lastMode: 'manual' } }, { hashId: foreign, panel: { lastMode: 'manual' } }] }), 'pinGroups[1].hashId');
-    expectParameterError(await c.request('POST', '/chart/panels', { pinGroups: [{ hashId: groups[1], panel: { lastMode: 'manual' } }, { hashId: groups[1], panel: {} }] }), 'pinGroups[1].hashId', 'twice');
-    expectParameterError(await c.request('POST', '/chart/panels', { pins: [{ hashId: pins[0], panel: { lastMode: 'manual' } }, { hashId: pins[1], panel: chart('nope', 'x') }] }), 'pins[1].panel.manualCharts[0].series[0].pinHashId');
-    expect(ok<{ pinGroups: { panel: Panel }[]; pins: { panel: Panel }[] }>(await c.request('GET', `/chart/panels?pinGroupHashIds[0]=${groups[1]}&pinHashIds[0]=${pins[0]}`)))
-      .toMatchObject({ pinGroups: [{ panel: { lastMode: 'automatic' } }], pins: [{ panel: { lastMode: 'automatic' } }] });
+    expectParameterError(
+      await c.request('POST', '/chart/panels', {
+        pinGroups: [
+          { hashId: groups[1], panel: { lastMode: 'manual' } },
+          { hashId: foreign, panel: { lastMode: 'manual' } },
+        ],
+      }),
+      'pinGroups[1].hashId',
+    );
+    expectParameterError(
+      await c.request('POST', '/chart/panels', {
+        pinGroups: [
+          { hashId: groups[1], panel: { lastMode: 'manual' } },
+          { hashId: groups[1], panel: {} },
+        ],
+      }),
+      'pinGroups[1].hashId',
+      'twice',
+    );
+    expectParameterError(
+      await c.request('POST', '/chart/panels', {
+        pins: [
+          { hashId: pins[0], panel: { lastMode: 'manual' } },
+          { hashId: pins[1], panel: chart('nope', 'x') },
+        ],
+      }),
+      'pins[1].panel.manualCharts[0].series[0].pinHashId',
+    );
+    expect(
+      ok<{ pinGroups: { panel: Panel }[]; pins: { panel: Panel }[] }>(
+        await c.request('GET', `/chart/panels?pinGroupHashIds[0]=${groups[1]}&pinHashIds[0]=${pins[0]}`),
+      ),
+    ).toMatchObject({ pinGroups: [{ panel: { lastMode: 'automatic' } }], pins: [{ panel: { lastMode: 'automatic' } }] });
     // another environment's pin group is named, never answered
     expectParameterError(await other.request('GET', `/chart/panels?pinGroupHashIds[0]=${groups[0]}`), 'pinGroupHashIds[0]');
-    expectParameterError(await c.request('GET', `/chart/panels?${Array.from({ length: 101 }, (_, i) => `pinHashIds[${i}]=${pins[0]}`).join('&')}`), 'pinHashIds', '100');
-    expectParameterError(await c.request('POST', '/chart/panels', { pins: Array.from({ length: 101 }, () => ({ hashId: pins[0], panel: {} })) }), 'pins', '100');
+    expectParameterError(
+      await c.request('GET', `/chart/panels?${Array.from({ length: 101 }, (_, i) => `pinHashIds[${i}]=${pins[0]}`).join('&')}`),
+      'pinHashIds',
+      '100',
+    );
+    expectParameterError(
+      await c.request('POST', '/chart/panels', { pins: Array.from({ length: 101 }, () => ({ hashId: pins[0], panel: {} })) }),
+      'pins',
+      '100',
+    );
   });
 });
 
-interface Observations { moreMeasurementsAvailable: boolean; lowerbound: string | null; upperbound: string | null; observations: { measurement: Measurement; quantity: { hashId: string; name: unknown; unit: string | null } }[] }
+interface Observations {
+  moreMeasurementsAvailable: boolean;
+  lowerbound: string | null;
+  upperbound: string | null;
+  observations: { measurement: Measurement; quantity: { hashId: string; name: unknown; unit: string | null } }[];
+}
 
-describe('pin and edge measurements (SDK 17\'s graph getPinMeasurements and getEdgeMeasurements)', () => {
-  it('a range with few measurements answers each, by generatedAt, with its quantity, its pin and the range\'s first and last time', async () => {
+describe("pin and edge measurements (SDK 17's graph getPinMeasurements and getEdgeMeasurements)", () => {
+  it("a range with few measurements answers each, by generatedAt, with its quantity, its pin and the range's first and last time", async () => {
     const c = await api.login('monitoring', ['READ', 'STATIC']);
     const pin = await addPin(c, (await addPinGroup(c)).hashId, 'anode');
     const [volt, amp] = [await ownQuantity(c, 'Potential'), await ownQuantity(c, 'Current')];
@@ -373,11 +584,22 @@ describe('pin and edge measurements (SDK 17\'s graph getPinMeasurements and getE
     expect(got.moreMeasurementsAvailable).toBe(false);
     expect([got.lowerbound, got.upperbound]).toEqual(['2026-03-01T10:00:00.000Z', '2026-03-01T12:00:00.000Z']);
     expect(got.observations.map((o) => [o.measurement.generatedAt.slice(11, 16), o.quantity.hashId])).toEqual([
-      ['10:00', volt.hashId], ['10:30', amp.hashId], ['11:00', volt.hashId], ['11:30', amp.hashId], ['12:00', volt.hashId],
+      ['10:00', volt.hashId],
+      ['10:30', amp.hashId],
+      ['11:00', volt.hashId],
+      ['11:30', amp.hashId],
+      ['12:00', volt.hashId],
     ]);
     expect(got.observations[0].measurement).toEqual({
-      hashId: expect.any(String), generatedAt: '2026-03-01T10:00:00.000Z', channelIndex: 0, channelMeasurementIndex: 0, reportHashId: expect.any(String),
-      pinHashId: pin.hashId, orderOfMagnitude: -3, significand: 100, performance: -1,
+      hashId: expect.any(String),
+      generatedAt: '2026-03-01T10:00:00.000Z',
+      channelIndex: 0,
+      channelMeasurementIndex: 0,
+      reportHashId: expect.any(String),
+      pinHashId: pin.hashId,
+      orderOfMagnitude: -3,
+      significand: 100,
+      performance: -1,
     });
     // quantities in the shapes of the request's Api-Version: a plain-text name up to 6
     expect(got.observations[0].quantity).toMatchObject({ hashId: volt.hashId, name: 'Potential', unit: 'V' });
@@ -386,7 +608,7 @@ describe('pin and edge measurements (SDK 17\'s graph getPinMeasurements and getE
     expect(none).toEqual({ moreMeasurementsAvailable: false, lowerbound: null, upperbound: null, observations: [] });
   });
 
-  it('a range with more than 310 answers at most 310, each series\' lowest and highest per time bucket, so a spike stays', async () => {
+  it("a range with more than 310 answers at most 310, each series' lowest and highest per time bucket, so a spike stays", async () => {
     const c = await api.login('monitoring', ['READ', 'STATIC']);
     const pin = await addPin(c, (await addPinGroup(c)).hashId, 'anode');
     const [volt, amp] = [await ownQuantity(c, 'Potential'), await ownQuantity(c, 'Current')];
@@ -410,7 +632,18 @@ describe('pin and edge measurements (SDK 17\'s graph getPinMeasurements and getE
     const c = await api.login('monitoring', ['READ', 'STATIC']);
     const pg = (await addPinGroup(c)).hashId;
     const [on, alsoOn, off] = [await addPin(c, pg, 'a'), await addPin(c, pg, 'b'), await addPin(c, pg, 'c')];
-    const edge = ok<{ hashId: string }>(await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[5, 52], [5.1, 52.1]] }, fields: { id: 'e' } })).hashId;
+    const edge = ok<{ hashId: string }>(
+      await c.request('POST', '/graph/edge', {
+        geometry: {
+          type: 'LineString',
+          coordinates: [
+            [5, 52],
+            [5.1, 52.1],
+          ],
+        },
+        fields: { id: 'e' },
+      }),
+    ).hashId;
     for (const p of [on, alsoOn]) ok(await c.request('POST', `/graph/pin/${p.hashId}`, { edgeHashId: edge }));
     const q = await ownQuantity(c, 'Potential');
     await measure(on.hashId, q.id, '2026-03-01T10:00:00Z', 1, 60);
@@ -422,11 +655,22 @@ describe('pin and edge measurements (SDK 17\'s graph getPinMeasurements and getE
     expect(got.moreMeasurementsAvailable).toBe(false);
   });
 
-  it('another environment\'s pin or edge is not found; a range that ends before it starts is a parameter_error', async () => {
+  it("another environment's pin or edge is not found; a range that ends before it starts is a parameter_error", async () => {
     const c = await api.login('monitoring', ['READ', 'STATIC']);
     const other = await api.login('monitoring', ['READ', 'STATIC']);
     const pin = await addPin(c, (await addPinGroup(c)).hashId, 'anode');
-    const edge = ok<{ hashId: string }>(await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[5, 52], [5.1, 52.1]] }, fields: { id: 'e' } })).hashId;
+    const edge = ok<{ hashId: string }>(
+      await c.request('POST', '/graph/edge', {
+        geometry: {
+          type: 'LineString',
+          coordinates: [
+            [5, 52],
+            [5.1, 52.1],
+          ],
+        },
+        fields: { id: 'e' },
+      }),
+    ).hashId;
     const range = 'from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z';
     for (const url of [`/graph/pin/${pin.hashId}/measurements?${range}`, `/graph/edge/${edge}/measurements?${range}`]) {
       const r = await other.request<ErrorBody>('GET', url);

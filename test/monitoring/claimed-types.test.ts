@@ -18,11 +18,25 @@ beforeAll(async () => {
   ctx = await testContext();
   service = await startService(ctx, ['all']);
   world = await linkedDevice(ctx, service, ['READ', 'STATIC', 'SENSORS']);
-  const commandType = async (name: string, environmentAccess: string) => ok(await world.supplier.request<{ hashId: string }>('POST', '/command-type/', {
-    name, start: 'required', end: 'disabled', channelSelect: 'off', environmentAccess, fieldConfigurations: [],
-  })).hashId;
-  commandTypes = { shown: await commandType('Open valve', 'full'), hidden: await commandType('Calibrate', 'none'), unused: await commandType('Reboot', 'full') };
-  expect((await world.supplier.request('POST', `/device-type/${world.deviceTypeHashId}`, { commandTypeHashIds: [commandTypes.shown, commandTypes.hidden] })).status).toBe(204);
+  const commandType = async (name: string, environmentAccess: string) =>
+    ok(
+      await world.supplier.request<{ hashId: string }>('POST', '/command-type/', {
+        name,
+        start: 'required',
+        end: 'disabled',
+        channelSelect: 'off',
+        environmentAccess,
+        fieldConfigurations: [],
+      }),
+    ).hashId;
+  commandTypes = {
+    shown: await commandType('Open valve', 'full'),
+    hidden: await commandType('Calibrate', 'none'),
+    unused: await commandType('Reboot', 'full'),
+  };
+  expect(
+    (await world.supplier.request('POST', `/device-type/${world.deviceTypeHashId}`, { commandTypeHashIds: [commandTypes.shown, commandTypes.hidden] })).status,
+  ).toBe(204);
   await world.reportUntilOnPin(230);
 });
 afterAll(async () => {
@@ -32,9 +46,16 @@ afterAll(async () => {
 
 describe('a monitoring environment reads what its claimed devices use', () => {
   it('device-type find answers the types of its claimed devices, and only those', async () => {
-    ok(await world.supplier.request('POST', '/device-type/', {
-      name: 'not claimed', eventHandler: 'function handle() {}', fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
-    }));
+    ok(
+      await world.supplier.request('POST', '/device-type/', {
+        name: 'not claimed',
+        eventHandler: 'function handle() {}',
+        fieldConfigurations: [],
+        pinGroupFieldConfigurations: [],
+        channels: [],
+        commandTypeHashIds: [],
+      }),
+    );
     const found = ok(await world.customer.request<{ rows: { deviceType: { hashId: string; name: string } }[] }>('GET', '/device-type/'));
     expect(found.rows.map((r) => r.deviceType.hashId)).toEqual([world.deviceTypeHashId]);
     // get stays the supplier's: it answers the supplier's code
@@ -44,7 +65,9 @@ describe('a monitoring environment reads what its claimed devices use', () => {
   it('command-type find and get answer the command types of those device types, not those whose environmentAccess is none', async () => {
     const found = ok(await world.customer.request<{ rows: { commandType: { hashId: string } }[] }>('GET', '/command-type/'));
     expect(found.rows.map((r) => r.commandType.hashId)).toEqual([commandTypes.shown]);
-    expect(ok(await world.customer.request<{ commandType: { hashId: string; name: string } }>('GET', `/command-type/${commandTypes.shown}`)).commandType.name).toBe('Open valve');
+    expect(
+      ok(await world.customer.request<{ commandType: { hashId: string; name: string } }>('GET', `/command-type/${commandTypes.shown}`)).commandType.name,
+    ).toBe('Open valve');
     for (const hashId of [commandTypes.hidden, commandTypes.unused]) {
       expect((await world.customer.request('GET', `/command-type/${hashId}`)).status).toBe(404);
     }

@@ -8,18 +8,37 @@ import { addPinGroup } from './fixtures.ts';
 // the command type's environmentAccess (full / read / none) governs what the customer sees and does.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface CommandRow { command: { hashId: string; deviceHashId: string; commandTypeHashId: string; pinGroupHashId: string | null }; pinGroup: { hashId: string } | null }
+interface CommandRow {
+  command: { hashId: string; deviceHashId: string; commandTypeHashId: string; pinGroupHashId: string | null };
+  pinGroup: { hashId: string } | null;
+}
 
 async function world() {
   const supplier = await api.login('connectivity');
-  const [full, read, none] = [await addCommandType(supplier, { environmentAccess: 'full' }), await addCommandType(supplier, { environmentAccess: 'read' }), await addCommandType(supplier, { environmentAccess: 'none' })];
+  const [full, read, none] = [
+    await addCommandType(supplier, { environmentAccess: 'full' }),
+    await addCommandType(supplier, { environmentAccess: 'read' }),
+    await addCommandType(supplier, { environmentAccess: 'none' }),
+  ];
   const type = await addDeviceType(supplier, { commandTypeHashIds: [full, read, none] });
   const id = `cmd-${randomBytes(5).toString('hex')}`;
-  const device = (await supplier.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type, psk: 'ab'.repeat(16), pskIdentity: id })).body.hashId;
-  const token = (await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [device] })).body.claimTokens[0].claimToken;
+  const device = (
+    await supplier.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: id,
+      deviceTypeHashId: type,
+      psk: 'ab'.repeat(16),
+      pskIdentity: id,
+    })
+  ).body.hashId;
+  const token = (await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [device] })).body
+    .claimTokens[0].claimToken;
   const customer = await api.login('monitoring', ['READ', 'STATIC', 'SENSORS']);
   expect((await customer.request('POST', '/device/claim', { claimTokens: [token] })).status).toBe(200);
   const pg = await addPinGroup(customer);
@@ -27,7 +46,13 @@ async function world() {
   return { supplier, customer, device, pinGroup: pg.hashId, types: { full, read, none } };
 }
 
-const command = (commandTypeHashId: string, objectType: string, objectHashIds: string[]) => ({ objectType, objectHashIds, commandTypeHashId, fields: { interval: 60 }, email: [] });
+const command = (commandTypeHashId: string, objectType: string, objectHashIds: string[]) => ({
+  objectType,
+  objectHashIds,
+  commandTypeHashId,
+  fields: { interval: 60 },
+  email: [],
+});
 
 describe('commands of a monitoring environment', () => {
   it('objectType pinGroup reaches the linked device; the supplier sees it; environmentAccess governs the rest', async () => {
@@ -64,7 +89,19 @@ describe('commands of a monitoring environment', () => {
     const w = await world();
     const empty = await addPinGroup(w.customer);
     expectParameterError(await w.customer.request('POST', '/command/', command(w.types.full, 'pinGroup', [empty.hashId])), 'objectHashIds[0]', 'no device');
-    expectParameterError(await w.customer.request('POST', '/command/', command(w.types.full, 'pinGroup', Array.from({ length: 41 }, (_, i) => `p${i}`))), 'objectHashIds', '40');
+    expectParameterError(
+      await w.customer.request(
+        'POST',
+        '/command/',
+        command(
+          w.types.full,
+          'pinGroup',
+          Array.from({ length: 41 }, (_, i) => `p${i}`),
+        ),
+      ),
+      'objectHashIds',
+      '40',
+    );
     const other = await api.login('monitoring', ['READ', 'SENSORS']);
     expectParameterError(await other.request('POST', '/command/', command(w.types.full, 'pinGroup', [w.pinGroup])), 'objectHashIds[0]');
     expectParameterError(await other.request('POST', '/command/', command(w.types.full, 'device', [w.device])), 'objectHashIds[0]');

@@ -7,11 +7,18 @@ import { addPinGroup } from './fixtures.ts';
 // open or closed only, paged across the filter, within the environment, and limits as parameter_error.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 const RIGHTS = ['READ', 'STATIC', 'ISSUES'];
-interface Page { nextPageOffset: string | null; rows: { issue: { hashId: string; title: string; closedAt: string | null } }[] }
+interface Page {
+  nextPageOffset: string | null;
+  rows: { issue: { hashId: string; title: string; closedAt: string | null } }[];
+}
 
 /** Every page of a find, followed through nextPageOffset: the titles in order and the number of pages. */
 async function allPages(c: ApiClient, query: string) {

@@ -6,12 +6,26 @@ import { addPinGroup } from './fixtures.ts';
 // Labels and the labels of issues, over the REST interface: shapes, rights, tenants, limits.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 const RIGHTS = ['READ', 'STATIC', 'ISSUES'];
-interface Label { hashId: string; name: string; color: string; createdAt: string; updatedAt: string; deletedAt: null }
-interface IssueGet { issue: { hashId: string; updatedAt: string }; labels: Label[] }
+interface Label {
+  hashId: string;
+  name: string;
+  color: string;
+  createdAt: string;
+  updatedAt: string;
+  deletedAt: null;
+}
+interface IssueGet {
+  issue: { hashId: string; updatedAt: string };
+  labels: Label[];
+}
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 async function addLabel(c: ApiClient, name: string, color = '#ff0000'): Promise<string> {
@@ -23,7 +37,13 @@ async function addLabel(c: ApiClient, name: string, color = '#ff0000'): Promise<
 
 async function addIssue(c: ApiClient, labelHashIds?: string[]): Promise<string> {
   const pg = await addPinGroup(c);
-  const r = await c.request<{ hashId: string }>('POST', '/issue/', { pinGroupHashId: pg.hashId, title: 'Pole leans', level: 1, comment: '', ...(labelHashIds ? { labelHashIds } : {}) });
+  const r = await c.request<{ hashId: string }>('POST', '/issue/', {
+    pinGroupHashId: pg.hashId,
+    title: 'Pole leans',
+    level: 1,
+    comment: '',
+    ...(labelHashIds ? { labelHashIds } : {}),
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(200);
   return r.body.hashId;
 }
@@ -39,7 +59,18 @@ describe('labels', () => {
     const get = await c.request('GET', `/label/${hashId}`);
     expect(get).toEqual({ status: 200, body: { hashId, name: 'Fix this month', color: '#aB12cD' } });
     const rows = await findAll<{ label: Label }>(c, '/label/');
-    expect(rows).toEqual([{ label: { hashId, name: 'Fix this month', color: '#aB12cD', createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO), deletedAt: null } }]);
+    expect(rows).toEqual([
+      {
+        label: {
+          hashId,
+          name: 'Fix this month',
+          color: '#aB12cD',
+          createdAt: expect.stringMatching(ISO),
+          updatedAt: expect.stringMatching(ISO),
+          deletedAt: null,
+        },
+      },
+    ]);
     expect((await c.request('POST', `/label/${hashId}`, { color: '#00ff00' })).status).toBe(204);
     expect((await c.request('GET', `/label/${hashId}`)).body).toEqual({ hashId, name: 'Fix this month', color: '#00ff00' });
     expect((await c.request('POST', `/label/${hashId}`, { name: 'Next month' })).status).toBe(204);
@@ -55,7 +86,12 @@ describe('labels', () => {
     const c = await api.login('monitoring', RIGHTS);
     for (const name of ['delta', 'alpha', 'charlie', 'bravo']) await addLabel(c, name);
     expect((await findAll<{ label: Label }>(c, '/label/', 3)).map((r) => r.label.name)).toEqual(['delta', 'charlie', 'bravo', 'alpha']);
-    expect((await findAll<{ label: Label }>(c, '/label/?sortBy=name&descending=false')).map((r) => r.label.name)).toEqual(['alpha', 'bravo', 'charlie', 'delta']);
+    expect((await findAll<{ label: Label }>(c, '/label/?sortBy=name&descending=false')).map((r) => r.label.name)).toEqual([
+      'alpha',
+      'bravo',
+      'charlie',
+      'delta',
+    ]);
     expect((await findAll<{ label: Label }>(c, '/label/?search=RAV')).map((r) => r.label.name)).toEqual(['bravo']);
     expectParameterError(await c.request('GET', '/label/?sortBy=color'), 'sortBy');
   });
@@ -69,12 +105,14 @@ describe('labels', () => {
       await readOnly.request<ErrorBody>('POST', '/label/', { name: 'x', color: '#000000' }),
       await issuesOnly.request<ErrorBody>('GET', '/label/'),
       await issuesOnly.request<ErrorBody>('GET', `/label/${own}`),
-    ]) expect([r.status, r.body.key]).toEqual([403, 'right_error']);
+    ])
+      expect([r.status, r.body.key]).toEqual([403, 'right_error']);
     const readable = await addLabel(owner, 'shared');
     for (const r of [
       await readOnly.request<ErrorBody>('POST', `/label/${readable}`, { name: 'y' }),
       await readOnly.request<ErrorBody>('DELETE', `/label/${readable}`),
-    ]) expect([r.status, r.body.key]).toEqual([403, 'right_error']);
+    ])
+      expect([r.status, r.body.key]).toEqual([403, 'right_error']);
     const supplier = await api.login('connectivity');
     const r = await supplier.request<ErrorBody>('GET', '/label/');
     expect([r.status, r.body.key]).toEqual([403, 'right_error']);
@@ -89,7 +127,11 @@ describe('labels', () => {
     expect((await b.request('DELETE', `/label/${theirs}`)).status).toBe(404);
     expect(await findAll(b, '/label/')).toEqual([]);
     const pg = await addPinGroup(b);
-    expectParameterError(await b.request('POST', '/issue/', { pinGroupHashId: pg.hashId, title: 't', level: 0, comment: '', labelHashIds: [theirs] }), 'labelHashIds[0]', theirs);
+    expectParameterError(
+      await b.request('POST', '/issue/', { pinGroupHashId: pg.hashId, title: 't', level: 0, comment: '', labelHashIds: [theirs] }),
+      'labelHashIds[0]',
+      theirs,
+    );
     const issue = await addIssue(b);
     expectParameterError(await b.request('POST', `/issue/${issue}`, { labelHashIds: [theirs] }), 'labelHashIds[0]', theirs);
     expect(await issuesWith(b, theirs)).toEqual([]);

@@ -50,17 +50,36 @@ for (const layout of ['one process', 'api and worker apart'] as const) {
       supplier = await connectivityClient(db, base);
       customer = await environmentClient(db, base, 'monitoring', 'utility', ['READ', 'STATIC', 'SENSORS']);
       const voltage = ok(await supplier.request<{ hashId: string }>('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: 0 })).hashId;
-      const reportType = ok(await supplier.request<{ hashId: string }>('POST', '/supplier-report-type/', {
-        name: 'r', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const VOLTAGE = "${voltage}";\n${PARSER}`,
-      })).hashId;
-      const type = ok(await supplier.request<{ hashId: string }>('POST', '/device-type/', {
-        name: 't', eventHandler: `const REPORT_TYPE = "${reportType}";\n${JSON_REPORT_HANDLER}`, fieldConfigurations: [], pinGroupFieldConfigurations: [],
-        channels: [{ name: 'a', defaultPinName: 'A', pinFieldConfigurations: [] }, { name: 'b', defaultPinName: 'B', pinFieldConfigurations: [] }], commandTypeHashIds: [],
-      })).hashId;
-      device.hashId = ok(await supplier.request<{ hashId: string }>('POST', '/device/psk', {
-        supplierDeviceIdentifier: device.identity, deviceTypeHashId: type, psk: device.key.toString('hex'), pskIdentity: device.identity,
-      })).hashId;
-      const token = ok(await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [device.hashId] })).claimTokens[0].claimToken;
+      const reportType = ok(
+        await supplier.request<{ hashId: string }>('POST', '/supplier-report-type/', {
+          name: 'r',
+          fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+          parser: `const VOLTAGE = "${voltage}";\n${PARSER}`,
+        }),
+      ).hashId;
+      const type = ok(
+        await supplier.request<{ hashId: string }>('POST', '/device-type/', {
+          name: 't',
+          eventHandler: `const REPORT_TYPE = "${reportType}";\n${JSON_REPORT_HANDLER}`,
+          fieldConfigurations: [],
+          pinGroupFieldConfigurations: [],
+          channels: [
+            { name: 'a', defaultPinName: 'A', pinFieldConfigurations: [] },
+            { name: 'b', defaultPinName: 'B', pinFieldConfigurations: [] },
+          ],
+          commandTypeHashIds: [],
+        }),
+      ).hashId;
+      device.hashId = ok(
+        await supplier.request<{ hashId: string }>('POST', '/device/psk', {
+          supplierDeviceIdentifier: device.identity,
+          deviceTypeHashId: type,
+          psk: device.key.toString('hex'),
+          pskIdentity: device.identity,
+        }),
+      ).hashId;
+      const token = ok(await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [device.hashId] }))
+        .claimTokens[0].claimToken;
       ok(await customer.request('POST', '/device/claim', { claimTokens: [token] }));
     });
 
@@ -72,26 +91,44 @@ for (const layout of ['one process', 'api and worker apart'] as const) {
     /** One report over HTTPS TLS-PSK; answers where its measurements were stored: per channel, the pin's hashId or null. */
     async function report(): Promise<{ pinGroup: string | null; pins: (string | null)[] }> {
       const t = (clock += 60_000);
-      const out = await opensslPsk({ port: gateway.https!.port(), identity: device.identity, keyHex: device.key.toString('hex'), input: httpRequestText('POST', '/report', JSON.stringify({ t, v: 10 })) });
+      const out = await opensslPsk({
+        port: gateway.https!.port(),
+        identity: device.identity,
+        keyHex: device.key.toString('hex'),
+        input: httpRequestText('POST', '/report', JSON.stringify({ t, v: 10 })),
+      });
       expect(parseHttpResponse(out.stdout).status).toBe(200);
       const { rows } = await db.query<{ pin_group: string | null; pin: string | null }>(
         `SELECT pg.hash_id AS pin_group, p.hash_id AS pin FROM condition_report r JOIN device d ON d.id = r.device_id JOIN measurement m ON m.report_id = r.id
            LEFT JOIN pin_group pg ON pg.id = r.pin_group_id LEFT JOIN pin p ON p.id = m.pin_id
-          WHERE d.hash_id = $1 AND r.generated_at = $2 ORDER BY m.channel_index`, [device.hashId, new Date(t)]);
+          WHERE d.hash_id = $1 AND r.generated_at = $2 ORDER BY m.channel_index`,
+        [device.hashId, new Date(t)],
+      );
       expect(rows).toHaveLength(2);
       return { pinGroup: rows[0].pin_group, pins: rows.map((r) => r.pin) };
     }
 
     async function pinGroupWithPins(name: string): Promise<{ hashId: string; pins: string[] }> {
-      const hashId = ok(await customer.request<{ hashId: string }>('POST', '/graph/pin-group', { symbolKey: 's', geometry: { type: 'Point', coordinates: [6, 53] }, fields: { id: name } })).hashId;
+      const hashId = ok(
+        await customer.request<{ hashId: string }>('POST', '/graph/pin-group', {
+          symbolKey: 's',
+          geometry: { type: 'Point', coordinates: [6, 53] },
+          fields: { id: name },
+        }),
+      ).hashId;
       const pins: string[] = [];
-      for (const pin of ['A', 'B']) pins.push(ok(await customer.request<{ pin: { hashId: string } }>('POST', `/graph/pin-group/${hashId}/pin`, { fields: { id: pin } })).pin.hashId);
+      for (const pin of ['A', 'B'])
+        pins.push(ok(await customer.request<{ pin: { hashId: string } }>('POST', `/graph/pin-group/${hashId}/pin`, { fields: { id: pin } })).pin.hashId);
       return { hashId, pins };
     }
 
-    const link = async (pg: { hashId: string; pins: string[] }) => ok(await customer.request('POST', `/device/${device.hashId}/link`, {
-      pinGroupHashId: pg.hashId, channelMapping: pg.pins.map((pinHashId, channel) => ({ channel, pinHashId })),
-    }));
+    const link = async (pg: { hashId: string; pins: string[] }) =>
+      ok(
+        await customer.request('POST', `/device/${device.hashId}/link`, {
+          pinGroupHashId: pg.hashId,
+          channelMapping: pg.pins.map((pinHashId, channel) => ({ channel, pinHashId })),
+        }),
+      );
 
     it('link, then a report at once: on the pins; unlink, then at once: on none; relink elsewhere; a deleted mapped pin takes no more values', async () => {
       const first = await pinGroupWithPins('first');
@@ -110,7 +147,9 @@ for (const layout of ['one process', 'api and worker apart'] as const) {
       expect(afterDelete).toEqual({ pinGroup: second.hashId, pins: [second.pins[0], null] });
       const { rows } = await db.query<{ pin_id: number | null }>(
         `SELECT m.pin_id FROM measurement m JOIN condition_report r ON r.id = m.report_id JOIN device d ON d.id = r.device_id
-          WHERE d.hash_id = $1 AND r.generated_at = $2 AND m.channel_index = 1`, [device.hashId, new Date(clock)]);
+          WHERE d.hash_id = $1 AND r.generated_at = $2 AND m.channel_index = 1`,
+        [device.hashId, new Date(clock)],
+      );
       expect(rows).toEqual([{ pin_id: null }]);
       // the pin group goes, and its link with it
       expect((await customer.request('DELETE', `/graph/pin-group/${second.hashId}`)).status).toBe(204);

@@ -45,32 +45,63 @@ export interface LinkedDevice {
 
 let clock = Date.parse('2026-10-01T00:00:00Z');
 
-export async function linkedDevice(ctx: AppContext, service: RunningService, customerRights: string[], quantity: Record<string, unknown> = {}): Promise<LinkedDevice> {
+export async function linkedDevice(
+  ctx: AppContext,
+  service: RunningService,
+  customerRights: string[],
+  quantity: Record<string, unknown> = {},
+): Promise<LinkedDevice> {
   const base = `http://127.0.0.1:${service.apiPort()}`;
   const supplier = await connectivityClient(ctx.db, base);
   const customer = await environmentClient(ctx.db, base, 'monitoring', 'customer', customerRights);
-  const quantityHashId = ok(await supplier.request<{ hashId: string }>('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: 0, ...quantity })).hashId;
-  const reportType = ok(await supplier.request<{ hashId: string }>('POST', '/supplier-report-type/', {
-    name: 'report', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const QUANTITY = "${quantityHashId}";\n${PARSER}`,
-  })).hashId;
-  const deviceTypeHashId = ok(await supplier.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 'logger', eventHandler: `const REPORT_TYPE = "${reportType}";\n${JSON_REPORT_HANDLER}`, fieldConfigurations: [], pinGroupFieldConfigurations: [],
-    channels: [{ name: 'Pipe', defaultPinName: 'Pipe', pinFieldConfigurations: [] }], commandTypeHashIds: [],
-  })).hashId;
+  const quantityHashId = ok(
+    await supplier.request<{ hashId: string }>('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: 0, ...quantity }),
+  ).hashId;
+  const reportType = ok(
+    await supplier.request<{ hashId: string }>('POST', '/supplier-report-type/', {
+      name: 'report',
+      fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+      parser: `const QUANTITY = "${quantityHashId}";\n${PARSER}`,
+    }),
+  ).hashId;
+  const deviceTypeHashId = ok(
+    await supplier.request<{ hashId: string }>('POST', '/device-type/', {
+      name: 'logger',
+      eventHandler: `const REPORT_TYPE = "${reportType}";\n${JSON_REPORT_HANDLER}`,
+      fieldConfigurations: [],
+      pinGroupFieldConfigurations: [],
+      channels: [{ name: 'Pipe', defaultPinName: 'Pipe', pinFieldConfigurations: [] }],
+      commandTypeHashIds: [],
+    }),
+  ).hashId;
   const identity = `thr-${randomBytes(5).toString('hex')}`;
   const key = randomBytes(16);
-  const deviceHashId = ok(await supplier.request<{ hashId: string }>('POST', '/device/psk', {
-    supplierDeviceIdentifier: identity, deviceTypeHashId, psk: key.toString('hex'), pskIdentity: identity,
-  })).hashId;
-  const token = ok(await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [deviceHashId] })).claimTokens[0].claimToken;
+  const deviceHashId = ok(
+    await supplier.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: identity,
+      deviceTypeHashId,
+      psk: key.toString('hex'),
+      pskIdentity: identity,
+    }),
+  ).hashId;
+  const token = ok(await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [deviceHashId] }))
+    .claimTokens[0].claimToken;
   ok(await customer.request('POST', '/device/claim', { claimTokens: [token] }));
-  const pinGroupHashId = ok(await customer.request<{ hashId: string }>('POST', '/graph/pin-group', { symbolKey: 'post', geometry: null, fields: { id: 'Post 1' } })).hashId;
-  const pinHashId = ok(await customer.request<{ pin: { hashId: string } }>('POST', `/graph/pin-group/${pinGroupHashId}/pin`, { fields: { id: 'Pipe' } })).pin.hashId;
+  const pinGroupHashId = ok(
+    await customer.request<{ hashId: string }>('POST', '/graph/pin-group', { symbolKey: 'post', geometry: null, fields: { id: 'Post 1' } }),
+  ).hashId;
+  const pinHashId = ok(await customer.request<{ pin: { hashId: string } }>('POST', `/graph/pin-group/${pinGroupHashId}/pin`, { fields: { id: 'Pipe' } })).pin
+    .hashId;
   ok(await customer.request('POST', `/device/${deviceHashId}/link`, { pinGroupHashId, channelMapping: [{ channel: 0, pinHashId }] }));
 
   const report = async (v: number): Promise<number> => {
     const t = (clock += 60_000);
-    const out = await opensslPsk({ port: service.https!.port(), identity, keyHex: key.toString('hex'), input: httpRequestText('POST', '/report', JSON.stringify({ t, v })) });
+    const out = await opensslPsk({
+      port: service.https!.port(),
+      identity,
+      keyHex: key.toString('hex'),
+      input: httpRequestText('POST', '/report', JSON.stringify({ t, v })),
+    });
     expect(parseHttpResponse(out.stdout).status).toBe(200);
     return t;
   };
@@ -81,7 +112,14 @@ export async function linkedDevice(ctx: AppContext, service: RunningService, cus
     return r.rows.length > 0;
   };
   return {
-    supplier, customer, quantityHashId, deviceHashId, deviceTypeHashId, pinGroupHashId, pinHashId, report,
+    supplier,
+    customer,
+    quantityHashId,
+    deviceHashId,
+    deviceTypeHashId,
+    pinGroupHashId,
+    pinHashId,
+    report,
     async reportUntilOnPin(v) {
       const deadline = Date.now() + 20_000;
       for (;;) {

@@ -7,11 +7,27 @@ import { addPin, addPinGroup, type PinAnswer, type PinGroupAnswer } from './fixt
 // Claim, link, unlink, unclaim: a supplier's device between supplier and customer.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface DeviceRow { device: { hashId: string }; deviceType: { hashId: string }; environmentName: string | null; environmentHashId: string | null; pinGroup: PinGroupAnswer['pinGroup'] | null }
-interface PinGroupGet { pinGroup: PinGroupAnswer['pinGroup']; pins: { pin: PinAnswer['pin'] }[]; device: { hashId: string } | null; deviceType: { hashId: string } | null; channelMapping: { channel: number; pinHashId: string }[] | null }
+interface DeviceRow {
+  device: { hashId: string };
+  deviceType: { hashId: string };
+  environmentName: string | null;
+  environmentHashId: string | null;
+  pinGroup: PinGroupAnswer['pinGroup'] | null;
+}
+interface PinGroupGet {
+  pinGroup: PinGroupAnswer['pinGroup'];
+  pins: { pin: PinAnswer['pin'] }[];
+  device: { hashId: string } | null;
+  deviceType: { hashId: string } | null;
+  channelMapping: { channel: number; pinHashId: string }[] | null;
+}
 
 /** A supplier with a three-channel device type and `n` devices, each with a claim token. */
 async function supplierDevices(n: number) {
@@ -27,7 +43,12 @@ async function supplierDevices(n: number) {
   const devices: { hashId: string; token: string }[] = [];
   for (let i = 0; i < n; i++) {
     const id = `link-${randomBytes(5).toString('hex')}`;
-    const r = await supplier.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: id, deviceTypeHashId: type, psk: 'ab'.repeat(16), pskIdentity: id });
+    const r = await supplier.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: id,
+      deviceTypeHashId: type,
+      psk: 'ab'.repeat(16),
+      pskIdentity: id,
+    });
     const t = await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [r.body.hashId] });
     devices.push({ hashId: r.body.hashId, token: t.body.claimTokens[0].claimToken });
   }
@@ -74,13 +95,20 @@ describe('claim', () => {
 
 describe('link, unlink, unclaim', () => {
   it('links channels to pins (unnamed channels get a pin named by defaultPinName), deviceFields follow the device type', async () => {
-    const { supplier, type, devices: [d] } = await supplierDevices(1);
+    const {
+      supplier,
+      type,
+      devices: [d],
+    } = await supplierDevices(1);
     const c = await customer();
     await claimAll(c, [d.token]);
     const pg = await addPinGroup(c, 'Rectifier 7');
     const red = await addPin(c, pg.hashId, 'My red port');
     const link = await c.request<{ device: { hashId: string }; deviceType: { hashId: string }; measurementCycle: null; nextReportBefore: null } & ErrorBody>(
-      'POST', `/device/${d.hashId}/link`, { pinGroupHashId: pg.hashId, channelMapping: [{ channel: 0, pinHashId: red.hashId, deviceFields: { gain: 2.5 } }] });
+      'POST',
+      `/device/${d.hashId}/link`,
+      { pinGroupHashId: pg.hashId, channelMapping: [{ channel: 0, pinHashId: red.hashId, deviceFields: { gain: 2.5 } }] },
+    );
     expect(link.status, JSON.stringify(link.body)).toBe(200);
     expect(link.body).toMatchObject({ device: { hashId: d.hashId }, deviceType: { hashId: type }, measurementCycle: null, nextReportBefore: null });
 
@@ -104,7 +132,9 @@ describe('link, unlink, unclaim', () => {
     // the supplier sees nothing of the customer's graph
     expect((await supplier.request<DeviceRow>('GET', `/device/${d.hashId}`)).body.pinGroup).toBeNull();
     // pin group deviceFields now follow the device type
-    const upd = await c.request<{ pinGroup: PinGroupAnswer['pinGroup'] }>('POST', `/graph/pin-group/${pg.hashId}`, { deviceFields: [{ key: 'installedBy', value: 'customer' }] });
+    const upd = await c.request<{ pinGroup: PinGroupAnswer['pinGroup'] }>('POST', `/graph/pin-group/${pg.hashId}`, {
+      deviceFields: [{ key: 'installedBy', value: 'customer' }],
+    });
     expect(upd.body.pinGroup.deviceFields).toEqual({ installedBy: 'customer' });
     expectParameterError(await c.request('POST', `/graph/pin-group/${pg.hashId}`, { deviceFields: { nope: 1 } }), 'deviceFields.nope');
 
@@ -120,7 +150,9 @@ describe('link, unlink, unclaim', () => {
     expect((await c.request<ErrorBody>('POST', `/device/${d.hashId}/unlink`)).body.key).toBe('conflict_error');
 
     // linked again, then unclaimed: the link goes with it and the device is back with its supplier
-    expect((await c.request('POST', `/device/${d.hashId}/link`, { pinGroupHashId: pg.hashId, channelMapping: [{ channel: 0, pinHashId: red.hashId }] })).status).toBe(200);
+    expect(
+      (await c.request('POST', `/device/${d.hashId}/link`, { pinGroupHashId: pg.hashId, channelMapping: [{ channel: 0, pinHashId: red.hashId }] })).status,
+    ).toBe(200);
     expect((await c.request('POST', '/device/unclaim', { hashIds: [d.hashId] })).status).toBe(204);
     expect(await findAll(c, '/device/')).toEqual([]);
     expect((await c.request('GET', `/device/${d.hashId}`)).status).toBe(404);
@@ -129,7 +161,9 @@ describe('link, unlink, unclaim', () => {
   });
 
   it('link limits and checks are parameter_errors naming the field; nothing is linked', async () => {
-    const { devices: [d] } = await supplierDevices(1);
+    const {
+      devices: [d],
+    } = await supplierDevices(1);
     const c = await customer();
     await claimAll(c, [d.token]);
     const pg = await addPinGroup(c);
@@ -140,8 +174,20 @@ describe('link, unlink, unclaim', () => {
     expectParameterError(await link(Array.from({ length: 61 }, (_, i) => ({ channel: i, pinHashId: p.hashId }))), 'channelMapping', '60');
     expectParameterError(await link([{ channel: 3, pinHashId: p.hashId }]), 'channelMapping[0].channel');
     expectParameterError(await link([{ channel: -1, pinHashId: p.hashId }]), 'channelMapping.0.channel');
-    expectParameterError(await link([{ channel: 0, pinHashId: p.hashId }, { channel: 0, pinHashId: p.hashId }]), 'channelMapping[1].channel');
-    expectParameterError(await link([{ channel: 0, pinHashId: p.hashId }, { channel: 1, pinHashId: p.hashId }]), 'channelMapping[1].pinHashId');
+    expectParameterError(
+      await link([
+        { channel: 0, pinHashId: p.hashId },
+        { channel: 0, pinHashId: p.hashId },
+      ]),
+      'channelMapping[1].channel',
+    );
+    expectParameterError(
+      await link([
+        { channel: 0, pinHashId: p.hashId },
+        { channel: 1, pinHashId: p.hashId },
+      ]),
+      'channelMapping[1].pinHashId',
+    );
     expectParameterError(await link([{ channel: 0, pinHashId: foreign.hashId }]), 'channelMapping[0].pinHashId');
     expectParameterError(await link([{ channel: 0, pinHashId: p.hashId, deviceFields: { gain: 'loud' } }]), 'channelMapping[0].deviceFields.gain');
     expect((await c.request<ErrorBody>('POST', `/device/${d.hashId}/link`, { pinGroupHashId: 'nopegroup', channelMapping: [] })).status).toBe(404);
@@ -149,13 +195,23 @@ describe('link, unlink, unclaim', () => {
   });
 
   it('getClaimToken by the customer: only for its own unlinked devices; link kills the token; a token hands the device on', async () => {
-    const { devices: [d] } = await supplierDevices(1);
+    const {
+      devices: [d],
+    } = await supplierDevices(1);
     const a = await customer();
     const b = await customer();
     await claimAll(a, [d.token]);
-    const tokens = (c: ApiClient, deviceHashIds: unknown) => c.request<{ claimTokens: { deviceHashId: string; claimToken: string }[] } & ErrorBody>('POST', '/device/claim-tokens', { deviceHashIds });
+    const tokens = (c: ApiClient, deviceHashIds: unknown) =>
+      c.request<{ claimTokens: { deviceHashId: string; claimToken: string }[] } & ErrorBody>('POST', '/device/claim-tokens', { deviceHashIds });
     expect((await tokens(b, [d.hashId])).status).toBe(404);
-    expectParameterError(await tokens(a, Array.from({ length: 31 }, () => d.hashId)), 'deviceHashIds', '30');
+    expectParameterError(
+      await tokens(
+        a,
+        Array.from({ length: 31 }, () => d.hashId),
+      ),
+      'deviceHashIds',
+      '30',
+    );
     const first = await tokens(a, [d.hashId]);
     expect(first.status).toBe(200);
     const pg = await addPinGroup(a);
@@ -172,7 +228,9 @@ describe('link, unlink, unclaim', () => {
   });
 
   it('deleting a pin group unlinks its device first', async () => {
-    const { devices: [d] } = await supplierDevices(1);
+    const {
+      devices: [d],
+    } = await supplierDevices(1);
     const c = await customer();
     await claimAll(c, [d.token]);
     const pg = await addPinGroup(c);
@@ -184,7 +242,9 @@ describe('link, unlink, unclaim', () => {
   });
 
   it('isolates tenants: another customer cannot link, unlink or unclaim the device, nor link its own device to a foreign pin group', async () => {
-    const { devices: [d, e] } = await supplierDevices(2);
+    const {
+      devices: [d, e],
+    } = await supplierDevices(2);
     const a = await customer();
     const b = await customer();
     await claimAll(a, [d.token]);

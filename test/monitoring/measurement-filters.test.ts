@@ -7,15 +7,28 @@ import { ok } from './linked-device.ts';
 // Measurement filters over the REST interface: shapes, what a filter may name, rights, tenants, limits.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 // SENSORS: claiming devices
 const RIGHTS = ['READ', 'STATIC', 'SENSORS', 'REPORTS', 'ENVIRONMENT_ADMIN'];
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const FIELDS = { pinGroup: [], pin: [], measurement: [{ key: 'remark', name: 'Remark', type: 'string' }] };
 
-interface Filter { hashId: string; name: string; description: string; period: unknown; includePinsWithoutReports: boolean; createdAt: string; updatedAt: string; deletedAt: null }
+interface Filter {
+  hashId: string;
+  name: string;
+  description: string;
+  period: unknown;
+  includePinsWithoutReports: boolean;
+  createdAt: string;
+  updatedAt: string;
+  deletedAt: null;
+}
 interface FilterGet {
   measurementFilter: Filter;
   reportTypes: { hashId: string; name: string; fieldConfigurations: unknown; type: string; deletedAt: null }[];
@@ -32,14 +45,29 @@ async function customerOfSupplier(rights = RIGHTS) {
   const supplier = await api.login('connectivity');
   const customer = await api.login('monitoring', rights);
   const supplierQuantity = ok(await supplier.request<{ hashId: string }>('POST', '/quantity/', { name: 'Voltage', unit: 'V' })).hashId;
-  const reportType = ok(await supplier.request<{ hashId: string }>('POST', '/supplier-report-type/', { name: 'Hourly', fieldConfigurations: FIELDS, parser: PARSER })).hashId;
-  const deviceTypeHashId = ok(await supplier.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 'logger', eventHandler: EVENT_HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
-  })).hashId;
-  const device = ok(await supplier.request<{ hashId: string }>('POST', '/device/psk', {
-    supplierDeviceIdentifier: `mf-${reportType}`, deviceTypeHashId, psk: '00'.repeat(16), pskIdentity: `mf-${reportType}`,
-  })).hashId;
-  const token = ok(await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [device] })).claimTokens[0].claimToken;
+  const reportType = ok(
+    await supplier.request<{ hashId: string }>('POST', '/supplier-report-type/', { name: 'Hourly', fieldConfigurations: FIELDS, parser: PARSER }),
+  ).hashId;
+  const deviceTypeHashId = ok(
+    await supplier.request<{ hashId: string }>('POST', '/device-type/', {
+      name: 'logger',
+      eventHandler: EVENT_HANDLER,
+      fieldConfigurations: [],
+      pinGroupFieldConfigurations: [],
+      channels: [],
+      commandTypeHashIds: [],
+    }),
+  ).hashId;
+  const device = ok(
+    await supplier.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: `mf-${reportType}`,
+      deviceTypeHashId,
+      psk: '00'.repeat(16),
+      pskIdentity: `mf-${reportType}`,
+    }),
+  ).hashId;
+  const token = ok(await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [device] }))
+    .claimTokens[0].claimToken;
   ok(await customer.request('POST', '/device/claim', { claimTokens: [token] }));
   const ownQuantity = ok(await customer.request<{ hashId: string }>('POST', '/quantity/', { name: 'Depth', unit: 'm' })).hashId;
   return { supplier, customer, reportType, supplierQuantity, ownQuantity };
@@ -52,28 +80,57 @@ async function addFilter(c: ApiClient, body: Record<string, unknown>): Promise<s
   return r.body.hashId;
 }
 
-const minimal = (quantityHashId: string) => ({ name: 'North', description: '', period: 'lastMonth', reportTypeHashIds: [], quantityHashIds: [quantityHashId], fieldKeys: [] });
+const minimal = (quantityHashId: string) => ({
+  name: 'North',
+  description: '',
+  period: 'lastMonth',
+  reportTypeHashIds: [],
+  quantityHashIds: [quantityHashId],
+  fieldKeys: [],
+});
 
 describe('measurement filters', () => {
   it('add and get answer the filter with what it names, in the order it names them', async () => {
     const { customer: c, reportType, supplierQuantity, ownQuantity } = await customerOfSupplier();
     const [a, b] = [await addPinGroup(c, 'A'), await addPinGroup(c, 'B')];
-    const grid = ok(await c.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'Route north' }, pinGroupHashIds: [a.hashId] })).hashId;
+    const grid = ok(
+      await c.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'Route north' }, pinGroupHashIds: [a.hashId] }),
+    ).hashId;
     const hashId = await addFilter(c, {
-      name: 'North', description: 'Temperatures in the North', period: { since: '2026-01-01T00:00:00+01:00', before: '2026-07-01T00:00:00Z' },
-      includePinsWithoutReports: false, reportTypeHashIds: [reportType], gridHashId: grid, pinGroupHashIds: [b.hashId, a.hashId],
-      quantityHashIds: [ownQuantity, supplierQuantity], fieldKeys: ['remark'], pinFieldKeys: ['id'], edgeFieldKeys: ['id', 'material'],
+      name: 'North',
+      description: 'Temperatures in the North',
+      period: { since: '2026-01-01T00:00:00+01:00', before: '2026-07-01T00:00:00Z' },
+      includePinsWithoutReports: false,
+      reportTypeHashIds: [reportType],
+      gridHashId: grid,
+      pinGroupHashIds: [b.hashId, a.hashId],
+      quantityHashIds: [ownQuantity, supplierQuantity],
+      fieldKeys: ['remark'],
+      pinFieldKeys: ['id'],
+      edgeFieldKeys: ['id', 'material'],
     });
     const got = ok(await c.request<FilterGet>('GET', `/measurement-filter/${hashId}`));
     expect(got).toEqual({
       measurementFilter: {
-        hashId, name: 'North', description: 'Temperatures in the North', period: { since: '2025-12-31T23:00:00.000Z', before: '2026-07-01T00:00:00.000Z' },
-        includePinsWithoutReports: false, createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO), deletedAt: null,
+        hashId,
+        name: 'North',
+        description: 'Temperatures in the North',
+        period: { since: '2025-12-31T23:00:00.000Z', before: '2026-07-01T00:00:00.000Z' },
+        includePinsWithoutReports: false,
+        createdAt: expect.stringMatching(ISO),
+        updatedAt: expect.stringMatching(ISO),
+        deletedAt: null,
       },
       reportTypes: [{ hashId: reportType, name: 'Hourly', fieldConfigurations: FIELDS, type: 'device', deletedAt: null }],
       grid: { hashId: grid, typeKey: 'pinGroup', name: 'Route north', fields: { id: 'Route north' }, deletedAt: null },
-      pinGroups: [expect.objectContaining({ hashId: b.hashId, name: 'B', deletedAt: null }), expect.objectContaining({ hashId: a.hashId, name: 'A', deletedAt: null })],
-      quantities: [expect.objectContaining({ hashId: ownQuantity, name: 'Depth', unit: 'm' }), expect.objectContaining({ hashId: supplierQuantity, name: 'Voltage', unit: 'V' })],
+      pinGroups: [
+        expect.objectContaining({ hashId: b.hashId, name: 'B', deletedAt: null }),
+        expect.objectContaining({ hashId: a.hashId, name: 'A', deletedAt: null }),
+      ],
+      quantities: [
+        expect.objectContaining({ hashId: ownQuantity, name: 'Depth', unit: 'm' }),
+        expect.objectContaining({ hashId: supplierQuantity, name: 'Voltage', unit: 'V' }),
+      ],
       fieldKeys: ['remark'],
       pinFieldKeys: ['id'],
       edgeFieldKeys: ['id', 'material'],
@@ -104,15 +161,37 @@ describe('measurement filters', () => {
     const second = await addFilter(c, { ...minimal(ownQuantity), name: 'a', period: 'lastYear' });
     const rows = await findAll<{ measurementFilter: Filter }>(c, '/measurement-filter/', 1);
     expect(rows.map((r) => r.measurementFilter.hashId)).toEqual([first, second].sort().reverse());
-    expect(rows.find((r) => r.measurementFilter.hashId === second)).toEqual({ measurementFilter: {
-      hashId: second, name: 'a', description: '', period: 'lastYear', includePinsWithoutReports: true, createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO), deletedAt: null,
-    } });
-    expect((await findAll<{ measurementFilter: Filter }>(c, '/measurement-filter/?sortBy=name&descending=false')).map((r) => r.measurementFilter.name)).toEqual(['a', 'b']);
-    expect((await c.request('POST', `/measurement-filter/${first}`, { name: 'c', period: { before: '2026-02-01T00:00:00Z' }, quantityHashIds: [supplierQuantity] })).status).toBe(204);
+    expect(rows.find((r) => r.measurementFilter.hashId === second)).toEqual({
+      measurementFilter: {
+        hashId: second,
+        name: 'a',
+        description: '',
+        period: 'lastYear',
+        includePinsWithoutReports: true,
+        createdAt: expect.stringMatching(ISO),
+        updatedAt: expect.stringMatching(ISO),
+        deletedAt: null,
+      },
+    });
+    expect((await findAll<{ measurementFilter: Filter }>(c, '/measurement-filter/?sortBy=name&descending=false')).map((r) => r.measurementFilter.name)).toEqual(
+      ['a', 'b'],
+    );
+    expect(
+      (await c.request('POST', `/measurement-filter/${first}`, { name: 'c', period: { before: '2026-02-01T00:00:00Z' }, quantityHashIds: [supplierQuantity] }))
+        .status,
+    ).toBe(204);
     const got = ok(await c.request<FilterGet>('GET', `/measurement-filter/${first}`));
-    expect(got.measurementFilter).toMatchObject({ name: 'c', period: { before: '2026-02-01T00:00:00.000Z' }, description: '', includePinsWithoutReports: true });
+    expect(got.measurementFilter).toMatchObject({
+      name: 'c',
+      period: { before: '2026-02-01T00:00:00.000Z' },
+      description: '',
+      includePinsWithoutReports: true,
+    });
     expect(got.quantities.map((q) => q.hashId)).toEqual([supplierQuantity]);
-    expect((await findAll<{ measurementFilter: Filter }>(c, '/measurement-filter/?sortBy=updatedAt')).map((r) => r.measurementFilter.hashId)).toEqual([first, second]);
+    expect((await findAll<{ measurementFilter: Filter }>(c, '/measurement-filter/?sortBy=updatedAt')).map((r) => r.measurementFilter.hashId)).toEqual([
+      first,
+      second,
+    ]);
     expect((await c.request('DELETE', `/measurement-filter/${first}`)).status).toBe(204);
     expect((await c.request('GET', `/measurement-filter/${first}`)).status).toBe(404);
     expect((await c.request('POST', `/measurement-filter/${first}`, { name: 'd' })).status).toBe(404);
@@ -142,8 +221,12 @@ describe('measurement filters', () => {
       await readOnly.request<ErrorBody>('POST', '/measurement-filter/', minimal(readOnlyQuantity)),
       await readOnly.request<ErrorBody>('POST', `/measurement-filter/${hashId}`, { name: 'x' }),
       await readOnly.request<ErrorBody>('DELETE', `/measurement-filter/${hashId}`),
-    ]) expect([r.status, r.body.key]).toEqual([403, 'right_error']);
-    for (const r of [await reportsOnly.request<ErrorBody>('GET', '/measurement-filter/'), await reportsOnly.request<ErrorBody>('GET', `/measurement-filter/${hashId}`)]) {
+    ])
+      expect([r.status, r.body.key]).toEqual([403, 'right_error']);
+    for (const r of [
+      await reportsOnly.request<ErrorBody>('GET', '/measurement-filter/'),
+      await reportsOnly.request<ErrorBody>('GET', `/measurement-filter/${hashId}`),
+    ]) {
       expect([r.status, r.body.key]).toEqual([403, 'right_error']);
     }
     const supplier = await api.login('connectivity');
@@ -161,13 +244,23 @@ describe('measurement filters', () => {
     expect((await c.request('DELETE', `/measurement-filter/${filter}`)).status).toBe(404);
     expect(await findAll(c, '/measurement-filter/')).toEqual([]);
     const pg = await addPinGroup(theirs.customer);
-    const grid = ok(await theirs.customer.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'Theirs' }, pinGroupHashIds: [pg.hashId] })).hashId;
+    const grid = ok(
+      await theirs.customer.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'Theirs' }, pinGroupHashIds: [pg.hashId] }),
+    ).hashId;
     const base = minimal(mine.ownQuantity);
     expectParameterError(await c.request('POST', '/measurement-filter/', { ...base, pinGroupHashIds: [pg.hashId] }), 'pinGroupHashIds[0]', pg.hashId);
     expectParameterError(await c.request('POST', '/measurement-filter/', { ...base, gridHashId: grid }), 'gridHashId', grid);
-    expectParameterError(await c.request('POST', '/measurement-filter/', { ...base, quantityHashIds: [mine.ownQuantity, theirs.ownQuantity] }), 'quantityHashIds[1]', theirs.ownQuantity);
+    expectParameterError(
+      await c.request('POST', '/measurement-filter/', { ...base, quantityHashIds: [mine.ownQuantity, theirs.ownQuantity] }),
+      'quantityHashIds[1]',
+      theirs.ownQuantity,
+    );
     expectParameterError(await c.request('POST', '/measurement-filter/', { ...base, quantityHashIds: [theirs.supplierQuantity] }), 'quantityHashIds[0]');
-    expectParameterError(await c.request('POST', '/measurement-filter/', { ...base, reportTypeHashIds: [mine.reportType, theirs.reportType] }), 'reportTypeHashIds[1]', theirs.reportType);
+    expectParameterError(
+      await c.request('POST', '/measurement-filter/', { ...base, reportTypeHashIds: [mine.reportType, theirs.reportType] }),
+      'reportTypeHashIds[1]',
+      theirs.reportType,
+    );
     const own = await addFilter(c, base);
     expectParameterError(await c.request('POST', `/measurement-filter/${own}`, { pinGroupHashIds: [pg.hashId] }), 'pinGroupHashIds[0]');
     expect((await theirs.customer.request<FilterGet>('GET', `/measurement-filter/${filter}`)).body.measurementFilter.name).toBe('North');

@@ -6,16 +6,27 @@ import { addPin, addPinGroup, pinWithHistory } from './fixtures.ts';
 // measurement find: paging under every sort, filters, limits. (Values arriving from devices: customer-e2e.test.ts.)
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface Row { report: { hashId: string; generatedAt: string; pinObservations: { measurement: { significand: number; pinHashId: string } }[] } | null; pin: { hashId: string; name: string }; pinGroup: { name: string } }
+interface Row {
+  report: { hashId: string; generatedAt: string; pinObservations: { measurement: { significand: number; pinHashId: string } }[] } | null;
+  pin: { hashId: string; name: string };
+  pinGroup: { name: string };
+}
 
 async function walk(c: ApiClient, query: string, rowsPerPage: number): Promise<Row[]> {
   const out: Row[] = [];
   let offset: string | null = null;
   do {
-    const r: { status: number; body: { rows: Row[]; nextPageOffset: string | null } } = await c.request('GET', `/measurement/?${query}&rowsPerPage=${rowsPerPage}${offset ? `&offset=${offset}` : ''}`);
+    const r: { status: number; body: { rows: Row[]; nextPageOffset: string | null } } = await c.request(
+      'GET',
+      `/measurement/?${query}&rowsPerPage=${rowsPerPage}${offset ? `&offset=${offset}` : ''}`,
+    );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.rows.length).toBeLessThanOrEqual(rowsPerPage);
     out.push(...r.body.rows);
@@ -52,7 +63,10 @@ describe('measurement find', () => {
     expect((await walk(c, `pinHashIds[0]=${b}&sortBy=generatedAt`, 1)).map((r) => r.pin.hashId)).toEqual([b, b, b]);
     const since = new Date(Date.now() - 3.2 * 86_400_000).toISOString();
     const before = new Date(Date.now() - 1.2 * 86_400_000).toISOString();
-    expect((await walk(c, `pinHashIds[0]=${a}&since=${since}&before=${before}&sortBy=generatedAt&descending=false`, 10)).map(key)).toEqual([`${a}:3`, `${a}:2`]);
+    expect((await walk(c, `pinHashIds[0]=${a}&since=${since}&before=${before}&sortBy=generatedAt&descending=false`, 10)).map(key)).toEqual([
+      `${a}:3`,
+      `${a}:2`,
+    ]);
     // another environment's pin names nothing here
     const other = await api.login('monitoring', ['READ']);
     expect(await walk(other, `pinHashIds[0]=${a}`, 10)).toEqual([]);
@@ -72,8 +86,14 @@ describe('measurement find', () => {
         const rows = await walk(c, `sortBy=${sortBy}&descending=${descending}`, 2);
         expect(rows.map(key).sort(), `${sortBy} ${descending}`).toEqual([...withReports, `${quiet}:none`, `${idle}:none`].sort());
         const empty = rows.find((r) => r.pin.hashId === quiet)!;
-        expect(empty).toEqual({ report: null, pinGroup: { hashId: north, name: 'north' }, pin: { hashId: quiet, name: 'bravo', fields: { id: 'bravo' } }, edge: null });
-        if (sortBy === 'pinName') expect(rows.map((r) => r.pin.name)).toEqual(rows.map((r) => r.pin.name).sort((x, y) => (descending ? y.localeCompare(x) : x.localeCompare(y))));
+        expect(empty).toEqual({
+          report: null,
+          pinGroup: { hashId: north, name: 'north' },
+          pin: { hashId: quiet, name: 'bravo', fields: { id: 'bravo' } },
+          edge: null,
+        });
+        if (sortBy === 'pinName')
+          expect(rows.map((r) => r.pin.name)).toEqual(rows.map((r) => r.pin.name).sort((x, y) => (descending ? y.localeCompare(x) : x.localeCompare(y))));
         // sorted by time, the rows without a time come last
         if (sortBy === 'generatedAt') expect(rows.slice(3).map((r) => r.report)).toEqual([null, null]);
         const without = await walk(c, `sortBy=${sortBy}&descending=${descending}&includePinsWithoutReports=false`, 2);
@@ -103,7 +123,8 @@ describe('measurement find', () => {
     for (const descending of [true, false]) {
       const rows = await walk(c, `sortBy=generatedAt&descending=${descending}&includePinsWithoutReports=false`, 1);
       expect(rows.map((r) => `${r.pin.hashId}:${r.report!.pinObservations[0].measurement.significand}`)).toEqual(
-        (descending ? [1, 2, 3, 4, 5] : [5, 4, 3, 2, 1]).map((v) => `${kept}:${v}`));
+        (descending ? [1, 2, 3, 4, 5] : [5, 4, 3, 2, 1]).map((v) => `${kept}:${v}`),
+      );
     }
   });
 
@@ -127,8 +148,9 @@ describe('pin-group performance', () => {
     const pg = await addPinGroup(c, 'perf');
     await pinWithHistory(api.ctx.db, c, [0.01, 0.02, 1.01], pg.hashId, 'p');
     const asOf = new Date().toISOString();
-    const r = await c.request<{ startAt: string; endAt: string; reports: { expected: number; received: number }; measurements: { good: number; serious: number; critical: number } }[]>(
-      'GET', `/graph/pin-group/${pg.hashId}/performance?asOf=${asOf}&interval=year`);
+    const r = await c.request<
+      { startAt: string; endAt: string; reports: { expected: number; received: number }; measurements: { good: number; serious: number; critical: number } }[]
+    >('GET', `/graph/pin-group/${pg.hashId}/performance?asOf=${asOf}&interval=year`);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toHaveLength(12);
     expect(r.body[0].startAt).toBe(`${asOf.slice(0, 4)}-01-01T00:00:00.000Z`);

@@ -22,7 +22,9 @@ beforeAll(async () => {
   const url = await recreateDatabase(process.env.TEST_ADMIN_DATABASE_URL as string, `${process.env.TEST_DATABASE_NAME}_partitions`);
   api = await startTestApi(await createContext(testConfig({ DATABASE_URL: url })));
 });
-afterAll(async () => { await api?.close(); });
+afterAll(async () => {
+  await api?.close();
+});
 
 /** The partition a row of `table` lives in. */
 const partitionOf = async (db: Queryable, table: string, hashId: string) =>
@@ -46,10 +48,15 @@ describe('week partitions', () => {
   it('take a row whose week has no partition into the default partition, and move it into its week once made', async () => {
     const { db } = api.ctx;
     const c = await api.login('monitoring');
-    const { rows: [env] } = await db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
+    const {
+      rows: [env],
+    } = await db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
     const ahead = new Date(Date.now() + 10 * 7 * DAY);
     const farAhead = new Date(Date.now() + 5 * 365 * DAY);
-    for (const [hashId, at] of [['ahead', ahead], ['far-ahead', farAhead]] as const) {
+    for (const [hashId, at] of [
+      ['ahead', ahead],
+      ['far-ahead', farAhead],
+    ] as const) {
       await db.query('INSERT INTO condition_report (hash_id, environment_id, generated_at) VALUES ($1, $2, $3)', [hashId, env.id, at]);
     }
     expect(await partitionOf(db, 'condition_report', 'ahead')).toEqual(['condition_report_default']);
@@ -63,17 +70,30 @@ describe('week partitions', () => {
   it('store a report retried with another time once: no unique index spans the weeks, the hashId is looked for in the last week', async () => {
     const { db } = api.ctx;
     const c = await api.login('monitoring');
-    const report = (generatedAt: Date) => JSON.stringify({ reports: [{
-      hashId: 'retried', environmentHashId: c.environmentHashId, deviceHashId: 'none', reportTypeHashId: 'none', generatedAt: generatedAt.toISOString(),
-      fields: {}, payload: '{}', linkId: null, measurements: [] }] });
+    const report = (generatedAt: Date) =>
+      JSON.stringify({
+        reports: [
+          {
+            hashId: 'retried',
+            environmentHashId: c.environmentHashId,
+            deviceHashId: 'none',
+            reportTypeHashId: 'none',
+            generatedAt: generatedAt.toISOString(),
+            fields: {},
+            payload: '{}',
+            linkId: null,
+            measurements: [],
+          },
+        ],
+      });
     // supplier code that takes the report's time from its clock: the retry's is later, and may fall in the next week
     await ingestReportsJson(db, report(new Date(Date.now() - 6 * DAY)));
     await ingestReportsJson(db, report(new Date()));
     await ingestReportsJson(db, report(new Date(Date.now() - 6 * DAY)));
-    expect((await partitionOf(db, 'condition_report', 'retried'))).toHaveLength(1);
+    expect(await partitionOf(db, 'condition_report', 'retried')).toHaveLength(1);
   });
 
-  it('are dropped once every environment\'s data in them expired; a shorter expiration deletes rows on time, other environments\' rows stay', async () => {
+  it("are dropped once every environment's data in them expired; a shorter expiration deletes rows on time, other environments' rows stay", async () => {
     const { db } = api.ctx;
     const short = await api.login('monitoring', ['READ', 'STATIC', 'ENVIRONMENT_ADMIN']);
     const long = await api.login('monitoring', ['READ', 'STATIC', 'ENVIRONMENT_ADMIN']);
@@ -84,8 +104,12 @@ describe('week partitions', () => {
     const b = await pinWithHistory(db, long, [300, 500]);
     await ensurePartitions(db);
     const weekOf = (age: number) => `measurement_w${mondayOf(new Date(Date.now() - age * DAY))}`;
-    const parts = async () => (await db.query<{ name: string }>(
-      "SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'measurement'::regclass")).rows.map((r) => r.name);
+    const parts = async () =>
+      (
+        await db.query<{ name: string }>(
+          "SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'measurement'::regclass",
+        )
+      ).rows.map((r) => r.name);
     expect(await parts()).toEqual(expect.arrayContaining([weekOf(10), weekOf(40), weekOf(300), weekOf(500)]));
 
     const dropped = await dropExpiredPartitions(db);
@@ -97,8 +121,10 @@ describe('week partitions', () => {
 
     // the 40-day-old measurement's partition stays (400 days for the others): its row is deleted
     expect((await pruneExpired(db)).measurements).toBe(1);
-    const ages = async (pin: string) => (await db.query<{ s: number }>(
-      'SELECT m.significand AS s FROM measurement m JOIN pin p ON p.id = m.pin_id WHERE p.hash_id = $1 ORDER BY 1', [pin])).rows.map((r) => r.s);
+    const ages = async (pin: string) =>
+      (
+        await db.query<{ s: number }>('SELECT m.significand AS s FROM measurement m JOIN pin p ON p.id = m.pin_id WHERE p.hash_id = $1 ORDER BY 1', [pin])
+      ).rows.map((r) => r.s);
     expect(await ages(a)).toEqual([10]);
     expect(await ages(b)).toEqual([300]);
   });
@@ -106,15 +132,28 @@ describe('week partitions', () => {
   it('are kept by a loop that logs a PostgreSQL outage once when it begins and once when it ends', async () => {
     const pg = await startPrivatePostgres();
     const lines: { level: number; msg: string }[] = [];
-    const log = createLogger('info', { write: (line: string) => { lines.push(JSON.parse(line) as { level: number; msg: string }); } });
+    const log = createLogger('info', {
+      write: (line: string) => {
+        lines.push(JSON.parse(line) as { level: number; msg: string });
+      },
+    });
     const ctx: AppContext = await createContext(testConfig({ DATABASE_URL: pg.url }), log);
     const loop = startRetention(ctx, 200, 0);
     try {
-      await until(() => weekPartitions(ctx.db, 'measurement'), (p) => p.length >= 5, 'the loop to make the coming weeks\' partitions');
+      await until(
+        () => weekPartitions(ctx.db, 'measurement'),
+        (p) => p.length >= 5,
+        "the loop to make the coming weeks' partitions",
+      );
       pg.kill();
       await new Promise((r) => setTimeout(r, 1500));
       pg.start();
-      await until(async () => lines.map((l) => l.msg), (msgs) => msgs.some((m) => /partitions and retention run again/.test(m)), 'the loop to run again', 30_000);
+      await until(
+        async () => lines.map((l) => l.msg),
+        (msgs) => msgs.some((m) => /partitions and retention run again/.test(m)),
+        'the loop to run again',
+        30_000,
+      );
       expect(lines.filter((l) => /partitions and retention could not run/.test(l.msg))).toHaveLength(1);
       expect(lines.filter((l) => /partitions and retention run again/.test(l.msg))).toHaveLength(1);
     } finally {

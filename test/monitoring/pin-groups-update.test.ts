@@ -8,15 +8,26 @@ import { ok } from './linked-device.ts';
 // includeEdges also the edges their pins lie on; all or nothing.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 const RIGHTS = ['READ', 'STATIC', 'ENVIRONMENT_ADMIN'];
 
 /** A monitoring environment with the map layers base (the first) and aerial. */
 async function twoLayers(rights = RIGHTS): Promise<ApiClient> {
   const c = await api.login('monitoring', [...new Set([...rights, 'ENVIRONMENT_ADMIN'])]);
-  ok(await c.request('PUT', '/environment/', { mapLayers: [{ name: 'Base', key: 'base' }, { name: 'Aerial', key: 'aerial' }] }));
+  ok(
+    await c.request('PUT', '/environment/', {
+      mapLayers: [
+        { name: 'Base', key: 'base' },
+        { name: 'Aerial', key: 'aerial' },
+      ],
+    }),
+  );
   return c;
 }
 
@@ -27,7 +38,18 @@ const edgeLayerOf = async (c: ApiClient, edgeHashId: string) =>
 
 /** An edge with one pin of `pinGroupHashId` on it. */
 async function edgeThrough(c: ApiClient, pinGroupHashId: string): Promise<string> {
-  const edge = ok(await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[5, 52], [5.1, 52.1]] }, fields: { id: 'line' } })).hashId;
+  const edge = ok(
+    await c.request<{ hashId: string }>('POST', '/graph/edge', {
+      geometry: {
+        type: 'LineString',
+        coordinates: [
+          [5, 52],
+          [5.1, 52.1],
+        ],
+      },
+      fields: { id: 'line' },
+    }),
+  ).hashId;
   const pin = await addPin(c, pinGroupHashId, 'on the line');
   ok(await c.request('POST', `/graph/pin/${pin.hashId}`, { edgeHashId: edge }));
   return edge;
@@ -44,7 +66,7 @@ describe('pin groups update', () => {
     expect(await edgeLayerOf(c, edge)).toBe('base');
   });
 
-  it('with includeEdges moves the edges the pin groups\' pins lie on too', async () => {
+  it("with includeEdges moves the edges the pin groups' pins lie on too", async () => {
     const c = await twoLayers();
     const [a, other] = [await addPinGroup(c, 'a'), await addPinGroup(c, 'other')];
     const [edge, otherEdge] = [await edgeThrough(c, a.hashId), await edgeThrough(c, other.hashId)];
@@ -71,16 +93,23 @@ describe('pin groups update', () => {
 
   it('refuses more than 10,000 hashIds and a missing hashIds, naming hashIds', async () => {
     const c = await twoLayers();
-    expectParameterError(await c.request('POST', '/graph/pin-groups', { hashIds: Array.from({ length: 10_001 }, (_, i) => `pg${i}`), mapLayer: { key: 'aerial' } }), 'hashIds', '10000');
+    expectParameterError(
+      await c.request('POST', '/graph/pin-groups', { hashIds: Array.from({ length: 10_001 }, (_, i) => `pg${i}`), mapLayer: { key: 'aerial' } }),
+      'hashIds',
+      '10000',
+    );
     expectParameterError(await c.request('POST', '/graph/pin-groups', { mapLayer: { key: 'aerial' } }), 'hashIds');
   });
 
-  it('answers 404 for another environment\'s pin group and moves none of the list', async () => {
+  it("answers 404 for another environment's pin group and moves none of the list", async () => {
     const c = await twoLayers();
     const stranger = await twoLayers();
     const mine = await addPinGroup(c, 'mine');
     const theirs = await addPinGroup(stranger, 'theirs');
-    const r = await c.request<{ key: string; message: string }>('POST', '/graph/pin-groups', { hashIds: [mine.hashId, theirs.hashId], mapLayer: { key: 'aerial' } });
+    const r = await c.request<{ key: string; message: string }>('POST', '/graph/pin-groups', {
+      hashIds: [mine.hashId, theirs.hashId],
+      mapLayer: { key: 'aerial' },
+    });
     expect([r.status, r.body.key]).toEqual([404, 'not_found_error']);
     expect(r.body.message).toContain(theirs.hashId);
     expect([await layerOf(c, mine.hashId), await layerOf(stranger, theirs.hashId)]).toEqual(['base', 'base']);

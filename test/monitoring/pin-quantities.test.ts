@@ -8,8 +8,12 @@ import { ok } from './linked-device.ts';
 // pin's own threshold.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 const RIGHTS = ['READ', 'STATIC', 'THRESHOLDS', 'ENVIRONMENT_ADMIN'];
 const pair = (significand: number) => ({ orderOfMagnitude: 0, significand });
@@ -26,16 +30,25 @@ async function measure(pinHashId: string, quantityHashId: string, significand = 
                 SELECT md5(random()::text), p.environment_id, now(), p.pin_group_id FROM pin p WHERE p.hash_id = $1 RETURNING id, environment_id)
      INSERT INTO measurement (hash_id, report_id, environment_id, quantity_id, pin_id, channel_index, channel_measurement_index, generated_at, order_of_magnitude, significand)
      SELECT md5(random()::text), r.id, r.environment_id, q.id, p.id, 0, 0, now(), 0, $3 FROM r, pin p, quantity q WHERE p.hash_id = $1 AND q.hash_id = $2`,
-    [pinHashId, quantityHashId, significand]);
+    [pinHashId, quantityHashId, significand],
+  );
 }
 
 const quantityShape = (hashId: string, name: string, unit: string | null) => ({
-  hashId, name, color: '#00ff00', unit, defaultOrderOfMagnitude: 0, defaultCriticallyLowThreshold: null, defaultLowThreshold: pair(0),
-  defaultHighThreshold: null, defaultCriticallyHighThreshold: null, disableSiPrefixes: false,
+  hashId,
+  name,
+  color: '#00ff00',
+  unit,
+  defaultOrderOfMagnitude: 0,
+  defaultCriticallyLowThreshold: null,
+  defaultLowThreshold: pair(0),
+  defaultHighThreshold: null,
+  defaultCriticallyHighThreshold: null,
+  disableSiPrefixes: false,
 });
 
 describe('pin quantities', () => {
-  it('answers the measured quantities and those with a pin threshold, by name, each with the pin\'s own threshold or null', async () => {
+  it("answers the measured quantities and those with a pin threshold, by name, each with the pin's own threshold or null", async () => {
     const c = await api.login('monitoring', RIGHTS);
     const pin = (await addPin(c, (await addPinGroup(c)).hashId, 'pipe')).hashId;
     const other = (await addPin(c, (await addPinGroup(c)).hashId, 'other')).hashId;
@@ -47,7 +60,9 @@ describe('pin quantities', () => {
     await measure(pin, volts);
     await measure(pin, amps);
     await measure(other, elsewhere);
-    const t = ok(await c.request<{ hashId: string }>('POST', '/measurement-threshold/thresholds', { pinHashId: pin, quantityHashId: temp, thresholds: LIMITS })).hashId;
+    const t = ok(
+      await c.request<{ hashId: string }>('POST', '/measurement-threshold/thresholds', { pinHashId: pin, quantityHashId: temp, thresholds: LIMITS }),
+    ).hashId;
     const r = await c.request('GET', `/graph/pin-quantities/${pin}`);
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
@@ -89,7 +104,7 @@ describe('pin quantities', () => {
     expect([r.status, r.body.key]).toEqual([403, 'right_error']);
   });
 
-  it('answers 404 for another environment\'s pin, and a parameter_error naming pinHashId for a malformed one', async () => {
+  it("answers 404 for another environment's pin, and a parameter_error naming pinHashId for a malformed one", async () => {
     const owner = await api.login('monitoring', RIGHTS);
     const pin = (await addPin(owner, (await addPinGroup(owner)).hashId, 'pipe')).hashId;
     const stranger = await api.login('monitoring', RIGHTS);

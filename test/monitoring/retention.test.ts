@@ -6,11 +6,18 @@ import { pinWithHistory } from './fixtures.ts';
 // measurementsExpirationDays: older measurements on an environment's pins are pruned.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 const ages = async (c: ApiClient, pinHashId: string) => {
-  const r = await c.request<{ rows: { report: { pinObservations: { measurement: { significand: number } }[] } }[] }>('GET', `/measurement/?pinHashIds=${pinHashId}&rowsPerPage=100`);
+  const r = await c.request<{ rows: { report: { pinObservations: { measurement: { significand: number } }[] } }[] }>(
+    'GET',
+    `/measurement/?pinHashIds=${pinHashId}&rowsPerPage=100`,
+  );
   return r.body.rows.map((row) => row.report.pinObservations[0].measurement.significand).sort((a, b) => a - b);
 };
 
@@ -28,8 +35,12 @@ describe('retention', () => {
     expect(await ages(long, b)).toEqual([1, 31, 400]);
     expect((await pruneExpired(api.ctx.db)).measurements).toBe(0);
     // the charts' hourly rollup goes with the measurements
-    const hours = async (pinHashId: string) => (await api.ctx.db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM measurement_hourly h JOIN pin p ON p.id = h.pin_id WHERE p.hash_id = $1', [pinHashId])).rows[0].n;
+    const hours = async (pinHashId: string) =>
+      (
+        await api.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM measurement_hourly h JOIN pin p ON p.id = h.pin_id WHERE p.hash_id = $1', [
+          pinHashId,
+        ])
+      ).rows[0].n;
     expect(await hours(a)).toBe(3);
     expect(await hours(b)).toBe(3);
   });

@@ -8,10 +8,20 @@ import { startTestApi, type TestApi } from '../helpers.ts';
 // monitoring environment; operations of the account itself (no right at all) answer any account.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
-interface Op { method: string; url: string; body?: unknown; monitoring?: string; connectivity?: string }
+interface Op {
+  method: string;
+  url: string;
+  body?: unknown;
+  monitoring?: string;
+  connectivity?: string;
+}
 
 const ops: Op[] = [
   { method: 'PUT', url: '/environment/', body: { name: 'x' }, monitoring: 'ENVIRONMENT_ADMIN' },
@@ -47,13 +57,33 @@ const ops: Op[] = [
   { method: 'DELETE', url: '/graph/grid/abc', monitoring: 'STATIC' },
   { method: 'GET', url: '/graph/', monitoring: 'READ' },
   { method: 'POST', url: '/graph/', body: [], monitoring: 'STATIC' },
-  { method: 'POST', url: '/graph/edge', body: { geometry: { type: 'LineString', coordinates: [[1, 1], [2, 2]] }, fields: { id: 'e' } }, monitoring: 'STATIC' },
+  {
+    method: 'POST',
+    url: '/graph/edge',
+    body: {
+      geometry: {
+        type: 'LineString',
+        coordinates: [
+          [1, 1],
+          [2, 2],
+        ],
+      },
+      fields: { id: 'e' },
+    },
+    monitoring: 'STATIC',
+  },
   { method: 'GET', url: '/graph/edge', monitoring: 'READ' },
   { method: 'GET', url: '/graph/edge/abc', monitoring: 'READ' },
   { method: 'POST', url: '/graph/edge/abc', body: {}, monitoring: 'STATIC' },
   { method: 'DELETE', url: '/graph/edge/abc', monitoring: 'STATIC' },
   { method: 'GET', url: '/graph/pin-group/abc/performance?asOf=2026-01-01T00:00:00Z', monitoring: 'READ' },
-  { method: 'POST', url: '/command/', body: { objectType: 'pinGroup', objectHashIds: ['abc'], commandTypeHashId: 'abc', fields: {}, email: [] }, monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
+  {
+    method: 'POST',
+    url: '/command/',
+    body: { objectType: 'pinGroup', objectHashIds: ['abc'], commandTypeHashId: 'abc', fields: {}, email: [] },
+    monitoring: 'SENSORS',
+    connectivity: 'ENVIRONMENT_ADMIN',
+  },
   { method: 'GET', url: '/command/', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'GET', url: '/command/abc', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'DELETE', url: '/command/abc', monitoring: 'SENSORS', connectivity: 'ENVIRONMENT_ADMIN' },
@@ -69,7 +99,12 @@ const ops: Op[] = [
   { method: 'GET', url: '/analytics/panel/abc', monitoring: 'READ' },
   { method: 'POST', url: '/analytics/abc', body: { title: 't' }, monitoring: 'REPORTS' },
   { method: 'DELETE', url: '/analytics/panel/abc', monitoring: 'REPORTS' },
-  { method: 'POST', url: '/report-type/', body: { name: 'r', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, quantities: [] }, monitoring: 'STATIC' },
+  {
+    method: 'POST',
+    url: '/report-type/',
+    body: { name: 'r', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, quantities: [] },
+    monitoring: 'STATIC',
+  },
   { method: 'GET', url: '/report-type/', monitoring: 'READ' },
   { method: 'GET', url: '/report-type/abc', monitoring: 'READ' },
   { method: 'POST', url: '/report-type/abc', body: { name: 'r' }, monitoring: 'STATIC' },
@@ -80,7 +115,16 @@ const ops: Op[] = [
   { method: 'POST', url: '/report/abc', body: { fields: {} }, monitoring: 'REPORTS' },
   { method: 'DELETE', url: '/report/abc', monitoring: 'REPORTS' },
   { method: 'POST', url: '/settings/user-environment-settings', body: { notificationLevel: 1 }, monitoring: 'READ' },
-  { method: 'POST', url: '/settings/export', body: { content: { type: 'all', staticOnly: true, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2021-01-01T00:00:00Z' }, delimiter: ',', rowDelimiter: '\n' }, monitoring: 'EXPORT' },
+  {
+    method: 'POST',
+    url: '/settings/export',
+    body: {
+      content: { type: 'all', staticOnly: true, gridHashId: null, from: '2020-01-01T00:00:00Z', to: '2021-01-01T00:00:00Z' },
+      delimiter: ',',
+      rowDelimiter: '\n',
+    },
+    monitoring: 'EXPORT',
+  },
   { method: 'GET', url: '/settings/export', monitoring: 'EXPORT' },
   { method: 'GET', url: '/settings/log', monitoring: 'AUDIT_TRAIL', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'POST', url: '/user/', body: { name: 'n', email: 'n@example.com', rights: ['USERS'] }, monitoring: 'USERS', connectivity: 'ENVIRONMENT_ADMIN' },
@@ -117,7 +161,12 @@ const ops: Op[] = [
   { method: 'GET', url: '/label/abc', monitoring: 'READ' },
   { method: 'POST', url: '/label/abc', body: { name: 'l' }, monitoring: 'ISSUES' },
   { method: 'DELETE', url: '/label/abc', monitoring: 'ISSUES' },
-  { method: 'POST', url: '/measurement-filter/', body: { name: 'f', description: '', period: 'lastMonth', reportTypeHashIds: [], quantityHashIds: ['abc'], fieldKeys: [] }, monitoring: 'REPORTS' },
+  {
+    method: 'POST',
+    url: '/measurement-filter/',
+    body: { name: 'f', description: '', period: 'lastMonth', reportTypeHashIds: [], quantityHashIds: ['abc'], fieldKeys: [] },
+    monitoring: 'REPORTS',
+  },
   { method: 'GET', url: '/measurement-filter/', monitoring: 'READ' },
   { method: 'GET', url: '/measurement-filter/abc', monitoring: 'READ' },
   { method: 'POST', url: '/measurement-filter/abc', body: { name: 'f' }, monitoring: 'REPORTS' },
@@ -126,7 +175,20 @@ const ops: Op[] = [
   { method: 'POST', url: '/import/', body: { name: 'x', dataUrl: 'data:text/csv;base64,' }, monitoring: 'IMPORT' },
   { method: 'GET', url: '/import/', monitoring: 'USERS', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'DELETE', url: '/import/abc', monitoring: 'IMPORT' },
-  { method: 'POST', url: '/quantity/', body: { name: 'q', unit: null, defaultCriticallyLowThreshold: null, defaultLowThreshold: null, defaultHighThreshold: null, defaultCriticallyHighThreshold: null }, monitoring: 'ENVIRONMENT_ADMIN', connectivity: 'ENVIRONMENT_ADMIN' },
+  {
+    method: 'POST',
+    url: '/quantity/',
+    body: {
+      name: 'q',
+      unit: null,
+      defaultCriticallyLowThreshold: null,
+      defaultLowThreshold: null,
+      defaultHighThreshold: null,
+      defaultCriticallyHighThreshold: null,
+    },
+    monitoring: 'ENVIRONMENT_ADMIN',
+    connectivity: 'ENVIRONMENT_ADMIN',
+  },
   { method: 'GET', url: '/quantity/quantities', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'GET', url: '/quantity/abc', monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' },
   { method: 'POST', url: '/quantity/abc', body: { name: 'q' }, monitoring: 'ENVIRONMENT_ADMIN', connectivity: 'ENVIRONMENT_ADMIN' },
@@ -168,13 +230,20 @@ async function newAccount(type: EnvironmentType, rights: string[]) {
   const env = await createEnvironment(api.ctx.db, type, `rights ${type}`);
   const made = await createMachineAccount(api.ctx.db, env.hashId, type === 'monitoring' ? ['READ'] : ['ENVIRONMENT_ADMIN']);
   await api.ctx.db.query('UPDATE machine_account SET rights = $2 WHERE hash_id = $1', [made.hashId, rights]);
-  const login = await api.app.inject({ method: 'POST', url: '/authentication/machine-login', headers: { 'api-version': '5' }, payload: { assertion: made.assertion } });
+  const login = await api.app.inject({
+    method: 'POST',
+    url: '/authentication/machine-login',
+    headers: { 'api-version': '5' },
+    payload: { assertion: made.assertion },
+  });
   const jwt = (login.json() as { jwt: string }).jwt;
   return {
     env: env.hashId,
     async call(op: Op, environmentHashId = env.hashId) {
       const r = await api.app.inject({
-        method: op.method as 'GET', url: op.url, headers: { 'api-version': '5', 'environment-hash-id': environmentHashId, authorization: `Bearer ${jwt}` },
+        method: op.method as 'GET',
+        url: op.url,
+        headers: { 'api-version': '5', 'environment-hash-id': environmentHashId, authorization: `Bearer ${jwt}` },
         ...(op.body === undefined ? {} : { payload: op.body as object }),
       });
       return { status: r.statusCode, key: r.body ? (r.json() as { key?: string }).key : undefined };
@@ -203,7 +272,7 @@ describe('rights matrix of the monitoring operations', () => {
       }
     }
     // with its right, but naming another environment: that environment does not exist for it
-    const [type, right] = op.monitoring ? ['monitoring', op.monitoring] as const : ['connectivity', op.connectivity!] as const;
+    const [type, right] = op.monitoring ? (['monitoring', op.monitoring] as const) : (['connectivity', op.connectivity!] as const);
     for (const other of ['monitoring', 'connectivity'] as const) {
       const mine = await account(type, [right], true);
       const foreign = await account(other, other === 'monitoring' ? ['READ'] : ['ENVIRONMENT_ADMIN']);
@@ -213,10 +282,13 @@ describe('rights matrix of the monitoring operations', () => {
 });
 
 describe('operations of the account itself', () => {
-  it.each(accountOps.map((op) => [`${op.method} ${op.url}`, op] as const))('%s answers an account without rights, in either environment type', async (_name, op) => {
-    for (const type of ['monitoring', 'connectivity'] as const) {
-      const r = await (await account(type, [], true)).call(op);
-      expect({ type, status: r.status, key: r.key }).toEqual({ type, status: op.answer[0], key: op.answer[1] });
-    }
-  });
+  it.each(accountOps.map((op) => [`${op.method} ${op.url}`, op] as const))(
+    '%s answers an account without rights, in either environment type',
+    async (_name, op) => {
+      for (const type of ['monitoring', 'connectivity'] as const) {
+        const r = await (await account(type, [], true)).call(op);
+        expect({ type, status: r.status, key: r.key }).toEqual({ type, status: op.answer[0], key: op.answer[1] });
+      }
+    },
+  );
 });

@@ -8,8 +8,12 @@ import { ok } from './linked-device.ts';
 // order, paged by the last value of the previous page.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 const suggest = (c: ApiClient, query: string) => c.request<{ results: string[] }>('GET', `/suggestions/?${query}`);
 const results = async (c: ApiClient, query: string) => ok(await suggest(c, query)).results;
@@ -40,7 +44,18 @@ describe('suggestions', () => {
     const c = await api.login('monitoring', ['READ', 'STATIC', 'ISSUES', 'ENVIRONMENT_ADMIN']);
     ok(await c.request('POST', '/quantity/', { name: { en: 'Temperature', nl: 'Temperatuur' }, unit: 'K' }));
     ok(await c.request('POST', '/quantity/', { name: 'Count', unit: null }));
-    ok(await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[5, 52], [5.1, 52.1]] }, fields: { id: 'main line' } }));
+    ok(
+      await c.request('POST', '/graph/edge', {
+        geometry: {
+          type: 'LineString',
+          coordinates: [
+            [5, 52],
+            [5.1, 52.1],
+          ],
+        },
+        fields: { id: 'main line' },
+      }),
+    );
     const pg = await addPinGroup(c, 'station');
     ok(await c.request('POST', '/graph/pin-group-grid', { fields: { id: 'route north' }, pinGroupHashIds: [pg.hashId] }));
     ok(await c.request('POST', '/graph/pin-grid', { fields: { id: 'pipes east' }, pinHashIds: [(await addPin(c, pg.hashId, 'p')).hashId] }));
@@ -75,10 +90,16 @@ describe('suggestions', () => {
     const deviceTypeHashId = await addDeviceType(supplier, { name: 'claimed logger' });
     await addDeviceType(supplier, { name: 'unclaimed logger' });
     ok(await supplier.request('POST', '/quantity/', { name: 'Flow', unit: 'l' }));
-    const device = ok(await supplier.request<{ hashId: string }>('POST', '/device/psk', {
-      supplierDeviceIdentifier: `s-${Date.now()}`, deviceTypeHashId, psk: '00112233445566778899aabbccddeeff', pskIdentity: `sugg-${Date.now()}-${Math.random()}`,
-    })).hashId;
-    const token = ok(await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [device] })).claimTokens[0].claimToken;
+    const device = ok(
+      await supplier.request<{ hashId: string }>('POST', '/device/psk', {
+        supplierDeviceIdentifier: `s-${Date.now()}`,
+        deviceTypeHashId,
+        psk: '00112233445566778899aabbccddeeff',
+        pskIdentity: `sugg-${Date.now()}-${Math.random()}`,
+      }),
+    ).hashId;
+    const token = ok(await supplier.request<{ claimTokens: { claimToken: string }[] }>('POST', '/device/claim-tokens', { deviceHashIds: [device] }))
+      .claimTokens[0].claimToken;
     const customer = await api.login('monitoring');
     expect(await results(customer, 'type=deviceType.name&search=logger')).toEqual([]);
     ok(await customer.request('POST', '/device/claim', { claimTokens: [token] }));
@@ -86,7 +107,7 @@ describe('suggestions', () => {
     expect(await results(customer, 'type=quantity.name&search=')).toEqual(['Flow']);
   });
 
-  it('never suggests another environment\'s values', async () => {
+  it("never suggests another environment's values", async () => {
     const c = await api.login('monitoring');
     const stranger = await api.login('monitoring');
     await addPinGroup(stranger, 'secret site');

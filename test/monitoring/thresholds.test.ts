@@ -28,7 +28,11 @@ afterAll(async () => {
 const pair = (significand: number, orderOfMagnitude = 0) => ({ orderOfMagnitude, significand });
 const LIMITS = { criticallyLow: pair(10), low: pair(20), high: pair(80), criticallyHigh: pair(90) };
 
-interface IssueRow { issue: { hashId: string; level: number; closedAt: string | null; title: string; pinGroupHashId: string }; pinGroup: { hashId: string; level: number }; subscribed: boolean }
+interface IssueRow {
+  issue: { hashId: string; level: number; closedAt: string | null; title: string; pinGroupHashId: string };
+  pinGroup: { hashId: string; level: number };
+  subscribed: boolean;
+}
 interface IssueGet {
   issue: IssueRow['issue'];
   automation: { type: string; quantities?: { hashId: string }[] } | null;
@@ -45,28 +49,62 @@ const getIssue = async (d: LinkedDevice, hashId: string) => ok(await d.customer.
 /** Reports `v` and waits until the open issue's trigger saw it (or, with `none`, that no issue is open). */
 async function reportAndSee(d: LinkedDevice, v: number): Promise<IssueGet> {
   await d.report(v);
-  const rows = await until(() => issues(d), (r) => r.some((i) => i.issue.closedAt === null), 'an open issue');
+  const rows = await until(
+    () => issues(d),
+    (r) => r.some((i) => i.issue.closedAt === null),
+    'an open issue',
+  );
   const open = rows.find((i) => i.issue.closedAt === null)!;
-  return until(() => getIssue(d, open.issue.hashId), (g) => g.trigger?.lastValue.significand === v, `the issue to see ${v}`);
+  return until(
+    () => getIssue(d, open.issue.hashId),
+    (g) => g.trigger?.lastValue.significand === v,
+    `the issue to see ${v}`,
+  );
 }
 
 describe('pin thresholds', () => {
   it('are set as the SDK sets them, shown on pin, pin group and edge get, removed with null; limits are parameter_errors', async () => {
     const d = await linkedDevice(ctx, service, RIGHTS);
     const c = d.customer;
-    const edge = ok(await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[1, 1], [2, 2]] }, fields: { id: 'line' } })).hashId;
+    const edge = ok(
+      await c.request<{ hashId: string }>('POST', '/graph/edge', {
+        geometry: {
+          type: 'LineString',
+          coordinates: [
+            [1, 1],
+            [2, 2],
+          ],
+        },
+        fields: { id: 'line' },
+      }),
+    ).hashId;
     ok(await c.request('POST', `/graph/pin/${d.pinHashId}`, { edgeHashId: edge }));
-    const set = ok(await c.request<{ hashId: string }>('POST', '/measurement-threshold/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }));
+    const set = ok(
+      await c.request<{ hashId: string }>('POST', '/measurement-threshold/thresholds', {
+        pinHashId: d.pinHashId,
+        quantityHashId: d.quantityHashId,
+        thresholds: LIMITS,
+      }),
+    );
     expect(set.hashId).toMatch(/^[a-z0-9]+$/);
-    const shown = [{ value: { hashId: set.hashId, pinHashId: d.pinHashId, ...LIMITS }, quantity: expect.objectContaining({ hashId: d.quantityHashId, name: 'Voltage' }) }];
+    const shown = [
+      { value: { hashId: set.hashId, pinHashId: d.pinHashId, ...LIMITS }, quantity: expect.objectContaining({ hashId: d.quantityHashId, name: 'Voltage' }) },
+    ];
     expect(ok(await c.request<{ thresholds: unknown[] }>('GET', `/graph/pin/${d.pinHashId}`)).thresholds).toEqual(shown);
     expect(ok(await c.request<{ thresholds: unknown[] }>('GET', `/graph/pin-group/${d.pinGroupHashId}`)).thresholds).toEqual(shown);
     expect(ok(await c.request<{ thresholds: unknown[] }>('GET', `/graph/edge/${edge}`)).thresholds).toEqual(shown);
-    const found = ok(await c.request<{ rows: { location: { pin: { hashId: string } } | null; threshold: unknown }[] }>('GET', '/measurement-threshold/?type=port'));
-    expect(found.rows).toEqual([expect.objectContaining({ location: expect.objectContaining({ pin: { hashId: d.pinHashId, name: 'Pipe' } }), threshold: LIMITS })]);
+    const found = ok(
+      await c.request<{ rows: { location: { pin: { hashId: string } } | null; threshold: unknown }[] }>('GET', '/measurement-threshold/?type=port'),
+    );
+    expect(found.rows).toEqual([
+      expect.objectContaining({ location: expect.objectContaining({ pin: { hashId: d.pinHashId, name: 'Pipe' } }), threshold: LIMITS }),
+    ]);
 
     // the helper the chart reads: the pin's own limits, else the quantity's defaults
-    const ids = await ctx.db.query<{ pin: number; q: number }>('SELECT p.id AS pin, q.id AS q FROM pin p, quantity q WHERE p.hash_id = $1 AND q.hash_id = $2', [d.pinHashId, d.quantityHashId]);
+    const ids = await ctx.db.query<{ pin: number; q: number }>('SELECT p.id AS pin, q.id AS q FROM pin p, quantity q WHERE p.hash_id = $1 AND q.hash_id = $2', [
+      d.pinHashId,
+      d.quantityHashId,
+    ]);
     const env = await ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
     const { pin, q } = ids.rows[0];
     expect((await pinThresholdsOf(ctx.db, env.rows[0].id, [{ pinId: pin, quantityId: q }])).get(`${pin}:${q}`)).toEqual({ hashId: set.hashId, ...LIMITS });
@@ -74,38 +112,89 @@ describe('pin thresholds', () => {
     expect((await pinThresholdsOf(ctx.db, env.rows[0].id + 100000, [{ pinId: pin, quantityId: q }])).size).toBe(0);
 
     // an array: all or nothing, answered per item; the error names the item's field
-    expectParameterError(await c.request('POST', '/measurement-threshold/thresholds', [
-      { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: null },
-      { pinHashId: d.pinHashId, quantityHashId: 'nosuchquantity', thresholds: LIMITS },
-    ]), '[1].quantityHashId');
+    expectParameterError(
+      await c.request('POST', '/measurement-threshold/thresholds', [
+        { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: null },
+        { pinHashId: d.pinHashId, quantityHashId: 'nosuchquantity', thresholds: LIMITS },
+      ]),
+      '[1].quantityHashId',
+    );
     expect(ok(await c.request<{ thresholds: unknown[] }>('GET', `/graph/pin/${d.pinHashId}`)).thresholds).toHaveLength(1);
-    expectParameterError(await c.request('POST', '/measurement-threshold/thresholds', { pinHashId: 'nosuchpin', quantityHashId: d.quantityHashId, thresholds: LIMITS }), 'pinHashId');
-    expectParameterError(await c.request('POST', '/measurement-threshold/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: { ...LIMITS, low: pair(85) } }), 'thresholds.high');
-    expectParameterError(await c.request('POST', '/measurement-threshold/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: { ...LIMITS, extra: 1 } }), 'extra');
-    expectParameterError(await c.request('POST', '/measurement-threshold/thresholds',
-      Array.from({ length: 501 }, () => ({ pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: null }))), '500');
+    expectParameterError(
+      await c.request('POST', '/measurement-threshold/thresholds', { pinHashId: 'nosuchpin', quantityHashId: d.quantityHashId, thresholds: LIMITS }),
+      'pinHashId',
+    );
+    expectParameterError(
+      await c.request('POST', '/measurement-threshold/thresholds', {
+        pinHashId: d.pinHashId,
+        quantityHashId: d.quantityHashId,
+        thresholds: { ...LIMITS, low: pair(85) },
+      }),
+      'thresholds.high',
+    );
+    expectParameterError(
+      await c.request('POST', '/measurement-threshold/thresholds', {
+        pinHashId: d.pinHashId,
+        quantityHashId: d.quantityHashId,
+        thresholds: { ...LIMITS, extra: 1 },
+      }),
+      'extra',
+    );
+    expectParameterError(
+      await c.request(
+        'POST',
+        '/measurement-threshold/thresholds',
+        Array.from({ length: 501 }, () => ({ pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: null })),
+      ),
+      '500',
+    );
 
-    const removed = ok(await c.request<{ hashId: (string | null)[] }>('POST', '/measurement-threshold/thresholds', [{ pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: null }]));
+    const removed = ok(
+      await c.request<{ hashId: (string | null)[] }>('POST', '/measurement-threshold/thresholds', [
+        { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: null },
+      ]),
+    );
     expect(removed.hashId).toEqual([null]);
     expect(ok(await c.request<{ thresholds: unknown[] }>('GET', `/graph/pin/${d.pinHashId}`)).thresholds).toEqual([]);
   });
 
-  it('are set the same at SDK 17\'s path (graph setThreshold, POST /graph/thresholds), one item or an array', async () => {
+  it("are set the same at SDK 17's path (graph setThreshold, POST /graph/thresholds), one item or an array", async () => {
     const d = await linkedDevice(ctx, service, RIGHTS);
     const c = d.customer;
-    const set = ok(await c.request<{ hashId: string }>('POST', '/graph/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }));
+    const set = ok(
+      await c.request<{ hashId: string }>('POST', '/graph/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }),
+    );
     const shown = [{ value: { hashId: set.hashId, pinHashId: d.pinHashId, ...LIMITS }, quantity: expect.objectContaining({ hashId: d.quantityHashId }) }];
     expect(ok(await c.request<{ thresholds: unknown[] }>('GET', `/graph/pin/${d.pinHashId}`)).thresholds).toEqual(shown);
-    expect(ok(await c.request('POST', '/graph/thresholds', [{ pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: null }]))).toEqual({ hashId: [null] });
+    expect(ok(await c.request('POST', '/graph/thresholds', [{ pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: null }]))).toEqual({
+      hashId: [null],
+    });
     expect(ok(await c.request<{ thresholds: unknown[] }>('GET', `/graph/pin/${d.pinHashId}`)).thresholds).toEqual([]);
-    expectParameterError(await c.request('POST', '/graph/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: { ...LIMITS, low: pair(85) } }), 'thresholds.high');
+    expectParameterError(
+      await c.request('POST', '/graph/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: { ...LIMITS, low: pair(85) } }),
+      'thresholds.high',
+    );
   });
 
-  it('isolates tenants: another customer can neither set thresholds on the pin nor use the supplier\'s quantity', async () => {
+  it("isolates tenants: another customer can neither set thresholds on the pin nor use the supplier's quantity", async () => {
     const d = await linkedDevice(ctx, service, RIGHTS);
     const other = await linkedDevice(ctx, service, RIGHTS);
-    expectParameterError(await other.customer.request('POST', '/measurement-threshold/thresholds', { pinHashId: d.pinHashId, quantityHashId: other.quantityHashId, thresholds: LIMITS }), 'pinHashId');
-    expectParameterError(await other.customer.request('POST', '/measurement-threshold/thresholds', { pinHashId: other.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }), 'quantityHashId');
+    expectParameterError(
+      await other.customer.request('POST', '/measurement-threshold/thresholds', {
+        pinHashId: d.pinHashId,
+        quantityHashId: other.quantityHashId,
+        thresholds: LIMITS,
+      }),
+      'pinHashId',
+    );
+    expectParameterError(
+      await other.customer.request('POST', '/measurement-threshold/thresholds', {
+        pinHashId: other.pinHashId,
+        quantityHashId: d.quantityHashId,
+        thresholds: LIMITS,
+      }),
+      'quantityHashId',
+    );
     expect(ok(await other.customer.request<{ rows: unknown[] }>('GET', '/measurement-threshold/?type=port')).rows).toEqual([]);
   });
 });
@@ -114,8 +203,21 @@ describe('threshold issues', () => {
   it('open on a crossing, follow every level, show on the pin group, its pins and its grid; stay open without auto close', async () => {
     const d = await linkedDevice(ctx, service, RIGHTS);
     const c = d.customer;
-    const grid = ok(await c.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'grid' }, pinGroupHashIds: [d.pinGroupHashId] })).hashId;
-    const edge = ok(await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[1, 1], [2, 2]] }, fields: { id: 'line' } })).hashId;
+    const grid = ok(
+      await c.request<{ hashId: string }>('POST', '/graph/pin-group-grid', { fields: { id: 'grid' }, pinGroupHashIds: [d.pinGroupHashId] }),
+    ).hashId;
+    const edge = ok(
+      await c.request<{ hashId: string }>('POST', '/graph/edge', {
+        geometry: {
+          type: 'LineString',
+          coordinates: [
+            [1, 1],
+            [2, 2],
+          ],
+        },
+        fields: { id: 'line' },
+      }),
+    ).hashId;
     ok(await c.request('POST', `/graph/pin/${d.pinHashId}`, { edgeHashId: edge }));
     await d.reportUntilOnPin(50);
     ok(await c.request('POST', '/measurement-threshold/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }));
@@ -165,14 +267,24 @@ describe('threshold issues', () => {
   it('close themselves when the environment allows it, after the trigger amount of in-range measurements', async () => {
     const d = await linkedDevice(ctx, service, RIGHTS);
     const c = d.customer;
-    ok(await c.request('PUT', '/environment/', { allowAutoCloseThresholdIssues: true, issueAutoClosingTriggerAmount: 2, issueAutoClosingTriggerUnitType: 'measurements' }));
+    ok(
+      await c.request('PUT', '/environment/', {
+        allowAutoCloseThresholdIssues: true,
+        issueAutoClosingTriggerAmount: 2,
+        issueAutoClosingTriggerUnitType: 'measurements',
+      }),
+    );
     await d.reportUntilOnPin(50);
     ok(await c.request('POST', '/measurement-threshold/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }));
     const opened = await reportAndSee(d, 91);
     const once = await reportAndSee(d, 50);
     expect(once.issue.closedAt).toBeNull();
     await d.report(60);
-    const closed = await until(() => getIssue(d, opened.issue.hashId), (g) => g.issue.closedAt !== null, 'the issue to close');
+    const closed = await until(
+      () => getIssue(d, opened.issue.hashId),
+      (g) => g.issue.closedAt !== null,
+      'the issue to close',
+    );
     expect(closed.trigger).toMatchObject({ lastLevel: 0, measurementCount: 3 });
     expect(closed.comments.map((x) => [x.comment.userHashId, x.userName])).toEqual([[null, null]]);
     expect(ok(await c.request<{ pinGroup: { level: number } }>('GET', `/graph/pin-group/${d.pinGroupHashId}`)).pinGroup.level).toBe(0);
@@ -183,7 +295,13 @@ describe('threshold issues', () => {
   it('close themselves after a time in range when the trigger unit is a time (reports are 60 s apart by their generatedAt)', async () => {
     const d = await linkedDevice(ctx, service, RIGHTS);
     const c = d.customer;
-    ok(await c.request('PUT', '/environment/', { allowAutoCloseThresholdIssues: true, issueAutoClosingTriggerAmount: 2, issueAutoClosingTriggerUnitType: 'minutes' }));
+    ok(
+      await c.request('PUT', '/environment/', {
+        allowAutoCloseThresholdIssues: true,
+        issueAutoClosingTriggerAmount: 2,
+        issueAutoClosingTriggerUnitType: 'minutes',
+      }),
+    );
     await d.reportUntilOnPin(50);
     ok(await c.request('POST', '/measurement-threshold/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }));
     const opened = await reportAndSee(d, 85);
@@ -192,11 +310,15 @@ describe('threshold issues', () => {
     expect((await reportAndSee(d, 51)).issue.closedAt).toBeNull();
     // t + 2 min: closed
     await d.report(52);
-    const closed = await until(() => getIssue(d, opened.issue.hashId), (g) => g.issue.closedAt !== null, 'the issue to close');
+    const closed = await until(
+      () => getIssue(d, opened.issue.hashId),
+      (g) => g.issue.closedAt !== null,
+      'the issue to close',
+    );
     expect(closed.trigger).toMatchObject({ lastValue: { significand: 52 }, measurementCount: 4 });
   });
 
-  it('open from the quantity\'s default thresholds on a pin without its own', async () => {
+  it("open from the quantity's default thresholds on a pin without its own", async () => {
     const d = await linkedDevice(ctx, service, RIGHTS, { defaultHighThreshold: pair(100), defaultCriticallyHighThreshold: pair(200) });
     await d.reportUntilOnPin(50);
     const opened = await reportAndSee(d, 150);

@@ -13,8 +13,12 @@ import { addPinGroup } from './fixtures.ts';
 // kept under the new version with the old level, and this test fails.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 /** The tile of [lon, lat] at zoom z (Web Mercator). */
 function locate(lon: number, lat: number, z: number) {
@@ -25,7 +29,8 @@ function locate(lon: number, lat: number, z: number) {
 
 async function levels(c: ApiClient, at: { z: number; x: number; y: number }): Promise<[unknown, unknown][]> {
   const r = await api.app.inject({
-    method: 'GET', url: `/graph/tiles/${at.z}/${at.x}/${at.y}`,
+    method: 'GET',
+    url: `/graph/tiles/${at.z}/${at.x}/${at.y}`,
     headers: { 'api-version': '8', 'environment-hash-id': c.environmentHashId, authorization: `Bearer ${c.token}` },
   });
   expect(r.statusCode).toBe(200);
@@ -33,7 +38,7 @@ async function levels(c: ApiClient, at: { z: number; x: number; y: number }): Pr
   return Array.from({ length: layer?.length ?? 0 }, (_, i) => layer.feature(i).properties).map((p) => [p.name, p.level]);
 }
 
-describe('a map tile around an issue\'s transaction', () => {
+describe("a map tile around an issue's transaction", () => {
   it('shows the issue in the first tile asked for after the commit, whether it was answered or drawn meanwhile', async () => {
     const c = await api.login('monitoring', ['READ', 'STATIC', 'ISSUES']);
     const pg = await addPinGroup(c, 'substation', { geometry: { type: 'Point', coordinates: [4.91, 52.36] } });
@@ -45,14 +50,24 @@ describe('a map tile around an issue\'s transaction', () => {
     await api.ctx.db.tx(async (client) => {
       await client.query(
         `INSERT INTO issue (hash_id, environment_id, pin_group_id, title, level, start_at)
-         SELECT 'flake' || substr(md5(random()::text), 1, 8), environment_id, id, 'Voltage too high', 2, now() FROM pin_group WHERE hash_id = $1`, [pg.hashId]);
+         SELECT 'flake' || substr(md5(random()::text), 1, 8), environment_id, id, 'Voltage too high', 2, now() FROM pin_group WHERE hash_id = $1`,
+        [pg.hashId],
+      );
       // the issue is written, not committed: a tile answered now shows the graph before it
       expect(await levels(c, warm)).toEqual([['substation', 0]]);
       // a tile asked for now waits for the tile version until the commit
       await client.query('LOCK TABLE tile_version IN ACCESS EXCLUSIVE MODE');
       drawnMeanwhile = levels(c, cold);
-      await until(async () => (await api.ctx.db.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM tile_version%'")).rows[0].n, (n) => n > 0, 'the tile waiting for its version');
+      await until(
+        async () =>
+          (
+            await api.ctx.db.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM tile_version%'",
+            )
+          ).rows[0].n,
+        (n) => n > 0,
+        'the tile waiting for its version',
+      );
     });
     expect(await drawnMeanwhile).toEqual([['substation', 2]]);
     expect(await levels(c, warm)).toEqual([['substation', 2]]);

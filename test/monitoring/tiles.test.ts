@@ -10,8 +10,12 @@ import { addPinGroup } from './fixtures.ts';
 // Map tiles (graph/tiles/:z/:x/:y) read back with @mapbox/vector-tile: positions, properties, clipping, clustering, rights, tenants.
 
 let api: TestApi;
-beforeAll(async () => { api = await startTestApi(); });
-afterAll(async () => { await api.close(); });
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api.close();
+});
 
 const EXTENT = 4096;
 
@@ -28,7 +32,8 @@ function locate(lon: number, lat: number, z: number) {
 
 async function tile(c: ApiClient, z: number, x: number, y: number, query = '', environmentHashId = c.environmentHashId) {
   const r = await api.app.inject({
-    method: 'GET', url: `/graph/tiles/${z}/${x}/${y}${query}`,
+    method: 'GET',
+    url: `/graph/tiles/${z}/${x}/${y}${query}`,
     headers: { 'api-version': '8', 'environment-hash-id': environmentHashId, authorization: `Bearer ${c.token}` },
   });
   return { status: r.statusCode, type: r.headers['content-type'], retryAfter: r.headers['retry-after'], raw: r.rawPayload, json: () => r.json() as unknown };
@@ -88,7 +93,17 @@ describe('map tiles', () => {
   it('shows the level of the open issues of a pin group and of an edge', async () => {
     const c = await api.login('monitoring', RIGHTS);
     const pg = await addPinGroup(c, 'leaky', { geometry: { type: 'Point', coordinates: [4.9, 52.37] } });
-    const edge = await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[4.899, 52.37], [4.901, 52.37]] }, fields: { id: 'pipe' }, nodeHashIds: [null, null] });
+    const edge = await c.request<{ hashId: string }>('POST', '/graph/edge', {
+      geometry: {
+        type: 'LineString',
+        coordinates: [
+          [4.899, 52.37],
+          [4.901, 52.37],
+        ],
+      },
+      fields: { id: 'pipe' },
+      nodeHashIds: [null, null],
+    });
     expect(edge.status).toBe(200);
     expect((await c.request('POST', `/graph/pin-group/${pg.hashId}/pin`, { fields: { id: 'on pipe' }, edgeHashId: edge.body.hashId })).status).toBe(200);
     expect((await c.request('POST', '/issue/', { pinGroupHashId: pg.hashId, title: 'Leak', level: 2, comment: '' })).status).toBe(200);
@@ -106,11 +121,34 @@ describe('map tiles', () => {
     const lonAt = (u: number) => ((x + u / EXTENT) / 2 ** z) * 360 - 180;
     const latAt = (v: number) => (Math.atan(Math.sinh(Math.PI * (1 - (2 * (y + v / EXTENT)) / 2 ** z))) * 180) / Math.PI;
     // west to east across the whole tile at v = 1000, then out to the south and back in at u = 3000
-    const line = [[lonAt(-2000), latAt(1000)], [lonAt(1000), latAt(1000)], [lonAt(2000), latAt(1000)], [lonAt(2000), latAt(8000)], [lonAt(3000), latAt(8000)], [lonAt(3000), latAt(2000)]];
-    const add = await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: line }, fields: { id: 'Main pipe' }, nodeHashIds: [null, null] });
+    const line = [
+      [lonAt(-2000), latAt(1000)],
+      [lonAt(1000), latAt(1000)],
+      [lonAt(2000), latAt(1000)],
+      [lonAt(2000), latAt(8000)],
+      [lonAt(3000), latAt(8000)],
+      [lonAt(3000), latAt(2000)],
+    ];
+    const add = await c.request<{ hashId: string }>('POST', '/graph/edge', {
+      geometry: { type: 'LineString', coordinates: line },
+      fields: { id: 'Main pipe' },
+      nodeHashIds: [null, null],
+    });
     expect(add.status, JSON.stringify(add.body)).toBe(200);
     const multi = await c.request<{ hashId: string }>('POST', '/graph/edge', {
-      geometry: { type: 'MultiLineString', coordinates: [[[lonAt(100), latAt(100)], [lonAt(200), latAt(100)]], [[lonAt(-9000), latAt(-9000)], [lonAt(-8000), latAt(-9000)]]] },
+      geometry: {
+        type: 'MultiLineString',
+        coordinates: [
+          [
+            [lonAt(100), latAt(100)],
+            [lonAt(200), latAt(100)],
+          ],
+          [
+            [lonAt(-9000), latAt(-9000)],
+            [lonAt(-8000), latAt(-9000)],
+          ],
+        ],
+      },
       fields: { id: 'Branches' },
     });
     expect(multi.status, JSON.stringify(multi.body)).toBe(200);
@@ -120,14 +158,32 @@ describe('map tiles', () => {
     expect(main.properties).toEqual({ hashId: add.body.hashId, name: 'Main pipe', level: 0, mapLayer: 'default' });
     const near = (a: number[][][], b: number[][][]) => {
       expect(a.length).toBe(b.length);
-      a.forEach((part, i) => part.forEach(([u, v], j) => {
-        expect(Math.abs(u - b[i][j][0])).toBeLessThanOrEqual(1);
-        expect(Math.abs(v - b[i][j][1])).toBeLessThanOrEqual(1);
-      }));
+      a.forEach((part, i) =>
+        part.forEach(([u, v], j) => {
+          expect(Math.abs(u - b[i][j][0])).toBeLessThanOrEqual(1);
+          expect(Math.abs(v - b[i][j][1])).toBeLessThanOrEqual(1);
+        }),
+      );
     };
-    near(points(main), [[[-64, 1000], [1000, 1000], [2000, 1000], [2000, 4160]], [[3000, 4160], [3000, 2000]]]);
+    near(points(main), [
+      [
+        [-64, 1000],
+        [1000, 1000],
+        [2000, 1000],
+        [2000, 4160],
+      ],
+      [
+        [3000, 4160],
+        [3000, 2000],
+      ],
+    ]);
     // of the multi line, only the part in the tile
-    near(points(byHashId.get(multi.body.hashId)!), [[[100, 100], [200, 100]]]);
+    near(points(byHashId.get(multi.body.hashId)!), [
+      [
+        [100, 100],
+        [200, 100],
+      ],
+    ]);
   });
 
   it('clusters the pin groups of a tile past 2000, per cell, with their number and highest level', async () => {
@@ -137,7 +193,9 @@ describe('map tiles', () => {
     await api.ctx.db.query(
       `INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, geometry, map_layer)
        SELECT 'cl' || $2 || i, $1, 'p' || i, 'cp-pole', jsonb_build_object('type', 'Point', 'coordinates', jsonb_build_array(4.89 + (i % 50) * 0.0003, 52.37 + (i / 50) * 0.0002)), 'default'
-         FROM generate_series(0, 2499) i`, [rows[0].id, String(rows[0].id)]);
+         FROM generate_series(0, 2499) i`,
+      [rows[0].id, String(rows[0].id)],
+    );
     const lone = await addPinGroup(c, 'lone', { geometry: { type: 'Point', coordinates: [4.7, 52.4] } });
     const { z, x, y } = locate(4.89, 52.37, 10);
     expect(locate(4.7, 52.4, 10)).toMatchObject({ x, y });
@@ -168,7 +226,10 @@ describe('map tiles', () => {
 
   it('holds the nodes as points in layer nodes when the map layer nodes is asked for', async () => {
     const c = await api.login('monitoring', RIGHTS);
-    const node = await c.request<{ hashId: string }>('POST', '/graph/node', { geometry: { type: 'Point', coordinates: [4.91, 52.36] }, fields: { id: 'Junction' } });
+    const node = await c.request<{ hashId: string }>('POST', '/graph/node', {
+      geometry: { type: 'Point', coordinates: [4.91, 52.36] },
+      fields: { id: 'Junction' },
+    });
     expect(node.status).toBe(200);
     const { z, x, y, at } = locate(4.91, 52.36, 16);
     expect(features(await decoded(c, z, x, y), 'nodes')).toEqual([]);
@@ -182,7 +243,21 @@ describe('map tiles', () => {
     const theirs = await api.login('monitoring', RIGHTS);
     const own = await addPinGroup(mine, 'mine', { geometry: { type: 'Point', coordinates: [4.95, 52.35] } });
     await addPinGroup(theirs, 'theirs', { geometry: { type: 'Point', coordinates: [4.95, 52.35] } });
-    expect((await theirs.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[4.94, 52.35], [4.96, 52.35]] }, fields: { id: 'their pipe' }, nodeHashIds: [null, null] })).status).toBe(200);
+    expect(
+      (
+        await theirs.request('POST', '/graph/edge', {
+          geometry: {
+            type: 'LineString',
+            coordinates: [
+              [4.94, 52.35],
+              [4.96, 52.35],
+            ],
+          },
+          fields: { id: 'their pipe' },
+          nodeHashIds: [null, null],
+        })
+      ).status,
+    ).toBe(200);
     const { z, x, y } = locate(4.95, 52.35, 14);
     const t = await decoded(mine, z, x, y);
     expect(features(t, 'pinGroups').map((f) => f.properties.hashId)).toEqual([own.hashId]);
@@ -219,15 +294,20 @@ describe('map tiles', () => {
 
 describe('what one tile may cost', () => {
   /** `n` points zigzagging over the square of `size` degrees at [lon, lat]: a line as dense as an edge may be */
-  const zigzag = (lon: number, lat: number, size: number, n: number, seed = 0) => Array.from({ length: n }, (_, i) => [
-    Number((lon + ((i * 37 + seed) % 100) * (size / 100)).toFixed(6)), Number((lat + Math.floor(i / 100) * (size / (n / 100))).toFixed(6)),
-  ]);
+  const zigzag = (lon: number, lat: number, size: number, n: number, seed = 0) =>
+    Array.from({ length: n }, (_, i) => [
+      Number((lon + ((i * 37 + seed) % 100) * (size / 100)).toFixed(6)),
+      Number((lat + Math.floor(i / 100) * (size / (n / 100))).toFixed(6)),
+    ]);
 
   it('reads at most 100000 points of edges: past that, the edges with the worst open issue first, then the oldest', async () => {
     const c = await api.login('monitoring', RIGHTS);
     const added: string[] = [];
     for (let i = 0; i < 11; i++) {
-      const r = await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: zigzag(4.88, 52.36, 0.02, 10_000, i) }, fields: { id: `pipe ${i}` } });
+      const r = await c.request<{ hashId: string }>('POST', '/graph/edge', {
+        geometry: { type: 'LineString', coordinates: zigzag(4.88, 52.36, 0.02, 10_000, i) },
+        fields: { id: `pipe ${i}` },
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       added.push(r.body.hashId);
     }
@@ -253,16 +333,20 @@ describe('what one tile may cost', () => {
     };
     for (let i = 0; i < 3; i++) {
       const coordinates = Array.from({ length: 10_000 }, () => [Number((-179 + random() * 358).toFixed(3)), Number((-80 + random() * 160).toFixed(3))]);
-      expect((await heavy.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates }, fields: { id: `spaghetti ${i}` } })).status).toBe(200);
+      expect((await heavy.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates }, fields: { id: `spaghetti ${i}` } })).status).toBe(
+        200,
+      );
     }
     // 80 different tiles at once, none rendered yet: more than 2 drawn and 64 waiting
     const addresses = Array.from({ length: 80 }, (_, i) => ({ x: i % 16, y: Math.floor(i / 16) + 4 }));
     let heavyDone = 0;
-    const burst = Promise.all(addresses.map(async ({ x, y }) => {
-      const r = await tile(heavy, 4, x, y);
-      heavyDone++;
-      return r;
-    }));
+    const burst = Promise.all(
+      addresses.map(async ({ x, y }) => {
+        const r = await tile(heavy, 4, x, y);
+        heavyDone++;
+        return r;
+      }),
+    );
     const answered = await other.request<{ rows: unknown[] }>('GET', '/graph/pin-group');
     const doneWhenAnswered = heavyDone;
     const answers = await burst;
@@ -282,7 +366,8 @@ describe('what one tile may cost', () => {
 describe('cached map tiles', () => {
   const tileOn = async (node: TestApi, c: ApiClient, z: number, x: number, y: number) => {
     const r = await node.app.inject({
-      method: 'GET', url: `/graph/tiles/${z}/${x}/${y}`,
+      method: 'GET',
+      url: `/graph/tiles/${z}/${x}/${y}`,
       headers: { 'api-version': '8', 'environment-hash-id': c.environmentHashId, authorization: `Bearer ${c.token}` },
     });
     expect(r.statusCode).toBe(200);
@@ -310,7 +395,17 @@ describe('cached map tiles', () => {
       expect((await c.request('POST', `/issue/${issue.body.hashId}`, { closed: true })).status).toBe(204);
       for (const node of [other, api]) expect(shown(await tileOn(node, c, z, x, y))).toEqual([['pump station', 0]]);
 
-      const pipe = await c.request<{ hashId: string }>('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[4.929, 52.33], [4.931, 52.33]] }, fields: { id: 'main' }, nodeHashIds: [null, null] });
+      const pipe = await c.request<{ hashId: string }>('POST', '/graph/edge', {
+        geometry: {
+          type: 'LineString',
+          coordinates: [
+            [4.929, 52.33],
+            [4.931, 52.33],
+          ],
+        },
+        fields: { id: 'main' },
+        nodeHashIds: [null, null],
+      });
       expect(pipe.status).toBe(200);
       for (const node of [other, api]) expect(features(await tileOn(node, c, z, x, y), 'edges').map((f) => f.properties.name)).toEqual(['main']);
 
@@ -331,10 +426,14 @@ describe('cached map tiles', () => {
     const c = await api.login('monitoring', RIGHTS);
     const pg = await addPinGroup(c, 'logged', { geometry: { type: 'Point', coordinates: [4.92, 52.31] } });
     const { rows } = await api.ctx.db.query<{ object_type: string }>(
-      'SELECT object_type FROM audit_log WHERE environment_id = (SELECT id FROM environment WHERE hash_id = $1) AND object_hash_id = $2', [c.environmentHashId, pg.hashId]);
+      'SELECT object_type FROM audit_log WHERE environment_id = (SELECT id FROM environment WHERE hash_id = $1) AND object_hash_id = $2',
+      [c.environmentHashId, pg.hashId],
+    );
     expect(rows.map((r) => r.object_type)).toContain('pinGroup');
     const { rows: versions } = await api.ctx.db.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM audit_log WHERE environment_id = (SELECT id FROM environment WHERE hash_id = $1) AND object_type = 'tileVersion'", [c.environmentHashId]);
+      "SELECT count(*)::int AS n FROM audit_log WHERE environment_id = (SELECT id FROM environment WHERE hash_id = $1) AND object_type = 'tileVersion'",
+      [c.environmentHashId],
+    );
     expect(versions[0].n).toBe(0);
   });
 
@@ -344,7 +443,9 @@ describe('cached map tiles', () => {
     await addPinGroup(mine, 'my valve', { geometry: { type: 'Point', coordinates: [4.96, 52.34] } });
     await addPinGroup(theirs, 'their valve', { geometry: { type: 'Point', coordinates: [4.96, 52.34] } });
     // as two environments whose graphs were written before tiles had versions (migration 058): the same, first, version
-    await api.ctx.db.query('DELETE FROM tile_version WHERE environment_id IN (SELECT id FROM environment WHERE hash_id = ANY($1))', [[mine.environmentHashId, theirs.environmentHashId]]);
+    await api.ctx.db.query('DELETE FROM tile_version WHERE environment_id IN (SELECT id FROM environment WHERE hash_id = ANY($1))', [
+      [mine.environmentHashId, theirs.environmentHashId],
+    ]);
     const { z, x, y } = locate(4.96, 52.34, 15);
     for (let round = 0; round < 2; round++) {
       expect(shown(await tileOn(api, mine, z, x, y))).toEqual([['my valve', 0]]);
@@ -354,13 +455,34 @@ describe('cached map tiles', () => {
 
   it('answers the same tile from the cache as rendered afresh, clustered and one by one', async () => {
     const c = await api.login('monitoring', RIGHTS);
-    const { rows: [{ id }] } = await api.ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
+    const {
+      rows: [{ id }],
+    } = await api.ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
     await api.ctx.db.query(
       `INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, geometry, map_layer)
        SELECT 'same' || $1::text || '_' || i, $1::bigint, 'p' || i, 'cp-pole', jsonb_build_object('type', 'Point', 'coordinates', jsonb_build_array(4.85 + (i % 60) * 0.0003, 52.38 + (i / 60) * 0.0002)), 'default'
-         FROM generate_series(0, 2999) i`, [id]);
-    expect((await c.request('POST', '/graph/edge', { geometry: { type: 'LineString', coordinates: [[4.85, 52.38], [4.86, 52.385]] }, fields: { id: 'pipe' }, nodeHashIds: [null, null] })).status).toBe(200);
-    for (const [z, lon, lat] of [[11, 4.85, 52.38], [16, 4.855, 52.383]]) {
+         FROM generate_series(0, 2999) i`,
+      [id],
+    );
+    expect(
+      (
+        await c.request('POST', '/graph/edge', {
+          geometry: {
+            type: 'LineString',
+            coordinates: [
+              [4.85, 52.38],
+              [4.86, 52.385],
+            ],
+          },
+          fields: { id: 'pipe' },
+          nodeHashIds: [null, null],
+        })
+      ).status,
+    ).toBe(200);
+    for (const [z, lon, lat] of [
+      [11, 4.85, 52.38],
+      [16, 4.855, 52.383],
+    ]) {
       const { x, y } = locate(lon, lat, z);
       const first = await tile(c, z, x, y);
       const again = await tile(c, z, x, y);
@@ -381,7 +503,9 @@ describe('the cache of rendered tiles', () => {
   it("holds no more bytes than its bound, and drops an environment's tiles once its graph has changed", async () => {
     const c = await api.login('monitoring', RIGHTS);
     const pg = await addPinGroup(c, 'hydrant', { geometry: { type: 'Point', coordinates: [4.91, 52.35] } });
-    const { rows: [{ id }] } = await api.ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
+    const {
+      rows: [{ id }],
+    } = await api.ctx.db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
     const zooms = [10, 11, 12, 13, 14, 15, 16, 17, 18];
     const render = (cache: TileCache, z: number) => cache.tile(api.ctx.db, id, locate(4.91, 52.35, z), ['default']);
 

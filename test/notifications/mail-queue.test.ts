@@ -8,7 +8,19 @@ import { startTestApi, testContext, type ApiClient, type TestApi } from '../help
 import { until } from '../support/until.ts';
 import { dropMailQueue, TestSmtp } from './smtp.ts';
 
-interface Row { notification: { hashId: string; kind: string; to: string[]; subject: string; body: string; state: string; reason: string | null; attempts: number; sentAt: string | null } }
+interface Row {
+  notification: {
+    hashId: string;
+    kind: string;
+    to: string[];
+    subject: string;
+    body: string;
+    state: string;
+    reason: string | null;
+    attempts: number;
+    sentAt: string | null;
+  };
+}
 
 const smtp = new TestSmtp();
 let ctx: AppContext;
@@ -23,7 +35,14 @@ async function notifications(state?: string): Promise<Row['notification'][]> {
   return r.body.rows.map((x) => x.notification);
 }
 
-const mail = (to: string, subject: string, text = `about ${subject}`): OutgoingMail => ({ environmentId, accountId: null, kind: 'command', to: [to], subject, text });
+const mail = (to: string, subject: string, text = `about ${subject}`): OutgoingMail => ({
+  environmentId,
+  accountId: null,
+  kind: 'command',
+  to: [to],
+  subject,
+  text,
+});
 
 async function counted(state: string): Promise<number> {
   const metric = await metricsRegistry.getSingleMetric('gridgate_notifications_total')?.get();
@@ -52,19 +71,39 @@ describe('the mail queue', () => {
   it('delivers a mail over SMTP (to, subject, body) and shows it as sent, counted on /metrics', async () => {
     const sentBefore = await counted('sent');
     const [hashId] = await queueMails(ctx, [mail('ops@example.com', 'Pump 3 — pressure critical', 'Druck 9,5 bar über 8 bar\nseit 10:00')]);
-    const [received] = await until(async () => smtp.to('ops@example.com'), (m) => m.length === 1, 'the mail at the SMTP server');
+    const [received] = await until(
+      async () => smtp.to('ops@example.com'),
+      (m) => m.length === 1,
+      'the mail at the SMTP server',
+    );
     expect(received.subject).toBe('Pump 3 — pressure critical');
     expect(received.text).toBe('Druck 9,5 bar über 8 bar\nseit 10:00');
     expect(received.raw).toContain('From: gridgate <alerts@example.com>');
-    const [row] = await until(() => notifications(), (rows) => rows.some((r) => r.hashId === hashId && r.state === 'sent'), 'the notification marked sent');
-    expect(row).toMatchObject({ hashId, kind: 'command', to: ['ops@example.com'], subject: 'Pump 3 — pressure critical', state: 'sent', reason: null, sentAt: expect.any(String) });
+    const [row] = await until(
+      () => notifications(),
+      (rows) => rows.some((r) => r.hashId === hashId && r.state === 'sent'),
+      'the notification marked sent',
+    );
+    expect(row).toMatchObject({
+      hashId,
+      kind: 'command',
+      to: ['ops@example.com'],
+      subject: 'Pump 3 — pressure critical',
+      state: 'sent',
+      reason: null,
+      sentAt: expect.any(String),
+    });
     expect(await counted('sent')).toBe(sentBefore + 1);
   });
 
-  it('marks a mail to an address the server refuses (5xx) failed with the server\'s reply, without retrying it', async () => {
+  it("marks a mail to an address the server refuses (5xx) failed with the server's reply, without retrying it", async () => {
     smtp.refuse.add('gone@example.com');
     const [hashId] = await queueMails(ctx, [mail('gone@example.com', 'to nobody')]);
-    const rows = await until(() => notifications('failed'), (r) => r.some((n) => n.hashId === hashId), 'the refused mail marked failed');
+    const rows = await until(
+      () => notifications('failed'),
+      (r) => r.some((n) => n.hashId === hashId),
+      'the refused mail marked failed',
+    );
     const failed = rows.find((n) => n.hashId === hashId);
     expect(failed?.reason).toMatch(/550.*gone@example\.com.*mailbox unavailable/);
     expect(failed?.attempts).toBe(1);
@@ -75,14 +114,31 @@ describe('the mail queue', () => {
     const port = smtp.port;
     await smtp.stop();
     const addresses = Array.from({ length: 5 }, (_, i) => `field${i}@example.com`);
-    const hashIds = await queueMails(ctx, addresses.map((a) => mail(a, `outage ${a}`)));
+    const hashIds = await queueMails(
+      ctx,
+      addresses.map((a) => mail(a, `outage ${a}`)),
+    );
     // every mail was tried and is still queued, with the connection failure as its reason
-    await until(() => notifications('queued'), (rows) => hashIds.every((h) => rows.some((r) => r.hashId === h && r.attempts >= 2)), 'tries during the outage', 30_000);
+    await until(
+      () => notifications('queued'),
+      (rows) => hashIds.every((h) => rows.some((r) => r.hashId === h && r.attempts >= 2)),
+      'tries during the outage',
+      30_000,
+    );
     const waiting = (await notifications('queued')).filter((r) => hashIds.includes(r.hashId));
     expect(waiting.map((r) => r.reason)).toEqual(hashIds.map(() => expect.stringMatching(/ECONNREFUSED|connect/i)));
     await smtp.start(port);
-    await until(async () => addresses.map((a) => smtp.to(a).length), (n) => n.every((x) => x === 1), 'every mail after the outage', 30_000);
-    const rows = await until(() => notifications('sent'), (r) => hashIds.every((h) => r.some((n) => n.hashId === h)), 'every mail marked sent');
+    await until(
+      async () => addresses.map((a) => smtp.to(a).length),
+      (n) => n.every((x) => x === 1),
+      'every mail after the outage',
+      30_000,
+    );
+    const rows = await until(
+      () => notifications('sent'),
+      (r) => hashIds.every((h) => r.some((n) => n.hashId === h)),
+      'every mail marked sent',
+    );
     expect(rows.filter((r) => hashIds.includes(r.hashId)).map((r) => r.state)).toEqual(hashIds.map(() => 'sent'));
   });
 
@@ -90,8 +146,16 @@ describe('the mail queue', () => {
     const [hashId] = await insertNotifications(ctx.db, [mail('late@example.com', 'stored, never queued')], 'queued');
     await worker?.close();
     worker = startMailWorker(ctx);
-    await until(async () => smtp.to('late@example.com'), (m) => m.length === 1, 'the stored mail at the SMTP server');
-    await until(() => notifications('sent'), (r) => r.some((n) => n.hashId === hashId), 'the stored mail marked sent');
+    await until(
+      async () => smtp.to('late@example.com'),
+      (m) => m.length === 1,
+      'the stored mail at the SMTP server',
+    );
+    await until(
+      () => notifications('sent'),
+      (r) => r.some((n) => n.hashId === hashId),
+      'the stored mail marked sent',
+    );
   });
 
   it('stores a mail as failed, and logs it, when SMTP_URL is not configured', async () => {

@@ -8,20 +8,32 @@ import { SMTPServer } from 'smtp-server';
 import type { AppContext } from '../../src/app/context.ts';
 import { mailQueue } from '../../src/mail/queue.ts';
 
-export interface ReceivedMail { to: string[]; subject: string; text: string; raw: string }
+export interface ReceivedMail {
+  to: string[];
+  subject: string;
+  text: string;
+  raw: string;
+}
 
 function decodeWords(value: string): string {
   return value.replace(/=\?([^?]+)\?([BbQq])\?([^?]*)\?=\s*/g, (_all, _charset: string, enc: string, data: string) =>
     enc.toUpperCase() === 'B'
       ? Buffer.from(data, 'base64').toString('utf8')
-      : Buffer.from(data.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8'));
+      : Buffer.from(
+          data.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))),
+          'latin1',
+        ).toString('utf8'),
+  );
 }
 
 function decodeBody(body: string, encoding: string): string {
   if (encoding === 'base64') return Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('utf8');
   if (encoding === 'quoted-printable') {
     const soft = body.replace(/=\r?\n/g, '');
-    return Buffer.from(soft.replace(/=([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8');
+    return Buffer.from(
+      soft.replace(/=([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16))),
+      'latin1',
+    ).toString('utf8');
   }
   return body;
 }
@@ -30,8 +42,15 @@ function decodeBody(body: string, encoding: string): string {
 export function parseMail(raw: string): { subject: string; text: string } {
   const split = raw.indexOf('\r\n\r\n');
   const head = raw.slice(0, split).replace(/\r\n[ \t]+/g, ' ');
-  const header = (name: string) => head.split('\r\n').find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`))?.slice(name.length + 1).trim() ?? '';
-  const text = decodeBody(raw.slice(split + 4), header('Content-Transfer-Encoding').toLowerCase()).replace(/\r\n/g, '\n').replace(/\n$/, '');
+  const header = (name: string) =>
+    head
+      .split('\r\n')
+      .find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`))
+      ?.slice(name.length + 1)
+      .trim() ?? '';
+  const text = decodeBody(raw.slice(split + 4), header('Content-Transfer-Encoding').toLowerCase())
+    .replace(/\r\n/g, '\n')
+    .replace(/\n$/, '');
   return { subject: decodeWords(header('Subject')), text };
 }
 
@@ -44,7 +63,10 @@ export class TestSmtp {
 
   async start(port = 0): Promise<void> {
     const server = new SMTPServer({
-      authOptional: true, disabledCommands: ['STARTTLS'], logger: false, closeTimeout: 100,
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      logger: false,
+      closeTimeout: 100,
       onRcptTo: (address, _session, callback) => {
         if (this.refuse.has(address.address)) callback(Object.assign(new Error(`<${address.address}>: mailbox unavailable`), { responseCode: 550 }));
         else callback();

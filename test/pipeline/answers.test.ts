@@ -7,14 +7,31 @@ import { answerChannel, deliverLocally, DeviceQueue } from '../../src/pipeline/q
 import { testContext } from '../helpers.ts';
 
 let ctx: AppContext;
-beforeAll(async () => { ctx = await testContext(); });
-afterAll(async () => { await closeContext(ctx); });
+beforeAll(async () => {
+  ctx = await testContext();
+});
+afterAll(async () => {
+  await closeContext(ctx);
+});
 
 const job = (n: number): DeviceRequestJob => ({
-  kind: 'incomingRequest', deviceHashId: `d${n}`, environmentHashId: 'e', receivedAt: new Date().toISOString(),
-  webRequest: { url: { protocol: 'https', host: 'h', path: '/', query: {} }, method: 'POST', headers: {}, body: { type: 'string', data: String(n) }, ip: '127.0.0.1' } as never,
+  kind: 'incomingRequest',
+  deviceHashId: `d${n}`,
+  environmentHashId: 'e',
+  receivedAt: new Date().toISOString(),
+  webRequest: {
+    url: { protocol: 'https', host: 'h', path: '/', query: {} },
+    method: 'POST',
+    headers: {},
+    body: { type: 'string', data: String(n) },
+    ip: '127.0.0.1',
+  } as never,
 });
-const result = (n: number): DeviceJobResult => ({ answer: { statusCode: 200, headers: { 'x-n': String(n) }, body: { type: 'json', data: { n } } }, activityHashId: `a${n}`, failed: false });
+const result = (n: number): DeviceJobResult => ({
+  answer: { statusCode: 200, headers: { 'x-n': String(n) }, body: { type: 'json', data: { n } } },
+  activityHashId: `a${n}`,
+  failed: false,
+});
 
 /** The item ids of the queued batch jobs, in the order the requests were added. */
 async function queuedItemIds(queue: DeviceQueue, count: number): Promise<string[]> {
@@ -56,7 +73,9 @@ describe('batches of device requests', () => {
     // each add of a job waits for `gate` once opened: the second request arrives while the first job is being queued
     const jobs: string[][] = [];
     let open!: () => void;
-    const gate = new Promise<void>((r) => { open = r; });
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
     const add = queue.queue.add.bind(queue.queue);
     queue.queue.add = (async (name: string, data: { items: { job: DeviceRequestJob }[] }, opts: never) => {
       jobs.push(data.items.map((i) => i.job.deviceHashId));

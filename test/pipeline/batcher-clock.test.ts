@@ -7,7 +7,12 @@ describe('Batcher on a manual clock', () => {
   it('flushes what arrived within maxDelayMs of the first item, exactly then, and the next item starts a new window', async () => {
     const clock = new ManualClock();
     const flushes: string[][] = [];
-    const batcher = new Batcher<string>(async (items) => { flushes.push(items); }, { maxDelayMs: 50, clock });
+    const batcher = new Batcher<string>(
+      async (items) => {
+        flushes.push(items);
+      },
+      { maxDelayMs: 50, clock },
+    );
     const a = batcher.add('a');
     clock.advance(30);
     const b = batcher.add('b');

@@ -33,9 +33,24 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   return { statusCode: 200, body: { commands: pending.map((c) => ({ id: c.command.hashId, type: c.commandType.hashId, fields: c.command.fields })) } };
 }`;
 
-interface Mail { to: string[]; text: string }
-interface ActivityDetail { hashId: string; triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown>; activities: { triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown> }[] }
-interface Command { hashId: string; sentAt: string | null; deletedAt: string | null; fields: Record<string, unknown> }
+interface Mail {
+  to: string[];
+  text: string;
+}
+interface ActivityDetail {
+  hashId: string;
+  triggerType: string;
+  failed: boolean;
+  log: { message: string }[];
+  triggerData: Record<string, unknown>;
+  activities: { triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown> }[];
+}
+interface Command {
+  hashId: string;
+  sentAt: string | null;
+  deletedAt: string | null;
+  fields: Record<string, unknown>;
+}
 
 let ctx: AppContext;
 let service: RunningService;
@@ -47,19 +62,31 @@ const mails: Mail[] = [];
 
 async function newDevice(): Promise<{ hashId: string; identity: string; key: Buffer }> {
   const type = await api.request('POST', '/device-type/', {
-    name: 'Valve', eventHandler: HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [],
-    channels: [{ name: 'Valve', pinFieldConfigurations: [] }], commandTypeHashIds: [commandTypeHashId],
+    name: 'Valve',
+    eventHandler: HANDLER,
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [{ name: 'Valve', pinFieldConfigurations: [] }],
+    commandTypeHashIds: [commandTypeHashId],
   });
   expect(type.status).toBe(200);
   const identity = `valve-${randomBytes(6).toString('hex')}`;
   const key = randomBytes(16);
-  const device = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type.body.hashId, psk: key.toString('hex'), pskIdentity: identity });
+  const device = await api.request('POST', '/device/psk', {
+    supplierDeviceIdentifier: identity,
+    deviceTypeHashId: type.body.hashId,
+    psk: key.toString('hex'),
+    pskIdentity: identity,
+  });
   expect(device.status).toBe(200);
   return { hashId: device.body.hashId, identity, key };
 }
 
 /** One device contact over TLS-PSK; the handler's answer. */
-async function contact(device: { identity: string; key: Buffer }, path: string): Promise<{ status: number; commands: { id: string; type: string; fields: Record<string, unknown> }[] }> {
+async function contact(
+  device: { identity: string; key: Buffer },
+  path: string,
+): Promise<{ status: number; commands: { id: string; type: string; fields: Record<string, unknown> }[] }> {
   const res = await pskHttpRequest({ port, identity: device.identity, key: device.key, path, body: '{}' });
   if (!res) throw new Error('no answer');
   return { status: res.status, commands: (JSON.parse(res.body) as { commands: { id: string; type: string; fields: Record<string, unknown> }[] }).commands };
@@ -67,7 +94,15 @@ async function contact(device: { identity: string; key: Buffer }, path: string):
 
 async function addCommand(deviceHashId: string, more: Record<string, unknown> = {}): Promise<Command> {
   const before = new Set((await commandsOf(deviceHashId)).map((c) => c.hashId));
-  const r = await api.request('POST', '/command/', { objectType: 'device', objectHashIds: [deviceHashId], commandTypeHashId, fields: { position: 40 }, email: [], delay: 600, ...more });
+  const r = await api.request('POST', '/command/', {
+    objectType: 'device',
+    objectHashIds: [deviceHashId],
+    commandTypeHashId,
+    fields: { position: 40 },
+    email: [],
+    delay: 600,
+    ...more,
+  });
   expect(r.status).toBe(204);
   const added = (await commandsOf(deviceHashId)).filter((c) => !before.has(c.hashId));
   expect(added).toHaveLength(1);
@@ -83,9 +118,14 @@ async function commandsOf(deviceHashId: string): Promise<Command[]> {
 async function activities(deviceHashId: string, triggerType: string, enough = 1, ms = 10_000): Promise<ActivityDetail[]> {
   const until = Date.now() + ms;
   for (;;) {
-    const page = await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${deviceHashId}&triggerType=${triggerType}&rowsPerPage=100`);
+    const page = await api.request<{ rows: { activity: { hashId: string } }[] }>(
+      'GET',
+      `/supplier-activity/?deviceHashId=${deviceHashId}&triggerType=${triggerType}&rowsPerPage=100`,
+    );
     if (page.body.rows.length >= enough || Date.now() > until) {
-      return Promise.all(page.body.rows.map(async (r) => (await api.request<{ activity: ActivityDetail }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
+      return Promise.all(
+        page.body.rows.map(async (r) => (await api.request<{ activity: ActivityDetail }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity),
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -116,7 +156,7 @@ async function counter(deviceHashId: string, key: string): Promise<number> {
   let total = 0;
   for (let i = 0; i < 30; i++) {
     const hour = new Date().toISOString().slice(0, 13);
-    total = Number(await ctx.redis.hget(counterHashKey(ctx.config, deviceHashId, hour), key) ?? 0);
+    total = Number((await ctx.redis.hget(counterHashKey(ctx.config, deviceHashId, hour), key)) ?? 0);
     if (total > 0) return total;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -125,7 +165,9 @@ async function counter(deviceHashId: string, key: string): Promise<number> {
 
 beforeAll(async () => {
   smtp = new SMTPServer({
-    authOptional: true, disabledCommands: ['STARTTLS'], logger: false,
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
@@ -141,7 +183,10 @@ beforeAll(async () => {
   service = await startService(ctx, ['all']);
   port = service.https!.port();
   api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
-  const type = await api.request('POST', '/command-type/', { name: 'Open valve', fieldConfigurations: [{ key: 'position', name: 'Position', type: 'integer' }] });
+  const type = await api.request('POST', '/command-type/', {
+    name: 'Open valve',
+    fieldConfigurations: [{ key: 'position', name: 'Position', type: 'integer' }],
+  });
   expect(type.status).toBe(200);
   commandTypeHashId = type.body.hashId;
 });
@@ -187,13 +232,19 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
     expect(mail?.text).toContain('Open valve');
   });
 
-  it('lets a handler mark only its own device\'s commands', async () => {
+  it("lets a handler mark only its own device's commands", async () => {
     const owner = await newDevice();
     const thief = await newDevice();
     const command = await addCommand(owner.hashId);
     await contact(thief, `/steal?id=${command.hashId}`);
     const [run] = await activities(thief.hashId, 'handleIncomingRequest');
-    expect(run.activities).toEqual([expect.objectContaining({ triggerType: 'markCommandAsSent', failed: true, log: [expect.objectContaining({ message: expect.stringContaining('not a command of this device') })] })]);
+    expect(run.activities).toEqual([
+      expect.objectContaining({
+        triggerType: 'markCommandAsSent',
+        failed: true,
+        log: [expect.objectContaining({ message: expect.stringContaining('not a command of this device') })],
+      }),
+    ]);
     expect((await contact(owner, '/report')).commands.map((c) => c.id)).toEqual([command.hashId]);
   });
 
@@ -201,7 +252,11 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
     const device = await newDevice();
     await contact(device, `/schedule?type=${commandTypeHashId}&position=7`);
     const [run] = await activities(device.hashId, 'handleIncomingRequest');
-    expect(run.activities[0]).toMatchObject({ triggerType: 'scheduleCommand', failed: false, triggerData: { command: { fields: { position: 7 }, userHashId: null } } });
+    expect(run.activities[0]).toMatchObject({
+      triggerType: 'scheduleCommand',
+      failed: false,
+      triggerData: { command: { fields: { position: 7 }, userHashId: null } },
+    });
     const scheduled = (run.activities[0].triggerData as { command: Command }).command;
     const [announced] = await activities(device.hashId, 'handleNewCommand');
     expect(announced.triggerData).toMatchObject({ command: { hashId: scheduled.hashId } });
@@ -209,7 +264,9 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
 
     await contact(device, '/schedule?type=nosuchtype&position=1');
     await contact(device, `/schedule?type=${commandTypeHashId}&position=1.5`);
-    const failed = (await activities(device.hashId, 'handleIncomingRequest', 5)).flatMap((a) => a.activities).filter((a) => a.triggerType === 'scheduleCommand' && a.failed);
+    const failed = (await activities(device.hashId, 'handleIncomingRequest', 5))
+      .flatMap((a) => a.activities)
+      .filter((a) => a.triggerType === 'scheduleCommand' && a.failed);
     const messages = failed.map((a) => a.log[0].message);
     expect(messages).toHaveLength(2);
     expect(messages).toEqual(expect.arrayContaining([expect.stringContaining('commandTypeHashId: nosuchtype'), expect.stringContaining('fields.position')]));
@@ -275,8 +332,13 @@ describe('commands through the real pipeline (a PSK device over HTTPS)', () => {
     const expectation = (await queuedEvents(punctual.hashId, 'reportLate'))[0].data.items[0].job;
     const setAt = expectation.kind === 'event' && expectation.event.type === 'reportLate' ? expectation.event.setAt : '';
     await contact(punctual, '/report');
-    await expect.poll(async () => (await ctx.db.query('SELECT last_online_at > $2::timestamptz AS after FROM device WHERE hash_id = $1', [punctual.hashId, setAt])).rows[0].after,
-      { timeout: 10_000, interval: 100 }).toBe(true);
+    await expect
+      .poll(
+        async () =>
+          (await ctx.db.query('SELECT last_online_at > $2::timestamptz AS after FROM device WHERE hash_id = $1', [punctual.hashId, setAt])).rows[0].after,
+        { timeout: 10_000, interval: 100 },
+      )
+      .toBe(true);
     await runDelayedNow(punctual.hashId, 'reportLate');
     expect(await activities(punctual.hashId, 'handleReportLate', 1, 0)).toEqual([]);
     // a newer expectation replaces the older one: one reportLate job, which fires once

@@ -41,13 +41,48 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   return { statusCode: 200, body: { commands: pending.map((c) => ({ id: c.command.hashId, type: c.commandType.hashId, fields: c.command.fields })), fields: args.device.fields } };
 }`;
 
-interface Dev { hashId: string; identity: string; key: Buffer; typeHashId: string }
-interface Answer { commands: { id: string; type: string; fields: Record<string, unknown> }[]; fields: Record<string, unknown> }
-interface SubActivity { triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown> }
-interface ActivityDetail { hashId: string; createdAt: string; triggerType: string; failed: boolean; log: { message: string }[]; triggerData: Record<string, unknown>; activities: SubActivity[] }
-interface Command { hashId: string; createdAt: string; sentAt: string | null; fields: Record<string, unknown> }
-interface DeviceView { fields: Record<string, unknown>; userFacingIdentifier: string; lastOnlineAt: string | null; nextReportBefore: string | null }
-interface CounterEntry { key: string; total: number; values: { hour: string; value: number }[] }
+interface Dev {
+  hashId: string;
+  identity: string;
+  key: Buffer;
+  typeHashId: string;
+}
+interface Answer {
+  commands: { id: string; type: string; fields: Record<string, unknown> }[];
+  fields: Record<string, unknown>;
+}
+interface SubActivity {
+  triggerType: string;
+  failed: boolean;
+  log: { message: string }[];
+  triggerData: Record<string, unknown>;
+}
+interface ActivityDetail {
+  hashId: string;
+  createdAt: string;
+  triggerType: string;
+  failed: boolean;
+  log: { message: string }[];
+  triggerData: Record<string, unknown>;
+  activities: SubActivity[];
+}
+interface Command {
+  hashId: string;
+  createdAt: string;
+  sentAt: string | null;
+  fields: Record<string, unknown>;
+}
+interface DeviceView {
+  fields: Record<string, unknown>;
+  userFacingIdentifier: string;
+  lastOnlineAt: string | null;
+  nextReportBefore: string | null;
+}
+interface CounterEntry {
+  key: string;
+  total: number;
+  values: { hour: string; value: number }[];
+}
 
 const REFUSAL = { key: 'right_error', message: 'The device type of this device was deleted: the device no longer has access' };
 
@@ -58,7 +93,10 @@ let commandTypeHashId: string;
 beforeAll(async () => {
   world = await startCoapWorld();
   queue = new Queue(world.ctx.config.queueName, { connection: createRedis(world.ctx.config, world.ctx.log) });
-  const type = await world.api.request('POST', '/command-type/', { name: 'Open valve', fieldConfigurations: [{ key: 'position', name: 'Position', type: 'integer' }] });
+  const type = await world.api.request('POST', '/command-type/', {
+    name: 'Open valve',
+    fieldConfigurations: [{ key: 'position', name: 'Position', type: 'integer' }],
+  });
   expect(type.status).toBe(200);
   commandTypeHashId = type.body.hashId;
 });
@@ -73,17 +111,26 @@ afterAll(async () => {
 /** A device type with the handler above (serial is its identifier field) and one PSK device of it. */
 async function newDevice(): Promise<Dev> {
   const type = await world.api.request('POST', '/device-type/', {
-    name: 'CoAP valve', eventHandler: HANDLER.replace('__REPORT_TYPE__', world.reportTypeHashId), identifierFieldKey: 'serial',
+    name: 'CoAP valve',
+    eventHandler: HANDLER.replace('__REPORT_TYPE__', world.reportTypeHashId),
+    identifierFieldKey: 'serial',
     fieldConfigurations: [
       { key: 'serial', name: 'Serial', type: 'string', regex: '^S-[0-9]+$' },
       { key: 'depth', name: 'Depth', type: 'number', lowerbound: 0 },
     ],
-    pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [commandTypeHashId],
+    pinGroupFieldConfigurations: [],
+    channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }],
+    commandTypeHashIds: [commandTypeHashId],
   });
   expect(type.status).toBe(200);
   const identity = `coapvalve-${randomBytes(5).toString('hex')}`;
   const key = randomBytes(16);
-  const device = await world.api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type.body.hashId, psk: key.toString('hex'), pskIdentity: identity });
+  const device = await world.api.request('POST', '/device/psk', {
+    supplierDeviceIdentifier: identity,
+    deviceTypeHashId: type.body.hashId,
+    psk: key.toString('hex'),
+    pskIdentity: identity,
+  });
   expect(device.status).toBe(200);
   return { hashId: device.body.hashId, identity, key, typeHashId: type.body.hashId };
 }
@@ -93,16 +140,31 @@ const session = (d: Dev) => DtlsCoapPeer.connect(world.coapsPort, d.identity, d.
 let messageId = 1;
 
 /** One CON POST of JSON to `path`, on `peer` or on a DTLS session of its own; the CoAP answer as the device gets it. */
-async function contact(d: Dev, path: string, body: unknown = {}, peer?: DtlsCoapPeer): Promise<{ code: string; format: number | null; packet: ParsedPacket; body: unknown }> {
-  const own = peer ?? await session(d);
+async function contact(
+  d: Dev,
+  path: string,
+  body: unknown = {},
+  peer?: DtlsCoapPeer,
+): Promise<{ code: string; format: number | null; packet: ParsedPacket; body: unknown }> {
+  const own = peer ?? (await session(d));
   try {
     const packet = await own.exchange({
-      code: 'POST', messageId: messageId++ & 0xffff, token: randomBytes(4),
-      options: [{ name: 'Uri-Path', value: Buffer.from(path.slice(1)) }, { name: 'Content-Format', value: encodeUint(50) }],
+      code: 'POST',
+      messageId: messageId++ & 0xffff,
+      token: randomBytes(4),
+      options: [
+        { name: 'Uri-Path', value: Buffer.from(path.slice(1)) },
+        { name: 'Content-Format', value: encodeUint(50) },
+      ],
       payload: Buffer.from(JSON.stringify(body)),
     });
     const format = packet.options.find((o) => o.name === 'Content-Format');
-    return { code: packet.code, format: format ? decodeUint(format.value) : null, packet, body: packet.payload.length > 0 ? JSON.parse(packet.payload.toString()) : null };
+    return {
+      code: packet.code,
+      format: format ? decodeUint(format.value) : null,
+      packet,
+      body: packet.payload.length > 0 ? JSON.parse(packet.payload.toString()) : null,
+    };
   } finally {
     if (!peer) own.close();
   }
@@ -125,7 +187,15 @@ async function commandsOf(deviceHashId: string): Promise<Command[]> {
 /** Adds one command for the device over the REST API (default: 10 minutes' delay) and returns it as stored. */
 async function addCommand(deviceHashId: string, more: Record<string, unknown> = {}): Promise<Command> {
   const before = new Set((await commandsOf(deviceHashId)).map((c) => c.hashId));
-  const r = await world.api.request('POST', '/command/', { objectType: 'device', objectHashIds: [deviceHashId], commandTypeHashId, fields: { position: 40 }, email: [], delay: 600, ...more });
+  const r = await world.api.request('POST', '/command/', {
+    objectType: 'device',
+    objectHashIds: [deviceHashId],
+    commandTypeHashId,
+    fields: { position: 40 },
+    email: [],
+    delay: 600,
+    ...more,
+  });
   expect(r.status).toBe(204);
   const added = (await commandsOf(deviceHashId)).filter((c) => !before.has(c.hashId));
   expect(added).toHaveLength(1);
@@ -138,10 +208,17 @@ const deleteCommand = (hashId: string) => world.api.request<{ key: string; messa
 async function activities(deviceHashId: string, triggerType: string, enough = 1, ms = 10_000): Promise<ActivityDetail[]> {
   const until = Date.now() + ms;
   for (;;) {
-    const page = await world.api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${deviceHashId}&triggerType=${triggerType}&rowsPerPage=100`);
+    const page = await world.api.request<{ rows: { activity: { hashId: string } }[] }>(
+      'GET',
+      `/supplier-activity/?deviceHashId=${deviceHashId}&triggerType=${triggerType}&rowsPerPage=100`,
+    );
     expect(page.status).toBe(200);
     if (page.body.rows.length >= enough || Date.now() > until) {
-      return Promise.all(page.body.rows.map(async (r) => (await world.api.request<{ activity: ActivityDetail }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
+      return Promise.all(
+        page.body.rows.map(
+          async (r) => (await world.api.request<{ activity: ActivityDetail }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity,
+        ),
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -222,10 +299,13 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
     expect((await other.request('GET', `/command/${command.hashId}`)).status).toBe(404);
     expect((await other.request<{ rows: unknown[] }>('GET', `/command/?deviceHashId=${d.hashId}`)).body.rows).toEqual([]);
     const ack = await runLogging(d, 'coaps POST /ack');
-    expect(ack.activities).toEqual([expect.objectContaining({
-      triggerType: 'markCommandAsSent', failed: false,
-      triggerData: expect.objectContaining({ command: expect.objectContaining({ hashId: command.hashId, sentAt: got.body.command.sentAt }) }),
-    })]);
+    expect(ack.activities).toEqual([
+      expect.objectContaining({
+        triggerType: 'markCommandAsSent',
+        failed: false,
+        triggerData: expect.objectContaining({ command: expect.objectContaining({ hashId: command.hashId, sentAt: got.body.command.sentAt }) }),
+      }),
+    ]);
     await expectCounters(d, { commandsSent: 1, contacts: 5 });
 
     const [due] = await activities(d.hashId, 'handleCommandDue');
@@ -245,7 +325,10 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
     const peer = await session(d);
     try {
       const token = Buffer.from('many');
-      const options = [{ name: 'Uri-Path' as const, value: Buffer.from('ack') }, { name: 'Content-Format' as const, value: encodeUint(50) }];
+      const options = [
+        { name: 'Uri-Path' as const, value: Buffer.from('ack') },
+        { name: 'Content-Format' as const, value: encodeUint(50) },
+      ];
       const first = await peer.exchange({ code: 'POST', messageId: 1, token, options, payload: Buffer.from('{}') });
       expect(first.code).toBe('2.05');
       let block = decodeBlock(first.options.find((o) => o.name === 'Block2')!.value)!;
@@ -254,7 +337,12 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
       const parts = [first.payload];
       // the next blocks: the same request with Block2 num > 0 (RFC 7959 §2.4), answered from the answer the endpoint keeps
       for (let num = 1; block.more; num++) {
-        const next = await peer.exchange({ code: 'POST', messageId: 1 + num, token, options: [...options, { name: 'Block2', value: encodeBlock({ num, more: false, szx: block.szx }) }] });
+        const next = await peer.exchange({
+          code: 'POST',
+          messageId: 1 + num,
+          token,
+          options: [...options, { name: 'Block2', value: encodeBlock({ num, more: false, szx: block.szx }) }],
+        });
         expect(next.code).toBe('2.05');
         expect(next.options.find((o) => o.name === 'ETag')!.value).toEqual(etag);
         block = decodeBlock(next.options.find((o) => o.name === 'Block2')!.value)!;
@@ -345,7 +433,7 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
 
     // the punctual device's job has run (its deduplication key goes with it), as a no-op
     const until = Date.now() + 10_000;
-    while (await queue.getDeduplicationJobId(`reportLate-${punctual.hashId}`) && Date.now() < until) await new Promise((res) => setTimeout(res, 100));
+    while ((await queue.getDeduplicationJobId(`reportLate-${punctual.hashId}`)) && Date.now() < until) await new Promise((res) => setTimeout(res, 100));
     expect(await queue.getDeduplicationJobId(`reportLate-${punctual.hashId}`)).toBeNull();
     expect(await activities(punctual.hashId, 'handleReportLate', 1, 0)).toEqual([]);
     await expectCounters(punctual, { reportsLate: 0, contacts: 2, reports: 1 });
@@ -354,7 +442,11 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
   it('a firmware download over CoAP is a contact: it moves lastOnlineAt, and a device downloading within its expectation is not late', async () => {
     const d = await newDevice();
     const image = randomBytes(300);
-    const added = await world.api.request<{ hashId: string }>('POST', '/firmware/', { deviceTypeHashId: d.typeHashId, version: 'during-expectation', data: image.toString('base64') });
+    const added = await world.api.request<{ hashId: string }>('POST', '/firmware/', {
+      deviceTypeHashId: d.typeHashId,
+      version: 'during-expectation',
+      data: image.toString('base64'),
+    });
     expect(added.status).toBe(200);
     const peer = await session(d);
     let announcedAt: number;
@@ -365,8 +457,16 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
       // the device downloads (64-byte blocks) instead of reporting
       const blocks: Buffer[] = [];
       for (let num = 0; ; num++) {
-        const block = await peer.exchange({ code: 'GET', messageId: 100 + num, token: Buffer.from([num]), options: [
-          { name: 'Uri-Path', value: Buffer.from('firmware') }, { name: 'Uri-Path', value: Buffer.from(added.body.hashId) }, { name: 'Block2', value: encodeUint(num * 16 + 2) }] });
+        const block = await peer.exchange({
+          code: 'GET',
+          messageId: 100 + num,
+          token: Buffer.from([num]),
+          options: [
+            { name: 'Uri-Path', value: Buffer.from('firmware') },
+            { name: 'Uri-Path', value: Buffer.from(added.body.hashId) },
+            { name: 'Block2', value: encodeUint(num * 16 + 2) },
+          ],
+        });
         expect(block.code).toBe('2.05');
         blocks.push(block.payload);
         if ((decodeUint(block.options.find((o) => o.name === 'Block2')!.value) & 8) === 0) break;
@@ -379,7 +479,7 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
     expect(Date.parse(moved.lastOnlineAt!)).toBeGreaterThan(announcedAt);
 
     const until = Date.now() + 10_000;
-    while (await queue.getDeduplicationJobId(`reportLate-${d.hashId}`) && Date.now() < until) await new Promise((res) => setTimeout(res, 100));
+    while ((await queue.getDeduplicationJobId(`reportLate-${d.hashId}`)) && Date.now() < until) await new Promise((res) => setTimeout(res, 100));
     expect(await queue.getDeduplicationJobId(`reportLate-${d.hashId}`)).toBeNull();
     expect(await activities(d.hashId, 'handleReportLate', 1, 0)).toEqual([]);
     await expectCounters(d, { reportsLate: 0, contacts: 2 });
@@ -391,12 +491,21 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
     const unset = (await device(d)).fields;
     expect((await answered(d, '/fields', { serial: 'S-42', depth: 3.5 })).fields).toEqual(unset);
     const ok = await runLogging(d, '"serial":"S-42"');
-    expect(ok.activities).toEqual([expect.objectContaining({ triggerType: 'setDeviceFields', failed: false,
-      triggerData: { diff: { old: { serial: null, depth: null }, new: { serial: 'S-42', depth: 3.5 } } } })]);
+    expect(ok.activities).toEqual([
+      expect.objectContaining({
+        triggerType: 'setDeviceFields',
+        failed: false,
+        triggerData: { diff: { old: { serial: null, depth: null }, new: { serial: 'S-42', depth: 3.5 } } },
+      }),
+    ]);
     expect(await device(d)).toMatchObject({ fields: { serial: 'S-42', depth: 3.5 }, userFacingIdentifier: 'S-42' });
 
-    for (const [bad, reason] of [[{ depth: -1 }, 'fields.depth must be at least 0'], [{ depth: 'deep' }, 'fields.depth must be of type number'],
-      [{ serial: 'X-1' }, 'fields.serial does not match'], [{ colour: 'red' }, 'fields.colour is not a field of the device type']] as const) {
+    for (const [bad, reason] of [
+      [{ depth: -1 }, 'fields.depth must be at least 0'],
+      [{ depth: 'deep' }, 'fields.depth must be of type number'],
+      [{ serial: 'X-1' }, 'fields.serial does not match'],
+      [{ colour: 'red' }, 'fields.colour is not a field of the device type'],
+    ] as const) {
       // the device still gets its answer, and the run sees the fields as they were
       expect((await answered(d, '/fields', bad)).fields).toEqual({ serial: 'S-42', depth: 3.5 });
       const run = await runLogging(d, JSON.stringify(bad));
@@ -450,12 +559,33 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
     }
     await answered(d, '/report', { v: 'not a number' });
     // libcoap with a wrong key for the device's identity: the handshake fails, counted on the device
-    const wrong = await run('coap-client-openssl', ['-B', '3', '-u', d.identity, '-k', 'not-the-right-key', '-m', 'post', '-e', '{}', `coaps://127.0.0.1:${world.coapsPort}/report`]);
+    const wrong = await run('coap-client-openssl', [
+      '-B',
+      '3',
+      '-u',
+      d.identity,
+      '-k',
+      'not-the-right-key',
+      '-m',
+      'post',
+      '-e',
+      '{}',
+      `coaps://127.0.0.1:${world.coapsPort}/report`,
+    ]);
     expect(wrong.stdout).not.toContain('commands');
     expect(await storedAt(world, reports[0].t, d.hashId)).toEqual([1500]);
     expect(await storedAt(world, reports[1].t, d.hashId)).toEqual([2500]);
 
-    const entries = await expectCounters(d, { contacts: 4, reports: 2, reportFailures: 1, reportingCounter: 3, handshakeFailures: 1, refusedContacts: 0, handlerFailures: 0, commandsSent: 0 });
+    const entries = await expectCounters(d, {
+      contacts: 4,
+      reports: 2,
+      reportFailures: 1,
+      reportingCounter: 3,
+      handshakeFailures: 1,
+      refusedContacts: 0,
+      handlerFailures: 0,
+      commandsSent: 0,
+    });
     const endHour = new Date().toISOString().slice(0, 13);
     const contacts = entries.find((e) => e.key === 'contacts')!;
     expect(contacts.values.reduce((sum, v) => sum + v.value, 0)).toBe(4);
@@ -475,22 +605,37 @@ describe('issue #3 with the device on CoAP over DTLS (PSK)', () => {
   it('contacts the CoAP gateway answers itself count like those it queues: a firmware download, a revalidation, a body over the limit', async () => {
     const d = await newDevice();
     const image = randomBytes(100);
-    const added = await world.api.request<{ hashId: string; sha256: string }>('POST', '/firmware/', { deviceTypeHashId: d.typeHashId, version: 'counted-1', data: image.toString('base64') });
+    const added = await world.api.request<{ hashId: string; sha256: string }>('POST', '/firmware/', {
+      deviceTypeHashId: d.typeHashId,
+      version: 'counted-1',
+      data: image.toString('base64'),
+    });
     expect(added.status).toBe(200);
-    const firmwarePath = [{ name: 'Uri-Path' as const, value: Buffer.from('firmware') }, { name: 'Uri-Path' as const, value: Buffer.from(added.body.hashId) }];
+    const firmwarePath = [
+      { name: 'Uri-Path' as const, value: Buffer.from('firmware') },
+      { name: 'Uri-Path' as const, value: Buffer.from(added.body.hashId) },
+    ];
     const peer = await session(d);
     try {
       const whole = await peer.exchange({ code: 'GET', messageId: 1, token: Buffer.from('fw1'), options: firmwarePath });
       expect(whole.code).toBe('2.05');
       expect(whole.payload.equals(image)).toBe(true);
       const etag = Buffer.from(added.body.sha256, 'hex').subarray(0, 8);
-      expect((await peer.exchange({ code: 'GET', messageId: 2, token: Buffer.from('fw2'), options: [...firmwarePath, { name: 'ETag', value: etag }] })).code).toBe('2.03');
+      expect(
+        (await peer.exchange({ code: 'GET', messageId: 2, token: Buffer.from('fw2'), options: [...firmwarePath, { name: 'ETag', value: etag }] })).code,
+      ).toBe('2.03');
       // DEVICE_BODY_LIMIT_BYTES is 4096 in this world: the fifth 1 KiB Block1 block is refused by the exchange layer
       let answer: ParsedPacket | undefined;
       for (let num = 0; num < 5; num++) {
         answer = await peer.exchange({
-          code: 'POST', messageId: 10 + num, token: Buffer.from('up'),
-          options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: encodeUint(50) }, { name: 'Block1', value: encodeUint(num * 16 + 8 + 6) }],
+          code: 'POST',
+          messageId: 10 + num,
+          token: Buffer.from('up'),
+          options: [
+            { name: 'Uri-Path', value: Buffer.from('report') },
+            { name: 'Content-Format', value: encodeUint(50) },
+            { name: 'Block1', value: encodeUint(num * 16 + 8 + 6) },
+          ],
           payload: Buffer.alloc(1024, 0x20),
         });
         if (answer.code !== '2.31') break;

@@ -7,7 +7,9 @@ beforeAll(async () => {
   db = await openDb({ databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gridgate_test', dataDir: '/tmp', migrate: false });
   await db.query('CREATE TABLE IF NOT EXISTS deferred_commit_probe (id bigserial PRIMARY KEY, v text NOT NULL)');
 });
-afterAll(async () => { await db?.close(); });
+afterAll(async () => {
+  await db?.close();
+});
 
 describe('Db.deferred and Db.flushed', () => {
   it('deferred writes commit without waiting for the disk; the main pool still waits', async () => {
@@ -20,10 +22,14 @@ describe('Db.deferred and Db.flushed', () => {
       const v = `probe-${Date.now()}-${i}`;
       await db.deferred.query('INSERT INTO deferred_commit_probe (v) VALUES ($1)', [v]);
       // the WAL position after the commit covers its commit record
-      const { rows: [{ lsn }] } = await db.deferred.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
+      const {
+        rows: [{ lsn }],
+      } = await db.deferred.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
       expect((await db.query('SELECT 1 FROM deferred_commit_probe WHERE v = $1', [v])).rowCount).toBe(1);
       await db.flushed();
-      const { rows: [{ flushed }] } = await db.query<{ flushed: boolean }>('SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn AS flushed', [lsn]);
+      const {
+        rows: [{ flushed }],
+      } = await db.query<{ flushed: boolean }>('SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn AS flushed', [lsn]);
       expect(flushed).toBe(true);
     }
   });
@@ -32,7 +38,10 @@ describe('Db.deferred and Db.flushed', () => {
 describe('flushBarrier', () => {
   const gate = () => {
     const runs: { resolve(): void; reject(err: Error): void }[] = [];
-    const flush = () => new Promise<void>((resolve, reject) => { runs.push({ resolve, reject }); });
+    const flush = () =>
+      new Promise<void>((resolve, reject) => {
+        runs.push({ resolve, reject });
+      });
     return { runs, wait: flushBarrier(flush) };
   };
   const tick = () => new Promise((r) => setImmediate(r));
@@ -43,7 +52,9 @@ describe('flushBarrier', () => {
     const later = Array.from({ length: 49 }, () => wait());
     expect(runs).toHaveLength(1);
     let laterDone = false;
-    void Promise.all(later).then(() => { laterDone = true; });
+    void Promise.all(later).then(() => {
+      laterDone = true;
+    });
     runs[0].resolve();
     await first;
     await tick();

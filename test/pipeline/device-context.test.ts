@@ -13,12 +13,19 @@ beforeAll(async () => {
   client = await api.login('connectivity');
   const deviceTypeHashId = await addDeviceType(client);
   for (let i = 0; i < 3; i++) {
-    const added = await client.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: `ctx-${i}`, deviceTypeHashId, psk: randomBytes(16).toString('hex'), pskIdentity: `ctx-${randomBytes(6).toString('hex')}` });
+    const added = await client.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: `ctx-${i}`,
+      deviceTypeHashId,
+      psk: randomBytes(16).toString('hex'),
+      pskIdentity: `ctx-${randomBytes(6).toString('hex')}`,
+    });
     expect(added.status).toBe(200);
     devices.push(added.body.hashId);
   }
 });
-afterAll(async () => { await api.close(); });
+afterAll(async () => {
+  await api.close();
+});
 
 /** The test database, counting the device reads and able to hold them until released. */
 function watchedDb() {
@@ -26,7 +33,9 @@ function watchedDb() {
   const db = {
     deviceReads: 0,
     hold: false,
-    release() { held.splice(0).forEach((go) => go()); },
+    release() {
+      held.splice(0).forEach((go) => go());
+    },
     async query(sql: Sql, params?: unknown[]) {
       if ((typeof sql === 'string' ? sql : sql.text).includes('FROM device d')) {
         db.deviceReads++;
@@ -41,7 +50,7 @@ function watchedDb() {
 const rename = (hashId: string, name: string) => api.ctx.db.query('UPDATE device SET supplier_device_identifier = $2 WHERE hash_id = $1', [hashId, name]);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('the worker\'s device loader', () => {
+describe("the worker's device loader", () => {
   it('reads the devices asked for together with one query, unknown ones as null', async () => {
     const db = watchedDb();
     const loader = new DeviceContextLoader(db, 10_000);
@@ -98,7 +107,11 @@ describe('the worker\'s device loader', () => {
     await sleep(150);
     await loader.device(devices[0]);
     expect(db.deviceReads).toBe(2);
-    const failing = { query: async () => { throw new Error('database down'); } } as unknown as Queryable;
+    const failing = {
+      query: async () => {
+        throw new Error('database down');
+      },
+    } as unknown as Queryable;
     const broken = new DeviceContextLoader(failing, 10_000);
     await expect(broken.device(devices[0])).rejects.toThrow('database down');
     await expect(broken.device(devices[0])).rejects.toThrow('database down');

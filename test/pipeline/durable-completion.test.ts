@@ -16,8 +16,17 @@ beforeAll(async () => {
   world = await startCoapWorld({ WORKER_CONCURRENCY: '1' }, undefined, (ctx) => {
     const real = ctx.db.flushed.bind(ctx.db);
     // the disk flush is held until the test lets it go
-    const held = new Promise<void>((resolve) => { releaseFlush = resolve; });
-    ctx.db = { ...ctx.db, flushed: async () => { flushCalls++; if (flushHeld) await held; await real(); } };
+    const held = new Promise<void>((resolve) => {
+      releaseFlush = resolve;
+    });
+    ctx.db = {
+      ...ctx.db,
+      flushed: async () => {
+        flushCalls++;
+        if (flushHeld) await held;
+        await real();
+      },
+    };
   });
   queue = new Queue(world.ctx.config.queueName, { connection: { url: world.ctx.config.redisUrl } as never });
 });

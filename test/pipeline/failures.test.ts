@@ -14,20 +14,38 @@ import type { ConditionReportIn } from '../../src/monitoring/reports/store.ts';
 import { freePort } from '../support/ports.ts';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gridgate_test';
-const errorOf = async (p: Promise<unknown>): Promise<unknown> => p.then(() => { throw new Error('expected a failure'); }, (err: unknown) => err);
+const errorOf = async (p: Promise<unknown>): Promise<unknown> =>
+  p.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (err: unknown) => err,
+  );
 
 // a local HTTP server standing in for a monitoring core that answers `status` to every request
 let status = 404;
 let server: http.Server;
 let coreUrl: string;
 beforeAll(async () => {
-  server = http.createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(status, { 'content-type': 'application/json' }).end('{"key":"x","message":"no"}')); });
+  server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(status, { 'content-type': 'application/json' }).end('{"key":"x","message":"no"}'));
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   coreUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 });
 afterAll(() => new Promise((r) => server.close(r)));
 
-const report: ConditionReportIn = { hashId: 'r1', environmentHashId: 'e', deviceHashId: 'd', reportTypeHashId: 't', generatedAt: '2026-11-01T00:00:00.000Z', fields: {}, payload: '{}', measurements: [] };
+const report: ConditionReportIn = {
+  hashId: 'r1',
+  environmentHashId: 'e',
+  deviceHashId: 'd',
+  reportTypeHashId: 't',
+  generatedAt: '2026-11-01T00:00:00.000Z',
+  fields: {},
+  payload: '{}',
+  measurements: [],
+};
 
 describe('transient or not', () => {
   it('a PostgreSQL nobody answers at, and a session the server ends, are waited out', async () => {
@@ -48,7 +66,7 @@ describe('transient or not', () => {
     const client = new pg.Client({ connectionString: DATABASE_URL });
     await client.connect();
     try {
-      for (const sql of ['SELECT 1/0', 'SELECT \'x\'::int', 'SELEC 1', "SELECT E'a\\\\x00'::text::jsonb"]) {
+      for (const sql of ['SELECT 1/0', "SELECT 'x'::int", 'SELEC 1', "SELECT E'a\\\\x00'::text::jsonb"]) {
         const err = await errorOf(client.query(sql));
         expect(isTransient(err), `${sql}: ${(err as Error).message}`).toBe(false);
       }
@@ -94,10 +112,13 @@ describe('transient or not', () => {
 describe('a batched write the store refuses', () => {
   it('is split: only the refused item fails, the others of its batch are written', async () => {
     const written: string[] = [];
-    const batcher = new Batcher<string>(async (items) => {
-      if (items.includes('bad')) throw new Error('refused');
-      written.push(...items);
-    }, { maxItems: 10, maxDelayMs: 5, splitOn: () => true });
+    const batcher = new Batcher<string>(
+      async (items) => {
+        if (items.includes('bad')) throw new Error('refused');
+        written.push(...items);
+      },
+      { maxItems: 10, maxDelayMs: 5, splitOn: () => true },
+    );
     const outcomes = await Promise.allSettled(['a', 'bad', 'c'].map((i) => batcher.add(i)));
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(written.sort()).toEqual(['a', 'c']);
@@ -105,7 +126,13 @@ describe('a batched write the store refuses', () => {
 
   it('is not split when the store is away: every item fails, to be run again', async () => {
     let flushes = 0;
-    const batcher = new Batcher<string>(async () => { flushes++; throw new StoreUnavailableError('away'); }, { maxItems: 10, maxDelayMs: 5, splitOn: (err) => !isTransient(err) });
+    const batcher = new Batcher<string>(
+      async () => {
+        flushes++;
+        throw new StoreUnavailableError('away');
+      },
+      { maxItems: 10, maxDelayMs: 5, splitOn: (err) => !isTransient(err) },
+    );
     const outcomes = await Promise.allSettled(['a', 'b', 'c'].map((i) => batcher.add(i)));
     expect(outcomes.every((o) => o.status === 'rejected')).toBe(true);
     expect(flushes).toBe(1);

@@ -6,12 +6,23 @@ import { waitFor } from '../support/until.ts';
 const log = createLogger('silent');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const watches: FetchWatch[] = [];
-afterEach(() => { for (const w of watches.splice(0)) w.close(); });
+afterEach(() => {
+  for (const w of watches.splice(0)) w.close();
+});
 
 /** A watch over two shards with `waiting` jobs each, checking every 20 ms, stuck after `stuckMs`; the shards it replaced. */
 function watch(waiting: number[], stuckMs = 200) {
   const restarted: number[] = [];
-  const w = new FetchWatch({ shards: 2, log, checkMs: 20, stuckMs, waiting: async (shard) => waiting[shard], restart: async (shard) => { restarted.push(shard); } });
+  const w = new FetchWatch({
+    shards: 2,
+    log,
+    checkMs: 20,
+    stuckMs,
+    waiting: async (shard) => waiting[shard],
+    restart: async (shard) => {
+      restarted.push(shard);
+    },
+  });
   watches.push(w);
   w.start();
   return { w, restarted };

@@ -27,8 +27,16 @@ const HANDLER = `function handle(args: Arguments, exec: Exec): IncomingRequestRe
   return { statusCode: 200, headers: { 'x-own': 'kept' }, body: { ok: true } };
 }`;
 
-interface Device { hashId: string; identity: string; key: Buffer }
-interface Response { status: number; headers: Record<string, string>; body: Buffer }
+interface Device {
+  hashId: string;
+  identity: string;
+  key: Buffer;
+}
+interface Response {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
 
 const CACHE_BYTES = 200_000;
 let ctx: AppContext;
@@ -48,17 +56,26 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 function deviceRequests(device: Device, requests: { method?: string; path: string; headers?: Record<string, string>; body?: string }[]): Promise<Response[]> {
   return new Promise((resolve, reject) => {
     const socket = tls.connect({
-      host: '127.0.0.1', port, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: 'PSK-AES128-GCM-SHA256',
-      checkServerIdentity: () => undefined, pskCallback: () => ({ psk: device.key, identity: device.identity }),
+      host: '127.0.0.1',
+      port,
+      minVersion: 'TLSv1.2',
+      maxVersion: 'TLSv1.2',
+      ciphers: 'PSK-AES128-GCM-SHA256',
+      checkServerIdentity: () => undefined,
+      pskCallback: () => ({ psk: device.key, identity: device.identity }),
     });
     const chunks: Buffer[] = [];
     socket.on('secureConnect', () => {
-      socket.write(requests.map((r, i) => {
-        const head = [`${r.method ?? 'GET'} ${r.path} HTTP/1.1`, 'Host: device.test', ...Object.entries(r.headers ?? {}).map(([k, v]) => `${k}: ${v}`)];
-        if (r.body !== undefined) head.push('Content-Type: application/json', `Content-Length: ${Buffer.byteLength(r.body)}`);
-        if (i === requests.length - 1) head.push('Connection: close');
-        return `${head.join('\r\n')}\r\n\r\n${r.body ?? ''}`;
-      }).join(''));
+      socket.write(
+        requests
+          .map((r, i) => {
+            const head = [`${r.method ?? 'GET'} ${r.path} HTTP/1.1`, 'Host: device.test', ...Object.entries(r.headers ?? {}).map(([k, v]) => `${k}: ${v}`)];
+            if (r.body !== undefined) head.push('Content-Type: application/json', `Content-Length: ${Buffer.byteLength(r.body)}`);
+            if (i === requests.length - 1) head.push('Connection: close');
+            return `${head.join('\r\n')}\r\n\r\n${r.body ?? ''}`;
+          })
+          .join(''),
+      );
     });
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', reject);
@@ -83,15 +100,21 @@ function deviceRequests(device: Device, requests: { method?: string; path: strin
     });
   });
 }
-const one = async (device: Device, path: string, headers?: Record<string, string>, method?: string) => (await deviceRequests(device, [{ path, headers, method }]))[0];
+const one = async (device: Device, path: string, headers?: Record<string, string>, method?: string) =>
+  (await deviceRequests(device, [{ path, headers, method }]))[0];
 
 async function activitiesOf(client: RestClient, device: Device) {
-  const rows = (await client.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${device.hashId}&rowsPerPage=100`)).body.rows;
+  const rows = (await client.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${device.hashId}&rowsPerPage=100`))
+    .body.rows;
   return Promise.all(rows.map(async (r) => (await client.request<{ activity: Run }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
 }
 
 // no SDK release knows an offerFirmware activity: each offer is a line of the run's log, `offerFirmware(<hashId>): ...`
-interface Run { log: { type: string; message: string }[]; triggerData: { request: { response: { headers: Record<string, string> } } }; activities: { triggerType: string }[] }
+interface Run {
+  log: { type: string; message: string }[];
+  triggerData: { request: { response: { headers: Record<string, string> } } };
+  activities: { triggerType: string }[];
+}
 const offerLines = (run: Run) => run.log.filter((l) => l.message.startsWith('offerFirmware('));
 
 beforeAll(async () => {
@@ -102,7 +125,8 @@ beforeAll(async () => {
   api = await connectivityClient(ctx.db, base);
   other = await connectivityClient(ctx.db, base);
   [d1, d2, dB] = await Promise.all([pskDevice(api, HANDLER), pskDevice(api, HANDLER), pskDevice(other, HANDLER)]);
-  const typeOf = async (client: RestClient, d: Device) => (await client.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d.hashId}`)).body.device.deviceTypeHashId;
+  const typeOf = async (client: RestClient, d: Device) =>
+    (await client.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d.hashId}`)).body.device.deviceTypeHashId;
   const add = async (client: RestClient, type: string, version: string, image: Buffer) => {
     const r = await client.request<{ hashId: string }>('POST', '/firmware/', { deviceTypeHashId: type, version, data: image.toString('base64') });
     expect(r.status).toBe(200);
@@ -120,14 +144,15 @@ afterAll(async () => {
 });
 
 describe('exec.offerFirmware', () => {
-  it('adds an x-firmware reference to the answer, leaving the handler\'s headers and body alone, and shows it on the activity', async () => {
+  it("adds an x-firmware reference to the answer, leaving the handler's headers and body alone, and shows it on the activity", async () => {
     const [res] = await deviceRequests(d1, [{ method: 'POST', path: '/report', body: JSON.stringify({ offer: [f.small, f.big] }) }]);
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body.toString())).toEqual({ ok: true });
     expect(res.headers['x-own']).toBe('kept');
     expect(res.headers['x-firmware']).toBe(
       `/firmware/${f.small}; sha256=${sha256(small)}; size=${small.length}; version=1.0.0, ` +
-      `/firmware/${f.big}; sha256=${sha256(big)}; size=${big.length}; version=${encodeURIComponent('2.0 "beta"')}`);
+        `/firmware/${f.big}; sha256=${sha256(big)}; size=${big.length}; version=${encodeURIComponent('2.0 "beta"')}`,
+    );
     const activity = (await activitiesOf(api, d1)).find((a) => offerLines(a).length > 0);
     expect(activity?.triggerData.request.response.headers['x-firmware']).toBe(res.headers['x-firmware']);
     expect(activity?.activities).toEqual([]);
@@ -137,7 +162,7 @@ describe('exec.offerFirmware', () => {
     ]);
   });
 
-  it('fails, visibly on the activity, an offer of another device type\'s or another environment\'s image, and offers nothing', async () => {
+  it("fails, visibly on the activity, an offer of another device type's or another environment's image, and offers nothing", async () => {
     const [res] = await deviceRequests(d1, [{ method: 'POST', path: '/report', body: JSON.stringify({ offer: [f.ofT2, 'nosuchimage'] }) }]);
     expect(res.status).toBe(200);
     expect(res.headers['x-firmware']).toBeUndefined();
@@ -145,10 +170,12 @@ describe('exec.offerFirmware', () => {
     expect(fromB.headers['x-firmware']).toBeUndefined();
 
     const failed = (await activitiesOf(api, d1)).flatMap(offerLines).filter((l) => l.type === 'error');
-    expect(failed.map((l) => l.message)).toEqual(expect.arrayContaining([
-      expect.stringMatching(new RegExp(`^offerFirmware\\(${f.ofT2}\\): firmware ${f.ofT2} is for device type \\w+, not for this device's type`)),
-      'offerFirmware(nosuchimage): firmware nosuchimage does not exist in this environment',
-    ]));
+    expect(failed.map((l) => l.message)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(new RegExp(`^offerFirmware\\(${f.ofT2}\\): firmware ${f.ofT2} is for device type \\w+, not for this device's type`)),
+        'offerFirmware(nosuchimage): firmware nosuchimage does not exist in this environment',
+      ]),
+    );
     const ofB = (await activitiesOf(other, dB)).flatMap(offerLines);
     expect(ofB).toEqual([{ type: 'error', message: `offerFirmware(${f.small}): firmware ${f.small} does not exist in this environment` }]);
   });
@@ -164,21 +191,36 @@ describe('exec.offerFirmware in a run for an event', () => {
       await new Promise((r) => setTimeout(r, 100));
       offer = (await activitiesOf(api, late)).flatMap(offerLines)[0];
     }
-    expect(offer).toEqual({ type: 'error', message: 'offerFirmware(anyimage): not offered: only the answer to a device request can carry firmware; this event has none' });
+    expect(offer).toEqual({
+      type: 'error',
+      message: 'offerFirmware(anyimage): not offered: only the answer to a device request can carry firmware; this event has none',
+    });
   });
 });
 
 describe('device download over HTTPS (TLS-PSK)', () => {
   it('serves the whole image with its ETag, and ranges of it (206) that resume to the same bytes', async () => {
-    for (const [hashId, image] of [[f.small, small], [f.big, big]] as const) {
+    for (const [hashId, image] of [
+      [f.small, small],
+      [f.big, big],
+    ] as const) {
       const whole = await one(d1, `/firmware/${hashId}`);
       expect(whole.status).toBe(200);
-      expect(whole.headers).toMatchObject({ etag: `"${sha256(image)}"`, 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream', 'content-length': String(image.length) });
+      expect(whole.headers).toMatchObject({
+        etag: `"${sha256(image)}"`,
+        'accept-ranges': 'bytes',
+        'content-type': 'application/octet-stream',
+        'content-length': String(image.length),
+      });
       expect(sha256(whole.body)).toBe(sha256(image));
 
       // a download resumed piece by piece on one connection
       const pieces = [];
-      for (let start = 0; start < image.length; start += 65_536) pieces.push({ path: `/firmware/${hashId}`, headers: { Range: `bytes=${start}-${Math.min(start + 65_535, image.length - 1)}`, 'If-Range': `"${sha256(image)}"` } });
+      for (let start = 0; start < image.length; start += 65_536)
+        pieces.push({
+          path: `/firmware/${hashId}`,
+          headers: { Range: `bytes=${start}-${Math.min(start + 65_535, image.length - 1)}`, 'If-Range': `"${sha256(image)}"` },
+        });
       const parts = await deviceRequests(d1, pieces);
       expect(parts.map((p) => p.status)).toEqual(pieces.map(() => 206));
       expect(parts[0].headers['content-range']).toBe(`bytes 0-${Math.min(65_535, image.length - 1)}/${image.length}`);
@@ -186,14 +228,20 @@ describe('device download over HTTPS (TLS-PSK)', () => {
     }
   });
 
-  it('moves the device\'s lastOnlineAt as a contact: the first request at once, the later ones of its second together, the latest of them', async () => {
+  it("moves the device's lastOnlineAt as a contact: the first request at once, the later ones of its second together, the latest of them", async () => {
     const type = (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d1.hashId}`)).body.device.deviceTypeHashId;
     const identity = `dl-${randomBytes(6).toString('hex')}`;
     const key = randomBytes(16);
-    const added = await api.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type, psk: key.toString('hex'), pskIdentity: identity });
+    const added = await api.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: identity,
+      deviceTypeHashId: type,
+      psk: key.toString('hex'),
+      pskIdentity: identity,
+    });
     expect(added.status).toBe(200);
     const device = { hashId: added.body.hashId, identity, key };
-    const lastOnline = async () => (await ctx.db.query<{ at: Date | null }>('SELECT last_online_at AS at FROM device WHERE hash_id = $1', [device.hashId])).rows[0].at?.getTime() ?? null;
+    const lastOnline = async () =>
+      (await ctx.db.query<{ at: Date | null }>('SELECT last_online_at AS at FROM device WHERE hash_id = $1', [device.hashId])).rows[0].at?.getTime() ?? null;
     expect(await lastOnline()).toBeNull();
 
     const asked = Date.now();
@@ -201,7 +249,10 @@ describe('device download over HTTPS (TLS-PSK)', () => {
     const first = (await until(lastOnline, (at) => at !== null, 'the first contact written'))!;
     expect(first).toBeGreaterThanOrEqual(asked - 1000);
     // five more ranges on a new connection, inside the first one's second: not a write each
-    const more = await deviceRequests(device, Array.from({ length: 5 }, (_, i) => ({ path: `/firmware/${f.small}`, headers: { Range: `bytes=${(i + 1) * 100}-${(i + 1) * 100 + 99}` } })));
+    const more = await deviceRequests(
+      device,
+      Array.from({ length: 5 }, (_, i) => ({ path: `/firmware/${f.small}`, headers: { Range: `bytes=${(i + 1) * 100}-${(i + 1) * 100 + 99}` } })),
+    );
     expect(more.map((r) => r.status)).toEqual([206, 206, 206, 206, 206]);
     const answered = Date.now();
     // (on a machine so slow that the second has passed, they are written at once, as they should be)
@@ -247,7 +298,10 @@ describe('device download over HTTPS (TLS-PSK)', () => {
 
   it('works for openssl s_client with PSK-AES128-CCM8 as the device', async () => {
     const out = await opensslPsk({
-      port, identity: d1.identity, keyHex: d1.key.toString('hex'), cipher: 'PSK-AES128-CCM8:@SECLEVEL=0',
+      port,
+      identity: d1.identity,
+      keyHex: d1.key.toString('hex'),
+      cipher: 'PSK-AES128-CCM8:@SECLEVEL=0',
       input: `GET /firmware/${f.small} HTTP/1.1\r\nHost: gw\r\nRange: bytes=100-199\r\nConnection: close\r\n\r\n`,
     });
     const raw = Buffer.from(out.stdout, 'latin1');
@@ -256,7 +310,7 @@ describe('device download over HTTPS (TLS-PSK)', () => {
     expect(body.equals(small.subarray(100, 200))).toBe(true);
   });
 
-  it('refuses another device type\'s device (403) and another environment\'s (404), runs no handler and queues nothing', async () => {
+  it("refuses another device type's device (403) and another environment's (404), runs no handler and queues nothing", async () => {
     const before = await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM supplier_activity');
     const wrongType = await one(d2, `/firmware/${f.small}`);
     expect(wrongType.status).toBe(403);
@@ -286,7 +340,11 @@ describe('device download over HTTPS (TLS-PSK)', () => {
   it('stops serving a deleted image', async () => {
     const type = (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d1.hashId}`)).body.device.deviceTypeHashId;
     const image = randomBytes(500);
-    const added = await api.request<{ hashId: string }>('POST', '/firmware/', { deviceTypeHashId: type, version: 'short-lived', data: image.toString('base64') });
+    const added = await api.request<{ hashId: string }>('POST', '/firmware/', {
+      deviceTypeHashId: type,
+      version: 'short-lived',
+      data: image.toString('base64'),
+    });
     expect((await one(d1, `/firmware/${added.body.hashId}`)).body.equals(image)).toBe(true);
     expect((await api.request('DELETE', `/firmware/${added.body.hashId}`)).status).toBe(204);
     // metadata is cached for at most 2 s
@@ -300,7 +358,12 @@ describe('device download over CoAP (DTLS PSK, Block2)', () => {
   const coapDevice = async (type: string) => {
     const identity = `coapfw-${randomBytes(4).toString('hex')}`;
     const key = randomBytes(8).toString('hex');
-    const r = await api.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type, psk: Buffer.from(key).toString('hex'), pskIdentity: identity });
+    const r = await api.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: identity,
+      deviceTypeHashId: type,
+      psk: Buffer.from(key).toString('hex'),
+      pskIdentity: identity,
+    });
     expect(r.status).toBe(200);
     return { hashId: r.body.hashId, identity, key };
   };
@@ -311,14 +374,23 @@ describe('device download over CoAP (DTLS PSK, Block2)', () => {
   const outDir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-fw-'));
   const coapGet = async (device: { identity: string; key: string }, uri: string, args: string[]) => {
     const out = path.join(outDir, `${randomBytes(4).toString('hex')}.bin`);
-    const res = await run('coap-client-openssl', ['-B', '20', '-u', device.identity, '-k', device.key, ...args, '-o', out, `coaps://127.0.0.1:${service.coap!.coapsPort()}${uri}`], 60_000);
+    const res = await run(
+      'coap-client-openssl',
+      ['-B', '20', '-u', device.identity, '-k', device.key, ...args, '-o', out, `coaps://127.0.0.1:${service.coap!.coapsPort()}${uri}`],
+      60_000,
+    );
     let bytes = Buffer.alloc(0);
-    try { bytes = readFileSync(out); } catch { /* nothing written */ }
+    try {
+      bytes = readFileSync(out);
+    } catch {
+      /* nothing written */
+    }
     return { ...res, bytes };
   };
 
   beforeAll(async () => {
-    const typeOf = async (d: Device) => (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d.hashId}`)).body.device.deviceTypeHashId;
+    const typeOf = async (d: Device) =>
+      (await api.request<{ device: { deviceTypeHashId: string } }>('GET', `/device/${d.hashId}`)).body.device.deviceTypeHashId;
     const [t1, t2] = await Promise.all([typeOf(d1), typeOf(d2)]);
     [c1, c2] = await Promise.all([coapDevice(t1), coapDevice(t2)]);
     const r = await api.request<{ hashId: string }>('POST', '/firmware/', { deviceTypeHashId: t1, version: 'coap-1', data: image.toString('base64') });
@@ -332,9 +404,18 @@ describe('device download over CoAP (DTLS PSK, Block2)', () => {
 
   it('serves any block first (coap-client-openssl -b num,size: a resumed download) and an image read range by range from PostgreSQL', async () => {
     // with a block number libcoap asks for just that block: its bytes are the image's from num * size (312 × 16 is the short last one)
-    for (const [num, size] of [[37, 64], [2, 1024], [312, 16]]) {
+    for (const [num, size] of [
+      [37, 64],
+      [2, 1024],
+      [312, 16],
+    ]) {
       const resumed = await coapGet(c1, `/firmware/${fw}`, ['-b', `${num},${size}`]);
-      expect({ num, size, length: resumed.bytes.length, same: resumed.bytes.equals(image.subarray(num * size, (num + 1) * size)) }).toEqual({ num, size, length: Math.min(size, image.length - num * size), same: true });
+      expect({ num, size, length: resumed.bytes.length, same: resumed.bytes.equals(image.subarray(num * size, (num + 1) * size)) }).toEqual({
+        num,
+        size,
+        length: Math.min(size, image.length - num * size),
+        same: true,
+      });
     }
     const whole = await coapGet(c1, `/firmware/${f.big}`, ['-b', '1024']);
     expect(sha256(whole.bytes)).toBe(sha256(big));
@@ -348,10 +429,24 @@ describe('device download over CoAP (DTLS PSK, Block2)', () => {
       const get = (p: DtlsCoapPeer, messageId: number, options: { name: string; value: Buffer }[]) =>
         p.request({ confirmable: true, code: 'GET', messageId, token: Buffer.from([messageId]), options });
       // block 5 of 32 bytes, asked first (a resumed download)
-      get(peer, 1, [{ name: 'Uri-Path', value: Buffer.from('firmware') }, { name: 'Uri-Path', value: Buffer.from(fw) }, { name: 'Block2', value: Buffer.from([5 * 16 + 1]) }]);
-      get(peer, 2, [{ name: 'Uri-Path', value: Buffer.from('firmware') }, { name: 'Uri-Path', value: Buffer.from(fw) }, { name: 'ETag', value: etag }]);
-      get(peer, 3, [{ name: 'Uri-Path', value: Buffer.from('firmware') }, { name: 'Uri-Path', value: Buffer.from('nosuchimage') }]);
-      get(other, 4, [{ name: 'Uri-Path', value: Buffer.from('firmware') }, { name: 'Uri-Path', value: Buffer.from(fw) }]);
+      get(peer, 1, [
+        { name: 'Uri-Path', value: Buffer.from('firmware') },
+        { name: 'Uri-Path', value: Buffer.from(fw) },
+        { name: 'Block2', value: Buffer.from([5 * 16 + 1]) },
+      ]);
+      get(peer, 2, [
+        { name: 'Uri-Path', value: Buffer.from('firmware') },
+        { name: 'Uri-Path', value: Buffer.from(fw) },
+        { name: 'ETag', value: etag },
+      ]);
+      get(peer, 3, [
+        { name: 'Uri-Path', value: Buffer.from('firmware') },
+        { name: 'Uri-Path', value: Buffer.from('nosuchimage') },
+      ]);
+      get(other, 4, [
+        { name: 'Uri-Path', value: Buffer.from('firmware') },
+        { name: 'Uri-Path', value: Buffer.from(fw) },
+      ]);
       await peer.waitFor(3);
       await other.waitFor(1);
       const byToken = (list: typeof peer.received, t: number) => list.find((m) => m.token[0] === t)!;
@@ -379,8 +474,14 @@ describe('device download over CoAP (DTLS PSK, Block2)', () => {
     const peer = await DtlsCoapPeer.connect(service.coap!.coapsPort(), c1.identity, Buffer.from(c1.key));
     try {
       peer.request({
-        confirmable: true, code: 'POST', messageId: 9, token: Buffer.from([9]),
-        options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: Buffer.from([50]) }],
+        confirmable: true,
+        code: 'POST',
+        messageId: 9,
+        token: Buffer.from([9]),
+        options: [
+          { name: 'Uri-Path', value: Buffer.from('report') },
+          { name: 'Content-Format', value: Buffer.from([50]) },
+        ],
         payload: Buffer.from(JSON.stringify({ offer: [fw, f.small] })),
       });
       const [answer] = await peer.waitFor(1);
@@ -396,11 +497,15 @@ describe('device download over CoAP (DTLS PSK, Block2)', () => {
   });
 });
 
-describe('the gateway\'s image cache', () => {
+describe("the gateway's image cache", () => {
   it('keeps whole images by sha256 within its byte budget, least recently used out, and never caches one over half of it', async () => {
     const cache = new ImageCache(100);
     const loads: string[] = [];
-    const get = (sha: string) => cache.get(sha, 40, async () => { loads.push(sha); return Buffer.alloc(40); });
+    const get = (sha: string) =>
+      cache.get(sha, 40, async () => {
+        loads.push(sha);
+        return Buffer.alloc(40);
+      });
     await get('a');
     await get('b');
     await get('a'); // a hit: a is now the most recently used
@@ -411,8 +516,15 @@ describe('the gateway\'s image cache', () => {
     expect(cache.fits(50)).toBe(true);
     expect(cache.fits(51)).toBe(false);
     // a failed load is not kept
-    await expect(cache.get('d', 10, async () => { throw new Error('gone'); })).rejects.toThrow('gone');
-    await cache.get('d', 10, async () => { loads.push('d'); return Buffer.alloc(10); });
+    await expect(
+      cache.get('d', 10, async () => {
+        throw new Error('gone');
+      }),
+    ).rejects.toThrow('gone');
+    await cache.get('d', 10, async () => {
+      loads.push('d');
+      return Buffer.alloc(10);
+    });
     expect(loads.at(-1)).toBe('d');
   });
 });

@@ -57,8 +57,18 @@ afterAll(async () => {
 });
 
 const request = (payload: Record<string, string | number>): DeviceRequestJob => ({
-  kind: 'incomingRequest', deviceHashId: device.hashId, environmentHashId: api.environmentHashId, receivedAt: new Date().toISOString(),
-  webRequest: webRequest({ url: { protocol: 'https', host: 't', path: '/report', query: {} }, method: 'POST', headers: {}, body: { type: 'json', data: payload }, ip: '127.0.0.1', pskIdentity: device.identity }),
+  kind: 'incomingRequest',
+  deviceHashId: device.hashId,
+  environmentHashId: api.environmentHashId,
+  receivedAt: new Date().toISOString(),
+  webRequest: webRequest({
+    url: { protocol: 'https', host: 't', path: '/report', query: {} },
+    method: 'POST',
+    headers: {},
+    body: { type: 'json', data: payload },
+    ip: '127.0.0.1',
+    pskIdentity: device.identity,
+  }),
 });
 
 async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
@@ -69,8 +79,12 @@ async function until<T>(what: string, probe: () => Promise<T | null | undefined 
   throw new Error(`timed out waiting for ${what}`);
 }
 
-const storedPayloads = async () => (await ctx.db.query<{ payload: string }>(
-  'SELECT r.payload FROM condition_report r JOIN device d ON d.id = r.device_id WHERE d.hash_id = $1', [device.hashId])).rows.map((r) => r.payload);
+const storedPayloads = async () =>
+  (
+    await ctx.db.query<{ payload: string }>('SELECT r.payload FROM condition_report r JOIN device d ON d.id = r.device_id WHERE d.hash_id = $1', [
+      device.hashId,
+    ])
+  ).rows.map((r) => r.payload);
 const failedForGood = async () => Number((await metricsRegistry.getSingleMetric('gridgate_queue_jobs_failed_total')!.get()).values[0]?.value ?? 0);
 
 describe('a device request that fails every time', () => {
@@ -79,7 +93,17 @@ describe('a device request that fails every time', () => {
     const good = { d: 0, seq: 1 };
     const bad = { d: 0, seq: 2, note: marker };
     const jobId = `batch-${randomBytes(6).toString('hex')}`;
-    await queue.add(JOB_NAME, { gatewayId: '', items: [{ itemId: 'good', job: request(good) }, { itemId: 'bad', job: request(bad) }] }, { ...JOB_OPTIONS, jobId });
+    await queue.add(
+      JOB_NAME,
+      {
+        gatewayId: '',
+        items: [
+          { itemId: 'good', job: request(good) },
+          { itemId: 'bad', job: request(bad) },
+        ],
+      },
+      { ...JOB_OPTIONS, jobId },
+    );
 
     // the poisoned item was split off into a job of its own, which ends in the failed set
     const failed = await until('the failed job', async () => (await queue.getFailed()).find((j) => j?.id === `${jobId}-1`));
@@ -91,15 +115,31 @@ describe('a device request that fails every time', () => {
     await until('the error line', async () => logLines.some((l) => l.level === 50 && l.jobId === failed.id));
     expect(logLines.find((l) => l.level === 50 && l.jobId === failed.id)!.msg).toMatch(/failed for good: gave up/);
     // the activity log shows the request as failed, and why
-    const activities = await until('the failed activity', async () => (await ctx.db.query<{ log: { type: string; message: string }[]; trigger_data: { request: { body: { data: unknown } } } }>(
-      `SELECT a.log, a.trigger_data FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1 AND a.failed`, [device.hashId])).rows[0]);
+    const activities = await until(
+      'the failed activity',
+      async () =>
+        (
+          await ctx.db.query<{ log: { type: string; message: string }[]; trigger_data: { request: { body: { data: unknown } } } }>(
+            `SELECT a.log, a.trigger_data FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1 AND a.failed`,
+            [device.hashId],
+          )
+        ).rows[0],
+    );
     expect(activities.log[0]).toMatchObject({ type: 'error', message: expect.stringMatching(/gave up after repeated failures \(refused by the test\)/) });
     expect(activities.trigger_data.request.body.data).toEqual(bad);
 
     // the operator removes the cause and runs the failed jobs again with the admin CLI
     await ctx.db.query(`DROP TRIGGER ${trigger} ON condition_report`);
     const out = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'admin', 'retry-failed'], {
-      env: { PATH: process.env.PATH, REDIS_URL: ctx.config.redisUrl, QUEUE_NAME: ctx.config.queueName, DATA_DIR: ctx.config.dataDir, SECRET_KEY: '11'.repeat(32) }, encoding: 'utf8', timeout: 30_000,
+      env: {
+        PATH: process.env.PATH,
+        REDIS_URL: ctx.config.redisUrl,
+        QUEUE_NAME: ctx.config.queueName,
+        DATA_DIR: ctx.config.dataDir,
+        SECRET_KEY: '11'.repeat(32),
+      },
+      encoding: 'utf8',
+      timeout: 30_000,
     });
     expect(out.status, out.stderr).toBe(0);
     expect(JSON.parse(out.stdout)).toEqual({ queue: ctx.config.queueName, retried: 1 });

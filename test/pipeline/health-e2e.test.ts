@@ -37,8 +37,18 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   return { statusCode: 200, body: { ok: true } };
 }`;
 
-interface Entry { key: string; name: string; total: number; values: { hour: string; value: number }[] }
-interface Dev { hashId: string; identity: string; key: Buffer; typeHashId: string }
+interface Entry {
+  key: string;
+  name: string;
+  total: number;
+  values: { hour: string; value: number }[];
+}
+interface Dev {
+  hashId: string;
+  identity: string;
+  key: Buffer;
+  typeHashId: string;
+}
 
 let ctx: AppContext;
 let service: RunningService;
@@ -53,7 +63,9 @@ beforeAll(async () => {
   api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
   const quantity = await api.request('POST', '/quantity/', { name: 'Level', unit: 'm', defaultOrderOfMagnitude: 0 });
   const reportType = await api.request('POST', '/supplier-report-type/', {
-    name: 'Level report', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const QUANTITY = "${quantity.body.hashId}";\n${PARSER}`,
+    name: 'Level report',
+    fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+    parser: `const QUANTITY = "${quantity.body.hashId}";\n${PARSER}`,
   });
   expect(reportType.status).toBe(200);
   reportTypeHashId = reportType.body.hashId;
@@ -67,20 +79,37 @@ afterAll(async () => {
 /** A device type (serial is its identifier field) with one PSK device. */
 async function newDevice(): Promise<Dev> {
   const type = await api.request('POST', '/device-type/', {
-    name: 'Level logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportTypeHashId), identifierFieldKey: 'serial',
+    name: 'Level logger',
+    eventHandler: HANDLER.replace('__REPORT_TYPE__', reportTypeHashId),
+    identifierFieldKey: 'serial',
     fieldConfigurations: [
       { key: 'serial', name: 'Serial', type: 'string', regex: '^S-[0-9]+$' },
       { key: 'depth', name: 'Depth', type: 'number', lowerbound: 0 },
       // no type: the SDK derives it from inputType and the valueOptions
       { key: 'active', name: 'Active', inputType: 'checkbox' },
-      { key: 'rate', name: 'Rate', inputType: 'select', valueOptions: [{ text: 'slow', value: 60 }, { text: 'fast', value: 5 }] },
+      {
+        key: 'rate',
+        name: 'Rate',
+        inputType: 'select',
+        valueOptions: [
+          { text: 'slow', value: 60 },
+          { text: 'fast', value: 5 },
+        ],
+      },
     ],
-    pinGroupFieldConfigurations: [], channels: [{ name: 'Level', pinFieldConfigurations: [], defaultPinName: 'L', charts: [] }], commandTypeHashIds: [],
+    pinGroupFieldConfigurations: [],
+    channels: [{ name: 'Level', pinFieldConfigurations: [], defaultPinName: 'L', charts: [] }],
+    commandTypeHashIds: [],
   });
   expect(type.status).toBe(200);
   const identity = `health-${randomBytes(6).toString('hex')}`;
   const key = randomBytes(16);
-  const device = await api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type.body.hashId, psk: key.toString('hex'), pskIdentity: identity });
+  const device = await api.request('POST', '/device/psk', {
+    supplierDeviceIdentifier: identity,
+    deviceTypeHashId: type.body.hashId,
+    psk: key.toString('hex'),
+    pskIdentity: identity,
+  });
   expect(device.status).toBe(200);
   return { hashId: device.body.hashId, identity, key, typeHashId: type.body.hashId };
 }
@@ -96,13 +125,24 @@ async function counters(d: Dev): Promise<Record<string, number>> {
 /** One TLS-PSK connection (node:tls) carrying several keep-alive requests, one at a time. */
 async function keepAliveSession(d: Dev): Promise<{ request(path: string, body: unknown): Promise<RawHttpResponse>; close(): void }> {
   const socket = tls.connect({
-    host: '127.0.0.1', port, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: 'PSK-AES128-GCM-SHA256',
-    checkServerIdentity: () => undefined, pskCallback: () => ({ psk: d.key, identity: d.identity }),
+    host: '127.0.0.1',
+    port,
+    minVersion: 'TLSv1.2',
+    maxVersion: 'TLSv1.2',
+    ciphers: 'PSK-AES128-GCM-SHA256',
+    checkServerIdentity: () => undefined,
+    pskCallback: () => ({ psk: d.key, identity: d.identity }),
   });
-  await new Promise<void>((resolve, reject) => { socket.once('secureConnect', resolve); socket.once('error', reject); });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('secureConnect', resolve);
+    socket.once('error', reject);
+  });
   let raw = '';
   let waiting: (() => void) | null = null;
-  socket.on('data', (chunk: Buffer) => { raw += chunk.toString('latin1'); waiting?.(); });
+  socket.on('data', (chunk: Buffer) => {
+    raw += chunk.toString('latin1');
+    waiting?.();
+  });
   return {
     async request(path, body) {
       raw = '';
@@ -117,7 +157,10 @@ async function keepAliveSession(d: Dev): Promise<{ request(path: string, body: u
           // not all of it yet
         }
         if (Date.now() > deadline) throw new Error(`no complete answer: ${raw.slice(0, 200)}`);
-        await new Promise<void>((resolve) => { waiting = resolve; setTimeout(resolve, 50); });
+        await new Promise<void>((resolve) => {
+          waiting = resolve;
+          setTimeout(resolve, 50);
+        });
       }
     },
     close: () => socket.destroy(),
@@ -161,8 +204,14 @@ describe('connectivity health over the HTTPS TLS-PSK device port', () => {
     const peer = await DtlsCoapPeer.connect(service.coap!.coapsPort(), d.identity, d.key);
     try {
       peer.request({
-        confirmable: true, code: 'POST', messageId: 7, token: Buffer.from('hc'),
-        options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: Buffer.from([50]) }],
+        confirmable: true,
+        code: 'POST',
+        messageId: 7,
+        token: Buffer.from('hc'),
+        options: [
+          { name: 'Uri-Path', value: Buffer.from('report') },
+          { name: 'Content-Format', value: Buffer.from([50]) },
+        ],
         payload: Buffer.from(JSON.stringify({ v: 7 })),
       });
       const [res] = await peer.waitFor(1);
@@ -190,9 +239,15 @@ describe('connectivity health over the HTTPS TLS-PSK device port', () => {
     }
     const hour = new Date(Math.floor((Date.now() - 20 * 3600_000) / 3600_000) * 3600_000).toISOString();
     expect(entry?.values).toEqual([{ hour, value: 1 }]);
-    const rows = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=2`)).body.rows;
+    const rows = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=2`)).body
+      .rows;
     for (const row of rows) {
-      const run = (await api.request<{ activity: { activities: { triggerType: string; failed: boolean; log: { message: string }[] }[] } }>('GET', `/supplier-activity/${row.activity.hashId}`)).body.activity;
+      const run = (
+        await api.request<{ activity: { activities: { triggerType: string; failed: boolean; log: { message: string }[] }[] } }>(
+          'GET',
+          `/supplier-activity/${row.activity.hashId}`,
+        )
+      ).body.activity;
       expect(run.activities[0]).toMatchObject({ triggerType: 'increaseReportingCounter', failed: true });
       expect(run.activities[0].log[0].message).toContain('at most 48 hours in the past and 24 hours in the future');
     }
@@ -203,24 +258,43 @@ describe('connectivity health over the HTTPS TLS-PSK device port', () => {
     const ok = await send(d, '/fields', { serial: 'S-42', depth: 3.5, active: true, rate: 5 });
     expect(ok?.status).toBe(200);
     // the activity shows what changed, as the SDK's setDeviceFields activity does
-    const latest = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=1`)).body.rows[0];
-    const setRun = (await api.request<{ activity: { activities: { triggerType: string; failed: boolean; triggerData: unknown }[] } }>('GET', `/supplier-activity/${latest.activity.hashId}`)).body.activity;
-    expect(setRun.activities[0]).toMatchObject({ triggerType: 'setDeviceFields', failed: false,
-      triggerData: { diff: { old: { serial: null, depth: null, active: null, rate: null }, new: { serial: 'S-42', depth: 3.5, active: true, rate: 5 } } } });
+    const latest = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=1`)).body
+      .rows[0];
+    const setRun = (
+      await api.request<{ activity: { activities: { triggerType: string; failed: boolean; triggerData: unknown }[] } }>(
+        'GET',
+        `/supplier-activity/${latest.activity.hashId}`,
+      )
+    ).body.activity;
+    expect(setRun.activities[0]).toMatchObject({
+      triggerType: 'setDeviceFields',
+      failed: false,
+      triggerData: { diff: { old: { serial: null, depth: null, active: null, rate: null }, new: { serial: 'S-42', depth: 3.5, active: true, rate: 5 } } },
+    });
     let got = await api.request<{ device: { fields: Record<string, unknown>; userFacingIdentifier: string } }>('GET', `/device/${d.hashId}`);
     expect(got.body.device.fields).toEqual({ serial: 'S-42', depth: 3.5, active: true, rate: 5 });
     // userFacingIdentifier follows the type's identifierFieldKey
     expect(got.body.device.userFacingIdentifier).toBe('S-42');
 
-    for (const [bad, reason] of [[{ depth: 'deep' }, 'fields.depth must be of type number'], [{ depth: -1 }, 'fields.depth must be at least 0'],
-      [{ serial: 'X' }, 'fields.serial does not match'], [{ colour: 'red' }, 'fields.colour is not a field of the device type'],
-      [{ active: 'yes' }, 'fields.active must be of type boolean'], [{ rate: '5' }, 'fields.rate must be of type number'],
-      [{ rate: 7 }, 'fields.rate must be one of the valueOptions']] as const) {
+    for (const [bad, reason] of [
+      [{ depth: 'deep' }, 'fields.depth must be of type number'],
+      [{ depth: -1 }, 'fields.depth must be at least 0'],
+      [{ serial: 'X' }, 'fields.serial does not match'],
+      [{ colour: 'red' }, 'fields.colour is not a field of the device type'],
+      [{ active: 'yes' }, 'fields.active must be of type boolean'],
+      [{ rate: '5' }, 'fields.rate must be of type number'],
+      [{ rate: 7 }, 'fields.rate must be one of the valueOptions'],
+    ] as const) {
       const res = await send(d, '/fields', bad);
       expect(res?.status).toBe(200);
-      const rows = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=1`)).body.rows;
-      const run = (await api.request<{ activity: { failed: boolean; activities: { triggerType: string; failed: boolean; log: { type: string; message: string }[] }[] } }>(
-        'GET', `/supplier-activity/${rows[0].activity.hashId}`)).body.activity;
+      const rows = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${d.hashId}&rowsPerPage=1`)).body
+        .rows;
+      const run = (
+        await api.request<{ activity: { failed: boolean; activities: { triggerType: string; failed: boolean; log: { type: string; message: string }[] }[] } }>(
+          'GET',
+          `/supplier-activity/${rows[0].activity.hashId}`,
+        )
+      ).body.activity;
       expect(run.failed).toBe(false);
       expect(run.activities).toHaveLength(1);
       expect(run.activities[0]).toMatchObject({ triggerType: 'setDeviceFields', failed: true });

@@ -35,7 +35,9 @@ function handle(args: Arguments, exec: Exec): IncomingRequestResponse | void {
   return { statusCode: 200, body: { ok: true, device: args.device.supplierDeviceIdentifier, commands: args.scheduledCommands.length } };
 }`;
 
-interface Api { request<T = Record<string, unknown>>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }> }
+interface Api {
+  request<T = Record<string, unknown>>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }>;
+}
 
 let ctx: AppContext;
 let service: RunningService;
@@ -51,13 +53,22 @@ beforeAll(async () => {
   const env = await createEnvironment(ctx.db, 'connectivity', 'e2e supplier');
   const account = await createMachineAccount(ctx.db, env.hashId, ['ENVIRONMENT_ADMIN']);
   const base = `http://127.0.0.1:${service.apiPort()}`;
-  const login = await fetch(`${base}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '5' }, body: JSON.stringify({ assertion: account.assertion }) });
+  const login = await fetch(`${base}/authentication/machine-login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'api-version': '5' },
+    body: JSON.stringify({ assertion: account.assertion }),
+  });
   const { jwt } = (await login.json()) as { jwt: string };
   api = {
     async request(method, url, body) {
       const res = await fetch(`${base}${url}`, {
         method,
-        headers: { 'api-version': '5', 'environment-hash-id': env.hashId, authorization: `Bearer ${jwt}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          'api-version': '5',
+          'environment-hash-id': env.hashId,
+          authorization: `Bearer ${jwt}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+        },
         body: body ? JSON.stringify(body) : undefined,
       });
       const text = await res.text();
@@ -66,15 +77,26 @@ beforeAll(async () => {
   };
   const quantity = await api.request<{ hashId: string }>('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: -3 });
   const reportType = await api.request<{ hashId: string }>('POST', '/supplier-report-type/', {
-    name: 'Voltage report', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const QUANTITY = "${quantity.body.hashId}";\n${PARSER}`,
+    name: 'Voltage report',
+    fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+    parser: `const QUANTITY = "${quantity.body.hashId}";\n${PARSER}`,
   });
   expect(reportType.status).toBe(200);
   const deviceType = await api.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 'Voltage logger', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId),
-    fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [],
+    name: 'Voltage logger',
+    eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId),
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [{ name: 'Voltage', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }],
+    commandTypeHashIds: [],
   });
   expect(deviceType.status).toBe(200);
-  const added = await api.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: 'logger-1', deviceTypeHashId: deviceType.body.hashId, psk: device.key, pskIdentity: device.identity });
+  const added = await api.request<{ hashId: string }>('POST', '/device/psk', {
+    supplierDeviceIdentifier: 'logger-1',
+    deviceTypeHashId: deviceType.body.hashId,
+    psk: device.key,
+    pskIdentity: device.identity,
+  });
   expect(added.status).toBe(200);
   device.hashId = added.body.hashId;
 });
@@ -85,7 +107,13 @@ afterAll(async () => {
 });
 
 async function deviceRequest(path: string, body: string | null, cipher?: string) {
-  const out = await opensslPsk({ port, identity: device.identity, keyHex: device.key, cipher, input: httpRequestText(body === null ? 'GET' : 'POST', path, body) });
+  const out = await opensslPsk({
+    port,
+    identity: device.identity,
+    keyHex: device.key,
+    cipher,
+    input: httpRequestText(body === null ? 'GET' : 'POST', path, body),
+  });
   return parseHttpResponse(out.stdout);
 }
 
@@ -99,14 +127,23 @@ describe('a device report over HTTPS TLS-PSK, end to end (openssl s_client as th
     const run = activities.body.rows.map((r) => r.activity).find((r) => r.triggerType === 'handleIncomingRequest' && !r.failed);
     expect(run).toBeDefined();
     const one = await api.request<{ activity: unknown }>('GET', `/supplier-activity/${run!.hashId}`);
-    const activity = one.body.activity as { log: { message: string }[]; activities: { triggerType: string; failed: boolean; triggerData: { observations: { measurement: { significand: number; orderOfMagnitude: number } }[] } }[] };
+    const activity = one.body.activity as {
+      log: { message: string }[];
+      activities: {
+        triggerType: string;
+        failed: boolean;
+        triggerData: { observations: { measurement: { significand: number; orderOfMagnitude: number } }[] };
+      }[];
+    };
     expect(activity.log.map((l) => l.message)).toContain(`request POST /report from ${device.identity}`);
     expect(activity.activities[0].triggerType).toBe('parseReport');
     expect(activity.activities[0].failed).toBe(false);
     expect(activity.activities[0].triggerData.observations[0].measurement).toMatchObject({ significand: 3060, orderOfMagnitude: -3 });
 
     const stored = await ctx.db.query<{ significand: number; generated_at: Date }>(
-      `SELECT m.significand, m.generated_at FROM measurement m JOIN device d ON d.id = m.device_id WHERE d.hash_id = $1`, [device.hashId]);
+      `SELECT m.significand, m.generated_at FROM measurement m JOIN device d ON d.id = m.device_id WHERE d.hash_id = $1`,
+      [device.hashId],
+    );
     expect(stored.rows).toEqual([{ significand: 3060, generated_at: new Date('2026-11-01T10:00:00Z') }]);
 
     const got = await api.request<{ device: { lastOnlineAt: string | null } }>('GET', `/device/${device.hashId}`);
@@ -121,7 +158,12 @@ describe('a device report over HTTPS TLS-PSK, end to end (openssl s_client as th
 
   it('serves several requests on one keep-alive connection', async () => {
     const one = (v: number) => httpRequestText('POST', '/report', JSON.stringify({ t: Date.now(), v }), 'application/json', false);
-    const out = await opensslPsk({ port, identity: device.identity, keyHex: device.key, input: one(1) + one(2) + httpRequestText('POST', '/report', JSON.stringify({ t: Date.now(), v: 3 })) });
+    const out = await opensslPsk({
+      port,
+      identity: device.identity,
+      keyHex: device.key,
+      input: one(1) + one(2) + httpRequestText('POST', '/report', JSON.stringify({ t: Date.now(), v: 3 })),
+    });
     expect(out.stdout.match(/HTTP\/1\.1 200/g)).toHaveLength(3);
   });
 
@@ -133,8 +175,18 @@ describe('a device report over HTTPS TLS-PSK, end to end (openssl s_client as th
     const res = await deviceRequest(path, '{}');
     expect(res.status).toBe(status);
     expect(JSON.parse(res.body)).toMatchObject({ key: 'handler_error' });
-    const rows = (await api.request<{ rows: { activity: { hashId: string; failed: boolean } }[] }>('GET', '/supplier-activity/?rowsPerPage=50&failed=true')).body.rows;
-    const details = await Promise.all(rows.map(async (r) => (await api.request<{ activity: { failed: boolean; log: { type: string; message: string }[]; triggerData: { request: { request: { url: { path: string } } } } } }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
+    const rows = (await api.request<{ rows: { activity: { hashId: string; failed: boolean } }[] }>('GET', '/supplier-activity/?rowsPerPage=50&failed=true'))
+      .body.rows;
+    const details = await Promise.all(
+      rows.map(
+        async (r) =>
+          (
+            await api.request<{
+              activity: { failed: boolean; log: { type: string; message: string }[]; triggerData: { request: { request: { url: { path: string } } } } };
+            }>('GET', `/supplier-activity/${r.activity.hashId}`)
+          ).body.activity,
+      ),
+    );
     const failed = details.find((a) => a.failed && a.triggerData.request.request.url.path === path);
     expect(failed).toBeDefined();
     const log = failed!.log;

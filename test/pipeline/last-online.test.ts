@@ -13,13 +13,20 @@ beforeAll(async () => {
   const client = await api.login('connectivity');
   const deviceTypeHashId = await addDeviceType(client);
   for (let i = 0; i < 3; i++) {
-    const added = await client.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: `online-${i}`, deviceTypeHashId, psk: randomBytes(16).toString('hex'), pskIdentity: `online-${randomBytes(6).toString('hex')}` });
+    const added = await client.request<{ hashId: string }>('POST', '/device/psk', {
+      supplierDeviceIdentifier: `online-${i}`,
+      deviceTypeHashId,
+      psk: randomBytes(16).toString('hex'),
+      pskIdentity: `online-${randomBytes(6).toString('hex')}`,
+    });
     expect(added.status).toBe(200);
     const { rows } = await api.ctx.db.query<{ id: number }>('SELECT id FROM device WHERE hash_id = $1', [added.body.hashId]);
     devices.push({ id: Number(rows[0].id), hashId: added.body.hashId });
   }
 });
-afterAll(async () => { await api.close(); });
+afterAll(async () => {
+  await api.close();
+});
 
 /** The test database, counting the lastOnlineAt writes and the devices each one names; `down` makes them fail. */
 function countingDb() {
@@ -41,8 +48,12 @@ function countingDb() {
 function capturingLog() {
   const lines: { level: string; msg: string }[] = [];
   const log = {
-    warn: (_o: unknown, msg: string) => { lines.push({ level: 'warn', msg }); },
-    info: (_o: unknown, msg: string) => { lines.push({ level: 'info', msg }); },
+    warn: (_o: unknown, msg: string) => {
+      lines.push({ level: 'warn', msg });
+    },
+    info: (_o: unknown, msg: string) => {
+      lines.push({ level: 'info', msg });
+    },
   } as unknown as typeof api.ctx.log;
   return { lines, log };
 }
@@ -55,10 +66,7 @@ describe('LastOnlineWriter', () => {
     const db = countingDb();
     const writer = new LastOnlineWriter(db, api.ctx.log);
     const [a, b] = devices;
-    await Promise.all([
-      writer.touch(a.id, new Date('2026-01-01T10:00:00Z')),
-      writer.touch(b.id, new Date('2026-01-01T10:00:05Z')),
-    ]);
+    await Promise.all([writer.touch(a.id, new Date('2026-01-01T10:00:00Z')), writer.touch(b.id, new Date('2026-01-01T10:00:05Z'))]);
     expect(db.writes).toEqual([[a.id, b.id]]);
     expect(await lastOnlineAt(a.id)).toBe('2026-01-01T10:00:00.000Z');
     expect(await lastOnlineAt(b.id)).toBe('2026-01-01T10:00:05.000Z');
@@ -80,7 +88,11 @@ describe('LastOnlineWriter', () => {
     expect(db.writes).toHaveLength(1);
     expect(await lastOnlineAt(d.id)).toBe('2026-02-01T00:00:00.000Z');
     // the trailing edge: one write, of the latest contact
-    await until(() => lastOnlineAt(d.id), (at) => at === '2026-02-01T00:00:00.150Z', 'the trailing write');
+    await until(
+      () => lastOnlineAt(d.id),
+      (at) => at === '2026-02-01T00:00:00.150Z',
+      'the trailing write',
+    );
     expect(db.writes).toHaveLength(2);
     await writer.close();
     expect(db.writes).toHaveLength(2);
@@ -120,7 +132,11 @@ describe('LastOnlineWriter', () => {
     const writer = new LastOnlineWriter(db, log, { resolutionMs: 10 });
     const t0 = Date.parse('2026-05-01T00:00:00Z');
     writer.heard(devices[0].id, new Date(t0));
-    await until(() => lastOnlineAt(devices[0].id), (at) => at === '2026-05-01T00:00:00.000Z', 'the contact written');
+    await until(
+      () => lastOnlineAt(devices[0].id),
+      (at) => at === '2026-05-01T00:00:00.000Z',
+      'the contact written',
+    );
     db.down = true;
     // contacts a second apart: each one a write of its own, each failing
     for (let s = 1; s <= 3; s++) for (const d of devices) writer.heard(d.id, new Date(t0 + s * 1000));

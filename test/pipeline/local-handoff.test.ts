@@ -19,17 +19,27 @@ async function runReports(handoff: 'on' | 'off') {
   const queue = new Queue(ctx.config.queueName, { connection: { url: ctx.config.redisUrl } as never });
   await events.waitUntilReady();
   const seen = { active: 0, added: 0, delayed: 0, removed: 0 };
-  events.on('active', () => { seen.active++; });
-  events.on('added', () => { seen.added++; });
-  events.on('delayed', () => { seen.delayed++; });
-  events.on('removed', () => { seen.removed++; });
+  events.on('active', () => {
+    seen.active++;
+  });
+  events.on('added', () => {
+    seen.added++;
+  });
+  events.on('delayed', () => {
+    seen.delayed++;
+  });
+  events.on('removed', () => {
+    seen.removed++;
+  });
   try {
     const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
     const devices = await reportingDevices(api, 3);
     const outcome = await reportUntil(service.https!.port(), devices, new Promise((r) => setTimeout(r, 1500)));
     // every report was answered by its handler (200), none left waiting
     const { rows } = await ctx.db.query<{ n: string }>(
-      'SELECT count(*) AS n FROM condition_report r JOIN environment e ON e.id = r.environment_id WHERE e.hash_id = $1', [api.environmentHashId]);
+      'SELECT count(*) AS n FROM condition_report r JOIN environment e ON e.id = r.environment_id WHERE e.hash_id = $1',
+      [api.environmentHashId],
+    );
     // the jobs leave the queue once what they stored is on disk
     let counts: Record<string, number> = {};
     for (let i = 0; i < 50; i++) {

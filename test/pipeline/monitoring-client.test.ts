@@ -18,17 +18,40 @@ beforeAll(async () => {
   qa = (await a.request<{ hashId: string }>('POST', '/quantity/', { name: 'V', unit: 'V', defaultOrderOfMagnitude: 0 })).body.hashId;
   qb = (await b.request<{ hashId: string }>('POST', '/quantity/', { name: 'V', unit: 'V', defaultOrderOfMagnitude: 0 })).body.hashId;
 });
-afterAll(async () => { await api.close(); });
-
-const report = (hashId: string, environmentHashId: string, quantityHashId: string, significand: number): ConditionReportIn => ({
-  hashId, environmentHashId, deviceHashId: 'none', reportTypeHashId: 'none', generatedAt: '2026-11-01T00:00:00.000Z', fields: {}, payload: '{}',
-  measurements: [{ hashId: `${hashId}m`, channelIndex: 0, channelMeasurementIndex: 0, quantityHashId, generatedAt: '2026-11-01T00:00:00.000Z', orderOfMagnitude: -1, significand }],
+afterAll(async () => {
+  await api.close();
 });
 
-const storedOf = async (hashIds: string[]) => (await api.ctx.db.query<{ hash_id: string; significand: number }>(
-  'SELECT r.hash_id, m.significand FROM condition_report r JOIN measurement m ON m.report_id = r.id WHERE r.hash_id = ANY($1) ORDER BY r.hash_id', [hashIds])).rows;
+const report = (hashId: string, environmentHashId: string, quantityHashId: string, significand: number): ConditionReportIn => ({
+  hashId,
+  environmentHashId,
+  deviceHashId: 'none',
+  reportTypeHashId: 'none',
+  generatedAt: '2026-11-01T00:00:00.000Z',
+  fields: {},
+  payload: '{}',
+  measurements: [
+    {
+      hashId: `${hashId}m`,
+      channelIndex: 0,
+      channelMeasurementIndex: 0,
+      quantityHashId,
+      generatedAt: '2026-11-01T00:00:00.000Z',
+      orderOfMagnitude: -1,
+      significand,
+    },
+  ],
+});
 
-describe('the worker\'s monitoring core client', () => {
+const storedOf = async (hashIds: string[]) =>
+  (
+    await api.ctx.db.query<{ hash_id: string; significand: number }>(
+      'SELECT r.hash_id, m.significand FROM condition_report r JOIN measurement m ON m.report_id = r.id WHERE r.hash_id = ANY($1) ORDER BY r.hash_id',
+      [hashIds],
+    )
+  ).rows;
+
+describe("the worker's monitoring core client", () => {
   it.each(['http', 'local'] as const)('stores each report once however often it is pushed (%s), only on quantities of its own environment', async (kind) => {
     const client = new MonitoringCoreClient(kind === 'http' ? { url, token: api.ctx.keys.internalToken } : { db: api.ctx.db });
     expect(client.local).toBe(kind === 'local');

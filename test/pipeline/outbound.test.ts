@@ -19,12 +19,38 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'gridgate-outbound-'));
 function selfSigned(name: string): { key: string; cert: string; certFile: string } {
   const keyFile = path.join(dir, `${name}.key`);
   const certFile = path.join(dir, `${name}.pem`);
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', keyFile, '-out', certFile,
-    '-days', '1', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   return { key: readFileSync(keyFile, 'utf8'), cert: readFileSync(certFile, 'utf8'), certFile };
 }
 
-interface Received { method: string; url: string; headers: Record<string, string | string[] | undefined>; body: Buffer }
+interface Received {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
 const received: Received[] = [];
 
 function startThirdParty(credentials: { key: string; cert: string }): Promise<https.Server> {
@@ -72,8 +98,14 @@ afterAll(async () => {
 
 const client = (o: Partial<ConstructorParameters<typeof OutboundClient>[0]> = {}) =>
   new OutboundClient({ allowedHosts: ['localhost'], timeoutMs: 500, maxResponseBytes: 1000, extraCa: trusted.cert, ...o });
-const req = (url: string, more: Partial<{ method: string; headers: Record<string, string>; body: { type: 'json'; data: unknown } | { type: 'hex' | 'string'; data: string } | null }> = {}) =>
-  ({ url, method: 'POST', headers: {}, body: null, ...more }) as Parameters<OutboundClient['send']>[0];
+const req = (
+  url: string,
+  more: Partial<{
+    method: string;
+    headers: Record<string, string>;
+    body: { type: 'json'; data: unknown } | { type: 'hex' | 'string'; data: string } | null;
+  }> = {},
+) => ({ url, method: 'POST', headers: {}, body: null, ...more }) as Parameters<OutboundClient['send']>[0];
 
 describe('outbound requests (src/pipeline/outbound.ts, undici)', () => {
   it('matches hosts exactly or by *.domain', () => {
@@ -93,7 +125,12 @@ describe('outbound requests (src/pipeline/outbound.ts, undici)', () => {
       const out = await c.send(req(`${base}/hook?x=1`, { headers: { 'x-api-key': 'k1' }, body: { type: 'json', data: { temp: 21.5 } } }));
       expect(out.failed).toBe(false);
       expect(out.message).toMatch(new RegExp(`^POST ${base}/hook\\?x=1 → 201 in \\d+ ms$`));
-      expect(out.triggerData.response).toMatchObject({ statusCode: 201, truncated: false, headers: { 'x-third': 'party' }, body: { type: 'json', data: { got: '{"temp":21.5}' } } });
+      expect(out.triggerData.response).toMatchObject({
+        statusCode: 201,
+        truncated: false,
+        headers: { 'x-third': 'party' },
+        body: { type: 'json', data: { got: '{"temp":21.5}' } },
+      });
       expect(out.triggerData.durationMs).toBeGreaterThanOrEqual(0);
       const got = received[before];
       expect(got).toMatchObject({ method: 'POST', url: '/hook?x=1', headers: { 'x-api-key': 'k1', 'content-type': 'application/json' } });
@@ -120,7 +157,10 @@ describe('outbound requests (src/pipeline/outbound.ts, undici)', () => {
     try {
       const before = received.length;
       const port = (server.address() as net.AddressInfo).port;
-      expect(await c.send(req(`https://127.0.0.1:${port}/x`))).toMatchObject({ failed: true, triggerData: { error: 'host 127.0.0.1 is not in OUTBOUND_ALLOWED_HOSTS', response: null } });
+      expect(await c.send(req(`https://127.0.0.1:${port}/x`))).toMatchObject({
+        failed: true,
+        triggerData: { error: 'host 127.0.0.1 is not in OUTBOUND_ALLOWED_HOSTS', response: null },
+      });
       expect((await none.send(req(`${base}/x`))).triggerData.error).toBe('this deployment allows no outbound hosts (OUTBOUND_ALLOWED_HOSTS is empty)');
       expect((await c.send(req(`http://localhost:${port}/x`))).triggerData.error).toBe('only https URLs are allowed, not http');
       expect((await c.send(req('not a url'))).triggerData.error).toBe('url is not an absolute URL');
@@ -170,7 +210,12 @@ describe('exec.sendRequest end to end (device over HTTPS TLS-PSK → handler →
   let device: { hashId: string; identity: string; key: Buffer };
 
   beforeAll(async () => {
-    ctx = await testContext({ OUTBOUND_ALLOWED_HOSTS: 'localhost', OUTBOUND_CA_FILE: trusted.certFile, OUTBOUND_TIMEOUT_MS: '500', OUTBOUND_MAX_RESPONSE_BYTES: '1000' });
+    ctx = await testContext({
+      OUTBOUND_ALLOWED_HOSTS: 'localhost',
+      OUTBOUND_CA_FILE: trusted.certFile,
+      OUTBOUND_TIMEOUT_MS: '500',
+      OUTBOUND_MAX_RESPONSE_BYTES: '1000',
+    });
     service = await startService(ctx, ['all']);
     api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
     device = await pskDevice(api, HANDLER);
@@ -181,14 +226,38 @@ describe('exec.sendRequest end to end (device over HTTPS TLS-PSK → handler →
   });
 
   async function lastRun() {
-    const rows = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${device.hashId}&rowsPerPage=1`)).body.rows;
-    return (await api.request<{ activity: { log: { message: string }[]; activities: { hashId: string; triggerType: string; failed: boolean; log: { type: string; message: string }[]; triggerData: { error: string | null; durationMs: number | null; request?: { incoming: boolean; response: { statusCode: number; body: unknown; truncated: boolean } | null } } }[] } }>('GET', `/supplier-activity/${rows[0].activity.hashId}`)).body.activity;
+    const rows = (await api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?deviceHashId=${device.hashId}&rowsPerPage=1`))
+      .body.rows;
+    return (
+      await api.request<{
+        activity: {
+          log: { message: string }[];
+          activities: {
+            hashId: string;
+            triggerType: string;
+            failed: boolean;
+            log: { type: string; message: string }[];
+            triggerData: {
+              error: string | null;
+              durationMs: number | null;
+              request?: { incoming: boolean; response: { statusCode: number; body: unknown; truncated: boolean } | null };
+            };
+          }[];
+        };
+      }>('GET', `/supplier-activity/${rows[0].activity.hashId}`)
+    ).body.activity;
   }
 
-  it('records status, duration and body of an allowed request, and a refused host, on the run\'s activity', async () => {
+  it("records status, duration and body of an allowed request, and a refused host, on the run's activity", async () => {
     const port = (server.address() as net.AddressInfo).port;
     const before = received.length;
-    const res = await pskHttpRequest({ port: service.https!.port(), identity: device.identity, key: device.key, path: '/report', body: JSON.stringify({ urls: [`${base}/hook`, `https://127.0.0.1:${port}/hook`, `${base}/big`] }) });
+    const res = await pskHttpRequest({
+      port: service.https!.port(),
+      identity: device.identity,
+      key: device.key,
+      path: '/report',
+      body: JSON.stringify({ urls: [`${base}/hook`, `https://127.0.0.1:${port}/hook`, `${base}/big`] }),
+    });
     expect(res?.status).toBe(200);
     expect(JSON.parse(res!.body)).toEqual({ asked: 3 });
 
@@ -196,29 +265,54 @@ describe('exec.sendRequest end to end (device over HTTPS TLS-PSK → handler →
     expect(run.log.map((l) => l.message)).toContain('fetch inside the sandbox: undefined');
     const [ok, refused, big] = run.activities;
     // the SDK's sendRequest activity: the request as an outgoing WebRequest, with the outcome's duration and error beside it
-    expect(ok).toMatchObject({ triggerType: 'sendRequest', failed: false, triggerData: { error: null, request: {
-      hashId: ok.hashId, incoming: false, request: { url: { protocol: 'https', host: new URL(base).host, path: '/hook', query: {} }, method: 'post', certificate: null },
-      response: { statusCode: 201, body: { type: 'json', data: { got: JSON.stringify({ device: device.identity }) } } },
-    } } });
+    expect(ok).toMatchObject({
+      triggerType: 'sendRequest',
+      failed: false,
+      triggerData: {
+        error: null,
+        request: {
+          hashId: ok.hashId,
+          incoming: false,
+          request: { url: { protocol: 'https', host: new URL(base).host, path: '/hook', query: {} }, method: 'post', certificate: null },
+          response: { statusCode: 201, body: { type: 'json', data: { got: JSON.stringify({ device: device.identity }) } } },
+        },
+      },
+    });
     expect(ok.triggerData.durationMs).toBeGreaterThanOrEqual(0);
     expect(ok.log[0].message).toMatch(/→ 201 in \d+ ms/);
-    expect(refused).toMatchObject({ triggerType: 'sendRequest', failed: true, triggerData: { error: 'host 127.0.0.1 is not in OUTBOUND_ALLOWED_HOSTS', request: { response: null } } });
+    expect(refused).toMatchObject({
+      triggerType: 'sendRequest',
+      failed: true,
+      triggerData: { error: 'host 127.0.0.1 is not in OUTBOUND_ALLOWED_HOSTS', request: { response: null } },
+    });
     expect(refused.log[0]).toEqual({ type: 'error', message: `POST https://127.0.0.1:${port}/hook refused: host 127.0.0.1 is not in OUTBOUND_ALLOWED_HOSTS` });
     expect(big.triggerData.request?.response).toMatchObject({ statusCode: 200, truncated: true });
     // the allowed two reached the third party, the refused one did not
-    expect(received.slice(before).map((r) => [r.url, r.headers['x-n']])).toEqual([['/hook', '0'], ['/big', '2']]);
+    expect(received.slice(before).map((r) => [r.url, r.headers['x-n']])).toEqual([
+      ['/hook', '0'],
+      ['/big', '2'],
+    ]);
     // each carries its sub-activity's hashId as Idempotency-Key: a retried job sends the same key again
     expect(received.slice(before).map((r) => r.headers['idempotency-key'])).toEqual([ok.hashId, big.hashId]);
   });
 
   it(`makes at most ${MAX_REQUESTS_PER_RUN} requests per run and shows the rest as refused; a slow endpoint fails only its call`, async () => {
     const urls = [`${base}/slow`, ...Array.from({ length: MAX_REQUESTS_PER_RUN }, (_, i) => `${base}/n${i}`)];
-    const res = await pskHttpRequest({ port: service.https!.port(), identity: device.identity, key: device.key, path: '/report', body: JSON.stringify({ urls }) });
+    const res = await pskHttpRequest({
+      port: service.https!.port(),
+      identity: device.identity,
+      key: device.key,
+      path: '/report',
+      body: JSON.stringify({ urls }),
+    });
     expect(res?.status).toBe(200);
     const run = await lastRun();
     expect(run.activities).toHaveLength(MAX_REQUESTS_PER_RUN + 1);
     expect(run.activities[0].triggerData.error).toBe('no complete answer within OUTBOUND_TIMEOUT_MS (500 ms)');
     expect(run.activities.slice(1, MAX_REQUESTS_PER_RUN).every((a) => !a.failed)).toBe(true);
-    expect(run.activities[MAX_REQUESTS_PER_RUN]).toMatchObject({ failed: true, log: [{ type: 'error', message: `not sent: at most ${MAX_REQUESTS_PER_RUN} sendRequest calls per run` }] });
+    expect(run.activities[MAX_REQUESTS_PER_RUN]).toMatchObject({
+      failed: true,
+      log: [{ type: 'error', message: `not sent: at most ${MAX_REQUESTS_PER_RUN} sendRequest calls per run` }],
+    });
   });
 });

@@ -43,16 +43,33 @@ afterAll(() => {
 });
 
 /** A connectivity environment's REST client whose every request gives up after `timeoutMs` (status null then). */
-async function apiClient(db: Db, base: string): Promise<RestClient & { jwtRequest(method: string, url: string, body: unknown, timeoutMs: number): Promise<number | 'timeout' | 'error'> }> {
+async function apiClient(
+  db: Db,
+  base: string,
+): Promise<RestClient & { jwtRequest(method: string, url: string, body: unknown, timeoutMs: number): Promise<number | 'timeout' | 'error'> }> {
   const env = await createEnvironment(db, 'connectivity', 'pg outage');
   const account = await createMachineAccount(db, env.hashId, ['ENVIRONMENT_ADMIN']);
-  const login = await fetch(`${base}/authentication/machine-login`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-version': '5' }, body: JSON.stringify({ assertion: account.assertion }) });
+  const login = await fetch(`${base}/authentication/machine-login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'api-version': '5' },
+    body: JSON.stringify({ assertion: account.assertion }),
+  });
   const { jwt } = (await login.json()) as { jwt: string };
-  const headers = (body: unknown) => ({ 'api-version': '5', 'environment-hash-id': env.hashId, authorization: `Bearer ${jwt}`, ...(body ? { 'content-type': 'application/json' } : {}) });
+  const headers = (body: unknown) => ({
+    'api-version': '5',
+    'environment-hash-id': env.hashId,
+    authorization: `Bearer ${jwt}`,
+    ...(body ? { 'content-type': 'application/json' } : {}),
+  });
   return {
     environmentHashId: env.hashId,
     async request(method, url, body) {
-      const res = await fetch(`${base}${url}`, { method, headers: headers(body), body: body ? JSON.stringify(body) : undefined, signal: AbortSignal.timeout(30_000) });
+      const res = await fetch(`${base}${url}`, {
+        method,
+        headers: headers(body),
+        body: body ? JSON.stringify(body) : undefined,
+        signal: AbortSignal.timeout(30_000),
+      });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : null };
     },
@@ -82,10 +99,17 @@ class KeptAliveDevice {
   constructor(port: number, device: ReportingDevice) {
     this.device = device;
     this.socket = tls.connect({
-      host: '127.0.0.1', port, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2', ciphers: 'PSK-AES128-GCM-SHA256',
-      checkServerIdentity: () => undefined, pskCallback: () => ({ psk: device.key, identity: device.identity }),
+      host: '127.0.0.1',
+      port,
+      minVersion: 'TLSv1.2',
+      maxVersion: 'TLSv1.2',
+      ciphers: 'PSK-AES128-GCM-SHA256',
+      checkServerIdentity: () => undefined,
+      pskCallback: () => ({ psk: device.key, identity: device.identity }),
     });
-    this.socket.on('secureConnect', () => { this.secureConnects++; });
+    this.socket.on('secureConnect', () => {
+      this.secureConnects++;
+    });
     this.socket.on('error', () => undefined);
     this.socket.on('close', () => {
       this.closedAt = Date.now();
@@ -131,8 +155,16 @@ class KeptAliveDevice {
   }
 }
 
-interface HttpsRecord { n: number; sentAt: number; status: number | null }
-interface WriteRecord { sentAt: number; ms: number; status: number | 'timeout' | 'error' }
+interface HttpsRecord {
+  n: number;
+  sentAt: number;
+  status: number | null;
+}
+interface WriteRecord {
+  sentAt: number;
+  ms: number;
+  status: number | 'timeout' | 'error';
+}
 
 const STARTED = 'gridgate_dtls_sessions_started_total';
 /** The sum of a counter's series that carry `labels`, from a /metrics text. */
@@ -157,13 +189,19 @@ async function outageUnderLoad(layout: 'one process' | 'split'): Promise<void> {
   else {
     const edge = await startServiceProcess(env, ['api,gateway'], { children });
     procs.push({ name: 'api,gateway', p: edge });
-    procs.push({ name: 'worker', p: await startServiceProcess({ DATABASE_URL: pg.url, QUEUE_NAME, MONITORING_CORE_URL: edge.base }, ['worker'], { children }) });
+    procs.push({
+      name: 'worker',
+      p: await startServiceProcess({ DATABASE_URL: pg.url, QUEUE_NAME, MONITORING_CORE_URL: edge.base }, ['worker'], { children }),
+    });
   }
   const gateway = procs[0].p;
   // every exit while the test has not stopped the processes itself
   let stopping = false;
   const exits: Array<{ name: string; code: number | null; signal: string | null; at: number }> = [];
-  for (const { name, p } of procs) p.child.once('exit', (code, signal) => { if (!stopping) exits.push({ name, code, signal, at: Date.now() - t0 }); });
+  for (const { name, p } of procs)
+    p.child.once('exit', (code, signal) => {
+      if (!stopping) exits.push({ name, code, signal, at: Date.now() - t0 });
+    });
   const db = await openDb({ databaseUrl: pg.url, dataDir: '/tmp', migrate: false });
   const reporters: CoapReporter[] = [];
   const https: KeptAliveDevice[] = [];
@@ -176,25 +214,33 @@ async function outageUnderLoad(layout: 'one process' | 'split'): Promise<void> {
 
     for (const d of all.slice(0, HTTPS_DEVICES)) https.push(new KeptAliveDevice(gateway.httpsPort, d));
     await Promise.all(https.map((h) => h.connected()));
-    reporters.push(...await connectReporters(coaps, all.slice(HTTPS_DEVICES), 5));
+    reporters.push(...(await connectReporters(coaps, all.slice(HTTPS_DEVICES), 5)));
     const startedBefore = metric(await (await fetch(`${gateway.base}/metrics`)).text(), STARTED, { origin: 'handshake' });
 
     let loadStopped = false;
     let stopCoap!: () => void;
-    const coapLoad = reportSteadily(reporters, { port: coaps, periodMs: 300, ackTimeoutMs: 2000 }, new Promise<void>((r) => { stopCoap = r; }));
+    const coapLoad = reportSteadily(
+      reporters,
+      { port: coaps, periodMs: 300, ackTimeoutMs: 2000 },
+      new Promise<void>((r) => {
+        stopCoap = r;
+      }),
+    );
     const httpsRecords: HttpsRecord[] = [];
     let nextHttps = 1_000_000;
-    const httpsLoad = Promise.all(https.map(async (h, d) => {
-      const periodMs = 200 + (d * 300) / HTTPS_DEVICES;
-      await sleep(Math.random() * periodMs);
-      while (!loadStopped && h.closedAt === null) {
-        const started = Date.now();
-        const n = nextHttps++;
-        const status = await h.report(JSON.stringify({ d: 100 + d, seq: n }));
-        httpsRecords.push({ n, sentAt: started, status });
-        await sleep(Math.max(0, started + periodMs - Date.now()));
-      }
-    }));
+    const httpsLoad = Promise.all(
+      https.map(async (h, d) => {
+        const periodMs = 200 + (d * 300) / HTTPS_DEVICES;
+        await sleep(Math.random() * periodMs);
+        while (!loadStopped && h.closedAt === null) {
+          const started = Date.now();
+          const n = nextHttps++;
+          const status = await h.report(JSON.stringify({ d: 100 + d, seq: n }));
+          httpsRecords.push({ n, sentAt: started, status });
+          await sleep(Math.max(0, started + periodMs - Date.now()));
+        }
+      }),
+    );
     const writes: WriteRecord[] = [];
     const write = async (i: number) => {
       const sentAt = Date.now();
@@ -213,7 +259,11 @@ async function outageUnderLoad(layout: 'one process' | 'split'): Promise<void> {
     await sleep(3000);
     // writers back to back from 1 s before the stop to 1 s after: the stop finds writes on checked-out connections
     let burst = true;
-    const bursts = Promise.all(Array.from({ length: BURST_WRITERS }, async () => { while (burst) await write(writeCount++); }));
+    const bursts = Promise.all(
+      Array.from({ length: BURST_WRITERS }, async () => {
+        while (burst) await write(writeCount++);
+      }),
+    );
     await sleep(1000);
     const stoppedAt = Date.now();
     // not pg.kill(): its spawnSync would hold this process, and with it the writers, until PostgreSQL is gone
@@ -231,7 +281,10 @@ async function outageUnderLoad(layout: 'one process' | 'split'): Promise<void> {
     // a device that lost its session handshakes again; when that fails (the gateway gone), its load ends with an
     // error, which is told after the exits (the cause)
     let coapError: Error | null = null;
-    const coapRecords: ReportRecord[] = await coapLoad.catch((err: Error) => { coapError = err; return []; });
+    const coapRecords: ReportRecord[] = await coapLoad.catch((err: Error) => {
+      coapError = err;
+      return [];
+    });
     await Promise.all([httpsLoad, writer]);
     const startedAfter = exits.length > 0 ? startedBefore : metric(await (await fetch(`${gateway.base}/metrics`)).text(), STARTED, { origin: 'handshake' });
 
@@ -243,47 +296,70 @@ async function outageUnderLoad(layout: 'one process' | 'split'): Promise<void> {
     const during = (r: { sentAt: number }) => r.sentAt >= stoppedAt && r.sentAt < restartedAt;
     const duringWrites = writes.filter((w) => w.sentAt >= stoppedAt + 500 && w.sentAt < restartedAt);
     const afterWrites = writes.filter((w) => w.sentAt >= upAt + 5000);
-    console.log(`${layout}: PostgreSQL down ${restartedAt - stoppedAt} ms (up again ${upAt - restartedAt} ms after pg_ctl start); exits ${JSON.stringify(exits)}`
-      + `\n  HTTPS: ${httpsRecords.length} reports (${httpsRecords.filter(during).length} during the outage), answers ${count(httpsRecords, (r) => r.status)}, during ${count(httpsRecords.filter(during), (r) => r.status)};`
-      + ` connections closed ${https.filter((h) => h.closedAt !== null).length} of ${https.length}, TLS handshakes ${https.reduce((a, h) => a + h.secureConnects, 0)}`
-      + `\n  CoAP: ${coapRecords.length} reports (${coapRecords.filter(during).length} during), answers ${count(coapRecords, (r) => r.code)}, retransmissions ${coapRecords.reduce((a, r) => a + r.retransmissions, 0)},`
-      + ` 5.03 ${coapRecords.reduce((a, r) => a + r.refusals, 0)}, unanswered ${reporters.reduce((a, r) => a + r.unanswered, 0)}, device handshakes after the first ${reporters.reduce((a, r) => a + r.handshakes - 1, 0)},`
-      + ` gateway full handshakes ${startedBefore} before the load, ${startedAfter - startedBefore} during it`
-      + `\n  API writes: ${writes.length}, during the outage ${count(duringWrites, (w) => w.status)} (longest ${Math.max(0, ...duringWrites.map((w) => w.ms))} ms),`
-      + ` from 5 s after it ${count(afterWrites, (w) => w.status)}; all ${count(writes, (w) => w.status)}`);
+    console.log(
+      `${layout}: PostgreSQL down ${restartedAt - stoppedAt} ms (up again ${upAt - restartedAt} ms after pg_ctl start); exits ${JSON.stringify(exits)}` +
+        `\n  HTTPS: ${httpsRecords.length} reports (${httpsRecords.filter(during).length} during the outage), answers ${count(httpsRecords, (r) => r.status)}, during ${count(httpsRecords.filter(during), (r) => r.status)};` +
+        ` connections closed ${https.filter((h) => h.closedAt !== null).length} of ${https.length}, TLS handshakes ${https.reduce((a, h) => a + h.secureConnects, 0)}` +
+        `\n  CoAP: ${coapRecords.length} reports (${coapRecords.filter(during).length} during), answers ${count(coapRecords, (r) => r.code)}, retransmissions ${coapRecords.reduce((a, r) => a + r.retransmissions, 0)},` +
+        ` 5.03 ${coapRecords.reduce((a, r) => a + r.refusals, 0)}, unanswered ${reporters.reduce((a, r) => a + r.unanswered, 0)}, device handshakes after the first ${reporters.reduce((a, r) => a + r.handshakes - 1, 0)},` +
+        ` gateway full handshakes ${startedBefore} before the load, ${startedAfter - startedBefore} during it` +
+        `\n  API writes: ${writes.length}, during the outage ${count(duringWrites, (w) => w.status)} (longest ${Math.max(0, ...duringWrites.map((w) => w.ms))} ms),` +
+        ` from 5 s after it ${count(afterWrites, (w) => w.status)}; all ${count(writes, (w) => w.status)}`,
+    );
 
     // no process exited
     expect(exits, 'service processes that exited').toEqual([]);
     for (const { p } of procs) expect(p.child.exitCode).toBeNull();
     if (coapError) throw coapError;
     // every HTTPS device kept its one connection, every request on it was answered
-    expect(https.filter((h) => h.closedAt !== null).map((h) => h.device.identity), 'HTTPS connections closed').toEqual([]);
+    expect(
+      https.filter((h) => h.closedAt !== null).map((h) => h.device.identity),
+      'HTTPS connections closed',
+    ).toEqual([]);
     expect(https.map((h) => h.secureConnects)).toEqual(https.map(() => 1));
     expect(httpsRecords.filter((r) => r.status === null).length, 'HTTPS reports not answered').toBe(0);
     expect(httpsRecords.filter(during).length).toBeGreaterThan(0);
     // every CoAP/DTLS device kept its session
-    expect(reporters.reduce((a, r) => a + r.handshakes - 1, 0), 'full handshakes of the devices after the first').toBe(0);
-    expect(reporters.reduce((a, r) => a + r.unanswered, 0), 'CoAP reports whose retransmissions ran out').toBe(0);
+    expect(
+      reporters.reduce((a, r) => a + r.handshakes - 1, 0),
+      'full handshakes of the devices after the first',
+    ).toBe(0);
+    expect(
+      reporters.reduce((a, r) => a + r.unanswered, 0),
+      'CoAP reports whose retransmissions ran out',
+    ).toBe(0);
     expect(startedAfter - startedBefore, 'sessions the gateway started by a full handshake during the load').toBe(0);
-    expect(coapRecords.filter((r) => r.code === null || !r.code.startsWith('2.')), 'CoAP reports not answered 2.xx').toEqual([]);
+    expect(
+      coapRecords.filter((r) => r.code === null || !r.code.startsWith('2.')),
+      'CoAP reports not answered 2.xx',
+    ).toEqual([]);
     expect(coapRecords.filter(during).length).toBeGreaterThan(0);
     // API writes: a prompt 503 unavailable_error while PostgreSQL is away (not a 500: the service is not broken), 2xx again once it is back
     expect(duringWrites.length).toBeGreaterThan(0);
-    expect(duringWrites.filter((w) => w.status !== 503), 'writes during the outage not answered 503').toEqual([]);
+    expect(
+      duringWrites.filter((w) => w.status !== 503),
+      'writes during the outage not answered 503',
+    ).toEqual([]);
     expect(afterWrites.length).toBeGreaterThan(0);
-    expect(afterWrites.filter((w) => typeof w.status !== 'number' || w.status >= 300), 'writes after the outage that failed').toEqual([]);
+    expect(
+      afterWrites.filter((w) => typeof w.status !== 'number' || w.status >= 300),
+      'writes after the outage that failed',
+    ).toEqual([]);
 
     // every accepted report stored exactly once (its number is the measurement's significand)
     const accepted = [...httpsRecords.filter((r) => r.status === 200 || r.status === 202).map((r) => r.n), ...coapRecords.map((r) => r.n)];
     const stored = async () => {
       const { rows } = await db.query<{ n: string; c: number }>(
         'SELECT m.significand AS n, count(*)::int AS c FROM measurement m JOIN device d ON d.id = m.device_id WHERE d.hash_id = ANY($1) GROUP BY m.significand',
-        [all.map((d) => d.hashId)]);
+        [all.map((d) => d.hashId)],
+      );
       return new Map(rows.map((r) => [Number(r.n), r.c]));
     };
     const counts = await until(stored, (c) => accepted.every((n) => c.has(n)), 'every accepted report stored', 60_000, 250);
     const wrong = accepted.filter((n) => counts.get(n) !== 1).map((n) => ({ n, stored: counts.get(n) ?? 0 }));
-    console.log(`${layout}: ${accepted.length} reports accepted, ${[...counts.values()].reduce((a, c) => a + c, 0)} stored (${counts.size} distinct), ${wrong.length} not stored exactly once; ${Date.now() - t0} ms`);
+    console.log(
+      `${layout}: ${accepted.length} reports accepted, ${[...counts.values()].reduce((a, c) => a + c, 0)} stored (${counts.size} distinct), ${wrong.length} not stored exactly once; ${Date.now() - t0} ms`,
+    );
     expect(wrong, 'accepted reports not stored exactly once').toEqual([]);
   } finally {
     stopping = true;
@@ -298,6 +374,10 @@ async function outageUnderLoad(layout: 'one process' | 'split'): Promise<void> {
 }
 
 describe('PostgreSQL stopped for 20 s under HTTPS and CoAP/DTLS load and API writes', () => {
-  it('one process (all roles): no exit, every connection and session kept, every accepted report stored once, writes fail fast and recover', () => outageUnderLoad('one process'), 150_000);
+  it(
+    'one process (all roles): no exit, every connection and session kept, every accepted report stored once, writes fail fast and recover',
+    () => outageUnderLoad('one process'),
+    150_000,
+  );
   it('split (api,gateway + worker): the same', () => outageUnderLoad('split'), 150_000);
 });

@@ -7,8 +7,14 @@ describe('Slots', () => {
     const a = await slots.acquire();
     const b = await slots.acquire();
     const order: string[] = [];
-    const c = slots.acquire().then((r) => { order.push('c'); return r; });
-    const d = slots.acquire().then((r) => { order.push('d'); return r; });
+    const c = slots.acquire().then((r) => {
+      order.push('c');
+      return r;
+    });
+    const d = slots.acquire().then((r) => {
+      order.push('d');
+      return r;
+    });
     await new Promise((r) => setImmediate(r));
     expect(order).toEqual([]);
     expect(slots.waiting).toBe(2);
@@ -31,7 +37,10 @@ describe('KeyedSlots', () => {
     const slots = new KeyedSlots(1);
     const a1 = await slots.acquire('a');
     let a2Granted = false;
-    const a2 = slots.acquire('a').then((r) => { a2Granted = true; return r; });
+    const a2 = slots.acquire('a').then((r) => {
+      a2Granted = true;
+      return r;
+    });
     const b1 = await slots.acquire('b');
     await new Promise((r) => setImmediate(r));
     expect(a2Granted).toBe(false);

@@ -38,14 +38,31 @@ async function slowLoadRunning(db: Queryable, base: string, httpsPort: number) {
   const devices = await reportingDevices(api, 2, 200);
   let stopLoad!: () => void;
   const live = liveOutcome();
-  const load = reportUntil(httpsPort, devices, new Promise<void>((r) => { stopLoad = r; }), live);
+  const load = reportUntil(
+    httpsPort,
+    devices,
+    new Promise<void>((r) => {
+      stopLoad = r;
+    }),
+    live,
+  );
   await moreAnswered(live, 200, 10);
-  return { api, live, stop: async (): Promise<LoadOutcome> => { stopLoad(); return load; } };
+  return {
+    api,
+    live,
+    stop: async (): Promise<LoadOutcome> => {
+      stopLoad();
+      return load;
+    },
+  };
 }
 
 /** The service's log lines (JSON) up to and including the first whose message matches `until`. */
 function linesUntil(stdout: string, until: RegExp): { msg: string; level: number }[] {
-  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: number });
+  const lines = stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { msg: string; level: number });
   const end = lines.findIndex((l) => until.test(l.msg));
   return end < 0 ? lines : lines.slice(0, end + 1);
 }
@@ -60,7 +77,14 @@ describe('a store outage under load', () => {
       const devices = await reportingDevices(api, 4);
       let stop!: () => void;
       const live = liveOutcome();
-      const load = reportUntil(service.https!.port(), devices, new Promise<void>((r) => { stop = r; }), live);
+      const load = reportUntil(
+        service.https!.port(),
+        devices,
+        new Promise<void>((r) => {
+          stop = r;
+        }),
+        live,
+      );
       await moreAnswered(live, 200); // stored before
       pg.kill();
       // away for 10 s, and long enough for a report to be answered 202 (queued while PostgreSQL is away)
@@ -89,7 +113,14 @@ describe('a store outage under load', () => {
       const devices = await reportingDevices(api, 12);
       let stop!: () => void;
       const live = liveOutcome();
-      const load = reportUntil(service.httpsPort, devices, new Promise<void>((r) => { stop = r; }), live);
+      const load = reportUntil(
+        service.httpsPort,
+        devices,
+        new Promise<void>((r) => {
+          stop = r;
+        }),
+        live,
+      );
       await moreAnswered(live, 200);
       own.kill();
       await Promise.all([sleep(5000), moreAnswered(live, 202)]);
@@ -99,12 +130,19 @@ describe('a store outage under load', () => {
       const outcome = await load;
       expect(outcome.byStatus.get(202) ?? 0).toBeGreaterThan(0);
       expectEachStoredOnce(outcome, await storedPayloads(db, api.environmentHashId, outcome));
-      const lines = service.stdout().trim().split('\n').map((l) => JSON.parse(l) as { msg: string; level: number });
+      const lines = service
+        .stdout()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { msg: string; level: number });
       const warnings = lines.filter((l) => l.level >= 40);
       // each kind of failure at most once (a kind may not be hit at all, depending on where the kill lands)
       const kinds = new Map<string, number>();
       for (const l of warnings) kinds.set(l.msg, (kinds.get(l.msg) ?? 0) + 1);
-      expect([...kinds].filter(([, n]) => n > 1), JSON.stringify([...kinds])).toEqual([]);
+      expect(
+        [...kinds].filter(([, n]) => n > 1),
+        JSON.stringify([...kinds]),
+      ).toEqual([]);
       expect(warnings.filter((l) => /lastOnlineAt/.test(l.msg)).length).toBeLessThanOrEqual(1);
     } finally {
       await db.close();
@@ -117,20 +155,34 @@ describe('a store outage under load', () => {
     const DATABASE_URL = process.env.DATABASE_URL!;
     const QUEUE_NAME = `outage-${process.pid}-${Date.now()}`;
     let core = await startServiceProcess({ DATABASE_URL, QUEUE_NAME }, ['api'], { children });
-    const edge = await startServiceProcess({ DATABASE_URL, QUEUE_NAME, MONITORING_CORE_URL: core.base, GATEWAY_WAIT_MS: '1000', LOG_LEVEL: 'info' }, ['gateway,worker'], { children });
+    const edge = await startServiceProcess(
+      { DATABASE_URL, QUEUE_NAME, MONITORING_CORE_URL: core.base, GATEWAY_WAIT_MS: '1000', LOG_LEVEL: 'info' },
+      ['gateway,worker'],
+      { children },
+    );
     const db = await openDb({ databaseUrl: DATABASE_URL, dataDir: '/tmp', migrate: false });
     try {
       const api = await connectivityClient(db, core.base);
       const devices = await reportingDevices(api, 4);
       let stop!: () => void;
       const live = liveOutcome();
-      const load = reportUntil(edge.httpsPort, devices, new Promise<void>((r) => { stop = r; }), live);
+      const load = reportUntil(
+        edge.httpsPort,
+        devices,
+        new Promise<void>((r) => {
+          stop = r;
+        }),
+        live,
+      );
       await moreAnswered(live, 200);
       const killedAt = Date.now();
       core.child.kill('SIGKILL');
       await core.exited;
       // the worker says it cannot do its work
-      const reason = async () => { const r = await fetch(`${edge.base}/health`); return `${r.status} ${((await r.json()) as { reason?: string }).reason}`; };
+      const reason = async () => {
+        const r = await fetch(`${edge.base}/health`);
+        return `${r.status} ${((await r.json()) as { reason?: string }).reason}`;
+      };
       await expect.poll(reason, { timeout: 30_000, interval: 200 }).toMatch(/^503 .*monitoring core unreachable/);
       // away 10 s, and long enough for reports to be answered 202 (queued while the core does not answer)
       await Promise.all([sleep(Math.max(0, killedAt + 10_000 - Date.now())), moreAnswered(live, 202)]);
@@ -191,7 +243,13 @@ describe('a store outage under load', () => {
       // killed while its worker runs a batch it has just taken (the handler is busy for 200 ms): a kill in the few
       // milliseconds between one batch's end and the next one's start would find nothing taken to lose
       const before = new Set((await queue.getDelayed()).map((j) => j.id));
-      await until(() => queue.getDelayed(), (jobs) => jobs.some((j) => !before.has(j.id)), 'a batch taken by the worker beside the gateway', 5000, 5);
+      await until(
+        () => queue.getDelayed(),
+        (jobs) => jobs.some((j) => !before.has(j.id)),
+        'a batch taken by the worker beside the gateway',
+        5000,
+        5,
+      );
       first.child.kill('SIGKILL');
       await first.exited;
       const outcome = await stop();

@@ -10,13 +10,37 @@ import { connectivityClient } from '../support/provision.ts';
 
 // Supplier code that misbehaves, seen from the outside: over the REST API and the HTTPS-PSK device port.
 
-interface Api { request<T = Record<string, unknown>>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }> }
-interface Supplier { api: Api; reportTypeHashId: string; quantityHashId: string }
-interface Device { identity: string; key: string; hashId: string }
-interface LogLine { type: string; message: string }
-interface SubActivity { triggerType: string; failed: boolean; log: LogLine[]; triggerData: Record<string, unknown> }
+interface Api {
+  request<T = Record<string, unknown>>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }>;
+}
+interface Supplier {
+  api: Api;
+  reportTypeHashId: string;
+  quantityHashId: string;
+}
+interface Device {
+  identity: string;
+  key: string;
+  hashId: string;
+}
+interface LogLine {
+  type: string;
+  message: string;
+}
+interface SubActivity {
+  triggerType: string;
+  failed: boolean;
+  log: LogLine[];
+  triggerData: Record<string, unknown>;
+}
 /** triggerData.request is the SDK's WebRequest: the device's request inside it */
-interface Activity { hashId: string; failed: boolean; log: LogLine[]; triggerData: { request: { request: { url: { path: string } }; response: unknown } }; activities: SubActivity[] }
+interface Activity {
+  hashId: string;
+  failed: boolean;
+  log: LogLine[];
+  triggerData: { request: { request: { url: { path: string } }; response: unknown } };
+  activities: SubActivity[];
+}
 
 let ctx: AppContext;
 let service: RunningService;
@@ -27,7 +51,8 @@ async function supplier(): Promise<Supplier> {
   const api: Api = await connectivityClient(ctx.db, base);
   const quantity = await api.request<{ hashId: string }>('POST', '/quantity/', { name: 'Voltage', unit: 'V', defaultOrderOfMagnitude: 0 });
   const reportType = await api.request<{ hashId: string }>('POST', '/supplier-report-type/', {
-    name: 'report', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+    name: 'report',
+    fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
     parser: `const Q = "${quantity.body.hashId}";
 function handle(args: { payload: string }, exec: Exec) {
   exec.addLog('payload ' + args.payload);
@@ -41,14 +66,23 @@ function handle(args: { payload: string }, exec: Exec) {
 
 async function deviceTypeOf(s: Supplier, eventHandler: string) {
   return s.api.request<{ hashId: string; key?: string; message?: string }>('POST', '/device-type/', {
-    name: `type ${randomBytes(3).toString('hex')}`, eventHandler: eventHandler.replaceAll('__REPORT_TYPE__', s.reportTypeHashId),
-    fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'V', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }], commandTypeHashIds: [],
+    name: `type ${randomBytes(3).toString('hex')}`,
+    eventHandler: eventHandler.replaceAll('__REPORT_TYPE__', s.reportTypeHashId),
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [{ name: 'V', pinFieldConfigurations: [], defaultPinName: 'V', charts: [] }],
+    commandTypeHashIds: [],
   });
 }
 
 async function deviceOf(s: Supplier, deviceTypeHashId: string): Promise<Device> {
   const device = { identity: `dev-${randomBytes(6).toString('hex')}`, key: randomBytes(16).toString('hex'), hashId: '' };
-  const added = await s.api.request<{ hashId: string }>('POST', '/device/psk', { supplierDeviceIdentifier: device.identity, deviceTypeHashId, psk: device.key, pskIdentity: device.identity });
+  const added = await s.api.request<{ hashId: string }>('POST', '/device/psk', {
+    supplierDeviceIdentifier: device.identity,
+    deviceTypeHashId,
+    psk: device.key,
+    pskIdentity: device.identity,
+  });
   expect(added.status).toBe(200);
   device.hashId = added.body.hashId;
   return device;
@@ -61,7 +95,8 @@ async function deviceRequest(device: Device, path: string, body: string | null) 
 
 /** The device's activities, in full. */
 async function activitiesOf(s: Supplier, device: Device): Promise<Activity[]> {
-  const rows = (await s.api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?rowsPerPage=100&deviceHashId=${device.hashId}`)).body.rows;
+  const rows = (await s.api.request<{ rows: { activity: { hashId: string } }[] }>('GET', `/supplier-activity/?rowsPerPage=100&deviceHashId=${device.hashId}`))
+    .body.rows;
   return Promise.all(rows.map(async (r) => (await s.api.request<{ activity: Activity }>('GET', `/supplier-activity/${r.activity.hashId}`)).body.activity));
 }
 
@@ -124,7 +159,13 @@ let noisyDevice: Device;
 
 beforeAll(async () => {
   ctx = await testContext({
-    SANDBOX_TIMEOUT_MS: '5000', SANDBOX_MEMORY_MB: '160', SANDBOX_COMPILES_PER_MINUTE: '5', SANDBOX_MAX_SOURCE_CHARS: '20000', SANDBOX_MAX_ANSWER_BYTES: '10000', SANDBOX_MAX_CALL_BYTES: '20000', ACTIVITY_MAX_BYTES: '100000',
+    SANDBOX_TIMEOUT_MS: '5000',
+    SANDBOX_MEMORY_MB: '160',
+    SANDBOX_COMPILES_PER_MINUTE: '5',
+    SANDBOX_MAX_SOURCE_CHARS: '20000',
+    SANDBOX_MAX_ANSWER_BYTES: '10000',
+    SANDBOX_MAX_CALL_BYTES: '20000',
+    ACTIVITY_MAX_BYTES: '100000',
   });
   service = await startService(ctx, ['all']);
   port = service.https!.port();
@@ -200,7 +241,10 @@ describe('everything supplier code produces is bounded, and each bound is named 
     expect(res.body.length).toBeLessThan(1000);
     const activity = await activityAt(noisy, noisyDevice, '/huge');
     expect(errorsOf(activity.log)[0]).toMatch(/over the limit of 1048576 \(SANDBOX_MAX_RESULT_BYTES\)/);
-    const { rows } = await ctx.db.query<{ bytes: number }>('SELECT octet_length(trigger_data::text) + octet_length(log::text) AS bytes FROM supplier_activity WHERE hash_id = $1', [activity.hashId]);
+    const { rows } = await ctx.db.query<{ bytes: number }>(
+      'SELECT octet_length(trigger_data::text) + octet_length(log::text) AS bytes FROM supplier_activity WHERE hash_id = $1',
+      [activity.hashId],
+    );
     expect(rows[0].bytes).toBeLessThan(10_000);
   });
 
@@ -237,11 +281,19 @@ describe('everything supplier code produces is bounded, and each bound is named 
     expect(activity.activities.every((a) => a.triggerType === 'parseReport' && !a.failed)).toBe(true);
     expect(activity.activities[0].triggerData.payload).toBe(`0${'p'.repeat(15000)}`);
     expect(activity.activities[39].triggerData).toMatchObject({ truncated: true, limit: 100000, reason: 'ACTIVITY_MAX_BYTES' });
-    expect(errorsOf(activity.log).at(-1)).toMatch(/^this activity is \d+ bytes of JSON, over the limit of 100000 \(ACTIVITY_MAX_BYTES\): \d+ parts stored cut short/);
-    const { rows } = await ctx.db.query<{ bytes: number }>('SELECT octet_length(trigger_data::text) + octet_length(log::text) + octet_length(activities::text) AS bytes FROM supplier_activity WHERE hash_id = $1', [activity.hashId]);
+    expect(errorsOf(activity.log).at(-1)).toMatch(
+      /^this activity is \d+ bytes of JSON, over the limit of 100000 \(ACTIVITY_MAX_BYTES\): \d+ parts stored cut short/,
+    );
+    const { rows } = await ctx.db.query<{ bytes: number }>(
+      'SELECT octet_length(trigger_data::text) + octet_length(log::text) + octet_length(activities::text) AS bytes FROM supplier_activity WHERE hash_id = $1',
+      [activity.hashId],
+    );
     expect(rows[0].bytes).toBeLessThan(120_000);
     // the reports themselves are whole
-    const reports = await ctx.db.query<{ n: number }>("SELECT count(*)::int AS n FROM condition_report r JOIN device d ON d.id = r.device_id WHERE d.hash_id = $1 AND length(r.payload) > 15000", [noisyDevice.hashId]);
+    const reports = await ctx.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM condition_report r JOIN device d ON d.id = r.device_id WHERE d.hash_id = $1 AND length(r.payload) > 15000',
+      [noisyDevice.hashId],
+    );
     expect(reports.rows[0].n).toBe(40);
   });
 });
@@ -262,7 +314,9 @@ describe('data PostgreSQL cannot store (NUL, unpaired surrogates) fails alone an
     expect(JSON.parse(res.body)).toEqual({ ok: 'nul' });
     const activity = await activityAt(noisy, noisyDevice, '/nul-payload');
     expect(activity.activities[0]).toMatchObject({ triggerType: 'parseReport', failed: false });
-    expect(errorsOf(activity.activities[0].log)).toContain('1 character that cannot be stored (NUL, unpaired surrogate) in the payload as stored with the report replaced by U+FFFD');
+    expect(errorsOf(activity.activities[0].log)).toContain(
+      '1 character that cannot be stored (NUL, unpaired surrogate) in the payload as stored with the report replaced by U+FFFD',
+    );
     const reportHashId = activity.activities[0].triggerData.reportHashId as string;
     const { rows } = await ctx.db.query<{ payload: string }>('SELECT payload FROM condition_report WHERE hash_id = $1', [reportHashId]);
     expect(rows[0].payload).toBe('nul\ufffdinside');
@@ -288,7 +342,9 @@ describe('data PostgreSQL cannot store (NUL, unpaired surrogates) fails alone an
     const activity = await activityAt(noisy, noisyDevice, '/fields-nul');
     expect(activity.failed).toBe(false);
     expect(activity.activities[0]).toMatchObject({ triggerType: 'setDeviceFields', failed: true });
-    expect(errorsOf(activity.activities[0].log)).toEqual(['not applied: setDeviceFields argument fields.note holds a NUL character or an unpaired surrogate, which cannot be stored']);
+    expect(errorsOf(activity.activities[0].log)).toEqual([
+      'not applied: setDeviceFields argument fields.note holds a NUL character or an unpaired surrogate, which cannot be stored',
+    ]);
   });
 });
 
@@ -302,6 +358,8 @@ describe('answer headers', () => {
     expect(res.headers.injected).toBeUndefined();
     const activity = await activityAt(noisy, noisyDevice, '/header');
     expect(activity.failed).toBe(false);
-    expect(errorsOf(activity.log)).toEqual(['header "x-bad" refused: its value "a\\r\\nInjected: yes" holds CR, LF or another character a header cannot carry']);
+    expect(errorsOf(activity.log)).toEqual([
+      'header "x-bad" refused: its value "a\\r\\nInjected: yes" holds CR, LF or another character a header cannot carry',
+    ]);
   });
 });

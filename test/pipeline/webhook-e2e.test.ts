@@ -35,16 +35,25 @@ function ttsUplink(devEui: string, millivolts: number, centiDegrees: number, rec
       f_cnt: fCnt,
       frm_payload: frm.toString('base64'),
       decoded_payload: { battery_mv: millivolts, temperature_c: centiDegrees / 100 },
-      rx_metadata: [{
-        gateway_ids: { gateway_id: 'eui-b827ebfffe61f3c7', eui: 'B827EBFFFE61F3C7' },
-        time: receivedAt, timestamp: 3052181436, rssi: -87, channel_rssi: -87, snr: 7.25,
-        location: { latitude: 52.0907, longitude: 5.1214, altitude: 12, source: 'SOURCE_REGISTRY' },
-        uplink_token: 'CiIKIAoUZXVpLWI4MjdlYmZmZmU2MWYzYzcSCLgn6//+YfPHELy1r6kLGgwI0',
-        channel_index: 4, received_at: receivedAt,
-      }],
+      rx_metadata: [
+        {
+          gateway_ids: { gateway_id: 'eui-b827ebfffe61f3c7', eui: 'B827EBFFFE61F3C7' },
+          time: receivedAt,
+          timestamp: 3052181436,
+          rssi: -87,
+          channel_rssi: -87,
+          snr: 7.25,
+          location: { latitude: 52.0907, longitude: 5.1214, altitude: 12, source: 'SOURCE_REGISTRY' },
+          uplink_token: 'CiIKIAoUZXVpLWI4MjdlYmZmZmU2MWYzYzcSCLgn6//+YfPHELy1r6kLGgwI0',
+          channel_index: 4,
+          received_at: receivedAt,
+        },
+      ],
       settings: {
         data_rate: { lora: { bandwidth: 125000, spreading_factor: 7, coding_rate: '4/5' } },
-        frequency: '867300000', timestamp: 3052181436, time: receivedAt,
+        frequency: '867300000',
+        timestamp: 3052181436,
+        time: receivedAt,
       },
       received_at: receivedAt,
       consumed_airtime: '0.061696s',
@@ -109,7 +118,7 @@ let webhookUrl: string;
 async function post(url: string, body: string | Buffer, contentType = 'application/json') {
   const res = await undiciRequest(url, { method: 'POST', body, headers: { 'content-type': contentType }, dispatcher: agent });
   const text = await res.body.text();
-  return { status: res.statusCode, headers: res.headers, json: text ? JSON.parse(text) as Record<string, unknown> : null };
+  return { status: res.statusCode, headers: res.headers, json: text ? (JSON.parse(text) as Record<string, unknown>) : null };
 }
 
 // the service listens on a port the OS chose, so the URL the API hands out (HTTPS_DEVICE_PORT=0) gets it here
@@ -117,7 +126,9 @@ const localUrl = (url: string) => `https://localhost:${port}${new URL(url).pathn
 
 async function countRows(table: 'supplier_activity' | 'device'): Promise<number> {
   const { rows } = await ctx.db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM ${table} x JOIN environment e ON e.id = x.environment_id WHERE e.hash_id = $1`, [api.environmentHashId]);
+    `SELECT count(*)::int AS n FROM ${table} x JOIN environment e ON e.id = x.environment_id WHERE e.hash_id = $1`,
+    [api.environmentHashId],
+  );
   return rows[0].n;
 }
 
@@ -133,19 +144,27 @@ beforeAll(async () => {
   const voltage = await api.request<{ hashId: string }>('POST', '/quantity/', { name: 'Battery voltage', unit: 'V', defaultOrderOfMagnitude: -3 });
   const temperature = await api.request<{ hashId: string }>('POST', '/quantity/', { name: 'Temperature', unit: '°C', defaultOrderOfMagnitude: -2 });
   const reportType = await api.request<{ hashId: string }>('POST', '/supplier-report-type/', {
-    name: 'TTS uplink', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+    name: 'TTS uplink',
+    fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
     parser: PARSER.replace('__VOLTAGE__', voltage.body.hashId).replace('__TEMPERATURE__', temperature.body.hashId),
   });
   expect(reportType.status).toBe(200);
   const deviceType = await api.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 'LoRaWAN CP monitor', eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId),
-    fieldConfigurations: [], pinGroupFieldConfigurations: [], commandTypeHashIds: [],
-    channels: [{ name: 'Battery', pinFieldConfigurations: [] }, { name: 'Temperature', pinFieldConfigurations: [] }],
+    name: 'LoRaWAN CP monitor',
+    eventHandler: HANDLER.replace('__REPORT_TYPE__', reportType.body.hashId),
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    commandTypeHashIds: [],
+    channels: [
+      { name: 'Battery', pinFieldConfigurations: [] },
+      { name: 'Temperature', pinFieldConfigurations: [] },
+    ],
   });
   expect(deviceType.status).toBe(200);
   deviceTypeHashId = deviceType.body.hashId;
   const webhook = await api.request<{ hashId: string; url: string }>('POST', '/supplier-webhook/', {
-    name: 'The Things Stack EU1', identifier: IDENTIFIER.replace('__DEVICE_TYPE__', deviceTypeHashId),
+    name: 'The Things Stack EU1',
+    identifier: IDENTIFIER.replace('__DEVICE_TYPE__', deviceTypeHashId),
   });
   expect(webhook.status).toBe(200);
   webhookUrl = localUrl(webhook.body.url);
@@ -165,28 +184,43 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
     expect(res.headers['content-type']).toBe('application/json');
     expect(res.json).toEqual({ device: '0004a30b001c0530', fCnt: 42, path: '/', query: {} });
 
-    const devices = await api.request<{ rows: { device: { hashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string; lastOnlineAt: string | null } }[] }>('GET', '/device/');
+    const devices = await api.request<{
+      rows: { device: { hashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string; lastOnlineAt: string | null } }[];
+    }>('GET', '/device/');
     expect(devices.body.rows).toHaveLength(1);
     const device = devices.body.rows[0].device;
     expect(device).toMatchObject({ supplierDeviceIdentifier: '0004a30b001c0530', deviceTypeHashId });
 
-    const activities = await api.request<{ rows: { activity: { hashId: string; triggerType: string; failed: boolean }; device: { hashId: string } }[] }>('GET', '/supplier-activity/');
+    const activities = await api.request<{ rows: { activity: { hashId: string; triggerType: string; failed: boolean }; device: { hashId: string } }[] }>(
+      'GET',
+      '/supplier-activity/',
+    );
     expect(activities.body.rows).toHaveLength(1);
     expect(activities.body.rows[0]).toMatchObject({ activity: { triggerType: 'handleIncomingRequest', failed: false }, device: { hashId: device.hashId } });
-    const one = await api.request<{ activity: { log: { message: string }[]; activities: { triggerType: string; failed: boolean }[]; triggerData: { request: { request: { url: { path: string }; body: { type: string } } } } } }>(
-      'GET', `/supplier-activity/${activities.body.rows[0].activity.hashId}`);
+    const one = await api.request<{
+      activity: {
+        log: { message: string }[];
+        activities: { triggerType: string; failed: boolean }[];
+        triggerData: { request: { request: { url: { path: string }; body: { type: string } } } };
+      };
+    }>('GET', `/supplier-activity/${activities.body.rows[0].activity.hashId}`);
     expect(one.body.activity.log.map((l) => l.message)).toContain('webhook POST /');
     expect(one.body.activity.activities).toMatchObject([{ triggerType: 'parseReport', failed: false }]);
     expect(one.body.activity.triggerData.request).toMatchObject({ incoming: true, request: { url: { path: '/' }, body: { type: 'json' } } });
 
     const stored = await ctx.db.query<{ significand: number; order_of_magnitude: number; channel_index: number }>(
       `SELECT m.significand, m.order_of_magnitude, m.channel_index FROM measurement m JOIN device d ON d.id = m.device_id
-        WHERE d.hash_id = $1 ORDER BY m.channel_index`, [device.hashId]);
+        WHERE d.hash_id = $1 ORDER BY m.channel_index`,
+      [device.hashId],
+    );
     expect(stored.rows).toEqual([
       { significand: 3060, order_of_magnitude: -3, channel_index: 0 },
       { significand: -415, order_of_magnitude: -2, channel_index: 1 },
     ]);
-    const report = await ctx.db.query<{ generated_at: Date }>('SELECT r.generated_at FROM condition_report r JOIN device d ON d.id = r.device_id WHERE d.hash_id = $1', [device.hashId]);
+    const report = await ctx.db.query<{ generated_at: Date }>(
+      'SELECT r.generated_at FROM condition_report r JOIN device d ON d.id = r.device_id WHERE d.hash_id = $1',
+      [device.hashId],
+    );
     expect(report.rows).toEqual([{ generated_at: new Date(receivedAt) }]);
 
     // the next uplink of the same device finds it: still one device, two reports
@@ -196,10 +230,13 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
     const reports = await ctx.db.query('SELECT 1 FROM condition_report r JOIN device d ON d.id = r.device_id WHERE d.hash_id = $1', [device.hashId]);
     expect(reports.rows).toHaveLength(2);
     // each uplink is a contact of the device
-    await vi.waitFor(async () => {
-      const counters = await api.request<{ key: string; total: number }[]>('GET', `/device/device/${device.hashId}/connectivity-counters`);
-      expect(counters.body.find((c) => c.key === 'contacts')?.total).toBe(2);
-    }, { timeout: 2000, interval: 100 });
+    await vi.waitFor(
+      async () => {
+        const counters = await api.request<{ key: string; total: number }[]>('GET', `/device/device/${device.hashId}/connectivity-counters`);
+        expect(counters.body.find((c) => c.key === 'contacts')?.total).toBe(2);
+      },
+      { timeout: 2000, interval: 100 },
+    );
   });
 
   it('passes the rest of the path and the query to the handler', async () => {
@@ -242,8 +279,15 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
     const tooLarge = await post(webhookUrl, big);
     expect(tooLarge).toMatchObject({ status: 413, json: { key: 'parameter_error', message: expect.stringContaining('8192') } });
     // without a content-length (chunked), the limit is counted while reading
-    async function* chunks() { for (let i = 0; i < 10; i++) yield Buffer.alloc(1024, 0x20); }
-    const chunked = await undiciRequest(webhookUrl, { method: 'POST', body: Readable.from(chunks()), headers: { 'content-type': 'application/json' }, dispatcher: agent });
+    async function* chunks() {
+      for (let i = 0; i < 10; i++) yield Buffer.alloc(1024, 0x20);
+    }
+    const chunked = await undiciRequest(webhookUrl, {
+      method: 'POST',
+      body: Readable.from(chunks()),
+      headers: { 'content-type': 'application/json' },
+      dispatcher: agent,
+    });
     expect(chunked.statusCode).toBe(413);
     expect(await chunked.body.json()).toMatchObject({ key: 'parameter_error' });
 
@@ -257,9 +301,17 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
   it('refuses an identifier that names a device type of another environment, creating nothing', async () => {
     const other = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
     const foreignType = await other.request<{ hashId: string }>('POST', '/device-type/', {
-      name: 'other', eventHandler: HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
+      name: 'other',
+      eventHandler: HANDLER,
+      fieldConfigurations: [],
+      pinGroupFieldConfigurations: [],
+      channels: [],
+      commandTypeHashIds: [],
     });
-    const hook = await api.request<{ url: string }>('POST', '/supplier-webhook/', { name: 'misconfigured', identifier: IDENTIFIER.replace('__DEVICE_TYPE__', foreignType.body.hashId) });
+    const hook = await api.request<{ url: string }>('POST', '/supplier-webhook/', {
+      name: 'misconfigured',
+      identifier: IDENTIFIER.replace('__DEVICE_TYPE__', foreignType.body.hashId),
+    });
     const devicesBefore = await countRows('device');
     const res = await post(localUrl(hook.body.url), JSON.stringify(ttsUplink('0004A30B001C0577', 3000, 0, new Date().toISOString())));
     expect(res.status).toBe(400);
@@ -268,15 +320,19 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
   });
 
   it('creates one device when the first uplinks of a new device arrive together', async () => {
-    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) =>
-      post(webhookUrl, JSON.stringify(ttsUplink('0004A30B001C05BB', 3000 + i, 0, new Date().toISOString(), i)))));
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => post(webhookUrl, JSON.stringify(ttsUplink('0004A30B001C05BB', 3000 + i, 0, new Date().toISOString(), i)))),
+    );
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
     const { rows } = await ctx.db.query('SELECT hash_id FROM device WHERE supplier_device_identifier = $1', ['0004a30b001c05bb']);
     expect(rows).toHaveLength(1);
   });
 
   it('answers an identifier that runs past the time limit with a 400, and the next request is served', async () => {
-    const hook = await api.request<{ url: string }>('POST', '/supplier-webhook/', { name: 'loops', identifier: 'function handle(args: { request: WebRequest }) { while (true) {} }' });
+    const hook = await api.request<{ url: string }>('POST', '/supplier-webhook/', {
+      name: 'loops',
+      identifier: 'function handle(args: { request: WebRequest }) { while (true) {} }',
+    });
     const res = await post(localUrl(hook.body.url), JSON.stringify(ttsUplink('0004A30B001C05CC', 3000, 0, new Date().toISOString())));
     expect(res).toMatchObject({ status: 400, json: { key: 'identifier_error', message: expect.stringContaining('timeout') } });
     const next = await post(webhookUrl, JSON.stringify(ttsUplink('0004A30B001C0530', 3000, 0, new Date().toISOString())));
@@ -284,20 +340,36 @@ describe('a The Things Stack uplink through a supplier webhook, end to end', () 
   });
 
   it('stops answering once the webhook is deleted', async () => {
-    const hook = await api.request<{ hashId: string; url: string }>('POST', '/supplier-webhook/', { name: 'short-lived', identifier: IDENTIFIER.replace('__DEVICE_TYPE__', deviceTypeHashId) });
+    const hook = await api.request<{ hashId: string; url: string }>('POST', '/supplier-webhook/', {
+      name: 'short-lived',
+      identifier: IDENTIFIER.replace('__DEVICE_TYPE__', deviceTypeHashId),
+    });
     const url = localUrl(hook.body.url);
     expect((await post(url, JSON.stringify(ttsUplink('0004A30B001C0588', 3000, 0, new Date().toISOString())))).status).toBe(200);
     expect((await api.request('DELETE', `/supplier-webhook/${hook.body.hashId}`)).status).toBe(204);
     // gateways keep a webhook for at most 2 s (src/gateway/webhook.ts)
-    await vi.waitFor(async () => {
-      expect((await post(url, JSON.stringify(ttsUplink('0004A30B001C0588', 3000, 0, new Date().toISOString())))).status).toBe(404);
-    }, { timeout: 3000, interval: 200 });
+    await vi.waitFor(
+      async () => {
+        expect((await post(url, JSON.stringify(ttsUplink('0004A30B001C0588', 3000, 0, new Date().toISOString())))).status).toBe(404);
+      },
+      { timeout: 3000, interval: 200 },
+    );
   });
 
-  it('answers curl, verifying the device port\'s certificate', async () => {
+  it("answers curl, verifying the device port's certificate", async () => {
     const body = JSON.stringify(ttsUplink('0004A30B001C05AA', 3100, 1234, new Date().toISOString()));
-    const { stdout } = await promisify(execFile)('curl', ['-sS', '--cacert', caFile, '-H', 'content-type: application/json', '--data-binary', body,
-      '-w', '\n%{http_code}', `${webhookUrl}/uplink`]);
+    const { stdout } = await promisify(execFile)('curl', [
+      '-sS',
+      '--cacert',
+      caFile,
+      '-H',
+      'content-type: application/json',
+      '--data-binary',
+      body,
+      '-w',
+      '\n%{http_code}',
+      `${webhookUrl}/uplink`,
+    ]);
     const [json, status] = stdout.split('\n');
     expect(status).toBe('200');
     expect(JSON.parse(json)).toEqual({ device: '0004a30b001c05aa', fCnt: 42, path: '/uplink', query: {} });

@@ -32,7 +32,13 @@ function handle(args: { certificate: { subjects: Subject[][] } }): { deviceTypeH
   return { deviceTypeHashId: DEVICE_TYPE, deviceIdentifier: cn.value.value };
 }`;
 
-interface Answer { device: string; hashId: string; body: unknown; subjects: { key: { value: string }; value: { value: string } }[][]; psk: string | null }
+interface Answer {
+  device: string;
+  hashId: string;
+  body: unknown;
+  subjects: { key: { value: string }; value: { value: string } }[][];
+  psk: string | null;
+}
 
 let ctx: AppContext;
 let service: RunningService;
@@ -45,13 +51,21 @@ let caPem: string;
 const supplier = { hashId: '', cert: '', key: '' };
 
 async function devices(client: RestClient): Promise<{ hashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string }[]> {
-  const r = await client.request<{ rows: { device: { hashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string } }[] }>('GET', '/device/?rowsPerPage=100');
+  const r = await client.request<{ rows: { device: { hashId: string; supplierDeviceIdentifier: string; deviceTypeHashId: string } }[] }>(
+    'GET',
+    '/device/?rowsPerPage=100',
+  );
   return r.body.rows.map((row) => row.device);
 }
 
 async function newDeviceType(client: RestClient): Promise<string> {
   const type = await client.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 'certificate device', eventHandler: HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
+    name: 'certificate device',
+    eventHandler: HANDLER,
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [],
+    commandTypeHashIds: [],
   });
   expect(type.status).toBe(200);
   return type.body.hashId;
@@ -68,12 +82,21 @@ beforeAll(async () => {
   api = await connectivityClient(ctx.db, base);
   other = await connectivityClient(ctx.db, base);
   const type = await api.request<{ hashId: string }>('POST', '/device-type/', {
-    name: 'certificate device', eventHandler: HANDLER, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [],
+    name: 'certificate device',
+    eventHandler: HANDLER,
+    fieldConfigurations: [],
+    pinGroupFieldConfigurations: [],
+    channels: [],
+    commandTypeHashIds: [],
   });
   expect(type.status).toBe(200);
   // the supplier makes its key and CSR with openssl and gets its intermediate CA back
   const csr = await opensslCsr(work, 'supplier', '/O=Acme devices/CN=Acme device CA 1');
-  const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'Acme', csr: csr.csrPem, identifier: identifierFor(type.body.hashId) });
+  const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', {
+    name: 'Acme',
+    csr: csr.csrPem,
+    identifier: identifierFor(type.body.hashId),
+  });
   expect(added.status).toBe(200);
   supplier.hashId = added.body.hashId;
   supplier.key = csr.key;
@@ -117,9 +140,26 @@ describe('certificate devices over HTTPS mutual TLS', () => {
   it('openssl s_client -cert (with the supplier certificate in the chain) reaches the same device; the identifier runs once per certificate, not per request', async () => {
     const spy = vi.spyOn(Sandbox.prototype, 'runIdentifier');
     const dev = await opensslDeviceCert(work, 'dev-2', '/CN=meter-0002', supplier.cert, supplier.key);
-    const send = () => run('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-quiet', '-CAfile', caPem, '-verify_return_error',
-      '-cert', dev.cert, '-key', dev.key, '-cert_chain', supplier.cert],
-    httpRequestText('POST', '/a', '{"n":1}', 'application/json', false) + httpRequestText('POST', '/b', '{"n":2}'));
+    const send = () =>
+      run(
+        'openssl',
+        [
+          's_client',
+          '-connect',
+          `127.0.0.1:${port}`,
+          '-quiet',
+          '-CAfile',
+          caPem,
+          '-verify_return_error',
+          '-cert',
+          dev.cert,
+          '-key',
+          dev.key,
+          '-cert_chain',
+          supplier.cert,
+        ],
+        httpRequestText('POST', '/a', '{"n":1}', 'application/json', false) + httpRequestText('POST', '/b', '{"n":2}'),
+      );
     const first = await send();
     const answers = first.stdout.split(/(?=HTTP\/1\.1 )/).map(parseHttpResponse);
     expect(answers.map((a) => a.status)).toEqual([200, 200]);
@@ -137,8 +177,25 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     // a CA of its own, with the same names as the supplier's
     const rogueKey = path.join(work, 'rogue.key');
     const rogueCert = path.join(work, 'rogue.pem');
-    await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '30',
-      '-subj', '/O=Acme devices/CN=Acme device CA 1', '-addext', 'basicConstraints=critical,CA:TRUE', '-keyout', rogueKey, '-out', rogueCert]);
+    await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '30',
+      '-subj',
+      '/O=Acme devices/CN=Acme device CA 1',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-keyout',
+      rogueKey,
+      '-out',
+      rogueCert,
+    ]);
     const rogue = await opensslDeviceCert(work, 'rogue-dev', '/CN=meter-rogue', rogueCert, rogueKey);
     const untrusted = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: rogue.cert, key: rogue.key, data: '{}' });
     expect(untrusted.code).not.toBe(0);
@@ -156,7 +213,7 @@ describe('certificate devices over HTTPS mutual TLS', () => {
 
   // one rule for both device ports (src/pki/verify.ts): over DTLS the handshake itself fails
   it.each([
-    ['a CA certificate as the device\'s', 'meter-ca', { ca: true }, 'unsupported certificate'],
+    ["a CA certificate as the device's", 'meter-ca', { ca: true }, 'unsupported certificate'],
     ['a certificate for servers only (extendedKeyUsage serverAuth)', 'meter-server', { extendedKeyUsage: 'serverAuth' }, 'unsupported certificate'],
     ['a device under a CA below the supplier certificate (pathlen 0)', 'meter-deep', 'below', 'unknown ca'],
   ] as const)('refused over HTTPS and over CoAP/DTLS: %s; nothing is created', async (_what, cn, kind, alert) => {
@@ -176,8 +233,26 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     const https = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: withChain, key: dev.key, data: '{}' });
     expect(https.code).not.toBe(0);
     expect(https.status).toBe(0);
-    const dtls = await run('openssl', ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${service.coap!.coapsPort()}`, '-CAfile', caPem,
-      '-cipher', 'ECDHE-ECDSA-AES128-CCM8', '-cert', dev.cert, '-key', dev.key, '-cert_chain', chain], '');
+    const dtls = await run(
+      'openssl',
+      [
+        's_client',
+        '-dtls1_2',
+        '-connect',
+        `127.0.0.1:${service.coap!.coapsPort()}`,
+        '-CAfile',
+        caPem,
+        '-cipher',
+        'ECDHE-ECDSA-AES128-CCM8',
+        '-cert',
+        dev.cert,
+        '-key',
+        dev.key,
+        '-cert_chain',
+        chain,
+      ],
+      '',
+    );
     expect(dtls.stderr).toContain(`alert ${alert}`);
     expect((await devices(api)).map((d) => d.supplierDeviceIdentifier)).not.toContain(cn);
   });
@@ -190,14 +265,22 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     expect(JSON.parse(res.body).message).toContain('unknown device bad-0001');
     expect((await devices(api)).map((d) => d.supplierDeviceIdentifier)).not.toContain('bad-0001');
 
-    const example = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: path.join(certsDir, 'device.pem'), key: path.join(certsDir, 'device.key') });
+    const example = await curl(`https://localhost:${port}/report`, {
+      cacert: caPem,
+      cert: path.join(certsDir, 'device.pem'),
+      key: path.join(certsDir, 'device.key'),
+    });
     expect(example.status).toBe(401);
     expect(JSON.parse(example.body).message).toContain('not by a supplier certificate');
   });
 
   it('two live supplier certificates of one key, in two environments (stored before keys were kept unique): a device chain is refused over HTTPS and CoAP/DTLS, no device in either', async () => {
     const csr = await opensslCsr(work, 'twin', '/O=Twin devices/CN=Twin device CA');
-    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'twin', csr: csr.csrPem, identifier: identifierFor(await newDeviceType(api)) });
+    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', {
+      name: 'twin',
+      csr: csr.csrPem,
+      identifier: identifierFor(await newDeviceType(api)),
+    });
     expect(added.status).toBe(200);
     const twinCert = path.join(work, 'twin.pem');
     writeFileSync(twinCert, added.body.certificate);
@@ -206,22 +289,60 @@ describe('certificate devices over HTTPS mutual TLS', () => {
     writeFileSync(csrFile, csr.csrPem);
     const ext = path.join(work, 'twin-again.ext');
     writeFileSync(ext, 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,digitalSignature\n');
-    const second = await run('openssl', ['x509', '-req', '-in', csrFile, '-CA', caPem, '-CAkey', path.join(certsDir, 'ca.key'), '-CAcreateserial', '-days', '30', '-extfile', ext]);
+    const second = await run('openssl', [
+      'x509',
+      '-req',
+      '-in',
+      csrFile,
+      '-CA',
+      caPem,
+      '-CAkey',
+      path.join(certsDir, 'ca.key'),
+      '-CAcreateserial',
+      '-days',
+      '30',
+      '-extfile',
+      ext,
+    ]);
     expect(second.code).toBe(0);
     const otherEnv = (await ctx.db.query<{ id: string }>('SELECT id FROM environment WHERE hash_id = $1', [other.environmentHashId])).rows[0].id;
     const otherIdentifier = identifierFor(await newDeviceType(other));
     await ctx.db.query(
       `INSERT INTO supplier_certificate (hash_id, environment_id, name, certificate, fingerprint, identifier, identifier_hash)
        VALUES ($1, $2, 'twin', $3, $4, $5, $6)`,
-      [`twin${Date.now()}`, otherEnv, second.stdout, new X509Certificate(second.stdout).fingerprint256, otherIdentifier, await compileOnSave('identifier', otherIdentifier, Number(otherEnv))]);
+      [
+        `twin${Date.now()}`,
+        otherEnv,
+        second.stdout,
+        new X509Certificate(second.stdout).fingerprint256,
+        otherIdentifier,
+        await compileOnSave('identifier', otherIdentifier, Number(otherEnv)),
+      ],
+    );
     await ctx.changes.publish('trust', { environmentIds: [Number(otherEnv)] });
 
     const dev = await opensslDeviceCert(work, 'twin-dev', '/CN=meter-twin', twinCert, csr.key);
     const https = await curl(`https://localhost:${port}/report`, { cacert: caPem, cert: dev.cert, key: dev.key, data: '{}' });
     expect(https.code).not.toBe(0);
     expect(https.status).toBe(0);
-    const dtls = await run('openssl', ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${service.coap!.coapsPort()}`, '-CAfile', caPem,
-      '-cipher', 'ECDHE-ECDSA-AES128-CCM8', '-cert', dev.cert, '-key', dev.key], '');
+    const dtls = await run(
+      'openssl',
+      [
+        's_client',
+        '-dtls1_2',
+        '-connect',
+        `127.0.0.1:${service.coap!.coapsPort()}`,
+        '-CAfile',
+        caPem,
+        '-cipher',
+        'ECDHE-ECDSA-AES128-CCM8',
+        '-cert',
+        dev.cert,
+        '-key',
+        dev.key,
+      ],
+      '',
+    );
     expect(dtls.stderr).toContain('alert access denied');
     expect((await devices(api)).map((d) => d.supplierDeviceIdentifier)).not.toContain('meter-twin');
     expect((await devices(other)).map((d) => d.supplierDeviceIdentifier)).not.toContain('meter-twin');
@@ -230,7 +351,11 @@ describe('certificate devices over HTTPS mutual TLS', () => {
   it('a deleted supplier certificate stops its devices at once', async () => {
     const csr = await opensslCsr(work, 'short-lived', '/CN=Short lived supplier');
     const type = (await devices(api))[0].deviceTypeHashId;
-    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'short', csr: csr.csrPem, identifier: identifierFor(type) });
+    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', {
+      name: 'short',
+      csr: csr.csrPem,
+      identifier: identifierFor(type),
+    });
     const cert = path.join(work, 'short-lived.pem');
     writeFileSync(cert, added.body.certificate);
     const dev = await opensslDeviceCert(work, 'short-dev', '/CN=meter-short', cert, csr.key);
@@ -243,13 +368,38 @@ describe('certificate devices over HTTPS mutual TLS', () => {
   it('a CoAP/DTLS session of a device whose supplier certificate was deleted is not resumed (the device CA still signs that certificate)', async () => {
     const csr = await opensslCsr(work, 'resumer', '/CN=Resuming supplier');
     const type = await newDeviceType(api);
-    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', { name: 'resumer', csr: csr.csrPem, identifier: identifierFor(type) });
+    const added = await api.request<{ hashId: string; certificate: string }>('POST', '/supplier-certificate/', {
+      name: 'resumer',
+      csr: csr.csrPem,
+      identifier: identifierFor(type),
+    });
     const cert = path.join(work, 'resumer.pem');
     writeFileSync(cert, added.body.certificate);
     const dev = await opensslDeviceCert(work, 'resumer-dev', '/CN=meter-resumer', cert, csr.key);
     const sessionFile = path.join(work, 'resumer-session.pem');
-    const connect = (resume: boolean) => run('openssl', ['s_client', '-dtls1_2', '-connect', `127.0.0.1:${service.coap!.coapsPort()}`, '-CAfile', caPem,
-      '-cipher', 'ECDHE-ECDSA-AES128-CCM8', '-cert', dev.cert, '-key', dev.key, '-cert_chain', cert, resume ? '-sess_in' : '-sess_out', sessionFile], '');
+    const connect = (resume: boolean) =>
+      run(
+        'openssl',
+        [
+          's_client',
+          '-dtls1_2',
+          '-connect',
+          `127.0.0.1:${service.coap!.coapsPort()}`,
+          '-CAfile',
+          caPem,
+          '-cipher',
+          'ECDHE-ECDSA-AES128-CCM8',
+          '-cert',
+          dev.cert,
+          '-key',
+          dev.key,
+          '-cert_chain',
+          cert,
+          resume ? '-sess_in' : '-sess_out',
+          sessionFile,
+        ],
+        '',
+      );
     expect((await connect(false)).stdout).toContain('New, TLSv1.2');
     expect((await connect(true)).stdout).toContain('Reused, TLSv1.2');
     expect((await api.request('DELETE', `/supplier-certificate/${added.body.hashId}`)).status).toBe(204);

@@ -40,14 +40,31 @@ describe('HTTPS device port: TLS-PSK and certificate TLS on one port', () => {
     expect(JSON.parse(res.body)).toMatchObject({ key: 'authentication_error' });
     // the server certificate is verified by curl against the CA of certs/: a different CA fails
     const other = tempDir();
-    await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=other', '-keyout', path.join(other, 'k'), '-out', path.join(other, 'ca.pem')]);
+    await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-subj',
+      '/CN=other',
+      '-keyout',
+      path.join(other, 'k'),
+      '-out',
+      path.join(other, 'ca.pem'),
+    ]);
     const wrong = await curl(`https://localhost:${port}/report`, { cacert: path.join(other, 'ca.pem') });
     expect(wrong.code).toBe(60);
   });
 
   it('TLS 1.3 and keep-alive work on the certificate path', async () => {
-    const r = await run('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-tls1_3', '-quiet', '-CAfile', path.join(certsDir, 'ca.pem'), '-verify_return_error'],
-      httpRequestText('GET', '/x', null, 'application/json', false) + httpRequestText('GET', '/y', null));
+    const r = await run(
+      'openssl',
+      ['s_client', '-connect', `127.0.0.1:${port}`, '-tls1_3', '-quiet', '-CAfile', path.join(certsDir, 'ca.pem'), '-verify_return_error'],
+      httpRequestText('GET', '/x', null, 'application/json', false) + httpRequestText('GET', '/y', null),
+    );
     const answers = r.stdout.split('HTTP/1.1 ').length - 1;
     expect(answers).toBe(2);
     expect(parseHttpResponse(r.stdout).status).toBe(401);
@@ -56,7 +73,13 @@ describe('HTTPS device port: TLS-PSK and certificate TLS on one port', () => {
   it('a PSK device still gets its handler answer on the same port', async () => {
     const api = await connectivityClient(ctx.db, `http://127.0.0.1:${service.apiPort()}`);
     const device = await pskDevice(api, ECHO);
-    const r = await opensslPsk({ port, identity: device.identity, keyHex: device.key.toString('hex'), cipher: 'PSK-AES128-CCM8', input: httpRequestText('POST', '/r', '{"v":1}') });
+    const r = await opensslPsk({
+      port,
+      identity: device.identity,
+      keyHex: device.key.toString('hex'),
+      cipher: 'PSK-AES128-CCM8',
+      input: httpRequestText('POST', '/r', '{"v":1}'),
+    });
     const answer = parseHttpResponse(r.stdout);
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.body)).toEqual({ psk: device.identity });
@@ -65,8 +88,15 @@ describe('HTTPS device port: TLS-PSK and certificate TLS on one port', () => {
 
 describe('peekClientHello', () => {
   const hello = (suites: number[], sid = 0) => {
-    const body = Buffer.concat([Buffer.from([3, 3]), Buffer.alloc(32, 7), Buffer.from([sid]), Buffer.alloc(sid, 1),
-      Buffer.from([0, suites.length * 2]), Buffer.from(suites.flatMap((s) => [s >> 8, s & 0xff])), Buffer.from([1, 0])]);
+    const body = Buffer.concat([
+      Buffer.from([3, 3]),
+      Buffer.alloc(32, 7),
+      Buffer.from([sid]),
+      Buffer.alloc(sid, 1),
+      Buffer.from([0, suites.length * 2]),
+      Buffer.from(suites.flatMap((s) => [s >> 8, s & 0xff])),
+      Buffer.from([1, 0]),
+    ]);
     const hs = Buffer.concat([Buffer.from([1, 0, body.length >> 8, body.length & 0xff]), body]);
     return Buffer.concat([Buffer.from([22, 3, 1, hs.length >> 8, hs.length & 0xff]), hs]);
   };

@@ -72,7 +72,10 @@ describe('supplier certificates', () => {
 
     const newIdentifier = IDENTIFIER.replace("'x'", "'y'");
     expect((await a.request('POST', `/supplier-certificate/${added.body.hashId}`, { name: 'renamed', identifier: newIdentifier })).status).toBe(204);
-    const after = await a.request<{ certificate: { name: string; certificate: string }; identifier: string }>('GET', `/supplier-certificate/${added.body.hashId}`);
+    const after = await a.request<{ certificate: { name: string; certificate: string }; identifier: string }>(
+      'GET',
+      `/supplier-certificate/${added.body.hashId}`,
+    );
     expect(after.body).toMatchObject({ certificate: { name: 'renamed', certificate: added.body.certificate }, identifier: newIdentifier });
 
     expect((await a.request('DELETE', `/supplier-certificate/${added.body.hashId}`)).status).toBe(204);
@@ -111,7 +114,11 @@ describe('supplier certificates', () => {
     const weak = await run('openssl', ['req', '-new', '-key', weakKey, '-subj', '/CN=weak']);
     expectParameterError(await a.request('POST', '/supplier-certificate/', { ...body, csr: weak.stdout }), 'csr', '2048');
     // the identifier is compiled on save: line and column of the error
-    expectParameterError(await a.request('POST', '/supplier-certificate/', { ...body, identifier: 'function handle(args) {\n  return {;\n}' }), 'identifier', 'line 2');
+    expectParameterError(
+      await a.request('POST', '/supplier-certificate/', { ...body, identifier: 'function handle(args) {\n  return {;\n}' }),
+      'identifier',
+      'line 2',
+    );
     expectParameterError(await a.request('POST', '/supplier-certificate/', { ...body, identifier: 'const x = 1;' }), 'identifier');
     const added = await addCertificate(a, 'limits-update');
     expectParameterError(await a.request('POST', `/supplier-certificate/${added.body.hashId}`, { identifier: 'function handle( {' }), 'identifier');
@@ -157,7 +164,11 @@ describe('supplier certificates', () => {
   it('a key is free again once its supplier certificate is deleted', async () => {
     const first = await addCertificate(a, 'freed-key');
     expect((await a.request('DELETE', `/supplier-certificate/${first.body.hashId}`)).status).toBe(204);
-    const again = await b.request('POST', '/supplier-certificate/', { name: 'freed', csr: await sameKeyCsr('freed-key', '/CN=freed-key'), identifier: IDENTIFIER });
+    const again = await b.request('POST', '/supplier-certificate/', {
+      name: 'freed',
+      csr: await sameKeyCsr('freed-key', '/CN=freed-key'),
+      identifier: IDENTIFIER,
+    });
     expect(again.status).toBe(200);
     await b.request('DELETE', `/supplier-certificate/${(again.body as { hashId: string }).hashId}`);
   });
@@ -165,7 +176,11 @@ describe('supplier certificates', () => {
   it('a supplier certificate stored before keys were recorded still holds its key', async () => {
     const first = await addCertificate(a, 'older-key');
     await api.ctx.db.query('UPDATE supplier_certificate SET public_key_sha256 = NULL WHERE hash_id = $1', [first.body.hashId]);
-    const refused = await b.request('POST', '/supplier-certificate/', { name: 'copy', csr: await sameKeyCsr('older-key', '/CN=older-key'), identifier: IDENTIFIER });
+    const refused = await b.request('POST', '/supplier-certificate/', {
+      name: 'copy',
+      csr: await sameKeyCsr('older-key', '/CN=older-key'),
+      identifier: IDENTIFIER,
+    });
     expectParameterError(refused, 'csr', 'already certified');
   });
 

@@ -3,7 +3,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-export interface CurlResult { code: number; status: number; body: string; stderr: string }
+export interface CurlResult {
+  code: number;
+  status: number;
+  body: string;
+  stderr: string;
+}
 
 /** curl over real TLS to the device port; `code` is curl's exit code (0: an HTTP answer came back). */
 export function curl(url: string, opts: { cacert: string; cert?: string; key?: string; data?: string; method?: string }): Promise<CurlResult> {
@@ -16,7 +21,12 @@ export function curl(url: string, opts: { cacert: string; cert?: string; key?: s
   return new Promise((resolve) => {
     execFile('curl', args, { encoding: 'utf8' }, (err, stdout, stderr) => {
       const i = stdout.lastIndexOf('\n');
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, status: Number(stdout.slice(i + 1)) || 0, body: stdout.slice(0, Math.max(i, 0)), stderr });
+      resolve({
+        code: err ? Number((err as { code?: number }).code ?? 1) : 0,
+        status: Number(stdout.slice(i + 1)) || 0,
+        body: stdout.slice(0, Math.max(i, 0)),
+        stderr,
+      });
     });
   });
 }
@@ -47,13 +57,22 @@ export async function opensslCsr(dir: string, name: string, subject: string): Pr
  * A device key and certificate signed by `caCert`/`caKey` (a supplier's intermediate), with openssl.
  * `days` may be negative for an expired certificate (faked via -not_before/-not_after).
  */
-export async function opensslDeviceCert(dir: string, name: string, subject: string, caCert: string, caKey: string, opts: { expired?: boolean; extendedKeyUsage?: string; ca?: boolean } = {}): Promise<{ cert: string; key: string }> {
+export async function opensslDeviceCert(
+  dir: string,
+  name: string,
+  subject: string,
+  caCert: string,
+  caKey: string,
+  opts: { expired?: boolean; extendedKeyUsage?: string; ca?: boolean } = {},
+): Promise<{ cert: string; key: string }> {
   const key = path.join(dir, `${name}.key`);
   const csr = path.join(dir, `${name}.csr`);
   const cert = path.join(dir, `${name}.pem`);
   const ext = path.join(dir, `${name}.ext`);
   // `ca`: a CA certificate (one that could sign further certificates) where a device certificate belongs
-  const constraints = opts.ca ? 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,digitalSignature,keyCertSign' : 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature';
+  const constraints = opts.ca
+    ? 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,digitalSignature,keyCertSign'
+    : 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature';
   writeFileSync(ext, `${constraints}\nextendedKeyUsage=${opts.extendedKeyUsage ?? 'clientAuth'}\n`);
   await run('openssl', ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', key]);
   let r = await run('openssl', ['req', '-new', '-key', key, '-subj', subject, '-out', csr]);
@@ -63,10 +82,32 @@ export async function opensslDeviceCert(dir: string, name: string, subject: stri
     const db = path.join(dir, `${name}.db`);
     writeFileSync(db, '');
     const conf = path.join(dir, `${name}.cnf`);
-    writeFileSync(conf, `[ca]\ndefault_ca=d\n[d]\ndatabase=${db}\nnew_certs_dir=${dir}\nserial=${path.join(dir, `${name}.srl`)}\ndefault_md=sha256\npolicy=p\nunique_subject=no\n[p]\ncommonName=supplied\n[x]\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n`);
+    writeFileSync(
+      conf,
+      `[ca]\ndefault_ca=d\n[d]\ndatabase=${db}\nnew_certs_dir=${dir}\nserial=${path.join(dir, `${name}.srl`)}\ndefault_md=sha256\npolicy=p\nunique_subject=no\n[p]\ncommonName=supplied\n[x]\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n`,
+    );
     writeFileSync(path.join(dir, `${name}.srl`), '1000\n');
-    r = await run('openssl', ['ca', '-batch', '-config', conf, '-extensions', 'x', '-cert', caCert, '-keyfile', caKey, '-in', csr, '-out', cert,
-      '-startdate', '20200101000000Z', '-enddate', '20210101000000Z', '-notext']);
+    r = await run('openssl', [
+      'ca',
+      '-batch',
+      '-config',
+      conf,
+      '-extensions',
+      'x',
+      '-cert',
+      caCert,
+      '-keyfile',
+      caKey,
+      '-in',
+      csr,
+      '-out',
+      cert,
+      '-startdate',
+      '20200101000000Z',
+      '-enddate',
+      '20210101000000Z',
+      '-notext',
+    ]);
   } else {
     r = await run('openssl', ['x509', '-req', '-in', csr, '-CA', caCert, '-CAkey', caKey, '-CAcreateserial', '-days', '30', '-extfile', ext, '-out', cert]);
   }

@@ -13,8 +13,27 @@ const cert = (p: string) => new X509Certificate(readFileSync(p));
 async function selfSignedCa(name: string, subject: string): Promise<{ cert: string; key: string }> {
   const key = path.join(dir, `${name}.key`);
   const out = path.join(dir, `${name}.pem`);
-  const r = await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '30',
-    '-subj', subject, '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign', '-keyout', key, '-out', out]);
+  const r = await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '30',
+    '-subj',
+    subject,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+    '-keyout',
+    key,
+    '-out',
+    out,
+  ]);
   if (r.code !== 0) throw new Error(r.stderr);
   return { cert: out, key };
 }
@@ -39,11 +58,23 @@ describe('verifyChain', () => {
     expect(r1).toMatchObject({ ok: false, problem: 'untrusted', reason: expect.stringContaining('not signed directly by a trusted certificate') });
 
     const old = await opensslDeviceCert(dir, 'old', '/CN=old', ca.cert, ca.key, { expired: true });
-    expect(verifyChain([cert(old.cert)], [cert(ca.cert)])).toMatchObject({ ok: false, problem: 'validity', reason: expect.stringContaining('expired on 2021-01-01') });
-    expect(verifyChain([cert(ca.cert)], [cert(ca.cert)])).toMatchObject({ ok: false, problem: 'unsuitable', reason: expect.stringContaining('CA certificate') });
+    expect(verifyChain([cert(old.cert)], [cert(ca.cert)])).toMatchObject({
+      ok: false,
+      problem: 'validity',
+      reason: expect.stringContaining('expired on 2021-01-01'),
+    });
+    expect(verifyChain([cert(ca.cert)], [cert(ca.cert)])).toMatchObject({
+      ok: false,
+      problem: 'unsuitable',
+      reason: expect.stringContaining('CA certificate'),
+    });
     // a certificate meant for servers only
     const serverOnly = await opensslDeviceCert(dir, 'server-only', '/CN=server-only', ca.cert, ca.key, { extendedKeyUsage: 'serverAuth' });
-    expect(verifyChain([cert(serverOnly.cert)], [cert(ca.cert)])).toMatchObject({ ok: false, problem: 'unsuitable', reason: expect.stringContaining('clientAuth') });
+    expect(verifyChain([cert(serverOnly.cert)], [cert(ca.cert)])).toMatchObject({
+      ok: false,
+      problem: 'unsuitable',
+      reason: expect.stringContaining('clientAuth'),
+    });
     expect(verifyChain([], [cert(ca.cert)])).toEqual({ ok: false, problem: 'missing', reason: 'no client certificate' });
 
     // an intermediate under the anchor that is not itself an anchor (a deleted supplier certificate) is not trusted
@@ -63,8 +94,23 @@ describe('verifyChain', () => {
   it('refuses a device certificate two anchors could have signed (one key, one name), whichever comes first', async () => {
     const dev = await opensslDeviceCert(dir, 'of-twins', '/CN=of-twins', ca.cert, ca.key);
     const twin = path.join(dir, 'same-key.pem');
-    const r = await run('openssl', ['req', '-x509', '-new', '-key', ca.key, '-subj', '/CN=Test CA', '-days', '30',
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign', '-out', twin]);
+    const r = await run('openssl', [
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      ca.key,
+      '-subj',
+      '/CN=Test CA',
+      '-days',
+      '30',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign',
+      '-out',
+      twin,
+    ]);
     expect(r.code).toBe(0);
     expect(verifyChain([cert(dev.cert)], [cert(ca.cert), cert(twin)])).toMatchObject({ ok: false, problem: 'ambiguous' });
     expect(verifyChain([cert(dev.cert)], [cert(twin), cert(ca.cert)])).toMatchObject({ ok: false, problem: 'ambiguous' });
@@ -78,12 +124,40 @@ describe('chain subjects (UDF-CONTRACT Subject)', () => {
     const out = path.join(dir, 'subj.pem');
     const conf = path.join(dir, 'subj.cnf');
     // string_mask nombstr: PrintableString, and a T61String for the non-ASCII CN; a serialNumber; an OID without a short name
-    writeFileSync(conf, [
-      '[req]', 'distinguished_name=dn', 'prompt=no', 'string_mask=nombstr', '[dn]',
-      'C=NL', 'O=Acme B.V.', 'CN=sensor-ü-1', 'serialNumber=SN-42', '0.1.3.6.1.4.1.99999.1=custom', '',
-    ].join('\n'));
-    const r = await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-      '-config', conf, '-utf8', '-keyout', key, '-out', out]);
+    writeFileSync(
+      conf,
+      [
+        '[req]',
+        'distinguished_name=dn',
+        'prompt=no',
+        'string_mask=nombstr',
+        '[dn]',
+        'C=NL',
+        'O=Acme B.V.',
+        'CN=sensor-ü-1',
+        'serialNumber=SN-42',
+        '0.1.3.6.1.4.1.99999.1=custom',
+        '',
+      ].join('\n'),
+    );
+    const r = await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-config',
+      conf,
+      '-utf8',
+      '-keyout',
+      key,
+      '-out',
+      out,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const subject = subjectOf(cert(out));
     expect(subject.map((a) => a.key.value)).toEqual(['C', 'O', 'CN', 'serialNumber', '1.3.6.1.4.1.99999.1']);
@@ -103,7 +177,23 @@ describe('chain subjects (UDF-CONTRACT Subject)', () => {
     const out = path.join(dir, 'int.pem');
     const conf = path.join(dir, 'int.cnf');
     writeFileSync(conf, ['[req]', 'distinguished_name=dn', 'prompt=no', '[dn]', 'CN=int-device', ''].join('\n'));
-    await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-config', conf, '-keyout', key, '-out', out]);
+    await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-config',
+      conf,
+      '-keyout',
+      key,
+      '-out',
+      out,
+    ]);
     // patch the CN's string into a BIT STRING (tag 0x03, first content byte 0 = no unused bits): no longer a string
     const der = cert(out).raw;
     const cnOid = Buffer.from([0x06, 0x03, 0x55, 0x04, 0x03]);
@@ -116,6 +206,8 @@ describe('chain subjects (UDF-CONTRACT Subject)', () => {
     patched[tagAt + 2] = 0x00;
     // the signature no longer matches, but subjects are read from any parsed certificate
     const parsed = new X509Certificate(patched);
-    expect(subjectOf(parsed)).toEqual([{ key: { encoding: 'utf8', value: 'CN' }, value: { encoding: 'hex', value: `030a00${Buffer.from('nt-device').toString('hex')}` } }]);
+    expect(subjectOf(parsed)).toEqual([
+      { key: { encoding: 'utf8', value: 'CN' }, value: { encoding: 'hex', value: `030a00${Buffer.from('nt-device').toString('hex')}` } },
+    ]);
   });
 });

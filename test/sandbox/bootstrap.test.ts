@@ -26,8 +26,15 @@ async function runtimeIn(source: string) {
 describe('the in-sandbox runtime as a TypeScript file (src/sandbox/isolate/bootstrap.ts)', () => {
   it('type-checks strictly with only what an isolate has: the ECMAScript library, no Node.js or DOM types', () => {
     const program = ts.createProgram([BOOTSTRAP.pathname], {
-      strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, lib: ['lib.es2024.d.ts'], types: [],
-      module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, erasableSyntaxOnly: true, verbatimModuleSyntax: true,
+      strict: true,
+      noEmit: true,
+      target: ts.ScriptTarget.ES2022,
+      lib: ['lib.es2024.d.ts'],
+      types: [],
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      erasableSyntaxOnly: true,
+      verbatimModuleSyntax: true,
     });
     const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
     expect(diagnostics).toEqual([]);
@@ -47,7 +54,7 @@ describe('the in-sandbox runtime as a TypeScript file (src/sandbox/isolate/boots
       try { exec.markCommandAsSent('c2'); } catch (e) { exec.addLog(e.name); }
       return { hex: exec.uInt8ArrayToHex(exec.base64ToUInt8Array('AQL/')), x: args.x };
     }`);
-    const out = JSON.parse(await rt.run.apply(undefined, ['handler', 1, JSON.stringify({ x: 7 })]) as string);
+    const out = JSON.parse((await rt.run.apply(undefined, ['handler', 1, JSON.stringify({ x: 7 })])) as string);
     expect(out).toEqual({
       ok: true,
       result: { hex: '0102ff', x: 7 },
@@ -61,16 +68,16 @@ describe('the in-sandbox runtime as a TypeScript file (src/sandbox/isolate/boots
     });
   });
 
-  it('keeps the runtime out of the supplier\'s stacks and holds the genuine builtins when the supplier replaces them', async () => {
+  it("keeps the runtime out of the supplier's stacks and holds the genuine builtins when the supplier replaces them", async () => {
     const rt = await runtimeIn(runtimeSource());
     await rt.supplier(`JSON.stringify = () => 'forged'; function handle(args, exec) { exec.parseReport({ reportTypeHashId: 'r', payload: 1 }); }`);
-    const out = JSON.parse(await rt.run.apply(undefined, ['handler', 2, '{}']) as string);
+    const out = JSON.parse((await rt.run.apply(undefined, ['handler', 2, '{}'])) as string);
     expect(out.ok).toBe(false);
     expect(out.error).toMatchObject({ name: 'TypeError', message: 'parseReport: payload must be a string, got number' });
     expect(out.error.stack).toContain('at handle');
     expect(out.error.stack).not.toContain(RUNTIME_FILENAME);
-    const batch = (await rt.runBatch.apply(undefined, ['parser', 3, '{}\n{}', 1000]) as string).split('\n');
+    const batch = ((await rt.runBatch.apply(undefined, ['parser', 3, '{}\n{}', 1000])) as string).split('\n');
     expect(batch).toHaveLength(1); // stops after a failed run
-    expect(JSON.parse(await rt.collect.apply(undefined, [99]) as string)).toEqual({ calls: [], logs: [], errors: [] });
+    expect(JSON.parse((await rt.collect.apply(undefined, [99])) as string)).toEqual({ calls: [], logs: [], errors: [] });
   });
 });

@@ -74,8 +74,13 @@ describe('compiling hostile code', () => {
 
   it("one owner's many compiles do not hold back another's: owners take turns", async () => {
     const done: string[] = [];
-    const track = (label: string, p: Promise<unknown>) => p.then(() => { done.push(label); });
-    const a = Array.from({ length: 30 }, (_, i) => track(`a${i}`, compileUserCode(`function handle(): number { return ${i}; } // turns a ${i}`, { owner: 'turns-a' })));
+    const track = (label: string, p: Promise<unknown>) =>
+      p.then(() => {
+        done.push(label);
+      });
+    const a = Array.from({ length: 30 }, (_, i) =>
+      track(`a${i}`, compileUserCode(`function handle(): number { return ${i}; } // turns a ${i}`, { owner: 'turns-a' })),
+    );
     const b = track('b', compileUserCode('function handle(): string { return "b"; } // turns b', { owner: 'turns-b' }));
     await Promise.all([...a, b]);
     expect(done.indexOf('b')).toBeLessThan(3);
@@ -83,8 +88,11 @@ describe('compiling hostile code', () => {
 
   it('many distinct sources in a burst all compile', async () => {
     configureSupplierCodeLimits({ compilesPerMinute: 10_000 });
-    const results = await Promise.all(Array.from({ length: 600 }, (_, i) =>
-      compileUserCode(`const v${i}: number = ${i};\nfunction handle(): number { return v${i}; }\n`, { owner: 'burst', save: true })));
+    const results = await Promise.all(
+      Array.from({ length: 600 }, (_, i) =>
+        compileUserCode(`const v${i}: number = ${i};\nfunction handle(): number { return v${i}; }\n`, { owner: 'burst', save: true }),
+      ),
+    );
     expect(results.filter((r) => !r.ok)).toEqual([]);
   });
 

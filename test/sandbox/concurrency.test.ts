@@ -41,7 +41,11 @@ it('2,000 handler and parser runs of four suppliers in flight together each get 
   };
   let next = 0;
   const results: Awaited<ReturnType<typeof one>>[] = [];
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => { while (next < N) results.push(await one(next++)); }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < N) results.push(await one(next++));
+    }),
+  );
   expect(results).toHaveLength(N);
   for (const r of results) expect(r.significands, `report ${r.i}`).toEqual(r.expected);
   // runs that arrive together share a call into their isolate

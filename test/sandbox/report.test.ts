@@ -6,7 +6,10 @@ const m = (over: Record<string, unknown> = {}) => ({ channelIndex: 0, quantityHa
 
 describe('validateParsedReport', () => {
   it('normalises dates and rounds near-integer significands', () => {
-    const r = validateParsedReport({ generatedAt: '2024-05-01T12:00:00Z', measurements: [m({ significand: 3.06 * 1000 }), m({ generatedAt: 1714561200000 })] }, at);
+    const r = validateParsedReport(
+      { generatedAt: '2024-05-01T12:00:00Z', measurements: [m({ significand: 3.06 * 1000 }), m({ generatedAt: 1714561200000 })] },
+      at,
+    );
     expect(r).toEqual({
       ok: true,
       notes: [],
@@ -49,8 +52,14 @@ describe('validateParsedReport', () => {
 describe('validateIncomingRequestResponse', () => {
   it('accepts nothing, plain JSON bodies and typed bodies', () => {
     expect(validateIncomingRequestResponse(undefined)).toEqual({ ok: true, value: null, notes: [] });
-    expect(validateIncomingRequestResponse({ statusCode: 200, body: ['a', 1] })).toMatchObject({ ok: true, value: { statusCode: 200, headers: {}, body: { type: 'json', data: ['a', 1] } } });
-    expect(validateIncomingRequestResponse({ statusCode: 205, headers: { a: 'b' }, body: { type: 'hex', data: '0aFF' } })).toMatchObject({ ok: true, value: { headers: { a: 'b' }, body: { type: 'hex', data: '0aFF' } } });
+    expect(validateIncomingRequestResponse({ statusCode: 200, body: ['a', 1] })).toMatchObject({
+      ok: true,
+      value: { statusCode: 200, headers: {}, body: { type: 'json', data: ['a', 1] } },
+    });
+    expect(validateIncomingRequestResponse({ statusCode: 205, headers: { a: 'b' }, body: { type: 'hex', data: '0aFF' } })).toMatchObject({
+      ok: true,
+      value: { headers: { a: 'b' }, body: { type: 'hex', data: '0aFF' } },
+    });
     expect(validateIncomingRequestResponse({ statusCode: 200, body: 'text' })).toMatchObject({ ok: true, value: { body: { type: 'json', data: 'text' } } });
   });
   it.each([

@@ -102,7 +102,8 @@ describe('event handler runs', () => {
   });
 
   it('validates exec arguments at the call site, visible in the supplier stack', async () => {
-    const source = 'function handle(args: Arguments, exec: Exec) {\n  exec.addLog("before");\n  exec.markCommandAsSent("c1");\n  exec.parseReport({ payload: "x" });\n}\n';
+    const source =
+      'function handle(args: Arguments, exec: Exec) {\n  exec.addLog("before");\n  exec.markCommandAsSent("c1");\n  exec.parseReport({ payload: "x" });\n}\n';
     const run = await sandbox.runEventHandler({ isolationKey: 'env-a', source, args: reportLateArgs() });
     expect(run.ok).toBe(false);
     if (run.ok) return;
@@ -135,7 +136,10 @@ describe('event handler runs', () => {
         exec.parseReport({ reportTypeHashId: 'rt', payload: 'y'.repeat(5000) });
       }`;
       const run = await small.runEventHandler({ isolationKey: 'env-calls', source, args: reportLateArgs() });
-      expect(run).toMatchObject({ ok: false, error: { kind: 'error', message: 'RangeError: parseReport: the arguments are 5057 bytes of JSON, over the limit of 1000 (SANDBOX_MAX_CALL_BYTES)' } });
+      expect(run).toMatchObject({
+        ok: false,
+        error: { kind: 'error', message: 'RangeError: parseReport: the arguments are 5057 bytes of JSON, over the limit of 1000 (SANDBOX_MAX_CALL_BYTES)' },
+      });
       expect(run.calls.map((c) => c.name)).toEqual(['setDeviceFields']);
       // 600 two-byte characters: counted in UTF-8 bytes, not characters
       expect(run.logs).toEqual(['caught parseReport: the arguments are 1257 bytes of JSON, over the limit of 1000 (SANDBOX_MAX_CALL_BYTES)']);
@@ -151,14 +155,31 @@ describe('event handler runs', () => {
   it('fails a run whose answer body is over SANDBOX_MAX_ANSWER_BYTES, or whose result is over SANDBOX_MAX_RESULT_BYTES', async () => {
     const small = new Sandbox({ timeoutMs: 5000, memoryLimitMb: 64, maxAnswerBytes: 1000, runtimeLimits: { maxResultBytes: 100_000 } });
     try {
-      const answer = (body: string) => small.runEventHandler({ isolationKey: 'env-answer', source: `function handle(a: Arguments, exec: Exec) { return { statusCode: 200, body: ${body} }; }`, args: requestArgs() });
-      expect(await answer('{ type: "string", data: "x".repeat(1000) }')).toMatchObject({ ok: true, result: { body: { type: 'string', data: 'x'.repeat(1000) } } });
+      const answer = (body: string) =>
+        small.runEventHandler({
+          isolationKey: 'env-answer',
+          source: `function handle(a: Arguments, exec: Exec) { return { statusCode: 200, body: ${body} }; }`,
+          args: requestArgs(),
+        });
+      expect(await answer('{ type: "string", data: "x".repeat(1000) }')).toMatchObject({
+        ok: true,
+        result: { body: { type: 'string', data: 'x'.repeat(1000) } },
+      });
       // a plain string is a JSON body: its quotes are sent too
-      expect(await answer('"x".repeat(999)')).toMatchObject({ ok: false, error: { kind: 'invalid-result', message: "the answer's body is 1001 bytes, over the limit of 1000 (SANDBOX_MAX_ANSWER_BYTES)" } });
-      expect(await answer('{ type: "hex", data: "ab".repeat(1001) }')).toMatchObject({ ok: false, error: { kind: 'invalid-result', message: "the answer's body is 1001 bytes, over the limit of 1000 (SANDBOX_MAX_ANSWER_BYTES)" } });
+      expect(await answer('"x".repeat(999)')).toMatchObject({
+        ok: false,
+        error: { kind: 'invalid-result', message: "the answer's body is 1001 bytes, over the limit of 1000 (SANDBOX_MAX_ANSWER_BYTES)" },
+      });
+      expect(await answer('{ type: "hex", data: "ab".repeat(1001) }')).toMatchObject({
+        ok: false,
+        error: { kind: 'invalid-result', message: "the answer's body is 1001 bytes, over the limit of 1000 (SANDBOX_MAX_ANSWER_BYTES)" },
+      });
       const huge = await answer('"x".repeat(30 * 1024 * 1024)');
       expect(huge).toMatchObject({ ok: false, error: { kind: 'invalid-result' } });
-      if (!huge.ok) expect(huge.error.message).toMatch(/^RangeError: the value returned by handle is \d+ bytes of JSON, over the limit of 100000 \(SANDBOX_MAX_RESULT_BYTES\)$/);
+      if (!huge.ok)
+        expect(huge.error.message).toMatch(
+          /^RangeError: the value returned by handle is \d+ bytes of JSON, over the limit of 100000 \(SANDBOX_MAX_RESULT_BYTES\)$/,
+        );
     } finally {
       small.dispose();
     }
@@ -178,8 +199,17 @@ describe('event handler runs', () => {
   });
 
   it('rejects invalid handler results as invalid-result', async () => {
-    for (const ret of ['{ statusCode: 42 }', '{ statusCode: 200, headers: { a: 1 } }', 'Promise.resolve({ statusCode: 200 })', '{ statusCode: 200, body: 10n }']) {
-      const run = await sandbox.runEventHandler({ isolationKey: 'env-a', source: `function handle(a: Arguments, exec: Exec) { exec.addLog("l"); return ${ret}; }`, args: requestArgs() });
+    for (const ret of [
+      '{ statusCode: 42 }',
+      '{ statusCode: 200, headers: { a: 1 } }',
+      'Promise.resolve({ statusCode: 200 })',
+      '{ statusCode: 200, body: 10n }',
+    ]) {
+      const run = await sandbox.runEventHandler({
+        isolationKey: 'env-a',
+        source: `function handle(a: Arguments, exec: Exec) { exec.addLog("l"); return ${ret}; }`,
+        args: requestArgs(),
+      });
       expect(run).toMatchObject({ ok: false, error: { kind: 'invalid-result' }, logs: ['l'] });
     }
   });
@@ -238,7 +268,8 @@ describe('report parser runs', () => {
   });
 
   it("gives the parser's exec only addLog and the converters", async () => {
-    const source = 'function handle(a: unknown, exec: Record<string, unknown>) { return { generatedAt: new Date(), measurements: [], fields: { keys: Object.keys(exec).sort() } }; }';
+    const source =
+      'function handle(a: unknown, exec: Record<string, unknown>) { return { generatedAt: new Date(), measurements: [], fields: { keys: Object.keys(exec).sort() } }; }';
     const run = await sandbox.runReportParser({ isolationKey: 'env-a', source, args: { payload: '', device: device() } });
     expect(run.ok && run.result.fields).toEqual({ keys: ['addLog', 'base64ToUInt8Array', 'hexToUInt8Array', 'uInt8ArrayToBase64', 'uInt8ArrayToHex'] });
   });
@@ -251,7 +282,10 @@ describe('identifier runs', () => {
       return { deviceTypeHashId: "dt1", deviceIdentifier: cn.value.value };
     }`;
     const args = { certificate: { subjects: [[{ key: { encoding: 'utf8', value: 'CN' }, value: { encoding: 'utf8', value: 'SN-9' } }]] } };
-    expect(await sandbox.runIdentifier({ isolationKey: 'env-a', source, args })).toMatchObject({ ok: true, result: { deviceTypeHashId: 'dt1', deviceIdentifier: 'SN-9' } });
+    expect(await sandbox.runIdentifier({ isolationKey: 'env-a', source, args })).toMatchObject({
+      ok: true,
+      result: { deviceTypeHashId: 'dt1', deviceIdentifier: 'SN-9' },
+    });
     const bad = await sandbox.runIdentifier({ isolationKey: 'env-a', source: 'function handle() { return { deviceTypeHashId: "dt1" }; }', args });
     expect(bad).toMatchObject({ ok: false, error: { kind: 'invalid-result', message: /deviceIdentifier/ } });
   });
@@ -269,7 +303,11 @@ describe('failure isolation', () => {
     expect(run).toMatchObject({ ok: false, error: { kind: 'error', message: 'RangeError: boom 42' }, logs: ['step 1'], calls: [{ name: 'offerFirmware' }] });
     const nonError = await sandbox.runEventHandler({ isolationKey: 'fail-throw', source: 'function handle() { throw { code: 7 }; }', args: reportLateArgs() });
     expect(nonError).toMatchObject({ ok: false, error: { kind: 'error', message: 'Error: Uncaught {"code":7}' } });
-    const topLevel = await sandbox.runEventHandler({ isolationKey: 'fail-throw', source: 'const x: number = 1;\nthrow new Error("at load");\nfunction handle() {}', args: reportLateArgs() });
+    const topLevel = await sandbox.runEventHandler({
+      isolationKey: 'fail-throw',
+      source: 'const x: number = 1;\nthrow new Error("at load");\nfunction handle() {}',
+      args: reportLateArgs(),
+    });
     expect(topLevel).toMatchObject({ ok: false, error: { kind: 'error', message: /at load/ } });
     await expectRecovery('fail-throw');
   });
@@ -316,7 +354,10 @@ describe('failure isolation', () => {
     // an endless microtask chain started by handle is covered by the same limit (each link dropped, so
     // the chain runs into the time limit rather than, on a fast host, the memory limit)
     const micro = 'function handle() { Promise.resolve().then(function f(): void { void Promise.resolve().then(f); }); return { statusCode: 200 }; }';
-    expect(await sandbox.runEventHandler({ isolationKey: 'fail-loop', source: micro, args: requestArgs() })).toMatchObject({ ok: false, error: { kind: 'timeout' } });
+    expect(await sandbox.runEventHandler({ isolationKey: 'fail-loop', source: micro, args: requestArgs() })).toMatchObject({
+      ok: false,
+      error: { kind: 'timeout' },
+    });
     await expectRecovery('fail-loop');
   });
 
@@ -327,10 +368,18 @@ describe('failure isolation', () => {
     await good('fail-mem');
     const run = await sandbox.runEventHandler({ isolationKey: 'fail-mem', source, args: reportLateArgs() });
     expect(run).toMatchObject({ ok: false, error: { kind: 'memory' } });
-    const big = await sandbox.runEventHandler({ isolationKey: 'fail-mem', source: 'function handle() { let s = "x"; while (true) s = s + s; }', args: reportLateArgs() });
+    const big = await sandbox.runEventHandler({
+      isolationKey: 'fail-mem',
+      source: 'function handle() { let s = "x"; while (true) s = s + s; }',
+      args: reportLateArgs(),
+    });
     expect(big.ok).toBe(false);
     if (!big.ok) expect(['memory', 'error']).toContain(big.error.kind); // V8: "Invalid string length" may come first
-    const buffers = await sandbox.runEventHandler({ isolationKey: 'fail-mem', source: 'function handle() { const a = []; while (true) a.push(new Uint8Array(1 << 24)); }', args: reportLateArgs() });
+    const buffers = await sandbox.runEventHandler({
+      isolationKey: 'fail-mem',
+      source: 'function handle() { const a = []; while (true) a.push(new Uint8Array(1 << 24)); }',
+      args: reportLateArgs(),
+    });
     expect(buffers.ok).toBe(false);
     expect(await good('fail-mem')).toMatchObject({ ok: true, result: { statusCode: 200 } });
     expect(await good('fail-mem-other')).toMatchObject({ ok: true, result: { statusCode: 200 } });
@@ -366,13 +415,18 @@ function handle(a: Arguments, exec: Exec) {
   if (typeof what === 'number') { const end = Date.now() + what; while (Date.now() < end) {} }
   return { statusCode: 200, body: n };
 }`;
-  const runAll = (box: Sandbox, key: string, whats: unknown[]) => Promise.all(whats.map((what) => box.runEventHandler({ isolationKey: key, source: SCRIPTED, args: requestArgs({ type: 'json', data: what }) })));
+  const runAll = (box: Sandbox, key: string, whats: unknown[]) =>
+    Promise.all(whats.map((what) => box.runEventHandler({ isolationKey: key, source: SCRIPTED, args: requestArgs({ type: 'json', data: what }) })));
   const bodyOf = (r: Awaited<ReturnType<Sandbox['runEventHandler']>>) => (r.ok ? (r.result!.body as { data: unknown }).data : r.error.kind);
 
   it('32 runs together take one or two isolate calls, each answered with its own result and logs', async () => {
     await runAll(sandbox, 'batch-calls', ['ok']); // prepares the context
     const before = sandbox.isolateCalls;
-    const runs = await runAll(sandbox, 'batch-calls', Array.from({ length: 32 }, () => 'ok'));
+    const runs = await runAll(
+      sandbox,
+      'batch-calls',
+      Array.from({ length: 32 }, () => 'ok'),
+    );
     expect(sandbox.isolateCalls - before).toBeLessThanOrEqual(2);
     expect(runs.map(bodyOf)).toEqual(Array.from({ length: 32 }, (_, i) => i + 2));
     runs.forEach((r, i) => expect(r.logs).toEqual([`run ${i + 2} ok`]));
@@ -415,7 +469,8 @@ function handle(a: Arguments, exec: Exec) {
 
 describe('isolation', () => {
   it("supplier A's globals are invisible to supplier B", async () => {
-    const setter = 'var shared = "from A";\nfunction handle() { (globalThis as any).leak = "A was here"; Object.prototype.polluted = 1; return { statusCode: 200 }; }';
+    const setter =
+      'var shared = "from A";\nfunction handle() { (globalThis as any).leak = "A was here"; Object.prototype.polluted = 1; return { statusCode: 200 }; }';
     const reader = `function handle() {
       return { statusCode: 200, body: { leak: typeof (globalThis as any).leak, shared: typeof (globalThis as any).shared, polluted: typeof ({} as any).polluted } };
     }`;

@@ -43,19 +43,29 @@ const header = fc.record({
 });
 
 /** A message that mostly follows RFC 7252's framing. */
-const validish: fc.Arbitrary<Buffer> = fc.record({
-  header,
-  token: fc.uint8Array({ minLength: 8, maxLength: 8 }),
-  options: fc.oneof({ weight: 12, arbitrary: fc.array(wireOption, { maxLength: 12 }) }, { weight: 1, arbitrary: fc.integer({ min: 100, max: 3000 }).map((n) => Array.from({ length: n }, (_, i): WireOption => [41 + 2 * i, new Uint8Array(0)])) }),
-  payload: fc.oneof(fc.constant(null), fc.uint8Array({ maxLength: 1200 })),
-  reserved: fc.oneof({ weight: 15, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
-}).map(({ header: h, token, options, payload, reserved }) => Buffer.concat([
-  Buffer.from([0x40 | (h.type << 4) | h.tkl, h.code, h.messageId >> 8, h.messageId & 0xff]),
-  Buffer.from(token.subarray(0, Math.min(h.tkl, 8))),
-  encodeOptions(options),
-  reserved ? Buffer.from([0xf1, 0]) : Buffer.alloc(0),
-  payload === null ? Buffer.alloc(0) : Buffer.concat([Buffer.from([0xff]), Buffer.from(payload)]),
-]));
+const validish: fc.Arbitrary<Buffer> = fc
+  .record({
+    header,
+    token: fc.uint8Array({ minLength: 8, maxLength: 8 }),
+    options: fc.oneof(
+      { weight: 12, arbitrary: fc.array(wireOption, { maxLength: 12 }) },
+      {
+        weight: 1,
+        arbitrary: fc.integer({ min: 100, max: 3000 }).map((n) => Array.from({ length: n }, (_, i): WireOption => [41 + 2 * i, new Uint8Array(0)])),
+      },
+    ),
+    payload: fc.oneof(fc.constant(null), fc.uint8Array({ maxLength: 1200 })),
+    reserved: fc.oneof({ weight: 15, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+  })
+  .map(({ header: h, token, options, payload, reserved }) =>
+    Buffer.concat([
+      Buffer.from([0x40 | (h.type << 4) | h.tkl, h.code, h.messageId >> 8, h.messageId & 0xff]),
+      Buffer.from(token.subarray(0, Math.min(h.tkl, 8))),
+      encodeOptions(options),
+      reserved ? Buffer.from([0xf1, 0]) : Buffer.alloc(0),
+      payload === null ? Buffer.alloc(0) : Buffer.concat([Buffer.from([0xff]), Buffer.from(payload)]),
+    ]),
+  );
 
 /** Valid-ish messages, the same cut at any point, and plain random bytes. */
 export const coapDatagram: fc.Arbitrary<Buffer> = fc.oneof(
@@ -77,55 +87,61 @@ export interface CoapFuzzOutcome {
  */
 export async function fuzzCoapPort(port: number, options: { seed: number; numRuns: number; sockets: number }): Promise<CoapFuzzOutcome> {
   const outcome: CoapFuzzOutcome = { datagrams: 0, answered: 0, amplified: [] };
-  const sockets = await Promise.all(Array.from({ length: options.sockets }, async () => {
-    const s = dgram.createSocket('udp4');
-    await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
-    return s;
-  }));
+  const sockets = await Promise.all(
+    Array.from({ length: options.sockets }, async () => {
+      const s = dgram.createSocket('udp4');
+      await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
+      return s;
+    }),
+  );
   let turn = 0;
   // pings sent more than once: a second Reset may still come, and is no answer to the next datagram
   const resent = new Set<number>();
   try {
-    await fc.assert(fc.asyncProperty(coapDatagram, async (datagram) => {
-      const socket = sockets[turn++ % sockets.length];
-      const pingId = datagram.length >= 4 ? (datagram.readUInt16BE(2) + 1) & 0xffff : 0;
-      const answers = await new Promise<Buffer[]>((resolve, reject) => {
-        const got: Buffer[] = [];
-        const ping = Buffer.from([0x40, 0, pingId >> 8, pingId & 0xff]);
-        // sent again every second: loopback UDP rarely drops, but a lost ping must not fail the run
-        const again = setInterval(() => {
-          resent.add(pingId);
-          socket.send(ping, port, '127.0.0.1');
-        }, 1000);
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`no Reset to the ping after ${datagram.toString('hex').slice(0, 200)}`));
-        }, 10_000);
-        const done = () => {
-          clearInterval(again);
-          clearTimeout(timer);
-          socket.off('message', onMessage);
-        };
-        const onMessage = (m: Buffer) => {
-          const reset = m.length === 4 && m[0] === 0x70 && m[1] === 0;
-          if (reset && m.readUInt16BE(2) === pingId) {
+    await fc.assert(
+      fc.asyncProperty(coapDatagram, async (datagram) => {
+        const socket = sockets[turn++ % sockets.length];
+        const pingId = datagram.length >= 4 ? (datagram.readUInt16BE(2) + 1) & 0xffff : 0;
+        const answers = await new Promise<Buffer[]>((resolve, reject) => {
+          const got: Buffer[] = [];
+          const ping = Buffer.from([0x40, 0, pingId >> 8, pingId & 0xff]);
+          // sent again every second: loopback UDP rarely drops, but a lost ping must not fail the run
+          const again = setInterval(() => {
+            resent.add(pingId);
+            socket.send(ping, port, '127.0.0.1');
+          }, 1000);
+          const timer = setTimeout(() => {
             done();
-            resolve(got);
-          } else if (!(reset && resent.has(m.readUInt16BE(2)))) {
-            got.push(m);
-          }
-        };
-        socket.on('message', onMessage);
-        socket.send(datagram, port, '127.0.0.1');
-        socket.send(ping, port, '127.0.0.1');
-      });
-      outcome.datagrams++;
-      if (answers.length > 0) outcome.answered++;
-      for (const a of answers) {
-        if (a.length > datagram.length && outcome.amplified.length < 20) outcome.amplified.push({ trigger: datagram.toString('hex').slice(0, 400), answer: a.toString('hex').slice(0, 400) });
-      }
-      return true;
-    }), { seed: options.seed, numRuns: options.numRuns, endOnFailure: true });
+            reject(new Error(`no Reset to the ping after ${datagram.toString('hex').slice(0, 200)}`));
+          }, 10_000);
+          const done = () => {
+            clearInterval(again);
+            clearTimeout(timer);
+            socket.off('message', onMessage);
+          };
+          const onMessage = (m: Buffer) => {
+            const reset = m.length === 4 && m[0] === 0x70 && m[1] === 0;
+            if (reset && m.readUInt16BE(2) === pingId) {
+              done();
+              resolve(got);
+            } else if (!(reset && resent.has(m.readUInt16BE(2)))) {
+              got.push(m);
+            }
+          };
+          socket.on('message', onMessage);
+          socket.send(datagram, port, '127.0.0.1');
+          socket.send(ping, port, '127.0.0.1');
+        });
+        outcome.datagrams++;
+        if (answers.length > 0) outcome.answered++;
+        for (const a of answers) {
+          if (a.length > datagram.length && outcome.amplified.length < 20)
+            outcome.amplified.push({ trigger: datagram.toString('hex').slice(0, 400), answer: a.toString('hex').slice(0, 400) });
+        }
+        return true;
+      }),
+      { seed: options.seed, numRuns: options.numRuns, endOnFailure: true },
+    );
   } finally {
     for (const s of sockets) s.close();
   }

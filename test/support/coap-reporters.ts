@@ -12,7 +12,11 @@ import { randomBytes } from 'node:crypto';
 import { generate, parse } from 'coap-packet';
 import { CidClient } from './cid-client/client.ts';
 
-export interface ReporterDevice { identity: string; key: Buffer; hashId: string }
+export interface ReporterDevice {
+  identity: string;
+  key: Buffer;
+  hashId: string;
+}
 
 export interface PacingOptions {
   /** the balancer's UDP port */
@@ -42,7 +46,11 @@ const MAX_RETRANSMIT = 4;
 
 let nextNumber = 1;
 
-interface Exchange { mid: number; acked: boolean; done: (answer: { code: string; maxAge: number } | null) => void }
+interface Exchange {
+  mid: number;
+  acked: boolean;
+  done: (answer: { code: string; maxAge: number } | null) => void;
+}
 
 export class CoapReporter {
   client: CidClient;
@@ -110,10 +118,16 @@ export class CoapReporter {
   #exchange(payload: Buffer, ackTimeoutMs: number, r: ReportRecord): Promise<{ code: string; maxAge: number } | null> {
     const token = randomBytes(4);
     const key = token.toString('hex');
-    const mid = this.#messageId = (this.#messageId + 1) & 0xffff;
+    const mid = (this.#messageId = (this.#messageId + 1) & 0xffff);
     const datagram = generate({
-      confirmable: true, code: 'POST', messageId: mid, token,
-      options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: Buffer.from([50]) }],
+      confirmable: true,
+      code: 'POST',
+      messageId: mid,
+      token,
+      options: [
+        { name: 'Uri-Path', value: Buffer.from('report') },
+        { name: 'Content-Format', value: Buffer.from([50]) },
+      ],
       payload,
     });
     return new Promise((resolve) => {
@@ -121,7 +135,8 @@ export class CoapReporter {
       let sent = 0;
       let timeout = ackTimeoutMs * (1 + Math.random() * (ACK_RANDOM_FACTOR - 1));
       const e: Exchange = {
-        mid, acked: false,
+        mid,
+        acked: false,
         done: (answer) => {
           clearTimeout(timer);
           this.#waiting.delete(key);
@@ -192,16 +207,20 @@ export async function connectReporters(port: number, devices: ReporterDevice[], 
 /** Every reporter sends a report each `periodMs` (from a random phase) until `stop` resolves; every report is recorded. */
 export async function reportSteadily(reporters: CoapReporter[], o: PacingOptions, stop: Promise<void>): Promise<ReportRecord[]> {
   let stopped = false;
-  void stop.then(() => { stopped = true; });
+  void stop.then(() => {
+    stopped = true;
+  });
   const records: ReportRecord[] = [];
-  await Promise.all(reporters.map(async (reporter) => {
-    await new Promise((res) => setTimeout(res, Math.random() * o.periodMs));
-    while (!stopped) {
-      const started = Date.now();
-      records.push(await reporter.report(o.ackTimeoutMs));
-      await new Promise((res) => setTimeout(res, Math.max(0, started + o.periodMs - Date.now())));
-    }
-  }));
+  await Promise.all(
+    reporters.map(async (reporter) => {
+      await new Promise((res) => setTimeout(res, Math.random() * o.periodMs));
+      while (!stopped) {
+        const started = Date.now();
+        records.push(await reporter.report(o.ackTimeoutMs));
+        await new Promise((res) => setTimeout(res, Math.max(0, started + o.periodMs - Date.now())));
+      }
+    }),
+  );
   return records;
 }
 

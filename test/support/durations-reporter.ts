@@ -27,14 +27,20 @@ export default class DurationsReporter implements Reporter {
   }
 
   onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
-    const files: FileDuration[] = modules.map((m) => {
-      const d = m.diagnostic();
-      const totalMs = d.environmentSetupDuration + d.prepareDuration + d.collectDuration + d.setupDuration + d.duration;
-      return {
-        file: path.relative(process.cwd(), m.moduleId), project: m.project.name, state: m.state(),
-        totalMs: Math.round(totalMs), testsMs: Math.round(d.duration), importMs: Math.round(d.collectDuration),
-      };
-    }).sort((a, b) => b.totalMs - a.totalMs);
+    const files: FileDuration[] = modules
+      .map((m) => {
+        const d = m.diagnostic();
+        const totalMs = d.environmentSetupDuration + d.prepareDuration + d.collectDuration + d.setupDuration + d.duration;
+        return {
+          file: path.relative(process.cwd(), m.moduleId),
+          project: m.project.name,
+          state: m.state(),
+          totalMs: Math.round(totalMs),
+          testsMs: Math.round(d.duration),
+          importMs: Math.round(d.collectDuration),
+        };
+      })
+      .sort((a, b) => b.totalMs - a.totalMs);
     mkdirSync(path.dirname(this.#file), { recursive: true });
     writeFileSync(this.#file, `${JSON.stringify({ writtenAt: new Date().toISOString(), files }, null, 1)}\n`);
   }

@@ -40,8 +40,29 @@ export interface FuzzOutcome {
 }
 
 const LONG = 'x'.repeat(2000);
-const HOSTILE_STRINGS = ['a\u0000b', '\u0000', 'x\ud800', '\udc00', '\ud800\ud800', '', ' ', LONG, '%00', '__proto__', 'constructor', 'toString',
-  '0000-01-01T00:00:00Z', '99999-01-01T00:00:00Z', '1e30', '-1', "'; DROP TABLE device; --", '${1}', '(a+)+$', '[', '\\'];
+const HOSTILE_STRINGS = [
+  'a\u0000b',
+  '\u0000',
+  'x\ud800',
+  '\udc00',
+  '\ud800\ud800',
+  '',
+  ' ',
+  LONG,
+  '%00',
+  '__proto__',
+  'constructor',
+  'toString',
+  '0000-01-01T00:00:00Z',
+  '99999-01-01T00:00:00Z',
+  '1e30',
+  '-1',
+  "'; DROP TABLE device; --",
+  '${1}',
+  '(a+)+$',
+  '[',
+  '\\',
+];
 const HOSTILE_NUMBERS = [1.5, -1, 0, 1e30, -1e30, 1e308, -1e308, 2 ** 53 + 2, -(2 ** 63), 2 ** 31, 0.1];
 
 /**
@@ -67,16 +88,18 @@ const deep = (depth: number, asObject: boolean) => new Deep(depth, asObject);
 /** JSON text of a generated value, Deep markers written out in full. */
 function toJson(value: unknown): string {
   const parts: string[] = [];
-  const text = JSON.stringify(value, (_key, v: unknown) => {
-    if (!(v instanceof Deep)) return v;
-    parts.push(v.json());
-    return `\u0001deep${parts.length - 1}\u0001`;
-  }) ?? 'null';
+  const text =
+    JSON.stringify(value, (_key, v: unknown) => {
+      if (!(v instanceof Deep)) return v;
+      parts.push(v.json());
+      return `\u0001deep${parts.length - 1}\u0001`;
+    }) ?? 'null';
   return text.replace(/"\\u0001deep(\d+)\\u0001"/g, (_m, i: string) => parts[Number(i)]);
 }
 
 /** A query object with Deep markers replaced by what a query string can nest (qs parses 10 levels). */
-const shallow = (value: unknown): unknown => JSON.parse(JSON.stringify(value, (_key, v: unknown) => (v instanceof Deep ? JSON.parse(new Deep(Math.min(v.depth, 15), v.asObject).json()) : v)) ?? 'null');
+const shallow = (value: unknown): unknown =>
+  JSON.parse(JSON.stringify(value, (_key, v: unknown) => (v instanceof Deep ? JSON.parse(new Deep(Math.min(v.depth, 15), v.asObject).json()) : v)) ?? 'null');
 
 const protoKeyed = (inner: unknown) => JSON.parse(`{"__proto__": ${JSON.stringify(inner)}, "constructor": {"prototype": {"x": 1}}}`) as unknown;
 
@@ -144,7 +167,11 @@ function validFor(schema: Schema, pool: string[]): fc.Arbitrary<unknown> {
       const known = fc.record(members, { requiredKeys: Object.keys(properties).filter((k) => required.has(k)) });
       if (schema.additionalProperties === false) return known;
       // a record of free members (device fields, translations)
-      const extra = fc.dictionary(fc.string({ maxLength: 8 }), schema.additionalProperties && typeof schema.additionalProperties === 'object' ? sub(schema.additionalProperties) : anyJson, { maxKeys: 3 });
+      const extra = fc.dictionary(
+        fc.string({ maxLength: 8 }),
+        schema.additionalProperties && typeof schema.additionalProperties === 'object' ? sub(schema.additionalProperties) : anyJson,
+        { maxKeys: 3 },
+      );
       return fc.tuple(known, extra).map(([k, e]) => ({ ...(e as object), ...(k as object) }));
     }
     case 'array': {
@@ -153,7 +180,8 @@ function validFor(schema: Schema, pool: string[]): fc.Arbitrary<unknown> {
       return fc.array(sub(schema.items ?? {}), { minLength, maxLength });
     }
     case 'string': {
-      if (schema.format === 'date-time') return fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString());
+      if (schema.format === 'date-time')
+        return fc.date({ min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString());
       if (typeof schema.pattern === 'string' && /\[a-zA-Z0-9\]/.test(schema.pattern)) {
         return pool.length > 0 ? fc.oneof(fc.constantFrom(...pool), fc.stringMatching(/^[a-z0-9]{10}$/)) : fc.stringMatching(/^[a-z0-9]{10}$/);
       }
@@ -167,34 +195,54 @@ function validFor(schema: Schema, pool: string[]): fc.Arbitrary<unknown> {
       const max = Math.min(Number(schema.maximum ?? 1e6), 1e9);
       return fc.integer({ min: Math.ceil(min), max: Math.floor(max) });
     }
-    case 'number': return fc.double({ min: Number(schema.minimum ?? -1e9), max: Number(schema.maximum ?? 1e9), noNaN: true, noDefaultInfinity: true });
-    case 'boolean': return fc.boolean();
-    case 'null': return fc.constant(null);
-    default: return anyJson;
+    case 'number':
+      return fc.double({ min: Number(schema.minimum ?? -1e9), max: Number(schema.maximum ?? 1e9), noNaN: true, noDefaultInfinity: true });
+    case 'boolean':
+      return fc.boolean();
+    case 'null':
+      return fc.constant(null);
+    default:
+      return anyJson;
   }
 }
 
 /** An arbitrary request to one of `routes`; hashId-like parameters come from `pool` (objects that exist) or are random. */
 export function requestArbitrary(routes: FuzzRoute[], pool: string[]): fc.Arbitrary<FuzzRequest> {
   return fc.constantFrom(...routes).chain((route) => {
-    const params = fc.record(Object.fromEntries(route.params.map((p) => [p, fc.oneof(
-      { weight: 4, arbitrary: pool.length > 0 ? fc.constantFrom(...pool) : fc.constant('nosuchobject') },
-      { weight: 1, arbitrary: fc.oneof(fc.constantFrom('a\u0000b', '__proto__', 'constructor', LONG, '..', '%', '0'), fc.string({ maxLength: 12 })) },
-    )])));
-    const query = route.querystring ? fc.option(valueFor(route.querystring, pool), { freq: 6 }) : fc.constant(null);
-    const body = route.body === undefined ? fc.constant(null) : fc.oneof(
-      { weight: 12, arbitrary: valueFor(route.body, pool).map((json) => ({ json })) },
-      { weight: 1, arbitrary: fc.constantFrom(20_000, 5_000).map((d) => ({ raw: `{"a":${'['.repeat(d)}${']'.repeat(d)}}` })) },
-      { weight: 1, arbitrary: fc.constantFrom('{', '{"a":"\\ud800"}', '{"a":"\\u0000"}', '{"__proto__":{"x":1}}', '1e999', 'null', '[]', '"x"').map((raw) => ({ raw })) },
+    const params = fc.record(
+      Object.fromEntries(
+        route.params.map((p) => [
+          p,
+          fc.oneof(
+            { weight: 4, arbitrary: pool.length > 0 ? fc.constantFrom(...pool) : fc.constant('nosuchobject') },
+            { weight: 1, arbitrary: fc.oneof(fc.constantFrom('a\u0000b', '__proto__', 'constructor', LONG, '..', '%', '0'), fc.string({ maxLength: 12 })) },
+          ),
+        ]),
+      ),
     );
+    const query = route.querystring ? fc.option(valueFor(route.querystring, pool), { freq: 6 }) : fc.constant(null);
+    const body =
+      route.body === undefined
+        ? fc.constant(null)
+        : fc.oneof(
+            { weight: 12, arbitrary: valueFor(route.body, pool).map((json) => ({ json })) },
+            { weight: 1, arbitrary: fc.constantFrom(20_000, 5_000).map((d) => ({ raw: `{"a":${'['.repeat(d)}${']'.repeat(d)}}` })) },
+            {
+              weight: 1,
+              arbitrary: fc
+                .constantFrom('{', '{"a":"\\ud800"}', '{"a":"\\u0000"}', '{"__proto__":{"x":1}}', '1e999', 'null', '[]', '"x"')
+                .map((raw) => ({ raw })),
+            },
+          );
     return fc.record({ route: fc.constant(route), params, query, body }) as fc.Arbitrary<FuzzRequest>;
   });
 }
 
 /** qs as axios sends it; text that is not well-formed Unicode cannot be percent-encoded, so it goes repaired. */
-const encodeQuery = (query: unknown) => qs.stringify(query, {
-  encoder: (s: unknown, defaultEncoder: (v: unknown) => string) => defaultEncoder(typeof s === 'string' ? s.toWellFormed() : s),
-});
+const encodeQuery = (query: unknown) =>
+  qs.stringify(query, {
+    encoder: (s: unknown, defaultEncoder: (v: unknown) => string) => defaultEncoder(typeof s === 'string' ? s.toWellFormed() : s),
+  });
 
 function injectOptions(request: FuzzRequest, headers: Record<string, string>): InjectOptions {
   const path = request.route.url.replace(/:(\w+)/g, (_m, name: string) => encodeURIComponent((request.params[name] ?? 'x').toWellFormed()));
@@ -226,17 +274,35 @@ export async function provisionConnectivity(send: Send): Promise<string[]> {
   const field = (key: string, type: string, more: Record<string, unknown> = {}) => ({ key, name: key, type, ...more });
   const quantity = hashIdOf(await send('POST', '/quantity/', { name: 'Temperature', unit: 'K', defaultOrderOfMagnitude: 0 }));
   const commandType = hashIdOf(await send('POST', '/command-type/', { name: 'Cycle', fieldConfigurations: [field('interval', 'integer')] }));
-  const deviceType = hashIdOf(await send('POST', '/device-type/', {
-    name: 'Fuzzed', eventHandler: HANDLER, fieldConfigurations: [field('serial', 'string', { regex: '^[a-z]+$' }), field('doc', 'json')],
-    pinGroupFieldConfigurations: [], channels: [{ name: 'wire', pinFieldConfigurations: [] }], commandTypeHashIds: commandType ? [commandType] : [],
-  }));
-  const device = deviceType ? hashIdOf(await send('POST', '/device/psk', {
-    supplierDeviceIdentifier: 'fuzz-1', deviceTypeHashId: deviceType, psk: '00112233445566778899aabbccddeeff', pskIdentity: `fuzz-${Date.now()}-${Math.random()}`,
-  })) : undefined;
-  const reportType = hashIdOf(await send('POST', '/supplier-report-type/', { name: 'Report', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: PARSER }));
+  const deviceType = hashIdOf(
+    await send('POST', '/device-type/', {
+      name: 'Fuzzed',
+      eventHandler: HANDLER,
+      fieldConfigurations: [field('serial', 'string', { regex: '^[a-z]+$' }), field('doc', 'json')],
+      pinGroupFieldConfigurations: [],
+      channels: [{ name: 'wire', pinFieldConfigurations: [] }],
+      commandTypeHashIds: commandType ? [commandType] : [],
+    }),
+  );
+  const device = deviceType
+    ? hashIdOf(
+        await send('POST', '/device/psk', {
+          supplierDeviceIdentifier: 'fuzz-1',
+          deviceTypeHashId: deviceType,
+          psk: '00112233445566778899aabbccddeeff',
+          pskIdentity: `fuzz-${Date.now()}-${Math.random()}`,
+        }),
+      )
+    : undefined;
+  const reportType = hashIdOf(
+    await send('POST', '/supplier-report-type/', { name: 'Report', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: PARSER }),
+  );
   const webhook = hashIdOf(await send('POST', '/supplier-webhook/', { name: 'Hook', identifier: IDENTIFIER }));
   const counterKey = hashIdOf(await send('POST', '/device-connectivity-counter-key/', { name: 'Messages' }));
-  const command = device && commandType ? hashIdOf(await send('POST', '/command/', { commandTypeHashId: commandType, deviceHashId: device, fields: { interval: 5 } })) : undefined;
+  const command =
+    device && commandType
+      ? hashIdOf(await send('POST', '/command/', { commandTypeHashId: commandType, deviceHashId: device, fields: { interval: 5 } }))
+      : undefined;
   return [quantity, commandType, deviceType, device, reportType, webhook, counterKey, command].filter((h): h is string => typeof h === 'string');
 }
 
@@ -262,14 +328,25 @@ export async function startFuzzApi(ctx: AppContext): Promise<FuzzApi> {
       if (method === 'HEAD') continue;
       // deleting the fuzzed environment (or supplier) itself would leave every later request a 401: those two are tested on their own
       if (method === 'DELETE' && SELF_DELETES.has(route.url)) continue;
-      routes.push({ method, url: route.url, params: [...route.url.matchAll(/:(\w+)/g)].map((m) => m[1]), body: schema.body ?? (method === 'POST' || method === 'PUT' ? {} : undefined), querystring: schema.querystring });
+      routes.push({
+        method,
+        url: route.url,
+        params: [...route.url.matchAll(/:(\w+)/g)].map((m) => m[1]),
+        body: schema.body ?? (method === 'POST' || method === 'PUT' ? {} : undefined),
+        querystring: schema.querystring,
+      });
     }
   });
   await registerRoutes(app, ctx);
   await app.ready();
   const env = await createEnvironment(ctx.db, 'connectivity', 'fuzz');
   const account = await createMachineAccount(ctx.db, env.hashId, ['ENVIRONMENT_ADMIN']);
-  const login = await app.inject({ method: 'POST', url: '/authentication/machine-login', headers: { 'api-version': '5' }, payload: { assertion: account.assertion } });
+  const login = await app.inject({
+    method: 'POST',
+    url: '/authentication/machine-login',
+    headers: { 'api-version': '5' },
+    payload: { assertion: account.assertion },
+  });
   const headers = { 'api-version': '5', 'environment-hash-id': env.hashId, authorization: `Bearer ${(login.json() as { jwt: string }).jwt}` };
   const pool = await provisionConnectivity(async (method, url, body) => {
     const res = await app.inject({ method: method as 'POST', url, headers, ...(body === undefined ? {} : { payload: body as object }) });
@@ -282,30 +359,45 @@ export async function startFuzzApi(ctx: AppContext): Promise<FuzzApi> {
 /** Runs `numRuns` generated requests with `seed`; never throws for a 5xx, it reports it. */
 export async function fuzz(api: FuzzApi, options: { seed: number; numRuns: number; onRequest?: (status: number) => void }): Promise<FuzzOutcome> {
   const outcome: FuzzOutcome = { requests: 0, byStatus: {}, failures: [], routes: api.routes.length };
-  await fc.assert(fc.asyncProperty(requestArbitrary(api.routes, api.pool), async (request) => {
-    const options = injectOptions(request, api.headers);
-    let res: Awaited<ReturnType<FastifyInstance['inject']>>;
-    try {
-      res = await api.app.inject(options);
-    } catch (err) {
-      outcome.failures.push({ method: String(options.method), url: String(options.url).slice(0, 300), status: 0, body: (err as Error).message, payload: String(options.payload ?? '').slice(0, 300) });
-      return true;
-    }
-    outcome.requests++;
-    outcome.byStatus[res.statusCode] = (outcome.byStatus[res.statusCode] ?? 0) + 1;
-    let keyed = res.statusCode < 400;
-    if (!keyed) {
+  await fc.assert(
+    fc.asyncProperty(requestArbitrary(api.routes, api.pool), async (request) => {
+      const options = injectOptions(request, api.headers);
+      let res: Awaited<ReturnType<FastifyInstance['inject']>>;
       try {
-        keyed = typeof (res.json() as { key?: unknown }).key === 'string';
-      } catch {
-        keyed = false;
+        res = await api.app.inject(options);
+      } catch (err) {
+        outcome.failures.push({
+          method: String(options.method),
+          url: String(options.url).slice(0, 300),
+          status: 0,
+          body: (err as Error).message,
+          payload: String(options.payload ?? '').slice(0, 300),
+        });
+        return true;
       }
-    }
-    const ok = res.statusCode < 500 && keyed;
-    if (!ok && outcome.failures.length < 20) {
-      outcome.failures.push({ method: String(options.method), url: String(options.url).slice(0, 300), status: res.statusCode, body: res.body.slice(0, 300), payload: String(options.payload ?? '').slice(0, 300) });
-    }
-    return true;
-  }), { seed: options.seed, numRuns: options.numRuns, endOnFailure: true });
+      outcome.requests++;
+      outcome.byStatus[res.statusCode] = (outcome.byStatus[res.statusCode] ?? 0) + 1;
+      let keyed = res.statusCode < 400;
+      if (!keyed) {
+        try {
+          keyed = typeof (res.json() as { key?: unknown }).key === 'string';
+        } catch {
+          keyed = false;
+        }
+      }
+      const ok = res.statusCode < 500 && keyed;
+      if (!ok && outcome.failures.length < 20) {
+        outcome.failures.push({
+          method: String(options.method),
+          url: String(options.url).slice(0, 300),
+          status: res.statusCode,
+          body: res.body.slice(0, 300),
+          payload: String(options.payload ?? '').slice(0, 300),
+        });
+      }
+      return true;
+    }),
+    { seed: options.seed, numRuns: options.numRuns, endOnFailure: true },
+  );
   return outcome;
 }

@@ -33,6 +33,9 @@ export async function settledJobCount(ctx: AppContext, deviceHashId: string): Pr
     await new Promise((r) => setTimeout(r, 20));
     counts = await count();
   }
-  const activities = await ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1', [deviceHashId]);
+  const activities = await ctx.db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM supplier_activity a JOIN device d ON d.id = a.device_id WHERE d.hash_id = $1',
+    [deviceHashId],
+  );
   return Object.values(counts).reduce((a, b) => a + b, 0) + activities.rows[0].n;
 }

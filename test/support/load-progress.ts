@@ -10,6 +10,11 @@ export function liveOutcome(): LoadOutcome {
 /** Resolves once the load has had `n` more answers of `status` than it had when called (60 s at most). */
 export async function moreAnswered(outcome: LoadOutcome, status: number | null, n = 1, timeout = 60_000): Promise<void> {
   const from = outcome.byStatus.get(status) ?? 0;
-  await expect.poll(() => outcome.byStatus.get(status) ?? 0, { timeout, interval: 50, message: `${n} more answers ${status} (answers: ${JSON.stringify([...outcome.byStatus])})` })
+  await expect
+    .poll(() => outcome.byStatus.get(status) ?? 0, {
+      timeout,
+      interval: 50,
+      message: `${n} more answers ${status} (answers: ${JSON.stringify([...outcome.byStatus])})`,
+    })
     .toBeGreaterThanOrEqual(from + n);
 }

@@ -1,6 +1,10 @@
 import { spawn } from 'node:child_process';
 
-export interface RawHttpResponse { status: number; headers: Record<string, string>; body: string }
+export interface RawHttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
 
 /** Parses the first HTTP/1.1 response out of raw bytes (Content-Length framed). */
 export function parseHttpResponse(raw: string): RawHttpResponse {
@@ -24,16 +28,36 @@ export function httpRequestText(method: string, path: string, body: string | nul
 }
 
 /** Runs `openssl s_client` with a PSK over TLS 1.2, writes `input`, returns what came back. */
-export function opensslPsk(opts: { port: number; identity: string; keyHex: string; cipher?: string; input: string; timeoutMs?: number }): Promise<{ stdout: string; stderr: string; code: number | null }> {
+export function opensslPsk(opts: {
+  port: number;
+  identity: string;
+  keyHex: string;
+  cipher?: string;
+  input: string;
+  timeoutMs?: number;
+}): Promise<{ stdout: string; stderr: string; code: number | null }> {
   return new Promise((resolve) => {
     const child = spawn('openssl', [
-      's_client', '-connect', `127.0.0.1:${opts.port}`, '-tls1_2', '-quiet',
-      '-psk', opts.keyHex, '-psk_identity', opts.identity, '-cipher', opts.cipher ?? 'PSK-AES128-GCM-SHA256',
+      's_client',
+      '-connect',
+      `127.0.0.1:${opts.port}`,
+      '-tls1_2',
+      '-quiet',
+      '-psk',
+      opts.keyHex,
+      '-psk_identity',
+      opts.identity,
+      '-cipher',
+      opts.cipher ?? 'PSK-AES128-GCM-SHA256',
     ]);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString('latin1'); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString('latin1');
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 15_000);
     child.on('close', (code) => {
       clearTimeout(timer);

@@ -37,7 +37,18 @@ export async function startStandby(primary: PrivatePostgres): Promise<PgStandby>
   const port = await freePort();
   const run = pgTool(dir);
   run('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync']);
-  run('pg_ctl', ['-D', data, '-w', '-t', '60', '-l', path.join(dir, 'log'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c hot_standby=on -c max_connections=100`, 'start']);
+  run('pg_ctl', [
+    '-D',
+    data,
+    '-w',
+    '-t',
+    '60',
+    '-l',
+    path.join(dir, 'log'),
+    '-o',
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c hot_standby=on -c max_connections=100`,
+    'start',
+  ]);
   const url = new URL(primary.url);
   url.port = String(port);
   const standbyUrl = url.toString();
@@ -45,12 +56,24 @@ export async function startStandby(primary: PrivatePostgres): Promise<PgStandby>
     url: standbyUrl,
     async caughtUp() {
       const { lsn } = await one<{ lsn: string }>(primary.url, 'SELECT pg_current_wal_lsn()::text AS lsn');
-      await until(() => one<{ done: boolean }>(standbyUrl, 'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS done', [lsn]), (r) => r.done, 'the standby to replay the primary\'s writes');
+      await until(
+        () => one<{ done: boolean }>(standbyUrl, 'SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS done', [lsn]),
+        (r) => r.done,
+        "the standby to replay the primary's writes",
+      );
     },
-    async pauseReplay() { await one(standbyUrl, 'SELECT pg_wal_replay_pause()'); },
-    async resumeReplay() { await one(standbyUrl, 'SELECT pg_wal_replay_resume()'); },
+    async pauseReplay() {
+      await one(standbyUrl, 'SELECT pg_wal_replay_pause()');
+    },
+    async resumeReplay() {
+      await one(standbyUrl, 'SELECT pg_wal_replay_resume()');
+    },
     destroy() {
-      try { run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']); } catch { /* stopped already */ }
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
+      } catch {
+        /* stopped already */
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };

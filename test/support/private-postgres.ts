@@ -31,7 +31,10 @@ export function pgTool(dir: string): (tool: string, args: string[]) => void {
   const bin = binDir();
   const asRoot = process.getuid?.() === 0;
   if (asRoot) {
-    const { uid, gid } = { uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })) };
+    const { uid, gid } = {
+      uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })),
+      gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })),
+    };
     chownSync(dir, uid, gid);
   }
   return (tool, args) => {
@@ -45,10 +48,13 @@ export function pgTool(dir: string): (tool: string, args: string[]) => void {
 export function pgToolAsync(): (tool: string, args: string[]) => Promise<void> {
   const bin = binDir();
   const asRoot = process.getuid?.() === 0;
-  return (tool, args) => new Promise((resolve, reject) => {
-    const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]] : [path.join(bin, tool), args];
-    execFile(cmd, argv, { encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${tool} failed: ${stderr || stdout || err.message}`)) : resolve()));
-  });
+  return (tool, args) =>
+    new Promise((resolve, reject) => {
+      const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]] : [path.join(bin, tool), args];
+      execFile(cmd, argv, { encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) =>
+        err ? reject(new Error(`${tool} failed: ${stderr || stdout || err.message}`)) : resolve(),
+      );
+    });
 }
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
@@ -57,7 +63,19 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const port = await freePort();
   const run = pgTool(dir);
   run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-  const start = () => run('pg_ctl', ['-D', data, '-w', '-t', '60', '-l', path.join(dir, 'log'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100 -c wal_level=replica -c max_wal_senders=5`, 'start']);
+  const start = () =>
+    run('pg_ctl', [
+      '-D',
+      data,
+      '-w',
+      '-t',
+      '60',
+      '-l',
+      path.join(dir, 'log'),
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100 -c wal_level=replica -c max_wal_senders=5`,
+      'start',
+    ]);
   start();
   run('createdb', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', 'gridgate']);
   return {
@@ -67,7 +85,11 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     killAsync: () => pgToolAsync()('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']),
     start,
     destroy: () => {
-      try { run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']); } catch { /* stopped already */ }
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
+      } catch {
+        /* stopped already */
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };

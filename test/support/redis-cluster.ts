@@ -42,10 +42,13 @@ async function ask<T>(port: number, run: (r: Redis) => Promise<T>): Promise<T> {
 /** One line of CLUSTER NODES per node: `<id> <ip:port@bus> <flags> <master id or -> ... <slots>`. */
 async function clusterNodes(port: number): Promise<{ id: string; port: number; flags: string[]; masterId: string; slots: boolean }[]> {
   const text = await ask(port, (r) => r.call('CLUSTER', 'NODES') as Promise<string>);
-  return text.trim().split('\n').map((line) => {
-    const f = line.split(' ');
-    return { id: f[0], port: Number(f[1].split('@')[0].split(':').at(-1)), flags: f[2].split(','), masterId: f[3], slots: f.length > 8 };
-  });
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const f = line.split(' ');
+      return { id: f[0], port: Number(f[1].split('@')[0].split(':').at(-1)), flags: f[2].split(','), masterId: f[3], slots: f.length > 8 };
+    });
 }
 
 /**
@@ -73,11 +76,32 @@ export async function startRedisCluster(opts: { masters?: number; replicasPerMas
     const busPort = await distinctPort();
     const nodeDir = path.join(dir, String(port));
     spawnSync('mkdir', ['-p', nodeDir]);
-    const child = spawn('redis-server', [
-      '--port', String(port), '--cluster-port', String(busPort), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
-      '--cluster-config-file', path.join(nodeDir, 'nodes.conf'), '--cluster-node-timeout', '1000', '--dir', nodeDir,
-      '--appendonly', 'no', '--save', '', '--daemonize', 'no',
-    ], { stdio: 'ignore' });
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--cluster-port',
+        String(busPort),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        path.join(nodeDir, 'nodes.conf'),
+        '--cluster-node-timeout',
+        '1000',
+        '--dir',
+        nodeDir,
+        '--appendonly',
+        'no',
+        '--save',
+        '',
+        '--daemonize',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    );
     nodes.push({ port, process: child });
   }
   try {
@@ -123,7 +147,9 @@ export async function startRedisCluster(opts: { masters?: number; replicasPerMas
     },
     async stop() {
       for (const n of alive()) n.process.kill('SIGKILL');
-      await Promise.all(nodes.map((n) => (n.process.exitCode === null && n.process.signalCode === null ? new Promise((r) => n.process.once('exit', r)) : null)));
+      await Promise.all(
+        nodes.map((n) => (n.process.exitCode === null && n.process.signalCode === null ? new Promise((r) => n.process.once('exit', r)) : null)),
+      );
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -133,11 +159,15 @@ export async function startRedisCluster(opts: { masters?: number; replicasPerMas
 /** Joins the started nodes with `redis-cli --cluster create` and waits until every node says ok, every replica attached. */
 async function join(nodes: ClusterNode[], masters: number, replicas: number): Promise<void> {
   const answering = async () => {
-    for (const n of nodes) if (await ask(n.port, (r) => r.ping()).catch(() => '') !== 'PONG') return false;
+    for (const n of nodes) if ((await ask(n.port, (r) => r.ping()).catch(() => '')) !== 'PONG') return false;
     return true;
   };
   await until(answering, (ok) => ok, 'the cluster nodes to answer', 10_000);
-  const created = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], { encoding: 'utf8', timeout: 60_000 });
+  const created = spawnSync(
+    'redis-cli',
+    ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
+    { encoding: 'utf8', timeout: 60_000 },
+  );
   if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
   const ready = async () => {
     for (const n of nodes) {

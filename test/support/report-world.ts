@@ -16,7 +16,11 @@ const HANDLER = `function handle(args: Arguments, exec: Exec): IncomingRequestRe
   return { statusCode: 200, body: { ok: true } };
 }`;
 
-export interface ReportingDevice { identity: string; key: Buffer; hashId: string }
+export interface ReportingDevice {
+  identity: string;
+  key: Buffer;
+  hashId: string;
+}
 
 /**
  * A quantity, a report type, a device type whose handler parses every request body as a report (after `busyMs` of
@@ -28,43 +32,77 @@ export async function reportingDevices(api: RestClient, n: number, busyMs = 0): 
     return r.body;
   };
   const quantity = ok(await api.request('POST', '/quantity/', { name: 'Sequence', unit: '1', defaultOrderOfMagnitude: 0 }), 'quantity');
-  const reportType = ok(await api.request('POST', '/supplier-report-type/', { name: 'Sequence', fieldConfigurations: { pinGroup: [], pin: [], measurement: [] }, parser: `const QUANTITY = "${quantity.hashId}";\n${PARSER}` }), 'report type');
-  const type = ok(await api.request('POST', '/device-type/', {
-    name: 'Sequencer', eventHandler: `const REPORT_TYPE = "${reportType.hashId}"; const BUSY_MS = ${busyMs};\n${HANDLER}`,
-    fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [{ name: 'Sequence', pinFieldConfigurations: [], defaultPinName: 'S', charts: [] }], commandTypeHashIds: [],
-  }), 'device type');
+  const reportType = ok(
+    await api.request('POST', '/supplier-report-type/', {
+      name: 'Sequence',
+      fieldConfigurations: { pinGroup: [], pin: [], measurement: [] },
+      parser: `const QUANTITY = "${quantity.hashId}";\n${PARSER}`,
+    }),
+    'report type',
+  );
+  const type = ok(
+    await api.request('POST', '/device-type/', {
+      name: 'Sequencer',
+      eventHandler: `const REPORT_TYPE = "${reportType.hashId}"; const BUSY_MS = ${busyMs};\n${HANDLER}`,
+      fieldConfigurations: [],
+      pinGroupFieldConfigurations: [],
+      channels: [{ name: 'Sequence', pinFieldConfigurations: [], defaultPinName: 'S', charts: [] }],
+      commandTypeHashIds: [],
+    }),
+    'device type',
+  );
   const devices: ReportingDevice[] = [];
   for (let i = 0; i < n; i++) {
     const identity = `seq-${randomBytes(6).toString('hex')}`;
     const key = randomBytes(16);
-    const device = ok(await api.request('POST', '/device/psk', { supplierDeviceIdentifier: identity, deviceTypeHashId: type.hashId, psk: key.toString('hex'), pskIdentity: identity }), 'device');
+    const device = ok(
+      await api.request('POST', '/device/psk', {
+        supplierDeviceIdentifier: identity,
+        deviceTypeHashId: type.hashId,
+        psk: key.toString('hex'),
+        pskIdentity: identity,
+      }),
+      'device',
+    );
     devices.push({ identity, key, hashId: device.hashId });
   }
   return devices;
 }
 
 /** What a load run sent: the payloads each answer status was given for (`null`: no answer, e.g. refused at the handshake). */
-export interface LoadOutcome { accepted: string[]; byStatus: Map<number | null, number> }
+export interface LoadOutcome {
+  accepted: string[];
+  byStatus: Map<number | null, number>;
+}
 
 /**
  * Each device reports over its own TLS-PSK connections, one request after the other, until `stop()` resolves;
  * a report counts as accepted when answered 200 or 202. `outcome`, when given, is filled as the answers come (a test
  * waits on it for what the load has seen so far) and is what resolves.
  */
-export async function reportUntil(port: number, devices: ReportingDevice[], stopped: Promise<void>, outcome: LoadOutcome = { accepted: [], byStatus: new Map() }): Promise<LoadOutcome> {
+export async function reportUntil(
+  port: number,
+  devices: ReportingDevice[],
+  stopped: Promise<void>,
+  outcome: LoadOutcome = { accepted: [], byStatus: new Map() },
+): Promise<LoadOutcome> {
   let done = false;
-  void stopped.then(() => { done = true; });
+  void stopped.then(() => {
+    done = true;
+  });
   const { accepted, byStatus } = outcome;
-  await Promise.all(devices.map(async (device, d) => {
-    for (let seq = 0; !done; seq++) {
-      const payload = JSON.stringify({ d, seq });
-      const answer = await pskHttpRequest({ port, identity: device.identity, key: device.key, path: '/report', body: payload });
-      const status = answer?.status ?? null;
-      byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
-      if (status === 200 || status === 202) accepted.push(payload);
-      else await new Promise((r) => setTimeout(r, 100));
-    }
-  }));
+  await Promise.all(
+    devices.map(async (device, d) => {
+      for (let seq = 0; !done; seq++) {
+        const payload = JSON.stringify({ d, seq });
+        const answer = await pskHttpRequest({ port, identity: device.identity, key: device.key, path: '/report', body: payload });
+        const status = answer?.status ?? null;
+        byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+        if (status === 200 || status === 202) accepted.push(payload);
+        else await new Promise((r) => setTimeout(r, 100));
+      }
+    }),
+  );
   return { accepted, byStatus };
 }
 
@@ -73,7 +111,9 @@ export async function storedPayloads(db: Queryable, environmentHashId: string, o
   let stored: string[] = [];
   for (let i = 0; i < ms / 100; i++) {
     const { rows } = await db.query<{ payload: string }>(
-      'SELECT r.payload FROM condition_report r JOIN environment e ON e.id = r.environment_id WHERE e.hash_id = $1', [environmentHashId]);
+      'SELECT r.payload FROM condition_report r JOIN environment e ON e.id = r.environment_id WHERE e.hash_id = $1',
+      [environmentHashId],
+    );
     stored = rows.map((r) => r.payload);
     const have = new Set(stored);
     if (outcome.accepted.every((p) => have.has(p))) break;

@@ -70,7 +70,9 @@ export async function rollUnderLoad(fleet: Fleet, devices: ReporterDevice[], o: 
     const t0 = Date.now();
     const event = (what: string) => events.push({ at: Date.now() - t0, what });
     let stop!: () => void;
-    const stopped = new Promise<void>((resolve) => { stop = resolve; });
+    const stopped = new Promise<void>((resolve) => {
+      stop = resolve;
+    });
     const load = reportSteadily(reporters, { port: fleet.ports.coaps, periodMs: o.periodMs, ackTimeoutMs: o.ackTimeoutMs }, stopped);
     await new Promise((r) => setTimeout(r, o.settleMs));
     const rollStart = Date.now();
@@ -98,7 +100,9 @@ export async function rollUnderLoad(fleet: Fleet, devices: ReporterDevice[], o: 
     const duringRoll = records.filter((r) => r.sentAt >= rollStart && r.sentAt <= rollEnd);
     const latencies = duringRoll.map((r) => r.answeredAt! - r.sentAt).sort((a, b) => a - b);
     return {
-      records, duringRoll, rollMs: rollEnd - rollStart,
+      records,
+      duringRoll,
+      rollMs: rollEnd - rollStart,
       clientHandshakes: reporters.reduce((a, r) => a + r.handshakes - 1, 0),
       unanswered: reporters.reduce((a, r) => a + r.unanswered, 0),
       nodeHandshakes: total.handshake,

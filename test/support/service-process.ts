@@ -37,30 +37,49 @@ export interface ServiceProcess {
  * (and nothing else from this one's; ports chosen here unless given) and waits until its /health answers 200 (unless
  * `waitHealthy` is false).
  */
-export async function startServiceProcess(env: Record<string, string>, args: string[] = [], opts: { children?: ChildProcess[]; waitHealthy?: boolean; npm?: boolean } = {}): Promise<ServiceProcess> {
+export async function startServiceProcess(
+  env: Record<string, string>,
+  args: string[] = [],
+  opts: { children?: ChildProcess[]; waitHealthy?: boolean; npm?: boolean } = {},
+): Promise<ServiceProcess> {
   const apiPort = env.API_PORT ? Number(env.API_PORT) : await freePort();
   const httpsPort = env.HTTPS_DEVICE_PORT ? Number(env.HTTPS_DEVICE_PORT) : await freePort();
-  const [command, argv] = opts.npm ? ['npm', ['start', '--silent', '--', ...args]] : [process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, ...args]];
+  const [command, argv] = opts.npm
+    ? ['npm', ['start', '--silent', '--', ...args]]
+    : [process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, ...args]];
   const child = spawn(command, argv, {
     cwd: ROOT,
     detached: opts.npm === true,
     env: {
-      PATH: process.env.PATH, HOME: process.env.HOME, REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', LOG_LEVEL: 'warn', QUEUE_NAME: `svc-${process.pid}-${apiPort}`,
-      SECRET_KEY: '33'.repeat(32), COAPS_PORT: '0', ...env, API_PORT: String(apiPort), HTTPS_DEVICE_PORT: String(httpsPort),
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      LOG_LEVEL: 'warn',
+      QUEUE_NAME: `svc-${process.pid}-${apiPort}`,
+      SECRET_KEY: '33'.repeat(32),
+      COAPS_PORT: '0',
+      ...env,
+      API_PORT: String(apiPort),
+      HTTPS_DEVICE_PORT: String(httpsPort),
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
   opts.children?.push(child);
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const base = `http://127.0.0.1:${apiPort}`;
   const proc = { child, base, apiPort, httpsPort, exited, stdout: () => out };
   if (opts.waitHealthy === false) return proc;
   for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}: ${out}`);
-    const ok = await fetch(`${base}/health`).then((r) => r.status === 200, () => false);
+    const ok = await fetch(`${base}/health`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) return proc;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -72,7 +91,11 @@ export const startProcess = (env: Record<string, string>, args: string[] = []): 
 
 /** `npm run admin -- args`: its one line of JSON. */
 export function admin(env: Record<string, string>, ...args: string[]): Record<string, string> {
-  const out = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'admin', ...args], { env: { PATH: process.env.PATH, SECRET_KEY: '33'.repeat(32), ...env }, encoding: 'utf8', timeout: 60_000 });
+  const out = spawnSync(process.execPath, ['--disable-warning=ExperimentalWarning', MAIN, 'admin', ...args], {
+    env: { PATH: process.env.PATH, SECRET_KEY: '33'.repeat(32), ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   if (out.status !== 0) throw new Error(out.stderr);
   const lines = out.stdout.trim().split('\n');
   expect(lines).toHaveLength(1);

@@ -1,7 +1,13 @@
 // A reader of text/event-stream answers (the console's live log and issue streams) for tests and the bench: blocks
 // parsed as they arrive, as an EventSource would see them.
 
-export interface SseBlock { event?: string; id?: string; data?: string; retry?: string; comment?: string }
+export interface SseBlock {
+  event?: string;
+  id?: string;
+  data?: string;
+  retry?: string;
+  comment?: string;
+}
 
 /** Reads `body` to its end (or until aborted), calling `onBlock` with each block of fields. */
 export async function readEventStream(body: ReadableStream<BufferSource>, onBlock: (block: SseBlock) => void): Promise<void> {
@@ -51,7 +57,10 @@ export async function openEventStream(url: string, headers: Record<string, strin
     await res.text();
   }
   return {
-    status: res.status, contentType: res.headers.get('content-type'), blocks, closed,
+    status: res.status,
+    contentType: res.headers.get('content-type'),
+    blocks,
+    closed,
     events: <T>(name: string) => blocks.filter((b) => b.event === name).map((b) => ({ id: b.id!, data: JSON.parse(b.data!) as T })),
     close: () => abort.abort(),
   };

@@ -29,7 +29,8 @@ describe('cipher keys of record protections', () => {
     const early = write.seal(seq(1), 23, 0xfefd, Buffer.from('before'), 13);
     expect(read.open(seq(1), 23, 0xfefd, early.subarray(13)).toString()).toBe('before');
     // others use their keys meanwhile: these two are the oldest holders and drop theirs
-    for (let i = 0; i < KEPT_KEY_HOLDERS; i++) new AeadProtection('aes-128-gcm', 16, randomBytes(16), randomBytes(4)).seal(seq(2), 23, 0xfefd, Buffer.from('x'), 13);
+    for (let i = 0; i < KEPT_KEY_HOLDERS; i++)
+      new AeadProtection('aes-128-gcm', 16, randomBytes(16), randomBytes(4)).seal(seq(2), 23, 0xfefd, Buffer.from('x'), 13);
     const late = write.seal(seq(3), 23, 0xfefd, Buffer.from('after'), 13);
     expect(read.open(seq(3), 23, 0xfefd, late.subarray(13)).toString()).toBe('after');
     expect(read.open(seq(1), 23, 0xfefd, early.subarray(13)).toString()).toBe('before');

@@ -5,22 +5,9 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import {
-  encodeClientHello,
-  encodeClientKeyExchangePsk,
-  encodeHandshake,
-  findExtension,
-  parseServerHello,
-} from '../../src/tls/messages.ts';
+import { encodeClientHello, encodeClientKeyExchangePsk, encodeHandshake, findExtension, parseServerHello } from '../../src/tls/messages.ts';
 import type { Extension, ServerHello } from '../../src/tls/messages.ts';
-import {
-  extendedMasterSecret,
-  keyExpansion,
-  masterSecret,
-  pskPreMasterSecret,
-  splitKeyBlock,
-  verifyData,
-} from '../../src/tls/prf.ts';
+import { extendedMasterSecret, keyExpansion, masterSecret, pskPreMasterSecret, splitKeyBlock, verifyData } from '../../src/tls/prf.ts';
 import { HandshakeReassembler, MAX_CIPHERTEXT_LENGTH, RecordReader, encodePlaintextRecord, writeRecordHeader } from '../../src/tls/record.ts';
 import { cipherSuiteById, keyBlockLength } from '../../src/tls/suites/index.ts';
 import type { RecordProtection } from '../../src/tls/suites/index.ts';
@@ -217,15 +204,8 @@ export class TestClient {
     transcript.update(cke);
     const pre = pskPreMasterSecret(o.psk);
     const ems = findExtension(sh.extensions, 23) !== undefined;
-    const master = ems
-      ? extendedMasterSecret(pre, transcript.copy().digest())
-      : masterSecret(pre, clientRandom, sh.random);
-    const k = splitKeyBlock(
-      keyExpansion(master, sh.random, clientRandom, keyBlockLength(suite)),
-      suite.macKeyLength,
-      suite.encKeyLength,
-      suite.fixedIvLength,
-    );
+    const master = ems ? extendedMasterSecret(pre, transcript.copy().digest()) : masterSecret(pre, clientRandom, sh.random);
+    const k = splitKeyBlock(keyExpansion(master, sh.random, clientRandom, keyBlockLength(suite)), suite.macKeyLength, suite.encKeyLength, suite.fixedIvLength);
     const flight: Buffer[] = [];
     flight.push(...this.encode(22, cke, o.fragment));
     flight.push(...this.encode(20, Buffer.from([1])));

@@ -38,12 +38,22 @@ describe('TLS 1.2 PRF (P_SHA256)', () => {
     for (const len of [12, 48, 72, 104]) {
       let out: string;
       try {
-        out = execFileSync('openssl', [
-          'kdf', '-keylen', String(len), '-kdfopt', 'digest:SHA256',
-          '-kdfopt', `hexsecret:${secret.toString('hex')}`,
-          '-kdfopt', `hexseed:${Buffer.concat([Buffer.from('key expansion'), seed]).toString('hex')}`,
-          'TLS1-PRF',
-        ], { encoding: 'utf8' });
+        out = execFileSync(
+          'openssl',
+          [
+            'kdf',
+            '-keylen',
+            String(len),
+            '-kdfopt',
+            'digest:SHA256',
+            '-kdfopt',
+            `hexsecret:${secret.toString('hex')}`,
+            '-kdfopt',
+            `hexseed:${Buffer.concat([Buffer.from('key expansion'), seed]).toString('hex')}`,
+            'TLS1-PRF',
+          ],
+          { encoding: 'utf8' },
+        );
       } catch (err) {
         throw new Error(`openssl kdf (OpenSSL ≥ 3) is needed for this vector: ${(err as Error).message}`, { cause: err });
       }
@@ -52,20 +62,40 @@ describe('TLS 1.2 PRF (P_SHA256)', () => {
   });
 
   it('key expansion: the key block is PRF(master, "key expansion", server_random ‖ client_random), split client-first (RFC 5246 §6.3)', () => {
-    const master = hex('0c 8b 24 19 6d d1 a9 77 4d 1a 68 07 91 4c 0c 1b 2f 6e 7c 1e 0b 91 38 34 69 66 17 3e 67 fc 2f 5b 30 4a 33 3a f4 ad e2 a6 2e 28 6e 5f 0e 47 4e 41');
+    const master = hex(
+      '0c 8b 24 19 6d d1 a9 77 4d 1a 68 07 91 4c 0c 1b 2f 6e 7c 1e 0b 91 38 34 69 66 17 3e 67 fc 2f 5b 30 4a 33 3a f4 ad e2 a6 2e 28 6e 5f 0e 47 4e 41',
+    );
     const clientRandom = Buffer.alloc(32, 0xc1);
     const serverRandom = Buffer.alloc(32, 0x5e);
     // independent computation: OpenSSL's TLS1-PRF over the RFC's seed order (server random first)
-    const openssl = execFileSync('openssl', [
-      'kdf', '-keylen', '40', '-kdfopt', 'digest:SHA256', '-kdfopt', `hexsecret:${master.toString('hex')}`,
-      '-kdfopt', `hexseed:${Buffer.concat([Buffer.from('key expansion'), serverRandom, clientRandom]).toString('hex')}`, 'TLS1-PRF',
-    ], { encoding: 'utf8' }).trim().replace(/:/g, '').toLowerCase();
+    const openssl = execFileSync(
+      'openssl',
+      [
+        'kdf',
+        '-keylen',
+        '40',
+        '-kdfopt',
+        'digest:SHA256',
+        '-kdfopt',
+        `hexsecret:${master.toString('hex')}`,
+        '-kdfopt',
+        `hexseed:${Buffer.concat([Buffer.from('key expansion'), serverRandom, clientRandom]).toString('hex')}`,
+        'TLS1-PRF',
+      ],
+      { encoding: 'utf8' },
+    )
+      .trim()
+      .replace(/:/g, '')
+      .toLowerCase();
     const block = keyExpansion(master, serverRandom, clientRandom, 40);
     expect(block.toString('hex')).toBe(openssl);
     // AES-128-CCM_8: no MAC keys, 16-byte keys, 4-byte implicit IVs
     const k = splitKeyBlock(block, 0, 16, 4);
     expect([k.clientKey, k.serverKey, k.clientIv, k.serverIv].map((b) => b.toString('hex'))).toEqual([
-      openssl.slice(0, 32), openssl.slice(32, 64), openssl.slice(64, 72), openssl.slice(72, 80),
+      openssl.slice(0, 32),
+      openssl.slice(32, 64),
+      openssl.slice(64, 72),
+      openssl.slice(72, 80),
     ]);
   });
 
@@ -239,7 +269,13 @@ describe('handshake messages', () => {
   });
 
   it('ServerHello and PSK ClientKeyExchange round-trip', () => {
-    const sh = { serverVersion: 0x0303, random: randomBytes(32), sessionId: Buffer.alloc(0), cipherSuite: 0xc0a8, extensions: [{ type: 0xff01, data: Buffer.from([0]) }] };
+    const sh = {
+      serverVersion: 0x0303,
+      random: randomBytes(32),
+      sessionId: Buffer.alloc(0),
+      cipherSuite: 0xc0a8,
+      extensions: [{ type: 0xff01, data: Buffer.from([0]) }],
+    };
     expect(parseServerHello(encodeServerHello(sh))).toEqual(sh);
     expect(parseClientKeyExchangePsk(encodeClientKeyExchangePsk(Buffer.from('dev-1'))).toString()).toBe('dev-1');
     expect(() => parseClientKeyExchangePsk(Buffer.from([0, 5, 1]))).toThrow(TlsAlert);
@@ -248,14 +284,26 @@ describe('handshake messages', () => {
 
 describe('ClientHello offer checks (shared by the TLS and DTLS servers)', () => {
   const hello = (o: { suites?: number[]; compression?: number[]; extensions?: { type: number; data: Buffer }[] } = {}) => ({
-    clientVersion: 0x0303, random: randomBytes(32), sessionId: Buffer.alloc(0),
-    cipherSuites: o.suites ?? [0xc0a8], compressionMethods: Buffer.from(o.compression ?? [0]), extensions: o.extensions ?? [],
+    clientVersion: 0x0303,
+    random: randomBytes(32),
+    sessionId: Buffer.alloc(0),
+    cipherSuites: o.suites ?? [0xc0a8],
+    compressionMethods: Buffer.from(o.compression ?? [0]),
+    extensions: o.extensions ?? [],
   });
 
   it('reports extended_master_secret and secure renegotiation (by extension or by SCSV)', () => {
     expect(checkClientHelloOffer(hello())).toEqual({ extendedMasterSecret: false, secureRenegotiation: false });
-    expect(checkClientHelloOffer(hello({ extensions: [{ type: 23, data: Buffer.alloc(0) }, { type: 0xff01, data: Buffer.from([0]) }] })))
-      .toEqual({ extendedMasterSecret: true, secureRenegotiation: true });
+    expect(
+      checkClientHelloOffer(
+        hello({
+          extensions: [
+            { type: 23, data: Buffer.alloc(0) },
+            { type: 0xff01, data: Buffer.from([0]) },
+          ],
+        }),
+      ),
+    ).toEqual({ extendedMasterSecret: true, secureRenegotiation: true });
     expect(checkClientHelloOffer(hello({ suites: [0xc0a8, 0x00ff] })).secureRenegotiation).toBe(true);
   });
 

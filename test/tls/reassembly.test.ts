@@ -146,8 +146,12 @@ describe('a ClientHello announced larger than the cap', () => {
 
   function pskClientHelloHead(announced: number): Buffer {
     const body = encodeClientHello({
-      clientVersion: 0x0303, random: randomBytes(32), sessionId: Buffer.alloc(0),
-      cipherSuites: [0xc0a8, 0x00ff], compressionMethods: Buffer.from([0]), extensions: [],
+      clientVersion: 0x0303,
+      random: randomBytes(32),
+      sessionId: Buffer.alloc(0),
+      cipherSuites: [0xc0a8, 0x00ff],
+      compressionMethods: Buffer.from([0]),
+      extensions: [],
     });
     const head = Buffer.alloc(4);
     head[0] = 1;

@@ -62,8 +62,7 @@ async function startHarness(opts: { handshakeTimeoutMs?: number; lookupDelayMs?:
         return;
       }
       res.end(
-        `BODY<n=${n} url=${req.url} id=${c.pskIdentity} suite=${c.cipherSuite} ems=${c.extendedMasterSecret} ` +
-          `port=${c.remotePort} len=${body.length}>\n`,
+        `BODY<n=${n} url=${req.url} id=${c.pskIdentity} suite=${c.cipherSuite} ems=${c.extendedMasterSecret} ` + `port=${c.remotePort} len=${body.length}>\n`,
       );
     });
   });
@@ -88,8 +87,7 @@ async function startHarness(opts: { handshakeTimeoutMs?: number; lookupDelayMs?:
   };
 }
 
-const get = (path: string, close = false) =>
-  `GET ${path} HTTP/1.1\r\nHost: gw\r\n${close ? 'Connection: close\r\n' : ''}\r\n`;
+const get = (path: string, close = false) => `GET ${path} HTTP/1.1\r\nHost: gw\r\n${close ? 'Connection: close\r\n' : ''}\r\n`;
 
 describe('PSK TLS server ↔ openssl s_client, HTTP through node:http', () => {
   let h: Harness;
@@ -122,7 +120,13 @@ describe('PSK TLS server ↔ openssl s_client, HTTP through node:http', () => {
   });
 
   it('response larger than one record (100 KB) arrives intact', async () => {
-    const r = await sClient({ port: h.port, identity: IDENTITY, pskHex: PSK_HEX, cipher: OPENSSL_CIPHERS.TLS_PSK_WITH_AES_128_CCM_8, input: get('/big', true) });
+    const r = await sClient({
+      port: h.port,
+      identity: IDENTITY,
+      pskHex: PSK_HEX,
+      cipher: OPENSSL_CIPHERS.TLS_PSK_WITH_AES_128_CCM_8,
+      input: get('/big', true),
+    });
     const body = r.stdout.slice(r.stdout.indexOf('\r\n\r\n') + 4);
     expect(body).toBe('y'.repeat(100_000) + 'END');
   });
@@ -276,7 +280,11 @@ describe('handshake framing with a client built on our primitives', () => {
     await expect(c.handshake({ identity, psk: PSK })).rejects.toThrow(/^alert 20$/);
     await c.waitClose();
     expect(h.lookups).not.toContain(identity);
-    await until(async () => h.errors.length, (n) => n === 1, 'the failed handshake reported');
+    await until(
+      async () => h.errors.length,
+      (n) => n === 1,
+      'the failed handshake reported',
+    );
     expect(h.errors[0].info.pskIdentity).toBeUndefined();
     expect(h.errors[0].err.message).toMatch(`PSK identity of ${MAX_PSK_IDENTITY_BYTES + 1} bytes`);
   });
@@ -299,7 +307,11 @@ describe('handshake framing with a client built on our primitives', () => {
     try {
       const c = await TestClient.connect(portOf(server));
       const handshake = c.handshake({ identity: IDENTITY, psk: PSK });
-      await until(async () => lookupStarted, (v) => v, 'the PSK lookup to start');
+      await until(
+        async () => lookupStarted,
+        (v) => v,
+        'the PSK lookup to start',
+      );
       expect(raw[0].isPaused()).toBe(true);
       release();
       await handshake;
@@ -440,7 +452,13 @@ describe('robustness', () => {
     expect(h.secure).toHaveLength(0);
     expect(h.errors.length).toBeGreaterThan(cases.length / 2);
 
-    const r = await sClient({ port: h.port, identity: IDENTITY, pskHex: PSK_HEX, cipher: OPENSSL_CIPHERS.TLS_PSK_WITH_AES_128_CCM_8, input: get('/still-alive', true) });
+    const r = await sClient({
+      port: h.port,
+      identity: IDENTITY,
+      pskHex: PSK_HEX,
+      cipher: OPENSSL_CIPHERS.TLS_PSK_WITH_AES_128_CCM_8,
+      input: get('/still-alive', true),
+    });
     expect(bodies(r.stdout)[0]).toMatch(/^n=1 url=\/still-alive/);
   });
 

@@ -14,7 +14,10 @@ const t = messages(
   { table: 'Toon als tabel', time: 'Tijd', noData: 'Geen gegevens in deze periode.' },
 );
 
-export interface TimeSeries { label: string; points: [number, number][] }
+export interface TimeSeries {
+  label: string;
+  points: [number, number][];
+}
 
 export interface TimeChartProps {
   /** the chart's accessible name (and visible caption) */
@@ -28,7 +31,10 @@ export interface TimeChartProps {
 }
 
 // colours distinguishable in both schemes and by most colour-blind readers (Okabe–Ito)
-const COLOURS = { light: ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4e9'], dark: ['#56b4e9', '#e69f00', '#009e73', '#cc79a7', '#f0e442', '#d55e00'] };
+const COLOURS = {
+  light: ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4e9'],
+  dark: ['#56b4e9', '#e69f00', '#009e73', '#cc79a7', '#f0e442', '#d55e00'],
+};
 
 /** The x values of every series, sorted and once each, and each series' value at them (null where it has none). */
 export function align(series: TimeSeries[]): uPlot.AlignedData {
@@ -51,9 +57,10 @@ function halfStep(data: uPlot.AlignedData): number {
 }
 
 function formatTime(ms: number, precision: 'hour' | 'second'): string {
-  return new Date(ms).toLocaleString(locale.value === 'nl' ? 'nl-NL' : 'en-GB', precision === 'hour'
-    ? { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' }
-    : undefined);
+  return new Date(ms).toLocaleString(
+    locale.value === 'nl' ? 'nl-NL' : 'en-GB',
+    precision === 'hour' ? { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' } : undefined,
+  );
 }
 
 export function TimeChart({ title, series, height = 220, kind = 'line', precision = 'second' }: TimeChartProps) {
@@ -72,27 +79,31 @@ export function TimeChart({ title, series, height = 220, kind = 'line', precisio
     const colours = COLOURS[dark ? 'dark' : 'light'];
     const axis = { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
     const barPaths = bars ? uPlot.paths.bars!({ size: [0.8, 40], align: 0 }) : undefined;
-    const plot = new uPlot({
-      width: Math.max(200, el.clientWidth),
-      height,
-      legend: { show: true },
-      cursor: { drag: { x: true, y: false } },
-      axes: [axis, { ...axis, size: 50 }],
-      // bars stand on their period: half a step of room at either end, so the first and the last are whole
-      scales: { x: bars ? { time: true, range: (_u, min, max) => [min - halfStep(data), max + halfStep(data)] } : { time: true } },
-      series: [
-        {},
-        ...series.map((s, i) => ({
-          label: s.label,
-          stroke: colours[i % colours.length],
-          fill: bars ? `${colours[i % colours.length]}cc` : undefined,
-          width: bars ? 1 : 2,
-          paths: barPaths,
-          points: { show: bars ? false : undefined },
-          spanGaps: false,
-        })),
-      ],
-    }, data, el);
+    const plot = new uPlot(
+      {
+        width: Math.max(200, el.clientWidth),
+        height,
+        legend: { show: true },
+        cursor: { drag: { x: true, y: false } },
+        axes: [axis, { ...axis, size: 50 }],
+        // bars stand on their period: half a step of room at either end, so the first and the last are whole
+        scales: { x: bars ? { time: true, range: (_u, min, max) => [min - halfStep(data), max + halfStep(data)] } : { time: true } },
+        series: [
+          {},
+          ...series.map((s, i) => ({
+            label: s.label,
+            stroke: colours[i % colours.length],
+            fill: bars ? `${colours[i % colours.length]}cc` : undefined,
+            width: bars ? 1 : 2,
+            paths: barPaths,
+            points: { show: bars ? false : undefined },
+            spanGaps: false,
+          })),
+        ],
+      },
+      data,
+      el,
+    );
     const observer = new ResizeObserver(() => plot.setSize({ width: Math.max(200, el.clientWidth), height }));
     observer.observe(el);
     return () => {
@@ -111,7 +122,16 @@ export function TimeChart({ title, series, height = 220, kind = 'line', precisio
           <div class="time-chart-table">
             <table>
               <caption class="sr-only">{title}</caption>
-              <thead><tr><th scope="col">{t('time')}</th>{series.map((s) => <th scope="col" key={s.label}>{s.label}</th>)}</tr></thead>
+              <thead>
+                <tr>
+                  <th scope="col">{t('time')}</th>
+                  {series.map((s) => (
+                    <th scope="col" key={s.label}>
+                      {s.label}
+                    </th>
+                  ))}
+                </tr>
+              </thead>
               <tbody>
                 {(data[0] as number[]).map((x, i) => (
                   <tr key={x}>

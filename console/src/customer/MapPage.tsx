@@ -20,9 +20,14 @@ const PAGE = 100;
 export default function MapPage(_: PageProps) {
   const [search, setSearch] = useState('');
   const [version, setVersion] = useState(0);
-  const list = useAsync((signal) => api<{ rows: { pinGroup: PinGroup }[]; nextPageOffset: string | null }>('GET', '/graph/pin-group', {
-    query: { rowsPerPage: PAGE, search: search || undefined }, signal,
-  }), [search, version]);
+  const list = useAsync(
+    (signal) =>
+      api<{ rows: { pinGroup: PinGroup }[]; nextPageOffset: string | null }>('GET', '/graph/pin-group', {
+        query: { rowsPerPage: PAGE, search: search || undefined },
+        signal,
+      }),
+    [search, version],
+  );
   useIssueStream(() => setVersion((v) => v + 1));
   const rows = (list.data?.rows ?? []).slice().sort((a, b) => b.pinGroup.level - a.pinGroup.level);
   return (
@@ -42,7 +47,10 @@ export default function MapPage(_: PageProps) {
           <ul class="place-list">
             {rows.map(({ pinGroup }) => (
               <li key={pinGroup.hashId}>
-                <a href={`#/pin-groups/${pinGroup.hashId}`}><span>{pinGroup.name}</span><LevelBadge level={pinGroup.level} place /></a>
+                <a href={`#/pin-groups/${pinGroup.hashId}`}>
+                  <span>{pinGroup.name}</span>
+                  <LevelBadge level={pinGroup.level} place />
+                </a>
               </li>
             ))}
           </ul>

@@ -10,13 +10,31 @@ import { ErrorBox, Field, PageTitle, TextInput, useAsync } from '../ui.tsx';
 import { dataUrlOf } from './admin/parts.tsx';
 
 const COLOURS = ['primary', 'secondary', 'accent', 'error', 'warning', 'info', 'success', 'neutral'] as const;
-type Colour = typeof COLOURS[number];
+type Colour = (typeof COLOURS)[number];
 type Palette = Record<Colour, string>;
 
 // the console's own colours (styles.css) where the environment sets none
 const DEFAULTS: { light: Palette; dark: Palette } = {
-  light: { primary: '#0b5cad', secondary: '#57606a', accent: '#8250df', error: '#b42318', warning: '#8a5300', info: '#0b5cad', success: '#1a7f37', neutral: '#6e7781' },
-  dark: { primary: '#58a6ff', secondary: '#9da7b3', accent: '#d2a8ff', error: '#ff7b72', warning: '#e3b341', info: '#79c0ff', success: '#3fb950', neutral: '#8b949e' },
+  light: {
+    primary: '#0b5cad',
+    secondary: '#57606a',
+    accent: '#8250df',
+    error: '#b42318',
+    warning: '#8a5300',
+    info: '#0b5cad',
+    success: '#1a7f37',
+    neutral: '#6e7781',
+  },
+  dark: {
+    primary: '#58a6ff',
+    secondary: '#9da7b3',
+    accent: '#d2a8ff',
+    error: '#ff7b72',
+    warning: '#e3b341',
+    info: '#79c0ff',
+    success: '#3fb950',
+    neutral: '#8b949e',
+  },
 };
 const RANGES = ['1 day', '1 week', '1 month', '3 months', '6 months', '1 year'];
 const LANDING = ['map', 'issues', 'analytics', 'users'] as const;
@@ -24,24 +42,90 @@ const MAX_LOGO_BYTES = 512 * 1024;
 
 const t = messages(
   {
-    title: 'Settings', readOnly: 'You can read these settings; changing them needs the right ENVIRONMENT_ADMIN.', general: 'General', name: 'Name',
-    locale: 'Language', en: 'English', nl: 'Dutch', theme: 'Colours', light: 'Light', dark: 'Dark', colour: 'Colour', resetTheme: 'Use the console\'s colours',
-    themeHint: 'Buttons, links and the selected page take the primary colour.', logo: 'Logo', logoHint: 'An image (PNG, SVG, JPEG) of at most 512 KB, shown in the header.',
-    removeLogo: 'Remove logo', logoTooBig: 'The logo has {bytes} bytes; at most 524288.', logoNotImage: 'The logo must be an image.', currentLogo: 'Current logo',
-    landing: 'People land on', map: 'Map', issues: 'Issues', analytics: 'A dashboard', users: 'People', dashboard: 'Dashboard', firstDashboard: '— the first —',
-    security: 'Security', enforce2fa: 'Everyone needs a second factor (authenticator app) to use this environment',
-    data: 'Data', graphRange: 'Graphs show by default', expiration: 'Keep measurements for (days)', save: 'Save settings', saved: 'Settings saved.',
-    primary: 'Primary', secondary: 'Secondary', accent: 'Accent', error: 'Error', warning: 'Warning', info: 'Information', success: 'Success', neutral: 'Neutral',
+    title: 'Settings',
+    readOnly: 'You can read these settings; changing them needs the right ENVIRONMENT_ADMIN.',
+    general: 'General',
+    name: 'Name',
+    locale: 'Language',
+    en: 'English',
+    nl: 'Dutch',
+    theme: 'Colours',
+    light: 'Light',
+    dark: 'Dark',
+    colour: 'Colour',
+    resetTheme: "Use the console's colours",
+    themeHint: 'Buttons, links and the selected page take the primary colour.',
+    logo: 'Logo',
+    logoHint: 'An image (PNG, SVG, JPEG) of at most 512 KB, shown in the header.',
+    removeLogo: 'Remove logo',
+    logoTooBig: 'The logo has {bytes} bytes; at most 524288.',
+    logoNotImage: 'The logo must be an image.',
+    currentLogo: 'Current logo',
+    landing: 'People land on',
+    map: 'Map',
+    issues: 'Issues',
+    analytics: 'A dashboard',
+    users: 'People',
+    dashboard: 'Dashboard',
+    firstDashboard: '— the first —',
+    security: 'Security',
+    enforce2fa: 'Everyone needs a second factor (authenticator app) to use this environment',
+    data: 'Data',
+    graphRange: 'Graphs show by default',
+    expiration: 'Keep measurements for (days)',
+    save: 'Save settings',
+    saved: 'Settings saved.',
+    primary: 'Primary',
+    secondary: 'Secondary',
+    accent: 'Accent',
+    error: 'Error',
+    warning: 'Warning',
+    info: 'Information',
+    success: 'Success',
+    neutral: 'Neutral',
   },
   {
-    title: 'Instellingen', readOnly: 'Je kunt deze instellingen lezen; wijzigen vraagt het recht ENVIRONMENT_ADMIN.', general: 'Algemeen', name: 'Naam',
-    locale: 'Taal', en: 'Engels', nl: 'Nederlands', theme: 'Kleuren', light: 'Licht', dark: 'Donker', colour: 'Kleur', resetTheme: 'De kleuren van de console gebruiken',
-    themeHint: 'Knoppen, links en de gekozen pagina krijgen de primaire kleur.', logo: 'Logo', logoHint: 'Een afbeelding (PNG, SVG, JPEG) van hoogstens 512 KB, getoond in de kop.',
-    removeLogo: 'Logo verwijderen', logoTooBig: 'Het logo heeft {bytes} bytes; hoogstens 524288.', logoNotImage: 'Het logo moet een afbeelding zijn.', currentLogo: 'Huidig logo',
-    landing: 'Mensen komen binnen op', map: 'Kaart', issues: 'Meldingen', analytics: 'Een dashboard', users: 'Mensen', dashboard: 'Dashboard', firstDashboard: '— het eerste —',
-    security: 'Beveiliging', enforce2fa: 'Iedereen heeft een tweede factor (authenticator-app) nodig voor deze omgeving',
-    data: 'Gegevens', graphRange: 'Grafieken tonen standaard', expiration: 'Metingen bewaren (dagen)', save: 'Instellingen opslaan', saved: 'Instellingen opgeslagen.',
-    primary: 'Primair', secondary: 'Secundair', accent: 'Accent', error: 'Fout', warning: 'Waarschuwing', info: 'Informatie', success: 'Gelukt', neutral: 'Neutraal',
+    title: 'Instellingen',
+    readOnly: 'Je kunt deze instellingen lezen; wijzigen vraagt het recht ENVIRONMENT_ADMIN.',
+    general: 'Algemeen',
+    name: 'Naam',
+    locale: 'Taal',
+    en: 'Engels',
+    nl: 'Nederlands',
+    theme: 'Kleuren',
+    light: 'Licht',
+    dark: 'Donker',
+    colour: 'Kleur',
+    resetTheme: 'De kleuren van de console gebruiken',
+    themeHint: 'Knoppen, links en de gekozen pagina krijgen de primaire kleur.',
+    logo: 'Logo',
+    logoHint: 'Een afbeelding (PNG, SVG, JPEG) van hoogstens 512 KB, getoond in de kop.',
+    removeLogo: 'Logo verwijderen',
+    logoTooBig: 'Het logo heeft {bytes} bytes; hoogstens 524288.',
+    logoNotImage: 'Het logo moet een afbeelding zijn.',
+    currentLogo: 'Huidig logo',
+    landing: 'Mensen komen binnen op',
+    map: 'Kaart',
+    issues: 'Meldingen',
+    analytics: 'Een dashboard',
+    users: 'Mensen',
+    dashboard: 'Dashboard',
+    firstDashboard: '— het eerste —',
+    security: 'Beveiliging',
+    enforce2fa: 'Iedereen heeft een tweede factor (authenticator-app) nodig voor deze omgeving',
+    data: 'Gegevens',
+    graphRange: 'Grafieken tonen standaard',
+    expiration: 'Metingen bewaren (dagen)',
+    save: 'Instellingen opslaan',
+    saved: 'Instellingen opgeslagen.',
+    primary: 'Primair',
+    secondary: 'Secundair',
+    accent: 'Accent',
+    error: 'Fout',
+    warning: 'Waarschuwing',
+    info: 'Informatie',
+    success: 'Gelukt',
+    neutral: 'Neutraal',
   },
 );
 
@@ -70,7 +154,10 @@ export default function Settings(_: PageProps) {
   const [logoProblem, setLogoProblem] = useState<string | null>(null);
   const [saved, setSaved] = useState(false);
   const [busy, setBusy] = useState(false);
-  const dashboards = useAsync(() => (landing === 'analytics' ? findAll<{ panel: { hashId: string; title: string } }>('/analytics/panel', { sortBy: 'title' }, 200) : Promise.resolve([])), [landing]);
+  const dashboards = useAsync(
+    () => (landing === 'analytics' ? findAll<{ panel: { hashId: string; title: string } }>('/analytics/panel', { sortBy: 'title' }, 200) : Promise.resolve([])),
+    [landing],
+  );
 
   const pickLogo = async (file: File | undefined) => {
     setLogoProblem(null);
@@ -88,8 +175,15 @@ export default function Settings(_: PageProps) {
     try {
       await api('PUT', '/environment/', {
         body: {
-          name, locale, logo, enforceTwoFactorAuthentication: enforce, defaultGraphRange: range, measurementsExpirationDays: Number(days),
-          theme: themed ? { light, dark } : null, defaultLandingPage: landing, defaultLandingPageHashId: landing === 'analytics' && landingHashId ? landingHashId : null,
+          name,
+          locale,
+          logo,
+          enforceTwoFactorAuthentication: enforce,
+          defaultGraphRange: range,
+          measurementsExpirationDays: Number(days),
+          theme: themed ? { light, dark } : null,
+          defaultLandingPage: landing,
+          defaultLandingPageHashId: landing === 'analytics' && landingHashId ? landingHashId : null,
         },
       });
       // the shell's header, colours and landing page follow the session's view of the environment
@@ -106,15 +200,28 @@ export default function Settings(_: PageProps) {
     const palette = scheme === 'light' ? light : dark;
     const set = scheme === 'light' ? setLight : setDark;
     return (
-      <input type="color" id={`colour-${scheme}-${c}`} name={`${scheme}.${c}`} value={palette[c]} aria-label={`${t(c)} (${t(scheme)})`}
-        onInput={(e) => { set({ ...palette, [c]: (e.target as HTMLInputElement).value }); setThemed(true); }} />
+      <input
+        type="color"
+        id={`colour-${scheme}-${c}`}
+        name={`${scheme}.${c}`}
+        value={palette[c]}
+        aria-label={`${t(c)} (${t(scheme)})`}
+        onInput={(e) => {
+          set({ ...palette, [c]: (e.target as HTMLInputElement).value });
+          setThemed(true);
+        }}
+      />
     );
   };
 
   return (
     <section>
       <PageTitle>{t('title')}</PageTitle>
-      {!canEdit && <p class="notice" role="note">{t('readOnly')}</p>}
+      {!canEdit && (
+        <p class="notice" role="note">
+          {t('readOnly')}
+        </p>
+      )}
       <form class="settings" onSubmit={save}>
         <fieldset disabled={!canEdit || busy}>
           <legend>{t('general')}</legend>
@@ -130,7 +237,11 @@ export default function Settings(_: PageProps) {
           <Field label={t('landing')}>
             {(id) => (
               <select id={id} name="defaultLandingPage" value={landing} onChange={(e) => setLanding((e.target as HTMLSelectElement).value)}>
-                {LANDING.map((l) => <option key={l} value={l}>{t(l)}</option>)}
+                {LANDING.map((l) => (
+                  <option key={l} value={l}>
+                    {t(l)}
+                  </option>
+                ))}
               </select>
             )}
           </Field>
@@ -139,7 +250,11 @@ export default function Settings(_: PageProps) {
               {(id) => (
                 <select id={id} name="defaultLandingPageHashId" value={landingHashId} onChange={(e) => setLandingHashId((e.target as HTMLSelectElement).value)}>
                   <option value="">{t('firstDashboard')}</option>
-                  {(dashboards.data ?? []).map((d) => <option key={d.panel.hashId} value={d.panel.hashId}>{d.panel.title}</option>)}
+                  {(dashboards.data ?? []).map((d) => (
+                    <option key={d.panel.hashId} value={d.panel.hashId}>
+                      {d.panel.title}
+                    </option>
+                  ))}
                 </select>
               )}
             </Field>
@@ -151,8 +266,12 @@ export default function Settings(_: PageProps) {
           <p class="muted">{t('themeHint')}</p>
           <div class="swatches" role="group" aria-label={t('theme')}>
             <span aria-hidden="true" />
-            <span class="muted" aria-hidden="true">{t('light')}</span>
-            <span class="muted" aria-hidden="true">{t('dark')}</span>
+            <span class="muted" aria-hidden="true">
+              {t('light')}
+            </span>
+            <span class="muted" aria-hidden="true">
+              {t('dark')}
+            </span>
             {COLOURS.map((c) => [
               <span key={`${c}-name`}>{t(c)}</span>,
               <span key={`${c}-light`}>{colourInput('light', c)}</span>,
@@ -160,24 +279,55 @@ export default function Settings(_: PageProps) {
             ])}
           </div>
           <div class="field check">
-            <label><input type="checkbox" name="resetTheme" checked={!themed} onChange={(e) => setThemed(!(e.target as HTMLInputElement).checked)} /> {t('resetTheme')}</label>
+            <label>
+              <input type="checkbox" name="resetTheme" checked={!themed} onChange={(e) => setThemed(!(e.target as HTMLInputElement).checked)} />{' '}
+              {t('resetTheme')}
+            </label>
           </div>
         </fieldset>
 
         <fieldset disabled={!canEdit || busy}>
           <legend>{t('logo')}</legend>
-          {logo && logo.startsWith('data:image/') && <p><img class="logo-preview" src={logo} alt={t('currentLogo')} /></p>}
+          {logo && logo.startsWith('data:image/') && (
+            <p>
+              <img class="logo-preview" src={logo} alt={t('currentLogo')} />
+            </p>
+          )}
           <Field label={t('logo')} hint={t('logoHint')}>
-            {(id) => <input id={id} name="logo" type="file" accept="image/png,image/jpeg,image/svg+xml,image/gif,image/webp" onChange={(e) => void pickLogo((e.target as HTMLInputElement).files?.[0])} />}
+            {(id) => (
+              <input
+                id={id}
+                name="logo"
+                type="file"
+                accept="image/png,image/jpeg,image/svg+xml,image/gif,image/webp"
+                onChange={(e) => void pickLogo((e.target as HTMLInputElement).files?.[0])}
+              />
+            )}
           </Field>
-          {logoProblem && <p class="bad" role="alert">{logoProblem}</p>}
-          {logo && <button type="button" onClick={() => setLogo(null)}>{t('removeLogo')}</button>}
+          {logoProblem && (
+            <p class="bad" role="alert">
+              {logoProblem}
+            </p>
+          )}
+          {logo && (
+            <button type="button" onClick={() => setLogo(null)}>
+              {t('removeLogo')}
+            </button>
+          )}
         </fieldset>
 
         <fieldset disabled={!canEdit || busy}>
           <legend>{t('security')}</legend>
           <div class="field check">
-            <label><input type="checkbox" name="enforceTwoFactorAuthentication" checked={enforce} onChange={(e) => setEnforce((e.target as HTMLInputElement).checked)} /> {t('enforce2fa')}</label>
+            <label>
+              <input
+                type="checkbox"
+                name="enforceTwoFactorAuthentication"
+                checked={enforce}
+                onChange={(e) => setEnforce((e.target as HTMLInputElement).checked)}
+              />{' '}
+              {t('enforce2fa')}
+            </label>
           </div>
         </fieldset>
 
@@ -186,17 +336,41 @@ export default function Settings(_: PageProps) {
           <Field label={t('graphRange')}>
             {(id) => (
               <select id={id} name="defaultGraphRange" value={range} onChange={(e) => setRange((e.target as HTMLSelectElement).value)}>
-                {(RANGES.includes(range) ? RANGES : [range, ...RANGES]).map((r) => <option key={r} value={r}>{r}</option>)}
+                {(RANGES.includes(range) ? RANGES : [range, ...RANGES]).map((r) => (
+                  <option key={r} value={r}>
+                    {r}
+                  </option>
+                ))}
               </select>
             )}
           </Field>
           <Field label={t('expiration')}>
-            {(id) => <input id={id} name="measurementsExpirationDays" type="number" min={1} max={9999} step={1} required value={days} onInput={(e) => setDays((e.target as HTMLInputElement).value)} />}
+            {(id) => (
+              <input
+                id={id}
+                name="measurementsExpirationDays"
+                type="number"
+                min={1}
+                max={9999}
+                step={1}
+                required
+                value={days}
+                onInput={(e) => setDays((e.target as HTMLInputElement).value)}
+              />
+            )}
           </Field>
         </fieldset>
         <ErrorBox error={error} />
-        {saved && <p class="ok" role="status">{t('saved')}</p>}
-        {canEdit && <button type="submit" class="primary" disabled={busy}>{t('save')}</button>}
+        {saved && (
+          <p class="ok" role="status">
+            {t('saved')}
+          </p>
+        )}
+        {canEdit && (
+          <button type="submit" class="primary" disabled={busy}>
+            {t('save')}
+          </button>
+        )}
       </form>
     </section>
   );

@@ -35,8 +35,26 @@ export interface FieldFormProps {
 }
 
 const t = messages(
-  { none: '(none)', pattern: 'Does not match the pattern {regex}', atLeast: 'At least {n}', atMost: 'At most {n}', required: 'Required', yes: 'Yes', no: 'No', file: 'Files are added through the API' },
-  { none: '(geen)', pattern: 'Past niet bij het patroon {regex}', atLeast: 'Minstens {n}', atMost: 'Hoogstens {n}', required: 'Verplicht', yes: 'Ja', no: 'Nee', file: 'Bestanden voeg je toe via de API' },
+  {
+    none: '(none)',
+    pattern: 'Does not match the pattern {regex}',
+    atLeast: 'At least {n}',
+    atMost: 'At most {n}',
+    required: 'Required',
+    yes: 'Yes',
+    no: 'No',
+    file: 'Files are added through the API',
+  },
+  {
+    none: '(geen)',
+    pattern: 'Past niet bij het patroon {regex}',
+    atLeast: 'Minstens {n}',
+    atMost: 'Hoogstens {n}',
+    required: 'Verplicht',
+    yes: 'Ja',
+    no: 'Nee',
+    file: 'Bestanden voeg je toe via de API',
+  },
 );
 
 /** The value type a configuration governs (as src/app/fields.ts typeOf). */
@@ -106,7 +124,11 @@ export function FieldForm({ configurations, values, onChange, readOnly }: FieldF
         {visible.map((c) => (
           <div key={c.key} class="field-row">
             <dt>{translated(c.name) || c.key}</dt>
-            <dd>{c.prefix ? `${translated(c.prefix)} ` : ''}{display(c, values[c.key])}{c.suffix && values[c.key] !== null && values[c.key] !== undefined ? ` ${translated(c.suffix)}` : ''}</dd>
+            <dd>
+              {c.prefix ? `${translated(c.prefix)} ` : ''}
+              {display(c, values[c.key])}
+              {c.suffix && values[c.key] !== null && values[c.key] !== undefined ? ` ${translated(c.suffix)}` : ''}
+            </dd>
           </div>
         ))}
       </dl>
@@ -125,32 +147,81 @@ export function FieldForm({ configurations, values, onChange, readOnly }: FieldF
         const label = translated(c.name) || c.key;
         let control;
         if (c.inputType === 'file' || c.inputType === 'files') {
-          control = <span id={id} class="muted">{t('file')}</span>;
+          control = (
+            <span id={id} class="muted">
+              {t('file')}
+            </span>
+          );
         } else if (Array.isArray(c.valueOptions) && c.valueOptions.length > 0) {
           const index = c.valueOptions.findIndex((o) => o.value === value);
           control = (
-            <select id={id} aria-describedby={described} value={index < 0 ? '' : String(index)}
-              onChange={(e) => { const i = (e.target as HTMLSelectElement).value; set(c.key, i === '' ? null : c.valueOptions![Number(i)].value); }}>
+            <select
+              id={id}
+              aria-describedby={described}
+              value={index < 0 ? '' : String(index)}
+              onChange={(e) => {
+                const i = (e.target as HTMLSelectElement).value;
+                set(c.key, i === '' ? null : c.valueOptions![Number(i)].value);
+              }}
+            >
               {(index < 0 || c.allowNull !== false) && <option value="">{t('none')}</option>}
-              {c.valueOptions.map((o, i) => <option key={i} value={String(i)}>{translated(o.text ?? String(o.value))}</option>)}
+              {c.valueOptions.map((o, i) => (
+                <option key={i} value={String(i)}>
+                  {translated(o.text ?? String(o.value))}
+                </option>
+              ))}
             </select>
           );
         } else if (type === 'boolean') {
-          control = <input id={id} type="checkbox" aria-describedby={described} checked={value === true} onChange={(e) => set(c.key, (e.target as HTMLInputElement).checked)} />;
+          control = (
+            <input
+              id={id}
+              type="checkbox"
+              aria-describedby={described}
+              checked={value === true}
+              onChange={(e) => set(c.key, (e.target as HTMLInputElement).checked)}
+            />
+          );
         } else if (type === 'number' || type === 'integer') {
           control = (
-            <input id={id} type="number" aria-describedby={described} aria-invalid={err ? true : undefined}
-              step={type === 'integer' ? 1 : 'any'} min={c.lowerbound ?? undefined} max={c.upperbound ?? undefined}
+            <input
+              id={id}
+              type="number"
+              aria-describedby={described}
+              aria-invalid={err ? true : undefined}
+              step={type === 'integer' ? 1 : 'any'}
+              min={c.lowerbound ?? undefined}
+              max={c.upperbound ?? undefined}
               value={typeof value === 'number' ? String(value) : ''}
-              onInput={(e) => { const s = (e.target as HTMLInputElement).value; set(c.key, s === '' ? null : Number(s)); }} />
+              onInput={(e) => {
+                const s = (e.target as HTMLInputElement).value;
+                set(c.key, s === '' ? null : Number(s));
+              }}
+            />
           );
         } else if (c.inputType === 'textarea') {
-          control = <textarea id={id} aria-describedby={described} aria-invalid={err ? true : undefined} value={typeof value === 'string' ? value : ''} onInput={(e) => set(c.key, (e.target as HTMLTextAreaElement).value)} />;
+          control = (
+            <textarea
+              id={id}
+              aria-describedby={described}
+              aria-invalid={err ? true : undefined}
+              value={typeof value === 'string' ? value : ''}
+              onInput={(e) => set(c.key, (e.target as HTMLTextAreaElement).value)}
+            />
+          );
         } else {
           control = (
-            <input id={id} type="text" aria-describedby={described} aria-invalid={err ? true : undefined}
+            <input
+              id={id}
+              type="text"
+              aria-describedby={described}
+              aria-invalid={err ? true : undefined}
               value={value === null || value === undefined ? '' : String(value)}
-              onInput={(e) => { const s = (e.target as HTMLInputElement).value; set(c.key, s === '' && c.allowNull !== false ? null : s); }} />
+              onInput={(e) => {
+                const s = (e.target as HTMLInputElement).value;
+                set(c.key, s === '' && c.allowNull !== false ? null : s);
+              }}
+            />
           );
         }
         return (
@@ -161,8 +232,16 @@ export function FieldForm({ configurations, values, onChange, readOnly }: FieldF
               {control}
               {c.suffix ? <span class="affix">{translated(c.suffix)}</span> : null}
             </div>
-            {c.hint ? <small id={hintId} class="muted">{translated(c.hint)}</small> : null}
-            {err ? <small id={errId} class="field-error" role="alert">{err}</small> : null}
+            {c.hint ? (
+              <small id={hintId} class="muted">
+                {translated(c.hint)}
+              </small>
+            ) : null}
+            {err ? (
+              <small id={errId} class="field-error" role="alert">
+                {err}
+              </small>
+            ) : null}
           </div>
         );
       })}

@@ -12,12 +12,32 @@ import { scheme, setScheme } from './theme.ts';
 
 const t = messages(
   {
-    skip: 'Skip to content', environment: 'Environment', navigation: 'Main', language: 'Language', dark: 'Dark', light: 'Light', account: 'Account',
-    signOut: 'Sign out', code: 'Code from your authenticator app for this environment', go: 'Switch', connectivity: 'supplier', monitoring: 'monitoring',
+    skip: 'Skip to content',
+    environment: 'Environment',
+    navigation: 'Main',
+    language: 'Language',
+    dark: 'Dark',
+    light: 'Light',
+    account: 'Account',
+    signOut: 'Sign out',
+    code: 'Code from your authenticator app for this environment',
+    go: 'Switch',
+    connectivity: 'supplier',
+    monitoring: 'monitoring',
   },
   {
-    skip: 'Naar de inhoud', environment: 'Omgeving', navigation: 'Hoofdmenu', language: 'Taal', dark: 'Donker', light: 'Licht', account: 'Account',
-    signOut: 'Uitloggen', code: 'Code uit je authenticator-app voor deze omgeving', go: 'Wisselen', connectivity: 'leverancier', monitoring: 'monitoring',
+    skip: 'Naar de inhoud',
+    environment: 'Omgeving',
+    navigation: 'Hoofdmenu',
+    language: 'Taal',
+    dark: 'Donker',
+    light: 'Licht',
+    account: 'Account',
+    signOut: 'Uitloggen',
+    code: 'Code uit je authenticator-app voor deze omgeving',
+    go: 'Wisselen',
+    connectivity: 'leverancier',
+    monitoring: 'monitoring',
   },
 );
 
@@ -44,7 +64,16 @@ export function Layout({ routes, children }: { routes: PageRoute[]; children: Co
 
   return (
     <>
-      <a class="skip" href="#main" onClick={(e) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>{t('skip')}</a>
+      <a
+        class="skip"
+        href="#main"
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
+        {t('skip')}
+      </a>
       <header class="top">
         <div class="brand">
           {logo && logo.startsWith('data:image/') && <img src={logo} alt="" height={28} />}
@@ -54,15 +83,25 @@ export function Layout({ routes, children }: { routes: PageRoute[]; children: Co
           <label class="inline">
             <span class="sr-only">{t('environment')}</span>
             <select value={s.environment.hashId} onChange={(e) => change((e.target as HTMLSelectElement).value)}>
-              {s.environments.map((env) => <option key={env.hashId} value={env.hashId}>{env.name} ({t(env.type)})</option>)}
+              {s.environments.map((env) => (
+                <option key={env.hashId} value={env.hashId}>
+                  {env.name} ({t(env.type)})
+                </option>
+              ))}
             </select>
           </label>
         )}
         <nav aria-label={t('navigation')}>
           <ul>
-            {routes.filter((r) => r.nav).map((r) => (
-              <li key={r.pattern}><a href={`#${r.pattern}`} aria-current={current === r.pattern || current.startsWith(`${r.pattern}/`) ? 'page' : undefined}>{r.nav![locale.value]}</a></li>
-            ))}
+            {routes
+              .filter((r) => r.nav)
+              .map((r) => (
+                <li key={r.pattern}>
+                  <a href={`#${r.pattern}`} aria-current={current === r.pattern || current.startsWith(`${r.pattern}/`) ? 'page' : undefined}>
+                    {r.nav![locale.value]}
+                  </a>
+                </li>
+              ))}
           </ul>
         </nav>
         <div class="tools">
@@ -73,19 +112,34 @@ export function Layout({ routes, children }: { routes: PageRoute[]; children: Co
               <option value="nl">Nederlands</option>
             </select>
           </label>
-          <button type="button" onClick={() => setScheme(scheme.value === 'dark' ? 'light' : 'dark')}>{scheme.value === 'dark' ? t('light') : t('dark')}</button>
+          <button type="button" onClick={() => setScheme(scheme.value === 'dark' ? 'light' : 'dark')}>
+            {scheme.value === 'dark' ? t('light') : t('dark')}
+          </button>
           <a href="#/account">{t('account')}</a>
-          <button type="button" onClick={() => signOut()}>{t('signOut')}</button>
+          <button type="button" onClick={() => signOut()}>
+            {t('signOut')}
+          </button>
         </div>
       </header>
       {pending && (
-        <form class="banner" onSubmit={(e) => { e.preventDefault(); void change(pending, code); }}>
-          <label>{t('code')} <input value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} inputMode="numeric" autoComplete="one-time-code" required /></label>
+        <form
+          class="banner"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void change(pending, code);
+          }}
+        >
+          <label>
+            {t('code')}{' '}
+            <input value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} inputMode="numeric" autoComplete="one-time-code" required />
+          </label>
           <button type="submit">{t('go')}</button>
         </form>
       )}
       <ErrorBox error={error} />
-      <main id="main" tabIndex={-1}>{children}</main>
+      <main id="main" tabIndex={-1}>
+        {children}
+      </main>
     </>
   );
 }

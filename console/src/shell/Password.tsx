@@ -8,14 +8,32 @@ import { ErrorBox, TextInput } from '../ui.tsx';
 
 const t = messages(
   {
-    setTitle: 'Choose your password', password: 'New password', repeat: 'The same password again', save: 'Save password', hint: 'At least 12 characters.',
-    mismatch: 'The two passwords differ.', done: 'Your password is set. Sign in with it.', signIn: 'Sign in',
-    resetTitle: 'Reset your password', email: 'Email address', send: 'Send me a link', sent: 'If the address is known, a link is on its way. It works for one hour.',
+    setTitle: 'Choose your password',
+    password: 'New password',
+    repeat: 'The same password again',
+    save: 'Save password',
+    hint: 'At least 12 characters.',
+    mismatch: 'The two passwords differ.',
+    done: 'Your password is set. Sign in with it.',
+    signIn: 'Sign in',
+    resetTitle: 'Reset your password',
+    email: 'Email address',
+    send: 'Send me a link',
+    sent: 'If the address is known, a link is on its way. It works for one hour.',
   },
   {
-    setTitle: 'Kies je wachtwoord', password: 'Nieuw wachtwoord', repeat: 'Hetzelfde wachtwoord nog eens', save: 'Wachtwoord opslaan', hint: 'Minstens 12 tekens.',
-    mismatch: 'De twee wachtwoorden verschillen.', done: 'Je wachtwoord is ingesteld. Log ermee in.', signIn: 'Inloggen',
-    resetTitle: 'Wachtwoord opnieuw instellen', email: 'E-mailadres', send: 'Stuur me een link', sent: 'Als het adres bekend is, is er een link onderweg. Die werkt een uur.',
+    setTitle: 'Kies je wachtwoord',
+    password: 'Nieuw wachtwoord',
+    repeat: 'Hetzelfde wachtwoord nog eens',
+    save: 'Wachtwoord opslaan',
+    hint: 'Minstens 12 tekens.',
+    mismatch: 'De twee wachtwoorden verschillen.',
+    done: 'Je wachtwoord is ingesteld. Log ermee in.',
+    signIn: 'Inloggen',
+    resetTitle: 'Wachtwoord opnieuw instellen',
+    email: 'E-mailadres',
+    send: 'Stuur me een link',
+    sent: 'Als het adres bekend is, is er een link onderweg. Die werkt een uur.',
   },
 );
 
@@ -39,13 +57,30 @@ export function SetPassword({ query }: PageProps) {
     <main class="narrow" id="main">
       <h1>{t('setTitle')}</h1>
       {done ? (
-        <p role="status">{t('done')} <a href="#/" onClick={() => navigate('/')}>{t('signIn')}</a></p>
+        <p role="status">
+          {t('done')}{' '}
+          <a href="#/" onClick={() => navigate('/')}>
+            {t('signIn')}
+          </a>
+        </p>
       ) : (
         <form onSubmit={submit}>
-          <TextInput label={t('password')} hint={t('hint')} type="password" value={password} onInput={setPassword} autoComplete="new-password" required name="password" autoFocus />
+          <TextInput
+            label={t('password')}
+            hint={t('hint')}
+            type="password"
+            value={password}
+            onInput={setPassword}
+            autoComplete="new-password"
+            required
+            name="password"
+            autoFocus
+          />
           <TextInput label={t('repeat')} type="password" value={repeat} onInput={setRepeat} autoComplete="new-password" required name="repeat" />
           <ErrorBox error={error} />
-          <button type="submit" class="primary">{t('save')}</button>
+          <button type="submit" class="primary">
+            {t('save')}
+          </button>
         </form>
       )}
     </main>
@@ -68,11 +103,15 @@ export function ResetPassword() {
   return (
     <main class="narrow" id="main">
       <h1>{t('resetTitle')}</h1>
-      {sent ? <p role="status">{t('sent')}</p> : (
+      {sent ? (
+        <p role="status">{t('sent')}</p>
+      ) : (
         <form onSubmit={submit}>
           <TextInput label={t('email')} type="email" value={email} onInput={setEmail} autoComplete="username" required name="email" autoFocus />
           <ErrorBox error={error} />
-          <button type="submit" class="primary">{t('send')}</button>
+          <button type="submit" class="primary">
+            {t('send')}
+          </button>
         </form>
       )}
     </main>

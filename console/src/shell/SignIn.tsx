@@ -7,12 +7,24 @@ import { ErrorBox, TextInput } from '../ui.tsx';
 
 const t = messages(
   {
-    title: 'Sign in', email: 'Email address', password: 'Password', code: 'Code from your authenticator app', submit: 'Sign in',
-    codeHint: 'Six digits; it changes every 30 seconds.', forgot: 'Forgot your password?', wrong: 'The address or password is not right.',
+    title: 'Sign in',
+    email: 'Email address',
+    password: 'Password',
+    code: 'Code from your authenticator app',
+    submit: 'Sign in',
+    codeHint: 'Six digits; it changes every 30 seconds.',
+    forgot: 'Forgot your password?',
+    wrong: 'The address or password is not right.',
   },
   {
-    title: 'Inloggen', email: 'E-mailadres', password: 'Wachtwoord', code: 'Code uit je authenticator-app', submit: 'Inloggen',
-    codeHint: 'Zes cijfers; de code verandert elke 30 seconden.', forgot: 'Wachtwoord vergeten?', wrong: 'Het adres of wachtwoord klopt niet.',
+    title: 'Inloggen',
+    email: 'E-mailadres',
+    password: 'Wachtwoord',
+    code: 'Code uit je authenticator-app',
+    submit: 'Inloggen',
+    codeHint: 'Zes cijfers; de code verandert elke 30 seconden.',
+    forgot: 'Wachtwoord vergeten?',
+    wrong: 'Het adres of wachtwoord klopt niet.',
   },
 );
 
@@ -29,7 +41,10 @@ export default function SignIn() {
     setBusy(true);
     setError(null);
     try {
-      const answer = await api<{ session: SessionView }>('POST', '/authentication/person/login', { anonymous: true, body: { email, password, ...(needsCode ? { code } : {}) } });
+      const answer = await api<{ session: SessionView }>('POST', '/authentication/person/login', {
+        anonymous: true,
+        body: { email, password, ...(needsCode ? { code } : {}) },
+      });
       setSession(answer.session);
     } catch (err) {
       if (err instanceof ApiError && err.key === 'second_factor_required') setNeedsCode(true);
@@ -46,11 +61,27 @@ export default function SignIn() {
       <form onSubmit={submit}>
         <TextInput label={t('email')} type="email" value={email} onInput={setEmail} autoComplete="username" required name="email" autoFocus />
         <TextInput label={t('password')} type="password" value={password} onInput={setPassword} autoComplete="current-password" required name="password" />
-        {needsCode && <TextInput label={t('code')} hint={t('codeHint')} value={code} onInput={setCode} autoComplete="one-time-code" inputMode="numeric" required name="code" autoFocus />}
+        {needsCode && (
+          <TextInput
+            label={t('code')}
+            hint={t('codeHint')}
+            value={code}
+            onInput={setCode}
+            autoComplete="one-time-code"
+            inputMode="numeric"
+            required
+            name="code"
+            autoFocus
+          />
+        )}
         <ErrorBox error={error} />
-        <button type="submit" class="primary" disabled={busy}>{t('submit')}</button>
+        <button type="submit" class="primary" disabled={busy}>
+          {t('submit')}
+        </button>
       </form>
-      <p><a href="#/reset-password">{t('forgot')}</a></p>
+      <p>
+        <a href="#/reset-password">{t('forgot')}</a>
+      </p>
     </main>
   );
 }

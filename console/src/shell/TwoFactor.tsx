@@ -8,13 +8,25 @@ import { ErrorBox, TextInput } from '../ui.tsx';
 
 const t = messages(
   {
-    title: 'Set up two-factor authentication', enforced: 'This environment requires a second factor. Add this account to an authenticator app to go on.',
-    password: 'Your password', start: 'Show my key', secret: 'Key for your authenticator app', uri: 'Or add it from this link', code: 'Code from the app', enable: 'Turn on',
+    title: 'Set up two-factor authentication',
+    enforced: 'This environment requires a second factor. Add this account to an authenticator app to go on.',
+    password: 'Your password',
+    start: 'Show my key',
+    secret: 'Key for your authenticator app',
+    uri: 'Or add it from this link',
+    code: 'Code from the app',
+    enable: 'Turn on',
     enabled: 'Two-factor authentication is on.',
   },
   {
-    title: 'Tweestapsverificatie instellen', enforced: 'Deze omgeving vereist een tweede factor. Voeg dit account toe aan een authenticator-app om verder te gaan.',
-    password: 'Je wachtwoord', start: 'Toon mijn sleutel', secret: 'Sleutel voor je authenticator-app', uri: 'Of voeg hem toe met deze link', code: 'Code uit de app', enable: 'Aanzetten',
+    title: 'Tweestapsverificatie instellen',
+    enforced: 'Deze omgeving vereist een tweede factor. Voeg dit account toe aan een authenticator-app om verder te gaan.',
+    password: 'Je wachtwoord',
+    start: 'Toon mijn sleutel',
+    secret: 'Sleutel voor je authenticator-app',
+    uri: 'Of voeg hem toe met deze link',
+    code: 'Code uit de app',
+    enable: 'Aanzetten',
     enabled: 'Tweestapsverificatie staat aan.',
   },
 );
@@ -51,19 +63,31 @@ export function TwoFactorSetup({ enforced }: { enforced: boolean }) {
     <section>
       <h2>{t('title')}</h2>
       {enforced && <p>{t('enforced')}</p>}
-      {done ? <p role="status">{t('enabled')}</p> : key?.secret ? (
+      {done ? (
+        <p role="status">{t('enabled')}</p>
+      ) : key?.secret ? (
         <form onSubmit={enable}>
-          <p>{t('secret')}: <code data-testid="totp-secret">{key.secret}</code></p>
-          {key.keyuri && <p>{t('uri')}: <a href={key.keyuri}>{t('uri')}</a></p>}
+          <p>
+            {t('secret')}: <code data-testid="totp-secret">{key.secret}</code>
+          </p>
+          {key.keyuri && (
+            <p>
+              {t('uri')}: <a href={key.keyuri}>{t('uri')}</a>
+            </p>
+          )}
           <TextInput label={t('code')} value={code} onInput={setCode} inputMode="numeric" autoComplete="one-time-code" required name="code" autoFocus />
           <ErrorBox error={error} />
-          <button type="submit" class="primary">{t('enable')}</button>
+          <button type="submit" class="primary">
+            {t('enable')}
+          </button>
         </form>
       ) : (
         <form onSubmit={start}>
           <TextInput label={t('password')} type="password" value={password} onInput={setPassword} autoComplete="current-password" required name="password" />
           <ErrorBox error={error} />
-          <button type="submit" class="primary">{t('start')}</button>
+          <button type="submit" class="primary">
+            {t('start')}
+          </button>
         </form>
       )}
     </section>

@@ -14,7 +14,7 @@ let palettes: { light?: Palette; dark?: Palette } | null = null;
 const SAFE_COLOUR = /^(#[0-9a-f]{3,8}|(rgb|rgba|hsl|hsla)\([0-9.,%\s/]+\)|[a-z]{3,20})$/i;
 
 export function applyTheme(theme: unknown): void {
-  palettes = theme && typeof theme === 'object' ? theme as typeof palettes : null;
+  palettes = theme && typeof theme === 'object' ? (theme as typeof palettes) : null;
   paint();
 }
 

@@ -11,24 +11,35 @@ export default function CertificateEditor({ params }: PageProps) {
   const [cn, setCn] = useState('device-1');
   const [org, setOrg] = useState('');
   const [serial, setSerial] = useState('');
-  const subjects = () => [[
-    ...(cn ? [attribute('CN', cn)] : []), ...(org ? [attribute('O', org)] : []), ...(serial ? [attribute('serialNumber', serial)] : []),
-  ]];
+  const subjects = () => [
+    [...(cn ? [attribute('CN', cn)] : []), ...(org ? [attribute('O', org)] : []), ...(serial ? [attribute('serialNumber', serial)] : [])],
+  ];
   return (
-    <CodePage<IdentifierAnswer> kind="certificateIdentifier" base="/supplier-certificate/" hashId={params.hashId} field="identifier" listPath="/certificates"
+    <CodePage<IdentifierAnswer>
+      kind="certificateIdentifier"
+      base="/supplier-certificate/"
+      hashId={params.hashId}
+      field="identifier"
+      listPath="/certificates"
       load={(a) => ({ name: (a.certificate as { name: string }).name, code: a.identifier as string })}
       info={(a) => {
         const pem = (a.certificate as { certificate?: string }).certificate;
-        return pem ? <details><summary>{t('certificate')}</summary><pre class="mono">{pem}</pre></details> : null;
+        return pem ? (
+          <details>
+            <summary>{t('certificate')}</summary>
+            <pre class="mono">{pem}</pre>
+          </details>
+        ) : null;
       }}
       tryInput={() => ({ certificate: { subjects: subjects() } })}
-      tryFields={(
+      tryFields={
         <>
           <TextInput label={t('cn')} value={cn} onInput={setCn} name="cn" />
           <TextInput label={t('org')} value={org} onInput={setOrg} name="o" />
           <TextInput label={t('serial')} value={serial} onInput={setSerial} name="serialNumber" />
         </>
-      )}
-      result={(a) => <IdentifierResult answer={a} />} />
+      }
+      result={(a) => <IdentifierResult answer={a} />}
+    />
   );
 }

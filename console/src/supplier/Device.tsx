@@ -17,20 +17,63 @@ import { Ago, deviceName, Section } from './parts.tsx';
 
 const t = messages(
   {
-    back: 'All devices', identity: 'Identity', credentials: 'Credentials', claim: 'Claim token', counters: 'Connectivity counters', commands: 'Commands', firmware: 'Firmware',
-    live: 'Live log', hashId: 'Id', supplierId: 'Supplier device identifier', type: 'Device type', lastOnline: 'Last online', nextReport: 'Next report expected before',
-    validated: 'Validated', yes: 'yes', no: 'no', claimedBy: 'Claimed by', notClaimed: 'not claimed', fields: 'Fields', noFields: 'No fields.', onThisPage: 'On this page',
-    remove: 'Delete device', confirm: 'Delete this device? Its credentials stop working at once.', openLive: 'Open in the live log',
+    back: 'All devices',
+    identity: 'Identity',
+    credentials: 'Credentials',
+    claim: 'Claim token',
+    counters: 'Connectivity counters',
+    commands: 'Commands',
+    firmware: 'Firmware',
+    live: 'Live log',
+    hashId: 'Id',
+    supplierId: 'Supplier device identifier',
+    type: 'Device type',
+    lastOnline: 'Last online',
+    nextReport: 'Next report expected before',
+    validated: 'Validated',
+    yes: 'yes',
+    no: 'no',
+    claimedBy: 'Claimed by',
+    notClaimed: 'not claimed',
+    fields: 'Fields',
+    noFields: 'No fields.',
+    onThisPage: 'On this page',
+    remove: 'Delete device',
+    confirm: 'Delete this device? Its credentials stop working at once.',
+    openLive: 'Open in the live log',
   },
   {
-    back: 'Alle apparaten', identity: 'Identiteit', credentials: 'Inloggegevens', claim: 'Claimtoken', counters: 'Connectiviteitstellers', commands: 'Commando\'s', firmware: 'Firmware',
-    live: 'Live log', hashId: 'Id', supplierId: 'Identificatie van de leverancier', type: 'Apparaattype', lastOnline: 'Laatst online', nextReport: 'Volgend rapport verwacht vóór',
-    validated: 'Gevalideerd', yes: 'ja', no: 'nee', claimedBy: 'Geclaimd door', notClaimed: 'niet geclaimd', fields: 'Velden', noFields: 'Geen velden.', onThisPage: 'Op deze pagina',
-    remove: 'Apparaat verwijderen', confirm: 'Dit apparaat verwijderen? De inloggegevens werken direct niet meer.', openLive: 'Openen in de live log',
+    back: 'Alle apparaten',
+    identity: 'Identiteit',
+    credentials: 'Inloggegevens',
+    claim: 'Claimtoken',
+    counters: 'Connectiviteitstellers',
+    commands: "Commando's",
+    firmware: 'Firmware',
+    live: 'Live log',
+    hashId: 'Id',
+    supplierId: 'Identificatie van de leverancier',
+    type: 'Apparaattype',
+    lastOnline: 'Laatst online',
+    nextReport: 'Volgend rapport verwacht vóór',
+    validated: 'Gevalideerd',
+    yes: 'ja',
+    no: 'nee',
+    claimedBy: 'Geclaimd door',
+    notClaimed: 'niet geclaimd',
+    fields: 'Velden',
+    noFields: 'Geen velden.',
+    onThisPage: 'Op deze pagina',
+    remove: 'Apparaat verwijderen',
+    confirm: 'Dit apparaat verwijderen? De inloggegevens werken direct niet meer.',
+    openLive: 'Openen in de live log',
   },
 );
 
-interface TypeAnswer { deviceType: DeviceType; commandTypes: CommandType[] }
+interface TypeAnswer {
+  deviceType: DeviceType;
+  commandTypes: CommandType[];
+}
 
 const SECTIONS = ['identity', 'credentials', 'claim', 'counters', 'commands', 'live', 'firmware'] as const;
 
@@ -38,7 +81,10 @@ export default function Device({ params }: PageProps) {
   const hashId = params.hashId;
   const device = useAsync((signal) => api<DeviceRow>('GET', `/device/${encodeURIComponent(hashId)}`, { signal }), [hashId]);
   const typeHashId = device.data?.device.deviceTypeHashId;
-  const type = useAsync((signal) => (typeHashId ? api<TypeAnswer>('GET', `/device-type/${encodeURIComponent(typeHashId)}`, { signal }) : Promise.resolve(null)), [typeHashId]);
+  const type = useAsync(
+    (signal) => (typeHashId ? api<TypeAnswer>('GET', `/device-type/${encodeURIComponent(typeHashId)}`, { signal }) : Promise.resolve(null)),
+    [typeHashId],
+  );
   const [lastOnline, setLastOnline] = useState<string | null>(null);
   const [lastRequest, setLastRequest] = useState<ActivityDetail | null>(null);
   const [commandsRefresh, setCommandsRefresh] = useState(0);
@@ -49,13 +95,16 @@ export default function Device({ params }: PageProps) {
     const controller = new AbortController();
     setLastRequest(null);
     api<{ rows: ActivitySummary[] }>('GET', '/supplier-activity/', {
-      signal: controller.signal, query: { deviceHashId: hashId, triggerType: 'handleIncomingRequest', rowsPerPage: 1, sortBy: 'createdAt', descending: true },
-    }).then(async (page) => {
-      const row = page.rows[0];
-      if (!row) return;
-      const detail = await api<ActivityDetail>('GET', `/supplier-activity/${encodeURIComponent(row.activity.hashId)}`, { signal: controller.signal });
-      setLastRequest((current) => current ?? detail);
-    }).catch(() => undefined);
+      signal: controller.signal,
+      query: { deviceHashId: hashId, triggerType: 'handleIncomingRequest', rowsPerPage: 1, sortBy: 'createdAt', descending: true },
+    })
+      .then(async (page) => {
+        const row = page.rows[0];
+        if (!row) return;
+        const detail = await api<ActivityDetail>('GET', `/supplier-activity/${encodeURIComponent(row.activity.hashId)}`, { signal: controller.signal });
+        setLastRequest((current) => current ?? detail);
+      })
+      .catch(() => undefined);
     return () => controller.abort();
   }, [hashId]);
 
@@ -66,7 +115,16 @@ export default function Device({ params }: PageProps) {
     if (d.activity.activities.some((a) => /command/i.test(a.triggerType)) || /command/i.test(d.activity.triggerType)) setCommandsRefresh((n) => n + 1);
   }, []);
 
-  if (device.error) return <section><PageTitle>{t('back')}</PageTitle><ErrorBox error={device.error} onRetry={device.reload} /><p><a href="#/devices">{t('back')}</a></p></section>;
+  if (device.error)
+    return (
+      <section>
+        <PageTitle>{t('back')}</PageTitle>
+        <ErrorBox error={device.error} onRetry={device.reload} />
+        <p>
+          <a href="#/devices">{t('back')}</a>
+        </p>
+      </section>
+    );
   if (!device.data) return <Loading />;
   const { device: d, deviceType, environmentName } = device.data;
   const remove = async () => {
@@ -81,40 +139,95 @@ export default function Device({ params }: PageProps) {
 
   return (
     <article class="device-page">
-      <p class="small"><a href="#/devices">← {t('back')}</a></p>
-      <PageTitle actions={<><a class="button" href={`#/live?device=${encodeURIComponent(hashId)}`}>{t('openLive')}</a><button type="button" class="danger" onClick={remove}>{t('remove')}</button></>}>
+      <p class="small">
+        <a href="#/devices">← {t('back')}</a>
+      </p>
+      <PageTitle
+        actions={
+          <>
+            <a class="button" href={`#/live?device=${encodeURIComponent(hashId)}`}>
+              {t('openLive')}
+            </a>
+            <button type="button" class="danger" onClick={remove}>
+              {t('remove')}
+            </button>
+          </>
+        }
+      >
         {deviceName(d)}
       </PageTitle>
       <ErrorBox error={removeError} />
       <nav aria-label={t('onThisPage')} class="in-page">
-        <ul>{SECTIONS.map((s) => <li key={s}><a href={`#/devices/${hashId}`} onClick={(e) => { e.preventDefault(); document.getElementById(`${s}-title`)?.scrollIntoView(); }}>{t(s)}</a></li>)}</ul>
+        <ul>
+          {SECTIONS.map((s) => (
+            <li key={s}>
+              <a
+                href={`#/devices/${hashId}`}
+                onClick={(e) => {
+                  e.preventDefault();
+                  document.getElementById(`${s}-title`)?.scrollIntoView();
+                }}
+              >
+                {t(s)}
+              </a>
+            </li>
+          ))}
+        </ul>
       </nav>
       <div class="grid-2">
         <Section title={t('identity')} id="identity">
           <dl>
-            <dt>{t('hashId')}</dt><dd><code>{d.hashId}</code></dd>
-            <dt>{t('supplierId')}</dt><dd>{d.supplierDeviceIdentifier}</dd>
-            <dt>{t('type')}</dt><dd><a href={`#/device-types/${deviceType.hashId}`}>{translated(deviceType.name)}</a></dd>
-            <dt>{t('lastOnline')}</dt><dd data-testid="last-online"><Ago iso={lastOnline ?? d.lastOnlineAt} />{(lastOnline ?? d.lastOnlineAt) && <span class="muted small"> ({formatDate(lastOnline ?? d.lastOnlineAt)})</span>}</dd>
-            {d.nextReportBefore && <><dt>{t('nextReport')}</dt><dd>{formatDate(d.nextReportBefore)}</dd></>}
-            <dt>{t('validated')}</dt><dd>{d.validated ? t('yes') : t('no')}</dd>
-            <dt>{t('claimedBy')}</dt><dd>{environmentName ?? <span class="muted">{t('notClaimed')}</span>}</dd>
+            <dt>{t('hashId')}</dt>
+            <dd>
+              <code>{d.hashId}</code>
+            </dd>
+            <dt>{t('supplierId')}</dt>
+            <dd>{d.supplierDeviceIdentifier}</dd>
+            <dt>{t('type')}</dt>
+            <dd>
+              <a href={`#/device-types/${deviceType.hashId}`}>{translated(deviceType.name)}</a>
+            </dd>
+            <dt>{t('lastOnline')}</dt>
+            <dd data-testid="last-online">
+              <Ago iso={lastOnline ?? d.lastOnlineAt} />
+              {(lastOnline ?? d.lastOnlineAt) && <span class="muted small"> ({formatDate(lastOnline ?? d.lastOnlineAt)})</span>}
+            </dd>
+            {d.nextReportBefore && (
+              <>
+                <dt>{t('nextReport')}</dt>
+                <dd>{formatDate(d.nextReportBefore)}</dd>
+              </>
+            )}
+            <dt>{t('validated')}</dt>
+            <dd>{d.validated ? t('yes') : t('no')}</dd>
+            <dt>{t('claimedBy')}</dt>
+            <dd>{environmentName ?? <span class="muted">{t('notClaimed')}</span>}</dd>
           </dl>
           <h3>{t('fields')}</h3>
           <Fields fields={d.fields} configs={deviceType.fieldConfigurations} />
         </Section>
         <div>
-          <Section title={t('credentials')} id="credentials"><Credentials last={lastRequest} /></Section>
-          <Section title={t('claim')} id="claim"><ClaimToken deviceHashId={hashId} claimedBy={environmentName} /></Section>
+          <Section title={t('credentials')} id="credentials">
+            <Credentials last={lastRequest} />
+          </Section>
+          <Section title={t('claim')} id="claim">
+            <ClaimToken deviceHashId={hashId} claimedBy={environmentName} />
+          </Section>
         </div>
       </div>
-      <Section title={t('counters')} id="counters"><Counters deviceHashId={hashId} /></Section>
+      <Section title={t('counters')} id="counters">
+        <Counters deviceHashId={hashId} />
+      </Section>
       <Section title={t('commands')} id="commands">
         <ErrorBox error={type.error} onRetry={type.reload} />
         {type.data ? <Commands deviceHashId={hashId} commandTypes={type.data.commandTypes} refresh={commandsRefresh} /> : !type.error && <Loading />}
       </Section>
-      <Section title={t('live')} id="live"><ActivityLog deviceHashId={hashId} oneDevice initial={10} cap={200} headingLevel={4} onActivity={heard} /></Section>
-      <Section title={t('firmware')} id="firmware"><FirmwarePart deviceTypeHashId={deviceType.hashId} last={lastRequest} /></Section>
+      <Section title={t('live')} id="live">
+        <ActivityLog deviceHashId={hashId} oneDevice initial={10} cap={200} headingLevel={4} onActivity={heard} />
+      </Section>
+      <Section title={t('firmware')} id="firmware">
+        <FirmwarePart deviceTypeHashId={deviceType.hashId} last={lastRequest} />
+      </Section>
     </article>
   );
 }
@@ -127,7 +240,10 @@ function Fields({ fields, configs }: { fields: Record<string, unknown>; configs:
     <dl>
       {keys.map((k) => {
         const v = fields?.[k];
-        return [<dt key={`${k}-t`}>{name(k)}</dt>, <dd key={`${k}-d`}>{v === undefined || v === null ? '–' : typeof v === 'string' ? v : <code>{JSON.stringify(v)}</code>}</dd>];
+        return [
+          <dt key={`${k}-t`}>{name(k)}</dt>,
+          <dd key={`${k}-d`}>{v === undefined || v === null ? '–' : typeof v === 'string' ? v : <code>{JSON.stringify(v)}</code>}</dd>,
+        ];
       })}
     </dl>
   );

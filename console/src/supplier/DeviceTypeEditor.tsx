@@ -12,47 +12,131 @@ import { Json, LogLines, markersOf, MeasurementTable, RunFailure, RunOutcome, t 
 
 const t = messages(
   {
-    back: 'Back to device types', handler: 'Event handler of {name}', tryOn: 'Try it on', stored: 'a stored request', typed: 'an event I type',
-    activity: 'Stored request', noActivity: 'This type\'s devices have sent nothing yet: type an event instead.', event: 'Event (as args.event receives it, JSON)',
-    badJson: 'The event is not JSON: {message}', answer: 'Answer to the device', noAnswer: 'No answer: the event is not a device request.', status: 'Status {status}',
-    reports: 'Reports', commands: 'Commands', otherCalls: 'Other calls', none: 'None.', reportOf: 'Report of {reportType}', review: 'Review changes', reviewing: 'Replaying…',
-    compareTitle: 'Changes against stored requests', compareHint: 'The type\'s last stored requests, each run with the saved handler and with the one in the editor. Nothing is stored or sent.',
-    total: 'requests replayed', differing: 'answer differently', newlyFailing: 'fail only with the change', fixed: 'fail only without it', noRuns: 'No stored request to replay: nothing to compare.',
-    current: 'Saved handler', proposed: 'Handler in the editor', same: 'same result', differs: 'differs:', dAnswer: 'answer', dReports: 'reports', dMeasurements: 'measurements', dFailed: 'failure',
-    staleCompare: 'The code changed since this comparison: review again to see the change\'s effect.', saveAnyway: 'Save', saveReviewed: 'Save this handler',
-    deviceOf: 'device {device}', mustCompile: 'The comparison needs code that compiles:',
+    back: 'Back to device types',
+    handler: 'Event handler of {name}',
+    tryOn: 'Try it on',
+    stored: 'a stored request',
+    typed: 'an event I type',
+    activity: 'Stored request',
+    noActivity: "This type's devices have sent nothing yet: type an event instead.",
+    event: 'Event (as args.event receives it, JSON)',
+    badJson: 'The event is not JSON: {message}',
+    answer: 'Answer to the device',
+    noAnswer: 'No answer: the event is not a device request.',
+    status: 'Status {status}',
+    reports: 'Reports',
+    commands: 'Commands',
+    otherCalls: 'Other calls',
+    none: 'None.',
+    reportOf: 'Report of {reportType}',
+    review: 'Review changes',
+    reviewing: 'Replaying…',
+    compareTitle: 'Changes against stored requests',
+    compareHint: "The type's last stored requests, each run with the saved handler and with the one in the editor. Nothing is stored or sent.",
+    total: 'requests replayed',
+    differing: 'answer differently',
+    newlyFailing: 'fail only with the change',
+    fixed: 'fail only without it',
+    noRuns: 'No stored request to replay: nothing to compare.',
+    current: 'Saved handler',
+    proposed: 'Handler in the editor',
+    same: 'same result',
+    differs: 'differs:',
+    dAnswer: 'answer',
+    dReports: 'reports',
+    dMeasurements: 'measurements',
+    dFailed: 'failure',
+    staleCompare: "The code changed since this comparison: review again to see the change's effect.",
+    saveAnyway: 'Save',
+    saveReviewed: 'Save this handler',
+    deviceOf: 'device {device}',
+    mustCompile: 'The comparison needs code that compiles:',
   },
   {
-    back: 'Terug naar apparaattypes', handler: 'Event handler van {name}', tryOn: 'Probeer op', stored: 'een opgeslagen verzoek', typed: 'een event dat ik typ',
-    activity: 'Opgeslagen verzoek', noActivity: 'De apparaten van dit type stuurden nog niets: typ een event.', event: 'Event (zoals args.event het krijgt, JSON)',
-    badJson: 'Het event is geen JSON: {message}', answer: 'Antwoord aan het apparaat', noAnswer: 'Geen antwoord: het event is geen verzoek van een apparaat.', status: 'Status {status}',
-    reports: 'Rapporten', commands: 'Commando\'s', otherCalls: 'Andere aanroepen', none: 'Geen.', reportOf: 'Rapport van {reportType}', review: 'Wijzigingen bekijken', reviewing: 'Opnieuw afspelen…',
-    compareTitle: 'Wijzigingen op opgeslagen verzoeken', compareHint: 'De laatste opgeslagen verzoeken van het type, elk uitgevoerd met de opgeslagen handler en met die in de editor. Er wordt niets opgeslagen of verstuurd.',
-    total: 'verzoeken afgespeeld', differing: 'antwoorden anders', newlyFailing: 'falen alleen met de wijziging', fixed: 'falen alleen zonder', noRuns: 'Geen opgeslagen verzoek om af te spelen: niets te vergelijken.',
-    current: 'Opgeslagen handler', proposed: 'Handler in de editor', same: 'zelfde resultaat', differs: 'verschilt:', dAnswer: 'antwoord', dReports: 'rapporten', dMeasurements: 'metingen', dFailed: 'fout',
-    staleCompare: 'De code veranderde na deze vergelijking: bekijk opnieuw om het effect te zien.', saveAnyway: 'Opslaan', saveReviewed: 'Deze handler opslaan',
-    deviceOf: 'apparaat {device}', mustCompile: 'De vergelijking vraagt code die compileert:',
+    back: 'Terug naar apparaattypes',
+    handler: 'Event handler van {name}',
+    tryOn: 'Probeer op',
+    stored: 'een opgeslagen verzoek',
+    typed: 'een event dat ik typ',
+    activity: 'Opgeslagen verzoek',
+    noActivity: 'De apparaten van dit type stuurden nog niets: typ een event.',
+    event: 'Event (zoals args.event het krijgt, JSON)',
+    badJson: 'Het event is geen JSON: {message}',
+    answer: 'Antwoord aan het apparaat',
+    noAnswer: 'Geen antwoord: het event is geen verzoek van een apparaat.',
+    status: 'Status {status}',
+    reports: 'Rapporten',
+    commands: "Commando's",
+    otherCalls: 'Andere aanroepen',
+    none: 'Geen.',
+    reportOf: 'Rapport van {reportType}',
+    review: 'Wijzigingen bekijken',
+    reviewing: 'Opnieuw afspelen…',
+    compareTitle: 'Wijzigingen op opgeslagen verzoeken',
+    compareHint:
+      'De laatste opgeslagen verzoeken van het type, elk uitgevoerd met de opgeslagen handler en met die in de editor. Er wordt niets opgeslagen of verstuurd.',
+    total: 'verzoeken afgespeeld',
+    differing: 'antwoorden anders',
+    newlyFailing: 'falen alleen met de wijziging',
+    fixed: 'falen alleen zonder',
+    noRuns: 'Geen opgeslagen verzoek om af te spelen: niets te vergelijken.',
+    current: 'Opgeslagen handler',
+    proposed: 'Handler in de editor',
+    same: 'zelfde resultaat',
+    differs: 'verschilt:',
+    dAnswer: 'antwoord',
+    dReports: 'rapporten',
+    dMeasurements: 'metingen',
+    dFailed: 'fout',
+    staleCompare: 'De code veranderde na deze vergelijking: bekijk opnieuw om het effect te zien.',
+    saveAnyway: 'Opslaan',
+    saveReviewed: 'Deze handler opslaan',
+    deviceOf: 'apparaat {device}',
+    mustCompile: 'De vergelijking vraagt code die compileert:',
   },
 );
 
-interface Call { name: string; failed: boolean; log: LogLine[]; triggerData: unknown }
+interface Call {
+  name: string;
+  failed: boolean;
+  log: LogLine[];
+  triggerData: unknown;
+}
 interface DryRun extends RunCommon {
   answer: { statusCode: number; headers: Record<string, string>; body: unknown } | null;
   calls: Call[];
 }
 interface CompareAnswer {
-  runs: { activityHashId: string; deviceHashId: string | null; createdAt: string; current: DryRun; proposed: DryRun; differs: { answer: boolean; reports: boolean; measurements: boolean; failed: boolean } }[];
+  runs: {
+    activityHashId: string;
+    deviceHashId: string | null;
+    createdAt: string;
+    current: DryRun;
+    proposed: DryRun;
+    differs: { answer: boolean; reports: boolean; measurements: boolean; failed: boolean };
+  }[];
   summary: { total: number; differing: number; newlyFailing: number; fixed: number };
 }
-interface ActivityRow { activity: { hashId: string; createdAt: string; triggerType: string; failed: boolean }; device: { hashId: string; supplierDeviceIdentifier?: string } | null }
+interface ActivityRow {
+  activity: { hashId: string; createdAt: string; triggerType: string; failed: boolean };
+  device: { hashId: string; supplierDeviceIdentifier?: string } | null;
+}
 
-const SAMPLE_EVENT = JSON.stringify({
-  type: 'incomingRequest',
-  webRequest: {
-    url: { protocol: 'https', host: 'devices.example', path: '/', query: {} }, method: 'POST', headers: { 'content-type': 'application/json' },
-    body: { type: 'json', data: { temperature: 21.5 } }, ip: '203.0.113.10', certificate: null,
+const SAMPLE_EVENT = JSON.stringify(
+  {
+    type: 'incomingRequest',
+    webRequest: {
+      url: { protocol: 'https', host: 'devices.example', path: '/', query: {} },
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: { type: 'json', data: { temperature: 21.5 } },
+      ip: '203.0.113.10',
+      certificate: null,
+    },
   },
-}, null, 2);
+  null,
+  2,
+);
 
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -65,8 +149,11 @@ function measurementsOf(call: Call) {
     const m = (isObject(o.measurement) ? o.measurement : {}) as Obj;
     const q = isObject(o.quantity) ? o.quantity : {};
     return {
-      channelIndex: Number(m.channelIndex), quantityHashId: String(q.hashId ?? m.quantityHashId ?? ''), generatedAt: String(m.generatedAt ?? ''),
-      orderOfMagnitude: Number(m.orderOfMagnitude), significand: Number(m.significand),
+      channelIndex: Number(m.channelIndex),
+      quantityHashId: String(q.hashId ?? m.quantityHashId ?? ''),
+      generatedAt: String(m.generatedAt ?? ''),
+      orderOfMagnitude: Number(m.orderOfMagnitude),
+      significand: Number(m.significand),
     };
   });
 }
@@ -94,7 +181,10 @@ function ReportsView({ run, compact }: { run: DryRun; compact?: boolean }) {
     <>
       {reports.map((c, i) => (
         <div key={i} class="report">
-          <p>{t('reportOf', { reportType: reportTypeOf(c) })}{c.failed && <span class="tag bad">{common('failed')}</span>}</p>
+          <p>
+            {t('reportOf', { reportType: reportTypeOf(c) })}
+            {c.failed && <span class="tag bad">{common('failed')}</span>}
+          </p>
           <MeasurementTable rows={measurementsOf(c)} caption={common('measurements')} />
           {!compact && c.log.length > 0 && <LogLines log={c.log} />}
         </div>
@@ -114,11 +204,31 @@ function DryRunView({ run }: { run: DryRun }) {
       <h3>{t('reports')}</h3>
       <ReportsView run={run} />
       <h3>{t('commands')}</h3>
-      {commands.length === 0 ? <p class="muted">{t('none')}</p> : <ul>{commands.map((c, i) => <li key={i}><code>{c.name}</code>{c.failed && <span class="tag bad">{common('failed')}</span>}<Json value={c.triggerData} /></li>)}</ul>}
+      {commands.length === 0 ? (
+        <p class="muted">{t('none')}</p>
+      ) : (
+        <ul>
+          {commands.map((c, i) => (
+            <li key={i}>
+              <code>{c.name}</code>
+              {c.failed && <span class="tag bad">{common('failed')}</span>}
+              <Json value={c.triggerData} />
+            </li>
+          ))}
+        </ul>
+      )}
       {others.length > 0 && (
         <>
           <h3>{t('otherCalls')}</h3>
-          <ul>{others.map((c, i) => <li key={i}><code>{c.name}</code>{c.failed && <span class="tag bad">{common('failed')}</span>}<Json value={c.triggerData} /></li>)}</ul>
+          <ul>
+            {others.map((c, i) => (
+              <li key={i}>
+                <code>{c.name}</code>
+                {c.failed && <span class="tag bad">{common('failed')}</span>}
+                <Json value={c.triggerData} />
+              </li>
+            ))}
+          </ul>
         </>
       )}
     </RunOutcome>
@@ -145,13 +255,31 @@ function CompareView({ answer, stale, onSave, saving }: { answer: CompareAnswer;
     <section class="panel compare" aria-labelledby="compare-title">
       <h2 id="compare-title">{t('compareTitle')}</h2>
       <p class="muted small">{t('compareHint')}</p>
-      <div role="status"><ul class="summary">
-        <li data-summary="total"><strong>{s.total}</strong>{t('total')}</li>
-        <li data-summary="differing" class={s.differing ? 'warn' : undefined}><strong>{s.differing}</strong>{t('differing')}</li>
-        <li data-summary="newlyFailing" class={s.newlyFailing ? 'bad' : undefined}><strong>{s.newlyFailing}</strong>{t('newlyFailing')}</li>
-        <li data-summary="fixed" class={s.fixed ? 'ok' : undefined}><strong>{s.fixed}</strong>{t('fixed')}</li>
-      </ul></div>
-      {stale && <p class="warn" role="alert">{t('staleCompare')}</p>}
+      <div role="status">
+        <ul class="summary">
+          <li data-summary="total">
+            <strong>{s.total}</strong>
+            {t('total')}
+          </li>
+          <li data-summary="differing" class={s.differing ? 'warn' : undefined}>
+            <strong>{s.differing}</strong>
+            {t('differing')}
+          </li>
+          <li data-summary="newlyFailing" class={s.newlyFailing ? 'bad' : undefined}>
+            <strong>{s.newlyFailing}</strong>
+            {t('newlyFailing')}
+          </li>
+          <li data-summary="fixed" class={s.fixed ? 'ok' : undefined}>
+            <strong>{s.fixed}</strong>
+            {t('fixed')}
+          </li>
+        </ul>
+      </div>
+      {stale && (
+        <p class="warn" role="alert">
+          {t('staleCompare')}
+        </p>
+      )}
       {answer.runs.length === 0 && <p class="muted">{t('noRuns')}</p>}
       {answer.runs.map((r) => {
         const which = (['answer', 'reports', 'measurements', 'failed'] as const).filter((k) => r.differs[k]);
@@ -160,7 +288,18 @@ function CompareView({ answer, stale, onSave, saving }: { answer: CompareAnswer;
           <details key={r.activityHashId} class="compare-run" data-differs={which.length > 0 ? 'true' : 'false'} open={which.length > 0}>
             <summary>
               {formatDate(r.createdAt)} · {t('deviceOf', { device: r.deviceHashId ?? '–' })} ·{' '}
-              {which.length === 0 ? <span class="muted">{t('same')}</span> : <span class="warn">{t('differs')} {which.map((k) => <span key={k} class="tag">{label[k]}</span>)}</span>}
+              {which.length === 0 ? (
+                <span class="muted">{t('same')}</span>
+              ) : (
+                <span class="warn">
+                  {t('differs')}{' '}
+                  {which.map((k) => (
+                    <span key={k} class="tag">
+                      {label[k]}
+                    </span>
+                  ))}
+                </span>
+              )}
             </summary>
             <div class="grid-2">
               <Side title={t('current')} run={r.current} />
@@ -170,7 +309,9 @@ function CompareView({ answer, stale, onSave, saving }: { answer: CompareAnswer;
         );
       })}
       <div class="row">
-        <button type="button" class="primary" onClick={onSave} disabled={saving}>{saving ? common('saving') : t('saveReviewed')}</button>
+        <button type="button" class="primary" onClick={onSave} disabled={saving}>
+          {saving ? common('saving') : t('saveReviewed')}
+        </button>
       </div>
     </section>
   );
@@ -178,8 +319,17 @@ function CompareView({ answer, stale, onSave, saving }: { answer: CompareAnswer;
 
 export default function DeviceTypeEditor({ params }: PageProps) {
   const hashId = params.hashId;
-  const loaded = useAsync((signal) => api<{ deviceType: { hashId: string; name: unknown }; eventHandler: string }>('GET', `/device-type/${hashId}`, { signal }), [hashId]);
-  const activities = useAsync((signal) => api<{ rows: ActivityRow[] }>('GET', '/supplier-activity/', { signal, query: { deviceTypeHashId: hashId, rowsPerPage: 25, descending: true } }).then((a) => a.rows), [hashId]);
+  const loaded = useAsync(
+    (signal) => api<{ deviceType: { hashId: string; name: unknown }; eventHandler: string }>('GET', `/device-type/${hashId}`, { signal }),
+    [hashId],
+  );
+  const activities = useAsync(
+    (signal) =>
+      api<{ rows: ActivityRow[] }>('GET', '/supplier-activity/', { signal, query: { deviceTypeHashId: hashId, rowsPerPage: 25, descending: true } }).then(
+        (a) => a.rows,
+      ),
+    [hashId],
+  );
   const [name, setName] = useState('');
   const [code, setCode] = useState('');
   const [saved, setSaved] = useState<{ name: string; code: string } | null>(null);
@@ -264,7 +414,16 @@ export default function DeviceTypeEditor({ params }: PageProps) {
     }
   };
 
-  if (loaded.error) return <section><PageTitle>{hashId}</PageTitle><ErrorBox error={loaded.error} onRetry={loaded.reload} /><p><a href="#/device-types">{t('back')}</a></p></section>;
+  if (loaded.error)
+    return (
+      <section>
+        <PageTitle>{hashId}</PageTitle>
+        <ErrorBox error={loaded.error} onRetry={loaded.reload} />
+        <p>
+          <a href="#/device-types">{t('back')}</a>
+        </p>
+      </section>
+    );
   if (!loaded.data || saved === null) return <Loading />;
   return (
     <section>
@@ -272,12 +431,26 @@ export default function DeviceTypeEditor({ params }: PageProps) {
       <div class="workbench">
         <div>
           <TextInput label={common('name')} value={name} onInput={setName} required name="name" />
-          <CodeEditor kind="eventHandler" value={code} onChange={setCode} label={t('handler', { name: saved.name || hashId })} markers={markersOf(run?.error)} />
+          <CodeEditor
+            kind="eventHandler"
+            value={code}
+            onChange={setCode}
+            label={t('handler', { name: saved.name || hashId })}
+            markers={markersOf(run?.error)}
+          />
           <div class="row">
-            <button type="button" onClick={review} disabled={comparing} aria-controls="compare-area">{comparing ? t('reviewing') : t('review')}</button>
-            <button type="button" class={compare ? undefined : 'primary'} onClick={save} disabled={saving || !dirty}>{saving ? common('saving') : t('saveAnyway')}</button>
+            <button type="button" onClick={review} disabled={comparing} aria-controls="compare-area">
+              {comparing ? t('reviewing') : t('review')}
+            </button>
+            <button type="button" class={compare ? undefined : 'primary'} onClick={save} disabled={saving || !dirty}>
+              {saving ? common('saving') : t('saveAnyway')}
+            </button>
             {dirty && <span class="warn">{common('unsaved')}</span>}
-            {justSaved && !dirty && <span class="ok" role="status">{common('saved')}</span>}
+            {justSaved && !dirty && (
+              <span class="ok" role="status">
+                {common('saved')}
+              </span>
+            )}
           </div>
           <ErrorBox error={saveError} />
         </div>
@@ -286,8 +459,20 @@ export default function DeviceTypeEditor({ params }: PageProps) {
           <p class="muted small">{common('nothingChanged')}</p>
           <fieldset class="choice">
             <legend>{t('tryOn')}</legend>
-            <label class="inline"><input type="radio" name="try-mode" value="stored" checked={mode === 'stored'} onChange={() => setMode('stored')} disabled={!activities.data?.length} /> {t('stored')}</label>{' '}
-            <label class="inline"><input type="radio" name="try-mode" value="typed" checked={mode === 'typed'} onChange={() => setMode('typed')} /> {t('typed')}</label>
+            <label class="inline">
+              <input
+                type="radio"
+                name="try-mode"
+                value="stored"
+                checked={mode === 'stored'}
+                onChange={() => setMode('stored')}
+                disabled={!activities.data?.length}
+              />{' '}
+              {t('stored')}
+            </label>{' '}
+            <label class="inline">
+              <input type="radio" name="try-mode" value="typed" checked={mode === 'typed'} onChange={() => setMode('typed')} /> {t('typed')}
+            </label>
           </fieldset>
           <ErrorBox error={activities.error} onRetry={activities.reload} />
           {mode === 'stored' && activities.data && activities.data.length > 0 && (
@@ -296,7 +481,8 @@ export default function DeviceTypeEditor({ params }: PageProps) {
               <select id="try-activity" value={activityHashId} onChange={(e) => setActivityHashId((e.target as HTMLSelectElement).value)}>
                 {activities.data.map((a) => (
                   <option key={a.activity.hashId} value={a.activity.hashId}>
-                    {formatDate(a.activity.createdAt)} · {a.device?.supplierDeviceIdentifier ?? a.device?.hashId ?? '–'} · {a.activity.triggerType}{a.activity.failed ? ` · ${common('failed')}` : ''}
+                    {formatDate(a.activity.createdAt)} · {a.device?.supplierDeviceIdentifier ?? a.device?.hashId ?? '–'} · {a.activity.triggerType}
+                    {a.activity.failed ? ` · ${common('failed')}` : ''}
                   </option>
                 ))}
               </select>
@@ -306,12 +492,26 @@ export default function DeviceTypeEditor({ params }: PageProps) {
           {mode === 'typed' && (
             <div class="field">
               <label for="try-event">{t('event')}</label>
-              <textarea id="try-event" class="mono" rows={12} value={eventText} spellcheck={false} onInput={(e) => setEventText((e.target as HTMLTextAreaElement).value)} />
+              <textarea
+                id="try-event"
+                class="mono"
+                rows={12}
+                value={eventText}
+                spellcheck={false}
+                onInput={(e) => setEventText((e.target as HTMLTextAreaElement).value)}
+              />
             </div>
           )}
-          <button type="submit" class="primary" disabled={running}>{running ? common('running') : common('run')}</button>
+          <button type="submit" class="primary" disabled={running}>
+            {running ? common('running') : common('run')}
+          </button>
           <ErrorBox error={runError} />
-          {run && <div class="result" aria-live="polite"><h3>{common('result')}</h3><DryRunView run={run} /></div>}
+          {run && (
+            <div class="result" aria-live="polite">
+              <h3>{common('result')}</h3>
+              <DryRunView run={run} />
+            </div>
+          )}
         </form>
       </div>
       <div id="compare-area">

@@ -5,12 +5,19 @@ import { CodeList } from './code/parts.tsx';
 
 const t = messages({ title: 'Device types' }, { title: 'Apparaattypes' });
 
-interface Row { deviceType: { hashId: string; name: unknown } }
+interface Row {
+  deviceType: { hashId: string; name: unknown };
+}
 
 export default function DeviceTypes(_: PageProps) {
   return (
-    <CodeList title={t('title')} kind="eventHandler" base="/device-type/" editorPath="/device-types"
+    <CodeList
+      title={t('title')}
+      kind="eventHandler"
+      base="/device-type/"
+      editorPath="/device-types"
       rowsOf={(a) => (a.rows as Row[]).map((r) => ({ hashId: r.deviceType.hashId, name: translated(r.deviceType.name) }))}
-      addBody={(name, eventHandler) => ({ name, eventHandler, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [] })} />
+      addBody={(name, eventHandler) => ({ name, eventHandler, fieldConfigurations: [], pinGroupFieldConfigurations: [], channels: [], commandTypeHashIds: [] })}
+    />
   );
 }

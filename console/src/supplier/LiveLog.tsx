@@ -9,8 +9,22 @@ import { ActivityLog } from './device/ActivityLog.tsx';
 import type { DeviceType } from './device/types.ts';
 
 const t = messages(
-  { title: 'Live log', deviceType: 'Device type', all: 'All device types', device: 'Device', allDevices: 'All devices', intro: 'Every run of your code as it happens: a device\'s request, the answer it got, the reports parsed and what failed.' },
-  { title: 'Live log', deviceType: 'Apparaattype', all: 'Alle apparaattypes', device: 'Apparaat', allDevices: 'Alle apparaten', intro: 'Elke uitvoering van je code terwijl die gebeurt: het verzoek van een apparaat, het antwoord, de geparste rapporten en wat mislukte.' },
+  {
+    title: 'Live log',
+    deviceType: 'Device type',
+    all: 'All device types',
+    device: 'Device',
+    allDevices: 'All devices',
+    intro: "Every run of your code as it happens: a device's request, the answer it got, the reports parsed and what failed.",
+  },
+  {
+    title: 'Live log',
+    deviceType: 'Apparaattype',
+    all: 'Alle apparaattypes',
+    device: 'Apparaat',
+    allDevices: 'Alle apparaten',
+    intro: 'Elke uitvoering van je code terwijl die gebeurt: het verzoek van een apparaat, het antwoord, de geparste rapporten en wat mislukte.',
+  },
 );
 
 export default function LiveLog({ query }: PageProps) {
@@ -31,14 +45,30 @@ export default function LiveLog({ query }: PageProps) {
       <div class="filters">
         <Field label={t('deviceType')}>
           {(id) => (
-            <select id={id} value={deviceTypeHashId ?? ''} onChange={(e) => filter({ deviceType: (e.target as HTMLSelectElement).value, device: deviceHashId })}>
+            <select
+              id={id}
+              value={deviceTypeHashId ?? ''}
+              onChange={(e) => filter({ deviceType: (e.target as HTMLSelectElement).value, device: deviceHashId })}
+            >
               <option value="">{t('all')}</option>
-              {types.data?.rows.map((r) => <option key={r.deviceType.hashId} value={r.deviceType.hashId}>{translated(r.deviceType.name)}</option>)}
+              {types.data?.rows.map((r) => (
+                <option key={r.deviceType.hashId} value={r.deviceType.hashId}>
+                  {translated(r.deviceType.name)}
+                </option>
+              ))}
             </select>
           )}
         </Field>
         {deviceHashId && (
-          <p>{t('device')}: <a href={`#/devices/${encodeURIComponent(deviceHashId)}`}><code>{deviceHashId}</code></a> <button type="button" onClick={() => filter({ deviceType: deviceTypeHashId })}>{t('allDevices')}</button></p>
+          <p>
+            {t('device')}:{' '}
+            <a href={`#/devices/${encodeURIComponent(deviceHashId)}`}>
+              <code>{deviceHashId}</code>
+            </a>{' '}
+            <button type="button" onClick={() => filter({ deviceType: deviceTypeHashId })}>
+              {t('allDevices')}
+            </button>
+          </p>
         )}
       </div>
       <ErrorBox error={types.error} onRetry={types.reload} />

@@ -15,8 +15,11 @@ function request(method: string, path: string, body: string): Record<string, unk
   const [p, q] = path.split('?');
   return {
     url: { protocol: 'https', host: location.hostname, path: p || '/', query: Object.fromEntries(new URLSearchParams(q ?? '')) },
-    method: method.toUpperCase(), headers: { 'content-type': parsed.type === 'json' ? 'application/json' : 'text/plain' },
-    ...(body === '' ? {} : { body: parsed }), ip: '203.0.113.10', certificate: null,
+    method: method.toUpperCase(),
+    headers: { 'content-type': parsed.type === 'json' ? 'application/json' : 'text/plain' },
+    ...(body === '' ? {} : { body: parsed }),
+    ip: '203.0.113.10',
+    certificate: null,
   };
 }
 
@@ -25,16 +28,25 @@ export default function WebhookEditor({ params }: PageProps) {
   const [path, setPath] = useState('/');
   const [body, setBody] = useState('{"deviceId": "device-1"}');
   return (
-    <CodePage<IdentifierAnswer> kind="webhookIdentifier" base="/supplier-webhook/" hashId={params.hashId} field="identifier" listPath="/webhooks"
+    <CodePage<IdentifierAnswer>
+      kind="webhookIdentifier"
+      base="/supplier-webhook/"
+      hashId={params.hashId}
+      field="identifier"
+      listPath="/webhooks"
       load={(a) => ({ name: (a.webhook as { name: string }).name, code: a.identifier as string })}
       info={(a) => (
         <dl class="webhook-url">
           <dt>{t('url')}</dt>
-          <dd><code>{a.url as string}</code><br /><small class="muted">{t('urlHint')}</small></dd>
+          <dd>
+            <code>{a.url as string}</code>
+            <br />
+            <small class="muted">{t('urlHint')}</small>
+          </dd>
         </dl>
       )}
       tryInput={() => ({ request: request(method, path, body) })}
-      tryFields={(
+      tryFields={
         <>
           <div class="row">
             <TextInput label={t('method')} value={method} onInput={setMethod} name="method" />
@@ -45,7 +57,8 @@ export default function WebhookEditor({ params }: PageProps) {
             <textarea id="try-body" class="mono" value={body} spellcheck={false} onInput={(e) => setBody((e.target as HTMLTextAreaElement).value)} />
           </div>
         </>
-      )}
-      result={(a) => <IdentifierResult answer={a} />} />
+      }
+      result={(a) => <IdentifierResult answer={a} />}
+    />
   );
 }

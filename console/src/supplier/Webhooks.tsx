@@ -5,13 +5,21 @@ import { CodeList } from './code/parts.tsx';
 
 const t = messages({ title: 'Webhooks', url: 'URL' }, { title: 'Webhooks', url: 'URL' });
 
-interface Row { webhook: { hashId: string; name: string; createdAt: string }; url: string }
+interface Row {
+  webhook: { hashId: string; name: string; createdAt: string };
+  url: string;
+}
 
 export default function Webhooks(_: PageProps) {
   return (
-    <CodeList title={t('title')} kind="webhookIdentifier" base="/supplier-webhook/" editorPath="/webhooks"
+    <CodeList
+      title={t('title')}
+      kind="webhookIdentifier"
+      base="/supplier-webhook/"
+      editorPath="/webhooks"
       rowsOf={(a) => (a.rows as Row[]).map((r) => ({ hashId: r.webhook.hashId, name: r.webhook.name, extra: r.url }))}
       extraColumn={{ title: t('url'), cell: (r) => <code class="url">{r.extra}</code> }}
-      addBody={(name, identifier) => ({ name, identifier })} />
+      addBody={(name, identifier) => ({ name, identifier })}
+    />
   );
 }

@@ -2,15 +2,16 @@
 import type { ComponentChildren } from 'preact';
 import { formatDate, locale, messages } from '../i18n.ts';
 
-const t = messages(
-  { never: 'never', copy: 'Copy', copied: 'Copied' },
-  { never: 'nooit', copy: 'Kopiëren', copied: 'Gekopieerd' },
-);
+const t = messages({ never: 'never', copy: 'Copy', copied: 'Copied' }, { never: 'nooit', copy: 'Kopiëren', copied: 'Gekopieerd' });
 
 /** "3 minutes ago" in the person's language, with the exact time beside it for a mouse and a screen reader. */
 export function Ago({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <span class="muted">{t('never')}</span>;
-  return <time dateTime={iso} title={formatDate(iso)}>{relative(iso)}</time>;
+  return (
+    <time dateTime={iso} title={formatDate(iso)}>
+      {relative(iso)}
+    </time>
+  );
 }
 
 export function relative(iso: string, now = Date.now()): string {
@@ -36,7 +37,10 @@ export function Json({ value }: { value: unknown }) {
 export function Section({ title, id, children, actions }: { title: string; id: string; children: ComponentChildren; actions?: ComponentChildren }) {
   return (
     <section class="panel" aria-labelledby={`${id}-title`}>
-      <div class="panel-title"><h2 id={`${id}-title`}>{title}</h2>{actions}</div>
+      <div class="panel-title">
+        <h2 id={`${id}-title`}>{title}</h2>
+        {actions}
+      </div>
       {children}
     </section>
   );

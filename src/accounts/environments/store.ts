@@ -11,19 +11,27 @@ import type { Db } from '../../app/db.ts';
 import { ConflictError, ParameterError } from '../../app/errors.ts';
 import { createEnvironment, createMachineAccount, patchEnvironment, rightsOf, type Account, type EnvironmentRecord, type EnvironmentType } from '../store.ts';
 
-export interface AddedEnvironment { environment: EnvironmentRecord; rights: string[]; machineAccount: { hashId: string; assertion: string } }
+export interface AddedEnvironment {
+  environment: EnvironmentRecord;
+  rights: string[];
+  machineAccount: { hashId: string; assertion: string };
+}
 
 /** A new environment of `type` for the caller, with its admin machine account; parameter_error past ENVIRONMENT_ADD_LIMIT. */
 export async function addEnvironmentFor(db: Db, limit: number, caller: Account, type: EnvironmentType, name: string): Promise<AddedEnvironment> {
   return db.tx(async (client) => {
-    const { rows: [origin] } = await client.query<{ id: number }>(
-      'SELECT COALESCE(origin_environment_id, id) AS id FROM environment WHERE id = $1', [caller.environment.id]);
+    const {
+      rows: [origin],
+    } = await client.query<{ id: number }>('SELECT COALESCE(origin_environment_id, id) AS id FROM environment WHERE id = $1', [caller.environment.id]);
     // one add at a time per origin, so two at once cannot both take the last place
     await client.query('SELECT 1 FROM environment WHERE id = $1 FOR UPDATE', [origin.id]);
-    const { rows: [added] } = await client.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM environment WHERE origin_environment_id = $1 AND deleted_at IS NULL', [origin.id]);
+    const {
+      rows: [added],
+    } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM environment WHERE origin_environment_id = $1 AND deleted_at IS NULL', [origin.id]);
     if (added.n >= limit) {
-      throw new ParameterError(`name: ${added.n} environments were added from this account's environment and those it added, the most ENVIRONMENT_ADD_LIMIT (${limit}) allows; delete one first`);
+      throw new ParameterError(
+        `name: ${added.n} environments were added from this account's environment and those it added, the most ENVIRONMENT_ADD_LIMIT (${limit}) allows; delete one first`,
+      );
     }
     const environment = await createEnvironment(client, type, name);
     await client.query('UPDATE environment SET origin_environment_id = $2 WHERE id = $1', [environment.id, origin.id]);
@@ -33,7 +41,11 @@ export async function addEnvironmentFor(db: Db, limit: number, caller: Account, 
   });
 }
 
-export interface SupplierUpdate { name?: string; enforceTwoFactorAuthentication?: boolean; theme?: unknown }
+export interface SupplierUpdate {
+  name?: string;
+  enforceTwoFactorAuthentication?: boolean;
+  theme?: unknown;
+}
 
 export async function updateSupplier(db: Db, env: EnvironmentRecord, update: SupplierUpdate): Promise<void> {
   const { name, ...settings } = update;
@@ -52,13 +64,24 @@ export async function deleteSupplier(ctx: AppContext, env: EnvironmentRecord): P
   const devices = await ctx.db.tx(async (client) => {
     await client.query('SELECT 1 FROM environment WHERE id = $1 FOR UPDATE', [env.id]);
     const { rows: claimed } = await client.query<{ hash_id: string }>(
-      'SELECT hash_id FROM device WHERE environment_id = $1 AND claimed_environment_id IS NOT NULL ORDER BY id LIMIT $2', [env.id, SHOWN + 1]);
+      'SELECT hash_id FROM device WHERE environment_id = $1 AND claimed_environment_id IS NOT NULL ORDER BY id LIMIT $2',
+      [env.id, SHOWN + 1],
+    );
     if (claimed.length > 0) {
-      const named = claimed.slice(0, SHOWN).map((r) => r.hash_id).join(', ') + (claimed.length > SHOWN ? ', ...' : '');
-      throw new ConflictError(`device ${named} is claimed by a monitoring environment: the supplier cannot be deleted until its devices are unclaimed; nothing was deleted`);
+      const named =
+        claimed
+          .slice(0, SHOWN)
+          .map((r) => r.hash_id)
+          .join(', ') + (claimed.length > SHOWN ? ', ...' : '');
+      throw new ConflictError(
+        `device ${named} is claimed by a monitoring environment: the supplier cannot be deleted until its devices are unclaimed; nothing was deleted`,
+      );
     }
     await client.query('UPDATE environment SET deleted_at = now(), updated_at = now() WHERE id = $1', [env.id]);
-    const { rows } = await client.query<{ hash_id: string; psk_identity: string | null }>('SELECT hash_id, psk_identity FROM device WHERE environment_id = $1', [env.id]);
+    const { rows } = await client.query<{ hash_id: string; psk_identity: string | null }>(
+      'SELECT hash_id, psk_identity FROM device WHERE environment_id = $1',
+      [env.id],
+    );
     return rows;
   });
   for (let i = 0; i < devices.length; i += CHUNK) {

@@ -4,7 +4,7 @@ import type { EnvironmentRecord } from '../../app/account.ts';
 import type { FieldConfiguration } from '../../app/fields.ts';
 
 export const GRAPH_KINDS = ['pinGroups', 'edges', 'grids', 'nodes', 'pins'] as const;
-export type GraphKind = typeof GRAPH_KINDS[number];
+export type GraphKind = (typeof GRAPH_KINDS)[number];
 export type GraphFieldConfigurations = Record<GraphKind, FieldConfiguration[]>;
 
 /** What a new environment starts with; every member of the Environment model has its default here. */
@@ -20,7 +20,7 @@ export const ENVIRONMENT_DEFAULTS = {
 };
 
 type Settings = Record<string, unknown>;
-const setting = <K extends keyof typeof ENVIRONMENT_DEFAULTS>(s: Settings, key: K) => (s[key] ?? ENVIRONMENT_DEFAULTS[key]) as typeof ENVIRONMENT_DEFAULTS[K];
+const setting = <K extends keyof typeof ENVIRONMENT_DEFAULTS>(s: Settings, key: K) => (s[key] ?? ENVIRONMENT_DEFAULTS[key]) as (typeof ENVIRONMENT_DEFAULTS)[K];
 
 /** The environment as the Environment model shows it. */
 export function environmentView(env: EnvironmentRecord) {
@@ -49,4 +49,3 @@ export function fieldConfigurationsOf(env: EnvironmentRecord): GraphFieldConfigu
 export function mapLayerKeys(env: EnvironmentRecord): string[] {
   return setting(env.settings, 'mapLayers').map((l) => (l as { key: string }).key);
 }
-

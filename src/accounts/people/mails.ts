@@ -4,7 +4,10 @@
 
 import type { Locale } from '../user-view.ts';
 
-export interface MailText { subject: string; text: string }
+export interface MailText {
+  subject: string;
+  text: string;
+}
 
 /** The console's page a token link opens. */
 export const setPasswordLink = (publicUrl: string, token: string) => `${publicUrl}/#/set-password?token=${token}`;
@@ -13,16 +16,18 @@ export function invitationMail(locale: Locale, m: { environment: string; inviter
   if (locale === 'nl') {
     return {
       subject: `Uitnodiging voor ${m.environment}`,
-      text: `${m.inviter} heeft je toegevoegd aan de omgeving ${m.environment}.\n\n`
-        + `Kies hier je wachtwoord (de link werkt één keer, zeven dagen lang):\n${m.link}\n\n`
-        + 'Verwachtte je deze mail niet, negeer hem dan.',
+      text:
+        `${m.inviter} heeft je toegevoegd aan de omgeving ${m.environment}.\n\n` +
+        `Kies hier je wachtwoord (de link werkt één keer, zeven dagen lang):\n${m.link}\n\n` +
+        'Verwachtte je deze mail niet, negeer hem dan.',
     };
   }
   return {
     subject: `Invitation to ${m.environment}`,
-    text: `${m.inviter} added you to the environment ${m.environment}.\n\n`
-      + `Choose your password here (the link works once, for seven days):\n${m.link}\n\n`
-      + 'If you did not expect this mail, ignore it.',
+    text:
+      `${m.inviter} added you to the environment ${m.environment}.\n\n` +
+      `Choose your password here (the link works once, for seven days):\n${m.link}\n\n` +
+      'If you did not expect this mail, ignore it.',
   };
 }
 
@@ -30,14 +35,16 @@ export function environmentAddedMail(locale: Locale, m: { environment: string; i
   if (locale === 'nl') {
     return {
       subject: `Je bent toegevoegd aan ${m.environment}`,
-      text: `${m.inviter} heeft je toegevoegd aan de omgeving ${m.environment}.\n\n`
-        + `Meld je aan met je wachtwoord zoals altijd en kies de omgeving in de console:\n${m.url}/`,
+      text:
+        `${m.inviter} heeft je toegevoegd aan de omgeving ${m.environment}.\n\n` +
+        `Meld je aan met je wachtwoord zoals altijd en kies de omgeving in de console:\n${m.url}/`,
     };
   }
   return {
     subject: `You were added to ${m.environment}`,
-    text: `${m.inviter} added you to the environment ${m.environment}.\n\n`
-      + `Sign in with your password as before and choose the environment in the console:\n${m.url}/`,
+    text:
+      `${m.inviter} added you to the environment ${m.environment}.\n\n` +
+      `Sign in with your password as before and choose the environment in the console:\n${m.url}/`,
   };
 }
 
@@ -45,15 +52,17 @@ export function passwordResetMail(locale: Locale, m: { email: string; link: stri
   if (locale === 'nl') {
     return {
       subject: 'Je wachtwoord opnieuw instellen',
-      text: `Iemand (hopelijk jij) vroeg een nieuw wachtwoord aan voor ${m.email}.\n\n`
-        + `Kies het hier (de link werkt één keer, een uur lang):\n${m.link}\n\n`
-        + 'Was jij het niet, negeer deze mail dan: je wachtwoord blijft wat het was.',
+      text:
+        `Iemand (hopelijk jij) vroeg een nieuw wachtwoord aan voor ${m.email}.\n\n` +
+        `Kies het hier (de link werkt één keer, een uur lang):\n${m.link}\n\n` +
+        'Was jij het niet, negeer deze mail dan: je wachtwoord blijft wat het was.',
     };
   }
   return {
     subject: 'Reset your password',
-    text: `Someone (hopefully you) asked for a new password for ${m.email}.\n\n`
-      + `Choose it here (the link works once, for one hour):\n${m.link}\n\n`
-      + 'If it was not you, ignore this mail: your password stays as it is.',
+    text:
+      `Someone (hopefully you) asked for a new password for ${m.email}.\n\n` +
+      `Choose it here (the link works once, for one hour):\n${m.link}\n\n` +
+      'If it was not you, ignore this mail: your password stays as it is.',
   };
 }

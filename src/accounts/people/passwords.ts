@@ -15,11 +15,12 @@ const KEY_BYTES = 32;
 const MAXMEM = 256 * 1024 * 1024;
 
 /** Password checks run by sign-ins, known address or not (the same count for both keeps their timing alike). */
-export const passwordChecks = new Counter({ name: 'gridgate_api_person_password_checks_total', help: 'scrypt checks of people\'s passwords' });
+export const passwordChecks = new Counter({ name: 'gridgate_api_person_password_checks_total', help: "scrypt checks of people's passwords" });
 
-const derive = (password: string, salt: Buffer, length: number, options: ScryptOptions) => new Promise<Buffer>((resolve, reject) => {
-  scrypt(password.normalize('NFC'), salt, length, { ...options, maxmem: MAXMEM }, (err, key) => (err ? reject(err) : resolve(key)));
-});
+const derive = (password: string, salt: Buffer, length: number, options: ScryptOptions) =>
+  new Promise<Buffer>((resolve, reject) => {
+    scrypt(password.normalize('NFC'), salt, length, { ...options, maxmem: MAXMEM }, (err, key) => (err ? reject(err) : resolve(key)));
+  });
 
 /** A new salted hash of `password`. */
 export async function hashPassword(password: string): Promise<string> {

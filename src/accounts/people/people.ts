@@ -21,7 +21,9 @@ import { newToken, storeToken, tokenEmail, useToken } from './tokens.ts';
 
 /** 401 second_factor_required: the row has two-factor authentication and no code came. */
 export class SecondFactorRequiredError extends AppError {
-  constructor() { super('second_factor_required', 401, 'This user has two-factor authentication in this environment: send the code the authenticator app shows as `code`'); }
+  constructor() {
+    super('second_factor_required', 401, 'This user has two-factor authentication in this environment: send the code the authenticator app shows as `code`');
+  }
 }
 
 const limitKey = (email: string) => `person:${email}`;
@@ -29,9 +31,7 @@ const localeOf = (account: Account) => userView(account, account.environment).lo
 
 /** The row a session starts in: the environment asked for, else the one used last, else the first by name. */
 function chooseRow(accounts: Account[], environmentHashId: string | undefined, lastEnvironmentId: number | null): Account {
-  return accounts.find((a) => a.environment.hashId === environmentHashId)
-    ?? accounts.find((a) => a.environment.id === lastEnvironmentId)
-    ?? accounts[0];
+  return accounts.find((a) => a.environment.hashId === environmentHashId) ?? accounts.find((a) => a.environment.id === lastEnvironmentId) ?? accounts[0];
 }
 
 /**
@@ -51,15 +51,22 @@ async function rememberEnvironment(db: Queryable, email: string, environmentId: 
   await db.query('UPDATE person_login SET last_environment_id = $2 WHERE email = $1', [email, environmentId]);
 }
 
-export interface SignIn { email: string; password: string; code?: string; environmentHashId?: string }
+export interface SignIn {
+  email: string;
+  password: string;
+  code?: string;
+  environmentHashId?: string;
+}
 
 /** Checks address, password and code; the row the session is to act as. 401 (or 429 past the limits) otherwise. */
 export async function signIn(ctx: AppContext, input: SignIn, address: string): Promise<Account> {
   const email = input.email.toLowerCase();
   const attempt = await beginLogin(ctx, address, limitKey(email));
   const { rows } = await ctx.db.query<{ password_hash: string; last_environment_id: number | null }>(
-    'SELECT password_hash, last_environment_id FROM person_login WHERE email = $1', [email]);
-  const matches = await verifyPassword(input.password, rows[0]?.password_hash ?? await dummyPasswordHash());
+    'SELECT password_hash, last_environment_id FROM person_login WHERE email = $1',
+    [email],
+  );
+  const matches = await verifyPassword(input.password, rows[0]?.password_hash ?? (await dummyPasswordHash()));
   const accounts = matches && rows.length > 0 ? await personAccounts(ctx.db, email) : [];
   if (accounts.length === 0) throw new AuthenticationError('The email address or the password is wrong');
   const account = chooseRow(accounts, input.environmentHashId, rows[0].last_environment_id);
@@ -70,7 +77,13 @@ export async function signIn(ctx: AppContext, input: SignIn, address: string): P
 }
 
 /** Moves the session to the person's row in another environment (its code, when it has two-factor authentication). */
-export async function switchEnvironment(ctx: AppContext, session: PersonSession, environmentHashId: string, code: string | undefined, address: string): Promise<{ session: PersonSession; account: Account }> {
+export async function switchEnvironment(
+  ctx: AppContext,
+  session: PersonSession,
+  environmentHashId: string,
+  code: string | undefined,
+  address: string,
+): Promise<{ session: PersonSession; account: Account }> {
   const target = (await personAccounts(ctx.db, session.email)).find((a) => a.environment.hashId === environmentHashId);
   if (!target) throw new NotFoundError('environment', environmentHashId);
   if (target.twoFactorEnabledAt) {
@@ -95,7 +108,9 @@ export async function setPassword(ctx: AppContext, token: string, password: stri
     if (!email) throw new AuthenticationError(BAD_TOKEN);
     await client.query(
       `INSERT INTO person_login (email, password_hash) VALUES ($1, $2)
-       ON CONFLICT (email) DO UPDATE SET password_hash = EXCLUDED.password_hash, password_set_at = now()`, [email, hash]);
+       ON CONFLICT (email) DO UPDATE SET password_hash = EXCLUDED.password_hash, password_set_at = now()`,
+      [email, hash],
+    );
     await deletePersonSessions(client, email);
   });
 }
@@ -103,7 +118,7 @@ export async function setPassword(ctx: AppContext, token: string, password: stri
 /** Does the password check of a person's row (the two-factor routes' `password`). */
 export async function checkPersonPassword(db: Queryable, account: Account, password: string): Promise<boolean> {
   const { rows } = await db.query<{ password_hash: string }>('SELECT password_hash FROM person_login WHERE email = lower($1)', [account.email ?? '']);
-  return verifyPassword(password, rows[0]?.password_hash ?? await dummyPasswordHash());
+  return verifyPassword(password, rows[0]?.password_hash ?? (await dummyPasswordHash()));
 }
 
 /**
@@ -124,7 +139,9 @@ export async function requestPasswordReset(ctx: AppContext, email: string, addre
       const mail = passwordResetMail(localeOf(account), { email: account.email ?? lower, link: setPasswordLink(ctx.config.publicUrl, token) });
       const hashIds = await ctx.db.tx(async (client) => {
         // environment null: a mail with a live link is nobody's notification to read (GET /notification)
-        const ids = await storeMails(ctx, client, [{ environmentId: null, accountId: account.id, kind: 'passwordReset', to: [account.email ?? lower], ...mail }]);
+        const ids = await storeMails(ctx, client, [
+          { environmentId: null, accountId: account.id, kind: 'passwordReset', to: [account.email ?? lower], ...mail },
+        ]);
         await storeToken(client, token, lower, 'reset', ids[0] ?? null);
         return ids;
       });
@@ -133,7 +150,13 @@ export async function requestPasswordReset(ctx: AppContext, email: string, addre
   };
 }
 
-export interface Invitee { accountId: number; email: string; locale: Locale | null; environment: EnvironmentRecord; inviter: string }
+export interface Invitee {
+  accountId: number;
+  email: string;
+  locale: Locale | null;
+  environment: EnvironmentRecord;
+  inviter: string;
+}
 
 /**
  * The mail of a person just added as a user (in `db`, the transaction that adds them): an invitation with a link to

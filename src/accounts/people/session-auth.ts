@@ -25,7 +25,9 @@ export function refuseCrossSite(ctx: Pick<AppContext, 'config'>, request: Fastif
   const origin = request.headers.origin;
   const own = origin === `${request.protocol}://${request.host}` || origin === new URL(ctx.config.publicUrl).origin;
   if (request.headers[CONSOLE_HEADER] !== '1' || (origin !== undefined && !own)) {
-    throw new RightError('cross-site request refused: a request authenticated by the session cookie that changes something needs the header X-Gridgate-Console: 1 and, with an Origin header, this origin');
+    throw new RightError(
+      'cross-site request refused: a request authenticated by the session cookie that changes something needs the header X-Gridgate-Console: 1 and, with an Origin header, this origin',
+    );
   }
 }
 
@@ -37,7 +39,7 @@ export async function sessionAccount(ctx: AppContext, token: string): Promise<{ 
   if (!account) {
     // the user was deleted from the environment the session acted in
     await deleteSession(ctx.db, session.id);
-    throw new AuthenticationError('The session\'s user no longer exists; sign in again');
+    throw new AuthenticationError("The session's user no longer exists; sign in again");
   }
   if (account.twoFactorEnabledAt && account.twoFactorEnabledAt.getTime() !== session.secondFactorAt?.getTime()) {
     throw new AuthenticationError('Two-factor authentication was switched on for this user: sign in again with a code');

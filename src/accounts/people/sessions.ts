@@ -40,22 +40,39 @@ const limits = (ctx: Ctx) => [`${ctx.config.sessionIdleMinutes} minutes`, `${ctx
 const EXPIRES = 'least(last_seen_at + $2::interval, created_at + $3::interval)';
 
 /** Starts a session of `email` acting as the row `accountId`; the cookie's token. */
-export async function createSession(ctx: Ctx, email: string, accountId: number, secondFactorAt: Date | null, userAgent: string | undefined): Promise<{ token: string; session: PersonSession }> {
+export async function createSession(
+  ctx: Ctx,
+  email: string,
+  accountId: number,
+  secondFactorAt: Date | null,
+  userAgent: string | undefined,
+): Promise<{ token: string; session: PersonSession }> {
   const token = randomBytes(32).toString('base64url');
   const { rows } = await ctx.db.query<{ id: number; expires_at: Date }>(
     `INSERT INTO person_session (token_sha256, email, account_id, second_factor_at, user_agent) VALUES ($1, $4, $5, $6, $7)
      RETURNING id, ${EXPIRES} AS expires_at`,
-    [digestOf(token), ...limits(ctx), email, accountId, secondFactorAt, userAgent?.slice(0, 512) ?? null]);
+    [digestOf(token), ...limits(ctx), email, accountId, secondFactorAt, userAgent?.slice(0, 512) ?? null],
+  );
   return { token, session: { id: rows[0].id, email, accountId, secondFactorAt, expiresAt: rows[0].expires_at } };
 }
 
 /** The live session of a cookie's token; an expired one is deleted. Its last_seen_at moves on at most once a minute. */
 export async function resolveSession(ctx: Ctx, token: string): Promise<PersonSession | null> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
-  const { rows } = await ctx.db.query<{ id: number; email: string; account_id: number; second_factor_at: Date | null; expires_at: Date; expired: boolean; idle_seconds: number }>(
+  const { rows } = await ctx.db.query<{
+    id: number;
+    email: string;
+    account_id: number;
+    second_factor_at: Date | null;
+    expires_at: Date;
+    expired: boolean;
+    idle_seconds: number;
+  }>(
     `SELECT id, email, account_id, second_factor_at, ${EXPIRES} AS expires_at, ${EXPIRES} <= now() AS expired,
             extract(epoch FROM now() - last_seen_at)::float8 AS idle_seconds
-       FROM person_session WHERE token_sha256 = $1`, [digestOf(token), ...limits(ctx)]);
+       FROM person_session WHERE token_sha256 = $1`,
+    [digestOf(token), ...limits(ctx)],
+  );
   const r = rows[0];
   if (!r) return null;
   if (r.expired) {
@@ -66,7 +83,9 @@ export async function resolveSession(ctx: Ctx, token: string): Promise<PersonSes
   // a request a minute is enough to know the session is in use, without a write per request
   if (r.idle_seconds >= 60) {
     const { rows: touched } = await ctx.db.query<{ expires_at: Date }>(
-      `UPDATE person_session SET last_seen_at = now() WHERE id = $1 RETURNING ${EXPIRES} AS expires_at`, [r.id, ...limits(ctx)]);
+      `UPDATE person_session SET last_seen_at = now() WHERE id = $1 RETURNING ${EXPIRES} AS expires_at`,
+      [r.id, ...limits(ctx)],
+    );
     if (touched.length === 0) return null;
     expiresAt = touched[0].expires_at;
   }
@@ -75,7 +94,11 @@ export async function resolveSession(ctx: Ctx, token: string): Promise<PersonSes
 
 /** Moves the session to another row of its person, verified for that row's second factor. */
 export async function switchSession(db: Queryable, session: PersonSession, accountId: number, secondFactorAt: Date | null): Promise<PersonSession> {
-  await db.query('UPDATE person_session SET account_id = $2, second_factor_at = $3, last_seen_at = now() WHERE id = $1', [session.id, accountId, secondFactorAt]);
+  await db.query('UPDATE person_session SET account_id = $2, second_factor_at = $3, last_seen_at = now() WHERE id = $1', [
+    session.id,
+    accountId,
+    secondFactorAt,
+  ]);
   return { ...session, accountId, secondFactorAt };
 }
 

@@ -18,16 +18,21 @@ export const newToken = (): string => randomBytes(32).toString('base64url');
 
 /** Stores a token of `email` (lower case) for `purpose`, carried by the stored mail `notificationHashId`. */
 export async function storeToken(db: Queryable, token: string, email: string, purpose: TokenPurpose, notificationHashId: string | null): Promise<void> {
-  await db.query(
-    `INSERT INTO person_token (token_sha256, email, purpose, notification_hash_id, expires_at) VALUES ($1, $2, $3, $4, now() + $5::interval)`,
-    [digestOf(token), email, purpose, notificationHashId, LIFETIME[purpose]]);
+  await db.query(`INSERT INTO person_token (token_sha256, email, purpose, notification_hash_id, expires_at) VALUES ($1, $2, $3, $4, now() + $5::interval)`, [
+    digestOf(token),
+    email,
+    purpose,
+    notificationHashId,
+    LIFETIME[purpose],
+  ]);
 }
 
 /** The address a token is good for now (unused, unexpired); null otherwise. */
 export async function tokenEmail(db: Queryable, token: string): Promise<string | null> {
   if (!TOKEN.test(token)) return null;
-  const { rows } = await db.query<{ email: string }>(
-    'SELECT email FROM person_token WHERE token_sha256 = $1 AND used_at IS NULL AND expires_at > now()', [digestOf(token)]);
+  const { rows } = await db.query<{ email: string }>('SELECT email FROM person_token WHERE token_sha256 = $1 AND used_at IS NULL AND expires_at > now()', [
+    digestOf(token),
+  ]);
   return rows[0]?.email ?? null;
 }
 
@@ -38,14 +43,18 @@ export async function tokenEmail(db: Queryable, token: string): Promise<string |
 export async function useToken(db: Queryable, token: string): Promise<string | null> {
   if (!TOKEN.test(token)) return null;
   const { rows } = await db.query<{ email: string }>(
-    'UPDATE person_token SET used_at = now() WHERE token_sha256 = $1 AND used_at IS NULL AND expires_at > now() RETURNING email', [digestOf(token)]);
+    'UPDATE person_token SET used_at = now() WHERE token_sha256 = $1 AND used_at IS NULL AND expires_at > now() RETURNING email',
+    [digestOf(token)],
+  );
   if (rows.length === 0) return null;
   const email = rows[0].email;
   const { rows: carriers } = await db.query<{ hash_id: string }>(
     `UPDATE person_token SET used_at = coalesce(used_at, now()) WHERE email = $1 AND notification_hash_id IS NOT NULL
-     RETURNING notification_hash_id AS hash_id`, [email]);
-  await db.query(
-    `UPDATE notification SET body = regexp_replace(body, 'token=[A-Za-z0-9_-]{43}', 'token=(used)', 'g') WHERE hash_id = ANY($1::text[])`,
-    [carriers.map((c) => c.hash_id)]);
+     RETURNING notification_hash_id AS hash_id`,
+    [email],
+  );
+  await db.query(`UPDATE notification SET body = regexp_replace(body, 'token=[A-Za-z0-9_-]{43}', 'token=(used)', 'g') WHERE hash_id = ANY($1::text[])`, [
+    carriers.map((c) => c.hash_id),
+  ]);
   return email;
 }

@@ -4,7 +4,11 @@ import { lacksEnforcedSecondFactor } from '../two-factor/enforce.ts';
 import { userView, type UserView } from '../users.ts';
 import type { PersonSession } from './sessions.ts';
 
-export interface EnvironmentSummary { hashId: string; name: string; type: EnvironmentType }
+export interface EnvironmentSummary {
+  hashId: string;
+  name: string;
+  type: EnvironmentType;
+}
 
 /** What the console needs after sign-in, a switch, or a reload (the contract: src/accounts/people/README.md). */
 export interface SessionView {

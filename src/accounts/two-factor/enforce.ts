@@ -19,13 +19,16 @@ declare module 'fastify' {
   }
 }
 
-const MESSAGE = 'This environment enforces two-factor authentication and this account has not enabled it: '
-  + 'set it up with POST /two-factor-authentication/get-keyuri and POST /two-factor-authentication/enable, the only routes open to it until then, '
-  + 'and log in with <hashId>:<secret>:<code> from then on';
+const MESSAGE =
+  'This environment enforces two-factor authentication and this account has not enabled it: ' +
+  'set it up with POST /two-factor-authentication/get-keyuri and POST /two-factor-authentication/enable, the only routes open to it until then, ' +
+  'and log in with <hashId>:<secret>:<code> from then on';
 
 /** 403 right_error: the environment enforces two-factor authentication and the account has none. */
 export class TwoFactorRequiredError extends AppError {
-  constructor(details?: { jwt: string }) { super('right_error', 403, MESSAGE, details); }
+  constructor(details?: { jwt: string }) {
+    super('right_error', 403, MESSAGE, details);
+  }
 }
 
 /** Whether the account's environment enforces two-factor authentication and the account has not enabled it. */

@@ -75,42 +75,76 @@ export async function twoFactorRoutes(fastify: FastifyInstance, ctx: AppContext)
   // what an account needs to set a second factor up, open to it where its environment enforces one (./enforce.ts)
   const setup = { ...config, twoFactorSetup: true };
 
-  app.post('/two-factor-authentication/get-keyuri', {
-    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'getKeyuri', body: Password, description: 'password: the account\'s secret or assertion; through a person\'s console session, their password. A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already.' + LIMITED },
-  }, async (request) => {
-    const account = request.account;
-    await asLoginAttempt(ctx, request, () => checkPassword(ctx, account, request.body.password));
-    const key = await newPendingKey(ctx, account);
-    return key ? { keyuri: keyuri(account, key), secret: base32Encode(key) } : { keyuri: null, secret: null };
-  });
+  app.post(
+    '/two-factor-authentication/get-keyuri',
+    {
+      config: setup,
+      schema: {
+        tags: ['two-factor-authentication'],
+        summary: 'getKeyuri',
+        body: Password,
+        description:
+          "password: the account's secret or assertion; through a person's console session, their password. A new TOTP key (pending until enable); keyuri and secret are null when two-factor authentication is on already." +
+          LIMITED,
+      },
+    },
+    async (request) => {
+      const account = request.account;
+      await asLoginAttempt(ctx, request, () => checkPassword(ctx, account, request.body.password));
+      const key = await newPendingKey(ctx, account);
+      return key ? { keyuri: keyuri(account, key), secret: base32Encode(key) } : { keyuri: null, secret: null };
+    },
+  );
 
-  app.post('/two-factor-authentication/enable', {
-    config: setup, schema: { tags: ['two-factor-authentication'], summary: 'enable', body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }), description: 'The tokens issued before stop working; use the jwt answered. Through a person\'s console session: the session stays signed in and jwt is null.' + LIMITED },
-  }, async (request) => {
-    const account = request.account;
-    const enabledAt = await asLoginAttempt(ctx, request, () => enableTwoFactor(ctx, account, request.body.code));
-    // a console session stays signed in, verified for the new second factor; people have no tokens
-    if (request.personSession) {
-      await markSecondFactor(ctx.db, request.personSession, enabledAt);
-      return { jwt: null };
-    }
-    return { jwt: await signToken(ctx, { ...account, twoFactorEnabledAt: enabledAt }) };
-  });
-
-  app.post('/two-factor-authentication/disable', {
-    config, schema: { tags: ['two-factor-authentication'], summary: 'disable', body: Password, description: 'password: the secret (a person: their password) followed by :<code> when two-factor authentication is on.' + LIMITED },
-  }, async (request, reply) => {
-    const account = request.account;
-    const { credential, code } = splitCode(request.body.password);
-    await asLoginAttempt(ctx, request, async () => {
-      await checkPassword(ctx, account, credential);
-      if (account.twoFactorEnabledAt) {
-        if (code === null) throw new ParameterError('password: follow the secret with :<code>, the code the authenticator app shows');
-        if (!(await acceptCode(ctx, account, code))) throw new ParameterError('password: the code is wrong or was used already');
+  app.post(
+    '/two-factor-authentication/enable',
+    {
+      config: setup,
+      schema: {
+        tags: ['two-factor-authentication'],
+        summary: 'enable',
+        body: Type.Object({ code: Type.String({ minLength: 1, maxLength: 255 }) }),
+        description:
+          "The tokens issued before stop working; use the jwt answered. Through a person's console session: the session stays signed in and jwt is null." +
+          LIMITED,
+      },
+    },
+    async (request) => {
+      const account = request.account;
+      const enabledAt = await asLoginAttempt(ctx, request, () => enableTwoFactor(ctx, account, request.body.code));
+      // a console session stays signed in, verified for the new second factor; people have no tokens
+      if (request.personSession) {
+        await markSecondFactor(ctx.db, request.personSession, enabledAt);
+        return { jwt: null };
       }
-    });
-    await disableTwoFactor(ctx, account);
-    if (request.personSession) await markSecondFactor(ctx.db, request.personSession, null);
-    reply.status(204);
-  });
+      return { jwt: await signToken(ctx, { ...account, twoFactorEnabledAt: enabledAt }) };
+    },
+  );
+
+  app.post(
+    '/two-factor-authentication/disable',
+    {
+      config,
+      schema: {
+        tags: ['two-factor-authentication'],
+        summary: 'disable',
+        body: Password,
+        description: 'password: the secret (a person: their password) followed by :<code> when two-factor authentication is on.' + LIMITED,
+      },
+    },
+    async (request, reply) => {
+      const account = request.account;
+      const { credential, code } = splitCode(request.body.password);
+      await asLoginAttempt(ctx, request, async () => {
+        await checkPassword(ctx, account, credential);
+        if (account.twoFactorEnabledAt) {
+          if (code === null) throw new ParameterError('password: follow the secret with :<code>, the code the authenticator app shows');
+          if (!(await acceptCode(ctx, account, code))) throw new ParameterError('password: the code is wrong or was used already');
+        }
+      });
+      await disableTwoFactor(ctx, account);
+      if (request.personSession) await markSecondFactor(ctx.db, request.personSession, null);
+      reply.status(204);
+    },
+  );
 }

@@ -25,7 +25,8 @@ export async function newPendingKey(ctx: Ctx, account: Account): Promise<Buffer 
   const { rowCount } = await ctx.db.query(
     `INSERT INTO account_two_factor (account_id, pending_secret) VALUES ($1, $2)
      ON CONFLICT (account_id) DO UPDATE SET pending_secret = EXCLUDED.pending_secret WHERE account_two_factor.secret IS NULL`,
-    [account.id, seal(ctx, account, key)]);
+    [account.id, seal(ctx, account, key)],
+  );
   return rowCount === 1 ? key : null;
 }
 
@@ -35,7 +36,9 @@ export async function newPendingKey(ctx: Ctx, account: Account): Promise<Buffer 
  */
 export async function enableTwoFactor(ctx: Ctx, account: Account, code: string): Promise<Date> {
   const { rows } = await ctx.db.query<{ pending_secret: Buffer | null; secret: Buffer | null }>(
-    'SELECT pending_secret, secret FROM account_two_factor WHERE account_id = $1', [account.id]);
+    'SELECT pending_secret, secret FROM account_two_factor WHERE account_id = $1',
+    [account.id],
+  );
   if (rows[0]?.secret) throw new ParameterError('code: two-factor authentication is enabled already');
   const pending = rows[0]?.pending_secret;
   if (!pending) throw new ParameterError('code: there is no key to check it against; call two-factor-authentication/get-keyuri first');
@@ -45,7 +48,8 @@ export async function enableTwoFactor(ctx: Ctx, account: Account, code: string):
   const updated = await ctx.db.query<{ enabled_at: Date }>(
     `UPDATE account_two_factor SET secret = pending_secret, pending_secret = NULL, enabled_at = now(), last_step = $3
       WHERE account_id = $1 AND pending_secret = $2 AND secret IS NULL RETURNING enabled_at`,
-    [account.id, pending, step.toString()]);
+    [account.id, pending, step.toString()],
+  );
   if (updated.rows.length === 0) throw new ParameterError('code: the key changed while it was checked; call get-keyuri again');
   return updated.rows[0].enabled_at;
 }
@@ -60,7 +64,8 @@ export async function acceptCode(ctx: Ctx, account: Account, code: string): Prom
   // one statement: of two requests with the same code, one wins
   const { rowCount } = await ctx.db.query(
     'UPDATE account_two_factor SET last_step = $2 WHERE account_id = $1 AND secret IS NOT NULL AND (last_step IS NULL OR last_step < $2)',
-    [account.id, step.toString()]);
+    [account.id, step.toString()],
+  );
   return rowCount === 1;
 }
 

@@ -30,7 +30,8 @@ const INSERT_NEW = `INSERT INTO supplier_activity (hash_id, environment_id, devi
   SELECT x.h, x.e, x.d, x.t, x.tt, x.td, x.f, x.l, x.a, x.s, x.fin FROM x
    WHERE NOT EXISTS (SELECT 1 FROM supplier_activity a WHERE a.hash_id = x.h AND ${recentlyStored('a.created_at')})`;
 /** Rows of the last RETRY_HORIZON with a hashId of `hashIds` (SQL giving an array), found through the hashId index. */
-const storedOf = (hashIds: string) => `a.hash_id = ANY(${hashIds}) AND a.created_at > now() - interval '${RETRY_HORIZON}' AND a.created_at <= now() AND a.hash_id = x.h`;
+const storedOf = (hashIds: string) =>
+  `a.hash_id = ANY(${hashIds}) AND a.created_at > now() - interval '${RETRY_HORIZON}' AND a.created_at <= now() AND a.hash_id = x.h`;
 
 /**
  * A batch of activities as one JSON array, one fixed statement whatever the batch size: prepared
@@ -39,10 +40,13 @@ const storedOf = (hashIds: string) => `a.hash_id = ANY(${hashIds}) AND a.created
  * unless the row there is the record of a job given up on (src/pipeline/given-up.ts) and this run succeeded.
  * Both parts see the rows as they were before the statement: a row updated is not inserted again.
  */
-const INSERT_ACTIVITIES = namedStatement('insert-activities', `WITH ${INPUT}, replaced AS (
+const INSERT_ACTIVITIES = namedStatement(
+  'insert-activities',
+  `WITH ${INPUT}, replaced AS (
     UPDATE supplier_activity a SET trigger_data = x.td, failed = x.f, log = x.l, activities = x.a, started_at = x.s, finished_at = x.fin
       FROM x WHERE ${storedOf('ARRAY(SELECT h FROM x WHERE NOT f)')} AND a.failed)
-  ${INSERT_NEW}`);
+  ${INSERT_NEW}`,
+);
 
 /** The run of a job given up on: its activity says so, whether or not the run had written it already. */
 const GIVEN_UP_ACTIVITY = `WITH ${INPUT}, marked AS (
@@ -65,17 +69,28 @@ export async function recordGivenUpActivity(db: Queryable, row: ActivityRow, max
   await db.query(GIVEN_UP_ACTIVITY, [`[${storableRow(row, maxBytes)}]`]);
 }
 
-
 type LogLine = ActivityRow['log'][number];
-interface SubActivityShape { log?: unknown; triggerData?: unknown }
+interface SubActivityShape {
+  log?: unknown;
+  triggerData?: unknown;
+}
 
 /** The JSON of a row as stored. */
 function storableRow(r: ActivityRow, maxBytes: number): string {
   let row = r;
   const object = (log: LogLine[]) => ({
-    h: row.hashId, e: row.environmentId, d: row.deviceId, t: row.deviceTypeId, tt: row.triggerType, td: row.triggerData ?? null, f: row.failed,
+    h: row.hashId,
+    e: row.environmentId,
+    d: row.deviceId,
+    t: row.deviceTypeId,
+    tt: row.triggerType,
+    td: row.triggerData ?? null,
+    f: row.failed,
     // the times as strings: a Date in the object takes JSON.stringify off its fast path (3x slower for the whole row)
-    l: log, a: row.activities, s: row.startedAt.toISOString(), fin: row.finishedAt.toISOString(),
+    l: log,
+    a: row.activities,
+    s: row.startedAt.toISOString(),
+    fin: row.finishedAt.toISOString(),
   });
   let json: string | null;
   try {
@@ -124,7 +139,13 @@ export function boundActivity(r: ActivityRow, maxBytes: number): ActivityRow {
     }
     cut++;
     const preview = size && budget > PREVIEW_CHARS * 3 ? size.json.slice(0, PREVIEW_CHARS).replace(/[\ud800-\udbff]$/, '') : undefined;
-    const marker = { truncated: true, bytes: size?.bytes ?? null, limit: maxBytes, reason: size ? 'ACTIVITY_MAX_BYTES' : 'not serialisable as JSON (nested too deep)', ...(preview !== undefined ? { preview } : {}) };
+    const marker = {
+      truncated: true,
+      bytes: size?.bytes ?? null,
+      limit: maxBytes,
+      reason: size ? 'ACTIVITY_MAX_BYTES' : 'not serialisable as JSON (nested too deep)',
+      ...(preview !== undefined ? { preview } : {}),
+    };
     budget -= JSON.stringify(marker).length;
     return marker;
   };
@@ -153,7 +174,10 @@ export function boundActivity(r: ActivityRow, maxBytes: number): ActivityRow {
     return { ...a, triggerData: fitData(sizes[2 + 2 * i], a.triggerData), log: fitLog(sizes[3 + 2 * i], a.log) };
   });
   const totalText = Number.isFinite(total) ? `${total} bytes of JSON` : 'not serialisable as JSON';
-  log.push({ type: 'error', message: `this activity is ${totalText}, over the limit of ${maxBytes} (ACTIVITY_MAX_BYTES): ${cut} parts stored cut short, marked "truncated": true or with a line saying how many log lines were lost` });
+  log.push({
+    type: 'error',
+    message: `this activity is ${totalText}, over the limit of ${maxBytes} (ACTIVITY_MAX_BYTES): ${cut} parts stored cut short, marked "truncated": true or with a line saying how many log lines were lost`,
+  });
   return { ...r, triggerData, log, activities };
 }
 
@@ -205,25 +229,40 @@ export async function findActivities(db: Queryable, environmentId: number, query
     params.push(query.failed);
     where.push(`a.failed = $${params.length}`);
   }
-  const page = await findPage(db, {
-    from: FROM, select: SELECT, idColumn: 'a.id', where, params,
-    // millisecond precision: the page offset carries the sort value as an ISO string, and rows of one
-    // batch share a microsecond timestamp that an ISO string cannot hold
-    sortable: { createdAt: "date_trunc('milliseconds', a.created_at)", hashId: 'a.hash_id' },
-    search: ['a.hash_id', 'a.trigger_type', 'd.hash_id', 'd.supplier_device_identifier'],
-    updatedColumn: 'a.created_at',
-  }, { ...query, sortBy: query.sortBy ?? 'createdAt' });
+  const page = await findPage(
+    db,
+    {
+      from: FROM,
+      select: SELECT,
+      idColumn: 'a.id',
+      where,
+      params,
+      // millisecond precision: the page offset carries the sort value as an ISO string, and rows of one
+      // batch share a microsecond timestamp that an ISO string cannot hold
+      sortable: { createdAt: "date_trunc('milliseconds', a.created_at)", hashId: 'a.hash_id' },
+      search: ['a.hash_id', 'a.trigger_type', 'd.hash_id', 'd.supplier_device_identifier'],
+      updatedColumn: 'a.created_at',
+    },
+    { ...query, sortBy: query.sortBy ?? 'createdAt' },
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map(summary) };
 }
 
 /** One activity in the SDK's shape (./view.ts). */
 export async function getActivity(db: Queryable, environmentId: number, hashId: string) {
-  const { rows } = await db.query(
-    `SELECT ${SELECT}, a.trigger_data, a.log, a.activities FROM ${FROM} WHERE a.environment_id = $1 AND a.hash_id = $2`, [environmentId, hashId]);
+  const { rows } = await db.query(`SELECT ${SELECT}, a.trigger_data, a.log, a.activities FROM ${FROM} WHERE a.environment_id = $1 AND a.hash_id = $2`, [
+    environmentId,
+    hashId,
+  ]);
   if (rows.length === 0) throw new NotFoundError('activity', hashId);
   const { activity, device, deviceType } = summary(rows[0]);
   const r = rows[0];
-  const stored: StoredActivity = { ...activity, log: r.log as StoredActivity['log'], triggerData: r.trigger_data, activities: (r.activities ?? []) as StoredActivity['activities'] };
+  const stored: StoredActivity = {
+    ...activity,
+    log: r.log as StoredActivity['log'],
+    triggerData: r.trigger_data,
+    activities: (r.activities ?? []) as StoredActivity['activities'],
+  };
   const reportTypes = await reportTypesByHashId(db, environmentId, reportTypeHashIds([stored]));
   return { device, deviceType, activity: activityView(stored, reportTypes) };
 }

@@ -13,7 +13,10 @@ import type { WebRequest } from '../../sandbox/types.ts';
 import type { ReportType } from '../report-types/store.ts';
 
 type Obj = Record<string, unknown>;
-interface LogLine { type: 'log' | 'error'; message: string }
+interface LogLine {
+  type: 'log' | 'error';
+  message: string;
+}
 
 /** An activity row as stored (supplier_activity). */
 export interface StoredActivity {
@@ -25,7 +28,14 @@ export interface StoredActivity {
   triggerData: unknown;
   activities: StoredSubActivity[];
 }
-interface StoredSubActivity { hashId: string; createdAt: string; triggerType: string; failed: boolean; log: LogLine[]; triggerData: unknown }
+interface StoredSubActivity {
+  hashId: string;
+  createdAt: string;
+  triggerType: string;
+  failed: boolean;
+  log: LogLine[];
+  triggerData: unknown;
+}
 
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -89,7 +99,12 @@ function outgoingWebRequest(hashId: string, createdAt: string, stored: Obj) {
       ...body(request.body),
       certificate: null,
     },
-    response: response && { statusCode: response.statusCode, headers: stringHeaders(response.headers), ...body(response.body), truncated: response.truncated === true },
+    response: response && {
+      statusCode: response.statusCode,
+      headers: stringHeaders(response.headers),
+      ...body(response.body),
+      truncated: response.truncated === true,
+    },
   };
 }
 
@@ -149,14 +164,20 @@ export function activityView(a: StoredActivity, reportTypes: Map<string, ReportT
       continue;
     }
     activities.push({
-      hashId: sub.hashId, rootActivityHashId: root, createdAt: sub.createdAt, triggerType: sub.triggerType, failed: sub.failed, log: sub.log,
+      hashId: sub.hashId,
+      rootActivityHashId: root,
+      createdAt: sub.createdAt,
+      triggerType: sub.triggerType,
+      failed: sub.failed,
+      log: sub.log,
       triggerData: callTriggerData(sub, reportTypes),
       ...(sub.triggerType === 'parseReport' ? { activities: [] } : {}),
     });
   }
   const stored = isObject(a.triggerData) ? a.triggerData : {};
-  const triggerData = a.triggerType === 'handleIncomingRequest'
-    ? { request: incomingWebRequest(root, a.createdAt, stored), ...(isObject(stored.identifier) ? { identifier: stored.identifier } : {}) }
-    : stored;
+  const triggerData =
+    a.triggerType === 'handleIncomingRequest'
+      ? { request: incomingWebRequest(root, a.createdAt, stored), ...(isObject(stored.identifier) ? { identifier: stored.identifier } : {}) }
+      : stored;
   return { hashId: root, rootActivityHashId: root, createdAt: a.createdAt, triggerType: a.triggerType, failed: a.failed, log, triggerData, activities };
 }

@@ -53,15 +53,26 @@ export async function addCommandType(db: Queryable, environmentId: number, input
   await db.query(
     `INSERT INTO command_type (hash_id, environment_id, name, name_text, start, "end", channel_select, environment_access, field_configurations)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [hashId, environmentId, JSON.stringify(input.name), nameText(input.name), input.start ?? 'optional', input.end ?? 'disabled',
-      input.channelSelect ?? 'off', input.environmentAccess ?? 'full', JSON.stringify(input.fieldConfigurations)]);
+    [
+      hashId,
+      environmentId,
+      JSON.stringify(input.name),
+      nameText(input.name),
+      input.start ?? 'optional',
+      input.end ?? 'disabled',
+      input.channelSelect ?? 'off',
+      input.environmentAccess ?? 'full',
+      JSON.stringify(input.fieldConfigurations),
+    ],
+  );
   return hashId;
 }
 
 async function loadCommandType(db: Queryable, environmentId: number, hashId: string, forUpdate = false): Promise<{ id: number; commandType: CommandType }> {
   const { rows } = await db.query(
     `SELECT ${SELECT} FROM command_type c WHERE c.environment_id = $1 AND c.hash_id = $2 AND c.deleted_at IS NULL${forUpdate ? ' FOR UPDATE' : ''}`,
-    [environmentId, hashId]);
+    [environmentId, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('commandType', hashId);
   return { id: rows[0].id as number, commandType: toCommandType(rows[0]) };
 }
@@ -78,7 +89,8 @@ export async function liveCommandTypes(db: Queryable, environmentId: number, has
   if (hashIds.length === 0) return [];
   const { rows } = await db.query(
     `SELECT ${SELECT} FROM command_type c WHERE c.environment_id = $1 AND c.hash_id = ANY($2) AND c.deleted_at IS NULL${lock ? ' FOR SHARE' : ''}`,
-    [environmentId, hashIds]);
+    [environmentId, hashIds],
+  );
   const byHashId = new Map(rows.map((r) => [r.hash_id as string, toCommandType(r)]));
   return [...new Set(hashIds)].flatMap((id) => byHashId.get(id) ?? []);
 }
@@ -102,11 +114,20 @@ export async function getClaimedCommandType(db: Queryable, environmentId: number
 export const findClaimedCommandTypes = (db: Queryable, environmentId: number, query: FindQuery) => findCommandTypes(db, environmentId, query, CLAIMED_SCOPE);
 
 export async function findCommandTypes(db: Queryable, environmentId: number, query: FindQuery, scope = 'c.environment_id = $1 AND c.deleted_at IS NULL') {
-  const page = await findPage(db, {
-    from: 'command_type c', select: SELECT, idColumn: 'c.id',
-    where: [scope], params: [environmentId],
-    sortable: { hashId: 'c.hash_id', name: 'c.name_text' }, search: ['c.name_text', 'c.hash_id'], updatedColumn: 'c.updated_at',
-  }, query);
+  const page = await findPage(
+    db,
+    {
+      from: 'command_type c',
+      select: SELECT,
+      idColumn: 'c.id',
+      where: [scope],
+      params: [environmentId],
+      sortable: { hashId: 'c.hash_id', name: 'c.name_text' },
+      search: ['c.name_text', 'c.hash_id'],
+      updatedColumn: 'c.updated_at',
+    },
+    query,
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ commandType: toCommandType(r) })) };
 }
 
@@ -128,7 +149,8 @@ export async function updateCommandType(db: Db, environmentId: number, hashId: s
       `UPDATE command_type SET name = $2, name_text = $3, start = $4, "end" = $5, channel_select = $6, environment_access = $7,
          field_configurations = $8, updated_at = now()
        WHERE id = $1`,
-      [current.id, JSON.stringify(t.name), nameText(t.name), t.start, t.end, t.channelSelect, t.environmentAccess, JSON.stringify(t.fieldConfigurations)]);
+      [current.id, JSON.stringify(t.name), nameText(t.name), t.start, t.end, t.channelSelect, t.environmentAccess, JSON.stringify(t.fieldConfigurations)],
+    );
   });
 }
 
@@ -138,9 +160,12 @@ export async function deleteCommandType(db: Db, environmentId: number, hashId: s
     const current = await loadCommandType(client, environmentId, hashId, true);
     const { rows } = await client.query<{ hash_id: string }>(
       `SELECT hash_id FROM device_type WHERE environment_id = $1 AND deleted_at IS NULL AND command_type_hash_ids ? $2 ORDER BY hash_id`,
-      [environmentId, hashId]);
+      [environmentId, hashId],
+    );
     if (rows.length > 0) {
-      throw new ConflictError(`commandType ${hashId} is in commandTypeHashIds of device type${rows.length > 1 ? 's' : ''} ${rows.map((r) => r.hash_id).join(', ')}: remove it there first`);
+      throw new ConflictError(
+        `commandType ${hashId} is in commandTypeHashIds of device type${rows.length > 1 ? 's' : ''} ${rows.map((r) => r.hash_id).join(', ')}: remove it there first`,
+      );
     }
     await client.query('UPDATE command_type SET deleted_at = now(), updated_at = now() WHERE id = $1', [current.id]);
   });

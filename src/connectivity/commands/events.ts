@@ -12,8 +12,12 @@ export function dueAt(r: CommandRecord): number {
 
 function eventJob(r: CommandRecord, type: 'newCommand' | 'commandDue' | 'deletedCommand'): DeviceEventJob {
   return {
-    kind: 'event', eventId: newHashId(16), deviceHashId: r.command.deviceHashId, environmentHashId: r.environmentHashId,
-    event: { type, commandHashId: r.command.hashId }, queuedAt: new Date().toISOString(),
+    kind: 'event',
+    eventId: newHashId(16),
+    deviceHashId: r.command.deviceHashId,
+    environmentHashId: r.environmentHashId,
+    event: { type, commandHashId: r.command.hashId },
+    queuedAt: new Date().toISOString(),
   };
 }
 
@@ -34,10 +38,12 @@ export function queuedCommandEvents(queue: CommandEventQueue, announce: (deviceI
     async added(records) {
       await announce([...new Set(records.map((r) => r.deviceId))]);
       const now = Date.now();
-      await queue.add(records.flatMap((r) => [
-        { job: eventJob(r, 'newCommand') },
-        { job: eventJob(r, 'commandDue'), opts: { delayMs: Math.max(0, dueAt(r) - now), jobId: commandDueJobId(r.command.hashId) } },
-      ]));
+      await queue.add(
+        records.flatMap((r) => [
+          { job: eventJob(r, 'newCommand') },
+          { job: eventJob(r, 'commandDue'), opts: { delayMs: Math.max(0, dueAt(r) - now), jobId: commandDueJobId(r.command.hashId) } },
+        ]),
+      );
     },
     async deleted(r) {
       await queue.remove(commandDueJobId(r.command.hashId));

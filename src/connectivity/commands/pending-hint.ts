@@ -8,8 +8,10 @@ export const commandsAddedChannel = (ctx: Pick<AppContext, 'config'>) => `gridga
 /** A full reload of the hint now and then: the bound on staleness should an announcement be lost (Redis reconnect). */
 export const PENDING_HINT_REFRESH_MS = 30_000;
 
-const DEVICES_WITH_PENDING = namedStatement('devices-with-pending-commands',
-  'SELECT DISTINCT device_id FROM command WHERE sent_at IS NULL AND dropped_at IS NULL AND deleted_at IS NULL');
+const DEVICES_WITH_PENDING = namedStatement(
+  'devices-with-pending-commands',
+  'SELECT DISTINCT device_id FROM command WHERE sent_at IS NULL AND dropped_at IS NULL AND deleted_at IS NULL',
+);
 
 /** The hints of this process: an add made here reaches them before the add request is answered. */
 const localHints = new Set<PendingCommandsHint>();

@@ -10,17 +10,20 @@ import { addCommands, deleteCommand, deleteCommands, findCommands, getCommand, t
 const OneOf = <T extends string>(values: T[]) => Type.Unsafe<T>({ type: 'string', enum: values });
 const MAX_DELAY_SECONDS = 10 * 365 * 24 * 3600;
 
-const AddBody = Type.Object({
-  objectType: OneOf<'device' | 'pinGroup'>(['device', 'pinGroup']),
-  objectHashIds: Type.Array(HashId, { minItems: 1, maxItems: 40 }),
-  commandTypeHashId: HashId,
-  fields: Type.Record(Type.String(), Type.Unknown()),
-  startAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
-  delay: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_DELAY_SECONDS })),
-  endAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
-  channelIndices: Type.Optional(Type.Array(Type.Integer({ minimum: 0, maximum: 59 }), { maxItems: 60 })),
-  email: Type.Array(Type.String({ format: 'email', maxLength: 254 }), { maxItems: 30 }),
-}, { additionalProperties: false });
+const AddBody = Type.Object(
+  {
+    objectType: OneOf<'device' | 'pinGroup'>(['device', 'pinGroup']),
+    objectHashIds: Type.Array(HashId, { minItems: 1, maxItems: 40 }),
+    commandTypeHashId: HashId,
+    fields: Type.Record(Type.String(), Type.Unknown()),
+    startAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+    delay: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_DELAY_SECONDS })),
+    endAt: Type.Optional(Type.Union([Timestamp, Type.Null()])),
+    channelIndices: Type.Optional(Type.Array(Type.Integer({ minimum: 0, maximum: 59 }), { maxItems: 60 })),
+    email: Type.Array(Type.String({ format: 'email', maxLength: 254 }), { maxItems: 30 }),
+  },
+  { additionalProperties: false },
+);
 const DeleteMultiBody = Type.Object({ hashIds: Type.Array(HashId, { maxItems: 30 }) }, { additionalProperties: false });
 // the SDK's filters; a filter it leaves null arrives as a bare key, which the query parser drops (no filter)
 const Query = Type.Object({
@@ -66,11 +69,13 @@ export async function commandRoutes(fastify: FastifyInstance, ctx: AppContext, o
     return claimed(request) ? { nextPageOffset: page.nextPageOffset, rows: await customer!.withPinGroups(env(request), page.rows) } : page;
   });
   app.get('/command/:hashId', { config: read, schema: { tags, summary: 'command get', params: HashIdParams } }, async (request) =>
-    getCommand(ctx.db, env(request), request.params.hashId, claimed(request)));
+    getCommand(ctx.db, env(request), request.params.hashId, claimed(request)),
+  );
   app.delete('/command/:hashId', { config: write, schema: { tags, summary: 'command delete', params: HashIdParams } }, async (request, reply) => {
     await deleteCommand(ctx.db, events, env(request), request.params.hashId, claimed(request));
     reply.status(204).send();
   });
   app.delete('/command/', { config: write, schema: { tags, summary: 'command deleteMulti', body: DeleteMultiBody } }, async (request) =>
-    deleteCommands(ctx.db, events, env(request), request.body.hashIds, claimed(request)));
+    deleteCommands(ctx.db, events, env(request), request.body.hashIds, claimed(request)),
+  );
 }

@@ -132,25 +132,40 @@ function checkTiming(t: CommandType, input: CommandInput): void {
   if (t.start === 'disabled' && (startAt !== null || delay !== 0)) {
     throw new ParameterError(`${startAt !== null ? 'startAt' : 'delay'} is not allowed: command type ${t.hashId} has start "disabled"`);
   }
-  if (t.start === 'optional' && startAt !== null && delay !== 0) throw new ParameterError('startAt and delay: give one of them, not both (delay counts only when startAt is null)');
+  if (t.start === 'optional' && startAt !== null && delay !== 0)
+    throw new ParameterError('startAt and delay: give one of them, not both (delay counts only when startAt is null)');
   if (t.end === 'required' && endAt === null) throw new ParameterError(`endAt is required: command type ${t.hashId} has end "required"`);
   if (t.end === 'disabled' && endAt !== null) throw new ParameterError(`endAt is not allowed: command type ${t.hashId} has end "disabled"`);
   if (endAt !== null && startAt !== null && Date.parse(endAt) <= Date.parse(startAt)) throw new ParameterError('endAt must lie after startAt');
   const indices = input.channelIndices ?? [];
-  if (t.channelSelect === 'off' && indices.length > 0) throw new ParameterError(`channelIndices must be empty: command type ${t.hashId} has channelSelect "off"`);
-  if (t.channelSelect === 'single' && indices.length !== 1) throw new ParameterError(`channelIndices must hold exactly one channel index: command type ${t.hashId} has channelSelect "single"`);
-  if (t.channelSelect === 'multiple' && indices.length === 0) throw new ParameterError(`channelIndices must hold one or more channel indices: command type ${t.hashId} has channelSelect "multiple"`);
+  if (t.channelSelect === 'off' && indices.length > 0)
+    throw new ParameterError(`channelIndices must be empty: command type ${t.hashId} has channelSelect "off"`);
+  if (t.channelSelect === 'single' && indices.length !== 1)
+    throw new ParameterError(`channelIndices must hold exactly one channel index: command type ${t.hashId} has channelSelect "single"`);
+  if (t.channelSelect === 'multiple' && indices.length === 0)
+    throw new ParameterError(`channelIndices must hold one or more channel indices: command type ${t.hashId} has channelSelect "multiple"`);
   if (new Set(indices).size !== indices.length) throw new ParameterError('channelIndices: an index is listed twice');
 }
 
-interface TargetDevice { id: number; hashId: string; typeHashId: string; channels: Channel[]; commandTypeHashIds: string[] }
+interface TargetDevice {
+  id: number;
+  hashId: string;
+  typeHashId: string;
+  channels: Channel[];
+  commandTypeHashIds: string[];
+}
 
 /**
  * What adding commands checks, refusing as add would: the command type (live, of the environment), its timing and
  * fields, and each device (of the environment, whose type allows the command type and has the channels). Changes
  * nothing; a dry run's scheduleCommand checks with it too.
  */
-export async function checkNewCommands(db: Queryable, environmentId: number, input: CommandInput, lock = false): Promise<{ commandType: CommandType; fields: Fields; devices: Map<string, TargetDevice> }> {
+export async function checkNewCommands(
+  db: Queryable,
+  environmentId: number,
+  input: CommandInput,
+  lock = false,
+): Promise<{ commandType: CommandType; fields: Fields; devices: Map<string, TargetDevice> }> {
   const wanted = input.objectHashIds;
   const [commandType] = await liveCommandTypes(db, environmentId, [input.commandTypeHashId], lock);
   if (!commandType) throw new ParameterError(`commandTypeHashId: ${input.commandTypeHashId} is not a command type of this environment`);
@@ -159,21 +174,35 @@ export async function checkNewCommands(db: Queryable, environmentId: number, inp
   const { rows } = await db.query(
     `SELECT d.id, d.hash_id, t.hash_id AS type_hash_id, t.channels, t.command_type_hash_ids
        FROM device d JOIN device_type t ON t.id = d.device_type_id
-      WHERE d.environment_id = $1 AND d.hash_id = ANY($2) AND t.deleted_at IS NULL`, [environmentId, wanted]);
-  const devices = new Map<string, TargetDevice>(rows.map((r) => [r.hash_id as string, {
-    id: r.id as number, hashId: r.hash_id as string, typeHashId: r.type_hash_id as string,
-    channels: r.channels as Channel[], commandTypeHashIds: r.command_type_hash_ids as string[],
-  }]));
+      WHERE d.environment_id = $1 AND d.hash_id = ANY($2) AND t.deleted_at IS NULL`,
+    [environmentId, wanted],
+  );
+  const devices = new Map<string, TargetDevice>(
+    rows.map((r) => [
+      r.hash_id as string,
+      {
+        id: r.id as number,
+        hashId: r.hash_id as string,
+        typeHashId: r.type_hash_id as string,
+        channels: r.channels as Channel[],
+        commandTypeHashIds: r.command_type_hash_ids as string[],
+      },
+    ]),
+  );
   const indices = input.channelIndices ?? [];
   for (const hashId of wanted) {
     const device = devices.get(hashId);
     if (!device) throw new ParameterError(`objectHashIds: ${hashId} is not a device of this environment`);
     if (!device.commandTypeHashIds.includes(commandType.hashId)) {
-      throw new ParameterError(`objectHashIds: device ${hashId} has device type ${device.typeHashId}, whose commandTypeHashIds do not include ${commandType.hashId}`);
+      throw new ParameterError(
+        `objectHashIds: device ${hashId} has device type ${device.typeHashId}, whose commandTypeHashIds do not include ${commandType.hashId}`,
+      );
     }
     const outside = indices.find((i) => i >= device.channels.length);
     if (outside !== undefined) {
-      throw new ParameterError(`channelIndices: ${outside} is not a channel of device ${hashId} (its device type ${device.typeHashId} has ${device.channels.length} channels)`);
+      throw new ParameterError(
+        `channelIndices: ${outside} is not a channel of device ${hashId} (its device type ${device.typeHashId} has ${device.channels.length} channels)`,
+      );
     }
   }
   return { commandType, fields, devices };
@@ -184,10 +213,17 @@ export async function checkNewCommands(db: Queryable, environmentId: number, inp
  * (`newCommand`) and schedules its `commandDue`.
  */
 export async function addCommands(
-  db: Db, events: CommandEvents, environmentId: number, accountId: number | null, input: CommandInput, fixedHashIds?: string[],
+  db: Db,
+  events: CommandEvents,
+  environmentId: number,
+  accountId: number | null,
+  input: CommandInput,
+  fixedHashIds?: string[],
 ): Promise<string[]> {
   if (input.objectType === 'pinGroup') {
-    throw new ParameterError('objectType pinGroup: a command for a location goes to the device linked to that location, and locations (pin groups) are not part of this deployment yet; give objectType device with the devices\' hashIds');
+    throw new ParameterError(
+      "objectType pinGroup: a command for a location goes to the device linked to that location, and locations (pin groups) are not part of this deployment yet; give objectType device with the devices' hashIds",
+    );
   }
   const wanted = input.objectHashIds;
   const twice = wanted.find((h, i) => wanted.indexOf(h) !== i);
@@ -196,15 +232,30 @@ export async function addCommands(
     // share-locked like device types do, so the command type cannot be deleted under the new commands
     const { commandType, fields, devices } = await checkNewCommands(client, environmentId, input, true);
     const indices = input.channelIndices ?? [];
-    const { rows: typeRows } = await client.query<{ id: number }>('SELECT id FROM command_type WHERE environment_id = $1 AND hash_id = $2', [environmentId, commandType.hashId]);
+    const { rows: typeRows } = await client.query<{ id: number }>('SELECT id FROM command_type WHERE environment_id = $1 AND hash_id = $2', [
+      environmentId,
+      commandType.hashId,
+    ]);
     const hashIds = fixedHashIds ?? wanted.map(() => newHashId());
     // a fixed hashId seen before is a retried job's command: it is not added (nor announced) twice
     const { rows: inserted } = await client.query<{ hash_id: string }>(
       `INSERT INTO command (hash_id, environment_id, device_id, command_type_id, created_by, fields, start_at, delay, end_at, channel_indices, email)
        SELECT h, $2, dev, $4, $5, $6, $7, $8, $9, $10, $11 FROM unnest($1::text[], $3::bigint[]) AS u(h, dev)
        ON CONFLICT (hash_id) DO NOTHING RETURNING hash_id`,
-      [hashIds, environmentId, wanted.map((h) => devices.get(h)!.id), typeRows[0].id, accountId, JSON.stringify(fields),
-        input.startAt ?? null, input.delay ?? 0, input.endAt ?? null, JSON.stringify(indices), JSON.stringify(input.email)]);
+      [
+        hashIds,
+        environmentId,
+        wanted.map((h) => devices.get(h)!.id),
+        typeRows[0].id,
+        accountId,
+        JSON.stringify(fields),
+        input.startAt ?? null,
+        input.delay ?? 0,
+        input.endAt ?? null,
+        JSON.stringify(indices),
+        JSON.stringify(input.email),
+      ],
+    );
     const { rows: added } = await client.query(`SELECT ${SELECT} FROM ${FROM} WHERE c.hash_id = ANY($1) ORDER BY c.id`, [inserted.map((r) => r.hash_id)]);
     return added.map(toRecord);
   });
@@ -218,10 +269,17 @@ export async function addCommands(
  */
 const scope = (claimed: boolean) => (claimed ? "d.claimed_environment_id = $1 AND ct.environment_access <> 'none'" : 'c.environment_id = $1');
 
-async function loadCommand(db: Queryable, environmentId: number, hashId: string, forUpdate = false, claimed = false): Promise<CommandRecord & { userName: string | null }> {
+async function loadCommand(
+  db: Queryable,
+  environmentId: number,
+  hashId: string,
+  forUpdate = false,
+  claimed = false,
+): Promise<CommandRecord & { userName: string | null }> {
   const { rows } = await db.query(
     `SELECT ${SELECT} FROM ${FROM} WHERE ${scope(claimed)} AND c.hash_id = $2 AND c.deleted_at IS NULL${forUpdate ? ' FOR UPDATE OF c' : ''}`,
-    [environmentId, hashId]);
+    [environmentId, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('command', hashId);
   return { ...toRecord(rows[0]), userName: rows[0].user_name as string | null };
 }
@@ -248,13 +306,21 @@ export async function findCommands(db: Queryable, environmentId: number, query: 
   }
   // the SDK's filters on a location's edge, grid or map layer: a supplier's commands are on devices, on no location
   if (query.edgeHashId || query.gridHashId || query.mapLayers?.length) where.push('false');
-  const page = await findPage(db, {
-    from: FROM, select: SELECT, idColumn: 'c.id', where, params,
-    // milliseconds: the page offset carries the sort value as text (see findActivities)
-    sortable: { hashId: 'c.hash_id', createdAt: "date_trunc('milliseconds', c.created_at)" },
-    search: ['c.hash_id', 'd.hash_id', 'd.supplier_device_identifier', 'ct.name_text'],
-    updatedColumn: 'c.updated_at',
-  }, query);
+  const page = await findPage(
+    db,
+    {
+      from: FROM,
+      select: SELECT,
+      idColumn: 'c.id',
+      where,
+      params,
+      // milliseconds: the page offset carries the sort value as text (see findActivities)
+      sortable: { hashId: 'c.hash_id', createdAt: "date_trunc('milliseconds', c.created_at)" },
+      search: ['c.hash_id', 'd.hash_id', 'd.supplier_device_identifier', 'ct.name_text'],
+      updatedColumn: 'c.updated_at',
+    },
+    query,
+  );
   // pinGroup: a supplier sees nothing of its customers' graph; a customer's rows get theirs from links/
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ ...pick(toRecord(r)), pinGroup: null })) };
 }
@@ -270,7 +336,8 @@ function refusal(c: Command, nextReportBefore: Date | null, now: Date): string |
   if (c.sentAt === null) return null;
   const executesAt = c.startAt !== null ? Date.parse(c.startAt) : Date.parse(c.sentAt) + c.delay * 1000;
   if (executesAt <= now.getTime()) return `command ${c.hashId} was sent to the device, which has already executed it`;
-  if (nextReportBefore === null) return `command ${c.hashId} was sent to the device, and the device is not expected to report before it executes it, so it cannot be told to ignore it`;
+  if (nextReportBefore === null)
+    return `command ${c.hashId} was sent to the device, and the device is not expected to report before it executes it, so it cannot be told to ignore it`;
   if (nextReportBefore.getTime() > executesAt) {
     return `command ${c.hashId} was sent to the device, whose next report is expected before ${nextReportBefore.toISOString()}, after the command executes (${new Date(executesAt).toISOString()}): it cannot be told in time to ignore it`;
   }
@@ -281,12 +348,17 @@ async function deleteOne(db: Db, environmentId: number, hashId: string, claimed:
   return db.tx(async (client) => {
     const record = await loadCommand(client, environmentId, hashId, true, claimed);
     if (claimed && record.commandType.environmentAccess !== 'full') {
-      throw new RightError(`command type ${record.commandType.hashId} gives this environment read access only (environmentAccess ${record.commandType.environmentAccess})`);
+      throw new RightError(
+        `command type ${record.commandType.hashId} gives this environment read access only (environmentAccess ${record.commandType.environmentAccess})`,
+      );
     }
     const { rows } = await client.query<{ next_report_before: Date | null }>('SELECT next_report_before FROM device WHERE id = $1', [record.deviceId]);
     const reason = refusal(record.command, rows[0]?.next_report_before ?? null, new Date());
     if (reason) throw new ConflictError(reason);
-    const { rows: deleted } = await client.query<{ deleted_at: Date }>('UPDATE command SET deleted_at = now(), updated_at = now() WHERE hash_id = $1 RETURNING deleted_at', [hashId]);
+    const { rows: deleted } = await client.query<{ deleted_at: Date }>(
+      'UPDATE command SET deleted_at = now(), updated_at = now() WHERE hash_id = $1 RETURNING deleted_at',
+      [hashId],
+    );
     return { ...record, command: { ...record.command, deletedAt: deleted[0].deleted_at.toISOString() } };
   });
 }
@@ -298,7 +370,13 @@ export async function deleteCommand(db: Db, events: CommandEvents, environmentId
 }
 
 /** deleteMulti: each command on its own, answered per command. */
-export async function deleteCommands(db: Db, events: CommandEvents, environmentId: number, hashIds: string[], claimed = false): Promise<{ hashId: string; deleted: boolean; failureReason?: string }[]> {
+export async function deleteCommands(
+  db: Db,
+  events: CommandEvents,
+  environmentId: number,
+  hashIds: string[],
+  claimed = false,
+): Promise<{ hashId: string; deleted: boolean; failureReason?: string }[]> {
   const out: { hashId: string; deleted: boolean; failureReason?: string }[] = [];
   for (const hashId of [...new Set(hashIds)]) {
     try {
@@ -318,8 +396,10 @@ export async function commandForEvent(db: Queryable, hashId: string): Promise<Co
   return rows.length === 0 ? null : toRecord(rows[0]);
 }
 
-const PENDING_COMMANDS = namedStatement('pending-commands',
-  'SELECT id FROM command WHERE device_id = ANY($1) AND sent_at IS NULL AND dropped_at IS NULL AND deleted_at IS NULL');
+const PENDING_COMMANDS = namedStatement(
+  'pending-commands',
+  'SELECT id FROM command WHERE device_id = ANY($1) AND sent_at IS NULL AND dropped_at IS NULL AND deleted_at IS NULL',
+);
 
 /** `args.scheduledCommands` of each device: commands not sent, dropped or deleted, oldest first. */
 export async function scheduledCommandsOf(db: Queryable, deviceIds: number[]): Promise<Map<number, { command: Command; commandType: CommandType }[]>> {
@@ -328,8 +408,10 @@ export async function scheduledCommandsOf(db: Queryable, deviceIds: number[]): P
   // most contacts find nothing: a one-table query on the partial index plans and runs in a fraction of the joined one
   const pending = await db.query<{ id: number }>(PENDING_COMMANDS, [deviceIds]);
   if (pending.rows.length === 0) return out;
-  const { rows } = await db.query(`SELECT ${SELECT} FROM ${FROM} WHERE c.id = ANY($1) AND c.sent_at IS NULL AND c.dropped_at IS NULL AND c.deleted_at IS NULL ORDER BY c.id`,
-    [pending.rows.map((r) => r.id)]);
+  const { rows } = await db.query(
+    `SELECT ${SELECT} FROM ${FROM} WHERE c.id = ANY($1) AND c.sent_at IS NULL AND c.dropped_at IS NULL AND c.deleted_at IS NULL ORDER BY c.id`,
+    [pending.rows.map((r) => r.id)],
+  );
   for (const r of rows) {
     const record = toRecord(r);
     const list = out.get(record.deviceId) ?? [];
@@ -346,7 +428,8 @@ export async function scheduledCommandsOf(db: Queryable, deviceIds: number[]): P
 export async function markCommandSent(db: Queryable, deviceId: number, hashId: string, at: Date): Promise<CommandRecord | null> {
   const { rowCount } = await db.query(
     'UPDATE command SET sent_at = $3, updated_at = now() WHERE device_id = $1 AND hash_id = $2 AND sent_at IS NULL AND dropped_at IS NULL AND deleted_at IS NULL',
-    [deviceId, hashId, at]);
+    [deviceId, hashId, at],
+  );
   const { rows } = await db.query(`SELECT ${SELECT} FROM ${FROM} WHERE c.device_id = $1 AND c.hash_id = $2`, [deviceId, hashId]);
   if (rows.length === 0) throw new Error(`command ${hashId} is not a command of this device`);
   const record = toRecord(rows[0]);
@@ -359,7 +442,9 @@ export async function markCommandSent(db: Queryable, deviceId: number, hashId: s
 export async function dropCommand(db: Queryable, deviceId: number, hashId: string, markAsDeleted: boolean): Promise<CommandRecord> {
   const { rowCount } = await db.query(
     `UPDATE command SET dropped_at = COALESCE(dropped_at, now()), deleted_at = CASE WHEN $3 THEN COALESCE(deleted_at, now()) ELSE deleted_at END, updated_at = now()
-      WHERE device_id = $1 AND hash_id = $2`, [deviceId, hashId, markAsDeleted]);
+      WHERE device_id = $1 AND hash_id = $2`,
+    [deviceId, hashId, markAsDeleted],
+  );
   const { rows } = rowCount ? await db.query(`SELECT ${SELECT} FROM ${FROM} WHERE c.device_id = $1 AND c.hash_id = $2`, [deviceId, hashId]) : { rows: [] };
   if (rows.length === 0) throw new Error(`command ${hashId} is not a command of this device`);
   return toRecord(rows[0]);

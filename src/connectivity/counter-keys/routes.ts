@@ -10,8 +10,11 @@ const UpdateBody = Type.Object({ name: Type.Optional(Name) }, { additionalProper
 
 export async function counterKeyRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   crudRoutes<{ name: string }, { name?: string }>(app, {
-    base: '/device-connectivity-counter-key/', noun: 'device-connectivity-counter-key', rights: { connectivity: 'ENVIRONMENT_ADMIN' },
-    addBody: AddBody, updateBody: UpdateBody,
+    base: '/device-connectivity-counter-key/',
+    noun: 'device-connectivity-counter-key',
+    rights: { connectivity: 'ENVIRONMENT_ADMIN' },
+    addBody: AddBody,
+    updateBody: UpdateBody,
     operations: {
       add: async (env, body) => ({ hashId: await addCounterKey(ctx.db, env, body) }),
       find: (env, query) => findCounterKeys(ctx.db, env, query),

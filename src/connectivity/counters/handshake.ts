@@ -9,7 +9,10 @@ import { countDeviceEvent } from './recorder.ts';
  */
 export function countHandshakeFailure(ctx: AppContext, pskIdentity: string | undefined): void {
   if (pskIdentity === undefined) return;
-  lookupPskCredential(ctx, pskIdentity, { includeRefused: true }).then((cred) => {
-    if (cred) countDeviceEvent(ctx, cred.deviceHashId, 'handshakeFailures');
-  }, () => undefined);
+  lookupPskCredential(ctx, pskIdentity, { includeRefused: true }).then(
+    (cred) => {
+      if (cred) countDeviceEvent(ctx, cred.deviceHashId, 'handshakeFailures');
+    },
+    () => undefined,
+  );
 }

@@ -48,7 +48,8 @@ export function hourOf(at: Date): string {
 }
 let lastHour = { n: NaN, text: '' };
 /** The hash of one device's counters in one hour (in the device's shard). */
-export const counterHashKey = (config: KeyConfig, deviceHashId: string, hour: string) => tagged(counterTag(config, counterShardOf(deviceHashId)), deviceHashId, hour);
+export const counterHashKey = (config: KeyConfig, deviceHashId: string, hour: string) =>
+  tagged(counterTag(config, counterShardOf(deviceHashId)), deviceHashId, hour);
 
 const MAX_DELAY_MS = 50;
 const MAX_ENTRIES = 1000;
@@ -132,8 +133,10 @@ export class CounterRecorder {
       call.args.push(member, fields.size);
       for (const [field, by] of fields) call.args.push(field, by);
     }
-    const written = Promise.all([...calls.values()].map(({ keys, args }) => this.redis.eval(INCREMENT_SCRIPT, keys.length, ...keys, ...args)))
-      .then(() => undefined, (err: Error) => this.onError(err));
+    const written = Promise.all([...calls.values()].map(({ keys, args }) => this.redis.eval(INCREMENT_SCRIPT, keys.length, ...keys, ...args))).then(
+      () => undefined,
+      (err: Error) => this.onError(err),
+    );
     this.flushing = Promise.all([this.flushing, written]).then(() => undefined);
     return this.flushing;
   }
@@ -160,6 +163,11 @@ export function counterRecorder(ctx: Pick<AppContext, 'redis' | 'log' | 'config'
  * Counts one event of a device (a contact, a handshake failure, ...) under `key`, in the hour of
  * `at`. Never waits and never throws: listeners (HTTPS, CoAP, webhooks) call it on their hot path.
  */
-export function countDeviceEvent(ctx: Pick<AppContext, 'redis' | 'log' | 'config'>, deviceHashId: string, key: BuiltinCounterKey | (string & {}), at?: Date): void {
+export function countDeviceEvent(
+  ctx: Pick<AppContext, 'redis' | 'log' | 'config'>,
+  deviceHashId: string,
+  key: BuiltinCounterKey | (string & {}),
+  at?: Date,
+): void {
   counterRecorder(ctx).count(deviceHashId, key, at);
 }

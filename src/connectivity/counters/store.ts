@@ -39,7 +39,10 @@ async function flushShard(ctx: Ctx, shard: number, maxHashes: number): Promise<n
       });
       for (const p of parsed) pipeline.hgetall(counterHashKey(ctx.config, p.deviceHashId, p.hour));
       const results = (await pipeline.exec()) ?? [];
-      const hashIds: string[] = [], hours: Date[] = [], keys: string[] = [], values: number[] = [];
+      const hashIds: string[] = [],
+        hours: Date[] = [],
+        keys: string[] = [],
+        values: number[] = [];
       results.forEach(([err, hash], i) => {
         if (err) throw err;
         for (const [key, value] of Object.entries(hash as Record<string, string>)) {
@@ -57,7 +60,8 @@ async function flushShard(ctx: Ctx, shard: number, maxHashes: number): Promise<n
              FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::bigint[]) AS v(hash_id, hour, key, value)
              JOIN device d ON d.hash_id = v.hash_id
            ON CONFLICT (device_id, hour, key) DO UPDATE SET value = GREATEST(device_counter_hour.value, EXCLUDED.value)`,
-          [hashIds, hours, keys, values]);
+          [hashIds, hours, keys, values],
+        );
       }
     } catch (err) {
       // put them back: the next flush tries again
@@ -75,7 +79,9 @@ export async function pruneCounters(ctx: Pick<AppContext, 'db'>, now = new Date(
   return rowCount ?? 0;
 }
 
-export interface CounterFlusher { stop(): Promise<void> }
+export interface CounterFlusher {
+  stop(): Promise<void>;
+}
 
 /** Flushes every `intervalMs` and prunes once an hour (each worker runs one; they do not conflict). */
 export function startCounterFlusher(ctx: Ctx, intervalMs = 15_000): CounterFlusher {
@@ -97,7 +103,9 @@ export function startCounterFlusher(ctx: Ctx, intervalMs = 15_000): CounterFlush
     async stop() {
       clearInterval(timer);
       await running;
-      await flushCounters(ctx).catch((err: Error) => ctx.log.warn({ err: err.message }, 'connectivity counters: last flush failed; the next worker copies them'));
+      await flushCounters(ctx).catch((err: Error) =>
+        ctx.log.warn({ err: err.message }, 'connectivity counters: last flush failed; the next worker copies them'),
+      );
     },
   };
 }
@@ -136,9 +144,12 @@ export async function readDeviceCounters(ctx: Ctx, environmentId: number, device
   const [stored, counterKeys] = await Promise.all([
     ctx.db.query<{ hour: Date; key: string; value: string }>(
       'SELECT hour, key, value FROM device_counter_hour WHERE device_id = $1 AND hour >= $2 AND hour < $3',
-      [device.rows[0].id, new Date(firstHour), range.to]),
+      [device.rows[0].id, new Date(firstHour), range.to],
+    ),
     ctx.db.query<{ hash_id: string; name: string; deleted: boolean }>(
-      'SELECT hash_id, name, deleted_at IS NOT NULL AS deleted FROM connectivity_counter_key WHERE environment_id = $1 ORDER BY id', [environmentId]),
+      'SELECT hash_id, name, deleted_at IS NOT NULL AS deleted FROM connectivity_counter_key WHERE environment_id = $1 ORDER BY id',
+      [environmentId],
+    ),
   ]);
   const values = new Map<string, Map<string, number>>(); // key → hour → value
   const put = (key: string, hour: string, value: number) => {
@@ -165,7 +176,12 @@ export async function readDeviceCounters(ctx: Ctx, environmentId: number, device
   const entry = (key: string, name: string): CounterEntry => {
     const byHour = [...(values.get(key) ?? new Map<string, number>())].filter(([, v]) => v > 0).sort(([a], [b]) => a.localeCompare(b));
     values.delete(key);
-    return { key, name, total: byHour.reduce((sum, [, v]) => sum + v, 0), values: byHour.map(([hour, value]) => ({ hour: hourStart(hour).toISOString(), value })) };
+    return {
+      key,
+      name,
+      total: byHour.reduce((sum, [, v]) => sum + v, 0),
+      values: byHour.map(([hour, value]) => ({ hour: hourStart(hour).toISOString(), value })),
+    };
   };
   const entries = Object.entries(BUILTIN_COUNTERS).map(([key, name]) => entry(key, name));
   for (const k of counterKeys.rows) {

@@ -10,11 +10,24 @@ import { liveCommandTypes } from '../command-types/store.ts';
 import { compileOnSave } from '../user-code.ts';
 import { subscribeUser, subscriptionOf } from '../subscriptions/store.ts';
 
-interface Series { quantityHashId: string; color?: string | null }
-interface ChannelChart { title: Name | null; series: Series[] }
-export interface Channel { name: Name; pinFieldConfigurations: FieldConfiguration[]; defaultPinName?: Name; charts?: ChannelChart[] }
-interface Chart { title: Name | null; series: (Series & { channelIndex: number })[] }
-
+interface Series {
+  quantityHashId: string;
+  color?: string | null;
+}
+interface ChannelChart {
+  title: Name | null;
+  series: Series[];
+}
+export interface Channel {
+  name: Name;
+  pinFieldConfigurations: FieldConfiguration[];
+  defaultPinName?: Name;
+  charts?: ChannelChart[];
+}
+interface Chart {
+  title: Name | null;
+  series: (Series & { channelIndex: number })[];
+}
 
 export interface DeviceTypeInput {
   name: Name;
@@ -96,20 +109,27 @@ async function checkDeviceType(db: Queryable, environmentId: number, t: Omit<Dev
   if (t.identifierFieldKey !== null && !t.fieldConfigurations.some((c) => c.key === t.identifierFieldKey)) {
     throw new ParameterError(`identifierFieldKey must be a key of fieldConfigurations (${t.identifierFieldKey} is not)`);
   }
-  t.charts.forEach((chart, i) => chart.series.forEach((s, j) => {
-    if (s.channelIndex >= t.channels.length) {
-      throw new ParameterError(`charts[${i}].series[${j}].channelIndex ${s.channelIndex} has no channel (the device type has ${t.channels.length})`);
-    }
-  }));
+  t.charts.forEach((chart, i) =>
+    chart.series.forEach((s, j) => {
+      if (s.channelIndex >= t.channels.length) {
+        throw new ParameterError(`charts[${i}].series[${j}].channelIndex ${s.channelIndex} has no channel (the device type has ${t.channels.length})`);
+      }
+    }),
+  );
   if (t.commandTypeHashIds.length > 0) {
     const live = new Set((await liveCommandTypes(db, environmentId, t.commandTypeHashIds, true)).map((c) => c.hashId));
     const unknown = t.commandTypeHashIds.filter((id) => !live.has(id));
-    if (unknown.length > 0) throw new ParameterError(`commandTypeHashIds: ${unknown.join(', ')} ${unknown.length > 1 ? 'are not command types' : 'is not a command type'} of this environment`);
+    if (unknown.length > 0)
+      throw new ParameterError(
+        `commandTypeHashIds: ${unknown.join(', ')} ${unknown.length > 1 ? 'are not command types' : 'is not a command type'} of this environment`,
+      );
   }
   const wanted = chartQuantityHashIds(t);
   if (wanted.length === 0) return;
-  const { rows } = await db.query<{ hash_id: string }>(
-    'SELECT hash_id FROM quantity WHERE environment_id = $1 AND hash_id = ANY($2) AND deleted_at IS NULL', [environmentId, wanted]);
+  const { rows } = await db.query<{ hash_id: string }>('SELECT hash_id FROM quantity WHERE environment_id = $1 AND hash_id = ANY($2) AND deleted_at IS NULL', [
+    environmentId,
+    wanted,
+  ]);
   const found = new Set(rows.map((r) => r.hash_id));
   const missing = wanted.find((id) => !found.has(id));
   if (missing) throw new ParameterError(`charts: quantityHashId ${missing} is not a quantity of this environment`);
@@ -119,7 +139,12 @@ async function checkDeviceType(db: Queryable, environmentId: number, t: Omit<Dev
  * In a transaction: the command types it lists stay share-locked until it is stored, so a concurrent command-type delete sees it.
  * The adding account is subscribed to alerts on its event handler (the SDK's subscriptionHashId).
  */
-export async function addDeviceType(db: Db, environmentId: number, input: DeviceTypeInput, subscriberId: number): Promise<{ hashId: string; subscriptionHashId: string }> {
+export async function addDeviceType(
+  db: Db,
+  environmentId: number,
+  input: DeviceTypeInput,
+  subscriberId: number,
+): Promise<{ hashId: string; subscriptionHashId: string }> {
   const t: Omit<DeviceType, 'hashId'> = {
     name: input.name,
     fieldConfigurations: input.fieldConfigurations,
@@ -140,9 +165,22 @@ export async function addDeviceType(db: Db, environmentId: number, input: Device
          pin_group_field_configurations, channels, charts, command_type_hash_ids, measurement_cycle_command_type_hash_id,
          identifier_field_key, subscription_hash_id)
        VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) RETURNING id`,
-      [hashId, environmentId, JSON.stringify(t.name), nameText(t.name), input.eventHandler, eventHandlerHash,
-        JSON.stringify(t.fieldConfigurations), JSON.stringify(t.pinGroupFieldConfigurations), JSON.stringify(t.channels),
-        JSON.stringify(t.charts), JSON.stringify(t.commandTypeHashIds), t.measurementCycleCommandTypeHashId, t.identifierFieldKey, subscriptionHashId],
+      [
+        hashId,
+        environmentId,
+        JSON.stringify(t.name),
+        nameText(t.name),
+        input.eventHandler,
+        eventHandlerHash,
+        JSON.stringify(t.fieldConfigurations),
+        JSON.stringify(t.pinGroupFieldConfigurations),
+        JSON.stringify(t.channels),
+        JSON.stringify(t.charts),
+        JSON.stringify(t.commandTypeHashIds),
+        t.measurementCycleCommandTypeHashId,
+        t.identifierFieldKey,
+        subscriptionHashId,
+      ],
     );
     await subscribeUser(client, environmentId, subscriberId, 'deviceType', rows[0].id, subscriptionHashId);
     return { hashId, subscriptionHashId };
@@ -154,7 +192,8 @@ export async function loadDeviceType(db: Queryable, environmentId: number, hashI
   const { rows } = await db.query(
     `SELECT ${DEVICE_TYPE_SELECT}, t.event_handler FROM device_type t
       WHERE t.environment_id = $1 AND t.hash_id = $2 AND t.deleted_at IS NULL${forUpdate ? ' FOR UPDATE' : ''}`,
-    [environmentId, hashId]);
+    [environmentId, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('deviceType', hashId);
   return { id: rows[0].type_id as number, deviceType: toDeviceType(rows[0]), eventHandler: rows[0].event_handler as string };
 }
@@ -185,14 +224,24 @@ export async function getDeviceType(db: Queryable, environmentId: number, hashId
 export const CLAIMED_DEVICE_TYPES = 't.deleted_at IS NULL AND EXISTS (SELECT 1 FROM device d WHERE d.device_type_id = t.id AND d.claimed_environment_id = $1)';
 
 /** device-type find in a monitoring environment: the types of the devices it claimed. */
-export const findClaimedDeviceTypes = (db: Queryable, environmentId: number, query: FindQuery) => findDeviceTypes(db, environmentId, query, CLAIMED_DEVICE_TYPES);
+export const findClaimedDeviceTypes = (db: Queryable, environmentId: number, query: FindQuery) =>
+  findDeviceTypes(db, environmentId, query, CLAIMED_DEVICE_TYPES);
 
 export async function findDeviceTypes(db: Queryable, environmentId: number, query: FindQuery, scope = 't.environment_id = $1 AND t.deleted_at IS NULL') {
-  const page = await findPage(db, {
-    from: 'device_type t', select: DEVICE_TYPE_SELECT, idColumn: 't.id',
-    where: [scope], params: [environmentId],
-    sortable: { hashId: 't.hash_id', name: 't.name_text' }, search: ['t.name_text', 't.hash_id'], updatedColumn: 't.updated_at',
-  }, query);
+  const page = await findPage(
+    db,
+    {
+      from: 'device_type t',
+      select: DEVICE_TYPE_SELECT,
+      idColumn: 't.id',
+      where: [scope],
+      params: [environmentId],
+      sortable: { hashId: 't.hash_id', name: 't.name_text' },
+      search: ['t.name_text', 't.hash_id'],
+      updatedColumn: 't.updated_at',
+    },
+    query,
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ deviceType: toDeviceType(r) })) };
 }
 
@@ -207,11 +256,14 @@ export async function updateDeviceType(db: Db, environmentId: number, hashId: st
       hashId,
       name: patch.name ?? old.name,
       fieldConfigurations: patch.fieldConfigurations ? unwrapConfigurations(patch.fieldConfigurations) : old.fieldConfigurations,
-      pinGroupFieldConfigurations: patch.pinGroupFieldConfigurations ? unwrapConfigurations(patch.pinGroupFieldConfigurations) : old.pinGroupFieldConfigurations,
+      pinGroupFieldConfigurations: patch.pinGroupFieldConfigurations
+        ? unwrapConfigurations(patch.pinGroupFieldConfigurations)
+        : old.pinGroupFieldConfigurations,
       channels: patch.channels ? patch.channels.map((c) => ({ ...c, pinFieldConfigurations: unwrapConfigurations(c.pinFieldConfigurations) })) : old.channels,
       charts: patch.charts ?? old.charts,
       commandTypeHashIds: patch.commandTypeHashIds ?? old.commandTypeHashIds,
-      measurementCycleCommandTypeHashId: patch.measurementCycleCommandTypeHashId === undefined ? old.measurementCycleCommandTypeHashId : patch.measurementCycleCommandTypeHashId,
+      measurementCycleCommandTypeHashId:
+        patch.measurementCycleCommandTypeHashId === undefined ? old.measurementCycleCommandTypeHashId : patch.measurementCycleCommandTypeHashId,
       identifierFieldKey: patch.identifierFieldKey === undefined ? old.identifierFieldKey : patch.identifierFieldKey,
     };
     await checkDeviceType(client, environmentId, t);
@@ -222,15 +274,28 @@ export async function updateDeviceType(db: Db, environmentId: number, hashId: st
          field_configurations = $6, pin_group_field_configurations = $7, channels = $8, charts = $9, command_type_hash_ids = $10,
          measurement_cycle_command_type_hash_id = $11, identifier_field_key = $12, updated_at = now()
        WHERE id = $1`,
-      [current.id, JSON.stringify(t.name), nameText(t.name), eventHandler, eventHandlerHash, JSON.stringify(t.fieldConfigurations),
-        JSON.stringify(t.pinGroupFieldConfigurations), JSON.stringify(t.channels), JSON.stringify(t.charts),
-        JSON.stringify(t.commandTypeHashIds), t.measurementCycleCommandTypeHashId, t.identifierFieldKey],
+      [
+        current.id,
+        JSON.stringify(t.name),
+        nameText(t.name),
+        eventHandler,
+        eventHandlerHash,
+        JSON.stringify(t.fieldConfigurations),
+        JSON.stringify(t.pinGroupFieldConfigurations),
+        JSON.stringify(t.channels),
+        JSON.stringify(t.charts),
+        JSON.stringify(t.commandTypeHashIds),
+        t.measurementCycleCommandTypeHashId,
+        t.identifierFieldKey,
+      ],
     );
     if (t.identifierFieldKey !== old.identifierFieldKey) {
       // userFacingIdentifier follows the field the type names, for every device of the type
       await client.query(
         `UPDATE device SET user_facing_identifier = CASE WHEN $2::text IS NULL THEN NULL ELSE fields ->> $2::text END, updated_at = now()
-          WHERE device_type_id = $1`, [current.id, t.identifierFieldKey]);
+          WHERE device_type_id = $1`,
+        [current.id, t.identifierFieldKey],
+      );
     }
   });
 }
@@ -240,9 +305,13 @@ export async function deleteDeviceType(ctx: Pick<AppContext, 'db' | 'changes'>, 
   const identities = await ctx.db.tx(async (client) => {
     const { rows } = await client.query<{ id: number }>(
       'UPDATE device_type SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL RETURNING id',
-      [environmentId, hashId]);
+      [environmentId, hashId],
+    );
     if (rows.length === 0) throw new NotFoundError('deviceType', hashId);
-    const devices = await client.query<{ psk_identity: string | null }>('SELECT psk_identity FROM device WHERE device_type_id = $1 AND psk_identity IS NOT NULL', [rows[0].id]);
+    const devices = await client.query<{ psk_identity: string | null }>(
+      'SELECT psk_identity FROM device WHERE device_type_id = $1 AND psk_identity IS NOT NULL',
+      [rows[0].id],
+    );
     return devices.rows.map((d) => d.psk_identity);
   });
   await ctx.changes.publish('credentials', { identities: identities.filter((i): i is string => i !== null) });

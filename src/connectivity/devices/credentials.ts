@@ -11,7 +11,12 @@ export interface PskCredential {
   refused: boolean;
 }
 
-interface Cached { d: string; e: string; s: string; r?: 1 }
+interface Cached {
+  d: string;
+  e: string;
+  s: string;
+  r?: 1;
+}
 
 const POSITIVE_TTL_S = 300;
 const NEGATIVE_TTL_S = 5;
@@ -40,12 +45,17 @@ export async function lookupPskCredential(ctx: AppContext, identity: string, opt
         WHERE d.psk_identity = $1 AND e.deleted_at IS NULL`,
       [identity],
     );
-    entry = rows.length === 0 ? null : { d: rows[0].hash_id, e: rows[0].env_hash_id, s: rows[0].psk_sealed.toString('base64'), ...(rows[0].type_deleted ? { r: 1 as const } : {}) };
+    entry =
+      rows.length === 0
+        ? null
+        : { d: rows[0].hash_id, e: rows[0].env_hash_id, s: rows[0].psk_sealed.toString('base64'), ...(rows[0].type_deleted ? { r: 1 as const } : {}) };
     await ctx.redis.set(cacheKey(ctx.config, identity), entry ? JSON.stringify(entry) : '', 'EX', entry ? POSITIVE_TTL_S : NEGATIVE_TTL_S);
   }
   if (!entry || (entry.r === 1 && !opts.includeRefused)) return null;
   return {
-    deviceHashId: entry.d, environmentHashId: entry.e, refused: entry.r === 1,
+    deviceHashId: entry.d,
+    environmentHashId: entry.e,
+    refused: entry.r === 1,
     key: decryptSecret(ctx.keys.pskEncryption, Buffer.from(entry.s, 'base64'), pskAad(identity)),
   };
 }

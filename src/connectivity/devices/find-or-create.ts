@@ -34,7 +34,8 @@ async function resolveEnvironment(ctx: Pick<AppContext, 'db'>, input: FindOrCrea
   const byId = input.environmentId !== undefined;
   const { rows } = await ctx.db.query<{ id: number; hash_id: string }>(
     `SELECT id, hash_id FROM environment WHERE ${byId ? 'id' : 'hash_id'} = $1 AND type = 'connectivity' AND deleted_at IS NULL`,
-    [byId ? input.environmentId : input.environmentHashId]);
+    [byId ? input.environmentId : input.environmentHashId],
+  );
   if (rows.length === 0) throw new NotFoundError('environment', String(byId ? input.environmentId : input.environmentHashId));
   return { id: rows[0].id, hashId: rows[0].hash_id };
 }
@@ -43,14 +44,25 @@ async function existing(ctx: Pick<AppContext, 'db'>, env: { id: number; hashId: 
   const { rows } = await ctx.db.query<{ id: number; hash_id: string; type_hash_id: string; type_deleted: boolean }>(
     `SELECT d.id, d.hash_id, t.hash_id AS type_hash_id, t.deleted_at IS NOT NULL AS type_deleted
        FROM device d JOIN device_type t ON t.id = d.device_type_id
-      WHERE d.environment_id = $1 AND d.supplier_device_identifier = $2`, [env.id, identifier]);
+      WHERE d.environment_id = $1 AND d.supplier_device_identifier = $2`,
+    [env.id, identifier],
+  );
   if (rows.length === 0) return null;
   // a deleted device type cuts its devices off the gateway; a webhook or certificate must not revive them
   if (rows[0].type_deleted) {
-    throw new ParameterError(`supplierDeviceIdentifier ${identifier} belongs to device ${rows[0].hash_id}, whose device type ${rows[0].type_hash_id} was deleted`,
-      { field: 'supplierDeviceIdentifier' });
+    throw new ParameterError(
+      `supplierDeviceIdentifier ${identifier} belongs to device ${rows[0].hash_id}, whose device type ${rows[0].type_hash_id} was deleted`,
+      { field: 'supplierDeviceIdentifier' },
+    );
   }
-  return { id: rows[0].id, hashId: rows[0].hash_id, environmentId: env.id, environmentHashId: env.hashId, deviceTypeHashId: rows[0].type_hash_id, created: false };
+  return {
+    id: rows[0].id,
+    hashId: rows[0].hash_id,
+    environmentId: env.id,
+    environmentHashId: env.hashId,
+    deviceTypeHashId: rows[0].type_hash_id,
+    created: false,
+  };
 }
 
 /**
@@ -62,7 +74,9 @@ async function existing(ctx: Pick<AppContext, 'db'>, env: { id: number; hashId: 
 export async function findOrCreateDevice(ctx: Pick<AppContext, 'db'>, input: FindOrCreateInput): Promise<FoundDevice> {
   const identifier = input.supplierDeviceIdentifier;
   if (typeof identifier !== 'string' || identifier.length === 0 || identifier.length > SUPPLIER_DEVICE_IDENTIFIER_MAX) {
-    throw new ParameterError(`supplierDeviceIdentifier must be a string of 1 to ${SUPPLIER_DEVICE_IDENTIFIER_MAX} characters`, { field: 'supplierDeviceIdentifier' });
+    throw new ParameterError(`supplierDeviceIdentifier must be a string of 1 to ${SUPPLIER_DEVICE_IDENTIFIER_MAX} characters`, {
+      field: 'supplierDeviceIdentifier',
+    });
   }
   if (typeof input.deviceTypeHashId !== 'string' || input.deviceTypeHashId.length === 0) {
     throw new ParameterError('deviceTypeHashId must be a non-empty string', { field: 'deviceTypeHashId' });
@@ -76,10 +90,13 @@ export async function findOrCreateDevice(ctx: Pick<AppContext, 'db'>, input: Fin
     // FOR SHARE: a concurrent device type delete waits until this device exists (and is then cut off with the others)
     const { rows: types } = await client.query(
       `SELECT ${DEVICE_TYPE_SELECT} FROM device_type t WHERE t.environment_id = $1 AND t.hash_id = $2 AND t.deleted_at IS NULL FOR SHARE`,
-      [env.id, input.deviceTypeHashId]);
+      [env.id, input.deviceTypeHashId],
+    );
     if (types.length === 0) {
-      throw new ParameterError(`deviceTypeHashId ${input.deviceTypeHashId} is not a device type of this environment (unknown, deleted or of another environment)`,
-        { field: 'deviceTypeHashId' });
+      throw new ParameterError(
+        `deviceTypeHashId ${input.deviceTypeHashId} is not a device type of this environment (unknown, deleted or of another environment)`,
+        { field: 'deviceTypeHashId' },
+      );
     }
     const type = toDeviceType(types[0]);
     const fields = defaultFields(type.fieldConfigurations);
@@ -87,8 +104,10 @@ export async function findOrCreateDevice(ctx: Pick<AppContext, 'db'>, input: Fin
       `INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, user_facing_identifier, fields)
        VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (environment_id, supplier_device_identifier) DO NOTHING RETURNING id, hash_id`,
-      [newHashId(), env.id, types[0].type_id, identifier, identifierOf(fields, type.identifierFieldKey), JSON.stringify(fields)]);
-    return rows.length === 0 ? null
+      [newHashId(), env.id, types[0].type_id, identifier, identifierOf(fields, type.identifierFieldKey), JSON.stringify(fields)],
+    );
+    return rows.length === 0
+      ? null
       : { id: rows[0].id, hashId: rows[0].hash_id, environmentId: env.id, environmentHashId: env.hashId, deviceTypeHashId: type.hashId, created: true };
   });
   if (created) return created;

@@ -31,11 +31,14 @@ export class LastOnlineWriter {
   constructor(db: Queryable, log: Logger, opts: { resolutionMs?: number } = {}) {
     this.#resolutionMs = opts.resolutionMs ?? TOUCH_RESOLUTION_MS;
     this.#outage = new OutageLog(log, 'lastOnlineAt could not be written: PostgreSQL is unavailable', 'lastOnlineAt is written again');
-    this.#batch = new Batcher(async (items) => {
-      const latest = new Map<number, Date>();
-      for (const t of items) if ((latest.get(t.id)?.getTime() ?? 0) < t.at.getTime()) latest.set(t.id, t.at);
-      await touchDevices(db, latest);
-    }, { maxItems: 500, maxDelayMs: 5, splitOn: (err) => !isTransient(err) });
+    this.#batch = new Batcher(
+      async (items) => {
+        const latest = new Map<number, Date>();
+        for (const t of items) if ((latest.get(t.id)?.getTime() ?? 0) < t.at.getTime()) latest.set(t.id, t.at);
+        await touchDevices(db, latest);
+      },
+      { maxItems: 500, maxDelayMs: 5, splitOn: (err) => !isTransient(err) },
+    );
   }
 
   /** The device `id` was heard from at `at`: resolves once that is stored, or at once when it is written later. */
@@ -48,7 +51,10 @@ export class LastOnlineWriter {
    * failed write is not the caller's, it counts toward the outage's one warn line.
    */
   heard(id: number, at: Date): void {
-    this.#touch(id, at)?.then(() => this.#outage.up(), (err: Error) => this.#outage.down(err));
+    this.#touch(id, at)?.then(
+      () => this.#outage.up(),
+      (err: Error) => this.#outage.down(err),
+    );
   }
 
   /** The write of a contact, or null when it is left to the trailing edge. */
@@ -68,7 +74,10 @@ export class LastOnlineWriter {
     this.#timer = null;
     for (const [id, at] of this.#trailing) {
       this.#written.set(id, at.getTime());
-      this.#batch.add({ id, at }).then(() => this.#outage.up(), (err: Error) => this.#outage.down(err));
+      this.#batch.add({ id, at }).then(
+        () => this.#outage.up(),
+        (err: Error) => this.#outage.down(err),
+      );
     }
     this.#trailing.clear();
   };

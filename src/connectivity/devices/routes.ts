@@ -6,19 +6,25 @@ import { FindQuery, HashId, HashIdParams } from '../../http/schemas.ts';
 import type { FieldsUpdate } from './fields.ts';
 import { addDeviceWithPsk, deleteDevices, findDevices, getDevice, updateDevice } from './store.ts';
 
-const AddWithPskBody = Type.Object({
-  supplierDeviceIdentifier: Type.String({ minLength: 1, maxLength: 255 }),
-  deviceTypeHashId: HashId,
-  // the key in hex as openssl -psk and gnutls --pskkey take it: 1..256 bytes
-  psk: Type.String({ minLength: 2, maxLength: 512, pattern: '^([0-9a-fA-F]{2})+$' }),
-  pskIdentity: Type.String({ minLength: 1, maxLength: 255 }),
-}, { additionalProperties: false });
-const UpdateBody = Type.Object({
-  fields: Type.Union([
-    Type.Record(Type.String(), Type.Unknown()),
-    Type.Array(Type.Object({ key: Type.String({ minLength: 1 }), value: Type.Unknown() }, { additionalProperties: false })),
-  ]),
-}, { additionalProperties: false });
+const AddWithPskBody = Type.Object(
+  {
+    supplierDeviceIdentifier: Type.String({ minLength: 1, maxLength: 255 }),
+    deviceTypeHashId: HashId,
+    // the key in hex as openssl -psk and gnutls --pskkey take it: 1..256 bytes
+    psk: Type.String({ minLength: 2, maxLength: 512, pattern: '^([0-9a-fA-F]{2})+$' }),
+    pskIdentity: Type.String({ minLength: 1, maxLength: 255 }),
+  },
+  { additionalProperties: false },
+);
+const UpdateBody = Type.Object(
+  {
+    fields: Type.Union([
+      Type.Record(Type.String(), Type.Unknown()),
+      Type.Array(Type.Object({ key: Type.String({ minLength: 1 }), value: Type.Unknown() }, { additionalProperties: false })),
+    ]),
+  },
+  { additionalProperties: false },
+);
 const DeleteBody = Type.Object({ hashIds: Type.Array(HashId, { minItems: 1, maxItems: 30 }) }, { additionalProperties: false });
 
 // the SDK's filter: devices whose type can receive commands of this type
@@ -46,9 +52,15 @@ export async function deviceRoutes(fastify: FastifyInstance, ctx: AppContext, cl
     reply.status(204).send();
   });
   app.get('/device/', { config: { rights: readRights }, schema: { tags, summary: 'device find', querystring: DeviceQuery } }, async (request) =>
-    (monitoring(request) ? claimed!.find : (env: number, q: Static<typeof DeviceQuery>) => findDevices(ctx.db, env, q))(request.account.environment.id, request.query));
+    (monitoring(request) ? claimed!.find : (env: number, q: Static<typeof DeviceQuery>) => findDevices(ctx.db, env, q))(
+      request.account.environment.id,
+      request.query,
+    ),
+  );
   app.get('/device/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'device get', params: HashIdParams } }, async (request) =>
-    (monitoring(request) ? claimed!.get : (env: number, h: string) => getDevice(ctx.db, env, h))(request.account.environment.id, request.params.hashId));
+    (monitoring(request) ? claimed!.get : (env: number, h: string) => getDevice(ctx.db, env, h))(request.account.environment.id, request.params.hashId),
+  );
   app.post('/device/:hashId', { config: { rights }, schema: { tags, summary: 'device update', params: HashIdParams, body: UpdateBody } }, async (request) =>
-    updateDevice(ctx.db, request.account.environment.id, request.params.hashId, request.body.fields as FieldsUpdate));
+    updateDevice(ctx.db, request.account.environment.id, request.params.hashId, request.body.fields as FieldsUpdate),
+  );
 }

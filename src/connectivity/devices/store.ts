@@ -55,8 +55,11 @@ function toRow(r: Record<string, unknown>) {
   // environmentName/-HashId name the monitoring environment that claimed the device (null while
   // the supplier holds it) and pinGroup its location there: linking arrives with the monitoring side
   return {
-    device: toDevice(r), deviceType: toDeviceType(r),
-    environmentName: (r.claimed_env_name as string | null) ?? null, environmentHashId: (r.claimed_env_hash_id as string | null) ?? null, pinGroup: null,
+    device: toDevice(r),
+    deviceType: toDeviceType(r),
+    environmentName: (r.claimed_env_name as string | null) ?? null,
+    environmentHashId: (r.claimed_env_hash_id as string | null) ?? null,
+    pinGroup: null,
   };
 }
 
@@ -80,8 +83,17 @@ export async function addDeviceWithPsk(ctx: Pick<AppContext, 'db' | 'keys' | 'ch
     await ctx.db.query(
       `INSERT INTO device (hash_id, environment_id, device_type_id, supplier_device_identifier, user_facing_identifier, fields, psk_identity, psk_sealed)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [hashId, environmentId, type.id, input.supplierDeviceIdentifier, identifierOf(fields, type.deviceType.identifierFieldKey),
-        JSON.stringify(fields), input.pskIdentity, sealed]);
+      [
+        hashId,
+        environmentId,
+        type.id,
+        input.supplierDeviceIdentifier,
+        identifierOf(fields, type.deviceType.identifierFieldKey),
+        JSON.stringify(fields),
+        input.pskIdentity,
+        sealed,
+      ],
+    );
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
     // the identity is unique across the deployment, so this may be another tenant's device: say nothing about it
@@ -111,12 +123,20 @@ export async function findDevices(db: Queryable, environmentId: number, query: D
     params.push(query.forCommandTypeHashId);
     where.push(`t.command_type_hash_ids @> jsonb_build_array($${params.length}::text)`);
   }
-  const page = await findPage(db, {
-    from: FROM, select: SELECT, idColumn: 'd.id', where, params,
-    sortable: { hashId: 'd.hash_id', supplierDeviceIdentifier: 'd.supplier_device_identifier' },
-    search: ['d.hash_id', 'd.supplier_device_identifier', "COALESCE(d.user_facing_identifier, '')"],
-    updatedColumn: 'd.updated_at',
-  }, query);
+  const page = await findPage(
+    db,
+    {
+      from: FROM,
+      select: SELECT,
+      idColumn: 'd.id',
+      where,
+      params,
+      sortable: { hashId: 'd.hash_id', supplierDeviceIdentifier: 'd.supplier_device_identifier' },
+      search: ['d.hash_id', 'd.supplier_device_identifier', "COALESCE(d.user_facing_identifier, '')"],
+      updatedColumn: 'd.updated_at',
+    },
+    query,
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map(toRow) };
 }
 
@@ -125,21 +145,39 @@ export async function updateDevice(db: Db, environmentId: number, hashId: string
 }
 
 /** Applies a fields update (validated against the device type) and returns the device with the fields before and after. */
-export async function updateDeviceFields(db: Db, environmentId: number, hashId: string, update: FieldsUpdate): Promise<{ device: Device; before: Fields; after: Fields }> {
+export async function updateDeviceFields(
+  db: Db,
+  environmentId: number,
+  hashId: string,
+  update: FieldsUpdate,
+): Promise<{ device: Device; before: Fields; after: Fields }> {
   return db.tx(async (client) => {
-    const { rows } = await client.query(`SELECT ${SELECT} FROM ${FROM} WHERE d.environment_id = $1 AND d.hash_id = $2 FOR UPDATE OF d`, [environmentId, hashId]);
+    const { rows } = await client.query(`SELECT ${SELECT} FROM ${FROM} WHERE d.environment_id = $1 AND d.hash_id = $2 FOR UPDATE OF d`, [
+      environmentId,
+      hashId,
+    ]);
     if (rows.length === 0) throw new NotFoundError('device', hashId);
     const type = toDeviceType(rows[0]);
     const before = rows[0].device_fields as Fields;
     const fields = applyFieldsUpdate(type.fieldConfigurations, before, update);
-    await client.query('UPDATE device SET fields = $2, user_facing_identifier = $3, updated_at = now() WHERE id = $1',
-      [rows[0].device_id, JSON.stringify(fields), identifierOf(fields, type.identifierFieldKey)]);
-    return { device: toDevice({ ...rows[0], device_fields: fields, user_facing_identifier: identifierOf(fields, type.identifierFieldKey) }), before, after: fields };
+    await client.query('UPDATE device SET fields = $2, user_facing_identifier = $3, updated_at = now() WHERE id = $1', [
+      rows[0].device_id,
+      JSON.stringify(fields),
+      identifierOf(fields, type.identifierFieldKey),
+    ]);
+    return {
+      device: toDevice({ ...rows[0], device_fields: fields, user_facing_identifier: identifierOf(fields, type.identifierFieldKey) }),
+      before,
+      after: fields,
+    };
   });
 }
 
-const TOUCH_DEVICES = namedStatement('touch-devices', `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
-  FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`);
+const TOUCH_DEVICES = namedStatement(
+  'touch-devices',
+  `UPDATE device d SET last_online_at = GREATEST(d.last_online_at, v.at)
+  FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE d.id = v.id`,
+);
 
 /** Moves each device's lastOnlineAt to its contact time (never back): one statement for all of them. */
 export async function touchDevices(db: Queryable, latest: Map<number, Date>): Promise<void> {
@@ -157,13 +195,17 @@ export async function deleteDevices(ctx: Pick<AppContext, 'db' | 'changes'>, env
   const identities = await ctx.db.tx(async (client) => {
     const { rows } = await client.query<{ id: number; hash_id: string; psk_identity: string | null; claimed: boolean }>(
       `SELECT id, hash_id, psk_identity, claimed_environment_id IS NOT NULL AS claimed FROM device
-        WHERE environment_id = $1 AND hash_id = ANY($2) FOR UPDATE`, [environmentId, wanted]);
+        WHERE environment_id = $1 AND hash_id = ANY($2) FOR UPDATE`,
+      [environmentId, wanted],
+    );
     const found = new Set(rows.map((r) => r.hash_id));
     const missing = wanted.filter((h) => !found.has(h));
     if (missing.length > 0) throw new NotFoundError(missing.length === 1 ? 'device' : 'devices', missing.join(', '));
     const claimed = rows.filter((r) => r.claimed).map((r) => r.hash_id);
     if (claimed.length > 0) {
-      throw new ConflictError(`device ${claimed.join(', ')} is claimed by a monitoring environment and cannot be deleted until it is unclaimed; nothing was deleted`);
+      throw new ConflictError(
+        `device ${claimed.join(', ')} is claimed by a monitoring environment and cannot be deleted until it is unclaimed; nothing was deleted`,
+      );
     }
     await client.query('DELETE FROM device WHERE id = ANY($1)', [rows.map((r) => r.id)]);
     return rows.map((r) => r.psk_identity);

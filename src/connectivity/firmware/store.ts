@@ -51,18 +51,28 @@ export function decodeImage(data: string, maxBytes: number): Buffer {
   return image;
 }
 
-const isUniqueViolation = (err: unknown): boolean =>
-  typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
+const isUniqueViolation = (err: unknown): boolean => typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
 
-export async function addFirmware(db: Queryable, environmentId: number, input: FirmwareInput, maxBytes: number): Promise<{ hashId: string; size: number; sha256: string }> {
+export async function addFirmware(
+  db: Queryable,
+  environmentId: number,
+  input: FirmwareInput,
+  maxBytes: number,
+): Promise<{ hashId: string; size: number; sha256: string }> {
   const image = decodeImage(input.data, maxBytes);
   const type = await loadDeviceType(db, environmentId, input.deviceTypeHashId);
   const hashId = newHashId();
   const sha256 = createHash('sha256').update(image).digest('hex');
   try {
-    await db.query(
-      `INSERT INTO firmware (hash_id, environment_id, device_type_id, version, size, sha256, data) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [hashId, environmentId, type.id, input.version, image.length, sha256, image]);
+    await db.query(`INSERT INTO firmware (hash_id, environment_id, device_type_id, version, size, sha256, data) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+      hashId,
+      environmentId,
+      type.id,
+      input.version,
+      image.length,
+      sha256,
+      image,
+    ]);
   } catch (err) {
     if (isUniqueViolation(err)) throw new ConflictError(`device type ${input.deviceTypeHashId} already has firmware version ${input.version}`);
     throw err;
@@ -83,11 +93,20 @@ export async function findFirmware(db: Queryable, environmentId: number, query: 
     params.push(query.deviceTypeHashId);
     where.push(`t.hash_id = $${params.length}`);
   }
-  const page = await findPage(db, {
-    from: FROM, select: SELECT, idColumn: 'f.id', where, params,
-    sortable: { hashId: 'f.hash_id', version: 'f.version', createdAt: 'f.created_at', size: 'f.size' },
-    search: ['f.version', 'f.hash_id', 'f.sha256'], updatedColumn: 'f.updated_at',
-  }, query);
+  const page = await findPage(
+    db,
+    {
+      from: FROM,
+      select: SELECT,
+      idColumn: 'f.id',
+      where,
+      params,
+      sortable: { hashId: 'f.hash_id', version: 'f.version', createdAt: 'f.created_at', size: 'f.size' },
+      search: ['f.version', 'f.hash_id', 'f.sha256'],
+      updatedColumn: 'f.updated_at',
+    },
+    query,
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ firmware: toFirmware(r) })) };
 }
 

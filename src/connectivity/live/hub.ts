@@ -25,7 +25,12 @@ export interface LiveLogHubDeps {
   log: Pick<Logger, 'warn'>;
 }
 
-interface Channel { environmentId: number; streams: Set<LiveStream>; subscribed: Promise<unknown>; delivered: Promise<void> }
+interface Channel {
+  environmentId: number;
+  streams: Set<LiveStream>;
+  subscribed: Promise<unknown>;
+  delivered: Promise<void>;
+}
 
 export class LiveLogHub {
   readonly #deps: LiveLogHubDeps;
@@ -101,10 +106,15 @@ export class LiveLogHub {
     // loaded while the previous message's are delivered, delivered in the order published
     const loads = notices.map((n) => {
       const streams = [...channel.streams].filter((s) => matches(s, n));
-      return streams.length === 0 ? null : this.#deps.load(channel.environmentId, n.hashId).then((activity) => ({ activity, streams }), (err: Error) => {
-        this.#deps.log.warn({ err: err.message, activityHashId: n.hashId }, 'live log: a stored activity could not be read');
-        return null;
-      });
+      return streams.length === 0
+        ? null
+        : this.#deps.load(channel.environmentId, n.hashId).then(
+            (activity) => ({ activity, streams }),
+            (err: Error) => {
+              this.#deps.log.warn({ err: err.message, activityHashId: n.hashId }, 'live log: a stored activity could not be read');
+              return null;
+            },
+          );
     });
     channel.delivered = channel.delivered.then(async () => {
       for (const [i, load] of loads.entries()) {

@@ -28,7 +28,15 @@ type LeaseContext = Pick<AppContext, 'redis' | 'config'> & { clock?: Clock };
 
 /** Takes (or renews) stream `streamId`'s lease; false when the environment holds LIVE_LOG_STREAMS_PER_ENVIRONMENT streams already. */
 export async function leaseStream(ctx: LeaseContext, environmentHashId: string, streamId: string): Promise<boolean> {
-  const ok = await ctx.redis.eval(LEASE, 1, liveStreamsKey(ctx.config, environmentHashId), streamId, ctx.config.liveLogStreamsPerEnvironment, LEASE_MS, ...(ctx.clock ? [ctx.clock.now()] : []));
+  const ok = await ctx.redis.eval(
+    LEASE,
+    1,
+    liveStreamsKey(ctx.config, environmentHashId),
+    streamId,
+    ctx.config.liveLogStreamsPerEnvironment,
+    LEASE_MS,
+    ...(ctx.clock ? [ctx.clock.now()] : []),
+  );
   return Number(ok) === 1;
 }
 

@@ -25,9 +25,17 @@ export async function publishStoredActivities(ctx: Pick<AppContext, 'redis' | 'c
   const byEnvironment = new Map<number, ActivityNotice[]>();
   for (const r of rows) {
     const list = byEnvironment.get(r.environmentId) ?? [];
-    list.push({ hashId: r.hashId, deviceId: r.deviceId, deviceTypeId: r.deviceTypeId, triggerType: r.triggerType, startedAt: r.startedAt.getTime(), finishedAt: r.finishedAt.getTime() });
+    list.push({
+      hashId: r.hashId,
+      deviceId: r.deviceId,
+      deviceTypeId: r.deviceTypeId,
+      triggerType: r.triggerType,
+      startedAt: r.startedAt.getTime(),
+      finishedAt: r.finishedAt.getTime(),
+    });
     byEnvironment.set(r.environmentId, list);
   }
-  await Promise.all([...byEnvironment].map(([environmentId, notices]) => ctx.redis.publish(liveActivityChannel(ctx.config, environmentId), JSON.stringify(notices))))
-    .catch((err: Error) => ctx.log.warn({ err: err.message }, 'live log notices could not be published'));
+  await Promise.all(
+    [...byEnvironment].map(([environmentId, notices]) => ctx.redis.publish(liveActivityChannel(ctx.config, environmentId), JSON.stringify(notices))),
+  ).catch((err: Error) => ctx.log.warn({ err: err.message }, 'live log notices could not be published'));
 }

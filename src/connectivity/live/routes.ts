@@ -28,23 +28,27 @@ import { streamFilter } from './store.ts';
 
 const delay = new Histogram({
   name: 'gridgate_live_log_delay_seconds',
-  help: 'Live log: from an activity\'s createdAt (as stored) to its event written to a stream (GET /supplier-activity/stream)',
+  help: "Live log: from an activity's createdAt (as stored) to its event written to a stream (GET /supplier-activity/stream)",
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
 });
 
-const StreamQuery = Type.Object({
-  deviceHashId: Type.Optional(HashId),
-  deviceTypeHashId: Type.Optional(HashId),
-  apiVersion: Type.Optional(Type.String({ maxLength: 8, description: 'in place of the header Api-Version (a browser\'s EventSource sends no headers)' })),
-  environmentHashId: Type.Optional(Type.String({ maxLength: 80, description: 'in place of the header Environment-Hash-Id' })),
-}, { additionalProperties: false });
+const StreamQuery = Type.Object(
+  {
+    deviceHashId: Type.Optional(HashId),
+    deviceTypeHashId: Type.Optional(HashId),
+    apiVersion: Type.Optional(Type.String({ maxLength: 8, description: "in place of the header Api-Version (a browser's EventSource sends no headers)" })),
+    environmentHashId: Type.Optional(Type.String({ maxLength: 80, description: 'in place of the header Environment-Hash-Id' })),
+  },
+  { additionalProperties: false },
+);
 
-const DESCRIPTION = `Server-sent events (text/event-stream) of the environment's supplier activities as the worker stores them, from the moment the stream is open (none from before: find those with supplier activity find). `
-  + 'Each is `event: activity`, `id: <activity hashId>` and `data:` the JSON supplier activity get answers for it, with `durationMs` (the run\'s) beside it; '
-  + `a retried job may send an activity again (same id). The stream starts with \`retry: ${RETRY_MS}\` and sends a \`: keepalive\` comment every ${KEEPALIVE_MS / 1000} s. `
-  + 'deviceHashId and deviceTypeHashId filter (404 when the environment has no such device or device type). '
-  + 'As an EventSource cannot set headers, the query parameters apiVersion and environmentHashId may stand for the headers Api-Version and Environment-Hash-Id on this operation. '
-  + 'At most LIVE_LOG_STREAMS_PER_ENVIRONMENT streams of one environment are open at once over every API process: one more is 429 rate_limit_error.';
+const DESCRIPTION =
+  `Server-sent events (text/event-stream) of the environment's supplier activities as the worker stores them, from the moment the stream is open (none from before: find those with supplier activity find). ` +
+  "Each is `event: activity`, `id: <activity hashId>` and `data:` the JSON supplier activity get answers for it, with `durationMs` (the run's) beside it; " +
+  `a retried job may send an activity again (same id). The stream starts with \`retry: ${RETRY_MS}\` and sends a \`: keepalive\` comment every ${KEEPALIVE_MS / 1000} s. ` +
+  'deviceHashId and deviceTypeHashId filter (404 when the environment has no such device or device type). ' +
+  'As an EventSource cannot set headers, the query parameters apiVersion and environmentHashId may stand for the headers Api-Version and Environment-Hash-Id on this operation. ' +
+  'At most LIVE_LOG_STREAMS_PER_ENVIRONMENT streams of one environment are open at once over every API process: one more is 429 rate_limit_error.';
 
 const rights = { connectivity: 'ENVIRONMENT_ADMIN' };
 
@@ -65,42 +69,58 @@ export async function liveLogRoutes(fastify: FastifyInstance, ctx: AppContext): 
   });
   app.addHook('onClose', async () => hub.close());
 
-  app.get('/supplier-activity/stream', {
-    config: { rights, headersFromQuery: true },
-    schema: { tags: ['supplier-activity'], summary: 'supplier activity stream (live log)', description: DESCRIPTION, querystring: StreamQuery, produces: ['text/event-stream'] },
-  }, async (request, reply) => {
-    const environment = request.account.environment;
-    const filter = await streamFilter(ctx.db, environment.id, request.query);
-    const streamId = randomUUID();
-    await takeStreamLease(ctx, environment.hashId, streamId);
-    // events heard before the answer is ours are of activities stored before the client saw the stream open
-    let stream: EventStream | null = null;
-    let remove: () => void;
-    try {
-      remove = await hub.add({
-        environmentId: environment.id, ...filter,
-        deliver: (activity, notice) => {
-          if (!stream) return;
-          const { activity: { createdAt } } = activity as { activity: { createdAt: string } };
-          const data = { ...(shapeForVersion(activity, request.apiVersion) as object), durationMs: notice.finishedAt - notice.startedAt };
-          if (stream.send('activity', notice.hashId, JSON.stringify(data))) delay.observe(Math.max(0, Date.now() - Date.parse(createdAt)) / 1000);
-        },
+  app.get(
+    '/supplier-activity/stream',
+    {
+      config: { rights, headersFromQuery: true },
+      schema: {
+        tags: ['supplier-activity'],
+        summary: 'supplier activity stream (live log)',
+        description: DESCRIPTION,
+        querystring: StreamQuery,
+        produces: ['text/event-stream'],
+      },
+    },
+    async (request, reply) => {
+      const environment = request.account.environment;
+      const filter = await streamFilter(ctx.db, environment.id, request.query);
+      const streamId = randomUUID();
+      await takeStreamLease(ctx, environment.hashId, streamId);
+      // events heard before the answer is ours are of activities stored before the client saw the stream open
+      let stream: EventStream | null = null;
+      let remove: () => void;
+      try {
+        remove = await hub.add({
+          environmentId: environment.id,
+          ...filter,
+          deliver: (activity, notice) => {
+            if (!stream) return;
+            const {
+              activity: { createdAt },
+            } = activity as { activity: { createdAt: string } };
+            const data = { ...(shapeForVersion(activity, request.apiVersion) as object), durationMs: notice.finishedAt - notice.startedAt };
+            if (stream.send('activity', notice.hashId, JSON.stringify(data))) delay.observe(Math.max(0, Date.now() - Date.parse(createdAt)) / 1000);
+          },
+        });
+      } catch (err) {
+        await releaseStream(ctx, environment.hashId, streamId);
+        throw err;
+      }
+      // from here on the answer is ours, written as events (no more JSON, no error body)
+      reply.hijack();
+      const opened = new EventStream(reply.raw, () => {
+        leaseStream(ctx, environment.hashId, streamId).then(
+          (held) => held || opened.end(),
+          () => undefined,
+        );
       });
-    } catch (err) {
-      await releaseStream(ctx, environment.hashId, streamId);
-      throw err;
-    }
-    // from here on the answer is ours, written as events (no more JSON, no error body)
-    reply.hijack();
-    const opened = new EventStream(reply.raw, () => {
-      leaseStream(ctx, environment.hashId, streamId).then((held) => held || opened.end(), () => undefined);
-    });
-    stream = opened;
-    open.add(opened);
-    opened.onEnd(() => {
-      open.delete(opened);
-      remove();
-      releaseStream(ctx, environment.hashId, streamId).catch(() => undefined);
-    });
-  });
+      stream = opened;
+      open.add(opened);
+      opened.onEnd(() => {
+        open.delete(opened);
+        remove();
+        releaseStream(ctx, environment.hashId, streamId).catch(() => undefined);
+      });
+    },
+  );
 }

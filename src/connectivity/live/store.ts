@@ -2,7 +2,11 @@ import type { Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 
 /** A stream's filters as the ids its notices carry; a device or device type of another environment is one that does not exist. */
-export async function streamFilter(db: Queryable, environmentId: number, query: { deviceHashId?: string; deviceTypeHashId?: string }): Promise<{ deviceId: number | null; deviceTypeId: number | null }> {
+export async function streamFilter(
+  db: Queryable,
+  environmentId: number,
+  query: { deviceHashId?: string; deviceTypeHashId?: string },
+): Promise<{ deviceId: number | null; deviceTypeId: number | null }> {
   const idOf = async (table: 'device' | 'device_type', noun: string, hashId: string | undefined) => {
     if (hashId === undefined) return null;
     const { rows } = await db.query<{ id: string }>(`SELECT id FROM ${table} WHERE environment_id = $1 AND hash_id = $2`, [environmentId, hashId]);

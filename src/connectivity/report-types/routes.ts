@@ -7,29 +7,46 @@ import { addReportType, deleteReportType, findReportTypes, getReportType, update
 
 const Configurations = Type.Array(FieldConfiguration, { maxItems: 50 });
 // update also takes the SDK's `{existingKey, fieldConfiguration}` items
-const UpdatableConfigurations = Type.Array(Type.Union([
-  FieldConfiguration,
-  Type.Object({ existingKey: Type.Optional(Type.String()), fieldConfiguration: FieldConfiguration }, { additionalProperties: false }),
-]), { maxItems: 50 });
+const UpdatableConfigurations = Type.Array(
+  Type.Union([
+    FieldConfiguration,
+    Type.Object({ existingKey: Type.Optional(Type.String()), fieldConfiguration: FieldConfiguration }, { additionalProperties: false }),
+  ]),
+  { maxItems: 50 },
+);
 // a stringOrTranslations, as the SDK's report type add and update send it
 const Parser = Type.String({ maxLength: 1_000_000 });
 
-const AddBody = Type.Object({
-  name: StringOrTranslations,
-  fieldConfigurations: Type.Object({ pinGroup: Configurations, pin: Configurations, measurement: Configurations }, { additionalProperties: false }),
-  parser: Parser,
-}, { additionalProperties: false });
-const UpdateBody = Type.Object({
-  name: Type.Optional(StringOrTranslations),
-  fieldConfigurations: Type.Optional(Type.Partial(Type.Object({ pinGroup: UpdatableConfigurations, pin: UpdatableConfigurations, measurement: UpdatableConfigurations }), { additionalProperties: false })),
-  parser: Type.Optional(Parser),
-  // the SDK's re-parse of failed reports: accepted, not acted on yet
-  retryFailedSince: Type.Optional(Type.String({ format: 'date-time' })),
-}, { additionalProperties: false });
+const AddBody = Type.Object(
+  {
+    name: StringOrTranslations,
+    fieldConfigurations: Type.Object({ pinGroup: Configurations, pin: Configurations, measurement: Configurations }, { additionalProperties: false }),
+    parser: Parser,
+  },
+  { additionalProperties: false },
+);
+const UpdateBody = Type.Object(
+  {
+    name: Type.Optional(StringOrTranslations),
+    fieldConfigurations: Type.Optional(
+      Type.Partial(Type.Object({ pinGroup: UpdatableConfigurations, pin: UpdatableConfigurations, measurement: UpdatableConfigurations }), {
+        additionalProperties: false,
+      }),
+    ),
+    parser: Type.Optional(Parser),
+    // the SDK's re-parse of failed reports: accepted, not acted on yet
+    retryFailedSince: Type.Optional(Type.String({ format: 'date-time' })),
+  },
+  { additionalProperties: false },
+);
 
 export async function reportTypeRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   crudRoutes<ReportTypeInput, ReportTypePatch>(app, {
-    base: '/supplier-report-type/', noun: 'supplier-report-type', rights: { connectivity: 'ENVIRONMENT_ADMIN' }, addBody: AddBody, updateBody: UpdateBody,
+    base: '/supplier-report-type/',
+    noun: 'supplier-report-type',
+    rights: { connectivity: 'ENVIRONMENT_ADMIN' },
+    addBody: AddBody,
+    updateBody: UpdateBody,
     operations: {
       add: async (env, body) => ({ hashId: await addReportType(ctx.db, env, body) }),
       find: (env, query) => findReportTypes(ctx.db, env, query),

@@ -7,7 +7,7 @@ import { unwrapConfigurations, type FieldConfiguration, type UpdatableFieldConfi
 import { compileOnSave } from '../user-code.ts';
 
 const GROUPS = ['pinGroup', 'pin', 'measurement'] as const;
-type Group = typeof GROUPS[number];
+type Group = (typeof GROUPS)[number];
 type FieldConfigurations = Record<Group, FieldConfiguration[]>;
 
 export interface ReportTypeInput {
@@ -57,12 +57,16 @@ export async function addReportType(db: Queryable, environmentId: number, input:
   const hashId = newHashId();
   await db.query(
     'INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-    [hashId, environmentId, JSON.stringify(input.name), nameText(input.name), JSON.stringify(input.fieldConfigurations), input.parser, parserHash]);
+    [hashId, environmentId, JSON.stringify(input.name), nameText(input.name), JSON.stringify(input.fieldConfigurations), input.parser, parserHash],
+  );
   return hashId;
 }
 
 export async function getReportType(db: Queryable, environmentId: number, hashId: string): Promise<{ reportType: ReportType; parser: string }> {
-  const { rows } = await db.query(`SELECT ${SELECT}, r.parser FROM report_type r WHERE r.environment_id = $1 AND r.hash_id = $2 AND r.deleted_at IS NULL`, [environmentId, hashId]);
+  const { rows } = await db.query(`SELECT ${SELECT}, r.parser FROM report_type r WHERE r.environment_id = $1 AND r.hash_id = $2 AND r.deleted_at IS NULL`, [
+    environmentId,
+    hashId,
+  ]);
   if (rows.length === 0) throw new NotFoundError('reportType', hashId);
   return { reportType: toReportType(rows[0]), parser: rows[0].parser as string };
 }
@@ -75,17 +79,29 @@ export async function reportTypesByHashId(db: Queryable, environmentId: number, 
 }
 
 export async function findReportTypes(db: Queryable, environmentId: number, query: FindQuery) {
-  const page = await findPage(db, {
-    from: 'report_type r', select: SELECT, idColumn: 'r.id',
-    where: ['r.environment_id = $1', 'r.deleted_at IS NULL'], params: [environmentId],
-    sortable: { hashId: 'r.hash_id', name: 'r.name_text' }, search: ['r.name_text', 'r.hash_id'], updatedColumn: 'r.updated_at',
-  }, query);
+  const page = await findPage(
+    db,
+    {
+      from: 'report_type r',
+      select: SELECT,
+      idColumn: 'r.id',
+      where: ['r.environment_id = $1', 'r.deleted_at IS NULL'],
+      params: [environmentId],
+      sortable: { hashId: 'r.hash_id', name: 'r.name_text' },
+      search: ['r.name_text', 'r.hash_id'],
+      updatedColumn: 'r.updated_at',
+    },
+    query,
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ reportType: toReportType(r) })) };
 }
 
 export async function updateReportType(db: Db, environmentId: number, hashId: string, patch: ReportTypePatch): Promise<void> {
   await db.tx(async (client) => {
-    const { rows } = await client.query(`SELECT ${SELECT}, r.parser FROM report_type r WHERE r.environment_id = $1 AND r.hash_id = $2 AND r.deleted_at IS NULL FOR UPDATE`, [environmentId, hashId]);
+    const { rows } = await client.query(
+      `SELECT ${SELECT}, r.parser FROM report_type r WHERE r.environment_id = $1 AND r.hash_id = $2 AND r.deleted_at IS NULL FOR UPDATE`,
+      [environmentId, hashId],
+    );
     if (rows.length === 0) throw new NotFoundError('reportType', hashId);
     const current = toReportType(rows[0]);
     const configurations = { ...current.fieldConfigurations };
@@ -98,7 +114,15 @@ export async function updateReportType(db: Db, environmentId: number, hashId: st
     await client.query(
       `UPDATE report_type SET name = $2, name_text = $6, field_configurations = $3, parser = COALESCE($4, parser), parser_hash = COALESCE($5, parser_hash), updated_at = now()
         WHERE id = $1`,
-      [rows[0].id, JSON.stringify(patch.name ?? current.name), JSON.stringify(configurations), patch.parser ?? null, parserHash, nameText(patch.name ?? current.name)]);
+      [
+        rows[0].id,
+        JSON.stringify(patch.name ?? current.name),
+        JSON.stringify(configurations),
+        patch.parser ?? null,
+        parserHash,
+        nameText(patch.name ?? current.name),
+      ],
+    );
   });
 }
 

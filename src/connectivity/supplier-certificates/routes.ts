@@ -3,8 +3,13 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { crudRoutes } from '../../http/crud.ts';
 import {
-  addSupplierCertificate, deleteSupplierCertificate, findSupplierCertificates, getSupplierCertificate, updateSupplierCertificate,
-  type SupplierCertificateInput, type SupplierCertificatePatch,
+  addSupplierCertificate,
+  deleteSupplierCertificate,
+  findSupplierCertificates,
+  getSupplierCertificate,
+  updateSupplierCertificate,
+  type SupplierCertificateInput,
+  type SupplierCertificatePatch,
 } from './store.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 255 });
@@ -18,7 +23,11 @@ const UpdateBody = Type.Object({ name: Type.Optional(Name), identifier: Type.Opt
 
 export async function supplierCertificateRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   crudRoutes<SupplierCertificateInput, SupplierCertificatePatch>(app, {
-    base: '/supplier-certificate/', noun: 'supplier-certificate', rights: { connectivity: 'ENVIRONMENT_ADMIN' }, addBody: AddBody, updateBody: UpdateBody,
+    base: '/supplier-certificate/',
+    noun: 'supplier-certificate',
+    rights: { connectivity: 'ENVIRONMENT_ADMIN' },
+    addBody: AddBody,
+    updateBody: UpdateBody,
     operations: {
       add: (env, body) => addSupplierCertificate(ctx, env, body),
       find: (env, query) => findSupplierCertificates(ctx, env, query),

@@ -13,23 +13,40 @@ import { importPrivateKey, issueIntermediateCa, x509 } from '../../pki/x509.ts';
 import { compileOnSave } from '../user-code.ts';
 
 /** `name` is optional: no SDK release since 2020 sends one (then the CSR subject's CN names it). */
-export interface SupplierCertificateInput { name?: string; csr: string; identifier: string }
-export interface SupplierCertificatePatch { name?: string; identifier?: string }
+export interface SupplierCertificateInput {
+  name?: string;
+  csr: string;
+  identifier: string;
+}
+export interface SupplierCertificatePatch {
+  name?: string;
+  identifier?: string;
+}
 
 /** The SDK's SupplierCertificate. */
-export interface SupplierCertificate { hashId: string; name: string; certificate: string; createdAt: Date }
+export interface SupplierCertificate {
+  hashId: string;
+  name: string;
+  certificate: string;
+  createdAt: Date;
+}
 
 /** How long a supplier certificate is valid (never beyond the device CA). */
 const VALID_DAYS = 3650;
 
 type Row = Record<string, unknown>;
 const toCertificate = (r: Row): SupplierCertificate => ({
-  hashId: r.hash_id as string, name: r.name as string, certificate: r.certificate as string, createdAt: r.created_at as Date,
+  hashId: r.hash_id as string,
+  name: r.name as string,
+  certificate: r.certificate as string,
+  createdAt: r.created_at as Date,
 });
 
 /** SHA-256 (hex) of a public key's SubjectPublicKeyInfo as node encodes it, so a CSR's and a certificate's compare equal. */
 function publicKeySha256(key: KeyObject): string {
-  return createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex');
+  return createHash('sha256')
+    .update(key.export({ type: 'spki', format: 'der' }))
+    .digest('hex');
 }
 
 /**
@@ -43,7 +60,9 @@ async function refuseCertifiedKey(client: Queryable, environmentId: number, keyS
     `SELECT s.id, s.hash_id, s.environment_id, s.certificate, s.public_key_sha256
        FROM supplier_certificate s JOIN environment e ON e.id = s.environment_id
       WHERE s.deleted_at IS NULL AND e.deleted_at IS NULL AND (s.public_key_sha256 = $1 OR s.public_key_sha256 IS NULL)
-      ORDER BY s.id`, [keySha256]);
+      ORDER BY s.id`,
+    [keySha256],
+  );
   for (const r of rows) {
     let hash = r.public_key_sha256;
     if (hash === null) {
@@ -52,8 +71,12 @@ async function refuseCertifiedKey(client: Queryable, environmentId: number, keyS
     }
     if (hash !== keySha256) continue;
     // another environment's certificate is not named (its hashId is that tenant's business)
-    const which = Number(r.environment_id) === environmentId ? `supplier certificate ${r.hash_id} of this environment` : 'a supplier certificate of another environment';
-    throw new ParameterError(`csr: its public key is already certified by ${which}; a key is certified once (delete that certificate first, or make a new key)`, { field: 'csr' });
+    const which =
+      Number(r.environment_id) === environmentId ? `supplier certificate ${r.hash_id} of this environment` : 'a supplier certificate of another environment';
+    throw new ParameterError(
+      `csr: its public key is already certified by ${which}; a key is certified once (delete that certificate first, or make a new key)`,
+      { field: 'csr' },
+    );
   }
 }
 
@@ -74,10 +97,14 @@ async function readCsr(pem: string): Promise<{ csr: x509.Pkcs10CertificateReques
   if (!signed) throw new ParameterError('csr: its signature does not verify with the public key it carries', { field: 'csr' });
   const key = createPublicKey({ key: Buffer.from(csr.publicKey.rawData), format: 'der', type: 'spki' });
   const d = key.asymmetricKeyDetails ?? {};
-  const ok = (key.asymmetricKeyType === 'ec' && ['prime256v1', 'secp384r1'].includes(d.namedCurve ?? ''))
-    || (key.asymmetricKeyType === 'rsa' && (d.modulusLength ?? 0) >= 2048);
+  const ok =
+    (key.asymmetricKeyType === 'ec' && ['prime256v1', 'secp384r1'].includes(d.namedCurve ?? '')) ||
+    (key.asymmetricKeyType === 'rsa' && (d.modulusLength ?? 0) >= 2048);
   if (!ok) {
-    throw new ParameterError(`csr: the key must be ECDSA P-256 or P-384, or RSA of at least 2048 bits (got ${key.asymmetricKeyType} ${d.namedCurve ?? d.modulusLength ?? ''})`.trim(), { field: 'csr' });
+    throw new ParameterError(
+      `csr: the key must be ECDSA P-256 or P-384, or RSA of at least 2048 bits (got ${key.asymmetricKeyType} ${d.namedCurve ?? d.modulusLength ?? ''})`.trim(),
+      { field: 'csr' },
+    );
   }
   if (csr.subjectName.toJSON().length === 0) throw new ParameterError('csr: the subject is empty; give it at least a CN', { field: 'csr' });
   return { csr, key };
@@ -89,13 +116,17 @@ function defaultName(csr: x509.Pkcs10CertificateRequest): string {
   return (cn ?? csr.subjectName.toString()).slice(0, 255);
 }
 
-export async function addSupplierCertificate(ctx: AppContext, environmentId: number, input: SupplierCertificateInput): Promise<{ hashId: string; certificate: string }> {
+export async function addSupplierCertificate(
+  ctx: AppContext,
+  environmentId: number,
+  input: SupplierCertificateInput,
+): Promise<{ hashId: string; certificate: string }> {
   const identifierHash = await compileOnSave('identifier', input.identifier, environmentId);
   const { csr, key } = await readCsr(input.csr);
   const { certPem, keyPem } = loadDeviceCaKeyPem(ctx.config);
   const ca = { certificate: new x509.X509Certificate(certPem), key: await importPrivateKey(keyPem) };
   if (csr.subjectName.toString() === ca.certificate.subjectName.toString()) {
-    throw new ParameterError('csr: the subject must differ from the device CA\'s', { field: 'csr' });
+    throw new ParameterError("csr: the subject must differ from the device CA's", { field: 'csr' });
   }
   const issued = await issueIntermediateCa(ca, csr, VALID_DAYS);
   const certificate = `${issued.toString('pem')}\n`;
@@ -107,28 +138,43 @@ export async function addSupplierCertificate(ctx: AppContext, environmentId: num
     await client.query(
       `INSERT INTO supplier_certificate (hash_id, environment_id, name, certificate, fingerprint, identifier, identifier_hash, public_key_sha256)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [hashId, environmentId, name, certificate, new X509Certificate(certificate).fingerprint256, input.identifier, identifierHash, keySha256]);
+      [hashId, environmentId, name, certificate, new X509Certificate(certificate).fingerprint256, input.identifier, identifierHash, keySha256],
+    );
   });
   await ctx.changes.publish('trust', { environmentIds: [environmentId] });
   return { hashId, certificate };
 }
 
 export async function findSupplierCertificates(ctx: AppContext, environmentId: number, query: FindQuery) {
-  const page = await findPage(ctx.db, {
-    from: 'supplier_certificate s', select: 's.id, s.hash_id, s.name, s.certificate, s.created_at', idColumn: 's.id',
-    where: ['s.environment_id = $1', 's.deleted_at IS NULL'], params: [environmentId],
-    sortable: { hashId: 's.hash_id', name: 's.name' }, search: ['s.name', 's.hash_id'], updatedColumn: 's.updated_at',
-  }, query);
+  const page = await findPage(
+    ctx.db,
+    {
+      from: 'supplier_certificate s',
+      select: 's.id, s.hash_id, s.name, s.certificate, s.created_at',
+      idColumn: 's.id',
+      where: ['s.environment_id = $1', 's.deleted_at IS NULL'],
+      params: [environmentId],
+      sortable: { hashId: 's.hash_id', name: 's.name' },
+      search: ['s.name', 's.hash_id'],
+      updatedColumn: 's.updated_at',
+    },
+    query,
+  );
   return {
     nextPageOffset: page.nextPageOffset,
     rows: page.rows.map((r) => ({ certificate: { hashId: r.hash_id as string, name: r.name as string, createdAt: r.created_at as Date } })),
   };
 }
 
-export async function getSupplierCertificate(ctx: AppContext, environmentId: number, hashId: string): Promise<{ certificate: SupplierCertificate; identifier: string }> {
+export async function getSupplierCertificate(
+  ctx: AppContext,
+  environmentId: number,
+  hashId: string,
+): Promise<{ certificate: SupplierCertificate; identifier: string }> {
   const { rows } = await ctx.db.query(
     'SELECT hash_id, name, certificate, identifier, created_at FROM supplier_certificate WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL',
-    [environmentId, hashId]);
+    [environmentId, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('supplierCertificate', hashId);
   return { certificate: toCertificate(rows[0]), identifier: rows[0].identifier as string };
 }
@@ -139,7 +185,8 @@ export async function updateSupplierCertificate(ctx: AppContext, environmentId: 
     `UPDATE supplier_certificate SET name = COALESCE($3, name), identifier = COALESCE($4, identifier),
        identifier_hash = COALESCE($5, identifier_hash), updated_at = now()
      WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`,
-    [environmentId, hashId, patch.name ?? null, patch.identifier ?? null, identifierHash]);
+    [environmentId, hashId, patch.name ?? null, patch.identifier ?? null, identifierHash],
+  );
   if (!rowCount) throw new NotFoundError('supplierCertificate', hashId);
   if (patch.identifier !== undefined) await ctx.changes.publish('trust', { environmentIds: [environmentId] });
 }

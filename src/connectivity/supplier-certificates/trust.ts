@@ -71,16 +71,31 @@ function stateOf(ctx: AppContext): TrustState {
 async function load(ctx: AppContext): Promise<TrustSnapshot> {
   const version = await ctx.redis.get(trustVersionKey(ctx));
   const { deviceCa } = loadServerCredentials(ctx.config);
-  const { rows } = await ctx.db.query<{ hash_id: string; environment_id: number; env_hash_id: string; certificate: string; identifier: string; identifier_hash: string }>(
+  const { rows } = await ctx.db.query<{
+    hash_id: string;
+    environment_id: number;
+    env_hash_id: string;
+    certificate: string;
+    identifier: string;
+    identifier_hash: string;
+  }>(
     `SELECT s.hash_id, s.environment_id, e.hash_id AS env_hash_id, s.certificate, s.identifier, s.identifier_hash
        FROM supplier_certificate s JOIN environment e ON e.id = s.environment_id
-      WHERE s.deleted_at IS NULL AND e.deleted_at IS NULL ORDER BY s.id`);
+      WHERE s.deleted_at IS NULL AND e.deleted_at IS NULL ORDER BY s.id`,
+  );
   const suppliers: SupplierAnchor[] = [];
   for (const r of rows) {
     const certificate = new X509Certificate(r.certificate);
     // only what our own device CA signed is an anchor (a CA key rotation leaves older ones out)
     if (certificate.checkIssued(deviceCa) && certificate.verify(deviceCa.publicKey)) {
-      suppliers.push({ hashId: r.hash_id, environmentId: Number(r.environment_id), environmentHashId: r.env_hash_id, certificate, identifier: r.identifier, identifierHash: r.identifier_hash });
+      suppliers.push({
+        hashId: r.hash_id,
+        environmentId: Number(r.environment_id),
+        environmentHashId: r.env_hash_id,
+        certificate,
+        identifier: r.identifier,
+        identifierHash: r.identifier_hash,
+      });
     }
   }
   const snapshot: TrustSnapshot = {
@@ -114,10 +129,12 @@ function reload(ctx: AppContext): Promise<TrustSnapshot> {
     return p;
   };
   if (!state.loading) return start();
-  state.queued ??= state.loading.catch(() => undefined).then(() => {
-    state.queued = null;
-    return start();
-  });
+  state.queued ??= state.loading
+    .catch(() => undefined)
+    .then(() => {
+      state.queued = null;
+      return start();
+    });
   return state.queued;
 }
 
@@ -180,13 +197,22 @@ export async function watchTrust(ctx: AppContext): Promise<{ stop(): Promise<voi
       setInterval(() => {
         if (checking) return;
         checking = true;
-        check(ctx).catch(warn).finally(() => { checking = false; });
+        check(ctx)
+          .catch(warn)
+          .finally(() => {
+            checking = false;
+          });
       }, TRUST_CHECK_MS),
-      setInterval(() => { reload(ctx).catch(warn); }, TRUST_RELOAD_MS),
+      setInterval(() => {
+        reload(ctx).catch(warn);
+      }, TRUST_RELOAD_MS),
     ];
     for (const t of timers) t.unref();
     // subscribed before the first load: a change committed after the load's query is heard (trustChanged)
-    const started = ctx.changes.listen().then(() => reload(ctx)).then(() => undefined);
+    const started = ctx.changes
+      .listen()
+      .then(() => reload(ctx))
+      .then(() => undefined);
     state.watch = { users: 1, timers, started };
   }
   const watch = state.watch;

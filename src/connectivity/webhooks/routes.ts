@@ -13,7 +13,11 @@ const UpdateBody = Type.Object({ name: Type.Optional(Name), identifier: Type.Opt
 
 export async function webhookRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   crudRoutes<WebhookInput, WebhookPatch>(app, {
-    base: '/supplier-webhook/', noun: 'supplier-webhook', rights: { connectivity: 'ENVIRONMENT_ADMIN' }, addBody: AddBody, updateBody: UpdateBody,
+    base: '/supplier-webhook/',
+    noun: 'supplier-webhook',
+    rights: { connectivity: 'ENVIRONMENT_ADMIN' },
+    addBody: AddBody,
+    updateBody: UpdateBody,
     operations: {
       add: (env, body) => addWebhook(ctx, env, body),
       find: (env, query) => findWebhooks(ctx, env, query),

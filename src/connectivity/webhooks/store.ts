@@ -14,7 +14,10 @@ export interface SupplierWebhook {
   createdAt: string;
 }
 
-export interface WebhookInput { name: string; identifier: string }
+export interface WebhookInput {
+  name: string;
+  identifier: string;
+}
 export type WebhookPatch = Partial<WebhookInput>;
 
 type Ctx = Pick<AppContext, 'db' | 'keys' | 'config'>;
@@ -59,14 +62,16 @@ export async function addWebhook(ctx: Ctx, environmentId: number, input: Webhook
   await ctx.db.query(
     `INSERT INTO supplier_webhook (hash_id, environment_id, name, identifier, identifier_hash, secret_sealed)
      VALUES ($1, $2, $3, $4, $5, $6)`,
-    [hashId, environmentId, input.name, input.identifier, identifierHash, sealWebhookSecret(ctx, hashId, secret)]);
+    [hashId, environmentId, input.name, input.identifier, identifierHash, sealWebhookSecret(ctx, hashId, secret)],
+  );
   return { hashId, url: webhookUrl(ctx, hashId, secret) };
 }
 
 async function load(db: Queryable, environmentId: number, hashId: string, forUpdate = false) {
   const { rows } = await db.query(
     `SELECT ${SELECT}, w.identifier FROM supplier_webhook w WHERE w.environment_id = $1 AND w.hash_id = $2 AND w.deleted_at IS NULL${forUpdate ? ' FOR UPDATE' : ''}`,
-    [environmentId, hashId]);
+    [environmentId, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('webhook', hashId);
   return rows[0];
 }
@@ -78,11 +83,20 @@ export async function getWebhook(ctx: Ctx, environmentId: number, hashId: string
 }
 
 export async function findWebhooks(ctx: Ctx, environmentId: number, query: FindQuery) {
-  const page = await findPage(ctx.db, {
-    from: 'supplier_webhook w', select: SELECT, idColumn: 'w.id',
-    where: ['w.environment_id = $1', 'w.deleted_at IS NULL'], params: [environmentId],
-    sortable: { hashId: 'w.hash_id', name: 'w.name' }, search: ['w.name', 'w.hash_id'], updatedColumn: 'w.updated_at',
-  }, query);
+  const page = await findPage(
+    ctx.db,
+    {
+      from: 'supplier_webhook w',
+      select: SELECT,
+      idColumn: 'w.id',
+      where: ['w.environment_id = $1', 'w.deleted_at IS NULL'],
+      params: [environmentId],
+      sortable: { hashId: 'w.hash_id', name: 'w.name' },
+      search: ['w.name', 'w.hash_id'],
+      updatedColumn: 'w.updated_at',
+    },
+    query,
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => toRow(ctx, r)) };
 }
 
@@ -92,7 +106,8 @@ export async function updateWebhook(ctx: Ctx, environmentId: number, hashId: str
     `UPDATE supplier_webhook SET name = COALESCE($3, name), identifier = COALESCE($4, identifier),
        identifier_hash = COALESCE($5, identifier_hash), updated_at = now()
      WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`,
-    [environmentId, hashId, patch.name ?? null, patch.identifier ?? null, identifierHash]);
+    [environmentId, hashId, patch.name ?? null, patch.identifier ?? null, identifierHash],
+  );
   if (rowCount === 0) throw new NotFoundError('webhook', hashId);
 }
 
@@ -100,7 +115,8 @@ export async function updateWebhook(ctx: Ctx, environmentId: number, hashId: str
 export async function deleteWebhook(ctx: Ctx, environmentId: number, hashId: string): Promise<void> {
   const { rowCount } = await ctx.db.query(
     'UPDATE supplier_webhook SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL',
-    [environmentId, hashId]);
+    [environmentId, hashId],
+  );
   if (rowCount === 0) throw new NotFoundError('webhook', hashId);
 }
 
@@ -118,11 +134,16 @@ export async function loadWebhookTarget(db: Queryable, hashId: string): Promise<
   const { rows } = await db.query(
     `SELECT w.hash_id, w.environment_id, e.hash_id AS env_hash_id, w.identifier, w.secret_sealed
        FROM supplier_webhook w JOIN environment e ON e.id = w.environment_id
-      WHERE w.hash_id = $1 AND w.deleted_at IS NULL AND e.deleted_at IS NULL AND e.type = 'connectivity'`, [hashId]);
+      WHERE w.hash_id = $1 AND w.deleted_at IS NULL AND e.deleted_at IS NULL AND e.type = 'connectivity'`,
+    [hashId],
+  );
   if (rows.length === 0) return null;
   const r = rows[0];
   return {
-    hashId: r.hash_id as string, environmentId: r.environment_id as number, environmentHashId: r.env_hash_id as string,
-    identifier: r.identifier as string, secretSealed: r.secret_sealed as Buffer,
+    hashId: r.hash_id as string,
+    environmentId: r.environment_id as number,
+    environmentHashId: r.env_hash_id as string,
+    identifier: r.identifier as string,
+    secretSealed: r.secret_sealed as Buffer,
   };
 }

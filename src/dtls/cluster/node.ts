@@ -54,9 +54,7 @@ interface Outgoing {
 }
 
 /** forwarded / relayed answers, each way; and the reasons a record or message was dropped */
-export type ClusterEvent =
-  | 'forwarded_out' | 'forwarded_in' | 'answer_out' | 'answer_in'
-  | 'unknown_node' | 'no_session' | 'unauthenticated' | 'send_failed';
+export type ClusterEvent = 'forwarded_out' | 'forwarded_in' | 'answer_out' | 'answer_in' | 'unknown_node' | 'no_session' | 'unauthenticated' | 'send_failed';
 
 export class DtlsClusterNode implements CidRouter {
   readonly registry: NodeDirectory;
@@ -122,7 +120,12 @@ export class DtlsClusterNode implements CidRouter {
   unclaimed(cid: Buffer, datagram: Buffer, from: { address: string; port: number }): void {
     const owner = cidNode(cid);
     if (owner === this.registry.nodeId) this.#ownerGone(cid, datagram, from, 'no_session');
-    else this.#toNode(owner, (to) => this.#send(owner, to, MessageKind.forward, from.address, from.port, datagram, 'forwarded_out'), () => this.#ownerGone(cid, datagram, from, 'unknown_node'));
+    else
+      this.#toNode(
+        owner,
+        (to) => this.#send(owner, to, MessageKind.forward, from.address, from.port, datagram, 'forwarded_out'),
+        () => this.#ownerGone(cid, datagram, from, 'unknown_node'),
+      );
   }
 
   /** Forwards a device's datagram to live node `id` (not this one): false when the directory does not know it. */
@@ -156,12 +159,15 @@ export class DtlsClusterNode implements CidRouter {
       this.#o.count?.(reason);
       return;
     }
-    void Promise.resolve(this.#o.takeOverSession(cid, datagram, from)).then((taken) => {
-      if (!taken) this.#o.count?.(reason);
-    }, (err: Error) => {
-      this.#o.count?.(reason);
-      this.#o.log.warn({ err: err.message }, 'dtls cluster: session takeover failed; record dropped');
-    });
+    void Promise.resolve(this.#o.takeOverSession(cid, datagram, from)).then(
+      (taken) => {
+        if (!taken) this.#o.count?.(reason);
+      },
+      (err: Error) => {
+        this.#o.count?.(reason);
+        this.#o.log.warn({ err: err.message }, 'dtls cluster: session takeover failed; record dropped');
+      },
+    );
   }
 
   /** Calls `send` with node `id`'s address: known, or read from the directory (a node that joined since the last read). */
@@ -204,9 +210,10 @@ export class DtlsClusterNode implements CidRouter {
     out.batch.add(kind, address, port, datagram);
     this.#o.count?.(event);
     if (this.#flushing) return;
-    this.#flushing = this.#batchWindowMs > 0 && performance.now() - this.#flushedAt < this.#batchWindowMs
-      ? setTimeout(this.#flush, this.#batchWindowMs)
-      : setImmediate(this.#flush);
+    this.#flushing =
+      this.#batchWindowMs > 0 && performance.now() - this.#flushedAt < this.#batchWindowMs
+        ? setTimeout(this.#flush, this.#batchWindowMs)
+        : setImmediate(this.#flush);
   }
 
   readonly #flush = (): void => {
@@ -252,11 +259,12 @@ export class DtlsClusterNode implements CidRouter {
   #relayTo(id: number): Relay {
     let relay = this.#relays.get(id);
     if (!relay) {
-      relay = (datagram, address, port) => this.#toNode(
-        id,
-        (via) => this.#send(id, via, MessageKind.answer, address, port, datagram, 'answer_out'),
-        () => this.#o.count?.('unknown_node'),
-      );
+      relay = (datagram, address, port) =>
+        this.#toNode(
+          id,
+          (via) => this.#send(id, via, MessageKind.answer, address, port, datagram, 'answer_out'),
+          () => this.#o.count?.('unknown_node'),
+        );
       this.#relays.set(id, relay);
     }
     return relay;

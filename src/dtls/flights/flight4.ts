@@ -8,13 +8,7 @@
  * decides when the EMS state of the two handshakes differs). No PSK identity hint is sent.
  */
 import { AlertDescription, TlsAlert } from '../../tls/alert.ts';
-import {
-  ExtensionType,
-  HandshakeType,
-  checkClientHelloOffer,
-  encodeServerHello,
-  findExtension,
-} from '../../tls/messages.ts';
+import { ExtensionType, HandshakeType, checkClientHelloOffer, encodeServerHello, findExtension } from '../../tls/messages.ts';
 import type { ClientHello, Extension } from '../../tls/messages.ts';
 import type { CipherSuite } from '../../tls/suites/index.ts';
 import { ExtensionTypeEc, SERVER_EC_POINT_FORMATS, chooseEcdheGroup, isEcdheEcdsa } from '../../tls/ecdhe-ecdsa.ts';

@@ -11,7 +11,11 @@ import { verifyClientChain } from '../../tls/x509-chain.ts';
  * The client's chain, verified; `offeredSubject` is its leaf's subject as offered, known (for the refusal's log line)
  * even when the chain is refused, so it is reported through `offered` before the verification.
  */
-export function clientCertificates(certificateBody: Buffer, anchors: readonly X509Certificate[], offered: (subject: string | undefined) => void): X509Certificate[] {
+export function clientCertificates(
+  certificateBody: Buffer,
+  anchors: readonly X509Certificate[],
+  offered: (subject: string | undefined) => void,
+): X509Certificate[] {
   const chain = parseCertificate(certificateBody);
   offered(leafSubject(chain[0]));
   return verifyClientChain(chain, anchors);

@@ -41,7 +41,11 @@ export const PLAIN_IDENTITY_QUERY = 'psk-identity';
  * The device-facing CoAP listeners: coaps on the DTLS PSK server (the same `addWithPsk` devices as HTTPS) and plain
  * coap when `coapPort` is not null.
  */
-export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueue, ports: { coapsPort: number; coapPort: number | null }): Promise<CoapDeviceListener> {
+export async function startCoapDeviceListener(
+  ctx: AppContext,
+  queue: DeviceQueue,
+  ports: { coapsPort: number; coapPort: number | null },
+): Promise<CoapDeviceListener> {
   const requests = deviceRequests(ctx, queue);
   /** This node's place in a CID-routed cluster (DTLS_CLUSTER_PORT), once joined */
   let cluster: DtlsCluster | null = null;
@@ -80,9 +84,11 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
   // sessions and the resumption cache in Redis: a restarted gateway (or another node) carries them on (docs/decisions.md)
   const kept = ctx.config.dtlsKeepSessions
     ? new DtlsStateStore(ctx.redis, {
-      prefix: `gridgate:${ctx.config.queueName}:`, secretKey: ctx.config.secretKey, idleTimeoutMs: ctx.config.dtls.idleTimeoutMs,
-      onError: (err) => ctx.log.debug({ err: err.message }, 'dtls session state not written or read'),
-    })
+        prefix: `gridgate:${ctx.config.queueName}:`,
+        secretKey: ctx.config.secretKey,
+        idleTimeoutMs: ctx.config.dtls.idleTimeoutMs,
+        onError: (err) => ctx.log.debug({ err: err.message }, 'dtls session state not written or read'),
+      })
     : undefined;
   const dtls = createDtlsServer({
     socket: ports.coapsPort,
@@ -118,7 +124,13 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
     udp.on('error', (err) => ctx.log.warn({ err: err.message }, 'coap socket error'));
     const refuse = () => {
       countHandshakeFailed(ctx, 'coap');
-      return { ...json('4.01', { key: 'authentication_error', message: `plain CoAP needs the Uri-Query ${PLAIN_IDENTITY_QUERY}=<identity> of a device the operator allowed` }), refused: true };
+      return {
+        ...json('4.01', {
+          key: 'authentication_error',
+          message: `plain CoAP needs the Uri-Query ${PLAIN_IDENTITY_QUERY}=<identity> of a device the operator allowed`,
+        }),
+        refused: true,
+      };
     };
     const plainIdentity = (options: CoapOption[]) => queryPairs(options).find(([k]) => k === PLAIN_IDENTITY_QUERY)?.[1];
     plain = new CoapUdpServer({
@@ -132,7 +144,13 @@ export async function startCoapDeviceListener(ctx: AppContext, queue: DeviceQueu
         const identity = plainIdentity(req.options) ?? '';
         const device = await pskDevice(ctx, identity);
         if (!device) return refuse();
-        return requests.serve(device, req, 'coap', peer.address, pairs.filter(([k]) => k !== PLAIN_IDENTITY_QUERY));
+        return requests.serve(
+          device,
+          req,
+          'coap',
+          peer.address,
+          pairs.filter(([k]) => k !== PLAIN_IDENTITY_QUERY),
+        );
       },
     });
     plain.on('malformed', malformed('coap'));

@@ -17,9 +17,29 @@ import { coapFirmwareHashId, firmwareOfferOptions, serveFirmwareOverCoap } from 
 import { encodeAnswerBody, parseQuery, typedBody, webRequest } from '../../sandbox/web-request.ts';
 
 const STATUS_TO_CODE: Record<number, string> = {
-  200: '2.05', 201: '2.01', 202: '2.04', 204: '2.04', 400: '4.00', 401: '4.01', 402: '4.02', 403: '4.03', 404: '4.04', 405: '4.05',
-  406: '4.06', 408: '4.08', 409: '4.09', 412: '4.12', 413: '4.13', 415: '4.15', 422: '4.22', 429: '4.29',
-  500: '5.00', 501: '5.01', 502: '5.02', 503: '5.03', 504: '5.04',
+  200: '2.05',
+  201: '2.01',
+  202: '2.04',
+  204: '2.04',
+  400: '4.00',
+  401: '4.01',
+  402: '4.02',
+  403: '4.03',
+  404: '4.04',
+  405: '4.05',
+  406: '4.06',
+  408: '4.08',
+  409: '4.09',
+  412: '4.12',
+  413: '4.13',
+  415: '4.15',
+  422: '4.22',
+  429: '4.29',
+  500: '5.00',
+  501: '5.01',
+  502: '5.02',
+  503: '5.03',
+  504: '5.04',
 };
 
 /** An HTTP status as a CoAP response code (RFC 8075 §7); statuses without an equivalent fall back to their class. */
@@ -101,7 +121,15 @@ function answerResponse(answer: DeviceAnswer): CoapResponse {
   return { code: coapCode(answer.statusCode), options, payload };
 }
 
-async function handleRequest(ctx: AppContext, queue: DeviceQueue, device: AdmittedDevice, req: CoapRequest, protocol: 'coaps' | 'coap', ip: string, query: [string, string][]): Promise<CoapResponse> {
+async function handleRequest(
+  ctx: AppContext,
+  queue: DeviceQueue,
+  device: AdmittedDevice,
+  req: CoapRequest,
+  protocol: 'coaps' | 'coap',
+  ip: string,
+  query: [string, string][],
+): Promise<CoapResponse> {
   // firmware downloads are served here, from the image store: no queue, no handler
   const firmwareHashId = coapFirmwareHashId(req);
   if (firmwareHashId) {
@@ -119,7 +147,12 @@ async function handleRequest(ctx: AppContext, queue: DeviceQueue, device: Admitt
   }
   const format = uintOption(req.options, 'Content-Format');
   const request = webRequest({
-    url: { protocol, host: stringOptions(req.options, 'Uri-Host')[0] ?? '', path: `/${stringOptions(req.options, 'Uri-Path').join('/')}`, query: parseQuery(query) },
+    url: {
+      protocol,
+      host: stringOptions(req.options, 'Uri-Host')[0] ?? '',
+      path: `/${stringOptions(req.options, 'Uri-Path').join('/')}`,
+      query: parseQuery(query),
+    },
     method: req.method,
     headers,
     body: typedBody(req.payload, format === undefined ? undefined : FORMAT_MEDIA_TYPE[format]),
@@ -128,10 +161,16 @@ async function handleRequest(ctx: AppContext, queue: DeviceQueue, device: Admitt
     certificate: device.certificate ?? null,
   });
   metrics.deviceRequests.inc({ protocol });
-  const outcome = await queue.addAndWait({
-    kind: 'incomingRequest', deviceHashId: device.deviceHashId, environmentHashId: device.environmentHashId,
-    webRequest: request, receivedAt: new Date().toISOString(),
-  }, ctx.config.gatewayWaitMs);
+  const outcome = await queue.addAndWait(
+    {
+      kind: 'incomingRequest',
+      deviceHashId: device.deviceHashId,
+      environmentHashId: device.environmentHashId,
+      webRequest: request,
+      receivedAt: new Date().toISOString(),
+    },
+    ctx.config.gatewayWaitMs,
+  );
   // HTTPS says 202; CoAP has no "accepted": 2.04 with the same body as the 202
   if (outcome.state === 'pending') return json('2.04', { status: 'accepted', message: 'queued; no answer from the handler in time' });
   if (!outcome.result.answer) return json('5.03', { key: 'unavailable_error', message: 'the request was queued but could not be processed yet' });

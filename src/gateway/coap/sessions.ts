@@ -78,64 +78,73 @@ export function coapSessions(ctx: AppContext, o: CoapSessionsOptions): CoapSessi
     const carried = attachment ? coapAttachment(attachment) : undefined;
     // datagrams that arrive while the device is looked up wait (a few) for it
     const early: Buffer[] = [];
-    const hold = (d: Buffer) => { if (early.length < 16) early.push(d); };
+    const hold = (d: Buffer) => {
+      if (early.length < 16) early.push(d);
+    };
     session.on('data', hold);
-    sessionDevice(session).then((device) => {
-      session.off('data', hold);
-      if (!session.established) return; // closed while it was looked up
-      // the anchors may have changed while the device was looked up; a kept session stays with the device it was made for
-      if (!device || (session.peerCertificates.length > 0 && !stillTrusted(session, trustAnchors(ctx)))
-        || (carried && !('refusal' in device) && carried.deviceHashId !== device.deviceHashId)) {
+    sessionDevice(session).then(
+      (device) => {
+        session.off('data', hold);
+        if (!session.established) return; // closed while it was looked up
+        // the anchors may have changed while the device was looked up; a kept session stays with the device it was made for
+        if (
+          !device ||
+          (session.peerCertificates.length > 0 && !stillTrusted(session, trustAnchors(ctx))) ||
+          (carried && !('refusal' in device) && carried.deviceHashId !== device.deviceHashId)
+        ) {
+          session.close();
+          return;
+        }
+        if (session.peerCertificates.length > 0) {
+          certificateSessions.add(session);
+          session.on('close', () => certificateSessions.delete(session));
+        }
+        const endpoint = new CoapEndpoint({
+          ...o.endpoint,
+          dedupLimit: o.dedupLimit,
+          uploadOwner: () => ('refusal' in device ? session : device.deviceHashId),
+          // a body over the limit is a contact the exchange layer answers itself (HTTPS counts its 413 too)
+          diagnostic: (code, message) => {
+            if (code === '4.13' && !('refusal' in device)) countDeviceEvent(ctx, device.deviceHashId, 'contacts');
+            return diagnostic(code, message);
+          },
+          maxMessageBytes: o.maxMessageBytes,
+          send: (d) => {
+            // a session closed in the meantime: the device will retransmit on a new one
+            if (!session.established) return;
+            session.send(d);
+            // its records reach this node through another one: once this exchange is over, the session may move there
+            if (session.relayStreak > 0) o.cluster()?.answered(session, () => !o.requests.closing && endpoint.settled);
+          },
+          handler:
+            'refusal' in device
+              ? async () => json('4.01', { key: 'authentication_error', message: device.refusal })
+              : (req) => o.requests.serve(device, req, 'coaps', session.remoteAddress, queryPairs(req.options)),
+          ...(carried ? { lastMessageId: carried.lastMessageId, lastExchange: carried.lastExchange } : {}),
+        });
+        endpoint.on('malformed', o.malformed);
+        endpoint.on('failure', o.failed);
+        endpoints.set(session, { endpoint, deviceHashId: 'refusal' in device ? null : device.deviceHashId });
+        const deliver = (d: Buffer) => {
+          // shutting down: a new request is left unanswered, so the device retransmits it (ACK_TIMEOUT, 2-3 s) to
+          // whichever node carries its session on next; a 5.03 would make it wait Max-Age (60 s unless told)
+          // before it tries again (docs/decisions.md). Retransmissions of requests seen before get their reply, and
+          // ACKs of our separate responses still count.
+          if (o.requests.closing && isRequest(d) && !endpoint.remembers(d.readUInt16BE(2))) return;
+          endpoint.receive(d);
+        };
+        session.on('data', deliver);
+        session.on('close', () => {
+          endpoint.close();
+          endpoints.delete(session);
+        });
+        for (const d of early) deliver(d);
+      },
+      (err: Error) => {
+        ctx.log.warn({ err: err.message }, 'coaps session could not be attributed to a device');
         session.close();
-        return;
-      }
-      if (session.peerCertificates.length > 0) {
-        certificateSessions.add(session);
-        session.on('close', () => certificateSessions.delete(session));
-      }
-      const endpoint = new CoapEndpoint({
-        ...o.endpoint,
-        dedupLimit: o.dedupLimit,
-        uploadOwner: () => ('refusal' in device ? session : device.deviceHashId),
-        // a body over the limit is a contact the exchange layer answers itself (HTTPS counts its 413 too)
-        diagnostic: (code, message) => {
-          if (code === '4.13' && !('refusal' in device)) countDeviceEvent(ctx, device.deviceHashId, 'contacts');
-          return diagnostic(code, message);
-        },
-        maxMessageBytes: o.maxMessageBytes,
-        send: (d) => {
-          // a session closed in the meantime: the device will retransmit on a new one
-          if (!session.established) return;
-          session.send(d);
-          // its records reach this node through another one: once this exchange is over, the session may move there
-          if (session.relayStreak > 0) o.cluster()?.answered(session, () => !o.requests.closing && endpoint.settled);
-        },
-        handler: 'refusal' in device
-          ? async () => json('4.01', { key: 'authentication_error', message: device.refusal })
-          : (req) => o.requests.serve(device, req, 'coaps', session.remoteAddress, queryPairs(req.options)),
-        ...(carried ? { lastMessageId: carried.lastMessageId, lastExchange: carried.lastExchange } : {}),
-      });
-      endpoint.on('malformed', o.malformed);
-      endpoint.on('failure', o.failed);
-      endpoints.set(session, { endpoint, deviceHashId: 'refusal' in device ? null : device.deviceHashId });
-      const deliver = (d: Buffer) => {
-        // shutting down: a new request is left unanswered, so the device retransmits it (ACK_TIMEOUT, 2-3 s) to
-        // whichever node carries its session on next; a 5.03 would make it wait Max-Age (60 s unless told)
-        // before it tries again (docs/decisions.md). Retransmissions of requests seen before get their reply, and
-        // ACKs of our separate responses still count.
-        if (o.requests.closing && isRequest(d) && !endpoint.remembers(d.readUInt16BE(2))) return;
-        endpoint.receive(d);
-      };
-      session.on('data', deliver);
-      session.on('close', () => {
-        endpoint.close();
-        endpoints.delete(session);
-      });
-      for (const d of early) deliver(d);
-    }, (err: Error) => {
-      ctx.log.warn({ err: err.message }, 'coaps session could not be attributed to a device');
-      session.close();
-    });
+      },
+    );
   }
 
   return {
@@ -143,7 +152,9 @@ export function coapSessions(ctx: AppContext, o: CoapSessionsOptions): CoapSessi
     // each session's device and CoAP message id go with it to the next process
     attachment(session) {
       const e = endpoints.get(session);
-      return e?.deviceHashId ? encodeCoapAttachment({ deviceHashId: e.deviceHashId, lastMessageId: e.endpoint.lastMessageId, lastExchange: e.endpoint.lastExchange }) : undefined;
+      return e?.deviceHashId
+        ? encodeCoapAttachment({ deviceHashId: e.deviceHashId, lastMessageId: e.endpoint.lastMessageId, lastExchange: e.endpoint.lastExchange })
+        : undefined;
     },
     pending: () => [...endpoints.values()].some((e) => e.endpoint.pending > 0),
     stopTrustCheck,
@@ -161,7 +172,11 @@ function isRequest(d: Buffer): boolean {
  * instead of being queued a second time: the device's answer was lost in the hand-over, its report was not).
  * Layout: last message id (2) ‖ device hashId ‖ then, when there is an exchange, 0 ‖ its message id (2) ‖ reply.
  */
-interface CoapAttachment { deviceHashId: string; lastMessageId: number; lastExchange?: Exchange }
+interface CoapAttachment {
+  deviceHashId: string;
+  lastMessageId: number;
+  lastExchange?: Exchange;
+}
 
 function encodeCoapAttachment(a: CoapAttachment): Buffer {
   const id = Buffer.from(a.deviceHashId, 'utf8');

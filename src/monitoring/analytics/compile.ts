@@ -16,20 +16,37 @@
 
 import { ParameterError } from '../../app/errors.ts';
 import {
-  AGGREGATIONS, COMPARISONS, DATA_TYPE_HINTS, GRANULARITIES, QUERY_LIMITS,
-  type AnalyticsQuery, type Column, type Condition, type Constraint, type Field,
+  AGGREGATIONS,
+  COMPARISONS,
+  DATA_TYPE_HINTS,
+  GRANULARITIES,
+  QUERY_LIMITS,
+  type AnalyticsQuery,
+  type Column,
+  type Condition,
+  type Constraint,
+  type Field,
 } from './query.ts';
 import { compileExpression } from './expression.ts';
 import { SDK_TABLES, SOURCES, TABLES, type FieldType, type SourceDef, type TableKey } from './sources.ts';
 
-export interface CompiledQuery { sql: string; params: unknown[]; columns: number }
+export interface CompiledQuery {
+  sql: string;
+  params: unknown[];
+  columns: number;
+}
 
 const own = <T>(record: Partial<Record<string, T>>, key: string): T | undefined => (Object.hasOwn(record, key) ? record[key] : undefined);
 const isOneOf = <T extends string>(list: readonly T[], v: unknown): v is T => typeof v === 'string' && (list as readonly string[]).includes(v);
 const describe = (v: unknown) => JSON.stringify(v)?.slice(0, 80) ?? String(v);
 
-interface Expr { sql: string; type: FieldType }
-interface CompiledColumn extends Expr { aggregated: boolean }
+interface Expr {
+  sql: string;
+  type: FieldType;
+}
+interface CompiledColumn extends Expr {
+  aggregated: boolean;
+}
 type Level = 'row' | 'result';
 
 // granularities: the SQL of each (the timestamp's expression is substituted for X); times are UTC
@@ -84,7 +101,10 @@ class Compiler {
   private reach(table: TableKey, name: string): void {
     if (table === this.source.table) return;
     const join = own(this.source.joins, table);
-    if (!join) throw new ParameterError(`${name}: table ${table} cannot be reached from source ${this.sourceName}; reachable: ${[this.source.table, ...Object.keys(this.source.joins)].join(', ')}`);
+    if (!join)
+      throw new ParameterError(
+        `${name}: table ${table} cannot be reached from source ${this.sourceName}; reachable: ${[this.source.table, ...Object.keys(this.source.joins)].join(', ')}`,
+      );
     for (const before of join.after ?? []) this.reach(before, name);
     this.joins.add(table);
   }
@@ -93,7 +113,15 @@ class Compiler {
   field(field: Field | undefined, name: string, dataTypeHint?: string): Expr {
     if (field !== null && typeof field === 'object') {
       const member = `${name}.expression`;
-      return { sql: compileExpression(field.expression, member, (f, hint) => this.field(f, member, hint), (v, cast) => this.param(v, cast)), type: 'number' };
+      return {
+        sql: compileExpression(
+          field.expression,
+          member,
+          (f, hint) => this.field(f, member, hint),
+          (v, cast) => this.param(v, cast),
+        ),
+        type: 'number',
+      };
     }
     if (typeof field !== 'string' || field === '') throw new ParameterError(`${name} is required: a field such as pinGroup.hashId`);
     const dot = field.indexOf('.');
@@ -101,24 +129,28 @@ class Compiler {
     const rest = dot < 0 ? '' : field.slice(dot + 1);
     if (!isOneOf(SDK_TABLES, tableName)) throw new ParameterError(`${name}: ${describe(field)} does not name an analytics table (such as pinGroup.hashId)`);
     const table = own(TABLES, tableName);
-    if (!table) throw new ParameterError(`${name}: table ${tableName} is not available in analytics of this service; available: ${Object.keys(TABLES).join(', ')}`);
+    if (!table)
+      throw new ParameterError(`${name}: table ${tableName} is not available in analytics of this service; available: ${Object.keys(TABLES).join(', ')}`);
     const sub = rest.indexOf('.');
     const member = sub < 0 ? rest : rest.slice(0, sub);
     if (sub >= 0) {
       const column = table.formFields ? own(table.formFields, member) : undefined;
       if (!column) throw new ParameterError(`${name}: ${describe(field)} is not a field of ${tableName}; form fields are ${tableName}.fields.<key>`);
       const key = rest.slice(sub + 1);
-      if (key === '' || key.length > QUERY_LIMITS.valueLength) throw new ParameterError(`${name}: the form-field key must be 1 to ${QUERY_LIMITS.valueLength} characters`);
+      if (key === '' || key.length > QUERY_LIMITS.valueLength)
+        throw new ParameterError(`${name}: the form-field key must be 1 to ${QUERY_LIMITS.valueLength} characters`);
       this.reach(tableName as TableKey, name);
       const k = this.param(key, 'text');
       if (dataTypeHint === 'number' || dataTypeHint === 'integer') {
         return { sql: `(CASE WHEN jsonb_typeof(${column} -> ${k}) = 'number' THEN (${column} ->> ${k})::float8 END)`, type: 'number' };
       }
-      if (dataTypeHint === 'boolean') return { sql: `(CASE WHEN jsonb_typeof(${column} -> ${k}) = 'boolean' THEN (${column} ->> ${k})::boolean END)`, type: 'boolean' };
+      if (dataTypeHint === 'boolean')
+        return { sql: `(CASE WHEN jsonb_typeof(${column} -> ${k}) = 'boolean' THEN (${column} ->> ${k})::boolean END)`, type: 'boolean' };
       return { sql: `(${column} ->> ${k})`, type: 'string' };
     }
     const def = own(table.fields, member);
-    if (def === undefined) throw new ParameterError(`${name}: ${describe(field)} is not a field of ${tableName}; fields: ${Object.keys(table.fields).join(', ')}`);
+    if (def === undefined)
+      throw new ParameterError(`${name}: ${describe(field)} is not a field of ${tableName}; fields: ${Object.keys(table.fields).join(', ')}`);
     if (def === null) throw new ParameterError(`${name}: ${tableName}.${member} is not kept by this service`);
     this.reach(tableName as TableKey, name);
     return { sql: `(${def.sql})`, type: def.type };
@@ -126,7 +158,8 @@ class Compiler {
 
   column(c: Column, name: string): CompiledColumn {
     if (c === null || typeof c !== 'object') throw new ParameterError(`${name} must be an object`);
-    if (c.dataTypeHint !== undefined && !isOneOf(DATA_TYPE_HINTS, c.dataTypeHint)) throw new ParameterError(`${name}.dataTypeHint must be one of ${DATA_TYPE_HINTS.join(', ')}`);
+    if (c.dataTypeHint !== undefined && !isOneOf(DATA_TYPE_HINTS, c.dataTypeHint))
+      throw new ParameterError(`${name}.dataTypeHint must be one of ${DATA_TYPE_HINTS.join(', ')}`);
     if (c.type === undefined) return { ...this.field(c.field, `${name}.field`, c.dataTypeHint), aggregated: false };
     if (c.type === 'timeGroup') {
       const f = this.field(c.field, `${name}.field`);
@@ -141,9 +174,7 @@ class Compiler {
     if (c.type === 'count') return { sql: `count(*)${filter}`, type: 'integer', aggregated: true };
     if (c.type === 'share') {
       // with a condition: the share of the group's rows that meet it; without: the group's share of all rows
-      const sql = filter
-        ? `(100 * (count(*)${filter})::float8 / NULLIF(count(*), 0))`
-        : '(100 * count(*)::float8 / NULLIF(sum(count(*)) OVER (), 0))';
+      const sql = filter ? `(100 * (count(*)${filter})::float8 / NULLIF(count(*), 0))` : '(100 * count(*)::float8 / NULLIF(sum(count(*)) OVER (), 0))';
       return { sql, type: 'number', aggregated: true };
     }
     const f = this.field(c.field, `${name}.field`, c.dataTypeHint);
@@ -152,7 +183,7 @@ class Compiler {
     if (c.type === 'sum') return { sql: `(sum(${f.sql})${filter})::float8`, type: 'number', aggregated: true };
     if (c.type === 'mean') return { sql: `(avg(${f.sql})${filter})::float8`, type: 'number', aggregated: true };
     // any: one value of the group, the smallest (true for booleans when any is)
-    const fn = f.type === 'boolean' ? (c.type === 'min' ? 'bool_and' : 'bool_or') : (c.type === 'max' ? 'max' : 'min');
+    const fn = f.type === 'boolean' ? (c.type === 'min' ? 'bool_and' : 'bool_or') : c.type === 'max' ? 'max' : 'min';
     return { sql: `${fn}(${f.sql})${filter}`, type: f.type, aggregated: true };
   }
 
@@ -195,7 +226,8 @@ class Compiler {
     if (++this.constraints > QUERY_LIMITS.constraints) throw new ParameterError(`${name}: a query holds at most ${QUERY_LIMITS.constraints} constraints`);
     if (!isOneOf(COMPARISONS, c.comparison)) throw new ParameterError(`${name}.comparison must be one of ${COMPARISONS.join(', ')}`);
     const left = this.operand(c.left, `${name}.left`);
-    if (c.comparison === 'isNull' || c.comparison === 'isNotNull') return { sql: `(${left.sql} IS ${c.comparison === 'isNull' ? '' : 'NOT '}NULL)`, level: left.level };
+    if (c.comparison === 'isNull' || c.comparison === 'isNotNull')
+      return { sql: `(${left.sql} IS ${c.comparison === 'isNull' ? '' : 'NOT '}NULL)`, level: left.level };
     const right = c.right;
     if (right === null || typeof right !== 'object' || (right.field === undefined) === (right.value === undefined)) {
       throw new ParameterError(`${name}.right must hold either field or value for comparison ${c.comparison}`);
@@ -247,12 +279,13 @@ class Compiler {
   condition(c: Condition, name: string, depth = 1): { sql: string; level: Level | null } {
     if (depth > QUERY_LIMITS.conditionDepth) throw new ParameterError(`${name}: conditions nest at most ${QUERY_LIMITS.conditionDepth} levels`);
     if (c === null || typeof c !== 'object' || (c.type !== 'and' && c.type !== 'or')) throw new ParameterError(`${name}.type must be and or or`);
-    const parts = (c.restrictions ?? []).map((r, i) => (this.isCondition(r)
-      ? this.condition(r, `${name}.restrictions[${i}]`, depth + 1)
-      : this.constraint(r as Constraint, `${name}.restrictions[${i}]`)));
+    const parts = (c.restrictions ?? []).map((r, i) =>
+      this.isCondition(r) ? this.condition(r, `${name}.restrictions[${i}]`, depth + 1) : this.constraint(r as Constraint, `${name}.restrictions[${i}]`),
+    );
     if (parts.length === 0) return { sql: 'true', level: null };
     const levels = new Set(parts.map((p) => p.level).filter((l) => l !== null));
-    if (levels.size > 1) throw new ParameterError(`${name}: one condition cannot mix fields with aggregated columns; use separate restrictions of a top-level "and"`);
+    if (levels.size > 1)
+      throw new ParameterError(`${name}: one condition cannot mix fields with aggregated columns; use separate restrictions of a top-level "and"`);
     return { sql: `(${parts.map((p) => p.sql).join(c.type === 'and' ? ' AND ' : ' OR ')})`, level: [...levels][0] ?? null };
   }
 
@@ -281,7 +314,8 @@ class Compiler {
 
 function columnIndex(v: unknown, columns: number, name: string): number {
   const i = typeof v === 'string' && /^\d{1,9}$/.test(v) ? Number(v) : v;
-  if (typeof i !== 'number' || !Number.isInteger(i) || i < 0 || i >= columns) throw new ParameterError(`${name} must be the index of a column (0 to ${columns - 1})`);
+  if (typeof i !== 'number' || !Number.isInteger(i) || i < 0 || i >= columns)
+    throw new ParameterError(`${name} must be the index of a column (0 to ${columns - 1})`);
   return i;
 }
 
@@ -290,7 +324,8 @@ function columnIndex(v: unknown, columns: number, name: string): number {
  * `position` .. `position + rowsPerPage` (one more is read to tell whether a next page exists).
  */
 export function compileQuery(q: AnalyticsQuery, environmentId: number, position: number, rowsPerPage: number): CompiledQuery {
-  if (typeof q.source !== 'string' || !isOneOf(SDK_TABLES, q.source)) throw new ParameterError(`source must be one of the analytics tables: ${SDK_TABLES.join(', ')}`);
+  if (typeof q.source !== 'string' || !isOneOf(SDK_TABLES, q.source))
+    throw new ParameterError(`source must be one of the analytics tables: ${SDK_TABLES.join(', ')}`);
   const source = own(SOURCES, q.source);
   if (!source) throw new ParameterError(`source ${q.source} is not available in analytics of this service; available: ${Object.keys(SOURCES).join(', ')}`);
   if (!Array.isArray(q.columns) || q.columns.length === 0 || q.columns.length > QUERY_LIMITS.columns) {
@@ -305,7 +340,10 @@ export function compileQuery(q: AnalyticsQuery, environmentId: number, position:
   const aggregated = c.columns.some((col) => col.aggregated);
   const keys = c.columns.flatMap((col, i) => (col.aggregated ? [] : [String(i + 1)]));
   // joins in the registry's order, so a join comes after those it needs
-  const joins = Object.entries(source.joins).filter(([t]) => c.joins.has(t as TableKey)).map(([, j]) => j!.sql).filter(Boolean);
+  const joins = Object.entries(source.joins)
+    .filter(([t]) => c.joins.has(t as TableKey))
+    .map(([, j]) => j!.sql)
+    .filter(Boolean);
   let sql = `SELECT ${c.columns.map((col, i) => `${col.sql} AS c${i}`).join(', ')} FROM ${source.from} ${joins.join(' ')}
     WHERE ${[source.scope, ...filter.row].join(' AND ')}${aggregated && keys.length > 0 ? ` GROUP BY ${keys.join(', ')}` : ''}`;
   sql = `SELECT * FROM (${sql}) t${filter.result.length > 0 ? ` WHERE ${filter.result.join(' AND ')}` : ''}`;
@@ -315,7 +353,9 @@ export function compileQuery(q: AnalyticsQuery, environmentId: number, position:
       throw new ParameterError(`limitBy.limitedTo must be an integer from 1 to ${QUERY_LIMITS.limitedTo}`);
     }
     const per = (l.per ?? []).map((p, i) => `c${columnIndex(p?.columnIndex, n, `limitBy.per[${i}].columnIndex`)}`);
-    const by = (l.sortedBy ?? []).map((s, i) => `c${columnIndex(s?.columnIndex, n, `limitBy.sortedBy[${i}].columnIndex`)} ${s.descending === true ? 'DESC' : 'ASC'}`);
+    const by = (l.sortedBy ?? []).map(
+      (s, i) => `c${columnIndex(s?.columnIndex, n, `limitBy.sortedBy[${i}].columnIndex`)} ${s.descending === true ? 'DESC' : 'ASC'}`,
+    );
     const order = [...by, ...c.columns.map((_, i) => `c${i}`)];
     sql = `SELECT * FROM (SELECT t.*, row_number() OVER (${per.length ? `PARTITION BY ${per.join(', ')} ` : ''}ORDER BY ${order.join(', ')}) AS rank FROM (${sql}) t) t
       WHERE rank <= ${c.param(l.limitedTo, 'bigint')}`;

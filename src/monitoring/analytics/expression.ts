@@ -84,7 +84,9 @@ class Parser {
     this.param = param;
   }
 
-  private peek(): Token | undefined { return this.list[this.i]; }
+  private peek(): Token | undefined {
+    return this.list[this.i];
+  }
 
   private fail(what: string): never {
     const t = this.peek();

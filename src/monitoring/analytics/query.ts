@@ -8,7 +8,10 @@ export interface Constraint {
   comparison: string;
   right?: { field?: string | number; value?: string | number | boolean };
 }
-export interface Condition { type: string; restrictions?: (Constraint | Condition)[] }
+export interface Condition {
+  type: string;
+  restrictions?: (Constraint | Condition)[];
+}
 export type ColumnIndexRef = { columnIndex: number };
 export interface Column {
   type?: string;

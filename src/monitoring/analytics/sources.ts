@@ -12,7 +12,10 @@ import { missedReports } from '../issues/connectivity-check.ts';
 /** What a field holds; decides which comparisons and aggregations apply and how values are parsed. */
 export type FieldType = 'string' | 'number' | 'integer' | 'boolean' | 'timestamp' | 'json';
 
-export interface FieldDef { sql: string; type: FieldType }
+export interface FieldDef {
+  sql: string;
+  type: FieldType;
+}
 
 export interface TableDef {
   /** the SQL alias every field of the table is written against */
@@ -25,9 +28,29 @@ export interface TableDef {
 
 /** Every table key of the SDK's analytics tables, so an unknown-to-us name gets a clear answer. */
 export const SDK_TABLES = [
-  'clientReportType', 'command', 'commandType', 'device', 'deviceLink', 'deviceInstallationUser', 'deviceType', 'edge', 'grid',
-  'pinGrid', 'pinGroupGrid', 'gridPinGroup', 'gridPin', 'issue', 'issueAssignedUser', 'measurement', 'performanceMonth', 'pin',
-  'pinGroup', 'quantity', 'report', 'measurementThreshold', 'user',
+  'clientReportType',
+  'command',
+  'commandType',
+  'device',
+  'deviceLink',
+  'deviceInstallationUser',
+  'deviceType',
+  'edge',
+  'grid',
+  'pinGrid',
+  'pinGroupGrid',
+  'gridPinGroup',
+  'gridPin',
+  'issue',
+  'issueAssignedUser',
+  'measurement',
+  'performanceMonth',
+  'pin',
+  'pinGroup',
+  'quantity',
+  'report',
+  'measurementThreshold',
+  'user',
 ] as const;
 
 const f = (sql: string, type: FieldType): FieldDef => ({ sql, type });
@@ -37,10 +60,16 @@ const never = f('NULL::timestamptz', 'timestamp');
 // an object's level is the highest of its open issues, 0 without one (as pin, pin group and edge get answer it)
 const OPEN_ISSUE = 'oi.closed_at IS NULL AND oi.deleted_at IS NULL';
 const pinGroupLevel = f(`(SELECT coalesce(max(oi.level), 0) FROM issue oi WHERE oi.pin_group_id = pg.id AND ${OPEN_ISSUE})`, 'integer');
-const pinLevel = f(`(SELECT coalesce(max(oi.level), 0) FROM issue oi WHERE oi.pin_group_id = p.pin_group_id AND ${OPEN_ISSUE}
-  AND (cardinality(oi.pin_ids) = 0 OR p.id = ANY(oi.pin_ids)))`, 'integer');
-const edgeLevel = f(`(SELECT coalesce(max(oi.level), 0) FROM pin ep JOIN issue oi ON oi.pin_group_id = ep.pin_group_id AND ${OPEN_ISSUE}
-  AND (cardinality(oi.pin_ids) = 0 OR ep.id = ANY(oi.pin_ids)) WHERE ep.edge_id = e.id)`, 'integer');
+const pinLevel = f(
+  `(SELECT coalesce(max(oi.level), 0) FROM issue oi WHERE oi.pin_group_id = p.pin_group_id AND ${OPEN_ISSUE}
+  AND (cardinality(oi.pin_ids) = 0 OR p.id = ANY(oi.pin_ids)))`,
+  'integer',
+);
+const edgeLevel = f(
+  `(SELECT coalesce(max(oi.level), 0) FROM pin ep JOIN issue oi ON oi.pin_group_id = ep.pin_group_id AND ${OPEN_ISSUE}
+  AND (cardinality(oi.pin_ids) = 0 OR ep.id = ANY(oi.pin_ids)) WHERE ep.edge_id = e.id)`,
+  'integer',
+);
 
 /**
  * A measurement's value, significand x 10^orderOfMagnitude, in double precision: a negative magnitude
@@ -52,7 +81,7 @@ const MEASUREMENT_VALUE = value('m.significand', 'm.order_of_magnitude');
 /** A threshold stored as a value pair (jsonb `{orderOfMagnitude, significand}`, null when not set) as a number. */
 const pairValue = (column: string) => f(value(`(${column}->>'significand')::float8`, `(${column}->>'orderOfMagnitude')::int`), 'number');
 
-export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
+export const TABLES: Partial<Record<(typeof SDK_TABLES)[number], TableDef>> = {
   measurement: {
     alias: 'm',
     fields: {
@@ -72,16 +101,27 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
   report: {
     alias: 'r',
     fields: {
-      hashId: hashId('r'), userHashId: f('NULL::text', 'string'), fields: f('r.fields', 'json'),
-      generatedAt: at('r.generated_at'), createdAt: at('r.created_at'), updatedAt: at('r.created_at'), deletedAt: never,
+      hashId: hashId('r'),
+      userHashId: f('NULL::text', 'string'),
+      fields: f('r.fields', 'json'),
+      generatedAt: at('r.generated_at'),
+      createdAt: at('r.created_at'),
+      updatedAt: at('r.created_at'),
+      deletedAt: never,
     },
     formFields: { fields: 'r.fields' },
   },
   pin: {
     alias: 'p',
     fields: {
-      hashId: hashId('p'), level: pinLevel, deviceFields: f('p.device_fields', 'json'), fields: f('p.fields', 'json'), name: f('p.name', 'string'),
-      createdAt: at('p.created_at'), updatedAt: at('p.updated_at'), deletedAt: never,
+      hashId: hashId('p'),
+      level: pinLevel,
+      deviceFields: f('p.device_fields', 'json'),
+      fields: f('p.fields', 'json'),
+      name: f('p.name', 'string'),
+      createdAt: at('p.created_at'),
+      updatedAt: at('p.updated_at'),
+      deletedAt: never,
     },
     formFields: { fields: 'p.fields', deviceFields: 'p.device_fields' },
   },
@@ -91,28 +131,45 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
       hashId: hashId('pg'),
       latitude: f(`CASE WHEN jsonb_typeof(pg.geometry->'coordinates'->1) = 'number' THEN (pg.geometry->'coordinates'->>1)::float8 END`, 'number'),
       longitude: f(`CASE WHEN jsonb_typeof(pg.geometry->'coordinates'->0) = 'number' THEN (pg.geometry->'coordinates'->>0)::float8 END`, 'number'),
-      level: pinGroupLevel, mapLayer: f('pg.map_layer', 'string'), deviceFields: f('pg.device_fields', 'json'), fields: f('pg.fields', 'json'),
-      name: f('pg.name', 'string'), createdAt: at('pg.created_at'), updatedAt: at('pg.updated_at'), deletedAt: never,
+      level: pinGroupLevel,
+      mapLayer: f('pg.map_layer', 'string'),
+      deviceFields: f('pg.device_fields', 'json'),
+      fields: f('pg.fields', 'json'),
+      name: f('pg.name', 'string'),
+      createdAt: at('pg.created_at'),
+      updatedAt: at('pg.updated_at'),
+      deletedAt: never,
     },
     formFields: { fields: 'pg.fields', deviceFields: 'pg.device_fields' },
   },
   edge: {
     alias: 'e',
     fields: {
-      hashId: hashId('e'), level: edgeLevel, mapLayer: f('e.map_layer', 'string'), fields: f('e.fields', 'json'), name: f('e.name', 'string'),
-      createdAt: at('e.created_at'), updatedAt: at('e.updated_at'), deletedAt: never,
+      hashId: hashId('e'),
+      level: edgeLevel,
+      mapLayer: f('e.map_layer', 'string'),
+      fields: f('e.fields', 'json'),
+      name: f('e.name', 'string'),
+      createdAt: at('e.created_at'),
+      updatedAt: at('e.updated_at'),
+      deletedAt: never,
     },
     formFields: { fields: 'e.fields' },
   },
   quantity: {
     alias: 'q',
     fields: {
-      hashId: hashId('q'), name: f('q.name_text', 'string'), color: f('q.color', 'string'), unit: f('q.unit', 'string'),
+      hashId: hashId('q'),
+      name: f('q.name_text', 'string'),
+      color: f('q.color', 'string'),
+      unit: f('q.unit', 'string'),
       defaultCriticallyLowThresholdValue: pairValue('q.default_critically_low_threshold'),
       defaultLowThresholdValue: pairValue('q.default_low_threshold'),
       defaultHighThresholdValue: pairValue('q.default_high_threshold'),
       defaultCriticallyHighThresholdValue: pairValue('q.default_critically_high_threshold'),
-      createdAt: at('q.created_at'), updatedAt: at('q.updated_at'), deletedAt: at('q.deleted_at'),
+      createdAt: at('q.created_at'),
+      updatedAt: at('q.updated_at'),
+      deletedAt: at('q.deleted_at'),
     },
   },
   // a pin's own thresholds for a quantity (measurement threshold set); the quantity's defaults apply where it has none
@@ -120,30 +177,51 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
     alias: 'mt',
     fields: {
       hashId: hashId('mt'),
-      criticallyLowValue: pairValue('mt.critically_low'), lowValue: pairValue('mt.low'), highValue: pairValue('mt.high'), criticallyHighValue: pairValue('mt.critically_high'),
-      createdAt: at('mt.created_at'), updatedAt: at('mt.updated_at'), deletedAt: never,
+      criticallyLowValue: pairValue('mt.critically_low'),
+      lowValue: pairValue('mt.low'),
+      highValue: pairValue('mt.high'),
+      criticallyHighValue: pairValue('mt.critically_high'),
+      createdAt: at('mt.created_at'),
+      updatedAt: at('mt.updated_at'),
+      deletedAt: never,
     },
   },
   device: {
     alias: 'd',
     fields: {
-      hashId: hashId('d'), fields: f('d.fields', 'json'), nextReportBefore: at('d.next_report_before'), lastOnlineAt: at('d.last_online_at'),
+      hashId: hashId('d'),
+      fields: f('d.fields', 'json'),
+      nextReportBefore: at('d.next_report_before'),
+      lastOnlineAt: at('d.last_online_at'),
       missedReports: f(missedReports('d'), 'integer'),
-      createdAt: at('d.created_at'), updatedAt: at('d.updated_at'), deletedAt: never,
+      createdAt: at('d.created_at'),
+      updatedAt: at('d.updated_at'),
+      deletedAt: never,
     },
     formFields: { fields: 'd.fields' },
   },
   deviceType: {
     alias: 'dt',
-    fields: { hashId: hashId('dt'), name: f('dt.name_text', 'string'), createdAt: at('dt.created_at'), updatedAt: at('dt.updated_at'), deletedAt: at('dt.deleted_at') },
+    fields: {
+      hashId: hashId('dt'),
+      name: f('dt.name_text', 'string'),
+      createdAt: at('dt.created_at'),
+      updatedAt: at('dt.updated_at'),
+      deletedAt: at('dt.deleted_at'),
+    },
   },
   issue: {
     alias: 'i',
     fields: {
-      hashId: hashId('i'), title: f('i.title', 'string'), level: f('i.level', 'integer'),
+      hashId: hashId('i'),
+      title: f('i.title', 'string'),
+      level: f('i.level', 'integer'),
       automation: f(`i.automation->>'type'`, 'string'),
       assignedUserId: f('(SELECT a.hash_id FROM machine_account a WHERE a.id = i.assigned_account_id)', 'string'),
-      closedAt: at('i.closed_at'), createdAt: at('i.created_at'), updatedAt: at('i.updated_at'), deletedAt: at('i.deleted_at'),
+      closedAt: at('i.closed_at'),
+      createdAt: at('i.created_at'),
+      updatedAt: at('i.updated_at'),
+      deletedAt: at('i.deleted_at'),
     },
   },
   deviceLink: {
@@ -155,7 +233,10 @@ export const TABLES: Partial<Record<typeof SDK_TABLES[number], TableDef>> = {
 export type TableKey = keyof typeof TABLES;
 
 /** A join a source may add: its SQL and the tables it needs joined first. */
-export interface JoinDef { sql: string; after?: TableKey[] }
+export interface JoinDef {
+  sql: string;
+  after?: TableKey[];
+}
 
 export interface SourceDef {
   /** the base table (alias included) */
@@ -169,7 +250,7 @@ export interface SourceDef {
 
 const DEVICE_TYPE: JoinDef = { sql: 'LEFT JOIN device_type dt ON dt.id = d.device_type_id', after: ['device'] };
 
-export const SOURCES: Partial<Record<typeof SDK_TABLES[number], SourceDef>> = {
+export const SOURCES: Partial<Record<(typeof SDK_TABLES)[number], SourceDef>> = {
   // measurements on the environment's pins (a measurement keeps no environment of the customer; its pin does)
   measurement: {
     from: 'measurement m JOIN pin p ON p.id = m.pin_id',

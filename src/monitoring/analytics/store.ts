@@ -12,7 +12,9 @@ import { QUERY_LIMITS, type AnalyticsQuery } from './query.ts';
  * time or pin group, a coarser time group) and ask again.
  */
 export class AnalyticsQueryTooBroadError extends AppError {
-  constructor(message: string) { super('analytics_query_too_broad', 400, message); }
+  constructor(message: string) {
+    super('analytics_query_too_broad', 400, message);
+  }
 }
 
 /** A query's identity for its offsets: the same query without its paging members. */
@@ -65,7 +67,9 @@ export function analyticsGate(limit: number): <T>(fn: () => Promise<T>) => Promi
  * for itself on a scan of millions of measurements. GET /analytics/ and the export of an analytics query both.
  */
 export async function setAnalyticsSession(client: Queryable, timeoutMs: number): Promise<void> {
-  await client.query("SELECT set_config('statement_timeout', $1, true), set_config('TimeZone', 'UTC', true), set_config('jit', 'on', true)", [String(timeoutMs)]);
+  await client.query("SELECT set_config('statement_timeout', $1, true), set_config('TimeZone', 'UTC', true), set_config('jit', 'on', true)", [
+    String(timeoutMs),
+  ]);
 }
 
 /**
@@ -76,7 +80,9 @@ export async function setAnalyticsSession(client: Queryable, timeoutMs: number):
 export function analyticsFailure(err: unknown, timeoutMs: number): AppError | null {
   const code = pgCode(err);
   if (code === '57014' || code?.startsWith('53') || code?.startsWith('54')) {
-    return new AnalyticsQueryTooBroadError(`The query needs more than the ${timeoutMs} ms (or the memory) an analytics query may use and was cancelled; narrow it with a filter (e.g. on time) or a coarser time group`);
+    return new AnalyticsQueryTooBroadError(
+      `The query needs more than the ${timeoutMs} ms (or the memory) an analytics query may use and was cancelled; narrow it with a filter (e.g. on time) or a coarser time group`,
+    );
   }
   if (code?.startsWith('22')) return new ParameterError(`The query's values cannot be computed: ${(err as Error).message}`);
   return null;
@@ -87,7 +93,11 @@ export function analyticsFailure(err: unknown, timeoutMs: number): AppError | nu
  * read-only transaction whose statement PostgreSQL cancels after `timeoutMs`.
  */
 export async function analyticsResults(
-  db: TxQueryable, environmentId: number, q: AnalyticsQuery, timeoutMs: number, gate: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+  db: TxQueryable,
+  environmentId: number,
+  q: AnalyticsQuery,
+  timeoutMs: number,
+  gate: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
 ): Promise<{ nextPageOffset: string | null; rows: unknown[][] }> {
   const rowsPerPage = q.rowsPerPage ?? QUERY_LIMITS.defaultRowsPerPage;
   if (!Number.isInteger(rowsPerPage) || rowsPerPage < 1 || rowsPerPage > QUERY_LIMITS.rowsPerPage) {
@@ -97,11 +107,13 @@ export async function analyticsResults(
   const compiled = compileQuery(q, environmentId, position, rowsPerPage);
   let rows: Record<string, unknown>[];
   try {
-    rows = await gate(() => db.tx(async (client) => {
-      await client.query('SET TRANSACTION READ ONLY');
-      await setAnalyticsSession(client, timeoutMs);
-      return (await client.query(compiled.sql, compiled.params)).rows;
-    }));
+    rows = await gate(() =>
+      db.tx(async (client) => {
+        await client.query('SET TRANSACTION READ ONLY');
+        await setAnalyticsSession(client, timeoutMs);
+        return (await client.query(compiled.sql, compiled.params)).rows;
+      }),
+    );
   } catch (err) {
     throw analyticsFailure(err, timeoutMs) ?? err;
   }
@@ -115,9 +127,23 @@ export async function analyticsResults(
 
 // ---- analytics panels ------------------------------------------------------------------------------
 
-export interface CardPosition { x: number; y: number; width?: number; height?: number }
-export interface Card { title: string; subtitle?: string; query: AnalyticsQuery; visualisation: Record<string, unknown> }
-export interface PanelAdd { title: string; layout?: CardPosition[]; cards: Card[] }
+export interface CardPosition {
+  x: number;
+  y: number;
+  width?: number;
+  height?: number;
+}
+export interface Card {
+  title: string;
+  subtitle?: string;
+  query: AnalyticsQuery;
+  visualisation: Record<string, unknown>;
+}
+export interface PanelAdd {
+  title: string;
+  layout?: CardPosition[];
+  cards: Card[];
+}
 export type PanelUpdate = Partial<PanelAdd>;
 
 /** The SDK's layout check: cards placed on a grid of 6 columns may not overlap (width and height absent: no area). */
@@ -150,14 +176,23 @@ export function panelForApiVersion<P extends { cards: Card[] }>(panel: P, apiVer
 }
 
 const PANEL_SELECT = 'a.hash_id, a.title, a.layout, a.cards';
-const toPanel = (r: Record<string, unknown>) => ({ hashId: r.hash_id as string, title: r.title as string, layout: r.layout as CardPosition[], cards: r.cards as Card[] });
+const toPanel = (r: Record<string, unknown>) => ({
+  hashId: r.hash_id as string,
+  title: r.title as string,
+  layout: r.layout as CardPosition[],
+  cards: r.cards as Card[],
+});
 
 export async function addPanel(db: Queryable, environmentId: number, input: PanelAdd): Promise<{ hashId: string }> {
   const layout = input.layout ?? [];
   checkLayout(layout);
   const hashId = newHashId();
   await db.query('INSERT INTO analytics_panel (hash_id, environment_id, title, layout, cards) VALUES ($1, $2, $3, $4, $5)', [
-    hashId, environmentId, input.title, JSON.stringify(layout), storedCards(input.cards),
+    hashId,
+    environmentId,
+    input.title,
+    JSON.stringify(layout),
+    storedCards(input.cards),
   ]);
   return { hashId };
 }
@@ -169,10 +204,20 @@ export async function getPanel(db: Queryable, environmentId: number, hashId: str
 }
 
 export async function findPanels(db: Queryable, environmentId: number, query: FindQuery) {
-  const page = await findPage(db, {
-    from: 'analytics_panel a', select: PANEL_SELECT, idColumn: 'a.id', where: ['a.environment_id = $1'], params: [environmentId],
-    sortable: { hashId: 'a.hash_id', title: 'a.title' }, search: ['a.title', 'a.hash_id'], updatedColumn: 'a.updated_at',
-  }, query);
+  const page = await findPage(
+    db,
+    {
+      from: 'analytics_panel a',
+      select: PANEL_SELECT,
+      idColumn: 'a.id',
+      where: ['a.environment_id = $1'],
+      params: [environmentId],
+      sortable: { hashId: 'a.hash_id', title: 'a.title' },
+      search: ['a.title', 'a.hash_id'],
+      updatedColumn: 'a.updated_at',
+    },
+    query,
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ panel: toPanel(r) })) };
 }
 
@@ -181,7 +226,8 @@ export async function updatePanel(db: Queryable, environmentId: number, hashId: 
   const { rowCount } = await db.query(
     `UPDATE analytics_panel SET title = COALESCE($3, title), layout = COALESCE($4, layout), cards = COALESCE($5, cards), updated_at = now()
       WHERE environment_id = $1 AND hash_id = $2`,
-    [environmentId, hashId, patch.title ?? null, patch.layout ? JSON.stringify(patch.layout) : null, patch.cards ? storedCards(patch.cards) : null]);
+    [environmentId, hashId, patch.title ?? null, patch.layout ? JSON.stringify(patch.layout) : null, patch.cards ? storedCards(patch.cards) : null],
+  );
   if (!rowCount) throw new NotFoundError('analytics panel', hashId);
 }
 

@@ -35,15 +35,24 @@ export async function observationsOf(db: Queryable, environmentId: number, targe
     `SELECT m.pin_id, m.quantity_id, count(*)::int AS n, min(m.generated_at) AS first, max(m.generated_at) AS last
        FROM measurement m
       WHERE m.pin_id = ANY($1::bigint[]) AND m.generated_at >= $2 AND m.generated_at < $3
-      GROUP BY 1, 2 ORDER BY 1, 2`, [pins.map((p) => p.id), from, to]);
+      GROUP BY 1, 2 ORDER BY 1, 2`,
+    [pins.map((p) => p.id), from, to],
+  );
   const total = pairs.reduce((a, p) => a + p.n, 0);
   const hashIdOf = new Map(pins.map((p) => [String(p.id), p.hash_id]));
-  const series: ResolvedSeries[] = pairs.map((p) => ({ pinId: p.pin_id, quantityId: p.quantity_id, pinHashId: hashIdOf.get(String(p.pin_id))!, quantityHashId: '' }));
+  const series: ResolvedSeries[] = pairs.map((p) => ({
+    pinId: p.pin_id,
+    quantityId: p.quantity_id,
+    pinHashId: hashIdOf.get(String(p.pin_id))!,
+    quantityHashId: '',
+  }));
   // each reduced series answers at most two measurements per bucket
   const buckets = total <= MAX_OBSERVATIONS ? MAX_OBSERVATIONS : Math.max(1, Math.floor(MAX_OBSERVATIONS / 2 / Math.max(1, series.length)));
   const thresholds = await pinThresholdsOf(db, environmentId, series);
   // each series is bucketed over the time it has measurements in, not the whole range asked: the budget goes where the values are
-  const read = await Promise.all(series.map((s, i) => readSeries(db, s, pairs[i].first, new Date(pairs[i].last.getTime() + 1), buckets, thresholds.get(`${s.pinId}:${s.quantityId}`))));
+  const read = await Promise.all(
+    series.map((s, i) => readSeries(db, s, pairs[i].first, new Date(pairs[i].last.getTime() + 1), buckets, thresholds.get(`${s.pinId}:${s.quantityId}`))),
+  );
   const quantities = await quantitiesOf(db, [...new Set(series.map((s) => s.quantityId))]);
   const observations = read
     .flatMap((r, i) => r.measurements.map((measurement) => ({ measurement, quantity: quantities.get(String(series[i].quantityId))! })))
@@ -60,13 +69,19 @@ export async function observationsOf(db: Queryable, environmentId: number, targe
 
 async function pinsOf(db: Queryable, environmentId: number, target: ObservedObject): Promise<{ id: number; hash_id: string }[]> {
   if ('pinHashId' in target) {
-    const { rows } = await db.query<{ id: number; hash_id: string }>('SELECT id, hash_id FROM pin WHERE environment_id = $1 AND hash_id = $2', [environmentId, target.pinHashId]);
+    const { rows } = await db.query<{ id: number; hash_id: string }>('SELECT id, hash_id FROM pin WHERE environment_id = $1 AND hash_id = $2', [
+      environmentId,
+      target.pinHashId,
+    ]);
     if (rows.length === 0) throw new NotFoundError('pin', target.pinHashId);
     return rows;
   }
   const { rows: edges } = await db.query<{ id: number }>('SELECT id FROM edge WHERE environment_id = $1 AND hash_id = $2', [environmentId, target.edgeHashId]);
   if (edges.length === 0) throw new NotFoundError('edge', target.edgeHashId);
-  const { rows } = await db.query<{ id: number; hash_id: string }>('SELECT id, hash_id FROM pin WHERE environment_id = $1 AND edge_id = $2', [environmentId, edges[0].id]);
+  const { rows } = await db.query<{ id: number; hash_id: string }>('SELECT id, hash_id FROM pin WHERE environment_id = $1 AND edge_id = $2', [
+    environmentId,
+    edges[0].id,
+  ]);
   return rows;
 }
 

@@ -35,13 +35,19 @@ const PANEL_COLUMN: Record<PanelKind, string> = { pinGroup: 'pin_group_id', grid
 const NOUN: Record<PanelKind, string> = { pinGroup: 'pin group', grid: 'grid', edge: 'edge', pin: 'pin' };
 
 /** A chart as stored and derived: series by id. */
-interface ChartSpec { title: string | null; series: { pinId: number; quantityId: number; color: string | null }[] }
+interface ChartSpec {
+  title: string | null;
+  series: { pinId: number; quantityId: number; color: string | null }[];
+}
 
 export interface Chart {
   title: string | null;
   series: { quantity: Quantity; pin: ReturnType<typeof toPin>; pinGroup: PinGroup; color: string | null; pinThreshold: PinThreshold | null }[];
 }
-export interface Panel { lastMode: 'manual' | 'automatic'; charts: { automatic: Chart[]; manual: Chart[] } }
+export interface Panel {
+  lastMode: 'manual' | 'automatic';
+  charts: { automatic: Chart[]; manual: Chart[] };
+}
 
 /** What a panel is about: its object and the pins its automatic charts come from. */
 interface Scope {
@@ -72,11 +78,19 @@ async function loadScopes(db: Queryable, environmentId: number, kind: PanelKind,
                   ARRAY(SELECT p.id FROM pin p WHERE p.edge_id = e.id ORDER BY p.id LIMIT ${MAX_PANEL_PINS}) AS pin_ids
              FROM edge e WHERE e.environment_id = $1 AND e.hash_id = ANY($2)`,
   };
-  const { rows } = await db.query<{ id: number; hash_id: string; link_pin_group_id: number | null; only_pin_id: number | null; pin_ids: number[] }>(sql[kind], [environmentId, hashIds]);
+  const { rows } = await db.query<{ id: number; hash_id: string; link_pin_group_id: number | null; only_pin_id: number | null; pin_ids: number[] }>(sql[kind], [
+    environmentId,
+    hashIds,
+  ]);
   return new Map(rows.map((r) => [r.hash_id, { id: r.id, pinIds: r.pin_ids.map(Number), linkPinGroupId: r.link_pin_group_id, onlyPinId: r.only_pin_id }]));
 }
 
-interface DeviceCharts { supplierId: number; charts: { title: Name | null; series: { channelIndex: number; quantityHashId: string; color?: string | null }[] }[]; channels: { charts?: { title: Name | null; series: { quantityHashId: string; color?: string | null }[] }[] }[]; pinOfChannel: Map<number, number> }
+interface DeviceCharts {
+  supplierId: number;
+  charts: { title: Name | null; series: { channelIndex: number; quantityHashId: string; color?: string | null }[] }[];
+  channels: { charts?: { title: Name | null; series: { quantityHashId: string; color?: string | null }[] }[] }[];
+  pinOfChannel: Map<number, number>;
+}
 
 /** The chart definitions of the device type of the device linked to each of `pinGroupIds`, with its channel mapping. */
 async function deviceChartsOf(db: Queryable, pinGroupIds: number[]): Promise<Map<number, DeviceCharts>> {
@@ -85,13 +99,20 @@ async function deviceChartsOf(db: Queryable, pinGroupIds: number[]): Promise<Map
     `SELECT l.pin_group_id, d.environment_id AS supplier_id, t.charts, t.channels,
             ARRAY(SELECT ARRAY[c.channel::bigint, c.pin_id] FROM device_link_channel c WHERE c.link_id = l.id) AS mapping
        FROM device_link l JOIN device d ON d.id = l.device_id JOIN device_type t ON t.id = d.device_type_id AND t.deleted_at IS NULL
-      WHERE l.pin_group_id = ANY($1)`, [pinGroupIds]);
-  return new Map(rows.map((r) => [r.pin_group_id as number, {
-    supplierId: r.supplier_id as number,
-    charts: (r.charts as DeviceCharts['charts'] | null) ?? [],
-    channels: r.channels as DeviceCharts['channels'],
-    pinOfChannel: new Map((r.mapping as number[][]).map(([channel, pin]) => [Number(channel), Number(pin)])),
-  }]));
+      WHERE l.pin_group_id = ANY($1)`,
+    [pinGroupIds],
+  );
+  return new Map(
+    rows.map((r) => [
+      r.pin_group_id as number,
+      {
+        supplierId: r.supplier_id as number,
+        charts: (r.charts as DeviceCharts['charts'] | null) ?? [],
+        channels: r.channels as DeviceCharts['channels'],
+        pinOfChannel: new Map((r.mapping as number[][]).map(([channel, pin]) => [Number(channel), Number(pin)])),
+      },
+    ]),
+  );
 }
 
 /** Every (pin, quantity) pair measured on `pinIds`: a skip scan of the (pin, quantity, time) index, one probe per pair. */
@@ -104,20 +125,33 @@ export async function measuredPairs(db: Queryable, pinIds: number[]): Promise<{ 
        UNION ALL
        SELECT pairs.pin_id, (SELECT m.quantity_id FROM measurement m WHERE m.pin_id = pairs.pin_id AND m.quantity_id > pairs.quantity_id ORDER BY m.quantity_id LIMIT 1)
          FROM pairs WHERE pairs.quantity_id IS NOT NULL)
-     SELECT pin_id, quantity_id FROM pairs WHERE quantity_id IS NOT NULL`, [[...new Set(pinIds)]]);
+     SELECT pin_id, quantity_id FROM pairs WHERE quantity_id IS NOT NULL`,
+    [[...new Set(pinIds)]],
+  );
   return rows.map((r) => ({ pinId: r.pin_id, quantityId: r.quantity_id }));
 }
 
-interface QuantityRow { id: number; environmentId: number; quantity: Quantity; nameText: string }
+interface QuantityRow {
+  id: number;
+  environmentId: number;
+  quantity: Quantity;
+  nameText: string;
+}
 
 /** Live quantities by id, or by hashId (`byHashId`). */
-async function quantitiesOf(db: Queryable, ids: number[], hashIds: string[] = []): Promise<{ byId: Map<number, QuantityRow>; byHashId: Map<string, QuantityRow> }> {
+async function quantitiesOf(
+  db: Queryable,
+  ids: number[],
+  hashIds: string[] = [],
+): Promise<{ byId: Map<number, QuantityRow>; byHashId: Map<string, QuantityRow> }> {
   const byId = new Map<number, QuantityRow>();
   const byHashId = new Map<string, QuantityRow>();
   if (ids.length > 0 || hashIds.length > 0) {
     const { rows } = await db.query(
       `SELECT q.id, q.environment_id, q.name_text, ${QUANTITY_SELECT} FROM quantity q
-        WHERE (q.id = ANY($1::bigint[]) OR q.hash_id = ANY($2::text[])) AND q.deleted_at IS NULL`, [[...new Set(ids)], [...new Set(hashIds)]]);
+        WHERE (q.id = ANY($1::bigint[]) OR q.hash_id = ANY($2::text[])) AND q.deleted_at IS NULL`,
+      [[...new Set(ids)], [...new Set(hashIds)]],
+    );
     for (const r of rows) {
       const row = { id: r.id as number, environmentId: r.environment_id as number, quantity: toQuantity(r), nameText: r.name_text as string };
       byId.set(row.id, row);
@@ -132,12 +166,19 @@ const titleText = (title: Name | null): string | null => (title === null ? null 
 /** The automatic charts of every scope (see the top of this file), by scope. */
 async function automaticCharts(db: Queryable, scopes: Scope[]): Promise<Map<Scope, ChartSpec[]>> {
   const devices = await deviceChartsOf(db, [...new Set(scopes.flatMap((s) => (s.linkPinGroupId === null ? [] : [s.linkPinGroupId])))]);
-  const pairs = await measuredPairs(db, scopes.flatMap((s) => s.pinIds));
+  const pairs = await measuredPairs(
+    db,
+    scopes.flatMap((s) => s.pinIds),
+  );
   const wantedHashIds = [...devices.values()].flatMap((d) => [
     ...d.charts.flatMap((c) => c.series.map((s) => s.quantityHashId)),
     ...d.channels.flatMap((ch) => (ch.charts ?? []).flatMap((c) => c.series.map((s) => s.quantityHashId))),
   ]);
-  const quantities = await quantitiesOf(db, pairs.map((p) => p.quantityId), wantedHashIds);
+  const quantities = await quantitiesOf(
+    db,
+    pairs.map((p) => p.quantityId),
+    wantedHashIds,
+  );
   const measuredOn = new Map<number, number[]>();
   for (const p of pairs) if (quantities.byId.has(p.quantityId)) measuredOn.set(p.pinId, [...(measuredOn.get(p.pinId) ?? []), p.quantityId]);
 
@@ -165,7 +206,11 @@ async function automaticCharts(db: Queryable, scopes: Scope[]): Promise<Map<Scop
       };
       for (const chart of device.charts) add(chart.title, chart.series);
       device.channels.forEach((channel, channelIndex) => {
-        for (const chart of channel.charts ?? []) add(chart.title, chart.series.map((s) => ({ ...s, channelIndex })));
+        for (const chart of channel.charts ?? [])
+          add(
+            chart.title,
+            chart.series.map((s) => ({ ...s, channelIndex })),
+          );
       });
     }
     // the measured quantities not shown yet: one chart per quantity, a series per pin
@@ -176,7 +221,8 @@ async function automaticCharts(db: Queryable, scopes: Scope[]): Promise<Map<Scop
         byQuantity.set(q, [...(byQuantity.get(q) ?? []), pinId]);
       }
     }
-    const ordered = [...byQuantity.keys()].map((id) => quantities.byId.get(id)!)
+    const ordered = [...byQuantity.keys()]
+      .map((id) => quantities.byId.get(id)!)
       .sort((a, b) => a.nameText.localeCompare(b.nameText) || a.quantity.hashId.localeCompare(b.quantity.hashId));
     for (const q of ordered) {
       const pins = byQuantity.get(q.id)!;
@@ -196,26 +242,49 @@ async function renderCharts(db: Queryable, environmentId: number, specs: ChartSp
   const all = specs.flat().flatMap((c) => c.series);
   const pinIds = [...new Set(all.map((s) => s.pinId))];
   const [{ rows: pinRows }, quantities, thresholds] = await Promise.all([
-    pinIds.length === 0 ? { rows: [] } : db.query(
-      `SELECT ${PIN_SELECT}, ${PIN_GROUP_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id ${PIN_GROUP_LINK_JOIN}
-        WHERE p.environment_id = $1 AND p.id = ANY($2::bigint[])`, [environmentId, pinIds]),
-    quantitiesOf(db, all.map((s) => s.quantityId)),
+    pinIds.length === 0
+      ? { rows: [] }
+      : db.query(
+          `SELECT ${PIN_SELECT}, ${PIN_GROUP_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id ${PIN_GROUP_LINK_JOIN}
+        WHERE p.environment_id = $1 AND p.id = ANY($2::bigint[])`,
+          [environmentId, pinIds],
+        ),
+    quantitiesOf(
+      db,
+      all.map((s) => s.quantityId),
+    ),
     pinThresholdOf(db, environmentId, all),
   ]);
   const pins = new Map(pinRows.map((r) => [r.p_id as number, { pin: toPin(r), pinGroup: toPinGroup(r) }]));
-  return specs.map((charts) => charts.map((chart) => ({
-    title: chart.title,
-    series: chart.series.flatMap((s) => {
-      const p = pins.get(s.pinId);
-      const q = quantities.byId.get(s.quantityId);
-      if (!p || !q) return [];
-      return [{ quantity: q.quantity, pin: p.pin, pinGroup: p.pinGroup, color: s.color, pinThreshold: pinThresholdWithPin(thresholds.get(pairKey(s.pinId, s.quantityId)), p.pin.hashId) }];
-    }),
-  })));
+  return specs.map((charts) =>
+    charts.map((chart) => ({
+      title: chart.title,
+      series: chart.series.flatMap((s) => {
+        const p = pins.get(s.pinId);
+        const q = quantities.byId.get(s.quantityId);
+        if (!p || !q) return [];
+        return [
+          {
+            quantity: q.quantity,
+            pin: p.pin,
+            pinGroup: p.pinGroup,
+            color: s.color,
+            pinThreshold: pinThresholdWithPin(thresholds.get(pairKey(s.pinId, s.quantityId)), p.pin.hashId),
+          },
+        ];
+      }),
+    })),
+  );
 }
 
 /** The panels of `hashIds` (all of kind `kind`), in order; an unknown one is reported through `missing`. */
-async function panelsOf(db: Queryable, environmentId: number, kind: PanelKind, hashIds: string[], missing: (i: number, hashId: string) => Error): Promise<Panel[]> {
+async function panelsOf(
+  db: Queryable,
+  environmentId: number,
+  kind: PanelKind,
+  hashIds: string[],
+  missing: (i: number, hashId: string) => Error,
+): Promise<Panel[]> {
   const scopes = await loadScopes(db, environmentId, kind, hashIds);
   const ordered = hashIds.map((h, i) => {
     const scope = scopes.get(h);
@@ -226,20 +295,29 @@ async function panelsOf(db: Queryable, environmentId: number, kind: PanelKind, h
   const [{ rows: saved }, automatic] = await Promise.all([
     db.query<{ object_id: number; last_mode: 'manual' | 'automatic'; manual_charts: ChartSpec[] }>(
       `SELECT ${PANEL_COLUMN[kind]} AS object_id, last_mode, manual_charts FROM chart_panel WHERE environment_id = $1 AND ${PANEL_COLUMN[kind]} = ANY($2::bigint[])`,
-      [environmentId, unique.map((s) => s.id)]),
+      [environmentId, unique.map((s) => s.id)],
+    ),
     automaticCharts(db, unique),
   ]);
   const savedOf = new Map(saved.map((r) => [r.object_id, r]));
   const specs = unique.flatMap((s) => [automatic.get(s)!, savedOf.get(s.id)?.manual_charts ?? []]);
   const rendered = await renderCharts(db, environmentId, specs);
-  const panels = new Map(unique.map((s, i) => [s, {
-    lastMode: savedOf.get(s.id)?.last_mode ?? 'automatic',
-    charts: { automatic: rendered[2 * i], manual: rendered[2 * i + 1] },
-  } satisfies Panel]));
+  const panels = new Map(
+    unique.map((s, i) => [
+      s,
+      {
+        lastMode: savedOf.get(s.id)?.last_mode ?? 'automatic',
+        charts: { automatic: rendered[2 * i], manual: rendered[2 * i + 1] },
+      } satisfies Panel,
+    ]),
+  );
   return ordered.map((s) => panels.get(s)!);
 }
 
-export interface PanelTarget { kind: PanelKind; hashId: string }
+export interface PanelTarget {
+  kind: PanelKind;
+  hashId: string;
+}
 
 /** The one object a panel query names (`pinGroupHashId`, `gridHashId`, `edgeHashId` or `pinHashId`); anything else is a parameter_error. */
 export function panelTarget(query: Partial<Record<`${PanelKind}HashId`, string>>): PanelTarget {
@@ -254,7 +332,10 @@ export async function getPanel(db: Queryable, environmentId: number, target: Pan
   return panel;
 }
 
-export interface PanelsQuery { pinGroupHashIds?: string[]; pinHashIds?: string[] }
+export interface PanelsQuery {
+  pinGroupHashIds?: string[];
+  pinHashIds?: string[];
+}
 
 /** chart panels get: the panels of the named pin groups and pins, in the order named. */
 export async function getPanels(db: Queryable, environmentId: number, q: PanelsQuery) {
@@ -270,8 +351,14 @@ export async function getPanels(db: Queryable, environmentId: number, q: PanelsQ
   };
 }
 
-export interface ManualChartInput { title: string | null; series: { quantityHashId: string; pinHashId: string; color?: string | null }[] }
-export interface PanelUpdate { lastMode?: 'manual' | 'automatic'; manualCharts?: ManualChartInput[] }
+export interface ManualChartInput {
+  title: string | null;
+  series: { quantityHashId: string; pinHashId: string; color?: string | null }[];
+}
+export interface PanelUpdate {
+  lastMode?: 'manual' | 'automatic';
+  manualCharts?: ManualChartInput[];
+}
 
 /** manualCharts as stored: every pin and quantity checked (parameter_error naming `field`.manualCharts[i].series[j]). */
 async function manualSpecs(db: Queryable, environmentId: number, charts: ManualChartInput[], field: string): Promise<ChartSpec[]> {
@@ -291,14 +378,20 @@ async function manualSpecs(db: Queryable, environmentId: number, charts: ManualC
   }));
 }
 
-interface Write { kind: PanelKind; id: number; lastMode?: 'manual' | 'automatic'; charts?: ChartSpec[] }
+interface Write {
+  kind: PanelKind;
+  id: number;
+  lastMode?: 'manual' | 'automatic';
+  charts?: ChartSpec[];
+}
 
 async function write(db: Queryable, environmentId: number, w: Write): Promise<void> {
   const column = PANEL_COLUMN[w.kind];
   await db.query(
     `INSERT INTO chart_panel (environment_id, ${column}, last_mode, manual_charts) VALUES ($1, $2, COALESCE($3, 'automatic'), COALESCE($4::jsonb, '[]'))
      ON CONFLICT (${column}) DO UPDATE SET last_mode = COALESCE($3, chart_panel.last_mode), manual_charts = COALESCE($4::jsonb, chart_panel.manual_charts), updated_at = now()`,
-    [environmentId, w.id, w.lastMode ?? null, w.charts === undefined ? null : JSON.stringify(w.charts)]);
+    [environmentId, w.id, w.lastMode ?? null, w.charts === undefined ? null : JSON.stringify(w.charts)],
+  );
 }
 
 /** chart panel update: members left out keep their value (a new panel starts automatic, without manual charts). */
@@ -309,13 +402,24 @@ export async function updatePanel(db: Db, environmentId: number, target: PanelTa
   await write(db, environmentId, { kind: target.kind, id: scope.id, lastMode: update.lastMode, charts });
 }
 
-export interface PanelsUpdate { pinGroups?: { hashId: string; panel: PanelUpdate }[]; pins?: { hashId: string; panel: PanelUpdate }[] }
+export interface PanelsUpdate {
+  pinGroups?: { hashId: string; panel: PanelUpdate }[];
+  pins?: { hashId: string; panel: PanelUpdate }[];
+}
 
 /** chart panels update: every item checked first, then all written in one transaction (nothing is half-applied). */
 export async function updatePanels(db: Db, environmentId: number, body: PanelsUpdate): Promise<void> {
   const writes: Write[] = [];
-  for (const [kind, field, items] of [['pinGroup', 'pinGroups', body.pinGroups ?? []], ['pin', 'pins', body.pins ?? []]] as const) {
-    const scopes = await loadScopes(db, environmentId, kind, items.map((x) => x.hashId));
+  for (const [kind, field, items] of [
+    ['pinGroup', 'pinGroups', body.pinGroups ?? []],
+    ['pin', 'pins', body.pins ?? []],
+  ] as const) {
+    const scopes = await loadScopes(
+      db,
+      environmentId,
+      kind,
+      items.map((x) => x.hashId),
+    );
     const seen = new Set<string>();
     for (const [i, item] of items.entries()) {
       const scope = scopes.get(item.hashId);

@@ -22,7 +22,11 @@ export const pairKey = (pinId: number, quantityId: number): string => `${pinId}:
  * that only has its quantity's defaults is absent, answered `pinThreshold: null`; the series' quantity
  * carries those defaults.
  */
-export async function pinThresholdOf(db: Queryable, environmentId: number, pairs: { pinId: number; quantityId: number }[]): Promise<Map<string, Omit<PinThreshold, 'pinHashId'>>> {
+export async function pinThresholdOf(
+  db: Queryable,
+  environmentId: number,
+  pairs: { pinId: number; quantityId: number }[],
+): Promise<Map<string, Omit<PinThreshold, 'pinHashId'>>> {
   const out = new Map<string, Omit<PinThreshold, 'pinHashId'>>();
   for (const [key, t] of await pinThresholdsOf(db, environmentId, pairs)) {
     if (t?.hashId) out.set(key, { hashId: t.hashId, criticallyLow: t.criticallyLow, low: t.low, high: t.high, criticallyHigh: t.criticallyHigh });

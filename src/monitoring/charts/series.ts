@@ -16,12 +16,25 @@ export const MAX_BUCKETS = 500;
 /** highResolution: a chart drawn larger. */
 export const MAX_BUCKETS_HIGH_RESOLUTION = 5_000;
 
-export interface SeriesRef { pinHashId: string; quantityHashId: string }
-export interface ResolvedSeries extends SeriesRef { pinId: number; quantityId: number }
+export interface SeriesRef {
+  pinHashId: string;
+  quantityHashId: string;
+}
+export interface ResolvedSeries extends SeriesRef {
+  pinId: number;
+  quantityId: number;
+}
 
 export interface Measurement {
-  hashId: string; generatedAt: string; channelIndex: number; channelMeasurementIndex: number; reportHashId: string;
-  pinHashId: string; orderOfMagnitude: number; significand: number; performance: number;
+  hashId: string;
+  generatedAt: string;
+  channelIndex: number;
+  channelMeasurementIndex: number;
+  reportHashId: string;
+  pinHashId: string;
+  orderOfMagnitude: number;
+  significand: number;
+  performance: number;
 }
 
 export interface Reduction {
@@ -34,7 +47,10 @@ export interface Reduction {
   buckets: { startAt: string; count: number; mean: number }[];
 }
 
-export interface Series extends SeriesRef { measurements: Measurement[]; reduction: Reduction | null }
+export interface Series extends SeriesRef {
+  measurements: Measurement[];
+  reduction: Reduction | null;
+}
 
 /**
  * Resolves (pin, quantity) pairs named by hashId. The pin must be a pin of the environment; the
@@ -54,10 +70,12 @@ export async function resolveSeries(db: Queryable, environmentId: number, refs: 
            OR EXISTS (SELECT 1 FROM device_link l JOIN device d ON d.id = l.device_id
                        WHERE l.pin_group_id = p.pin_group_id AND d.environment_id = q.environment_id))
       ORDER BY x.i`,
-    [environmentId, refs.map((r) => r.pinHashId), refs.map((r) => r.quantityHashId)]);
+    [environmentId, refs.map((r) => r.pinHashId), refs.map((r) => r.quantityHashId)],
+  );
   return rows.map((r, i) => {
     if (r.pin_id === null) throw new ParameterError(`${field(i)}.pinHashId ${refs[i].pinHashId} is not a pin of this environment`);
-    if (r.quantity_id === null) throw new ParameterError(`${field(i)}.quantityHashId ${refs[i].quantityHashId} is not a quantity of this environment or of pin ${refs[i].pinHashId}`);
+    if (r.quantity_id === null)
+      throw new ParameterError(`${field(i)}.quantityHashId ${refs[i].quantityHashId} is not a quantity of this environment or of pin ${refs[i].pinHashId}`);
     return { ...refs[i], pinId: r.pin_id, quantityId: r.quantity_id };
   });
 }
@@ -108,7 +126,9 @@ async function hourlyBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, en
        UNION ALL ${raw('$6', '$4')})
      SELECT date_bin(make_interval(secs => $7), t, $8) AS start_at, sum(count)::int AS count, sum(sum) / sum(count) AS mean,
             min(ARRAY[low_value, low_id::float8]) AS low, max(ARRAY[high_value, high_id::float8]) AS high
-       FROM parts GROUP BY 1 ORDER BY 1`, [s.pinId, s.quantityId, startAt, endAt, firstHour, lastHour, bucketSeconds, origin]);
+       FROM parts GROUP BY 1 ORDER BY 1`,
+    [s.pinId, s.quantityId, startAt, endAt, firstHour, lastHour, bucketSeconds, origin],
+  );
   return rows;
 }
 
@@ -119,7 +139,9 @@ async function rawBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, endAt
             min(ARRAY[v, m.id::float8]) AS low, max(ARRAY[v, m.id::float8]) AS high
        FROM measurement m CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value
       WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= $3 AND m.generated_at < $4
-      GROUP BY 1 ORDER BY 1`, [s.pinId, s.quantityId, startAt, endAt, bucketSeconds]);
+      GROUP BY 1 ORDER BY 1`,
+    [s.pinId, s.quantityId, startAt, endAt, bucketSeconds],
+  );
   return rows;
 }
 
@@ -144,11 +166,11 @@ export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date
   const range = [s.pinId, s.quantityId, startAt, endAt];
   const where = 'm.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= $3 AND m.generated_at < $4';
   // counts no further than the raw limit: at most 2 * maxBuckets + 1 index entries
-  const { rows: [{ n }] } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM (SELECT 1 FROM measurement m WHERE ${where} LIMIT $5) x`, [...range, 2 * maxBuckets + 1]);
+  const {
+    rows: [{ n }],
+  } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT 1 FROM measurement m WHERE ${where} LIMIT $5) x`, [...range, 2 * maxBuckets + 1]);
   if (n <= 2 * maxBuckets) {
-    const { rows } = await db.query(
-      `SELECT ${MEASUREMENT_COLUMNS} FROM measurement m WHERE ${where} ORDER BY m.generated_at, m.id`, range);
+    const { rows } = await db.query(`SELECT ${MEASUREMENT_COLUMNS} FROM measurement m WHERE ${where} ORDER BY m.generated_at, m.id`, range);
     return { pinHashId: s.pinHashId, quantityHashId: s.quantityHashId, measurements: rows.map((r) => toMeasurement(r, s.pinHashId, limits)), reduction: null };
   }
   const grid = bucketGrid(startAt, endAt, maxBuckets);
@@ -156,20 +178,27 @@ export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date
     ? await hourlyBuckets(db, s, startAt, endAt, grid.origin, grid.bucketSeconds)
     : await rawBuckets(db, s, startAt, endAt, grid.bucketSeconds);
   const ids = [...new Set(buckets.flatMap((b) => [b.low[1], b.high[1]]))];
-  const { rows } = await db.query(
-    `SELECT ${MEASUREMENT_COLUMNS} FROM measurement m WHERE m.id = ANY($1::bigint[]) ORDER BY m.generated_at, m.id`, [ids]);
+  const { rows } = await db.query(`SELECT ${MEASUREMENT_COLUMNS} FROM measurement m WHERE m.id = ANY($1::bigint[]) ORDER BY m.generated_at, m.id`, [ids]);
   return {
     pinHashId: s.pinHashId,
     quantityHashId: s.quantityHashId,
     measurements: rows.map((r) => toMeasurement(r, s.pinHashId, limits)),
     reduction: {
-      kind: 'minMax', pointCount: buckets.reduce((a, b) => a + b.count, 0), bucketCount: grid.bucketCount, bucketSeconds: grid.bucketSeconds,
+      kind: 'minMax',
+      pointCount: buckets.reduce((a, b) => a + b.count, 0),
+      bucketCount: grid.bucketCount,
+      bucketSeconds: grid.bucketSeconds,
       buckets: buckets.map((b) => ({ startAt: b.start_at.toISOString(), count: b.count, mean: b.mean })),
     },
   };
 }
 
-export interface SeriesQuery { startAt: string; endAt: string; series?: SeriesRef[]; highResolution?: boolean }
+export interface SeriesQuery {
+  startAt: string;
+  endAt: string;
+  series?: SeriesRef[];
+  highResolution?: boolean;
+}
 
 /** A date as the SDK sends it (ISO 8601), or milliseconds since 1970; anything else is a parameter_error naming `field`. */
 export function parseDate(value: string, field: string): Date {

@@ -13,8 +13,21 @@ import { checkEdgeGeometry } from '../graph-schemas.ts';
 import { EDGE_SELECT, toEdge } from './view.ts';
 
 type Geometry = { type: 'LineString'; coordinates: [number, number][] } | { type: 'MultiLineString'; coordinates: [number, number][][] };
-export interface EdgeAdd { geometry: Geometry; fields: Fields; mapLayer?: string; photo?: string; nodeHashIds?: (string | null)[]; properties?: unknown }
-export interface EdgeUpdate { geometry?: Geometry; fields?: FieldsUpdate; mapLayer?: string; photo?: string | null; nodeHashIds?: [string, string] }
+export interface EdgeAdd {
+  geometry: Geometry;
+  fields: Fields;
+  mapLayer?: string;
+  photo?: string;
+  nodeHashIds?: (string | null)[];
+  properties?: unknown;
+}
+export interface EdgeUpdate {
+  geometry?: Geometry;
+  fields?: FieldsUpdate;
+  mapLayer?: string;
+  photo?: string | null;
+  nodeHashIds?: [string, string];
+}
 
 const OWNER = "the environment's edge field configuration";
 
@@ -79,7 +92,13 @@ export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
         }
         const at = { type: 'Point' as const, coordinates: i === 0 ? points[0] : points[points.length - 1] };
         // a node made for an edge is named after it
-        const created = await insertNode(client, env, at, { [fieldConfigurationsOf(env).nodes[0].key]: `${nameFromFields(configs, fields)} ${i === 0 ? 'start' : 'end'}` }, network ?? made);
+        const created = await insertNode(
+          client,
+          env,
+          at,
+          { [fieldConfigurationsOf(env).nodes[0].key]: `${nameFromFields(configs, fields)} ${i === 0 ? 'start' : 'end'}` },
+          network ?? made,
+        );
         ends[i] = created.id;
         if (made === null) made = (await client.query<{ grid_id: number }>('SELECT grid_id FROM node WHERE id = $1', [created.id])).rows[0].grid_id;
       }
@@ -87,8 +106,20 @@ export async function addEdge(db: Db, env: EnvironmentRecord, input: EdgeAdd) {
       if (given.length === 1) ends[1] = ends[0];
       if (ends[0] !== null && ends[1] !== null && ends[0] !== ends[1]) await joinNetworks(client, [ends[0], ends[1]]);
     }
-    await client.query('INSERT INTO edge (hash_id, environment_id, name, fields, geometry, map_layer, photo, node1_id, node2_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-      [hashId, env.id, nameFromFields(configs, fields), JSON.stringify(fields), JSON.stringify(input.geometry), mapLayer, input.photo ?? null, ends[0], ends[1]]);
+    await client.query(
+      'INSERT INTO edge (hash_id, environment_id, name, fields, geometry, map_layer, photo, node1_id, node2_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+      [
+        hashId,
+        env.id,
+        nameFromFields(configs, fields),
+        JSON.stringify(fields),
+        JSON.stringify(input.geometry),
+        mapLayer,
+        input.photo ?? null,
+        ends[0],
+        ends[1],
+      ],
+    );
   });
   return { hashId, edge: toEdge(await loadRow(db, env.id, hashId)) };
 }
@@ -103,7 +134,9 @@ export async function updateEdge(db: Db, env: EnvironmentRecord, hashId: string,
   if (update.geometry) checkEdgeGeometry(update.geometry);
   await db.tx(async (client) => {
     const { rows } = await client.query<{ id: number; fields: Fields; name: string; geometry: Geometry }>(
-      'SELECT id, fields, name, geometry FROM edge WHERE environment_id = $1 AND hash_id = $2 FOR UPDATE', [env.id, hashId]);
+      'SELECT id, fields, name, geometry FROM edge WHERE environment_id = $1 AND hash_id = $2 FOR UPDATE',
+      [env.id, hashId],
+    );
     if (rows.length === 0) throw new NotFoundError('edge', hashId);
     const configs = fieldConfigurationsOf(env).edges;
     const fields = update.fields === undefined ? rows[0].fields : applyFieldsUpdate(configs, rows[0].fields, update.fields, OWNER);
@@ -128,8 +161,16 @@ export async function updateEdge(db: Db, env: EnvironmentRecord, hashId: string,
     await client.query(
       `UPDATE edge SET fields = $2, name = $3, geometry = COALESCE($4, geometry), map_layer = COALESCE($5, map_layer),
               photo = CASE WHEN $6 THEN $7 ELSE photo END, updated_at = now() WHERE id = $1`,
-      [rows[0].id, JSON.stringify(fields), nameFromFields(configs, fields), update.geometry ? JSON.stringify(update.geometry) : null,
-        update.mapLayer ?? null, update.photo !== undefined, update.photo ?? null]);
+      [
+        rows[0].id,
+        JSON.stringify(fields),
+        nameFromFields(configs, fields),
+        update.geometry ? JSON.stringify(update.geometry) : null,
+        update.mapLayer ?? null,
+        update.photo !== undefined,
+        update.photo ?? null,
+      ],
+    );
   });
   return { edge: toEdge(await loadRow(db, env.id, hashId)) };
 }
@@ -145,7 +186,9 @@ export async function getEdge(db: Queryable, environmentId: number, hashId: stri
   const pins = await db.query(`SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.edge_id = $1 ORDER BY p.id`, [row.e_id]);
   const groups = await db.query(
     `SELECT ${PIN_GROUP_SELECT}, d.next_report_before FROM pin_group pg ${PIN_GROUP_LINK_JOIN} LEFT JOIN device d ON d.id = pgl.device_id
-      WHERE pg.id IN (SELECT pin_group_id FROM pin WHERE edge_id = $1) ORDER BY pg.id`, [row.e_id]);
+      WHERE pg.id IN (SELECT pin_group_id FROM pin WHERE edge_id = $1) ORDER BY pg.id`,
+    [row.e_id],
+  );
   return {
     edge: toEdge(row),
     pins: pins.rows.map(toPin),
@@ -158,9 +201,19 @@ export async function getEdge(db: Queryable, environmentId: number, hashId: stri
 }
 
 export async function findEdges(db: Queryable, environmentId: number, query: FindQuery) {
-  const page = await findPage(db, {
-    from: 'edge e', select: EDGE_SELECT, idColumn: 'e.id', where: ['e.environment_id = $1'], params: [environmentId],
-    sortable: { hashId: 'e.hash_id', name: 'e.name' }, search: ['e.hash_id', 'e.name'], updatedColumn: 'e.updated_at',
-  }, query);
+  const page = await findPage(
+    db,
+    {
+      from: 'edge e',
+      select: EDGE_SELECT,
+      idColumn: 'e.id',
+      where: ['e.environment_id = $1'],
+      params: [environmentId],
+      sortable: { hashId: 'e.hash_id', name: 'e.name' },
+      search: ['e.hash_id', 'e.name'],
+      updatedColumn: 'e.updated_at',
+    },
+    query,
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ edge: toEdge(r) })) };
 }

@@ -5,7 +5,6 @@ import { patchEnvironment, type EnvironmentRecord } from '../../accounts/store.t
 import { thresholdCache } from '../thresholds/cache.ts';
 import { GRAPH_KINDS, type GraphKind } from '../../accounts/environments/view.ts';
 
-
 export interface EnvironmentUpdate {
   name?: string;
   mapLayers?: { name: string; key: string; style?: unknown; namedStyle?: string }[];
@@ -42,7 +41,9 @@ export async function deleteEnvironment(db: Db, env: EnvironmentRecord): Promise
   return db.tx(async (client) => {
     await client.query('UPDATE environment SET deleted_at = now() WHERE id = $1', [env.id]);
     const { rows } = await client.query<{ hash_id: string }>(
-      'WITH gone AS (DELETE FROM device_link WHERE environment_id = $1 RETURNING device_id) SELECT d.hash_id FROM device d WHERE d.id IN (SELECT device_id FROM gone)', [env.id]);
+      'WITH gone AS (DELETE FROM device_link WHERE environment_id = $1 RETURNING device_id) SELECT d.hash_id FROM device d WHERE d.id IN (SELECT device_id FROM gone)',
+      [env.id],
+    );
     await client.query('UPDATE device SET claimed_environment_id = NULL, claimed_at = NULL, updated_at = now() WHERE claimed_environment_id = $1', [env.id]);
     return rows.map((r) => r.hash_id);
   });
@@ -56,5 +57,7 @@ export async function refreshBoundingBox(db: Pick<Db, 'query'>, environmentId: n
                       jsonb_build_array(min(x), min(y)), jsonb_build_array(max(x), max(y)))) END AS box
                FROM (SELECT (geometry->'coordinates'->>0)::float8 AS x, (geometry->'coordinates'->>1)::float8 AS y
                        FROM pin_group WHERE environment_id = $1 AND geometry IS NOT NULL) p) b
-      WHERE e.id = $1`, [environmentId]);
+      WHERE e.id = $1`,
+    [environmentId],
+  );
 }

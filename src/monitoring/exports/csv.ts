@@ -11,7 +11,10 @@
 // value as it was.
 
 /** The delimiters of an export, as the SDK names them. */
-export interface CsvFormat { delimiter: ',' | ';'; rowDelimiter: '\n' | '\r\n' }
+export interface CsvFormat {
+  delimiter: ',' | ';';
+  rowDelimiter: '\n' | '\r\n';
+}
 
 /** A plain decimal number: what a spreadsheet reads as a number and never as a formula. */
 const PLAIN_NUMBER = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;

@@ -5,7 +5,11 @@
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-export interface DownloadLink { hashId: string; environmentHashId: string; expires: number }
+export interface DownloadLink {
+  hashId: string;
+  environmentHashId: string;
+  expires: number;
+}
 
 const signatureOf = (key: Buffer, l: DownloadLink) => createHmac('sha256', key).update(`${l.hashId}\n${l.environmentHashId}\n${l.expires}`).digest();
 

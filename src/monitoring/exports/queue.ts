@@ -22,10 +22,22 @@ import type { AppContext } from '../../app/context.ts';
 import { OutageLog } from '../../app/outage-log.ts';
 import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../../app/redis.ts';
 import { bullQueue } from '../../app/redis-keys.ts';
-import { admitExports, claimExport, environmentOfExport, expireExports, markAvailable, markFailed, recordProgress, unfinishedExports, type ExportWork } from './store.ts';
+import {
+  admitExports,
+  claimExport,
+  environmentOfExport,
+  expireExports,
+  markAvailable,
+  markFailed,
+  recordProgress,
+  unfinishedExports,
+  type ExportWork,
+} from './store.ts';
 import { writeExport } from './writer.ts';
 
-interface ExportJob { hashId: string }
+interface ExportJob {
+  hashId: string;
+}
 
 const JOB_NAME = 'export';
 /** a failing export (the database away) is tried again, backing off to a minute between tries, for a day */
@@ -44,7 +56,8 @@ function producer(ctx: AppContext): Queue<ExportJob> {
   let queue = producers.get(ctx);
   if (!queue) {
     queue = new Queue<ExportJob>(exportQueue(ctx).name, {
-      connection: ctx.redis, prefix: exportQueue(ctx).prefix,
+      connection: ctx.redis,
+      prefix: exportQueue(ctx).prefix,
       defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000 },
     });
     queue.on('error', bullmqErrorLogger(ctx.log, 'export queue error'));
@@ -69,11 +82,17 @@ async function writeClaimed(ctx: AppContext, work: ExportWork, lastTry: boolean)
   const timeoutMs = ctx.config.analyticsStatementTimeoutMs;
   let written;
   try {
-    written = await writeExport(ctx.db, work, exportDir(ctx), async (rows, share) => {
-      if (Date.now() - last < PROGRESS_EVERY_MS) return;
-      last = Date.now();
-      await recordProgress(ctx.db, work.id, rows, share);
-    }, { analyticsTimeoutMs: timeoutMs });
+    written = await writeExport(
+      ctx.db,
+      work,
+      exportDir(ctx),
+      async (rows, share) => {
+        if (Date.now() - last < PROGRESS_EVERY_MS) return;
+        last = Date.now();
+        await recordProgress(ctx.db, work.id, rows, share);
+      },
+      { analyticsTimeoutMs: timeoutMs },
+    );
   } catch (err) {
     // a query too broad for GET /analytics/ is too broad however often it is tried
     const failure = work.scope.kind === 'analytics' ? analyticsFailure(err, timeoutMs) : null;
@@ -93,7 +112,7 @@ async function runExport(ctx: AppContext, job: Job<ExportJob>): Promise<void> {
   const work = await claimExport(ctx.db, hashId);
   if (work) await writeClaimed(ctx, work, job.attemptsMade + 1 >= ATTEMPTS);
   // the export has ended: its environment's next takes its turn, at the back of the queue
-  const environmentId = work?.environmentId ?? await environmentOfExport(ctx.db, hashId);
+  const environmentId = work?.environmentId ?? (await environmentOfExport(ctx.db, hashId));
   if (environmentId !== null) await queueNextExports(ctx, environmentId);
 }
 
@@ -104,22 +123,32 @@ export async function sweepExpiredExports(ctx: AppContext): Promise<number> {
   return files.length;
 }
 
-export interface ExportWorker { close(): Promise<void> }
+export interface ExportWorker {
+  close(): Promise<void>;
+}
 
 export function startExportWorker(ctx: AppContext): ExportWorker {
   const connection = createRedis(ctx.config, ctx.log);
   const worker = new Worker<ExportJob>(exportQueue(ctx).name, async (job: Job<ExportJob>) => runExport(ctx, job), {
-    connection, prefix: exportQueue(ctx).prefix, concurrency: ctx.config.exportConcurrency, runRetryDelay: WORKER_RUN_RETRY_MS,
+    connection,
+    prefix: exportQueue(ctx).prefix,
+    concurrency: ctx.config.exportConcurrency,
+    runRetryDelay: WORKER_RUN_RETRY_MS,
   });
   worker.on('error', bullmqErrorLogger(ctx.log, 'export worker error'));
   worker.on('failed', (job, err) => ctx.log.warn({ exportRequest: job?.data.hashId, err: err.message }, 'export failed; it is tried again'));
-  unfinishedExports(ctx.db).then(async ({ queued, environmentIds }) => {
-    await queueExports(ctx, queued);
-    for (const environmentId of environmentIds) await queueNextExports(ctx, environmentId);
-  }).catch((err: Error) => ctx.log.warn({ err: err.message }, 'unfinished exports could not be queued again'));
+  unfinishedExports(ctx.db)
+    .then(async ({ queued, environmentIds }) => {
+      await queueExports(ctx, queued);
+      for (const environmentId of environmentIds) await queueNextExports(ctx, environmentId);
+    })
+    .catch((err: Error) => ctx.log.warn({ err: err.message }, 'unfinished exports could not be queued again'));
   const outage = new OutageLog(ctx.log, 'expired exports cannot be deleted: PostgreSQL is unavailable', 'expired exports are deleted again');
   const sweep = setInterval(() => {
-    sweepExpiredExports(ctx).then(() => outage.up(), (err) => outage.down(err));
+    sweepExpiredExports(ctx).then(
+      () => outage.up(),
+      (err) => outage.down(err),
+    );
   }, SWEEP_EVERY_MS);
   sweep.unref();
   return {

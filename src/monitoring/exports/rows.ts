@@ -5,7 +5,11 @@ import type { Queryable } from '../../app/db.ts';
 import { compileQuery } from '../analytics/compile.ts';
 import type { ExportScope, MeasurementScope, StaticScope } from './scope.ts';
 
-export interface RowsStatement { header: string[]; sql: string; params: unknown[] }
+export interface RowsStatement {
+  header: string[];
+  sql: string;
+  params: unknown[];
+}
 
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
@@ -21,9 +25,18 @@ export const MEASUREMENT_HEADER = ['generatedAt', 'pinGroupHashId', 'pinGroupNam
 function measurementRows(environmentId: number, scope: MeasurementScope): RowsStatement {
   const params: unknown[] = [environmentId];
   const where = ['p.environment_id = $1', ...pinConditions(scope, params)];
-  if (scope.from !== null) { params.push(scope.from); where.push(`m.generated_at >= $${params.length}::timestamptz`); }
-  if (scope.to !== null) { params.push(scope.to); where.push(`m.generated_at < $${params.length}::timestamptz`); }
-  if (scope.quantityIds) { params.push(scope.quantityIds); where.push(`m.quantity_id = ANY($${params.length}::bigint[])`); }
+  if (scope.from !== null) {
+    params.push(scope.from);
+    where.push(`m.generated_at >= $${params.length}::timestamptz`);
+  }
+  if (scope.to !== null) {
+    params.push(scope.to);
+    where.push(`m.generated_at < $${params.length}::timestamptz`);
+  }
+  if (scope.quantityIds) {
+    params.push(scope.quantityIds);
+    where.push(`m.quantity_id = ANY($${params.length}::bigint[])`);
+  }
   if (scope.reportTypeIds) {
     // the environment's reports of those types (by its pin groups, as measurement find reads them) as one set the
     // measurements are matched against, not a report looked up per measurement: that per-row lookup is what keeps
@@ -33,7 +46,10 @@ function measurementRows(environmentId: number, scope: MeasurementScope): RowsSt
                                  WHERE rg.environment_id = $1 AND r.report_type_id = ANY($${params.length}::bigint[]))`);
   }
   if (scope.series) {
-    params.push(scope.series.map((s) => s[0]), scope.series.map((s) => s[1]));
+    params.push(
+      scope.series.map((s) => s[0]),
+      scope.series.map((s) => s[1]),
+    );
     where.push(`(m.pin_id, m.quantity_id) IN (SELECT * FROM unnest($${params.length - 1}::bigint[], $${params.length}::bigint[]))`);
   }
   // by pin, quantity and time: the order of the index measurement_pin_quantity_time, so rows stream from the first

@@ -22,8 +22,15 @@ export interface MeasurementScope {
   reportTypeIds?: number[];
 }
 /** The static data: every pin with its pin group (a grid's members only, when given). */
-export interface StaticScope { kind: 'static'; pinGroupIds?: number[]; pinIds?: number[] }
-export interface AnalyticsScope { kind: 'analytics'; query: AnalyticsQuery }
+export interface StaticScope {
+  kind: 'static';
+  pinGroupIds?: number[];
+  pinIds?: number[];
+}
+export interface AnalyticsScope {
+  kind: 'analytics';
+  query: AnalyticsQuery;
+}
 export type ExportScope = MeasurementScope | StaticScope | AnalyticsScope;
 
 export type AddExportContent =
@@ -33,7 +40,10 @@ export type AddExportContent =
   | { type: 'chart'; from: string; to: string; series: { pinHashId: string; quantityHashId: string }[]; highResolution?: boolean; title: string };
 
 /** The request's content as the export request model shows it, and the scope the worker writes. */
-export interface ResolvedContent { content: Record<string, unknown>; scope: ExportScope }
+export interface ResolvedContent {
+  content: Record<string, unknown>;
+  scope: ExportScope;
+}
 
 function period(from: string, to: string): { from: string; to: string } {
   if (Date.parse(from) >= Date.parse(to)) throw new ParameterError('content.to must be after content.from');
@@ -46,7 +56,9 @@ async function gridMembers(db: Queryable, environmentId: number, gridHashId: str
     `SELECT true AS found, coalesce(array_agg(m.pin_group_id) FILTER (WHERE m.pin_group_id IS NOT NULL), '{}') AS pin_group_ids,
             coalesce(array_agg(m.pin_id) FILTER (WHERE m.pin_id IS NOT NULL), '{}') AS pin_ids
        FROM grid g LEFT JOIN grid_member m ON m.grid_id = g.id
-      WHERE g.environment_id = $1 AND g.hash_id = $2 GROUP BY g.id`, [environmentId, gridHashId]);
+      WHERE g.environment_id = $1 AND g.hash_id = $2 GROUP BY g.id`,
+    [environmentId, gridHashId],
+  );
   if (rows.length === 0) throw new ParameterError(`${field} ${gridHashId} is not a grid of this environment`);
   return { pinGroupIds: rows[0].pin_group_ids.map(Number), pinIds: rows[0].pin_ids.map(Number) };
 }
@@ -66,21 +78,37 @@ export async function resolveContent(db: Queryable, environmentId: number, conte
       const { from, to } = period(content.from, content.to);
       // the chart's own rule for which pin and quantity an environment may read: another environment's quantity is
       // refused exactly as one that does not exist
-      const series = (await resolveSeries(db, environmentId, content.series, (i) => `content.series[${i}]`)).map((s): [number, number] => [Number(s.pinId), Number(s.quantityId)]);
+      const series = (await resolveSeries(db, environmentId, content.series, (i) => `content.series[${i}]`)).map((s): [number, number] => [
+        Number(s.pinId),
+        Number(s.quantityId),
+      ]);
       const shown = { type: 'chart', from, to, highResolution: content.highResolution ?? false, series: content.series, title: content.title };
       return { content: shown, scope: { kind: 'measurements', from, to, series } };
     }
     case 'measurementFilter': {
-      const { rows } = await db.query<{ name: string; description: string; period: unknown; pin_group_ids: number[]; quantity_ids: number[]; report_type_ids: number[]; grid_hash_id: string | null }>(
+      const { rows } = await db.query<{
+        name: string;
+        description: string;
+        period: unknown;
+        pin_group_ids: number[];
+        quantity_ids: number[];
+        report_type_ids: number[];
+        grid_hash_id: string | null;
+      }>(
         `SELECT f.name, f.description, f.period, f.pin_group_ids, f.quantity_ids, f.report_type_ids, g.hash_id AS grid_hash_id
            FROM measurement_filter f LEFT JOIN grid g ON g.id = f.grid_id AND g.environment_id = f.environment_id
-          WHERE f.environment_id = $1 AND f.hash_id = $2 AND f.deleted_at IS NULL`, [environmentId, content.measurementFilterHashId]);
-      if (rows.length === 0) throw new ParameterError(`content.measurementFilterHashId ${content.measurementFilterHashId} is not a measurement filter of this environment`);
+          WHERE f.environment_id = $1 AND f.hash_id = $2 AND f.deleted_at IS NULL`,
+        [environmentId, content.measurementFilterHashId],
+      );
+      if (rows.length === 0)
+        throw new ParameterError(`content.measurementFilterHashId ${content.measurementFilterHashId} is not a measurement filter of this environment`);
       const f = rows[0];
       let from: string | null = null;
       let to: string | null = null;
       if (typeof f.period === 'string') {
-        const { rows: p } = await db.query<{ from: Date; to: Date }>('SELECT now() - $1::interval AS from, now() AS to', [NAMED_PERIODS[f.period] ?? '1 month']);
+        const { rows: p } = await db.query<{ from: Date; to: Date }>('SELECT now() - $1::interval AS from, now() AS to', [
+          NAMED_PERIODS[f.period] ?? '1 month',
+        ]);
         [from, to] = [p[0].from.toISOString(), p[0].to.toISOString()];
       } else if (f.period && typeof f.period === 'object') {
         const p = f.period as { since?: string; before?: string };
@@ -100,6 +128,9 @@ export async function resolveContent(db: Queryable, environmentId: number, conte
     case 'analyticsQuery':
       // compiled once here so an invalid query is refused now, naming its member, not failed later in the worker
       compileQuery(content.query, environmentId, 0, 1);
-      return { content: { type: 'analyticsQuery', query: content.query, dashboardId: content.dashboardId, widgetName: content.widgetName }, scope: { kind: 'analytics', query: content.query } };
+      return {
+        content: { type: 'analyticsQuery', query: content.query, dashboardId: content.dashboardId, widgetName: content.widgetName },
+        scope: { kind: 'analytics', query: content.query },
+      };
   }
 }

@@ -1,6 +1,7 @@
 /** The ExportRequest model's columns of `export_request x`, with what its download link is made of. */
-export const EXPORT_REQUEST_SELECT = 'x.hash_id AS x_hash_id, x.content AS x_content, x.delimiter AS x_delimiter, x.row_delimiter AS x_row_delimiter, '
-  + 'x.status AS x_status, x.progress AS x_progress, x.created_at AS x_created_at, x.expires_at AS x_expires_at, x.error AS x_error';
+export const EXPORT_REQUEST_SELECT =
+  'x.hash_id AS x_hash_id, x.content AS x_content, x.delimiter AS x_delimiter, x.row_delimiter AS x_row_delimiter, ' +
+  'x.status AS x_status, x.progress AS x_progress, x.created_at AS x_created_at, x.expires_at AS x_expires_at, x.error AS x_error';
 
 export interface ExportRequest {
   hashId: string;

@@ -11,9 +11,15 @@ import type { ExportWork } from './store.ts';
 /** Rows fetched from the cursor at a time: the most the process holds of an export. */
 const BATCH_ROWS = 5000;
 
-interface ArrayRowsClient { query(config: { text: string; values?: unknown[]; rowMode: 'array' }): Promise<{ rows: unknown[][] }> }
+interface ArrayRowsClient {
+  query(config: { text: string; values?: unknown[]; rowMode: 'array' }): Promise<{ rows: unknown[][] }>;
+}
 
-export interface WrittenExport { fileName: string; bytes: number; rows: number }
+export interface WrittenExport {
+  fileName: string;
+  bytes: number;
+  rows: number;
+}
 
 export interface WriteOptions {
   /** the statement timeout of an analytics query's export, GET /analytics/'s (ANALYTICS_STATEMENT_TIMEOUT_MS) */
@@ -29,10 +35,14 @@ export interface WriteOptions {
  * analytics route is too broad for its export, whose failure (analyticsFailure) the caller records.
  */
 export async function writeExport(
-  db: Db, work: ExportWork, dir: string, progress: (rows: number, share: number) => Promise<void>, options?: WriteOptions,
+  db: Db,
+  work: ExportWork,
+  dir: string,
+  progress: (rows: number, share: number) => Promise<void>,
+  options?: WriteOptions,
 ): Promise<WrittenExport> {
   // never unbounded: without its timeout an analytics query's export is not run at all
-  if (work.scope.kind === 'analytics' && options === undefined) throw new Error('an analytics query\'s export needs its statement timeout (WriteOptions)');
+  if (work.scope.kind === 'analytics' && options === undefined) throw new Error("an analytics query's export needs its statement timeout (WriteOptions)");
   const statement = rowsStatement(work.environmentId, work.scope);
   const fileName = path.join(work.environmentHashId, `${work.hashId}.csv`);
   const target = path.join(dir, fileName);

@@ -8,8 +8,16 @@ import { addGrid, deleteGrid, findGrids, getPinGrid, getPinGroupGrid, updateGrid
 
 const members = (maxItems: number) => Type.Optional(Type.Array(HashId, { maxItems }));
 const addBody = (key: string) => Type.Object({ fields: FieldsSchema, photo: Type.Optional(Photo), [key]: members(90) }, { additionalProperties: false });
-const updateBody = (key: string, maxItems: number) => Type.Object({ fields: Type.Optional(FieldsUpdate), photo: Type.Optional(Type.Union([Photo, Type.Null()])), [key]: members(maxItems) }, { additionalProperties: false });
-const FindGridQuery = Type.Object({ ...FindQuery.properties, includeDeleted: Type.Optional(Type.Boolean()), type: Type.Optional(Type.Union([Type.Literal('pin'), Type.Literal('pinGroup'), Type.Literal('node')])) });
+const updateBody = (key: string, maxItems: number) =>
+  Type.Object(
+    { fields: Type.Optional(FieldsUpdate), photo: Type.Optional(Type.Union([Photo, Type.Null()])), [key]: members(maxItems) },
+    { additionalProperties: false },
+  );
+const FindGridQuery = Type.Object({
+  ...FindQuery.properties,
+  includeDeleted: Type.Optional(Type.Boolean()),
+  type: Type.Optional(Type.Union([Type.Literal('pin'), Type.Literal('pinGroup'), Type.Literal('node')])),
+});
 
 const tags = ['grid'];
 const hashIdOf = (params: unknown) => (params as { hashId: string }).hashId;
@@ -28,16 +36,33 @@ export async function gridRoutes(app: FastifyInstance, ctx: AppContext): Promise
       return addGrid(ctx.db, request.account.environment, kind, { fields: body.fields, photo: body.photo, members: body[key] }, key);
     });
     app.get(`${path}/:hashId`, { config: { rights: readRights }, schema: { tags, summary: `${noun} get`, params: HashIdParams } }, async (request) =>
-      (kind === 'pin' ? getPinGrid : getPinGroupGrid)(ctx.db, request.account.environment.id, hashIdOf(request.params), request.account.id));
-    app.post(`${path}/:hashId`, { config: { rights: staticRights }, schema: { tags, summary: `${noun} update`, params: HashIdParams, body: updateBody(key, updateMax) } }, async (request) => {
-      const body = request.body as { fields?: Fields; photo?: string | null } & Record<string, string[] | undefined>;
-      return updateGrid(ctx.db, request.account.environment, kind, hashIdOf(request.params), { fields: body.fields, photo: body.photo, members: body[key] }, key);
-    });
+      (kind === 'pin' ? getPinGrid : getPinGroupGrid)(ctx.db, request.account.environment.id, hashIdOf(request.params), request.account.id),
+    );
+    app.post(
+      `${path}/:hashId`,
+      { config: { rights: staticRights }, schema: { tags, summary: `${noun} update`, params: HashIdParams, body: updateBody(key, updateMax) } },
+      async (request) => {
+        const body = request.body as { fields?: Fields; photo?: string | null } & Record<string, string[] | undefined>;
+        return updateGrid(
+          ctx.db,
+          request.account.environment,
+          kind,
+          hashIdOf(request.params),
+          { fields: body.fields, photo: body.photo, members: body[key] },
+          key,
+        );
+      },
+    );
   }
   app.get('/graph/grid', { config: { rights: readRights }, schema: { tags, summary: 'grid find', querystring: FindGridQuery } }, async (request) =>
-    findGrids(ctx.db, request.account.environment.id, request.query as Parameters<typeof findGrids>[2]));
-  app.delete('/graph/grid/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'grid delete', params: HashIdParams } }, async (request, reply) => {
-    await deleteGrid(ctx.db, request.account.environment.id, hashIdOf(request.params));
-    reply.status(204).send();
-  });
+    findGrids(ctx.db, request.account.environment.id, request.query as Parameters<typeof findGrids>[2]),
+  );
+  app.delete(
+    '/graph/grid/:hashId',
+    { config: { rights: staticRights }, schema: { tags, summary: 'grid delete', params: HashIdParams } },
+    async (request, reply) => {
+      await deleteGrid(ctx.db, request.account.environment.id, hashIdOf(request.params));
+      reply.status(204).send();
+    },
+  );
 }

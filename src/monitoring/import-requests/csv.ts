@@ -1,7 +1,10 @@
 import { csvCell, csvText } from '../exports/csv.ts';
 
 /** One CSV record: its fields and the line it starts on (1-based). */
-export interface CsvRecord { line: number; fields: string[] }
+export interface CsvRecord {
+  line: number;
+  fields: string[];
+}
 
 /**
  * RFC 4180 CSV: `,` or `;` (the delimiter of the header line) between fields, `"` quotes with `""`
@@ -29,17 +32,43 @@ export function parseCsv(text: string): CsvRecord[] {
   while (i < body.length) {
     const c = body[i];
     if (quoted) {
-      if (c === '"' && body[i + 1] === '"') { field += '"'; i += 2; continue; }
-      if (c === '"') { quoted = false; i += 1; continue; }
+      if (c === '"' && body[i + 1] === '"') {
+        field += '"';
+        i += 2;
+        continue;
+      }
+      if (c === '"') {
+        quoted = false;
+        i += 1;
+        continue;
+      }
       if (c === '\n') line += 1;
       field += c;
       i += 1;
       continue;
     }
-    if (c === '"' && field === '') { quoted = true; i += 1; continue; }
-    if (c === delimiter) { fields.push(csvText(field)); field = ''; i += 1; continue; }
-    if (c === '\r' && body[i + 1] === '\n') { i += 1; continue; }
-    if (c === '\n') { endRecord(); line += 1; start = line; i += 1; continue; }
+    if (c === '"' && field === '') {
+      quoted = true;
+      i += 1;
+      continue;
+    }
+    if (c === delimiter) {
+      fields.push(csvText(field));
+      field = '';
+      i += 1;
+      continue;
+    }
+    if (c === '\r' && body[i + 1] === '\n') {
+      i += 1;
+      continue;
+    }
+    if (c === '\n') {
+      endRecord();
+      line += 1;
+      start = line;
+      i += 1;
+      continue;
+    }
     field += c;
     i += 1;
   }

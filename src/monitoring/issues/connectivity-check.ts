@@ -14,7 +14,9 @@ const LOCK_KEY = 'gridgate:connectivity-check';
  * How many reports device `d` (the alias) missed: none before its nextReportBefore or once it reported after it; else
  * one, plus one per gap (from its last contact to nextReportBefore) that has passed since. Analytics' device.missedReports.
  */
-export const missedReports = (d: string) => `(CASE WHEN ${d}.next_report_before IS NULL OR ${d}.next_report_before > now() OR ${d}.last_online_at >= ${d}.next_report_before THEN 0
+export const missedReports = (
+  d: string,
+) => `(CASE WHEN ${d}.next_report_before IS NULL OR ${d}.next_report_before > now() OR ${d}.last_online_at >= ${d}.next_report_before THEN 0
     WHEN ${d}.last_online_at IS NULL THEN 1
     ELSE 1 + floor(extract(epoch FROM now() - ${d}.next_report_before) / extract(epoch FROM ${d}.next_report_before - ${d}.last_online_at))::int END)`;
 
@@ -78,7 +80,11 @@ export function startConnectivityCheck(ctx: AppContext): { stop(): Promise<void>
   };
   const timer = setInterval(() => {
     if (running) return;
-    running = round().catch((err: Error) => ctx.log.warn({ err: err.message }, 'connectivity check failed')).finally(() => { running = null; });
+    running = round()
+      .catch((err: Error) => ctx.log.warn({ err: err.message }, 'connectivity check failed'))
+      .finally(() => {
+        running = null;
+      });
   }, interval);
   timer.unref();
   return {

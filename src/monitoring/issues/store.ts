@@ -50,14 +50,18 @@ const OPEN = 'i.closed_at IS NULL AND i.deleted_at IS NULL';
 async function loadIssue(db: Queryable, environmentId: number, hashId: string, lock = false) {
   const { rows } = await db.query<{ id: number; pin_group_id: number; pin_ids: (number | string)[]; cause: string | null; closed_at: Date | null }>(
     `SELECT id, pin_group_id, pin_ids, cause, closed_at FROM issue WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
-    [environmentId, hashId]);
+    [environmentId, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('issue', hashId);
   return rows[0];
 }
 
 async function accountIdOf(db: Queryable, environmentId: number, hashId: string | null, field: string): Promise<number | null> {
   if (hashId === null) return null;
-  const { rows } = await db.query<{ id: number }>('SELECT id FROM machine_account WHERE environment_id = $1 AND hash_id = $2 AND revoked_at IS NULL', [environmentId, hashId]);
+  const { rows } = await db.query<{ id: number }>('SELECT id FROM machine_account WHERE environment_id = $1 AND hash_id = $2 AND revoked_at IS NULL', [
+    environmentId,
+    hashId,
+  ]);
   if (rows.length === 0) throw new ParameterError(`${field} ${hashId} is not a user of this environment`);
   return rows[0].id;
 }
@@ -70,13 +74,20 @@ async function pinGroupIdOf(db: Queryable, environmentId: number, hashId: string
 
 async function pinIdsOf(db: Queryable, pinGroupId: number, hashIds: string[], field: string): Promise<number[]> {
   if (hashIds.length === 0) return [];
-  const { rows } = await db.query<{ id: number; hash_id: string }>('SELECT id, hash_id FROM pin WHERE pin_group_id = $1 AND hash_id = ANY($2)', [pinGroupId, hashIds]);
+  const { rows } = await db.query<{ id: number; hash_id: string }>('SELECT id, hash_id FROM pin WHERE pin_group_id = $1 AND hash_id = ANY($2)', [
+    pinGroupId,
+    hashIds,
+  ]);
   const byHash = new Map(rows.map((r) => [r.hash_id, r.id]));
-  return [...new Set(hashIds.map((h, i) => {
-    const id = byHash.get(h);
-    if (id === undefined) throw new ParameterError(`${field}[${i}] ${h} is not a pin of the issue's pin group`);
-    return id;
-  }))];
+  return [
+    ...new Set(
+      hashIds.map((h, i) => {
+        const id = byHash.get(h);
+        if (id === undefined) throw new ParameterError(`${field}[${i}] ${h} is not a pin of the issue's pin group`);
+        return id;
+      }),
+    ),
+  ];
 }
 
 async function quantityIdsOf(db: Queryable, environmentId: number, hashIds: string[], field: string): Promise<number[]> {
@@ -96,7 +107,9 @@ function placeOf(body: { links?: Link[]; pinGroupHashId?: string; pinHashIds?: s
   let field = 'pinHashIds';
   if (pinGroupHashId === undefined && body.links) {
     pinGroupHashId = body.links[0].pinGroupHashId;
-    body.links.forEach((l, i) => { if (l.pinGroupHashId !== pinGroupHashId) throw new ParameterError(`links[${i}].pinGroupHashId must name the same pin group as links[0]`); });
+    body.links.forEach((l, i) => {
+      if (l.pinGroupHashId !== pinGroupHashId) throw new ParameterError(`links[${i}].pinGroupHashId must name the same pin group as links[0]`);
+    });
     pinHashIds ??= body.links.some((l) => l.pinHashId === null) ? [] : body.links.map((l) => l.pinHashId as string);
     field = 'links';
   }
@@ -104,9 +117,17 @@ function placeOf(body: { links?: Link[]; pinGroupHashId?: string; pinHashIds?: s
   return { pinGroupHashId, pinHashIds, field };
 }
 
-function automationOf(body: { automation?: Automation; quantityHashIds?: string[] }): { automation: Automation | undefined; quantityHashIds: string[] | undefined; field: string } {
+function automationOf(body: { automation?: Automation; quantityHashIds?: string[] }): {
+  automation: Automation | undefined;
+  quantityHashIds: string[] | undefined;
+  field: string;
+} {
   if (body.automation !== undefined) {
-    return { automation: body.automation, quantityHashIds: body.automation?.type === 'thresholds' ? body.automation.quantityHashIds : [], field: 'automation.quantityHashIds' };
+    return {
+      automation: body.automation,
+      quantityHashIds: body.automation?.type === 'thresholds' ? body.automation.quantityHashIds : [],
+      field: 'automation.quantityHashIds',
+    };
   }
   return { automation: undefined, quantityHashIds: body.quantityHashIds, field: 'quantityHashIds' };
 }
@@ -114,7 +135,9 @@ function automationOf(body: { automation?: Automation; quantityHashIds?: string[
 async function addComment(db: Queryable, issueId: number, accountId: number | null, comment: string) {
   const { rows } = await db.query(
     `WITH c AS (INSERT INTO issue_comment (hash_id, issue_id, account_id, comment) VALUES ($1, $2, $3, $4) RETURNING *)
-     SELECT ${COMMENT_SELECT} FROM c LEFT JOIN machine_account ca ON ca.id = c.account_id`, [newHashId(), issueId, accountId, comment]);
+     SELECT ${COMMENT_SELECT} FROM c LEFT JOIN machine_account ca ON ca.id = c.account_id`,
+    [newHashId(), issueId, accountId, comment],
+  );
   return toComment(rows[0]);
 }
 
@@ -133,8 +156,22 @@ export async function addIssue(db: Db, account: Account, body: IssueAdd): Promis
     const { rows } = await client.query<{ id: number }>(
       `INSERT INTO issue (hash_id, environment_id, pin_group_id, pin_ids, account_id, assigned_account_id, title, level, type_key, automation, quantity_ids, start_at, closed_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, coalesce($12::timestamptz, now()), $13) RETURNING id`,
-      [hashId, envId, pinGroupId, pinIds, account.id, assigned, body.title, body.level, body.typeKey ?? null,
-        auto.automation ? JSON.stringify({ type: auto.automation.type }) : null, quantityIds, body.startAt ?? null, body.endAt ?? null]);
+      [
+        hashId,
+        envId,
+        pinGroupId,
+        pinIds,
+        account.id,
+        assigned,
+        body.title,
+        body.level,
+        body.typeKey ?? null,
+        auto.automation ? JSON.stringify({ type: auto.automation.type }) : null,
+        quantityIds,
+        body.startAt ?? null,
+        body.endAt ?? null,
+      ],
+    );
     await setIssueLabels(client, rows[0].id, await labelIdsOf(client, envId, body.labelHashIds ?? []));
     if (body.comment !== '') await addComment(client, rows[0].id, account.id, body.comment);
     await client.query('INSERT INTO issue_subscription (issue_id, account_id) VALUES ($1, $2)', [rows[0].id, account.id]);
@@ -149,7 +186,10 @@ export async function updateIssue(db: Db, account: Account, hashId: string, body
     const issue = await loadIssue(client, envId, hashId, true);
     const sets: string[] = [];
     const params: unknown[] = [issue.id];
-    const set = (column: string, value: unknown) => { params.push(value); sets.push(`${column} = $${params.length}`); };
+    const set = (column: string, value: unknown) => {
+      params.push(value);
+      sets.push(`${column} = $${params.length}`);
+    };
     const place = placeOf(body);
     let pinGroupId = issue.pin_group_id;
     if (place.pinGroupHashId !== undefined) {
@@ -180,7 +220,8 @@ export async function updateIssue(db: Db, account: Account, hashId: string, body
       sets.push('closed_at = NULL');
     }
     // a change of labels alone is a change of the issue too: updatedAfter finds it
-    if (sets.length > 0 || body.labelHashIds !== undefined) await client.query(`UPDATE issue SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE id = $1`, params);
+    if (sets.length > 0 || body.labelHashIds !== undefined)
+      await client.query(`UPDATE issue SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE id = $1`, params);
     return issue.pin_ids.map(Number);
   });
   // the report path keeps open threshold issues per pin: a closed or reopened one is looked up again
@@ -189,7 +230,9 @@ export async function updateIssue(db: Db, account: Account, hashId: string, body
 
 export async function deleteIssue(db: Queryable, environmentId: number, hashId: string): Promise<void> {
   const { rows } = await db.query<{ pin_ids: (number | string)[] }>(
-    'UPDATE issue SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL RETURNING pin_ids', [environmentId, hashId]);
+    'UPDATE issue SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL RETURNING pin_ids',
+    [environmentId, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('issue', hashId);
   thresholdCache.forgetPins(rows[0].pin_ids.map(Number));
 }
@@ -200,29 +243,51 @@ const subscribed = (param: string) => `EXISTS (SELECT 1 FROM issue_subscription 
 export async function findIssues(db: Queryable, account: Account, query: IssueFindQuery) {
   const where = ['i.environment_id = $1', 'i.deleted_at IS NULL'];
   const params: unknown[] = [account.environment.id, account.id];
-  const add = (v: unknown) => { params.push(v); return `$${params.length}`; };
+  const add = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
   if (query.pinGroupHashId) where.push(`pg.hash_id = ${add(query.pinGroupHashId)}`);
-  if (query.edgeHashId) where.push(`EXISTS (SELECT 1 FROM pin ep JOIN edge e ON e.id = ep.edge_id WHERE ep.pin_group_id = pg.id AND e.hash_id = ${add(query.edgeHashId)})`);
-  if (query.gridHashId) where.push(`EXISTS (SELECT 1 FROM grid_member gm JOIN grid g ON g.id = gm.grid_id WHERE gm.pin_group_id = pg.id AND g.hash_id = ${add(query.gridHashId)})`);
-  if (query.labelHashId) where.push(`EXISTS (SELECT 1 FROM issue_label il JOIN label l ON l.id = il.label_id WHERE il.issue_id = i.id AND l.hash_id = ${add(query.labelHashId)})`);
+  if (query.edgeHashId)
+    where.push(`EXISTS (SELECT 1 FROM pin ep JOIN edge e ON e.id = ep.edge_id WHERE ep.pin_group_id = pg.id AND e.hash_id = ${add(query.edgeHashId)})`);
+  if (query.gridHashId)
+    where.push(`EXISTS (SELECT 1 FROM grid_member gm JOIN grid g ON g.id = gm.grid_id WHERE gm.pin_group_id = pg.id AND g.hash_id = ${add(query.gridHashId)})`);
+  if (query.labelHashId)
+    where.push(`EXISTS (SELECT 1 FROM issue_label il JOIN label l ON l.id = il.label_id WHERE il.issue_id = i.id AND l.hash_id = ${add(query.labelHashId)})`);
   if (query.mapLayers) where.push(`pg.map_layer = ANY(${add(query.mapLayers)}::text[])`);
   if (query.closed === true) where.push('i.closed_at IS NOT NULL');
   if (query.closed === false) where.push('i.closed_at IS NULL');
-  const page = await findPage(db, {
-    from: ISSUE_FROM, select: `${ISSUE_AND_PIN_GROUP_SELECT}, ${subscribed('$2')}`, idColumn: 'i.id', where, params,
-    sortable: { createdAt: 'i.created_at', level: 'i.level', hashId: 'i.hash_id' }, search: ['i.title', 'i.hash_id', 'pg.name'], updatedColumn: 'i.updated_at',
-  }, { ...query, sortBy: query.sortBy ?? 'createdAt' });
+  const page = await findPage(
+    db,
+    {
+      from: ISSUE_FROM,
+      select: `${ISSUE_AND_PIN_GROUP_SELECT}, ${subscribed('$2')}`,
+      idColumn: 'i.id',
+      where,
+      params,
+      sortable: { createdAt: 'i.created_at', level: 'i.level', hashId: 'i.hash_id' },
+      search: ['i.title', 'i.hash_id', 'pg.name'],
+      updatedColumn: 'i.updated_at',
+    },
+    { ...query, sortBy: query.sortBy ?? 'createdAt' },
+  );
   // the deprecated links, which SDK releases before Api-Version 8 require on every row: one query for the page's pins
   const pinIds = page.rows.flatMap((r) => (r.i_pin_ids as (number | string)[]).map(Number));
-  const pins = pinIds.length === 0 ? [] : (await db.query(
-    `SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.id = ANY($1::bigint[]) ORDER BY p.id`, [pinIds])).rows;
+  const pins =
+    pinIds.length === 0
+      ? []
+      : (await db.query(`SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.id = ANY($1::bigint[]) ORDER BY p.id`, [pinIds]))
+          .rows;
   const pinById = new Map(pins.map((p) => [Number(p.p_id), toPin(p)]));
   return {
     nextPageOffset: page.nextPageOffset,
     rows: page.rows.map((r) => {
       const pinGroup = toPinGroup(r);
       // in id order, as issue get answers them
-      const issuePins = (r.i_pin_ids as (number | string)[]).map(Number).sort((a, b) => a - b).flatMap((id) => pinById.get(id) ?? []);
+      const issuePins = (r.i_pin_ids as (number | string)[])
+        .map(Number)
+        .sort((a, b) => a - b)
+        .flatMap((id) => pinById.get(id) ?? []);
       return {
         issue: toIssue(r),
         userName: (r.i_user_name as string | null) ?? null,
@@ -237,15 +302,21 @@ export async function findIssues(db: Queryable, account: Account, query: IssueFi
 
 /** issue get: the issue with its pin group, pins, automation, comments and, for an automatic issue, what its trigger saw last. */
 export async function getIssue(db: Queryable, account: Account, hashId: string) {
-  const { rows } = await db.query(`SELECT ${ISSUE_AND_PIN_GROUP_SELECT}, ${subscribed('$3')} FROM ${ISSUE_FROM}
-    WHERE i.environment_id = $1 AND i.hash_id = $2 AND i.deleted_at IS NULL`, [account.environment.id, hashId, account.id]);
+  const { rows } = await db.query(
+    `SELECT ${ISSUE_AND_PIN_GROUP_SELECT}, ${subscribed('$3')} FROM ${ISSUE_FROM}
+    WHERE i.environment_id = $1 AND i.hash_id = $2 AND i.deleted_at IS NULL`,
+    [account.environment.id, hashId, account.id],
+  );
   if (rows.length === 0) throw new NotFoundError('issue', hashId);
   const r = rows[0];
   const [pins, quantities, comments, labels] = await Promise.all([
     db.query(`SELECT ${PIN_SELECT} FROM pin p JOIN pin_group pg ON pg.id = p.pin_group_id WHERE p.id = ANY($1::bigint[]) ORDER BY p.id`, [r.i_pin_ids]),
     db.query(`SELECT ${QUANTITY_SELECT} FROM quantity q WHERE q.id = ANY($1::bigint[]) ORDER BY q.id`, [r.i_quantity_ids]),
-    db.query(`SELECT ${COMMENT_SELECT} FROM issue_comment c LEFT JOIN machine_account ca ON ca.id = c.account_id
-      WHERE c.issue_id = $1 AND c.deleted_at IS NULL ORDER BY c.id`, [r.i_id]),
+    db.query(
+      `SELECT ${COMMENT_SELECT} FROM issue_comment c LEFT JOIN machine_account ca ON ca.id = c.account_id
+      WHERE c.issue_id = $1 AND c.deleted_at IS NULL ORDER BY c.id`,
+      [r.i_id],
+    ),
     labelsOfIssue(db, r.i_id as number),
   ]);
   const pinGroup = toPinGroup(r);
@@ -261,20 +332,24 @@ export async function getIssue(db: Queryable, account: Account, hashId: string) 
     mentionedUsers: [],
     pinGroup,
     pins: pinList,
-    automation: automation === null ? null : automation.type === 'missing' ? { type: 'missing' as const } : { type: 'thresholds' as const, quantities: quantityList },
+    automation:
+      automation === null ? null : automation.type === 'missing' ? { type: 'missing' as const } : { type: 'thresholds' as const, quantities: quantityList },
     labels,
     comments: comments.rows.map(toComment),
     subscribed: r.i_subscribed as boolean,
     links: pinList.length === 0 ? [{ pinGroup, pin: null }] : pinList.map((pin) => ({ pinGroup, pin })),
     // not in the SDK's model: what opened an automatic issue and what its trigger saw last (null for a manual issue)
-    trigger: cause === null ? null : {
-      type: cause.startsWith('missing:') ? 'missing' : 'thresholds',
-      lastValue: r.i_last_value ?? null,
-      lastLevel: (r.i_last_level as number | null) ?? null,
-      lastMeasuredAt: r.i_last_measured_at instanceof Date ? r.i_last_measured_at.toISOString() : null,
-      crossingCount: r.i_crossing_count as number,
-      measurementCount: r.i_measurement_count as number,
-    },
+    trigger:
+      cause === null
+        ? null
+        : {
+            type: cause.startsWith('missing:') ? 'missing' : 'thresholds',
+            lastValue: r.i_last_value ?? null,
+            lastLevel: (r.i_last_level as number | null) ?? null,
+            lastMeasuredAt: r.i_last_measured_at instanceof Date ? r.i_last_measured_at.toISOString() : null,
+            crossingCount: r.i_crossing_count as number,
+            measurementCount: r.i_measurement_count as number,
+          },
   };
 }
 
@@ -293,7 +368,9 @@ export async function commentOnIssue(db: Db, account: Account, hashId: string, b
 async function ownComment(db: Queryable, account: Account, hashId: string) {
   const { rows } = await db.query<{ id: number; account_id: number | null }>(
     `SELECT c.id, c.account_id FROM issue_comment c JOIN issue i ON i.id = c.issue_id
-      WHERE i.environment_id = $1 AND c.hash_id = $2 AND c.deleted_at IS NULL AND i.deleted_at IS NULL`, [account.environment.id, hashId]);
+      WHERE i.environment_id = $1 AND c.hash_id = $2 AND c.deleted_at IS NULL AND i.deleted_at IS NULL`,
+    [account.environment.id, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('issue comment', hashId);
   if (rows[0].account_id !== account.id) throw new RightError('only its author may change or delete a comment');
   return rows[0].id;
@@ -303,7 +380,9 @@ export async function updateComment(db: Queryable, account: Account, hashId: str
   const id = await ownComment(db, account, hashId);
   const { rows } = await db.query(
     `WITH c AS (UPDATE issue_comment SET comment = $2, updated_at = now() WHERE id = $1 RETURNING *)
-     SELECT ${COMMENT_SELECT} FROM c LEFT JOIN machine_account ca ON ca.id = c.account_id`, [id, comment]);
+     SELECT ${COMMENT_SELECT} FROM c LEFT JOIN machine_account ca ON ca.id = c.account_id`,
+    [id, comment],
+  );
   return [{ ...toComment(rows[0]), mentionedUsers: [] }];
 }
 
@@ -316,7 +395,9 @@ export async function deleteComment(db: Queryable, account: Account, hashId: str
 export async function setGridNotification(db: Queryable, account: Account, gridHashId: string, level: 0 | 1 | 2 | null): Promise<void> {
   const { rowCount } = await db.query(
     `INSERT INTO grid_notification (grid_id, account_id, level) SELECT g.id, $3, $4 FROM grid g WHERE g.environment_id = $1 AND g.hash_id = $2
-     ON CONFLICT (grid_id, account_id) DO UPDATE SET level = EXCLUDED.level`, [account.environment.id, gridHashId, account.id, level]);
+     ON CONFLICT (grid_id, account_id) DO UPDATE SET level = EXCLUDED.level`,
+    [account.environment.id, gridHashId, account.id, level],
+  );
   if (!rowCount) throw new NotFoundError('grid', gridHashId);
 }
 

@@ -6,17 +6,25 @@ import { FindQuery } from '../../http/schemas.ts';
 import { readRights } from '../graph-schemas.ts';
 import { addLabel, deleteLabel, findLabels, getLabel, updateLabel } from './store.ts';
 
-const LabelBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 255 }),
-  color: Type.String({ pattern: '^#[0-9a-fA-F]{6}$', description: '#, followed by six hexadecimal characters' }),
-}, { additionalProperties: false });
+const LabelBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 255 }),
+    color: Type.String({ pattern: '^#[0-9a-fA-F]{6}$', description: '#, followed by six hexadecimal characters' }),
+  },
+  { additionalProperties: false },
+);
 const LabelFind = Type.Object({ ...FindQuery.properties, sortBy: Type.Optional(Type.Union([Type.Literal('name'), Type.Literal('hashId')])) });
 
 /** Labels that tag issues (issue add and update take labelHashIds): changed with ISSUES, read with READ. */
 export async function labelRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   crudRoutes<Static<typeof LabelBody>, Partial<Static<typeof LabelBody>>>(app, {
-    base: '/label/', noun: 'label', addBody: LabelBody, updateBody: Type.Partial(LabelBody), findQuery: LabelFind,
-    rights: { monitoring: 'ISSUES' }, readRights,
+    base: '/label/',
+    noun: 'label',
+    addBody: LabelBody,
+    updateBody: Type.Partial(LabelBody),
+    findQuery: LabelFind,
+    rights: { monitoring: 'ISSUES' },
+    readRights,
     operations: {
       add: async (env, body) => ({ hashId: await addLabel(ctx.db, env, body) }),
       find: (env, query) => findLabels(ctx.db, env, query),

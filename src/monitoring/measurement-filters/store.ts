@@ -30,9 +30,15 @@ export const VISIBLE_REPORT_TYPE = `rt.deleted_at IS NULL AND (rt.environment_id
   OR EXISTS (SELECT 1 FROM device d WHERE d.environment_id = rt.environment_id AND d.claimed_environment_id = $1))`;
 
 const LOOKUPS = {
-  reportTypeHashIds: { sql: `SELECT rt.id, rt.hash_id FROM report_type rt WHERE rt.hash_id = ANY($2) AND ${VISIBLE_REPORT_TYPE}`, what: 'a report type this environment receives' },
+  reportTypeHashIds: {
+    sql: `SELECT rt.id, rt.hash_id FROM report_type rt WHERE rt.hash_id = ANY($2) AND ${VISIBLE_REPORT_TYPE}`,
+    what: 'a report type this environment receives',
+  },
   pinGroupHashIds: { sql: 'SELECT id, hash_id FROM pin_group WHERE environment_id = $1 AND hash_id = ANY($2)', what: 'a pin group of this environment' },
-  quantityHashIds: { sql: `SELECT q.id, q.hash_id FROM quantity q WHERE q.hash_id = ANY($2) AND ${VISIBLE_QUANTITY}`, what: 'a quantity this environment measures' },
+  quantityHashIds: {
+    sql: `SELECT q.id, q.hash_id FROM quantity q WHERE q.hash_id = ANY($2) AND ${VISIBLE_QUANTITY}`,
+    what: 'a quantity this environment measures',
+  },
 } as const;
 
 /** The ids `hashIds` name, in order and without repeats; one the environment cannot use is a parameter_error naming `field[i]`. */
@@ -40,11 +46,15 @@ async function idsOf(db: Queryable, environmentId: number, field: keyof typeof L
   if (hashIds.length === 0) return [];
   const { rows } = await db.query<{ id: string; hash_id: string }>(LOOKUPS[field].sql, [environmentId, hashIds]);
   const ids = new Map(rows.map((r) => [r.hash_id, Number(r.id)]));
-  return [...new Set(hashIds.map((h, i) => {
-    const id = ids.get(h);
-    if (id === undefined) throw new ParameterError(`${field}[${i}] ${h} is not ${LOOKUPS[field].what}`);
-    return id;
-  }))];
+  return [
+    ...new Set(
+      hashIds.map((h, i) => {
+        const id = ids.get(h);
+        if (id === undefined) throw new ParameterError(`${field}[${i}] ${h} is not ${LOOKUPS[field].what}`);
+        return id;
+      }),
+    ),
+  ];
 }
 
 async function gridIdOf(db: Queryable, environmentId: number, hashId: string): Promise<number> {
@@ -84,8 +94,10 @@ export async function addMeasurementFilter(db: Queryable, environmentId: number,
   // the SDK's default: pins without reports in the period are shown too
   const c = { include_pins_without_reports: true, ...(await columnsOf(db, environmentId, input)) };
   const names = Object.keys(c);
-  await db.query(`INSERT INTO measurement_filter (hash_id, environment_id, ${names.join(', ')}) VALUES ($1, $2, ${names.map((_, i) => `$${i + 3}`).join(', ')})`,
-    [hashId, environmentId, ...Object.values(c)]);
+  await db.query(
+    `INSERT INTO measurement_filter (hash_id, environment_id, ${names.join(', ')}) VALUES ($1, $2, ${names.map((_, i) => `$${i + 3}`).join(', ')})`,
+    [hashId, environmentId, ...Object.values(c)],
+  );
   return hashId;
 }
 
@@ -94,7 +106,8 @@ export async function updateMeasurementFilter(db: Queryable, environmentId: numb
   const sets = Object.keys(c).map((name, i) => `${name} = $${i + 3}`);
   const { rowCount } = await db.query(
     `UPDATE measurement_filter SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`,
-    [environmentId, hashId, ...Object.values(c)]);
+    [environmentId, hashId, ...Object.values(c)],
+  );
   if (!rowCount) throw new NotFoundError('measurement filter', hashId);
 }
 
@@ -103,10 +116,20 @@ export async function deleteMeasurementFilter(db: Queryable, environmentId: numb
 }
 
 export async function findMeasurementFilters(db: Queryable, environmentId: number, query: FindQuery) {
-  const page = await findPage(db, {
-    from: 'measurement_filter f', select: MEASUREMENT_FILTER_SELECT, idColumn: 'f.id', where: ['f.environment_id = $1', 'f.deleted_at IS NULL'], params: [environmentId],
-    sortable: { hashId: 'f.hash_id', name: 'f.name', updatedAt: 'f.updated_at' }, search: ['f.name', 'f.description', 'f.hash_id'], updatedColumn: 'f.updated_at',
-  }, { ...query, sortBy: query.sortBy ?? 'hashId' });
+  const page = await findPage(
+    db,
+    {
+      from: 'measurement_filter f',
+      select: MEASUREMENT_FILTER_SELECT,
+      idColumn: 'f.id',
+      where: ['f.environment_id = $1', 'f.deleted_at IS NULL'],
+      params: [environmentId],
+      sortable: { hashId: 'f.hash_id', name: 'f.name', updatedAt: 'f.updated_at' },
+      search: ['f.name', 'f.description', 'f.hash_id'],
+      updatedColumn: 'f.updated_at',
+    },
+    { ...query, sortBy: query.sortBy ?? 'hashId' },
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ measurementFilter: toMeasurementFilter(r) })) };
 }
 
@@ -117,11 +140,16 @@ const inOrder = (ids: string, join: string) => `unnest(${ids}::bigint[]) WITH OR
 export async function getMeasurementFilter(db: Queryable, environmentId: number, hashId: string) {
   const { rows } = await db.query(
     `SELECT ${MEASUREMENT_FILTER_SELECT}, f.report_type_ids, f.grid_id, f.pin_group_ids, f.quantity_ids, f.field_keys, f.pin_field_keys, f.edge_field_keys
-      FROM measurement_filter f WHERE f.environment_id = $1 AND f.hash_id = $2 AND f.deleted_at IS NULL`, [environmentId, hashId]);
+      FROM measurement_filter f WHERE f.environment_id = $1 AND f.hash_id = $2 AND f.deleted_at IS NULL`,
+    [environmentId, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('measurement filter', hashId);
   const f = rows[0];
   const [reportTypes, grid, pinGroups, quantities] = await Promise.all([
-    db.query(`SELECT rt.hash_id, rt.name_text, rt.field_configurations, rt.deleted_at FROM ${inOrder('$1', 'JOIN report_type rt ON rt.id = x.id')} ORDER BY x.o`, [f.report_type_ids]),
+    db.query(
+      `SELECT rt.hash_id, rt.name_text, rt.field_configurations, rt.deleted_at FROM ${inOrder('$1', 'JOIN report_type rt ON rt.id = x.id')} ORDER BY x.o`,
+      [f.report_type_ids],
+    ),
     db.query('SELECT hash_id, type_key, name, fields FROM grid WHERE id = $1', [f.grid_id]),
     db.query(`SELECT ${PIN_GROUP_SELECT} FROM ${inOrder('$1', `JOIN pin_group pg ON pg.id = x.id ${PIN_GROUP_LINK_JOIN}`)} ORDER BY x.o`, [f.pin_group_ids]),
     db.query(`SELECT ${QUANTITY_SELECT} FROM ${inOrder('$1', 'JOIN quantity q ON q.id = x.id AND q.deleted_at IS NULL')} ORDER BY x.o`, [f.quantity_ids]),

@@ -31,13 +31,20 @@ const FindQuery = Type.Object({
 /** measurement find (M-READ): the values of a monitoring environment's pins. */
 export async function measurementRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
   const app = typed(fastify);
-  app.get('/measurement/', {
-    config: { rights: readRights },
-    schema: {
-      tags: ['measurement'], summary: 'measurement find', querystring: FindQuery,
-      description: 'One row per report and pin. Filters: pinGroupHashIds, pinHashIds, quantityHashIds, reportTypeHashIds, since (included), before (excluded). Sort: pinName (default), generatedAt, pinGroupName, edgeName. '
-        + 'includePinsWithoutReports (default true): each pin the pin group, pin and search filters name that has no report row under the other filters gets one row with report null; '
-        + 'sorted by a name these rows sit among the others, sorted by generatedAt they come after every report row (by pin). false leaves them out.',
+  app.get(
+    '/measurement/',
+    {
+      config: { rights: readRights },
+      schema: {
+        tags: ['measurement'],
+        summary: 'measurement find',
+        querystring: FindQuery,
+        description:
+          'One row per report and pin. Filters: pinGroupHashIds, pinHashIds, quantityHashIds, reportTypeHashIds, since (included), before (excluded). Sort: pinName (default), generatedAt, pinGroupName, edgeName. ' +
+          'includePinsWithoutReports (default true): each pin the pin group, pin and search filters name that has no report row under the other filters gets one row with report null; ' +
+          'sorted by a name these rows sit among the others, sorted by generatedAt they come after every report row (by pin). false leaves them out.',
+      },
     },
-  }, async (request) => findMeasurements(ctx.db.read, request.account.environment.id, request.query));
+    async (request) => findMeasurements(ctx.db.read, request.account.environment.id, request.query),
+  );
 }

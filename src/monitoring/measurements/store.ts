@@ -25,28 +25,42 @@ const SORTS: Record<string, string> = { pinName: 'p.name', generatedAt: 'r.gener
 function decodeOffset(offset: string): [string, number, number] {
   try {
     const v = JSON.parse(Buffer.from(offset, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && v.length === 3 && typeof v[0] === 'string' && Number.isInteger(v[1]) && Number.isInteger(v[2])) return v as [string, number, number];
+    if (Array.isArray(v) && v.length === 3 && typeof v[0] === 'string' && Number.isInteger(v[1]) && Number.isInteger(v[2]))
+      return v as [string, number, number];
   } catch {
     // fall through
   }
   throw new ParameterError('offset is not a nextPageOffset this service returned');
 }
 
-const FIND_SCOPE = namedStatement('measurement-find-scope', `SELECT
+const FIND_SCOPE = namedStatement(
+  'measurement-find-scope',
+  `SELECT
     ARRAY(SELECT pg.id FROM pin_group pg WHERE pg.environment_id = $1
              AND ($2::text[] IS NULL OR pg.hash_id = ANY($2))
              AND ($3::text[] IS NULL OR pg.id IN (SELECT pin_group_id FROM pin WHERE environment_id = $1 AND hash_id = ANY($3)))) AS groups,
     CASE WHEN $3::text[] IS NOT NULL THEN ARRAY(SELECT id FROM pin WHERE environment_id = $1 AND hash_id = ANY($3)) END AS pins,
-    CASE WHEN $4::text[] IS NOT NULL THEN ARRAY(SELECT id FROM quantity WHERE hash_id = ANY($4)) END AS quantities`);
+    CASE WHEN $4::text[] IS NOT NULL THEN ARRAY(SELECT id FROM quantity WHERE hash_id = ANY($4)) END AS quantities`,
+);
 
 /**
  * What a find may read, in one round trip: the ids of its pin groups (the named ones and those of
  * the named pins, or every one of the environment), of the named pins of the environment and of the
  * named quantities (null: not filtered).
  */
-async function scopeOf(db: Queryable, environmentId: number, q: MeasurementFindQuery): Promise<{ groups: number[]; pinIds: number[] | null; quantityIds: number[] | null }> {
-  const { rows: [r] } = await db.query<{ groups: number[]; pins: number[] | null; quantities: number[] | null }>(
-    FIND_SCOPE, [environmentId, q.pinGroupHashIds ?? null, q.pinHashIds ?? null, q.quantityHashIds ?? null]);
+async function scopeOf(
+  db: Queryable,
+  environmentId: number,
+  q: MeasurementFindQuery,
+): Promise<{ groups: number[]; pinIds: number[] | null; quantityIds: number[] | null }> {
+  const {
+    rows: [r],
+  } = await db.query<{ groups: number[]; pins: number[] | null; quantities: number[] | null }>(FIND_SCOPE, [
+    environmentId,
+    q.pinGroupHashIds ?? null,
+    q.pinHashIds ?? null,
+    q.quantityHashIds ?? null,
+  ]);
   const ids = (v: (number | string)[] | null) => (v === null ? null : v.map(Number));
   return { groups: ids(r.groups) ?? [], pinIds: ids(r.pins), quantityIds: ids(r.quantities) };
 }
@@ -62,7 +76,15 @@ function prepared(text: string): NamedStatement {
   return statement;
 }
 
-interface Observation { hashId: string; generatedAt: string; channelIndex: number; channelMeasurementIndex: number; orderOfMagnitude: number; significand: number; quantityId: number }
+interface Observation {
+  hashId: string;
+  generatedAt: string;
+  channelIndex: number;
+  channelMeasurementIndex: number;
+  orderOfMagnitude: number;
+  significand: number;
+  quantityId: number;
+}
 
 /**
  * Quantity ids to hashIds, kept by this process: a quantity's hashId never changes and a deleted
@@ -94,14 +116,19 @@ async function expandReports(db: Queryable, reports: Record<string, unknown>[]):
   if (ids.length === 0) return [];
   const { rows: pins } = await db.query(PAGE_PINS, [ids]);
   const byId = new Map(pins.map((x) => [Number(x.pin_id), x]));
-  return reports.flatMap((r, i) => perReport[i].flatMap((x) => {
-    const pin = byId.get(Number(x.pinId));
-    // a pin deleted since the walk read it: its row goes
-    return pin ? [{ ...r, ...pin, observations: x.observations, pins: undefined }] : [];
-  }));
+  return reports.flatMap((r, i) =>
+    perReport[i].flatMap((x) => {
+      const pin = byId.get(Number(x.pinId));
+      // a pin deleted since the walk read it: its row goes
+      return pin ? [{ ...r, ...pin, observations: x.observations, pins: undefined }] : [];
+    }),
+  );
 }
-const PAGE_PINS = namedStatement('measurement-find-page-pins', `SELECT p.id AS pin_id, p.hash_id AS p_hash_id, p.name AS p_name, p.fields AS p_fields,
-    e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields FROM pin p LEFT JOIN edge e ON e.id = p.edge_id WHERE p.id = ANY($1::bigint[])`);
+const PAGE_PINS = namedStatement(
+  'measurement-find-page-pins',
+  `SELECT p.id AS pin_id, p.hash_id AS p_hash_id, p.name AS p_name, p.fields AS p_fields,
+    e.hash_id AS e_hash_id, e.name AS e_name, e.fields AS e_fields FROM pin p LEFT JOIN edge e ON e.id = p.edge_id WHERE p.id = ANY($1::bigint[])`,
+);
 
 /** A timestamptz as the API writes it (toISOString's form, to the millisecond), made by PostgreSQL: no Date parsed and printed again per value. */
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -109,7 +136,10 @@ const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-
 /** A statement's parameters: `add` gives the placeholder of a value. */
 class Params {
   readonly values: unknown[] = [];
-  add = (value: unknown) => { this.values.push(value); return `$${this.values.length}`; };
+  add = (value: unknown) => {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  };
 }
 
 /**
@@ -192,7 +222,8 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
       // read afterwards for the page (expandReports). Named pins are live ones; otherwise the pin is joined.
       // (The pin groups walked are the environment's: scopeOf.)
       const walkOrder = groups.length === 1 ? `r.pin_group_id ${dir}, r.generated_at ${dir}, r.id ${dir}` : `r.generated_at ${dir}, r.id ${dir}`;
-      const pinJoins = pinIds && c.search.length === 0 ? '' : ` JOIN pin p ON p.id = m.pin_id${c.search.length > 0 ? ' JOIN pin_group pg ON pg.id = p.pin_group_id' : ''}`;
+      const pinJoins =
+        pinIds && c.search.length === 0 ? '' : ` JOIN pin p ON p.id = m.pin_id${c.search.length > 0 ? ' JOIN pin_group pg ON pg.id = p.pin_group_id' : ''}`;
       return `SELECT r.id AS report_id, r.hash_id AS report_hash_id, ${iso('r.created_at')} AS created_at, ${iso('r.generated_at')} AS generated_at, COALESCE(rt.hash_id, '') AS report_type_hash_id,
               r.fields AS report_fields, pg.hash_id AS pg_hash_id, pg.name AS pg_name, w.pins, r.generated_at::text AS sort_value
          FROM (SELECT r.id AS report_id, x.pins
@@ -234,8 +265,13 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   const emptyRows = (p: Params, limit: number) => {
     const c = conditions(p.add);
     // a pin without a report: none of its measurements makes a row
-    const where = [`p.environment_id = ${p.add(environmentId)}`, ...c.pin, ...c.search, `NOT EXISTS (SELECT 1 FROM measurement m JOIN condition_report r ON r.id = m.report_id
-        WHERE m.pin_id = p.id AND ${[...c.measurement, ...c.report].join(' AND ')})`];
+    const where = [
+      `p.environment_id = ${p.add(environmentId)}`,
+      ...c.pin,
+      ...c.search,
+      `NOT EXISTS (SELECT 1 FROM measurement m JOIN condition_report r ON r.id = m.report_id
+        WHERE m.pin_id = p.id AND ${[...c.measurement, ...c.report].join(' AND ')})`,
+    ];
     if (offset && byTime && pastReports) where.push(`p.id ${cmp} ${p.add(offset[2])}`);
     if (offset && !byTime) where.push(`(${sortExpr}, 0::bigint, p.id) ${cmp} (${p.add(offset[0])}, ${p.add(offset[1])}::bigint, ${p.add(offset[2])}::bigint)`);
     return `SELECT 0::bigint AS report_id, NULL::text AS report_hash_id, NULL::text AS created_at, NULL::text AS generated_at,
@@ -258,10 +294,12 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
     rows = pastReports ? [] : (await expandReports(db, await run((p) => reportRows(p, rowsPerPage + 1)))).slice(0, rowsPerPage + 1);
     // the report rows end on this page: the pins without any follow
     // (planned each time: it runs once per walk, and PostgreSQL's generic plan for it reads far more than a custom one)
-    if (includeEmpty && rows.length <= rowsPerPage) rows.push(...await run((p) => emptyRows(p, rowsPerPage + 1 - rows.length), 'each time'));
+    if (includeEmpty && rows.length <= rowsPerPage) rows.push(...(await run((p) => emptyRows(p, rowsPerPage + 1 - rows.length), 'each time')));
   } else if (includeEmpty) {
-    rows = await run((p) => `(${reportRows(p, rowsPerPage + 1)}) UNION ALL (${emptyRows(p, rowsPerPage + 1)})
-      ORDER BY sort_key ${dir}, report_id ${dir}, pin_id ${dir} LIMIT ${p.add(rowsPerPage + 1)}`);
+    rows = await run(
+      (p) => `(${reportRows(p, rowsPerPage + 1)}) UNION ALL (${emptyRows(p, rowsPerPage + 1)})
+      ORDER BY sort_key ${dir}, report_id ${dir}, pin_id ${dir} LIMIT ${p.add(rowsPerPage + 1)}`,
+    );
   } else {
     rows = await run((p) => reportRows(p, rowsPerPage + 1));
   }
@@ -281,22 +319,27 @@ export async function findMeasurements(db: Queryable, environmentId: number, q: 
   return {
     nextPageOffset,
     rows: rows.map((r) => ({
-      report: r.report_hash_id === null ? null : {
-        hashId: r.report_hash_id as string,
-        createdAt: r.created_at as string,
-        updatedAt: r.created_at as string,
-        generatedAt: r.generated_at as string,
-        reportTypeHashId: r.report_type_hash_id as string,
-        pinGroupFields: r.report_fields as Record<string, unknown>,
-        pinObservations: (r.observations as Observation[]).map(({ quantityId, ...m }) => ({
-          measurement: {
-            ...m, reportHashId: r.report_hash_id as string, pinHashId: r.p_hash_id as string,
-            // against the pin's own threshold for the quantity, else the quantity's defaults; -1: entered as not to compare
-            performance: unchecked.has(m.hashId) ? -1 : performanceOf(thresholds.get(`${Number(r.pin_id)}:${quantityId}`), m),
-          },
-          quantityHashId: quantities.get(quantityId) ?? '',
-        })),
-      },
+      report:
+        r.report_hash_id === null
+          ? null
+          : {
+              hashId: r.report_hash_id as string,
+              createdAt: r.created_at as string,
+              updatedAt: r.created_at as string,
+              generatedAt: r.generated_at as string,
+              reportTypeHashId: r.report_type_hash_id as string,
+              pinGroupFields: r.report_fields as Record<string, unknown>,
+              pinObservations: (r.observations as Observation[]).map(({ quantityId, ...m }) => ({
+                measurement: {
+                  ...m,
+                  reportHashId: r.report_hash_id as string,
+                  pinHashId: r.p_hash_id as string,
+                  // against the pin's own threshold for the quantity, else the quantity's defaults; -1: entered as not to compare
+                  performance: unchecked.has(m.hashId) ? -1 : performanceOf(thresholds.get(`${Number(r.pin_id)}:${quantityId}`), m),
+                },
+                quantityHashId: quantities.get(quantityId) ?? '',
+              })),
+            },
       pinGroup: { hashId: r.pg_hash_id as string, name: r.pg_name as string },
       pin: { hashId: r.p_hash_id as string, name: r.p_name as string, fields: r.p_fields as Record<string, unknown> },
       edge: r.e_hash_id === null ? null : { hashId: r.e_hash_id as string, name: r.e_name as string, fields: r.e_fields as Record<string, unknown> },

@@ -15,15 +15,25 @@ const tags = ['node'];
 export async function nodeRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
   const app = typed(fastify);
   app.post('/graph/node', { config: { rights: staticRights }, schema: { tags, summary: 'node add', body: AddBody } }, async (request) =>
-    addNode(ctx.db, request.account.environment, request.body));
+    addNode(ctx.db, request.account.environment, request.body),
+  );
   app.get('/graph/node', { config: { rights: readRights }, schema: { tags, summary: 'node find', querystring: FindNodeQuery } }, async (request) =>
-    findNodes(ctx.db, request.account.environment.id, request.query));
+    findNodes(ctx.db, request.account.environment.id, request.query),
+  );
   app.get('/graph/node/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'node get', params: HashIdParams } }, async (request) =>
-    getNode(ctx.db, request.account.environment.id, request.params.hashId));
-  app.post('/graph/node/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'node update', params: HashIdParams, body: UpdateBody } }, async (request) =>
-    updateNode(ctx.db, request.account.environment, request.params.hashId, request.body));
-  app.delete('/graph/node/:hashId', { config: { rights: staticRights }, schema: { tags, summary: 'node delete', params: HashIdParams } }, async (request, reply) => {
-    await deleteNode(ctx.db, request.account.environment.id, request.params.hashId);
-    reply.status(204).send();
-  });
+    getNode(ctx.db, request.account.environment.id, request.params.hashId),
+  );
+  app.post(
+    '/graph/node/:hashId',
+    { config: { rights: staticRights }, schema: { tags, summary: 'node update', params: HashIdParams, body: UpdateBody } },
+    async (request) => updateNode(ctx.db, request.account.environment, request.params.hashId, request.body),
+  );
+  app.delete(
+    '/graph/node/:hashId',
+    { config: { rights: staticRights }, schema: { tags, summary: 'node delete', params: HashIdParams } },
+    async (request, reply) => {
+      await deleteNode(ctx.db, request.account.environment.id, request.params.hashId);
+      reply.status(204).send();
+    },
+  );
 }

@@ -17,13 +17,20 @@ export const PARTITION_DEFAULTS = { weeksAhead: 4, maxFutureDays: 366 };
 
 const WEEK_MS = 7 * 24 * 3600 * 1000;
 
-export interface WeekPartition { table: string; name: string; from: Date; to: Date }
+export interface WeekPartition {
+  table: string;
+  name: string;
+  from: Date;
+  to: Date;
+}
 
 /** The week partitions of `table`, oldest first (the bounds read from their names, which the migration's function sets). */
 export async function weekPartitions(db: Queryable, table: string): Promise<WeekPartition[]> {
   const { rows } = await db.query<{ name: string }>(
     `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-      WHERE i.inhparent = $1::regclass AND c.relname ~ '_w[0-9]{8}$' ORDER BY c.relname`, [table]);
+      WHERE i.inhparent = $1::regclass AND c.relname ~ '_w[0-9]{8}$' ORDER BY c.relname`,
+    [table],
+  );
   return rows.map(({ name }) => {
     const d = name.slice(-8);
     const from = new Date(`${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6, 8)}T00:00:00Z`);
@@ -42,7 +49,8 @@ export async function ensurePartitions(db: Queryable, now = new Date(), opts = P
     const ahead = Array.from({ length: opts.weeksAhead + 1 }, (_, i) => new Date(now.getTime() + i * WEEK_MS));
     const { rows: strays } = await db.query<{ week: Date }>(
       `SELECT DISTINCT date_trunc('week', ${key}, 'UTC') AS week FROM ${table}_default WHERE ${key} < $1::timestamptz + make_interval(days => $2)`,
-      [now, opts.maxFutureDays]);
+      [now, opts.maxFutureDays],
+    );
     for (const at of [...ahead, ...strays.map((s) => s.week)]) {
       const { rows } = await db.query<{ name: string }>('SELECT gridgate_week_partition($1::regclass, $2)::text AS name', [table, at]);
       if (!before.has(rows[0].name)) {

@@ -22,7 +22,10 @@ export async function pinGroupPerformance(db: Queryable, environmentId: number, 
   if (groups.length === 0) throw new NotFoundError('pin group', hashId);
   const p = PERIODS[interval];
   // `years`: the ten years up to and including asOf's
-  const first = interval === 'years' ? `date_trunc('year', $2::timestamptz AT TIME ZONE 'UTC') - interval '9 years'` : `date_trunc('${p.period}', $2::timestamptz AT TIME ZONE 'UTC')`;
+  const first =
+    interval === 'years'
+      ? `date_trunc('year', $2::timestamptz AT TIME ZONE 'UTC') - interval '9 years'`
+      : `date_trunc('${p.period}', $2::timestamptz AT TIME ZONE 'UTC')`;
   const last = interval === 'years' ? `date_trunc('year', $2::timestamptz AT TIME ZONE 'UTC') + interval '1 year'` : `${first} + interval '${p.span}'`;
   const { rows } = await db.query(
     `WITH buckets AS (
@@ -33,7 +36,9 @@ export async function pinGroupPerformance(db: Queryable, environmentId: number, 
             (SELECT count(*)::int FROM condition_report r WHERE r.pin_group_id = $1 AND r.generated_at >= b.start_at AND r.generated_at < b.end_at) AS received,
             (SELECT count(*)::int FROM condition_report r JOIN measurement m ON m.report_id = r.id
               WHERE r.pin_group_id = $1 AND r.generated_at >= b.start_at AND r.generated_at < b.end_at AND m.pin_id IS NOT NULL) AS measurements
-       FROM buckets b ORDER BY b.start_at`, [groups[0].id, asOf]);
+       FROM buckets b ORDER BY b.start_at`,
+    [groups[0].id, asOf],
+  );
   return rows.map((r) => ({
     startAt: (r.start_at as Date).toISOString(),
     endAt: (r.end_at as Date).toISOString(),

@@ -46,7 +46,10 @@ function checkMapLayer(env: EnvironmentRecord, mapLayer: string): void {
 }
 
 async function loadRow(db: Queryable, environmentId: number, hashId: string, lock = false) {
-  const { rows } = await db.query(`SELECT ${PIN_GROUP_SELECT} FROM ${FROM} WHERE pg.environment_id = $1 AND pg.hash_id = $2${lock ? ' FOR UPDATE OF pg' : ''}`, [environmentId, hashId]);
+  const { rows } = await db.query(
+    `SELECT ${PIN_GROUP_SELECT} FROM ${FROM} WHERE pg.environment_id = $1 AND pg.hash_id = $2${lock ? ' FOR UPDATE OF pg' : ''}`,
+    [environmentId, hashId],
+  );
   if (rows.length === 0) throw new NotFoundError('pin group', hashId);
   return rows[0];
 }
@@ -60,7 +63,17 @@ export async function addPinGroup(db: Db, env: EnvironmentRecord, input: PinGrou
   await db.tx(async (client) => {
     const { rows } = await client.query<{ id: number }>(
       `INSERT INTO pin_group (hash_id, environment_id, name, symbol_key, geometry, fields, map_layer, photo) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-      [hashId, env.id, nameFromFields(configs, fields), input.symbolKey, input.geometry === null ? null : JSON.stringify(input.geometry), JSON.stringify(fields), mapLayer, input.photo ?? null]);
+      [
+        hashId,
+        env.id,
+        nameFromFields(configs, fields),
+        input.symbolKey,
+        input.geometry === null ? null : JSON.stringify(input.geometry),
+        JSON.stringify(fields),
+        mapLayer,
+        input.photo ?? null,
+      ],
+    );
     await joinPinGroupGrids(client, env, rows[0].id, input.gridHashIds, input.gridName);
     if (input.geometry) await refreshBoundingBox(client, env.id);
   });
@@ -76,20 +89,36 @@ export async function updatePinGroup(db: Db, env: EnvironmentRecord, hashId: str
   await db.tx(async (client) => {
     const row = await loadRow(client, env.id, hashId, true);
     const configs = fieldConfigurationsOf(env).pinGroups;
-    const fields = update.fields === undefined ? row.pg_fields as Fields : applyFieldsUpdate(configs, row.pg_fields as Fields, update.fields, OWNER);
+    const fields = update.fields === undefined ? (row.pg_fields as Fields) : applyFieldsUpdate(configs, row.pg_fields as Fields, update.fields, OWNER);
     let deviceFields = row.pg_device_fields as Fields;
     if (update.deviceFields !== undefined) {
       const link = (await linksOfPinGroups(client, [row.pg_id as number])).get(row.pg_id as number);
       if (!link) throw new ParameterError('deviceFields can only be set on a pin group with a linked device (they follow its device type)');
-      deviceFields = applyFieldsUpdate(link.deviceType.pinGroupFieldConfigurations, deviceFields, update.deviceFields, "the linked device type's pinGroupFieldConfigurations", 'deviceFields');
+      deviceFields = applyFieldsUpdate(
+        link.deviceType.pinGroupFieldConfigurations,
+        deviceFields,
+        update.deviceFields,
+        "the linked device type's pinGroupFieldConfigurations",
+        'deviceFields',
+      );
     }
     await client.query(
       `UPDATE pin_group SET name = $2, fields = $3, device_fields = $4, symbol_key = COALESCE($5, symbol_key),
               geometry = CASE WHEN $6 THEN $7::jsonb ELSE geometry END, map_layer = COALESCE($8, map_layer),
               photo = CASE WHEN $9 THEN $10 ELSE photo END, updated_at = now() WHERE id = $1`,
-      [row.pg_id, nameFromFields(configs, fields), JSON.stringify(fields), JSON.stringify(deviceFields), update.symbolKey ?? null,
-        update.geometry !== undefined, update.geometry ? JSON.stringify(update.geometry) : null, update.mapLayer ?? null,
-        update.photo !== undefined, update.photo ?? null]);
+      [
+        row.pg_id,
+        nameFromFields(configs, fields),
+        JSON.stringify(fields),
+        JSON.stringify(deviceFields),
+        update.symbolKey ?? null,
+        update.geometry !== undefined,
+        update.geometry ? JSON.stringify(update.geometry) : null,
+        update.mapLayer ?? null,
+        update.photo !== undefined,
+        update.photo ?? null,
+      ],
+    );
     await joinPinGroupGrids(client, env, row.pg_id as number, update.gridHashIds, update.gridName);
     if (update.geometry !== undefined) await refreshBoundingBox(client, env.id);
   });
@@ -106,7 +135,8 @@ export async function deletePinGroup(db: Db, environmentId: number, hashId: stri
       `WITH gone AS (DELETE FROM pin_group WHERE environment_id = $1 AND hash_id = $2 RETURNING id)
        SELECT (SELECT count(*) FROM gone)::int AS deleted,
               ARRAY(SELECT d.hash_id FROM device_link l JOIN device d ON d.id = l.device_id WHERE l.pin_group_id IN (SELECT id FROM gone)) AS devices`,
-      [environmentId, hashId]);
+      [environmentId, hashId],
+    );
     if (rows[0].deleted === 0) throw new NotFoundError('pin group', hashId);
     await refreshBoundingBox(client, environmentId);
     return rows[0].devices;
@@ -122,7 +152,11 @@ export async function getPinGroup(db: Queryable, environmentId: number, hashId: 
     gridsOf(db, 'pinGroup', [id]),
   ]);
   const edges = await db.query(`SELECT ${EDGE_SELECT} FROM edge e WHERE e.id IN (SELECT edge_id FROM pin WHERE pin_group_id = $1) ORDER BY e.id`, [id]);
-  const pinGrids = await gridsOf(db, 'pin', pins.rows.map((r) => r.p_id as number));
+  const pinGrids = await gridsOf(
+    db,
+    'pin',
+    pins.rows.map((r) => r.p_id as number),
+  );
   return {
     pinGroup: toPinGroup(row),
     pins: pins.rows.map((r) => ({ pin: toPin(r), grids: pinGrids.get(r.p_id as number)! })),
@@ -154,26 +188,47 @@ export async function findPinGroups(db: Queryable, environmentId: number, query:
   }
   if (query.forGrid !== undefined) {
     params.push(query.forGrid);
-    where.push(`pg.id IN (SELECT m.pin_group_id FROM grid_member m JOIN grid g ON g.id = m.grid_id WHERE g.environment_id = $1 AND g.hash_id = $${params.length})`);
+    where.push(
+      `pg.id IN (SELECT m.pin_group_id FROM grid_member m JOIN grid g ON g.id = m.grid_id WHERE g.environment_id = $1 AND g.hash_id = $${params.length})`,
+    );
   }
   if (query.forCommandTypeHashId !== undefined) {
     params.push(query.forCommandTypeHashId);
-    where.push(`EXISTS (SELECT 1 FROM device d JOIN device_type t ON t.id = d.device_type_id WHERE d.id = pgl.device_id AND t.command_type_hash_ids ? $${params.length})`);
+    where.push(
+      `EXISTS (SELECT 1 FROM device d JOIN device_type t ON t.id = d.device_type_id WHERE d.id = pgl.device_id AND t.command_type_hash_ids ? $${params.length})`,
+    );
   }
-  const page = await findPage(db, {
-    from: FROM, select: PIN_GROUP_SELECT, idColumn: 'pg.id', where, params,
-    sortable: { hashId: 'pg.hash_id', name: 'pg.name' },
-    search: ['pg.hash_id', 'pg.name'],
-    updatedColumn: 'pg.updated_at',
-  }, query);
-  const links = await linksOfPinGroups(db, page.rows.map((r) => r.pg_id as number));
-  return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ pinGroup: toPinGroup(r), device: links.get(r.pg_id as number)?.device ?? null })) };
+  const page = await findPage(
+    db,
+    {
+      from: FROM,
+      select: PIN_GROUP_SELECT,
+      idColumn: 'pg.id',
+      where,
+      params,
+      sortable: { hashId: 'pg.hash_id', name: 'pg.name' },
+      search: ['pg.hash_id', 'pg.name'],
+      updatedColumn: 'pg.updated_at',
+    },
+    query,
+  );
+  const links = await linksOfPinGroups(
+    db,
+    page.rows.map((r) => r.pg_id as number),
+  );
+  return {
+    nextPageOffset: page.nextPageOffset,
+    rows: page.rows.map((r) => ({ pinGroup: toPinGroup(r), device: links.get(r.pg_id as number)?.device ?? null })),
+  };
 }
 
 /** The most pin groups one pin-groups update takes. */
 export const MAX_BULK_PIN_GROUPS = 10_000;
 
-export interface PinGroupsUpdate { hashIds: string[]; mapLayer?: { key?: string; includeEdges?: boolean } }
+export interface PinGroupsUpdate {
+  hashIds: string[];
+  mapLayer?: { key?: string; includeEdges?: boolean };
+}
 
 /**
  * graph update-pin-groups: moves the pin groups to the map layer `mapLayer.key`, with `includeEdges` also the
@@ -187,10 +242,15 @@ export async function updatePinGroups(db: Db, env: EnvironmentRecord, update: Pi
   const hashIds = [...new Set(update.hashIds)];
   await db.tx(async (client) => {
     const { rows } = await client.query<{ id: number; hash_id: string }>(
-      'SELECT id, hash_id FROM pin_group WHERE environment_id = $1 AND hash_id = ANY($2::text[]) ORDER BY id FOR UPDATE', [env.id, hashIds]);
+      'SELECT id, hash_id FROM pin_group WHERE environment_id = $1 AND hash_id = ANY($2::text[]) ORDER BY id FOR UPDATE',
+      [env.id, hashIds],
+    );
     if (rows.length < hashIds.length) {
       const found = new Set(rows.map((r) => r.hash_id));
-      throw new NotFoundError('pin group', hashIds.find((h) => !found.has(h)));
+      throw new NotFoundError(
+        'pin group',
+        hashIds.find((h) => !found.has(h)),
+      );
     }
     if (key === undefined) return;
     const ids = rows.map((r) => r.id);
@@ -199,7 +259,9 @@ export async function updatePinGroups(db: Db, env: EnvironmentRecord, update: Pi
       await client.query(
         `UPDATE edge SET map_layer = $3, updated_at = now()
           WHERE environment_id = $1 AND id IN (SELECT edge_id FROM pin WHERE pin_group_id = ANY($2::bigint[]) AND edge_id IS NOT NULL)
-            AND map_layer IS DISTINCT FROM $3`, [env.id, ids, key]);
+            AND map_layer IS DISTINCT FROM $3`,
+        [env.id, ids, key],
+      );
     }
   });
 }

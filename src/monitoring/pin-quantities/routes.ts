@@ -9,8 +9,12 @@ import { pinQuantities } from './store.ts';
 /** graph get-pin-quantities: GET /graph/pin-quantities/:pinHashId. */
 export async function pinQuantityRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
   const app = typed(fastify);
-  app.get('/graph/pin-quantities/:pinHashId', {
-    config: { rights: readRights },
-    schema: { tags: ['pin'], summary: 'pin quantities get', params: Type.Object({ pinHashId: HashId }) },
-  }, async (request) => pinQuantities(ctx.db, request.account.environment.id, request.params.pinHashId));
+  app.get(
+    '/graph/pin-quantities/:pinHashId',
+    {
+      config: { rights: readRights },
+      schema: { tags: ['pin'], summary: 'pin quantities get', params: Type.Object({ pinHashId: HashId }) },
+    },
+    async (request) => pinQuantities(ctx.db, request.account.environment.id, request.params.pinHashId),
+  );
 }

@@ -10,8 +10,17 @@ import { gridsOf, setPinGrids } from '../grids/store.ts';
 import { thresholdsShown } from '../thresholds/store.ts';
 import { PIN_SELECT, toPin } from './view.ts';
 
-export interface PinAdd { fields: Fields; typeKey?: string | null; edgeHashId?: string | null; pinGridsHashIds?: string[] | null }
-export interface PinUpdate { fields?: FieldsUpdate; edgeHashId?: string | null; pinGridsHashIds?: string[] }
+export interface PinAdd {
+  fields: Fields;
+  typeKey?: string | null;
+  edgeHashId?: string | null;
+  pinGridsHashIds?: string[] | null;
+}
+export interface PinUpdate {
+  fields?: FieldsUpdate;
+  edgeHashId?: string | null;
+  pinGridsHashIds?: string[];
+}
 
 const OWNER = "the environment's pin field configuration";
 const FROM = 'pin p JOIN pin_group pg ON pg.id = p.pin_group_id';
@@ -43,7 +52,8 @@ export async function addPin(db: Db, env: EnvironmentRecord, pinGroupHashId: str
     const { rows } = await client.query<{ id: number }>(
       `INSERT INTO pin (hash_id, environment_id, pin_group_id, name, fields, type_key, edge_id)
        SELECT $1, $2, pg.id, $4, $5, $6, $7 FROM pin_group pg WHERE pg.environment_id = $2 AND pg.hash_id = $3 RETURNING id`,
-      [hashId, env.id, pinGroupHashId, nameFromFields(configs, fields), JSON.stringify(fields), input.typeKey ?? null, edgeId]);
+      [hashId, env.id, pinGroupHashId, nameFromFields(configs, fields), JSON.stringify(fields), input.typeKey ?? null, edgeId],
+    );
     if (rows.length === 0) throw new NotFoundError('pin group', pinGroupHashId);
     if (input.pinGridsHashIds) await setPinGrids(client, env.id, rows[0].id, input.pinGridsHashIds, false);
   });
@@ -52,14 +62,22 @@ export async function addPin(db: Db, env: EnvironmentRecord, pinGroupHashId: str
 
 export async function updatePin(db: Db, env: EnvironmentRecord, hashId: string, update: PinUpdate) {
   await db.tx(async (client) => {
-    const { rows } = await client.query<{ id: number; fields: Fields }>('SELECT id, fields FROM pin WHERE environment_id = $1 AND hash_id = $2 FOR UPDATE', [env.id, hashId]);
+    const { rows } = await client.query<{ id: number; fields: Fields }>('SELECT id, fields FROM pin WHERE environment_id = $1 AND hash_id = $2 FOR UPDATE', [
+      env.id,
+      hashId,
+    ]);
     if (rows.length === 0) throw new NotFoundError('pin', hashId);
-    if (update.edgeHashId !== undefined) await client.query('UPDATE pin SET edge_id = $2, updated_at = now() WHERE id = $1', [rows[0].id, await edgeIdOf(client, env.id, update.edgeHashId)]);
+    if (update.edgeHashId !== undefined)
+      await client.query('UPDATE pin SET edge_id = $2, updated_at = now() WHERE id = $1', [rows[0].id, await edgeIdOf(client, env.id, update.edgeHashId)]);
     if (update.pinGridsHashIds !== undefined) await setPinGrids(client, env.id, rows[0].id, update.pinGridsHashIds, true);
     if (update.fields === undefined) return;
     const configs = fieldConfigurationsOf(env).pins;
     const fields = applyFieldsUpdate(configs, rows[0].fields, update.fields, OWNER);
-    await client.query('UPDATE pin SET fields = $2, name = $3, updated_at = now() WHERE id = $1', [rows[0].id, JSON.stringify(fields), nameFromFields(configs, fields)]);
+    await client.query('UPDATE pin SET fields = $2, name = $3, updated_at = now() WHERE id = $1', [
+      rows[0].id,
+      JSON.stringify(fields),
+      nameFromFields(configs, fields),
+    ]);
   });
   return withGrids(db, await loadRow(db, env.id, hashId));
 }
@@ -73,7 +91,9 @@ export async function deletePin(db: Queryable, environmentId: number, hashId: st
     `WITH gone AS (DELETE FROM pin WHERE environment_id = $1 AND hash_id = $2 RETURNING id)
      SELECT (SELECT count(*) FROM gone)::int AS deleted,
             ARRAY(SELECT d.hash_id FROM device_link_channel c JOIN device_link l ON l.id = c.link_id JOIN device d ON d.id = l.device_id
-                   WHERE c.pin_id IN (SELECT id FROM gone)) AS devices`, [environmentId, hashId]);
+                   WHERE c.pin_id IN (SELECT id FROM gone)) AS devices`,
+    [environmentId, hashId],
+  );
   if (rows[0].deleted === 0) throw new NotFoundError('pin', hashId);
   return rows[0].devices;
 }
@@ -85,11 +105,19 @@ export async function getPin(db: Queryable, environmentId: number, hashId: strin
 }
 
 export async function findPins(db: Queryable, environmentId: number, query: FindQuery) {
-  const page = await findPage(db, {
-    from: FROM, select: PIN_SELECT, idColumn: 'p.id', where: ['p.environment_id = $1'], params: [environmentId],
-    sortable: { hashId: 'p.hash_id', name: 'p.name' },
-    search: ['p.hash_id', 'p.name'],
-    updatedColumn: 'p.updated_at',
-  }, query);
+  const page = await findPage(
+    db,
+    {
+      from: FROM,
+      select: PIN_SELECT,
+      idColumn: 'p.id',
+      where: ['p.environment_id = $1'],
+      params: [environmentId],
+      sortable: { hashId: 'p.hash_id', name: 'p.name' },
+      search: ['p.hash_id', 'p.name'],
+      updatedColumn: 'p.updated_at',
+    },
+    query,
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ pin: toPin(r), pinGroup: { name: r.p_pin_group_name as string } })) };
 }

@@ -30,7 +30,12 @@ function replaceMember(value: unknown, key: string, from: unknown, to: unknown):
   return changed;
 }
 
-interface Ids { source: number; target: number; sourceHashId: string; targetHashId: string }
+interface Ids {
+  source: number;
+  target: number;
+  sourceHashId: string;
+  targetHashId: string;
+}
 
 async function moveMeasurements(db: Queryable, q: Ids): Promise<number[]> {
   await db.query('UPDATE measurement SET quantity_id = $2 WHERE quantity_id = $1', [q.source, q.target]);
@@ -48,7 +53,9 @@ async function moveMeasurements(db: Queryable, q: Ids): Promise<number[]> {
          high_value = GREATEST(h.high_value, EXCLUDED.high_value),
          high_id = CASE WHEN EXCLUDED.high_value > h.high_value THEN EXCLUDED.high_id ELSE h.high_id END
        RETURNING pin_id)
-     SELECT DISTINCT pin_id FROM added`, [q.source, q.target]);
+     SELECT DISTINCT pin_id FROM added`,
+    [q.source, q.target],
+  );
   return rows.map((r) => r.pin_id);
 }
 
@@ -60,7 +67,9 @@ async function moveThresholds(db: Queryable, q: Ids): Promise<number[]> {
      moved AS (
        UPDATE pin_threshold SET quantity_id = $2, updated_at = now() WHERE quantity_id = $1 AND pin_id NOT IN (SELECT pin_id FROM dropped)
        RETURNING pin_id)
-     SELECT pin_id FROM dropped UNION SELECT pin_id FROM moved`, [q.source, q.target]);
+     SELECT pin_id FROM dropped UNION SELECT pin_id FROM moved`,
+    [q.source, q.target],
+  );
   return rows.map((r) => r.pin_id);
 }
 
@@ -70,7 +79,8 @@ async function moveIssues(db: Queryable, q: Ids): Promise<void> {
     `UPDATE issue s SET closed_at = now(), updated_at = now()
       WHERE s.cause ~ $1 AND s.closed_at IS NULL AND s.deleted_at IS NULL
         AND EXISTS (SELECT 1 FROM issue t WHERE t.cause = regexp_replace(s.cause, '[0-9]+$', $2::text) AND t.closed_at IS NULL AND t.deleted_at IS NULL)`,
-    [sourceCause, String(q.target)]);
+    [sourceCause, String(q.target)],
+  );
   await db.query(`UPDATE issue SET cause = regexp_replace(cause, '[0-9]+$', $2::text) WHERE cause ~ $1`, [sourceCause, String(q.target)]);
   await replaceInQuantityIds(db, 'issue', q);
 }
@@ -81,13 +91,16 @@ async function replaceInQuantityIds(db: Queryable, table: 'issue' | 'measurement
     `UPDATE ${table} SET quantity_ids = ARRAY(SELECT d.id FROM (SELECT DISTINCT ON (x.id) x.id, x.n FROM unnest(array_replace(quantity_ids, $1::bigint, $2::bigint)) WITH ORDINALITY AS x(id, n)
                                   ORDER BY x.id, x.n) d ORDER BY d.n),
             updated_at = now()
-      WHERE $1::bigint = ANY(quantity_ids)`, [q.source, q.target]);
+      WHERE $1::bigint = ANY(quantity_ids)`,
+    [q.source, q.target],
+  );
 }
 
 async function moveCharts(db: Queryable, q: Ids): Promise<void> {
   const panels = await db.query<{ id: number; manual_charts: unknown }>(
     `SELECT id, manual_charts FROM chart_panel WHERE jsonb_path_exists(manual_charts, '$[*].series[*] ? (@.quantityId == $q)', jsonb_build_object('q', $1::bigint)) FOR UPDATE`,
-    [q.source]);
+    [q.source],
+  );
   for (const p of panels.rows) {
     replaceMember(p.manual_charts, 'quantityId', Number(q.source), Number(q.target));
     await db.query('UPDATE chart_panel SET manual_charts = $2, updated_at = now() WHERE id = $1', [p.id, JSON.stringify(p.manual_charts)]);
@@ -97,28 +110,36 @@ async function moveCharts(db: Queryable, q: Ids): Promise<void> {
     `SELECT t.id, t.charts, t.channels FROM device_type t JOIN quantity q ON q.environment_id = t.environment_id AND q.id = $1
       WHERE jsonb_path_exists(t.charts, '$[*].series[*] ? (@.quantityHashId == $h)', jsonb_build_object('h', $2::text))
          OR jsonb_path_exists(t.channels, '$[*].charts[*].series[*] ? (@.quantityHashId == $h)', jsonb_build_object('h', $2::text))
-      FOR UPDATE OF t`, [q.source, q.sourceHashId]);
+      FOR UPDATE OF t`,
+    [q.source, q.sourceHashId],
+  );
   for (const t of types.rows) {
     replaceMember(t.charts, 'quantityHashId', q.sourceHashId, q.targetHashId);
     replaceMember(t.channels, 'quantityHashId', q.sourceHashId, q.targetHashId);
-    await db.query('UPDATE device_type SET charts = $2, channels = $3, updated_at = now() WHERE id = $1', [t.id, JSON.stringify(t.charts), JSON.stringify(t.channels)]);
+    await db.query('UPDATE device_type SET charts = $2, channels = $3, updated_at = now() WHERE id = $1', [
+      t.id,
+      JSON.stringify(t.charts),
+      JSON.stringify(t.channels),
+    ]);
   }
 }
 
 /** quantity merge: the source's measurements, thresholds, issues and charts go to the target; the source is deleted. Answers the target's hashId. */
 export async function mergeQuantity(db: Db, environmentId: number, sourceHashId: string, targetHashId: string): Promise<{ hashId: string }> {
-  if (sourceHashId === targetHashId) throw new ParameterError('targetQuantityHashId must differ from sourceQuantityHashId (a quantity cannot be merged into itself)');
+  if (sourceHashId === targetHashId)
+    throw new ParameterError('targetQuantityHashId must differ from sourceQuantityHashId (a quantity cannot be merged into itself)');
   const pins = await db.tx(async (client) => {
     // both rows locked in id order: two merges of the same pair the other way round wait instead of deadlocking
     const { rows } = await client.query<{ id: number; hash_id: string }>(
       'SELECT id, hash_id FROM quantity WHERE environment_id = $1 AND hash_id = ANY($2::text[]) AND deleted_at IS NULL ORDER BY id FOR UPDATE',
-      [environmentId, [sourceHashId, targetHashId]]);
+      [environmentId, [sourceHashId, targetHashId]],
+    );
     const source = rows.find((r) => r.hash_id === sourceHashId);
     const target = rows.find((r) => r.hash_id === targetHashId);
     if (!source) throw new NotFoundError('quantity', sourceHashId);
     if (!target) throw new NotFoundError('quantity', targetHashId);
     const q: Ids = { source: Number(source.id), target: Number(target.id), sourceHashId, targetHashId };
-    const touched = [...await moveMeasurements(client, q), ...await moveThresholds(client, q)];
+    const touched = [...(await moveMeasurements(client, q)), ...(await moveThresholds(client, q))];
     await moveIssues(client, q);
     await moveCharts(client, q);
     await replaceInQuantityIds(client, 'measurement_filter', q);

@@ -22,9 +22,20 @@ export async function addQuantity(db: Queryable, environmentId: number, q: Quant
     `INSERT INTO quantity (hash_id, environment_id, name, name_text, color, unit, default_order_of_magnitude,
        default_critically_low_threshold, default_low_threshold, default_high_threshold, default_critically_high_threshold, disable_si_prefixes)
      VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`,
-    [hashId, environmentId, JSON.stringify(q.name), nameText(q.name), q.color ?? '#1f77b4', q.unit ?? null, q.defaultOrderOfMagnitude ?? 0,
-      JSON.stringify(q.defaultCriticallyLowThreshold ?? null), JSON.stringify(q.defaultLowThreshold ?? null),
-      JSON.stringify(q.defaultHighThreshold ?? null), JSON.stringify(q.defaultCriticallyHighThreshold ?? null), q.disableSiPrefixes ?? false],
+    [
+      hashId,
+      environmentId,
+      JSON.stringify(q.name),
+      nameText(q.name),
+      q.color ?? '#1f77b4',
+      q.unit ?? null,
+      q.defaultOrderOfMagnitude ?? 0,
+      JSON.stringify(q.defaultCriticallyLowThreshold ?? null),
+      JSON.stringify(q.defaultLowThreshold ?? null),
+      JSON.stringify(q.defaultHighThreshold ?? null),
+      JSON.stringify(q.defaultCriticallyHighThreshold ?? null),
+      q.disableSiPrefixes ?? false,
+    ],
   );
   return hashId;
 }
@@ -42,22 +53,43 @@ export async function findQuantities(db: Queryable, environmentId: number, query
     where.push(`q.id IN (SELECT x.quantity_id FROM report_type_quantity x JOIN report_type rt ON rt.id = x.report_type_id
       WHERE rt.environment_id = $1 AND rt.hash_id = ANY($${params.length}::text[]))`);
   }
-  const page = await findPage(db, {
-    from: 'quantity q', select: QUANTITY_SELECT, idColumn: 'q.id', where, params,
-    sortable: { hashId: 'q.hash_id', name: 'q.name_text' }, search: ['q.name_text', 'q.hash_id', "coalesce(q.unit, '')"], updatedColumn: 'q.updated_at',
-  }, query);
+  const page = await findPage(
+    db,
+    {
+      from: 'quantity q',
+      select: QUANTITY_SELECT,
+      idColumn: 'q.id',
+      where,
+      params,
+      sortable: { hashId: 'q.hash_id', name: 'q.name_text' },
+      search: ['q.name_text', 'q.hash_id', "coalesce(q.unit, '')"],
+      updatedColumn: 'q.updated_at',
+    },
+    query,
+  );
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ quantity: toQuantity(r) })) };
 }
 
 const COLUMNS: Record<keyof QuantityInput, string> = {
-  name: 'name', color: 'color', unit: 'unit', defaultOrderOfMagnitude: 'default_order_of_magnitude',
-  defaultCriticallyLowThreshold: 'default_critically_low_threshold', defaultLowThreshold: 'default_low_threshold',
-  defaultHighThreshold: 'default_high_threshold', defaultCriticallyHighThreshold: 'default_critically_high_threshold',
+  name: 'name',
+  color: 'color',
+  unit: 'unit',
+  defaultOrderOfMagnitude: 'default_order_of_magnitude',
+  defaultCriticallyLowThreshold: 'default_critically_low_threshold',
+  defaultLowThreshold: 'default_low_threshold',
+  defaultHighThreshold: 'default_high_threshold',
+  defaultCriticallyHighThreshold: 'default_critically_high_threshold',
   disableSiPrefixes: 'disable_si_prefixes',
   deviceQuantityHashIds: '',
 };
 
-const JSON_COLUMNS = new Set<keyof QuantityInput>(['name', 'defaultCriticallyLowThreshold', 'defaultLowThreshold', 'defaultHighThreshold', 'defaultCriticallyHighThreshold']);
+const JSON_COLUMNS = new Set<keyof QuantityInput>([
+  'name',
+  'defaultCriticallyLowThreshold',
+  'defaultLowThreshold',
+  'defaultHighThreshold',
+  'defaultCriticallyHighThreshold',
+]);
 
 /** quantity update; the report path reads a changed quantity's default thresholds again. */
 export async function updateQuantity(db: Queryable, environmentId: number, hashId: string, patch: Partial<QuantityInput>): Promise<void> {
@@ -75,7 +107,9 @@ export async function updateQuantity(db: Queryable, environmentId: number, hashI
     }
   }
   const { rowCount } = await db.query(
-    `UPDATE quantity SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`, params);
+    `UPDATE quantity SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL`,
+    params,
+  );
   if (!rowCount) throw new NotFoundError('quantity', hashId);
   thresholdCache.forgetQuantity(hashId);
 }

@@ -11,7 +11,8 @@ export interface EnvironmentReportType {
 }
 
 /** The environmentReportType columns of `report_type rt`. */
-export const REPORT_TYPE_SELECT = 'rt.hash_id AS rt_hash_id, rt.name_text AS rt_name, rt.field_configurations AS rt_field_configurations, rt.type AS rt_type, rt.deleted_at AS rt_deleted_at';
+export const REPORT_TYPE_SELECT =
+  'rt.hash_id AS rt_hash_id, rt.name_text AS rt_name, rt.field_configurations AS rt_field_configurations, rt.type AS rt_type, rt.deleted_at AS rt_deleted_at';
 
 export function toEnvironmentReportType(r: Record<string, unknown>): EnvironmentReportType {
   const c = (r.rt_field_configurations ?? {}) as Partial<EnvironmentReportType['fieldConfigurations']>;

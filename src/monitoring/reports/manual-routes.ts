@@ -23,18 +23,24 @@ const Value = {
 const NewMeasurement = Type.Object({ pinHashId: HashId, quantityHashId: HashId, ...Value }, { additionalProperties: false });
 const UpdatedMeasurement = Type.Object({ measurementHashId: HashId, ...Value }, { additionalProperties: false });
 
-const AddBody = Type.Object({
-  generatedAt: Type.Optional(ReportTime),
-  measurements: Type.Array(NewMeasurement, { maxItems: MAX_REPORT_MEASUREMENTS }),
-  reportTypeHashId: HashId,
-  pinGroupHashId: HashId,
-  fields: Type.Optional(Fields),
-}, { additionalProperties: false });
-const UpdateBody = Type.Object({
-  generatedAt: Type.Optional(ReportTime),
-  measurements: Type.Optional(Type.Array(Type.Union([UpdatedMeasurement, NewMeasurement]), { maxItems: MAX_REPORT_MEASUREMENTS })),
-  fields: Type.Optional(FieldsUpdate),
-}, { additionalProperties: false });
+const AddBody = Type.Object(
+  {
+    generatedAt: Type.Optional(ReportTime),
+    measurements: Type.Array(NewMeasurement, { maxItems: MAX_REPORT_MEASUREMENTS }),
+    reportTypeHashId: HashId,
+    pinGroupHashId: HashId,
+    fields: Type.Optional(Fields),
+  },
+  { additionalProperties: false },
+);
+const UpdateBody = Type.Object(
+  {
+    generatedAt: Type.Optional(ReportTime),
+    measurements: Type.Optional(Type.Array(Type.Union([UpdatedMeasurement, NewMeasurement]), { maxItems: MAX_REPORT_MEASUREMENTS })),
+    fields: Type.Optional(FieldsUpdate),
+  },
+  { additionalProperties: false },
+);
 const OptionalHashId = Type.Optional(Type.Union([HashId, Type.Null()]));
 const FindReports = Type.Object({
   ...FindQuery.properties,
@@ -52,15 +58,25 @@ export async function reportRoutes(untyped: FastifyInstance, ctx: AppContext): P
   const env = (request: FastifyRequest) => request.account.environment;
 
   app.post('/report/', { config: { rights: reportRights }, schema: { tags, summary: 'report add', body: AddBody } }, async (request) =>
-    addReport(ctx.db, env(request), { id: request.account.id, name: request.account.name }, request.body, evaluation));
+    addReport(ctx.db, env(request), { id: request.account.id, name: request.account.name }, request.body, evaluation),
+  );
   app.get('/report/', { config: { rights: readRights }, schema: { tags, summary: 'report find', querystring: FindReports } }, async (request) =>
-    findReports(ctx.db, env(request).id, request.query));
+    findReports(ctx.db, env(request).id, request.query),
+  );
   app.get('/report/:hashId', { config: { rights: readRights }, schema: { tags, summary: 'report get', params: HashIdParams } }, async (request) =>
-    getReport(ctx.db, env(request).id, request.params.hashId));
-  app.post('/report/:hashId', { config: { rights: reportRights }, schema: { tags, summary: 'report update', params: HashIdParams, body: UpdateBody } }, async (request) =>
-    updateReport(ctx.db, env(request), request.params.hashId, request.body, evaluation));
-  app.delete('/report/:hashId', { config: { rights: reportRights }, schema: { tags, summary: 'report delete', params: HashIdParams } }, async (request, reply) => {
-    await deleteReport(ctx.db, env(request).id, request.params.hashId);
-    reply.status(204).send();
-  });
+    getReport(ctx.db, env(request).id, request.params.hashId),
+  );
+  app.post(
+    '/report/:hashId',
+    { config: { rights: reportRights }, schema: { tags, summary: 'report update', params: HashIdParams, body: UpdateBody } },
+    async (request) => updateReport(ctx.db, env(request), request.params.hashId, request.body, evaluation),
+  );
+  app.delete(
+    '/report/:hashId',
+    { config: { rights: reportRights }, schema: { tags, summary: 'report delete', params: HashIdParams } },
+    async (request, reply) => {
+      await deleteReport(ctx.db, env(request).id, request.params.hashId);
+      reply.status(204).send();
+    },
+  );
 }

@@ -28,7 +28,9 @@ export interface ConditionReportIn {
   }[];
 }
 
-const INGEST_REPORTS = namedStatement('ingest-reports', `WITH input AS (
+const INGEST_REPORTS = namedStatement(
+  'ingest-reports',
+  `WITH input AS (
        SELECT * FROM json_to_recordset(($1::json)->'reports')
          AS x("hashId" text, "environmentHashId" text, "deviceHashId" text, "reportTypeHashId" text, "generatedAt" timestamptz,
               fields jsonb, payload text, "linkId" bigint, measurements json)
@@ -54,7 +56,8 @@ const INGEST_REPORTS = namedStatement('ingest-reports', `WITH input AS (
        JOIN input i ON i."hashId" = ins.hash_id
        CROSS JOIN LATERAL json_to_recordset(i.measurements) AS m("hashId" text, "channelIndex" int, "channelMeasurementIndex" int,
             "quantityHashId" text, "generatedAt" timestamptz, "orderOfMagnitude" smallint, significand int, "pinId" bigint)
-       JOIN quantity q ON q.hash_id = m."quantityHashId" AND q.environment_id = ins.environment_id`);
+       JOIN quantity q ON q.hash_id = m."quantityHashId" AND q.environment_id = ins.environment_id`,
+);
 
 /**
  * Stores a batch of reports and their measurements in one statement, straight from the JSON the
@@ -96,7 +99,9 @@ export interface ManualMeasurementIn {
 export async function insertManualReport(db: Queryable, r: ManualReportIn): Promise<number> {
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO condition_report (hash_id, environment_id, report_type_id, generated_at, fields, pin_group_id)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, [r.hashId, r.environmentId, r.reportTypeId, r.generatedAt, JSON.stringify(r.fields), r.pinGroupId]);
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+    [r.hashId, r.environmentId, r.reportTypeId, r.generatedAt, JSON.stringify(r.fields), r.pinGroupId],
+  );
   return Number(rows[0].id);
 }
 
@@ -107,14 +112,17 @@ export async function insertManualMeasurements(db: Queryable, reportId: number, 
     `INSERT INTO measurement (hash_id, report_id, environment_id, quantity_id, pin_id, generated_at, order_of_magnitude, significand)
      SELECT m."hashId", $1, $2, m."quantityId", m."pinId", m."generatedAt", m."orderOfMagnitude", m.significand
        FROM json_to_recordset($3::json) AS m("hashId" text, "quantityId" bigint, "pinId" bigint, "generatedAt" timestamptz, "orderOfMagnitude" smallint, significand int)`,
-    [reportId, environmentId, JSON.stringify(list)]);
+    [reportId, environmentId, JSON.stringify(list)],
+  );
 }
 
 /** The (pin, quantity, hour) rows of the charts' rollup that report `reportId`'s measurements count in. */
 export async function rollupKeysOfReport(db: Queryable, reportId: number): Promise<string> {
   const { rows } = await db.query<{ keys: unknown }>(
     `SELECT coalesce(json_agg(DISTINCT jsonb_build_object('p', pin_id, 'q', quantity_id, 'h', date_bin('1 hour', generated_at, timestamptz '2000-01-01 00:00:00+00'))), '[]') AS keys
-       FROM measurement WHERE report_id = $1 AND pin_id IS NOT NULL`, [reportId]);
+       FROM measurement WHERE report_id = $1 AND pin_id IS NOT NULL`,
+    [reportId],
+  );
   return JSON.stringify(rows[0].keys);
 }
 
@@ -137,13 +145,17 @@ export async function refreshRollup(db: Queryable, ...keys: string[]): Promise<v
                FROM ${k} k JOIN measurement m ON m.pin_id = k.pin_id AND m.quantity_id = k.quantity_id
                 AND m.generated_at >= k.hour AND m.generated_at < k.hour + interval '1 hour') x
       GROUP BY pin_id, quantity_id, hour
-      ORDER BY pin_id, quantity_id, hour`, [all]);
+      ORDER BY pin_id, quantity_id, hour`,
+    [all],
+  );
 }
 
 /** The hashIds of the measurements of these reports that were entered as not to compare to thresholds (doNotCompareToThresholds). */
 export async function uncheckedMeasurements(db: Queryable, reportHashIds: string[]): Promise<Set<string>> {
   if (reportHashIds.length === 0) return new Set();
   const { rows } = await db.query<{ hash_id: string }>(
-    'SELECT unnest(unchecked_measurement_hash_ids) AS hash_id FROM manual_report WHERE report_hash_id = ANY($1::text[])', [reportHashIds]);
+    'SELECT unnest(unchecked_measurement_hash_ids) AS hash_id FROM manual_report WHERE report_hash_id = ANY($1::text[])',
+    [reportHashIds],
+  );
   return new Set(rows.map((r) => r.hash_id));
 }

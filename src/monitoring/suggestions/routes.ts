@@ -17,8 +17,12 @@ const Query = Type.Object({
 /** suggestions find: GET /suggestions/ (values of a field for a search box). */
 export async function suggestionRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
   const app = typed(fastify);
-  app.get('/suggestions/', {
-    config: { rights: { monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' }, offsetIsValue: true },
-    schema: { tags: ['suggestions'], summary: 'suggestions find', querystring: Query },
-  }, async (request) => findSuggestions(ctx.db, request.account.environment.id, request.query));
+  app.get(
+    '/suggestions/',
+    {
+      config: { rights: { monitoring: 'READ', connectivity: 'ENVIRONMENT_ADMIN' }, offsetIsValue: true },
+      schema: { tags: ['suggestions'], summary: 'suggestions find', querystring: Query },
+    },
+    async (request) => findSuggestions(ctx.db, request.account.environment.id, request.query),
+  );
 }

@@ -5,12 +5,30 @@ import { VISIBLE_QUANTITY } from '../thresholds/store.ts';
 
 // SDK 18 names pinGrid.name, pinGroupGrid.name and environment.name; 17.37.0 (Api-Version 5) grid.name, both kinds of grids
 export const SUGGESTION_TYPES = [
-  'clientReportType.name', 'commandType.name', 'deviceType.name', 'edge.name', 'pinGrid.name', 'pinGroupGrid.name', 'grid.name', 'issue.title',
-  'pinGroup.name', 'pin.name', 'quantity.name', 'quantity.unit', 'user.name', 'environment.name',
+  'clientReportType.name',
+  'commandType.name',
+  'deviceType.name',
+  'edge.name',
+  'pinGrid.name',
+  'pinGroupGrid.name',
+  'grid.name',
+  'issue.title',
+  'pinGroup.name',
+  'pin.name',
+  'quantity.name',
+  'quantity.unit',
+  'user.name',
+  'environment.name',
 ] as const;
 export type SuggestionType = (typeof SUGGESTION_TYPES)[number];
 
-export interface SuggestionQuery { search?: string; type: SuggestionType; locale?: 'en' | 'nl'; rowsPerPage?: number; offset?: string }
+export interface SuggestionQuery {
+  search?: string;
+  type: SuggestionType;
+  locale?: 'en' | 'nl';
+  rowsPerPage?: number;
+  offset?: string;
+}
 
 /** A stringOrTranslations column `x.name` (with its display text `x.name_text`) in the locale `$n` when it has one. */
 const localised = (x: string) => (locale: string) => `CASE WHEN jsonb_typeof(${x}.name) = 'object' THEN coalesce(
@@ -18,7 +36,11 @@ const localised = (x: string) => (locale: string) => `CASE WHEN jsonb_typeof(${x
   ${x}.name_text) ELSE ${x}.name_text END`;
 
 /** `value`: the field as text, a function of the locale's placeholder when the field is translated. */
-interface Source { value: string | ((locale: string) => string); from: string; where: string }
+interface Source {
+  value: string | ((locale: string) => string);
+  from: string;
+  where: string;
+}
 
 // Every source reads only what the caller's environment ($1) may read with its right READ (a monitoring
 // environment also the types, command types and quantities of the devices it claimed). An object kind an
@@ -26,7 +48,11 @@ interface Source { value: string | ((locale: string) => string); from: string; w
 const SOURCES: Record<SuggestionType, Source | null> = {
   // the manual report types of a monitoring environment have no table in this service yet: nothing to suggest
   'clientReportType.name': null,
-  'commandType.name': { value: localised('c'), from: 'command_type c', where: `(c.environment_id = $1 AND c.deleted_at IS NULL) OR (${CLAIMED_COMMAND_TYPES})` },
+  'commandType.name': {
+    value: localised('c'),
+    from: 'command_type c',
+    where: `(c.environment_id = $1 AND c.deleted_at IS NULL) OR (${CLAIMED_COMMAND_TYPES})`,
+  },
   'deviceType.name': { value: localised('t'), from: 'device_type t', where: `(t.environment_id = $1 AND t.deleted_at IS NULL) OR (${CLAIMED_DEVICE_TYPES})` },
   'edge.name': { value: 'e.name', from: 'edge e', where: 'e.environment_id = $1' },
   'pinGrid.name': { value: 'g.name', from: 'grid g', where: "g.environment_id = $1 AND g.type_key = 'pin'" },
@@ -65,6 +91,8 @@ export async function findSuggestions(db: Queryable, environmentId: number, quer
   }
   const { rows } = await db.query<{ v: string }>(
     `SELECT DISTINCT v FROM (SELECT ${value} AS v FROM ${source.from} WHERE ${source.where}) x
-      WHERE v IS NOT NULL AND v <> '' AND v ILIKE $2${after} ORDER BY v LIMIT $3`, params);
+      WHERE v IS NOT NULL AND v <> '' AND v ILIKE $2${after} ORDER BY v LIMIT $3`,
+    params,
+  );
   return { results: rows.map((r) => r.v) };
 }

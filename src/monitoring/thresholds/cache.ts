@@ -43,7 +43,10 @@ const LOAD_QUANTITIES = `SELECT hash_id, default_critically_low_threshold AS cl,
     default_critically_high_threshold AS ch FROM quantity WHERE hash_id = ANY($1::text[])`;
 
 const limitsOf = (r: Record<string, unknown>): Limits => ({
-  criticallyLow: storedLimit(r.criticallyLow), low: storedLimit(r.low), high: storedLimit(r.high), criticallyHigh: storedLimit(r.criticallyHigh),
+  criticallyLow: storedLimit(r.criticallyLow),
+  low: storedLimit(r.low),
+  high: storedLimit(r.high),
+  criticallyHigh: storedLimit(r.criticallyHigh),
 });
 
 /**

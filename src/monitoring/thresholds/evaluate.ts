@@ -33,7 +33,9 @@ interface PairSummary {
 // one statement per batch: each pair's open issue is found by its cause (index), updated and closed
 // when the environment lets issues close themselves; a crossing without an open issue opens one; a
 // measurement not newer than what an issue saw last (a batch stored twice) changes nothing
-const UPSERT_ISSUES = namedStatement('threshold-issues', `WITH input AS (
+const UPSERT_ISSUES = namedStatement(
+  'threshold-issues',
+  `WITH input AS (
     SELECT x.*, p.environment_id, p.pin_group_id, p.name AS pin_name, q.id AS quantity_id, q.name_text AS quantity_name, k.cause, o.id AS open_id
       FROM json_to_recordset($1::json) AS x("pinId" bigint, "linkId" bigint, "quantityHashId" text, "maxLevel" smallint, side text,
            "lastLevel" smallint, "lastValue" jsonb, "lastAt" timestamptz, "firstCrossingAt" timestamptz, crossings int, count int,
@@ -79,7 +81,8 @@ const UPSERT_ISSUES = namedStatement('threshold-issues', `WITH input AS (
       FROM (SELECT id, closed_at FROM upd UNION ALL SELECT id, closed_at FROM ins) c WHERE c.closed_at IS NOT NULL
   )
   SELECT s."pinId" AS pin_id, s."quantityHashId" AS quantity_hash_id, c.closed_at IS NULL AS open, c.level
-    FROM (SELECT cause, closed_at, level FROM upd UNION ALL SELECT cause, closed_at, level FROM ins) c JOIN input s ON s.cause = c.cause`);
+    FROM (SELECT cause, closed_at, level FROM upd UNION ALL SELECT cause, closed_at, level FROM ins) c JOIN input s ON s.cause = c.cause`,
+);
 
 type Item = { level: Level; side: 'low' | 'high'; value: ValuePair; at: string; t: number };
 
@@ -149,7 +152,9 @@ export class ThresholdEvaluator {
     this.db = db;
     this.log = log;
     this.cache = cache;
-    this.#timer = setInterval(() => { if (this.#pending.size > 0) void this.flush().catch(() => undefined); }, coalesceMs);
+    this.#timer = setInterval(() => {
+      if (this.#pending.size > 0) void this.flush().catch(() => undefined);
+    }, coalesceMs);
     this.#timer.unref();
   }
 
@@ -184,14 +189,34 @@ export class ThresholdEvaluator {
           pair = {
             items: [],
             summary: {
-              pinId: m.pinId, linkId: r.linkId ?? null, quantityHashId: m.quantityHashId, maxLevel: 0, side: 'high', lastLevel: 0, lastValue: value, lastAt: m.generatedAt,
-              firstCrossingAt: null, crossings: 0, count: 0, inRangeTail: 0, inRangeSince: null,
-              autoClose: pin.autoClose.allowed, closeAmount: pin.autoClose.amount, closeSeconds: pin.autoClose.unitSeconds, updateOnly: false,
+              pinId: m.pinId,
+              linkId: r.linkId ?? null,
+              quantityHashId: m.quantityHashId,
+              maxLevel: 0,
+              side: 'high',
+              lastLevel: 0,
+              lastValue: value,
+              lastAt: m.generatedAt,
+              firstCrossingAt: null,
+              crossings: 0,
+              count: 0,
+              inRangeTail: 0,
+              inRangeSince: null,
+              autoClose: pin.autoClose.allowed,
+              closeAmount: pin.autoClose.amount,
+              closeSeconds: pin.autoClose.unitSeconds,
+              updateOnly: false,
             },
           };
           pairs.set(key, pair);
         }
-        pair.items.push({ level: limits ? levelOf(limits, value) : 0, side: limits && belowLow(limits, value) ? 'low' : 'high', value, at: m.generatedAt, t: Date.parse(m.generatedAt) });
+        pair.items.push({
+          level: limits ? levelOf(limits, value) : 0,
+          side: limits && belowLow(limits, value) ? 'low' : 'high',
+          value,
+          at: m.generatedAt,
+          t: Date.parse(m.generatedAt),
+        });
       }
     }
     const now: PairSummary[] = [];

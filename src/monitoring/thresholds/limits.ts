@@ -1,5 +1,8 @@
 /** A value pair: significand × 10^orderOfMagnitude. */
-export interface ValuePair { orderOfMagnitude: number; significand: number }
+export interface ValuePair {
+  orderOfMagnitude: number;
+  significand: number;
+}
 
 /** The four limits of a threshold (the SDK's Threshold); a null limit is not checked. */
 export interface Limits {
@@ -42,11 +45,10 @@ export const belowLow = (limits: Limits, value: ValuePair): boolean =>
 export const hasLimit = (l: Limits): boolean => l.criticallyLow !== null || l.low !== null || l.high !== null || l.criticallyHigh !== null;
 
 /** A stored limit (jsonb, where JSON null and SQL null both mean none). */
-export const storedLimit = (v: unknown): ValuePair | null => (v && typeof v === 'object' ? v as ValuePair : null);
+export const storedLimit = (v: unknown): ValuePair | null => (v && typeof v === 'object' ? (v as ValuePair) : null);
 
 /**
  * A measurement's `performance` (the SDK's Measurement): -1 not compared (no limit applies), else its
  * level against the limits that apply: 0 within, 1 beyond low or high, 2 beyond a critical limit.
  */
-export const performanceOf = (limits: Limits | null | undefined, value: ValuePair): -1 | Level =>
-  (limits && hasLimit(limits) ? levelOf(limits, value) : -1);
+export const performanceOf = (limits: Limits | null | undefined, value: ValuePair): -1 | Level => (limits && hasLimit(limits) ? levelOf(limits, value) : -1);

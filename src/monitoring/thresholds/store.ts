@@ -6,7 +6,11 @@ import { QUANTITY_SELECT, toQuantity } from '../quantities/store.ts';
 import { compare, storedLimit, type Limits } from './limits.ts';
 import { thresholdCache } from './cache.ts';
 
-export interface ThresholdSet { pinHashId: string; quantityHashId: string; thresholds: Limits | null }
+export interface ThresholdSet {
+  pinHashId: string;
+  quantityHashId: string;
+  thresholds: Limits | null;
+}
 
 const LIMITS = ['criticallyLow', 'low', 'high', 'criticallyHigh'] as const;
 
@@ -33,14 +37,19 @@ function checkOrder(limits: Limits, field: string): void {
  * when `thresholds` is null. All or nothing. Returns each item's threshold hashId (null for a removal).
  */
 export async function setThresholds(db: Db, environmentId: number, items: ThresholdSet[], fieldOf: (i: number) => string): Promise<(string | null)[]> {
-  items.forEach((item, i) => { if (item.thresholds) checkOrder(item.thresholds, `${fieldOf(i)}thresholds`); });
+  items.forEach((item, i) => {
+    if (item.thresholds) checkOrder(item.thresholds, `${fieldOf(i)}thresholds`);
+  });
   const pinIds: number[] = [];
   const out = await db.tx(async (client) => {
     const hashIds: (string | null)[] = [];
     for (const [i, item] of items.entries()) {
       const pin = await client.query<{ id: number }>('SELECT id FROM pin WHERE environment_id = $1 AND hash_id = $2', [environmentId, item.pinHashId]);
       if (pin.rows.length === 0) throw new ParameterError(`${fieldOf(i)}pinHashId ${item.pinHashId} is not a pin of this environment`);
-      const q = await client.query<{ id: number }>(`SELECT q.id FROM quantity q WHERE q.hash_id = $2 AND ${VISIBLE_QUANTITY}`, [environmentId, item.quantityHashId]);
+      const q = await client.query<{ id: number }>(`SELECT q.id FROM quantity q WHERE q.hash_id = $2 AND ${VISIBLE_QUANTITY}`, [
+        environmentId,
+        item.quantityHashId,
+      ]);
       if (q.rows.length === 0) throw new ParameterError(`${fieldOf(i)}quantityHashId ${item.quantityHashId} is not a quantity this environment measures`);
       pinIds.push(pin.rows[0].id);
       if (item.thresholds === null) {
@@ -55,7 +64,8 @@ export async function setThresholds(db: Db, environmentId: number, items: Thresh
          ON CONFLICT (pin_id, quantity_id) DO UPDATE SET critically_low = EXCLUDED.critically_low, low = EXCLUDED.low,
            high = EXCLUDED.high, critically_high = EXCLUDED.critically_high, updated_at = now()
          RETURNING hash_id`,
-        [newHashId(), environmentId, pin.rows[0].id, q.rows[0].id, ...LIMITS.map((k) => (t[k] === null ? null : JSON.stringify(t[k])))]);
+        [newHashId(), environmentId, pin.rows[0].id, q.rows[0].id, ...LIMITS.map((k) => (t[k] === null ? null : JSON.stringify(t[k])))],
+      );
       hashIds.push(rows[0].hash_id);
     }
     return hashIds;
@@ -77,7 +87,9 @@ export async function thresholdsShown(db: Queryable, where: string, params: unkn
     `SELECT t.hash_id AS t_hash_id, p.hash_id AS t_pin_hash_id, t.critically_low AS t_critically_low, t.low AS t_low, t.high AS t_high,
             t.critically_high AS t_critically_high, ${QUANTITY_SELECT}
        FROM pin_threshold t JOIN pin p ON p.id = t.pin_id JOIN quantity q ON q.id = t.quantity_id
-      WHERE ${where} ORDER BY p.id, q.id`, params);
+      WHERE ${where} ORDER BY p.id, q.id`,
+    params,
+  );
   return rows.map((r) => ({
     value: { hashId: r.t_hash_id as string, pinHashId: r.t_pin_hash_id as string, ...limitsOf(r, 't_') },
     quantity: toQuantity(r),
@@ -89,7 +101,11 @@ export async function thresholdsShown(db: Queryable, where: string, params: unkn
  * defaults (null when neither sets a limit). Keyed `${pinId}:${quantityId}`. Pins of other
  * environments are not answered.
  */
-export async function pinThresholdsOf(db: Queryable, environmentId: number, pairs: { pinId: number; quantityId: number }[]): Promise<Map<string, (Limits & { hashId: string | null }) | null>> {
+export async function pinThresholdsOf(
+  db: Queryable,
+  environmentId: number,
+  pairs: { pinId: number; quantityId: number }[],
+): Promise<Map<string, (Limits & { hashId: string | null }) | null>> {
   const out = new Map<string, (Limits & { hashId: string | null }) | null>();
   if (pairs.length === 0) return out;
   const { rows } = await db.query(
@@ -100,7 +116,8 @@ export async function pinThresholdsOf(db: Queryable, environmentId: number, pair
        JOIN pin p ON p.id = v.pin_id AND p.environment_id = $1
        JOIN quantity q ON q.id = v.quantity_id
        LEFT JOIN pin_threshold t ON t.pin_id = v.pin_id AND t.quantity_id = v.quantity_id`,
-    [environmentId, pairs.map((p) => p.pinId), pairs.map((p) => p.quantityId)]);
+    [environmentId, pairs.map((p) => p.pinId), pairs.map((p) => p.quantityId)],
+  );
   for (const r of rows) {
     const own = r.hash_id !== null;
     const limits = own ? limitsOf(r, '') : limitsOf(r, 'd_');
@@ -110,7 +127,9 @@ export async function pinThresholdsOf(db: Queryable, environmentId: number, pair
   return out;
 }
 
-export interface ThresholdFindQuery extends FindQuery { type?: 'quantity' | 'port' }
+export interface ThresholdFindQuery extends FindQuery {
+  type?: 'quantity' | 'port';
+}
 
 /**
  * measurement-threshold find: the pins' own thresholds (`type` port) and the quantities' default
@@ -130,20 +149,31 @@ export async function findThresholds(db: Queryable, environmentId: number, query
         q.default_critically_low_threshold, q.default_low_threshold, q.default_high_threshold, q.default_critically_high_threshold
       FROM quantity q WHERE q.environment_id = $1 AND q.deleted_at IS NULL`);
   }
-  const page = await findPage(db, {
-    from: `(${parts.join(' UNION ALL ')}) x`, select: 'x.*', idColumn: 'x.row_id', where: ['true'], params: [environmentId],
-    sortable: { quantityName: 'x.q_name_text', pinGroupName: "coalesce(x.pg_name, '')", hashId: 'x.q_hash_id' },
-    search: ['x.q_name_text', "coalesce(x.pg_name, '')", "coalesce(x.p_name, '')"],
-  }, { ...query, sortBy: query.sortBy ?? 'quantityName' });
+  const page = await findPage(
+    db,
+    {
+      from: `(${parts.join(' UNION ALL ')}) x`,
+      select: 'x.*',
+      idColumn: 'x.row_id',
+      where: ['true'],
+      params: [environmentId],
+      sortable: { quantityName: 'x.q_name_text', pinGroupName: "coalesce(x.pg_name, '')", hashId: 'x.q_hash_id' },
+      search: ['x.q_name_text', "coalesce(x.pg_name, '')", "coalesce(x.p_name, '')"],
+    },
+    { ...query, sortBy: query.sortBy ?? 'quantityName' },
+  );
   return {
     nextPageOffset: page.nextPageOffset,
     rows: page.rows.map((r) => ({
       quantity: { name: r.q_name, hashId: r.q_hash_id as string, unit: (r.q_unit as string | null) ?? null },
-      location: r.p_hash_id === null ? null : {
-        pinGroup: { name: r.pg_name as string, hashId: r.pg_hash_id as string },
-        pin: { name: r.p_name as string, hashId: r.p_hash_id as string },
-        edge: r.e_hash_id === null ? null : { name: r.e_name as string, hashId: r.e_hash_id as string },
-      },
+      location:
+        r.p_hash_id === null
+          ? null
+          : {
+              pinGroup: { name: r.pg_name as string, hashId: r.pg_hash_id as string },
+              pin: { name: r.p_name as string, hashId: r.p_hash_id as string },
+              edge: r.e_hash_id === null ? null : { name: r.e_name as string, hashId: r.e_hash_id as string },
+            },
       threshold: limitsOf(r, ''),
     })),
   };

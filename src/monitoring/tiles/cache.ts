@@ -51,7 +51,8 @@ export class TileCache {
     }
     const pending = this.rendering.get(key);
     if (pending) return pending;
-    const render = this.turns.run(environmentId, () => renderTile(db, environmentId, address, mapLayers))
+    const render = this.turns
+      .run(environmentId, () => renderTile(db, environmentId, address, mapLayers))
       .then((tile) => {
         this.keep(environmentId, version, key, tile);
         return tile;
@@ -62,7 +63,9 @@ export class TileCache {
   }
 
   /** bytes of tiles held */
-  get size(): number { return this.bytes; }
+  get size(): number {
+    return this.bytes;
+  }
 
   private keep(environmentId: number, version: string, key: string, tile: Buffer): void {
     if (tile.length > this.maxBytes) return;

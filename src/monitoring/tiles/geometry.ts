@@ -1,8 +1,17 @@
 // Web Mercator tile arithmetic (the XYZ scheme of slippy maps: tile 0/0/0 is the world, y grows
 // southwards) and the clipping of lines to a tile with its buffer, in tile units.
 
-export interface TileAddress { z: number; x: number; y: number }
-export interface LonLatBox { west: number; south: number; east: number; north: number }
+export interface TileAddress {
+  z: number;
+  x: number;
+  y: number;
+}
+export interface LonLatBox {
+  west: number;
+  south: number;
+  east: number;
+  north: number;
+}
 
 /** Web Mercator's latitude limit: the world is a square there */
 const MAX_LAT = 85.0511287798066;
@@ -75,7 +84,12 @@ function clipSegment(a: [number, number], b: [number, number], min: number, max:
   let t0 = 0;
   let t1 = 1;
   // each side of the square as p·t <= q
-  const sides: [number, number][] = [[-dx, a[0] - min], [dx, max - a[0]], [-dy, a[1] - min], [dy, max - a[1]]];
+  const sides: [number, number][] = [
+    [-dx, a[0] - min],
+    [dx, max - a[0]],
+    [-dy, a[1] - min],
+    [dy, max - a[1]],
+  ];
   for (const [p, q] of sides) {
     if (p === 0) {
       if (q < 0) return null;

@@ -33,7 +33,9 @@ class ProtoWriter {
   length = 0;
 
   /** a feature's or a value's writer starts small: a tile has thousands of them */
-  constructor(size = 64) { this.buf = Buffer.allocUnsafe(size); }
+  constructor(size = 64) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
 
   private reserve(n: number): void {
     if (this.length + n <= this.buf.length) return;
@@ -54,7 +56,9 @@ class ProtoWriter {
     this.buf[this.length++] = v;
   }
 
-  tag(field: number, wireType: 0 | 1 | 2): void { this.varint((field << 3) | wireType); }
+  tag(field: number, wireType: 0 | 1 | 2): void {
+    this.varint((field << 3) | wireType);
+  }
 
   bytes(field: number, data: Uint8Array): void {
     this.tag(field, 2);
@@ -93,7 +97,9 @@ class ProtoWriter {
     for (const v of values) this.varint(v);
   }
 
-  finish(): Buffer { return this.buf.subarray(0, this.length); }
+  finish(): Buffer {
+    return this.buf.subarray(0, this.length);
+  }
 }
 
 function varintSize(value: number): number {

@@ -23,7 +23,9 @@ export class RenderTurns {
   private readonly environments = new Map<number, { running: number; waiting: (() => void)[] }>();
   private readonly limits: RenderLimits;
 
-  constructor(limits: RenderLimits = TILE_RENDER_LIMITS) { this.limits = limits; }
+  constructor(limits: RenderLimits = TILE_RENDER_LIMITS) {
+    this.limits = limits;
+  }
 
   /** `render()` once a turn of the environment is free; a RateLimitError when too many wait already. */
   async run<T>(environmentId: number, render: () => Promise<T>): Promise<T> {
@@ -34,7 +36,10 @@ export class RenderTurns {
     }
     if (environment.running >= this.limits.running) {
       if (environment.waiting.length >= this.limits.waiting) {
-        throw new RateLimitError(`more than ${this.limits.running + this.limits.waiting} map tiles of this environment are being drawn; ask again shortly`, this.limits.retryAfterSeconds);
+        throw new RateLimitError(
+          `more than ${this.limits.running + this.limits.waiting} map tiles of this environment are being drawn; ask again shortly`,
+          this.limits.retryAfterSeconds,
+        );
       }
       // the turn is handed over by the render that ends (running stays counted), so no newcomer overtakes the queue
       await new Promise<void>((resolve) => environment.waiting.push(resolve));

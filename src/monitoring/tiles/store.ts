@@ -43,21 +43,35 @@ const PIN_GROUP_COLUMNS = `pg.hash_id, pg.name, pg.symbol_key, pg.map_layer, pg.
 const PIN_GROUP_FROM = 'pin_group pg LEFT JOIN device_link pgl ON pgl.pin_group_id = pg.id';
 // the tile's pin groups one by one, none when it holds more than that: counted first from the index alone (an
 // InitPlan, in the same round trip), so a clustered tile reads no row and no level here
-const PIN_GROUPS = namedStatement('tile-pin-groups', `SELECT ${PIN_GROUP_COLUMNS} FROM ${PIN_GROUP_FROM}
-  WHERE ${IN_TILE} AND (SELECT count(*) FROM (SELECT 1 FROM pin_group pg WHERE ${IN_TILE} LIMIT ${TILE_MAX_PIN_GROUPS + 1}) s) <= ${TILE_MAX_PIN_GROUPS}`);
+const PIN_GROUPS = namedStatement(
+  'tile-pin-groups',
+  `SELECT ${PIN_GROUP_COLUMNS} FROM ${PIN_GROUP_FROM}
+  WHERE ${IN_TILE} AND (SELECT count(*) FROM (SELECT 1 FROM pin_group pg WHERE ${IN_TILE} LIMIT ${TILE_MAX_PIN_GROUPS + 1}) s) <= ${TILE_MAX_PIN_GROUPS}`,
+);
 const PIN_GROUPS_BY_ID = namedStatement('tile-pin-groups-by-id', `SELECT ${PIN_GROUP_COLUMNS} FROM ${PIN_GROUP_FROM} WHERE pg.id = ANY($1)`);
 
 // one row per cell of the CLUSTER_CELLS² grid over the tile ($7: cells per world side at this zoom, $8, $9: the
 // tile's first cell), from the index alone; the level from the environment's open issues, hashed once
-const CLUSTERS = namedStatement('tile-clusters',
+const CLUSTERS = namedStatement(
+  'tile-clusters',
   `SELECT count(*)::int AS count, avg(pg.lon) AS lon, avg(pg.lat) AS lat, coalesce(max(lv.level), 0) AS level, min(pg.id) AS one_id
      FROM pin_group pg
      LEFT JOIN (SELECT pin_group_id, max(level) AS level FROM issue
                  WHERE environment_id = $1 AND closed_at IS NULL AND deleted_at IS NULL GROUP BY pin_group_id) lv ON lv.pin_group_id = pg.id
     WHERE ${IN_TILE}
-    GROUP BY floor(pg.mx * $7 - $8), floor(pg.my * $7 - $9)`);
+    GROUP BY floor(pg.mx * $7 - $8), floor(pg.my * $7 - $9)`,
+);
 
-type PinGroupRow = { hash_id: string; name: string; symbol_key: string; map_layer: string; lon: number; lat: number; link_hash_id: string | null; level: number };
+type PinGroupRow = {
+  hash_id: string;
+  name: string;
+  symbol_key: string;
+  map_layer: string;
+  lon: number;
+  lat: number;
+  link_hash_id: string | null;
+  level: number;
+};
 
 function pinGroupFeature(r: PinGroupRow, tile: TileAddress): TileFeature {
   return {
@@ -75,25 +89,39 @@ async function pinGroupFeatures(db: Queryable, environmentId: number, tile: Tile
   // none: too many, or an empty tile (whose clusters are none as well)
   if (rows.length > 0) return rows.map((r) => pinGroupFeature(r, tile));
 
-  const cells = await db.query<{ count: number; lon: number; lat: number; level: number; one_id: number }>(
-    CLUSTERS, [...args, n * CLUSTER_CELLS, tile.x * CLUSTER_CELLS, tile.y * CLUSTER_CELLS]);
+  const cells = await db.query<{ count: number; lon: number; lat: number; level: number; one_id: number }>(CLUSTERS, [
+    ...args,
+    n * CLUSTER_CELLS,
+    tile.x * CLUSTER_CELLS,
+    tile.y * CLUSTER_CELLS,
+  ]);
   const single = cells.rows.filter((c) => c.count === 1).map((c) => c.one_id);
   const singles = single.length === 0 ? [] : (await db.query<PinGroupRow>(PIN_GROUPS_BY_ID, [single])).rows;
-  const clusters: TileFeature[] = cells.rows.filter((c) => c.count > 1).map((c) => ({
-    type: 'point',
-    geometry: [project([c.lon, c.lat], tile, TILE_EXTENT)],
-    properties: { cluster: true, pointCount: c.count, level: c.level },
-  }));
+  const clusters: TileFeature[] = cells.rows
+    .filter((c) => c.count > 1)
+    .map((c) => ({
+      type: 'point',
+      geometry: [project([c.lon, c.lat], tile, TILE_EXTENT)],
+      properties: { cluster: true, pointCount: c.count, level: c.level },
+    }));
   return [...singles.map((r) => pinGroupFeature(r, tile)), ...clusters];
 }
 
 type Line = [number, number][];
-type EdgeRow = { hash_id: string; name: string; map_layer: string; geometry: { type: 'LineString'; coordinates: Line } | { type: 'MultiLineString'; coordinates: Line[] }; level: number };
+type EdgeRow = {
+  hash_id: string;
+  name: string;
+  map_layer: string;
+  geometry: { type: 'LineString'; coordinates: Line } | { type: 'MultiLineString'; coordinates: Line[] };
+  level: number;
+};
 
 // an edge's level: the highest of the open issues on its pins (as the edge model has it). The edges of the tile are
 // counted first (their points, from the stored JSON without sending it) and sent only while their points together
 // stay within $7: worst level first, then the oldest.
-const EDGES = namedStatement('tile-edges', `WITH candidate AS (
+const EDGES = namedStatement(
+  'tile-edges',
+  `WITH candidate AS (
        SELECT e.id,
               (SELECT coalesce(max(oi.level), 0) FROM pin ep JOIN issue oi ON oi.pin_group_id = ep.pin_group_id AND oi.closed_at IS NULL AND oi.deleted_at IS NULL
                  AND (cardinality(oi.pin_ids) = 0 OR ep.id = ANY(oi.pin_ids)) WHERE ep.edge_id = e.id) AS level,
@@ -108,7 +136,8 @@ const EDGES = namedStatement('tile-edges', `WITH candidate AS (
      SELECT e.hash_id, e.name, e.map_layer, e.geometry, d.level
        FROM drawn d JOIN edge e ON e.id = d.id
       WHERE d.points_so_far <= $7
-      ORDER BY d.level DESC, d.id`);
+      ORDER BY d.level DESC, d.id`,
+);
 
 async function edgeRows(db: Queryable, environmentId: number, tile: TileAddress, mapLayers: string[]): Promise<EdgeRow[]> {
   const box = tileBox(tile, TILE_EXTENT, TILE_BUFFER);
@@ -177,7 +206,8 @@ async function nodeFeatures(db: Queryable, environmentId: number, tile: TileAddr
     `SELECT hash_id, name, lon, lat FROM (
        SELECT hash_id, name, (geometry -> 'coordinates' ->> 0)::float8 AS lon, (geometry -> 'coordinates' ->> 1)::float8 AS lat FROM node WHERE environment_id = $1) n
       WHERE lon BETWEEN $2 AND $3 AND lat BETWEEN $4 AND $5`,
-    [environmentId, box.west, box.east, box.south, box.north]);
+    [environmentId, box.west, box.east, box.south, box.north],
+  );
   return rows.map((r) => ({ type: 'point', geometry: [project([r.lon, r.lat], tile, TILE_EXTENT)], properties: { hashId: r.hash_id, name: r.name } }));
 }
 
@@ -186,18 +216,31 @@ const NODES_LAYER = 'nodes';
 /** The tile's protobuf: layers `pinGroups` (points and clusters), `edges` (lines) and, when asked for, `nodes` (points). */
 export async function renderTile(db: TxQueryable, environmentId: number, tile: TileAddress, mapLayers: string[]): Promise<Buffer> {
   // one connection, its statements in turn: a tile holds one of the pool's connections, never three
-  const read = await db.tx(async (client) => {
-    await client.query(`SET LOCAL statement_timeout = ${TILE_STATEMENT_TIMEOUT_MS}`);
-    const pinGroups = await pinGroupFeatures(client, environmentId, tile, mapLayers);
-    const edges = await edgeRows(client, environmentId, tile, mapLayers);
-    const nodes = await nodeFeatures(client, environmentId, tile, mapLayers);
-    return { pinGroups, edges, nodes };
-  }).catch((err: unknown) => {
-    // 57014: the statement timeout cancelled it
-    if ((err as { code?: string }).code === '57014') throw new UnavailableError(`the map tile ${tile.z}/${tile.x}/${tile.y} took more than ${TILE_STATEMENT_TIMEOUT_MS} ms to read; ask again later, or zoom in`);
-    throw err;
-  });
+  const read = await db
+    .tx(async (client) => {
+      await client.query(`SET LOCAL statement_timeout = ${TILE_STATEMENT_TIMEOUT_MS}`);
+      const pinGroups = await pinGroupFeatures(client, environmentId, tile, mapLayers);
+      const edges = await edgeRows(client, environmentId, tile, mapLayers);
+      const nodes = await nodeFeatures(client, environmentId, tile, mapLayers);
+      return { pinGroups, edges, nodes };
+    })
+    .catch((err: unknown) => {
+      // 57014: the statement timeout cancelled it
+      if ((err as { code?: string }).code === '57014')
+        throw new UnavailableError(
+          `the map tile ${tile.z}/${tile.x}/${tile.y} took more than ${TILE_STATEMENT_TIMEOUT_MS} ms to read; ask again later, or zoom in`,
+        );
+      throw err;
+    });
   const pause = turnsOf(WORK_PER_TURN);
   const edges = await edgeFeatures(read.edges, tile, pause);
-  return encodeTile([{ name: 'edges', features: edges }, { name: 'nodes', features: read.nodes }, { name: 'pinGroups', features: read.pinGroups }], TILE_EXTENT, pause);
+  return encodeTile(
+    [
+      { name: 'edges', features: edges },
+      { name: 'nodes', features: read.nodes },
+      { name: 'pinGroups', features: read.pinGroups },
+    ],
+    TILE_EXTENT,
+    pause,
+  );
 }

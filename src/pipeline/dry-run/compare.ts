@@ -5,7 +5,16 @@
 
 import type { AppContext } from '../../app/context.ts';
 import { compileOnSave } from '../../connectivity/user-code.ts';
-import { checkSource, deviceOfStoredRun, deviceOrSample, dryRunHandler, dryRunParser, replayedEvent, type DeviceTypeDryRun, type ReportTypeDryRun } from './run.ts';
+import {
+  checkSource,
+  deviceOfStoredRun,
+  deviceOrSample,
+  dryRunHandler,
+  dryRunParser,
+  replayedEvent,
+  type DeviceTypeDryRun,
+  type ReportTypeDryRun,
+} from './run.ts';
 import { deviceTypeCode, lastIncomingRequests, lastParsedPayloads, reportTypeCode } from './store.ts';
 
 /** Stored requests compared at most (and by default). */
@@ -13,7 +22,12 @@ export const COMPARE_MAX_RUNS = 50;
 /** Stored requests replayed at once: each is two runs, one after the other. */
 const COMPARE_CONCURRENCY = 4;
 
-export interface Differs { answer: boolean; reports: boolean; measurements: boolean; failed: boolean }
+export interface Differs {
+  answer: boolean;
+  reports: boolean;
+  measurements: boolean;
+  failed: boolean;
+}
 
 type Call = DeviceTypeDryRun['calls'][number];
 type Obj = Record<string, unknown>;
@@ -22,23 +36,33 @@ const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 /** JSON with members in one order, so two equal values give one text. */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (isObject(value)) return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(',')}}`;
+  if (isObject(value))
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`)
+      .join(',')}}`;
   return JSON.stringify(value ?? null);
 }
 
 const parses = (calls: Call[]) => calls.filter((c) => c.name === 'parseReport').map((c) => (isObject(c.triggerData) ? c.triggerData : {}));
 
 /** Each parseReport call's report as it would be stored (report type, payload, fields, whether it failed), without its ids. */
-const reportsOf = (calls: Call[]) => calls.filter((c) => c.name === 'parseReport').map((c) => {
-  const t = isObject(c.triggerData) ? c.triggerData : {};
-  return { failed: c.failed, reportTypeHashId: isObject(t.reportType) ? t.reportType.hashId : null, payload: t.payload, fields: t.fields ?? null };
-});
+const reportsOf = (calls: Call[]) =>
+  calls
+    .filter((c) => c.name === 'parseReport')
+    .map((c) => {
+      const t = isObject(c.triggerData) ? c.triggerData : {};
+      return { failed: c.failed, reportTypeHashId: isObject(t.reportType) ? t.reportType.hashId : null, payload: t.payload, fields: t.fields ?? null };
+    });
 
 /** Each report's measurements as values: channel, index, quantity, value (not their ids, nor the time a parser took from its clock). */
-const measurementsOf = (calls: Call[]) => parses(calls).map((t) => (Array.isArray(t.observations) ? t.observations : []).map((o: Obj) => {
-  const m = isObject(o.measurement) ? o.measurement : {};
-  return [m.channelIndex, m.channelMeasurementIndex, isObject(o.quantity) ? o.quantity.hashId : null, m.orderOfMagnitude, m.significand];
-}));
+const measurementsOf = (calls: Call[]) =>
+  parses(calls).map((t) =>
+    (Array.isArray(t.observations) ? t.observations : []).map((o: Obj) => {
+      const m = isObject(o.measurement) ? o.measurement : {};
+      return [m.channelIndex, m.channelMeasurementIndex, isObject(o.quantity) ? o.quantity.hashId : null, m.orderOfMagnitude, m.significand];
+    }),
+  );
 
 /** What differs between two dry runs of one event. */
 export function differs(current: DeviceTypeDryRun, proposed: DeviceTypeDryRun): Differs {
@@ -50,12 +74,14 @@ export function differs(current: DeviceTypeDryRun, proposed: DeviceTypeDryRun): 
   };
 }
 
-const reportMeasurements = (run: ReportTypeDryRun) => (run.report?.measurements ?? []).map((m) => [m.channelIndex, m.channelMeasurementIndex, m.quantityHashId, m.orderOfMagnitude, m.significand]);
+const reportMeasurements = (run: ReportTypeDryRun) =>
+  (run.report?.measurements ?? []).map((m) => [m.channelIndex, m.channelMeasurementIndex, m.quantityHashId, m.orderOfMagnitude, m.significand]);
 
 /** What differs between two dry runs of a parser on one payload. */
 export function reportDiffers(current: ReportTypeDryRun, proposed: ReportTypeDryRun): Omit<Differs, 'answer'> {
   return {
-    reports: canonical(current.report?.fields ?? null) !== canonical(proposed.report?.fields ?? null) || (current.report === null) !== (proposed.report === null),
+    reports:
+      canonical(current.report?.fields ?? null) !== canonical(proposed.report?.fields ?? null) || (current.report === null) !== (proposed.report === null),
     measurements: canonical(reportMeasurements(current)) !== canonical(reportMeasurements(proposed)),
     failed: current.failed !== proposed.failed,
   };
@@ -122,7 +148,15 @@ export async function compareReportType(ctx: AppContext, env: { id: number; hash
     const idBase = `compare:${s.subActivityHashId}:${nonce}`;
     const current = await dryRunParser(ctx, device, reportType, reportType.parser, s.payload, idBase);
     const proposed = await dryRunParser(ctx, device, reportType, input.parser, s.payload, idBase);
-    return { activityHashId: s.activityHashId, subActivityHashId: s.subActivityHashId, deviceHashId: s.deviceHashId, createdAt: s.createdAt, current, proposed, differs: reportDiffers(current, proposed) };
+    return {
+      activityHashId: s.activityHashId,
+      subActivityHashId: s.subActivityHashId,
+      deviceHashId: s.deviceHashId,
+      createdAt: s.createdAt,
+      current,
+      proposed,
+      differs: reportDiffers(current, proposed),
+    };
   });
   return { runs, summary: summaryOf(runs) };
 }

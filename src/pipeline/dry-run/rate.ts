@@ -22,9 +22,14 @@ return wait`;
 
 /** Takes one dry run from the environment's bucket (DRY_RUNS_PER_MINUTE, DRY_RUN_BURST), or throws the 429. */
 export async function takeDryRunToken(ctx: Pick<AppContext, 'redis' | 'config'>, environmentHashId: string): Promise<void> {
-  const waitMs = Number(await ctx.redis.eval(TAKE_TOKEN, 1, `${ctx.config.queueName}:dry-run:${environmentHashId}`, ctx.config.dryRunsPerMinute, ctx.config.dryRunBurst));
+  const waitMs = Number(
+    await ctx.redis.eval(TAKE_TOKEN, 1, `${ctx.config.queueName}:dry-run:${environmentHashId}`, ctx.config.dryRunsPerMinute, ctx.config.dryRunBurst),
+  );
   if (waitMs > 0) {
     const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-    throw new RateLimitError(`more than ${ctx.config.dryRunBurst} dry runs at once or ${ctx.config.dryRunsPerMinute} a minute for this environment (DRY_RUN_BURST, DRY_RUNS_PER_MINUTE): try again in ${seconds} s`, seconds);
+    throw new RateLimitError(
+      `more than ${ctx.config.dryRunBurst} dry runs at once or ${ctx.config.dryRunsPerMinute} a minute for this environment (DRY_RUN_BURST, DRY_RUNS_PER_MINUTE): try again in ${seconds} s`,
+      seconds,
+    );
   }
 }

@@ -12,7 +12,16 @@ import { applyFieldsUpdate, type Fields } from '../../app/fields.ts';
 import type { ConditionReportIn } from '../../monitoring/reports/store.ts';
 import { DeviceContextLoader, type DeviceRecord, type ReportTypeRecord } from '../device-context.ts';
 import { OutboundClient } from '../outbound.ts';
-import { derivedHashId, deviceViewOf, parseReport, reportingCounterTime, runDeviceHandler, type LogLine, type RunEffects, type SubActivity } from '../process-device-job.ts';
+import {
+  derivedHashId,
+  deviceViewOf,
+  parseReport,
+  reportingCounterTime,
+  runDeviceHandler,
+  type LogLine,
+  type RunEffects,
+  type SubActivity,
+} from '../process-device-job.ts';
 import { describeRunError, Sandbox, sandboxFromConfig } from '../../sandbox/runner.ts';
 import { supplierCodeLimits } from '../../sandbox/limits.ts';
 import type { CertificateView, ExecCall, HandlerEvent, RunError, WebRequest } from '../../sandbox/types.ts';
@@ -21,12 +30,26 @@ import { offerFirmware } from '../../connectivity/firmware/offer.ts';
 import { deviceByIdentifier, deviceFieldConfigurations, deviceTypeCode, deviceTypeExists, identifierCode, reportTypeCode, storedRun } from './store.ts';
 
 /** How a run threw: null when it did not. `line`/`column`: in the supplier's TypeScript source, null when unknown (a time limit). */
-export interface DryRunError { kind: string; message: string; line: number | null; column: number | null }
+export interface DryRunError {
+  kind: string;
+  message: string;
+  line: number | null;
+  column: number | null;
+}
 
 /** One exec call of the run, as its sub-activity would have recorded it. */
-export interface DryRunCall { name: string; failed: boolean; log: LogLine[]; triggerData: unknown }
+export interface DryRunCall {
+  name: string;
+  failed: boolean;
+  log: LogLine[];
+  triggerData: unknown;
+}
 
-interface DryRunState { sandbox: Sandbox; loader: DeviceContextLoader; outbound: OutboundClient }
+interface DryRunState {
+  sandbox: Sandbox;
+  loader: DeviceContextLoader;
+  outbound: OutboundClient;
+}
 const states = new WeakMap<AppContext, DryRunState>();
 
 function stateOf(ctx: AppContext): DryRunState {
@@ -61,23 +84,39 @@ const callsOf = (activities: SubActivity[]): DryRunCall[] =>
 /** Code given in the body instead of the saved code: the size limit of a save applies. */
 export function checkSource(field: string, source: string | undefined): void {
   const max = supplierCodeLimits().maxSourceChars;
-  if (source !== undefined && source.length > max) throw new ParameterError(`${field} is ${source.length} characters long, over the limit of ${max} (SANDBOX_MAX_SOURCE_CHARS)`, { field });
+  if (source !== undefined && source.length > max)
+    throw new ParameterError(`${field} is ${source.length} characters long, over the limit of ${max} (SANDBOX_MAX_SOURCE_CHARS)`, { field });
 }
 
 /** A device of the environment, by hashId; or, without one, a device of `deviceType` with no fields, commands or history. */
-async function deviceFor(ctx: AppContext, env: { id: number; hashId: string }, deviceHashId: string | undefined, deviceType: { id: number; hashId: string; eventHandler: string } | null): Promise<DeviceRecord> {
+async function deviceFor(
+  ctx: AppContext,
+  env: { id: number; hashId: string },
+  deviceHashId: string | undefined,
+  deviceType: { id: number; hashId: string; eventHandler: string } | null,
+): Promise<DeviceRecord> {
   if (deviceHashId === undefined) {
     return {
-      id: 0, hashId: 'dryrun', environmentId: env.id, environmentHashId: env.hashId, supplierDeviceIdentifier: 'dry-run', fields: {},
-      lastOnlineAt: null, nextReportBefore: null, link: null,
+      id: 0,
+      hashId: 'dryrun',
+      environmentId: env.id,
+      environmentHashId: env.hashId,
+      supplierDeviceIdentifier: 'dry-run',
+      fields: {},
+      lastOnlineAt: null,
+      nextReportBefore: null,
+      link: null,
       deviceType: { id: deviceType?.id ?? 0, hashId: deviceType?.hashId ?? '', eventHandler: deviceType?.eventHandler ?? '', deleted: false },
     };
   }
   const device = await stateOf(ctx).loader.device(deviceHashId);
   // another environment's device is answered like one that does not exist
-  if (!device || device.environmentId !== env.id) throw new ParameterError(`deviceHashId: device ${deviceHashId} does not exist in this environment`, { field: 'deviceHashId' });
+  if (!device || device.environmentId !== env.id)
+    throw new ParameterError(`deviceHashId: device ${deviceHashId} does not exist in this environment`, { field: 'deviceHashId' });
   if (deviceType && device.deviceType.hashId !== deviceType.hashId) {
-    throw new ParameterError(`deviceHashId: device ${deviceHashId} is of device type ${device.deviceType.hashId}, not ${deviceType.hashId}`, { field: 'deviceHashId' });
+    throw new ParameterError(`deviceHashId: device ${deviceHashId} is of device type ${device.deviceType.hashId}, not ${deviceType.hashId}`, {
+      field: 'deviceHashId',
+    });
   }
   return device;
 }
@@ -88,13 +127,23 @@ function collectingEffects(ctx: AppContext, reports: ConditionReportIn[]): RunEf
   return {
     sandbox: state.sandbox,
     loader: state.loader,
-    pushReport: async (report) => { reports.push(report); },
+    pushReport: async (report) => {
+      reports.push(report);
+    },
     applyDeviceCall: (device, call, at) => deviceCallAsShown(ctx, device, call, at),
-    offerFirmware: (device, firmwareHashId) => offerFirmware(ctx.db, { environmentId: device.environmentId, deviceTypeId: device.deviceType.id, deviceTypeHashId: device.deviceType.hashId }, firmwareHashId),
+    offerFirmware: (device, firmwareHashId) =>
+      offerFirmware(
+        ctx.db,
+        { environmentId: device.environmentId, deviceTypeId: device.deviceType.id, deviceTypeHashId: device.deviceType.hashId },
+        firmwareHashId,
+      ),
     sendRequest: async (args) => state.outbound.wouldSend(args),
     count: () => undefined,
     unmetered: true,
-    scheduledCommands: async (deviceId) => (deviceId === 0 ? [] : ((await scheduledCommandsOf(ctx.db, [deviceId])).get(deviceId) ?? []).map((s) => ({ command: { ...s.command }, commandType: { ...s.commandType } }))),
+    scheduledCommands: async (deviceId) =>
+      deviceId === 0
+        ? []
+        : ((await scheduledCommandsOf(ctx.db, [deviceId])).get(deviceId) ?? []).map((s) => ({ command: { ...s.command }, commandType: { ...s.commandType } })),
   };
 }
 
@@ -112,17 +161,39 @@ async function deviceCallAsShown(ctx: AppContext, device: DeviceRecord, call: Ex
     case 'scheduleCommand': {
       // checked as the real call's command add checks it; a device of no type's (no deviceHashId given) is not checked
       const { commandType, fields } = await checkNewCommands(ctx.db, device.environmentId, {
-        objectType: 'device', objectHashIds: device.id === 0 ? [] : [device.hashId], commandTypeHashId: call.args.commandTypeHashId, fields: call.args.fields,
-        startAt: call.args.startAt, endAt: call.args.endAt, channelIndices: call.args.channelIndices ?? [], email: [],
+        objectType: 'device',
+        objectHashIds: device.id === 0 ? [] : [device.hashId],
+        commandTypeHashId: call.args.commandTypeHashId,
+        fields: call.args.fields,
+        startAt: call.args.startAt,
+        endAt: call.args.endAt,
+        channelIndices: call.args.channelIndices ?? [],
+        email: [],
       });
-      return { command: { deviceHashId: device.hashId, commandTypeHashId: commandType.hashId, fields, startAt: call.args.startAt, endAt: call.args.endAt, channelIndices: call.args.channelIndices ?? [] }, commandType };
+      return {
+        command: {
+          deviceHashId: device.hashId,
+          commandTypeHashId: commandType.hashId,
+          fields,
+          startAt: call.args.startAt,
+          endAt: call.args.endAt,
+          channelIndices: call.args.channelIndices ?? [],
+        },
+        commandType,
+      };
     }
     case 'setDeviceFields': {
       // validated against the device type's field configurations like the real call, and shown as its diff
       const before = device.fields as Fields;
-      const after = applyFieldsUpdate(await deviceFieldConfigurations(ctx.db, device.deviceType.id), before, Object.entries(call.args.fields).map(([key, value]) => ({ key, value })));
+      const after = applyFieldsUpdate(
+        await deviceFieldConfigurations(ctx.db, device.deviceType.id),
+        before,
+        Object.entries(call.args.fields).map(([key, value]) => ({ key, value })),
+      );
       const changed = Object.keys(call.args.fields).filter((k) => JSON.stringify(before[k] ?? null) !== JSON.stringify(after[k] ?? null));
-      return { diff: { old: Object.fromEntries(changed.map((k) => [k, before[k] ?? null])), new: Object.fromEntries(changed.map((k) => [k, after[k] ?? null])) } };
+      return {
+        diff: { old: Object.fromEntries(changed.map((k) => [k, before[k] ?? null])), new: Object.fromEntries(changed.map((k) => [k, after[k] ?? null])) },
+      };
     }
     case 'increaseReportingCounter':
       return { at: reportingCounterTime(call.args.at, at).toISOString() };
@@ -131,10 +202,19 @@ async function deviceCallAsShown(ctx: AppContext, device: DeviceRecord, call: Ex
   }
 }
 
-export interface DeviceTypeDryRunInput { event?: Record<string, unknown>; activityHashId?: string; eventHandler?: string; deviceHashId?: string }
+export interface DeviceTypeDryRunInput {
+  event?: Record<string, unknown>;
+  activityHashId?: string;
+  eventHandler?: string;
+  deviceHashId?: string;
+}
 
 const EVENT_OF_TRIGGER: Record<string, 'incomingRequest' | 'newCommand' | 'commandDue' | 'deletedCommand' | 'reportLate'> = {
-  handleIncomingRequest: 'incomingRequest', handleNewCommand: 'newCommand', handleCommandDue: 'commandDue', handleDeletedCommand: 'deletedCommand', handleReportLate: 'reportLate',
+  handleIncomingRequest: 'incomingRequest',
+  handleNewCommand: 'newCommand',
+  handleCommandDue: 'commandDue',
+  handleDeletedCommand: 'deletedCommand',
+  handleReportLate: 'reportLate',
 };
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -148,7 +228,8 @@ export function replayedEvent(run: { triggerType: string; triggerData: unknown }
   if (!isObject(data) || data.truncated === true) throw unusable('was stored cut short (ACTIVITY_MAX_BYTES): its event cannot be replayed');
   if (type === 'reportLate') return { type };
   if (type === 'incomingRequest') {
-    if (!isObject(data.request) || data.request.truncated === true) throw unusable('was stored without its whole request (ACTIVITY_MAX_BYTES): it cannot be replayed');
+    if (!isObject(data.request) || data.request.truncated === true)
+      throw unusable('was stored without its whole request (ACTIVITY_MAX_BYTES): it cannot be replayed');
     return { type, webRequest: data.request as unknown as WebRequest };
   }
   if (!isObject(data.command) || !isObject(data.commandType)) throw unusable('holds no command to replay');
@@ -158,7 +239,8 @@ export function replayedEvent(run: { triggerType: string; triggerData: unknown }
 /** A sample event as the handler's `args.event`: the members its type needs. */
 function sampleEvent(event: Record<string, unknown>): HandlerEvent {
   const need = (member: string) => {
-    if (!isObject(event[member])) throw new ParameterError(`event.${member} is required (an object) for an event of type ${String(event.type)}`, { field: `event.${member}` });
+    if (!isObject(event[member]))
+      throw new ParameterError(`event.${member} is required (an object) for an event of type ${String(event.type)}`, { field: `event.${member}` });
   };
   if (event.type === 'incomingRequest') need('webRequest');
   else if (event.type === 'newCommand' || event.type === 'commandDue' || event.type === 'deletedCommand') ['command', 'commandType'].forEach(need);
@@ -201,14 +283,24 @@ export async function dryRunHandler(ctx: AppContext, device: DeviceRecord, sourc
 export type DeviceTypeDryRun = Awaited<ReturnType<typeof dryRunHandler>>;
 
 /** The device of a stored run as it is now, or (gone, or no longer of `deviceType`) a device of `deviceType` with no fields, commands or history. */
-export async function deviceOfStoredRun(ctx: AppContext, env: { id: number; hashId: string }, deviceHashId: string | null, deviceType: { id: number; hashId: string; eventHandler: string }): Promise<DeviceRecord> {
+export async function deviceOfStoredRun(
+  ctx: AppContext,
+  env: { id: number; hashId: string },
+  deviceHashId: string | null,
+  deviceType: { id: number; hashId: string; eventHandler: string },
+): Promise<DeviceRecord> {
   const device = deviceHashId === null ? null : await stateOf(ctx).loader.device(deviceHashId);
   if (device && device.environmentId === env.id && device.deviceType.hashId === deviceType.hashId) return device;
   return deviceFor(ctx, env, undefined, deviceType);
 }
 
 /** POST /supplier-report-type/{hashId}/dry-run */
-export async function dryRunReportType(ctx: AppContext, env: { id: number; hashId: string }, hashId: string, input: { payload: string; parser?: string; deviceHashId?: string }) {
+export async function dryRunReportType(
+  ctx: AppContext,
+  env: { id: number; hashId: string },
+  hashId: string,
+  input: { payload: string; parser?: string; deviceHashId?: string },
+) {
   checkSource('parser', input.parser);
   const reportType = await reportTypeCode(ctx.db, env.id, hashId);
   const device = await deviceFor(ctx, env, input.deviceHashId, null);
@@ -216,22 +308,46 @@ export async function dryRunReportType(ctx: AppContext, env: { id: number; hashI
 }
 
 /** What a report type dry run answers: `parser` run as `reportType`'s on `payload` for `device`; the report's ids derive from `idBase`. */
-export async function dryRunParser(ctx: AppContext, device: DeviceRecord, reportType: { hashId: string; name: unknown }, parser: string, payload: string, idBase: string) {
+export async function dryRunParser(
+  ctx: AppContext,
+  device: DeviceRecord,
+  reportType: { hashId: string; name: unknown },
+  parser: string,
+  payload: string,
+  idBase: string,
+) {
   const reports: ConditionReportIn[] = [];
   const effects = collectingEffects(ctx, reports);
   const hashId = reportType.hashId;
   // the report type as the run reads it, with the parser given
   const loader: RunEffects['loader'] = {
-    reportType: async (environmentId, h) => (h === hashId ? { id: 0, hashId, name: reportType.name as ReportTypeRecord['name'], parser } : effects.loader.reportType(environmentId, h)),
+    reportType: async (environmentId, h) =>
+      h === hashId ? { id: 0, hashId, name: reportType.name as ReportTypeRecord['name'], parser } : effects.loader.reportType(environmentId, h),
     quantitiesOf: (environmentId) => effects.loader.quantitiesOf(environmentId),
   };
-  const parsed = await parseReport({ ...effects, loader }, device, deviceViewOf(device), { reportTypeHashId: hashId, payload, generatedAt: null }, derivedHashId(idBase, 'parse'));
+  const parsed = await parseReport(
+    { ...effects, loader },
+    device,
+    deviceViewOf(device),
+    { reportTypeHashId: hashId, payload, generatedAt: null },
+    derivedHashId(idBase, 'parse'),
+  );
   const report = reports[0];
   return {
-    report: report ? {
-      generatedAt: report.generatedAt, fields: report.fields,
-      measurements: report.measurements.map((m) => ({ channelIndex: m.channelIndex, channelMeasurementIndex: m.channelMeasurementIndex, quantityHashId: m.quantityHashId, generatedAt: m.generatedAt, orderOfMagnitude: m.orderOfMagnitude, significand: m.significand })),
-    } : null,
+    report: report
+      ? {
+          generatedAt: report.generatedAt,
+          fields: report.fields,
+          measurements: report.measurements.map((m) => ({
+            channelIndex: m.channelIndex,
+            channelMeasurementIndex: m.channelMeasurementIndex,
+            quantityHashId: m.quantityHashId,
+            generatedAt: m.generatedAt,
+            orderOfMagnitude: m.orderOfMagnitude,
+            significand: m.significand,
+          })),
+        }
+      : null,
     error: errorOf(parsed.error),
     failed: parsed.activity.failed,
     log: parsed.activity.log,
@@ -249,16 +365,21 @@ export async function deviceOrSample(ctx: AppContext, env: { id: number; hashId:
 
 /** POST /supplier-webhook/{hashId}/dry-run and /supplier-certificate/{hashId}/dry-run: the identifier, and the device it names. */
 export async function dryRunIdentifier(
-  ctx: AppContext, env: { id: number; hashId: string }, kind: 'webhook' | 'certificate', hashId: string,
+  ctx: AppContext,
+  env: { id: number; hashId: string },
+  kind: 'webhook' | 'certificate',
+  hashId: string,
   input: { request?: Record<string, unknown>; certificate?: Record<string, unknown>; identifier?: string },
 ) {
   checkSource('identifier', input.identifier);
   const saved = await identifierCode(ctx.db, kind, env.id, hashId);
-  const args: { request: WebRequest } | { certificate: CertificateView } = kind === 'webhook'
-    ? { request: input.request as unknown as WebRequest }
-    : { certificate: input.certificate as unknown as CertificateView };
+  const args: { request: WebRequest } | { certificate: CertificateView } =
+    kind === 'webhook' ? { request: input.request as unknown as WebRequest } : { certificate: input.certificate as unknown as CertificateView };
   const run = await stateOf(ctx).sandbox.runIdentifier({ isolationKey: env.hashId, source: input.identifier ?? saved, args });
-  const log: LogLine[] = [...run.logs.map((message): LogLine => ({ type: 'log', message })), ...run.errors.map((message): LogLine => ({ type: 'error', message }))];
+  const log: LogLine[] = [
+    ...run.logs.map((message): LogLine => ({ type: 'log', message })),
+    ...run.errors.map((message): LogLine => ({ type: 'error', message })),
+  ];
   if (!run.ok) {
     log.push({ type: 'error', message: describeRunError(run.error) });
     return { result: null, device: null, error: errorOf(run.error), failed: true, log };
@@ -269,5 +390,13 @@ export async function dryRunIdentifier(
     log.push({ type: 'error', message: `device type ${run.result.deviceTypeHashId} does not exist in this environment: no device would be created` });
     return { result: run.result, device: null, error: null, failed: true, log };
   }
-  return { result: run.result, device: existing ? { hashId: existing.hashId, deviceTypeHashId: existing.deviceTypeHashId, created: false } : { hashId: null, deviceTypeHashId: run.result.deviceTypeHashId, created: true }, error: null, failed: false, log };
+  return {
+    result: run.result,
+    device: existing
+      ? { hashId: existing.hashId, deviceTypeHashId: existing.deviceTypeHashId, created: false }
+      : { hashId: null, deviceTypeHashId: run.result.deviceTypeHashId, created: true },
+    error: null,
+    failed: false,
+    log,
+  };
 }

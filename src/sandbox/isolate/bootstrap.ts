@@ -44,22 +44,44 @@ export interface SandboxRuntime {
 /** The supplier's entry point, a global of the context once its code ran (absent when it defines none). */
 declare const handle: ((args: unknown, exec: Exec) => unknown) | undefined;
 
-interface Call { name: string; args: unknown }
-interface RunState { calls: Call[]; logs: string[]; dropped: number; cut: number; errors: string[] }
+interface Call {
+  name: string;
+  args: unknown;
+}
+interface RunState {
+  calls: Call[];
+  logs: string[];
+  dropped: number;
+  cut: number;
+  errors: string[];
+}
 type Exec = Record<string, (...args: never[]) => unknown>;
 type Json = Record<string, unknown>;
 
 // eslint-disable-next-line @typescript-eslint/no-unused-expressions -- the script's value: runtime.ts calls it with the limits
 (function bootstrap(limits: RuntimeLimits, runtimeFilename: string): SandboxRuntime {
   'use strict';
-  const MAX_LOG_LINES = limits.maxLogLines, MAX_LOG_CHARS = limits.maxLogChars, MAX_CALLS = limits.maxCalls;
-  const MAX_CALL_BYTES = limits.maxCallBytes, MAX_RESULT_BYTES = limits.maxResultBytes;
-  const JSONparse = JSON.parse, JSONstringify = JSON.stringify;
+  const MAX_LOG_LINES = limits.maxLogLines,
+    MAX_LOG_CHARS = limits.maxLogChars,
+    MAX_CALLS = limits.maxCalls;
+  const MAX_CALL_BYTES = limits.maxCallBytes,
+    MAX_RESULT_BYTES = limits.maxResultBytes;
+  const JSONparse = JSON.parse,
+    JSONstringify = JSON.stringify;
   const isArray = Array.isArray;
-  const DateCtor = Date, dateNow = Date.now, dateToISO = Date.prototype.toISOString, dateGetTime = Date.prototype.getTime;
-  const U8 = Uint8Array, AB = ArrayBuffer, isView = ArrayBuffer.isView;
-  const ErrorCtor = Error, TypeErrorCtor = TypeError, RangeErrorCtor = RangeError;
-  const StringCtor = String, MapCtor = Map, ObjectKeys = Object.keys;
+  const DateCtor = Date,
+    dateNow = Date.now,
+    dateToISO = Date.prototype.toISOString,
+    dateGetTime = Date.prototype.getTime;
+  const U8 = Uint8Array,
+    AB = ArrayBuffer,
+    isView = ArrayBuffer.isView;
+  const ErrorCtor = Error,
+    TypeErrorCtor = TypeError,
+    RangeErrorCtor = RangeError;
+  const StringCtor = String,
+    MapCtor = Map,
+    ObjectKeys = Object.keys;
   const partial = new MapCtor<number, RunState>();
   const DATE_KEYS = ['lastOnlineAt', 'nextReportBefore', 'startAt', 'endAt', 'createdAt', 'updatedAt', 'sentAt', 'droppedAt', 'deletedAt', 'dueAt'];
 
@@ -67,7 +89,8 @@ type Json = Record<string, unknown>;
     if (o === null || typeof o !== 'object') return;
     const r = o as Json;
     for (let i = 0; i < DATE_KEYS.length; i++) {
-      const k = DATE_KEYS[i], v = r[k];
+      const k = DATE_KEYS[i],
+        v = r[k];
       if (typeof v === 'string') {
         const d = new DateCtor(v);
         if (dateGetTime.call(d) === dateGetTime.call(d)) r[k] = d;
@@ -81,7 +104,10 @@ type Json = Record<string, unknown>;
     const sc = r.scheduledCommands;
     if (isArray(sc)) for (let i = 0; i < sc.length; i++) if (sc[i]) reviveDates((sc[i] as Json).command);
     const e = r.event;
-    if (e && typeof e === 'object') { reviveDates((e as Json).command); reviveDates((e as Json).pinGroup); }
+    if (e && typeof e === 'object') {
+      reviveDates((e as Json).command);
+      reviveDates((e as Json).pinGroup);
+    }
   }
   function reviveParserArgs(a: unknown): void {
     if (a === null || typeof a !== 'object') return;
@@ -97,25 +123,41 @@ type Json = Record<string, unknown>;
       const s: string | undefined = JSONstringify(v);
       return s === undefined ? StringCtor(v) : s;
     } catch {
-      try { return StringCtor(v); } catch { return '[unprintable value]'; }
+      try {
+        return StringCtor(v);
+      } catch {
+        return '[unprintable value]';
+      }
     }
   }
 
   function makeAddLog(st: RunState): (...values: unknown[]) => void {
     return function addLog(...values: unknown[]): void {
-      if (st.logs.length >= MAX_LOG_LINES) { st.dropped++; return; }
+      if (st.logs.length >= MAX_LOG_LINES) {
+        st.dropped++;
+        return;
+      }
       const parts: string[] = [];
       for (let i = 0; i < values.length; i++) parts.push(text(values[i]));
       let line = parts.join(' ');
-      if (line.length > MAX_LOG_CHARS) { line = line.slice(0, MAX_LOG_CHARS) + '\u2026 [truncated]'; st.cut++; }
+      if (line.length > MAX_LOG_CHARS) {
+        line = line.slice(0, MAX_LOG_CHARS) + '\u2026 [truncated]';
+        st.cut++;
+      }
       st.logs.push(line);
     };
   }
 
   function errorsOf(st: RunState): string[] {
     const out = st.errors.slice();
-    if (st.dropped > 0) out.push(st.dropped + (st.dropped === 1 ? ' more log line' : ' more log lines') + ' dropped: at most ' + MAX_LOG_LINES + ' per run (SANDBOX_MAX_LOG_LINES)');
-    if (st.cut > 0) out.push(st.cut + (st.cut === 1 ? ' log line' : ' log lines') + ' cut at ' + MAX_LOG_CHARS + ' characters, marked [truncated] (SANDBOX_MAX_LOG_LINE_CHARS)');
+    if (st.dropped > 0)
+      out.push(
+        st.dropped + (st.dropped === 1 ? ' more log line' : ' more log lines') + ' dropped: at most ' + MAX_LOG_LINES + ' per run (SANDBOX_MAX_LOG_LINES)',
+      );
+    if (st.cut > 0)
+      out.push(
+        st.cut + (st.cut === 1 ? ' log line' : ' log lines') + ' cut at ' + MAX_LOG_CHARS + ' characters, marked [truncated] (SANDBOX_MAX_LOG_LINE_CHARS)',
+      );
     return out;
   }
 
@@ -128,8 +170,10 @@ type Json = Record<string, unknown>;
       const c = s.charCodeAt(i);
       if (c < 0x80) n += 1;
       else if (c < 0x800) n += 2;
-      else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) { n += 4; i++; }
-      else n += 3;
+      else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+        n += 4;
+        i++;
+      } else n += 3;
     }
     return n > limit ? n : 0;
   }
@@ -138,7 +182,8 @@ type Json = Record<string, unknown>;
   const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
   const B64_LOOKUP = new Int16Array(128).fill(-1);
   for (let bi = 0; bi < 64; bi++) B64_LOOKUP[B64.charCodeAt(bi)] = bi;
-  B64_LOOKUP[45] = 62; B64_LOOKUP[95] = 63; // base64url '-' '_'
+  B64_LOOKUP[45] = 62;
+  B64_LOOKUP[95] = 63; // base64url '-' '_'
   const HEX = '0123456789abcdef';
   const HEX_PAIRS: string[] = [];
   for (let hi = 0; hi < 256; hi++) HEX_PAIRS.push(HEX[hi >> 4] + HEX[hi & 15]);
@@ -150,33 +195,50 @@ type Json = Record<string, unknown>;
     if (isArray(a)) return U8.from(a as number[]);
     throw new TypeErrorCtor(fn + ' expects a Uint8Array, got ' + (a === null ? 'null' : typeof a));
   }
-  function isSpace(c: number): boolean { return c === 32 || c === 9 || c === 10 || c === 13; }
+  function isSpace(c: number): boolean {
+    return c === 32 || c === 9 || c === 10 || c === 13;
+  }
   function base64ToUInt8Array(s: unknown): Uint8Array {
     if (typeof s !== 'string') throw new TypeErrorCtor('base64ToUInt8Array expects a string, got ' + typeof s);
     let n = s.length;
     while (n > 0 && (s.charCodeAt(n - 1) === 61 || isSpace(s.charCodeAt(n - 1)))) n--;
-    const out = new U8(Math.floor(n * 3 / 4));
-    let buf = 0, bits = 0, j = 0, count = 0;
+    const out = new U8(Math.floor((n * 3) / 4));
+    let buf = 0,
+      bits = 0,
+      j = 0,
+      count = 0;
     for (let i = 0; i < n; i++) {
       const c = s.charCodeAt(i);
       if (isSpace(c)) continue;
       const v = c < 128 ? B64_LOOKUP[c] : -1;
       if (v < 0) throw new TypeErrorCtor('base64ToUInt8Array: invalid character ' + JSONstringify(s[i]) + ' at index ' + i);
-      buf = (buf << 6) | v; bits += 6; count++;
-      if (bits >= 8) { bits -= 8; out[j++] = (buf >> bits) & 255; buf &= (1 << bits) - 1; }
+      buf = (buf << 6) | v;
+      bits += 6;
+      count++;
+      if (bits >= 8) {
+        bits -= 8;
+        out[j++] = (buf >> bits) & 255;
+        buf &= (1 << bits) - 1;
+      }
     }
     if (count % 4 === 1) throw new TypeErrorCtor('base64ToUInt8Array: invalid length');
     return j === out.length ? out : out.slice(0, j);
   }
   function uInt8ArrayToBase64(a: unknown): string {
     const b = bytesOf(a, 'uInt8ArrayToBase64');
-    const parts: string[] = [], len = b.length;
+    const parts: string[] = [],
+      len = b.length;
     let chunk = '';
     for (let i = 0; i < len; i += 3) {
-      const x = b[i], y = i + 1 < len ? b[i + 1] : 0, z = i + 2 < len ? b[i + 2] : 0;
+      const x = b[i],
+        y = i + 1 < len ? b[i + 1] : 0,
+        z = i + 2 < len ? b[i + 2] : 0;
       const t = (x << 16) | (y << 8) | z;
       chunk += B64[t >> 18] + B64[(t >> 12) & 63] + (i + 1 < len ? B64[(t >> 6) & 63] : '=') + (i + 2 < len ? B64[t & 63] : '=');
-      if (chunk.length >= 8192) { parts.push(chunk); chunk = ''; }
+      if (chunk.length >= 8192) {
+        parts.push(chunk);
+        chunk = '';
+      }
     }
     parts.push(chunk);
     return parts.join('');
@@ -192,7 +254,8 @@ type Json = Record<string, unknown>;
     if (s.length % 2 !== 0) throw new TypeErrorCtor('hexToUInt8Array: odd number of hex digits');
     const out = new U8(s.length / 2);
     for (let i = 0; i < out.length; i++) {
-      const h = hexVal(s.charCodeAt(2 * i)), l = hexVal(s.charCodeAt(2 * i + 1));
+      const h = hexVal(s.charCodeAt(2 * i)),
+        l = hexVal(s.charCodeAt(2 * i + 1));
       if (h < 0 || l < 0) throw new TypeErrorCtor('hexToUInt8Array: invalid hex digit at index ' + (h < 0 ? 2 * i : 2 * i + 1));
       out[i] = (h << 4) | l;
     }
@@ -207,7 +270,8 @@ type Json = Record<string, unknown>;
 
   // ---- argument checks (thrown at the call site, so the supplier sees them in their stack) ----
   function str(v: unknown, what: string): string {
-    if (typeof v !== 'string' || v.length === 0) throw new TypeErrorCtor(what + ' must be a non-empty string, got ' + (v === null ? 'null' : typeof v === 'string' ? 'an empty string' : typeof v));
+    if (typeof v !== 'string' || v.length === 0)
+      throw new TypeErrorCtor(what + ' must be a non-empty string, got ' + (v === null ? 'null' : typeof v === 'string' ? 'an empty string' : typeof v));
     return v;
   }
   function obj(v: unknown, what: string): Json {
@@ -225,10 +289,16 @@ type Json = Record<string, unknown>;
   }
   function plain(v: unknown, what: string): unknown {
     let s: string | undefined;
-    try { s = JSONstringify(v); } catch (e) { throw new TypeErrorCtor(what + ' must be JSON-serialisable: ' + (e && (e as Error).message)); }
+    try {
+      s = JSONstringify(v);
+    } catch (e) {
+      throw new TypeErrorCtor(what + ' must be JSON-serialisable: ' + (e && (e as Error).message));
+    }
     return s === undefined ? null : JSONparse(s);
   }
-  function plainObject(v: unknown, what: string): unknown { return plain(obj(v, what), what); }
+  function plainObject(v: unknown, what: string): unknown {
+    return plain(obj(v, what), what);
+  }
   function typedBody(b: unknown, what: string): { type: string; data: unknown } | null {
     if (b === undefined || b === null) return null;
     if (typeof b === 'string') return { type: 'string', data: b };
@@ -243,13 +313,22 @@ type Json = Record<string, unknown>;
   function headersOf(h: unknown, what: string): Record<string, string | string[]> {
     if (h === undefined || h === null) return {};
     const o = obj(h, what);
-    const out: Record<string, string | string[]> = {}, keys = ObjectKeys(o);
+    const out: Record<string, string | string[]> = {},
+      keys = ObjectKeys(o);
     for (let i = 0; i < keys.length; i++) {
       let v = o[keys[i]];
       if (typeof v === 'number' || typeof v === 'boolean') v = StringCtor(v);
-      if (typeof v !== 'string' && !(isArray(v) && v.every(function (x) { return typeof x === 'string'; })))
+      if (
+        typeof v !== 'string' &&
+        !(
+          isArray(v) &&
+          v.every(function (x) {
+            return typeof x === 'string';
+          })
+        )
+      )
         throw new TypeErrorCtor(what + '[' + JSONstringify(keys[i]) + '] must be a string');
-      out[keys[i]] = isArray(v) ? (v as string[]).slice() : v as string;
+      out[keys[i]] = isArray(v) ? (v as string[]).slice() : (v as string);
     }
     return out;
   }
@@ -291,8 +370,13 @@ type Json = Record<string, unknown>;
       parseReport: function parseReport(arg: unknown) {
         const o = obj(arg, 'parseReport: the argument');
         const reportTypeHashId = str(o.reportTypeHashId, 'parseReport: reportTypeHashId');
-        if (typeof o.payload !== 'string') throw new TypeErrorCtor('parseReport: payload must be a string, got ' + (o.payload === null ? 'null' : typeof o.payload));
-        rec('parseReport', { reportTypeHashId: reportTypeHashId, payload: o.payload, generatedAt: o.generatedAt === undefined || o.generatedAt === null ? null : isoDate(o.generatedAt, 'parseReport: generatedAt') });
+        if (typeof o.payload !== 'string')
+          throw new TypeErrorCtor('parseReport: payload must be a string, got ' + (o.payload === null ? 'null' : typeof o.payload));
+        rec('parseReport', {
+          reportTypeHashId: reportTypeHashId,
+          payload: o.payload,
+          generatedAt: o.generatedAt === undefined || o.generatedAt === null ? null : isoDate(o.generatedAt, 'parseReport: generatedAt'),
+        });
       },
       markCommandAsSent: function markCommandAsSent(commandHashId: unknown) {
         rec('markCommandAsSent', { commandHashId: str(commandHashId, 'markCommandAsSent: commandHashId') });
@@ -343,8 +427,13 @@ type Json = Record<string, unknown>;
   }
 
   function cleanStack(e: unknown): string {
-    const stack = e && typeof (e as Error).stack === 'string' ? (e as Error).stack as string : '';
-    return stack.split('\n').filter(function (l) { return l.indexOf(runtimeFilename) < 0; }).join('\n');
+    const stack = e && typeof (e as Error).stack === 'string' ? ((e as Error).stack as string) : '';
+    return stack
+      .split('\n')
+      .filter(function (l) {
+        return l.indexOf(runtimeFilename) < 0;
+      })
+      .join('\n');
   }
   function describe(e: unknown): { name: string; message: string; stack: string } {
     try {
@@ -370,14 +459,22 @@ type Json = Record<string, unknown>;
       for (let k = 0; k < keys.length; k++) {
         const v = (m as Json)[keys[k]];
         if (typeof v === 'number' && !(v - v === 0)) {
-          if (copy === null) { copy = ms.slice(); }
-          if (copy[i] === m) { const c: Json = {}; const mk = ObjectKeys(m); for (let q = 0; q < mk.length; q++) c[mk[q]] = (m as Json)[mk[q]]; copy[i] = c; }
+          if (copy === null) {
+            copy = ms.slice();
+          }
+          if (copy[i] === m) {
+            const c: Json = {};
+            const mk = ObjectKeys(m);
+            for (let q = 0; q < mk.length; q++) c[mk[q]] = (m as Json)[mk[q]];
+            copy[i] = c;
+          }
           (copy[i] as Json)[keys[k]] = { nonFinite: StringCtor(v) };
         }
       }
     }
     if (copy === null) return r;
-    const out: Json = {}, rk = ObjectKeys(r);
+    const out: Json = {},
+      rk = ObjectKeys(r);
     for (let j = 0; j < rk.length; j++) out[rk[j]] = (r as Json)[rk[j]];
     out.measurements = copy;
     return out;
@@ -390,25 +487,65 @@ type Json = Record<string, unknown>;
     try {
       const args: unknown = JSONparse(json);
       let exec: Exec;
-      if (kind === 'handler') { reviveHandlerArgs(args); exec = handlerExec(st); }
-      else { if (kind === 'parser') reviveParserArgs(args); exec = basicExec(st); }
+      if (kind === 'handler') {
+        reviveHandlerArgs(args);
+        exec = handlerExec(st);
+      } else {
+        if (kind === 'parser') reviveParserArgs(args);
+        exec = basicExec(st);
+      }
       if (typeof handle !== 'function') throw new TypeErrorCtor('handle is not a function');
       const result = handle(args, exec);
       if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
-        out = JSONstringify({ ok: false, invalidResult: true, error: { name: 'TypeError', message: 'handle returned a Promise: it must return its result synchronously', stack: '' }, calls: st.calls, logs: st.logs, errors: errorsOf(st) });
+        out = JSONstringify({
+          ok: false,
+          invalidResult: true,
+          error: { name: 'TypeError', message: 'handle returned a Promise: it must return its result synchronously', stack: '' },
+          calls: st.calls,
+          logs: st.logs,
+          errors: errorsOf(st),
+        });
       } else {
         let resultJson: string | undefined;
         try {
           resultJson = JSONstringify(kind === 'parser' ? markNonFinite(result) : result);
         } catch (e) {
-          out = JSONstringify({ ok: false, invalidResult: true, error: { name: 'TypeError', message: 'the value returned by handle is not JSON-serialisable: ' + text(e && (e as Error).message), stack: '' }, calls: st.calls, logs: st.logs, errors: errorsOf(st) });
+          out = JSONstringify({
+            ok: false,
+            invalidResult: true,
+            error: { name: 'TypeError', message: 'the value returned by handle is not JSON-serialisable: ' + text(e && (e as Error).message), stack: '' },
+            calls: st.calls,
+            logs: st.logs,
+            errors: errorsOf(st),
+          });
         }
         const resultSize = out === undefined && resultJson !== undefined ? overBytes(resultJson, MAX_RESULT_BYTES) : 0;
         if (resultSize > 0) {
-          out = JSONstringify({ ok: false, invalidResult: true, error: { name: 'RangeError', message: 'the value returned by handle is ' + resultSize + ' bytes of JSON, over the limit of ' + MAX_RESULT_BYTES + ' (SANDBOX_MAX_RESULT_BYTES)', stack: '' }, calls: st.calls, logs: st.logs, errors: errorsOf(st) });
+          out = JSONstringify({
+            ok: false,
+            invalidResult: true,
+            error: {
+              name: 'RangeError',
+              message:
+                'the value returned by handle is ' + resultSize + ' bytes of JSON, over the limit of ' + MAX_RESULT_BYTES + ' (SANDBOX_MAX_RESULT_BYTES)',
+              stack: '',
+            },
+            calls: st.calls,
+            logs: st.logs,
+            errors: errorsOf(st),
+          });
         }
         if (out === undefined) {
-          out = '{"ok":true,"result":' + (resultJson === undefined ? 'null' : resultJson) + ',"calls":' + JSONstringify(st.calls) + ',"logs":' + JSONstringify(st.logs) + ',"errors":' + JSONstringify(errorsOf(st)) + '}';
+          out =
+            '{"ok":true,"result":' +
+            (resultJson === undefined ? 'null' : resultJson) +
+            ',"calls":' +
+            JSONstringify(st.calls) +
+            ',"logs":' +
+            JSONstringify(st.logs) +
+            ',"errors":' +
+            JSONstringify(errorsOf(st)) +
+            '}';
         }
       }
     } catch (e) {
@@ -423,7 +560,9 @@ type Json = Record<string, unknown>;
   // It stops after a failed run (the host retires the context, as after a single failed run) and starts no run once
   // budgetMs have passed: the host runs what is left in another call.
   function runBatch(kind: RunKind, firstRunId: number, jsons: string, budgetMs: number): string {
-    const parts = jsons.split('\n'), outs: string[] = [], t0 = dateNow();
+    const parts = jsons.split('\n'),
+      outs: string[] = [],
+      t0 = dateNow();
     for (let i = 0; i < parts.length; i++) {
       if (i > 0 && dateNow() - t0 >= budgetMs) break;
       const out = run(kind, firstRunId + i, parts[i]);
@@ -441,4 +580,4 @@ type Json = Record<string, unknown>;
   }
 
   return { run: run, runBatch: runBatch, collect: collect };
-})
+});

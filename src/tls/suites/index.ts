@@ -8,11 +8,7 @@ export type { CipherSuite, RecordProtection } from './types.ts';
 export { keyBlockLength } from './types.ts';
 export { TLS_PSK_WITH_AES_128_CCM_8, TLS_PSK_WITH_AES_128_GCM_SHA256, TLS_PSK_WITH_AES_128_CBC_SHA256 };
 
-export const CIPHER_SUITES: readonly CipherSuite[] = [
-  TLS_PSK_WITH_AES_128_CCM_8,
-  TLS_PSK_WITH_AES_128_GCM_SHA256,
-  TLS_PSK_WITH_AES_128_CBC_SHA256,
-];
+export const CIPHER_SUITES: readonly CipherSuite[] = [TLS_PSK_WITH_AES_128_CCM_8, TLS_PSK_WITH_AES_128_GCM_SHA256, TLS_PSK_WITH_AES_128_CBC_SHA256];
 
 export function cipherSuiteByName(name: string): CipherSuite | undefined {
   return CIPHER_SUITES.find((s) => s.name === name);

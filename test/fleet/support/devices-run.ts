@@ -12,7 +12,10 @@ import type { NsDeviceCounts, NsDevicesConfig, NsReport } from './ns-devices.ts'
 
 const SCRIPT = path.join(import.meta.dirname, 'ns-devices.ts');
 
-export interface DevicesDone { records: NsReport[]; devices: NsDeviceCounts[] }
+export interface DevicesDone {
+  records: NsReport[];
+  devices: NsDeviceCounts[];
+}
 
 export interface DevicesRun {
   child: ChildProcess;
@@ -27,9 +30,19 @@ export interface DevicesRun {
 let firstNumber = 1;
 
 /** Starts `devices` (`cid[i]`: device i negotiates a Connection ID) and resolves once every one has made its handshake. */
-export async function runDevices(fleet: Fleet, dir: string, devices: ReportingDevice[], cid: (i: number) => boolean, o: { periodMs: number; ackTimeoutMs: number }): Promise<DevicesRun> {
+export async function runDevices(
+  fleet: Fleet,
+  dir: string,
+  devices: ReportingDevice[],
+  cid: (i: number) => boolean,
+  o: { periodMs: number; ackTimeoutMs: number },
+): Promise<DevicesRun> {
   const config: NsDevicesConfig = {
-    host: fleet.deviceHost, port: fleet.ports.coaps, periodMs: o.periodMs, ackTimeoutMs: o.ackTimeoutMs, firstNumber,
+    host: fleet.deviceHost,
+    port: fleet.ports.coaps,
+    periodMs: o.periodMs,
+    ackTimeoutMs: o.ackTimeoutMs,
+    firstNumber,
     devices: devices.map((d, i) => ({ identity: d.identity, key: d.key.toString('hex'), cid: cid(i) })),
   };
   firstNumber += 1_000_000;
@@ -39,9 +52,13 @@ export async function runDevices(fleet: Fleet, dir: string, devices: ReportingDe
   const [bin, ...args] = fleet.namespace ? ['ip', 'netns', 'exec', fleet.namespace, ...node] : node;
   const child = spawn(bin, args, { stdio: ['pipe', 'pipe', 'inherit'] });
   let done: ((d: DevicesDone) => void) | null = null;
-  const finished = new Promise<DevicesDone>((resolve) => { done = resolve; });
+  const finished = new Promise<DevicesDone>((resolve) => {
+    done = resolve;
+  });
   let ready!: () => void;
-  const isReady = new Promise<void>((resolve) => { ready = resolve; });
+  const isReady = new Promise<void>((resolve) => {
+    ready = resolve;
+  });
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the devices' process exited (${code})`))));
   exited.catch(() => undefined);
   const run: DevicesRun = {
@@ -50,7 +67,7 @@ export async function runDevices(fleet: Fleet, dir: string, devices: ReportingDe
     async answeredAtLeast(n, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       while (run.answered < n) {
-        if (child.exitCode !== null) throw new Error('the devices\' process exited');
+        if (child.exitCode !== null) throw new Error("the devices' process exited");
         if (Date.now() > deadline) throw new Error(`only ${run.answered} of ${n} reports answered in time`);
         await new Promise((r) => setTimeout(r, 50));
       }

@@ -37,7 +37,13 @@ export interface NsReport {
   retransmissions: number;
 }
 
-export interface NsDeviceCounts { index: number; cid: boolean; handshakes: number; unanswered: number; localPort: number }
+export interface NsDeviceCounts {
+  index: number;
+  cid: boolean;
+  handshakes: number;
+  unanswered: number;
+  localPort: number;
+}
 
 /** A DTLS connection to the VIP: the project's CID client, or node-dtls-client without a CID. */
 interface Link {
@@ -53,11 +59,21 @@ function cidLink(c: NsDevicesConfig, d: NsDevicesConfig['devices'][number], onDa
     async connect() {
       await client.connect();
       // the client decrypts first (its listener came first); what it kept is read here
-      client.socket.on('message', () => { for (const r of client.received.splice(0)) onData(r.data); });
+      client.socket.on('message', () => {
+        for (const r of client.received.splice(0)) onData(r.data);
+      });
     },
-    send: (b) => { try { client.send(b); } catch { /* no session (a handshake that failed) or closed */ } },
+    send: (b) => {
+      try {
+        client.send(b);
+      } catch {
+        /* no session (a handshake that failed) or closed */
+      }
+    },
     close: () => client.close(),
-    get localPort() { return client.localPort; },
+    get localPort() {
+      return client.localPort;
+    },
   };
 }
 
@@ -65,19 +81,41 @@ function plainLink(c: NsDevicesConfig, d: NsDevicesConfig['devices'][number], on
   let socket: dtls.Socket | null = null;
   let port = 0;
   return {
-    connect: () => new Promise<void>((resolve, reject) => {
-      const s = dtls.createSocket({ type: 'udp4', address: c.host, port: c.port, psk: { [d.identity]: Buffer.from(d.key, 'hex') }, timeout: 10_000, ciphers: ['TLS_PSK_WITH_AES_128_CCM_8'] });
-      socket = s;
-      s.on('connected', () => {
-        port = (s as unknown as { udp: { address(): { port: number } } }).udp.address().port;
-        resolve();
-      });
-      s.on('error', reject);
-      s.on('message', (m: Buffer) => onData(m));
-    }),
-    send: (b) => { try { socket?.send(b); } catch { /* a handshake that failed closed it: the retransmissions run out */ } },
-    close: () => { try { socket?.close(); } catch { /* closed */ } },
-    get localPort() { return port; },
+    connect: () =>
+      new Promise<void>((resolve, reject) => {
+        const s = dtls.createSocket({
+          type: 'udp4',
+          address: c.host,
+          port: c.port,
+          psk: { [d.identity]: Buffer.from(d.key, 'hex') },
+          timeout: 10_000,
+          ciphers: ['TLS_PSK_WITH_AES_128_CCM_8'],
+        });
+        socket = s;
+        s.on('connected', () => {
+          port = (s as unknown as { udp: { address(): { port: number } } }).udp.address().port;
+          resolve();
+        });
+        s.on('error', reject);
+        s.on('message', (m: Buffer) => onData(m));
+      }),
+    send: (b) => {
+      try {
+        socket?.send(b);
+      } catch {
+        /* a handshake that failed closed it: the retransmissions run out */
+      }
+    },
+    close: () => {
+      try {
+        socket?.close();
+      } catch {
+        /* closed */
+      }
+    },
+    get localPort() {
+      return port;
+    },
   };
 }
 
@@ -136,10 +174,16 @@ class Device {
   /** One Confirmable POST with RFC 7252's retransmissions: the answer's code, or null when they ran out. */
   #exchange(payload: Buffer, r: NsReport): Promise<string | null> {
     const token = randomBytes(4);
-    const mid = this.#mid = (this.#mid + 1) & 0xffff;
+    const mid = (this.#mid = (this.#mid + 1) & 0xffff);
     const datagram = generate({
-      confirmable: true, code: 'POST', messageId: mid, token,
-      options: [{ name: 'Uri-Path', value: Buffer.from('report') }, { name: 'Content-Format', value: Buffer.from([50]) }],
+      confirmable: true,
+      code: 'POST',
+      messageId: mid,
+      token,
+      options: [
+        { name: 'Uri-Path', value: Buffer.from('report') },
+        { name: 'Content-Format', value: Buffer.from([50]) },
+      ],
       payload,
     });
     return new Promise((resolve) => {
@@ -147,7 +191,8 @@ class Device {
       let sent = 0;
       let timeout = this.c.ackTimeoutMs * (1 + Math.random() * (ACK_RANDOM_FACTOR - 1));
       const e = {
-        mid, acked: false,
+        mid,
+        acked: false,
         done: (code: string | null) => {
           clearTimeout(timer);
           this.#waiting.delete(token.toString('hex'));
@@ -181,7 +226,14 @@ class Device {
       if (code === null) {
         this.unanswered++;
         // a new handshake, tried again until one succeeds (the node it reaches may be gone too)
-        while (!this.#closed && !await this.connect().then(() => true, () => false)) await new Promise((res) => setTimeout(res, this.c.ackTimeoutMs));
+        while (
+          !this.#closed &&
+          !(await this.connect().then(
+            () => true,
+            () => false,
+          ))
+        )
+          await new Promise((res) => setTimeout(res, this.c.ackTimeoutMs));
         continue;
       }
       r.code = code;
@@ -204,23 +256,37 @@ async function main(): Promise<void> {
   const devices = c.devices.map((d, i) => new Device(i, c, d));
   for (let i = 0; i < devices.length; i += 10) await Promise.all(devices.slice(i, i + 10).map((d) => d.connect()));
   let stopped = false;
-  const stop = new Promise<void>((resolve) => createInterface({ input: process.stdin }).on('line', (l) => { if (l.trim() === 'stop') resolve(); }));
-  void stop.then(() => { stopped = true; });
+  const stop = new Promise<void>((resolve) =>
+    createInterface({ input: process.stdin }).on('line', (l) => {
+      if (l.trim() === 'stop') resolve();
+    }),
+  );
+  void stop.then(() => {
+    stopped = true;
+  });
   const records: NsReport[] = [];
   let next = c.firstNumber;
   say({ event: 'ready', ports: devices.map((d) => d.localPort) });
   const progress = setInterval(() => say({ event: 'progress', answered: records.filter((r) => r.answeredAt !== null).length }), 250);
-  await Promise.all(devices.map(async (device) => {
-    await new Promise((res) => setTimeout(res, Math.random() * c.periodMs));
-    while (!stopped) {
-      const started = Date.now();
-      const r = await device.report(next++);
-      if (r.answeredAt !== null || !stopped) records.push(r);
-      await new Promise((res) => setTimeout(res, Math.max(0, started + c.periodMs - Date.now())));
-    }
-  }));
+  await Promise.all(
+    devices.map(async (device) => {
+      await new Promise((res) => setTimeout(res, Math.random() * c.periodMs));
+      while (!stopped) {
+        const started = Date.now();
+        const r = await device.report(next++);
+        if (r.answeredAt !== null || !stopped) records.push(r);
+        await new Promise((res) => setTimeout(res, Math.max(0, started + c.periodMs - Date.now())));
+      }
+    }),
+  );
   clearInterval(progress);
-  const counts = devices.map((d): NsDeviceCounts => ({ index: d.index, cid: d.d.cid, handshakes: d.handshakes, unanswered: d.unanswered, localPort: d.localPort }));
+  const counts = devices.map((d): NsDeviceCounts => ({
+    index: d.index,
+    cid: d.d.cid,
+    handshakes: d.handshakes,
+    unanswered: d.unanswered,
+    localPort: d.localPort,
+  }));
   for (const d of devices) d.close();
   // stdout is a pipe: exit once the last line is written, not before
   process.stdout.write(`${JSON.stringify({ event: 'done', records, devices: counts })}\n`, () => process.exit(0));

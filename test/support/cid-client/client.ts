@@ -162,12 +162,24 @@ export class CidClient {
 
   #clientHello(random: Buffer, cookie: Buffer): Buffer {
     const exts = Buffer.concat([
-      u16(EXT_EMS), u16(0),
-      u16(EXT_CONNECTION_ID), u16(1 + this.clientCid.length), Buffer.from([this.clientCid.length]), this.clientCid,
+      u16(EXT_EMS),
+      u16(0),
+      u16(EXT_CONNECTION_ID),
+      u16(1 + this.clientCid.length),
+      Buffer.from([this.clientCid.length]),
+      this.clientCid,
     ]);
     return Buffer.concat([
-      u16(0xfefd), random, Buffer.from([0]), Buffer.from([cookie.length]), cookie,
-      u16(2), u16(this.#suiteId), Buffer.from([1, 0]), u16(exts.length), exts,
+      u16(0xfefd),
+      random,
+      Buffer.from([0]),
+      Buffer.from([cookie.length]),
+      cookie,
+      u16(2),
+      u16(this.#suiteId),
+      Buffer.from([1, 0]),
+      u16(exts.length),
+      exts,
     ]);
   }
 
@@ -195,7 +207,7 @@ export class CidClient {
     o += 3; // suite + compression
     const extEnd = o + 2 + shBody.readUInt16BE(o);
     let ems = false;
-    for (o += 2; o < extEnd; ) {
+    for (o += 2; o < extEnd;) {
       const type = shBody.readUInt16BE(o);
       const len = shBody.readUInt16BE(o + 2);
       const data = shBody.subarray(o + 4, o + 4 + len);

@@ -18,7 +18,9 @@ export function pSha256(secret: Buffer, seed: Buffer, length: number): Buffer {
   let a = seed;
   while (total < length) {
     a = createHmac('sha256', secret).update(a).digest();
-    const block = createHmac('sha256', secret).update(Buffer.concat([a, seed])).digest();
+    const block = createHmac('sha256', secret)
+      .update(Buffer.concat([a, seed]))
+      .digest();
     chunks.push(block);
     total += block.length;
   }
@@ -80,7 +82,10 @@ function cidHeader(epoch: number, seq: number, cid: Buffer, length: number): Buf
 /** A whole tls12_cid record under AES-128-CBC + HMAC-SHA256: IV ‖ CBC(inner ‖ HMAC(aad ‖ inner) ‖ padding). */
 export function sealCidRecordCbc(macKey: Buffer, key: Buffer, epoch: number, seq: number, cid: Buffer, type: number, content: Buffer, padding = 0): Buffer {
   const inner = Buffer.concat([content, Buffer.from([type]), Buffer.alloc(padding)]);
-  const mac = createHmac('sha256', macKey).update(cidAad(epoch, seq, cid, inner.length)).update(inner).digest();
+  const mac = createHmac('sha256', macKey)
+    .update(cidAad(epoch, seq, cid, inner.length))
+    .update(inner)
+    .digest();
   const padLen = 15 - ((inner.length + 32) % 16);
   const iv = randomBytes(16);
   const c = createCipheriv('aes-128-cbc', key, iv).setAutoPadding(false);
@@ -96,7 +101,10 @@ export function openCidRecordCbc(macKey: Buffer, key: Buffer, epoch: number, seq
   const pad = dec[dec.length - 1];
   const innerLen = dec.length - 1 - pad - 32;
   if (innerLen < 1) return null;
-  const mac = createHmac('sha256', macKey).update(cidAad(epoch, seq, cid, innerLen)).update(dec.subarray(0, innerLen)).digest();
+  const mac = createHmac('sha256', macKey)
+    .update(cidAad(epoch, seq, cid, innerLen))
+    .update(dec.subarray(0, innerLen))
+    .digest();
   if (!mac.equals(dec.subarray(innerLen, innerLen + 32))) return null;
   const inner = dec.subarray(0, innerLen);
   let i = inner.length - 1;

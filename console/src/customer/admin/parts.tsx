@@ -69,20 +69,40 @@ export function valuePair(text: string): { significand: number; orderOfMagnitude
   return { significand, orderOfMagnitude: magnitude };
 }
 
-export interface PinGroupRow { hashId: string; name: string }
+export interface PinGroupRow {
+  hashId: string;
+  name: string;
+}
 
 /** The environment's pin groups (names as text), for pickers. */
 export function usePinGroups() {
-  return useAsync(async () => (await findAll<{ pinGroup: PinGroupRow }>('/graph/pin-group', { rowsPerPage: 100, sortBy: 'name' }, 2000)).map((r) => r.pinGroup), []);
+  return useAsync(
+    async () => (await findAll<{ pinGroup: PinGroupRow }>('/graph/pin-group', { rowsPerPage: 100, sortBy: 'name' }, 2000)).map((r) => r.pinGroup),
+    [],
+  );
 }
 
-export function PinGroupSelect({ value, onChange, pinGroups, label }: { value: string; onChange: (hashId: string) => void; pinGroups: PinGroupRow[]; label?: string }) {
+export function PinGroupSelect({
+  value,
+  onChange,
+  pinGroups,
+  label,
+}: {
+  value: string;
+  onChange: (hashId: string) => void;
+  pinGroups: PinGroupRow[];
+  label?: string;
+}) {
   return (
     <Field label={label ?? t('pinGroup')}>
       {(id) => (
         <select id={id} value={value} onChange={(e) => onChange((e.target as HTMLSelectElement).value)}>
           <option value="">{t('choose')}</option>
-          {pinGroups.map((p) => <option key={p.hashId} value={p.hashId}>{p.name || p.hashId}</option>)}
+          {pinGroups.map((p) => (
+            <option key={p.hashId} value={p.hashId}>
+              {p.name || p.hashId}
+            </option>
+          ))}
         </select>
       )}
     </Field>
@@ -102,12 +122,26 @@ export function usePager() {
   };
 }
 
-export function Pager({ page, nextOffset, onNext, onPrevious }: { page: number; nextOffset: string | null | undefined; onNext: (o: string) => void; onPrevious: () => void }) {
+export function Pager({
+  page,
+  nextOffset,
+  onNext,
+  onPrevious,
+}: {
+  page: number;
+  nextOffset: string | null | undefined;
+  onNext: (o: string) => void;
+  onPrevious: () => void;
+}) {
   return (
     <nav class="pager" aria-label={t('page', { n: page })}>
-      <button type="button" onClick={onPrevious} disabled={page <= 1}>{t('previous')}</button>
+      <button type="button" onClick={onPrevious} disabled={page <= 1}>
+        {t('previous')}
+      </button>
       <span>{t('page', { n: page })}</span>
-      <button type="button" onClick={() => nextOffset && onNext(nextOffset)} disabled={!nextOffset}>{t('next')}</button>
+      <button type="button" onClick={() => nextOffset && onNext(nextOffset)} disabled={!nextOffset}>
+        {t('next')}
+      </button>
     </nav>
   );
 }

@@ -31,23 +31,50 @@ import { ErrorBox, Loading } from '../../ui.tsx';
 import './map.css';
 
 const t = messages(
-  { label: 'Map of the pin groups', layers: 'Map layers', legend: 'Open issues', none: 'none', serious: 'serious', critical: 'critical', cluster: 'several pin groups' },
-  { label: 'Kaart van de locaties', layers: 'Kaartlagen', legend: 'Open meldingen', none: 'geen', serious: 'ernstig', critical: 'kritiek', cluster: 'meerdere locaties' },
+  {
+    label: 'Map of the pin groups',
+    layers: 'Map layers',
+    legend: 'Open issues',
+    none: 'none',
+    serious: 'serious',
+    critical: 'critical',
+    cluster: 'several pin groups',
+  },
+  {
+    label: 'Kaart van de locaties',
+    layers: 'Kaartlagen',
+    legend: 'Open meldingen',
+    none: 'geen',
+    serious: 'ernstig',
+    critical: 'kritiek',
+    cluster: 'meerdere locaties',
+  },
 );
 
 /** MapLibre's chunk, asked for once: as soon as this module is evaluated (with the page's own chunk), not after its first render. */
 let mapLibre: Promise<typeof import('./maplibre.ts')> | null = null;
 const loadMapLibre = () => (mapLibre ??= import('./maplibre.ts'));
-void loadMapLibre().catch(() => { mapLibre = null; });
+void loadMapLibre().catch(() => {
+  mapLibre = null;
+});
 
 /** The deployment's base map (GET /console/config: MAP_STYLE_URL), asked for once, beside MapLibre's chunk. */
 let consoleConfig: Promise<{ mapStyleUrl: string | null }> | null = null;
-const loadConsoleConfig = () => (consoleConfig ??= fetch('/console/config')
-  .then((r) => (r.ok ? r.json() as Promise<{ mapStyleUrl: string | null }> : { mapStyleUrl: null }))
-  .catch(() => { consoleConfig = null; return { mapStyleUrl: null }; }));
+const loadConsoleConfig = () =>
+  (consoleConfig ??= fetch('/console/config')
+    .then((r) => (r.ok ? (r.json() as Promise<{ mapStyleUrl: string | null }>) : { mapStyleUrl: null }))
+    .catch(() => {
+      consoleConfig = null;
+      return { mapStyleUrl: null };
+    }));
 void loadConsoleConfig();
 
-export interface MapLayer { key: string; name: unknown; style?: unknown; namedStyle?: string | null }
+export interface MapLayer {
+  key: string;
+  name: unknown;
+  style?: unknown;
+  namedStyle?: string | null;
+}
 
 /** The tiles' URL template for these map layers (the source's tiles; MapLibre fills in z, x, y). */
 export function tileUrl(mapLayers: string[], version = 0): string {
@@ -70,9 +97,23 @@ function shapeOf(key: string): (typeof SHAPES)[number] {
 }
 
 const POLYGONS: Record<Exclude<(typeof SHAPES)[number], 'circle'>, [number, number][]> = {
-  square: [[6, 6], [26, 6], [26, 26], [6, 26]],
-  diamond: [[16, 3], [29, 16], [16, 29], [3, 16]],
-  triangle: [[16, 4], [29, 27], [3, 27]],
+  square: [
+    [6, 6],
+    [26, 6],
+    [26, 26],
+    [6, 26],
+  ],
+  diamond: [
+    [16, 3],
+    [29, 16],
+    [16, 29],
+    [3, 16],
+  ],
+  triangle: [
+    [16, 4],
+    [29, 27],
+    [3, 27],
+  ],
 };
 
 /**
@@ -124,7 +165,7 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
   const mapRef = useRef<MapLibreMap | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [loaded, setLoaded] = useState(false);
-  const layers = (environmentSetting<MapLayer[]>('mapLayers') ?? [{ key: 'default', name: 'Default' }]);
+  const layers = environmentSetting<MapLayer[]>('mapLayers') ?? [{ key: 'default', name: 'Default' }];
   const [shown, setShown] = useState<string[]>(() => layers.map((l) => l.key));
   const env = session.value?.environment;
 
@@ -151,26 +192,55 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
       const style: StyleSpecification = {
         version: 8,
         sources: {
-          gridgate: { type: 'vector', tiles: [tileUrl(layers.map((l) => l.key), version)], minzoom: 0, maxzoom: 22 },
+          gridgate: {
+            type: 'vector',
+            tiles: [
+              tileUrl(
+                layers.map((l) => l.key),
+                version,
+              ),
+            ],
+            minzoom: 0,
+            maxzoom: 22,
+          },
         },
         layers: [
           {
-            id: 'edges', type: 'line', source: 'gridgate', 'source-layer': 'edges', filter: onlyIssues as never,
-            paint: { 'line-color': ['match', ['coalesce', ['get', 'level'], 0], 2, colors[2], 1, colors[1], line] as never, 'line-width': ['interpolate', ['linear'], ['zoom'], 4, 1, 16, 4] },
-          },
-          {
-            id: 'clusters', type: 'circle', source: 'gridgate', 'source-layer': 'pinGroups', filter: ['all', ['has', 'cluster'], onlyIssues] as never,
+            id: 'edges',
+            type: 'line',
+            source: 'gridgate',
+            'source-layer': 'edges',
+            filter: onlyIssues as never,
             paint: {
-              'circle-color': levelColor(colors) as never, 'circle-opacity': 0.75,
-              'circle-radius': ['interpolate', ['linear'], ['coalesce', ['get', 'pointCount'], 2], 2, 8, 50, 14, 500, 20, 5000, 28],
-              'circle-stroke-color': fg, 'circle-stroke-width': 1,
+              'line-color': ['match', ['coalesce', ['get', 'level'], 0], 2, colors[2], 1, colors[1], line] as never,
+              'line-width': ['interpolate', ['linear'], ['zoom'], 4, 1, 16, 4],
             },
           },
           {
-            id: 'pin-groups', type: 'symbol', source: 'gridgate', 'source-layer': 'pinGroups', filter: ['all', ['!', ['has', 'cluster']], onlyIssues] as never,
+            id: 'clusters',
+            type: 'circle',
+            source: 'gridgate',
+            'source-layer': 'pinGroups',
+            filter: ['all', ['has', 'cluster'], onlyIssues] as never,
+            paint: {
+              'circle-color': levelColor(colors) as never,
+              'circle-opacity': 0.75,
+              'circle-radius': ['interpolate', ['linear'], ['coalesce', ['get', 'pointCount'], 2], 2, 8, 50, 14, 500, 20, 5000, 28],
+              'circle-stroke-color': fg,
+              'circle-stroke-width': 1,
+            },
+          },
+          {
+            id: 'pin-groups',
+            type: 'symbol',
+            source: 'gridgate',
+            'source-layer': 'pinGroups',
+            filter: ['all', ['!', ['has', 'cluster']], onlyIssues] as never,
             layout: {
               'icon-image': ['concat', 'symbol:', ['coalesce', ['get', 'symbolKey'], 'default']] as never,
-              'icon-size': ['interpolate', ['linear'], ['zoom'], 2, 0.3, 16, 0.6], 'icon-allow-overlap': true, 'icon-ignore-placement': true,
+              'icon-size': ['interpolate', ['linear'], ['zoom'], 2, 0.3, 16, 0.6],
+              'icon-allow-overlap': true,
+              'icon-ignore-placement': true,
             },
             // the outline (a map layer's colour) is the shape's own halo: its image is a distance field
             paint: { 'icon-color': levelColor(colors) as never, 'icon-halo-color': halo as never, 'icon-halo-width': 1.5 },
@@ -178,19 +248,29 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
         ],
       };
       const box = environmentSetting<{ coordinates?: [number, number][] } | null>('boundingBox');
-      const bounds = box?.coordinates && box.coordinates.length >= 2 ? [box.coordinates[0], box.coordinates[1]] as [[number, number], [number, number]] : null;
+      const bounds =
+        box?.coordinates && box.coordinates.length >= 2 ? ([box.coordinates[0], box.coordinates[1]] as [[number, number], [number, number]]) : null;
       map = new maplibregl.Map({
-        container: container.current, attributionControl: false, dragRotate: false, pitchWithRotate: false,
+        container: container.current,
+        attributionControl: false,
+        dragRotate: false,
+        pitchWithRotate: false,
         // a deployment's base map: MapLibre loads its style, and the environment's source and layers go on top of it
         ...(mapStyleUrl
-          ? { style: mapStyleUrl, transformStyle: (_previous, next) => ({ ...next!, sources: { ...next!.sources, ...style.sources }, layers: [...next!.layers, ...style.layers] }) }
+          ? {
+              style: mapStyleUrl,
+              transformStyle: (_previous, next) => ({ ...next!, sources: { ...next!.sources, ...style.sources }, layers: [...next!.layers, ...style.layers] }),
+            }
           : { style }),
         // fitted to the bounding box from the start (no first frame elsewhere), and symbols shown at once: a fade is
         // frames to draw before the map is idle, each 0.1-0.3 s in software GL
-        ...(bounds ? { bounds, fitBoundsOptions: { padding: 40, maxZoom: 16 } } : { center: [5.3, 52.1] as [number, number], zoom: 1 }), maxZoom: 20, fadeDuration: 0,
-        transformRequest: (url) => (url.startsWith(`${location.origin}/graph/tiles/`)
-          ? { url, headers: { 'Api-Version': String(API_VERSION), 'Environment-Hash-Id': env.hashId, 'X-Gridgate-Console': '1' }, credentials: 'same-origin' }
-          : { url }),
+        ...(bounds ? { bounds, fitBoundsOptions: { padding: 40, maxZoom: 16 } } : { center: [5.3, 52.1] as [number, number], zoom: 1 }),
+        maxZoom: 20,
+        fadeDuration: 0,
+        transformRequest: (url) =>
+          url.startsWith(`${location.origin}/graph/tiles/`)
+            ? { url, headers: { 'Api-Version': String(API_VERSION), 'Environment-Hash-Id': env.hashId, 'X-Gridgate-Console': '1' }, credentials: 'same-origin' }
+            : { url },
       });
       mapRef.current = map;
       performance.mark('gridgate:map-created');
@@ -204,7 +284,10 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
         // a tile the service refused shows as a message, not a blank map
         if (e.error && !cancelled) setError(new Error(e.error.message));
       });
-      map.once('load', () => { performance.mark('gridgate:map-load'); if (!cancelled) setLoaded(true); });
+      map.once('load', () => {
+        performance.mark('gridgate:map-load');
+        if (!cancelled) setLoaded(true);
+      });
       map.once('idle', () => performance.mark('gridgate:map-idle'));
       const open = (e: MapMouseEvent & { features?: GeoJSONFeature[] }) => {
         const f = e.features?.[0];
@@ -214,10 +297,16 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
       map.on('click', 'pin-groups', open);
       map.on('click', 'clusters', (e) => map!.easeTo({ center: e.lngLat, zoom: map!.getZoom() + 2 }));
       for (const id of ['pin-groups', 'clusters']) {
-        map.on('mouseenter', id, () => { map!.getCanvas().style.cursor = 'pointer'; });
-        map.on('mouseleave', id, () => { map!.getCanvas().style.cursor = ''; });
+        map.on('mouseenter', id, () => {
+          map!.getCanvas().style.cursor = 'pointer';
+        });
+        map.on('mouseleave', id, () => {
+          map!.getCanvas().style.cursor = '';
+        });
       }
-    })().catch((err: unknown) => { if (!cancelled) setError(err); });
+    })().catch((err: unknown) => {
+      if (!cancelled) setError(err);
+    });
     return () => {
       cancelled = true;
       map?.remove();
@@ -232,7 +321,10 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
     const map = mapRef.current;
     if (!map || version === 0 || !loaded) return;
     const source = map.getSource('gridgate') as { setTiles?: (t: string[]) => void } | undefined;
-    const url = tileUrl(layers.map((l) => l.key), version);
+    const url = tileUrl(
+      layers.map((l) => l.key),
+      version,
+    );
     // A tile whose first load is under way keeps the answer of that load: MapLibre re-parses it when the load ends and
     // asks for nothing new (VectorTileSource.loadTile on a 'loading' tile), and that answer may predate the change.
     // So when tiles were loading, they are all asked for once more as soon as the source has loaded.
@@ -280,24 +372,44 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
       {error ? <ErrorBox error={error} /> : null}
       <div class="map-frame" style={{ height }}>
         <div ref={container} class="map-canvas" role="region" aria-label={t('label')} data-loaded={loaded ? 'true' : 'false'} />
-        {!loaded && !error ? <div class="map-loading"><Loading /></div> : null}
+        {!loaded && !error ? (
+          <div class="map-loading">
+            <Loading />
+          </div>
+        ) : null}
       </div>
       <div class="map-footer">
         <ul class="map-legend" aria-label={t('legend')}>
-          <li><span class="dot level-0" aria-hidden="true" />{t('none')}</li>
-          <li><span class="dot level-1" aria-hidden="true" />{t('serious')}</li>
-          <li><span class="dot level-2" aria-hidden="true" />{t('critical')}</li>
-          <li><span class="dot cluster" aria-hidden="true" />{t('cluster')}</li>
+          <li>
+            <span class="dot level-0" aria-hidden="true" />
+            {t('none')}
+          </li>
+          <li>
+            <span class="dot level-1" aria-hidden="true" />
+            {t('serious')}
+          </li>
+          <li>
+            <span class="dot level-2" aria-hidden="true" />
+            {t('critical')}
+          </li>
+          <li>
+            <span class="dot cluster" aria-hidden="true" />
+            {t('cluster')}
+          </li>
         </ul>
         {layers.length > 1 ? (
           <fieldset class="map-layers">
             <legend>{t('layers')}</legend>
             {layers.map((l) => (
               <label key={l.key}>
-                <input type="checkbox" checked={shown.includes(l.key)} onChange={(e) => {
-                  const on = (e.target as HTMLInputElement).checked;
-                  setShown((s) => (on ? [...s, l.key] : s.filter((k) => k !== l.key)));
-                }} />
+                <input
+                  type="checkbox"
+                  checked={shown.includes(l.key)}
+                  onChange={(e) => {
+                    const on = (e.target as HTMLInputElement).checked;
+                    setShown((s) => (on ? [...s, l.key] : s.filter((k) => k !== l.key)));
+                  }}
+                />
                 {translated(l.name) || l.key}
               </label>
             ))}

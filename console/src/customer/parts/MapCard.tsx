@@ -7,12 +7,16 @@ import { formatNumber, messages } from '../../i18n.ts';
 import { MapView } from '../map/MapView.tsx';
 import './parts.css';
 
-const t = messages(
-  { places: 'Places in the rows: {n}', rows: 'The rows of the map' },
-  { places: 'Plaatsen in de rijen: {n}', rows: 'De rijen van de kaart' },
-);
+const t = messages({ places: 'Places in the rows: {n}', rows: 'The rows of the map' }, { places: 'Plaatsen in de rijen: {n}', rows: 'De rijen van de kaart' });
 
-export interface MapVisualisation { type: 'map'; latitudeColumnIndex: number; longitudeColumnIndex: number; colorColumnIndex?: number | null; tooltipColumnIndex?: number | null; mapLayerKey?: string }
+export interface MapVisualisation {
+  type: 'map';
+  latitudeColumnIndex: number;
+  longitudeColumnIndex: number;
+  colorColumnIndex?: number | null;
+  tooltipColumnIndex?: number | null;
+  mapLayerKey?: string;
+}
 
 const coordinate = (v: unknown, limit: number): number | null => {
   const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN;

@@ -7,7 +7,10 @@ import type { IssueRow } from './parts.tsx';
 
 export const ISSUE_PAGE = 50;
 
-interface Page { rows: IssueRow[]; nextPageOffset: string | null }
+interface Page {
+  rows: IssueRow[];
+  nextPageOffset: string | null;
+}
 
 export interface IssuePages {
   rows: IssueRow[] | undefined;
@@ -21,16 +24,23 @@ export interface IssuePages {
 
 /** Issues, newest first: `closed` false the open ones, null open and closed; read again when `version` changes. */
 export function useIssuePages(closed: boolean | null, version: number): IssuePages {
-  const [state, setState] = useState<{ rows: IssueRow[] | undefined; next: string | null; loading: boolean; error: unknown }>({ rows: undefined, next: null, loading: true, error: undefined });
+  const [state, setState] = useState<{ rows: IssueRow[] | undefined; next: string | null; loading: boolean; error: unknown }>({
+    rows: undefined,
+    next: null,
+    loading: true,
+    error: undefined,
+  });
   const [tick, setTick] = useState(0);
   // pages shown: kept across a change, back to one for another filter
   const pages = useRef({ closed, count: 1 });
   if (pages.current.closed !== closed) pages.current = { closed, count: 1 };
   const running = useRef<AbortController | null>(null);
 
-  const read = (offset: string | undefined, signal: AbortSignal) => api<Page>('GET', '/issue/', {
-    query: { sortBy: 'createdAt', descending: true, rowsPerPage: ISSUE_PAGE, closed: closed ?? undefined, offset }, signal,
-  });
+  const read = (offset: string | undefined, signal: AbortSignal) =>
+    api<Page>('GET', '/issue/', {
+      query: { sortBy: 'createdAt', descending: true, rowsPerPage: ISSUE_PAGE, closed: closed ?? undefined, offset },
+      signal,
+    });
 
   useEffect(() => {
     running.current?.abort();
@@ -49,8 +59,12 @@ export function useIssuePages(closed: boolean | null, version: number): IssuePag
       } while (offset !== null && n < pages.current.count);
       return { rows, next: offset };
     })().then(
-      ({ rows, next }) => { if (!controller.signal.aborted) setState({ rows, next, loading: false, error: undefined }); },
-      (error: unknown) => { if (!controller.signal.aborted) setState((s) => ({ ...s, loading: false, error })); },
+      ({ rows, next }) => {
+        if (!controller.signal.aborted) setState({ rows, next, loading: false, error: undefined });
+      },
+      (error: unknown) => {
+        if (!controller.signal.aborted) setState((s) => ({ ...s, loading: false, error }));
+      },
     );
     return () => controller.abort();
   }, [closed, version, tick]);
@@ -68,10 +82,17 @@ export function useIssuePages(closed: boolean | null, version: number): IssuePag
         // a row the list holds already (the list was read again meanwhile) is not shown twice
         setState((s) => {
           const seen = new Set((s.rows ?? []).map((r) => r.issue.hashId));
-          return { rows: [...(s.rows ?? []), ...page.rows.filter((r) => !seen.has(r.issue.hashId))], next: page.nextPageOffset, loading: false, error: undefined };
+          return {
+            rows: [...(s.rows ?? []), ...page.rows.filter((r) => !seen.has(r.issue.hashId))],
+            next: page.nextPageOffset,
+            loading: false,
+            error: undefined,
+          };
         });
       },
-      (error: unknown) => { if (!controller.signal.aborted) setState((s) => ({ ...s, loading: false, error })); },
+      (error: unknown) => {
+        if (!controller.signal.aborted) setState((s) => ({ ...s, loading: false, error }));
+      },
     );
   }, [state.next, state.loading, closed]);
 

@@ -4,12 +4,58 @@ import { useEffect, useRef } from 'preact/hooks';
 import { eventStream } from '../../api.ts';
 import { messages } from '../../i18n.ts';
 
-export interface PinGroup { hashId: string; name: string; symbolKey: string; fields: Record<string, unknown>; deviceFields: Record<string, unknown>; deviceLinkHashId: string | null; level: number; mapLayer: string; mostRecentMeasurementAt: string | null; geometry: unknown }
-export interface Pin { hashId: string; pinGroupHashId: string; name: string; fields: Record<string, unknown>; level: number }
-export interface Issue { hashId: string; title: string; level: 0 | 1 | 2; pinGroupHashId: string; closedAt: string | null; createdAt: string; updatedAt: string; startAt: string; userHashId: string | null; typeKey?: string }
-export interface IssueRow { issue: Issue; pinGroup: PinGroup; subscribed: boolean; userName: string | null }
-export interface ValuePair { significand: number; orderOfMagnitude: number }
-export interface Quantity { hashId: string; name: unknown; unit: string; color: string; defaultOrderOfMagnitude: number; defaultLowThreshold?: ValuePair | null; defaultHighThreshold?: ValuePair | null; defaultCriticallyLowThreshold?: ValuePair | null; defaultCriticallyHighThreshold?: ValuePair | null }
+export interface PinGroup {
+  hashId: string;
+  name: string;
+  symbolKey: string;
+  fields: Record<string, unknown>;
+  deviceFields: Record<string, unknown>;
+  deviceLinkHashId: string | null;
+  level: number;
+  mapLayer: string;
+  mostRecentMeasurementAt: string | null;
+  geometry: unknown;
+}
+export interface Pin {
+  hashId: string;
+  pinGroupHashId: string;
+  name: string;
+  fields: Record<string, unknown>;
+  level: number;
+}
+export interface Issue {
+  hashId: string;
+  title: string;
+  level: 0 | 1 | 2;
+  pinGroupHashId: string;
+  closedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  startAt: string;
+  userHashId: string | null;
+  typeKey?: string;
+}
+export interface IssueRow {
+  issue: Issue;
+  pinGroup: PinGroup;
+  subscribed: boolean;
+  userName: string | null;
+}
+export interface ValuePair {
+  significand: number;
+  orderOfMagnitude: number;
+}
+export interface Quantity {
+  hashId: string;
+  name: unknown;
+  unit: string;
+  color: string;
+  defaultOrderOfMagnitude: number;
+  defaultLowThreshold?: ValuePair | null;
+  defaultHighThreshold?: ValuePair | null;
+  defaultCriticallyLowThreshold?: ValuePair | null;
+  defaultCriticallyHighThreshold?: ValuePair | null;
+}
 
 export const valueOf = (v: ValuePair | null | undefined): number | null => (v ? v.significand * 10 ** v.orderOfMagnitude : null);
 
@@ -25,7 +71,10 @@ export function LevelBadge({ level, place = false }: { level: number; place?: bo
   return <span class={`level-badge level-${level}`}>{place && level === 0 ? t('noIssue') : levelName(level)}</span>;
 }
 
-export interface IssueEvent { kind: 'opened' | 'raised' | 'closed' | 'comment'; issue: Issue }
+export interface IssueEvent {
+  kind: 'opened' | 'raised' | 'closed' | 'comment';
+  issue: Issue;
+}
 
 /** Calls `onEvent` for each event of the environment's issue stream while the page is open. */
 export function useIssueStream(onEvent: (e: IssueEvent) => void): void {

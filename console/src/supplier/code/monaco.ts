@@ -23,19 +23,34 @@ import 'monaco-editor/features/codicon/register.js';
 
 // Supplier code runs in a sandbox with the language and nothing of a browser or of Node.js: no DOM in its lib.
 typescriptDefaults.setCompilerOptions({
-  target: 99 /* ESNext */, lib: ['es2023'], strict: true, noImplicitAny: false, allowNonTsExtensions: true, noEmit: true, isolatedModules: false,
+  target: 99 /* ESNext */,
+  lib: ['es2023'],
+  strict: true,
+  noImplicitAny: false,
+  allowNonTsExtensions: true,
+  noEmit: true,
+  isolatedModules: false,
 });
 typescriptDefaults.setDiagnosticsOptions({ noSemanticValidation: false, noSyntaxValidation: false, onlyVisible: false });
 
 // Monaco's own themes with line numbers that pass WCAG AA contrast (its grey ones, and the dimmed number of the
 // line after a final newline, do not), in the console's colours.
 monaco.editor.defineTheme('gridgate-light', {
-  base: 'vs', inherit: true, rules: [],
+  base: 'vs',
+  inherit: true,
+  rules: [],
   colors: { 'editorLineNumber.foreground': '#57606a', 'editorLineNumber.dimmedForeground': '#57606a', 'editorLineNumber.activeForeground': '#1b1f24' },
 });
 monaco.editor.defineTheme('gridgate-dark', {
-  base: 'vs-dark', inherit: true, rules: [],
-  colors: { 'editor.background': '#0d1117', 'editorLineNumber.foreground': '#9da7b3', 'editorLineNumber.dimmedForeground': '#9da7b3', 'editorLineNumber.activeForeground': '#e6edf3' },
+  base: 'vs-dark',
+  inherit: true,
+  rules: [],
+  colors: {
+    'editor.background': '#0d1117',
+    'editorLineNumber.foreground': '#9da7b3',
+    'editorLineNumber.dimmedForeground': '#9da7b3',
+    'editorLineNumber.activeForeground': '#e6edf3',
+  },
 });
 
 export { monaco, typescriptDefaults };

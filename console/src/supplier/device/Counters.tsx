@@ -9,12 +9,32 @@ import type { CounterEntry } from './types.ts';
 
 const t = messages(
   {
-    range: 'Period', day: 'Last 24 hours', week: 'Last 7 days', month: 'Last 31 days', contacts: 'Contacts per hour', reports: 'Reports per hour', code: 'Your code per hour',
-    own: 'Your counters per hour', totals: 'Totals in this period', counter: 'Counter', total: 'Total', reload: 'Refresh',
+    range: 'Period',
+    day: 'Last 24 hours',
+    week: 'Last 7 days',
+    month: 'Last 31 days',
+    contacts: 'Contacts per hour',
+    reports: 'Reports per hour',
+    code: 'Your code per hour',
+    own: 'Your counters per hour',
+    totals: 'Totals in this period',
+    counter: 'Counter',
+    total: 'Total',
+    reload: 'Refresh',
   },
   {
-    range: 'Periode', day: 'Laatste 24 uur', week: 'Laatste 7 dagen', month: 'Laatste 31 dagen', contacts: 'Contacten per uur', reports: 'Rapporten per uur', code: 'Je code per uur',
-    own: 'Je eigen tellers per uur', totals: 'Totalen in deze periode', counter: 'Teller', total: 'Totaal', reload: 'Vernieuwen',
+    range: 'Periode',
+    day: 'Laatste 24 uur',
+    week: 'Laatste 7 dagen',
+    month: 'Laatste 31 dagen',
+    contacts: 'Contacten per uur',
+    reports: 'Rapporten per uur',
+    code: 'Je code per uur',
+    own: 'Je eigen tellers per uur',
+    totals: 'Totalen in deze periode',
+    counter: 'Teller',
+    total: 'Totaal',
+    reload: 'Vernieuwen',
   },
 );
 
@@ -37,14 +57,18 @@ export function hourly(entry: CounterEntry, from: number, to: number): [number, 
 
 export function Counters({ deviceHashId }: { deviceHashId: string }) {
   const [range, setRange] = useState<keyof typeof HOURS>('day');
-  const { data, error, loading, reload } = useAsync(async (signal) => {
-    const to = Date.now();
-    const from = to - HOURS[range] * HOUR;
-    const entries = await api<CounterEntry[]>('GET', `/device/device/${encodeURIComponent(deviceHashId)}/connectivity-counters`, {
-      signal, query: { from: new Date(from).toISOString(), to: new Date(to).toISOString() },
-    });
-    return { entries, from, to };
-  }, [deviceHashId, range]);
+  const { data, error, loading, reload } = useAsync(
+    async (signal) => {
+      const to = Date.now();
+      const from = to - HOURS[range] * HOUR;
+      const entries = await api<CounterEntry[]>('GET', `/device/device/${encodeURIComponent(deviceHashId)}/connectivity-counters`, {
+        signal,
+        query: { from: new Date(from).toISOString(), to: new Date(to).toISOString() },
+      });
+      return { entries, from, to };
+    },
+    [deviceHashId, range],
+  );
 
   const charts = useMemo(() => {
     if (!data) return [];
@@ -68,19 +92,35 @@ export function Counters({ deviceHashId }: { deviceHashId: string }) {
             </select>
           )}
         </Field>
-        <button type="button" onClick={reload}>{t('reload')}</button>
+        <button type="button" onClick={reload}>
+          {t('reload')}
+        </button>
       </div>
       <ErrorBox error={error} onRetry={reload} />
       {loading && !data && <Loading />}
       {data && (
         <>
           <div class="cards">
-            {charts.map((c) => <TimeChart key={c.title} title={c.title} series={c.series} kind="bars" precision="hour" height={180} />)}
+            {charts.map((c) => (
+              <TimeChart key={c.title} title={c.title} series={c.series} kind="bars" precision="hour" height={180} />
+            ))}
           </div>
           <table class="totals">
             <caption>{t('totals')}</caption>
-            <thead><tr><th scope="col">{t('counter')}</th><th scope="col">{t('total')}</th></tr></thead>
-            <tbody>{data.entries.map((e) => <tr key={e.key} data-key={e.key}><td>{e.name}</td><td>{formatNumber(e.total)}</td></tr>)}</tbody>
+            <thead>
+              <tr>
+                <th scope="col">{t('counter')}</th>
+                <th scope="col">{t('total')}</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.entries.map((e) => (
+                <tr key={e.key} data-key={e.key}>
+                  <td>{e.name}</td>
+                  <td>{formatNumber(e.total)}</td>
+                </tr>
+              ))}
+            </tbody>
           </table>
         </>
       )}

@@ -60,7 +60,10 @@ export interface Command {
   sentAt: string | null;
 }
 
-export interface LogLine { type: 'log' | 'error'; message: string }
+export interface LogLine {
+  type: 'log' | 'error';
+  message: string;
+}
 
 export interface WebRequestView {
   hashId: string;
@@ -78,7 +81,14 @@ export interface WebRequestView {
   response: { statusCode: number; headers: Record<string, string>; body?: { type: string; data: unknown } } | null;
 }
 
-export interface SubActivity { hashId: string; createdAt: string; triggerType: string; failed: boolean; log: LogLine[]; triggerData: Record<string, unknown> }
+export interface SubActivity {
+  hashId: string;
+  createdAt: string;
+  triggerType: string;
+  failed: boolean;
+  log: LogLine[];
+  triggerData: Record<string, unknown>;
+}
 
 export interface Activity {
   hashId: string;
@@ -91,11 +101,32 @@ export interface Activity {
 }
 
 /** GET /supplier-activity/:hashId, and each event of the live log (with durationMs). */
-export interface ActivityDetail { device: Device | null; deviceType: DeviceType | null; activity: Activity; durationMs?: number }
+export interface ActivityDetail {
+  device: Device | null;
+  deviceType: DeviceType | null;
+  activity: Activity;
+  durationMs?: number;
+}
 
 /** A row of GET /supplier-activity/. */
-export interface ActivitySummary { device: Device | null; deviceType: DeviceType | null; activity: Pick<Activity, 'hashId' | 'createdAt' | 'triggerType' | 'failed'> }
+export interface ActivitySummary {
+  device: Device | null;
+  deviceType: DeviceType | null;
+  activity: Pick<Activity, 'hashId' | 'createdAt' | 'triggerType' | 'failed'>;
+}
 
-export interface Firmware { hashId: string; deviceTypeHashId: string; version: string; size: number; sha256: string; createdAt: string }
+export interface Firmware {
+  hashId: string;
+  deviceTypeHashId: string;
+  version: string;
+  size: number;
+  sha256: string;
+  createdAt: string;
+}
 
-export interface CounterEntry { key: string; name: string; total: number; values: { hour: string; value: number }[] }
+export interface CounterEntry {
+  key: string;
+  name: string;
+  total: number;
+  values: { hour: string; value: number }[];
+}
