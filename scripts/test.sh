@@ -8,6 +8,8 @@ redis-cli -u "${REDIS_URL:-redis://127.0.0.1:6379}" ping >/dev/null 2>&1 || { ec
 npx eslint src test bench "scripts/**/*.ts" console/src
 # the layers of src/ (.dependency-cruiser.cjs, docs/architecture.md)
 npx depcruise src --config .dependency-cruiser.cjs
+# one format (.prettierrc.json; npm run format applies it)
+npx prettier --check --log-level warn "{src,test,bench}/**/*.ts" "scripts/**/*.{ts,mjs}" "console/src/**/*.{ts,tsx}"
 npx tsc --noEmit
 npx tsc -p console
 # the console the browser tests drive (test/console/), built when a source changed
