@@ -41,12 +41,10 @@ export function errorHandler(err: FastifyError, request: FastifyRequest, reply: 
   }
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     const sent = request.headers['content-type'];
-    reply
-      .status(400)
-      .send({
-        key: 'parameter_error',
-        message: `the body must be JSON: send the header Content-Type: application/json (${sent ? `not ${sent}` : 'none was sent'})`,
-      });
+    reply.status(400).send({
+      key: 'parameter_error',
+      message: `the body must be JSON: send the header Content-Type: application/json (${sent ? `not ${sent}` : 'none was sent'})`,
+    });
     return;
   }
   if (err.statusCode === 413) {
