@@ -321,25 +321,24 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
     const map = mapRef.current;
     if (!map || version === 0 || !loaded) return;
     const source = map.getSource('gridgate') as { setTiles?: (t: string[]) => void } | undefined;
-    const url = tileUrl(
-      layers.map((l) => l.key),
-      version,
+    source?.setTiles?.([
+      tileUrl(
+        layers.map((l) => l.key),
+        version,
+      ),
+    ]);
+    // and once more a little later: a tile drawn while the change was being written may have been answered as before
+    const again = setTimeout(
+      () =>
+        source?.setTiles?.([
+          `${tileUrl(
+            layers.map((l) => l.key),
+            version,
+          )}&again=1`,
+        ]),
+      2500,
     );
-    // A tile whose first load is under way keeps the answer of that load: MapLibre re-parses it when the load ends and
-    // asks for nothing new (VectorTileSource.loadTile on a 'loading' tile), and that answer may predate the change.
-    // So when tiles were loading, they are all asked for once more as soon as the source has loaded.
-    const loading = !map.isSourceLoaded('gridgate');
-    source?.setTiles?.([url]);
-    if (!loading) return;
-    const settled = (e: { sourceId?: string }) => {
-      if (e.sourceId !== 'gridgate' || !map.isSourceLoaded('gridgate')) return;
-      map.off('sourcedata', settled);
-      source?.setTiles?.([`${url}&again=1`]);
-    };
-    map.on('sourcedata', settled);
-    return () => {
-      map.off('sourcedata', settled);
-    };
+    return () => clearTimeout(again);
   }, [version, loaded]);
 
   // light or dark: the same layers in the scheme's colours (the CSS variables have changed by now)
