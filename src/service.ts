@@ -19,7 +19,6 @@ import { startIssueNotifier } from './notifications/issue-notifier.ts';
 import { supplierAlerts } from './notifications/supplier-alerts.ts';
 import { startDeviceWorker, type DeviceWorker } from './pipeline/worker.ts';
 import { isOwnApi } from './pipeline/monitoring-client.ts';
-import { configureSupplierCodeLimits } from './sandbox/limits.ts';
 
 export interface RunningService {
   api: FastifyInstance | null;
@@ -36,7 +35,6 @@ let defaultMetrics = false;
 /** Starts the roles of one process: `all` is api + gateway + worker. */
 export async function startService(ctx: AppContext, roles: Role[]): Promise<RunningService> {
   const has = (r: Role) => roles.includes('all') || roles.includes(r);
-  configureSupplierCodeLimits(ctx.config.supplierCode);
   if (!defaultMetrics) {
     collectDefaultMetrics({ prefix: 'gridgate_' });
     defaultMetrics = true;

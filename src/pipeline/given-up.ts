@@ -50,7 +50,7 @@ export async function recordGivenUp(
         ],
       };
       // made storable on the way (src/connectivity/activities/store.ts): what the device sent may be what was refused
-      await recordGivenUpActivity(ctx.db, row).then(
+      await recordGivenUpActivity(ctx.db, row, ctx.config.supplierCode.maxActivityBytes).then(
         // the live log shows the run given up on as it shows every stored run
         () => publishStoredActivities(ctx, [row]),
         (e: Error) => ctx.log.error({ jobId, err: e.message }, 'the failed activity of a given-up job could not be written'),

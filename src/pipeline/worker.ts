@@ -79,7 +79,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   // once stored, each batch's activities are announced to the API processes serving live logs (src/connectivity/live/): not awaited
   const activities = new Batcher<ActivityRow>(
     async (rows) => {
-      await insertActivities(ctx.db.deferred, rows);
+      await insertActivities(ctx.db.deferred, rows, ctx.config.supplierCode.maxActivityBytes);
       void publishStoredActivities(ctx, rows);
     },
     { maxItems: 250, maxDelayMs: 2, maxConcurrentFlushes: 4, splitOn: permanent },

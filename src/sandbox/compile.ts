@@ -9,11 +9,17 @@
 // supplier's many compiles do not hold back another's. Saves are limited per owner: the source's
 // length, and the number of new (uncached) sources compiled per minute.
 // Results (successes and failures, never faults) are cached by SHA-256 of the source in a bounded LRU.
+//
+// The limits (size, rate, compile time) are the caller's: each call hands in its context's `config.supplierCode`.
+// The compiler thread, its queues, the result cache and the rate buckets are one per process, not per context: a
+// compiled source is the same whoever asked, a thread costs tens of MB, and the round-robin between suppliers is
+// only fair if every compile of the process waits in the same queues. A rate bucket is keyed by its owner (the
+// environment) and refilled at the rate the asking call's limits give.
 
 import { createHash } from 'node:crypto';
 import { SourceMap } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { supplierCodeLimits } from './limits.ts';
+import { DEFAULT_SUPPLIER_CODE_LIMITS, type SupplierCodeLimits } from './limits.ts';
 import { COMPILER_THREAD, originalPosition, USER_TS_FILENAME, type CompileReply } from './compile-worker.ts';
 
 export { USER_JS_FILENAME, USER_TS_FILENAME } from './compile-worker.ts';
@@ -69,10 +75,13 @@ function remember(source: string, result: CompileResult): void {
  * Compiles a supplier's source (cached by hash). `owner` is the supplier's environment: its
  * compiles queue apart from other suppliers'. With `save`, the owner's limits apply first: a
  * source over the size limit is a compile error, a new source over the rate limit throws
- * CompileRateLimited.
+ * CompileRateLimited. `limits` are the caller's (its context's `config.supplierCode`; default: the declared defaults).
  */
-export async function compileUserCode(source: string, opts: { owner?: string; save?: boolean } = {}): Promise<CompileResult> {
-  const limits = supplierCodeLimits();
+export async function compileUserCode(
+  source: string,
+  opts: { owner?: string; save?: boolean; limits?: Pick<SupplierCodeLimits, 'maxSourceChars' | 'compilesPerMinute' | 'compileTimeoutMs'> } = {},
+): Promise<CompileResult> {
+  const limits = opts.limits ?? DEFAULT_SUPPLIER_CODE_LIMITS;
   if (opts.save && source.length > limits.maxSourceChars) {
     return {
       ok: false,
@@ -88,7 +97,7 @@ export async function compileUserCode(source: string, opts: { owner?: string; sa
   if (hit) return hit;
   const owner = opts.owner ?? '';
   if (opts.save) {
-    if (!inflight.has(hash) && !takeCompileToken(owner)) {
+    if (!inflight.has(hash) && !takeCompileToken(owner, limits.compilesPerMinute)) {
       throw new CompileRateLimited(
         `more than ${limits.compilesPerMinute} new sources compiled in a minute for this environment (SANDBOX_COMPILES_PER_MINUTE): try again shortly`,
       );
@@ -96,7 +105,7 @@ export async function compileUserCode(source: string, opts: { owner?: string; sa
   }
   let pending = inflight.get(hash);
   if (!pending) {
-    pending = compileInThread(owner, source, hash).finally(() => inflight.delete(hash));
+    pending = compileInThread(owner, source, hash, limits.compileTimeoutMs).finally(() => inflight.delete(hash));
     inflight.set(hash, pending);
   }
   const result = await pending;
@@ -130,11 +139,17 @@ export function mapStackToSource(hash: string, stack: string): string {
  * served from the front cache (large sources evict by size); then the source is compiled again for it, so an
  * error names the supplier's line however long ago their code was compiled.
  */
-export async function mapStackOfSource(source: string, hash: string, stack: string, owner: string): Promise<string> {
+export async function mapStackOfSource(
+  source: string,
+  hash: string,
+  stack: string,
+  owner: string,
+  limits: Pick<SupplierCodeLimits, 'compileTimeoutMs'> = DEFAULT_SUPPLIER_CODE_LIMITS,
+): Promise<string> {
   if (!cache.has(hash) && /udf\.js:\d+:\d+/.test(stack)) {
     let pending = inflight.get(hash);
     if (!pending) {
-      pending = compileInThread(owner, source, hash).finally(() => inflight.delete(hash));
+      pending = compileInThread(owner, source, hash, limits.compileTimeoutMs).finally(() => inflight.delete(hash));
       inflight.set(hash, pending);
     }
     await pending;
@@ -160,9 +175,8 @@ export function sourcePositionOf(stack: string): { line: number; column: number 
 // token bucket per owner: compilesPerMinute tokens, refilled continuously
 const buckets = new Map<string, { tokens: number; at: number }>();
 
-function takeCompileToken(owner: string): boolean {
+function takeCompileToken(owner: string, capacity: number): boolean {
   const now = performance.now();
-  const capacity = supplierCodeLimits().compilesPerMinute;
   const b = buckets.get(owner) ?? { tokens: capacity, at: now };
   b.tokens = Math.min(capacity, b.tokens + ((now - b.at) * capacity) / 60_000);
   b.at = now;
@@ -177,6 +191,8 @@ function takeCompileToken(owner: string): boolean {
 
 interface Task {
   source: string;
+  /** SANDBOX_COMPILE_TIMEOUT_MS of the caller that queued it */
+  timeoutMs: number;
   resolve(reply: CompileReply): void;
 }
 
@@ -187,10 +203,10 @@ const queues = new Map<string, Task[]>();
 let thread: { worker: Worker; current: { id: number; task: Task; timer: NodeJS.Timeout } | null } | null = null;
 let nextId = 0;
 
-async function compileInThread(owner: string, source: string, hash: string): Promise<CompileResult> {
-  let reply = await enqueue(owner, source);
+async function compileInThread(owner: string, source: string, hash: string, timeoutMs: number): Promise<CompileResult> {
+  let reply = await enqueue(owner, source, timeoutMs);
   // the thread faulted: it has been replaced, and the source gets one more try on a fresh one
-  if ('fault' in reply) reply = await enqueue(owner, source);
+  if ('fault' in reply) reply = await enqueue(owner, source, timeoutMs);
   if ('fault' in reply) {
     // not cached: a fault may depend on the thread's state, so a later save tries again
     return {
@@ -213,11 +229,11 @@ async function compileInThread(owner: string, source: string, hash: string): Pro
   return entry.result;
 }
 
-function enqueue(owner: string, source: string): Promise<CompileReply> {
+function enqueue(owner: string, source: string, timeoutMs: number): Promise<CompileReply> {
   return new Promise((resolve) => {
     const queue = queues.get(owner);
-    if (queue) queue.push({ source, resolve });
-    else queues.set(owner, [{ source, resolve }]);
+    if (queue) queue.push({ source, timeoutMs, resolve });
+    else queues.set(owner, [{ source, timeoutMs, resolve }]);
     pump();
   });
 }
@@ -231,8 +247,8 @@ function pump(): void {
   if (queue.length > 0) queues.set(owner, queue);
   const t = thread ?? startThread();
   const id = ++nextId;
-  const { compileTimeoutMs } = supplierCodeLimits();
-  const timer = setTimeout(() => fault(t, `no answer within ${compileTimeoutMs} ms (SANDBOX_COMPILE_TIMEOUT_MS)`), compileTimeoutMs);
+  const timeoutMs = task.timeoutMs;
+  const timer = setTimeout(() => fault(t, `no answer within ${timeoutMs} ms (SANDBOX_COMPILE_TIMEOUT_MS)`), timeoutMs);
   t.current = { id, task, timer };
   t.worker.ref();
   t.worker.postMessage({ id, source: task.source });

@@ -21,8 +21,8 @@ import ivm from 'isolated-vm';
 import type { Logger } from '../app/logger.ts';
 import { compileUserCode, mapStackOfSource, sourcePositionOf, USER_JS_FILENAME, type CompileResult } from './compile.ts';
 import { validateIdentifierResult, validateIncomingRequestResponse, validateParsedReport, type Validation } from './report.ts';
-import { supplierCodeLimits } from './limits.ts';
-import { RUNTIME_FILENAME, runtimeSource, type RuntimeLimits } from './runtime.ts';
+import { DEFAULT_SUPPLIER_CODE_LIMITS, type SupplierCodeLimits } from './limits.ts';
+import { RUNTIME_FILENAME, runtimeLimitsOf, runtimeSource, type RuntimeLimits } from './runtime.ts';
 import type {
   EventHandlerArgs,
   ExecCall,
@@ -47,7 +47,9 @@ export interface SandboxOptions {
   maxContextsPerIsolate?: number;
   /** a context is replaced after this many runs; default 1000 */
   recycleAfterRuns?: number;
-  /** limits enforced in the sandbox; default: this process's supplier code limits (src/sandbox/limits.ts) */
+  /** bounds on supplier code and its output (the context's `config.supplierCode`); default: the declared defaults (src/sandbox/limits.ts) */
+  limits?: SupplierCodeLimits;
+  /** overrides of the limits enforced in the sandbox (tests); default: from `limits` */
   runtimeLimits?: Partial<RuntimeLimits>;
   /** body bytes of a handler's answer; default SANDBOX_MAX_ANSWER_BYTES */
   maxAnswerBytes?: number;
@@ -122,8 +124,8 @@ interface PreparedCode {
 }
 
 /** Compiles the code (cached by its hash) and serialises the arguments; a failure of either is the run's error. */
-async function codeAndArguments(input: RunInput): Promise<PreparedCode | { error: RunError }> {
-  const compiled = await compileUserCode(input.source, { owner: input.isolationKey });
+async function codeAndArguments(input: RunInput, limits: SupplierCodeLimits): Promise<PreparedCode | { error: RunError }> {
+  const compiled = await compileUserCode(input.source, { owner: input.isolationKey, limits });
   if (!compiled.ok) return { error: { kind: 'compile', message: compiled.message, line: compiled.line, column: compiled.column } };
   try {
     return { compiled, json: JSON.stringify(input.args ?? null) };
@@ -144,6 +146,8 @@ export class Sandbox {
   readonly recycleAfterRuns: number;
   readonly maxAnswerBytes: number;
   readonly maxBatchRuns: number;
+  /** the supplier-code limits this sandbox compiles and runs with */
+  readonly limits: SupplierCodeLimits;
   /** calls into isolates (single runs and batches): runs / calls is the batching achieved */
   isolateCalls = 0;
   private readonly runtimeJs: string;
@@ -161,15 +165,9 @@ export class Sandbox {
     this.maxContextsPerIsolate = Math.max(1, opts.maxContextsPerIsolate ?? DEFAULTS.maxContextsPerIsolate);
     this.recycleAfterRuns = Math.max(1, opts.recycleAfterRuns ?? DEFAULTS.recycleAfterRuns);
     this.maxBatchRuns = Math.max(1, opts.maxBatchRuns ?? DEFAULTS.maxBatchRuns);
-    const limits = supplierCodeLimits();
-    this.runtimeJs = runtimeSource({
-      maxLogLines: limits.maxLogLines,
-      maxLogChars: limits.maxLogLineChars,
-      maxCalls: limits.maxCalls,
-      maxCallBytes: limits.maxCallBytes,
-      maxResultBytes: limits.maxResultBytes,
-      ...opts.runtimeLimits,
-    });
+    const limits = opts.limits ?? DEFAULT_SUPPLIER_CODE_LIMITS;
+    this.limits = limits;
+    this.runtimeJs = runtimeSource({ ...runtimeLimitsOf(limits), ...opts.runtimeLimits });
     this.maxAnswerBytes = opts.maxAnswerBytes ?? limits.maxAnswerBytes;
     this.onCatastrophicError = opts.onCatastrophicError;
   }
@@ -236,7 +234,7 @@ export class Sandbox {
       durationMs: performance.now() - t0,
     });
     if (this.disposed) return failed({}, { kind: 'error', message: 'the sandbox has been disposed' });
-    const code = await codeAndArguments(input);
+    const code = await codeAndArguments(input, this.limits);
     if ('error' in code) return failed({}, code.error);
     const ran = await this.runInContext(kind, input, code, batched);
     if (ran === null) return null;
@@ -245,7 +243,7 @@ export class Sandbox {
     try {
       if (!out.ok) {
         const e = out.error ?? { name: 'Error', message: 'unknown error', stack: '' };
-        const stack = e.stack ? await mapStackOfSource(input.source, code.compiled.hash, e.stack, input.isolationKey) : undefined;
+        const stack = e.stack ? await mapStackOfSource(input.source, code.compiled.hash, e.stack, input.isolationKey, this.limits) : undefined;
         return failed(out, {
           kind: out.invalidResult ? 'invalid-result' : 'error',
           message: `${e.name}: ${e.message}`,
@@ -285,7 +283,7 @@ export class Sandbox {
         await ctx.ready;
       } catch (error) {
         const failure = this.classify(iso, ctx, error);
-        if (failure.stack) failure.stack = await mapStackOfSource(input.source, code.compiled.hash, failure.stack, input.isolationKey);
+        if (failure.stack) failure.stack = await mapStackOfSource(input.source, code.compiled.hash, failure.stack, input.isolationKey, this.limits);
         return {
           partial: {},
           error: { ...failure, ...(failure.stack ? sourcePositionOf(failure.stack) : null), message: `while running the code's top level: ${failure.message}` },
@@ -542,13 +540,14 @@ function disposeIsolate(entry: IsolateEntry): void {
  * (SIGTERM to itself, the graceful stop of src/main.ts), as isolated-vm asks, for its supervisor to start it again.
  */
 export function sandboxFromConfig(
-  config: { sandboxMemoryMb: number; sandboxTimeoutMs: number; sandboxBatchRuns: number },
+  config: { sandboxMemoryMb: number; sandboxTimeoutMs: number; sandboxBatchRuns: number; supplierCode: SupplierCodeLimits },
   log: Pick<Logger, 'fatal'>,
 ): Sandbox {
   return new Sandbox({
     memoryLimitMb: config.sandboxMemoryMb,
     timeoutMs: config.sandboxTimeoutMs,
     maxBatchRuns: config.sandboxBatchRuns,
+    limits: config.supplierCode,
     onCatastrophicError: (message) => {
       log.fatal({ err: message }, 'supplier code sandbox failed beyond repair: the process stops to be started again');
       process.kill(process.pid, 'SIGTERM');

@@ -7,12 +7,25 @@
 import { readFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
 import type { RuntimeLimits } from './isolate/bootstrap.ts';
+import { DEFAULT_SUPPLIER_CODE_LIMITS, type SupplierCodeLimits } from './limits.ts';
 
 export type { RuntimeLimits } from './isolate/bootstrap.ts';
 
 export const RUNTIME_FILENAME = 'gridgate-runtime.js';
 
-export const DEFAULT_RUNTIME_LIMITS: RuntimeLimits = { maxLogLines: 200, maxLogChars: 2000, maxCalls: 1000, maxCallBytes: 65_536, maxResultBytes: 1_048_576 };
+/** The limits the in-sandbox runtime enforces, taken from the supplier-code limits (SANDBOX_*, ./settings.ts). */
+export function runtimeLimitsOf(limits: SupplierCodeLimits): RuntimeLimits {
+  return {
+    maxLogLines: limits.maxLogLines,
+    maxLogChars: limits.maxLogLineChars,
+    maxCalls: limits.maxCalls,
+    maxCallBytes: limits.maxCallBytes,
+    maxResultBytes: limits.maxResultBytes,
+  };
+}
+
+/** The runtime's limits as declared by default in ./settings.ts. */
+export const DEFAULT_RUNTIME_LIMITS: Readonly<RuntimeLimits> = Object.freeze(runtimeLimitsOf(DEFAULT_SUPPLIER_CODE_LIMITS));
 
 let bootstrapJs: string | undefined;
 

@@ -61,10 +61,10 @@ describe('supplier activities', () => {
     const s = await setUp(c);
     const first = row(s.env, s.device, s.type, { failed: true, log: [{ type: 'error', message: 'boom at line 3' }] });
     const batch = [first, ...Array.from({ length: 6 }, () => row(s.env, s.device, s.type))];
-    await insertActivities(api.ctx.db, batch);
+    await insertActivities(api.ctx.db, batch, api.ctx.config.supplierCode.maxActivityBytes);
     // a retried job writes the same hashIds again: nothing doubles
-    await insertActivities(api.ctx.db, [first]);
-    await insertActivities(api.ctx.db, []);
+    await insertActivities(api.ctx.db, [first], api.ctx.config.supplierCode.maxActivityBytes);
+    await insertActivities(api.ctx.db, [], api.ctx.config.supplierCode.maxActivityBytes);
 
     const get = await c.request<Record<string, unknown>>('GET', `/supplier-activity/${first.hashId}`);
     expect(get.status).toBe(200);
@@ -100,10 +100,14 @@ describe('supplier activities', () => {
     const s = await setUp(c);
     const other = await setUp(c);
     const older = row(s.env, s.device, s.type);
-    await insertActivities(api.ctx.db, [older]);
+    await insertActivities(api.ctx.db, [older], api.ctx.config.supplierCode.maxActivityBytes);
     await new Promise((r) => setTimeout(r, 5));
     const newer = row(s.env, s.device, s.type, { triggerType: 'handleCommandDue' });
-    await insertActivities(api.ctx.db, [newer, row(other.env, other.device, other.type), row(s.env, null, null, { triggerType: 'handleWebhook' })]);
+    await insertActivities(
+      api.ctx.db,
+      [newer, row(other.env, other.device, other.type), row(s.env, null, null, { triggerType: 'handleWebhook' })],
+      api.ctx.config.supplierCode.maxActivityBytes,
+    );
 
     const all = await findAll<Summary>(c, '/supplier-activity/', 1);
     expect(all).toHaveLength(4);
@@ -127,7 +131,7 @@ describe('supplier activities', () => {
     const c = await api.login('connectivity');
     const s = await setUp(c);
     const r = row(s.env, s.device, s.type);
-    await insertActivities(api.ctx.db, [r]);
+    await insertActivities(api.ctx.db, [r], api.ctx.config.supplierCode.maxActivityBytes);
     expect((await c.request('POST', '/device/delete', { hashIds: [s.deviceHashId] })).status).toBe(204);
     const get = await c.request<{ device: unknown; deviceType: { hashId: string } }>('GET', `/supplier-activity/${r.hashId}`);
     expect(get.status).toBe(200);
@@ -140,7 +144,7 @@ describe('supplier activities', () => {
     const b = await api.login('connectivity');
     const s = await setUp(a);
     const r = row(s.env, s.device, s.type);
-    await insertActivities(api.ctx.db, [r]);
+    await insertActivities(api.ctx.db, [r], api.ctx.config.supplierCode.maxActivityBytes);
     expect((await b.request<{ key: string }>('GET', `/supplier-activity/${r.hashId}`)).body).toMatchObject({ key: 'not_found_error' });
     expect((await b.request<{ rows: unknown[] }>('GET', '/supplier-activity/')).body.rows).toEqual([]);
     expect((await b.request<{ rows: unknown[] }>('GET', `/supplier-activity/?deviceHashId=${s.deviceHashId}`)).body.rows).toEqual([]);
@@ -162,7 +166,7 @@ describe('activities as stored', () => {
     const surrogate = row(s.env, s.device, s.type, { triggerData: { text: 'x\ud800y', 'k\udfffey': 1 } });
     const tooDeep = row(s.env, s.device, s.type, { triggerData: { body: deep } });
     const plain = row(s.env, s.device, s.type);
-    await insertActivities(api.ctx.db, [nul, surrogate, tooDeep, plain]);
+    await insertActivities(api.ctx.db, [nul, surrogate, tooDeep, plain], api.ctx.config.supplierCode.maxActivityBytes);
 
     const get = async (hashId: string) =>
       (await c.request<{ activity: { log: { type: string; message: string }[]; triggerData: unknown } }>('GET', `/supplier-activity/${hashId}`)).body.activity;

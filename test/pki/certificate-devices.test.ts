@@ -316,7 +316,7 @@ describe('certificate devices over HTTPS mutual TLS', () => {
         second.stdout,
         new X509Certificate(second.stdout).fingerprint256,
         otherIdentifier,
-        await compileOnSave('identifier', otherIdentifier, Number(otherEnv)),
+        await compileOnSave(ctx.config.supplierCode, 'identifier', otherIdentifier, Number(otherEnv)),
       ],
     );
     await ctx.changes.publish('trust', { environmentIds: [Number(otherEnv)] });

@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compilerStats, compileUserCode, mapStackToSource } from '../../src/sandbox/compile.ts';
-import { configureSupplierCodeLimits, DEFAULT_SUPPLIER_CODE_LIMITS } from '../../src/sandbox/limits.ts';
+import { DEFAULT_SUPPLIER_CODE_LIMITS } from '../../src/sandbox/limits.ts';
 import { CONTRACT_EXAMPLE } from './fixtures.ts';
 
 describe('compileUserCode', async () => {
@@ -56,8 +56,6 @@ describe('compileUserCode', async () => {
 const POISON = `const a = ${'('.repeat(3000)}1${')'.repeat(3000)};\nfunction handle() { return a; }\n`;
 
 describe('compiling hostile code', () => {
-  afterEach(() => configureSupplierCodeLimits(DEFAULT_SUPPLIER_CODE_LIMITS));
-
   it('a source that faults the type stripper fails for its author only; later compiles of anyone work', async () => {
     const faults = compilerStats.faults;
     const [poisoned, other] = await Promise.all([
@@ -87,23 +85,27 @@ describe('compiling hostile code', () => {
   });
 
   it('many distinct sources in a burst all compile', async () => {
-    configureSupplierCodeLimits({ compilesPerMinute: 10_000 });
+    const limits = { ...DEFAULT_SUPPLIER_CODE_LIMITS, compilesPerMinute: 10_000 };
     const results = await Promise.all(
       Array.from({ length: 600 }, (_, i) =>
-        compileUserCode(`const v${i}: number = ${i};\nfunction handle(): number { return v${i}; }\n`, { owner: 'burst', save: true }),
+        compileUserCode(`const v${i}: number = ${i};\nfunction handle(): number { return v${i}; }\n`, { owner: 'burst', save: true, limits }),
       ),
     );
     expect(results.filter((r) => !r.ok)).toEqual([]);
   });
 
   it('limits the source size and the new sources per minute of one owner, not of another', async () => {
-    configureSupplierCodeLimits({ maxSourceChars: 200, compilesPerMinute: 3 });
-    const big = await compileUserCode(`function handle() { return "${'x'.repeat(300)}"; }`, { owner: 'a', save: true });
+    // the caller's limits (its context's config.supplierCode), not the process's
+    const limits = { ...DEFAULT_SUPPLIER_CODE_LIMITS, maxSourceChars: 200, compilesPerMinute: 3 };
+    const big = await compileUserCode(`function handle() { return "${'x'.repeat(300)}"; }`, { owner: 'a', save: true, limits });
     expect(big).toMatchObject({ ok: false });
     if (!big.ok) expect(big.message).toMatch(/over the limit of 200 \(SANDBOX_MAX_SOURCE_CHARS\)/);
-    const fresh = (owner: string, i: number) => compileUserCode(`function handle() { return ${i}; } // ${owner} ${Math.random()}`, { owner, save: true });
+    const fresh = (owner: string, i: number) =>
+      compileUserCode(`function handle() { return ${i}; } // ${owner} ${Math.random()}`, { owner, save: true, limits });
     for (let i = 0; i < 3; i++) expect((await fresh('rate-a', i)).ok).toBe(true);
     await expect(fresh('rate-a', 4)).rejects.toThrow(/SANDBOX_COMPILES_PER_MINUTE/);
     expect((await fresh('rate-b', 1)).ok).toBe(true);
+    // another caller with the default limits, in the same process, is held to its own bounds
+    expect((await compileUserCode(`function handle() { return "${'x'.repeat(300)}"; }`, { owner: 'a', save: true })).ok).toBe(true);
   });
 });

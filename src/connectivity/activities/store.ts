@@ -2,7 +2,6 @@ import { namedStatement, recentlyStored, RETRY_HORIZON, type Queryable } from '.
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { replacedMessage, storableJson } from '../../app/storable.ts';
-import { supplierCodeLimits } from '../../sandbox/limits.ts';
 import { DEVICE_TYPE_SELECT, toDeviceType } from '../device-types/store.ts';
 import { deviceSelect, toDevice } from '../devices/store.ts';
 import { reportTypesByHashId } from '../report-types/store.ts';
@@ -56,16 +55,16 @@ const GIVEN_UP_ACTIVITY = `WITH ${INPUT}, marked AS (
 
 /**
  * Stores a batch of activities in one statement. Each row is made storable first, alone: bounded
- * to `maxBytes` of JSON and with NUL and unpaired surrogates replaced (jsonb refuses both), each
+ * to `maxBytes` of JSON (ACTIVITY_MAX_BYTES, the context's `config.supplierCode.maxActivityBytes`) and with NUL and unpaired surrogates replaced (jsonb refuses both), each
  * said in an error line of the row's log, so one poisoned row neither fails nor hides the others.
  */
-export async function insertActivities(db: Queryable, rows: ActivityRow[], maxBytes = supplierCodeLimits().maxActivityBytes): Promise<void> {
+export async function insertActivities(db: Queryable, rows: ActivityRow[], maxBytes: number): Promise<void> {
   if (rows.length === 0) return;
   await db.query(INSERT_ACTIVITIES, [`[${rows.map((r) => storableRow(r, maxBytes)).join(',')}]`]);
 }
 
 /** Records a run given up on as failed: a new row, or the run's own row marked failed with `row.log` added to its log. */
-export async function recordGivenUpActivity(db: Queryable, row: ActivityRow, maxBytes = supplierCodeLimits().maxActivityBytes): Promise<void> {
+export async function recordGivenUpActivity(db: Queryable, row: ActivityRow, maxBytes: number): Promise<void> {
   await db.query(GIVEN_UP_ACTIVITY, [`[${storableRow(row, maxBytes)}]`]);
 }
 

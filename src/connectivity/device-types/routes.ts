@@ -4,6 +4,7 @@ import type { AppContext } from '../../app/context.ts';
 import { RightError } from '../../app/errors.ts';
 import { crudRoutes } from '../../http/crud.ts';
 import { FieldConfiguration, HashId, StringOrTranslations } from '../../http/schemas.ts';
+import { MAX_SOURCE_CHARS_CEILING } from '../../sandbox/limits.ts';
 import {
   addDeviceType,
   deleteDeviceType,
@@ -57,7 +58,8 @@ const channel = <T extends ReturnType<typeof FieldConfigurations> | ReturnType<t
 
 const common = {
   name: StringOrTranslations,
-  eventHandler: Type.String({ maxLength: 1_000_000 }),
+  // the hard ceiling of SANDBOX_MAX_SOURCE_CHARS (src/sandbox/limits.ts); the configured limit is checked on save
+  eventHandler: Type.String({ maxLength: MAX_SOURCE_CHARS_CEILING }),
   charts: Type.Optional(Type.Array(Chart, { maxItems: 5 })),
   commandTypeHashIds: Type.Array(HashId, { maxItems: 60 }),
   measurementCycleCommandTypeHashId: Type.Optional(Type.Union([Type.Null(), HashId])),
@@ -94,14 +96,14 @@ export async function deviceTypeRoutes(app: FastifyInstance, ctx: AppContext): P
     // a monitoring environment finds the types of the devices it claimed (the interface's M-READ); get stays the supplier's (its code)
     readRights: { connectivity: 'ENVIRONMENT_ADMIN', monitoring: 'READ' },
     operations: {
-      add: (env, body, account) => addDeviceType(ctx.db, env, body, account.id),
+      add: (env, body, account) => addDeviceType(ctx.db, env, body, account.id, ctx.config.supplierCode),
       find: (env, query, account) => (account.environment.type === 'monitoring' ? findClaimedDeviceTypes : findDeviceTypes)(ctx.db, env, query),
       get: (env, hashId, account) => {
         if (account.environment.type === 'monitoring')
           throw new RightError('device-type get is not available in a monitoring environment: device-type find answers the types of the claimed devices');
         return getDeviceType(ctx.db, env, hashId, account.id);
       },
-      update: (env, hashId, patch) => updateDeviceType(ctx.db, env, hashId, patch),
+      update: (env, hashId, patch) => updateDeviceType(ctx.db, env, hashId, patch, ctx.config.supplierCode),
       remove: (env, hashId) => deleteDeviceType(ctx, env, hashId),
     },
   });

@@ -7,6 +7,7 @@ import { nameText, type Name } from '../../app/names.ts';
 import type { AppContext } from '../../app/context.ts';
 import { getQuantity, type Quantity } from '../../catalogue/quantities.ts';
 import { liveCommandTypes } from '../command-types/store.ts';
+import type { SupplierCodeLimits } from '../../sandbox/limits.ts';
 import { compileOnSave } from '../user-code.ts';
 import { subscribeUser, subscriptionOf } from '../subscriptions/store.ts';
 
@@ -144,6 +145,7 @@ export async function addDeviceType(
   environmentId: number,
   input: DeviceTypeInput,
   subscriberId: number,
+  limits: SupplierCodeLimits,
 ): Promise<{ hashId: string; subscriptionHashId: string }> {
   const t: Omit<DeviceType, 'hashId'> = {
     name: input.name,
@@ -157,7 +159,7 @@ export async function addDeviceType(
   };
   return db.tx(async (client) => {
     await checkDeviceType(client, environmentId, t);
-    const eventHandlerHash = await compileOnSave('eventHandler', input.eventHandler, environmentId);
+    const eventHandlerHash = await compileOnSave(limits, 'eventHandler', input.eventHandler, environmentId);
     const hashId = newHashId();
     const subscriptionHashId = newHashId();
     const { rows } = await client.query<{ id: number }>(
@@ -245,7 +247,7 @@ export async function findDeviceTypes(db: Queryable, environmentId: number, quer
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ deviceType: toDeviceType(r) })) };
 }
 
-export async function updateDeviceType(db: Db, environmentId: number, hashId: string, patch: DeviceTypePatch): Promise<void> {
+export async function updateDeviceType(db: Db, environmentId: number, hashId: string, patch: DeviceTypePatch, limits: SupplierCodeLimits): Promise<void> {
   await db.tx(async (client) => {
     const current = await loadDeviceType(client, environmentId, hashId, true);
     const old = current.deviceType;
@@ -268,7 +270,7 @@ export async function updateDeviceType(db: Db, environmentId: number, hashId: st
     };
     await checkDeviceType(client, environmentId, t);
     const eventHandler = patch.eventHandler ?? current.eventHandler;
-    const eventHandlerHash = patch.eventHandler === undefined ? null : await compileOnSave('eventHandler', patch.eventHandler, environmentId);
+    const eventHandlerHash = patch.eventHandler === undefined ? null : await compileOnSave(limits, 'eventHandler', patch.eventHandler, environmentId);
     await client.query(
       `UPDATE device_type SET name = $2, name_text = $3, event_handler = $4, event_handler_hash = COALESCE($5, event_handler_hash),
          field_configurations = $6, pin_group_field_configurations = $7, channels = $8, charts = $9, command_type_hash_ids = $10,

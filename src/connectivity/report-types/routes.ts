@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../../app/context.ts';
 import { crudRoutes } from '../../http/crud.ts';
 import { FieldConfiguration, StringOrTranslations } from '../../http/schemas.ts';
+import { MAX_SOURCE_CHARS_CEILING } from '../../sandbox/limits.ts';
 import { addReportType, deleteReportType, findReportTypes, getReportType, updateReportType, type ReportTypeInput, type ReportTypePatch } from './store.ts';
 
 const Configurations = Type.Array(FieldConfiguration, { maxItems: 50 });
@@ -15,7 +16,8 @@ const UpdatableConfigurations = Type.Array(
   { maxItems: 50 },
 );
 // a stringOrTranslations, as the SDK's report type add and update send it
-const Parser = Type.String({ maxLength: 1_000_000 });
+// the hard ceiling of SANDBOX_MAX_SOURCE_CHARS (src/sandbox/limits.ts); the configured limit is checked on save
+const Parser = Type.String({ maxLength: MAX_SOURCE_CHARS_CEILING });
 
 const AddBody = Type.Object(
   {
@@ -48,10 +50,10 @@ export async function reportTypeRoutes(app: FastifyInstance, ctx: AppContext): P
     addBody: AddBody,
     updateBody: UpdateBody,
     operations: {
-      add: async (env, body) => ({ hashId: await addReportType(ctx.db, env, body) }),
+      add: async (env, body) => ({ hashId: await addReportType(ctx.db, env, body, ctx.config.supplierCode) }),
       find: (env, query) => findReportTypes(ctx.db, env, query),
       get: (env, hashId) => getReportType(ctx.db, env, hashId),
-      update: (env, hashId, patch) => updateReportType(ctx.db, env, hashId, patch),
+      update: (env, hashId, patch) => updateReportType(ctx.db, env, hashId, patch, ctx.config.supplierCode),
       remove: (env, hashId) => deleteReportType(ctx.db, env, hashId),
     },
   });

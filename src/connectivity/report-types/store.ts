@@ -4,6 +4,7 @@ import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import { nameText, type Name } from '../../app/names.ts';
 import { unwrapConfigurations, type FieldConfiguration, type UpdatableFieldConfiguration } from '../../app/fields.ts';
+import type { SupplierCodeLimits } from '../../sandbox/limits.ts';
 import { compileOnSave } from '../user-code.ts';
 
 const GROUPS = ['pinGroup', 'pin', 'measurement'] as const;
@@ -51,9 +52,9 @@ function checkKeys(configurations: FieldConfigurations): void {
   }
 }
 
-export async function addReportType(db: Queryable, environmentId: number, input: ReportTypeInput): Promise<string> {
+export async function addReportType(db: Queryable, environmentId: number, input: ReportTypeInput, limits: SupplierCodeLimits): Promise<string> {
   checkKeys(input.fieldConfigurations);
-  const parserHash = await compileOnSave('parser', input.parser, environmentId);
+  const parserHash = await compileOnSave(limits, 'parser', input.parser, environmentId);
   const hashId = newHashId();
   await db.query(
     'INSERT INTO report_type (hash_id, environment_id, name, name_text, field_configurations, parser, parser_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)',
@@ -96,7 +97,7 @@ export async function findReportTypes(db: Queryable, environmentId: number, quer
   return { nextPageOffset: page.nextPageOffset, rows: page.rows.map((r) => ({ reportType: toReportType(r) })) };
 }
 
-export async function updateReportType(db: Db, environmentId: number, hashId: string, patch: ReportTypePatch): Promise<void> {
+export async function updateReportType(db: Db, environmentId: number, hashId: string, patch: ReportTypePatch, limits: SupplierCodeLimits): Promise<void> {
   await db.tx(async (client) => {
     const { rows } = await client.query(
       `SELECT ${SELECT}, r.parser FROM report_type r WHERE r.environment_id = $1 AND r.hash_id = $2 AND r.deleted_at IS NULL FOR UPDATE`,
@@ -110,7 +111,7 @@ export async function updateReportType(db: Db, environmentId: number, hashId: st
       if (given) configurations[group] = unwrapConfigurations(given);
     }
     checkKeys(configurations);
-    const parserHash = patch.parser === undefined ? null : await compileOnSave('parser', patch.parser, environmentId);
+    const parserHash = patch.parser === undefined ? null : await compileOnSave(limits, 'parser', patch.parser, environmentId);
     await client.query(
       `UPDATE report_type SET name = $2, name_text = $6, field_configurations = $3, parser = COALESCE($4, parser), parser_hash = COALESCE($5, parser_hash), updated_at = now()
         WHERE id = $1`,

@@ -121,7 +121,7 @@ export async function addSupplierCertificate(
   environmentId: number,
   input: SupplierCertificateInput,
 ): Promise<{ hashId: string; certificate: string }> {
-  const identifierHash = await compileOnSave('identifier', input.identifier, environmentId);
+  const identifierHash = await compileOnSave(ctx.config.supplierCode, 'identifier', input.identifier, environmentId);
   const { csr, key } = await readCsr(input.csr);
   const { certPem, keyPem } = loadDeviceCaKeyPem(ctx.config);
   const ca = { certificate: new x509.X509Certificate(certPem), key: await importPrivateKey(keyPem) };
@@ -180,7 +180,7 @@ export async function getSupplierCertificate(
 }
 
 export async function updateSupplierCertificate(ctx: AppContext, environmentId: number, hashId: string, patch: SupplierCertificatePatch): Promise<void> {
-  const identifierHash = patch.identifier === undefined ? null : await compileOnSave('identifier', patch.identifier, environmentId);
+  const identifierHash = patch.identifier === undefined ? null : await compileOnSave(ctx.config.supplierCode, 'identifier', patch.identifier, environmentId);
   const { rowCount } = await ctx.db.query(
     `UPDATE supplier_certificate SET name = COALESCE($3, name), identifier = COALESCE($4, identifier),
        identifier_hash = COALESCE($5, identifier_hash), updated_at = now()

@@ -56,7 +56,7 @@ function toRow(ctx: Ctx, r: Record<string, unknown>): { webhook: SupplierWebhook
 }
 
 export async function addWebhook(ctx: Ctx, environmentId: number, input: WebhookInput): Promise<{ hashId: string; url: string }> {
-  const identifierHash = await compileOnSave('identifier', input.identifier, environmentId);
+  const identifierHash = await compileOnSave(ctx.config.supplierCode, 'identifier', input.identifier, environmentId);
   const hashId = newHashId();
   const secret = newSecret(SECRET_BYTES);
   await ctx.db.query(
@@ -101,7 +101,7 @@ export async function findWebhooks(ctx: Ctx, environmentId: number, query: FindQ
 }
 
 export async function updateWebhook(ctx: Ctx, environmentId: number, hashId: string, patch: WebhookPatch): Promise<void> {
-  const identifierHash = patch.identifier === undefined ? null : await compileOnSave('identifier', patch.identifier, environmentId);
+  const identifierHash = patch.identifier === undefined ? null : await compileOnSave(ctx.config.supplierCode, 'identifier', patch.identifier, environmentId);
   const { rowCount } = await ctx.db.query(
     `UPDATE supplier_webhook SET name = COALESCE($3, name), identifier = COALESCE($4, identifier),
        identifier_hash = COALESCE($5, identifier_hash), updated_at = now()

@@ -103,9 +103,9 @@ async function mapBounded<T, R>(items: T[], concurrency: number, work: (item: T)
 
 /** POST /device-type/{hashId}/compare */
 export async function compareDeviceType(ctx: AppContext, env: { id: number; hashId: string }, hashId: string, input: { eventHandler: string; limit?: number }) {
-  checkSource('eventHandler', input.eventHandler);
+  checkSource(ctx.config.supplierCode, 'eventHandler', input.eventHandler);
   const deviceType = await deviceTypeCode(ctx.db, env.id, hashId);
-  await compileOnSave('eventHandler', input.eventHandler, env.id);
+  await compileOnSave(ctx.config.supplierCode, 'eventHandler', input.eventHandler, env.id);
   const stored = await lastIncomingRequests(ctx.db, env.id, deviceType.id, Math.min(input.limit ?? COMPARE_MAX_RUNS, COMPARE_MAX_RUNS));
   // a run stored cut short (ACTIVITY_MAX_BYTES) cannot be replayed: it is left out
   const replayable = stored.flatMap((s) => {
@@ -138,9 +138,9 @@ function summaryOf(runs: { current: { failed: boolean }; proposed: { failed: boo
 
 /** POST /supplier-report-type/{hashId}/compare */
 export async function compareReportType(ctx: AppContext, env: { id: number; hashId: string }, hashId: string, input: { parser: string; limit?: number }) {
-  checkSource('parser', input.parser);
+  checkSource(ctx.config.supplierCode, 'parser', input.parser);
   const reportType = await reportTypeCode(ctx.db, env.id, hashId);
-  await compileOnSave('parser', input.parser, env.id);
+  await compileOnSave(ctx.config.supplierCode, 'parser', input.parser, env.id);
   const stored = await lastParsedPayloads(ctx.db, env.id, hashId, Math.min(input.limit ?? COMPARE_MAX_RUNS, COMPARE_MAX_RUNS));
   const nonce = `${Date.now()}:${Math.random()}`;
   const runs = await mapBounded(stored, COMPARE_CONCURRENCY, async (s) => {

@@ -3,11 +3,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { typed } from '../../http/typed.ts';
 import type { AppContext } from '../../app/context.ts';
 import { HashId, HashIdParams } from '../../http/schemas.ts';
+import { MAX_SOURCE_CHARS_CEILING } from '../../sandbox/limits.ts';
 import { takeDryRunToken } from './rate.ts';
 import { compareDeviceType, compareReportType, COMPARE_MAX_RUNS } from './compare.ts';
 import { disposeDryRuns, dryRunDeviceType, dryRunIdentifier, dryRunReportType, type DeviceTypeDryRunInput } from './run.ts';
 
-const Source = Type.String({ maxLength: 1_000_000 });
+// the hard ceiling of SANDBOX_MAX_SOURCE_CHARS (src/sandbox/limits.ts); the configured limit is checked by checkSource
+const Source = Type.String({ maxLength: MAX_SOURCE_CHARS_CEILING });
 const AnyObject = Type.Object({}, { additionalProperties: true });
 
 const LogLine = Type.Object({ type: Type.Union([Type.Literal('log'), Type.Literal('error')]), message: Type.String() });

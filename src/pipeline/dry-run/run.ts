@@ -23,7 +23,7 @@ import {
   type SubActivity,
 } from '../process-device-job.ts';
 import { describeRunError, Sandbox, sandboxFromConfig } from '../../sandbox/runner.ts';
-import { supplierCodeLimits } from '../../sandbox/limits.ts';
+import type { SupplierCodeLimits } from '../../sandbox/limits.ts';
 import type { CertificateView, ExecCall, HandlerEvent, RunError, WebRequest } from '../../sandbox/types.ts';
 import { checkNewCommands, commandForEvent, scheduledCommandsOf } from '../../connectivity/commands/store.ts';
 import { offerFirmware } from '../../connectivity/firmware/offer.ts';
@@ -82,8 +82,8 @@ const callsOf = (activities: SubActivity[]): DryRunCall[] =>
   activities.map((a) => ({ name: a.triggerType, failed: a.failed, log: a.log, triggerData: a.triggerData }));
 
 /** Code given in the body instead of the saved code: the size limit of a save applies. */
-export function checkSource(field: string, source: string | undefined): void {
-  const max = supplierCodeLimits().maxSourceChars;
+export function checkSource(limits: Pick<SupplierCodeLimits, 'maxSourceChars'>, field: string, source: string | undefined): void {
+  const max = limits.maxSourceChars;
   if (source !== undefined && source.length > max)
     throw new ParameterError(`${field} is ${source.length} characters long, over the limit of ${max} (SANDBOX_MAX_SOURCE_CHARS)`, { field });
 }
@@ -251,7 +251,7 @@ function sampleEvent(event: Record<string, unknown>): HandlerEvent {
 /** POST /device-type/{hashId}/dry-run */
 export async function dryRunDeviceType(ctx: AppContext, env: { id: number; hashId: string }, hashId: string, input: DeviceTypeDryRunInput) {
   if ((input.event === undefined) === (input.activityHashId === undefined)) throw new ParameterError('give either event or activityHashId', { field: 'event' });
-  checkSource('eventHandler', input.eventHandler);
+  checkSource(ctx.config.supplierCode, 'eventHandler', input.eventHandler);
   const deviceType = await deviceTypeCode(ctx.db, env.id, hashId);
   let event: HandlerEvent;
   let deviceHashId = input.deviceHashId;
@@ -301,7 +301,7 @@ export async function dryRunReportType(
   hashId: string,
   input: { payload: string; parser?: string; deviceHashId?: string },
 ) {
-  checkSource('parser', input.parser);
+  checkSource(ctx.config.supplierCode, 'parser', input.parser);
   const reportType = await reportTypeCode(ctx.db, env.id, hashId);
   const device = await deviceFor(ctx, env, input.deviceHashId, null);
   return dryRunParser(ctx, device, reportType, input.parser ?? reportType.parser, input.payload, `dry-run:${Date.now()}:${Math.random()}`);
@@ -371,7 +371,7 @@ export async function dryRunIdentifier(
   hashId: string,
   input: { request?: Record<string, unknown>; certificate?: Record<string, unknown>; identifier?: string },
 ) {
-  checkSource('identifier', input.identifier);
+  checkSource(ctx.config.supplierCode, 'identifier', input.identifier);
   const saved = await identifierCode(ctx.db, kind, env.id, hashId);
   const args: { request: WebRequest } | { certificate: CertificateView } =
     kind === 'webhook' ? { request: input.request as unknown as WebRequest } : { certificate: input.certificate as unknown as CertificateView };
