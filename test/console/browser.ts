@@ -2,10 +2,16 @@
 // request that leaves for another host is refused and recorded (the console must make none), and so is every
 // error the page logs (a CSP violation included); axe-core judges each page; screenshots land where docs/console.md
 // shows them when SCREENSHOTS=docs, else in .scratch/screenshots.
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { expect } from 'vitest';
+// @ts-expect-error a plain JavaScript module of the scripts (no declaration file)
+import { buildConsole } from '../../scripts/build-console.mjs';
+import { storeToken } from '../../src/accounts/people/tokens.ts';
+import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -123,4 +129,55 @@ export async function screenshotsInBothSchemes(page: Page, name: string): Promis
   expect(await axeFindings(page)).toEqual([]);
   await screenshot(page, `${name}-dark`);
   await page.getByRole('button', { name: 'Light' }).click();
+}
+
+/** Builds dist/console when a source changed; another build of the same tree may hold Vite's lock: waits for it, then builds what is still stale. */
+export async function buildConsoleOnce(): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      (buildConsole as (o: { quiet: boolean }) => boolean)({ quiet: true });
+      return;
+    } catch (err) {
+      if (attempt === 6) throw err;
+      await new Promise((r) => setTimeout(r, 10_000));
+    }
+  }
+}
+
+/** The answer's body, or an error naming its status and body when it is not a success. */
+export async function ok<T>(r: Promise<{ status: number; body: T }>): Promise<T> {
+  const answer = await r;
+  if (answer.status >= 300) throw new Error(`${answer.status}: ${JSON.stringify(answer.body)}`);
+  return answer.body;
+}
+
+/** The console built, the API (test/helpers.ts startTestApi) listening on a port of 127.0.0.1, and its origin. */
+export async function startConsoleApi(): Promise<{ api: TestApi; base: string }> {
+  await buildConsoleOnce();
+  const api = await startTestApi();
+  await api.app.listen({ port: 0, host: '127.0.0.1' });
+  return { api, base: `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}` };
+}
+
+/**
+ * A person of `admin`'s environment with `rights`, who chose `password` (the invitation's token stored as its mail
+ * would carry it); their email, `<prefix>.<random>@example.com`.
+ */
+export async function addPerson(
+  api: TestApi,
+  base: string,
+  admin: ApiClient,
+  person: { prefix: string; name: string; rights: string[]; password: string; locale?: 'en' | 'nl' },
+): Promise<string> {
+  const email = `${person.prefix}.${randomBytes(4).toString('hex')}@example.com`;
+  await ok(admin.request('POST', '/user/', { name: person.name, email, rights: person.rights, locale: person.locale ?? 'en' }));
+  const token = randomBytes(32).toString('base64url');
+  await storeToken(api.ctx.db, token, email, 'invitation', null);
+  const set = await fetch(`${base}/authentication/person/set-password`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
+    body: JSON.stringify({ token, password: person.password }),
+  });
+  expect(set.status, await set.text()).toBeLessThan(300);
+  return email;
 }

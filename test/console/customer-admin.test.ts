@@ -3,17 +3,12 @@
 // settings against a real API with its export worker. Each page: its main task end to end, no serious axe finding,
 // no request to another host, its title in en and nl, screenshots in light and dark. Names a tenant wrote that
 // look like HTML stay text; a request with the session cookie from another origin is refused.
-import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// @ts-expect-error a plain JavaScript module of the scripts (no declaration file)
-import { buildConsole } from '../../scripts/build-console.mjs';
-import { storeToken } from '../../src/accounts/people/tokens.ts';
 import { startExportWorker, type ExportWorker } from '../../src/monitoring/exports/queue.ts';
-import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
-import { axeFindings, launchBrowser, openConsole, screenshot, type ConsolePage, signIn as signInAs } from './browser.ts';
+import type { ApiClient, TestApi } from '../helpers.ts';
+import { addPerson, axeFindings, launchBrowser, ok, openConsole, screenshot, startConsoleApi, type ConsolePage, signIn as signInAs } from './browser.ts';
 
 const XSS = '<img src=x onerror=alert(1)>';
 const PASSWORD = 'correct horse battery staple';
@@ -42,26 +37,8 @@ let reportTypeHashId: string;
 let quantityHashId: string;
 let measuredAt: string;
 
-async function ok<T>(r: Promise<{ status: number; body: T }>): Promise<T> {
-  const answer = await r;
-  if (answer.status >= 300) throw new Error(`${answer.status}: ${JSON.stringify(answer.body)}`);
-  return answer.body;
-}
-
 beforeAll(async () => {
-  // another build of the same tree may hold Vite's lock: wait for it, then build what is still stale
-  for (let attempt = 1; ; attempt++) {
-    try {
-      (buildConsole as (o: { quiet: boolean }) => boolean)({ quiet: true });
-      break;
-    } catch (err) {
-      if (attempt === 6) throw err;
-      await new Promise((r) => setTimeout(r, 10_000));
-    }
-  }
-  api = await startTestApi();
-  await api.app.listen({ port: 0, host: '127.0.0.1' });
-  base = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+  ({ api, base } = await startConsoleApi());
   worker = startExportWorker(api.ctx);
   browser = await launchBrowser();
 
@@ -127,17 +104,8 @@ beforeAll(async () => {
     }),
   );
 
-  // a person with the rights, who chose a password (the invitation's token stored as its mail would carry it)
-  email = `admin.${randomBytes(4).toString('hex')}@example.com`;
-  await ok(admin.request('POST', '/user/', { name: 'Ada Admin', email, rights: RIGHTS, locale: 'en' }));
-  const token = randomBytes(32).toString('base64url');
-  await storeToken(api.ctx.db, token, email, 'invitation', null);
-  const set = await fetch(`${base}/authentication/person/set-password`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
-    body: JSON.stringify({ token, password: PASSWORD }),
-  });
-  expect(set.status, await set.text()).toBeLessThan(300);
+  // a person with the rights, who chose a password
+  email = await addPerson(api, base, admin, { prefix: 'admin', name: 'Ada Admin', rights: RIGHTS, password: PASSWORD });
 }, 180_000);
 
 afterAll(async () => {
@@ -460,15 +428,7 @@ describe("the customer's administration pages", () => {
 
 describe('settings without ENVIRONMENT_ADMIN', () => {
   it('shows the settings read-only', async () => {
-    const readerEmail = `reader.${randomBytes(4).toString('hex')}@example.com`;
-    await ok(admin.request('POST', '/user/', { name: 'Rita Reader', email: readerEmail, rights: ['READ'], locale: 'nl' }));
-    const token = randomBytes(32).toString('base64url');
-    await storeToken(api.ctx.db, token, readerEmail, 'invitation', null);
-    await fetch(`${base}/authentication/person/set-password`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
-      body: JSON.stringify({ token, password: PASSWORD }),
-    });
+    const readerEmail = await addPerson(api, base, admin, { prefix: 'reader', name: 'Rita Reader', rights: ['READ'], password: PASSWORD, locale: 'nl' });
     const r = await openConsole(browser, base, { locale: 'nl', colorScheme: 'dark' });
     await r.page.goto('/');
     await r.page.locator('input[name=email]').fill(readerEmail);

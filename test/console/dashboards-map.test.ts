@@ -2,15 +2,21 @@
 // (the SDK's analyticsVisualisation `map`) answers three pin groups with their latitude and longitude. The card is a
 // small MapLibre map (not a table): MapLibre's own query API counts its pin-group features, the rows stay readable
 // under it, axe finds nothing serious, in en and nl; no request leaves for another host.
-import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// @ts-expect-error a plain JavaScript module of the scripts (no declaration file)
-import { buildConsole } from '../../scripts/build-console.mjs';
-import { storeToken } from '../../src/accounts/people/tokens.ts';
-import { startTestApi, type ApiClient, type TestApi } from '../helpers.ts';
-import { axeFindings, launchBrowser, openConsole, pageErrors, screenshotsInBothSchemes, type ConsolePage, signIn as signInAs } from './browser.ts';
+import type { ApiClient, TestApi } from '../helpers.ts';
+import {
+  addPerson,
+  axeFindings,
+  launchBrowser,
+  ok,
+  openConsole,
+  pageErrors,
+  screenshotsInBothSchemes,
+  startConsoleApi,
+  type ConsolePage,
+  signIn as signInAs,
+} from './browser.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const RIGHTS = ['READ', 'STATIC', 'REPORTS', 'USERS', 'ENVIRONMENT_ADMIN'];
@@ -27,26 +33,8 @@ let admin: ApiClient;
 let email: string;
 const pinGroups: string[] = [];
 
-async function ok<T>(r: Promise<{ status: number; body: T }>): Promise<T> {
-  const answer = await r;
-  if (answer.status >= 300) throw new Error(`${answer.status}: ${JSON.stringify(answer.body)}`);
-  return answer.body;
-}
-
 beforeAll(async () => {
-  // another build of the same tree may hold Vite's lock: wait for it, then build what is still stale
-  for (let attempt = 1; ; attempt++) {
-    try {
-      (buildConsole as (o: { quiet: boolean }) => boolean)({ quiet: true });
-      break;
-    } catch (err) {
-      if (attempt === 6) throw err;
-      await new Promise((r) => setTimeout(r, 10_000));
-    }
-  }
-  api = await startTestApi();
-  await api.app.listen({ port: 0, host: '127.0.0.1' });
-  base = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+  ({ api, base } = await startConsoleApi());
   browser = await launchBrowser();
 
   admin = await api.login('monitoring', RIGHTS);
@@ -81,17 +69,8 @@ beforeAll(async () => {
     }),
   );
 
-  // a person with the rights, who chose a password (the invitation's token stored as its mail would carry it)
-  email = `maps.${randomBytes(4).toString('hex')}@example.com`;
-  await ok(admin.request('POST', '/user/', { name: 'Mercator', email, rights: RIGHTS, locale: 'en' }));
-  const token = randomBytes(32).toString('base64url');
-  await storeToken(api.ctx.db, token, email, 'invitation', null);
-  const set = await fetch(`${base}/authentication/person/set-password`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'api-version': '8', 'x-gridgate-console': '1' },
-    body: JSON.stringify({ token, password: PASSWORD }),
-  });
-  expect(set.status, await set.text()).toBeLessThan(300);
+  // a person with the rights, who chose a password
+  email = await addPerson(api, base, admin, { prefix: 'maps', name: 'Mercator', rights: RIGHTS, password: PASSWORD });
 }, 180_000);
 
 afterAll(async () => {
