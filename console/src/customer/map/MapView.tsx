@@ -276,9 +276,13 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
       performance.mark('gridgate:map-created');
       (window as unknown as { __gridgateMap?: MapLibreMap }).__gridgateMap = map;
       map.addControl(new maplibregl.NavigationControl({ showCompass: false }), 'top-right');
-      map.on('styleimagemissing', (e: { id: string }) => {
-        if (!e.id.startsWith('symbol:') || map!.hasImage(e.id)) return;
-        map!.addImage(e.id, symbolImage(e.id.slice('symbol:'.length)), { sdf: true });
+      // A symbol's image is made when a tile first needs it, by the resolver MapLibre awaits before it answers the
+      // tile's worker. Not in a 'styleimagemissing' listener: MapLibre fires that event after it has answered, so the
+      // tile that first needed the image was laid out without it and its pins were not drawn until the tile was asked
+      // for again (on the issues' map, every new issue's pin group whose shape the map had not drawn yet).
+      map.setMissingStyleImageResolver((id) => {
+        if (!id.startsWith('symbol:') || map!.hasImage(id)) return;
+        map!.addImage(id, symbolImage(id.slice('symbol:'.length)), { sdf: true });
       });
       map.on('error', (e) => {
         // a tile the service refused shows as a message, not a blank map
@@ -321,24 +325,25 @@ export function MapView({ issuesOnly = false, version = 0, height = '60vh' }: Ma
     const map = mapRef.current;
     if (!map || version === 0 || !loaded) return;
     const source = map.getSource('gridgate') as { setTiles?: (t: string[]) => void } | undefined;
-    source?.setTiles?.([
-      tileUrl(
-        layers.map((l) => l.key),
-        version,
-      ),
-    ]);
-    // and once more a little later: a tile drawn while the change was being written may have been answered as before
-    const again = setTimeout(
-      () =>
-        source?.setTiles?.([
-          `${tileUrl(
-            layers.map((l) => l.key),
-            version,
-          )}&again=1`,
-        ]),
-      2500,
+    const url = tileUrl(
+      layers.map((l) => l.key),
+      version,
     );
-    return () => clearTimeout(again);
+    // A tile whose load is under way keeps that load's answer, which may predate the change: MapLibre re-parses it
+    // when the load ends and asks for nothing new (VectorTileSource.loadTile on a 'loading' tile). So when tiles were
+    // loading, they are all asked for once more as soon as the source has loaded.
+    const loading = !map.isSourceLoaded('gridgate');
+    source?.setTiles?.([url]);
+    if (!loading) return;
+    const settled = (e: { sourceId?: string }) => {
+      if (e.sourceId !== 'gridgate' || !map.isSourceLoaded('gridgate')) return;
+      map.off('sourcedata', settled);
+      source?.setTiles?.([`${url}&again=1`]);
+    };
+    map.on('sourcedata', settled);
+    return () => {
+      map.off('sourcedata', settled);
+    };
   }, [version, loaded]);
 
   // light or dark: the same layers in the scheme's colours (the CSS variables have changed by now)
