@@ -21,6 +21,11 @@ export interface Changes {
   credentials: { identities: string[] };
   /** supplier certificates added, deleted or renamed: the trust anchors of client-certificate devices */
   trust: { environmentIds: number[] };
+  /**
+   * the report path's threshold cache went stale: pins whose thresholds or open threshold issues changed, quantities
+   * whose default limits changed (or that were merged away); `all`, every pin (an environment's auto-close settings)
+   */
+  thresholds: { pinIds: number[]; quantityHashIds: string[]; all?: boolean };
 }
 export type ChangeKind = keyof Changes;
 /** `change` null: the subscriber was away, so any change may have been missed. */

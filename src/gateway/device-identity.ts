@@ -49,21 +49,25 @@ interface Entry {
   value: Promise<CertificateDevice>;
 }
 
-interface IdentityState {
+/** A context's certificate identities (`ctx.certificateIdentity`): answers by chain, and the identifiers' sandbox (made on first use). */
+export interface IdentityState {
   cache: Map<string, Entry>;
   sandbox: Sandbox | null;
 }
 
-const states = new WeakMap<AppContext, IdentityState>();
-
-function stateOf(ctx: AppContext): IdentityState {
-  let s = states.get(ctx);
-  if (!s) {
-    s = { cache: new Map(), sandbox: null };
-    states.set(ctx, s);
+declare module '../app/context.ts' {
+  interface AppContext {
+    /** certificate → device answers and the identifier sandbox of this context (src/gateway/device-identity.ts) */
+    certificateIdentity: IdentityState;
   }
-  return s;
 }
+
+/** The certificate identity state of a new context (src/context.ts): nothing cached, no sandbox yet. */
+export function createIdentityState(): IdentityState {
+  return { cache: new Map(), sandbox: null };
+}
+
+const stateOf = (ctx: AppContext): IdentityState => ctx.certificateIdentity;
 
 function sandboxOf(ctx: AppContext): Sandbox {
   const state = stateOf(ctx);

@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import type { AppContext } from '../app/context.ts';
+import type { AppContext, AppStores } from '../app/context.ts';
 import { TtlCache } from '../app/ttl-cache.ts';
 import { LastOnlineWriter } from '../connectivity/devices/last-online.ts';
 import { ContentFormat, encodeUint, stringOptions, type CoapOption, type CoapRequest, type CoapResponse } from '../coap/index.ts';
@@ -88,27 +88,32 @@ export class ImageCache {
   }
 }
 
-interface FirmwareState {
+/** A context's firmware caches (`ctx.firmware`): device and image records, image bytes, and the contacts to write. */
+export interface FirmwareState {
   devices: TtlCache<DeviceRecord | null>;
   images: TtlCache<ImageRecord | null>;
   bytes: ImageCache;
   lastOnline: LastOnlineWriter;
 }
-const states = new WeakMap<AppContext, FirmwareState>();
 
-function stateOf(ctx: AppContext): FirmwareState {
-  let state = states.get(ctx);
-  if (!state) {
-    state = {
-      devices: new TtlCache(META_TTL_MS, 10_000),
-      images: new TtlCache(META_TTL_MS, 10_000),
-      bytes: new ImageCache(ctx.config.firmwareCacheBytes),
-      lastOnline: new LastOnlineWriter(ctx.db, ctx.log),
-    };
-    states.set(ctx, state);
+declare module '../app/context.ts' {
+  interface AppContext {
+    /** the firmware download caches of this context (src/gateway/firmware.ts) */
+    firmware: FirmwareState;
   }
-  return state;
 }
+
+/** The firmware state of a new context (src/context.ts): empty caches, bounded by FIRMWARE_CACHE_BYTES. */
+export function createFirmwareState(stores: Pick<AppStores, 'config' | 'db' | 'log'>): FirmwareState {
+  return {
+    devices: new TtlCache(META_TTL_MS, 10_000),
+    images: new TtlCache(META_TTL_MS, 10_000),
+    bytes: new ImageCache(stores.config.firmwareCacheBytes),
+    lastOnline: new LastOnlineWriter(stores.db, stores.log),
+  };
+}
+
+const stateOf = (ctx: AppContext): FirmwareState => ctx.firmware;
 
 function loadDevice(ctx: AppContext, hashId: string): Promise<DeviceRecord | null> {
   return stateOf(ctx).devices.get(hashId, async () => {
@@ -248,7 +253,7 @@ function touchDevice(ctx: AppContext, device: FirmwareDevice): void {
 
 /** Writes the firmware contacts still waiting for their second (the gateway's shutdown). */
 export async function closeFirmware(ctx: AppContext): Promise<void> {
-  await states.get(ctx)?.lastOnline.close();
+  await ctx.firmware.lastOnline.close();
 }
 
 /** HTTPS `GET|HEAD /firmware/<hashId>`: Range (206, 416), ETag (the sha256), If-None-Match (304), If-Range. */

@@ -9,7 +9,7 @@
 
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import nodemailer from 'nodemailer';
-import type { AppContext } from '../app/context.ts';
+import type { AppContext, AppStores } from '../app/context.ts';
 import type { Queryable } from '../app/db.ts';
 import { metrics } from '../app/metrics.ts';
 import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../app/redis.ts';
@@ -27,31 +27,57 @@ const WORKER_CONCURRENCY = 8;
 const REQUEUE_AT_START = 10_000;
 
 /** The mail queue's BullMQ name and prefix (one queue: mail is far from a shard's ceiling). */
-export const mailQueue = (ctx: AppContext) => bullQueue(ctx.config, `${ctx.config.queueName}-mail`);
+export const mailQueue = (ctx: Pick<AppStores, 'config'>) => bullQueue(ctx.config, `${ctx.config.queueName}-mail`);
 
-const producers = new WeakMap<AppContext, Queue<MailJob>>();
+/** A context's producer on the mail queue (`ctx.mail`): opened by the first mail queued, closed by closeContext. */
+export class MailProducer {
+  #queue: Queue<MailJob> | null = null;
+  readonly #stores: Pick<AppStores, 'config' | 'redis' | 'log'>;
 
-function producer(ctx: AppContext): Queue<MailJob> {
-  let queue = producers.get(ctx);
-  if (!queue) {
-    // the context's own connection: a producer needs no blocking one, and closing the context closes it
-    queue = new Queue<MailJob>(mailQueue(ctx).name, {
-      connection: ctx.redis,
-      prefix: mailQueue(ctx).prefix,
-      defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'mail' }, removeOnComplete: true, removeOnFail: 1000 },
-    });
-    queue.on('error', bullmqErrorLogger(ctx.log, 'mail queue error'));
-    producers.set(ctx, queue);
+  constructor(stores: Pick<AppStores, 'config' | 'redis' | 'log'>) {
+    this.#stores = stores;
   }
-  return queue;
+
+  get queue(): Queue<MailJob> {
+    if (!this.#queue) {
+      const { redis, log } = this.#stores;
+      const { name, prefix } = mailQueue(this.#stores);
+      // the context's own connection: a producer needs no blocking one, and closing the context closes it
+      this.#queue = new Queue<MailJob>(name, {
+        connection: redis,
+        prefix,
+        defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'mail' }, removeOnComplete: true, removeOnFail: 1000 },
+      });
+      this.#queue.on('error', bullmqErrorLogger(log, 'mail queue error'));
+    }
+    return this.#queue;
+  }
+
+  async close(): Promise<void> {
+    const queue = this.#queue;
+    this.#queue = null;
+    await queue?.close();
+  }
 }
+
+declare module '../app/context.ts' {
+  interface AppContext {
+    /** this context's producer on the mail queue (src/mail/queue.ts) */
+    mail: MailProducer;
+  }
+}
+
+const producer = (ctx: Pick<AppContext, 'mail'>): Queue<MailJob> => ctx.mail.queue;
+
+/** What queuing mail needs of a context: its configuration and database, and its producer on the mail queue. */
+export type MailContext = Pick<AppStores, 'config' | 'db' | 'log'> & Pick<AppContext, 'mail'>;
 
 /**
  * Stores the mails as notifications in `db` (a transaction of the caller's, so they exist exactly when what
  * caused them does) and answers their hashIds, for queueStored once that is committed. Without SMTP_URL a
  * mail is logged and stored as failed with that reason: nobody is led to believe it went out.
  */
-export async function storeMails(ctx: AppContext, db: Queryable, mails: OutgoingMail[]): Promise<string[]> {
+export async function storeMails(ctx: MailContext, db: Queryable, mails: OutgoingMail[]): Promise<string[]> {
   const deliverable = mails.filter((m) => m.to.length > 0);
   if (deliverable.length === 0) return [];
   if (!ctx.config.smtpUrl) {
@@ -64,20 +90,20 @@ export async function storeMails(ctx: AppContext, db: Queryable, mails: Outgoing
 }
 
 /** Queues the jobs of stored mails; one that does not reach Redis stays queued in PostgreSQL and is queued again when a mail worker starts. */
-export async function queueStored(ctx: AppContext, hashIds: string[]): Promise<void> {
+export async function queueStored(ctx: MailContext, hashIds: string[]): Promise<void> {
   if (!ctx.config.smtpUrl || hashIds.length === 0) return;
   metrics.notifications.inc({ state: 'queued' }, hashIds.length);
   await addJobs(ctx, hashIds);
 }
 
 /** Stores and queues the mails; their hashIds. */
-export async function queueMails(ctx: AppContext, mails: OutgoingMail[]): Promise<string[]> {
+export async function queueMails(ctx: MailContext, mails: OutgoingMail[]): Promise<string[]> {
   const hashIds = await storeMails(ctx, ctx.db, mails);
   await queueStored(ctx, hashIds);
   return hashIds;
 }
 
-async function addJobs(ctx: AppContext, hashIds: string[]): Promise<void> {
+async function addJobs(ctx: MailContext, hashIds: string[]): Promise<void> {
   await producer(ctx).addBulk(hashIds.map((hashId) => ({ name: JOB_NAME, data: { hashId }, opts: { jobId: hashId } })));
 }
 

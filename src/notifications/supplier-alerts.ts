@@ -12,7 +12,7 @@
 // A process that dies loses at most the counts of its last ALERT_FLUSH_MS.
 
 import { mailLanguage } from './issue-mail.ts';
-import type { AppContext } from '../app/context.ts';
+import type { AppContext, AppStores } from '../app/context.ts';
 import { OutageLog } from '../app/outage-log.ts';
 import type { ActivityRow } from '../connectivity/activities/store.ts';
 import { queueStored, storeMails } from '../mail/queue.ts';
@@ -217,16 +217,19 @@ function alertMail(c: Claimed, d: Details, quietSeconds: number): OutgoingMail {
   return { environmentId: c.environment_id, accountId: c.user_id, kind: 'supplierAlert', to: [d.email], subject, text: lines.join('\n') };
 }
 
-/** Gathers the failures of one process and writes them (and the alerts they make) every ALERT_FLUSH_MS. */
+/** What the alerts write with: the stores and the context's mail producer. */
+export type SupplierAlertsContext = Pick<AppStores, 'config' | 'db' | 'log'> & Pick<AppContext, 'mail'>;
+
+/** Gathers the failures of one context and writes them (and the alerts they make) every ALERT_FLUSH_MS. */
 export class SupplierAlerts {
   private gathered = new Map<string, Gathered>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
-  private readonly ctx: AppContext;
+  private readonly ctx: SupplierAlertsContext;
   // a flush a second: a store outage reads as one line when it begins and one when it ends
   private readonly outage: OutageLog;
 
-  constructor(ctx: AppContext) {
+  constructor(ctx: SupplierAlertsContext) {
     this.ctx = ctx;
     this.outage = new OutageLog(
       ctx.log,
@@ -317,14 +320,12 @@ export class SupplierAlerts {
   }
 }
 
-const perContext = new WeakMap<AppContext, SupplierAlerts>();
-
-/** The process's alerts (one per context). */
-export function supplierAlerts(ctx: AppContext): SupplierAlerts {
-  let alerts = perContext.get(ctx);
-  if (!alerts) {
-    alerts = new SupplierAlerts(ctx);
-    perContext.set(ctx, alerts);
+declare module '../app/context.ts' {
+  interface AppContext {
+    /** the failures this context gathers for supplier alerts (src/notifications/supplier-alerts.ts) */
+    supplierAlerts: SupplierAlerts;
   }
-  return alerts;
 }
+
+/** The context's alerts. */
+export const supplierAlerts = (ctx: Pick<AppContext, 'supplierAlerts'>): SupplierAlerts => ctx.supplierAlerts;

@@ -68,7 +68,7 @@ export function startDeviceWorker(ctx: AppContext, monitoringCoreUrl: string, op
   const hintStarted = commands.start().catch((err: Error) => ctx.log.warn({ err: err.message }, 'pending commands hint could not be loaded'));
   // reports, activities and lastOnlineAt commit without waiting for the disk; a job completes after ctx.db.flushed()
   // each stored batch is checked against the pins' thresholds (src/monitoring/thresholds/evaluate.ts)
-  const thresholds = ctx.config.thresholdEvaluation ? new ThresholdEvaluator(ctx.db.deferred, ctx.log) : null;
+  const thresholds = ctx.config.thresholdEvaluation ? new ThresholdEvaluator(ctx.db.deferred, ctx.log, ctx.thresholds) : null;
   const monitoring = new MonitoringCoreClient(opts.localMonitoringCore ? { db: ctx.db.deferred } : { url: monitoringCoreUrl, token: ctx.keys.internalToken }, {
     afterStore: thresholds ? thresholdEvaluation(thresholds, ctx.log) : undefined,
   });

@@ -5,7 +5,7 @@ import { startService, type RunningService } from '../../src/service.ts';
 import { pinThresholdsOf } from '../../src/monitoring/thresholds/store.ts';
 import { testContext } from '../helpers.ts';
 import { expectParameterError } from '../connectivity/fixtures.ts';
-import { until } from '../support/until.ts';
+import { until, waitFor } from '../support/until.ts';
 import { linkedDevice, ok, type LinkedDevice } from './linked-device.ts';
 
 // Pin thresholds and the issues they open, from the outside: a linked device reports values that
@@ -323,5 +323,37 @@ describe('threshold issues', () => {
     await d.reportUntilOnPin(50);
     const opened = await reportAndSee(d, 150);
     expect(opened.issue).toMatchObject({ level: 1, title: 'Voltage too high on Pipe' });
+  });
+
+  it("are forgotten by another process's threshold cache as soon as this one changes them, not CACHE_MS later", async () => {
+    // process B: a context of the same deployment (QUEUE_NAME: the change bus's channel), with its own cache
+    const other = await testContext({ QUEUE_NAME: ctx.config.queueName });
+    try {
+      const d = await linkedDevice(ctx, service, RIGHTS);
+      const c = d.customer;
+      ok(await c.request('POST', '/measurement-threshold/thresholds', { pinHashId: d.pinHashId, quantityHashId: d.quantityHashId, thresholds: LIMITS }));
+      const pin = Number((await ctx.db.query<{ id: string }>('SELECT id FROM pin WHERE hash_id = $1', [d.pinHashId])).rows[0].id);
+      // both processes hold the pin's limits
+      await ctx.thresholds.load(ctx.db, [pin], []);
+      await other.thresholds.load(other.db, [pin], []);
+      await other.changes.listen();
+      expect(other.thresholds.pin(pin)?.limits.get(d.quantityHashId)).toMatchObject({ high: { significand: 80 } });
+      expect(ctx.thresholds.pin(pin)?.limits.get(d.quantityHashId)).toMatchObject({ high: { significand: 80 } });
+
+      ok(
+        await c.request('POST', '/measurement-threshold/thresholds', {
+          pinHashId: d.pinHashId,
+          quantityHashId: d.quantityHashId,
+          thresholds: { ...LIMITS, high: pair(85) },
+        }),
+      );
+      // this process forgot before it answered; the other as soon as Redis brought the change, well within CACHE_MS (5 s)
+      expect(ctx.thresholds.pin(pin)).toBeUndefined();
+      await waitFor(() => other.thresholds.pin(pin) === undefined, 3000);
+      await other.thresholds.load(other.db, [pin], []);
+      expect(other.thresholds.pin(pin)?.limits.get(d.quantityHashId)).toMatchObject({ high: { significand: 85 } });
+    } finally {
+      await closeContext(other);
+    }
   });
 });

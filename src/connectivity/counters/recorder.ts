@@ -1,4 +1,4 @@
-import type { AppContext } from '../../app/context.ts';
+import type { AppContext, AppStores } from '../../app/context.ts';
 import type { Redis } from '../../app/redis.ts';
 import { shardOf, shardTag, tagged } from '../../app/redis-keys.ts';
 
@@ -147,27 +147,25 @@ export class CounterRecorder {
   }
 }
 
-const recorders = new WeakMap<AppContext, CounterRecorder>();
-
-/** The process's recorder for this context (one per Redis connection). */
-export function counterRecorder(ctx: Pick<AppContext, 'redis' | 'log' | 'config'>): CounterRecorder {
-  let recorder = recorders.get(ctx as AppContext);
-  if (!recorder) {
-    recorder = new CounterRecorder(ctx.redis, ctx.config, (err) => ctx.log.warn({ err: err.message }, 'connectivity counters could not be written'));
-    recorders.set(ctx as AppContext, recorder);
+declare module '../../app/context.ts' {
+  interface AppContext {
+    /** this context's connectivity counter recorder, on its Redis connection (src/connectivity/counters/recorder.ts) */
+    counters: CounterRecorder;
   }
-  return recorder;
 }
+
+/** The recorder of a new context (src/context.ts). */
+export function createCounterRecorder(stores: Pick<AppStores, 'redis' | 'log' | 'config'>): CounterRecorder {
+  return new CounterRecorder(stores.redis, stores.config, (err) => stores.log.warn({ err: err.message }, 'connectivity counters could not be written'));
+}
+
+/** The context's recorder. */
+export const counterRecorder = (ctx: Pick<AppContext, 'counters'>): CounterRecorder => ctx.counters;
 
 /**
  * Counts one event of a device (a contact, a handshake failure, ...) under `key`, in the hour of
  * `at`. Never waits and never throws: listeners (HTTPS, CoAP, webhooks) call it on their hot path.
  */
-export function countDeviceEvent(
-  ctx: Pick<AppContext, 'redis' | 'log' | 'config'>,
-  deviceHashId: string,
-  key: BuiltinCounterKey | (string & {}),
-  at?: Date,
-): void {
+export function countDeviceEvent(ctx: Pick<AppContext, 'counters'>, deviceHashId: string, key: BuiltinCounterKey | (string & {}), at?: Date): void {
   counterRecorder(ctx).count(deviceHashId, key, at);
 }

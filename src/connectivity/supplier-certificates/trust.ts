@@ -45,7 +45,8 @@ interface Watch {
   started: Promise<void>;
 }
 
-interface TrustState {
+/** A context's trust anchors (`ctx.trust`) and what loads and watches them. */
+export interface TrustState {
   snapshot: TrustSnapshot | null;
   /** the version counter as read before the snapshot's query */
   version: string | null;
@@ -57,16 +58,19 @@ interface TrustState {
   listeners: Set<(snapshot: TrustSnapshot) => void>;
 }
 
-const states = new WeakMap<AppContext, TrustState>();
-
-function stateOf(ctx: AppContext): TrustState {
-  let s = states.get(ctx);
-  if (!s) {
-    s = { snapshot: null, version: null, checkedAt: 0, loading: null, queued: null, watch: null, listeners: new Set() };
-    states.set(ctx, s);
+declare module '../../app/context.ts' {
+  interface AppContext {
+    /** the trust anchors of this context's device ports (src/connectivity/supplier-certificates/trust.ts) */
+    trust: TrustState;
   }
-  return s;
 }
+
+/** The trust state of a new context (src/context.ts): nothing loaded, nobody watching. */
+export function createTrustState(): TrustState {
+  return { snapshot: null, version: null, checkedAt: 0, loading: null, queued: null, watch: null, listeners: new Set() };
+}
+
+const stateOf = (ctx: AppContext): TrustState => ctx.trust;
 
 async function load(ctx: AppContext): Promise<TrustSnapshot> {
   const version = await ctx.redis.get(trustVersionKey(ctx));

@@ -59,7 +59,7 @@ const rights = { monitoring: 'ENVIRONMENT_ADMIN' };
 export async function environmentRoutes(fastify: FastifyInstance, ctx: AppContext): Promise<void> {
   const app = typed(fastify);
   app.put('/environment/', { config: { rights }, schema: { tags: ['environment'], summary: 'environment update', body: UpdateBody } }, async (request) => ({
-    environment: environmentView(await updateEnvironment(ctx.db, request.account.environment, request.body)),
+    environment: environmentView(await updateEnvironment(ctx.db, request.account.environment, request.body, ctx.changes)),
   }));
   app.delete('/environment/', { config: { rights }, schema: { tags: ['environment'], summary: 'environment delete' } }, async (request, reply) => {
     await ctx.changes.publish('devices', { hashIds: await deleteEnvironment(ctx.db, request.account.environment) });

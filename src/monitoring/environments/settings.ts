@@ -2,7 +2,7 @@ import type { Db } from '../../app/db.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { plainConfigurations, type UpdatableFieldConfiguration } from '../../app/fields.ts';
 import { patchEnvironment, type EnvironmentRecord } from '../../accounts/store.ts';
-import { thresholdCache } from '../thresholds/cache.ts';
+import type { ChangeBus } from '../../app/changes.ts';
 import { GRAPH_KINDS, type GraphKind } from '../../accounts/environments/view.ts';
 
 export interface EnvironmentUpdate {
@@ -13,7 +13,12 @@ export interface EnvironmentUpdate {
 }
 
 /** environment update: validates what a schema cannot state and stores the settings; returns the updated record. */
-export async function updateEnvironment(db: Db, env: EnvironmentRecord, update: EnvironmentUpdate): Promise<EnvironmentRecord> {
+export async function updateEnvironment(
+  db: Db,
+  env: EnvironmentRecord,
+  update: EnvironmentUpdate,
+  changes: Pick<ChangeBus, 'publish'>,
+): Promise<EnvironmentRecord> {
   const { name, fieldConfigurations, ...rest } = update;
   const patch: Record<string, unknown> = { ...rest };
   if (fieldConfigurations) {
@@ -28,7 +33,7 @@ export async function updateEnvironment(db: Db, env: EnvironmentRecord, update: 
   }
   const updated = await patchEnvironment(db, env, name, patch);
   // the report path keeps each pin's auto-close settings: they are read again
-  thresholdCache.forgetAll();
+  await changes.publish('thresholds', { pinIds: [], quantityHashIds: [], all: true });
   return updated;
 }
 

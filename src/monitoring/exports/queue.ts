@@ -18,7 +18,7 @@ import { unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Queue, Worker, type Job } from 'bullmq';
 import { analyticsFailure } from '../analytics/store.ts';
-import type { AppContext } from '../../app/context.ts';
+import type { AppContext, AppStores } from '../../app/context.ts';
 import { OutageLog } from '../../app/outage-log.ts';
 import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../../app/redis.ts';
 import { bullQueue } from '../../app/redis-keys.ts';
@@ -46,25 +46,48 @@ const PROGRESS_EVERY_MS = 1000;
 const SWEEP_EVERY_MS = 60_000;
 
 /** The export queue's name and BullMQ prefix (hash-tagged on a Redis Cluster: src/app/redis-keys.ts). */
-export const exportQueue = (ctx: AppContext) => bullQueue(ctx.config, `${ctx.config.queueName}-export`);
+export const exportQueue = (ctx: Pick<AppStores, 'config'>) => bullQueue(ctx.config, `${ctx.config.queueName}-export`);
 /** Where export files live: DATA_DIR/exports (shared by the API and worker processes that serve and write them). */
 export const exportDir = (ctx: AppContext) => path.join(ctx.config.dataDir, 'exports');
 
-const producers = new WeakMap<AppContext, Queue<ExportJob>>();
+/** A context's producer on the export queue (`ctx.exports`): opened by the first export queued, closed by closeContext. */
+export class ExportProducer {
+  #queue: Queue<ExportJob> | null = null;
+  readonly #stores: Pick<AppStores, 'config' | 'redis' | 'log'>;
 
-function producer(ctx: AppContext): Queue<ExportJob> {
-  let queue = producers.get(ctx);
-  if (!queue) {
-    queue = new Queue<ExportJob>(exportQueue(ctx).name, {
-      connection: ctx.redis,
-      prefix: exportQueue(ctx).prefix,
-      defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000 },
-    });
-    queue.on('error', bullmqErrorLogger(ctx.log, 'export queue error'));
-    producers.set(ctx, queue);
+  constructor(stores: Pick<AppStores, 'config' | 'redis' | 'log'>) {
+    this.#stores = stores;
   }
-  return queue;
+
+  get queue(): Queue<ExportJob> {
+    if (!this.#queue) {
+      const { redis, log } = this.#stores;
+      const { name, prefix } = exportQueue(this.#stores);
+      this.#queue = new Queue<ExportJob>(name, {
+        connection: redis,
+        prefix,
+        defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000 },
+      });
+      this.#queue.on('error', bullmqErrorLogger(log, 'export queue error'));
+    }
+    return this.#queue;
+  }
+
+  async close(): Promise<void> {
+    const queue = this.#queue;
+    this.#queue = null;
+    await queue?.close();
+  }
 }
+
+declare module '../../app/context.ts' {
+  interface AppContext {
+    /** this context's producer on the export queue (src/monitoring/exports/queue.ts) */
+    exports: ExportProducer;
+  }
+}
+
+const producer = (ctx: Pick<AppContext, 'exports'>): Queue<ExportJob> => ctx.exports.queue;
 
 /** Queues the export requests' jobs (the job id is the request's hashId: never queued twice at once). */
 export async function queueExports(ctx: AppContext, hashIds: string[]): Promise<void> {

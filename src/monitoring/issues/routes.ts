@@ -148,12 +148,12 @@ export async function issueRoutes(fastify: FastifyInstance, ctx: AppContext): Pr
       },
     },
     async (request, reply) => {
-      await updateIssue(ctx.db, request.account, request.params.hashId, request.body);
+      await updateIssue(ctx.db, request.account, request.params.hashId, request.body, ctx.changes);
       reply.status(204).send();
     },
   );
   app.delete('/issue/:hashId', { config: { rights: issueRights }, schema: { tags, summary: 'issue delete', params: HashIdParams } }, async (request, reply) => {
-    await deleteIssue(ctx.db, request.account.environment.id, request.params.hashId);
+    await deleteIssue(ctx.db, request.account.environment.id, request.params.hashId, ctx.changes);
     reply.status(204).send();
   });
   app.post(
@@ -167,7 +167,7 @@ export async function issueRoutes(fastify: FastifyInstance, ctx: AppContext): Pr
         body: Type.Object({ comment: Comment, closeIssue: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
       },
     },
-    async (request) => commentOnIssue(ctx.db, request.account, request.params.hashId, request.body),
+    async (request) => commentOnIssue(ctx.db, request.account, request.params.hashId, request.body, ctx.changes),
   );
   app.post(
     '/issue/:hashId/notifications',

@@ -6,7 +6,7 @@ import type { Account } from '../../accounts/store.ts';
 import { toPinGroup } from '../pin-groups/view.ts';
 import { PIN_SELECT, toPin } from '../pins/view.ts';
 import { QUANTITY_SELECT, toQuantity } from '../quantities/store.ts';
-import { thresholdCache } from '../thresholds/cache.ts';
+import type { ChangeBus } from '../../app/changes.ts';
 import { VISIBLE_QUANTITY } from '../thresholds/store.ts';
 import { labelIdsOf, labelsOfIssue, setIssueLabels } from '../labels/store.ts';
 import { COMMENT_SELECT, ISSUE_AND_PIN_GROUP_SELECT, ISSUE_FROM, toComment, toIssue } from './view.ts';
@@ -180,7 +180,7 @@ export async function addIssue(db: Db, account: Account, body: IssueAdd): Promis
 }
 
 /** issue update: what is given changes; `closed` closes or reopens (an automatic issue reopens only while no other is open for its cause). */
-export async function updateIssue(db: Db, account: Account, hashId: string, body: IssueUpdate): Promise<void> {
+export async function updateIssue(db: Db, account: Account, hashId: string, body: IssueUpdate, changes: Pick<ChangeBus, 'publish'>): Promise<void> {
   const envId = account.environment.id;
   const pinIds = await db.tx(async (client) => {
     const issue = await loadIssue(client, envId, hashId, true);
@@ -225,16 +225,16 @@ export async function updateIssue(db: Db, account: Account, hashId: string, body
     return issue.pin_ids.map(Number);
   });
   // the report path keeps open threshold issues per pin: a closed or reopened one is looked up again
-  thresholdCache.forgetPins(pinIds);
+  await changes.publish('thresholds', { pinIds, quantityHashIds: [] });
 }
 
-export async function deleteIssue(db: Queryable, environmentId: number, hashId: string): Promise<void> {
+export async function deleteIssue(db: Queryable, environmentId: number, hashId: string, changes: Pick<ChangeBus, 'publish'>): Promise<void> {
   const { rows } = await db.query<{ pin_ids: (number | string)[] }>(
     'UPDATE issue SET deleted_at = now(), updated_at = now() WHERE environment_id = $1 AND hash_id = $2 AND deleted_at IS NULL RETURNING pin_ids',
     [environmentId, hashId],
   );
   if (rows.length === 0) throw new NotFoundError('issue', hashId);
-  thresholdCache.forgetPins(rows[0].pin_ids.map(Number));
+  await changes.publish('thresholds', { pinIds: rows[0].pin_ids.map(Number), quantityHashIds: [] });
 }
 
 const subscribed = (param: string) => `EXISTS (SELECT 1 FROM issue_subscription s WHERE s.issue_id = i.id AND s.account_id = ${param}) AS i_subscribed`;
@@ -354,14 +354,20 @@ export async function getIssue(db: Queryable, account: Account, hashId: string) 
 }
 
 /** issue addComment: the comment, and the issue closed when asked (its comments are answered). */
-export async function commentOnIssue(db: Db, account: Account, hashId: string, body: { comment: string; closeIssue?: boolean }) {
+export async function commentOnIssue(
+  db: Db,
+  account: Account,
+  hashId: string,
+  body: { comment: string; closeIssue?: boolean },
+  changes: Pick<ChangeBus, 'publish'>,
+) {
   const { comment, pinIds } = await db.tx(async (client) => {
     const issue = await loadIssue(client, account.environment.id, hashId, true);
     const c = await addComment(client, issue.id, account.id, body.comment);
     if (body.closeIssue && issue.closed_at === null) await client.query('UPDATE issue SET closed_at = now(), updated_at = now() WHERE id = $1', [issue.id]);
     return { comment: c, pinIds: issue.pin_ids.map(Number) };
   });
-  if (body.closeIssue) thresholdCache.forgetPins(pinIds);
+  if (body.closeIssue) await changes.publish('thresholds', { pinIds, quantityHashIds: [] });
   return { newComments: [comment], mentionedUsers: [] };
 }
 

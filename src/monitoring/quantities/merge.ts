@@ -1,6 +1,6 @@
 import type { Db, Queryable } from '../../app/db.ts';
 import { NotFoundError, ParameterError } from '../../app/errors.ts';
-import { thresholdCache } from '../thresholds/cache.ts';
+import type { ChangeBus } from '../../app/changes.ts';
 
 // quantity merge (the SDK's POST /quantity/:sourceQuantityHashId/merge): every reference to the source
 // quantity is moved to the target and the source is deleted, in one transaction, so a failure leaves both
@@ -125,7 +125,13 @@ async function moveCharts(db: Queryable, q: Ids): Promise<void> {
 }
 
 /** quantity merge: the source's measurements, thresholds, issues and charts go to the target; the source is deleted. Answers the target's hashId. */
-export async function mergeQuantity(db: Db, environmentId: number, sourceHashId: string, targetHashId: string): Promise<{ hashId: string }> {
+export async function mergeQuantity(
+  db: Db,
+  environmentId: number,
+  sourceHashId: string,
+  targetHashId: string,
+  changes: Pick<ChangeBus, 'publish'>,
+): Promise<{ hashId: string }> {
   if (sourceHashId === targetHashId)
     throw new ParameterError('targetQuantityHashId must differ from sourceQuantityHashId (a quantity cannot be merged into itself)');
   const pins = await db.tx(async (client) => {
@@ -147,7 +153,6 @@ export async function mergeQuantity(db: Db, environmentId: number, sourceHashId:
     return touched;
   });
   // the report path's cached limits and open issues of these pins name the source
-  thresholdCache.forgetPins(pins);
-  thresholdCache.forgetQuantity(sourceHashId);
+  await changes.publish('thresholds', { pinIds: [...pins], quantityHashIds: [sourceHashId] });
   return { hashId: targetHashId };
 }

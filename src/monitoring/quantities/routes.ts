@@ -60,7 +60,7 @@ export async function quantityRoutes(fastify: FastifyInstance, ctx: AppContext):
         const quantity = await getQuantity(ctx.db, env, hashId, monitoring);
         return { reportTypes: monitoring ? await reportTypesOfQuantity(ctx.db, env, hashId) : [], quantity, linkedSupplierQuantities: [] };
       },
-      update: (env, hashId, patch) => updateQuantity(ctx.db, env, hashId, patch),
+      update: (env, hashId, patch) => updateQuantity(ctx.db, env, hashId, patch, ctx.changes),
       remove: (env, hashId) => deleteQuantity(ctx.db, env, hashId),
     },
   });
@@ -77,6 +77,7 @@ export async function quantityRoutes(fastify: FastifyInstance, ctx: AppContext):
         body: Type.Object({ targetQuantityHashId: HashId }, { additionalProperties: false }),
       },
     },
-    async (request) => mergeQuantity(ctx.db, request.account.environment.id, request.params.sourceQuantityHashId, request.body.targetQuantityHashId),
+    async (request) =>
+      mergeQuantity(ctx.db, request.account.environment.id, request.params.sourceQuantityHashId, request.body.targetQuantityHashId, ctx.changes),
   );
 }

@@ -2,7 +2,7 @@ import { softDelete, type Queryable } from '../../app/db.ts';
 import { NotFoundError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
-import { thresholdCache } from '../thresholds/cache.ts';
+import type { ChangeBus } from '../../app/changes.ts';
 import { nameText, type Name } from '../../app/names.ts';
 import { QUANTITY_SELECT, toQuantity, type QuantityInput } from '../../catalogue/quantities.ts';
 
@@ -92,7 +92,13 @@ const JSON_COLUMNS = new Set<keyof QuantityInput>([
 ]);
 
 /** quantity update; the report path reads a changed quantity's default thresholds again. */
-export async function updateQuantity(db: Queryable, environmentId: number, hashId: string, patch: Partial<QuantityInput>): Promise<void> {
+export async function updateQuantity(
+  db: Queryable,
+  environmentId: number,
+  hashId: string,
+  patch: Partial<QuantityInput>,
+  changes: Pick<ChangeBus, 'publish'>,
+): Promise<void> {
   const sets: string[] = [];
   const params: unknown[] = [environmentId, hashId];
   for (const [key, value] of Object.entries(patch) as [keyof QuantityInput, unknown][]) {
@@ -111,7 +117,8 @@ export async function updateQuantity(db: Queryable, environmentId: number, hashI
     params,
   );
   if (!rowCount) throw new NotFoundError('quantity', hashId);
-  thresholdCache.forgetQuantity(hashId);
+  // the report path's default limits of the quantity
+  await changes.publish('thresholds', { pinIds: [], quantityHashIds: [hashId] });
 }
 
 export async function deleteQuantity(db: Queryable, environmentId: number, hashId: string): Promise<void> {

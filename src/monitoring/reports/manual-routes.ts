@@ -54,7 +54,7 @@ const FindReports = Type.Object({
 /** Condition reports of a monitoring environment (the SDK's report routes): read with READ; manual ones entered, changed and deleted with REPORTS. */
 export async function reportRoutes(untyped: FastifyInstance, ctx: AppContext): Promise<void> {
   const app = typed(untyped);
-  const evaluation: Evaluation = { enabled: ctx.config.thresholdEvaluation, log: ctx.log };
+  const evaluation: Evaluation = { enabled: ctx.config.thresholdEvaluation, log: ctx.log, cache: ctx.thresholds };
   const env = (request: FastifyRequest) => request.account.environment;
 
   app.post('/report/', { config: { rights: reportRights }, schema: { tags, summary: 'report add', body: AddBody } }, async (request) =>

@@ -11,7 +11,7 @@ import { newHashId } from '../../app/hash-id.ts';
 import type { Logger } from '../../app/logger.ts';
 import { reportDateProblem } from '../../sandbox/report-dates.ts';
 import { loadReportType } from '../report-types/store.ts';
-import { thresholdCache } from '../thresholds/cache.ts';
+import type { ThresholdCache } from '../thresholds/cache.ts';
 import { ThresholdEvaluator } from '../thresholds/evaluate.ts';
 import { insertManualMeasurements, insertManualReport, refreshRollup, rollupKeysOfReport, type ConditionReportIn, type ManualMeasurementIn } from './store.ts';
 
@@ -56,6 +56,8 @@ export interface Author {
 export interface Evaluation {
   enabled: boolean;
   log: Logger | null;
+  /** the context's threshold cache (ctx.thresholds) */
+  cache: ThresholdCache;
 }
 
 interface Scope {
@@ -156,7 +158,7 @@ async function evaluate(
       unchecked: m.unchecked,
     })),
   };
-  const evaluator = new ThresholdEvaluator(client, evaluation.log, thresholdCache, 60_000);
+  const evaluator = new ThresholdEvaluator(client, evaluation.log, evaluation.cache, 60_000);
   try {
     await evaluator.evaluate([input]);
     // what only moves an open issue's counts waits in memory: written now, in this transaction

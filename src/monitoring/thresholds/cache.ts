@@ -1,3 +1,4 @@
+import type { Changes } from '../../app/changes.ts';
 import type { Queryable } from '../../app/db.ts';
 import { storedLimit, type Limits } from './limits.ts';
 
@@ -52,15 +53,28 @@ const limitsOf = (r: Record<string, unknown>): Limits => ({
 /**
  * Thresholds and open threshold issues of the pins reports land on, kept for CACHE_MS: the report
  * path reads them for every measurement and asks PostgreSQL only for pins and quantities it has not
- * seen lately. A change made in this process (threshold set, issue closed) is forgotten at once;
- * one made by another process is seen within CACHE_MS.
+ * seen lately. What changes them (a threshold set, an issue closed, a quantity's defaults, an environment's
+ * settings) publishes a `thresholds` change after its commit (src/app/changes.ts); the composition root has each
+ * context's cache forget on it: in the changing process before the change is answered, in every other process as
+ * Redis brings it. CACHE_MS bounds what a lost announcement leaves stale.
  */
 export class ThresholdCache {
   readonly #pins = new Map<number, PinState>();
   readonly #defaults = new Map<string, { at: number; limits: Limits | null }>();
+  #listen: (() => Promise<void>) | null;
+
+  /** `listen` subscribes to other processes' changes (the context's `changes.listen`); called on the first load. */
+  constructor(listen: (() => Promise<void>) | null = null) {
+    this.#listen = listen;
+  }
 
   /** Loads what is missing or old for these pins and quantities (two queries at most). */
   async load(db: Queryable, pinIds: Iterable<number>, quantityHashIds: Iterable<string>): Promise<void> {
+    if (this.#listen) {
+      // not awaited: a subscriber waiting for Redis holds no report back (CACHE_MS bounds what it misses)
+      this.#listen().catch(() => undefined);
+      this.#listen = null;
+    }
     const now = Date.now();
     const pins = [...pinIds].filter((id) => now - (this.#pins.get(id)?.at ?? -Infinity) >= CACHE_MS);
     const quantities = [...quantityHashIds].filter((h) => now - (this.#defaults.get(h)?.at ?? -Infinity) >= CACHE_MS);
@@ -108,7 +122,21 @@ export class ThresholdCache {
     this.#pins.clear();
     this.#defaults.clear();
   }
+
+  /** Forgets what a `thresholds` change names; null (changes possibly missed): everything. */
+  forget(change: Changes['thresholds'] | null): void {
+    if (!change || change.all) {
+      this.forgetAll();
+      return;
+    }
+    this.forgetPins(change.pinIds);
+    for (const hashId of change.quantityHashIds) this.forgetQuantity(hashId);
+  }
 }
 
-/** The process's cache: the report path reads it, the routes that change thresholds or issues forget from it. */
-export const thresholdCache = new ThresholdCache();
+declare module '../../app/context.ts' {
+  interface AppContext {
+    /** the report path's thresholds of this context (src/monitoring/thresholds/cache.ts), forgotten on `thresholds` changes */
+    thresholds: ThresholdCache;
+  }
+}

@@ -3,7 +3,7 @@ import { namedStatement, type Queryable } from '../../app/db.ts';
 import { isTransient } from '../../app/transient.ts';
 import type { ConditionReportIn } from '../reports/store.ts';
 import { belowLow, levelOf, type Level, type ValuePair } from './limits.ts';
-import { thresholdCache, type ThresholdCache } from './cache.ts';
+import type { ThresholdCache } from './cache.ts';
 
 /** What a batch says about one (pin, quantity) pair, in time order of its measurements. */
 interface PairSummary {
@@ -148,7 +148,7 @@ export class ThresholdEvaluator {
   private readonly log: Logger | null;
   private readonly cache: ThresholdCache;
 
-  constructor(db: Queryable, log: Logger | null = null, cache: ThresholdCache = thresholdCache, coalesceMs = COALESCE_MS) {
+  constructor(db: Queryable, log: Logger | null, cache: ThresholdCache, coalesceMs = COALESCE_MS) {
     this.db = db;
     this.log = log;
     this.cache = cache;

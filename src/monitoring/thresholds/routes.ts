@@ -41,7 +41,7 @@ export async function thresholdRoutes(fastify: FastifyInstance, ctx: AppContext)
     const body = request.body;
     const many = Array.isArray(body);
     if (many && (body.length < 1 || body.length > MAX_ITEMS)) throw new ParameterError(`body must be an array of 1 to ${MAX_ITEMS} items, got ${body.length}`);
-    const hashIds = await setThresholds(ctx.db, request.account.environment.id, many ? body : [body], (i) => (many ? `[${i}].` : ''));
+    const hashIds = await setThresholds(ctx.db, request.account.environment.id, many ? body : [body], (i) => (many ? `[${i}].` : ''), ctx.changes);
     return { hashId: many ? hashIds : hashIds[0] };
   };
   app.post(

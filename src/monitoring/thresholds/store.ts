@@ -1,10 +1,10 @@
+import type { ChangeBus } from '../../app/changes.ts';
 import type { Db, Queryable } from '../../app/db.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { findPage, type FindQuery } from '../../app/find.ts';
 import { newHashId } from '../../app/hash-id.ts';
 import { QUANTITY_SELECT, toQuantity } from '../quantities/store.ts';
 import { compare, storedLimit, type Limits } from './limits.ts';
-import { thresholdCache } from './cache.ts';
 
 export interface ThresholdSet {
   pinHashId: string;
@@ -36,7 +36,13 @@ function checkOrder(limits: Limits, field: string): void {
  * measurement-threshold set: per item, the pin's limits for the quantity are replaced, or removed
  * when `thresholds` is null. All or nothing. Returns each item's threshold hashId (null for a removal).
  */
-export async function setThresholds(db: Db, environmentId: number, items: ThresholdSet[], fieldOf: (i: number) => string): Promise<(string | null)[]> {
+export async function setThresholds(
+  db: Db,
+  environmentId: number,
+  items: ThresholdSet[],
+  fieldOf: (i: number) => string,
+  changes: Pick<ChangeBus, 'publish'>,
+): Promise<(string | null)[]> {
   items.forEach((item, i) => {
     if (item.thresholds) checkOrder(item.thresholds, `${fieldOf(i)}thresholds`);
   });
@@ -70,7 +76,7 @@ export async function setThresholds(db: Db, environmentId: number, items: Thresh
     }
     return hashIds;
   });
-  thresholdCache.forgetPins(pinIds);
+  await changes.publish('thresholds', { pinIds: [...pinIds], quantityHashIds: [] });
   return out;
 }
 

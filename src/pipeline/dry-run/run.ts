@@ -6,7 +6,7 @@
 // report types, quantities, firmware) are the real ones, so an answer names what the real run would
 // find. The sandbox has the worker's limits (SANDBOX_*), in isolates of its own.
 
-import type { AppContext } from '../../app/context.ts';
+import type { AppContext, AppStores } from '../../app/context.ts';
 import { ParameterError } from '../../app/errors.ts';
 import { applyFieldsUpdate, type Fields } from '../../app/fields.ts';
 import type { ConditionReportIn } from '../../monitoring/reports/store.ts';
@@ -50,29 +50,49 @@ interface DryRunState {
   loader: DeviceContextLoader;
   outbound: OutboundClient;
 }
-const states = new WeakMap<AppContext, DryRunState>();
 
-function stateOf(ctx: AppContext): DryRunState {
-  let state = states.get(ctx);
-  if (!state) {
-    state = {
-      sandbox: sandboxFromConfig(ctx.config, ctx.log),
-      // nothing cached: a dry run right after a save runs what was saved
-      loader: new DeviceContextLoader(ctx.db, 0),
-      outbound: OutboundClient.fromConfig(ctx.config),
-    };
-    states.set(ctx, state);
+/** A context's dry runs (`ctx.dryRuns`): their sandbox, loader and outbound client, made on the first dry run (isolates are not cheap). */
+export class DryRuns {
+  #state: DryRunState | null = null;
+  readonly #stores: Pick<AppStores, 'config' | 'db' | 'log'>;
+
+  constructor(stores: Pick<AppStores, 'config' | 'db' | 'log'>) {
+    this.#stores = stores;
   }
-  return state;
+
+  get state(): DryRunState {
+    const { config, db, log } = this.#stores;
+    this.#state ??= {
+      sandbox: sandboxFromConfig(config, log),
+      // nothing cached: a dry run right after a save runs what was saved
+      loader: new DeviceContextLoader(db, 0),
+      outbound: OutboundClient.fromConfig(config),
+    };
+    return this.#state;
+  }
+
+  /** Frees the isolates and connections (a later dry run makes them again). */
+  async dispose(): Promise<void> {
+    const state = this.#state;
+    this.#state = null;
+    if (!state) return;
+    state.sandbox.dispose();
+    await state.outbound.close();
+  }
 }
+
+declare module '../../app/context.ts' {
+  interface AppContext {
+    /** the dry runs' sandbox and clients of this context (src/pipeline/dry-run/run.ts) */
+    dryRuns: DryRuns;
+  }
+}
+
+const stateOf = (ctx: AppContext): DryRunState => ctx.dryRuns.state;
 
 /** Frees the dry runs' isolates and connections of this context (the API's close). */
 export async function disposeDryRuns(ctx: AppContext): Promise<void> {
-  const state = states.get(ctx);
-  if (!state) return;
-  states.delete(ctx);
-  state.sandbox.dispose();
-  await state.outbound.close();
+  await ctx.dryRuns.dispose();
 }
 
 const errorOf = (error: RunError | undefined): DryRunError | null =>
