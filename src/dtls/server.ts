@@ -10,15 +10,20 @@
  *
  * Layers, each in its own module:
  *   server.ts   datagrams in and out, stateless cookie check, limits (handshakes, sessions, per source address:
- *               sessions and a handshake token bucket), kept sessions and the cluster hand-over
+ *               sessions and a handshake token bucket), and which module a datagram goes to
  *   connection-table.ts  which association a datagram is for: by address:port, restarts of an address:port, by CID
  *   cookie.ts   HMAC cookie with a rotating secret; flights/flight2.ts sends HelloVerifyRequest
- *   session.ts  one association: the handshake state machine, flight (re)transmission, application data, migration
+ *   session.ts  one association, the connection: record dispatch, application data, alerts, close and idleness;
+ *               migration.ts  where its answers go (CID migration, relays)   write-lease.ts  a kept session's lease
+ *               of write sequence numbers   settled.ts  what an established session keeps of its handshake
+ *   handshaker.ts  the handshake state machine: PSK look-ups, key schedule, transcript, flights and retransmission
  *   flights/    what the server sends: flight 2 (HelloVerifyRequest), 4 (ServerHello … ServerHelloDone; the
- *               certificate messages in flight4-certificate.ts), 4b in session.ts (resumption: ServerHello, CCS,
- *               Finished), 6 (CCS, Finished); and what it checks of the client's flight 5: flight5-psk.ts (the
- *               identity, a stand-in key for an unknown one), flight5-certificate.ts (chain, CertificateVerify),
- *               flight5-finished.ts
+ *               certificate messages in flight4-certificate.ts), 4b in handshaker.ts (resumption: ServerHello, CCS,
+ *               Finished), 6 (CCS, Finished), packed into datagrams by datagrams.ts; and what it checks of the
+ *               client's flight 5: flight5-psk.ts (the identity, a stand-in key for an unknown one),
+ *               flight5-certificate.ts (chain, CertificateVerify), flight5-finished.ts
+ *   kept-sessions.ts  kept sessions: written out, leases renewed, taken over from the keeper; shared-cache look-ups
+ *   cluster/hand-over.ts  the CidRouter of a cluster node, and the hand-over of a session to another node
  *   session-cache.ts  resumption by session id (bounded, expiring; RFC 7627 §5.3 EMS rules in flights/flight4.ts)
  *   session-state.ts / session-store.ts  an established session as bytes, kept sealed in Redis for the next process
  *               or another node (and the shared resumption cache)        session-events.ts  a session's listeners
@@ -31,8 +36,9 @@
  * handshake slot is taken, a handshake from an address holding fewer takes the oldest slot of the address holding the
  * most (limits.ts HandshakeSlots): hosts that pass the cookie check and stall cannot lock other addresses out.
  *
- * Cluster (cluster/, only when routeCids() was called): CIDs name the node, and a tls12_cid record of a CID no session
- * here holds goes to the CidRouter, which forwards it to its node; receiveRelayed() takes such records from the others.
+ * Cluster (cluster/, only when routeCids() was called; the server's side in cluster/hand-over.ts): CIDs name the
+ * node, and a tls12_cid record of a CID no session here holds goes to the CidRouter, which forwards it to its node;
+ * receiveRelayed() takes such records from the others.
  *
  * Connection ID: offered by the client → an 8-byte CID is issued (every suite: AEAD and MAC-then-encrypt), records
  * of type tls12_cid find their session by CID whatever their source, and an authentic record newer than any before
@@ -44,10 +50,10 @@
  * it (RFC 6347 §4.2.8): a cookie stays valid for a minute or two and proves nothing about the device, so the old
  * session is replaced only when the new handshake completes.
  *
- * Kept sessions (with a `keeper`, session-store.ts): each completed handshake's state is written out; `suspend()` writes
- * every session's latest state and lets them go without a word to the peers; a record for a CID or address:port this
- * process does not know is held while the session is looked for there (`takeOverSession`), then handled as if the
- * session had always been here.
+ * Kept sessions (with a `keeper`, session-store.ts; the server's side in kept-sessions.ts): each completed handshake's
+ * state is written out; `suspend()` writes every session's latest state and lets them go without a word to the peers;
+ * a record for a CID or address:port this process does not know is held while the session is looked for there
+ * (`takeOverSession`), then handled as if the session had always been here.
  *
  * Limits of this implementation: a first ClientHello must fit one record (it is not reassembled statelessly);
  * renegotiation is refused (no_renegotiation warning); no session tickets (RFC 5077); DTLS 1.3 is not spoken.
@@ -72,12 +78,16 @@ import { AddressLimits, DTLS_DEFAULTS, HandshakeSlots } from './limits.ts';
 import type { DtlsLimits } from './limits.ts';
 import { DtlsSession } from './session.ts';
 import { ConnectionTable } from './connection-table.ts';
+import { KeptSessions } from './kept-sessions.ts';
+import { ClusterHandOver } from './cluster/hand-over.ts';
+import type { CidRouter } from './cluster/hand-over.ts';
 import { SessionCache } from './session-cache.ts';
 import type { PeerRoute, Relay, SessionConfig, SessionHost, KeptStart } from './session.ts';
 import type { SharedSessionCache } from './session-cache.ts';
 import type { SessionKeeper } from './session-keeper.ts';
 
 export { DtlsSession };
+export type { CidRouter };
 
 export interface DtlsServerOptions {
   /** A bound (or to-be-bound) UDP socket, or a port to bind on `host`. Default: port 0. */
@@ -130,28 +140,6 @@ export interface DtlsServerOptions {
   attachment?(session: DtlsSession): Buffer | undefined;
 }
 
-/**
- * Routing of tls12_cid records among the nodes of a cluster (src/dtls/cluster/). Without one, CIDs are random and a
- * record whose CID no session here holds is dropped.
- */
-export interface CidRouter {
-  /** A new CID of SERVER_CID_LENGTH bytes that names this node. */
-  newCid(): Buffer;
-  /** A tls12_cid record (whole datagram) arrived from `from` whose CID no session of this server holds. */
-  unclaimed(cid: Buffer, datagram: Buffer, from: { address: string; port: number }): void;
-}
-
-/** How a server names a session to its keeper: by the Connection ID it issued, else by the peer's address:port. */
-export function sessionRef(s: { connectionId: Buffer | undefined; remoteAddress: string; remotePort: number }): string {
-  return s.connectionId ? `c${s.connectionId.toString('hex')}` : `a${s.remoteAddress}:${s.remotePort}`;
-}
-
-/** Datagrams held per session being looked for in the keeper, and kept-state look-ups at once at most. */
-const HELD_PER_LOOKUP = 8;
-/** A ref not found in the keeper is not looked for again for this long (a device that lost its session sends until it handshakes). */
-const MISS_MEMORY_MS = 5_000;
-const MISSES_REMEMBERED = 10_000;
-
 export interface HandshakeErrorInfo {
   remoteAddress: string;
   remotePort: number;
@@ -193,20 +181,10 @@ export class DtlsServer extends EventEmitter {
   readonly #live = new Set<DtlsSession>();
   /** Which association a datagram is for: by address:port, restarts of an address:port, by Connection ID. */
   readonly #table = new ConnectionTable();
-  readonly #keeper: SessionKeeper | undefined;
-  /** Kept sessions being looked for, by ref, with the datagrams that arrived for them meanwhile. */
-  readonly #taking = new Map<string, { promise: Promise<DtlsSession | null>; held: Array<[Buffer, dgram.RemoteInfo]> }>();
-  /** Refs recently not found in the keeper, with when that was (oldest first). */
-  readonly #misses = new Map<string, number>();
-  /** Set by suspend(): sessions now end without close_notify and stay kept. */
-  #suspending = false;
-  readonly #attachment: (s: DtlsSession) => Buffer | undefined;
-  /** Sessions whose lease of write sequence numbers is being renewed. */
-  readonly #renewing = new Set<DtlsSession>();
-  /** Sessions being handed over to another node (handOver), with the datagrams that arrived for them meanwhile. */
-  readonly #handingOver = new Map<DtlsSession, Array<[Buffer, PeerRoute]>>();
-  /** Sessions another process took over: what is kept for them is theirs now. */
-  readonly #givenUp = new WeakSet<DtlsSession>();
+  /** Kept sessions (kept-sessions.ts): written out, their leases renewed, taken over from the keeper. */
+  readonly #kept: KeptSessions;
+  /** The cluster's CidRouter and the hand-over of sessions to other nodes (cluster/hand-over.ts). */
+  readonly #cluster: ClusterHandOver;
   /** Sessions whose handshake runs (their count is what maxHandshakes bounds), by source address. */
   readonly #handshaking = new HandshakeSlots<DtlsSession>((s) => s.remoteAddress);
   /** One host for every session (a session passes itself): an idle session holds no closures of its own. */
@@ -214,7 +192,7 @@ export class DtlsServer extends EventEmitter {
     send: (s, d) => (s.relay ? s.relay(d, s.remoteAddress, s.remotePort) : this.#send(d, s.remotePort, s.remoteAddress)),
     allocateCid: () => {
       let cid: Buffer;
-      do cid = this.#cidRouter ? this.#cidRouter.newCid() : randomBytes(SERVER_CID_LENGTH);
+      do cid = this.#cluster.router ? this.#cluster.router.newCid() : randomBytes(SERVER_CID_LENGTH);
       while (this.#table.byCid(cid));
       return cid;
     },
@@ -232,28 +210,10 @@ export class DtlsServer extends EventEmitter {
       this.#handshaking.delete(s);
       // the client proved itself with a complete handshake: the earlier session of its address:port goes
       this.#table.established(s)?.close();
-      if (this.#keeper) s.limitWrites(this.#keeper.established(sessionRef(s), keys, s.motion()));
+      this.#kept.established(s, keys);
       this.emit('session', s);
     },
-    leaseRunningOut: (s) => {
-      const keeper = this.#keeper;
-      if (!keeper || this.#renewing.has(s) || this.#suspending) return;
-      this.#renewing.add(s);
-      keeper
-        .renew(sessionRef(s), s.writeLimit, s.motion(this.#attachment(s)))
-        .then(
-          (end) => {
-            if (end !== null) s.limitWrites(end);
-            else {
-              // another process carries this session on now: this one goes without a word
-              this.#givenUp.add(s);
-              s.release();
-            }
-          },
-          (err: unknown) => this.emit('keeperError', err),
-        )
-        .finally(() => this.#renewing.delete(s));
-    },
+    leaseRunningOut: (s) => this.#kept.renew(s),
     handshakeFailed: (s, err) => {
       const info: HandshakeErrorInfo = { remoteAddress: s.remoteAddress, remotePort: s.remotePort };
       if (s.pskIdentity !== undefined) info.pskIdentity = s.pskIdentity;
@@ -263,12 +223,11 @@ export class DtlsServer extends EventEmitter {
     closed: (s) => {
       const wasHandshake = this.#handshaking.delete(s);
       if (!this.#live.delete(s)) return; // refused before it was counted
-      if (!wasHandshake && !this.#suspending && !this.#givenUp.has(s)) this.#keeper?.forget(sessionRef(s));
+      this.#kept.closed(s, wasHandshake);
       this.#limits.removed(s.remoteAddress);
       this.#table.closed(s);
     },
   };
-  #cidRouter: CidRouter | null = null;
   #closed = false;
 
   constructor(opts: DtlsServerOptions) {
@@ -291,8 +250,22 @@ export class DtlsServer extends EventEmitter {
     const mtu = limits.mtu;
     if (mtu < 64) throw new Error('mtu must be at least 64 bytes');
     const certificate = opts.certificate ? serverCertificate(opts.certificate) : undefined;
-    this.#keeper = opts.keeper;
-    this.#attachment = opts.attachment ?? (() => undefined);
+    const attachment = opts.attachment ?? (() => undefined);
+    this.#kept = new KeptSessions(opts.keeper, {
+      closed: () => this.#closed,
+      maxLookups: limits.maxHandshakes,
+      carryOn: (kept) => this.#carryOn(kept),
+      redeliver: (datagram, rinfo) => this.#onMessage(datagram, rinfo),
+      attachment,
+      emit: (event, err) => this.emit(event, err),
+    });
+    this.#cluster = new ClusterHandOver({
+      closed: () => this.#closed,
+      kept: this.#kept,
+      attachment,
+      handle: (s, datagram, from) => s.handleRecords(parseDatagram(datagram, SERVER_CID_LENGTH), from),
+      emit: (event, err) => this.emit(event, err),
+    });
     this.#config = {
       lookupPsk: opts.lookupPsk,
       suites: certificate ? [...CIPHER_SUITES, ...ECDHE_ECDSA_SUITES] : CIPHER_SUITES,
@@ -364,7 +337,7 @@ export class DtlsServer extends EventEmitter {
 
   /** From now on, CIDs name this node and records of CIDs held elsewhere go to `router` (a cluster node). */
   routeCids(router: CidRouter): void {
-    this.#cidRouter = router;
+    this.#cluster.router = router;
   }
 
   /**
@@ -382,7 +355,7 @@ export class DtlsServer extends EventEmitter {
     if (records.length === 0 || records[0].type !== CONTENT_TYPE_TLS12_CID) return true;
     const session = this.#table.byCid(records[0].cid!);
     if (!session) return false;
-    if (this.#handingOver.size === 0 || !this.#heldForHandOver(session, datagram, from)) session.handleRecords(records, from);
+    if (!this.#cluster.held(session, datagram, from)) session.handleRecords(records, from);
     return true;
   }
 
@@ -394,39 +367,8 @@ export class DtlsServer extends EventEmitter {
    * either write fails, the session stays here and the waiting records are handled by it. Resolves true when the
    * session was handed over. The caller hands over only between exchanges (nothing left to answer on this node).
    */
-  async handOver(s: DtlsSession, announce: () => Promise<unknown>): Promise<boolean> {
-    const keeper = this.#keeper;
-    const cid = s.connectionId;
-    if (!keeper || !cid || !this.#cidRouter || this.#closed || this.#suspending || !s.established || this.#renewing.has(s) || this.#handingOver.has(s))
-      return false;
-    const held: Array<[Buffer, PeerRoute]> = [];
-    this.#handingOver.set(s, held);
-    let gone = false;
-    try {
-      await keeper.saveAll([{ ref: sessionRef(s), motion: s.motion(this.#attachment(s)) }]);
-      await announce();
-      gone = s.established && !this.#closed && !this.#suspending;
-    } catch (err) {
-      this.emit('keeperError', err);
-    }
-    this.#handingOver.delete(s);
-    if (gone) {
-      this.#givenUp.add(s);
-      s.release();
-    }
-    for (const [datagram, from] of held) {
-      if (gone) this.#cidRouter.unclaimed(cid, datagram, { address: from.address, port: from.port });
-      else s.handleRecords(parseDatagram(datagram, SERVER_CID_LENGTH), from);
-    }
-    return gone;
-  }
-
-  /** True when `session` is being handed over: the datagram waits for the outcome (a bounded number; more are dropped). */
-  #heldForHandOver(session: DtlsSession, datagram: Buffer, from: PeerRoute): boolean {
-    const held = this.#handingOver.get(session);
-    if (!held) return false;
-    if (held.length < HELD_PER_LOOKUP) held.push([datagram, from]);
-    return true;
+  handOver(s: DtlsSession, announce: () => Promise<unknown>): Promise<boolean> {
+    return this.#cluster.handOver(s, announce);
   }
 
   /**
@@ -435,7 +377,7 @@ export class DtlsServer extends EventEmitter {
    * there is nothing to look in (no keeper, or the ref was missed a moment ago).
    */
   claimKept(cid: Buffer, datagram: Buffer, from: { address: string; port: number }): boolean {
-    return this.#holdForKept(`c${cid.toString('hex')}`, datagram, {
+    return this.#kept.holdFor(`c${cid.toString('hex')}`, datagram, {
       address: from.address,
       port: from.port,
       family: from.address.includes(':') ? 'IPv6' : 'IPv4',
@@ -450,7 +392,7 @@ export class DtlsServer extends EventEmitter {
     clearInterval(this.#rotation);
     clearInterval(this.#idleSweep);
     for (const s of [...this.#live]) {
-      if (this.#suspending) s.release();
+      if (this.#kept.suspending) s.release();
       else s.close();
     }
     this.socket.off('message', this.#onMessage);
@@ -463,16 +405,14 @@ export class DtlsServer extends EventEmitter {
    * Resolves with the number of sessions written. Without a keeper it is close().
    */
   async suspend(): Promise<number> {
-    if (!this.#keeper || this.#closed) {
+    if (!this.#kept.keeper || this.#closed) {
       await this.close();
       return 0;
     }
-    this.#suspending = true;
+    this.#kept.suspending = true;
     this.socket.off('message', this.#onMessage); // no record changes a session while it is written out
-    const sessions: Array<{ ref: string; motion: ReturnType<DtlsSession['motion']> }> = [];
-    for (const s of this.#live) if (s.established) sessions.push({ ref: sessionRef(s), motion: s.motion(this.#attachment(s)) });
     try {
-      return await this.#keeper.saveAll(sessions);
+      return await this.#kept.saveEstablished(this.#live);
     } finally {
       await this.close();
     }
@@ -486,50 +426,12 @@ export class DtlsServer extends EventEmitter {
     const local = Buffer.isBuffer(ref) ? this.#table.byCid(ref) : this.#table.at(ref.address, ref.port);
     if (local) return Promise.resolve(local);
     const key = Buffer.isBuffer(ref) ? `c${ref.toString('hex')}` : `a${ref.address}:${ref.port}`;
-    return this.#take(key)?.promise ?? Promise.resolve(null);
-  }
-
-  /** Starts (or joins) the look-up of a kept session; undefined when there is no keeper or too many look-ups run. */
-  #take(ref: string): { promise: Promise<DtlsSession | null>; held: Array<[Buffer, dgram.RemoteInfo]> } | undefined {
-    const running = this.#taking.get(ref);
-    if (running) return running;
-    const keeper = this.#keeper;
-    if (!keeper || this.#closed || this.#suspending || this.#taking.size >= this.#maxHandshakes) return undefined;
-    const missed = this.#misses.get(ref);
-    if (missed !== undefined && missed > Date.now() - MISS_MEMORY_MS) return undefined;
-    const held: Array<[Buffer, dgram.RemoteInfo]> = [];
-    const promise = keeper
-      .take(ref)
-      .then((kept) => {
-        if (!kept) {
-          this.#missed(ref);
-          return null;
-        }
-        return this.#carryOn(kept);
-      })
-      .catch((err: unknown) => {
-        this.emit('error', err);
-        return null;
-      })
-      .then((session) => {
-        this.#taking.delete(ref);
-        for (const [d, rinfo] of held) this.#onMessage(d, rinfo);
-        return session;
-      });
-    const entry = { promise, held };
-    this.#taking.set(ref, entry);
-    return entry;
-  }
-
-  #missed(ref: string): void {
-    this.#misses.delete(ref);
-    this.#misses.set(ref, Date.now());
-    while (this.#misses.size > MISSES_REMEMBERED) this.#misses.delete(this.#misses.keys().next().value!);
+    return this.#kept.takeOver(key);
   }
 
   /** An established session from its kept state, registered like one made here; null when this server is full or closing. */
   #carryOn(kept: KeptStart): DtlsSession | null {
-    if (this.#closed || this.#suspending || this.sessionCount >= this.#maxSessions) return null;
+    if (this.#closed || this.#kept.suspending || this.sessionCount >= this.#maxSessions) return null;
     const peer = { address: kept.motion.remoteAddress, port: kept.motion.remotePort };
     const cid = kept.keys.connectionId?.toString('hex');
     // another process's session, or one made here meanwhile: the one here stays
@@ -542,36 +444,6 @@ export class DtlsServer extends EventEmitter {
     return session;
   }
 
-  /**
-   * A ClientHello (its cookie checked) offering a session id this process does not know: the shared cache is asked for
-   * it first, then the datagram is handled again. True while that runs (the ClientHello waits for it).
-   */
-  #fetchingResumption(id: Buffer, datagram: Buffer, rinfo: dgram.RemoteInfo): boolean {
-    const cache = this.#config.cache;
-    if (!cache.wantsFetch(id)) return false;
-    const ref = `s${id.toString('hex')}`;
-    const missed = this.#misses.get(ref);
-    if (missed !== undefined && missed > Date.now() - MISS_MEMORY_MS) return false;
-    if (this.#taking.has(ref)) return true; // a retransmitted ClientHello: the first one is on its way
-    if (this.#taking.size >= this.#maxHandshakes) return false;
-    const promise = cache.fetch(id).then((found) => {
-      if (!found) this.#missed(ref);
-      this.#taking.delete(ref);
-      if (!this.#closed) this.#onMessage(datagram, rinfo);
-      return null;
-    });
-    this.#taking.set(ref, { promise, held: [] });
-    return true;
-  }
-
-  /** Holds a datagram for a session this process does not know while the keeper is asked for it; false when it is not asked. */
-  #holdForKept(ref: string, datagram: Buffer, rinfo: dgram.RemoteInfo): boolean {
-    const taking = this.#take(ref);
-    if (!taking) return false;
-    if (taking.held.length < HELD_PER_LOOKUP) taking.held.push([datagram, rinfo]);
-    return true;
-  }
-
   #onMessage = (datagram: Buffer, rinfo: dgram.RemoteInfo): void => {
     try {
       const records = parseDatagram(datagram, SERVER_CID_LENGTH);
@@ -582,11 +454,11 @@ export class DtlsServer extends EventEmitter {
         const session = this.#table.byCid(cid);
         if (session) {
           const from = { address: rinfo.address, port: rinfo.port };
-          if (this.#handingOver.size === 0 || !this.#heldForHandOver(session, datagram, from)) session.handleRecords(records, from);
+          if (!this.#cluster.held(session, datagram, from)) session.handleRecords(records, from);
         }
         // a cluster node: another live node's CID is forwarded there; a gone node's (or this node's, after a restart) is claimed from the kept sessions
-        else if (this.#cidRouter) this.#cidRouter.unclaimed(cid, datagram, { address: rinfo.address, port: rinfo.port });
-        else this.#holdForKept(`c${cid.toString('hex')}`, datagram, rinfo);
+        else if (this.#cluster.router) this.#cluster.router.unclaimed(cid, datagram, { address: rinfo.address, port: rinfo.port });
+        else this.#kept.holdFor(`c${cid.toString('hex')}`, datagram, rinfo);
         return;
       }
       const key = `${rinfo.address}:${rinfo.port}`;
@@ -606,7 +478,7 @@ export class DtlsServer extends EventEmitter {
         return;
       }
       // protected records from an address:port without a session: perhaps a session another process kept
-      if (!session && records[0].epoch !== 0 && this.#holdForKept(`a${key}`, datagram, rinfo)) return;
+      if (!session && records[0].epoch !== 0 && this.#kept.holdFor(`a${key}`, datagram, rinfo)) return;
       this.#onClientHello(records[0], datagram, rinfo, session);
     } catch {
       // A malformed datagram from a peer without a session: drop it.
@@ -623,7 +495,7 @@ export class DtlsServer extends EventEmitter {
       if (hvr.length <= datagram.length) this.#send(hvr, rinfo.port, rinfo.address);
       return;
     }
-    if (this.#fetchingResumption(ch.sessionId, datagram, rinfo)) return;
+    if (this.#kept.fetchingResumption(this.#config.cache, ch.sessionId, datagram, rinfo)) return;
     if (this.sessionCount >= this.#maxSessions) return;
     // every slot taken: the oldest handshake of the address holding the most gives way, if it holds more than this one
     const full = this.#handshaking.size >= this.#maxHandshakes;
