@@ -17,6 +17,7 @@ import { ExportProducer } from './monitoring/exports/queue.ts';
 import { ThresholdCache } from './monitoring/thresholds/cache.ts';
 import { SupplierAlerts } from './notifications/supplier-alerts.ts';
 import { DryRuns } from './pipeline/dry-run/run.ts';
+import { createLocalHandoff } from './pipeline/queue.ts';
 
 /** Opens the stores a process needs, derives its keys, builds the context's fields and wires the caches to the change bus. */
 export async function createContext(config: Config, log?: Logger): Promise<AppContext> {
@@ -43,6 +44,7 @@ function contextOf(stores: AppStores): AppContext {
     firmware: createFirmwareState(stores),
     certificateIdentity: createIdentityState(),
     dryRuns: new DryRuns(stores),
+    localHandoff: createLocalHandoff(),
   };
 }
 

@@ -58,12 +58,24 @@ export interface LocalTaker {
   claim(items: number): { start(job: Job<DeviceBatchJob, void>): void; cancel(): void } | null;
 }
 
-const localTakers = new WeakMap<object, LocalTaker>();
+/** A context's local handoff (`ctx.localHandoff`): the worker of this context that takes its gateway's batches, if any. */
+export interface LocalHandoff {
+  taker: LocalTaker | null;
+}
 
-/** The worker of `owner` (the service's context) takes its gateway's batches locally; null stops that. */
-export function setLocalTaker(owner: object, taker: LocalTaker | null): void {
-  if (taker) localTakers.set(owner, taker);
-  else localTakers.delete(owner);
+declare module '../app/context.ts' {
+  interface AppContext {
+    /** the worker taking this context's device batches in memory (src/pipeline/queue.ts) */
+    localHandoff: LocalHandoff;
+  }
+}
+
+/** The local handoff of a new context (src/context.ts): no worker takes batches yet. */
+export const createLocalHandoff = (): LocalHandoff => ({ taker: null });
+
+/** The worker of this context takes its gateway's batches locally; null stops that. */
+export function setLocalTaker(ctx: Pick<AppContext, 'localHandoff'>, taker: LocalTaker | null): void {
+  ctx.localHandoff.taker = taker;
 }
 
 /** The device queue's shard `shard` (QUEUE_SHARDS): its BullMQ name and prefix. */
@@ -183,7 +195,7 @@ export class DeviceQueue {
     metrics.queuedBatches.inc();
     metrics.queuedBatchItems.inc(batch.length);
     b.addsInFlight++;
-    const local = localTakers.get(this.ctx)?.claim(batch.length) ?? null;
+    const local = this.ctx.localHandoff.taker?.claim(batch.length) ?? null;
     const jobId = newHashId(16);
     this.queues[shard]
       .add(JOB_NAME, data, local ? { jobId, delay: this.ctx.config.localHandoffClaimMs } : { jobId })

@@ -51,7 +51,18 @@ describe('per-context state', () => {
           .filter((k) => !stores.has(k))
           .sort(),
       );
-      expect(fields.sort()).toEqual(['certificateIdentity', 'counters', 'dryRuns', 'exports', 'firmware', 'mail', 'supplierAlerts', 'thresholds', 'trust']);
+      expect(fields.sort()).toEqual([
+        'certificateIdentity',
+        'counters',
+        'dryRuns',
+        'exports',
+        'firmware',
+        'localHandoff',
+        'mail',
+        'supplierAlerts',
+        'thresholds',
+        'trust',
+      ]);
       for (const k of fields) expect(small[k as keyof AppContext], k).not.toBe(plain[k as keyof AppContext]);
     });
 
