@@ -67,6 +67,33 @@ describe('week partitions', () => {
     expect(await partitionOf(db, 'condition_report', 'far-ahead')).toEqual(['condition_report_default']);
   });
 
+  it('leave the default partition vacuumed and the weeks rows moved into analysed: no dead tuples walked, no planner defaults', async () => {
+    const { db } = api.ctx;
+    const c = await api.login('monitoring');
+    const {
+      rows: [env],
+    } = await db.query<{ id: number }>('SELECT id FROM environment WHERE hash_id = $1', [c.environmentHashId]);
+    // rows of a week 20 weeks ahead (no partition yet) land in the default partition, as an import of old data does
+    const week = new Date(Date.now() + 20 * 7 * DAY);
+    const name = `condition_report_w${mondayOf(week)}`;
+    await db.query(
+      `INSERT INTO condition_report (hash_id, environment_id, generated_at) SELECT 'moved' || i, $1, $2::timestamptz + make_interval(secs => i) FROM generate_series(1, 500) i`,
+      [env.id, week],
+    );
+    const statistics = async (table: string) =>
+      (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stats WHERE schemaname = current_schema() AND tablename = $1', [table])).rows[0].n;
+    const vacuumed = async (table: string) =>
+      (await db.query<{ at: Date | null }>('SELECT last_vacuum AS at FROM pg_stat_user_tables WHERE relname = $1', [table])).rows[0]?.at ?? null;
+    const vacuumedBefore = await vacuumed('condition_report_default');
+    expect(await ensurePartitions(db)).toContain(name);
+    expect(await partitionOf(db, 'condition_report', 'moved1')).toEqual([name]);
+    // the week it moved into has the planner's statistics, and the default partition was vacuumed after the move
+    expect(await statistics(name)).toBeGreaterThan(0);
+    const vacuumedAfter = await vacuumed('condition_report_default');
+    expect(vacuumedAfter).not.toBeNull();
+    expect(vacuumedAfter!.getTime()).toBeGreaterThan(vacuumedBefore?.getTime() ?? 0);
+  });
+
   it('store a report retried with another time once: no unique index spans the weeks, the hashId is looked for in the last week', async () => {
     const { db } = api.ctx;
     const c = await api.login('monitoring');
