@@ -105,27 +105,29 @@ function toMeasurement(r: Record<string, unknown>, pinHashId: string, limits: Li
 
 const HOUR_MS = 3_600_000;
 
+/** low and high: [value, measurement id, epoch seconds of the hour the measurement is in] */
 type Bucket = { start_at: Date; count: number; mean: number; low: number[]; high: number[] };
 
 /**
  * Buckets of `bucketSeconds` from `origin` over [startAt, endAt): whole hours from the hourly rollup
  * (measurement_hourly, migration 014), the partial hours at either end from the measurements.
- * Per bucket: count, mean, and the (value, id) of its lowest and highest measurement.
+ * Per bucket: count, mean, and the (value, id, hour) of its lowest and highest measurement.
  */
 async function hourlyBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, origin: Date, bucketSeconds: number): Promise<Bucket[]> {
   const firstHour = new Date(Math.ceil(startAt.getTime() / HOUR_MS) * HOUR_MS);
   const lastHour = new Date(Math.floor(endAt.getTime() / HOUR_MS) * HOUR_MS);
-  const raw = (from: string, to: string) => `SELECT m.generated_at, 1, v, v, m.id, v, m.id
+  const raw = (from: string, to: string) => `SELECT m.generated_at, 1, v, v, m.id, v, m.id, date_trunc('hour', m.generated_at)
       FROM measurement m CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value
      WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= ${from} AND m.generated_at < ${to}`;
   const { rows } = await db.query<Bucket>(
-    `WITH parts (t, count, sum, low_value, low_id, high_value, high_id) AS (
-       SELECT h.hour, h.count, h.sum, h.low_value, h.low_id, h.high_value, h.high_id FROM measurement_hourly h
+    `WITH parts (t, count, sum, low_value, low_id, high_value, high_id, at) AS (
+       SELECT h.hour, h.count, h.sum, h.low_value, h.low_id, h.high_value, h.high_id, h.hour FROM measurement_hourly h
         WHERE h.pin_id = $1 AND h.quantity_id = $2 AND h.hour >= $5 AND h.hour < $6
        UNION ALL ${raw('$3', '$5')}
        UNION ALL ${raw('$6', '$4')})
      SELECT date_bin(make_interval(secs => $7), t, $8) AS start_at, sum(count)::int AS count, sum(sum) / sum(count) AS mean,
-            min(ARRAY[low_value, low_id::float8]) AS low, max(ARRAY[high_value, high_id::float8]) AS high
+            min(ARRAY[low_value, low_id::float8, extract(epoch FROM at)::float8]) AS low,
+            max(ARRAY[high_value, high_id::float8, extract(epoch FROM at)::float8]) AS high
        FROM parts GROUP BY 1 ORDER BY 1`,
     [s.pinId, s.quantityId, startAt, endAt, firstHour, lastHour, bucketSeconds, origin],
   );
@@ -136,7 +138,8 @@ async function hourlyBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, en
 async function rawBuckets(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, bucketSeconds: number): Promise<Bucket[]> {
   const { rows } = await db.query<Bucket>(
     `SELECT date_bin(make_interval(secs => $5), m.generated_at, $3) AS start_at, count(*)::int AS count, avg(v) AS mean,
-            min(ARRAY[v, m.id::float8]) AS low, max(ARRAY[v, m.id::float8]) AS high
+            min(ARRAY[v, m.id::float8, extract(epoch FROM date_trunc('hour', m.generated_at))::float8]) AS low,
+            max(ARRAY[v, m.id::float8, extract(epoch FROM date_trunc('hour', m.generated_at))::float8]) AS high
        FROM measurement m CROSS JOIN LATERAL (SELECT m.significand * power(10::float8, m.order_of_magnitude) AS v) value
       WHERE m.pin_id = $1 AND m.quantity_id = $2 AND m.generated_at >= $3 AND m.generated_at < $4
       GROUP BY 1 ORDER BY 1`,
@@ -161,6 +164,24 @@ export function bucketGrid(startAt: Date, endAt: Date, maxBuckets: number): { or
   return { origin, bucketSeconds: hours * 3600, bucketCount: Math.ceil(spanMs / (hours * HOUR_MS)), hourly: true };
 }
 
+// The chosen points by id, each looked for in the hour its bucket names: one primary key probe (id, generated_at) in
+// one partition a point. `m.id = ANY(ids)` alone names no partition: it probes every week's index, or, where the weeks
+// have no statistics yet (before autovacuum's first ANALYZE of a filled week), the planner's default selectivity for a
+// list of 500 ids turns it into sequential scans of every partition: 1.2 s for a year's chart on a 10 M-row table,
+// 46 ms this way (bench/README.md, the map group's chart rows).
+const POINTS_BY_ID = `SELECT ${MEASUREMENT_COLUMNS}
+    FROM unnest($1::bigint[], $2::float8[]) AS k(id, at)
+    CROSS JOIN LATERAL (SELECT * FROM measurement m WHERE m.id = k.id AND m.generated_at >= to_timestamp(k.at)
+                          AND m.generated_at < to_timestamp(k.at) + interval '1 hour') m
+   ORDER BY m.generated_at, m.id`;
+
+/** The low and high points of the buckets, each once: [ids, times]. */
+function pointKeys(buckets: Bucket[]): [number[], number[]] {
+  const at = new Map<number, number>();
+  for (const b of buckets) for (const p of [b.low, b.high]) at.set(p[1], p[2]);
+  return [[...at.keys()], [...at.values()]];
+}
+
 /** Reads one resolved series over [startAt, endAt), raw or reduced (see the top of this file). */
 export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date, endAt: Date, maxBuckets: number, limits?: Limits | null): Promise<Series> {
   const range = [s.pinId, s.quantityId, startAt, endAt];
@@ -177,8 +198,7 @@ export async function readSeries(db: Queryable, s: ResolvedSeries, startAt: Date
   const buckets = grid.hourly
     ? await hourlyBuckets(db, s, startAt, endAt, grid.origin, grid.bucketSeconds)
     : await rawBuckets(db, s, startAt, endAt, grid.bucketSeconds);
-  const ids = [...new Set(buckets.flatMap((b) => [b.low[1], b.high[1]]))];
-  const { rows } = await db.query(`SELECT ${MEASUREMENT_COLUMNS} FROM measurement m WHERE m.id = ANY($1::bigint[]) ORDER BY m.generated_at, m.id`, [ids]);
+  const { rows } = await db.query(POINTS_BY_ID, pointKeys(buckets));
   return {
     pinHashId: s.pinHashId,
     quantityHashId: s.quantityHashId,
