@@ -34,6 +34,19 @@ export function useAsync<T>(
   return { ...state, reload };
 }
 
+/**
+ * Calls `again` `ms` after each answer while `active`, not on a fixed beat: the next read waits for the last one, so an
+ * answer slower than `ms` is still shown (useAsync aborts a request whose deps change) and reads never pile up on a
+ * slow service. `again` must keep its identity (a state setter's updater wrapped in useCallback).
+ */
+export function useAskAgain(ms: number, busy: boolean, again: () => void, active = true): void {
+  useEffect(() => {
+    if (!active || busy) return;
+    const timer = setTimeout(again, ms);
+    return () => clearTimeout(timer);
+  }, [ms, busy, active, again]);
+}
+
 export function ErrorBox({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
   if (!error) return null;
   const message =

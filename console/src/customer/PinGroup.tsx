@@ -4,14 +4,14 @@
 // reduces a long range to min/max per bucket: no page waits for a year of raw rows); zoom and pan ask it again for
 // the new range. While the range ends now, the charts are read again every few seconds, so a new measurement
 // shows without a reload; an issue event (GET /issue/stream) on this pin group reloads the page's data.
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import type { TimeSeries } from '../charts/TimeChart.tsx';
 import { FieldForm, problems, type FieldConfiguration, type FieldValues } from '../forms/FieldForm.tsx';
 import { formatDate, formatNumber, messages, translated } from '../i18n.ts';
 import type { PageProps } from '../pages.ts';
 import { environmentSetting, hasRight } from '../session.ts';
-import { ErrorBox, Loading, PageTitle, Table, useAsync } from '../ui.tsx';
+import { ErrorBox, Loading, PageTitle, Table, useAskAgain, useAsync } from '../ui.tsx';
 import { LevelBadge, useIssueStream, valueOf, type Pin, type PinGroup as PinGroupModel, type Quantity, type ValuePair } from './parts/parts.tsx';
 import { Chart as ChartView, type ThresholdLine } from './parts/Chart.tsx';
 import './parts/parts.css';
@@ -164,11 +164,12 @@ export default function PinGroup({ params }: PageProps) {
   const [tick, setTick] = useState(0);
   // the device's last contact and the pins' levels move on their own: read again now and then
   const [fresh, setFresh] = useState(0);
-  useEffect(() => {
-    const timer = setInterval(() => setFresh((n) => n + 1), POLL_MS * 3);
-    return () => clearInterval(timer);
-  }, []);
   const data = useAsync((signal) => api<PinGroupGet>('GET', `/graph/pin-group/${encodeURIComponent(hashId)}`, { signal }), [hashId, tick, fresh]);
+  useAskAgain(
+    POLL_MS * 3,
+    data.loading,
+    useCallback(() => setFresh((n) => n + 1), []),
+  );
   useIssueStream((e) => {
     if (e.issue.pinGroupHashId === hashId) setTick((n) => n + 1);
   });
@@ -343,11 +344,11 @@ function Charts({ hashId, tick }: { hashId: string; tick: number }) {
   const [view, setView] = useState<{ span: number; end: number; follow: boolean }>(() => ({ span: span0, end: Date.now(), follow: true }));
   const [poll, setPoll] = useState(0);
   // a panel without charts yet (nothing measured on its pins) is asked again with each poll: the first measurement makes its chart
+  // (the poll it was last asked at, kept once it has charts: a panel that gets its charts is not asked again for that)
   const emptyPanel = useRef(true);
-  const panel = useAsync(
-    (signal) => api<Panel>('GET', '/chart/panel', { query: { pinGroupHashId: hashId }, signal }),
-    [hashId, tick, emptyPanel.current ? poll : -1],
-  );
+  const panelPoll = useRef(0);
+  if (emptyPanel.current) panelPoll.current = poll;
+  const panel = useAsync((signal) => api<Panel>('GET', '/chart/panel', { query: { pinGroupHashId: hashId }, signal }), [hashId, tick, panelPoll.current]);
   const charts = panel.data
     ? panel.data.lastMode === 'manual' && panel.data.charts.manual.length > 0
       ? panel.data.charts.manual
@@ -364,12 +365,13 @@ function Charts({ hashId, tick }: { hashId: string; tick: number }) {
         : api<SeriesAnswer>('GET', '/chart/', { query: { startAt: new Date(start).toISOString(), endAt: new Date(end).toISOString(), series: refs }, signal }),
     [refs, view, poll],
   );
-  // a new measurement shows without a reload: read the range again every few seconds while it ends now
-  useEffect(() => {
-    if (!view.follow) return;
-    const timer = setInterval(() => setPoll((n) => n + 1), POLL_MS);
-    return () => clearInterval(timer);
-  }, [view.follow]);
+  // a new measurement shows without a reload: read the range again a few seconds after each answer while it ends now
+  useAskAgain(
+    POLL_MS,
+    series.loading,
+    useCallback(() => setPoll((n) => n + 1), []),
+    view.follow,
+  );
   const [last, setLast] = useState<SeriesAnswer | undefined>(undefined);
   useEffect(() => {
     if (series.data) setLast(series.data);
@@ -484,10 +486,6 @@ function Charts({ hashId, tick }: { hashId: string; tick: number }) {
 
 function Pins({ g, tick }: { g: PinGroupGet; tick: number }) {
   const [poll, setPoll] = useState(0);
-  useEffect(() => {
-    const timer = setInterval(() => setPoll((n) => n + 1), POLL_MS * 2);
-    return () => clearInterval(timer);
-  }, []);
   const latest = useAsync(
     (signal) =>
       api<{ rows: MeasurementRow[] }>('GET', '/measurement/', {
@@ -495,6 +493,11 @@ function Pins({ g, tick }: { g: PinGroupGet; tick: number }) {
         signal,
       }),
     [g.pinGroup.hashId, tick, poll],
+  );
+  useAskAgain(
+    POLL_MS * 2,
+    latest.loading,
+    useCallback(() => setPoll((n) => n + 1), []),
   );
   const byPin = new Map<string, { at: string; values: { quantityHashId: string; value: number }[] }>();
   for (const r of latest.data?.rows ?? []) {
