@@ -8,12 +8,12 @@ import type { DtlsRecord, EpochCid } from './record.ts';
 
 /**
  * What only the handshake needs: the transcript, the secrets and keys until they are handed over, records queued
- * during a lookup, the flight timers. One object the session drops once established (DtlsSession's #shed), so an
- * idle session, of which a server holds hundreds of thousands, carries none of these fields.
+ * during a lookup, the flight timers. One object the Handshaker (handshaker.ts) holds and the session drops with it
+ * once established, so an idle session, of which a server holds hundreds of thousands, carries none of these fields.
  */
 export class HandshakeState {
   readonly transcript: Hash = createHash('sha256');
-  /** Until the client Finished: afterwards nothing is reassembled (see #onEstablishedHandshakeRecord). */
+  /** Until the client Finished: afterwards nothing is reassembled (see DtlsSession's #onEstablishedHandshakeRecord). */
   reassembler: HandshakeReassembler | undefined;
   queued: DtlsRecord[] = [];
   masterBytes: Buffer | undefined;
@@ -31,7 +31,7 @@ export class HandshakeState {
   retransmitMs: number;
   retransmitTimer: NodeJS.Timeout | undefined;
   handshakeTimer: NodeJS.Timeout | undefined;
-  /** Armed by the first epoch-1 record that fails authentication before the client Finished: see #onRecord. */
+  /** Armed by the first epoch-1 record that fails authentication before the client Finished: see Handshaker.onBadRecord. */
   wrongKeyTimer: NodeJS.Timeout | undefined;
 
   constructor(retransmitMs: number) {

@@ -14,7 +14,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Logger } from '../../app/logger.ts';
 import type { DtlsServer } from '../server.ts';
 import type { CidRouter } from './hand-over.ts';
-import type { Relay } from '../session.ts';
+import type { Relay } from '../migration.ts';
 import { cidNode, nodeCid, recordCid } from './cid.ts';
 import { Batch, datagramBytes, DEFAULT_BATCH_BYTES, DEFAULT_BATCH_WINDOW_MS, MessageKind, messageBytes, openMessages, sealSingle } from './messages.ts';
 import type { MessageVisitor } from './messages.ts';
