@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import type { Queue } from 'bullmq';
 import { Cluster, Redis as SingleRedis } from 'ioredis';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
@@ -136,21 +137,44 @@ export function isRedisConnectionError(err: Error & { code?: unknown }): boolean
 }
 
 /**
- * The 'error' listener of a BullMQ Queue or Worker: BullMQ passes on every failed attempt of its
- * connections, which the outage log already tells once; anything else is logged at error level.
- * (A Queue without one prints each attempt's stack trace to stderr.)
- */
-/**
  * A BullMQ worker whose fetch, completion or failure write meets a connection error (a Redis Cluster master that
  * died, CLUSTERDOWN until its replica is promoted) tries again after this long; BullMQ's own pause is 15 s, which
  * left a queue shard without a worker for 15 s or more after a failover (reports answered 202 meanwhile).
  */
 export const WORKER_RUN_RETRY_MS = 1000;
 
+/**
+ * The 'error' listener of a BullMQ Queue or Worker: BullMQ passes on every failed attempt of its
+ * connections, which the outage log already tells once; anything else is logged at error level.
+ * (A Queue without one prints each attempt's stack trace to stderr.)
+ */
 export function bullmqErrorLogger(log: Logger, message: string): (err: Error) => void {
   return (err) => {
     if (!isRedisConnectionError(err)) log.error({ err: err.message }, message);
   };
+}
+
+/**
+ * A context's producer on one BullMQ queue: `open` runs at the first job added (on the context's own connection: a
+ * producer needs no blocking one), and closeContext closes it.
+ */
+export class QueueProducer<T> {
+  #queue: Queue<T> | null = null;
+  readonly #open: () => Queue<T>;
+
+  constructor(open: () => Queue<T>) {
+    this.#open = open;
+  }
+
+  get queue(): Queue<T> {
+    return (this.#queue ??= this.#open());
+  }
+
+  async close(): Promise<void> {
+    const queue = this.#queue;
+    this.#queue = null;
+    await queue?.close();
+  }
 }
 
 async function answers(url: string): Promise<boolean> {

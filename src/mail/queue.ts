@@ -12,7 +12,7 @@ import nodemailer from 'nodemailer';
 import type { AppContext, AppStores } from '../app/context.ts';
 import type { Queryable } from '../app/db.ts';
 import { metrics } from '../app/metrics.ts';
-import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../app/redis.ts';
+import { bullmqErrorLogger, createRedis, QueueProducer, WORKER_RUN_RETRY_MS } from '../app/redis.ts';
 import { bullQueue } from '../app/redis-keys.ts';
 import { insertNotifications, loadNotification, markFailed, markRetrying, markSent, queuedNotifications, type OutgoingMail } from './store.ts';
 
@@ -30,33 +30,18 @@ const REQUEUE_AT_START = 10_000;
 export const mailQueue = (ctx: Pick<AppStores, 'config'>) => bullQueue(ctx.config, `${ctx.config.queueName}-mail`);
 
 /** A context's producer on the mail queue (`ctx.mail`): opened by the first mail queued, closed by closeContext. */
-export class MailProducer {
-  #queue: Queue<MailJob> | null = null;
-  readonly #stores: Pick<AppStores, 'config' | 'redis' | 'log'>;
-
+export class MailProducer extends QueueProducer<MailJob> {
   constructor(stores: Pick<AppStores, 'config' | 'redis' | 'log'>) {
-    this.#stores = stores;
-  }
-
-  get queue(): Queue<MailJob> {
-    if (!this.#queue) {
-      const { redis, log } = this.#stores;
-      const { name, prefix } = mailQueue(this.#stores);
-      // the context's own connection: a producer needs no blocking one, and closing the context closes it
-      this.#queue = new Queue<MailJob>(name, {
-        connection: redis,
+    super(() => {
+      const { name, prefix } = mailQueue(stores);
+      const queue = new Queue<MailJob>(name, {
+        connection: stores.redis,
         prefix,
         defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'mail' }, removeOnComplete: true, removeOnFail: 1000 },
       });
-      this.#queue.on('error', bullmqErrorLogger(log, 'mail queue error'));
-    }
-    return this.#queue;
-  }
-
-  async close(): Promise<void> {
-    const queue = this.#queue;
-    this.#queue = null;
-    await queue?.close();
+      queue.on('error', bullmqErrorLogger(stores.log, 'mail queue error'));
+      return queue;
+    });
   }
 }
 

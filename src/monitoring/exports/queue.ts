@@ -20,7 +20,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import { analyticsFailure } from '../analytics/store.ts';
 import type { AppContext, AppStores } from '../../app/context.ts';
 import { OutageLog } from '../../app/outage-log.ts';
-import { bullmqErrorLogger, createRedis, WORKER_RUN_RETRY_MS } from '../../app/redis.ts';
+import { bullmqErrorLogger, createRedis, QueueProducer, WORKER_RUN_RETRY_MS } from '../../app/redis.ts';
 import { bullQueue } from '../../app/redis-keys.ts';
 import {
   admitExports,
@@ -51,32 +51,18 @@ export const exportQueue = (ctx: Pick<AppStores, 'config'>) => bullQueue(ctx.con
 export const exportDir = (ctx: AppContext) => path.join(ctx.config.dataDir, 'exports');
 
 /** A context's producer on the export queue (`ctx.exports`): opened by the first export queued, closed by closeContext. */
-export class ExportProducer {
-  #queue: Queue<ExportJob> | null = null;
-  readonly #stores: Pick<AppStores, 'config' | 'redis' | 'log'>;
-
+export class ExportProducer extends QueueProducer<ExportJob> {
   constructor(stores: Pick<AppStores, 'config' | 'redis' | 'log'>) {
-    this.#stores = stores;
-  }
-
-  get queue(): Queue<ExportJob> {
-    if (!this.#queue) {
-      const { redis, log } = this.#stores;
-      const { name, prefix } = exportQueue(this.#stores);
-      this.#queue = new Queue<ExportJob>(name, {
-        connection: redis,
+    super(() => {
+      const { name, prefix } = exportQueue(stores);
+      const queue = new Queue<ExportJob>(name, {
+        connection: stores.redis,
         prefix,
         defaultJobOptions: { attempts: ATTEMPTS, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000 },
       });
-      this.#queue.on('error', bullmqErrorLogger(log, 'export queue error'));
-    }
-    return this.#queue;
-  }
-
-  async close(): Promise<void> {
-    const queue = this.#queue;
-    this.#queue = null;
-    await queue?.close();
+      queue.on('error', bullmqErrorLogger(stores.log, 'export queue error'));
+      return queue;
+    });
   }
 }
 
