@@ -60,6 +60,14 @@ async function tenant(ctx: AppContext, base: string, name: string): Promise<Tena
   };
 }
 
+/** How many points the pin group's first chart draws (null while it has none). */
+const chartPoints = (page: Page) =>
+  page
+    .locator('figure.pg-chart')
+    .first()
+    .getAttribute('data-points')
+    .catch(() => null);
+
 /** An open event stream (test/support/sse.ts) as an EventSource opens it: the headers as query parameters. */
 async function openStream(base: string, t: Tenant) {
   const stream = await openEventStream(`${base}/issue/stream?apiVersion=8&environmentHashId=${t.environmentHashId}`, { authorization: `Bearer ${t.jwt}` });
@@ -391,17 +399,7 @@ describe('the customer in the browser', () => {
     });
     expect(marker).toBe(true);
     await report(3.25);
-    await expect
-      .poll(
-        () =>
-          page
-            .locator('figure.pg-chart')
-            .first()
-            .getAttribute('data-points')
-            .catch(() => null),
-        { timeout: 30_000 },
-      )
-      .toBe('1');
+    await expect.poll(() => chartPoints(page), { timeout: 30_000 }).toBe('1');
     await expect.poll(() => page.locator('.latest-value').first().textContent(), { timeout: 20_000 }).toContain('3.25');
     expect(await page.evaluate(() => (window as unknown as { __noReload?: boolean }).__noReload)).toBe(true);
     await screenshots(page, 'pin-group');
@@ -420,17 +418,7 @@ describe('the customer in the browser', () => {
       if (answer) await route.fulfill({ response: answer }).catch(() => undefined);
     });
     await report(3.5);
-    await expect
-      .poll(
-        () =>
-          page
-            .locator('figure.pg-chart')
-            .first()
-            .getAttribute('data-points')
-            .catch(() => null),
-        { timeout: 45_000 },
-      )
-      .toBe('2');
+    await expect.poll(() => chartPoints(page), { timeout: 45_000 }).toBe('2');
     await page.unrouteAll({ behavior: 'ignoreErrors' });
 
     // the issue list is open when the threshold is crossed: the issue appears in the list and on the map
