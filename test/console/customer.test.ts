@@ -3,9 +3,11 @@
 // a customer invited by mail signs in, finds the pin group on the map (MapLibre's own query API counts the features at
 // two zoom levels), claims a device and links it to the pin group, the device reports over CoAP/DTLS with libcoap's
 // coap-client-openssl, the measurement appears on the pin group's chart without a reload, a threshold is crossed and
-// the issue appears in the list and on the map while the page is open; the customer comments and closes it.
+// the issue appears in the list and on the map while the page is open; the customer subscribes to it, comments and
+// closes it, and an export of the period downloads holding the device's measurements.
 // axe on every page, no foreign request, screenshots light and dark of the map, the pin group and the issues.
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error a plain JavaScript module of the scripts (no declaration file)
@@ -163,6 +165,7 @@ describe('the customer in the browser', () => {
       'SENSORS',
       'THRESHOLDS',
       'ISSUES',
+      'EXPORT',
       'USERS',
       'ENVIRONMENT_ADMIN',
     ]);
@@ -212,7 +215,7 @@ describe('the customer in the browser', () => {
       places.push({ hashId: added.body.hashId, name, lon, lat });
     }
     email = `customer.${randomBytes(4).toString('hex')}@example.com`;
-    const user = await customer.request('POST', '/user/', { name: 'Casey Customer', email, rights: ['READ', 'STATIC', 'SENSORS', 'ISSUES'] });
+    const user = await customer.request('POST', '/user/', { name: 'Casey Customer', email, rights: ['READ', 'STATIC', 'SENSORS', 'ISSUES', 'EXPORT'] });
     expect(user.status, JSON.stringify(user.body)).toBe(200);
     const [mail] = await until(
       async () => smtp.to(email),
@@ -445,9 +448,29 @@ describe('the customer in the browser', () => {
     expect(await page.evaluate(() => (window as unknown as { __noReload?: boolean }).__noReload)).toBe(true);
     await screenshots(page, 'issues');
 
-    // the issue: comment, and close it with a comment
+    // the issue: subscribe to its mails, comment, and close it with a comment
     await item.getByRole('link').click();
     await expect.poll(() => page.locator('main h1').textContent(), { timeout: 15_000 }).toMatch(/Voltage too high on/);
+    const issueHashId = page.url().split('/').pop()!;
+    const subscriptions = async () =>
+      (
+        await world.ctx.db.query<{ email: string }>(
+          `SELECT a.email FROM issue_subscription s JOIN issue i ON i.id = s.issue_id JOIN machine_account a ON a.id = s.account_id WHERE i.hash_id = $1`,
+          [issueHashId],
+        )
+      ).rows.map((r) => r.email);
+    // every person of the environment is subscribed to a new issue at their notification level (0 by default: every
+    // issue); the box says so, and unticking and ticking it again is what the service keeps
+    const mailMe = page.getByRole('checkbox', { name: 'Mail me about this issue' });
+    await expect.poll(() => mailMe.isChecked(), { timeout: 10_000 }).toBe(true);
+    expect(await subscriptions()).toContain(email);
+    // (the box shows the service's answer, not the click: it changes once the subscription is stored)
+    await mailMe.click();
+    await expect.poll(() => mailMe.isChecked(), { timeout: 10_000 }).toBe(false);
+    expect(await subscriptions()).not.toContain(email);
+    await mailMe.click();
+    await expect.poll(() => mailMe.isChecked(), { timeout: 10_000 }).toBe(true);
+    expect(await subscriptions()).toContain(email);
     await page.getByLabel('Comment', { exact: true }).fill('Checked on site: a loose contact.');
     await page.getByRole('button', { name: 'Comment and close' }).click();
     await page.getByRole('status').filter({ hasText: 'The issue is closed.' }).waitFor();
@@ -455,6 +478,18 @@ describe('the customer in the browser', () => {
     await expect.poll(() => page.locator('.issue-state').textContent()).not.toBe('open');
     expect(await axeFindings(page)).toEqual([]);
     await screenshots(page, 'issue');
+
+    // an export of the period downloads and holds the device's measurements: 3.25 V and the 9 V of the issue
+    await open(page, '/exports', 'Exports');
+    await page.getByRole('button', { name: 'Request export' }).click();
+    const download = page.getByRole('link', { name: 'Download CSV' });
+    await download.waitFor({ timeout: 30_000 });
+    const [file] = await Promise.all([page.waitForEvent('download'), download.click()]);
+    const rows = (await readFile((await file.path())!, 'utf8')).trim().split('\n');
+    expect(rows[0]).toContain('generatedAt');
+    const ofPin = rows.filter((r) => r.includes(pin.hashId));
+    expect(ofPin.some((r) => r.endsWith(',3.25'))).toBe(true);
+    expect(ofPin.some((r) => r.endsWith(',9'))).toBe(true);
 
     // the same pages in Dutch
     await page.locator('header select').last().selectOption('nl');
