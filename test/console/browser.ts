@@ -60,6 +60,10 @@ export async function openConsole(
   page.on('console', (msg) => {
     if (msg.type() === 'error') errors.push(`console: ${msg.text()}`);
   });
+  // the console's "Failed to load resource" names no address: the refused request itself is listed beside it
+  page.on('response', (res) => {
+    if (res.status() >= 400) errors.push(`response: ${res.status()} ${res.request().method()} ${new URL(res.url()).pathname}`);
+  });
   return { page, context, foreign, errors };
 }
 
