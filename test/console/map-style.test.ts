@@ -9,11 +9,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// @ts-expect-error a plain JavaScript module of the scripts (no declaration file)
-import { buildConsole } from '../../scripts/build-console.mjs';
 import { storeToken } from '../../src/accounts/people/tokens.ts';
 import { startTestApi, testContext, type TestApi } from '../helpers.ts';
-import { launchBrowser, openConsole, pageErrors, signIn } from './browser.ts';
+import { buildConsoleOnce, launchBrowser, openConsole, pageErrors, signIn } from './browser.ts';
 
 const PASSWORD = 'correct horse battery staple';
 const RIGHTS = ['READ', 'STATIC', 'USERS', 'ENVIRONMENT_ADMIN'];
@@ -34,16 +32,7 @@ let email: string;
 const pinGroups: string[] = [];
 
 beforeAll(async () => {
-  // another build of the same tree may hold Vite's lock: wait for it, then build what is still stale
-  for (let attempt = 1; ; attempt++) {
-    try {
-      (buildConsole as (o: { quiet: boolean }) => boolean)({ quiet: true });
-      break;
-    } catch (err) {
-      if (attempt === 6) throw err;
-      await new Promise((r) => setTimeout(r, 10_000));
-    }
-  }
+  await buildConsoleOnce();
   styleServer = createServer((req, res) => {
     styleRequests.push(req.url ?? '');
     if (req.url !== '/style.json') return res.writeHead(404).end();
