@@ -195,7 +195,8 @@ describe('DTLS server under hostile input', () => {
         { type: 10, data: Buffer.from('00020017', 'hex') },
         { type: 13, data: Buffer.from('00020403', 'hex') },
       ];
-      let alerts = 0;
+      // which garbage went unanswered (its kind and bytes), if any: a fresh-clone run once got 23 alerts of 24 under load
+      const unanswered: string[] = [];
       for (let i = 0; i < 24; i++) {
         const p = await new RawPeer(srv.port).open();
         peers.push(p);
@@ -207,12 +208,13 @@ describe('DTLS server under hostile input', () => {
         await p.take((d) => d.fragments.some((f) => f.type === 14));
         const body = bodies[i % bodies.length]();
         p.send(encodeRecord({ type: 22, version: 0xfefd, epoch: 0, seq: 2, fragment: encodeFragment(11, 2, body.length, 0, body) }));
-        const got = await p.take((d) => d.records.some((r) => r.type === 21), 2000).catch(() => undefined);
-        if (got) alerts++;
+        // the alert comes at once; the wait is long only so that a loaded machine is not mistaken for a missing alert
+        const got = await p.take((d) => d.records.some((r) => r.type === 21), 15_000).catch(() => undefined);
+        if (!got) unanswered.push(`kind ${i % bodies.length}: ${body.toString('hex').slice(0, 200)}`);
         p.close();
         peers.splice(peers.indexOf(p), 1);
       }
-      expect(alerts).toBe(24);
+      expect(unanswered).toEqual([]);
       expect(srv.sessions).toEqual([]);
       const res = await gnutlsClient({
         port: srv.port,
